@@ -1,0 +1,74 @@
+// The interface every device backend implements. Backends only compute: arguments have been validated by the
+// front (core/*.cpp) before any of these is called, so a backend may assume consistent shapes, dtypes and devices.
+//
+// Adding an op touches: core/<op>.h/.cpp (front: validation + descriptor), a virtual here, its implementation in
+// backend/onednn and backend/opencl (+ a .cl file), the binding in python/module.cpp, python/hetnn/_ops.py, and tests.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/recorder.h"
+
+namespace hetnn {
+
+// Device memory. Backends subclass it; host_ptr() is non-null only for host-addressable memory (the CPU device).
+class Buffer {
+ public:
+  explicit Buffer(std::size_t nbytes) : nbytes(nbytes) {}
+  virtual ~Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  virtual void* host_ptr() const { return nullptr; }
+  const std::size_t nbytes;
+};
+
+// C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b], all operands contiguous row-major.
+// A is stored (M, K), or (K, M) when trans_a; B is stored (K, N), or (N, K) when trans_b; C is (M, N).
+// batch_a / batch_b are either `batch` or 1 (broadcast). K may be 0 (then C = beta * C); M, N, batch are > 0.
+struct MatmulDesc {
+  std::int64_t batch = 1, M = 0, N = 0, K = 0;
+  std::int64_t batch_a = 1, batch_b = 1;
+  bool trans_a = false, trans_b = false;
+  DType dtype = DType::f32;
+  double alpha = 1.0, beta = 0.0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // Memory. alloc throws OutOfMemory; wrap_host returns null where device memory is not host memory.
+  virtual std::shared_ptr<Buffer> alloc(std::size_t nbytes) = 0;
+  virtual std::shared_ptr<Buffer> wrap_host(void* ptr, std::size_t nbytes, std::shared_ptr<void> owner) {
+    return nullptr;
+  }
+  // Transfers. write/read block until the host memory may be reused / holds the data.
+  virtual void write(Buffer& dst, std::size_t offset, const void* src, std::size_t n) = 0;
+  virtual void read(const Buffer& src, std::size_t offset, void* dst, std::size_t n) = 0;
+  virtual void copy(const Buffer& src, std::size_t src_offset, Buffer& dst, std::size_t dst_offset,
+                    std::size_t n) = 0;
+  // Sets n bytes to `value` (0 for zeros; 0xFF, a NaN pattern, to poison new memory in debug runs).
+  virtual void fill(Buffer& dst, std::size_t offset, std::size_t n, unsigned char value) = 0;
+  // Waits until every command issued so far has finished.
+  virtual void synchronize() = 0;
+
+  // Ops.
+  virtual void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c) = 0;
+
+  // Device-time capture (see core/recorder.h).
+  std::size_t capture_begin() { return recorder_.begin(); }
+  std::vector<OpRecord> capture_end(std::size_t token) {
+    synchronize();
+    return recorder_.end(token, [this](PendingRecord& p) { resolve(p); });
+  }
+
+ protected:
+  // Fills in device times of a record whose handle is set (called after synchronize()).
+  virtual void resolve(PendingRecord& p) {}
+  Recorder recorder_;
+};
+
+}  // namespace hetnn

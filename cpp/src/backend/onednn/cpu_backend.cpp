@@ -1,0 +1,160 @@
+#include "backend/onednn/cpu_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "core/errors.h"
+
+namespace hetnn {
+
+namespace {
+
+class HostBuffer final : public Buffer {
+ public:
+  HostBuffer(void* p, std::size_t n, std::shared_ptr<void> owner) : Buffer(n), p_(p), owner_(std::move(owner)) {}
+  ~HostBuffer() override {
+    if (!owner_) std::free(p_);
+  }
+  void* host_ptr() const override { return p_; }
+
+ private:
+  void* p_;
+  std::shared_ptr<void> owner_;  // set for wrapped memory, which hetnn does not free
+};
+
+char* ptr(const Buffer& b) { return static_cast<char*>(b.host_ptr()); }
+
+std::uint64_t physical_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
+}
+
+dnnl::memory::data_type dnnl_type(DType t) {
+  switch (t) {
+    case DType::f32: return dnnl::memory::data_type::f32;
+    case DType::f16: return dnnl::memory::data_type::f16;
+    case DType::bf16: return dnnl::memory::data_type::bf16;
+    default: throw TypeError(std::string("oneDNN: unsupported dtype ") + dtype_name(t));
+  }
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend() : engine_(dnnl::engine::kind::cpu, 0) {}
+
+template <class Fn>
+void CpuBackend::timed(const char* name, std::uint64_t bytes, Fn&& fn) {
+  if (!recorder_.active()) {
+    fn();
+    return;
+  }
+  OpRecord r;
+  r.name = name;
+  r.bytes = bytes;
+  r.host_enqueue = r.start = host_seconds();
+  fn();
+  r.end = host_seconds();
+  recorder_.add({std::move(r), nullptr});
+}
+
+std::shared_ptr<Buffer> CpuBackend::alloc(std::size_t nbytes) {
+  const std::uint64_t phys = physical_memory();
+  if (phys && nbytes > phys)
+    throw OutOfMemory("cannot allocate " + std::to_string(nbytes) + " bytes on cpu: the machine has " +
+                      std::to_string(phys) + " bytes of memory");
+  const std::size_t rounded = (nbytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded ? rounded : 64);
+  if (!p) throw OutOfMemory("cannot allocate " + std::to_string(nbytes) + " bytes on cpu");
+  return std::make_shared<HostBuffer>(p, nbytes, nullptr);
+}
+
+std::shared_ptr<Buffer> CpuBackend::wrap_host(void* p, std::size_t nbytes, std::shared_ptr<void> owner) {
+  if (!owner) owner = std::shared_ptr<void>(p, [](void*) {});
+  return std::make_shared<HostBuffer>(p, nbytes, std::move(owner));
+}
+
+void CpuBackend::write(Buffer& dst, std::size_t off, const void* src, std::size_t n) {
+  timed("h2d", n, [&] { std::memcpy(ptr(dst) + off, src, n); });
+}
+void CpuBackend::read(const Buffer& src, std::size_t off, void* dst, std::size_t n) {
+  timed("d2h", n, [&] { std::memcpy(dst, ptr(src) + off, n); });
+}
+void CpuBackend::copy(const Buffer& src, std::size_t so, Buffer& dst, std::size_t d_off, std::size_t n) {
+  timed("d2d", n, [&] { std::memmove(ptr(dst) + d_off, ptr(src) + so, n); });
+}
+void CpuBackend::fill(Buffer& dst, std::size_t off, std::size_t n, unsigned char value) {
+  timed("fill", n, [&] { std::memset(ptr(dst) + off, value, n); });
+}
+void CpuBackend::synchronize() {}  // every CPU command completes before it returns
+
+dnnl::matmul& CpuBackend::matmul_primitive(const MatmulDesc& d) {
+  std::ostringstream key;
+  key << d.batch << ',' << d.batch_a << ',' << d.batch_b << ',' << d.M << ',' << d.N << ',' << d.K << ','
+      << d.trans_a << d.trans_b << ',' << static_cast<int>(d.dtype) << ',' << (d.alpha != 1.0) << ',' << d.beta;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = matmul_cache_.find(key.str());
+  if (it != matmul_cache_.end()) return it->second;
+
+  using dims = dnnl::memory::dims;
+  const auto dt = dnnl_type(d.dtype);
+  const dims a_dims{d.batch_a, d.M, d.K}, b_dims{d.batch_b, d.K, d.N}, c_dims{d.batch, d.M, d.N};
+  const dims a_strides = d.trans_a ? dims{d.M * d.K, 1, d.M} : dims{d.M * d.K, d.K, 1};
+  const dims b_strides = d.trans_b ? dims{d.K * d.N, 1, d.K} : dims{d.K * d.N, d.N, 1};
+  const dims c_strides{d.M * d.N, d.N, 1};
+  dnnl::primitive_attr attr;
+  if (d.alpha != 1.0) attr.set_scales_mask(DNNL_ARG_WEIGHTS, 0);
+  if (d.beta != 0.0) {
+    dnnl::post_ops po;
+    po.append_sum(static_cast<float>(d.beta));
+    attr.set_post_ops(po);
+  }
+  dnnl::matmul::primitive_desc pd(engine_, dnnl::memory::desc(a_dims, dt, a_strides),
+                                  dnnl::memory::desc(b_dims, dt, b_strides),
+                                  dnnl::memory::desc(c_dims, dt, c_strides), attr);
+  return matmul_cache_.emplace(key.str(), dnnl::matmul(pd)).first->second;
+}
+
+void CpuBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c) {
+  timed("matmul", 0, [&] {
+    if (d.K == 0 || d.dtype == DType::f64) {  // own path: f64, and C = beta*C when there is nothing to sum
+      if (d.dtype != DType::f64 && d.dtype != DType::f32)
+        throw TypeError(std::string("matmul: K=0 is not supported for ") + dtype_name(d.dtype));
+      for (std::int64_t i = 0; i < d.batch; ++i) {
+        const std::int64_t ia = d.batch_a == 1 ? 0 : i, ib = d.batch_b == 1 ? 0 : i;
+        if (d.dtype == DType::f64) {
+          const auto* A = reinterpret_cast<const double*>(ptr(a)) + ia * d.M * d.K;
+          const auto* B = reinterpret_cast<const double*>(ptr(b)) + ib * d.K * d.N;
+          auto* C = reinterpret_cast<double*>(ptr(c)) + i * d.M * d.N;
+          gemm_f64(d.M, d.N, d.K, d.alpha, A, d.trans_a ? 1 : d.K, d.trans_a ? d.M : 1, B, d.trans_b ? 1 : d.N,
+                   d.trans_b ? d.K : 1, d.beta, C, d.N);
+        } else {
+          auto* C = reinterpret_cast<float*>(ptr(c)) + i * d.M * d.N;
+          const float beta = static_cast<float>(d.beta);
+          for (std::int64_t j = 0; j < d.M * d.N; ++j) C[j] = beta == 0.0f ? 0.0f : beta * C[j];
+        }
+      }
+      return;
+    }
+    dnnl::matmul& prim = matmul_primitive(d);
+    const auto dt = dnnl_type(d.dtype);
+    using dims = dnnl::memory::dims;
+    const dims a_strides = d.trans_a ? dims{d.M * d.K, 1, d.M} : dims{d.M * d.K, d.K, 1};
+    const dims b_strides = d.trans_b ? dims{d.K * d.N, 1, d.K} : dims{d.K * d.N, d.N, 1};
+    dnnl::memory am({{d.batch_a, d.M, d.K}, dt, a_strides}, engine_, a.host_ptr());
+    dnnl::memory bm({{d.batch_b, d.K, d.N}, dt, b_strides}, engine_, b.host_ptr());
+    dnnl::memory cm({{d.batch, d.M, d.N}, dt, dims{d.M * d.N, d.N, 1}}, engine_, c.host_ptr());
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
+    float alpha = static_cast<float>(d.alpha);
+    if (d.alpha != 1.0)
+      args.emplace(DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS,
+                   dnnl::memory({{1}, dnnl::memory::data_type::f32, {1}}, engine_, &alpha));
+    dnnl::stream s(engine_);
+    prim.execute(s, args);
+    s.wait();
+  });
+}
+
+}  // namespace hetnn

@@ -1,0 +1,41 @@
+// The CPU device: host memory, oneDNN primitives (cached by shape), own kernels where oneDNN has none.
+#pragma once
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "backend/backend.h"
+
+namespace hetnn {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend();
+  std::shared_ptr<Buffer> alloc(std::size_t nbytes) override;
+  std::shared_ptr<Buffer> wrap_host(void* ptr, std::size_t nbytes, std::shared_ptr<void> owner) override;
+  void write(Buffer& dst, std::size_t offset, const void* src, std::size_t n) override;
+  void read(const Buffer& src, std::size_t offset, void* dst, std::size_t n) override;
+  void copy(const Buffer& src, std::size_t src_offset, Buffer& dst, std::size_t dst_offset, std::size_t n) override;
+  void fill(Buffer& dst, std::size_t offset, std::size_t n, unsigned char value) override;
+  void synchronize() override;
+  void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c) override;
+
+ private:
+  // Runs `fn` (synchronous host work) and records it as one command when a capture is open.
+  template <class Fn>
+  void timed(const char* name, std::uint64_t bytes, Fn&& fn);
+  dnnl::matmul& matmul_primitive(const MatmulDesc& d);
+
+  dnnl::engine engine_;
+  std::mutex mu_;  // guards the primitive cache
+  std::unordered_map<std::string, dnnl::matmul> matmul_cache_;
+};
+
+// Own float64 GEMM (oneDNN's CPU matmul has no f64): C = alpha*op(A)@op(B) + beta*C for one batch entry.
+void gemm_f64(std::int64_t M, std::int64_t N, std::int64_t K, double alpha, const double* A, std::int64_t a_rs,
+              std::int64_t a_cs, const double* B, std::int64_t b_rs, std::int64_t b_cs, double beta, double* C,
+              std::int64_t ldc);
+
+}  // namespace hetnn

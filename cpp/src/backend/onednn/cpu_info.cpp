@@ -1,0 +1,95 @@
+// The CPU device's description: processor name from /proc/cpuinfo, oneDNN's ISA and thread count.
+#include <omp.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "backend/onednn/cpu_backend.h"
+#include "core/device.h"
+
+namespace hetnn {
+
+namespace {
+
+std::string cpuinfo_field(const std::string& key) {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind(key, 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) {
+        auto v = line.substr(colon + 1);
+        auto b = v.find_first_not_of(' ');
+        return b == std::string::npos ? "" : v.substr(b);
+      }
+    }
+  }
+  return "";
+}
+
+std::string isa_name(dnnl_cpu_isa_t isa) {
+  struct Entry {
+    dnnl_cpu_isa_t isa;
+    const char* name;
+  };
+  static const Entry kIsas[] = {
+      {dnnl_cpu_isa_avx512_core_amx_fp16, "avx512_core_amx_fp16"}, {dnnl_cpu_isa_avx512_core_amx, "avx512_core_amx"},
+      {dnnl_cpu_isa_avx512_core_fp16, "avx512_core_fp16"},         {dnnl_cpu_isa_avx512_core_bf16, "avx512_core_bf16"},
+      {dnnl_cpu_isa_avx512_core_vnni, "avx512_core_vnni"},         {dnnl_cpu_isa_avx512_core, "avx512_core"},
+      {dnnl_cpu_isa_avx2_vnni_2, "avx2_vnni_2"},                   {dnnl_cpu_isa_avx2_vnni, "avx2_vnni"},
+      {dnnl_cpu_isa_avx2, "avx2"},                                 {dnnl_cpu_isa_avx, "avx"},
+      {dnnl_cpu_isa_sse41, "sse41"},
+  };
+  for (const auto& e : kIsas)
+    if ((static_cast<unsigned>(isa) & static_cast<unsigned>(e.isa)) == static_cast<unsigned>(e.isa)) return e.name;
+  return "baseline";
+}
+
+// Whether oneDNN can build a matmul for this data type here (bf16/f16 need ISA support).
+bool onednn_matmul_supports(dnnl::memory::data_type dt) {
+  try {
+    dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+    dnnl::memory::desc md({16, 16}, dt, dnnl::memory::format_tag::ab);
+    dnnl::matmul::primitive_desc pd(eng, md, md, md);
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_cpu() {
+  DeviceInfo i;
+  i.id = "cpu";
+  i.kind = "cpu";
+  i.type = "cpu";
+  i.backend = "onednn";
+  i.name = cpuinfo_field("model name");
+  if (i.name.empty()) i.name = "CPU";
+  i.vendor = cpuinfo_field("vendor_id");
+  const dnnl_version_t* v = dnnl_version();
+  i.driver_version = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+                     std::to_string(v->patch) + " (" + (v->hash ? v->hash : "") + ")";
+  i.version = i.driver_version;
+  i.platform = "oneDNN";
+  i.compute_units = static_cast<int>(std::thread::hardware_concurrency());
+  i.threads = omp_get_max_threads();
+  const double mhz = std::atof(cpuinfo_field("cpu MHz").c_str());
+  i.clock_mhz = static_cast<int>(mhz);
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  i.global_mem = pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
+  i.max_alloc = i.global_mem;
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  i.local_mem = l2 > 0 ? static_cast<std::uint64_t>(l2) : 0;  // closest CPU analogue: per-core L2
+  i.isa = isa_name(dnnl_get_effective_cpu_isa());
+  i.fp64 = true;  // own f64 kernels
+  i.fp16 = onednn_matmul_supports(dnnl::memory::data_type::f16);
+  i.bf16 = onednn_matmul_supports(dnnl::memory::data_type::bf16);
+  return {{i, [] { return std::unique_ptr<Backend>(new CpuBackend()); }}};
+}
+
+}  // namespace hetnn

@@ -1,0 +1,47 @@
+// An OpenCL device: one context and one in-order, profiling-enabled queue; kernels from kernels/*.cl.
+#pragma once
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "backend/backend.h"
+#include "backend/opencl/cl_handles.h"
+#include "backend/opencl/program_cache.h"
+#include "core/device.h"
+
+namespace hetnn::opencl {
+
+class ClBackend final : public Backend {
+ public:
+  ClBackend(cl_platform_id platform, cl_device_id device, DeviceInfo info);
+  ~ClBackend() override;
+  std::shared_ptr<Buffer> alloc(std::size_t nbytes) override;
+  void write(Buffer& dst, std::size_t offset, const void* src, std::size_t n) override;
+  void read(const Buffer& src, std::size_t offset, void* dst, std::size_t n) override;
+  void copy(const Buffer& src, std::size_t src_offset, Buffer& dst, std::size_t dst_offset, std::size_t n) override;
+  void fill(Buffer& dst, std::size_t offset, std::size_t n, unsigned char value) override;
+  void synchronize() override;
+  void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c) override;
+
+  // Builds an arbitrary program (diagnostics and tests; not cached).
+  void build_source(const std::string& source, const std::string& options);
+
+ protected:
+  void resolve(PendingRecord& p) override;
+
+ private:
+  // An event out-parameter for an enqueue: non-null only while a capture is open.
+  cl_event* event_slot(cl_event& ev) { return recorder_.active() ? &ev : nullptr; }
+  void record(const char* name, cl_event ev, double host_enqueue, std::uint64_t bytes);
+  cl_kernel kernel(const std::string& file, const std::string& name, const std::string& options);
+
+  cl_device_id device_;
+  DeviceInfo info_;
+  Context context_;
+  Queue queue_;
+  std::mutex mu_;  // kernels' arguments are set and enqueued under it
+  ProgramCache programs_;
+  std::map<std::string, Kernel> kernels_;
+};
+
+}  // namespace hetnn::opencl

@@ -1,0 +1,116 @@
+// Lists every OpenCL platform/device through the ICD loader. No platform is not an error: hetnn then simply
+// has no OpenCL device, and opencl_status() says why.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "backend/opencl/cl_backend.h"
+#include "backend/opencl/cl_check.h"
+#include "core/device.h"
+
+namespace hetnn {
+
+namespace {
+
+std::string g_status;
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\0' || s.back() == ' ' || s.back() == '\n')) s.pop_back();
+  auto b = s.find_first_not_of(' ');
+  return b == std::string::npos ? "" : s.substr(b);
+}
+
+std::string platform_string(cl_platform_id p, cl_platform_info what) {
+  std::size_t n = 0;
+  if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
+  std::string s(n, '\0');
+  if (clGetPlatformInfo(p, what, n, s.data(), nullptr) != CL_SUCCESS) return "";
+  return trim(s);
+}
+
+std::string device_string(cl_device_id d, cl_device_info what) {
+  std::size_t n = 0;
+  if (clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
+  std::string s(n, '\0');
+  if (clGetDeviceInfo(d, what, n, s.data(), nullptr) != CL_SUCCESS) return "";
+  return trim(s);
+}
+
+template <class T>
+T device_value(cl_device_id d, cl_device_info what) {
+  T v{};
+  if (clGetDeviceInfo(d, what, sizeof(T), &v, nullptr) != CL_SUCCESS) return T{};
+  return v;
+}
+
+bool has_extension(const std::string& exts, const std::string& name) {
+  std::size_t pos = 0;
+  while ((pos = exts.find(name, pos)) != std::string::npos) {
+    const bool start = pos == 0 || exts[pos - 1] == ' ';
+    const bool end = pos + name.size() == exts.size() || exts[pos + name.size()] == ' ';
+    if (start && end) return true;
+    pos += name.size();
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string opencl_status() { return g_status; }
+
+std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() {
+  std::vector<std::pair<DeviceInfo, BackendFactory>> out;
+  cl_uint np = 0;
+  cl_int st = clGetPlatformIDs(0, nullptr, &np);
+  if (st != CL_SUCCESS || np == 0) {
+    g_status = st == CL_SUCCESS || st == -1001
+                   ? "no OpenCL platform found (install an ICD, e.g. Debian's pocl-opencl-icd)"
+                   : std::string("clGetPlatformIDs failed: ") + opencl::status_name(st);
+    return out;
+  }
+  std::vector<cl_platform_id> platforms(np);
+  clGetPlatformIDs(np, platforms.data(), nullptr);
+  int ordinal = 0;
+  for (cl_uint p = 0; p < np; ++p) {
+    cl_uint nd = 0;
+    if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
+    std::vector<cl_device_id> devs(nd);
+    clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, nd, devs.data(), nullptr);
+    for (cl_uint d = 0; d < nd; ++d) {
+      cl_device_id dev = devs[d];
+      DeviceInfo i;
+      i.id = "opencl:" + std::to_string(p) + ":" + std::to_string(d);
+      i.kind = "opencl";
+      i.backend = "opencl";
+      const auto type = device_value<cl_device_type>(dev, CL_DEVICE_TYPE);
+      i.type = type & CL_DEVICE_TYPE_GPU ? "gpu"
+               : type & CL_DEVICE_TYPE_CPU ? "cpu"
+               : type & CL_DEVICE_TYPE_ACCELERATOR ? "accelerator"
+                                                   : "other";
+      i.name = device_string(dev, CL_DEVICE_NAME);
+      i.vendor = device_string(dev, CL_DEVICE_VENDOR);
+      i.driver_version = device_string(dev, CL_DRIVER_VERSION);
+      i.version = device_string(dev, CL_DEVICE_VERSION);
+      i.platform = platform_string(platforms[p], CL_PLATFORM_NAME);
+      i.platform_version = platform_string(platforms[p], CL_PLATFORM_VERSION);
+      i.platform_index = static_cast<int>(p);
+      i.device_index = static_cast<int>(d);
+      i.ordinal = ordinal++;
+      i.compute_units = static_cast<int>(device_value<cl_uint>(dev, CL_DEVICE_MAX_COMPUTE_UNITS));
+      i.clock_mhz = static_cast<int>(device_value<cl_uint>(dev, CL_DEVICE_MAX_CLOCK_FREQUENCY));
+      i.global_mem = device_value<cl_ulong>(dev, CL_DEVICE_GLOBAL_MEM_SIZE);
+      i.local_mem = device_value<cl_ulong>(dev, CL_DEVICE_LOCAL_MEM_SIZE);
+      i.max_alloc = device_value<cl_ulong>(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+      i.max_work_group_size = device_value<std::size_t>(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+      i.extensions = device_string(dev, CL_DEVICE_EXTENSIONS);
+      i.fp64 = has_extension(i.extensions, "cl_khr_fp64") || device_value<cl_ulong>(dev, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
+      i.fp16 = has_extension(i.extensions, "cl_khr_fp16");
+      const cl_platform_id plat = platforms[p];
+      out.emplace_back(i, [plat, dev, i] { return std::unique_ptr<Backend>(new opencl::ClBackend(plat, dev, i)); });
+    }
+  }
+  if (out.empty()) g_status = "OpenCL platforms exist but list no device";
+  return out;
+}
+
+}  // namespace hetnn

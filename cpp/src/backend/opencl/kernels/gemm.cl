@@ -1,0 +1,100 @@
+// gemm.cl: C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b], row-major, any M, N, K (edge tiles guarded).
+// A work-group computes a TS_M x TS_N tile of C, staging TS_K-deep slices of A and B in local memory; each work
+// item accumulates a WPT_M x WPT_N register tile with a stride of (TS_M/WPT_M, TS_N/WPT_N) so that neighbouring
+// work items touch neighbouring elements. Tunables are overridden with -D by the host (per-device parameters).
+#ifdef USE_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+#ifndef REAL
+#define REAL float
+#endif
+#ifndef TS_M
+#define TS_M 64
+#endif
+#ifndef TS_N
+#define TS_N 64
+#endif
+#ifndef TS_K
+#define TS_K 16
+#endif
+#ifndef WPT_M
+#define WPT_M 4
+#endif
+#ifndef WPT_N
+#define WPT_N 4
+#endif
+#ifndef TRANS_A
+#define TRANS_A 0
+#endif
+#ifndef TRANS_B
+#define TRANS_B 0
+#endif
+#define LM (TS_M / WPT_M)
+#define LN (TS_N / WPT_N)
+#define LSIZE (LM * LN)
+
+__kernel __attribute__((reqd_work_group_size(LN, LM, 1)))
+void gemm_tiled(const int M, const int N, const int K, const REAL alpha, const REAL beta,
+                __global const REAL* restrict A, const long a_batch_stride,
+                __global const REAL* restrict B, const long b_batch_stride,
+                __global REAL* restrict C) {
+  const int tn = get_local_id(0), tm = get_local_id(1);
+  const int lid = tm * LN + tn;
+  const int n0 = get_group_id(0) * TS_N, m0 = get_group_id(1) * TS_M;
+  const long batch = get_global_id(2);
+  A += batch * a_batch_stride;
+  B += batch * b_batch_stride;
+  C += batch * (long)M * N;
+
+  __local REAL As[TS_K][TS_M];
+  __local REAL Bs[TS_K][TS_N];
+  REAL acc[WPT_M][WPT_N];
+  for (int i = 0; i < WPT_M; ++i)
+    for (int j = 0; j < WPT_N; ++j) acc[i][j] = (REAL)0;
+
+  for (int k0 = 0; k0 < K; k0 += TS_K) {
+    for (int i = lid; i < TS_M * TS_K; i += LSIZE) {
+#if TRANS_A  // A stored (K, M)
+      const int mm = i % TS_M, kk = i / TS_M;
+      const int gm = m0 + mm, gk = k0 + kk;
+      As[kk][mm] = (gm < M && gk < K) ? A[(long)gk * M + gm] : (REAL)0;
+#else        // A stored (M, K)
+      const int kk = i % TS_K, mm = i / TS_K;
+      const int gm = m0 + mm, gk = k0 + kk;
+      As[kk][mm] = (gm < M && gk < K) ? A[(long)gm * K + gk] : (REAL)0;
+#endif
+    }
+    for (int i = lid; i < TS_N * TS_K; i += LSIZE) {
+#if TRANS_B  // B stored (N, K)
+      const int kk = i % TS_K, nn = i / TS_K;
+      const int gn = n0 + nn, gk = k0 + kk;
+      Bs[kk][nn] = (gn < N && gk < K) ? B[(long)gn * K + gk] : (REAL)0;
+#else        // B stored (K, N)
+      const int nn = i % TS_N, kk = i / TS_N;
+      const int gn = n0 + nn, gk = k0 + kk;
+      Bs[kk][nn] = (gn < N && gk < K) ? B[(long)gk * N + gn] : (REAL)0;
+#endif
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int kk = 0; kk < TS_K; ++kk) {
+      REAL a[WPT_M], b[WPT_N];
+      for (int i = 0; i < WPT_M; ++i) a[i] = As[kk][tm + i * LM];
+      for (int j = 0; j < WPT_N; ++j) b[j] = Bs[kk][tn + j * LN];
+      for (int i = 0; i < WPT_M; ++i)
+        for (int j = 0; j < WPT_N; ++j) acc[i][j] += a[i] * b[j];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+
+  for (int i = 0; i < WPT_M; ++i) {
+    const int m = m0 + tm + i * LM;
+    if (m >= M) continue;
+    for (int j = 0; j < WPT_N; ++j) {
+      const int n = n0 + tn + j * LN;
+      if (n >= N) continue;
+      const long idx = (long)m * N + n;
+      // beta == 0 overwrites: C may hold garbage or NaN that must not leak into the result.
+      C[idx] = beta == (REAL)0 ? alpha * acc[i][j] : alpha * acc[i][j] + beta * C[idx];
+    }
+  }
+}

@@ -1,0 +1,116 @@
+#include "core/device.h"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+#include "core/errors.h"
+
+namespace hetnn {
+
+Backend& Device::backend() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!backend_) backend_ = factory_();
+  return *backend_;
+}
+
+bool Device::started() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return backend_ != nullptr;
+}
+
+bool Device::supports(DType t) const {
+  switch (t) {
+    case DType::f64: return info_.fp64;
+    case DType::f16: return info_.fp16;
+    case DType::bf16: return info_.bf16;
+    default: return true;
+  }
+}
+
+void Device::require(DType t, const char* what) const {
+  if (supports(t)) return;
+  std::string hint = t == DType::f64 ? " (use dtype='float32')" : "";
+  throw TypeError(std::string(what) + ": device " + info_.id + " (" + info_.name + ") does not support " +
+                  dtype_name(t) + hint);
+}
+
+#ifndef HETNN_HAVE_OPENCL
+std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() { return {}; }
+std::string opencl_status() { return "hetnn was built without the OpenCL backend (HETNN_WITH_OPENCL=OFF or no OpenCL found)"; }
+#endif
+
+const std::vector<DevicePtr>& all_devices() {
+  static const std::vector<DevicePtr> devices = [] {
+    std::vector<DevicePtr> out;
+    for (auto& [info, factory] : enumerate_cpu()) out.push_back(std::make_shared<Device>(info, factory));
+    for (auto& [info, factory] : enumerate_opencl()) out.push_back(std::make_shared<Device>(info, factory));
+    return out;
+  }();
+  return devices;
+}
+
+namespace {
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+std::string trim(const std::string& s) {
+  auto b = s.find_first_not_of(" \t\n");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\n") - b + 1);
+}
+}  // namespace
+
+std::string describe_devices() {
+  std::ostringstream os;
+  for (const auto& d : all_devices()) {
+    const auto& i = d->info();
+    os << "  " << i.id;
+    if (i.ordinal >= 0) os << " (opencl:" << i.ordinal << ")";
+    os << ": " << i.name << " [" << i.type << ", " << i.backend << "]\n";
+  }
+  std::string cl = opencl_status();
+  if (!cl.empty()) os << "  (no OpenCL device: " << cl << ")\n";
+  return os.str();
+}
+
+DevicePtr find_device(const std::string& raw) {
+  const std::string spec = lower(trim(raw));
+  const auto& devs = all_devices();
+  auto fail = [&]() -> DevicePtr {
+    throw ValueError("no device matches '" + raw + "'; available devices:\n" + describe_devices() +
+                     "A spec is a device id, a type (cpu, gpu, opencl, accelerator) or part of a device name.");
+  };
+  if (spec.empty()) return fail();
+  for (const auto& d : devs)  // exact id
+    if (lower(d->id()) == spec) return d;
+  if (spec.rfind("opencl:", 0) == 0 && spec.find(':', 7) == std::string::npos) {  // opencl:N
+    const std::string n = spec.substr(7);
+    if (!n.empty() && std::all_of(n.begin(), n.end(), ::isdigit)) {
+      for (const auto& d : devs)
+        if (d->info().ordinal >= 0 && std::to_string(d->info().ordinal) == n) return d;
+      return fail();
+    }
+  }
+  if (spec == "cpu") return devs.front();  // the oneDNN device; an OpenCL CPU device is "opencl:cpu"
+  if (spec == "opencl") {
+    for (const auto& d : devs)
+      if (d->info().kind == "opencl") return d;
+    return fail();
+  }
+  if (spec == "gpu" || spec == "accelerator" || spec == "opencl:cpu" || spec == "opencl:gpu") {
+    const std::string type = spec.rfind("opencl:", 0) == 0 ? spec.substr(7) : spec;
+    for (const auto& d : devs)
+      if (d->info().kind == "opencl" && d->info().type == type) return d;
+    return fail();
+  }
+  for (const auto& d : devs) {  // substring of name, vendor, platform or version strings ("pocl", "nvidia")
+    const auto& i = d->info();
+    for (const std::string* field : {&i.name, &i.vendor, &i.platform, &i.platform_version, &i.version})
+      if (lower(*field).find(spec) != std::string::npos) return d;
+  }
+  return fail();
+}
+
+}  // namespace hetnn

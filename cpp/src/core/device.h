@@ -1,0 +1,67 @@
+// Devices: the oneDNN CPU device and one device per OpenCL platform/device, enumerated once per process.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/dtype.h"
+
+namespace hetnn {
+
+struct DeviceInfo {
+  std::string id;       // "cpu", "opencl:P:D"
+  std::string kind;     // "cpu" (oneDNN) or "opencl"
+  std::string type;     // "cpu", "gpu", "accelerator", "other"
+  std::string backend;  // "onednn" or "opencl"
+  std::string name, vendor, driver_version, version, platform, platform_version;
+  int platform_index = -1, device_index = -1, ordinal = -1;  // ordinal: N in "opencl:N"
+  int compute_units = 0;
+  int clock_mhz = 0;
+  std::uint64_t global_mem = 0, local_mem = 0, max_alloc = 0;
+  std::uint64_t max_work_group_size = 0;
+  bool fp64 = false, fp16 = false, bf16 = false;
+  std::string isa;   // CPU device: oneDNN's effective ISA
+  int threads = 0;   // CPU device: threads oneDNN uses
+  std::string extensions;
+};
+
+using BackendFactory = std::function<std::unique_ptr<Backend>()>;
+
+class Device {
+ public:
+  Device(DeviceInfo info, BackendFactory factory) : info_(std::move(info)), factory_(std::move(factory)) {}
+  const DeviceInfo& info() const { return info_; }
+  const std::string& id() const { return info_.id; }
+  // The backend is created on first use (OpenCL context, queue); throws OpenCLError if that fails.
+  Backend& backend();
+  bool started() const;
+  // Whether arrays of this dtype may live here (TypeError message otherwise).
+  bool supports(DType t) const;
+  void require(DType t, const char* what) const;
+
+ private:
+  DeviceInfo info_;
+  BackendFactory factory_;
+  mutable std::mutex mu_;
+  std::unique_ptr<Backend> backend_;
+};
+
+using DevicePtr = std::shared_ptr<Device>;
+
+const std::vector<DevicePtr>& all_devices();
+// Resolves a device spec: an id ("cpu", "opencl:0:0", "opencl:1"), a type ("cpu", "gpu", "opencl",
+// "accelerator") or a case-insensitive substring of the device name, vendor, platform or version. Throws ValueError
+// listing the available devices when nothing matches.
+DevicePtr find_device(const std::string& spec);
+std::string describe_devices();  // one line per device, for error messages
+
+// Registered by the backends (backend/onednn/cpu_info.cpp, backend/opencl/cl_enumerate.cpp).
+std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_cpu();
+std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl();  // empty without OpenCL
+std::string opencl_status();  // why no OpenCL device is listed (no backend built / no platform), or ""
+
+}  // namespace hetnn

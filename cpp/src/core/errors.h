@@ -1,0 +1,48 @@
+// Typed errors thrown by the core and the backends. The Python bindings map each to a Python exception:
+// ValueError -> ValueError, TypeError -> TypeError, OutOfMemory -> MemoryError, OpenCLError -> hetnn.OpenCLError,
+// CompileError -> hetnn.CompileError. Nothing in hetnn aborts the process on a bad input or a driver error.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace hetnn {
+
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct ValueError : Error {
+  using Error::Error;
+};
+
+struct TypeError : Error {
+  using Error::Error;
+};
+
+struct OutOfMemory : Error {
+  using Error::Error;
+};
+
+// A driver call returned an error status. `call` is the API call (and what it was doing).
+struct OpenCLError : Error {
+  OpenCLError(int status, std::string status_name, std::string call)
+      : Error(call + " failed: " + status_name + " (" + std::to_string(status) + ")"),
+        status(status), status_name(std::move(status_name)), call(std::move(call)) {}
+  int status;
+  std::string status_name;
+  std::string call;
+};
+
+// An OpenCL program failed to build; `log` is the compiler's build log.
+struct CompileError : Error {
+  CompileError(std::string kernel, std::string options, std::string device, std::string log)
+      : Error("building OpenCL program '" + kernel + "' for " + device + " with options '" + options +
+              "' failed:\n" + log),
+        kernel(std::move(kernel)), options(std::move(options)), device(std::move(device)), log(std::move(log)) {}
+  std::string kernel;
+  std::string options;
+  std::string device;
+  std::string log;
+};
+
+}  // namespace hetnn

@@ -1,0 +1,89 @@
+#include "core/matmul.h"
+
+#include <limits>
+
+#include "core/errors.h"
+
+namespace hetnn {
+
+namespace {
+std::string where(const Array& x) { return x.device()->id(); }
+}  // namespace
+
+MatmulDesc matmul_plan(const Array& a, const Array& b, const Array* out, const MatmulArgs& args, Shape* out_shape) {
+  if (a.device() != b.device())
+    throw ValueError("matmul: a is on " + where(a) + " but b is on " + where(b) +
+                     "; move one with .to(device) (hetnn never transfers silently)");
+  if (out && out->device() != a.device())
+    throw ValueError("matmul: out is on " + where(*out) + " but the operands are on " + where(a));
+  if (a.dtype() != b.dtype())
+    throw TypeError(std::string("matmul: a is ") + dtype_name(a.dtype()) + " but b is " + dtype_name(b.dtype()) +
+                    "; convert one so both have the same dtype");
+  const DType t = a.dtype();
+  if (t != DType::f32 && t != DType::f64)
+    throw TypeError(std::string("matmul: dtype ") + dtype_name(t) + " is not supported (float32 or float64)");
+  a.device()->require(t, "matmul");
+  if (a.ndim() < 2 || a.ndim() > 3)
+    throw ValueError("matmul: a must be 2-D or 3-D (batched), got shape " + shape_str(a.shape()));
+  if (b.ndim() < 2 || b.ndim() > 3)
+    throw ValueError("matmul: b must be 2-D or 3-D (batched), got shape " + shape_str(b.shape()));
+
+  const auto& as = a.shape();
+  const auto& bs = b.shape();
+  const int ao = a.ndim() - 2, bo = b.ndim() - 2;
+  MatmulDesc d;
+  d.trans_a = args.trans_a;
+  d.trans_b = args.trans_b;
+  d.alpha = args.alpha;
+  d.beta = args.beta;
+  d.dtype = t;
+  d.M = args.trans_a ? as[ao + 1] : as[ao];
+  const std::int64_t ka = args.trans_a ? as[ao] : as[ao + 1];
+  const std::int64_t kb = args.trans_b ? bs[bo + 1] : bs[bo];
+  d.N = args.trans_b ? bs[bo] : bs[bo + 1];
+  if (ka != kb)
+    throw ValueError("matmul: shapes " + shape_str(as) + (args.trans_a ? " (transposed)" : "") + " and " +
+                     shape_str(bs) + (args.trans_b ? " (transposed)" : "") + " are not aligned: " +
+                     std::to_string(ka) + " (a's inner dimension) != " + std::to_string(kb) +
+                     " (b's inner dimension)");
+  d.K = ka;
+  d.batch_a = ao ? as[0] : 1;
+  d.batch_b = bo ? bs[0] : 1;
+  if (d.batch_a != d.batch_b && d.batch_a != 1 && d.batch_b != 1)
+    throw ValueError("matmul: batch sizes of a " + shape_str(as) + " and b " + shape_str(bs) +
+                     " differ and neither is 1");
+  d.batch = std::max(d.batch_a, d.batch_b);
+  const bool batched = ao || bo;
+  if (d.batch == 0) d.batch_a = d.batch_b = 0;
+
+  constexpr std::int64_t kMaxDim = std::numeric_limits<int>::max();
+  for (std::int64_t v : {d.M, d.N, d.K, d.batch})
+    if (v > kMaxDim) throw ValueError("matmul: dimensions above 2^31-1 are not supported");
+
+  Shape rs = batched ? Shape{d.batch, d.M, d.N} : Shape{d.M, d.N};
+  if (out) {
+    if (out->shape() != rs)
+      throw ValueError("matmul: out has shape " + shape_str(out->shape()) + " but the result has shape " +
+                       shape_str(rs));
+    if (out->dtype() != t)
+      throw TypeError(std::string("matmul: out is ") + dtype_name(out->dtype()) + " but the result is " +
+                      dtype_name(t));
+    if (out->same_memory(a) || out->same_memory(b))
+      throw ValueError("matmul: out must not share memory with a or b");
+  } else if (args.beta != 0.0) {
+    throw ValueError("matmul: beta=" + std::to_string(args.beta) + " needs out= (the C that beta scales)");
+  }
+  if (out_shape) *out_shape = rs;
+  return d;
+}
+
+Array matmul(const Array& a, const Array& b, const Array* out, const MatmulArgs& args) {
+  Shape rs;
+  const MatmulDesc d = matmul_plan(a, b, out, args, &rs);
+  Array c = out ? *out : Array::empty(a.device(), rs, d.dtype);
+  if (d.batch == 0 || d.M == 0 || d.N == 0) return c;
+  a.device()->backend().matmul(d, *a.buffer(), *b.buffer(), *c.buffer());
+  return c;
+}
+
+}  // namespace hetnn

@@ -1,0 +1,55 @@
+// Device-time capture: while a capture is open on a backend, every command it runs (kernel, transfer, primitive)
+// is recorded with its device start/end time. Timer, benchmark() and (later) the profiler read these records, so a
+// device time is the sum over *every* command a call enqueued, not just the last one.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace hetnn {
+
+struct OpRecord {
+  std::string name;           // "matmul", "h2d", "d2h", "d2d", "fill", or a kernel name
+  double host_enqueue = 0.0;  // steady-clock seconds when the host issued it
+  double start = 0.0;         // device clock, seconds (only differences are meaningful)
+  double end = 0.0;
+  std::uint64_t bytes = 0;    // bytes moved, for transfers
+};
+
+// A record whose device times may only be known after the device has finished (OpenCL events).
+struct PendingRecord {
+  OpRecord rec;
+  std::shared_ptr<void> handle;  // backend-specific (a retained cl_event); null when rec is already complete
+};
+
+class Recorder {
+ public:
+  bool active() const { return depth_.load(std::memory_order_relaxed) > 0 && paused_ == 0; }
+  // Commands issued by this thread while a Pause lives are not recorded (hetnn's own debug work, e.g. poisoning).
+  struct Pause {
+    Pause() { ++paused_; }
+    ~Pause() { --paused_; }
+    Pause(const Pause&) = delete;
+    Pause& operator=(const Pause&) = delete;
+  };
+  // Opens a capture and returns its token (the position of its first record).
+  std::size_t begin();
+  void add(PendingRecord r);
+  // Closes the capture opened with `token`; `resolve` fills in device times of pending records first.
+  std::vector<OpRecord> end(std::size_t token, const std::function<void(PendingRecord&)>& resolve);
+
+ private:
+  std::mutex mu_;
+  std::atomic<int> depth_{0};
+  std::vector<PendingRecord> records_;
+  static thread_local int paused_;
+};
+
+double host_seconds();  // steady clock, seconds
+
+}  // namespace hetnn

@@ -1,0 +1,142 @@
+// hetnn._core.Array: construction from NumPy (copy, or zero-copy on the CPU device), transfers, attributes.
+#include <cstring>
+
+#include "core/errors.h"
+#include "python/bindings.h"
+
+namespace hetnn::python {
+
+Shape to_shape(const py::sequence& seq, const char* what) {
+  Shape s;
+  for (const auto& item : seq) {
+    if (!py::isinstance<py::int_>(item))
+      throw TypeError(std::string(what) + " must hold integers, got " + std::string(py::str(py::type::of(item))));
+    s.push_back(item.cast<std::int64_t>());
+  }
+  return s;
+}
+
+namespace {
+
+// The NumPy array's data, checked: C-contiguous, aligned, native byte order (the Python layer converts first).
+void check_ndarray(const py::array& arr, const char* what) {
+  if (!(arr.flags() & py::array::c_style))
+    throw ValueError(std::string(what) + ": the NumPy array must be C-contiguous");
+  if (!arr.attr("flags").attr("aligned").cast<bool>()) throw ValueError(std::string(what) + ": the NumPy array is not aligned");
+  if (!arr.dtype().attr("isnative").cast<bool>()) throw ValueError(std::string(what) + ": the NumPy array is not in native byte order");
+}
+
+DType ndarray_dtype(const py::array& arr) { return dtype_from_name(py::str(arr.dtype().attr("name"))); }
+
+Shape ndarray_shape(const py::array& arr) {
+  return Shape(arr.shape(), arr.shape() + arr.ndim());
+}
+
+}  // namespace
+
+void bind_array(py::module_& m) {
+  py::class_<Array>(m, "Array")
+      .def_static(
+          "empty",
+          [](const DevicePtr& dev, const py::sequence& shape, const std::string& dtype) {
+            const Shape s = to_shape(shape, "shape");
+            const DType t = dtype_from_name(dtype);
+            py::gil_scoped_release nogil;
+            return Array::empty(dev, s, t);
+          },
+          py::arg("device"), py::arg("shape"), py::arg("dtype"))
+      .def_static(
+          "zeros",
+          [](const DevicePtr& dev, const py::sequence& shape, const std::string& dtype) {
+            const Shape s = to_shape(shape, "shape");
+            const DType t = dtype_from_name(dtype);
+            py::gil_scoped_release nogil;
+            return Array::zeros(dev, s, t);
+          },
+          py::arg("device"), py::arg("shape"), py::arg("dtype"))
+      .def_static(
+          "from_numpy",
+          [](const DevicePtr& dev, const py::array& arr) {
+            check_ndarray(arr, "asarray");
+            const Shape s = ndarray_shape(arr);
+            const DType t = ndarray_dtype(arr);
+            const void* data = arr.data();
+            py::gil_scoped_release nogil;
+            return Array::from_host(dev, data, s, t);
+          },
+          py::arg("device"), py::arg("array"), "Copies a C-contiguous NumPy array onto the device.")
+      .def_static(
+          "wrap_numpy",
+          [](const DevicePtr& dev, const py::array& arr) -> py::object {
+            check_ndarray(arr, "wrap_numpy");
+            // The Array keeps the NumPy array alive; its reference is dropped with the GIL held.
+            auto* ref = new py::object(arr);
+            std::shared_ptr<void> owner(ref, [](void* p) {
+              if (!Py_IsInitialized()) return;
+              py::gil_scoped_acquire gil;
+              delete static_cast<py::object*>(p);
+            });
+            Array a = Array::wrap_host(dev, const_cast<void*>(arr.data()), ndarray_shape(arr), ndarray_dtype(arr),
+                                       owner);
+            if (!a.valid()) return py::none();
+            return py::cast(std::move(a));
+          },
+          py::arg("device"), py::arg("array"),
+          "Zero-copy Array over a NumPy array's memory on a host-memory device (the CPU device); None elsewhere.")
+      .def(
+          "to_numpy",
+          [](const Array& a) {
+            py::array out(py::dtype(dtype_name(a.dtype())), a.shape());
+            void* dst = out.mutable_data();
+            {
+              py::gil_scoped_release nogil;
+              a.to_host(dst);
+            }
+            return out;
+          },
+          "Blocking device -> host copy into a new NumPy array.")
+      .def(
+          "read_into",
+          [](const Array& a, py::array& out) {
+            check_ndarray(out, "read_into");
+            if (!out.writeable()) throw ValueError("read_into: the NumPy array is read-only");
+            if (ndarray_shape(out) != a.shape() || ndarray_dtype(out) != a.dtype())
+              throw ValueError("read_into: the NumPy array does not match the Array's shape and dtype");
+            void* dst = out.mutable_data();
+            py::gil_scoped_release nogil;
+            a.to_host(dst);
+          },
+          py::arg("out"))
+      .def(
+          "write_from",
+          [](Array& a, const py::array& src) {
+            check_ndarray(src, "write_from");
+            if (ndarray_shape(src) != a.shape() || ndarray_dtype(src) != a.dtype())
+              throw ValueError("write_from: the NumPy array does not match the Array's shape and dtype");
+            const void* p = src.data();
+            py::gil_scoped_release nogil;
+            a.from_host_into(p);
+          },
+          py::arg("src"))
+      .def(
+          "to",
+          [](const Array& a, const DevicePtr& dev) {
+            py::gil_scoped_release nogil;
+            return a.to(dev);
+          },
+          py::arg("device"))
+      .def("copy",
+           [](const Array& a) {
+             py::gil_scoped_release nogil;
+             return a.copy();
+           })
+      .def_property_readonly("shape", [](const Array& a) { return py::tuple(py::cast(a.shape())); })
+      .def_property_readonly("dtype", [](const Array& a) { return std::string(dtype_name(a.dtype())); })
+      .def_property_readonly("device", [](const Array& a) { return a.device(); })
+      .def_property_readonly("nbytes", &Array::nbytes)
+      .def_property_readonly("size", &Array::size)
+      .def_property_readonly("ndim", &Array::ndim)
+      .def("same_memory", &Array::same_memory);
+}
+
+}  // namespace hetnn::python

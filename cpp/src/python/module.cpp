@@ -1,0 +1,196 @@
+// hetnn._core: the pybind11 module. Thin: argument conversion, GIL release around device work, and the mapping of
+// hetnn's C++ errors to Python exceptions. Validation lives in the core front (cpp/src/core).
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "core/errors.h"
+#include "core/matmul.h"
+#include "python/bindings.h"
+#ifdef HETNN_HAVE_OPENCL
+#include "backend/opencl/cl_backend.h"
+#include "backend/opencl/cl_check.h"
+#endif
+
+namespace py = pybind11;
+using namespace hetnn;
+
+namespace {
+
+py::dict info_dict(const DeviceInfo& i) {
+  py::dict d;
+  d["id"] = i.id;
+  d["kind"] = i.kind;
+  d["type"] = i.type;
+  d["backend"] = i.backend;
+  d["name"] = i.name;
+  d["vendor"] = i.vendor;
+  d["driver_version"] = i.driver_version;
+  d["version"] = i.version;
+  d["platform"] = i.platform;
+  d["platform_version"] = i.platform_version;
+  d["platform_index"] = i.platform_index;
+  d["device_index"] = i.device_index;
+  d["ordinal"] = i.ordinal;
+  d["compute_units"] = i.compute_units;
+  d["clock_mhz"] = i.clock_mhz;
+  d["global_mem"] = i.global_mem;
+  d["local_mem"] = i.local_mem;
+  d["max_alloc"] = i.max_alloc;
+  d["max_work_group_size"] = i.max_work_group_size;
+  d["fp64"] = i.fp64;
+  d["fp16"] = i.fp16;
+  d["bf16"] = i.bf16;
+  d["isa"] = i.isa;
+  d["threads"] = i.threads;
+  d["extensions"] = i.extensions;
+  return d;
+}
+
+py::list records_list(const std::vector<OpRecord>& recs) {
+  py::list out;
+  for (const auto& r : recs) out.append(py::make_tuple(r.name, r.host_enqueue, r.start, r.end, r.bytes));
+  return out;
+}
+
+// Raises `type(message)` with extra attributes set on the instance.
+void raise_with(PyObject* type, const std::string& message, const py::dict& attrs) {
+  py::object exc = py::reinterpret_borrow<py::object>(type)(message);
+  for (auto item : attrs) py::setattr(exc, item.first, item.second);
+  PyErr_SetObject(type, exc.ptr());
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "hetnn native core: devices, arrays, kernels (oneDNN CPU and OpenCL backends)";
+
+  static py::handle base = PyErr_NewExceptionWithDoc(
+      "hetnn.HetnnError", "Base class of hetnn's own errors (driver and compiler failures).", PyExc_RuntimeError,
+      nullptr);
+  static py::handle cl_error = PyErr_NewExceptionWithDoc(
+      "hetnn.OpenCLError", "An OpenCL call failed. Attributes: status (int), status_name, call.", base.ptr(),
+      nullptr);
+  static py::handle compile_error = PyErr_NewExceptionWithDoc(
+      "hetnn.CompileError", "An OpenCL program failed to build. Attributes: log, options, kernel, device.",
+      base.ptr(), nullptr);
+  m.attr("HetnnError") = base;
+  m.attr("OpenCLError") = cl_error;
+  m.attr("CompileError") = compile_error;
+
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ValueError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const TypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const OutOfMemory& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
+    } catch (const OpenCLError& e) {
+      py::dict a;
+      a["status"] = e.status;
+      a["status_name"] = e.status_name;
+      a["call"] = e.call;
+      raise_with(cl_error.ptr(), e.what(), a);
+    } catch (const CompileError& e) {
+      py::dict a;
+      a["log"] = e.log;
+      a["options"] = e.options;
+      a["kernel"] = e.kernel;
+      a["device"] = e.device;
+      raise_with(compile_error.ptr(), e.what(), a);
+    } catch (const Error& e) {
+      PyErr_SetString(base.ptr(), e.what());
+    } catch (const dnnl::error& e) {
+      if (e.status == dnnl_out_of_memory)
+        PyErr_SetString(PyExc_MemoryError, (std::string("oneDNN: ") + e.what()).c_str());
+      else
+        PyErr_SetString(base.ptr(), (std::string("oneDNN: ") + e.what()).c_str());
+    } catch (const std::bad_alloc&) {
+      PyErr_SetString(PyExc_MemoryError, "out of host memory");
+    }
+  });
+
+  py::class_<Device, DevicePtr>(m, "Device")
+      .def_property_readonly("id", &Device::id)
+      .def_property_readonly("info", [](const Device& d) { return info_dict(d.info()); })
+      .def_property_readonly("started", &Device::started)
+      .def("synchronize",
+           [](Device& d) {
+             if (!d.started()) return;
+             py::gil_scoped_release nogil;
+             d.backend().synchronize();
+           })
+      .def("start",
+           [](Device& d) {
+             py::gil_scoped_release nogil;
+             d.backend();
+           },
+           "Creates the backend (context, queue) now instead of at first use.")
+      .def("capture_begin",
+           [](Device& d) {
+             py::gil_scoped_release nogil;
+             return d.backend().capture_begin();
+           })
+      .def("capture_end", [](Device& d, std::size_t token) {
+        std::vector<OpRecord> recs;
+        {
+          py::gil_scoped_release nogil;
+          recs = d.backend().capture_end(token);
+        }
+        return records_list(recs);
+      });
+
+  m.def("devices", [] { return all_devices(); });
+  m.def("find_device", &find_device, py::arg("spec"));
+  m.def("opencl_status", &opencl_status);
+  m.def("describe_devices", &describe_devices);
+#ifdef HETNN_HAVE_OPENCL
+  m.attr("with_opencl") = true;
+#else
+  m.attr("with_opencl") = false;
+#endif
+  const dnnl_version_t* v = dnnl_version();
+  m.attr("onednn_version") =
+      std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+
+  m.def("poison_enabled", &poison_enabled, "Whether HETNN_POISON fills new arrays with NaN bytes.");
+
+  // Diagnostics used by the tests: build an OpenCL source; raise the error a status would raise.
+  m.def(
+      "_build_opencl",
+      [](Device& d, const std::string& source, const std::string& options) {
+#ifdef HETNN_HAVE_OPENCL
+        auto* cl = dynamic_cast<opencl::ClBackend*>(&d.backend());
+        if (!cl) throw ValueError("_build_opencl: " + d.id() + " is not an OpenCL device");
+        py::gil_scoped_release nogil;
+        cl->build_source(source, options);
+#else
+        throw ValueError("_build_opencl: hetnn was built without OpenCL");
+#endif
+      },
+      py::arg("device"), py::arg("source"), py::arg("options") = "");
+#ifdef HETNN_HAVE_OPENCL
+  m.def("_raise_opencl_status", [](int status, const std::string& call) { opencl::throw_cl_error(status, call); });
+#endif
+
+  hetnn::python::bind_array(m);
+
+  m.def(
+      "matmul",
+      [](const Array& a, const Array& b, const Array* out, bool trans_a, bool trans_b, double alpha, double beta) {
+        MatmulArgs args{trans_a, trans_b, alpha, beta};
+        py::gil_scoped_release nogil;
+        return hetnn::matmul(a, b, out, args);
+      },
+      py::arg("a"), py::arg("b"), py::arg("out").none(true), py::arg("trans_a"), py::arg("trans_b"),
+      py::arg("alpha"), py::arg("beta"));
+  m.def(
+      "matmul_shape",
+      [](const Array& a, const Array& b, bool trans_a, bool trans_b) {
+        Shape s;
+        matmul_plan(a, b, nullptr, MatmulArgs{trans_a, trans_b, 1.0, 0.0}, &s);
+        return py::tuple(py::cast(s));
+      },
+      py::arg("a"), py::arg("b"), py::arg("trans_a"), py::arg("trans_b"),
+      "Validates matmul operands and returns the result's shape.");
+}

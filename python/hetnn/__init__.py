@@ -1,0 +1,16 @@
+"""hetnn: neural-network kernels on the CPU (oneDNN) and any OpenCL device, verified against NumPy and timed
+honestly (synchronized, warmed up, repeated)."""
+from ._loader import _core
+from ._errors import CompileError, HetnnError, OpenCLError
+from ._device import Device, default_device, device, devices, get_default_device, set_default_device
+from ._array import Array, asarray, empty, zeros
+from ._ops import matmul
+from ._timing import BenchmarkResult, Timer, benchmark, synchronize
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Array", "BenchmarkResult", "CompileError", "Device", "HetnnError", "OpenCLError", "Timer", "asarray",
+    "benchmark", "default_device", "device", "devices", "empty", "get_default_device", "matmul",
+    "set_default_device", "synchronize", "zeros", "__version__",
+]

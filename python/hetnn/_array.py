@@ -1,0 +1,193 @@
+"""hetnn.Array: an n-dimensional array in one device's memory, and the functions that make one."""
+from __future__ import annotations
+
+import operator
+from typing import Any, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ._device import Device, DeviceLike, _wrap, device as _resolve_device
+from ._loader import _core
+
+# dtypes an Array can hold (which ops accept which is up to each op).
+SUPPORTED_DTYPES = ("float32", "float64", "float16", "int32", "int64", "uint8", "int8")
+
+ShapeLike = Union[int, Sequence[int]]
+
+
+def _dtype(dtype: Any, what: str = "dtype") -> np.dtype:
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{what}: {dtype!r} is not a dtype") from None
+    if dt.name not in SUPPORTED_DTYPES:
+        raise TypeError(f"{what}: {dt.name} is not supported; hetnn arrays hold {', '.join(SUPPORTED_DTYPES)}")
+    return dt
+
+
+def _shape(shape: ShapeLike, what: str = "shape") -> Tuple[int, ...]:
+    if isinstance(shape, (bool, np.bool_)):
+        raise TypeError(f"{what} must be an int or a sequence of ints, got {shape!r}")
+    try:
+        return (operator.index(shape),)
+    except TypeError:
+        pass
+    if not isinstance(shape, (tuple, list)) and not (isinstance(shape, np.ndarray) and shape.ndim == 1):
+        raise TypeError(f"{what} must be an int or a sequence of ints, got {type(shape).__name__}")
+    out = []
+    for d in shape:
+        if isinstance(d, (bool, np.bool_)):
+            raise TypeError(f"{what} must hold ints, got {d!r}")
+        try:
+            out.append(operator.index(d))
+        except TypeError:
+            raise TypeError(f"{what} must hold ints, got {type(d).__name__} ({d!r})") from None
+    for d in out:
+        if d < 0:
+            raise ValueError(f"{what} {tuple(out)} has a negative dimension")
+    return tuple(out)
+
+
+class Array:
+    """An array living on one :class:`~hetnn.Device`. Make one with :func:`asarray`, :func:`empty` or
+    :func:`zeros`; read it back with :meth:`numpy` or ``np.asarray(arr)``. Every transfer is explicit."""
+
+    __slots__ = ("_a", "__weakref__")
+    __array_priority__ = 100  # NumPy defers binary operators to hetnn types
+
+    def __init__(self, core_array: Any) -> None:
+        if not isinstance(core_array, _core.Array):
+            raise TypeError("hetnn.Array is not constructed directly; use hetnn.asarray(), hetnn.empty() or "
+                            "hetnn.zeros()")
+        self._a = core_array
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        return tuple(self._a.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self._a.dtype)
+
+    @property
+    def device(self) -> Device:
+        return _wrap(self._a.device)
+
+    @property
+    def ndim(self) -> int:
+        return self._a.ndim
+
+    @property
+    def size(self) -> int:
+        return self._a.size
+
+    @property
+    def nbytes(self) -> int:
+        return self._a.nbytes
+
+    def __len__(self) -> int:
+        if not self.ndim:
+            raise TypeError("len() of a 0-d hetnn.Array")
+        return self.shape[0]
+
+    def numpy(self) -> np.ndarray:
+        """Copies the array to host memory (blocking) and returns it as a new NumPy array."""
+        return self._a.to_numpy()
+
+    get = numpy  # CuPy's spelling
+
+    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
+        if copy is False:
+            raise ValueError("a hetnn.Array cannot be viewed as a NumPy array without a copy")
+        out = self.numpy()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def to(self, device: DeviceLike) -> "Array":
+        """A copy on ``device`` (through host memory between devices). Returns self if it is already there."""
+        dev = _resolve_device(device)
+        if dev.id == self._a.device.id:
+            return self
+        return Array(self._a.to(dev._dev))
+
+    def copy(self) -> "Array":
+        """A new array on the same device with the same contents."""
+        return Array(self._a.copy())
+
+    def __repr__(self) -> str:
+        head = f"hetnn.Array(shape={self.shape}, dtype={self.dtype.name}, device='{self._a.device.id}'"
+        if self.size <= 1000:
+            data = np.array2string(self.numpy(), separator=", ", threshold=100, prefix="       ")
+            return f"{head},\n       {data})"
+        return head + ")"
+
+    def __bool__(self) -> bool:
+        raise TypeError("the truth value of a hetnn.Array is ambiguous; compare its .numpy()")
+
+    def __reduce__(self):  # pickles through host memory, restored on the same device id
+        return (asarray, (self.numpy(), None, self._a.device.id))
+
+
+_POISON = _core.poison_enabled()
+
+
+def _host_empty(shape: Tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """np.empty, or NaN-filled bytes under HETNN_POISON=1 (so unwritten outputs fail the tests)."""
+    out = np.empty(shape, dtype=dtype)
+    if _POISON:
+        out.view(np.uint8).fill(0xFF)
+    return out
+
+
+def _host_array(obj: Any, dtype: Optional[np.dtype], what: str) -> np.ndarray:
+    """NumPy view/copy of an array-like, C-contiguous, native byte order, of a supported dtype."""
+    if hasattr(obj, "__cuda_array_interface__") and hasattr(obj, "get"):  # CuPy: explicit device -> host copy
+        obj = obj.get()
+    elif hasattr(obj, "detach") and hasattr(obj, "cpu") and hasattr(obj, "numpy"):  # PyTorch tensor
+        obj = obj.detach().cpu().numpy()
+    try:
+        arr = np.asarray(obj, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what}: cannot convert {type(obj).__name__} to an array ({exc})") from None
+    if arr.dtype.kind in "OUSVMmcb":
+        raise TypeError(f"{what}: dtype {arr.dtype} is not supported; hetnn arrays hold "
+                        f"{', '.join(SUPPORTED_DTYPES)}")
+    _dtype(arr.dtype, what)
+    if not arr.dtype.isnative:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    return arr if arr.flags.c_contiguous and arr.flags.aligned else np.array(arr, order="C")
+
+
+def asarray(obj: Any, dtype: Any = None, device: DeviceLike = None) -> Array:
+    """An Array on ``device`` (default device if None) holding ``obj``.
+
+    ``obj`` may be a hetnn Array (returned as is when dtype and device already match, else copied), a NumPy
+    array, a nested sequence, a scalar, or an object NumPy can convert (PyTorch CPU tensors; CuPy arrays are
+    copied to the host first). Non-contiguous or byte-swapped input is copied into a contiguous native array first
+    (never misread). ``dtype`` defaults to the input's (Python floats give float64, which needs an fp64 device:
+    pass ``dtype="float32"`` otherwise).
+    """
+    dt = None if dtype is None else _dtype(dtype)
+    if isinstance(obj, Array):
+        target = obj.device if device is None else _resolve_device(device)
+        if dt is not None and dt != obj.dtype:
+            return asarray(obj.numpy().astype(dt), device=target)
+        return obj.to(target)
+    dev = _resolve_device(device)
+    arr = _host_array(obj, dt, "asarray")
+    return Array(_core.Array.from_numpy(dev._dev, arr))
+
+
+def empty(shape: ShapeLike, dtype: Any = "float32", device: DeviceLike = None) -> Array:
+    """An uninitialised Array of ``shape`` and ``dtype`` on ``device``."""
+    s = _shape(shape)
+    dt = _dtype(dtype)
+    dev = _resolve_device(device)
+    return Array(_core.Array.empty(dev._dev, s, dt.name))
+
+
+def zeros(shape: ShapeLike, dtype: Any = "float32", device: DeviceLike = None) -> Array:
+    """An Array of zeros of ``shape`` and ``dtype`` on ``device``."""
+    s = _shape(shape)
+    dt = _dtype(dtype)
+    dev = _resolve_device(device)
+    return Array(_core.Array.zeros(dev._dev, s, dt.name))

@@ -1,0 +1,262 @@
+"""Devices: the oneDNN CPU device (``"cpu"``) and every OpenCL device (``"opencl:P:D"``, also ``"opencl:N"``)."""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+from typing import Any, Dict, Iterator, List, Optional, Union
+
+from ._loader import _core
+
+DeviceLike = Union["Device", str, None]
+
+
+def _fmt_bytes(n: int) -> str:
+    if not n:
+        return "-"
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}" if n % size else f"{n // size} {unit}"
+    return f"{n} B"
+
+
+class Device:
+    """One compute device. Obtain with :func:`hetnn.devices` or :func:`hetnn.device`; never construct directly."""
+
+    __slots__ = ("_dev", "_info")
+
+    def __init__(self, core_device: Any) -> None:
+        self._dev = core_device
+        self._info: Dict[str, Any] = dict(core_device.info)
+
+    # identity -------------------------------------------------------------------------------------------------
+    @property
+    def id(self) -> str:
+        """``"cpu"`` or ``"opencl:P:D"``."""
+        return self._info["id"]
+
+    @property
+    def kind(self) -> str:
+        """``"cpu"`` (oneDNN) or ``"opencl"``."""
+        return self._info["kind"]
+
+    @property
+    def type(self) -> str:
+        """Hardware type: ``"cpu"``, ``"gpu"``, ``"accelerator"`` or ``"other"``."""
+        return self._info["type"]
+
+    @property
+    def name(self) -> str:
+        return self._info["name"]
+
+    @property
+    def vendor(self) -> str:
+        return self._info["vendor"]
+
+    @property
+    def backend(self) -> str:
+        return self._info["backend"]
+
+    @property
+    def driver_version(self) -> str:
+        return self._info["driver_version"]
+
+    @property
+    def version(self) -> str:
+        return self._info["version"]
+
+    @property
+    def platform(self) -> str:
+        return self._info["platform"]
+
+    @property
+    def ordinal(self) -> Optional[int]:
+        """N in ``"opencl:N"`` (None for the CPU device)."""
+        return self._info["ordinal"] if self._info["ordinal"] >= 0 else None
+
+    # capabilities ---------------------------------------------------------------------------------------------
+    @property
+    def compute_units(self) -> int:
+        return self._info["compute_units"]
+
+    @property
+    def clock_mhz(self) -> int:
+        return self._info["clock_mhz"]
+
+    @property
+    def global_mem(self) -> int:
+        """Bytes of device memory (host memory for the CPU device)."""
+        return self._info["global_mem"]
+
+    @property
+    def local_mem(self) -> int:
+        """Bytes of OpenCL local memory per work-group (the CPU device reports its per-core L2 cache)."""
+        return self._info["local_mem"]
+
+    @property
+    def max_alloc(self) -> int:
+        return self._info["max_alloc"]
+
+    @property
+    def max_work_group_size(self) -> int:
+        return self._info["max_work_group_size"]
+
+    @property
+    def fp64(self) -> bool:
+        return self._info["fp64"]
+
+    @property
+    def fp16(self) -> bool:
+        return self._info["fp16"]
+
+    @property
+    def bf16(self) -> bool:
+        return self._info["bf16"]
+
+    @property
+    def isa(self) -> str:
+        """CPU device: the instruction set oneDNN runs with (e.g. ``avx512_core``)."""
+        return self._info["isa"]
+
+    @property
+    def threads(self) -> int:
+        """CPU device: the number of threads oneDNN uses."""
+        return self._info["threads"]
+
+    @property
+    def extensions(self) -> List[str]:
+        return self._info["extensions"].split()
+
+    def info(self) -> Dict[str, Any]:
+        """Everything known about the device, as a dict."""
+        return dict(self._info)
+
+    def synchronize(self) -> None:
+        """Waits until all work issued to this device has finished."""
+        self._dev.synchronize()
+
+    # presentation ---------------------------------------------------------------------------------------------
+    def _summary(self) -> str:
+        i = self._info
+        if self.kind == "cpu":
+            extra = f"{i['isa']}, {i['threads']} threads"
+        else:
+            extra = f"{i['compute_units']} CUs, local {_fmt_bytes(i['local_mem'])}, wg {i['max_work_group_size']}"
+        fp = ", ".join(f for f in ("fp64", "fp16", "bf16") if i[f]) or "fp32 only"
+        return (f"{i['id']}: {i['name']!r} [{i['type']}, {i['backend']}] {i['vendor']}, {i['driver_version']}, "
+                f"{extra}, mem {_fmt_bytes(i['global_mem'])}, {fp}")
+
+    def __repr__(self) -> str:
+        return f"<hetnn.Device {self._summary()}>"
+
+    def __str__(self) -> str:
+        return self.id
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Device) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __reduce__(self):  # pickles as its id, resolved again on load
+        return (device, (self.id,))
+
+
+_devices: Optional[List[Device]] = None
+_by_id: Dict[str, Device] = {}
+
+
+def devices() -> List[Device]:
+    """Every device hetnn can use: ``cpu`` first, then each OpenCL device in platform order."""
+    global _devices
+    if _devices is None:
+        _devices = [Device(d) for d in _core.devices()]
+        _by_id.update({d.id: d for d in _devices})
+    return list(_devices)
+
+
+def _wrap(core_device: Any) -> Device:
+    devices()
+    return _by_id[core_device.id]
+
+
+def device(spec: DeviceLike = None) -> Device:
+    """Resolves a device spec.
+
+    ``spec`` may be a :class:`Device`, ``None`` (the default device), an id (``"cpu"``, ``"opencl:0:0"``,
+    ``"opencl:1"``), a type (``"cpu"`` is the oneDNN device; ``"gpu"``, ``"opencl"``, ``"accelerator"``,
+    ``"opencl:cpu"`` pick the first such OpenCL device) or a case-insensitive part of the device's name, vendor,
+    platform or version (``"pocl"``, ``"nvidia"``). Raises ``ValueError`` listing the devices when nothing matches.
+    """
+    if spec is None:
+        return get_default_device()
+    if isinstance(spec, Device):
+        return spec
+    if isinstance(spec, str):
+        return _wrap(_core.find_device(spec))
+    raise TypeError(f"device must be a hetnn.Device, a device spec string or None, got {type(spec).__name__}")
+
+
+_default_spec: Optional[str] = None
+_context_default: contextvars.ContextVar[Optional[Device]] = contextvars.ContextVar("hetnn_default_device",
+                                                                                      default=None)
+
+
+def get_default_device() -> Device:
+    """The device used when none is given: innermost ``with default_device(...)``, else the one set with
+    :func:`set_default_device`, else ``$HETNN_DEVICE``, else ``cpu``."""
+    dev = _context_default.get()
+    if dev is not None:
+        return dev
+    if _default_spec is not None:
+        return device(_default_spec)
+    env = os.environ.get("HETNN_DEVICE", "").strip()
+    if env:
+        try:
+            return device(env)
+        except ValueError as exc:
+            raise ValueError(f"HETNN_DEVICE={env!r}: {exc}") from None
+    return device("cpu")
+
+
+def set_default_device(spec: DeviceLike) -> Device:
+    """Sets the process-wide default device (``None`` restores ``$HETNN_DEVICE`` / ``cpu``); returns it."""
+    global _default_spec
+    if spec is None:
+        _default_spec = None
+        return get_default_device()
+    dev = device(spec)
+    _default_spec = dev.id
+    return dev
+
+
+@contextlib.contextmanager
+def default_device(spec: DeviceLike) -> Iterator[Device]:
+    """``with hetnn.default_device("opencl"):`` runs the block with that default device (per thread/task)."""
+    dev = device(spec)
+    token = _context_default.set(dev)
+    try:
+        yield dev
+    finally:
+        _context_default.reset(token)
+
+
+def devices_table() -> str:
+    """A table of all devices, as printed by ``python -m hetnn devices``."""
+    rows = [("id", "type", "backend", "name", "vendor", "driver", "CUs", "memory", "local", "max wg", "fp64",
+             "fp16", "bf16", "notes")]
+    for d in devices():
+        i = d._info
+        alias = f"opencl:{i['ordinal']}" if i["ordinal"] >= 0 else ""
+        notes = f"{i['isa']}, {i['threads']} threads" if d.kind == "cpu" else alias
+        rows.append((d.id, d.type, d.backend, d.name, d.vendor, d.driver_version, str(d.compute_units),
+                     _fmt_bytes(d.global_mem), _fmt_bytes(d.local_mem),
+                     str(d.max_work_group_size or "-"), "yes" if d.fp64 else "no", "yes" if d.fp16 else "no",
+                     "yes" if d.bf16 else "no", notes))
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    status = _core.opencl_status()
+    if status:
+        lines.append(f"(no OpenCL device: {status})")
+    return "\n".join(lines)

@@ -1,0 +1,106 @@
+"""Operations. Each follows one rule for where it runs:
+
+* hetnn Arrays in -> runs on their device -> Array out (all operands on one device, else ``ValueError``);
+* NumPy arrays (or array-likes) in -> runs on ``device`` (else the default device) -> NumPy out. On the CPU device
+  NumPy memory is used in place (no copies); on an OpenCL device operands are uploaded and the result downloaded.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any, Optional, Union
+
+import numpy as np
+
+from ._array import Array, _host_array, _host_empty
+from ._device import DeviceLike, device as _resolve_device
+from ._loader import _core
+
+ArrayLike = Union[Array, np.ndarray, Any]
+
+_MATMUL_DTYPES = ("float32", "float64")
+
+
+def _flag(value: Any, name: str) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"matmul: {name} must be a bool, got {type(value).__name__} ({value!r})")
+
+
+def _scalar(value: Any, name: str) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"matmul: {name} must be a real number, got {type(value).__name__} ({value!r})")
+    return float(value)
+
+
+def _float_operand(x: np.ndarray, name: str) -> np.ndarray:
+    if x.dtype.name not in _MATMUL_DTYPES:
+        raise TypeError(f"matmul: {name} has dtype {x.dtype.name}; matmul supports float32 and float64 "
+                        f"(convert with .astype(np.float32))")
+    return x
+
+
+def matmul(a: ArrayLike, b: ArrayLike, *, transpose_a: bool = False, transpose_b: bool = False,
+           alpha: float = 1.0, beta: float = 0.0, out: Optional[ArrayLike] = None,
+           device: DeviceLike = None) -> Any:
+    """``alpha * op(a) @ op(b) + beta * out`` where ``op(x)`` is ``x`` or ``x.T`` (``transpose_a/b``).
+
+    2-D ``(M, K) @ (K, N) -> (M, N)``, or batched 3-D ``(B, M, K) @ (B, K, N)`` (a batch of 1, or a 2-D operand, is
+    broadcast). With ``transpose_a`` ``a`` is stored ``(K, M)``; with ``transpose_b`` ``b`` is stored ``(N, K)``.
+    ``beta`` needs ``out`` (the matrix it scales). float32, and float64 on devices with fp64.
+    """
+    ta, tb = _flag(transpose_a, "transpose_a"), _flag(transpose_b, "transpose_b")
+    al, be = _scalar(alpha, "alpha"), _scalar(beta, "beta")
+    a_dev, b_dev = isinstance(a, Array), isinstance(b, Array)
+    if a_dev or b_dev:
+        if not (a_dev and b_dev):
+            host = "b" if a_dev else "a"
+            raise TypeError(f"matmul: {'a' if a_dev else 'b'} is a hetnn.Array but {host} is not; pass both as "
+                            f"Arrays on one device (hetnn.asarray(x, device=...)) or both as NumPy arrays")
+        if device is not None and _resolve_device(device).id != a._a.device.id:
+            raise ValueError(f"matmul: device={_resolve_device(device).id!r} but the operands are on "
+                             f"{a._a.device.id}; move them with .to(device)")
+        if out is not None and not isinstance(out, Array):
+            raise TypeError(f"matmul: out must be a hetnn.Array when the operands are, got {type(out).__name__}")
+        if out is None:
+            return Array(_core.matmul(a._a, b._a, None, ta, tb, al, be))
+        _core.matmul(a._a, b._a, out._a, ta, tb, al, be)
+        return out
+
+    if isinstance(out, Array):
+        raise TypeError("matmul: out is a hetnn.Array but the operands are NumPy arrays; pass out as a NumPy array")
+    dev = _resolve_device(device)
+    an = _float_operand(_host_array(a, None, "matmul: a"), "a")
+    bn = _float_operand(_host_array(b, None, "matmul: b"), "b")
+    if an.dtype != bn.dtype:
+        raise TypeError(f"matmul: a is {an.dtype.name} but b is {bn.dtype.name}; convert one so both have the "
+                        f"same dtype")
+    if out is not None:
+        if not isinstance(out, np.ndarray):
+            raise TypeError(f"matmul: out must be a NumPy array, got {type(out).__name__}")
+        if not out.flags.c_contiguous or not out.flags.writeable or not out.dtype.isnative:
+            raise ValueError("matmul: out must be a writeable, C-contiguous NumPy array in native byte order")
+        if out.dtype != an.dtype:
+            raise TypeError(f"matmul: out is {out.dtype.name} but the result is {an.dtype.name}")
+
+    wrapped = dev.kind == "cpu"
+    if wrapped:  # zero-copy: oneDNN reads and writes the NumPy buffers in place
+        A = _core.Array.wrap_numpy(dev._dev, an)
+        B = _core.Array.wrap_numpy(dev._dev, bn)
+    else:
+        A = _core.Array.from_numpy(dev._dev, an)
+        B = _core.Array.from_numpy(dev._dev, bn)
+    if out is None:
+        shape = _core.matmul_shape(A, B, ta, tb)  # validates the operands before anything is allocated
+        if be != 0.0:
+            raise ValueError(f"matmul: beta={be} needs out= (the matrix that beta scales)")
+        result = _host_empty(shape, an.dtype)
+    else:
+        result = out
+    if wrapped:
+        _core.matmul(A, B, _core.Array.wrap_numpy(dev._dev, result), ta, tb, al, be)
+    else:
+        C = (_core.Array.from_numpy(dev._dev, result) if be != 0.0
+             else _core.Array.empty(dev._dev, result.shape, result.dtype.name))
+        _core.matmul(A, B, C, ta, tb, al, be).read_into(result)
+    return result
+

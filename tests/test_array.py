@@ -1,0 +1,162 @@
+import pickle
+
+import numpy as np
+import pytest
+
+import hetnn
+
+DTYPES = ["float32", "float64", "float16", "int32", "int64", "uint8", "int8"]
+
+
+def _random(rng, shape, dtype):
+    if np.dtype(dtype).kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(), (1,), (7,), (3, 5), (2, 3, 4), (0,), (4, 0, 2)])
+def test_roundtrip_preserves_values_shape_dtype(device, rng, dtype, shape):
+    if dtype == "float64" and not device.fp64:
+        pytest.skip("no fp64")
+    if dtype == "float16" and not device.fp16:
+        with pytest.raises(TypeError, match="float16"):
+            hetnn.asarray(np.zeros(shape, dtype), device=device)
+        return
+    x = _random(rng, shape, dtype)
+    a = hetnn.asarray(x, device=device)
+    assert a.shape == shape and a.dtype == np.dtype(dtype) and a.device is device
+    assert a.ndim == len(shape) and a.size == x.size and a.nbytes == x.nbytes
+    y = a.numpy()
+    assert y.dtype == x.dtype and y.shape == x.shape
+    np.testing.assert_array_equal(y, x)
+    np.testing.assert_array_equal(np.asarray(a), x)
+
+
+def test_non_contiguous_and_byteswapped_input_is_converted_not_misread(device, rng):
+    base = rng.standard_normal((6, 8)).astype(np.float32)
+    for view in (base.T, base[::2, 1::3], base[:, ::-1]):
+        np.testing.assert_array_equal(hetnn.asarray(view, device=device).numpy(), view)
+    swapped = base.astype(base.dtype.newbyteorder(">"))
+    out = hetnn.asarray(swapped, device=device)
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out.numpy(), base)
+
+
+def test_python_lists_and_dtype_argument(device):
+    a = hetnn.asarray([[1.5, 2.0], [3.0, 4.0]], dtype="float32", device=device)
+    assert a.dtype == np.float32
+    np.testing.assert_array_equal(a.numpy(), [[1.5, 2.0], [3.0, 4.0]])
+    b = hetnn.asarray([1, 2, 3], device=device)
+    assert b.dtype == np.int64
+
+
+@pytest.mark.parametrize("bad", [np.array([1 + 2j]), np.array(["a"]), np.array([True]), np.array([object()]),
+                                 np.array([1], dtype="datetime64[s]")])
+def test_unsupported_dtypes_raise_type_error(device, bad):
+    with pytest.raises(TypeError, match="not supported"):
+        hetnn.asarray(bad, device=device)
+
+
+def test_unconvertible_object_raises_type_error(device):
+    with pytest.raises(TypeError, match="asarray"):
+        hetnn.asarray([[1.0, 2.0], [3.0]], device=device)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "bool", "U3", "bfloat17"])
+def test_empty_with_bad_dtype_raises_type_error(dtype):
+    with pytest.raises(TypeError):
+        hetnn.empty((2, 2), dtype=dtype)
+
+
+@pytest.mark.parametrize("shape,exc", [((-1, 2), ValueError), ((2.5, 3), TypeError), ("abc", TypeError),
+                                       ((True, 2), TypeError), (None, TypeError), ([[2]], TypeError)])
+def test_bad_shapes(device, shape, exc):
+    with pytest.raises(exc, match="shape"):
+        hetnn.empty(shape, device=device)
+
+
+def test_zeros_and_empty(device):
+    z = hetnn.zeros((3, 4), device=device)
+    np.testing.assert_array_equal(z.numpy(), np.zeros((3, 4), np.float32))
+    e = hetnn.empty(5, dtype="int32", device=device)
+    assert e.shape == (5,) and e.dtype == np.int32
+    assert hetnn.zeros((0, 3), device=device).numpy().shape == (0, 3)
+
+
+def test_absurd_allocation_raises_memory_error_and_next_call_works(device):
+    n = device.global_mem * 4 // 4 + 1024
+    with pytest.raises(MemoryError):
+        hetnn.empty((n,), dtype="float32", device=device)
+    with pytest.raises((MemoryError, ValueError)):
+        hetnn.empty((2**40, 2**30), dtype="float64", device=device)
+    a = hetnn.asarray(np.arange(6, dtype=np.float32), device=device)
+    np.testing.assert_array_equal(a.numpy(), np.arange(6, dtype=np.float32))
+
+
+def test_to_and_copy_between_devices(device, rng):
+    x = rng.standard_normal((4, 5)).astype(np.float32)
+    a = hetnn.asarray(x, device="cpu")
+    b = a.to(device)
+    assert b.device is device
+    np.testing.assert_array_equal(b.numpy(), x)
+    assert b.to(device) is b
+    c = b.copy()
+    assert c.device is device and c is not b
+    np.testing.assert_array_equal(c.numpy(), x)
+    back = c.to("cpu")
+    np.testing.assert_array_equal(back.numpy(), x)
+
+
+def test_asarray_of_array_identity_move_and_cast(device, rng):
+    x = rng.standard_normal((3,)).astype(np.float32)
+    a = hetnn.asarray(x, device=device)
+    assert hetnn.asarray(a) is a
+    assert hetnn.asarray(a, dtype="float32", device=device) is a
+    i = hetnn.asarray(a, dtype="int32")
+    assert i.dtype == np.int32 and i.device is device
+    np.testing.assert_array_equal(i.numpy(), x.astype(np.int32))
+
+
+def test_copy_is_independent(device):
+    a = hetnn.asarray(np.ones((1, 4), np.float32), device=device)
+    b = a.copy()
+    zeros = hetnn.zeros((1, 1), device=device)
+    hetnn.matmul(zeros, hetnn.zeros((1, 4), device=device), out=a)  # overwrite a in place
+    np.testing.assert_array_equal(a.numpy(), np.zeros((1, 4), np.float32))
+    np.testing.assert_array_equal(b.numpy(), np.ones((1, 4), np.float32))
+
+
+def test_repr_len_bool_pickle(device):
+    a = hetnn.asarray(np.arange(6, dtype=np.float32).reshape(2, 3), device=device)
+    r = repr(a)
+    assert r.startswith("hetnn.Array(shape=(2, 3), dtype=float32") and device.id in r and "5." in r
+    big = hetnn.zeros((100, 100), device=device)
+    assert "\n" not in repr(big)
+    assert len(a) == 2
+    with pytest.raises(TypeError):
+        bool(a)
+    with pytest.raises(TypeError):
+        len(hetnn.asarray(np.float32(1.0), device=device))
+    b = pickle.loads(pickle.dumps(a))
+    assert b.device is device
+    np.testing.assert_array_equal(b.numpy(), a.numpy())
+
+
+def test_array_array_protocol_dtype_and_copy_false(device):
+    a = hetnn.asarray(np.arange(3, dtype=np.float32), device=device)
+    assert np.asarray(a, dtype=np.float64).dtype == np.float64
+    with pytest.raises(ValueError):
+        a.__array__(copy=False)
+
+
+def test_array_is_not_constructible_directly():
+    with pytest.raises(TypeError, match="asarray"):
+        hetnn.Array(np.zeros(3))
+
+
+def test_poisoned_allocations_are_nan():
+    assert hetnn._core.poison_enabled()
+    e = hetnn.empty((4,), dtype="float32", device="cpu").numpy()
+    assert np.isnan(e).all()

@@ -1,0 +1,127 @@
+import os
+import subprocess
+import sys
+
+import pytest
+
+import hetnn
+
+
+def test_cpu_device_is_first_and_described():
+    devs = hetnn.devices()
+    cpu = devs[0]
+    assert cpu.id == "cpu" and cpu.kind == "cpu" and cpu.backend == "onednn"
+    assert cpu.threads >= 1 and cpu.isa
+    assert cpu.fp64 is True
+    assert cpu.global_mem > 0
+    assert "oneDNN 3." in cpu.driver_version
+
+
+def test_ids_unique_and_opencl_ids_well_formed():
+    devs = hetnn.devices()
+    ids = [d.id for d in devs]
+    assert len(ids) == len(set(ids))
+    ordinals = [d.ordinal for d in devs if d.kind == "opencl"]
+    assert ordinals == list(range(len(ordinals)))
+    for d in devs:
+        if d.kind == "opencl":
+            _, p, i = d.id.split(":")
+            assert int(p) >= 0 and int(i) >= 0
+            assert d.compute_units >= 1 and d.max_work_group_size >= 1 and d.global_mem > 0
+            assert d.type in ("cpu", "gpu", "accelerator", "other")
+
+
+def test_repr_is_one_readable_line(device):
+    r = repr(device)
+    assert "\n" not in r and device.id in r and device.name in r
+    assert str(device) == device.id
+
+
+def test_resolve_by_id_alias_type_and_name(device):
+    assert hetnn.device(device.id) is device
+    assert hetnn.device(device.id.upper()) is device
+    assert hetnn.device(device) is device
+    if device.kind == "opencl":
+        assert hetnn.device(f"opencl:{device.ordinal}") is device
+        assert hetnn.device("opencl").kind == "opencl"
+        assert hetnn.device(f"opencl:{device.type}").type == device.type
+        part = device.name[: max(4, len(device.name) // 2)]
+        assert hetnn.device(part.swapcase()).name.lower().find(part.lower()) >= 0
+    else:
+        assert hetnn.device("cpu") is device
+
+
+def test_pocl_found_by_name(opencl_device):
+    if "pocl" not in (opencl_device.version + opencl_device.platform + opencl_device.name).lower() and \
+            "portable computing" not in opencl_device.platform.lower():
+        pytest.skip("the OpenCL device is not PoCL")
+    assert hetnn.device("pocl").kind == "opencl"
+
+
+@pytest.mark.parametrize("spec", ["no-such-device", "opencl:99", "opencl:7:7", "tpu", "", "   "])
+def test_unknown_spec_raises_value_error_listing_devices(spec):
+    with pytest.raises(ValueError) as ei:
+        hetnn.device(spec)
+    msg = str(ei.value)
+    assert "available devices" in msg and "cpu" in msg
+
+
+@pytest.mark.parametrize("bad", [3, 2.5, ["cpu"], object()])
+def test_spec_of_wrong_type_raises_type_error(bad):
+    with pytest.raises(TypeError, match="device must be"):
+        hetnn.device(bad)
+
+
+def test_default_device_set_and_context_manager(device):
+    before = hetnn.get_default_device()
+    try:
+        assert hetnn.set_default_device(device.id) is device
+        assert hetnn.get_default_device() is device
+        with hetnn.default_device("cpu") as inner:
+            assert inner.id == "cpu" and hetnn.get_default_device().id == "cpu"
+        assert hetnn.get_default_device() is device
+    finally:
+        hetnn.set_default_device(None)
+    assert hetnn.get_default_device() == before
+
+
+def test_default_device_context_restores_after_error():
+    with pytest.raises(RuntimeError):
+        with hetnn.default_device("cpu"):
+            raise RuntimeError("boom")
+    with pytest.raises(ValueError):
+        with hetnn.default_device("nonexistent-device"):
+            pass
+
+
+def _run(code, **env):
+    e = dict(os.environ, **env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=120)
+
+
+def test_env_var_selects_default_device(opencl_device):
+    r = _run("import hetnn; print(hetnn.get_default_device().id)", HETNN_DEVICE=opencl_device.id)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == opencl_device.id
+
+
+def test_env_var_with_bad_spec_raises_on_use():
+    r = _run("import hetnn\ntry:\n    hetnn.get_default_device()\nexcept ValueError as e:\n    print('VE', e)",
+             HETNN_DEVICE="no-such-device")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("VE HETNN_DEVICE='no-such-device'")
+
+
+def test_cli_devices_prints_table():
+    r = subprocess.run([sys.executable, "-m", "hetnn", "devices"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split()[:3] == ["id", "type", "backend"]
+    ids = {ln.split()[0] for ln in lines[2:] if ln and not ln.startswith("(")}
+    assert ids == {d.id for d in hetnn.devices()}
+
+
+def test_device_synchronize_and_info(device):
+    device.synchronize()
+    info = device.info()
+    assert info["id"] == device.id and isinstance(info["fp64"], bool)

@@ -1,0 +1,230 @@
+import numpy as np
+import pytest
+
+import hetnn
+from conftest import rel_err
+
+TOL = {"float32": 1e-5, "float64": 1e-12}
+
+
+def _operands(rng, a_shape, b_shape, dtype):
+    return (rng.uniform(-1, 1, a_shape).astype(dtype), rng.uniform(-1, 1, b_shape).astype(dtype))
+
+
+def _ref(a, b, ta=False, tb=False, alpha=1.0, beta=0.0, c=None):
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    if ta:
+        a64 = np.swapaxes(a64, -1, -2)
+    if tb:
+        b64 = np.swapaxes(b64, -1, -2)
+    r = alpha * (a64 @ b64)
+    if beta != 0.0:
+        r = r + beta * c.astype(np.float64)
+    return r
+
+
+def _skip_unsupported(device, dtype):
+    if dtype == "float64" and not device.fp64:
+        pytest.skip("device has no fp64")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_512_cubed_matches_float64_numpy(device, rng, dtype):
+    _skip_unsupported(device, dtype)
+    a, b = _operands(rng, (512, 512), (512, 512), dtype)
+    A, B = hetnn.asarray(a, device=device), hetnn.asarray(b, device=device)
+    C = hetnn.matmul(A, B)
+    assert isinstance(C, hetnn.Array) and C.device is device and C.dtype == np.dtype(dtype)
+    assert rel_err(C.numpy(), _ref(a, b)) < TOL[dtype]
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (1, 7, 3), (7, 1, 5), (5, 3, 1), (33, 65, 17), (64, 64, 64),
+                                   (67, 129, 31), (100, 3, 257), (3, 100, 2), (250, 130, 70)])
+@pytest.mark.parametrize("ta", [False, True])
+@pytest.mark.parametrize("tb", [False, True])
+def test_edge_sizes_and_transposes(device, rng, m, n, k, ta, tb):
+    a, b = _operands(rng, (k, m) if ta else (m, k), (n, k) if tb else (k, n), "float32")
+    A, B = hetnn.asarray(a, device=device), hetnn.asarray(b, device=device)
+    C = hetnn.matmul(A, B, transpose_a=ta, transpose_b=tb)
+    assert C.shape == (m, n)
+    assert rel_err(C.numpy(), _ref(a, b, ta, tb)) < TOL["float32"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (-0.5, 0.0), (2.0, 1.0), (0.25, -3.0), (0.0, 2.0)])
+def test_alpha_beta_with_out(device, rng, dtype, alpha, beta):
+    _skip_unsupported(device, dtype)
+    a, b = _operands(rng, (37, 29), (29, 41), dtype)
+    c0 = rng.uniform(-1, 1, (37, 41)).astype(dtype)
+    if beta == 0.0:
+        c0[:] = np.nan  # beta == 0 must overwrite, never read: NaN here must not leak out
+    out = hetnn.asarray(c0, device=device)
+    res = hetnn.matmul(hetnn.asarray(a, device=device), hetnn.asarray(b, device=device), alpha=alpha,
+                       beta=beta, out=out)
+    assert res is out
+    got = out.numpy()
+    assert np.isfinite(got).all()
+    assert rel_err(got, _ref(a, b, alpha=alpha, beta=beta, c=c0)) < TOL[dtype]
+
+
+@pytest.mark.parametrize("a_shape,b_shape,expect", [
+    ((4, 6, 5), (4, 5, 3), (4, 6, 3)),
+    ((1, 6, 5), (4, 5, 3), (4, 6, 3)),
+    ((4, 6, 5), (1, 5, 3), (4, 6, 3)),
+    ((6, 5), (4, 5, 3), (4, 6, 3)),
+    ((4, 6, 5), (5, 3), (4, 6, 3)),
+    ((3, 70, 33), (3, 33, 45), (3, 70, 45)),
+])
+def test_batched_and_broadcast(device, rng, a_shape, b_shape, expect):
+    a, b = _operands(rng, a_shape, b_shape, "float32")
+    C = hetnn.matmul(hetnn.asarray(a, device=device), hetnn.asarray(b, device=device))
+    assert C.shape == expect
+    assert rel_err(C.numpy(), _ref(a, b)) < TOL["float32"]
+
+
+def test_batched_transposed(device, rng):
+    a, b = _operands(rng, (3, 9, 7), (3, 11, 9), "float32")  # a stored (B, K, M), b stored (B, N, K)
+    C = hetnn.matmul(hetnn.asarray(a, device=device), hetnn.asarray(b, device=device), transpose_a=True,
+                     transpose_b=True)
+    assert C.shape == (3, 7, 11)
+    assert rel_err(C.numpy(), _ref(a, b, True, True)) < TOL["float32"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_numpy_in_numpy_out(device, rng, dtype):
+    _skip_unsupported(device, dtype)
+    a, b = _operands(rng, (45, 30), (30, 20), dtype)
+    c = hetnn.matmul(a, b, device=device)
+    assert type(c) is np.ndarray and c.dtype == np.dtype(dtype) and c.shape == (45, 20)
+    assert rel_err(c, _ref(a, b)) < TOL[dtype]
+    with hetnn.default_device(device):
+        c2 = hetnn.matmul(a, b)
+    assert rel_err(c2, _ref(a, b)) < TOL[dtype]
+
+
+def test_numpy_out_written_in_place(device, rng):
+    a, b = _operands(rng, (16, 8), (8, 12), "float32")
+    out = np.full((16, 12), np.nan, np.float32)
+    res = hetnn.matmul(a, b, out=out, device=device)
+    assert res is out
+    assert rel_err(out, _ref(a, b)) < TOL["float32"]
+    c0 = rng.uniform(-1, 1, (16, 12)).astype(np.float32)
+    out = c0.copy()
+    hetnn.matmul(a, b, alpha=0.5, beta=2.0, out=out, device=device)
+    assert rel_err(out, _ref(a, b, alpha=0.5, beta=2.0, c=c0)) < TOL["float32"]
+
+
+def test_numpy_non_contiguous_operands(device, rng):
+    a = rng.uniform(-1, 1, (40, 60)).astype(np.float32)
+    b = rng.uniform(-1, 1, (50, 40)).astype(np.float32)
+    av = a[::2, :30]  # (20, 30), strided rows
+    bv = b[:30, ::2]  # (30, 20), strided columns
+    c = hetnn.matmul(av, bv, device=device)
+    assert rel_err(c, _ref(np.ascontiguousarray(av), np.ascontiguousarray(bv))) < TOL["float32"]
+
+
+def test_zero_sized_dimensions(device, rng):
+    a, b = _operands(rng, (0, 5), (5, 3), "float32")
+    assert hetnn.matmul(hetnn.asarray(a, device=device), hetnn.asarray(b, device=device)).shape == (0, 3)
+    a, b = _operands(rng, (4, 0), (0, 3), "float32")  # K == 0: the sum is empty, the result is zeros
+    c = hetnn.matmul(hetnn.asarray(a, device=device), hetnn.asarray(b, device=device))
+    np.testing.assert_array_equal(c.numpy(), np.zeros((4, 3), np.float32))
+    c0 = rng.uniform(-1, 1, (4, 3)).astype(np.float32)
+    out = hetnn.asarray(c0, device=device)
+    hetnn.matmul(hetnn.asarray(a, device=device), hetnn.asarray(b, device=device), beta=2.0, out=out)
+    np.testing.assert_allclose(out.numpy(), 2.0 * c0, rtol=1e-6)
+    np.testing.assert_array_equal(hetnn.matmul(np.zeros((0, 2), np.float32), np.zeros((2, 0), np.float32),
+                                               device=device), np.zeros((0, 0), np.float32))
+
+
+# ---- bad input: each raises a typed error naming the problem -------------------------------------------------
+
+def test_mismatched_shapes_raise_value_error_naming_both(device):
+    A = hetnn.zeros((3, 4), device=device)
+    B = hetnn.zeros((5, 6), device=device)
+    with pytest.raises(ValueError, match=r"\(3, 4\).*\(5, 6\)"):
+        hetnn.matmul(A, B)
+    with pytest.raises(ValueError, match=r"\(3, 4\).*\(5, 6\)"):
+        hetnn.matmul(np.zeros((3, 4), np.float32), np.zeros((5, 6), np.float32), device=device)
+    with pytest.raises(ValueError, match="transposed"):
+        hetnn.matmul(A, hetnn.zeros((4, 2), device=device), transpose_a=True)
+
+
+def test_huge_mismatch_is_rejected_before_any_allocation(device):
+    with pytest.raises(ValueError, match="not aligned"):
+        hetnn.matmul(np.zeros((200000, 1), np.float32), np.zeros((2, 200000), np.float32), device=device)
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((3,), (3, 2)), ((2, 3), (3,)), ((1, 2, 3, 4), (4, 2)),
+                                             ((2, 3, 4), (3, 4, 5))])
+def test_bad_ndim_or_batch(device, a_shape, b_shape):
+    with pytest.raises(ValueError, match="matmul"):
+        hetnn.matmul(hetnn.zeros(a_shape, device=device), hetnn.zeros(b_shape, device=device))
+
+
+def test_operands_on_different_devices_raise_value_error(opencl_device):
+    A = hetnn.zeros((2, 2), device="cpu")
+    B = hetnn.zeros((2, 2), device=opencl_device)
+    with pytest.raises(ValueError, match="never transfers silently"):
+        hetnn.matmul(A, B)
+    with pytest.raises(ValueError, match="out is on"):
+        hetnn.matmul(A, A, out=B)
+    with pytest.raises(ValueError, match="device="):
+        hetnn.matmul(A, A, device=opencl_device)
+
+
+def test_mixed_or_unsupported_dtypes_raise_type_error(device):
+    with pytest.raises(TypeError, match="float32.*float64|float64.*float32"):
+        hetnn.matmul(np.zeros((2, 2), np.float32), np.zeros((2, 2), np.float64), device=device)
+    with pytest.raises(TypeError, match="int64"):
+        hetnn.matmul(np.zeros((2, 2), np.int64), np.zeros((2, 2), np.int64), device=device)
+    with pytest.raises(TypeError, match="int32"):
+        hetnn.matmul(hetnn.zeros((2, 2), "int32", device=device), hetnn.zeros((2, 2), "int32", device=device))
+    with pytest.raises(TypeError):
+        hetnn.matmul(hetnn.zeros((2, 2), device=device), hetnn.zeros((2, 2), "float64", device=device)
+                     if device.fp64 else hetnn.zeros((2, 2), "int32", device=device))
+
+
+def test_out_problems(device):
+    A = hetnn.zeros((2, 3), device=device)
+    B = hetnn.zeros((3, 4), device=device)
+    with pytest.raises(ValueError, match=r"out has shape \(4, 2\)"):
+        hetnn.matmul(A, B, out=hetnn.zeros((4, 2), device=device))
+    if device.fp64:
+        with pytest.raises(TypeError, match="out is float64"):
+            hetnn.matmul(A, B, out=hetnn.zeros((2, 4), "float64", device=device))
+    S = hetnn.zeros((3, 3), device=device)
+    with pytest.raises(ValueError, match="share memory"):
+        hetnn.matmul(S, S, out=S)
+    with pytest.raises(ValueError, match="beta"):
+        hetnn.matmul(A, B, beta=1.0)
+    with pytest.raises(TypeError, match="out must be a NumPy array"):
+        hetnn.matmul(np.zeros((2, 3), np.float32), np.zeros((3, 4), np.float32), out=[[0.0]], device=device)
+    with pytest.raises(TypeError, match="out is a hetnn.Array"):
+        hetnn.matmul(np.zeros((2, 3), np.float32), np.zeros((3, 4), np.float32), out=hetnn.zeros((2, 4)))
+    ro = np.zeros((2, 4), np.float32)
+    ro.setflags(write=False)
+    with pytest.raises(ValueError, match="writeable"):
+        hetnn.matmul(np.zeros((2, 3), np.float32), np.zeros((3, 4), np.float32), out=ro, device=device)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        hetnn.matmul(np.zeros((2, 3), np.float32), np.zeros((3, 4), np.float32),
+                     out=np.zeros((4, 2), np.float32).T, device=device)
+
+
+def test_mixing_array_and_numpy_raises_type_error(device):
+    with pytest.raises(TypeError, match="both"):
+        hetnn.matmul(hetnn.zeros((2, 2), device=device), np.zeros((2, 2), np.float32))
+    with pytest.raises(TypeError, match="both"):
+        hetnn.matmul(np.zeros((2, 2), np.float32), hetnn.zeros((2, 2), device=device))
+
+
+@pytest.mark.parametrize("kw", [{"transpose_a": 1}, {"transpose_b": "yes"}, {"alpha": "2"}, {"beta": 1j},
+                                {"alpha": None}])
+def test_bad_flag_and_scalar_types(kw):
+    with pytest.raises(TypeError, match="matmul"):
+        hetnn.matmul(np.zeros((2, 2), np.float32), np.zeros((2, 2), np.float32), **kw)
+
+
+def test_non_numeric_operand_raises_type_error():
+    with pytest.raises(TypeError):
+        hetnn.matmul("abc", np.zeros((2, 2), np.float32))

@@ -1,0 +1,108 @@
+import math
+
+import numpy as np
+import pytest
+
+import hetnn
+
+
+def test_benchmark_counts_and_statistics(device):
+    a = hetnn.asarray(np.ones((64, 64), np.float32), device=device)
+    c = hetnn.empty((64, 64), device=device)
+    r = hetnn.benchmark(hetnn.matmul, (a, a), {"out": c}, n_warmup=2, n_repeat=7, flops=2 * 64**3,
+                        device=device)
+    assert r.n_repeat == 7 and r.wall_times.shape == (7,) and r.device_times.shape == (7,)
+    assert (r.wall_times > 0).all() and (r.device_times > 0).all()
+    assert r.min <= r.median <= r.wall["max"] and r.std >= 0
+    assert r.commands_per_call == 1
+    assert r.gflops == pytest.approx(2 * 64**3 / r.median / 1e9)
+    assert "matmul" in repr(r) and "GFLOP/s" in repr(r) and device.id in repr(r)
+    np.testing.assert_array_equal(c.numpy(), np.full((64, 64), 64, np.float32))
+
+
+def test_device_time_lies_within_wall_time(device):
+    # Device work happens between the two synchronizations, so its duration cannot exceed the wall time.
+    a = hetnn.asarray(np.ones((256, 256), np.float32), device=device)
+    c = hetnn.empty((256, 256), device=device)
+    r = hetnn.benchmark(hetnn.matmul, (a, a), {"out": c}, n_warmup=1, n_repeat=5, device=device)
+    assert (r.device_times <= r.wall_times * 1.02 + 2e-5).all()
+
+
+def test_device_time_sums_every_command(device):
+    a = hetnn.asarray(np.ones((128, 128), np.float32), device=device)
+    c1 = hetnn.empty((128, 128), device=device)
+    c2 = hetnn.empty((128, 128), device=device)
+
+    def one():
+        hetnn.matmul(a, a, out=c1)
+
+    def three():  # two kernels and a download
+        hetnn.matmul(a, a, out=c1)
+        hetnn.matmul(a, a, out=c2)
+        c2.numpy()
+
+    r1 = hetnn.benchmark(one, n_warmup=1, n_repeat=5, device=device)
+    r3 = hetnn.benchmark(three, n_warmup=1, n_repeat=5, device=device)
+    assert r1.commands_per_call == 1
+    assert r3.commands_per_call == 3
+    with hetnn.Timer(device) as t:
+        three()
+    names = [rec["name"] for rec in t.records]
+    assert names == ["matmul", "matmul", "d2h"]
+    assert t.device_time == pytest.approx(sum(rec["duration"] for rec in t.records))
+    assert t.records[2]["bytes"] == 128 * 128 * 4
+
+
+def test_numpy_function_has_no_device_time():
+    x = np.ones((32, 32))
+    r = hetnn.benchmark(np.dot, (x, x), n_warmup=0, n_repeat=3, device=[])
+    assert r.n_repeat == 3 and np.isnan(r.device_times).all() and math.isnan(r.device["median"])
+    assert "device" not in repr(r)
+
+
+def test_max_duration_stops_early():
+    import time
+
+    r = hetnn.benchmark(time.sleep, (0.02,), n_warmup=0, n_repeat=1000, max_duration=0.1, device=[])
+    assert 1 <= r.n_repeat <= 10
+
+
+def test_timer_synchronizes_and_measures(device):
+    a = hetnn.asarray(np.ones((200, 200), np.float32), device=device)
+    with hetnn.Timer(device) as t:
+        c = hetnn.matmul(a, a)
+    assert t.elapsed > 0 and t.device_time > 0
+    assert t.device_time <= t.elapsed * 1.02 + 2e-5
+    np.testing.assert_array_equal(c.numpy(), np.full((200, 200), 200, np.float32))
+    assert "Timer(" in repr(t)
+
+
+def test_nested_timers(device):
+    a = hetnn.asarray(np.ones((32, 32), np.float32), device=device)
+    with hetnn.Timer(device) as outer:
+        hetnn.matmul(a, a)
+        with hetnn.Timer(device) as inner:
+            hetnn.matmul(a, a)
+    assert len(inner.records) == 1 and len(outer.records) >= 2
+
+
+def test_synchronize_accepts_all_forms(device):
+    hetnn.synchronize()
+    hetnn.synchronize(device)
+    hetnn.synchronize(device.id)
+    hetnn.synchronize([device, "cpu"])
+    with pytest.raises(ValueError):
+        hetnn.synchronize("no-such-device")
+
+
+@pytest.mark.parametrize("kw,exc", [({"n_repeat": 0}, ValueError), ({"n_warmup": -1}, ValueError),
+                                    ({"n_repeat": 2.5}, TypeError), ({"max_duration": -1}, ValueError),
+                                    ({"flops": "many"}, ValueError)])
+def test_benchmark_bad_arguments(kw, exc):
+    with pytest.raises(exc):
+        hetnn.benchmark(lambda: None, **kw)
+
+
+def test_benchmark_needs_callable():
+    with pytest.raises(TypeError, match="callable"):
+        hetnn.benchmark(42)
