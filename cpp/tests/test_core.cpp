@@ -1,0 +1,158 @@
+// C++ unit tests of the core front and the backends (GoogleTest, run through CTest).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "backend/onednn/cpu_backend.h"
+#include "core/array.h"
+#include "core/errors.h"
+#include "core/matmul.h"
+
+using namespace hetnn;
+
+namespace {
+
+std::vector<float> random_vec(std::size_t n, unsigned seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(g);
+  return v;
+}
+
+// Naive reference in double: C = alpha*op(A)op(B) + beta*C.
+std::vector<double> naive(int M, int N, int K, bool ta, bool tb, const std::vector<float>& A,
+                          const std::vector<float>& B) {
+  std::vector<double> C(static_cast<std::size_t>(M) * N, 0.0);
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double s = 0;
+      for (int k = 0; k < K; ++k) s += double(ta ? A[k * M + m] : A[m * K + k]) * double(tb ? B[n * K + k] : B[k * N + n]);
+      C[m * N + n] = s;
+    }
+  return C;
+}
+
+}  // namespace
+
+TEST(Shape, SizeAndValidation) {
+  EXPECT_EQ(shape_size({2, 3, 4}), 24);
+  EXPECT_EQ(shape_size({}), 1);
+  EXPECT_EQ(shape_size({5, 0}), 0);
+  EXPECT_THROW(shape_size({-1, 2}), ValueError);
+  EXPECT_THROW(shape_size({1LL << 40, 1LL << 30}), ValueError);
+  EXPECT_EQ(shape_str({3}), "(3,)");
+  EXPECT_EQ(shape_str({2, 3}), "(2, 3)");
+}
+
+TEST(DType, NamesRoundTrip) {
+  for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64, DType::u8, DType::i8})
+    EXPECT_EQ(dtype_from_name(dtype_name(t)), t);
+  EXPECT_THROW(dtype_from_name("complex64"), TypeError);
+  EXPECT_EQ(dtype_size(DType::f64), 8u);
+}
+
+TEST(Devices, CpuFirstAndSpecs) {
+  const auto& devs = all_devices();
+  ASSERT_FALSE(devs.empty());
+  EXPECT_EQ(devs.front()->id(), "cpu");
+  EXPECT_EQ(find_device("CPU"), devs.front());
+  EXPECT_THROW(find_device("no-such-device"), ValueError);
+  try {
+    find_device("nothing");
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("available devices"), std::string::npos);
+  }
+  for (const auto& d : devs)
+    if (d->info().kind == "opencl") EXPECT_EQ(find_device("opencl:" + std::to_string(d->info().ordinal)), d);
+}
+
+TEST(MatmulPlan, RejectsBadOperands) {
+  auto cpu = find_device("cpu");
+  Array a = Array::zeros(cpu, {3, 4}, DType::f32);
+  Array b = Array::zeros(cpu, {5, 6}, DType::f32);
+  Array i = Array::zeros(cpu, {4, 6}, DType::i32);
+  Array v = Array::zeros(cpu, {4}, DType::f32);
+  EXPECT_THROW(matmul_plan(a, b, nullptr, {}, nullptr), ValueError);
+  EXPECT_THROW(matmul_plan(a, i, nullptr, {}, nullptr), TypeError);
+  EXPECT_THROW(matmul_plan(a, v, nullptr, {}, nullptr), ValueError);
+  MatmulArgs beta_only;
+  beta_only.beta = 1.0;
+  Array ok = Array::zeros(cpu, {4, 6}, DType::f32);
+  EXPECT_THROW(matmul_plan(a, ok, nullptr, beta_only, nullptr), ValueError);
+  Shape rs;
+  MatmulDesc d = matmul_plan(a, ok, nullptr, {}, &rs);
+  EXPECT_EQ(rs, (Shape{3, 6}));
+  EXPECT_EQ(d.M, 3);
+  EXPECT_EQ(d.N, 6);
+  EXPECT_EQ(d.K, 4);
+  Array bad_out = Array::zeros(cpu, {6, 3}, DType::f32);
+  EXPECT_THROW(matmul_plan(a, ok, &bad_out, {}, nullptr), ValueError);
+  EXPECT_THROW(matmul_plan(a, ok, &a, {}, nullptr), ValueError);
+}
+
+TEST(Recorder, NestedCapturesSeeTheirOwnRecords) {
+  Recorder r;
+  const auto outer = r.begin();
+  r.add({OpRecord{"a", 0, 0, 1, 0}, nullptr});
+  const auto inner = r.begin();
+  r.add({OpRecord{"b", 0, 1, 3, 0}, nullptr});
+  auto in = r.end(inner, [](PendingRecord&) {});
+  ASSERT_EQ(in.size(), 1u);
+  EXPECT_EQ(in[0].name, "b");
+  auto out = r.end(outer, [](PendingRecord&) {});
+  EXPECT_EQ(out.size(), 2u);
+  EXPECT_FALSE(r.active());
+  r.add({OpRecord{"c", 0, 0, 1, 0}, nullptr});  // not recorded: no capture open
+  const auto t = r.begin();
+  EXPECT_TRUE(r.end(t, [](PendingRecord&) {}).empty());
+}
+
+class MatmulOnDevice : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MatmulOnDevice, MatchesNaiveReferenceForOddSizesAndTransposes) {
+  DevicePtr dev;
+  for (const auto& d : all_devices())
+    if (GetParam() == "cpu" ? d->id() == "cpu" : d->info().kind == "opencl") dev = d;
+  if (!dev) GTEST_SKIP() << "no " << GetParam() << " device";
+  const int sizes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 65}, {70, 129, 31}};
+  for (const auto& s : sizes)
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        const int M = s[0], N = s[1], K = s[2];
+        auto A = random_vec(static_cast<std::size_t>(M) * K, 1), B = random_vec(static_cast<std::size_t>(K) * N, 2);
+        Array a = Array::from_host(dev, A.data(), ta ? Shape{K, M} : Shape{M, K}, DType::f32);
+        Array b = Array::from_host(dev, B.data(), tb ? Shape{N, K} : Shape{K, N}, DType::f32);
+        MatmulArgs args;
+        args.trans_a = ta;
+        args.trans_b = tb;
+        Array c = matmul(a, b, nullptr, args);
+        std::vector<float> C(static_cast<std::size_t>(M) * N);
+        c.to_host(C.data());
+        auto ref = naive(M, N, K, ta, tb, A, B);
+        for (std::size_t i = 0; i < C.size(); ++i) ASSERT_NEAR(C[i], ref[i], 1e-5 * (1 + std::abs(ref[i])));
+      }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, MatmulOnDevice, ::testing::Values("cpu", "opencl"));
+
+TEST(GemmF64, StridedOperandsAndBeta) {
+  const int M = 37, N = 53, K = 301;
+  std::mt19937 g(7);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<double> A(M * K), B(K * N), C(M * N), C0(M * N);
+  for (auto& x : A) x = u(g);
+  for (auto& x : B) x = u(g);
+  for (auto& x : C0) x = u(g);
+  C = C0;
+  // A used transposed: stored (K, M) -> row stride 1, column stride M.
+  gemm_f64(M, N, K, 0.5, A.data(), 1, M, B.data(), N, 1, -2.0, C.data(), N);
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double s = 0;
+      for (int k = 0; k < K; ++k) s += A[k * M + m] * B[k * N + n];
+      ASSERT_NEAR(C[m * N + n], 0.5 * s - 2.0 * C0[m * N + n], 1e-12);
+    }
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Sets up (scripts/setup.sh, idempotent) and runs the whole test suite: the C++ unit tests (GoogleTest via CTest),
+# then the Python tests (pytest) on every device found.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+bash scripts/setup.sh
+
+echo "test: building the C++ unit tests"
+cmake -S . -B build/cpp-tests -DHETNN_BUILD_TESTS=ON -DHETNN_BUILD_PYTHON=OFF \
+  -DPython_EXECUTABLE="$PWD/.venv/bin/python" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build/cpp-tests -j "$(nproc)" >/dev/null
+ctest --test-dir build/cpp-tests --output-on-failure
+
+echo "test: Python tests"
+.venv/bin/python -m pytest tests "$@"
