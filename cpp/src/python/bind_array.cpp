@@ -32,28 +32,22 @@ Shape ndarray_shape(const py::array& arr) {
   return Shape(arr.shape(), arr.shape() + arr.ndim());
 }
 
+// Binds Array::empty / Array::zeros: (device, shape sequence, dtype name) with the GIL released while allocating.
+auto allocator(Array (*fn)(const DevicePtr&, const Shape&, DType)) {
+  return [fn](const DevicePtr& dev, const py::sequence& shape, const std::string& dtype) {
+    const Shape s = to_shape(shape, "shape");
+    const DType t = dtype_from_name(dtype);
+    py::gil_scoped_release nogil;
+    return fn(dev, s, t);
+  };
+}
+
 }  // namespace
 
 void bind_array(py::module_& m) {
   py::class_<Array>(m, "Array")
-      .def_static(
-          "empty",
-          [](const DevicePtr& dev, const py::sequence& shape, const std::string& dtype) {
-            const Shape s = to_shape(shape, "shape");
-            const DType t = dtype_from_name(dtype);
-            py::gil_scoped_release nogil;
-            return Array::empty(dev, s, t);
-          },
-          py::arg("device"), py::arg("shape"), py::arg("dtype"))
-      .def_static(
-          "zeros",
-          [](const DevicePtr& dev, const py::sequence& shape, const std::string& dtype) {
-            const Shape s = to_shape(shape, "shape");
-            const DType t = dtype_from_name(dtype);
-            py::gil_scoped_release nogil;
-            return Array::zeros(dev, s, t);
-          },
-          py::arg("device"), py::arg("shape"), py::arg("dtype"))
+      .def_static("empty", allocator(&Array::empty), py::arg("device"), py::arg("shape"), py::arg("dtype"))
+      .def_static("zeros", allocator(&Array::zeros), py::arg("device"), py::arg("shape"), py::arg("dtype"))
       .def_static(
           "from_numpy",
           [](const DevicePtr& dev, const py::array& arr) {
