@@ -14,7 +14,7 @@ def test_benchmark_counts_and_statistics(device):
     assert r.n_repeat == 7 and r.wall_times.shape == (7,) and r.device_times.shape == (7,)
     assert (r.wall_times > 0).all() and (r.device_times > 0).all()
     assert r.min <= r.median <= r.wall["max"] and r.std >= 0
-    assert r.commands_per_call == 1
+    assert r.commands_per_call >= 1  # the GEMM kernel, plus packing kernels on CPU-shaped OpenCL devices
     assert r.gflops == pytest.approx(2 * 64**3 / r.median / 1e9)
     assert "matmul" in repr(r) and "GFLOP/s" in repr(r) and device.id in repr(r)
     np.testing.assert_array_equal(c.numpy(), np.full((64, 64), 64, np.float32))
@@ -43,14 +43,13 @@ def test_device_time_sums_every_command(device):
 
     r1 = hetnn.benchmark(one, n_warmup=1, n_repeat=5, device=device)
     r3 = hetnn.benchmark(three, n_warmup=1, n_repeat=5, device=device)
-    assert r1.commands_per_call == 1
-    assert r3.commands_per_call == 3
+    assert r3.commands_per_call == 2 * r1.commands_per_call + 1
     with hetnn.Timer(device) as t:
         three()
-    names = [rec["name"] for rec in t.records]
+    names = [rec["name"] for rec in t.records if not rec["name"].startswith("matmul:")]  # drop packing steps
     assert names == ["matmul", "matmul", "d2h"]
     assert t.device_time == pytest.approx(sum(rec["duration"] for rec in t.records))
-    assert t.records[2]["bytes"] == 128 * 128 * 4
+    assert t.records[-1]["bytes"] == 128 * 128 * 4
 
 
 def test_numpy_function_has_no_device_time():
@@ -83,7 +82,7 @@ def test_nested_timers(device):
         hetnn.matmul(a, a)
         with hetnn.Timer(device) as inner:
             hetnn.matmul(a, a)
-    assert len(inner.records) == 1 and len(outer.records) >= 2
+    assert len(outer.records) == 2 * len(inner.records) >= 2
 
 
 def test_synchronize_accepts_all_forms(device):

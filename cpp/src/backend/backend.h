@@ -25,7 +25,12 @@ class Buffer {
   const std::size_t nbytes;
 };
 
-// C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b], all operands contiguous row-major.
+// Activation applied by fused epilogues (matmul, dense layers).
+enum class Activation : std::uint8_t { none = 0, relu = 1, sigmoid = 2, tanh = 3 };
+const char* activation_name(Activation a);
+
+// C[b] = act(alpha * op(A[b]) @ op(B[b]) + beta * C[b] + bias), all operands contiguous row-major; bias has N
+// elements and is broadcast over rows (optional).
 // A is stored (M, K), or (K, M) when trans_a; B is stored (K, N), or (N, K) when trans_b; C is (M, N).
 // batch_a / batch_b are either `batch` or 1 (broadcast). K may be 0 (then C = beta * C); M, N, batch are > 0.
 struct MatmulDesc {
@@ -34,6 +39,8 @@ struct MatmulDesc {
   bool trans_a = false, trans_b = false;
   DType dtype = DType::f32;
   double alpha = 1.0, beta = 0.0;
+  bool has_bias = false;
+  Activation act = Activation::none;
 };
 
 class Backend {
@@ -56,7 +63,7 @@ class Backend {
   virtual void synchronize() = 0;
 
   // Ops.
-  virtual void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c) = 0;
+  virtual void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) = 0;
 
   // Device-time capture (see core/recorder.h).
   std::size_t capture_begin() { return recorder_.begin(); }

@@ -10,6 +10,22 @@ namespace {
 std::string where(const Array& x) { return x.device()->id(); }
 }  // namespace
 
+const char* activation_name(Activation a) {
+  switch (a) {
+    case Activation::relu: return "relu";
+    case Activation::sigmoid: return "sigmoid";
+    case Activation::tanh: return "tanh";
+    default: return "none";
+  }
+}
+
+Activation activation_from_name(const std::string& name) {
+  for (Activation a : {Activation::none, Activation::relu, Activation::sigmoid, Activation::tanh})
+    if (name == activation_name(a)) return a;
+  if (name.empty()) return Activation::none;
+  throw ValueError("activation must be one of None, 'relu', 'sigmoid', 'tanh'; got '" + name + "'");
+}
+
 MatmulDesc matmul_plan(const Array& a, const Array& b, const Array* out, const MatmulArgs& args, Shape* out_shape) {
   if (a.device() != b.device())
     throw ValueError("matmul: a is on " + where(a) + " but b is on " + where(b) +
@@ -73,6 +89,20 @@ MatmulDesc matmul_plan(const Array& a, const Array& b, const Array* out, const M
   } else if (args.beta != 0.0) {
     throw ValueError("matmul: beta=" + std::to_string(args.beta) + " needs out= (the C that beta scales)");
   }
+  if (args.bias) {
+    const Array& bias = *args.bias;
+    if (bias.device() != a.device())
+      throw ValueError("matmul: bias is on " + where(bias) + " but the operands are on " + where(a));
+    if (bias.dtype() != t)
+      throw TypeError(std::string("matmul: bias is ") + dtype_name(bias.dtype()) + " but the operands are " +
+                      dtype_name(t));
+    if (bias.shape() != Shape{d.N})
+      throw ValueError("matmul: bias must have shape (" + std::to_string(d.N) + ",) (one value per output column), got " +
+                       shape_str(bias.shape()));
+    if (out && out->same_memory(bias)) throw ValueError("matmul: out must not share memory with bias");
+  }
+  d.has_bias = args.bias != nullptr;
+  d.act = args.act;
   if (out_shape) *out_shape = rs;
   return d;
 }
@@ -82,7 +112,8 @@ Array matmul(const Array& a, const Array& b, const Array* out, const MatmulArgs&
   const MatmulDesc d = matmul_plan(a, b, out, args, &rs);
   Array c = out ? *out : Array::empty(a.device(), rs, d.dtype);
   if (d.batch == 0 || d.M == 0 || d.N == 0) return c;
-  a.device()->backend().matmul(d, *a.buffer(), *b.buffer(), *c.buffer());
+  a.device()->backend().matmul(d, *a.buffer(), *b.buffer(), *c.buffer(),
+                               args.bias ? args.bias->buffer().get() : nullptr);
   return c;
 }
 

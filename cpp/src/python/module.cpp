@@ -173,17 +173,46 @@ PYBIND11_MODULE(_core, m) {
   m.def("_raise_opencl_status", [](int status, const std::string& call) { opencl::throw_cl_error(status, call); });
 #endif
 
+  // GEMM kernel parameters of an OpenCL device (database entry or tuned override); None on the CPU device.
+  m.def(
+      "gemm_params",
+      [](Device& d, const std::string& dtype) -> py::object {
+#ifdef HETNN_HAVE_OPENCL
+        if (auto* cl = dynamic_cast<opencl::ClBackend*>(&d.backend())) {
+          const auto p = cl->gemm_params(dtype_from_name(dtype));
+          return py::make_tuple(p.str(), p.source);
+        }
+#endif
+        return py::none();
+      },
+      py::arg("device"), py::arg("dtype"));
+  m.def(
+      "set_gemm_params",
+      [](Device& d, const std::string& dtype, const std::string& params, const std::string& source) {
+#ifdef HETNN_HAVE_OPENCL
+        if (auto* cl = dynamic_cast<opencl::ClBackend*>(&d.backend())) {
+          auto p = opencl::GemmParams::parse(params);
+          p.source = source;
+          cl->set_gemm_params(dtype_from_name(dtype), p);
+          return;
+        }
+#endif
+        throw ValueError("set_gemm_params: " + d.id() + " is not an OpenCL device");
+      },
+      py::arg("device"), py::arg("dtype"), py::arg("params"), py::arg("source") = "tuned");
+
   hetnn::python::bind_array(m);
 
   m.def(
       "matmul",
-      [](const Array& a, const Array& b, const Array* out, bool trans_a, bool trans_b, double alpha, double beta) {
-        MatmulArgs args{trans_a, trans_b, alpha, beta};
+      [](const Array& a, const Array& b, const Array* out, bool trans_a, bool trans_b, double alpha, double beta,
+         const Array* bias, const std::string& activation) {
+        MatmulArgs args{trans_a, trans_b, alpha, beta, bias, activation_from_name(activation)};
         py::gil_scoped_release nogil;
         return hetnn::matmul(a, b, out, args);
       },
       py::arg("a"), py::arg("b"), py::arg("out").none(true), py::arg("trans_a"), py::arg("trans_b"),
-      py::arg("alpha"), py::arg("beta"));
+      py::arg("alpha"), py::arg("beta"), py::arg("bias").none(true) = nullptr, py::arg("activation") = "");
   m.def(
       "matmul_shape",
       [](const Array& a, const Array& b, bool trans_a, bool trans_b) {

@@ -1,5 +1,6 @@
 #include "backend/onednn/cpu_backend.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -90,10 +91,46 @@ void CpuBackend::fill(Buffer& dst, std::size_t off, std::size_t n, unsigned char
 }
 void CpuBackend::synchronize() {}  // every CPU command completes before it returns
 
+namespace {
+
+dnnl::algorithm eltwise_algorithm(Activation a) {
+  switch (a) {
+    case Activation::relu: return dnnl::algorithm::eltwise_relu;
+    case Activation::sigmoid: return dnnl::algorithm::eltwise_logistic;
+    default: return dnnl::algorithm::eltwise_tanh;
+  }
+}
+
+template <class T>
+T activate(T x, Activation a) {
+  switch (a) {
+    case Activation::relu: return x < T(0) ? T(0) : x;  // NaN stays NaN, as in PyTorch
+    case Activation::sigmoid: return T(1) / (T(1) + std::exp(-x));
+    case Activation::tanh: return std::tanh(x);
+    default: return x;
+  }
+}
+
+// C[i, :] = act(C[i, :] + bias) on the host, for the paths oneDNN does not run.
+template <class T>
+void host_epilogue(const MatmulDesc& d, T* C, const T* bias) {
+  if (!bias && d.act == Activation::none) return;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < d.M; ++i)
+    for (std::int64_t j = 0; j < d.N; ++j) {
+      T v = C[i * d.N + j];
+      if (bias) v += bias[j];
+      C[i * d.N + j] = activate(v, d.act);
+    }
+}
+
+}  // namespace
+
 dnnl::matmul& CpuBackend::matmul_primitive(const MatmulDesc& d) {
   std::ostringstream key;
   key << d.batch << ',' << d.batch_a << ',' << d.batch_b << ',' << d.M << ',' << d.N << ',' << d.K << ','
-      << d.trans_a << d.trans_b << ',' << static_cast<int>(d.dtype) << ',' << (d.alpha != 1.0) << ',' << d.beta;
+      << d.trans_a << d.trans_b << ',' << static_cast<int>(d.dtype) << ',' << (d.alpha != 1.0) << ',' << d.beta
+      << ',' << d.has_bias << ',' << static_cast<int>(d.act);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = matmul_cache_.find(key.str());
   if (it != matmul_cache_.end()) return it->second;
@@ -106,18 +143,19 @@ dnnl::matmul& CpuBackend::matmul_primitive(const MatmulDesc& d) {
   const dims c_strides{d.M * d.N, d.N, 1};
   dnnl::primitive_attr attr;
   if (d.alpha != 1.0) attr.set_scales_mask(DNNL_ARG_WEIGHTS, 0);
-  if (d.beta != 0.0) {
-    dnnl::post_ops po;
-    po.append_sum(static_cast<float>(d.beta));
-    attr.set_post_ops(po);
-  }
-  dnnl::matmul::primitive_desc pd(engine_, dnnl::memory::desc(a_dims, dt, a_strides),
-                                  dnnl::memory::desc(b_dims, dt, b_strides),
-                                  dnnl::memory::desc(c_dims, dt, c_strides), attr);
+  dnnl::post_ops po;  // dst = act(alpha * A@B + bias + beta * dst)
+  if (d.beta != 0.0) po.append_sum(static_cast<float>(d.beta));
+  if (d.act != Activation::none) po.append_eltwise(eltwise_algorithm(d.act), 0.f, 0.f);
+  attr.set_post_ops(po);
+  const dnnl::memory::desc a_md(a_dims, dt, a_strides), b_md(b_dims, dt, b_strides), c_md(c_dims, dt, c_strides);
+  auto pd = d.has_bias ? dnnl::matmul::primitive_desc(engine_, a_md, b_md,
+                                                      dnnl::memory::desc({1, 1, d.N}, dt, dims{d.N, d.N, 1}), c_md,
+                                                      attr)
+                       : dnnl::matmul::primitive_desc(engine_, a_md, b_md, c_md, attr);
   return matmul_cache_.emplace(key.str(), dnnl::matmul(pd)).first->second;
 }
 
-void CpuBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c) {
+void CpuBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) {
   timed("matmul", 0, [&] {
     if (d.K == 0 || d.dtype == DType::f64) {  // own path: f64, and C = beta*C when there is nothing to sum
       if (d.dtype != DType::f64 && d.dtype != DType::f32)
@@ -130,10 +168,12 @@ void CpuBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, B
           auto* C = reinterpret_cast<double*>(ptr(c)) + i * d.M * d.N;
           gemm_f64(d.M, d.N, d.K, d.alpha, A, d.trans_a ? 1 : d.K, d.trans_a ? d.M : 1, B, d.trans_b ? 1 : d.N,
                    d.trans_b ? d.K : 1, d.beta, C, d.N);
+          host_epilogue(d, C, bias ? reinterpret_cast<const double*>(ptr(*bias)) : nullptr);
         } else {
           auto* C = reinterpret_cast<float*>(ptr(c)) + i * d.M * d.N;
           const float beta = static_cast<float>(d.beta);
           for (std::int64_t j = 0; j < d.M * d.N; ++j) C[j] = beta == 0.0f ? 0.0f : beta * C[j];
+          host_epilogue(d, C, bias ? reinterpret_cast<const float*>(ptr(*bias)) : nullptr);
         }
       }
       return;
@@ -147,6 +187,7 @@ void CpuBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, B
     dnnl::memory bm({{d.batch_b, d.K, d.N}, dt, b_strides}, engine_, b.host_ptr());
     dnnl::memory cm({{d.batch, d.M, d.N}, dt, dims{d.M * d.N, d.N, 1}}, engine_, c.host_ptr());
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory({{1, 1, d.N}, dt, dims{d.N, d.N, 1}}, engine_, bias->host_ptr()));
     float alpha = static_cast<float>(d.alpha);
     if (d.alpha != 1.0)
       args.emplace(DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS,

@@ -20,7 +20,7 @@ class CpuBackend final : public Backend {
   void copy(const Buffer& src, std::size_t src_offset, Buffer& dst, std::size_t dst_offset, std::size_t n) override;
   void fill(Buffer& dst, std::size_t offset, std::size_t n, unsigned char value) override;
   void synchronize() override;
-  void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c) override;
+  void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) override;
 
  private:
   // Runs `fn` (synchronous host work) and records it as one command when a capture is open.

@@ -18,23 +18,6 @@ class ClBuffer final : public Buffer {
 
 cl_mem mem_of(const Buffer& b) { return static_cast<const ClBuffer&>(b).mem.get(); }
 
-// GEMM tile parameters. Defaults suit GPUs; CPU devices (PoCL) prefer smaller work-groups.
-// (The tuned, per-device database replaces this choice in the GEMM issue.)
-struct GemmParams {
-  int ts_m, ts_n, ts_k, wpt_m, wpt_n;
-  int local_m() const { return ts_m / wpt_m; }
-  int local_n() const { return ts_n / wpt_n; }
-};
-
-GemmParams gemm_params(const DeviceInfo& info) {
-  GemmParams p = info.type == "cpu" ? GemmParams{32, 32, 16, 4, 4} : GemmParams{64, 64, 16, 4, 4};
-  while (static_cast<std::uint64_t>(p.local_m() * p.local_n()) > info.max_work_group_size && p.ts_m > 8) {
-    p.ts_m /= 2;
-    p.ts_n /= 2;
-  }
-  return p;
-}
-
 Context make_context(cl_platform_id platform, cl_device_id device) {
   cl_int st = CL_SUCCESS;
   const cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(platform), 0};
@@ -139,42 +122,144 @@ cl_kernel ClBackend::kernel(const std::string& file, const std::string& name, co
   return kernels_.emplace(key, std::move(k)).first->second.get();
 }
 
-void ClBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c) {
-  const GemmParams p = gemm_params(info_);
-  const bool f64 = d.dtype == DType::f64;
-  std::ostringstream opts;
-  opts << "-cl-std=CL1.2 -DREAL=" << (f64 ? "double -DUSE_FP64=1" : "float") << " -DTS_M=" << p.ts_m
-       << " -DTS_N=" << p.ts_n << " -DTS_K=" << p.ts_k << " -DWPT_M=" << p.wpt_m << " -DWPT_N=" << p.wpt_n
-       << " -DTRANS_A=" << d.trans_a << " -DTRANS_B=" << d.trans_b;
-
+GemmParams ClBackend::gemm_params(DType t) {
   std::lock_guard<std::mutex> lock(mu_);
-  cl_kernel k = kernel("gemm.cl", "gemm_tiled", opts.str());
+  auto it = gemm_overrides_.find(t);
+  return it != gemm_overrides_.end() ? it->second : gemm_database_lookup(info_, t);
+}
+
+void ClBackend::set_gemm_params(DType t, const GemmParams& p) {
+  p.validate(info_);
+  std::lock_guard<std::mutex> lock(mu_);
+  gemm_overrides_[t] = p;
+  gemm_overrides_[t].source = p.source.empty() ? "tuned" : p.source;
+}
+
+cl_mem ClBackend::scratch(int slot, std::size_t bytes) {
+  if (scratch_.size() <= static_cast<std::size_t>(slot)) scratch_.resize(slot + 1);
+  auto& [mem, size] = scratch_[slot];
+  if (!mem || size < bytes) {
+    const std::size_t want = std::max<std::size_t>(bytes, 256);
+    if (want > info_.max_alloc)
+      throw OutOfMemory("matmul needs a " + std::to_string(want) + "-byte work buffer on " + info_.id +
+                        ", above its largest allocation (" + std::to_string(info_.max_alloc) + " bytes)");
+    cl_int st = CL_SUCCESS;
+    Mem m(clCreateBuffer(context_.get(), CL_MEM_READ_WRITE, want, nullptr, &st));
+    if (st != CL_SUCCESS) throw_cl_error(st, "clCreateBuffer(scratch, " + std::to_string(want) + " bytes)");
+    mem = std::move(m);
+    size = want;
+  }
+  return mem.get();
+}
+
+void ClBackend::enqueue(const char* name, cl_kernel k, int dims, const std::size_t* global, const std::size_t* local) {
+  cl_event ev = nullptr;
+  const double t = host_seconds();
+  const cl_int st = clEnqueueNDRangeKernel(queue_.get(), k, dims, nullptr, global, local, 0, nullptr, event_slot(ev));
+  if (st != CL_SUCCESS) throw_cl_error(st, std::string("clEnqueueNDRangeKernel(") + name + ")");
+  record(name, ev, t, 0);
+}
+
+namespace {
+
+// clSetKernelArg for each argument in order; the failing index is named in the error.
+struct ArgSetter {
+  cl_kernel k;
+  const char* kernel_name;
+  cl_uint i = 0;
+  template <class T>
+  ArgSetter& operator()(const T& v) {
+    return raw(sizeof(T), &v);
+  }
+  ArgSetter& raw(std::size_t size, const void* p) {
+    const cl_int st = clSetKernelArg(k, i, size, p);
+    if (st != CL_SUCCESS) throw_cl_error(st, std::string("clSetKernelArg(") + kernel_name + ", " + std::to_string(i) + ")");
+    ++i;
+    return *this;
+  }
+};
+
+std::size_t round_up(std::size_t v, std::size_t m) { return m ? (v + m - 1) / m * m : v; }
+
+}  // namespace
+
+void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias) {
+  const std::string opts = common_options(d) + " " + p.defines();
+  cl_kernel ka = kernel("gemm_packed.cl", "pack_a", opts);
+  cl_kernel kb = kernel("gemm_packed.cl", "pack_b", opts);
+  cl_kernel kg = kernel("gemm_packed.cl", "gemm_packed", opts);
+  const std::size_t elt = dtype_size(d.dtype);
+  const std::int64_t rn = static_cast<std::int64_t>(p.vw) * p.nv;
+  const std::int64_t panels_m = (d.M + p.rm - 1) / p.rm, panels_n = (d.N + rn - 1) / rn;
+  cl_mem ap = scratch(0, static_cast<std::size_t>(panels_m * d.K * p.rm) * elt);
+  cl_mem bp = scratch(1, static_cast<std::size_t>(panels_n * d.K * rn) * elt);
+  const cl_int M = static_cast<cl_int>(d.M), N = static_cast<cl_int>(d.N), K = static_cast<cl_int>(d.K);
+  const double alpha64 = d.alpha, beta64 = d.beta;
+  const float alpha32 = static_cast<float>(d.alpha), beta32 = static_cast<float>(d.beta);
+  const bool f64 = d.dtype == DType::f64;
+  for (std::int64_t i = 0; i < d.batch; ++i) {
+    if (K > 0 && (i == 0 || d.batch_a != 1)) {
+      const cl_long off = d.batch_a == 1 ? 0 : i * d.M * d.K;
+      ArgSetter{ka, "pack_a"}(M)(K)(a)(off)(ap);
+      const std::size_t g[2] = {static_cast<std::size_t>(K), static_cast<std::size_t>(panels_m)};
+      enqueue("matmul:pack_a", ka, 2, g, nullptr);
+    }
+    if (K > 0 && (i == 0 || d.batch_b != 1)) {
+      const cl_long off = d.batch_b == 1 ? 0 : i * d.K * d.N;
+      ArgSetter{kb, "pack_b"}(K)(N)(b)(off)(bp);
+      const std::size_t g[2] = {static_cast<std::size_t>(panels_n * rn), static_cast<std::size_t>(K)};
+      enqueue("matmul:pack_b", kb, 2, g, nullptr);
+    }
+    const cl_long c_off = i * d.M * d.N;
+    ArgSetter set{kg, "gemm_packed"};
+    set(M)(N)(K);
+    if (f64) set(alpha64)(beta64);
+    else set(alpha32)(beta32);
+    set(ap)(bp)(c)(c_off)(bias);
+    const std::size_t lx = static_cast<std::size_t>(p.lx);
+    const std::size_t g[2] = {round_up(static_cast<std::size_t>(panels_m), lx), static_cast<std::size_t>(panels_n)};
+    const std::size_t l[2] = {lx, 1};
+    enqueue("matmul", kg, 2, g, lx ? l : nullptr);
+  }
+}
+
+void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias) {
+  const std::string opts = common_options(d) + " " + p.defines();
+  cl_kernel k = kernel("gemm.cl", "gemm_tiled", opts);
   const cl_int M = static_cast<cl_int>(d.M), N = static_cast<cl_int>(d.N), K = static_cast<cl_int>(d.K);
   const cl_long sa = d.batch_a == 1 ? 0 : d.M * d.K, sb = d.batch_b == 1 ? 0 : d.K * d.N;
-  const float alpha_f = static_cast<float>(d.alpha), beta_f = static_cast<float>(d.beta);
-  const std::size_t real_size = f64 ? sizeof(double) : sizeof(float);
-  const void* alpha = f64 ? static_cast<const void*>(&d.alpha) : &alpha_f;
-  const void* beta = f64 ? static_cast<const void*>(&d.beta) : &beta_f;
-  cl_mem am = mem_of(a), bm = mem_of(b), cm = mem_of(c);
-  int arg = 0;
-  HETNN_CL_CHECK(clSetKernelArg(k, arg++, sizeof(M), &M));
-  HETNN_CL_CHECK(clSetKernelArg(k, arg++, sizeof(N), &N));
-  HETNN_CL_CHECK(clSetKernelArg(k, arg++, sizeof(K), &K));
-  HETNN_CL_CHECK(clSetKernelArg(k, arg++, real_size, alpha));
-  HETNN_CL_CHECK(clSetKernelArg(k, arg++, real_size, beta));
-  HETNN_CL_CHECK(clSetKernelArg(k, arg++, sizeof(cl_mem), &am));
-  HETNN_CL_CHECK(clSetKernelArg(k, arg++, sizeof(sa), &sa));
-  HETNN_CL_CHECK(clSetKernelArg(k, arg++, sizeof(cl_mem), &bm));
-  HETNN_CL_CHECK(clSetKernelArg(k, arg++, sizeof(sb), &sb));
-  HETNN_CL_CHECK(clSetKernelArg(k, arg++, sizeof(cl_mem), &cm));
-  const std::size_t local[3] = {static_cast<std::size_t>(p.local_n()), static_cast<std::size_t>(p.local_m()), 1};
+  ArgSetter set{k, "gemm_tiled"};
+  set(M)(N)(K);
+  if (d.dtype == DType::f64) set(d.alpha)(d.beta);
+  else set(static_cast<float>(d.alpha))(static_cast<float>(d.beta));
+  set(a)(sa)(b)(sb)(c)(bias);
+  const std::size_t local[3] = {static_cast<std::size_t>(p.ts_n / p.wpt_n), static_cast<std::size_t>(p.ts_m / p.wpt_m), 1};
   const std::size_t global[3] = {static_cast<std::size_t>((d.N + p.ts_n - 1) / p.ts_n) * local[0],
                                  static_cast<std::size_t>((d.M + p.ts_m - 1) / p.ts_m) * local[1],
                                  static_cast<std::size_t>(d.batch)};
-  cl_event ev = nullptr;
-  const double t = host_seconds();
-  HETNN_CL_CHECK(clEnqueueNDRangeKernel(queue_.get(), k, 3, nullptr, global, local, 0, nullptr, event_slot(ev)));
-  record("matmul", ev, t, 0);
+  enqueue("matmul", k, 3, global, local);
+}
+
+std::string ClBackend::common_options(const MatmulDesc& d) const {
+  std::ostringstream opts;
+  opts << "-cl-std=CL1.2";
+  switch (d.dtype) {
+    case DType::f64: opts << " -DREAL=double -DUSE_FP64=1"; break;
+    default: opts << " -DREAL=float"; break;
+  }
+  opts << " -DTRANS_A=" << d.trans_a << " -DTRANS_B=" << d.trans_b << " -DHAS_BIAS=" << d.has_bias
+       << " -DACT=" << static_cast<int>(d.act);
+  return opts.str();
+}
+
+void ClBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) {
+  const GemmParams p = gemm_params(d.dtype);
+  std::lock_guard<std::mutex> lock(mu_);
+  cl_mem bm = bias ? mem_of(*bias) : mem_of(c);  // unused when HAS_BIAS=0, but must be a valid buffer
+  if (p.family == GemmParams::Family::packed)
+    matmul_packed(p, d, mem_of(a), mem_of(b), mem_of(c), bm);
+  else
+    matmul_tiled(p, d, mem_of(a), mem_of(b), mem_of(c), bm);
 }
 
 }  // namespace hetnn::opencl

@@ -3,9 +3,11 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/opencl/cl_handles.h"
+#include "backend/opencl/gemm_params.h"
 #include "backend/opencl/program_cache.h"
 #include "core/device.h"
 
@@ -21,10 +23,14 @@ class ClBackend final : public Backend {
   void copy(const Buffer& src, std::size_t src_offset, Buffer& dst, std::size_t dst_offset, std::size_t n) override;
   void fill(Buffer& dst, std::size_t offset, std::size_t n, unsigned char value) override;
   void synchronize() override;
-  void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c) override;
+  void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) override;
 
   // Builds an arbitrary program (diagnostics and tests; not cached).
   void build_source(const std::string& source, const std::string& options);
+
+  // GEMM parameters in force for a dtype (a tuned override, else the database), and the override itself.
+  GemmParams gemm_params(DType t);
+  void set_gemm_params(DType t, const GemmParams& p);
 
  protected:
   void resolve(PendingRecord& p) override;
@@ -34,6 +40,12 @@ class ClBackend final : public Backend {
   cl_event* event_slot(cl_event& ev) { return recorder_.active() ? &ev : nullptr; }
   void record(const char* name, cl_event ev, double host_enqueue, std::uint64_t bytes);
   cl_kernel kernel(const std::string& file, const std::string& name, const std::string& options);
+  // A device scratch buffer (slot 0, 1, ...) of at least `bytes`, kept between calls (in-order queue: reuse is safe).
+  cl_mem scratch(int slot, std::size_t bytes);
+  void enqueue(const char* name, cl_kernel k, int dims, const std::size_t* global, const std::size_t* local);
+  void matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias);
+  void matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias);
+  std::string common_options(const MatmulDesc& d) const;
 
   cl_device_id device_;
   DeviceInfo info_;
@@ -42,6 +54,8 @@ class ClBackend final : public Backend {
   std::mutex mu_;  // kernels' arguments are set and enqueued under it
   ProgramCache programs_;
   std::map<std::string, Kernel> kernels_;
+  std::map<DType, GemmParams> gemm_overrides_;
+  std::vector<std::pair<Mem, std::size_t>> scratch_;
 };
 
 }  // namespace hetnn::opencl

@@ -1,6 +1,7 @@
 #include "backend/opencl/program_cache.h"
 
 #include <cstring>
+#include <sstream>
 #include <vector>
 
 #include "backend/opencl/cl_check.h"
@@ -9,10 +10,29 @@
 
 namespace hetnn::opencl {
 
-const char* kernel_source(const std::string& file) {
+namespace {
+const char* embedded(const std::string& file) {
   for (int i = 0; i < kKernelSourceCount; ++i)
     if (file == kKernelSources[i].file) return kKernelSources[i].text;
   throw Error("no embedded OpenCL kernel file '" + file + "'");
+}
+}  // namespace
+
+std::string kernel_source(const std::string& file, int depth) {
+  if (depth > 8) throw Error("OpenCL kernel includes nest too deeply at '" + file + "'");
+  std::istringstream in(embedded(file));
+  std::string line, out;
+  while (std::getline(in, line)) {
+    const std::string directive = "#include \"";
+    if (line.rfind(directive, 0) == 0) {
+      const auto end = line.find('"', directive.size());
+      out += kernel_source(line.substr(directive.size(), end - directive.size()), depth + 1);
+    } else {
+      out += line;
+    }
+    out += '\n';
+  }
+  return out;
 }
 
 cl_program ProgramCache::get(const std::string& file, const std::string& options) {
@@ -21,7 +41,7 @@ cl_program ProgramCache::get(const std::string& file, const std::string& options
   auto it = programs_.find(key);
   if (it != programs_.end()) return it->second.get();
 
-  Program prog = build_program(context_, device_, kernel_source(file), file, options, device_name_);
+  Program prog = build_program(context_, device_, kernel_source(file).c_str(), file, options, device_name_);
   return programs_.emplace(key, std::move(prog)).first->second.get();
 }
 

@@ -28,7 +28,7 @@ class ProgramCache {
 Program build_program(cl_context context, cl_device_id device, const char* source, const std::string& name,
                       const std::string& options, const std::string& device_name);
 
-// The embedded text of kernels/<file>; throws hetnn::Error if there is no such file.
-const char* kernel_source(const std::string& file);
+// The embedded text of kernels/<file> with its #include "x.cl" lines expanded; throws hetnn::Error if missing.
+std::string kernel_source(const std::string& file, int depth = 0);
 
 }  // namespace hetnn::opencl

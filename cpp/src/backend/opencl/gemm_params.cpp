@@ -1,0 +1,138 @@
+#include "backend/opencl/gemm_params.h"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+#include "core/errors.h"
+
+namespace hetnn::opencl {
+
+namespace {
+
+// match: "name:<substring>", "vendor:<substring>", "type:<cpu|gpu|accelerator>" (case-insensitive), "*" default.
+// Entries are tried in order; the first matching one for the dtype wins.
+struct Entry {
+  const char* match;
+  DType dtype;
+  const char* params;
+  const char* note;  // how it was chosen
+};
+
+const Entry kDatabase[] = {
+    // PoCL and other CPU runtimes: packed, register-tiled, explicit vectors (measured on PoCL 3.1, 2-core Xeon).
+    {"type:cpu", DType::f32, "family=packed rm=8 vw=16 nv=2 lx=0", "measured, PoCL 3.1 AVX-512"},
+    {"type:cpu", DType::f64, "family=packed rm=8 vw=8 nv=2 lx=0", "measured, PoCL 3.1 AVX-512"},
+    {"type:cpu", DType::f16, "family=packed rm=8 vw=16 nv=2 lx=0", "untuned"},
+    // GPUs: local-memory tiled kernel. Untuned starting points; `python -m hetnn tune gemm` finds better ones.
+    {"vendor:nvidia", DType::f32, "family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4", "untuned"},
+    {"vendor:advanced micro devices", DType::f32, "family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4", "untuned"},
+    {"vendor:intel", DType::f32, "family=tiled ts_m=32 ts_n=32 ts_k=16 wpt_m=4 wpt_n=4", "untuned"},
+    {"*", DType::f64, "family=tiled ts_m=32 ts_n=32 ts_k=16 wpt_m=2 wpt_n=2", "default"},
+    {"*", DType::f32, "family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4", "default"},
+    {"*", DType::f16, "family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4", "default"},
+};
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+bool matches(const std::string& match, const DeviceInfo& dev) {
+  if (match == "*") return true;
+  const auto colon = match.find(':');
+  const std::string what = match.substr(0, colon), pattern = match.substr(colon + 1);
+  const std::string field = what == "name" ? dev.name : what == "vendor" ? dev.vendor : dev.type;
+  return what == "type" ? lower(field) == pattern : lower(field).find(pattern) != std::string::npos;
+}
+
+bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+}  // namespace
+
+std::string GemmParams::defines() const {
+  std::ostringstream os;
+  if (family == Family::packed)
+    os << "-DRM=" << rm << " -DVW=" << vw << " -DNV=" << nv;
+  else
+    os << "-DTS_M=" << ts_m << " -DTS_N=" << ts_n << " -DTS_K=" << ts_k << " -DWPT_M=" << wpt_m << " -DWPT_N=" << wpt_n;
+  return os.str();
+}
+
+std::string GemmParams::str() const {
+  std::ostringstream os;
+  if (family == Family::packed)
+    os << "family=packed rm=" << rm << " vw=" << vw << " nv=" << nv << " lx=" << lx;
+  else
+    os << "family=tiled ts_m=" << ts_m << " ts_n=" << ts_n << " ts_k=" << ts_k << " wpt_m=" << wpt_m
+       << " wpt_n=" << wpt_n;
+  return os.str();
+}
+
+GemmParams GemmParams::parse(const std::string& text) {
+  GemmParams p;
+  std::istringstream is(text);
+  std::string tok;
+  while (is >> tok) {
+    const auto eq = tok.find('=');
+    if (eq == std::string::npos) throw ValueError("gemm parameters: '" + tok + "' is not key=value");
+    const std::string key = tok.substr(0, eq), val = tok.substr(eq + 1);
+    if (key == "family") {
+      if (val == "packed") p.family = Family::packed;
+      else if (val == "tiled") p.family = Family::tiled;
+      else throw ValueError("gemm parameters: family must be packed or tiled, got '" + val + "'");
+      continue;
+    }
+    int v = 0;
+    try {
+      std::size_t used = 0;
+      v = std::stoi(val, &used);
+      if (used != val.size()) throw std::invalid_argument(val);
+    } catch (const std::exception&) {
+      throw ValueError("gemm parameters: " + key + " must be an integer, got '" + val + "'");
+    }
+    int* slot = key == "rm" ? &p.rm : key == "vw" ? &p.vw : key == "nv" ? &p.nv : key == "lx" ? &p.lx
+              : key == "ts_m" ? &p.ts_m : key == "ts_n" ? &p.ts_n : key == "ts_k" ? &p.ts_k
+              : key == "wpt_m" ? &p.wpt_m : key == "wpt_n" ? &p.wpt_n : nullptr;
+    if (!slot) throw ValueError("gemm parameters: unknown key '" + key + "'");
+    *slot = v;
+  }
+  return p;
+}
+
+void GemmParams::validate(const DeviceInfo& dev) const {
+  auto fail = [&](const std::string& why) { throw ValueError("gemm parameters '" + str() + "': " + why); };
+  if (family == Family::packed) {
+    if (rm < 1 || rm > 32) fail("rm must be in 1..32");
+    if (vw != 1 && vw != 2 && vw != 4 && vw != 8 && vw != 16) fail("vw must be 1, 2, 4, 8 or 16");
+    if (nv < 1 || nv > 8) fail("nv must be in 1..8");
+    if (lx < 0 || static_cast<std::uint64_t>(lx) > dev.max_work_group_size) fail("lx exceeds the work-group size");
+  } else {
+    for (int v : {ts_m, ts_n, ts_k, wpt_m, wpt_n})
+      if (!pow2(v)) fail("tile sizes must be powers of two");
+    if (ts_m % wpt_m || ts_n % wpt_n) fail("ts_m/ts_n must be multiples of wpt_m/wpt_n");
+    const std::uint64_t wg = static_cast<std::uint64_t>(ts_m / wpt_m) * (ts_n / wpt_n);
+    if (wg > dev.max_work_group_size) fail("work-group of " + std::to_string(wg) + " exceeds the device's maximum");
+  }
+}
+
+GemmParams gemm_database_lookup(const DeviceInfo& dev, DType dtype) {
+  for (const auto& e : kDatabase) {
+    if (e.dtype != dtype || !matches(e.match, dev)) continue;
+    GemmParams p = GemmParams::parse(e.params);
+    p.source = std::string("database:") + e.match + " (" + e.note + ")";
+    if (p.family == GemmParams::Family::tiled) {  // shrink to the device's work-group limit
+      while (static_cast<std::uint64_t>(p.ts_m / p.wpt_m) * (p.ts_n / p.wpt_n) > dev.max_work_group_size &&
+             p.ts_m > p.wpt_m) {
+        p.ts_m /= 2;
+        p.ts_n /= 2;
+      }
+    }
+    return p;
+  }
+  GemmParams p;
+  p.source = "default";
+  return p;
+}
+
+}  // namespace hetnn::opencl

@@ -1,0 +1,28 @@
+// GEMM kernel parameters per device: which member of the kernel family runs (packed for CPU devices, tiled for
+// GPUs) and its tunables, passed to the .cl files as -D options. Looked up device name -> vendor -> device type ->
+// default (like CLBlast's database); a tuned entry from the user cache (python -m hetnn tune gemm) overrides.
+#pragma once
+#include <string>
+
+#include "core/device.h"
+#include "core/dtype.h"
+
+namespace hetnn::opencl {
+
+struct GemmParams {
+  enum class Family { packed, tiled } family = Family::tiled;
+  // packed (gemm_packed.cl): RM x (VW*NV) register tile per work item; LX work items per group along M (0: runtime)
+  int rm = 8, vw = 16, nv = 2, lx = 0;
+  // tiled (gemm.cl): TS_M x TS_N tile per work-group, TS_K deep slices in local memory, WPT_M x WPT_N per work item
+  int ts_m = 64, ts_n = 64, ts_k = 16, wpt_m = 4, wpt_n = 4;
+  std::string source;  // where the entry came from: "database:<match>", "tuned", "default"
+
+  std::string defines() const;  // "-DRM=8 -DVW=16 ..."
+  std::string str() const;      // "family=packed rm=8 vw=16 nv=2 lx=0"
+  static GemmParams parse(const std::string& text);  // inverse of str(); throws ValueError
+  void validate(const DeviceInfo& dev) const;        // throws ValueError for impossible combinations
+};
+
+GemmParams gemm_database_lookup(const DeviceInfo& dev, DType dtype);
+
+}  // namespace hetnn::opencl
