@@ -228,3 +228,86 @@ def test_bad_flag_and_scalar_types(kw):
 def test_non_numeric_operand_raises_type_error():
     with pytest.raises(TypeError):
         hetnn.matmul("abc", np.zeros((2, 2), np.float32))
+
+
+# ---- fused epilogue: bias + activation ------------------------------------------------------------------------
+
+def _act(x, name):
+    if name == "relu":
+        return np.maximum(x, 0)
+    if name == "sigmoid":
+        return 1 / (1 + np.exp(-x))
+    if name == "tanh":
+        return np.tanh(x)
+    return x
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("activation", [None, "relu", "sigmoid", "tanh"])
+@pytest.mark.parametrize("with_bias", [False, True])
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (7, 13, 5), (70, 50, 33)])
+def test_fused_bias_activation(device, rng, dtype, activation, with_bias, m, n, k):
+    _skip_unsupported(device, dtype)
+    a, b = _operands(rng, (m, k), (k, n), dtype)
+    bias = rng.uniform(-1, 1, n).astype(dtype) if with_bias else None
+    A, B = hetnn.asarray(a, device=device), hetnn.asarray(b, device=device)
+    C = hetnn.matmul(A, B, bias=None if bias is None else hetnn.asarray(bias, device=device),
+                     activation=activation, alpha=0.75)
+    ref = _act(_ref(a, b, alpha=0.75) + (0 if bias is None else bias.astype(np.float64)), activation)
+    assert rel_err(C.numpy(), ref) < TOL[dtype] * 2
+    c = hetnn.matmul(a, b, bias=bias, activation=activation, alpha=0.75, device=device)  # NumPy path
+    assert rel_err(c, ref) < TOL[dtype] * 2
+
+
+def test_fused_epilogue_with_beta_and_transposes(device, rng):
+    a, b = _operands(rng, (9, 6), (11, 9), "float32")  # a stored (K, M) = (9, 6); b stored (N, K) = (11, 9)
+    bias = rng.uniform(-1, 1, 11).astype(np.float32)
+    c0 = rng.uniform(-1, 1, (6, 11)).astype(np.float32)
+    out = hetnn.asarray(c0, device=device)
+    hetnn.matmul(hetnn.asarray(a, device=device), hetnn.asarray(b, device=device), transpose_a=True,
+                 transpose_b=True, beta=0.5, bias=hetnn.asarray(bias, device=device), activation="relu", out=out)
+    ref = _act(_ref(a, b, True, True, beta=0.5, c=c0) + bias, "relu")
+    assert rel_err(out.numpy(), ref) < 2e-5
+
+
+def test_relu_propagates_nan(device):
+    a = np.array([[np.nan, 1.0]], np.float32)
+    b = np.ones((2, 3), np.float32)
+    c = hetnn.matmul(a, b, activation="relu", device=device)
+    assert np.isnan(c).all()
+
+
+def test_epilogue_bad_arguments(device):
+    A = hetnn.zeros((2, 3), device=device)
+    B = hetnn.zeros((3, 4), device=device)
+    with pytest.raises(ValueError, match=r"bias must have shape \(4,\)"):
+        hetnn.matmul(A, B, bias=hetnn.zeros((3,), device=device))
+    with pytest.raises(ValueError, match=r"bias must have shape"):
+        hetnn.matmul(A, B, bias=hetnn.zeros((1, 4), device=device))
+    with pytest.raises(TypeError, match="bias is int32"):
+        hetnn.matmul(A, B, bias=hetnn.zeros((4,), "int32", device=device))
+    with pytest.raises(ValueError, match="activation"):
+        hetnn.matmul(A, B, activation="gelu")
+    with pytest.raises(TypeError, match="activation"):
+        hetnn.matmul(A, B, activation=1)
+    with pytest.raises(TypeError, match="bias must be a hetnn.Array"):
+        hetnn.matmul(A, B, bias=np.zeros(4, np.float32))
+    with pytest.raises(TypeError, match="bias is a hetnn.Array"):
+        hetnn.matmul(np.zeros((2, 3), np.float32), np.zeros((3, 4), np.float32), bias=hetnn.zeros((4,)),
+                     device=device)
+    with pytest.raises(TypeError, match="bias is float64"):
+        hetnn.matmul(np.zeros((2, 3), np.float32), np.zeros((3, 4), np.float32), bias=np.zeros(4), device=device)
+
+
+def test_bias_on_another_device(opencl_device):
+    A = hetnn.zeros((2, 3), device=opencl_device)
+    B = hetnn.zeros((3, 4), device=opencl_device)
+    with pytest.raises(ValueError, match="bias is on cpu"):
+        hetnn.matmul(A, B, bias=hetnn.zeros((4,), device="cpu"))
+
+
+@pytest.mark.parametrize("m,n,k", [(1000, 1, 1000), (1, 1000, 1000), (7, 13, 5), (129, 257, 3)])
+def test_more_odd_shapes(device, rng, m, n, k):
+    a, b = _operands(rng, (m, k), (k, n), "float32")
+    c = hetnn.matmul(a, b, device=device)
+    assert rel_err(c, _ref(a, b)) < TOL["float32"]

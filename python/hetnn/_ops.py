@@ -39,17 +39,34 @@ def _float_operand(x: np.ndarray, name: str) -> np.ndarray:
     return x
 
 
+ACTIVATIONS = ("relu", "sigmoid", "tanh")
+
+
+def _activation(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TypeError(f"matmul: activation must be None or one of {ACTIVATIONS}, got {type(value).__name__}")
+    if value not in ACTIVATIONS:
+        raise ValueError(f"matmul: activation must be None or one of {ACTIVATIONS}, got {value!r}")
+    return value
+
+
 def matmul(a: ArrayLike, b: ArrayLike, *, transpose_a: bool = False, transpose_b: bool = False,
            alpha: float = 1.0, beta: float = 0.0, out: Optional[ArrayLike] = None,
+           bias: Optional[ArrayLike] = None, activation: Optional[str] = None,
            device: DeviceLike = None) -> Any:
-    """``alpha * op(a) @ op(b) + beta * out`` where ``op(x)`` is ``x`` or ``x.T`` (``transpose_a/b``).
+    """``act(alpha * op(a) @ op(b) + beta * out + bias)`` where ``op(x)`` is ``x`` or ``x.T`` (``transpose_a/b``).
 
     2-D ``(M, K) @ (K, N) -> (M, N)``, or batched 3-D ``(B, M, K) @ (B, K, N)`` (a batch of 1, or a 2-D operand, is
     broadcast). With ``transpose_a`` ``a`` is stored ``(K, M)``; with ``transpose_b`` ``b`` is stored ``(N, K)``.
-    ``beta`` needs ``out`` (the matrix it scales). float32, and float64 on devices with fp64.
+    ``beta`` needs ``out`` (the matrix it scales). ``bias`` has shape ``(N,)`` and is added to every row;
+    ``activation`` is None, ``"relu"``, ``"sigmoid"`` or ``"tanh"``: both are fused into the kernel (oneDNN post-ops,
+    the OpenCL epilogue). float32, and float64 on devices with fp64.
     """
     ta, tb = _flag(transpose_a, "transpose_a"), _flag(transpose_b, "transpose_b")
     al, be = _scalar(alpha, "alpha"), _scalar(beta, "beta")
+    act = _activation(activation)
     a_dev, b_dev = isinstance(a, Array), isinstance(b, Array)
     if a_dev or b_dev:
         if not (a_dev and b_dev):
@@ -61,13 +78,18 @@ def matmul(a: ArrayLike, b: ArrayLike, *, transpose_a: bool = False, transpose_b
                              f"{a._a.device.id}; move them with .to(device)")
         if out is not None and not isinstance(out, Array):
             raise TypeError(f"matmul: out must be a hetnn.Array when the operands are, got {type(out).__name__}")
+        if bias is not None and not isinstance(bias, Array):
+            raise TypeError(f"matmul: bias must be a hetnn.Array when the operands are, got {type(bias).__name__}")
+        bias_h = None if bias is None else bias._a
         if out is None:
-            return Array(_core.matmul(a._a, b._a, None, ta, tb, al, be))
-        _core.matmul(a._a, b._a, out._a, ta, tb, al, be)
+            return Array(_core.matmul(a._a, b._a, None, ta, tb, al, be, bias_h, act))
+        _core.matmul(a._a, b._a, out._a, ta, tb, al, be, bias_h, act)
         return out
 
-    if isinstance(out, Array):
-        raise TypeError("matmul: out is a hetnn.Array but the operands are NumPy arrays; pass out as a NumPy array")
+    if isinstance(out, Array) or isinstance(bias, Array):
+        which = "out" if isinstance(out, Array) else "bias"
+        raise TypeError(f"matmul: {which} is a hetnn.Array but the operands are NumPy arrays; pass it as a NumPy "
+                        f"array")
     dev = _resolve_device(device)
     an = _float_operand(_host_array(a, None, "matmul: a"), "a")
     bn = _float_operand(_host_array(b, None, "matmul: b"), "b")
@@ -82,13 +104,14 @@ def matmul(a: ArrayLike, b: ArrayLike, *, transpose_a: bool = False, transpose_b
         if out.dtype != an.dtype:
             raise TypeError(f"matmul: out is {out.dtype.name} but the result is {an.dtype.name}")
 
+    bn_ = None if bias is None else _host_array(bias, None, "matmul: bias")
+    if bn_ is not None and bn_.dtype != an.dtype:
+        raise TypeError(f"matmul: bias is {bn_.dtype.name} but the operands are {an.dtype.name}")
+
     wrapped = dev.kind == "cpu"
-    if wrapped:  # zero-copy: oneDNN reads and writes the NumPy buffers in place
-        A = _core.Array.wrap_numpy(dev._dev, an)
-        B = _core.Array.wrap_numpy(dev._dev, bn)
-    else:
-        A = _core.Array.from_numpy(dev._dev, an)
-        B = _core.Array.from_numpy(dev._dev, bn)
+    put = _core.Array.wrap_numpy if wrapped else _core.Array.from_numpy  # CPU: zero-copy, in place
+    A, B = put(dev._dev, an), put(dev._dev, bn)
+    BIAS = None if bn_ is None else put(dev._dev, bn_)
     if out is None:
         shape = _core.matmul_shape(A, B, ta, tb)  # validates the operands before anything is allocated
         if be != 0.0:
@@ -97,10 +120,10 @@ def matmul(a: ArrayLike, b: ArrayLike, *, transpose_a: bool = False, transpose_b
     else:
         result = out
     if wrapped:
-        _core.matmul(A, B, _core.Array.wrap_numpy(dev._dev, result), ta, tb, al, be)
+        _core.matmul(A, B, _core.Array.wrap_numpy(dev._dev, result), ta, tb, al, be, BIAS, act)
     else:
         C = (_core.Array.from_numpy(dev._dev, result) if be != 0.0
              else _core.Array.empty(dev._dev, result.shape, result.dtype.name))
-        _core.matmul(A, B, C, ta, tb, al, be).read_into(result)
+        _core.matmul(A, B, C, ta, tb, al, be, BIAS, act).read_into(result)
     return result
 

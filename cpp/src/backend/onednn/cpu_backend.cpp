@@ -93,9 +93,11 @@ void CpuBackend::synchronize() {}  // every CPU command completes before it retu
 
 namespace {
 
+// ReLU runs as ELU with alpha = 0 (x > 0 ? x : 0 * (exp(x) - 1)): oneDNN's eltwise_relu maps NaN to 0, while hetnn
+// follows PyTorch/NumPy and propagates NaN; the ELU form does, at the cost of an exp in the epilogue.
 dnnl::algorithm eltwise_algorithm(Activation a) {
   switch (a) {
-    case Activation::relu: return dnnl::algorithm::eltwise_relu;
+    case Activation::relu: return dnnl::algorithm::eltwise_elu;
     case Activation::sigmoid: return dnnl::algorithm::eltwise_logistic;
     default: return dnnl::algorithm::eltwise_tanh;
   }
