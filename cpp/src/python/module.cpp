@@ -3,6 +3,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "core/errors.h"
+#include "core/warn.h"
 #include "core/matmul.h"
 #include "python/bindings.h"
 #ifdef HETNN_HAVE_OPENCL
@@ -75,6 +76,13 @@ PYBIND11_MODULE(_core, m) {
   m.attr("HetnnError") = base;
   m.attr("OpenCLError") = cl_error;
   m.attr("CompileError") = compile_error;
+
+  // Core warnings become Python warnings (RuntimeWarning), raised with the GIL held.
+  hetnn::set_warning_handler([](const std::string& msg) {
+    if (!Py_IsInitialized()) return;
+    py::gil_scoped_acquire gil;
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, ("hetnn: " + msg).c_str(), 1) != 0) PyErr_Clear();
+  });
 
   py::register_exception_translator([](std::exception_ptr p) {
     try {

@@ -40,7 +40,7 @@ ClBackend::ClBackend(cl_platform_id platform, cl_device_id device, DeviceInfo in
       info_(std::move(info)),
       context_(make_context(platform, device)),
       queue_(make_queue(context_, device)),
-      programs_(context_.get(), device_, info_.name) {}
+      programs_(context_.get(), device_, info_) {}
 
 ClBackend::~ClBackend() {
   if (queue_) clFinish(queue_.get());  // let pending commands finish before their buffers go; status ignored

@@ -1,12 +1,15 @@
 #include "backend/opencl/program_cache.h"
 
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 #include <vector>
 
 #include "backend/opencl/cl_check.h"
 #include "backend/opencl/kernel_sources.h"
+#include "core/cache_dir.h"
 #include "core/errors.h"
+#include "core/warn.h"
 
 namespace hetnn::opencl {
 
@@ -35,14 +38,91 @@ std::string kernel_source(const std::string& file, int depth) {
   return out;
 }
 
+namespace {
+
+constexpr char kMagic[8] = {'H', 'E', 'T', 'N', 'N', 'C', 'L', 'B'};
+constexpr std::uint32_t kFormat = 1;
+
+struct BinaryHeader {
+  char magic[8];
+  std::uint32_t format;
+  std::uint32_t reserved;
+  std::uint64_t key;
+  std::uint64_t length;
+  std::uint64_t checksum;
+};
+
+}  // namespace
+
+ProgramCache::ProgramCache(cl_context context, cl_device_id device, const DeviceInfo& info)
+    : context_(context), device_(device), device_name_(info.name) {
+  identity_ = info.name + '\n' + info.vendor + '\n' + info.version + '\n' + info.driver_version + '\n' +
+              info.platform + '\n' + info.platform_version;
+}
+
 cl_program ProgramCache::get(const std::string& file, const std::string& options) {
   std::lock_guard<std::mutex> lock(mu_);
-  const auto key = std::make_pair(file, options);
-  auto it = programs_.find(key);
+  const auto mkey = std::make_pair(file, options);
+  auto it = programs_.find(mkey);
   if (it != programs_.end()) return it->second.get();
 
-  Program prog = build_program(context_, device_, kernel_source(file).c_str(), file, options, device_name_);
-  return programs_.emplace(key, std::move(prog)).first->second.get();
+  const std::string source = kernel_source(file);
+  std::uint64_t key = fnv1a("hetnn-clbin-v1");
+  for (const std::string* part : {&source, &options, static_cast<const std::string*>(&identity_)}) key = fnv1a(*part, fnv1a("|", key));
+  const auto dir = cache_dir("kernels");
+  const std::string path = dir ? *dir + "/" + hex64(key) + ".clbin" : "";
+
+  Program prog;
+  if (dir) prog = load_binary(path, key, options);
+  if (!prog) {
+    prog = build_program(context_, device_, source.c_str(), file, options, device_name_);
+    if (dir) save_binary(prog.get(), path, key);
+  }
+  return programs_.emplace(mkey, std::move(prog)).first->second.get();
+}
+
+Program ProgramCache::load_binary(const std::string& path, std::uint64_t key, const std::string& options) {
+  const auto data = read_file(path);
+  if (!data) return Program();
+  auto reject = [&](const std::string& why) {
+    warn("ignoring OpenCL binary cache entry " + path + " (" + why + "); rebuilding it");
+    std::remove(path.c_str());
+    return Program();
+  };
+  BinaryHeader h{};
+  if (data->size() < sizeof h) return reject("truncated");
+  std::memcpy(&h, data->data(), sizeof h);
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) return reject("not a hetnn cache file");
+  if (h.format != kFormat) return reject("written by another hetnn version");
+  if (h.key != key) return reject("key mismatch");
+  if (h.length != data->size() - sizeof h) return reject("truncated");
+  const auto* bin = reinterpret_cast<const unsigned char*>(data->data() + sizeof h);
+  if (fnv1a_bytes(bin, h.length) != h.checksum) return reject("checksum mismatch");
+
+  const std::size_t len = h.length;
+  cl_int bin_status = CL_SUCCESS, st = CL_SUCCESS;
+  Program prog(clCreateProgramWithBinary(context_, 1, &device_, &len, &bin, &bin_status, &st));
+  if (st != CL_SUCCESS || bin_status != CL_SUCCESS) return reject(std::string("driver refused it: ") + status_name(st));
+  if (clBuildProgram(prog.get(), 1, &device_, options.c_str(), nullptr, nullptr) != CL_SUCCESS)
+    return reject("driver could not build it");
+  return prog;
+}
+
+void ProgramCache::save_binary(cl_program prog, const std::string& path, std::uint64_t key) {
+  std::size_t size = 0;
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS || size == 0) return;
+  std::string bin(size, '\0');
+  unsigned char* ptrs[1] = {reinterpret_cast<unsigned char*>(bin.data())};
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof ptrs, ptrs, nullptr) != CL_SUCCESS) return;
+  BinaryHeader h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.format = kFormat;
+  h.key = key;
+  h.length = size;
+  h.checksum = fnv1a_bytes(bin.data(), size);
+  std::string out(reinterpret_cast<const char*>(&h), sizeof h);
+  out += bin;
+  if (!write_file_atomic(path, out)) warn("could not write OpenCL binary cache entry " + path);
 }
 
 Program build_program(cl_context context, cl_device_id device, const char* source, const std::string& name,

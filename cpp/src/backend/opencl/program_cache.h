@@ -1,25 +1,32 @@
-// Compiled OpenCL programs, kept per (kernel file, build options) for one device's context.
+// Compiled OpenCL programs for one device's context, cached at two levels: in memory per (kernel file, build
+// options), and on disk as program binaries keyed by a hash of source, options, device and driver (written
+// atomically, checksummed; a corrupt or stale entry is ignored with a warning and rebuilt).
 #pragma once
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
 #include <utility>
 
 #include "backend/opencl/cl_handles.h"
+#include "core/device.h"
 
 namespace hetnn::opencl {
 
 class ProgramCache {
  public:
-  ProgramCache(cl_context context, cl_device_id device, std::string device_name)
-      : context_(context), device_(device), device_name_(std::move(device_name)) {}
+  ProgramCache(cl_context context, cl_device_id device, const DeviceInfo& info);
   // Builds on first use; throws CompileError with the build log, or OpenCLError.
   cl_program get(const std::string& file, const std::string& options);
 
  private:
+  Program load_binary(const std::string& path, std::uint64_t key, const std::string& options);
+  void save_binary(cl_program prog, const std::string& path, std::uint64_t key);
+
   cl_context context_;
   cl_device_id device_;
   std::string device_name_;
+  std::string identity_;  // device + driver, part of the disk key
   std::mutex mu_;
   std::map<std::pair<std::string, std::string>, Program> programs_;
 };

@@ -1,0 +1,109 @@
+#include "core/cache_dir.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "core/warn.h"
+
+namespace hetnn {
+
+namespace {
+
+bool make_dirs(const std::string& path) {
+  std::string cur;
+  std::stringstream ss(path);
+  std::string part;
+  if (!path.empty() && path[0] == '/') cur = "/";
+  while (std::getline(ss, part, '/')) {
+    if (part.empty()) continue;
+    cur += part + "/";
+    if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) return false;
+  }
+  return true;
+}
+
+std::string base_dir() {
+  if (const char* d = std::getenv("HETNN_CACHE_DIR")) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/hetnn";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/hetnn";
+  return "";
+}
+
+}  // namespace
+
+std::optional<std::string> cache_dir(const std::string& sub) {
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  const std::string base = base_dir();
+  if (base.empty() || base == "off" || base == "0" || base == "none") return std::nullopt;
+  const std::string dir = base + "/" + sub;
+  std::lock_guard<std::mutex> lock(mu);
+  if (make_dirs(dir) && access(dir.c_str(), W_OK) == 0) return dir;
+  if (warned.insert(dir).second)
+    warn("cache directory " + dir + " is not writable (" + std::strerror(errno) +
+         "); continuing without an on-disk cache (set HETNN_CACHE_DIR to change it)");
+  return std::nullopt;
+}
+
+std::uint64_t fnv1a_bytes(const void* data, std::size_t n, std::uint64_t seed) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::uint64_t h = seed;
+  for (std::size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::uint64_t fnv1a(const std::string& s, std::uint64_t seed) { return fnv1a_bytes(s.data(), s.size(), seed); }
+
+std::string hex64(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+bool write_file_atomic(const std::string& path, const std::string& data) {
+  static std::mt19937_64 rng{std::random_device{}()};
+  static std::mutex mu;
+  std::string tmp;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    tmp = path + ".tmp." + std::to_string(getpid()) + "." + hex64(rng());
+  }
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return false;
+    f.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!f.good()) {
+      f.close();
+      std::remove(tmp.c_str());
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return std::nullopt;
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace hetnn

@@ -1,0 +1,23 @@
+// hetnn's on-disk cache: compiled OpenCL program binaries and tuned kernel parameters.
+// Location: $HETNN_CACHE_DIR, else $XDG_CACHE_HOME/hetnn, else ~/.cache/hetnn. HETNN_CACHE_DIR=off disables it.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hetnn {
+
+// The cache directory, created if needed; nullopt when disabled or not writable (a warning says why, once).
+std::optional<std::string> cache_dir(const std::string& sub);
+
+// 64-bit FNV-1a; chain by passing the previous hash as the seed.
+std::uint64_t fnv1a_bytes(const void* data, std::size_t n, std::uint64_t seed = 1469598103934665603ULL);
+std::uint64_t fnv1a(const std::string& s, std::uint64_t seed = 1469598103934665603ULL);
+std::string hex64(std::uint64_t v);
+
+// Writes `data` to `path` atomically (temporary file in the same directory, then rename). Returns false on failure.
+bool write_file_atomic(const std::string& path, const std::string& data);
+std::optional<std::string> read_file(const std::string& path);
+
+}  // namespace hetnn

@@ -1,0 +1,84 @@
+"""The on-disk cache of compiled OpenCL programs: used by a second process, and never loaded blindly."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+SCRIPT = r"""
+import warnings, numpy as np, hetnn
+warnings.simplefilter("always")
+d = hetnn.device("opencl")
+a = np.arange(12, dtype=np.float32).reshape(3, 4)
+c = hetnn.matmul(a, a.T.copy(), device=d)
+assert np.allclose(c, a @ a.T), c
+print("OK")
+"""
+
+
+def _run(cache_dir):
+    env = dict(os.environ, HETNN_CACHE_DIR=str(cache_dir), POCL_KERNEL_CACHE="0")
+    env.pop("HETNN_POISON", None)
+    return subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=300)
+
+
+def _entries(cache_dir):
+    d = cache_dir / "kernels"
+    return sorted(d.glob("*.clbin")) if d.exists() else []
+
+
+@pytest.fixture
+def populated(tmp_path, opencl_device):
+    r = _run(tmp_path)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr
+    files = _entries(tmp_path)
+    assert files, "no program binary was written"
+    assert all(f.read_bytes()[:8] == b"HETNNCLB" for f in files)
+    assert not list((tmp_path / "kernels").glob("*.tmp.*")), "temporary files left behind"
+    return tmp_path, files
+
+
+def test_second_process_reuses_binaries_without_warnings(populated):
+    cache, files = populated
+    before = {f: f.stat().st_mtime_ns for f in files}
+    r = _run(cache)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr
+    assert "hetnn:" not in r.stderr
+    assert {f: f.stat().st_mtime_ns for f in _entries(cache)} == before  # loaded, not rewritten
+
+
+@pytest.mark.parametrize("damage,reason", [("flip", "checksum mismatch"), ("truncate", "truncated"),
+                                           ("garbage", "not a hetnn cache file")])
+def test_corrupt_entry_is_ignored_with_warning_and_rebuilt(populated, damage, reason):
+    cache, files = populated
+    f = files[0]
+    data = bytearray(f.read_bytes())
+    if damage == "flip":
+        data[-10] ^= 0xFF
+    elif damage == "truncate":
+        data = data[: len(data) // 2]
+    else:
+        data = bytearray(b"garbage" * 20)
+    f.write_bytes(bytes(data))
+    r = _run(cache)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr
+    assert reason in r.stderr and "rebuilding" in r.stderr
+    assert f.exists() and f.read_bytes()[:8] == b"HETNNCLB"  # rewritten
+    r = _run(cache)
+    assert "hetnn:" not in r.stderr
+
+
+def test_unwritable_cache_dir_degrades_with_warning(tmp_path, opencl_device):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    r = _run(blocker / "cache")
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr
+    assert "not writable" in r.stderr and "without an on-disk cache" in r.stderr
+
+
+def test_cache_can_be_disabled(tmp_path, opencl_device):
+    env = dict(os.environ, HETNN_CACHE_DIR="off")
+    r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=300,
+                       cwd=tmp_path)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr
+    assert not list(tmp_path.rglob("*.clbin"))
