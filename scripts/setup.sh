@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PY=${PYTHON:-python3}
-PKGS=(g++ make cmake pkg-config ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libgtest-dev)
+PKGS=(g++ make cmake pkg-config ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libgtest-dev libclblast-dev)
 if ! "$PY" -c "import venv, ensurepip" >/dev/null 2>&1; then PKGS+=(python3-venv); fi
 
 missing=()

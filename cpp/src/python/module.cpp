@@ -2,6 +2,7 @@
 // hetnn's C++ errors to Python exceptions. Validation lives in the core front (cpp/src/core).
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "bench/peers.h"
 #include "core/errors.h"
 #include "core/warn.h"
 #include "core/matmul.h"
@@ -208,6 +209,32 @@ PYBIND11_MODULE(_core, m) {
         throw ValueError("set_gemm_params: " + d.id() + " is not an OpenCL device");
       },
       py::arg("device"), py::arg("dtype"), py::arg("params"), py::arg("source") = "tuned");
+
+  // Native peers for the benchmarks (bench/peers.cpp).
+  m.def(
+      "_onednn_raw_matmul",
+      [](int M, int N, int K, int n_warmup, int n_repeat) {
+        py::gil_scoped_release nogil;
+        return bench::onednn_raw_matmul(M, N, K, n_warmup, n_repeat);
+      },
+      py::arg("M"), py::arg("N"), py::arg("K"), py::arg("n_warmup"), py::arg("n_repeat"));
+  m.def(
+      "_cpu_fma_peak",
+      [](int threads, double seconds) {
+        py::gil_scoped_release nogil;
+        return bench::cpu_fma_peak(threads, seconds);
+      },
+      py::arg("threads") = 0, py::arg("seconds") = 0.2);
+  m.attr("have_clblast") = bench::have_clblast();
+  m.def(
+      "_clblast_sgemm",
+      [](const Array& a, const Array& b, Array& c, int n_warmup, int n_repeat,
+         const std::vector<std::pair<std::string, std::size_t>>& params) {
+        py::gil_scoped_release nogil;
+        return bench::clblast_sgemm(a, b, c, n_warmup, n_repeat, params);
+      },
+      py::arg("a"), py::arg("b"), py::arg("c"), py::arg("n_warmup"), py::arg("n_repeat"),
+      py::arg("params") = std::vector<std::pair<std::string, std::size_t>>{});
 
   hetnn::python::bind_array(m);
 

@@ -122,6 +122,8 @@ cl_kernel ClBackend::kernel(const std::string& file, const std::string& name, co
   return kernels_.emplace(key, std::move(k)).first->second.get();
 }
 
+cl_mem ClBackend::mem(const Buffer& b) { return mem_of(b); }
+
 GemmParams ClBackend::gemm_params(DType t) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = gemm_overrides_.find(t);

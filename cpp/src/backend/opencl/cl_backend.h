@@ -28,6 +28,11 @@ class ClBackend final : public Backend {
   // Builds an arbitrary program (diagnostics and tests; not cached).
   void build_source(const std::string& source, const std::string& options);
 
+  // Raw handles, for native peers run on the same device (bench/peers.cpp).
+  cl_command_queue queue() const { return queue_.get(); }
+  cl_device_id device_id() const { return device_; }
+  static cl_mem mem(const Buffer& b);
+
   // GEMM parameters in force for a dtype (a tuned override, else the database), and the override itself.
   GemmParams gemm_params(DType t);
   void set_gemm_params(DType t, const GemmParams& p);

@@ -1,0 +1,174 @@
+#include "bench/peers.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "core/errors.h"
+#ifdef HETNN_HAVE_CLBLAST
+#include <clblast_c.h>
+
+#include "backend/opencl/cl_backend.h"
+#include "backend/opencl/cl_check.h"
+#endif
+
+namespace hetnn::bench {
+
+namespace {
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+typedef float v16f __attribute__((vector_size(64)));
+
+// 12 independent accumulator chains hide the FMA latency; the result is stored so the loop is not removed.
+// Compiled three times (AVX-512, AVX2+FMA, baseline) and dispatched explicitly by CPU features.
+#define HETNN_FMA_LOOP_BODY                                                    \
+  v16f acc[12];                                                                \
+  const v16f mul = (v16f){} + 0.999999f, add = (v16f){} + 1e-7f;               \
+  for (int i = 0; i < 12; ++i) acc[i] = (v16f){} + static_cast<float>(i);     \
+  for (long it = 0; it < iters; ++it)                                          \
+    for (int i = 0; i < 12; ++i) acc[i] = acc[i] * mul + add;                  \
+  v16f s = {};                                                                 \
+  for (int i = 0; i < 12; ++i) s += acc[i];                                    \
+  float t = 0;                                                                 \
+  for (int i = 0; i < 16; ++i) t += s[i];                                      \
+  *sink = t;                                                                   \
+  return static_cast<double>(iters) * 12 * 16 * 2;
+
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma"))) double fma_loop_avx512(long iters, float* sink) {
+  HETNN_FMA_LOOP_BODY
+}
+__attribute__((target("avx2,fma"))) double fma_loop_avx2(long iters, float* sink) { HETNN_FMA_LOOP_BODY }
+double fma_loop_baseline(long iters, float* sink) { HETNN_FMA_LOOP_BODY }
+
+const char* fma_isa() {
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma"))
+    return "avx512";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2+fma";
+  return "baseline";
+}
+
+double fma_loop(long iters, float* sink) {
+  static const std::string isa = fma_isa();
+  if (isa == "avx512") return fma_loop_avx512(iters, sink);
+  if (isa == "avx2+fma") return fma_loop_avx2(iters, sink);
+  return fma_loop_baseline(iters, sink);
+}
+}  // namespace
+
+std::vector<double> onednn_raw_matmul(int M, int N, int K, int n_warmup, int n_repeat) {
+  using namespace dnnl;
+  engine eng(engine::kind::cpu, 0);
+  stream s(eng);
+  memory::desc a_md({M, K}, memory::data_type::f32, memory::format_tag::ab);
+  memory::desc b_md({K, N}, memory::data_type::f32, memory::format_tag::ab);
+  memory::desc c_md({M, N}, memory::data_type::f32, memory::format_tag::ab);
+  matmul prim(matmul::primitive_desc(eng, a_md, b_md, c_md));
+  memory A(a_md, eng), B(b_md, eng), C(c_md, eng);
+  for (auto* m : {&A, &B}) {
+    auto* p = static_cast<float*>(m->get_data_handle());
+    for (std::size_t i = 0; i < m->get_desc().get_size() / sizeof(float); ++i) p[i] = 0.001f * (i % 1000);
+  }
+  const std::unordered_map<int, memory> args{{DNNL_ARG_SRC, A}, {DNNL_ARG_WEIGHTS, B}, {DNNL_ARG_DST, C}};
+  for (int i = 0; i < n_warmup; ++i) prim.execute(s, args);
+  s.wait();
+  std::vector<double> times;
+  for (int i = 0; i < n_repeat; ++i) {
+    const double t0 = now();
+    prim.execute(s, args);
+    s.wait();
+    times.push_back(now() - t0);
+  }
+  return times;
+}
+
+std::pair<double, std::string> cpu_fma_peak(int threads, double seconds) {
+  const int nt = threads > 0 ? threads : omp_get_max_threads();
+  const char* isa = fma_isa();
+  float sink = 0;
+  // Calibrate the iteration count on one thread, then run all threads together.
+  long iters = 1 << 16;
+  for (;;) {
+    const double t0 = now();
+    fma_loop(iters, &sink);
+    const double dt = now() - t0;
+    if (dt > 0.02) {
+      iters = static_cast<long>(iters * seconds / dt);
+      break;
+    }
+    iters *= 4;
+  }
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    double flops = 0;
+    const double t0 = now();
+#pragma omp parallel num_threads(nt) reduction(+ : flops)
+    {
+      float local_sink = 0;
+      flops += fma_loop(iters, &local_sink);
+      if (local_sink == 12345.f) sink += 1;  // keep the result alive
+    }
+    best = std::max(best, flops / (now() - t0) / 1e9);
+  }
+  return {best, isa};
+}
+
+bool have_clblast() {
+#ifdef HETNN_HAVE_CLBLAST
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::vector<double> clblast_sgemm(const Array& a, const Array& b, Array& c, int n_warmup, int n_repeat,
+                                  const std::vector<std::pair<std::string, std::size_t>>& params) {
+#ifdef HETNN_HAVE_CLBLAST
+  auto* cl = dynamic_cast<opencl::ClBackend*>(&a.device()->backend());
+  if (!cl) throw ValueError("clblast_sgemm: the arrays are not on an OpenCL device");
+  if (a.dtype() != DType::f32 || b.dtype() != DType::f32 || c.dtype() != DType::f32 || a.ndim() != 2 ||
+      b.ndim() != 2 || c.ndim() != 2 || a.shape()[1] != b.shape()[0] || c.shape()[0] != a.shape()[0] ||
+      c.shape()[1] != b.shape()[1] || b.device() != a.device() || c.device() != a.device())
+    throw ValueError("clblast_sgemm: needs float32 (M,K) @ (K,N) -> (M,N) on one device");
+  const std::size_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
+  cl_command_queue q = cl->queue();
+  if (!params.empty()) {
+    std::vector<const char*> names;
+    std::vector<std::size_t> values;
+    for (const auto& [n, v] : params) {
+      names.push_back(n.c_str());
+      values.push_back(v);
+    }
+    const CLBlastStatusCode st = CLBlastOverrideParameters(cl->device_id(), "Xgemm", CLBlastPrecisionSingle,
+                                                           names.size(), names.data(), values.data());
+    if (st != CLBlastSuccess) throw ValueError("CLBlastOverrideParameters failed: status " + std::to_string(st));
+  }
+  cl_mem am = cl->mem(*a.buffer()), bm = cl->mem(*b.buffer()), cm = cl->mem(*c.buffer());
+  auto call = [&] {
+    cl_event ev = nullptr;
+    const CLBlastStatusCode st = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, M, N, K,
+                                              1.0f, am, 0, K, bm, 0, N, 0.0f, cm, 0, N, &q, &ev);
+    if (st != CLBlastSuccess) throw ValueError("CLBlastSgemm failed: status " + std::to_string(st));
+    if (ev) clReleaseEvent(ev);
+  };
+  for (int i = 0; i < n_warmup; ++i) call();
+  HETNN_CL_CHECK(clFinish(q));
+  std::vector<double> times;
+  for (int i = 0; i < n_repeat; ++i) {
+    const double t0 = now();
+    call();
+    HETNN_CL_CHECK(clFinish(q));  // every kernel CLBlast enqueued, not only the one its event covers
+    times.push_back(now() - t0);
+  }
+  return times;
+#else
+  throw ValueError("hetnn was built without CLBlast (install Debian's libclblast-dev and rebuild)");
+#endif
+}
+
+}  // namespace hetnn::bench

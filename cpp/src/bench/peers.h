@@ -1,0 +1,27 @@
+// Native measurements the benchmarks compare hetnn against, run in the same process: a raw oneDNN matmul loop
+// (no hetnn layers), the CPU's FMA throughput from a register-only loop, and CLBlast's SGEMM on an OpenCL device.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/array.h"
+
+namespace hetnn::bench {
+
+// Seconds per call of a oneDNN f32 matmul (M,K)x(K,N), primitive and memory created once, timed with
+// execute + stream wait, after n_warmup calls.
+std::vector<double> onednn_raw_matmul(int M, int N, int K, int n_warmup, int n_repeat);
+
+// FP32 FMA throughput (GFLOP/s) of `threads` threads (0: all OpenMP threads) running independent vector FMAs
+// on registers for about `seconds`. Returns {gflops, isa used}.
+std::pair<double, std::string> cpu_fma_peak(int threads, double seconds);
+
+// Seconds per call of CLBlast's SGEMM C = A @ B on the arrays' OpenCL device, each call bracketed by clFinish so
+// that every kernel CLBlast enqueues is counted. `params`: Xgemm parameter overrides (name, value), may be empty.
+// Throws ValueError when hetnn was built without CLBlast.
+std::vector<double> clblast_sgemm(const Array& a, const Array& b, Array& c, int n_warmup, int n_repeat,
+                                  const std::vector<std::pair<std::string, std::size_t>>& params);
+bool have_clblast();
+
+}  // namespace hetnn::bench
