@@ -1,3 +1,4 @@
+import csv
 import os
 import subprocess
 import sys
@@ -15,15 +16,17 @@ def _run(*args, timeout=300):
 def test_bench_quick_reports_every_device_and_numpy(tmp_path):
     r = _run("bench", "--quick", "--output", str(tmp_path / "quick"))
     assert r.returncode == 0, r.stderr
-    lines = r.stdout.splitlines()
-    for d in hetnn.devices():
-        rows = [ln for ln in lines if f" hetnn    {d.id} " in ln + " " or f"hetnn    {d.id}" in ln]
-        assert len(rows) == 4, (d.id, r.stdout)
-        for row in rows:  # GFLOP/s positive, error small
-            cells = row.split()
-            assert float(cells[-3]) > 0 and float(cells[-2]) < 1e-4
-    assert sum(" numpy " in ln for ln in lines) == 4
-    assert (tmp_path / "quick.csv").exists() and (tmp_path / "quick.json").exists()
+    with open(tmp_path / "quick.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert (tmp_path / "quick.json").exists()
+    for lib, dev in [("hetnn", d.id) for d in hetnn.devices()] + [("numpy", "host")]:
+        mine = [x for x in rows if x["library"] == lib and x["device"] == dev]
+        shapes = [x for x in mine if not x["shape"].startswith("aggregate")]
+        assert len(shapes) == 4 and len(mine) == 5, (lib, dev, r.stdout)
+        for x in shapes:
+            assert float(x["gflops"]) > 0 and float(x["max_rel_err"]) < 1e-5
+        assert dev in r.stdout
+    assert "hetnn cpu / NumPy" in r.stdout
 
 
 def test_bench_unknown_device_is_an_error_not_a_crash():
