@@ -67,6 +67,40 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parse_sizes(text: str):
+    from .bench.matmul import RESNET50_BS1
+
+    if text == "resnet50":
+        return list(RESNET50_BS1)
+    sizes = []
+    for part in text.split(","):
+        dims = [int(x) for x in part.lower().split("x")] if "x" in part.lower() else [int(part)] * 3
+        if len(dims) != 3 or min(dims) < 1:
+            raise ValueError(f"--sizes: {part!r} is not N or MxNxK")
+        sizes.append(tuple(dims))
+    return sizes
+
+
+def _cmd_tune(args: argparse.Namespace) -> int:
+    from . import device
+    from .tune import tune_gemm
+
+    if args.kernel != "gemm":
+        print(f"hetnn tune: unknown kernel {args.kernel!r} (available: gemm)", file=sys.stderr)
+        return 2
+    dev = device(args.device)
+    sizes = _parse_sizes(args.sizes)
+    print(f"tuning GEMM ({args.dtype}) on {dev.id} ({dev.name}, driver {dev.driver_version}) for sizes "
+          f"{', '.join('x'.join(map(str, s)) for s in sizes)}; budget {args.budget:.0f} s", flush=True)
+    progress = (lambda msg: print("  " + msg, flush=True)) if args.verbose else None
+    r = tune_gemm(dev, sizes, dtype=args.dtype, budget=args.budget, progress=progress)
+    base = f"{r['baseline_gflops']:.1f}" if r["baseline_gflops"] else "-"
+    print(f"best: {r['params']}  {r['gflops']:.1f} GFLOP/s (database default {r['baseline_params']}: {base} GFLOP/s); "
+          f"{r['tried']} candidates tried, {r['rejected']} rejected")
+    print(f"stored in {r['path']}")
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m hetnn", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -87,6 +121,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     b.add_argument("--output", help="write PREFIX.csv and PREFIX.json with the rows and full metadata")
     b.add_argument("-v", "--verbose", action="store_true", help="print progress")
     b.set_defaults(func=_cmd_bench)
+    t = sub.add_parser("tune", help="auto-tune a kernel family for one OpenCL device")
+    t.add_argument("kernel", help="gemm")
+    t.add_argument("--device", default="opencl", help="device spec (default: the first OpenCL device)")
+    t.add_argument("--sizes", default="1024,512x512x2048,3136x64x576",
+                   help="comma-separated N (for NxNxN) or MxNxK, or 'resnet50' (default: 1024,512x512x2048,3136x64x576)")
+    t.add_argument("--budget", type=float, default=120.0, help="seconds to spend at most (default 120)")
+    t.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    t.add_argument("-v", "--verbose", action="store_true", help="print every candidate")
+    t.set_defaults(func=_cmd_tune)
     args = p.parse_args(argv)
     try:
         return args.func(args)

@@ -186,10 +186,13 @@ std::size_t round_up(std::size_t v, std::size_t m) { return m ? (v + m - 1) / m 
 }  // namespace
 
 void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias) {
-  const std::string opts = common_options(d) + " " + p.defines();
-  cl_kernel ka = kernel("gemm_packed.cl", "pack_a", opts);
-  cl_kernel kb = kernel("gemm_packed.cl", "pack_b", opts);
-  cl_kernel kg = kernel("gemm_packed.cl", "gemm_packed", opts);
+  const std::string base = common_options(d.dtype) + " " + p.defines();
+  const std::string pack_opts = base + " -DTRANS_A=" + std::to_string(d.trans_a) + " -DTRANS_B=" +
+                                std::to_string(d.trans_b);
+  cl_kernel ka = kernel("pack.cl", "pack_a", pack_opts);
+  cl_kernel kb = kernel("pack.cl", "pack_b", pack_opts);
+  cl_kernel kg = kernel("gemm_packed.cl", "gemm_packed", base);
+  const cl_int has_bias = d.has_bias, act = static_cast<cl_int>(d.act);
   const std::size_t elt = dtype_size(d.dtype);
   const std::int64_t rn = static_cast<std::int64_t>(p.vw) * p.nv;
   const std::int64_t panels_m = (d.M + p.rm - 1) / p.rm, panels_n = (d.N + rn - 1) / rn;
@@ -217,24 +220,27 @@ void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a
     set(M)(N)(K);
     if (f64) set(alpha64)(beta64);
     else set(alpha32)(beta32);
-    set(ap)(bp)(c)(c_off)(bias);
-    const std::size_t lx = static_cast<std::size_t>(p.lx);
-    const std::size_t g[2] = {round_up(static_cast<std::size_t>(panels_m), lx), static_cast<std::size_t>(panels_n)};
-    const std::size_t l[2] = {lx, 1};
+    set(ap)(bp)(c)(c_off)(bias)(has_bias)(act);
+    const std::size_t lx = static_cast<std::size_t>(p.lx), ly = static_cast<std::size_t>(p.ly);
+    const std::size_t g[2] = {round_up(static_cast<std::size_t>(panels_m), lx),
+                              round_up(static_cast<std::size_t>(panels_n), lx ? ly : 1)};
+    const std::size_t l[2] = {lx, ly};
     enqueue("matmul", kg, 2, g, lx ? l : nullptr);
   }
 }
 
 void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias) {
-  const std::string opts = common_options(d) + " " + p.defines();
+  const std::string opts = common_options(d.dtype) + " " + p.defines() + " -DTRANS_A=" +
+                           std::to_string(d.trans_a) + " -DTRANS_B=" + std::to_string(d.trans_b);
   cl_kernel k = kernel("gemm.cl", "gemm_tiled", opts);
+  const cl_int has_bias = d.has_bias, act = static_cast<cl_int>(d.act);
   const cl_int M = static_cast<cl_int>(d.M), N = static_cast<cl_int>(d.N), K = static_cast<cl_int>(d.K);
   const cl_long sa = d.batch_a == 1 ? 0 : d.M * d.K, sb = d.batch_b == 1 ? 0 : d.K * d.N;
   ArgSetter set{k, "gemm_tiled"};
   set(M)(N)(K);
   if (d.dtype == DType::f64) set(d.alpha)(d.beta);
   else set(static_cast<float>(d.alpha))(static_cast<float>(d.beta));
-  set(a)(sa)(b)(sb)(c)(bias);
+  set(a)(sa)(b)(sb)(c)(bias)(has_bias)(act);
   const std::size_t local[3] = {static_cast<std::size_t>(p.ts_n / p.wpt_n), static_cast<std::size_t>(p.ts_m / p.wpt_m), 1};
   const std::size_t global[3] = {static_cast<std::size_t>((d.N + p.ts_n - 1) / p.ts_n) * local[0],
                                  static_cast<std::size_t>((d.M + p.ts_m - 1) / p.ts_m) * local[1],
@@ -242,16 +248,8 @@ void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a,
   enqueue("matmul", k, 3, global, local);
 }
 
-std::string ClBackend::common_options(const MatmulDesc& d) const {
-  std::ostringstream opts;
-  opts << "-cl-std=CL1.2";
-  switch (d.dtype) {
-    case DType::f64: opts << " -DREAL=double -DUSE_FP64=1"; break;
-    default: opts << " -DREAL=float"; break;
-  }
-  opts << " -DTRANS_A=" << d.trans_a << " -DTRANS_B=" << d.trans_b << " -DHAS_BIAS=" << d.has_bias
-       << " -DACT=" << static_cast<int>(d.act);
-  return opts.str();
+std::string ClBackend::common_options(DType t) const {
+  return t == DType::f64 ? "-cl-std=CL1.2 -DREAL=double -DUSE_FP64=1" : "-cl-std=CL1.2 -DREAL=float";
 }
 
 void ClBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) {

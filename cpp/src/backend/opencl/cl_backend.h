@@ -50,7 +50,7 @@ class ClBackend final : public Backend {
   void enqueue(const char* name, cl_kernel k, int dims, const std::size_t* global, const std::size_t* local);
   void matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias);
   void matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias);
-  std::string common_options(const MatmulDesc& d) const;
+  std::string common_options(DType t) const;
 
   cl_device_id device_;
   DeviceInfo info_;

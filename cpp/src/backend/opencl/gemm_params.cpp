@@ -21,9 +21,9 @@ struct Entry {
 
 const Entry kDatabase[] = {
     // PoCL and other CPU runtimes: packed, register-tiled, explicit vectors (measured on PoCL 3.1, 2-core Xeon).
-    {"type:cpu", DType::f32, "family=packed rm=8 vw=16 nv=2 lx=0", "measured, PoCL 3.1 AVX-512"},
-    {"type:cpu", DType::f64, "family=packed rm=8 vw=8 nv=2 lx=0", "measured, PoCL 3.1 AVX-512"},
-    {"type:cpu", DType::f16, "family=packed rm=8 vw=16 nv=2 lx=0", "untuned"},
+    {"type:cpu", DType::f32, "family=packed rm=12 vw=16 nv=2 lx=4 ly=4", "measured, PoCL 3.1 AVX-512"},
+    {"type:cpu", DType::f64, "family=packed rm=12 vw=8 nv=2 lx=4 ly=4", "measured, PoCL 3.1 AVX-512"},
+    {"type:cpu", DType::f16, "family=packed rm=12 vw=16 nv=2 lx=4 ly=4", "untuned"},
     // GPUs: local-memory tiled kernel. Untuned starting points; `python -m hetnn tune gemm` finds better ones.
     {"vendor:nvidia", DType::f32, "family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4", "untuned"},
     {"vendor:advanced micro devices", DType::f32, "family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4", "untuned"},
@@ -53,7 +53,7 @@ bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 std::string GemmParams::defines() const {
   std::ostringstream os;
   if (family == Family::packed)
-    os << "-DRM=" << rm << " -DVW=" << vw << " -DNV=" << nv;
+    os << "-DRM=" << rm << " -DVW=" << vw << " -DNV=" << nv << " -DKU=" << ku;
   else
     os << "-DTS_M=" << ts_m << " -DTS_N=" << ts_n << " -DTS_K=" << ts_k << " -DWPT_M=" << wpt_m << " -DWPT_N=" << wpt_n;
   return os.str();
@@ -62,7 +62,7 @@ std::string GemmParams::defines() const {
 std::string GemmParams::str() const {
   std::ostringstream os;
   if (family == Family::packed)
-    os << "family=packed rm=" << rm << " vw=" << vw << " nv=" << nv << " lx=" << lx;
+    os << "family=packed rm=" << rm << " vw=" << vw << " nv=" << nv << " lx=" << lx << " ly=" << ly << " ku=" << ku;
   else
     os << "family=tiled ts_m=" << ts_m << " ts_n=" << ts_n << " ts_k=" << ts_k << " wpt_m=" << wpt_m
        << " wpt_n=" << wpt_n;
@@ -91,7 +91,7 @@ GemmParams GemmParams::parse(const std::string& text) {
     } catch (const std::exception&) {
       throw ValueError("gemm parameters: " + key + " must be an integer, got '" + val + "'");
     }
-    int* slot = key == "rm" ? &p.rm : key == "vw" ? &p.vw : key == "nv" ? &p.nv : key == "lx" ? &p.lx
+    int* slot = key == "rm" ? &p.rm : key == "vw" ? &p.vw : key == "nv" ? &p.nv : key == "lx" ? &p.lx : key == "ly" ? &p.ly : key == "ku" ? &p.ku
               : key == "ts_m" ? &p.ts_m : key == "ts_n" ? &p.ts_n : key == "ts_k" ? &p.ts_k
               : key == "wpt_m" ? &p.wpt_m : key == "wpt_n" ? &p.wpt_n : nullptr;
     if (!slot) throw ValueError("gemm parameters: unknown key '" + key + "'");
@@ -107,6 +107,9 @@ void GemmParams::validate(const DeviceInfo& dev) const {
     if (vw != 1 && vw != 2 && vw != 4 && vw != 8 && vw != 16) fail("vw must be 1, 2, 4, 8 or 16");
     if (nv < 1 || nv > 8) fail("nv must be in 1..8");
     if (lx < 0 || static_cast<std::uint64_t>(lx) > dev.max_work_group_size) fail("lx exceeds the work-group size");
+    if (ku < 1 || ku > 16) fail("ku must be in 1..16");
+    if (ly < 1 || (lx == 0 && ly != 1)) fail("ly must be >= 1, and 1 when lx = 0");
+    if (static_cast<std::uint64_t>(lx) * ly > dev.max_work_group_size) fail("lx * ly exceeds the work-group size");
   } else {
     for (int v : {ts_m, ts_n, ts_k, wpt_m, wpt_n})
       if (!pow2(v)) fail("tile sizes must be powers of two");

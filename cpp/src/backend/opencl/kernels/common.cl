@@ -9,19 +9,8 @@
 #define HETNN_CAT_(a, b) a##b
 #define HETNN_CAT(a, b) HETNN_CAT_(a, b)
 
-// Epilogue: v = act(alpha * acc + beta * C + bias). ACT: 0 none, 1 relu, 2 sigmoid, 3 tanh. HAS_BIAS: 0 or 1.
-#ifndef ACT
-#define ACT 0
-#endif
-#ifndef HAS_BIAS
-#define HAS_BIAS 0
-#endif
-#if ACT == 1
-#define ACTIVATE(x) ((x) < 0 ? 0 : (x)) /* NaN stays NaN, as in PyTorch */
-#elif ACT == 2
-#define ACTIVATE(x) (1 / (1 + exp(-(x))))
-#elif ACT == 3
-#define ACTIVATE(x) tanh(x)
-#else
-#define ACTIVATE(x) (x)
-#endif
+// Epilogue: v = act(alpha * acc + beta * C + bias), with act a run-time argument (0 none, 1 relu, 2 sigmoid,
+// 3 tanh): it runs once per output element, so a branch costs nothing and saves a compiled variant per activation.
+// Works on scalars and vectors. ReLU keeps NaN (NaN < 0 is false), as PyTorch does.
+#define ACTIVATE(x, act) \
+  ((act) == 1 ? ((x) < 0 ? 0 : (x)) : (act) == 2 ? 1 / (1 + exp(-(x))) : (act) == 3 ? tanh(x) : (x))

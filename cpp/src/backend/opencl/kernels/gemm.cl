@@ -1,7 +1,8 @@
 // gemm.cl: C[b] = act(alpha * op(A[b]) * op(B[b]) + beta * C[b] + bias), row-major, any M, N, K (edge tiles guarded).
 // A work-group computes a TS_M x TS_N tile of C, staging TS_K-deep slices of A and B in local memory; each work
 // item accumulates a WPT_M x WPT_N register tile with a stride of (TS_M/WPT_M, TS_N/WPT_N) so that neighbouring
-// work items touch neighbouring elements. The GPU-shaped member of the GEMM family (gemm_packed.cl is the CPU one). Tunables are overridden with -D by the host (per-device parameters).
+// work items touch neighbouring elements. The GPU-shaped member of the GEMM family (gemm_packed.cl is the CPU
+// one). Tunables are overridden with -D by the host (per-device parameters).
 #include "common.cl"
 #ifndef TS_M
 #define TS_M 64
@@ -32,7 +33,8 @@ __kernel __attribute__((reqd_work_group_size(LN, LM, 1)))
 void gemm_tiled(const int M, const int N, const int K, const REAL alpha, const REAL beta,
                 __global const REAL* restrict A, const long a_batch_stride,
                 __global const REAL* restrict B, const long b_batch_stride,
-                __global REAL* restrict C, __global const REAL* restrict bias) {
+                __global REAL* restrict C, __global const REAL* restrict bias, const int has_bias,
+                const int act) {
   const int tn = get_local_id(0), tm = get_local_id(1);
   const int lid = tm * LN + tn;
   const int n0 = get_group_id(0) * TS_N, m0 = get_group_id(1) * TS_M;
@@ -90,10 +92,8 @@ void gemm_tiled(const int M, const int N, const int K, const REAL alpha, const R
       const long idx = (long)m * N + n;
       // beta == 0 overwrites: C may hold garbage or NaN that must not leak into the result.
       REAL v = beta == (REAL)0 ? alpha * acc[i][j] : alpha * acc[i][j] + beta * C[idx];
-#if HAS_BIAS
-      v += bias[n];
-#endif
-      C[idx] = ACTIVATE(v);
+      if (has_bias) v += bias[n];
+      C[idx] = ACTIVATE(v, act);
     }
   }
 }

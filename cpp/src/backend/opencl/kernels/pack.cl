@@ -1,0 +1,49 @@
+// pack.cl: packs op(A) and op(B) into the zero-padded panels gemm_packed.cl reads (transposes and edges absorbed
+// here, so the GEMM kernel itself has one shape). Kept apart from the GEMM kernel: these depend on TRANS_A/TRANS_B,
+// the GEMM kernel does not, so fewer heavy programs are compiled.
+#include "common.cl"
+#ifndef RM
+#define RM 8
+#endif
+#ifndef VW
+#define VW 16
+#endif
+#ifndef NV
+#define NV 2
+#endif
+#ifndef TRANS_A
+#define TRANS_A 0
+#endif
+#ifndef TRANS_B
+#define TRANS_B 0
+#endif
+#define RN (VW * NV)
+
+// Ap[p][k][i] = op(A)[p*RM + i][k] (0 beyond M). Global size: (K, ceil(M/RM)).
+__kernel void pack_a(const int M, const int K, __global const REAL* restrict A, const long a_off,
+                     __global REAL* restrict Ap) {
+  const int k = get_global_id(0), p = get_global_id(1);
+  if (k >= K) return;
+  __global REAL* dst = Ap + ((long)p * K + k) * RM;
+  for (int i = 0; i < RM; ++i) {
+    const int m = p * RM + i;
+#if TRANS_A
+    dst[i] = m < M ? A[a_off + (long)k * M + m] : (REAL)0;
+#else
+    dst[i] = m < M ? A[a_off + (long)m * K + k] : (REAL)0;
+#endif
+  }
+}
+
+// Bp[p][k][j] = op(B)[k][p*RN + j] (0 beyond N). Global size: (ceil(N/RN)*RN, K).
+__kernel void pack_b(const int K, const int N, __global const REAL* restrict B, const long b_off,
+                     __global REAL* restrict Bp) {
+  const int n = get_global_id(0), k = get_global_id(1);
+  if (k >= K) return;
+#if TRANS_B
+  const REAL v = n < N ? B[b_off + (long)n * K + k] : (REAL)0;
+#else
+  const REAL v = n < N ? B[b_off + (long)k * N + n] : (REAL)0;
+#endif
+  Bp[((long)(n / RN) * K + k) * RN + n % RN] = v;
+}
