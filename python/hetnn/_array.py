@@ -138,8 +138,15 @@ def _host_empty(shape: Tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     return out
 
 
+_READY_DTYPES = frozenset(np.dtype(n) for n in SUPPORTED_DTYPES)  # native byte order only
+
+
 def _host_array(obj: Any, dtype: Optional[np.dtype], what: str) -> np.ndarray:
     """NumPy view/copy of an array-like, C-contiguous, native byte order, of a supported dtype."""
+    if dtype is None and type(obj) is np.ndarray and obj.dtype in _READY_DTYPES:  # fast path: use as is
+        flags = obj.flags
+        if flags.c_contiguous and flags.aligned:
+            return obj
     if hasattr(obj, "__cuda_array_interface__") and hasattr(obj, "get"):  # CuPy: explicit device -> host copy
         obj = obj.get()
     elif hasattr(obj, "detach") and hasattr(obj, "cpu") and hasattr(obj, "numpy"):  # PyTorch tensor

@@ -209,14 +209,20 @@ def get_default_device() -> Device:
     if dev is not None:
         return dev
     if _default_spec is not None:
-        return device(_default_spec)
-    env = os.environ.get("HETNN_DEVICE", "").strip()
-    if env:
+        return _by_id[_default_spec]
+    env = os.environ.get("HETNN_DEVICE", "")
+    dev = _env_default.get(env)
+    if dev is None:
+        spec = env.strip() or "cpu"
         try:
-            return device(env)
+            dev = device(spec)
         except ValueError as exc:
             raise ValueError(f"HETNN_DEVICE={env!r}: {exc}") from None
-    return device("cpu")
+        _env_default[env] = dev
+    return dev
+
+
+_env_default: Dict[str, Device] = {}  # $HETNN_DEVICE value -> device, so the lookup is a dict hit
 
 
 def set_default_device(spec: DeviceLike) -> Device:

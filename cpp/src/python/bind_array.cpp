@@ -19,14 +19,35 @@ Shape to_shape(const py::sequence& seq, const char* what) {
 namespace {
 
 // The NumPy array's data, checked: C-contiguous, aligned, native byte order (the Python layer converts first).
+// Reads NumPy's flags and descriptor directly: these run on every call that passes NumPy arrays.
 void check_ndarray(const py::array& arr, const char* what) {
-  if (!(arr.flags() & py::array::c_style))
-    throw ValueError(std::string(what) + ": the NumPy array must be C-contiguous");
-  if (!arr.attr("flags").attr("aligned").cast<bool>()) throw ValueError(std::string(what) + ": the NumPy array is not aligned");
-  if (!arr.dtype().attr("isnative").cast<bool>()) throw ValueError(std::string(what) + ": the NumPy array is not in native byte order");
+  constexpr int kAligned = 0x0100;  // NPY_ARRAY_ALIGNED
+  const int flags = py::detail::array_proxy(arr.ptr())->flags;
+  if (!(flags & py::array::c_style)) throw ValueError(std::string(what) + ": the NumPy array must be C-contiguous");
+  if (!(flags & kAligned)) throw ValueError(std::string(what) + ": the NumPy array is not aligned");
+  const char order = py::detail::array_descriptor_proxy(arr.dtype().ptr())->byteorder;
+  if (order == '>') throw ValueError(std::string(what) + ": the NumPy array is not in native byte order");
 }
 
-DType ndarray_dtype(const py::array& arr) { return dtype_from_name(py::str(arr.dtype().attr("name"))); }
+DType ndarray_dtype(const py::array& arr) {
+  const auto* d = py::detail::array_descriptor_proxy(arr.dtype().ptr());
+  switch (d->kind) {  // the common types without a Python call; anything else by name (e.g. ml_dtypes' bfloat16)
+    case 'f':
+      if (arr.itemsize() == 4) return DType::f32;
+      if (arr.itemsize() == 8) return DType::f64;
+      if (arr.itemsize() == 2) return DType::f16;
+      break;
+    case 'i':
+      if (arr.itemsize() == 4) return DType::i32;
+      if (arr.itemsize() == 8) return DType::i64;
+      if (arr.itemsize() == 1) return DType::i8;
+      break;
+    case 'u':
+      if (arr.itemsize() == 1) return DType::u8;
+      break;
+  }
+  return dtype_from_name(py::str(arr.dtype().attr("name")));
+}
 
 Shape ndarray_shape(const py::array& arr) {
   return Shape(arr.shape(), arr.shape() + arr.ndim());

@@ -128,33 +128,48 @@ void host_epilogue(const MatmulDesc& d, T* C, const T* bias) {
 
 }  // namespace
 
-dnnl::matmul& CpuBackend::matmul_primitive(const MatmulDesc& d) {
-  std::ostringstream key;
-  key << d.batch << ',' << d.batch_a << ',' << d.batch_b << ',' << d.M << ',' << d.N << ',' << d.K << ','
-      << d.trans_a << d.trans_b << ',' << static_cast<int>(d.dtype) << ',' << (d.alpha != 1.0) << ',' << d.beta
-      << ',' << d.has_bias << ',' << static_cast<int>(d.act);
+std::size_t CpuBackend::KeyHash::operator()(const std::array<std::int64_t, 12>& k) const noexcept {
+  std::size_t h = 1469598103934665603ULL;
+  for (std::int64_t v : k) h = (h ^ static_cast<std::size_t>(v)) * 1099511628211ULL;
+  return h;
+}
+
+const CpuBackend::MatmulEntry& CpuBackend::matmul_entry(const MatmulDesc& d) {
+  std::int64_t beta_bits = 0;
+  static_assert(sizeof(double) == sizeof(std::int64_t));
+  std::memcpy(&beta_bits, &d.beta, sizeof beta_bits);
+  const std::array<std::int64_t, 12> key{d.batch, d.batch_a, d.batch_b, d.M, d.N, d.K, d.trans_a * 2 + d.trans_b,
+                                         static_cast<std::int64_t>(d.dtype), d.alpha != 1.0, beta_bits, d.has_bias,
+                                         static_cast<std::int64_t>(d.act)};
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = matmul_cache_.find(key.str());
+  auto it = matmul_cache_.find(key);
   if (it != matmul_cache_.end()) return it->second;
 
+  // Plain 2-D descriptors when nothing is batched (oneDNN picks its best kernels for them), 3-D otherwise.
   using dims = dnnl::memory::dims;
   const auto dt = dnnl_type(d.dtype);
-  const dims a_dims{d.batch_a, d.M, d.K}, b_dims{d.batch_b, d.K, d.N}, c_dims{d.batch, d.M, d.N};
-  const dims a_strides = d.trans_a ? dims{d.M * d.K, 1, d.M} : dims{d.M * d.K, d.K, 1};
-  const dims b_strides = d.trans_b ? dims{d.K * d.N, 1, d.K} : dims{d.K * d.N, d.N, 1};
-  const dims c_strides{d.M * d.N, d.N, 1};
+  const bool flat = d.batch == 1 && d.batch_a == 1 && d.batch_b == 1;
+  auto md = [&](std::int64_t batch, std::int64_t rows, std::int64_t cols, bool trans) {
+    const dims strides2 = trans ? dims{1, rows} : dims{cols, 1};
+    if (flat) return dnnl::memory::desc({rows, cols}, dt, strides2);
+    return dnnl::memory::desc({batch, rows, cols}, dt, dims{rows * cols, strides2[0], strides2[1]});
+  };
+  MatmulEntry e;
+  e.a = md(d.batch_a, d.M, d.K, d.trans_a);
+  e.b = md(d.batch_b, d.K, d.N, d.trans_b);
+  e.c = md(d.batch, d.M, d.N, false);
+  if (d.has_bias) e.bias = flat ? dnnl::memory::desc({1, d.N}, dt, dims{d.N, 1})
+                                : dnnl::memory::desc({1, 1, d.N}, dt, dims{d.N, d.N, 1});
   dnnl::primitive_attr attr;
   if (d.alpha != 1.0) attr.set_scales_mask(DNNL_ARG_WEIGHTS, 0);
   dnnl::post_ops po;  // dst = act(alpha * A@B + bias + beta * dst)
   if (d.beta != 0.0) po.append_sum(static_cast<float>(d.beta));
   if (d.act != Activation::none) po.append_eltwise(eltwise_algorithm(d.act), 0.f, 0.f);
   attr.set_post_ops(po);
-  const dnnl::memory::desc a_md(a_dims, dt, a_strides), b_md(b_dims, dt, b_strides), c_md(c_dims, dt, c_strides);
-  auto pd = d.has_bias ? dnnl::matmul::primitive_desc(engine_, a_md, b_md,
-                                                      dnnl::memory::desc({1, 1, d.N}, dt, dims{d.N, d.N, 1}), c_md,
-                                                      attr)
-                       : dnnl::matmul::primitive_desc(engine_, a_md, b_md, c_md, attr);
-  return matmul_cache_.emplace(key.str(), dnnl::matmul(pd)).first->second;
+  auto pd = d.has_bias ? dnnl::matmul::primitive_desc(engine_, e.a, e.b, e.bias, e.c, attr)
+                       : dnnl::matmul::primitive_desc(engine_, e.a, e.b, e.c, attr);
+  e.prim = dnnl::matmul(pd);
+  return matmul_cache_.emplace(key, std::move(e)).first->second;
 }
 
 void CpuBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) {
@@ -180,23 +195,19 @@ void CpuBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, B
       }
       return;
     }
-    dnnl::matmul& prim = matmul_primitive(d);
-    const auto dt = dnnl_type(d.dtype);
-    using dims = dnnl::memory::dims;
-    const dims a_strides = d.trans_a ? dims{d.M * d.K, 1, d.M} : dims{d.M * d.K, d.K, 1};
-    const dims b_strides = d.trans_b ? dims{d.K * d.N, 1, d.K} : dims{d.K * d.N, d.N, 1};
-    dnnl::memory am({{d.batch_a, d.M, d.K}, dt, a_strides}, engine_, a.host_ptr());
-    dnnl::memory bm({{d.batch_b, d.K, d.N}, dt, b_strides}, engine_, b.host_ptr());
-    dnnl::memory cm({{d.batch, d.M, d.N}, dt, dims{d.M * d.N, d.N, 1}}, engine_, c.host_ptr());
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
-    if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory({{1, 1, d.N}, dt, dims{d.N, d.N, 1}}, engine_, bias->host_ptr()));
+    const MatmulEntry& e = matmul_entry(d);
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(e.a, engine_, a.host_ptr())},
+                                               {DNNL_ARG_WEIGHTS, dnnl::memory(e.b, engine_, b.host_ptr())},
+                                               {DNNL_ARG_DST, dnnl::memory(e.c, engine_, c.host_ptr())}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(e.bias, engine_, bias->host_ptr()));
     float alpha = static_cast<float>(d.alpha);
     if (d.alpha != 1.0)
       args.emplace(DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS,
                    dnnl::memory({{1}, dnnl::memory::data_type::f32, {1}}, engine_, &alpha));
-    dnnl::stream s(engine_);
-    prim.execute(s, args);
-    s.wait();
+    // One stream per thread: CPU streams are cheap but not free to create, and are not shared across threads.
+    thread_local dnnl::stream stream(engine_);
+    e.prim.execute(stream, args);
+    stream.wait();
   });
 }
 

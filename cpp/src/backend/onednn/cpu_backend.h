@@ -1,5 +1,6 @@
 // The CPU device: host memory, oneDNN primitives (cached by shape), own kernels where oneDNN has none.
 #pragma once
+#include <array>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -26,11 +27,20 @@ class CpuBackend final : public Backend {
   // Runs `fn` (synchronous host work) and records it as one command when a capture is open.
   template <class Fn>
   void timed(const char* name, std::uint64_t bytes, Fn&& fn);
-  dnnl::matmul& matmul_primitive(const MatmulDesc& d);
+
+  // A cached matmul: the primitive and the memory descriptors its arguments are wrapped in.
+  struct MatmulEntry {
+    dnnl::matmul prim;
+    dnnl::memory::desc a, b, c, bias;
+  };
+  struct KeyHash {
+    std::size_t operator()(const std::array<std::int64_t, 12>& k) const noexcept;
+  };
+  const MatmulEntry& matmul_entry(const MatmulDesc& d);
 
   dnnl::engine engine_;
   std::mutex mu_;  // guards the primitive cache
-  std::unordered_map<std::string, dnnl::matmul> matmul_cache_;
+  std::unordered_map<std::array<std::int64_t, 12>, MatmulEntry, KeyHash> matmul_cache_;
 };
 
 // Own float64 GEMM (oneDNN's CPU matmul has no f64): C = alpha*op(A)@op(B) + beta*C for one batch entry.

@@ -1,0 +1,89 @@
+"""GEMM parameters: the per-device database, overrides, the tuner end to end, and the tuning cache."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import hetnn
+from hetnn import _core
+
+
+def test_database_gives_family_by_device_type(opencl_device):
+    params, source = _core.gemm_params(opencl_device._dev, "float32")
+    assert source.startswith("database:") or source.startswith("tuned")
+    if opencl_device.type == "cpu" and source.startswith("database:"):
+        assert params.startswith("family=packed")
+    assert _core.gemm_params(hetnn.device("cpu")._dev, "float32") is None
+
+
+@pytest.mark.parametrize("params", ["family=packed rm=4 vw=8 nv=1 lx=0 ly=1 ku=1",
+                                    "family=packed rm=5 vw=4 nv=3 lx=2 ly=3 ku=2",
+                                    "family=tiled ts_m=16 ts_n=32 ts_k=8 wpt_m=2 wpt_n=4",
+                                    "family=tiled ts_m=32 ts_n=16 ts_k=16 wpt_m=4 wpt_n=2"])
+def test_every_family_member_is_correct(opencl_device, rng, params):
+    old, _ = _core.gemm_params(opencl_device._dev, "float32")
+    try:
+        _core.set_gemm_params(opencl_device._dev, "float32", params, "test")
+        for m, n, k, ta, tb in [(1, 1, 1, False, False), (37, 19, 23, True, False), (64, 65, 9, False, True),
+                                (13, 7, 40, True, True)]:
+            a = rng.uniform(-1, 1, (k, m) if ta else (m, k)).astype(np.float32)
+            b = rng.uniform(-1, 1, (n, k) if tb else (k, n)).astype(np.float32)
+            bias = rng.uniform(-1, 1, n).astype(np.float32)
+            c = hetnn.matmul(a, b, transpose_a=ta, transpose_b=tb, bias=bias, activation="tanh",
+                             device=opencl_device)
+            ref = np.tanh((a.T if ta else a).astype(np.float64) @ (b.T if tb else b) + bias)
+            assert np.max(np.abs(c - ref)) < 1e-5
+    finally:
+        _core.set_gemm_params(opencl_device._dev, "float32", old, "restored")
+
+
+@pytest.mark.parametrize("bad", ["family=packed rm=0", "family=packed vw=3", "family=tiled ts_m=48",
+                                 "family=tiled ts_m=4096 ts_n=4096 wpt_m=1 wpt_n=1", "rm=x", "family=blocked",
+                                 "nonsense", "family=packed lx=0 ly=4", "family=packed zz=1"])
+def test_bad_parameters_are_value_errors(opencl_device, bad):
+    with pytest.raises(ValueError):
+        _core.set_gemm_params(opencl_device._dev, "float32", bad, "test")
+
+
+def test_tuner_end_to_end_in_a_fresh_cache(tmp_path, opencl_device):
+    env = dict(os.environ, HETNN_CACHE_DIR=str(tmp_path))
+    env.pop("HETNN_POISON", None)
+    r = subprocess.run([sys.executable, "-m", "hetnn", "tune", "gemm", "--device", opencl_device.id,
+                        "--sizes", "96,33x65x17", "--budget", "8", "-v"], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "best: family=" in r.stdout and "GFLOP/s" in r.stdout
+    path = tmp_path / "tuning" / "gemm.json"
+    data = json.loads(path.read_text())
+    assert data["format"] == 1
+    (entry,) = [v["float32"] for v in data["devices"].values()]
+    assert entry["params"].startswith("family=") and entry["gflops"] > 0
+    # A new process picks the tuned parameters up on its first matmul.
+    check = ("import hetnn, numpy as np; d = hetnn.device(%r); hetnn.matmul(np.ones((2, 2), np.float32), "
+             "np.ones((2, 2), np.float32), device=d); print(hetnn._core.gemm_params(d._dev, 'float32'))"
+             % opencl_device.id)
+    r2 = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=env, timeout=300)
+    assert r2.returncode == 0, r2.stderr
+    assert entry["params"] in r2.stdout and "tuned" in r2.stdout
+
+
+def test_corrupt_tuning_file_warns_and_is_ignored(tmp_path, opencl_device):
+    (tmp_path / "tuning").mkdir()
+    (tmp_path / "tuning" / "gemm.json").write_text("{not json")
+    env = dict(os.environ, HETNN_CACHE_DIR=str(tmp_path))
+    code = ("import warnings, hetnn, numpy as np; warnings.simplefilter('always'); "
+            "c = hetnn.matmul(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32), device=%r); "
+            "print(c.sum())" % opencl_device.id)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "8.0"
+    assert "ignoring the tuning cache" in r.stderr
+
+
+def test_tune_rejects_cpu_device():
+    r = subprocess.run([sys.executable, "-m", "hetnn", "tune", "gemm", "--device", "cpu"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and "not an OpenCL device" in r.stderr
