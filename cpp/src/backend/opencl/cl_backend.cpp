@@ -206,13 +206,15 @@ void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a
     if (K > 0 && (i == 0 || d.batch_a != 1)) {
       const cl_long off = d.batch_a == 1 ? 0 : i * d.M * d.K;
       ArgSetter{ka, "pack_a"}(M)(K)(a)(off)(ap);
-      const std::size_t g[2] = {static_cast<std::size_t>(K), static_cast<std::size_t>(panels_m)};
+      const std::size_t mpad = static_cast<std::size_t>(panels_m * p.rm), kk = static_cast<std::size_t>(K);
+      const std::size_t g[2] = {d.trans_a ? mpad : kk, d.trans_a ? kk : mpad};
       enqueue("matmul:pack_a", ka, 2, g, nullptr);
     }
     if (K > 0 && (i == 0 || d.batch_b != 1)) {
       const cl_long off = d.batch_b == 1 ? 0 : i * d.K * d.N;
       ArgSetter{kb, "pack_b"}(K)(N)(b)(off)(bp);
-      const std::size_t g[2] = {static_cast<std::size_t>(panels_n * rn), static_cast<std::size_t>(K)};
+      const std::size_t npad = static_cast<std::size_t>(panels_n * rn), kk = static_cast<std::size_t>(K);
+      const std::size_t g[2] = {d.trans_b ? kk : npad, d.trans_b ? npad : kk};
       enqueue("matmul:pack_b", kb, 2, g, nullptr);
     }
     const cl_long c_off = i * d.M * d.N;
