@@ -6,6 +6,13 @@
 #ifndef REAL
 #define REAL float
 #endif
+// Operand layout: A stored (M, K), or (K, M) with TRANS_A; B stored (K, N), or (N, K) with TRANS_B.
+#ifndef TRANS_A
+#define TRANS_A 0
+#endif
+#ifndef TRANS_B
+#define TRANS_B 0
+#endif
 #define HETNN_CAT_(a, b) a##b
 #define HETNN_CAT(a, b) HETNN_CAT_(a, b)
 

@@ -19,12 +19,6 @@
 #ifndef WPT_N
 #define WPT_N 4
 #endif
-#ifndef TRANS_A
-#define TRANS_A 0
-#endif
-#ifndef TRANS_B
-#define TRANS_B 0
-#endif
 #define LM (TS_M / WPT_M)
 #define LN (TS_N / WPT_N)
 #define LSIZE (LM * LN)

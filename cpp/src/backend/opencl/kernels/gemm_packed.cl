@@ -3,17 +3,7 @@
 // then each work item computes an RM x (VW*NV) tile of C in registers with explicit VW-wide vectors and FMAs,
 // streaming its A panel (K x RM) and B panel (K x VW*NV) from cache. No local memory, no barriers: on a CPU device a
 // work item is a loop iteration of a thread, and what matters is the register tile and contiguous loads.
-#include "common.cl"
-#ifndef RM
-#define RM 8
-#endif
-#ifndef VW
-#define VW 16
-#endif
-#ifndef NV
-#define NV 2
-#endif
-#define RN (VW * NV)
+#include "packed_layout.cl"
 #define realV HETNN_CAT(REAL, VW)
 #define VLOAD HETNN_CAT(vload, VW)
 #define VSTORE HETNN_CAT(vstore, VW)

@@ -1,23 +1,7 @@
 // pack.cl: packs op(A) and op(B) into the zero-padded panels gemm_packed.cl reads (transposes and edges absorbed
 // here, so the GEMM kernel itself has one shape). Kept apart from the GEMM kernel: these depend on TRANS_A/TRANS_B,
 // the GEMM kernel does not, so fewer heavy programs are compiled.
-#include "common.cl"
-#ifndef RM
-#define RM 8
-#endif
-#ifndef VW
-#define VW 16
-#endif
-#ifndef NV
-#define NV 2
-#endif
-#ifndef TRANS_A
-#define TRANS_A 0
-#endif
-#ifndef TRANS_B
-#define TRANS_B 0
-#endif
-#define RN (VW * NV)
+#include "packed_layout.cl"
 
 // One work item per element; dimension 0 follows the operand's contiguous axis so that neighbouring work items
 // (which CPU runtimes vectorise together, and GPUs coalesce) read neighbouring addresses.
