@@ -4,7 +4,7 @@ import pytest
 import hetnn
 from conftest import rel_err
 
-TOL = {"float32": 1e-5, "float64": 1e-12}
+TOL = {"float32": 1e-5, "float64": 1e-12, "float16": 2e-3, "bfloat16": 1.6e-2}  # 16-bit: output rounding
 
 
 def _operands(rng, a_shape, b_shape, dtype):
@@ -24,8 +24,8 @@ def _ref(a, b, ta=False, tb=False, alpha=1.0, beta=0.0, c=None):
 
 
 def _skip_unsupported(device, dtype):
-    if dtype == "float64" and not device.fp64:
-        pytest.skip("device has no fp64")
+    if dtype not in device.dtypes:
+        pytest.skip(f"device does not take {dtype}")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -178,6 +178,8 @@ def test_mixed_or_unsupported_dtypes_raise_type_error(device):
         hetnn.matmul(np.zeros((2, 2), np.float32), np.zeros((2, 2), np.float64), device=device)
     with pytest.raises(TypeError, match="int64"):
         hetnn.matmul(np.zeros((2, 2), np.int64), np.zeros((2, 2), np.int64), device=device)
+    with pytest.raises(TypeError, match="float16"):
+        hetnn.matmul(np.zeros((2, 2), np.float16), np.zeros((2, 2), np.float32), device=device)
     with pytest.raises(TypeError, match="int32"):
         hetnn.matmul(hetnn.zeros((2, 2), "int32", device=device), hetnn.zeros((2, 2), "int32", device=device))
     with pytest.raises(TypeError):
@@ -311,3 +313,33 @@ def test_more_odd_shapes(device, rng, m, n, k):
     a, b = _operands(rng, (m, k), (k, n), "float32")
     c = hetnn.matmul(a, b, device=device)
     assert rel_err(c, _ref(a, b)) < TOL["float32"]
+
+
+# ---- 16-bit floating point: float16 and bfloat16 storage, float32 accumulation ------------------------------
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("m,n,k,ta,tb", [(1, 1, 1, False, False), (7, 13, 5, False, False), (64, 48, 96, True, False),
+                                         (33, 70, 129, False, True), (200, 31, 300, True, True)])
+def test_half_precisions(device, rng, dtype, m, n, k, ta, tb):
+    _skip_unsupported(device, dtype)
+    a = rng.uniform(-1, 1, (k, m) if ta else (m, k)).astype(dtype)
+    b = rng.uniform(-1, 1, (n, k) if tb else (k, n)).astype(dtype)
+    C = hetnn.matmul(hetnn.asarray(a, device=device), hetnn.asarray(b, device=device), transpose_a=ta,
+                     transpose_b=tb)
+    assert C.dtype == np.dtype(dtype)
+    assert rel_err(C.numpy(), _ref(a, b, ta, tb)) < TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_epilogue_and_beta(device, rng, dtype):
+    _skip_unsupported(device, dtype)
+    a, b = _operands(rng, (45, 37), (37, 29), dtype)
+    bias = rng.uniform(-1, 1, 29).astype(dtype)
+    c0 = rng.uniform(-1, 1, (45, 29)).astype(dtype)
+    out = hetnn.asarray(c0, device=device)
+    hetnn.matmul(hetnn.asarray(a, device=device), hetnn.asarray(b, device=device), alpha=0.5, beta=-1.5,
+                 bias=hetnn.asarray(bias, device=device), activation="sigmoid", out=out)
+    ref = _act(_ref(a, b, alpha=0.5, beta=-1.5, c=c0) + bias.astype(np.float64), "sigmoid")
+    assert rel_err(out.numpy(), ref) < TOL[dtype]
+    z = hetnn.matmul(np.zeros((3, 0), dtype), np.zeros((0, 4), dtype), device=device)  # K == 0
+    np.testing.assert_array_equal(z.astype(np.float32), np.zeros((3, 4), np.float32))

@@ -23,21 +23,23 @@ def test_database_gives_family_by_device_type(opencl_device):
                                     "family=packed rm=5 vw=4 nv=3 lx=2 ly=3 ku=2",
                                     "family=tiled ts_m=16 ts_n=32 ts_k=8 wpt_m=2 wpt_n=4",
                                     "family=tiled ts_m=32 ts_n=16 ts_k=16 wpt_m=4 wpt_n=2"])
-def test_every_family_member_is_correct(opencl_device, rng, params):
-    old, _ = _core.gemm_params(opencl_device._dev, "float32")
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("float16", 2e-3), ("bfloat16", 1.6e-2)])
+def test_every_family_member_is_correct(opencl_device, rng, params, dtype, tol):
+    old, _ = _core.gemm_params(opencl_device._dev, dtype)
     try:
-        _core.set_gemm_params(opencl_device._dev, "float32", params, "test")
+        _core.set_gemm_params(opencl_device._dev, dtype, params, "test")
         for m, n, k, ta, tb in [(1, 1, 1, False, False), (37, 19, 23, True, False), (64, 65, 9, False, True),
                                 (13, 7, 40, True, True)]:
-            a = rng.uniform(-1, 1, (k, m) if ta else (m, k)).astype(np.float32)
-            b = rng.uniform(-1, 1, (n, k) if tb else (k, n)).astype(np.float32)
-            bias = rng.uniform(-1, 1, n).astype(np.float32)
+            a = rng.uniform(-1, 1, (k, m) if ta else (m, k)).astype(dtype)
+            b = rng.uniform(-1, 1, (n, k) if tb else (k, n)).astype(dtype)
+            bias = rng.uniform(-1, 1, n).astype(dtype)
             c = hetnn.matmul(a, b, transpose_a=ta, transpose_b=tb, bias=bias, activation="tanh",
                              device=opencl_device)
-            ref = np.tanh((a.T if ta else a).astype(np.float64) @ (b.T if tb else b) + bias)
-            assert np.max(np.abs(c - ref)) < 1e-5
+            a64, b64 = a.astype(np.float64), b.astype(np.float64)
+            ref = np.tanh((a64.T if ta else a64) @ (b64.T if tb else b64) + bias.astype(np.float64))
+            assert np.max(np.abs(c.astype(np.float64) - ref)) < tol
     finally:
-        _core.set_gemm_params(opencl_device._dev, "float32", old, "restored")
+        _core.set_gemm_params(opencl_device._dev, dtype, old, "restored")
 
 
 @pytest.mark.parametrize("bad", ["family=packed rm=0", "family=packed vw=3", "family=tiled ts_m=48",

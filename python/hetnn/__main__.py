@@ -25,7 +25,7 @@ def _cmd_devices(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from .bench.matmul import MATMUL_COLUMNS, MATMUL_SHAPES, ratios, resnet50_shapes, run_matmul
+    from .bench.matmul import MATMUL_COLUMNS, MATMUL_SHAPES, precision_table, ratios, resnet50_shapes, run_matmul
     from .bench.peak import cpu_fma_peak_gflops
     from .bench.report import format_table, write_outputs
 
@@ -48,16 +48,32 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.quick:
         repeat, warmup, max_duration = min(repeat, 10), min(warmup, 2), min(max_duration or 1.0, 1.0)
     t0 = time.perf_counter()
+    dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
+    bad = [d for d in dtypes if d not in ("float32", "float64", "float16", "bfloat16")]
+    if bad or not dtypes:
+        print(f"hetnn bench: --dtype takes float32, float64, float16, bfloat16 (comma-separated), got {args.dtype!r}",
+              file=sys.stderr)
+        return 2
     print(f"hetnn matmul benchmark ({shapes_name} shapes, {args.dtype}); devices: "
           f"{', '.join(f'{d.id} ({d.name})' for d in devs)}; NumPy {np.__version__}", flush=True)
     progress = (lambda msg: print(f"  ... {msg}", file=sys.stderr, flush=True)) if args.verbose else None
     shapes = resnet50_shapes(args.batch) if shapes_name == "resnet50" else MATMUL_SHAPES[shapes_name]
     print(f"measured FP32 FMA peak of the host CPU: {cpu_fma_peak_gflops():.1f} GFLOP/s", flush=True)
-    rows = run_matmul(shapes, devs, dtype=args.dtype, compare=compare, n_warmup=warmup, n_repeat=repeat,
-                      max_duration=max_duration, clblast_tuning=args.clblast_tuning, progress=progress)
-    print(format_table(rows, MATMUL_COLUMNS))
-    for line in ratios(rows):
-        print("  " + line)
+    rows = []
+    for dt in dtypes:
+        rows += run_matmul(shapes, devs, dtype=dt, compare=compare, n_warmup=warmup, n_repeat=repeat,
+                           max_duration=max_duration, clblast_tuning=args.clblast_tuning, progress=progress)
+    columns = MATMUL_COLUMNS if len(dtypes) == 1 else MATMUL_COLUMNS[:4] + [("dtype", "dtype", "")] + MATMUL_COLUMNS[4:]
+    print(format_table(rows, columns))
+    for dt in dtypes:
+        for line in ratios([r for r in rows if r["dtype"] == dt]):
+            print(f"  [{dt}] " + line)
+    if len(dtypes) > 1:
+        print("\nprecision study (hetnn GFLOP/s per dtype; ratios to float32):")
+        cols = [("shape", "shape", ""), ("device", "device", "")]
+        cols += [(dt, dt, ".1f") for dt in dtypes]
+        cols += [(f"{dt}/float32", f"{dt}/f32", ".2f") for dt in dtypes if dt != "float32" and "float32" in dtypes]
+        print(format_table(precision_table(rows, dtypes), cols))
     print(f"(median of up to {repeat} synchronized repeats after {warmup} warm-up calls, at most "
           f"{max_duration} s per row; max rel err = max|C - C64| / max|C64| against float64 NumPy; "
           f"{time.perf_counter() - t0:.1f} s in all)")
@@ -114,7 +130,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     b.add_argument("--device", default="all", help="'all', or comma-separated device specs (default: all)")
     b.add_argument("--compare", default="numpy",
                    help="peers run in the same process: numpy, onednn (a raw oneDNN C++ loop), clblast")
-    b.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    b.add_argument("--dtype", default="float32",
+                   help="float32, float64, float16, bfloat16, or several comma-separated (a precision study)")
     b.add_argument("--repeat", type=int, default=20, help="timed repeats per row (default 20)")
     b.add_argument("--warmup", type=int, default=3, help="untimed warm-up calls per row (default 3)")
     b.add_argument("--max-duration", type=float, default=2.0, help="seconds of timing per row at most")

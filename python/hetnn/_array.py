@@ -6,11 +6,17 @@ from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+try:  # registers NumPy's "bfloat16" dtype
+    import ml_dtypes  # noqa: F401
+except ImportError:  # pragma: no cover - ml_dtypes is a dependency
+    ml_dtypes = None
+
 from ._device import Device, DeviceLike, _wrap, device as _resolve_device
 from ._loader import _core
 
 # dtypes an Array can hold (which ops accept which is up to each op).
-SUPPORTED_DTYPES = ("float32", "float64", "float16", "int32", "int64", "uint8", "int8")
+SUPPORTED_DTYPES = ("float32", "float64", "float16", "int32", "int64", "uint8", "int8") + (
+    ("bfloat16",) if ml_dtypes is not None else ())
 
 ShapeLike = Union[int, Sequence[int]]
 
@@ -155,7 +161,7 @@ def _host_array(obj: Any, dtype: Optional[np.dtype], what: str) -> np.ndarray:
         arr = np.asarray(obj, dtype=dtype)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{what}: cannot convert {type(obj).__name__} to an array ({exc})") from None
-    if arr.dtype.kind in "OUSVMmcb":
+    if arr.dtype.kind in "OUSMmcb" or (arr.dtype.kind == "V" and arr.dtype.name != "bfloat16"):
         raise TypeError(f"{what}: dtype {arr.dtype} is not supported; hetnn arrays hold "
                         f"{', '.join(SUPPORTED_DTYPES)}")
     _dtype(arr.dtype, what)

@@ -114,6 +114,11 @@ class Device:
         return self._info["bf16"]
 
     @property
+    def dtypes(self) -> List[str]:
+        """The dtypes arrays (and matmul, for the floating ones) may have on this device."""
+        return list(self._info["dtypes"])
+
+    @property
     def isa(self) -> str:
         """CPU device: the instruction set oneDNN runs with (e.g. ``avx512_core``)."""
         return self._info["isa"]

@@ -18,7 +18,7 @@ from ._tuning import ensure_applied as _ensure_tuned
 
 ArrayLike = Union[Array, np.ndarray, Any]
 
-_MATMUL_DTYPES = ("float32", "float64")
+_MATMUL_DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 def _flag(value: Any, name: str) -> bool:
@@ -35,8 +35,8 @@ def _scalar(value: Any, name: str) -> float:
 
 def _float_operand(x: np.ndarray, name: str) -> np.ndarray:
     if x.dtype.name not in _MATMUL_DTYPES:
-        raise TypeError(f"matmul: {name} has dtype {x.dtype.name}; matmul supports float32 and float64 "
-                        f"(convert with .astype(np.float32))")
+        raise TypeError(f"matmul: {name} has dtype {x.dtype.name}; matmul supports float32, float64, float16 and "
+                        f"bfloat16 (convert with .astype(np.float32))")
     return x
 
 
@@ -63,7 +63,8 @@ def matmul(a: ArrayLike, b: ArrayLike, *, transpose_a: bool = False, transpose_b
     broadcast). With ``transpose_a`` ``a`` is stored ``(K, M)``; with ``transpose_b`` ``b`` is stored ``(N, K)``.
     ``beta`` needs ``out`` (the matrix it scales). ``bias`` has shape ``(N,)`` and is added to every row;
     ``activation`` is None, ``"relu"``, ``"sigmoid"`` or ``"tanh"``: both are fused into the kernel (oneDNN post-ops,
-    the OpenCL epilogue). float32, and float64 on devices with fp64.
+    the OpenCL epilogue). float32; float64 on devices with fp64; float16 and bfloat16 (accumulated in float32) on
+    OpenCL devices and where oneDNN supports them on the CPU (``device.dtypes`` lists what a device takes).
     """
     ta, tb = _flag(transpose_a, "transpose_a"), _flag(transpose_b, "transpose_b")
     al, be = _scalar(alpha, "alpha"), _scalar(beta, "beta")

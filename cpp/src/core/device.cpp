@@ -20,10 +20,13 @@ bool Device::started() const {
 }
 
 bool Device::supports(DType t) const {
+  const bool opencl = info_.kind == "opencl";
   switch (t) {
     case DType::f64: return info_.fp64;
-    case DType::f16: return info_.fp16;
-    case DType::bf16: return info_.bf16;
+    // OpenCL devices store float16/bfloat16 and compute in float32 (vload_half / bit shifts), so any device can;
+    // info_.fp16 says whether the hardware also has fp16 arithmetic (cl_khr_fp16).
+    case DType::f16: return opencl || info_.fp16;
+    case DType::bf16: return opencl || info_.bf16;
     default: return true;
   }
 }

@@ -36,8 +36,9 @@ MatmulDesc matmul_plan(const Array& a, const Array& b, const Array* out, const M
     throw TypeError(std::string("matmul: a is ") + dtype_name(a.dtype()) + " but b is " + dtype_name(b.dtype()) +
                     "; convert one so both have the same dtype");
   const DType t = a.dtype();
-  if (t != DType::f32 && t != DType::f64)
-    throw TypeError(std::string("matmul: dtype ") + dtype_name(t) + " is not supported (float32 or float64)");
+  if (t != DType::f32 && t != DType::f64 && t != DType::f16 && t != DType::bf16)
+    throw TypeError(std::string("matmul: dtype ") + dtype_name(t) +
+                    " is not supported (float32, float64, float16, bfloat16)");
   a.device()->require(t, "matmul");
   if (a.ndim() < 2 || a.ndim() > 3)
     throw ValueError("matmul: a must be 2-D or 3-D (batched), got shape " + shape_str(a.shape()));

@@ -121,7 +121,16 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<Device, DevicePtr>(m, "Device")
       .def_property_readonly("id", &Device::id)
-      .def_property_readonly("info", [](const Device& d) { return info_dict(d.info()); })
+      .def_property_readonly("info",
+                             [](const Device& d) {
+                               py::dict info = info_dict(d.info());
+                               py::list dtypes;  // what arrays (and ops) may hold on this device
+                               for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32,
+                                               DType::i64, DType::u8, DType::i8})
+                                 if (d.supports(t)) dtypes.append(dtype_name(t));
+                               info["dtypes"] = dtypes;
+                               return info;
+                             })
       .def_property_readonly("started", &Device::started)
       .def("synchronize",
            [](Device& d) {

@@ -107,8 +107,8 @@ def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str
             settle()
             if progress:
                 progress(f"{label} on {dev.id}")
-            if dtype == "float64" and not dev.fp64:
-                rows.append({**base, "device": dev.id, "library": "hetnn", "note": "no fp64"})
+            if dtype not in dev.dtypes:
+                rows.append({**base, "device": dev.id, "library": "hetnn", "note": f"no {dtype}"})
                 continue
             A, B = asarray(a, device=dev), asarray(b, device=dev)
             C = empty((m, n), dtype=dtype, device=dev)
@@ -128,7 +128,7 @@ def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str
             settle()
             t = _core._onednn_raw_matmul(m, n, k, n_warmup, n_repeat)
             rows.append(_row({**base, "device": "cpu", "library": "onednn-c++"}, flops, t, cpu_peak))
-        if "numpy" in compare:
+        if "numpy" in compare and dtype in ("float32", "float64"):  # NumPy has no fast 16-bit matmul
             settle()
             if progress:
                 progress(f"{label} on numpy")
@@ -159,6 +159,21 @@ def aggregate(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
                     "pct_peak": 100 * pcts[0] if pcts else math.nan,
                     "max_rel_err": max((r.get("max_rel_err", math.nan) for r in rs), default=math.nan)})
     return out
+
+
+def precision_table(rows: List[Dict[str, Any]], dtypes: Sequence[str]) -> List[Dict[str, Any]]:
+    """The precision study: hetnn GFLOP/s per (shape, device) for each dtype, and each dtype's ratio to float32."""
+    table: Dict[Tuple[str, str], Dict[str, Any]] = {}
+    for r in rows:
+        if r["library"] != "hetnn" or "gflops" not in r:
+            continue
+        row = table.setdefault((r["shape"], r["device"]), {"shape": r["shape"], "device": r["device"]})
+        row[r["dtype"]] = r["gflops"]
+    for row in table.values():
+        for dt in dtypes:
+            if dt != "float32" and dt in row and "float32" in row:
+                row[f"{dt}/float32"] = row[dt] / row["float32"]
+    return list(table.values())
 
 
 def ratios(rows: List[Dict[str, Any]]) -> List[str]:

@@ -113,6 +113,35 @@ T activate(T x, Activation a) {
   }
 }
 
+// float16 / bfloat16 <-> float on the host (bfloat16: the upper half of a float, rounded to nearest even).
+float load_elem(const void* p, std::int64_t i, DType t) {
+  switch (t) {
+    case DType::f16: return static_cast<float>(static_cast<const _Float16*>(p)[i]);
+    case DType::bf16: {
+      const std::uint32_t bits = static_cast<std::uint32_t>(static_cast<const std::uint16_t*>(p)[i]) << 16;
+      float f;
+      std::memcpy(&f, &bits, sizeof f);
+      return f;
+    }
+    default: return static_cast<const float*>(p)[i];
+  }
+}
+
+void store_elem(void* p, std::int64_t i, DType t, float v) {
+  switch (t) {
+    case DType::f16: static_cast<_Float16*>(p)[i] = static_cast<_Float16>(v); break;
+    case DType::bf16: {
+      std::uint32_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      if ((bits & 0x7fffffffu) > 0x7f800000u) bits |= 0x00400000u;  // NaN stays a (quiet) NaN
+      else bits += 0x7fffu + ((bits >> 16) & 1u);
+      static_cast<std::uint16_t*>(p)[i] = static_cast<std::uint16_t>(bits >> 16);
+      break;
+    }
+    default: static_cast<float*>(p)[i] = v;
+  }
+}
+
 // C[i, :] = act(C[i, :] + bias) on the host, for the paths oneDNN does not run.
 template <class T>
 void host_epilogue(const MatmulDesc& d, T* C, const T* bias) {
@@ -175,8 +204,6 @@ const CpuBackend::MatmulEntry& CpuBackend::matmul_entry(const MatmulDesc& d) {
 void CpuBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) {
   timed("matmul", 0, [&] {
     if (d.K == 0 || d.dtype == DType::f64) {  // own path: f64, and C = beta*C when there is nothing to sum
-      if (d.dtype != DType::f64 && d.dtype != DType::f32)
-        throw TypeError(std::string("matmul: K=0 is not supported for ") + dtype_name(d.dtype));
       for (std::int64_t i = 0; i < d.batch; ++i) {
         const std::int64_t ia = d.batch_a == 1 ? 0 : i, ib = d.batch_b == 1 ? 0 : i;
         if (d.dtype == DType::f64) {
@@ -186,11 +213,16 @@ void CpuBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, B
           gemm_f64(d.M, d.N, d.K, d.alpha, A, d.trans_a ? 1 : d.K, d.trans_a ? d.M : 1, B, d.trans_b ? 1 : d.N,
                    d.trans_b ? d.K : 1, d.beta, C, d.N);
           host_epilogue(d, C, bias ? reinterpret_cast<const double*>(ptr(*bias)) : nullptr);
-        } else {
-          auto* C = reinterpret_cast<float*>(ptr(c)) + i * d.M * d.N;
+        } else {  // K == 0 in float32/16, bfloat16: C = act(beta * C + bias)
+          char* C = ptr(c) + i * d.M * d.N * dtype_size(d.dtype);
           const float beta = static_cast<float>(d.beta);
-          for (std::int64_t j = 0; j < d.M * d.N; ++j) C[j] = beta == 0.0f ? 0.0f : beta * C[j];
-          host_epilogue(d, C, bias ? reinterpret_cast<const float*>(ptr(*bias)) : nullptr);
+          for (std::int64_t m = 0; m < d.M; ++m)
+            for (std::int64_t n = 0; n < d.N; ++n) {
+              const std::int64_t j = m * d.N + n;
+              float v = beta == 0.0f ? 0.0f : beta * load_elem(C, j, d.dtype);
+              if (bias) v += load_elem(ptr(*bias), n, d.dtype);
+              store_elem(C, j, d.dtype, activate(v, d.act));
+            }
         }
       }
       return;

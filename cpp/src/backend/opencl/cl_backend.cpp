@@ -193,7 +193,7 @@ void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a
   cl_kernel kb = kernel("pack.cl", "pack_b", pack_opts);
   cl_kernel kg = kernel("gemm_packed.cl", "gemm_packed", base);
   const cl_int has_bias = d.has_bias, act = static_cast<cl_int>(d.act);
-  const std::size_t elt = dtype_size(d.dtype);
+  const std::size_t elt = d.dtype == DType::f64 ? 8 : 4;  // panels hold the compute type (float for 16-bit data)
   const std::int64_t rn = static_cast<std::int64_t>(p.vw) * p.nv;
   const std::int64_t panels_m = (d.M + p.rm - 1) / p.rm, panels_n = (d.N + rn - 1) / rn;
   cl_mem ap = scratch(0, static_cast<std::size_t>(panels_m * d.K * p.rm) * elt);
@@ -251,7 +251,12 @@ void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a,
 }
 
 std::string ClBackend::common_options(DType t) const {
-  return t == DType::f64 ? "-cl-std=CL1.2 -DREAL=double -DUSE_FP64=1" : "-cl-std=CL1.2 -DREAL=float";
+  switch (t) {
+    case DType::f64: return "-cl-std=CL1.2 -DREAL=double -DUSE_FP64=1";
+    case DType::f16: return "-cl-std=CL1.2 -DREAL=float -DSTORE_HALF=1";
+    case DType::bf16: return "-cl-std=CL1.2 -DREAL=float -DSTORE_BF16=1";
+    default: return "-cl-std=CL1.2 -DREAL=float";
+  }
 }
 
 void ClBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) {

@@ -23,7 +23,8 @@ const Entry kDatabase[] = {
     // PoCL and other CPU runtimes: packed, register-tiled, explicit vectors (measured on PoCL 3.1, 2-core Xeon).
     {"type:cpu", DType::f32, "family=packed rm=12 vw=16 nv=2 lx=4 ly=4", "measured, PoCL 3.1 AVX-512"},
     {"type:cpu", DType::f64, "family=packed rm=12 vw=8 nv=2 lx=4 ly=4", "measured, PoCL 3.1 AVX-512"},
-    {"type:cpu", DType::f16, "family=packed rm=12 vw=16 nv=2 lx=4 ly=4", "untuned"},
+    {"type:cpu", DType::f16, "family=packed rm=12 vw=16 nv=2 lx=4 ly=4", "as float32 (computes in float32)"},
+    {"type:cpu", DType::bf16, "family=packed rm=12 vw=16 nv=2 lx=4 ly=4", "as float32 (computes in float32)"},
     // GPUs: local-memory tiled kernel. Untuned starting points; `python -m hetnn tune gemm` finds better ones.
     {"vendor:nvidia", DType::f32, "family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4", "untuned"},
     {"vendor:advanced micro devices", DType::f32, "family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4", "untuned"},
@@ -31,6 +32,7 @@ const Entry kDatabase[] = {
     {"*", DType::f64, "family=tiled ts_m=32 ts_n=32 ts_k=16 wpt_m=2 wpt_n=2", "default"},
     {"*", DType::f32, "family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4", "default"},
     {"*", DType::f16, "family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4", "default"},
+    {"*", DType::bf16, "family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4", "default"},
 };
 
 std::string lower(std::string s) {

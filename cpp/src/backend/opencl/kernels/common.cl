@@ -13,6 +13,30 @@
 #ifndef TRANS_B
 #define TRANS_B 0
 #endif
+// Storage type of A, B, C and bias: REAL itself, or float16 / bfloat16 data converted to REAL (float) on load and
+// rounded back on store. Half storage needs no cl_khr_fp16 (vload_half/vstore_half are core OpenCL), so any device
+// runs float16 and bfloat16 GEMMs with float32 arithmetic.
+#if defined(STORE_HALF)
+#define STORAGE half
+#define LOAD1(p, i) vload_half((i), (p))
+#define STORE1(v, p, i) vstore_half((v), (i), (p))
+#elif defined(STORE_BF16)
+#define STORAGE ushort
+#define LOAD1(p, i) as_float(((uint)(p)[i]) << 16)
+inline ushort bf16_from_float(float v) {  // round to nearest even; NaN stays NaN
+  uint b = as_uint(v);
+  if ((b & 0x7fffffffu) > 0x7f800000u) b |= 0x00400000u;
+  else b += 0x7fffu + ((b >> 16) & 1u);
+  return (ushort)(b >> 16);
+}
+#define STORE1(v, p, i) ((p)[i] = bf16_from_float(v))
+#else
+#define STORAGE REAL
+#define LOAD1(p, i) ((p)[i])
+#define STORE1(v, p, i) ((p)[i] = (v))
+#define NATIVE_STORAGE 1
+#endif
+
 #define HETNN_CAT_(a, b) a##b
 #define HETNN_CAT(a, b) HETNN_CAT_(a, b)
 

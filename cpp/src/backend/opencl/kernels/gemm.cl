@@ -25,9 +25,9 @@
 
 __kernel __attribute__((reqd_work_group_size(LN, LM, 1)))
 void gemm_tiled(const int M, const int N, const int K, const REAL alpha, const REAL beta,
-                __global const REAL* restrict A, const long a_batch_stride,
-                __global const REAL* restrict B, const long b_batch_stride,
-                __global REAL* restrict C, __global const REAL* restrict bias, const int has_bias,
+                __global const STORAGE* restrict A, const long a_batch_stride,
+                __global const STORAGE* restrict B, const long b_batch_stride,
+                __global STORAGE* restrict C, __global const STORAGE* restrict bias, const int has_bias,
                 const int act) {
   const int tn = get_local_id(0), tm = get_local_id(1);
   const int lid = tm * LN + tn;
@@ -48,22 +48,22 @@ void gemm_tiled(const int M, const int N, const int K, const REAL alpha, const R
 #if TRANS_A  // A stored (K, M)
       const int mm = i % TS_M, kk = i / TS_M;
       const int gm = m0 + mm, gk = k0 + kk;
-      As[kk][mm] = (gm < M && gk < K) ? A[(long)gk * M + gm] : (REAL)0;
+      As[kk][mm] = (gm < M && gk < K) ? LOAD1(A, (long)gk * M + gm) : (REAL)0;
 #else        // A stored (M, K)
       const int kk = i % TS_K, mm = i / TS_K;
       const int gm = m0 + mm, gk = k0 + kk;
-      As[kk][mm] = (gm < M && gk < K) ? A[(long)gm * K + gk] : (REAL)0;
+      As[kk][mm] = (gm < M && gk < K) ? LOAD1(A, (long)gm * K + gk) : (REAL)0;
 #endif
     }
     for (int i = lid; i < TS_N * TS_K; i += LSIZE) {
 #if TRANS_B  // B stored (N, K)
       const int kk = i % TS_K, nn = i / TS_K;
       const int gn = n0 + nn, gk = k0 + kk;
-      Bs[kk][nn] = (gn < N && gk < K) ? B[(long)gn * K + gk] : (REAL)0;
+      Bs[kk][nn] = (gn < N && gk < K) ? LOAD1(B, (long)gn * K + gk) : (REAL)0;
 #else        // B stored (K, N)
       const int nn = i % TS_N, kk = i / TS_N;
       const int gn = n0 + nn, gk = k0 + kk;
-      Bs[kk][nn] = (gn < N && gk < K) ? B[(long)gk * N + gn] : (REAL)0;
+      Bs[kk][nn] = (gn < N && gk < K) ? LOAD1(B, (long)gk * N + gn) : (REAL)0;
 #endif
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -85,9 +85,9 @@ void gemm_tiled(const int M, const int N, const int K, const REAL alpha, const R
       if (n >= N) continue;
       const long idx = (long)m * N + n;
       // beta == 0 overwrites: C may hold garbage or NaN that must not leak into the result.
-      REAL v = beta == (REAL)0 ? alpha * acc[i][j] : alpha * acc[i][j] + beta * C[idx];
-      if (has_bias) v += bias[n];
-      C[idx] = ACTIVATE(v, act);
+      REAL v = beta == (REAL)0 ? alpha * acc[i][j] : alpha * acc[i][j] + beta * LOAD1(C, idx);
+      if (has_bias) v += LOAD1(bias, n);
+      STORE1(ACTIVATE(v, act), C, idx);
     }
   }
 }

@@ -11,7 +11,7 @@
 // C tile (pm, pn). Global size: (ceil(M/RM), ceil(N/RN)) rounded up to the local size.
 __kernel void gemm_packed(const int M, const int N, const int K, const REAL alpha, const REAL beta,
                           __global const REAL* restrict Ap, __global const REAL* restrict Bp,
-                          __global REAL* restrict C, const long c_off, __global const REAL* restrict bias,
+                          __global STORAGE* restrict C, const long c_off, __global const STORAGE* restrict bias,
                           const int has_bias, const int act) {
   const int pm = get_global_id(0), pn = get_global_id(1);
   if (pm * RM >= M || pn * RN >= N) return;
@@ -42,24 +42,28 @@ __kernel void gemm_packed(const int M, const int N, const int K, const REAL alph
   for (int i = 0; i < RM; ++i) {
     const int m = pm * RM + i;
     if (m >= M) break;
-    __global REAL* crow = C + (long)m * N;
+    __global STORAGE* crow = C + (long)m * N;
 #pragma unroll
     for (int j = 0; j < NV; ++j) {
       const int n0 = pn * RN + j * VW;
       if (n0 >= N) break;
       realV v = alpha * acc[i][j];
+#ifdef NATIVE_STORAGE
       if (n0 + VW <= N) {
         if (beta != (REAL)0) v += beta * VLOAD(0, crow + n0);
         if (has_bias) v += VLOAD(0, bias + n0);
         VSTORE(ACTIVATE(v, act), 0, crow + n0);
-      } else {  // right edge: element by element
+      } else  // right edge: element by element
+#endif
+      {  // (always element by element for float16/bfloat16 storage: converted on load and store)
         REAL t[VW];
         VSTORE(v, 0, t);
-        for (int e = 0; e < N - n0; ++e) {
+        const int count = min(VW, N - n0);
+        for (int e = 0; e < count; ++e) {
           REAL x = t[e];
-          if (beta != (REAL)0) x += beta * crow[n0 + e];
-          if (has_bias) x += bias[n0 + e];
-          crow[n0 + e] = ACTIVATE(x, act);
+          if (beta != (REAL)0) x += beta * LOAD1(crow, n0 + e);
+          if (has_bias) x += LOAD1(bias, n0 + e);
+          STORE1(ACTIVATE(x, act), crow, n0 + e);
         }
       }
     }
