@@ -20,6 +20,8 @@ def test_database_gives_family_by_device_type(opencl_device):
 
 
 @pytest.mark.parametrize("params", ["family=packed rm=4 vw=8 nv=1 lx=0 ly=1 ku=1",
+                                    "family=packed rm=12 vw=16 nv=2 lx=4 ly=4 pack_a=0 pack_b=0",
+                                    "family=packed rm=6 vw=4 nv=2 lx=0 ly=1 pack_a=0 pack_b=1",
                                     "family=packed rm=5 vw=4 nv=3 lx=2 ly=3 ku=2",
                                     "family=tiled ts_m=16 ts_n=32 ts_k=8 wpt_m=2 wpt_n=4",
                                     "family=tiled ts_m=32 ts_n=16 ts_k=16 wpt_m=4 wpt_n=2"])
@@ -29,7 +31,7 @@ def test_every_family_member_is_correct(opencl_device, rng, params, dtype, tol):
     try:
         _core.set_gemm_params(opencl_device._dev, dtype, params, "test")
         for m, n, k, ta, tb in [(1, 1, 1, False, False), (37, 19, 23, True, False), (64, 65, 9, False, True),
-                                (13, 7, 40, True, True)]:
+                                (13, 7, 40, True, True), (29, 64, 33, False, False), (50, 96, 20, True, False)]:
             a = rng.uniform(-1, 1, (k, m) if ta else (m, k)).astype(dtype)
             b = rng.uniform(-1, 1, (n, k) if tb else (k, n)).astype(dtype)
             bias = rng.uniform(-1, 1, n).astype(dtype)

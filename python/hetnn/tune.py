@@ -31,9 +31,11 @@ def candidates(device: Device, dtype: str) -> List[str]:
     current, _ = _core.gemm_params(device._dev, dtype)
     packed: List[str] = []
     tiled: List[str] = []
-    for rm, vw, nv, lx in itertools.product((4, 6, 8, 12, 16), (8, 16), (1, 2, 3, 4), (0, 1, 4, 16)):
+    for rm, vw, nv, lx, pa, pb in itertools.product((4, 6, 8, 12, 16), (8, 16), (1, 2, 3, 4), (0, 4, 16), (0, 1),
+                                                    (0, 1)):
         if rm * nv <= 32 and vw * nv <= 64:
-            packed.append(f"family=packed rm={rm} vw={vw} nv={nv} lx={lx}")
+            ly = 4 if lx == 4 else 1
+            packed.append(f"family=packed rm={rm} vw={vw} nv={nv} lx={lx} ly={ly} pack_a={pa} pack_b={pb}")
     for ts_m, ts_n, ts_k, wm, wn in itertools.product((32, 64, 128), (32, 64, 128), (8, 16, 32), (2, 4, 8), (2, 4, 8)):
         wg = (ts_m // wm) * (ts_n // wn)
         if ts_m % wm or ts_n % wn or wg > device.max_work_group_size or wg < 16:

@@ -191,7 +191,6 @@ void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a
                                 std::to_string(d.trans_b);
   cl_kernel ka = kernel("pack.cl", "pack_a", pack_opts);
   cl_kernel kb = kernel("pack.cl", "pack_b", pack_opts);
-  cl_kernel kg = kernel("gemm_packed.cl", "gemm_packed", base);
   const cl_int has_bias = d.has_bias, act = static_cast<cl_int>(d.act);
   const std::size_t elt = d.dtype == DType::f64 ? 8 : 4;  // panels hold the compute type (float for 16-bit data)
   const std::int64_t rn = static_cast<std::int64_t>(p.vw) * p.nv;
@@ -202,27 +201,41 @@ void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a
   const double alpha64 = d.alpha, beta64 = d.beta;
   const float alpha32 = static_cast<float>(d.alpha), beta32 = static_cast<float>(d.beta);
   const bool f64 = d.dtype == DType::f64;
+  // Read A and B in place where their layout allows (see gemm_packed.cl); 16-bit data is always packed (converted).
+  const bool native = d.dtype == DType::f32 || d.dtype == DType::f64;
+  const bool direct_a = native && p.pack_a == 0;
+  const bool direct_b = native && p.pack_b == 0 && !d.trans_b && d.N % rn == 0;
+  cl_kernel kg = kernel("gemm_packed.cl", "gemm_packed",
+                        base + " -DDIRECT_A=" + std::to_string(direct_a) + " -DDIRECT_B=" + std::to_string(direct_b));
   for (std::int64_t i = 0; i < d.batch; ++i) {
-    if (K > 0 && (i == 0 || d.batch_a != 1)) {
-      const cl_long off = d.batch_a == 1 ? 0 : i * d.M * d.K;
-      ArgSetter{ka, "pack_a"}(M)(K)(a)(off)(ap);
+    const cl_long a_off = d.batch_a == 1 ? 0 : i * d.M * d.K, b_off = d.batch_b == 1 ? 0 : i * d.K * d.N;
+    if (!direct_a && K > 0 && (i == 0 || d.batch_a != 1)) {
+      ArgSetter{ka, "pack_a"}(M)(K)(a)(a_off)(ap);
       const std::size_t mpad = static_cast<std::size_t>(panels_m * p.rm), kk = static_cast<std::size_t>(K);
       const std::size_t g[2] = {d.trans_a ? mpad : kk, d.trans_a ? kk : mpad};
       enqueue("matmul:pack_a", ka, 2, g, nullptr);
     }
-    if (K > 0 && (i == 0 || d.batch_b != 1)) {
-      const cl_long off = d.batch_b == 1 ? 0 : i * d.K * d.N;
-      ArgSetter{kb, "pack_b"}(K)(N)(b)(off)(bp);
+    if (!direct_b && K > 0 && (i == 0 || d.batch_b != 1)) {
+      ArgSetter{kb, "pack_b"}(K)(N)(b)(b_off)(bp);
       const std::size_t npad = static_cast<std::size_t>(panels_n * rn), kk = static_cast<std::size_t>(K);
       const std::size_t g[2] = {d.trans_b ? kk : npad, d.trans_b ? npad : kk};
       enqueue("matmul:pack_b", kb, 2, g, nullptr);
     }
+    const cl_long rm = p.rm;
+    cl_long a_ps = K * rm, a_is = 1, a_ks = rm, ao = 0;  // packed panels
+    if (direct_a) {
+      ao = a_off;
+      if (d.trans_a) a_ps = rm, a_is = 1, a_ks = M;
+      else a_ps = rm * K, a_is = K, a_ks = 1;
+    }
+    const cl_long b_ps = direct_b ? rn : K * rn, b_ks = direct_b ? static_cast<cl_long>(N) : rn;
+    const cl_long bo = direct_b ? b_off : 0;
     const cl_long c_off = i * d.M * d.N;
     ArgSetter set{kg, "gemm_packed"};
     set(M)(N)(K);
     if (f64) set(alpha64)(beta64);
     else set(alpha32)(beta32);
-    set(ap)(bp)(c)(c_off)(bias)(has_bias)(act);
+    set(direct_a ? a : ap)(ao)(a_ps)(a_is)(a_ks)(direct_b ? b : bp)(bo)(b_ps)(b_ks)(c)(c_off)(bias)(has_bias)(act);
     const std::size_t lx = static_cast<std::size_t>(p.lx), ly = static_cast<std::size_t>(p.ly);
     const std::size_t g[2] = {round_up(static_cast<std::size_t>(panels_m), lx),
                               round_up(static_cast<std::size_t>(panels_n), lx ? ly : 1)};

@@ -64,7 +64,8 @@ std::string GemmParams::defines() const {
 std::string GemmParams::str() const {
   std::ostringstream os;
   if (family == Family::packed)
-    os << "family=packed rm=" << rm << " vw=" << vw << " nv=" << nv << " lx=" << lx << " ly=" << ly << " ku=" << ku;
+    os << "family=packed rm=" << rm << " vw=" << vw << " nv=" << nv << " lx=" << lx << " ly=" << ly << " ku=" << ku
+       << " pack_a=" << pack_a << " pack_b=" << pack_b;
   else
     os << "family=tiled ts_m=" << ts_m << " ts_n=" << ts_n << " ts_k=" << ts_k << " wpt_m=" << wpt_m
        << " wpt_n=" << wpt_n;
@@ -93,7 +94,7 @@ GemmParams GemmParams::parse(const std::string& text) {
     } catch (const std::exception&) {
       throw ValueError("gemm parameters: " + key + " must be an integer, got '" + val + "'");
     }
-    int* slot = key == "rm" ? &p.rm : key == "vw" ? &p.vw : key == "nv" ? &p.nv : key == "lx" ? &p.lx : key == "ly" ? &p.ly : key == "ku" ? &p.ku
+    int* slot = key == "rm" ? &p.rm : key == "vw" ? &p.vw : key == "nv" ? &p.nv : key == "lx" ? &p.lx : key == "ly" ? &p.ly : key == "ku" ? &p.ku : key == "pack_a" ? &p.pack_a : key == "pack_b" ? &p.pack_b
               : key == "ts_m" ? &p.ts_m : key == "ts_n" ? &p.ts_n : key == "ts_k" ? &p.ts_k
               : key == "wpt_m" ? &p.wpt_m : key == "wpt_n" ? &p.wpt_n : nullptr;
     if (!slot) throw ValueError("gemm parameters: unknown key '" + key + "'");
@@ -110,6 +111,7 @@ void GemmParams::validate(const DeviceInfo& dev) const {
     if (nv < 1 || nv > 8) fail("nv must be in 1..8");
     if (lx < 0 || static_cast<std::uint64_t>(lx) > dev.max_work_group_size) fail("lx exceeds the work-group size");
     if (ku < 1 || ku > 16) fail("ku must be in 1..16");
+    if ((pack_a != 0 && pack_a != 1) || (pack_b != 0 && pack_b != 1)) fail("pack_a and pack_b must be 0 or 1");
     if (ly < 1 || (lx == 0 && ly != 1)) fail("ly must be >= 1, and 1 when lx = 0");
     if (static_cast<std::uint64_t>(lx) * ly > dev.max_work_group_size) fail("lx * ly exceeds the work-group size");
   } else {

@@ -14,6 +14,7 @@ struct GemmParams {
   // packed (gemm_packed.cl): RM x (VW*NV) register tile per work item; a work-group of LX x LY work items (LX = 0:
   // the runtime chooses) runs on one CPU thread, so its A and B panels are reused from cache LY and LX times
   int rm = 8, vw = 16, nv = 2, lx = 0, ly = 1, ku = 1;  // ly: work items per group along N; ku: k-loop unroll
+  int pack_a = 1, pack_b = 1;  // 0: read the operand in place when its layout allows (float32/64)
   // tiled (gemm.cl): TS_M x TS_N tile per work-group, TS_K deep slices in local memory, WPT_M x WPT_N per work item
   int ts_m = 64, ts_n = 64, ts_k = 16, wpt_m = 4, wpt_n = 4;
   std::string source;  // where the entry came from: "database:<match>", "tuned", "default"

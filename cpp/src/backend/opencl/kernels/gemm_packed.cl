@@ -1,6 +1,7 @@
 // gemm_packed.cl: GEMM shaped for CPU devices (PoCL and other CPU OpenCL runtimes).
-// op(A) and op(B) are first packed into zero-padded panels (pack.cl), which also absorbs transposes and edge sizes;
-// then each work item computes an RM x (VW*NV) tile of C in registers with explicit VW-wide vectors and FMAs,
+// op(A) and op(B) are read from zero-padded panels (pack.cl), which absorb transposes and edge sizes, or directly
+// from the operands where their layout allows (float32/64, and for B no transpose with N a multiple of RN): the
+// packing passes cost as much as the GEMM itself on small problems. Each work item computes an RM x (VW*NV) tile of C in registers with explicit VW-wide vectors and FMAs,
 // streaming its A panel (K x RM) and B panel (K x VW*NV) from cache. No local memory, no barriers: on a CPU device a
 // work item is a loop iteration of a thread, and what matters is the register tile and contiguous loads.
 #include "packed_layout.cl"
@@ -9,14 +10,35 @@
 #define VSTORE HETNN_CAT(vstore, VW)
 
 // C tile (pm, pn). Global size: (ceil(M/RM), ceil(N/RN)) rounded up to the local size.
+// A addressing: element (row r = pm*RM + i, k) at Ap[a_off + a_ps*pm + a_is*min(i, rows - 1) + a_ks*k], where
+// rows = RM or what is left of M (rows past M repeat the last one; their results are never stored).
+//   packed panels: a_off = 0, a_ps = K*RM, a_is = 1, a_ks = RM;  A (M, K): a_ps = RM*K, a_is = K, a_ks = 1;
+//   A stored (K, M): a_ps = RM, a_is = 1, a_ks = M.
+// B addressing: row k of the panel at Bp[b_off + b_ps*pn + b_ks*k], RN contiguous values:
+//   packed: b_ps = K*RN, b_ks = RN;  B (K, N) with N % RN == 0: b_ps = RN, b_ks = N.
 __kernel void gemm_packed(const int M, const int N, const int K, const REAL alpha, const REAL beta,
-                          __global const REAL* restrict Ap, __global const REAL* restrict Bp,
-                          __global STORAGE* restrict C, const long c_off, __global const STORAGE* restrict bias,
-                          const int has_bias, const int act) {
+                          __global const REAL* restrict Ap, const long a_off, const long a_ps, const long a_is,
+                          const long a_ks, __global const REAL* restrict Bp, const long b_off, const long b_ps,
+                          const long b_ks, __global STORAGE* restrict C, const long c_off,
+                          __global const STORAGE* restrict bias, const int has_bias, const int act) {
   const int pm = get_global_id(0), pn = get_global_id(1);
   if (pm * RM >= M || pn * RN >= N) return;
-  const __global REAL* a = Ap + (long)pm * K * RM;
-  const __global REAL* b = Bp + (long)pn * K * RN;
+  const __global REAL* a = Ap + a_off + a_ps * pm;
+  const __global REAL* b = Bp + b_off + b_ps * pn;
+#if DIRECT_A
+  const int rows = min(RM, M - pm * RM);
+  long a_row[RM];
+#pragma unroll
+  for (int i = 0; i < RM; ++i) a_row[i] = a_is * min(i, rows - 1);
+#define A_AT(i, k) a[a_row[i] + (k) * a_ks]
+#else
+#define A_AT(i, k) a[(long)(k) * RM + (i)]  /* packed panel: compile-time strides */
+#endif
+#if DIRECT_B
+#define B_ROW(k) (b + (k) * b_ks)
+#else
+#define B_ROW(k) (b + (long)(k) * RN)
+#endif
   // Fully unrolled so that acc stays in registers (a private array indexed in a loop would live in memory).
   realV acc[RM][NV];
 #pragma unroll
@@ -29,10 +51,10 @@ __kernel void gemm_packed(const int M, const int N, const int K, const REAL alph
   for (int k = 0; k < K; ++k) {
     realV bv[NV];
 #pragma unroll
-    for (int j = 0; j < NV; ++j) bv[j] = VLOAD(0, b + (long)k * RN + j * VW);
+    for (int j = 0; j < NV; ++j) bv[j] = VLOAD(0, B_ROW(k) + j * VW);
 #pragma unroll
     for (int i = 0; i < RM; ++i) {
-      const realV av = (realV)(a[(long)k * RM + i]);
+      const realV av = (realV)(A_AT(i, k));
 #pragma unroll
       for (int j = 0; j < NV; ++j) acc[i][j] = fma(av, bv[j], acc[i][j]);
     }
