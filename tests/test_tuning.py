@@ -16,7 +16,19 @@ def test_database_gives_family_by_device_type(opencl_device):
     assert source.startswith("database:") or source.startswith("tuned")
     if opencl_device.type == "cpu" and source.startswith("database:"):
         assert params.startswith("family=packed")
+        small, small_source = _core.gemm_params(opencl_device._dev, "float32", 64 * 64 * 64)
+        assert small_source.startswith("database:") and small != params  # a small-problem entry exists
     assert _core.gemm_params(hetnn.device("cpu")._dev, "float32") is None
+
+
+def test_clearing_an_override_returns_to_the_database(opencl_device):
+    params, source = _core.gemm_params(opencl_device._dev, "float32")
+    if not source.startswith("database:"):
+        pytest.skip("a tuned entry is in force")
+    _core.set_gemm_params(opencl_device._dev, "float32", "family=packed rm=4 vw=8 nv=1", "test")
+    assert _core.gemm_params(opencl_device._dev, "float32")[1] == "test"
+    _core.set_gemm_params(opencl_device._dev, "float32", "", "")
+    assert _core.gemm_params(opencl_device._dev, "float32") == (params, source)
 
 
 @pytest.mark.parametrize("params", ["family=packed rm=4 vw=8 nv=1 lx=0 ly=1 ku=1",
@@ -27,7 +39,8 @@ def test_database_gives_family_by_device_type(opencl_device):
                                     "family=tiled ts_m=32 ts_n=16 ts_k=16 wpt_m=4 wpt_n=2"])
 @pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("float16", 2e-3), ("bfloat16", 1.6e-2)])
 def test_every_family_member_is_correct(opencl_device, rng, params, dtype, tol):
-    old, _ = _core.gemm_params(opencl_device._dev, dtype)
+    old, source = _core.gemm_params(opencl_device._dev, dtype)
+    restore = "" if source.startswith(("database", "default")) else old
     try:
         _core.set_gemm_params(opencl_device._dev, dtype, params, "test")
         for m, n, k, ta, tb in [(1, 1, 1, False, False), (37, 19, 23, True, False), (64, 65, 9, False, True),
@@ -41,7 +54,7 @@ def test_every_family_member_is_correct(opencl_device, rng, params, dtype, tol):
             ref = np.tanh((a64.T if ta else a64) @ (b64.T if tb else b64) + bias.astype(np.float64))
             assert np.max(np.abs(c.astype(np.float64) - ref)) < tol
     finally:
-        _core.set_gemm_params(opencl_device._dev, dtype, old, "restored")
+        _core.set_gemm_params(opencl_device._dev, dtype, restore, source)
 
 
 @pytest.mark.parametrize("bad", ["family=packed rm=0", "family=packed vw=3", "family=tiled ts_m=48",

@@ -69,7 +69,8 @@ def tune_gemm(device: Device, sizes: Sequence[Tuple[int, int, int]], *, dtype: s
                          ref, 2.0 * m * n * k))
     flops = sum(p[4] for p in problems)
     tol = 1e-4 if dtype == "float32" else 1e-10
-    original = _core.gemm_params(device._dev, dtype)[0]
+    original, original_source = _core.gemm_params(device._dev, dtype)
+    restore = "" if original_source.startswith(("database", "default")) else original  # "" = back to the database
     results: List[Tuple[float, str]] = []
     rejected = 0
     start = time.perf_counter()
@@ -82,6 +83,7 @@ def tune_gemm(device: Device, sizes: Sequence[Tuple[int, int, int]], *, dtype: s
                 break
             try:
                 _core.set_gemm_params(device._dev, dtype, params, "tuning")
+                params = _core.gemm_params(device._dev, dtype)[0]  # canonical spelling, as stored and compared
                 total = 0.0
                 best_so_far = min((t for t, _ in results), default=None)
                 for A, B, C, ref, _ in problems:
@@ -107,7 +109,7 @@ def tune_gemm(device: Device, sizes: Sequence[Tuple[int, int, int]], *, dtype: s
                 if progress:
                     progress(f"[{i + 1}/{len(cands)}] {params}: rejected ({str(exc).splitlines()[0][:80]})")
     finally:
-        _core.set_gemm_params(device._dev, dtype, original, "restored")
+        _core.set_gemm_params(device._dev, dtype, restore, original_source)
     if not results:
         raise RuntimeError("tune gemm: no candidate produced a correct result")
     results.sort()

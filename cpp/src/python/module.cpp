@@ -191,24 +191,29 @@ PYBIND11_MODULE(_core, m) {
   m.def("_raise_opencl_status", [](int status, const std::string& call) { opencl::throw_cl_error(status, call); });
 #endif
 
-  // GEMM kernel parameters of an OpenCL device (database entry or tuned override); None on the CPU device.
+  // GEMM kernel parameters of an OpenCL device (database entry or tuned override) for a problem of `macs`
+  // multiply-adds (-1: the entry for large problems); None on the CPU device.
   m.def(
       "gemm_params",
-      [](Device& d, const std::string& dtype) -> py::object {
+      [](Device& d, const std::string& dtype, std::int64_t macs) -> py::object {
 #ifdef HETNN_HAVE_OPENCL
         if (auto* cl = dynamic_cast<opencl::ClBackend*>(&d.backend())) {
-          const auto p = cl->gemm_params(dtype_from_name(dtype));
+          const auto p = cl->gemm_params(dtype_from_name(dtype), macs);
           return py::make_tuple(p.str(), p.source);
         }
 #endif
         return py::none();
       },
-      py::arg("device"), py::arg("dtype"));
+      py::arg("device"), py::arg("dtype"), py::arg("macs") = -1);
   m.def(
       "set_gemm_params",
       [](Device& d, const std::string& dtype, const std::string& params, const std::string& source) {
 #ifdef HETNN_HAVE_OPENCL
         if (auto* cl = dynamic_cast<opencl::ClBackend*>(&d.backend())) {
+          if (params.empty()) {  // "" removes the override: the database decides again
+            cl->clear_gemm_params(dtype_from_name(dtype));
+            return;
+          }
           auto p = opencl::GemmParams::parse(params);
           p.source = source;
           cl->set_gemm_params(dtype_from_name(dtype), p);

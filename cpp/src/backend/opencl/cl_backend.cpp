@@ -124,10 +124,15 @@ cl_kernel ClBackend::kernel(const std::string& file, const std::string& name, co
 
 cl_mem ClBackend::mem(const Buffer& b) { return mem_of(b); }
 
-GemmParams ClBackend::gemm_params(DType t) {
+GemmParams ClBackend::gemm_params(DType t, std::int64_t macs) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = gemm_overrides_.find(t);
-  return it != gemm_overrides_.end() ? it->second : gemm_database_lookup(info_, t);
+  return it != gemm_overrides_.end() ? it->second : gemm_database_lookup(info_, t, macs);
+}
+
+void ClBackend::clear_gemm_params(DType t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  gemm_overrides_.erase(t);
 }
 
 void ClBackend::set_gemm_params(DType t, const GemmParams& p) {
@@ -273,7 +278,7 @@ std::string ClBackend::common_options(DType t) const {
 }
 
 void ClBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) {
-  const GemmParams p = gemm_params(d.dtype);
+  const GemmParams p = gemm_params(d.dtype, d.M * d.N * d.K);
   std::lock_guard<std::mutex> lock(mu_);
   cl_mem bm = bias ? mem_of(*bias) : mem_of(c);  // unused when HAS_BIAS=0, but must be a valid buffer
   if (p.family == GemmParams::Family::packed)

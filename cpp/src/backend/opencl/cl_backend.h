@@ -34,8 +34,9 @@ class ClBackend final : public Backend {
   static cl_mem mem(const Buffer& b);
 
   // GEMM parameters in force for a dtype (a tuned override, else the database), and the override itself.
-  GemmParams gemm_params(DType t);
+  GemmParams gemm_params(DType t, std::int64_t macs = -1);
   void set_gemm_params(DType t, const GemmParams& p);
+  void clear_gemm_params(DType t);  // back to the database
 
  protected:
   void resolve(PendingRecord& p) override;

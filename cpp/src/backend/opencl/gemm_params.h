@@ -25,6 +25,7 @@ struct GemmParams {
   void validate(const DeviceInfo& dev) const;        // throws ValueError for impossible combinations
 };
 
-GemmParams gemm_database_lookup(const DeviceInfo& dev, DType dtype);
+// `macs` = M*N*K of the problem (entries may be limited to small problems); -1 for "any" (the large entry).
+GemmParams gemm_database_lookup(const DeviceInfo& dev, DType dtype, std::int64_t macs = -1);
 
 }  // namespace hetnn::opencl
