@@ -343,3 +343,12 @@ def test_half_precision_epilogue_and_beta(device, rng, dtype):
     assert rel_err(out.numpy(), ref) < TOL[dtype]
     z = hetnn.matmul(np.zeros((3, 0), dtype), np.zeros((0, 4), dtype), device=device)  # K == 0
     np.testing.assert_array_equal(z.astype(np.float32), np.zeros((3, 4), np.float32))
+
+
+@pytest.mark.parametrize("a_shape,b_shape,ta", [((3, 40, 20), (3, 20, 64), False), ((3, 20, 40), (20, 64), True),
+                                                ((40, 20), (2, 20, 96), False), ((1, 20, 13), (4, 20, 32), True)])
+def test_batched_with_column_counts_that_allow_in_place_reads(device, rng, a_shape, b_shape, ta):
+    # N a multiple of the packed kernel's panel width: CPU-shaped OpenCL devices read A and B in place.
+    a, b = _operands(rng, a_shape, b_shape, "float32")
+    C = hetnn.matmul(hetnn.asarray(a, device=device), hetnn.asarray(b, device=device), transpose_a=ta)
+    assert rel_err(C.numpy(), _ref(a, b, ta)) < TOL["float32"]
