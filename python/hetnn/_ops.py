@@ -22,12 +22,16 @@ _MATMUL_DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 def _flag(value: Any, name: str) -> bool:
-    if isinstance(value, (bool, np.bool_)):
+    if value is False or value is True:
+        return value
+    if isinstance(value, np.bool_):
         return bool(value)
     raise TypeError(f"matmul: {name} must be a bool, got {type(value).__name__} ({value!r})")
 
 
 def _scalar(value: Any, name: str) -> float:
+    if type(value) is float:  # the common case, without the ABC check below
+        return value
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"matmul: {name} must be a real number, got {type(value).__name__} ({value!r})")
     return float(value)
@@ -83,7 +87,7 @@ def matmul(a: ArrayLike, b: ArrayLike, *, transpose_a: bool = False, transpose_b
         if bias is not None and not isinstance(bias, Array):
             raise TypeError(f"matmul: bias must be a hetnn.Array when the operands are, got {type(bias).__name__}")
         bias_h = None if bias is None else bias._a
-        _ensure_tuned(a.device)
+        _ensure_tuned(a._a.device)
         if out is None:
             return Array(_core.matmul(a._a, b._a, None, ta, tb, al, be, bias_h, act))
         _core.matmul(a._a, b._a, out._a, ta, tb, al, be, bias_h, act)

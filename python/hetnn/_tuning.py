@@ -78,13 +78,19 @@ def save_entry(device: Any, dtype: str, entry: Dict[str, Any]) -> str:
 
 
 def ensure_applied(device: Any) -> None:
-    """Applies the stored tuned GEMM parameters of an OpenCL device, once per process (cheap afterwards)."""
-    if device.id in _applied or device.kind != "opencl":
+    """Applies the stored tuned GEMM parameters of an OpenCL device, once per process; afterwards (and for the CPU
+    device) a set lookup. ``device``: a hetnn.Device or the native device object (anything with ``.id``)."""
+    if device.id in _applied:
         return
+    from ._device import device as _resolve
+
+    device = _resolve(device.id)
     with _lock:
         if device.id in _applied:
             return
         _applied.add(device.id)
+        if device.kind != "opencl":
+            return
         entries = load().get(device_key(device), {})
     for dtype, entry in entries.items():
         try:
