@@ -352,3 +352,13 @@ def test_batched_with_column_counts_that_allow_in_place_reads(device, rng, a_sha
     a, b = _operands(rng, a_shape, b_shape, "float32")
     C = hetnn.matmul(hetnn.asarray(a, device=device), hetnn.asarray(b, device=device), transpose_a=ta)
     assert rel_err(C.numpy(), _ref(a, b, ta)) < TOL["float32"]
+
+
+def test_numpy_out_aliasing_an_operand_is_refused(device):
+    x = np.ones((4, 4), np.float32)
+    with pytest.raises(ValueError, match="share memory"):
+        hetnn.matmul(x, x, out=x, device=device)
+    buf = np.ones(20, np.float32)  # a and out overlap by 12 elements, both C-contiguous
+    with pytest.raises(ValueError, match="share memory"):
+        hetnn.matmul(buf[:16].reshape(4, 4), np.ones((4, 4), np.float32), out=buf[4:].reshape(4, 4),
+                     device=device)

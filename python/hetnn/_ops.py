@@ -111,15 +111,18 @@ def matmul(a: ArrayLike, b: ArrayLike, *, transpose_a: bool = False, transpose_b
         if out.dtype != an.dtype:
             raise TypeError(f"matmul: out is {out.dtype.name} but the result is {an.dtype.name}")
 
-    bn_ = None if bias is None else _host_array(bias, None, "matmul: bias")
-    if bn_ is not None and bn_.dtype != an.dtype:
-        raise TypeError(f"matmul: bias is {bn_.dtype.name} but the operands are {an.dtype.name}")
+    bias_n = None if bias is None else _host_array(bias, None, "matmul: bias")
+    if bias_n is not None and bias_n.dtype != an.dtype:
+        raise TypeError(f"matmul: bias is {bias_n.dtype.name} but the operands are {an.dtype.name}")
+    if out is not None and any(x is not None and np.may_share_memory(out, x) for x in (an, bn, bias_n)):
+        # Each NumPy array is wrapped separately, so the core's check on shared buffers cannot see this.
+        raise ValueError("matmul: out must not share memory with a, b or bias")
 
     wrapped = dev.kind == "cpu"
     _ensure_tuned(dev)
     put = _core.Array.wrap_numpy if wrapped else _core.Array.from_numpy  # CPU: zero-copy, in place
     A, B = put(dev._dev, an), put(dev._dev, bn)
-    BIAS = None if bn_ is None else put(dev._dev, bn_)
+    BIAS = None if bias_n is None else put(dev._dev, bias_n)
     if out is None:
         shape = _core.matmul_shape(A, B, ta, tb)  # validates the operands before anything is allocated
         if be != 0.0:

@@ -178,6 +178,11 @@ struct ArgSetter {
   ArgSetter& operator()(const T& v) {
     return raw(sizeof(T), &v);
   }
+  // A REAL scalar of the kernel: double for float64 kernels, float otherwise.
+  ArgSetter& real(double v, DType t) {
+    if (t == DType::f64) return (*this)(v);
+    return (*this)(static_cast<float>(v));
+  }
   ArgSetter& raw(std::size_t size, const void* p) {
     const cl_int st = clSetKernelArg(k, i, size, p);
     if (st != CL_SUCCESS) throw_cl_error(st, std::string("clSetKernelArg(") + kernel_name + ", " + std::to_string(i) + ")");
@@ -194,22 +199,20 @@ void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a
   const std::string base = common_options(d.dtype) + " " + p.defines();
   const std::string pack_opts = base + " -DTRANS_A=" + std::to_string(d.trans_a) + " -DTRANS_B=" +
                                 std::to_string(d.trans_b);
-  cl_kernel ka = kernel("pack.cl", "pack_a", pack_opts);
-  cl_kernel kb = kernel("pack.cl", "pack_b", pack_opts);
   const cl_int has_bias = d.has_bias, act = static_cast<cl_int>(d.act);
   const std::size_t elt = d.dtype == DType::f64 ? 8 : 4;  // panels hold the compute type (float for 16-bit data)
   const std::int64_t rn = static_cast<std::int64_t>(p.vw) * p.nv;
   const std::int64_t panels_m = (d.M + p.rm - 1) / p.rm, panels_n = (d.N + rn - 1) / rn;
-  cl_mem ap = scratch(0, static_cast<std::size_t>(panels_m * d.K * p.rm) * elt);
-  cl_mem bp = scratch(1, static_cast<std::size_t>(panels_n * d.K * rn) * elt);
   const cl_int M = static_cast<cl_int>(d.M), N = static_cast<cl_int>(d.N), K = static_cast<cl_int>(d.K);
-  const double alpha64 = d.alpha, beta64 = d.beta;
-  const float alpha32 = static_cast<float>(d.alpha), beta32 = static_cast<float>(d.beta);
-  const bool f64 = d.dtype == DType::f64;
   // Read A and B in place where their layout allows (see gemm_packed.cl); 16-bit data is always packed (converted).
+  // Only what is packed gets a pack kernel and a work buffer.
   const bool native = d.dtype == DType::f32 || d.dtype == DType::f64;
   const bool direct_a = native && p.pack_a == 0;
   const bool direct_b = native && p.pack_b == 0 && !d.trans_b && d.N % rn == 0;
+  cl_kernel ka = direct_a ? nullptr : kernel("pack.cl", "pack_a", pack_opts);
+  cl_kernel kb = direct_b ? nullptr : kernel("pack.cl", "pack_b", pack_opts);
+  cl_mem ap = direct_a ? nullptr : scratch(0, static_cast<std::size_t>(panels_m * d.K * p.rm) * elt);
+  cl_mem bp = direct_b ? nullptr : scratch(1, static_cast<std::size_t>(panels_n * d.K * rn) * elt);
   cl_kernel kg = kernel("gemm_packed.cl", "gemm_packed",
                         base + " -DDIRECT_A=" + std::to_string(direct_a) + " -DDIRECT_B=" + std::to_string(direct_b));
   for (std::int64_t i = 0; i < d.batch; ++i) {
@@ -237,9 +240,7 @@ void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a
     const cl_long bo = direct_b ? b_off : 0;
     const cl_long c_off = i * d.M * d.N;
     ArgSetter set{kg, "gemm_packed"};
-    set(M)(N)(K);
-    if (f64) set(alpha64)(beta64);
-    else set(alpha32)(beta32);
+    set(M)(N)(K).real(d.alpha, d.dtype).real(d.beta, d.dtype);
     set(direct_a ? a : ap)(ao)(a_ps)(a_is)(a_ks)(direct_b ? b : bp)(bo)(b_ps)(b_ks)(c)(c_off)(bias)(has_bias)(act);
     const std::size_t lx = static_cast<std::size_t>(p.lx), ly = static_cast<std::size_t>(p.ly);
     const std::size_t g[2] = {round_up(static_cast<std::size_t>(panels_m), lx),
@@ -257,9 +258,7 @@ void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a,
   const cl_int M = static_cast<cl_int>(d.M), N = static_cast<cl_int>(d.N), K = static_cast<cl_int>(d.K);
   const cl_long sa = d.batch_a == 1 ? 0 : d.M * d.K, sb = d.batch_b == 1 ? 0 : d.K * d.N;
   ArgSetter set{k, "gemm_tiled"};
-  set(M)(N)(K);
-  if (d.dtype == DType::f64) set(d.alpha)(d.beta);
-  else set(static_cast<float>(d.alpha))(static_cast<float>(d.beta));
+  set(M)(N)(K).real(d.alpha, d.dtype).real(d.beta, d.dtype);
   set(a)(sa)(b)(sb)(c)(bias)(has_bias)(act);
   const std::size_t local[3] = {static_cast<std::size_t>(p.ts_n / p.wpt_n), static_cast<std::size_t>(p.ts_m / p.wpt_m), 1};
   const std::size_t global[3] = {static_cast<std::size_t>((d.N + p.ts_n - 1) / p.ts_n) * local[0],
@@ -280,7 +279,7 @@ std::string ClBackend::common_options(DType t) const {
 void ClBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) {
   const GemmParams p = gemm_params(d.dtype, d.M * d.N * d.K);
   std::lock_guard<std::mutex> lock(mu_);
-  cl_mem bm = bias ? mem_of(*bias) : mem_of(c);  // unused when HAS_BIAS=0, but must be a valid buffer
+  cl_mem bm = bias ? mem_of(*bias) : mem_of(c);  // not read when has_bias = 0, but must be a valid buffer
   if (p.family == GemmParams::Family::packed)
     matmul_packed(p, d, mem_of(a), mem_of(b), mem_of(c), bm);
   else
