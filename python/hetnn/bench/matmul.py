@@ -76,8 +76,8 @@ def clblast_params(path: Optional[str]) -> List[Tuple[str, int]]:
 def _row(base: Dict[str, Any], flops: float, times: Sequence[float], peak: Optional[float], **extra: Any):
     t = float(np.median(times))
     g = flops / t / 1e9
-    return {**base, "wall_ms": t * 1e3, "gflops": g, "pct_peak": 100 * share(g, peak), "repeats": len(times),
-            **extra}
+    return {**base, "wall_ms": t * 1e3, "gflops": g, "pct_peak": 100 * share(g, peak), "peak_gflops": peak,
+            "repeats": len(times), **extra}
 
 
 def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str = "float32",
@@ -153,10 +153,10 @@ def aggregate(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
         flops = sum(2.0 * r["M"] * r["N"] * r["K"] for r in rs)
         secs = sum(r["wall_ms"] for r in rs) / 1e3
         g = flops / secs / 1e9
-        pcts = [r["pct_peak"] / 100 * g / r["gflops"] for r in rs if not math.isnan(r.get("pct_peak", math.nan))]
+        peak = rs[0].get("peak_gflops")
         out.append({"shape": f"aggregate ({len(rs)})", "M": None, "N": None, "K": None, "dtype": rs[0]["dtype"],
                     "device": dev, "library": lib, "wall_ms": secs * 1e3, "gflops": g,
-                    "pct_peak": 100 * pcts[0] if pcts else math.nan,
+                    "pct_peak": 100 * share(g, peak),
                     "max_rel_err": max((r.get("max_rel_err", math.nan) for r in rs), default=math.nan)})
     return out
 
