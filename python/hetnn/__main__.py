@@ -59,10 +59,14 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     progress = (lambda msg: print(f"  ... {msg}", file=sys.stderr, flush=True)) if args.verbose else None
     shapes = resnet50_shapes(args.batch) if shapes_name == "resnet50" else MATMUL_SHAPES[shapes_name]
     print(f"measured FP32 FMA peak of the host CPU: {cpu_fma_peak_gflops():.1f} GFLOP/s", flush=True)
-    rows = []
+    rows: list = []
+    notes: list = []
     for dt in dtypes:
         rows += run_matmul(shapes, devs, dtype=dt, compare=compare, n_warmup=warmup, n_repeat=repeat,
-                           max_duration=max_duration, clblast_tuning=args.clblast_tuning, progress=progress)
+                           max_duration=max_duration, clblast_tuning=args.clblast_tuning, progress=progress,
+                           notes=notes)
+    for line in dict.fromkeys(notes):
+        print(f"note: {line}")
     columns = MATMUL_COLUMNS if len(dtypes) == 1 else MATMUL_COLUMNS[:4] + [("dtype", "dtype", "")] + MATMUL_COLUMNS[4:]
     print(format_table(rows, columns))
     for dt in dtypes:
@@ -129,7 +133,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     b.add_argument("--clblast-tuning", help="JSON written by clblast_tuner_xgemm, applied to the CLBlast peer")
     b.add_argument("--device", default="all", help="'all', or comma-separated device specs (default: all)")
     b.add_argument("--compare", default="numpy",
-                   help="peers run in the same process: numpy, onednn (a raw oneDNN C++ loop), clblast")
+                   help="peers run in the same process, comma-separated: numpy, onednn (a raw oneDNN C++ "
+                        "loop), clblast, torch, cupy, jax (each on every device it sees; skipped with a note when "
+                        "not installed)")
     b.add_argument("--dtype", default="float32",
                    help="float32, float64, float16, bfloat16, or several comma-separated (a precision study)")
     b.add_argument("--repeat", type=int, default=20, help="timed repeats per row (default 20)")

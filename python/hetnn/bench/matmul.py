@@ -1,5 +1,5 @@
 """GEMM benchmark: GFLOP/s of hetnn.matmul per device, and of peers run in the same process (NumPy, a raw oneDNN
-C++ loop, CLBlast on each OpenCL device), with the share of the device's measured peak and the error against a
+C++ loop, CLBlast on each OpenCL device, PyTorch/CuPy/JAX where importable), with the share of the device's measured peak and the error against a
 float64 reference."""
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from .._loader import _core
 from .._ops import matmul
 from .._timing import benchmark
 from .peak import fp32_peak_gflops, share
+from .peers import ARRAY_PEERS, find_peers, time_calls
 
 Shape = Tuple[str, int, int, int]  # label, M, N, K
 
@@ -41,7 +42,7 @@ MATMUL_SHAPES: Dict[str, List[Shape]] = {
     "resnet50": resnet50_shapes(1),
 }
 
-PEERS = ("numpy", "onednn", "clblast")
+PEERS = ("numpy", "onednn", "clblast") + ARRAY_PEERS
 
 
 def settle(seconds: float = 0.3) -> None:
@@ -83,16 +84,22 @@ def _row(base: Dict[str, Any], flops: float, times: Sequence[float], peak: Optio
 def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str = "float32",
                compare: Sequence[str] = ("numpy",), n_warmup: int = 3, n_repeat: int = 20,
                max_duration: Optional[float] = 2.0, seed: int = 0, clblast_tuning: Optional[str] = None,
-               progress: Optional[Callable[[str], None]] = None) -> List[Dict[str, Any]]:
+               progress: Optional[Callable[[str], None]] = None,
+               notes: Optional[List[str]] = None) -> List[Dict[str, Any]]:
     """One row per (shape, device or peer): median time, GFLOP/s, % of the measured peak, error vs float64.
 
-    Operands live on the device before timing (transfers are not part of the figure); outputs are preallocated.
+    Operands live on the device before timing (transfers are not part of the figure); outputs are preallocated
+    (PyTorch/CuPy/JAX allocate theirs per call, as their users' code does). Peers that cannot run here (not
+    installed, no device) are skipped with a line appended to ``notes``.
     """
     unknown = [c for c in compare if c not in PEERS]
     if unknown:
         raise ValueError(f"unknown peer(s) {unknown}; available: {', '.join(PEERS)}")
     rng = np.random.default_rng(seed)
     cl_params = clblast_params(clblast_tuning) if "clblast" in compare else []
+    peer_targets, peer_notes = find_peers(compare)
+    if notes is not None:
+        notes.extend(peer_notes)
     peaks = {d.id: fp32_peak_gflops(d) for d in devices}
     cpu_peak = fp32_peak_gflops(next(d for d in devices if d.kind == "cpu")) if any(
         d.kind == "cpu" for d in devices) else None
@@ -137,6 +144,22 @@ def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str
                           max_duration=max_duration, flops=flops, device=[], name="numpy.matmul")
             rows.append(_row({**base, "device": "host", "library": "numpy"}, flops, r.wall_times, cpu_peak,
                              max_rel_err=max_rel_error(out, ref)))
+        for pt in peer_targets:
+            if dtype not in pt.dtypes:
+                continue
+            settle()
+            if progress:
+                progress(f"{label} on {pt.library} {pt.device}")
+            pa, pb = pt.put(a, dtype), pt.put(b, dtype)
+            res: List[Any] = [None]
+
+            def call(pa: Any = pa, pb: Any = pb, res: List[Any] = res) -> None:
+                res[0] = pt.matmul(pa, pb)
+            t = time_calls(call, pt.sync, n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
+            peak = cpu_peak if pt.device.startswith("cpu") else None
+            rows.append(_row({**base, "device": pt.device, "library": pt.library}, flops, t, peak,
+                             max_rel_err=max_rel_error(pt.get(res[0]), ref), note="; ".join(pt.notes)))
+            del pa, pb, res
     if len(shapes) > 1:
         rows.extend(aggregate(rows))
     return rows
@@ -193,6 +216,14 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
              ("hetnn cpu / NumPy", g("hetnn", is_cpu), g("numpy", lambda d: d == "host")),
              ("hetnn opencl / hetnn cpu", g("hetnn", is_cl), g("hetnn", is_cpu)),
              ("hetnn opencl / CLBlast", g("hetnn", is_cl), g("clblast", is_cl) or g("clblast-tuned", is_cl))]
+    for lib in ARRAY_PEERS:
+        for dev in sorted({r["device"] for r in rows if r["library"] == lib}):
+            y = g(lib, lambda d, dev=dev: d == dev)
+            if dev.startswith("cpu"):
+                pairs.append((f"hetnn cpu / {lib} {dev}", g("hetnn", is_cpu), y))
+            else:
+                for cl in sorted({r["device"] for r in rows if r["library"] == "hetnn" and is_cl(r["device"])}):
+                    pairs.append((f"hetnn {cl} / {lib} {dev}", g("hetnn", lambda d, cl=cl: d == cl), y))
     for name, x, y in pairs:
         if x and y:
             out.append(f"{name}: {x / y:.2f}x ({x:.1f} / {y:.1f} GFLOP/s)")
@@ -202,4 +233,4 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
 MATMUL_COLUMNS = [("shape", "shape", ""), ("M", "M", "d"), ("N", "N", "d"), ("K", "K", "d"),
                   ("library", "library", ""), ("device", "device", ""), ("wall_ms", "wall ms", ".3f"),
                   ("device_ms", "device ms", ".3f"), ("gflops", "GFLOP/s", ".1f"), ("pct_peak", "% peak", ".0f"),
-                  ("max_rel_err", "max rel err", ".1e"), ("repeats", "n", "d")]
+                  ("max_rel_err", "max rel err", ".1e"), ("repeats", "n", "d"), ("note", "note", "")]

@@ -1,0 +1,158 @@
+"""Other array libraries run in the same process as hetnn, for side-by-side figures: PyTorch, CuPy and JAX on every
+device each of them sees (when importable). Each peer is timed the way hetnn is: inputs already on the device, a
+synchronize before and after every timed call, warm-up calls first, the median of the repeats.
+
+Fairness settings, applied before the peer's first use and recorded in the rows' notes:
+- TF32 is off for float32 matmuls on NVIDIA GPUs (PyTorch ``allow_tf32 = False``, CuPy ``CUPY_TF32=0``, JAX
+  ``jax_default_matmul_precision="highest"``): TF32 rounds the inputs to 10 mantissa bits, which is not float32.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+# Names accepted by --compare that this module provides (NumPy and the C++ peers live in the suites themselves).
+ARRAY_PEERS = ("torch", "cupy", "jax")
+
+
+@dataclass
+class PeerTarget:
+    """One peer library on one of its devices."""
+    library: str                                   # "torch", "cupy", "jax"
+    device: str                                    # the peer's own name for the device, e.g. "cpu", "cuda:0"
+    put: Callable[[np.ndarray, str], Any]          # host array, dtype name -> device array
+    get: Callable[[Any], np.ndarray]               # device array -> host NumPy array (float64 for comparison)
+    sync: Callable[[], None]                       # waits for all queued work on that device
+    matmul: Callable[[Any, Any], Any]              # a @ b, result on the device
+    max_pool2d: Optional[Callable[..., Any]] = None  # (x, k, s, p, d, ceil) -> y, where the peer has pooling
+    dtypes: Tuple[str, ...] = ("float32", "float64", "float16", "bfloat16")
+    version: str = ""
+    notes: List[str] = field(default_factory=list)
+
+
+def _torch_targets() -> List[PeerTarget]:
+    import torch
+    import torch.nn.functional as F
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    tdt = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+           "bfloat16": torch.bfloat16}
+
+    def make(dev: str, sync: Callable[[], None]) -> PeerTarget:
+        def put(x: np.ndarray, dtype: str) -> Any:
+            return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32 if x.dtype.itemsize <= 2 else x.dtype)
+                                    ).to(device=dev, dtype=tdt[dtype])
+
+        def get(t: Any) -> np.ndarray:
+            return t.detach().to("cpu", torch.float64).numpy()
+
+        def pool(x: Any, k: Any, s: Any, p: Any, d: Any, ceil: bool) -> Any:
+            return F.max_pool2d(x, k, s, p, d, ceil_mode=ceil)
+
+        return PeerTarget("torch", dev, put, get, sync, torch.matmul, pool, version=torch.__version__,
+                          notes=[f"torch threads {torch.get_num_threads()}"] if dev == "cpu" else ["tf32 off"])
+
+    out = [make("cpu", lambda: None)]
+    if torch.cuda.is_available():
+        for i in range(torch.cuda.device_count()):
+            out.append(make(f"cuda:{i}", lambda i=i: torch.cuda.synchronize(i)))
+    return out
+
+
+def _cupy_targets() -> List[PeerTarget]:
+    os.environ.setdefault("CUPY_TF32", "0")
+    import cupy as cp
+
+    out = []
+    for i in range(cp.cuda.runtime.getDeviceCount()):
+        def put(x: np.ndarray, dtype: str, i: int = i) -> Any:
+            if dtype == "bfloat16":
+                raise TypeError("CuPy has no bfloat16")
+            with cp.cuda.Device(i):
+                return cp.asarray(np.asarray(x, dtype=dtype))
+
+        def sync(i: int = i) -> None:
+            with cp.cuda.Device(i):
+                cp.cuda.runtime.deviceSynchronize()
+
+        def matmul(a: Any, b: Any, i: int = i) -> Any:
+            with cp.cuda.Device(i):
+                return cp.matmul(a, b)
+
+        notes = [] if os.environ.get("CUPY_TF32") == "0" else [f"CUPY_TF32={os.environ.get('CUPY_TF32')}"]
+        out.append(PeerTarget("cupy", f"cuda:{i}", put, lambda a: cp.asnumpy(a).astype(np.float64), sync, matmul,
+                              dtypes=("float32", "float64", "float16"), version=cp.__version__,
+                              notes=notes or ["tf32 off"]))
+    return out
+
+
+def _jax_targets() -> List[PeerTarget]:
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_default_matmul_precision", "highest")
+    matmul = jax.jit(jnp.matmul)
+    out = []
+    for d in jax.devices():
+        def put(x: np.ndarray, dtype: str, d: Any = d) -> Any:
+            return jax.device_put(jnp.asarray(np.asarray(x, dtype=np.float64 if dtype == "float64" else np.float32),
+                                              dtype=dtype), d)
+
+        def sync(d: Any = d) -> None:
+            # JAX has no device-wide barrier; a zero-size computation on d queued after everything else is one.
+            jax.device_put(jnp.zeros(()), d).block_until_ready()
+
+        out.append(PeerTarget("jax", f"{d.platform}:{d.id}", put, lambda a: np.asarray(a, dtype=np.float64),
+                              sync, lambda a, b: matmul(a, b).block_until_ready(), version=jax.__version__,
+                              notes=["precision highest"]))
+    return out
+
+
+_FACTORIES: Dict[str, Callable[[], List[PeerTarget]]] = {
+    "torch": _torch_targets, "cupy": _cupy_targets, "jax": _jax_targets}
+
+
+def find_peers(names: Sequence[str]) -> Tuple[List[PeerTarget], List[str]]:
+    """The targets of the requested peers that can run here, and one note per peer that cannot (not installed, no
+    device): a missing peer is reported, never an error."""
+    targets: List[PeerTarget] = []
+    notes: List[str] = []
+    for name in names:
+        if name not in _FACTORIES:
+            continue
+        try:
+            found = _FACTORIES[name]()
+        except Exception as exc:  # ImportError, or a driver error of an installed GPU library
+            notes.append(f"{name}: not used ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})")
+            continue
+        if not found:
+            notes.append(f"{name}: no device")
+        targets.extend(found)
+    return targets, notes
+
+
+def time_calls(fn: Callable[[], Any], sync: Callable[[], None], *, n_warmup: int, n_repeat: int,
+               max_duration: Optional[float]) -> List[float]:
+    """Wall-clock seconds of ``fn()`` with ``sync()`` before and after each call, after ``n_warmup`` calls."""
+    for _ in range(n_warmup):
+        fn()
+    sync()
+    times: List[float] = []
+    spent = 0.0
+    for _ in range(max(1, n_repeat)):
+        sync()
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        dt = time.perf_counter() - t0
+        times.append(dt)
+        spent += dt
+        if max_duration is not None and spent >= max_duration:
+            break
+    return times
