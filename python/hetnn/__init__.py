@@ -5,6 +5,7 @@ from ._errors import CompileError, HetnnError, OpenCLError
 from ._device import Device, default_device, device, devices, get_default_device, set_default_device
 from ._array import Array, asarray, empty, zeros
 from ._ops import matmul
+from ._pool import max_pool2d, max_pool2d_backward
 from ._timing import BenchmarkResult, Timer, benchmark, synchronize
 
 __version__ = "0.1.0"
@@ -12,5 +13,6 @@ __version__ = "0.1.0"
 __all__ = [
     "Array", "BenchmarkResult", "CompileError", "Device", "HetnnError", "OpenCLError", "Timer", "asarray",
     "benchmark", "default_device", "device", "devices", "empty", "get_default_device", "matmul",
+    "max_pool2d", "max_pool2d_backward",
     "set_default_device", "synchronize", "zeros", "__version__",
 ]

@@ -115,6 +115,23 @@ class Array:
             return self
         return Array(self._a.to(dev._dev))
 
+    def reshape(self, *shape: Any) -> "Array":
+        """A view of the same device memory with another shape of the same size (one entry may be -1)."""
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = tuple(shape[0])
+        dims = list(shape)
+        for d in dims:
+            if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+                raise TypeError(f"reshape: shape must hold ints, got {d!r}")
+        if dims.count(-1) > 1:
+            raise ValueError(f"reshape: at most one dimension may be -1, got {tuple(dims)}")
+        if -1 in dims:
+            known = int(np.prod([d for d in dims if d != -1]))
+            if known == 0 or self.size % known:
+                raise ValueError(f"reshape: cannot reshape an array of shape {self.shape} into {tuple(dims)}")
+            dims[dims.index(-1)] = self.size // known
+        return Array(self._a.reshape(tuple(int(d) for d in dims)))
+
     def copy(self) -> "Array":
         """A new array on the same device with the same contents."""
         return Array(self._a.copy())

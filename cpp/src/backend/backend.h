@@ -43,6 +43,15 @@ struct MatmulDesc {
   Activation act = Activation::none;
 };
 
+// 2-D max pooling over NCHW planes (PyTorch semantics; see core/pool.h). Window (oh, ow) covers rows
+// oh*sh - ph + i*dh (i < kh) and columns ow*sw - pw + j*dw (j < kw); positions outside the input are skipped (-inf).
+struct Pool2dDesc {
+  std::int64_t N = 0, C = 0, H = 0, W = 0, OH = 0, OW = 0;
+  int kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+  bool ceil_mode = false;
+  DType dtype = DType::f32;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -64,6 +73,12 @@ class Backend {
 
   // Ops.
   virtual void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) = 0;
+  // y (N, C, OH, OW) = window maxima of x (N, C, H, W); NaN wins, else the first maximum in row-major window order.
+  // indices (int64, optional): flat h*W + w of each maximum in its input plane.
+  virtual void max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices) = 0;
+  // gx (N, C, H, W) = sum of gy over the windows whose index points at each position. Throws ValueError when an
+  // index does not point inside its own window (a corrupt or foreign indices array).
+  virtual void max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const Buffer& indices, Buffer& gx) = 0;
 
   // Device-time capture (see core/recorder.h).
   std::size_t capture_begin() { return recorder_.begin(); }

@@ -85,6 +85,14 @@ void Array::from_host_into(const void* src) {
   if (nbytes()) device_->backend().write(*buffer_, 0, src, nbytes());
 }
 
+Array Array::reshape(const Shape& shape) const {
+  const std::int64_t n = shape_size(shape);
+  if (n != size())
+    throw ValueError("cannot reshape an array of shape " + shape_str(shape_) + " (" + std::to_string(size()) +
+                     " elements) into shape " + shape_str(shape) + " (" + std::to_string(n) + " elements)");
+  return Array(device_, buffer_, shape, dtype_);
+}
+
 Array Array::to(const DevicePtr& device) const {
   if (device == device_) {
     Array out = empty(device, shape_, dtype_);

@@ -38,6 +38,8 @@ class Array {
   void from_host_into(const void* src);          // blocking host -> device copy into this array
   Array to(const DevicePtr& device) const;       // copy onto another (or the same) device
   Array copy() const { return to(device_); }
+  // The same memory seen with another shape of the same size (a view: writes through one show in the other).
+  Array reshape(const Shape& shape) const;
 
   bool valid() const { return buffer_ != nullptr; }
   const DevicePtr& device() const { return device_; }

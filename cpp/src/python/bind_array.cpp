@@ -140,6 +140,8 @@ void bind_array(py::module_& m) {
             return a.to(dev);
           },
           py::arg("device"))
+      .def("reshape", [](const Array& a, const py::sequence& shape) { return a.reshape(to_shape(shape, "shape")); },
+           py::arg("shape"))
       .def("copy",
            [](const Array& a) {
              py::gil_scoped_release nogil;

@@ -46,21 +46,6 @@ dnnl::memory::data_type dnnl_type(DType t) {
 
 CpuBackend::CpuBackend() : engine_(dnnl::engine::kind::cpu, 0) {}
 
-template <class Fn>
-void CpuBackend::timed(const char* name, std::uint64_t bytes, Fn&& fn) {
-  if (!recorder_.active()) {
-    fn();
-    return;
-  }
-  OpRecord r;
-  r.name = name;
-  r.bytes = bytes;
-  r.host_enqueue = r.start = host_seconds();
-  fn();
-  r.end = host_seconds();
-  recorder_.add({std::move(r), nullptr});
-}
-
 std::shared_ptr<Buffer> CpuBackend::alloc(std::size_t nbytes) {
   const std::uint64_t phys = physical_memory();
   if (phys && nbytes > phys)

@@ -22,11 +22,25 @@ class CpuBackend final : public Backend {
   void fill(Buffer& dst, std::size_t offset, std::size_t n, unsigned char value) override;
   void synchronize() override;
   void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) override;
+  void max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices) override;  // pool_cpu.cpp
+  void max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const Buffer& indices, Buffer& gx) override;
 
  private:
   // Runs `fn` (synchronous host work) and records it as one command when a capture is open.
   template <class Fn>
-  void timed(const char* name, std::uint64_t bytes, Fn&& fn);
+  void timed(const char* name, std::uint64_t bytes, Fn&& fn) {
+    if (!recorder_.active()) {
+      fn();
+      return;
+    }
+    OpRecord r;
+    r.name = name;
+    r.bytes = bytes;
+    r.host_enqueue = r.start = host_seconds();
+    fn();
+    r.end = host_seconds();
+    recorder_.add({std::move(r), nullptr});
+  }
 
   // A cached matmul: the primitive and the memory descriptors its arguments are wrapped in.
   struct MatmulEntry {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "backend/opencl/cl_args.h"
 #include "backend/opencl/cl_check.h"
 #include "core/errors.h"
 
@@ -148,7 +149,7 @@ cl_mem ClBackend::scratch(int slot, std::size_t bytes) {
   if (!mem || size < bytes) {
     const std::size_t want = std::max<std::size_t>(bytes, 256);
     if (want > info_.max_alloc)
-      throw OutOfMemory("matmul needs a " + std::to_string(want) + "-byte work buffer on " + info_.id +
+      throw OutOfMemory("a kernel needs a " + std::to_string(want) + "-byte work buffer on " + info_.id +
                         ", above its largest allocation (" + std::to_string(info_.max_alloc) + " bytes)");
     cl_int st = CL_SUCCESS;
     Mem m(clCreateBuffer(context_.get(), CL_MEM_READ_WRITE, want, nullptr, &st));
@@ -167,33 +168,6 @@ void ClBackend::enqueue(const char* name, cl_kernel k, int dims, const std::size
   record(name, ev, t, 0);
 }
 
-namespace {
-
-// clSetKernelArg for each argument in order; the failing index is named in the error.
-struct ArgSetter {
-  cl_kernel k;
-  const char* kernel_name;
-  cl_uint i = 0;
-  template <class T>
-  ArgSetter& operator()(const T& v) {
-    return raw(sizeof(T), &v);
-  }
-  // A REAL scalar of the kernel: double for float64 kernels, float otherwise.
-  ArgSetter& real(double v, DType t) {
-    if (t == DType::f64) return (*this)(v);
-    return (*this)(static_cast<float>(v));
-  }
-  ArgSetter& raw(std::size_t size, const void* p) {
-    const cl_int st = clSetKernelArg(k, i, size, p);
-    if (st != CL_SUCCESS) throw_cl_error(st, std::string("clSetKernelArg(") + kernel_name + ", " + std::to_string(i) + ")");
-    ++i;
-    return *this;
-  }
-};
-
-std::size_t round_up(std::size_t v, std::size_t m) { return m ? (v + m - 1) / m * m : v; }
-
-}  // namespace
 
 void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias) {
   const std::string base = common_options(d.dtype) + " " + p.defines();

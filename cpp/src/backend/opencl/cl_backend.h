@@ -24,6 +24,8 @@ class ClBackend final : public Backend {
   void fill(Buffer& dst, std::size_t offset, std::size_t n, unsigned char value) override;
   void synchronize() override;
   void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) override;
+  void max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices) override;  // cl_pool.cpp
+  void max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const Buffer& indices, Buffer& gx) override;
 
   // Builds an arbitrary program (diagnostics and tests; not cached).
   void build_source(const std::string& source, const std::string& options);
@@ -52,6 +54,7 @@ class ClBackend final : public Backend {
   void matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias);
   void matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias);
   std::string common_options(DType t) const;
+  std::string pool_options(const Pool2dDesc& d) const;
 
   cl_device_id device_;
   DeviceInfo info_;

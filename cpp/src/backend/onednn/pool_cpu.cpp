@@ -1,0 +1,309 @@
+// Max pooling on the CPU device: own OpenMP loops, compiled for AVX-512, AVX2 and baseline x86-64 (picked at load).
+//
+// Not oneDNN's pooling primitive: its max ignores NaN (PyTorch propagates it), its workspace holds window offsets
+// in its own layout rather than the flat int64 indices hetnn returns, and its NCHW kernels are slow for some shapes
+// (measured: the bench's onednn-c++ rows). These loops stream each input row once per window row and keep the
+// output row in cache, which is what a memory-bound op needs; `python -m hetnn bench maxpool` compares them with the
+// oneDNN primitive and with the machine's STREAM bandwidth.
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "backend/onednn/cpu_backend.h"
+#include "core/errors.h"
+#include "core/pool.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define HETNN_CLONES __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#else
+#define HETNN_CLONES
+#endif
+
+namespace hetnn {
+
+namespace {
+
+// Element access: storage type S, compared as V. 16-bit data is compared in float and stored back bit-exact (a max
+// selects, it never rounds).
+struct F32 {
+  using S = float;
+  using V = float;
+  static V val(S s) { return s; }
+  static S neg_inf() { return -std::numeric_limits<float>::infinity(); }
+};
+struct F64 {
+  using S = double;
+  using V = double;
+  static V val(S s) { return s; }
+  static S neg_inf() { return -std::numeric_limits<double>::infinity(); }
+};
+struct F16 {
+  using S = std::uint16_t;
+  using V = float;
+  static V val(S s) {
+    _Float16 h;
+    std::memcpy(&h, &s, 2);
+    return static_cast<float>(h);
+  }
+  static S neg_inf() { return 0xFC00; }
+};
+struct BF16 {
+  using S = std::uint16_t;
+  using V = float;
+  static V val(S s) {
+    const std::uint32_t u = static_cast<std::uint32_t>(s) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  static S neg_inf() { return 0xFF80; }
+};
+
+inline std::int64_t first_inside(std::int64_t start, int d) { return pool_first_inside(start, d); }
+
+// One output row (plane, oh): y[ow] = max over the window, ix[ow] = its flat index (when IDX).
+template <class E, bool IDX>
+inline __attribute__((always_inline)) void fwd_row(const Pool2dDesc& d, const typename E::S* plane,
+                                                   typename E::S* y, std::int64_t* ix, std::int64_t oh) {
+  using S = typename E::S;
+  const std::int64_t W = d.W, OW = d.OW, sw = d.sw;
+  const std::int64_t hstart = oh * d.sh - d.ph;
+  for (std::int64_t ow = 0; ow < OW; ++ow) y[ow] = E::neg_inf();
+  if (IDX) {
+    const std::int64_t h0 = first_inside(hstart, d.dh);
+    for (std::int64_t ow = 0; ow < OW; ++ow) ix[ow] = h0 * W + first_inside(ow * sw - d.pw, d.dw);
+  }
+  for (int i = 0; i < d.kh; ++i) {
+    const std::int64_t ih = hstart + static_cast<std::int64_t>(i) * d.dh;
+    if (ih < 0 || ih >= d.H) continue;
+    const S* row = plane + ih * W;
+    for (int j = 0; j < d.kw; ++j) {
+      const std::int64_t off = static_cast<std::int64_t>(j) * d.dw - d.pw;  // iw = ow * sw + off
+      const std::int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+      const std::int64_t hi = W - 1 - off >= 0 ? std::min(OW, (W - 1 - off) / sw + 1) : 0;
+      const S* r = row + off;
+      const std::int64_t base = ih * W + off;
+      if (sw == 1) {
+#pragma omp simd
+        for (std::int64_t ow = lo; ow < hi; ++ow) {
+          const S s = r[ow];
+          const auto v = E::val(s), cur = E::val(y[ow]);
+          const bool take = v > cur || v != v;  // NaN propagates; ties keep the first maximum
+          y[ow] = take ? s : y[ow];
+          if (IDX) ix[ow] = take ? base + ow : ix[ow];
+        }
+      } else if (sw == 2) {
+#pragma omp simd
+        for (std::int64_t ow = lo; ow < hi; ++ow) {
+          const S s = r[2 * ow];
+          const auto v = E::val(s), cur = E::val(y[ow]);
+          const bool take = v > cur || v != v;
+          y[ow] = take ? s : y[ow];
+          if (IDX) ix[ow] = take ? base + 2 * ow : ix[ow];
+        }
+      } else {
+        for (std::int64_t ow = lo; ow < hi; ++ow) {
+          const S s = r[ow * sw];
+          const auto v = E::val(s), cur = E::val(y[ow]);
+          const bool take = v > cur || v != v;
+          y[ow] = take ? s : y[ow];
+          if (IDX) ix[ow] = take ? base + ow * sw : ix[ow];
+        }
+      }
+    }
+  }
+}
+
+template <class E, bool IDX>
+void fwd_rows(const Pool2dDesc& d, const typename E::S* x, typename E::S* y, std::int64_t* ix,
+              std::int64_t r0, std::int64_t r1) {
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const std::int64_t p = r / d.OH, oh = r % d.OH;
+    fwd_row<E, IDX>(d, x + p * d.H * d.W, y + r * d.OW, IDX ? ix + r * d.OW : nullptr, oh);
+  }
+}
+
+// Per-ISA entry points (target_clones needs plain functions).
+#define HETNN_POOL_FWD(NAME, E, IDX)                                                                            \
+  HETNN_CLONES void NAME(const Pool2dDesc& d, const void* x, void* y, std::int64_t* ix, std::int64_t r0,      \
+                         std::int64_t r1) {                                                                    \
+    fwd_rows<E, IDX>(d, static_cast<const E::S*>(x), static_cast<E::S*>(y), ix, r0, r1);                     \
+  }
+HETNN_POOL_FWD(fwd_f32, F32, false)
+HETNN_POOL_FWD(fwd_f32_idx, F32, true)
+HETNN_POOL_FWD(fwd_f64, F64, false)
+HETNN_POOL_FWD(fwd_f64_idx, F64, true)
+HETNN_POOL_FWD(fwd_f16, F16, false)
+HETNN_POOL_FWD(fwd_f16_idx, F16, true)
+HETNN_POOL_FWD(fwd_bf16, BF16, false)
+HETNN_POOL_FWD(fwd_bf16_idx, BF16, true)
+#undef HETNN_POOL_FWD
+
+using FwdFn = void (*)(const Pool2dDesc&, const void*, void*, std::int64_t*, std::int64_t, std::int64_t);
+
+FwdFn fwd_fn(DType t, bool idx) {
+  switch (t) {
+    case DType::f32: return idx ? fwd_f32_idx : fwd_f32;
+    case DType::f64: return idx ? fwd_f64_idx : fwd_f64;
+    case DType::f16: return idx ? fwd_f16_idx : fwd_f16;
+    case DType::bf16: return idx ? fwd_bf16_idx : fwd_bf16;
+    default: throw TypeError(std::string("max_pool2d: unsupported dtype ") + dtype_name(t));
+  }
+}
+
+// Whether flat index v lies on window (oh, ow)'s grid inside the plane. Row from a double reciprocal (exact after
+// the +-1 fix-up for v < 2^31) instead of an integer division per element.
+struct IndexCheck {
+  const Pool2dDesc& d;
+  double inv_w;
+  explicit IndexCheck(const Pool2dDesc& desc) : d(desc), inv_w(1.0 / static_cast<double>(desc.W)) {}
+  bool inside(std::int64_t v, std::int64_t oh, std::int64_t ow) const {
+    if (v < 0 || v >= d.H * d.W) return false;
+    std::int64_t r = static_cast<std::int64_t>(static_cast<double>(v) * inv_w);
+    if (r * d.W > v) --r;
+    if ((r + 1) * d.W <= v) ++r;
+    const std::int64_t c = v - r * d.W;
+    const std::int64_t dr = r - (oh * d.sh - d.ph), dc = c - (ow * d.sw - d.pw);
+    if (dr < 0 || dc < 0 || dr > static_cast<std::int64_t>(d.kh - 1) * d.dh ||
+        dc > static_cast<std::int64_t>(d.kw - 1) * d.dw)
+      return false;
+    return (d.dh == 1 || dr % d.dh == 0) && (d.dw == 1 || dc % d.dw == 0);
+  }
+  bool empty(std::int64_t oh, std::int64_t ow) const { return pool_window_empty(d, oh, ow); }
+};
+
+struct BadIndex {
+  std::atomic<bool> set{false};
+  std::int64_t plane = 0, oh = 0, ow = 0, value = 0;
+  void report(std::int64_t p, std::int64_t h, std::int64_t w, std::int64_t v) {
+    bool expected = false;
+    if (set.compare_exchange_strong(expected, true)) plane = p, oh = h, ow = w, value = v;
+  }
+};
+
+// Scatter of output rows [oh0, oh1) of one plane: acc[idx] += gy, after checking each index.
+template <class G, class A>
+inline void bwd_rows(const Pool2dDesc& d, const IndexCheck& chk, const G* gy, const std::int64_t* ix, A* acc,
+                     std::int64_t plane, std::int64_t oh0, std::int64_t oh1, BadIndex& bad,
+                     float (*to_acc)(G)) {
+  for (std::int64_t oh = oh0; oh < oh1; ++oh) {
+    const G* g = gy + (plane * d.OH + oh) * d.OW;
+    const std::int64_t* x = ix + (plane * d.OH + oh) * d.OW;
+    for (std::int64_t ow = 0; ow < d.OW; ++ow) {
+      const std::int64_t v = x[ow];
+      if (!chk.inside(v, oh, ow)) {
+        if (!chk.empty(oh, ow)) bad.report(plane, oh, ow, v);
+        continue;
+      }
+      if constexpr (std::is_same_v<G, A>) acc[v] += g[ow];
+      else acc[v] += to_acc(g[ow]);
+    }
+  }
+}
+
+float f16_to_float(std::uint16_t s) { return F16::val(s); }
+float bf16_to_float(std::uint16_t s) { return BF16::val(s); }
+float identity_f(float v) { return v; }
+
+std::uint16_t float_to_f16(float v) {
+  const _Float16 h = static_cast<_Float16>(v);
+  std::uint16_t s;
+  std::memcpy(&s, &h, 2);
+  return s;
+}
+std::uint16_t float_to_bf16(float v) {  // round to nearest even; NaN stays NaN
+  std::uint32_t b;
+  std::memcpy(&b, &v, 4);
+  if ((b & 0x7fffffffu) > 0x7f800000u) b |= 0x00400000u;
+  else b += 0x7fffu + ((b >> 16) & 1u);
+  return static_cast<std::uint16_t>(b >> 16);
+}
+
+// Runs the scatter in parallel without races: output rows are cut into blocks whose input row ranges (window
+// extent included) do not reach the block after next, so all even blocks run together, then all odd ones.
+template <class G, class A>
+void bwd_scatter(const Pool2dDesc& d, const G* gy, const std::int64_t* ix, A* acc, float (*to_acc)(G)) {
+  const IndexCheck chk(d);
+  BadIndex bad;
+  const std::int64_t planes = d.N * d.C, plane_size = d.H * d.W;
+  const std::int64_t ext = static_cast<std::int64_t>(d.kh - 1) * d.dh + 1;
+  const std::int64_t rows_per_block = std::max<std::int64_t>(1, (ext + d.sh - 1) / d.sh);
+  const std::int64_t blocks = (d.OH + rows_per_block - 1) / rows_per_block;
+  const bool disjoint = ext <= d.sh;  // every block writes its own input rows: one phase suffices
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < planes * plane_size; ++i) acc[i] = A(0);
+  for (int phase = 0; phase < (disjoint ? 1 : 2); ++phase) {
+    const std::int64_t per_plane = disjoint ? blocks : (blocks - phase + 1) / 2;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t t = 0; t < planes * per_plane; ++t) {
+      const std::int64_t p = t / per_plane, b = disjoint ? t % per_plane : 2 * (t % per_plane) + phase;
+      const std::int64_t oh0 = b * rows_per_block, oh1 = std::min(d.OH, oh0 + rows_per_block);
+      bwd_rows<G, A>(d, chk, gy, ix, acc + p * plane_size, p, oh0, oh1, bad, to_acc);
+    }
+  }
+  if (bad.set.load()) {  // name the first bad index, whichever thread saw one
+    const std::int64_t o = pool_find_bad_index(d, ix);
+    if (o >= 0)
+      throw ValueError(pool_bad_index_message(d, o / (d.OH * d.OW), (o / d.OW) % d.OH, o % d.OW, ix[o]));
+    throw ValueError(pool_bad_index_message(d, bad.plane, bad.oh, bad.ow, bad.value));
+  }
+}
+
+}  // namespace
+
+void CpuBackend::max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices) {
+  const FwdFn fn = fwd_fn(d.dtype, indices != nullptr);
+  const std::int64_t rows = d.N * d.C * d.OH;
+  const std::uint64_t bytes = (d.N * d.C * (d.H * d.W + d.OH * d.OW)) * dtype_size(d.dtype) +
+                              (indices ? rows * d.OW * 8 : 0);
+  const void* xp = x.host_ptr();
+  void* yp = y.host_ptr();
+  std::int64_t* ip = indices ? static_cast<std::int64_t*>(indices->host_ptr()) : nullptr;
+  timed("max_pool2d", bytes, [&] {
+#pragma omp parallel
+    {
+      const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+      const std::int64_t r0 = rows * t / nt, r1 = rows * (t + 1) / nt;
+      if (r0 < r1) fn(d, xp, yp, ip, r0, r1);
+    }
+  });
+}
+
+void CpuBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const Buffer& indices, Buffer& gx) {
+  const std::int64_t in_size = d.N * d.C * d.H * d.W, out_size = d.N * d.C * d.OH * d.OW;
+  const std::uint64_t bytes = (in_size + out_size) * dtype_size(d.dtype) + out_size * 8;
+  const auto* ix = static_cast<const std::int64_t*>(indices.host_ptr());
+  timed("max_pool2d_backward", bytes, [&] {
+    switch (d.dtype) {
+      case DType::f32:
+        bwd_scatter<float, float>(d, static_cast<const float*>(gy.host_ptr()), ix,
+                                  static_cast<float*>(gx.host_ptr()), identity_f);
+        break;
+      case DType::f64:
+        bwd_scatter<double, double>(d, static_cast<const double*>(gy.host_ptr()), ix,
+                                    static_cast<double*>(gx.host_ptr()), nullptr);
+        break;
+      case DType::f16:
+      case DType::bf16: {  // accumulate in float, round once
+        const bool h = d.dtype == DType::f16;
+        std::vector<float> acc(static_cast<std::size_t>(in_size));
+        bwd_scatter<std::uint16_t, float>(d, static_cast<const std::uint16_t*>(gy.host_ptr()), ix, acc.data(),
+                                          h ? f16_to_float : bf16_to_float);
+        auto* out = static_cast<std::uint16_t*>(gx.host_ptr());
+#pragma omp parallel for schedule(static)
+        for (std::int64_t i = 0; i < in_size; ++i) out[i] = h ? float_to_f16(acc[i]) : float_to_bf16(acc[i]);
+        break;
+      }
+      default: throw TypeError(std::string("max_pool2d_backward: unsupported dtype ") + dtype_name(d.dtype));
+    }
+  });
+}
+
+}  // namespace hetnn

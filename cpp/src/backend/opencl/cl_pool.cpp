@@ -1,0 +1,93 @@
+// Max pooling on OpenCL devices: kernels/pool.cl, one program per window shape (compiled in, cached).
+#include <algorithm>
+#include <vector>
+
+#include "backend/opencl/cl_args.h"
+#include "backend/opencl/cl_backend.h"
+#include "core/errors.h"
+#include "core/pool.h"
+
+namespace hetnn::opencl {
+
+namespace {
+
+// The window arguments every pool.cl kernel starts with.
+void set_pool_args(ArgSetter& a, const Pool2dDesc& d) {
+  a(static_cast<cl_int>(d.H))(static_cast<cl_int>(d.W))(static_cast<cl_int>(d.OH))(static_cast<cl_int>(d.OW));
+  a(cl_int{d.sh})(cl_int{d.sw})(cl_int{d.ph})(cl_int{d.pw})(cl_int{d.dh})(cl_int{d.dw});
+}
+
+// Work-group shape: CPU devices (PoCL) vectorise across x, 16 lanes = one AVX-512 float vector; GPUs want a warp
+// (or wavefront half) of consecutive outputs in x.
+struct PoolLocal {
+  std::size_t x, y;
+};
+PoolLocal pool_local(const DeviceInfo& info) {
+  return info.type == "gpu" ? PoolLocal{32, 4} : PoolLocal{16, 1};
+}
+
+}  // namespace
+
+std::string ClBackend::pool_options(const Pool2dDesc& d) const {
+  std::string o = common_options(d.dtype);
+  auto def = [&o](const char* k, int v) { o += std::string(" -D") + k + "=" + std::to_string(v); };
+  def("KH", d.kh), def("KW", d.kw);
+  return o;
+}
+
+void ClBackend::max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cl_kernel k = kernel("pool.cl", "max_pool2d_fwd", pool_options(d));
+  const cl_int with_indices = indices != nullptr;
+  cl_mem ix = indices ? mem(*indices) : mem(y);  // not written without indices, but must be a valid buffer
+  ArgSetter a{k, "max_pool2d_fwd"};
+  set_pool_args(a, d);
+  a(with_indices)(mem(x))(mem(y))(ix);
+  const std::size_t OH = static_cast<std::size_t>(d.OH), OW = static_cast<std::size_t>(d.OW);
+  const PoolLocal l = pool_local(info_);
+  const std::size_t local[3] = {l.x, l.y, 1};
+  const std::size_t global[3] = {round_up(OW, l.x), round_up(OH, l.y), static_cast<std::size_t>(d.N * d.C)};
+  enqueue("max_pool2d", k, 3, global, local);
+}
+
+void ClBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const Buffer& indices, Buffer& gx) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string opts = pool_options(d);
+  const std::size_t H = static_cast<std::size_t>(d.H), W = static_cast<std::size_t>(d.W);
+  const std::size_t OH = static_cast<std::size_t>(d.OH), OW = static_cast<std::size_t>(d.OW);
+  const PoolLocal l = pool_local(info_);
+  const std::size_t local[3] = {l.x, l.y, 1};
+  const std::size_t planes = static_cast<std::size_t>(d.N * d.C);
+
+  // 1. Every index must point inside its own window (else the gather below would drop its gradient silently).
+  cl_mem flag = scratch(2, sizeof(cl_int));
+  const cl_int zero = 0;
+  HETNN_CL_CHECK(clEnqueueFillBuffer(queue_.get(), flag, &zero, sizeof(zero), 0, sizeof(zero), 0, nullptr, nullptr));
+  cl_kernel kc = kernel("pool.cl", "max_pool2d_check", opts);
+  ArgSetter ac{kc, "max_pool2d_check"};
+  set_pool_args(ac, d);
+  ac(mem(indices))(flag);
+  const std::size_t gout[3] = {round_up(OW, l.x), round_up(OH, l.y), planes};
+  enqueue("max_pool2d_backward:check", kc, 3, gout, local);
+
+  // 2. The gather, queued behind the check (in-order queue) before the flag is read back.
+  cl_kernel kb = kernel("pool.cl", "max_pool2d_bwd", opts);
+  ArgSetter ab{kb, "max_pool2d_bwd"};
+  set_pool_args(ab, d);
+  ab(mem(gy))(mem(indices))(mem(gx));
+  const std::size_t gin[3] = {round_up(W, l.x), round_up(H, l.y), planes};
+  enqueue("max_pool2d_backward", kb, 3, gin, local);
+
+  cl_int bad = 0;
+  HETNN_CL_CHECK(clEnqueueReadBuffer(queue_.get(), flag, CL_TRUE, 0, sizeof(bad), &bad, 0, nullptr, nullptr));
+  if (bad) {  // slow path: find and name the first bad index on the host
+    std::vector<std::int64_t> host(static_cast<std::size_t>(d.N * d.C * d.OH * d.OW));
+    HETNN_CL_CHECK(clEnqueueReadBuffer(queue_.get(), mem(indices), CL_TRUE, 0, host.size() * 8, host.data(), 0,
+                                       nullptr, nullptr));
+    const std::int64_t o = pool_find_bad_index(d, host.data());
+    if (o >= 0) throw ValueError(pool_bad_index_message(d, o / (d.OH * d.OW), (o / d.OW) % d.OH, o % d.OW, host[o]));
+    throw ValueError("max_pool2d_backward: indices do not point inside their pooling windows");
+  }
+}
+
+}  // namespace hetnn::opencl

@@ -1,0 +1,138 @@
+// pool.cl: 2-D max pooling over NCHW planes, forward and backward (PyTorch semantics).
+//
+// The kernel size is compiled in (-DKH/-DKW, one program per size and dtype, cached like every other kernel) so
+// the tap loops unroll fully; stride, padding and dilation are arguments, so a parameter sweep does not pay a
+// compile per combination. One work-item per output (forward, index check) or per input element
+// (backward): neighbouring work-items touch neighbouring addresses, which coalesces on GPUs and vectorises across
+// work-items on CPU devices (PoCL).
+#ifdef USE_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+#ifndef KH
+#define KH 2
+#endif
+#ifndef KW
+#define KW 2
+#endif
+// Storage and compare types. 16-bit data is compared in float and copied bit-exact (a max selects, never rounds);
+// gradients are summed in float and rounded once.
+#if defined(STORE_HALF)
+#define STORAGE ushort
+#define VAL(p, i) vload_half((i), (__global const half*)(p))
+#define ACC float
+#define STORE_ACC(v, p, i) vstore_half_rte((v), (i), (__global half*)(p))
+#define NEG_INF_STORAGE ((ushort)0xFC00)
+#elif defined(STORE_BF16)
+#define STORAGE ushort
+#define VAL(p, i) as_float(((uint)(p)[i]) << 16)
+#define ACC float
+inline ushort bf16_from_float(float v) {  // round to nearest even; NaN stays NaN
+  uint b = as_uint(v);
+  if ((b & 0x7fffffffu) > 0x7f800000u) b |= 0x00400000u;
+  else b += 0x7fffu + ((b >> 16) & 1u);
+  return (ushort)(b >> 16);
+}
+#define STORE_ACC(v, p, i) ((p)[i] = bf16_from_float(v))
+#define NEG_INF_STORAGE ((ushort)0xFF80)
+#else
+#ifndef REAL
+#define REAL float
+#endif
+#define STORAGE REAL
+#define VAL(p, i) ((p)[i])
+#define ACC REAL
+#define STORE_ACC(v, p, i) ((p)[i] = (v))
+#define NEG_INF_STORAGE ((REAL)(-INFINITY))
+#endif
+
+// First in-bounds position of a dilated window starting at `s` (PyTorch's initial index).
+inline int first_inside(int s, int d) { return s >= 0 ? s : s + (-s + d - 1) / d * d; }
+
+// global = (OW, OH, planes), rounded up to the work-group size.
+#define POOL_ARGS const int H, const int W, const int OH, const int OW, const int SH, const int SW, const int PH, \
+    const int PW, const int DH, const int DW
+
+__kernel void max_pool2d_fwd(POOL_ARGS, const int with_indices, __global const STORAGE* x, __global STORAGE* y,
+                             __global long* indices) {
+  const int ow = get_global_id(0), oh = get_global_id(1);
+  const long plane = get_global_id(2);
+  if (ow >= OW || oh >= OH) return;
+  __global const STORAGE* xp = x + plane * H * W;
+  const int hs = oh * SH - PH, ws = ow * SW - PW;
+  STORAGE best = NEG_INF_STORAGE;
+  ACC bestv = -INFINITY;
+  int where = first_inside(hs, DH) * W + first_inside(ws, DW);
+#pragma unroll
+  for (int i = 0; i < KH; ++i) {
+    const int ih = hs + i * DH;
+    if (ih < 0 || ih >= H) continue;
+#pragma unroll
+    for (int j = 0; j < KW; ++j) {
+      const int iw = ws + j * DW;
+      if (iw < 0 || iw >= W) continue;
+      const int at = ih * W + iw;
+      const STORAGE s = xp[at];
+      const ACC v = VAL(xp, at);
+      if (v > bestv || isnan(v)) {  // NaN propagates; ties keep the first maximum
+        bestv = v;
+        best = s;
+        where = at;
+      }
+    }
+  }
+  const long o = (plane * OH + oh) * OW + ow;
+  y[o] = best;
+  if (with_indices) indices[o] = where;
+}
+
+// Sets *bad to 1 when an index does not lie on its window's grid inside the plane (the host then finds and names
+// the first one); windows with no input position at all are skipped (their index carries no gradient).
+__kernel void max_pool2d_check(POOL_ARGS, __global const long* indices, __global int* bad) {
+  const int ow = get_global_id(0), oh = get_global_id(1);
+  const long plane = get_global_id(2);
+  if (ow >= OW || oh >= OH) return;
+  const long o = (plane * OH + oh) * OW + ow;
+  const long v = indices[o];
+  const int hs = oh * SH - PH, ws = ow * SW - PW;
+  bool ok = false;
+  if (v >= 0 && v < (long)H * W) {
+    const int r = (int)(v / W), c = (int)(v - (long)r * W);
+    const int dr = r - hs, dc = c - ws;
+    ok = dr >= 0 && dc >= 0 && dr <= (KH - 1) * DH && dc <= (KW - 1) * DW && dr % DH == 0 && dc % DW == 0;
+  }
+  if (!ok) {
+    const int h0 = first_inside(hs, DH), w0 = first_inside(ws, DW);
+    const bool empty = h0 >= H || h0 > hs + (KH - 1) * DH || w0 >= W || w0 > ws + (KW - 1) * DW;
+    if (!empty) *bad = 1;  // a benign race: every writer stores 1
+  }
+}
+
+// Gather form of the scatter: each input element sums the gradients of the windows that contain it and chose it,
+// so overlapping windows need no atomics and the result does not depend on scheduling.
+// global = (W, H, planes), rounded up.
+__kernel void max_pool2d_bwd(POOL_ARGS, __global const STORAGE* gy, __global const long* indices,
+                             __global STORAGE* gx) {
+  const int iw = get_global_id(0), ih = get_global_id(1);
+  const long plane = get_global_id(2);
+  if (iw >= W || ih >= H) return;
+  const long me = (long)ih * W + iw;
+  const long obase = plane * OH * OW;
+  ACC acc = 0;
+#pragma unroll
+  for (int i = 0; i < KH; ++i) {
+    const int t = ih + PH - i * DH;  // = oh * SH for the window (oh) whose row i is ih
+    if (t < 0 || t % SH) continue;
+    const int oh = t / SH;
+    if (oh >= OH) continue;
+#pragma unroll
+    for (int j = 0; j < KW; ++j) {
+      const int u = iw + PW - j * DW;
+      if (u < 0 || u % SW) continue;
+      const int ow = u / SW;
+      if (ow >= OW) continue;
+      const long o = obase + (long)oh * OW + ow;
+      if (indices[o] == me) acc += VAL(gy, o);
+    }
+  }
+  STORE_ACC(acc, gx, plane * H * W + me);
+}

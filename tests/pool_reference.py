@@ -1,0 +1,63 @@
+"""Float64 NumPy reference of PyTorch's max_pool2d (forward, indices, backward), written from PyTorch's definition:
+each window's taps are visited in row-major order, taps outside the input are skipped, a tap replaces the current
+maximum when it is greater or NaN, and the index starts at the window's first in-bounds tap."""
+import math
+
+import numpy as np
+
+
+def out_size(n, k, s, p, d, ceil):
+    """PyTorch's pooling_output_shape."""
+    num = n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil else 0)
+    o = math.floor(num / s) + 1
+    if ceil and (o - 1) * s >= n + p:
+        o -= 1
+    return o
+
+
+def _first_inside(start, d):
+    while start < 0:
+        start += d
+    return start
+
+
+def max_pool2d(x, k, s, p, d, ceil):
+    """(y float64, indices int64) for x of shape (N, C, H, W); k, s, p, d are (h, w) pairs."""
+    x = np.asarray(x, dtype=np.float64)
+    N, C, H, W = x.shape
+    OH, OW = out_size(H, k[0], s[0], p[0], d[0], ceil), out_size(W, k[1], s[1], p[1], d[1], ceil)
+    y = np.empty((N, C, OH, OW))
+    idx = np.empty((N, C, OH, OW), dtype=np.int64)
+    for oh in range(OH):
+        hs = oh * s[0] - p[0]
+        for ow in range(OW):
+            ws = ow * s[1] - p[1]
+            best = np.full((N, C), -np.inf)
+            where = np.full((N, C), _first_inside(hs, d[0]) * W + _first_inside(ws, d[1]), dtype=np.int64)
+            for i in range(k[0]):
+                ih = hs + i * d[0]
+                if not 0 <= ih < H:
+                    continue
+                for j in range(k[1]):
+                    iw = ws + j * d[1]
+                    if not 0 <= iw < W:
+                        continue
+                    v = x[:, :, ih, iw]
+                    take = (v > best) | np.isnan(v)
+                    best = np.where(take, v, best)
+                    where = np.where(take, ih * W + iw, where)
+            y[:, :, oh, ow] = best
+            idx[:, :, oh, ow] = where
+    return y, idx
+
+
+def max_pool2d_backward(grad_output, indices, input_shape):
+    """Scatter-add of grad_output (float64) at the flat indices of each plane."""
+    N, C, H, W = input_shape
+    g = np.asarray(grad_output, dtype=np.float64).reshape(N * C, -1)
+    ix = np.asarray(indices).reshape(N * C, -1)
+    gx = np.zeros((N * C, H * W))
+    for plane in range(N * C):
+        valid = (ix[plane] >= 0) & (ix[plane] < H * W)
+        np.add.at(gx[plane], ix[plane][valid], g[plane][valid])
+    return gx.reshape(N, C, H, W)
