@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <memory>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -82,6 +84,62 @@ std::vector<double> onednn_raw_matmul(int M, int N, int K, int n_warmup, int n_r
     const double t0 = now();
     prim.execute(s, args);
     s.wait();
+    times.push_back(now() - t0);
+  }
+  return times;
+}
+
+std::pair<double, double> stream_copy_triad(std::size_t bytes_per_array, int repeats) {
+  const std::int64_t n = static_cast<std::int64_t>(bytes_per_array / sizeof(double));
+  if (n < 1) throw ValueError("stream: bytes_per_array must hold at least one double");
+  // Uninitialised storage: the parallel loop below is the first touch of every page.
+  std::unique_ptr<double[]> a(new double[n]), b(new double[n]), c(new double[n]);
+  double* pa = a.get();
+  double* pb = b.get();
+  double* pc = c.get();
+#pragma omp parallel for schedule(static)  // first touch by the threads that will use the pages
+  for (std::int64_t i = 0; i < n; ++i) pa[i] = 1.0, pb[i] = 2.0, pc[i] = 0.0;
+  double copy = 0, triad = 0;
+  const double scalar = 3.0;
+  for (int r = 0; r < std::max(1, repeats); ++r) {
+    double t0 = now();
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) pc[i] = pa[i];
+    copy = std::max(copy, 16.0 * n / (now() - t0) / 1e9);
+    t0 = now();
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) pa[i] = pb[i] + scalar * pc[i];
+    triad = std::max(triad, 24.0 * n / (now() - t0) / 1e9);
+  }
+  volatile double keep = pa[n / 2] + pc[n / 3];  // the stores are observable
+  (void)keep;
+  return {copy, triad};
+}
+
+std::vector<double> onednn_raw_maxpool(int N, int C, int H, int W, int k, int s, int p, const std::string& layout,
+                                       int n_warmup, int n_repeat) {
+  using namespace dnnl;
+  using tag = memory::format_tag;
+  if (layout != "nchw" && layout != "nhwc") throw ValueError("onednn_raw_maxpool: layout must be nchw or nhwc");
+  engine eng(engine::kind::cpu, 0);
+  stream st(eng);
+  const int OH = (H + 2 * p - k) / s + 1, OW = (W + 2 * p - k) / s + 1;
+  const tag t = layout == "nchw" ? tag::nchw : tag::nhwc;
+  memory::desc src({N, C, H, W}, memory::data_type::f32, t), dst({N, C, OH, OW}, memory::data_type::f32, t);
+  pooling_forward::primitive_desc pd(eng, prop_kind::forward_inference, algorithm::pooling_max, src, dst, {s, s},
+                                     {k, k}, {0, 0}, {p, p}, {p, p});
+  memory ms(src, eng), md(dst, eng);
+  float* x = static_cast<float*>(ms.get_data_handle());
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(N) * C * H * W; ++i) x[i] = static_cast<float>(i % 97);
+  pooling_forward prim(pd);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, ms}, {DNNL_ARG_DST, md}};
+  for (int i = 0; i < n_warmup; ++i) prim.execute(st, args);
+  st.wait();
+  std::vector<double> times;
+  for (int i = 0; i < n_repeat; ++i) {
+    const double t0 = now();
+    prim.execute(st, args);
+    st.wait();
     times.push_back(now() - t0);
   }
   return times;

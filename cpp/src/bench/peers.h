@@ -24,4 +24,14 @@ std::vector<double> clblast_sgemm(const Array& a, const Array& b, Array& c, int 
                                   const std::vector<std::pair<std::string, std::size_t>>& params);
 bool have_clblast();
 
+// STREAM-style memory bandwidth of the host with all OpenMP threads, over float64 arrays of `bytes_per_array`:
+// best GB/s of `repeats` runs of copy (c = a: 16 bytes per element) and triad (a = b + s*c: 24 bytes per element),
+// counted as STREAM counts them (no write-allocate traffic).
+std::pair<double, double> stream_copy_triad(std::size_t bytes_per_array, int repeats);
+
+// Seconds per call of oneDNN's max-pooling forward (inference) primitive on an f32 (N, C, H, W) input in
+// `layout` "nchw" or "nhwc" (square kernel k, stride s, padding p), after n_warmup calls.
+std::vector<double> onednn_raw_maxpool(int N, int C, int H, int W, int k, int s, int p, const std::string& layout,
+                                       int n_warmup, int n_repeat);
+
 }  // namespace hetnn::bench

@@ -242,6 +242,21 @@ PYBIND11_MODULE(_core, m) {
       py::arg("threads") = 0, py::arg("seconds") = 0.2);
   m.attr("have_clblast") = bench::have_clblast();
   m.def(
+      "_stream",
+      [](std::size_t bytes_per_array, int repeats) {
+        py::gil_scoped_release nogil;
+        return bench::stream_copy_triad(bytes_per_array, repeats);
+      },
+      py::arg("bytes_per_array"), py::arg("repeats") = 5);
+  m.def(
+      "_onednn_raw_maxpool",
+      [](int N, int C, int H, int W, int k, int s, int p, const std::string& layout, int n_warmup, int n_repeat) {
+        py::gil_scoped_release nogil;
+        return bench::onednn_raw_maxpool(N, C, H, W, k, s, p, layout, n_warmup, n_repeat);
+      },
+      py::arg("N"), py::arg("C"), py::arg("H"), py::arg("W"), py::arg("k"), py::arg("s"), py::arg("p"),
+      py::arg("layout"), py::arg("n_warmup"), py::arg("n_repeat"));
+  m.def(
       "_clblast_sgemm",
       [](const Array& a, const Array& b, Array& c, int n_warmup, int n_repeat,
          const std::vector<std::pair<std::string, std::size_t>>& params) {

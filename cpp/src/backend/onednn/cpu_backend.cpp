@@ -1,5 +1,6 @@
 #include "backend/onednn/cpu_backend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -15,15 +16,21 @@ namespace {
 
 class HostBuffer final : public Buffer {
  public:
+  // Wrapped memory (owner set): hetnn never frees it.
   HostBuffer(void* p, std::size_t n, std::shared_ptr<void> owner) : Buffer(n), p_(p), owner_(std::move(owner)) {}
+  // Pool memory: returned to the pool (which the buffer keeps alive) when the buffer goes.
+  HostBuffer(void* p, std::size_t n, std::shared_ptr<HostPool> pool, std::size_t capacity)
+      : Buffer(n), p_(p), pool_(std::move(pool)), capacity_(capacity) {}
   ~HostBuffer() override {
-    if (!owner_) std::free(p_);
+    if (pool_) pool_->release(p_, capacity_);
   }
   void* host_ptr() const override { return p_; }
 
  private:
   void* p_;
-  std::shared_ptr<void> owner_;  // set for wrapped memory, which hetnn does not free
+  std::shared_ptr<void> owner_;
+  std::shared_ptr<HostPool> pool_;
+  std::size_t capacity_ = 0;
 };
 
 char* ptr(const Buffer& b) { return static_cast<char*>(b.host_ptr()); }
@@ -44,17 +51,21 @@ dnnl::memory::data_type dnnl_type(DType t) {
 
 }  // namespace
 
-CpuBackend::CpuBackend() : engine_(dnnl::engine::kind::cpu, 0) {}
+CpuBackend::CpuBackend()
+    : engine_(dnnl::engine::kind::cpu, 0),
+      // Cache freed blocks up to 1/8 of the machine's memory (at most 4 GiB).
+      pool_(std::make_shared<HostPool>(
+          static_cast<std::size_t>(std::min<std::uint64_t>(physical_memory() / 8, std::uint64_t{4} << 30)))) {}
 
 std::shared_ptr<Buffer> CpuBackend::alloc(std::size_t nbytes) {
   const std::uint64_t phys = physical_memory();
   if (phys && nbytes > phys)
     throw OutOfMemory("cannot allocate " + std::to_string(nbytes) + " bytes on cpu: the machine has " +
                       std::to_string(phys) + " bytes of memory");
-  const std::size_t rounded = (nbytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded ? rounded : 64);
+  std::size_t capacity = 0;
+  void* p = pool_->acquire(nbytes, &capacity);
   if (!p) throw OutOfMemory("cannot allocate " + std::to_string(nbytes) + " bytes on cpu");
-  return std::make_shared<HostBuffer>(p, nbytes, nullptr);
+  return std::make_shared<HostBuffer>(p, nbytes, pool_, capacity);
 }
 
 std::shared_ptr<Buffer> CpuBackend::wrap_host(void* p, std::size_t nbytes, std::shared_ptr<void> owner) {

@@ -8,6 +8,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backend/backend.h"
+#include "backend/onednn/host_pool.h"
 
 namespace hetnn {
 
@@ -53,6 +54,7 @@ class CpuBackend final : public Backend {
   const MatmulEntry& matmul_entry(const MatmulDesc& d);
 
   dnnl::engine engine_;
+  std::shared_ptr<HostPool> pool_;  // large host blocks kept for reuse (host_pool.h)
   std::mutex mu_;  // guards the primitive cache
   std::unordered_map<std::array<std::int64_t, 12>, MatmulEntry, KeyHash> matmul_cache_;
 };

@@ -68,18 +68,24 @@ struct BF16 {
 
 inline std::int64_t first_inside(std::int64_t start, int d) { return pool_first_inside(start, d); }
 
-// One output row (plane, oh): y[ow] = max over the window, ix[ow] = its flat index (when IDX).
+// Window tap number (i * kw + j) tracked per output while scanning; the same width as the compared value so the
+// compare-and-select loops vectorise (an int64 index next to float lanes does not).
+template <class E>
+using Tap = std::conditional_t<sizeof(typename E::V) == 8, std::int64_t, std::int32_t>;
+
+// One output row (plane, oh): y[ow] = max over the window, ix[ow] = its flat index (when IDX; `tap` is scratch of
+// OW entries).
 template <class E, bool IDX>
 inline __attribute__((always_inline)) void fwd_row(const Pool2dDesc& d, const typename E::S* plane,
-                                                   typename E::S* y, std::int64_t* ix, std::int64_t oh) {
+                                                   typename E::S* y, std::int64_t* ix, Tap<E>* tap,
+                                                   std::int64_t oh) {
   using S = typename E::S;
+  using T = Tap<E>;
   const std::int64_t W = d.W, OW = d.OW, sw = d.sw;
   const std::int64_t hstart = oh * d.sh - d.ph;
   for (std::int64_t ow = 0; ow < OW; ++ow) y[ow] = E::neg_inf();
-  if (IDX) {
-    const std::int64_t h0 = first_inside(hstart, d.dh);
-    for (std::int64_t ow = 0; ow < OW; ++ow) ix[ow] = h0 * W + first_inside(ow * sw - d.pw, d.dw);
-  }
+  if (IDX)
+    for (std::int64_t ow = 0; ow < OW; ++ow) tap[ow] = -1;
   for (int i = 0; i < d.kh; ++i) {
     const std::int64_t ih = hstart + static_cast<std::int64_t>(i) * d.dh;
     if (ih < 0 || ih >= d.H) continue;
@@ -89,44 +95,65 @@ inline __attribute__((always_inline)) void fwd_row(const Pool2dDesc& d, const ty
       const std::int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
       const std::int64_t hi = W - 1 - off >= 0 ? std::min(OW, (W - 1 - off) / sw + 1) : 0;
       const S* r = row + off;
-      const std::int64_t base = ih * W + off;
+      const T t = static_cast<T>(i * d.kw + j);
+      // NaN propagates (v != v); ties keep the first maximum (strict >), as PyTorch.
       if (sw == 1) {
 #pragma omp simd
         for (std::int64_t ow = lo; ow < hi; ++ow) {
           const S s = r[ow];
           const auto v = E::val(s), cur = E::val(y[ow]);
-          const bool take = v > cur || v != v;  // NaN propagates; ties keep the first maximum
+          const bool take = (v > cur) | (v != v);  // bitwise: no branch in the scalar remainder
           y[ow] = take ? s : y[ow];
-          if (IDX) ix[ow] = take ? base + ow : ix[ow];
+          if (IDX) tap[ow] = take ? t : tap[ow];
         }
       } else if (sw == 2) {
 #pragma omp simd
         for (std::int64_t ow = lo; ow < hi; ++ow) {
           const S s = r[2 * ow];
           const auto v = E::val(s), cur = E::val(y[ow]);
-          const bool take = v > cur || v != v;
+          const bool take = (v > cur) | (v != v);  // bitwise: no branch in the scalar remainder
           y[ow] = take ? s : y[ow];
-          if (IDX) ix[ow] = take ? base + 2 * ow : ix[ow];
+          if (IDX) tap[ow] = take ? t : tap[ow];
         }
       } else {
         for (std::int64_t ow = lo; ow < hi; ++ow) {
           const S s = r[ow * sw];
           const auto v = E::val(s), cur = E::val(y[ow]);
-          const bool take = v > cur || v != v;
+          const bool take = (v > cur) | (v != v);  // bitwise: no branch in the scalar remainder
           y[ow] = take ? s : y[ow];
-          if (IDX) ix[ow] = take ? base + ow * sw : ix[ow];
+          if (IDX) tap[ow] = take ? t : tap[ow];
         }
       }
+    }
+  }
+  if (IDX) {
+    // tap -> flat index: row hstart + i*dh, column ow*sw - pw + j*dw. A window that took nothing (all -inf, or
+    // no input position) keeps PyTorch's initial index: its first in-bounds tap.
+    std::int64_t offs[64];
+    const bool small = d.kh * d.kw <= 64;
+    if (small)
+      for (int q = 0; q < d.kh * d.kw; ++q)
+        offs[q] = static_cast<std::int64_t>(q / d.kw) * d.dh * W + static_cast<std::int64_t>(q % d.kw) * d.dw;
+    const std::int64_t base = hstart * W - d.pw;
+    const std::int64_t h0 = first_inside(hstart, d.dh);
+    for (std::int64_t ow = 0; ow < OW; ++ow) {
+      const std::int64_t q = tap[ow];
+      if (q >= 0)
+        ix[ow] = base + ow * sw + (small ? offs[q] : (q / d.kw) * d.dh * W + (q % d.kw) * d.dw);
+      else
+        ix[ow] = h0 * W + first_inside(ow * sw - d.pw, d.dw);
     }
   }
 }
 
 template <class E, bool IDX>
-void fwd_rows(const Pool2dDesc& d, const typename E::S* x, typename E::S* y, std::int64_t* ix,
-              std::int64_t r0, std::int64_t r1) {
+inline __attribute__((always_inline)) void fwd_rows(const Pool2dDesc& d, const typename E::S* x,
+                                                    typename E::S* y, std::int64_t* ix, std::int64_t r0,
+                                                    std::int64_t r1) {
+  std::vector<Tap<E>> tap(IDX ? static_cast<std::size_t>(d.OW) : 0);
   for (std::int64_t r = r0; r < r1; ++r) {
     const std::int64_t p = r / d.OH, oh = r % d.OH;
-    fwd_row<E, IDX>(d, x + p * d.H * d.W, y + r * d.OW, IDX ? ix + r * d.OW : nullptr, oh);
+    fwd_row<E, IDX>(d, x + p * d.H * d.W, y + r * d.OW, IDX ? ix + r * d.OW : nullptr, tap.data(), oh);
   }
 }
 

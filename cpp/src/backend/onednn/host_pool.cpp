@@ -1,0 +1,81 @@
+#include "backend/onednn/host_pool.h"
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+
+namespace hetnn {
+
+namespace {
+constexpr std::size_t kHuge = 2 << 20;
+}
+
+HostPool::~HostPool() { trim(); }
+
+void* HostPool::acquire(std::size_t n, std::size_t* capacity) {
+  if (n < kMinPooled) {
+    *capacity = (n + 63) / 64 * 64;
+    return std::aligned_alloc(64, *capacity ? *capacity : 64);
+  }
+  const std::size_t cap = (n + kHuge - 1) / kHuge * kHuge;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_.find(cap);  // exact size class: a sweep of growing sizes does not pin memory it cannot reuse
+    if (it != free_.end()) {
+      void* p = it->second;
+      free_.erase(it);
+      cached_ -= cap;
+      *capacity = cap;
+      return p;
+    }
+  }
+  void* p = std::aligned_alloc(kHuge, cap);
+  if (!p) {  // let cached blocks go and try once more
+    trim();
+    p = std::aligned_alloc(kHuge, cap);
+    if (!p) return nullptr;
+  }
+#ifdef MADV_HUGEPAGE
+  madvise(p, cap, MADV_HUGEPAGE);  // fewer faults and TLB misses where THP is in "madvise" mode; a hint only
+#endif
+  *capacity = cap;
+  return p;
+}
+
+void HostPool::release(void* p, std::size_t capacity) noexcept {
+  if (!p) return;
+  if (capacity < kMinPooled) {
+    std::free(p);
+    return;
+  }
+  std::vector<void*> drop;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.emplace(capacity, p);
+    cached_ += capacity;
+    while (cached_ > cap_ && !free_.empty()) {  // evict the largest blocks first
+      auto last = std::prev(free_.end());
+      cached_ -= last->first;
+      drop.push_back(last->second);
+      free_.erase(last);
+    }
+  }
+  for (void* q : drop) std::free(q);
+}
+
+void HostPool::trim() noexcept {
+  std::multimap<std::size_t, void*> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all.swap(free_);
+    cached_ = 0;
+  }
+  for (auto& kv : all) std::free(kv.second);
+}
+
+std::size_t HostPool::cached_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cached_;
+}
+
+}  // namespace hetnn
