@@ -35,15 +35,24 @@ std::string ClBackend::pool_options(const Pool2dDesc& d) const {
   return o;
 }
 
+// CPU devices take the row kernels (a work-item per row, vectorised inner loop); GPUs a work-item per element.
+static bool row_kernels(const DeviceInfo& info) { return info.type != "gpu"; }
+
 void ClBackend::max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices) {
   std::lock_guard<std::mutex> lock(mu_);
-  cl_kernel k = kernel("pool.cl", "max_pool2d_fwd", pool_options(d));
+  const bool rows = row_kernels(info_);
+  cl_kernel k = kernel("pool.cl", rows ? "max_pool2d_fwd_rows" : "max_pool2d_fwd", pool_options(d));
   const cl_int with_indices = indices != nullptr;
   cl_mem ix = indices ? mem(*indices) : mem(y);  // not written without indices, but must be a valid buffer
   ArgSetter a{k, "max_pool2d_fwd"};
   set_pool_args(a, d);
   a(with_indices)(mem(x))(mem(y))(ix);
   const std::size_t OH = static_cast<std::size_t>(d.OH), OW = static_cast<std::size_t>(d.OW);
+  if (rows) {
+    const std::size_t global[2] = {OH, static_cast<std::size_t>(d.N * d.C)}, local[2] = {1, 1};
+    enqueue("max_pool2d", k, 2, global, local);
+    return;
+  }
   const PoolLocal l = pool_local(info_);
   const std::size_t local[3] = {l.x, l.y, 1};
   const std::size_t global[3] = {round_up(OW, l.x), round_up(OH, l.y), static_cast<std::size_t>(d.N * d.C)};
@@ -63,20 +72,34 @@ void ClBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const
   cl_mem flag = scratch(2, sizeof(cl_int));
   const cl_int zero = 0;
   HETNN_CL_CHECK(clEnqueueFillBuffer(queue_.get(), flag, &zero, sizeof(zero), 0, sizeof(zero), 0, nullptr, nullptr));
-  cl_kernel kc = kernel("pool.cl", "max_pool2d_check", opts);
+  const bool rows = row_kernels(info_);
+  const std::size_t one[2] = {1, 1};
+  cl_kernel kc = kernel("pool.cl", rows ? "max_pool2d_check_rows" : "max_pool2d_check", opts);
   ArgSetter ac{kc, "max_pool2d_check"};
   set_pool_args(ac, d);
   ac(mem(indices))(flag);
-  const std::size_t gout[3] = {round_up(OW, l.x), round_up(OH, l.y), planes};
-  enqueue("max_pool2d_backward:check", kc, 3, gout, local);
+  if (rows) {
+    const std::size_t g[2] = {OH, planes};
+    enqueue("max_pool2d_backward:check", kc, 2, g, one);
+  } else {
+    const std::size_t gout[3] = {round_up(OW, l.x), round_up(OH, l.y), planes};
+    enqueue("max_pool2d_backward:check", kc, 3, gout, local);
+  }
 
-  // 2. The gather, queued behind the check (in-order queue) before the flag is read back.
-  cl_kernel kb = kernel("pool.cl", "max_pool2d_bwd", opts);
+  // 2. The scatter (rows: float32/64 on CPU devices) or gather, queued behind the check (in-order queue) before
+  // the flag is read back.
+  const bool scatter_rows = rows && (d.dtype == DType::f32 || d.dtype == DType::f64);
+  cl_kernel kb = kernel("pool.cl", scatter_rows ? "max_pool2d_bwd_rows" : "max_pool2d_bwd", opts);
   ArgSetter ab{kb, "max_pool2d_bwd"};
   set_pool_args(ab, d);
   ab(mem(gy))(mem(indices))(mem(gx));
-  const std::size_t gin[3] = {round_up(W, l.x), round_up(H, l.y), planes};
-  enqueue("max_pool2d_backward", kb, 3, gin, local);
+  if (scatter_rows) {
+    const std::size_t g[2] = {H, planes};
+    enqueue("max_pool2d_backward", kb, 2, g, one);
+  } else {
+    const std::size_t gin[3] = {round_up(W, l.x), round_up(H, l.y), planes};
+    enqueue("max_pool2d_backward", kb, 3, gin, local);
+  }
 
   cl_int bad = 0;
   HETNN_CL_CHECK(clEnqueueReadBuffer(queue_.get(), flag, CL_TRUE, 0, sizeof(bad), &bad, 0, nullptr, nullptr));

@@ -136,3 +136,125 @@ __kernel void max_pool2d_bwd(POOL_ARGS, __global const STORAGE* gy, __global con
   }
   STORE_ACC(acc, gx, plane * H * W + me);
 }
+
+// ---- CPU-device variants -------------------------------------------------------------------------------------
+// One work-item per output row (forward, check) or input row (backward), work-groups of one: the column loop is a
+// plain loop over contiguous memory that the device compiler vectorises, as the host loops in pool_cpu.cpp (a
+// work-item per output left PoCL at 2 GB/s on a 32x64x112x112 input, these reach the host's memory speed).
+
+// NaN wins; ties keep the first maximum. The indexed and plain scans are separate loops so that neither carries
+// the other's stores (a conditional store to a possibly aliased buffer blocks vectorisation).
+#define ROW_SCAN(STRIDE)                                   \
+  for (int ow = lo; ow < hi; ++ow) {                       \
+    const int at = ih * W + ow * (STRIDE) + off;           \
+    const STORAGE s = xp[at];                              \
+    const ACC v = VAL(xp, at), cur = VAL(yr, ow);          \
+    yr[ow] = ((v > cur) | isnan(v)) ? s : yr[ow];          \
+  }
+#define ROW_SCAN_IDX(STRIDE)                               \
+  for (int ow = lo; ow < hi; ++ow) {                       \
+    const int at = ih * W + ow * (STRIDE) + off;           \
+    const STORAGE s = xp[at];                              \
+    const ACC v = VAL(xp, at), cur = VAL(yr, ow);          \
+    const int take = (v > cur) | isnan(v);                 \
+    yr[ow] = take ? s : yr[ow];                            \
+    ir[ow] = take ? (long)at : ir[ow];                     \
+  }
+#define ROW_SCANS(SCAN) \
+  if (SW == 1) {        \
+    SCAN(1)             \
+  } else if (SW == 2) { \
+    SCAN(2)             \
+  } else {              \
+    SCAN(SW)            \
+  }
+
+__kernel void max_pool2d_fwd_rows(POOL_ARGS, const int with_indices, __global const STORAGE* restrict x,
+                                  __global STORAGE* restrict y, __global long* restrict indices) {
+  const int oh = get_global_id(0);
+  const long plane = get_global_id(1);
+  if (oh >= OH) return;
+  __global const STORAGE* restrict xp = x + plane * H * W;
+  __global STORAGE* restrict yr = y + (plane * OH + oh) * OW;
+  __global long* restrict ir = indices + (plane * OH + oh) * OW;
+  const int hs = oh * SH - PH;
+  for (int ow = 0; ow < OW; ++ow) yr[ow] = NEG_INF_STORAGE;
+  if (with_indices) {
+    const int h0 = first_inside(hs, DH);
+    const int inside_from = min(OW, (PW + SW - 1) / SW);  // windows starting at w >= 0 need no adjustment
+    for (int ow = 0; ow < inside_from; ++ow) ir[ow] = (long)h0 * W + first_inside(ow * SW - PW, DW);
+    for (int ow = inside_from; ow < OW; ++ow) ir[ow] = (long)h0 * W + ow * SW - PW;
+  }
+  for (int i = 0; i < KH; ++i) {
+    const int ih = hs + i * DH;
+    if (ih < 0 || ih >= H) continue;
+    for (int j = 0; j < KW; ++j) {
+      const int off = j * DW - PW;  // iw = ow * SW + off
+      const int lo = off >= 0 ? 0 : (-off + SW - 1) / SW;
+      const int hi = W - 1 - off >= 0 ? min(OW, (W - 1 - off) / SW + 1) : 0;
+      if (with_indices) {
+        ROW_SCANS(ROW_SCAN_IDX)
+      } else {
+        ROW_SCANS(ROW_SCAN)
+      }
+    }
+  }
+}
+
+// Row of a flat index without a division per element: float estimate, then exact integer fix-up.
+inline int row_of(long v, int W, float inv_w) {
+  long r = (long)((float)v * inv_w);
+  while (r * W > v) --r;
+  while ((r + 1) * W <= v) ++r;
+  return (int)r;
+}
+
+__kernel void max_pool2d_check_rows(POOL_ARGS, __global const long* indices, __global int* bad) {
+  const int oh = get_global_id(0);
+  const long plane = get_global_id(1);
+  if (oh >= OH) return;
+  __global const long* ir = indices + (plane * OH + oh) * OW;
+  const int hs = oh * SH - PH;
+  const float inv_w = 1.0f / W;
+  int fail = 0;
+  for (int ow = 0; ow < OW; ++ow) {
+    const long v = ir[ow];
+    const int ws = ow * SW - PW;
+    int ok = 0;
+    if (v >= 0 && v < (long)H * W) {
+      const int r = row_of(v, W, inv_w), c = (int)(v - (long)r * W);
+      const int dr = r - hs, dc = c - ws;
+      ok = dr >= 0 && dc >= 0 && dr <= (KH - 1) * DH && dc <= (KW - 1) * DW && dr % DH == 0 && dc % DW == 0;
+    }
+    if (!ok) {
+      const int h0 = first_inside(hs, DH), w0 = first_inside(ws, DW);
+      fail |= !(h0 >= H || h0 > hs + (KH - 1) * DH || w0 >= W || w0 > ws + (KW - 1) * DW);
+    }
+  }
+  if (fail) *bad = 1;
+}
+
+// Scatter restricted to one input row: the work-item owning row ih adds the gradients of the outputs whose index
+// falls in that row, so no two work-items write the same element. float32/float64 only (16-bit data uses the
+// gather kernel, which sums in float and rounds once).
+__kernel void max_pool2d_bwd_rows(POOL_ARGS, __global const STORAGE* gy, __global const long* indices,
+                                  __global STORAGE* gx) {
+  const int ih = get_global_id(0);
+  const long plane = get_global_id(1);
+  if (ih >= H) return;
+  __global STORAGE* gr = gx + (plane * H + ih) * W;
+  for (int iw = 0; iw < W; ++iw) gr[iw] = 0;
+  const long base = (long)ih * W;
+  for (int i = 0; i < KH; ++i) {
+    const int t = ih + PH - i * DH;  // = oh * SH for the output row whose window row i is ih
+    if (t < 0 || t % SH) continue;
+    const int oh = t / SH;
+    if (oh >= OH) continue;
+    __global const long* ir = indices + (plane * OH + oh) * OW;
+    __global const STORAGE* g = gy + (plane * OH + oh) * OW;
+    for (int ow = 0; ow < OW; ++ow) {
+      const long c = ir[ow] - base;
+      if (c >= 0 && c < W) gr[c] += g[ow];
+    }
+  }
+}
