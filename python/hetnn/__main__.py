@@ -23,30 +23,53 @@ def _cmd_devices(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    suite = args.suite or ("all" if args.quick else "matmul")
+    if suite not in ("matmul", "maxpool", "all"):
+        print(f"hetnn bench: unknown suite {suite!r} (available: matmul, maxpool, all)", file=sys.stderr)
+        return 2
+    if args.batch < 1:
+        print(f"hetnn bench: --batch must be >= 1, got {args.batch}", file=sys.stderr)
+        return 2
+    rows: list = []
+    status = 0
+    if suite in ("matmul", "all"):
+        status = _bench_matmul(args, rows)
+    if status == 0 and suite in ("maxpool", "all"):
+        status = _bench_maxpool(args, rows)
+    if status == 0 and args.output:
+        for p in _write(rows, args.output):
+            print(f"wrote {p}")
+    return status
+
+
+def _write(rows: list, prefix: str) -> list:
+    from .bench.report import write_outputs
+
+    return write_outputs(rows, prefix)
+
+
+def _timing_args(args: argparse.Namespace):
+    repeat, warmup, max_duration = args.repeat, args.warmup, args.max_duration
+    if args.quick:
+        repeat, warmup, max_duration = min(repeat, 10), min(warmup, 2), min(max_duration or 1.0, 1.0)
+    return repeat, warmup, max_duration
+
+
+def _bench_matmul(args: argparse.Namespace, all_rows: list) -> int:
     import numpy as np
 
     from .bench.matmul import MATMUL_COLUMNS, MATMUL_SHAPES, precision_table, ratios, resnet50_shapes, run_matmul
     from .bench.peak import cpu_fma_peak_gflops
-    from .bench.report import format_table, write_outputs
+    from .bench.report import format_table
 
-    suite = args.suite or "matmul"
-    if suite != "matmul":
-        print(f"hetnn bench: unknown suite {suite!r} (available: matmul)", file=sys.stderr)
-        return 2
     shapes_name = "quick" if args.quick and not args.shapes else (args.shapes or "square")
-    if args.batch < 1:
-        print(f"hetnn bench: --batch must be >= 1, got {args.batch}", file=sys.stderr)
-        return 2
     if shapes_name not in MATMUL_SHAPES:
         print(f"hetnn bench: unknown shape set {shapes_name!r} (available: {', '.join(MATMUL_SHAPES)})",
               file=sys.stderr)
         return 2
     devs = _devices_arg(args.device)
-    compare = [c.strip() for c in args.compare.split(",") if c.strip()] if args.compare else []
-    repeat, warmup = args.repeat, args.warmup
-    max_duration = args.max_duration
-    if args.quick:
-        repeat, warmup, max_duration = min(repeat, 10), min(warmup, 2), min(max_duration or 1.0, 1.0)
+    compare = _compare(args, "numpy")
+    repeat, warmup, max_duration = _timing_args(args)
     t0 = time.perf_counter()
     dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
     bad = [d for d in dtypes if d not in ("float32", "float64", "float16", "bfloat16")]
@@ -62,9 +85,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     rows: list = []
     notes: list = []
     for dt in dtypes:
-        rows += run_matmul(shapes, devs, dtype=dt, compare=compare, n_warmup=warmup, n_repeat=repeat,
-                           max_duration=max_duration, clblast_tuning=args.clblast_tuning, progress=progress,
-                           notes=notes)
+        rows += run_matmul(shapes, devs, dtype=dt, compare=[c for c in compare if c != "all"], n_warmup=warmup,
+                           n_repeat=repeat, max_duration=max_duration, clblast_tuning=args.clblast_tuning,
+                           progress=progress, notes=notes)
     for line in dict.fromkeys(notes):
         print(f"note: {line}")
     columns = MATMUL_COLUMNS if len(dtypes) == 1 else MATMUL_COLUMNS[:4] + [("dtype", "dtype", "")] + MATMUL_COLUMNS[4:]
@@ -80,10 +103,51 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         print(format_table(precision_table(rows, dtypes), cols))
     print(f"(median of up to {repeat} synchronized repeats after {warmup} warm-up calls, at most "
           f"{max_duration} s per row; max rel err = max|C - C64| / max|C64| against float64 NumPy; "
-          f"{time.perf_counter() - t0:.1f} s in all)")
-    if args.output:
-        for p in write_outputs(rows, args.output):
-            print(f"wrote {p}")
+          f"{time.perf_counter() - t0:.1f} s in all)\n", flush=True)
+    all_rows.extend({"suite": "matmul", **r} for r in rows)
+    return 0
+
+
+def _compare(args: argparse.Namespace, default: str) -> list:
+    text = args.compare if args.compare is not None else default
+    return [c.strip() for c in text.split(",") if c.strip()]
+
+
+def _bench_maxpool(args: argparse.Namespace, all_rows: list) -> int:
+    from .bench.maxpool import (MAXPOOL_COLUMNS, POOL_PEERS, SWEEP_COLUMNS, layer_cases, ratios, run_maxpool,
+                                sweep_cases, target_cases)
+    from .bench.peak import stream_gbps
+    from .bench.report import format_table
+
+    devs = _devices_arg(args.device)
+    compare = [c for c in _compare(args, "numpy,onednn,torch,cupy") if c in POOL_PEERS]
+    repeat, warmup, max_duration = _timing_args(args)
+    batches = [1] if args.quick else sorted({1, 32, args.batch})
+    sweep_max = args.sweep_max or (1024 if args.quick else 8192)
+    if sweep_max < 4 or sweep_max & (sweep_max - 1):
+        print(f"hetnn bench: --sweep-max must be a power of two >= 4, got {sweep_max}", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    print(f"hetnn max-pool benchmark (float32); devices: {', '.join(f'{d.id} ({d.name})' for d in devs)}", flush=True)
+    print(f"measured STREAM triad bandwidth of the host: {stream_gbps():.1f} GB/s", flush=True)
+    progress = (lambda msg: print(f"  ... {msg}", file=sys.stderr, flush=True)) if args.verbose else None
+    notes: list = []
+    timing = dict(n_warmup=warmup, n_repeat=repeat, max_duration=max_duration, progress=progress, notes=notes)
+    layer_rows = run_maxpool(target_cases() + layer_cases(batches), devs, compare=compare, **timing)
+    sweep_rows = run_maxpool(sweep_cases(sweep_max), devs, compare=[c for c in compare if c != "onednn"],
+                             backward=False, transfers=True, **timing)
+    for line in dict.fromkeys(notes):
+        print(f"note: {line}")
+    print("\nlayers (forward without indices = inference; fwd+idx = training forward; bwd from the indices):")
+    print(format_table(layer_rows, MAXPOOL_COLUMNS))
+    print(f"\nsweep: square single-channel images, 2x2 windows, stride 2 (transfers of the input and the output "
+          f"timed separately):")
+    print(format_table(sweep_rows, SWEEP_COLUMNS))
+    for line in ratios(layer_rows):
+        print("  " + line)
+    print(f"(median of up to {repeat} synchronized repeats after {warmup} warm-up calls, at most {max_duration} s "
+          f"per row; GB/s counts input + output bytes; {time.perf_counter() - t0:.1f} s in all)\n", flush=True)
+    all_rows.extend({"suite": "maxpool", **r} for r in layer_rows + sweep_rows)
     return 0
 
 
@@ -126,16 +190,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("devices", help="list the devices hetnn can use").set_defaults(func=_cmd_devices)
     b = sub.add_parser("bench", help="run a benchmark suite (default: matmul)")
-    b.add_argument("suite", nargs="?", help="suite to run: matmul")
-    b.add_argument("--quick", action="store_true", help="a short report on every device (under a minute)")
+    b.add_argument("suite", nargs="?", help="suite to run: matmul, maxpool, all (default: matmul; all with --quick)")
+    b.add_argument("--quick", action="store_true", help="a short report of every suite on every device")
     b.add_argument("--shapes", help="matmul shape set: quick, square, resnet50")
-    b.add_argument("--batch", type=int, default=1, help="batch size of the resnet50 shapes (M scales with it)")
+    b.add_argument("--batch", type=int, default=1,
+                   help="batch size of the resnet50 matmul shapes (M scales with it); maxpool adds it to 1 and 32")
+    b.add_argument("--sweep-max", type=int, help="largest image of the maxpool sweep (power of two; default 8192, "
+                   "1024 with --quick)")
     b.add_argument("--clblast-tuning", help="JSON written by clblast_tuner_xgemm, applied to the CLBlast peer")
     b.add_argument("--device", default="all", help="'all', or comma-separated device specs (default: all)")
-    b.add_argument("--compare", default="numpy",
+    b.add_argument("--compare", default=None,
                    help="peers run in the same process, comma-separated: numpy, onednn (a raw oneDNN C++ "
                         "loop), clblast, torch, cupy, jax (each on every device it sees; skipped with a note when "
-                        "not installed)")
+                        "not installed). Default: numpy for matmul; numpy,onednn,torch,cupy for maxpool")
     b.add_argument("--dtype", default="float32",
                    help="float32, float64, float16, bfloat16, or several comma-separated (a precision study)")
     b.add_argument("--repeat", type=int, default=20, help="timed repeats per row (default 20)")

@@ -31,3 +31,13 @@ def share(gflops: float, peak: Optional[float]) -> float:
     if not peak or gflops is None or math.isnan(gflops):
         return math.nan
     return gflops / peak
+
+
+def stream_gbps(mib_per_array: int = 128) -> float:
+    """The host's STREAM triad bandwidth (GB/s, STREAM's byte count) with all threads, measured once per process
+    over three float64 arrays of ``mib_per_array`` MiB (well beyond the caches). Memory-bound suites report their
+    figures as a share of it."""
+    if "stream_triad" not in _cache:
+        copy, triad = _core._stream(mib_per_array << 20, 5)
+        _cache["stream_copy"], _cache["stream_triad"] = copy, triad
+    return float(_cache["stream_triad"])

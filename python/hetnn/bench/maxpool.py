@@ -1,0 +1,202 @@
+"""Max-pooling benchmark: GB/s of hetnn.max_pool2d (forward with and without indices, backward) per device, with
+the host's STREAM bandwidth as the ceiling, host<->device transfer times shown separately, and peers run in the
+same process (NumPy, a raw oneDNN C++ loop in NCHW and NHWC, PyTorch/CuPy where importable).
+
+Bytes counted per call: forward = input + output (+ int64 indices when returned); backward = grad_output +
+indices + grad_input. Transfers are never part of a kernel figure; the sweep lists them in their own columns.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .._array import asarray, empty
+from .._device import Device
+from .._loader import _core
+from .._pool import max_pool2d, max_pool2d_backward
+from .._timing import benchmark
+from .matmul import settle
+from .peak import stream_gbps
+from .peers import find_peers, time_calls
+
+# (label, C, H, W, kernel, stride, padding): pooling layers of the classic CNNs, plus the two inputs the README's
+# targets are stated on.
+LAYERS: List[Tuple[str, int, int, int, int, int, int]] = [
+    ("AlexNet pool1", 96, 55, 55, 3, 2, 0),
+    ("AlexNet pool2", 256, 27, 27, 3, 2, 0),
+    ("AlexNet pool5", 256, 13, 13, 3, 2, 0),
+    ("VGG pool1", 64, 224, 224, 2, 2, 0),
+    ("ResNet pool1", 64, 112, 112, 3, 2, 1),
+]
+TARGETS: List[Tuple[str, int, int, int, int, int, int, int]] = [  # label, N, C, H, W, k, s, p
+    ("large k2s2", 32, 64, 112, 112, 2, 2, 0),
+    ("large k3s2", 32, 64, 112, 112, 3, 2, 0),
+    ("1x64x224x224", 1, 64, 224, 224, 2, 2, 0),
+]
+POOL_PEERS = ("numpy", "onednn", "torch", "cupy")
+
+
+def out_size(n: int, k: int, s: int, p: int) -> int:
+    return (n + 2 * p - k) // s + 1
+
+
+def numpy_max_pool(x: np.ndarray, k: int, s: int, p: int) -> np.ndarray:
+    """The NumPy way users write it: a reshape-max for k == s without padding, else a strided window view."""
+    n, c, h, w = x.shape
+    if k == s and p == 0 and h % k == 0 and w % k == 0:
+        return x.reshape(n, c, h // k, k, w // k, k).max(axis=(3, 5))
+    if p:
+        x = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)), constant_values=-np.inf)
+    win = np.lib.stride_tricks.sliding_window_view(x, (k, k), axis=(2, 3))[:, :, ::s, ::s]
+    return win.max(axis=(4, 5))
+
+
+def _gbps(nbytes: float, seconds: float) -> float:
+    return nbytes / seconds / 1e9 if seconds > 0 else math.nan
+
+
+def _median(times: Sequence[float]) -> float:
+    return float(np.median(times))
+
+
+def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], devices: Sequence[Device], *,
+                compare: Sequence[str] = ("numpy",), backward: bool = True, transfers: bool = False,
+                n_warmup: int = 3, n_repeat: int = 20, max_duration: Optional[float] = 2.0, seed: int = 0,
+                progress: Optional[Callable[[str], None]] = None,
+                notes: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+    """One row per (case, device or peer). cases: (label, N, C, H, W, kernel, stride, padding), float32.
+
+    Row keys: fwd_ms / fwd_gbps (inference forward), fwd_idx_ms (forward returning indices, the training forward),
+    bwd_ms / bwd_gbps, bwd_over_fwd (backward time / inference forward time), pct_stream (forward GB/s over the
+    host's STREAM triad), h2d_ms / d2h_ms (transfers of the input and output, OpenCL devices, with ``transfers``),
+    max_abs_err of the forward against NumPy in float64.
+    """
+    unknown = [c for c in compare if c not in POOL_PEERS]
+    if unknown:
+        raise ValueError(f"unknown peer(s) {unknown}; available for maxpool: {', '.join(POOL_PEERS)}")
+    rng = np.random.default_rng(seed)
+    stream = stream_gbps()
+    peer_targets, peer_notes = find_peers([c for c in compare if c in ("torch", "cupy")])
+    if notes is not None:
+        notes.extend(peer_notes)
+    timing = dict(n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
+    rows: List[Dict[str, Any]] = []
+    for label, n, c, h, w, k, s, p in cases:
+        x = rng.standard_normal((n, c, h, w), dtype=np.float32)
+        oh, ow = out_size(h, k, s, p), out_size(w, k, s, p)
+        ref = numpy_max_pool(x.astype(np.float64), k, s, p)
+        in_b, out_b, idx_b = x.nbytes, n * c * oh * ow * 4, n * c * oh * ow * 8
+        base = {"case": label, "shape": f"{n}x{c}x{h}x{w}", "kernel": k, "stride": s, "padding": p,
+                "windows": n * c * oh * ow, "stream_gbps": stream}
+
+        def add(row: Dict[str, Any]) -> None:
+            if "fwd_ms" in row:
+                row["fwd_gbps"] = _gbps(in_b + out_b, row["fwd_ms"] / 1e3)
+                row["pct_stream"] = 100 * row["fwd_gbps"] / stream if stream else math.nan
+            if "bwd_ms" in row:
+                row["bwd_gbps"] = _gbps(out_b + idx_b + in_b, row["bwd_ms"] / 1e3)
+                row["bwd_over_fwd"] = row["bwd_ms"] / row["fwd_ms"]
+            rows.append(row)
+
+        for dev in devices:
+            settle()
+            if progress:
+                progress(f"{label} on {dev.id}")
+            X = asarray(x, device=dev)
+            r = benchmark(max_pool2d, (X, k, s, p), name="max_pool2d", device=dev, **timing)
+            Y, I = max_pool2d(X, k, s, p, return_indices=True)
+            err = float(np.max(np.abs(Y.numpy().astype(np.float64) - ref))) if ref.size else 0.0
+            row = {**base, "library": "hetnn", "device": dev.id, "fwd_ms": r.median * 1e3, "max_abs_err": err,
+                   "repeats": r.n_repeat}
+            ri = benchmark(max_pool2d, (X, k, s, p), {"return_indices": True}, name="max_pool2d+indices",
+                           device=dev, **timing)
+            row["fwd_idx_ms"] = ri.median * 1e3
+            if backward:
+                G = asarray(rng.standard_normal(Y.shape, dtype=np.float32), device=dev)
+                rb = benchmark(max_pool2d_backward, (G, I, (n, c, h, w), k, s, p), name="max_pool2d_backward",
+                               device=dev, **timing)
+                row["bwd_ms"] = rb.median * 1e3
+            if transfers and dev.kind != "cpu":
+                host_out = np.empty(Y.shape, np.float32)
+                rh = benchmark(asarray, (x,), {"device": dev}, name="h2d", device=dev, **timing)
+                rd = benchmark(Y._a.read_into, (host_out,), name="d2h", device=dev, **timing)
+                row["h2d_ms"], row["d2h_ms"] = rh.median * 1e3, rd.median * 1e3
+                row["total_ms"] = row["fwd_ms"] + row["h2d_ms"] + row["d2h_ms"]
+            add(row)
+            del X, Y, I
+
+        if "onednn" in compare and p <= k // 2:
+            for layout in ("nchw", "nhwc"):
+                settle()
+                t = _core._onednn_raw_maxpool(n, c, h, w, k, s, p, layout, n_warmup, n_repeat)
+                add({**base, "library": f"onednn-c++ {layout}", "device": "cpu", "fwd_ms": _median(t) * 1e3,
+                     "repeats": len(t)})
+        if "numpy" in compare:
+            settle()
+            t = time_calls(lambda: numpy_max_pool(x, k, s, p), lambda: None, **timing)
+            add({**base, "library": "numpy", "device": "host", "fwd_ms": _median(t) * 1e3, "repeats": len(t),
+                 "max_abs_err": float(np.max(np.abs(numpy_max_pool(x, k, s, p) - ref)))})
+        for pt in peer_targets:
+            if pt.max_pool2d is None:
+                continue
+            settle()
+            px = pt.put(x, "float32")
+            res: List[Any] = [None]
+
+            def call(px: Any = px, res: List[Any] = res) -> None:
+                res[0] = pt.max_pool2d(px, k, s, p, 1, False)
+            t = time_calls(call, pt.sync, **timing)
+            add({**base, "library": pt.library, "device": pt.device, "fwd_ms": _median(t) * 1e3,
+                 "repeats": len(t), "max_abs_err": float(np.max(np.abs(pt.get(res[0]) - ref)))})
+    return rows
+
+
+def sweep_cases(max_size: int = 8192, min_size: int = 4) -> List[Tuple[str, int, int, int, int, int, int, int]]:
+    """The classic sweep: one square single-channel image per power of two, 2x2 windows, stride 2."""
+    out = []
+    size = min_size
+    while size <= max_size:
+        out.append((f"{size}x{size}", 1, 1, size, size, 2, 2, 0))
+        size *= 2
+    return out
+
+
+def layer_cases(batches: Sequence[int] = (1, 32)) -> List[Tuple[str, int, int, int, int, int, int, int]]:
+    return [(f"{name} bs{b}", b, c, h, w, k, s, p) for b in batches for name, c, h, w, k, s, p in LAYERS]
+
+
+def target_cases() -> List[Tuple[str, int, int, int, int, int, int, int]]:
+    return list(TARGETS)
+
+
+def ratios(rows: List[Dict[str, Any]]) -> List[str]:
+    """The comparisons the README reports (one run)."""
+    out = []
+    by = {(r["case"], r["library"], r["device"]): r for r in rows}
+    for r in rows:
+        if r["library"] != "hetnn" or r["case"] not in ("large k2s2", "large k3s2", "1x64x224x224"):
+            continue
+        line = (f"{r['case']} on {r['device']}: forward {r['fwd_gbps']:.1f} GB/s = "
+                f"{r['pct_stream'] / 100:.2f}x STREAM triad ({r['stream_gbps']:.1f} GB/s)")
+        if "bwd_ms" in r:
+            line += f"; backward/forward {r['bwd_over_fwd']:.2f}x (backward/indexed forward " \
+                    f"{r['bwd_ms'] / r['fwd_idx_ms']:.2f}x)"
+        for peer in ("torch", "onednn-c++ nchw", "numpy"):
+            pr = by.get((r["case"], peer, "cpu")) or by.get((r["case"], peer, "host"))
+            if pr and r["device"] == "cpu":
+                line += f"; vs {peer} {pr['fwd_ms'] / r['fwd_ms']:.2f}x"
+        out.append(line)
+    return out
+
+
+MAXPOOL_COLUMNS = [("case", "case", ""), ("shape", "N x C x H x W", ""), ("kernel", "k", "d"), ("stride", "s", "d"),
+                   ("padding", "p", "d"), ("library", "library", ""), ("device", "device", ""),
+                   ("fwd_ms", "fwd ms", ".3f"), ("fwd_gbps", "GB/s", ".1f"), ("pct_stream", "% STREAM", ".0f"),
+                   ("fwd_idx_ms", "fwd+idx ms", ".3f"), ("bwd_ms", "bwd ms", ".3f"),
+                   ("bwd_over_fwd", "bwd/fwd", ".2f"), ("max_abs_err", "max err", ".1e")]
+SWEEP_COLUMNS = [("case", "image", ""), ("windows", "windows", "d"), ("library", "library", ""),
+                 ("device", "device", ""), ("fwd_ms", "fwd ms", ".4f"), ("fwd_gbps", "GB/s", ".2f"),
+                 ("pct_stream", "% STREAM", ".0f"), ("h2d_ms", "h2d ms", ".3f"), ("d2h_ms", "d2h ms", ".3f"),
+                 ("total_ms", "with transfers ms", ".3f")]
