@@ -13,8 +13,16 @@ namespace {
 
 class ClBuffer final : public Buffer {
  public:
-  ClBuffer(Mem m, std::size_t n) : Buffer(n), mem(std::move(m)) {}
+  ClBuffer(Mem m, std::size_t n, std::shared_ptr<MemPool> pool, std::size_t capacity)
+      : Buffer(n), mem(std::move(m)), pool_(std::move(pool)), capacity_(capacity) {}
+  ~ClBuffer() override {
+    if (pool_) pool_->give(std::move(mem), capacity_);
+  }
   Mem mem;
+
+ private:
+  std::shared_ptr<MemPool> pool_;
+  std::size_t capacity_;
 };
 
 cl_mem mem_of(const Buffer& b) { return static_cast<const ClBuffer&>(b).mem.get(); }
@@ -41,7 +49,10 @@ ClBackend::ClBackend(cl_platform_id platform, cl_device_id device, DeviceInfo in
       info_(std::move(info)),
       context_(make_context(platform, device)),
       queue_(make_queue(context_, device)),
-      programs_(context_.get(), device_, info_) {}
+      programs_(context_.get(), device_, info_),
+      // Cache freed buffers up to 1/8 of the device's memory (at most 2 GiB).
+      pool_(std::make_shared<MemPool>(
+          static_cast<std::size_t>(std::min<std::uint64_t>(info_.global_mem / 8, std::uint64_t{2} << 30)))) {}
 
 ClBackend::~ClBackend() {
   if (queue_) clFinish(queue_.get());  // let pending commands finish before their buffers go; status ignored
@@ -70,10 +81,19 @@ std::shared_ptr<Buffer> ClBackend::alloc(std::size_t nbytes) {
   if (nbytes > info_.max_alloc)
     throw OutOfMemory("cannot allocate " + std::to_string(nbytes) + " bytes on " + info_.id + " (" + info_.name +
                       "): its largest allocation is " + std::to_string(info_.max_alloc) + " bytes");
-  cl_int st = CL_SUCCESS;
-  Mem m(clCreateBuffer(context_.get(), CL_MEM_READ_WRITE, std::max<std::size_t>(nbytes, 4), nullptr, &st));
-  if (st != CL_SUCCESS) throw_cl_error(st, "clCreateBuffer(" + std::to_string(nbytes) + " bytes)");
-  return std::make_shared<ClBuffer>(std::move(m), nbytes);
+  const std::size_t capacity = std::min<std::size_t>(MemPool::capacity_for(std::max<std::size_t>(nbytes, 4)),
+                                                      std::max<std::size_t>(info_.max_alloc, 4));
+  Mem m = pool_->take(capacity);
+  if (!m) {
+    cl_int st = CL_SUCCESS;
+    m = Mem(clCreateBuffer(context_.get(), CL_MEM_READ_WRITE, capacity, nullptr, &st));
+    if (st == CL_MEM_OBJECT_ALLOCATION_FAILURE || st == CL_OUT_OF_RESOURCES) {  // cached buffers may be in the way
+      pool_->clear();
+      m = Mem(clCreateBuffer(context_.get(), CL_MEM_READ_WRITE, capacity, nullptr, &st));
+    }
+    if (st != CL_SUCCESS) throw_cl_error(st, "clCreateBuffer(" + std::to_string(nbytes) + " bytes)");
+  }
+  return std::make_shared<ClBuffer>(std::move(m), nbytes, pool_, capacity);
 }
 
 void ClBackend::write(Buffer& dst, std::size_t off, const void* src, std::size_t n) {

@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "backend/opencl/cl_handles.h"
 #include "backend/opencl/gemm_params.h"
+#include "backend/opencl/mem_pool.h"
 #include "backend/opencl/program_cache.h"
 #include "core/device.h"
 
@@ -65,6 +66,7 @@ class ClBackend final : public Backend {
   std::map<std::string, Kernel> kernels_;
   std::map<DType, GemmParams> gemm_overrides_;
   std::vector<std::pair<Mem, std::size_t>> scratch_;
+  std::shared_ptr<MemPool> pool_;  // freed buffers kept for reuse (mem_pool.h)
 };
 
 }  // namespace hetnn::opencl

@@ -68,35 +68,53 @@ void ClBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const
   const std::size_t local[3] = {l.x, l.y, 1};
   const std::size_t planes = static_cast<std::size_t>(d.N * d.C);
 
-  // 1. Every index must point inside its own window (else the gather below would drop its gradient silently).
+  // 1. Every index must point inside its own window (else its gradient would be dropped silently): a check kernel
+  // before the gather, or the scatter's own check.
   cl_mem flag = scratch(2, sizeof(cl_int));
   const cl_int zero = 0;
   HETNN_CL_CHECK(clEnqueueFillBuffer(queue_.get(), flag, &zero, sizeof(zero), 0, sizeof(zero), 0, nullptr, nullptr));
   const bool rows = row_kernels(info_);
   const std::size_t one[2] = {1, 1};
-  cl_kernel kc = kernel("pool.cl", rows ? "max_pool2d_check_rows" : "max_pool2d_check", opts);
-  ArgSetter ac{kc, "max_pool2d_check"};
-  set_pool_args(ac, d);
-  ac(mem(indices))(flag);
-  if (rows) {
-    const std::size_t g[2] = {OH, planes};
-    enqueue("max_pool2d_backward:check", kc, 2, g, one);
-  } else {
-    const std::size_t gout[3] = {round_up(OW, l.x), round_up(OH, l.y), planes};
-    enqueue("max_pool2d_backward:check", kc, 3, gout, local);
+  const bool scatter = rows && (d.dtype == DType::f32 || d.dtype == DType::f64);  // checks as it goes
+  if (!scatter) {
+    cl_kernel kc = kernel("pool.cl", rows ? "max_pool2d_check_rows" : "max_pool2d_check", opts);
+    ArgSetter ac{kc, "max_pool2d_check"};
+    set_pool_args(ac, d);
+    ac(mem(indices))(flag);
+    if (rows) {
+      const std::size_t g[2] = {OH, planes};
+      enqueue("max_pool2d_backward:check", kc, 2, g, one);
+    } else {
+      const std::size_t gout[3] = {round_up(OW, l.x), round_up(OH, l.y), planes};
+      enqueue("max_pool2d_backward:check", kc, 3, gout, local);
+    }
   }
 
-  // 2. The scatter (rows: float32/64 on CPU devices) or gather, queued behind the check (in-order queue) before
-  // the flag is read back.
-  const bool scatter_rows = rows && (d.dtype == DType::f32 || d.dtype == DType::f64);
-  cl_kernel kb = kernel("pool.cl", scatter_rows ? "max_pool2d_bwd_rows" : "max_pool2d_bwd", opts);
-  ArgSetter ab{kb, "max_pool2d_bwd"};
-  set_pool_args(ab, d);
-  ab(mem(gy))(mem(indices))(mem(gx));
-  if (scatter_rows) {
-    const std::size_t g[2] = {H, planes};
-    enqueue("max_pool2d_backward", kb, 2, g, one);
+  // 2. The scatter (float32/64 on CPU devices) or the gather, queued behind the check (in-order queue) before the
+  // flag is read back.
+  if (scatter) {
+    const cl_uchar zero_byte = 0;
+    HETNN_CL_CHECK(clEnqueueFillBuffer(queue_.get(), mem(gx), &zero_byte, 1, 0, gx.nbytes, 0, nullptr, nullptr));
+    cl_kernel ks = kernel("pool.cl", "max_pool2d_bwd_scatter", opts);
+    const std::int64_t ext = static_cast<std::int64_t>(d.kh - 1) * d.dh + 1;
+    const cl_int R = static_cast<cl_int>(std::max<std::int64_t>(1, (ext + d.sh - 1) / d.sh));
+    const std::int64_t blocks = (d.OH + R - 1) / R;
+    const bool disjoint = ext <= d.sh;
+    for (int phase = 0; phase < (disjoint ? 1 : 2); ++phase) {
+      const std::int64_t count = disjoint ? blocks : (blocks - phase + 1) / 2;
+      if (count == 0) continue;
+      const cl_int step = disjoint ? 1 : 2, first = disjoint ? 0 : phase;
+      ArgSetter as{ks, "max_pool2d_bwd_scatter"};
+      set_pool_args(as, d);
+      as(R)(step)(first)(mem(gy))(mem(indices))(mem(gx))(flag);
+      const std::size_t g[2] = {static_cast<std::size_t>(count), planes};
+      enqueue("max_pool2d_backward", ks, 2, g, one);
+    }
   } else {
+    cl_kernel kb = kernel("pool.cl", "max_pool2d_bwd", opts);
+    ArgSetter ab{kb, "max_pool2d_bwd"};
+    set_pool_args(ab, d);
+    ab(mem(gy))(mem(indices))(mem(gx));
     const std::size_t gin[3] = {round_up(W, l.x), round_up(H, l.y), planes};
     enqueue("max_pool2d_backward", kb, 3, gin, local);
   }

@@ -98,7 +98,8 @@ __kernel void max_pool2d_check(POOL_ARGS, __global const long* indices, __global
   if (v >= 0 && v < (long)H * W) {
     const int r = (int)(v / W), c = (int)(v - (long)r * W);
     const int dr = r - hs, dc = c - ws;
-    ok = dr >= 0 && dc >= 0 && dr <= (KH - 1) * DH && dc <= (KW - 1) * DW && dr % DH == 0 && dc % DW == 0;
+    ok = dr >= 0 && dc >= 0 && dr <= (KH - 1) * DH && dc <= (KW - 1) * DW && (DH == 1 || dr % DH == 0) &&
+         (DW == 1 || dc % DW == 0);
   }
   if (!ok) {
     const int h0 = first_inside(hs, DH), w0 = first_inside(ws, DW);
@@ -209,52 +210,56 @@ inline int row_of(long v, int W, float inv_w) {
   return (int)r;
 }
 
+// Whether index v of output (oh, ow) lies on its window's grid inside the plane, or the window holds no input
+// position at all (then its index carries no gradient and is not checked).
+inline int index_ok(long v, int oh, int ow, POOL_ARGS, float inv_w) {
+  const int hs = oh * SH - PH, ws = ow * SW - PW;
+  if (v >= 0 && v < (long)H * W) {
+    const int r = row_of(v, W, inv_w), c = (int)(v - (long)r * W);
+    const int dr = r - hs, dc = c - ws;
+    if (dr >= 0 && dc >= 0 && dr <= (KH - 1) * DH && dc <= (KW - 1) * DW && (DH == 1 || dr % DH == 0) &&
+        (DW == 1 || dc % DW == 0))
+      return 1;
+  }
+  const int h0 = first_inside(hs, DH), w0 = first_inside(ws, DW);
+  return h0 >= H || h0 > hs + (KH - 1) * DH || w0 >= W || w0 > ws + (KW - 1) * DW;
+}
+
 __kernel void max_pool2d_check_rows(POOL_ARGS, __global const long* indices, __global int* bad) {
   const int oh = get_global_id(0);
   const long plane = get_global_id(1);
   if (oh >= OH) return;
   __global const long* ir = indices + (plane * OH + oh) * OW;
-  const int hs = oh * SH - PH;
   const float inv_w = 1.0f / W;
   int fail = 0;
-  for (int ow = 0; ow < OW; ++ow) {
-    const long v = ir[ow];
-    const int ws = ow * SW - PW;
-    int ok = 0;
-    if (v >= 0 && v < (long)H * W) {
-      const int r = row_of(v, W, inv_w), c = (int)(v - (long)r * W);
-      const int dr = r - hs, dc = c - ws;
-      ok = dr >= 0 && dc >= 0 && dr <= (KH - 1) * DH && dc <= (KW - 1) * DW && dr % DH == 0 && dc % DW == 0;
-    }
-    if (!ok) {
-      const int h0 = first_inside(hs, DH), w0 = first_inside(ws, DW);
-      fail |= !(h0 >= H || h0 > hs + (KH - 1) * DH || w0 >= W || w0 > ws + (KW - 1) * DW);
-    }
-  }
+  for (int ow = 0; ow < OW; ++ow) fail |= !index_ok(ir[ow], oh, ow, H, W, OH, OW, SH, SW, PH, PW, DH, DW, inv_w);
   if (fail) *bad = 1;
 }
 
-// Scatter restricted to one input row: the work-item owning row ih adds the gradients of the outputs whose index
-// falls in that row, so no two work-items write the same element. float32/float64 only (16-bit data uses the
-// gather kernel, which sums in float and rounds once).
-__kernel void max_pool2d_bwd_rows(POOL_ARGS, __global const STORAGE* gy, __global const long* indices,
-                                  __global STORAGE* gx) {
-  const int ih = get_global_id(0);
+// Scatter of whole output rows into a zeroed gradient (float32/float64 on CPU devices), checking each index on
+// the way (sets *bad; a bad index is not written). Work-item (b, plane)
+// takes output rows [b*R, b*R + R) of block b = gid * block_step + block_first; blocks are chosen by the host so
+// that blocks running together never reach the same input rows (every block when windows do not overlap in H,
+// else even blocks, then odd ones).
+__kernel void max_pool2d_bwd_scatter(POOL_ARGS, const int R, const int block_step, const int block_first,
+                                     __global const STORAGE* restrict gy, __global const long* restrict indices,
+                                     __global STORAGE* restrict gx, __global int* bad) {
+  const int b = get_global_id(0) * block_step + block_first;
+  const float inv_w = 1.0f / W;
+  int fail = 0;
   const long plane = get_global_id(1);
-  if (ih >= H) return;
-  __global STORAGE* gr = gx + (plane * H + ih) * W;
-  for (int iw = 0; iw < W; ++iw) gr[iw] = 0;
-  const long base = (long)ih * W;
-  for (int i = 0; i < KH; ++i) {
-    const int t = ih + PH - i * DH;  // = oh * SH for the output row whose window row i is ih
-    if (t < 0 || t % SH) continue;
-    const int oh = t / SH;
-    if (oh >= OH) continue;
+  const int oh0 = b * R, oh1 = min(OH, oh0 + R);
+  const long hw = (long)H * W;
+  __global STORAGE* gp = gx + plane * hw;
+  for (int oh = oh0; oh < oh1; ++oh) {
     __global const long* ir = indices + (plane * OH + oh) * OW;
     __global const STORAGE* g = gy + (plane * OH + oh) * OW;
     for (int ow = 0; ow < OW; ++ow) {
-      const long c = ir[ow] - base;
-      if (c >= 0 && c < W) gr[c] += g[ow];
+      const long v = ir[ow];
+      const int ok = index_ok(v, oh, ow, H, W, OH, OW, SH, SW, PH, PW, DH, DW, inv_w);
+      fail |= !ok;
+      if (ok && v >= 0 && v < hw) gp[v] += g[ow];
     }
   }
+  if (fail) *bad = 1;
 }
