@@ -17,8 +17,16 @@ def test_bench_quick_reports_every_device_and_numpy(tmp_path):
     r = _run("bench", "--quick", "--output", str(tmp_path / "quick"))
     assert r.returncode == 0, r.stderr
     with open(tmp_path / "quick.csv") as f:
-        rows = list(csv.DictReader(f))
+        all_rows = list(csv.DictReader(f))
     assert (tmp_path / "quick.json").exists()
+    rows = [x for x in all_rows if x["suite"] == "matmul"]
+    pool = [x for x in all_rows if x["suite"] == "maxpool"]
+    for dev in [d.id for d in hetnn.devices()]:
+        mine = [x for x in pool if x["library"] == "hetnn" and x["device"] == dev]
+        assert any(x["case"] == "large k2s2" for x in mine), r.stdout
+        for x in mine:
+            assert float(x["fwd_gbps"]) > 0 and float(x["max_abs_err"]) == 0.0
+    assert "STREAM triad" in r.stdout and "sweep" in r.stdout
     for lib, dev in [("hetnn", d.id) for d in hetnn.devices()] + [("numpy", "host")]:
         mine = [x for x in rows if x["library"] == lib and x["device"] == dev]
         shapes = [x for x in mine if not x["shape"].startswith("aggregate")]
@@ -32,6 +40,16 @@ def test_bench_quick_reports_every_device_and_numpy(tmp_path):
 def test_bench_unknown_device_is_an_error_not_a_crash():
     r = _run("bench", "--quick", "--device", "no-such-device")
     assert r.returncode == 2 and "no device matches" in r.stderr
+
+
+def test_bench_bad_sweep_max_is_a_usage_error():
+    r = _run("bench", "maxpool", "--sweep-max", "100")
+    assert r.returncode == 2 and "--sweep-max must be a power of two" in r.stderr
+
+
+def test_bench_unknown_suite():
+    r = _run("bench", "convolution")
+    assert r.returncode == 2 and "unknown suite" in r.stderr
 
 
 def test_help():

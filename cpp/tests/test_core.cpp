@@ -9,6 +9,7 @@
 #include "core/array.h"
 #include "core/errors.h"
 #include "core/matmul.h"
+#include "core/pool.h"
 
 using namespace hetnn;
 
@@ -155,4 +156,37 @@ TEST(GemmF64, StridedOperandsAndBeta) {
       for (int k = 0; k < K; ++k) s += A[k * M + m] * B[k * N + n];
       ASSERT_NEAR(C[m * N + n], 0.5 * s - 2.0 * C0[m * N + n], 1e-12);
     }
+}
+
+TEST(Pool, OutputSizeFollowsPyTorch) {
+  // (in, k, s, p, d, ceil) -> PyTorch's pooling_output_shape
+  EXPECT_EQ(pool_output_size(112, 3, 2, 1, 1, false), 56);
+  EXPECT_EQ(pool_output_size(55, 3, 2, 0, 1, false), 27);
+  EXPECT_EQ(pool_output_size(6, 3, 2, 0, 1, true), 3);   // 2.5 -> 3 with ceil_mode
+  EXPECT_EQ(pool_output_size(5, 2, 2, 0, 1, true), 3);   // last window starts at 4 < 5: kept
+  EXPECT_EQ(pool_output_size(4, 2, 2, 1, 1, true), 3);   // (4+2-2+1)/2+1 = 3; start 4 < 4+1: kept
+  EXPECT_EQ(pool_output_size(3, 2, 2, 1, 1, true), 2);   // 3 would start at 4 >= 3+1: dropped
+  EXPECT_EQ(pool_output_size(10, 3, 1, 0, 2, false), 6);
+  EXPECT_LT(pool_output_size(2, 3, 1, 0, 1, false), 1);  // too small: the front raises
+}
+
+TEST(Pool, IndexChecks) {
+  Pool2dDesc d;
+  d.N = 1, d.C = 1, d.H = 6, d.W = 6, d.kh = d.kw = 2, d.sh = d.sw = 2, d.dh = d.dw = 2, d.ph = d.pw = 1;
+  d.OH = pool_output_size(d.H, 2, 2, 1, 2, false);
+  d.OW = d.OH;
+  // window (1, 1) starts at (1, 1) and takes rows/columns 1 and 3
+  EXPECT_TRUE(pool_index_inside(d, 1 * 6 + 3, 1, 1));
+  EXPECT_TRUE(pool_index_inside(d, 3 * 6 + 3, 1, 1));
+  EXPECT_FALSE(pool_index_inside(d, 2 * 6 + 3, 1, 1));  // between the dilated taps
+  EXPECT_FALSE(pool_index_inside(d, -1, 1, 1));
+  EXPECT_FALSE(pool_index_inside(d, 36, 1, 1));
+  EXPECT_FALSE(pool_window_empty(d, 1, 1));
+  // H = W = 1, k = 2, d = 2, p = 1: window (0, 0) takes -1 and 1, both outside the input
+  Pool2dDesc e = d;
+  e.H = e.W = 1;
+  e.OH = e.OW = pool_output_size(1, 2, 1, 1, 2, false);
+  e.sh = e.sw = 1;
+  ASSERT_EQ(e.OH, 1);
+  EXPECT_TRUE(pool_window_empty(e, 0, 0));
 }
