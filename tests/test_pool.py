@@ -95,6 +95,24 @@ def test_nan_propagates_like_pytorch(device, rng):
     assert y[0, 1, 3, 3] == np.inf
     np.testing.assert_array_equal(idx, i_ref)
     assert idx[0, 1, 2, 2] == 5 * 8 + 5
+    # the forward without indices takes its own path on some devices: same NaN rule
+    y_only = hetnn.max_pool2d(x, 2, device=device)
+    np.testing.assert_array_equal(np.isnan(y_only), np.isnan(y_ref))
+    np.testing.assert_array_equal(y_only[~np.isnan(y_only)], y_ref[~np.isnan(y_ref)].astype(np.float32))
+
+
+def test_nan_everywhere_in_wide_rows(device, rng):
+    """NaN in interior and edge chunks of long rows, with and without indices, strides 1 and 2, padding."""
+    x = rng.standard_normal((2, 3, 9, 150)).astype(np.float32)
+    x[rng.random(x.shape) < 0.03] = np.nan
+    for k, s, p in [((3, 3), (2, 2), (1, 1)), ((2, 2), (1, 1), (0, 0)), ((3, 2), (1, 2), (1, 0))]:
+        y_ref, i_ref = ref.max_pool2d(x, k, s, p, (1, 1), False)
+        y, idx = hetnn.max_pool2d(x, k, s, p, return_indices=True, device=device)
+        y_only = hetnn.max_pool2d(x, k, s, p, device=device)
+        for out in (y, y_only):
+            np.testing.assert_array_equal(np.isnan(out), np.isnan(y_ref))
+            np.testing.assert_array_equal(np.nan_to_num(out, nan=7.0), np.nan_to_num(y_ref, nan=7.0).astype(np.float32))
+        np.testing.assert_array_equal(idx, i_ref)
 
 
 def test_ties_take_the_first_maximum(device):

@@ -91,6 +91,12 @@ inline bool takes(V v, V cur) {
 // input. The same for every row, so computed once per call.
 struct TapCols {
   std::vector<std::int64_t> off, lo, hi;
+  // Lane masks per (16-output chunk c, tap j), index c * kw + j: which outputs of the chunk read an input column
+  // inside the row (m), and, for stride 2, which of the two 16-float loads' elements those are (m0, m1). The same
+  // for every row, so the row loop does no mask arithmetic. Padded with empty chunks to a multiple of 4.
+  std::vector<std::uint16_t> m, m0, m1, out;
+  std::vector<char> full;  // chunk c: every tap reads 16 inside columns (no masks needed)
+  std::int64_t chunks = 0;
   explicit TapCols(const Pool2dDesc& d) {
     for (int j = 0; j < d.kw; ++j) {
       const std::int64_t o = static_cast<std::int64_t>(j) * d.dw - d.pw;
@@ -98,26 +104,49 @@ struct TapCols {
       lo.push_back(o >= 0 ? 0 : (-o + d.sw - 1) / d.sw);
       hi.push_back(d.W - 1 - o >= 0 ? std::min(d.OW, (d.W - 1 - o) / d.sw + 1) : 0);
     }
+    chunks = (d.OW + 15) / 16;
+    chunks = (chunks + 3) / 4 * 4;
+    const auto lanes = [](std::int64_t c0, std::int64_t l, std::int64_t h) -> std::uint16_t {
+      const std::int64_t a = std::clamp<std::int64_t>(l - c0, 0, 16), b = std::clamp<std::int64_t>(h - c0, 0, 16);
+      if (b <= a) return 0;
+      const unsigned upto = b == 16 ? 0xFFFFu : (1u << b) - 1, below = (1u << a) - 1;
+      return static_cast<std::uint16_t>(upto & ~below);
+    };
+    const auto spread = [](unsigned bits8) {  // bit k -> bit 2k (the even floats of a 16-float load)
+      unsigned r = 0;
+      for (int k = 0; k < 8; ++k) r |= ((bits8 >> k) & 1u) << (2 * k);
+      return static_cast<std::uint16_t>(r);
+    };
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      out.push_back(lanes(16 * c, 0, d.OW));
+      bool all = out.back() == 0xFFFF;
+      for (int j = 0; j < d.kw; ++j) {
+        const std::uint16_t mm = lanes(16 * c, lo[j], hi[j]);
+        m.push_back(mm);
+        m0.push_back(spread(mm & 0xFFu));
+        m1.push_back(spread(mm >> 8));
+        all = all && mm == 0xFFFF;
+      }
+      full.push_back(all);
+    }
   }
 };
 
-__attribute__((target("avx512f,avx512bw,avx512dq,bmi2"))) void fwd_row_f32_avx512(const Pool2dDesc& d,
-                                                                                   const TapCols& tc,
-                                                                                   const float* plane, float* y,
-                                                                                   std::int32_t* tap,
-                                                                                   std::int64_t oh) {
+// One float32 output row (stride 1 or 2) with AVX-512: 16 outputs per vector, four vectors (64 outputs) in flight
+// so that four independent compare-select chains hide each other's latency; the running maximum and its tap stay in
+// registers over all taps of the window and are stored once. Taps outside the input and the ragged end of the row
+// are lanes masked off (loads included, so nothing outside the input is read). Written by hand because the
+// compiler's tap-by-tap loops store and reload the output between taps (masked stores do not forward to loads)
+// and run the row's remainder scalar.
+__attribute__((target("avx512f,avx512bw,avx512dq"))) void fwd_row_f32_avx512(const Pool2dDesc& d,
+                                                                             const TapCols& tc,
+                                                                             const float* plane, float* y,
+                                                                             std::int32_t* tap, std::int64_t oh) {
   const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-  const std::int64_t W = d.W, OW = d.OW, sw = d.sw;
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m512i no_tap = _mm512_set1_epi32(-1);
+  const std::int64_t W = d.W, sw = d.sw, kw = d.kw;
   const std::int64_t hs = oh * d.sh - d.ph;
-  const auto lane_range = [](std::int64_t c0, std::int64_t lo, std::int64_t hi) -> __mmask16 {
-    const std::int64_t a = std::clamp<std::int64_t>(lo - c0, 0, 16), b = std::clamp<std::int64_t>(hi - c0, 0, 16);
-    if (b <= a) return 0;
-    const unsigned upto = b == 16 ? 0xFFFFu : (1u << b) - 1, below = (1u << a) - 1;
-    return static_cast<__mmask16>(upto & ~below);
-  };
-  // Chunks whose 16 columns are inside the input for every tap need no masks.
-  std::int64_t full_lo = 0, full_hi = OW;
-  for (int j = 0; j < d.kw; ++j) full_lo = std::max(full_lo, tc.lo[j]), full_hi = std::min(full_hi, tc.hi[j]);
   const float* rows[64];
   int taps_row[64];
   int nrows = 0;
@@ -125,55 +154,97 @@ __attribute__((target("avx512f,avx512bw,avx512dq,bmi2"))) void fwd_row_f32_avx51
     const std::int64_t ih = hs + static_cast<std::int64_t>(i) * d.dh;
     if (ih >= 0 && ih < d.H) rows[nrows] = plane + ih * W, taps_row[nrows++] = i * d.kw;
   }
-  const bool few_rows = d.kh <= 64;
-  for (std::int64_t c0 = 0; c0 < OW; c0 += 16) {
-    __m512 best = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-    __m512i bt = _mm512_set1_epi32(-1);
-    if (few_rows && c0 >= full_lo && c0 + 16 <= full_hi) {
+  // One tap for chunk c: the 16 inputs at p (stride sw) under the chunk's masks, then PyTorch's select
+  // (greater, or NaN).
+#define HETNN_TAP_STEP(B, T, C, P, TV)                                                                          \
+  if (tc.full[C]) {                                                                                             \
+    const __m512 v_ = sw == 1 ? _mm512_loadu_ps(P)                                                              \
+                              : _mm512_permutex2var_ps(_mm512_loadu_ps(P), even, _mm512_loadu_ps((P) + 16));   \
+    const __mmask16 t_ = _mm512_cmp_ps_mask(v_, B, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v_, v_, _CMP_UNORD_Q);     \
+    B = _mm512_mask_mov_ps(B, t_, v_);                                                                          \
+    T = _mm512_mask_mov_epi32(T, t_, TV);                                                                       \
+  } else {                                                                                                      \
+    const std::int64_t k_ = (C) * kw + j;                                                                       \
+    const __mmask16 m_ = tc.m[k_];                                                                              \
+    const __m512 v_ = sw == 1 ? _mm512_maskz_loadu_ps(m_, P)                                                    \
+                              : _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(tc.m0[k_], P), even,              \
+                                                       _mm512_maskz_loadu_ps(tc.m1[k_], (P) + 16));            \
+    const __mmask16 t_ = (_mm512_cmp_ps_mask(v_, B, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v_, v_, _CMP_UNORD_Q)) & m_; \
+    B = _mm512_mask_mov_ps(B, t_, v_);                                                                          \
+    T = _mm512_mask_mov_epi32(T, t_, TV);                                                                       \
+  }
+  // Without indices: vmaxps(v, best) keeps best on ties and ignores NaN (it returns its second operand when either
+  // is NaN), and a separate mask remembers which lanes saw a NaN, set to NaN at the end. Fewer compare-into-mask
+  // operations, which compete for one execution port with the stride-2 permutes.
+#define HETNN_MAX_STEP(B, N, C, P)                                                                              \
+  if (tc.full[C]) { /* interior chunk: plain loads, no mask registers (they compete for the permute port) */   \
+    const __m512 v_ = sw == 1 ? _mm512_loadu_ps(P)                                                              \
+                              : _mm512_permutex2var_ps(_mm512_loadu_ps(P), even, _mm512_loadu_ps((P) + 16));   \
+    B = _mm512_max_ps(v_, B);                                                                                   \
+    N = N | _mm512_cmp_ps_mask(v_, v_, _CMP_UNORD_Q);                                                           \
+  } else {                                                                                                      \
+    const std::int64_t k_ = (C) * kw + j;                                                                       \
+    const __mmask16 m_ = tc.m[k_];                                                                              \
+    const __m512 v_ = sw == 1 ? _mm512_maskz_loadu_ps(m_, P)                                                    \
+                              : _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(tc.m0[k_], P), even,              \
+                                                       _mm512_maskz_loadu_ps(tc.m1[k_], (P) + 16));            \
+    B = _mm512_mask_max_ps(B, m_, v_, B);                                                                       \
+    N = N | _mm512_cmp_ps_mask(v_, v_, _CMP_UNORD_Q);                                                           \
+  }
+  if (!tap) {
+    const __m512 nan = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
+    for (std::int64_t c = 0; c < tc.chunks && d.kh <= 64; c += 4) {
+      __m512 b0 = neg_inf, b1 = neg_inf, b2 = neg_inf, b3 = neg_inf;
+      __mmask16 n0 = 0, n1 = 0, n2 = 0, n3 = 0;
       for (int q = 0; q < nrows; ++q) {
-        for (int j = 0; j < d.kw; ++j) {
-          const float* base = rows[q] + sw * c0 + tc.off[j];
-          const __m512 v = sw == 1 ? _mm512_loadu_ps(base)
-                                   : _mm512_permutex2var_ps(_mm512_loadu_ps(base), even, _mm512_loadu_ps(base + 16));
-          const __mmask16 take = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-          best = _mm512_mask_mov_ps(best, take, v);
-          bt = _mm512_mask_mov_epi32(bt, take, _mm512_set1_epi32(taps_row[q] + j));
+        for (int j = 0; j < kw; ++j) {
+          const float* base = rows[q] + sw * 16 * c + tc.off[j];
+          HETNN_MAX_STEP(b0, n0, c, base)
+          HETNN_MAX_STEP(b1, n1, c + 1, base + 16 * sw)
+          HETNN_MAX_STEP(b2, n2, c + 2, base + 32 * sw)
+          HETNN_MAX_STEP(b3, n3, c + 3, base + 48 * sw)
         }
       }
-      _mm512_storeu_ps(y + c0, best);
-      if (tap) _mm512_storeu_epi32(tap + c0, bt);
-      continue;
+      float* yo = y + 16 * c;
+      _mm512_mask_storeu_ps(yo, tc.out[c], _mm512_mask_mov_ps(b0, n0, nan));
+      _mm512_mask_storeu_ps(yo + 16, tc.out[c + 1], _mm512_mask_mov_ps(b1, n1, nan));
+      _mm512_mask_storeu_ps(yo + 32, tc.out[c + 2], _mm512_mask_mov_ps(b2, n2, nan));
+      _mm512_mask_storeu_ps(yo + 48, tc.out[c + 3], _mm512_mask_mov_ps(b3, n3, nan));
     }
-    for (int i = 0; i < d.kh; ++i) {
-      const std::int64_t ih = hs + static_cast<std::int64_t>(i) * d.dh;
-      if (ih < 0 || ih >= d.H) continue;
-      const float* row = plane + ih * W;
-      for (int j = 0; j < d.kw; ++j) {
-        const std::int64_t off = tc.off[j];  // column ow reads row[ow*sw + off]
-        const __mmask16 m = lane_range(c0, tc.lo[j], tc.hi[j]);
-        if (!m) continue;
-        __m512 v;
-        if (sw == 1) {
-          v = _mm512_maskz_loadu_ps(m, row + c0 + off);
-        } else {
-          const __mmask16 m0 = static_cast<__mmask16>(_pdep_u32(m & 0xFFu, 0x5555u));
-          const __mmask16 m1 = static_cast<__mmask16>(_pdep_u32((m >> 8) & 0xFFu, 0x5555u));
-          const float* base = row + 2 * c0 + off;
-          v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(m0, base), even, _mm512_maskz_loadu_ps(m1, base + 16));
-        }
-        const __mmask16 take =
-            (_mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q)) & m;
-        best = _mm512_mask_mov_ps(best, take, v);
-        bt = _mm512_mask_mov_epi32(bt, take, _mm512_set1_epi32(i * d.kw + j));
+    return;
+  }
+  const bool fits = d.kh <= 64;
+  for (std::int64_t c = 0; c < tc.chunks && fits; c += 4) {
+    __m512 b0 = neg_inf, b1 = neg_inf, b2 = neg_inf, b3 = neg_inf;
+    __m512i t0 = no_tap, t1 = no_tap, t2 = no_tap, t3 = no_tap;
+    for (int q = 0; q < nrows; ++q) {
+      for (int j = 0; j < kw; ++j) {
+        const float* base = rows[q] + sw * 16 * c + tc.off[j];
+        const __m512i tv = _mm512_set1_epi32(taps_row[q] + j);
+        HETNN_TAP_STEP(b0, t0, c, base, tv)
+        HETNN_TAP_STEP(b1, t1, c + 1, base + 16 * sw, tv)
+        HETNN_TAP_STEP(b2, t2, c + 2, base + 32 * sw, tv)
+        HETNN_TAP_STEP(b3, t3, c + 3, base + 48 * sw, tv)
       }
     }
-    const __mmask16 out = lane_range(c0, 0, OW);
-    _mm512_mask_storeu_ps(y + c0, out, best);
-    if (tap) _mm512_mask_storeu_epi32(tap + c0, out, bt);
+    float* yo = y + 16 * c;
+    _mm512_mask_storeu_ps(yo, tc.out[c], b0);
+    _mm512_mask_storeu_ps(yo + 16, tc.out[c + 1], b1);
+    _mm512_mask_storeu_ps(yo + 32, tc.out[c + 2], b2);
+    _mm512_mask_storeu_ps(yo + 48, tc.out[c + 3], b3);
+    if (tap) {
+      std::int32_t* to = tap + 16 * c;
+      _mm512_mask_storeu_epi32(to, tc.out[c], t0);
+      _mm512_mask_storeu_epi32(to + 16, tc.out[c + 1], t1);
+      _mm512_mask_storeu_epi32(to + 32, tc.out[c + 2], t2);
+      _mm512_mask_storeu_epi32(to + 48, tc.out[c + 3], t3);
+    }
   }
 }
+#undef HETNN_TAP_STEP
+#undef HETNN_MAX_STEP
 const bool kHaveAvx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("bmi2");
+                         __builtin_cpu_supports("avx512dq");
 #else
 constexpr bool kHaveAvx512 = false;
 struct TapCols {
@@ -225,7 +296,7 @@ inline __attribute__((always_inline)) void fwd_row(const Pool2dDesc& d, const ty
   const std::int64_t hstart = oh * d.sh - d.ph;
   bool done = false;
   if constexpr (std::is_same_v<E, F32>) {
-    if (kHaveAvx512 && (sw == 1 || sw == 2)) {
+    if (kHaveAvx512 && (sw == 1 || sw == 2) && d.kh <= 64) {
       fwd_row_f32_avx512(d, *tc, plane, y, IDX ? tap : nullptr, oh);
       done = true;
     }
