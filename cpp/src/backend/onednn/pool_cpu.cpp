@@ -96,7 +96,7 @@ struct TapCols {
   // for every row, so the row loop does no mask arithmetic. Padded with empty chunks to a multiple of 4.
   std::vector<std::uint16_t> m, m0, m1, out;
   std::vector<char> full;  // chunk c: every tap reads 16 inside columns (no masks needed)
-  std::int64_t chunks = 0;
+  std::int64_t chunks = 0, real_chunks = 0;  // padded to a multiple of 4 / ceil(OW / 16)
   explicit TapCols(const Pool2dDesc& d) {
     for (int j = 0; j < d.kw; ++j) {
       const std::int64_t o = static_cast<std::int64_t>(j) * d.dw - d.pw;
@@ -104,8 +104,8 @@ struct TapCols {
       lo.push_back(o >= 0 ? 0 : (-o + d.sw - 1) / d.sw);
       hi.push_back(d.W - 1 - o >= 0 ? std::min(d.OW, (d.W - 1 - o) / d.sw + 1) : 0);
     }
-    chunks = (d.OW + 15) / 16;
-    chunks = (chunks + 3) / 4 * 4;
+    real_chunks = (d.OW + 15) / 16;
+    chunks = (real_chunks + 3) / 4 * 4;
     const auto lanes = [](std::int64_t c0, std::int64_t l, std::int64_t h) -> std::uint16_t {
       const std::int64_t a = std::clamp<std::int64_t>(l - c0, 0, 16), b = std::clamp<std::int64_t>(h - c0, 0, 16);
       if (b <= a) return 0;
@@ -193,7 +193,8 @@ __attribute__((target("avx512f,avx512bw,avx512dq"))) void fwd_row_f32_avx512(con
   }
   if (!tap) {
     const __m512 nan = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
-    for (std::int64_t c = 0; c < tc.chunks && d.kh <= 64; c += 4) {
+    std::int64_t c = 0;
+    for (; c + 4 <= tc.real_chunks; c += 4) {
       __m512 b0 = neg_inf, b1 = neg_inf, b2 = neg_inf, b3 = neg_inf;
       __mmask16 n0 = 0, n1 = 0, n2 = 0, n3 = 0;
       for (int q = 0; q < nrows; ++q) {
@@ -211,10 +212,17 @@ __attribute__((target("avx512f,avx512bw,avx512dq"))) void fwd_row_f32_avx512(con
       _mm512_mask_storeu_ps(yo + 32, tc.out[c + 2], _mm512_mask_mov_ps(b2, n2, nan));
       _mm512_mask_storeu_ps(yo + 48, tc.out[c + 3], _mm512_mask_mov_ps(b3, n3, nan));
     }
+    for (; c < tc.real_chunks; ++c) {  // short rows and the last chunks: one at a time
+      __m512 b0 = neg_inf;
+      __mmask16 n0 = 0;
+      for (int q = 0; q < nrows; ++q)
+        for (int j = 0; j < kw; ++j) HETNN_MAX_STEP(b0, n0, c, rows[q] + sw * 16 * c + tc.off[j])
+      _mm512_mask_storeu_ps(y + 16 * c, tc.out[c], _mm512_mask_mov_ps(b0, n0, nan));
+    }
     return;
   }
-  const bool fits = d.kh <= 64;
-  for (std::int64_t c = 0; c < tc.chunks && fits; c += 4) {
+  std::int64_t c = 0;
+  for (; c + 4 <= tc.real_chunks; c += 4) {
     __m512 b0 = neg_inf, b1 = neg_inf, b2 = neg_inf, b3 = neg_inf;
     __m512i t0 = no_tap, t1 = no_tap, t2 = no_tap, t3 = no_tap;
     for (int q = 0; q < nrows; ++q) {
@@ -239,6 +247,15 @@ __attribute__((target("avx512f,avx512bw,avx512dq"))) void fwd_row_f32_avx512(con
       _mm512_mask_storeu_epi32(to + 32, tc.out[c + 2], t2);
       _mm512_mask_storeu_epi32(to + 48, tc.out[c + 3], t3);
     }
+  }
+  for (; c < tc.real_chunks; ++c) {
+    __m512 b0 = neg_inf;
+    __m512i t0 = no_tap;
+    for (int q = 0; q < nrows; ++q)
+      for (int j = 0; j < kw; ++j)
+        HETNN_TAP_STEP(b0, t0, c, rows[q] + sw * 16 * c + tc.off[j], _mm512_set1_epi32(taps_row[q] + j))
+    _mm512_mask_storeu_ps(y + 16 * c, tc.out[c], b0);
+    if (tap) _mm512_mask_storeu_epi32(tap + 16 * c, tc.out[c], t0);
   }
 }
 #undef HETNN_TAP_STEP
