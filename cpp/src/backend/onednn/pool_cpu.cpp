@@ -427,19 +427,64 @@ struct BadIndex {
 };
 
 // Scatter of output rows [oh0, oh1) of one plane: acc[idx] += gy, after checking each index.
+// Whether any index of output row oh fails the undilated-window test: v is tap (i, j) iff
+// v - (hs*W + ws) - i*W lies in [0, kw) for some window row i, with that row and column inside the input.
+// Branch-free with the row count fixed, so the compiler vectorises it (a division per index, or a loop over a
+// run-time row count, made the check half of the backward's time).
+template <int KH>
+inline bool row_fails(const Pool2dDesc& d, const std::int64_t* x, std::int64_t oh) {
+  const std::int64_t hs = oh * d.sh - d.ph, W = d.W, H = d.H, sw = d.sw, pw = d.pw, kw = d.kw;
+  std::int64_t fails = 0;
+#pragma omp simd reduction(| : fails)
+  for (std::int64_t ow = 0; ow < d.OW; ++ow) {
+    const std::int64_t ws = ow * sw - pw, rel = x[ow] - (hs * W + ws);
+    std::int64_t ok = 0;
+#pragma GCC unroll 4
+    for (int i = 0; i < KH; ++i) {
+      const std::int64_t j = rel - i * W;
+      ok |= static_cast<std::int64_t>(static_cast<std::uint64_t>(j) < static_cast<std::uint64_t>(kw)) &
+            static_cast<std::int64_t>(static_cast<std::uint64_t>(hs + i) < static_cast<std::uint64_t>(H)) &
+            static_cast<std::int64_t>(static_cast<std::uint64_t>(ws + j) < static_cast<std::uint64_t>(W));
+    }
+    fails |= ok ^ 1;
+  }
+  return fails != 0;
+}
+
 template <class G, class A>
 inline void bwd_rows(const Pool2dDesc& d, const IndexCheck& chk, const G* gy, const std::int64_t* ix, A* acc,
                      std::int64_t plane, std::int64_t oh0, std::int64_t oh1, BadIndex& bad,
                      float (*to_acc)(G)) {
+  const std::uint64_t hw = static_cast<std::uint64_t>(d.H * d.W);
+  const bool plain = d.dh == 1 && d.dw == 1 && d.kh <= 4;
   for (std::int64_t oh = oh0; oh < oh1; ++oh) {
     const G* g = gy + (plane * d.OH + oh) * d.OW;
     const std::int64_t* x = ix + (plane * d.OH + oh) * d.OW;
-    for (std::int64_t ow = 0; ow < d.OW; ++ow) {
+    // Check the whole row first (undilated windows of up to 4 rows: row_fails), then scatter it unchecked.
+    bool row_ok = true;
+    if (plain) {
+      switch (d.kh) {
+        case 1: row_ok = !row_fails<1>(d, x, oh); break;
+        case 2: row_ok = !row_fails<2>(d, x, oh); break;
+        case 3: row_ok = !row_fails<3>(d, x, oh); break;
+        case 4: row_ok = !row_fails<4>(d, x, oh); break;
+        default: row_ok = false;  // the per-index path below
+      }
+    }
+    if (row_ok && plain) {
+      for (std::int64_t ow = 0; ow < d.OW; ++ow) {
+        if constexpr (std::is_same_v<G, A>) acc[x[ow]] += g[ow];
+        else acc[x[ow]] += to_acc(g[ow]);
+      }
+      continue;
+    }
+    for (std::int64_t ow = 0; ow < d.OW; ++ow) {  // dilated windows, or a row holding a bad or empty-window index
       const std::int64_t v = x[ow];
       if (!chk.inside(v, oh, ow)) {
         if (!chk.empty(oh, ow)) bad.report(plane, oh, ow, v);
         continue;
       }
+      if (static_cast<std::uint64_t>(v) >= hw) continue;
       if constexpr (std::is_same_v<G, A>) acc[v] += g[ow];
       else acc[v] += to_acc(g[ow]);
     }
@@ -489,15 +534,29 @@ void bwd_scatter(const Pool2dDesc& d, const G* gy, const std::int64_t* ix, A* ac
       bwd_rows<G, A>(d, chk, gy, ix, plane_acc, p, oh0, oh1, bad, to_acc);
     }
   } else {
-#pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < planes * plane_size; ++i) acc[i] = A(0);
+    // Overlapping windows. Block b owns input rows [b*R*sh - ph, (b+1)*R*sh - ph) (clamped; the first and last
+    // blocks also own the rows before and after every window); its windows reach into block b+1's rows only
+    // (R*sh >= extent). Phase 0: each even block zeroes its own rows and block b+1's, then scatters; phase 1: odd
+    // blocks scatter (their rows, and block b+2's top rows, were zeroed in phase 0). No separate zeroing pass.
+    const std::int64_t R = rows_per_block;
+    const auto owned = [&](std::int64_t b, std::int64_t* z0, std::int64_t* z1) {
+      *z0 = b == 0 ? 0 : std::clamp<std::int64_t>(b * R * d.sh - d.ph, 0, d.H);
+      *z1 = b >= blocks - 1 ? d.H : std::clamp<std::int64_t>((b + 1) * R * d.sh - d.ph, 0, d.H);
+    };
     for (int phase = 0; phase < 2; ++phase) {
       const std::int64_t per_plane = (blocks - phase + 1) / 2;
 #pragma omp parallel for schedule(static)
       for (std::int64_t t = 0; t < planes * per_plane; ++t) {
         const std::int64_t p = t / per_plane, b = 2 * (t % per_plane) + phase;
-        const std::int64_t oh0 = b * rows_per_block, oh1 = std::min(d.OH, oh0 + rows_per_block);
-        bwd_rows<G, A>(d, chk, gy, ix, acc + p * plane_size, p, oh0, oh1, bad, to_acc);
+        A* plane_acc = acc + p * plane_size;
+        if (phase == 0) {
+          std::int64_t z0, z1, n0, n1;
+          owned(b, &z0, &z1);
+          if (b + 1 < blocks) owned(b + 1, &n0, &n1), z1 = n1;
+          std::fill(plane_acc + z0 * d.W, plane_acc + z1 * d.W, A(0));
+        }
+        const std::int64_t oh0 = b * R, oh1 = std::min(d.OH, oh0 + R);
+        bwd_rows<G, A>(d, chk, gy, ix, plane_acc, p, oh0, oh1, bad, to_acc);
       }
     }
   }
