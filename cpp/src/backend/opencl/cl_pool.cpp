@@ -93,8 +93,6 @@ void ClBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const
   // 2. The scatter (float32/64 on CPU devices) or the gather, queued behind the check (in-order queue) before the
   // flag is read back.
   if (scatter) {
-    const cl_uchar zero_byte = 0;
-    HETNN_CL_CHECK(clEnqueueFillBuffer(queue_.get(), mem(gx), &zero_byte, 1, 0, gx.nbytes, 0, nullptr, nullptr));
     cl_kernel ks = kernel("pool.cl", "max_pool2d_bwd_scatter", opts);
     const std::int64_t ext = static_cast<std::int64_t>(d.kh - 1) * d.dh + 1;
     const cl_int R = static_cast<cl_int>(std::max<std::int64_t>(1, (ext + d.sh - 1) / d.sh));
@@ -106,7 +104,8 @@ void ClBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const
       const cl_int step = disjoint ? 1 : 2, first = disjoint ? 0 : phase;
       ArgSetter as{ks, "max_pool2d_bwd_scatter"};
       set_pool_args(as, d);
-      as(R)(step)(first)(mem(gy))(mem(indices))(mem(gx))(flag);
+      const cl_int nblocks = static_cast<cl_int>(blocks), zero_mode = disjoint ? 1 : (phase == 0 ? 2 : 0);
+      as(R)(step)(first)(nblocks)(zero_mode)(mem(gy))(mem(indices))(mem(gx))(flag);
       const std::size_t g[2] = {static_cast<std::size_t>(count), planes};
       enqueue("max_pool2d_backward", ks, 2, g, one);
     }

@@ -242,8 +242,9 @@ __kernel void max_pool2d_check_rows(POOL_ARGS, __global const long* indices, __g
 // that blocks running together never reach the same input rows (every block when windows do not overlap in H,
 // else even blocks, then odd ones).
 __kernel void max_pool2d_bwd_scatter(POOL_ARGS, const int R, const int block_step, const int block_first,
-                                     __global const STORAGE* restrict gy, __global const long* restrict indices,
-                                     __global STORAGE* restrict gx, __global int* bad) {
+                                     const int blocks, const int zero_mode, __global const STORAGE* restrict gy,
+                                     __global const long* restrict indices, __global STORAGE* restrict gx,
+                                     __global int* bad) {
   const int b = get_global_id(0) * block_step + block_first;
   const float inv_w = 1.0f / W;
   int fail = 0;
@@ -251,9 +252,39 @@ __kernel void max_pool2d_bwd_scatter(POOL_ARGS, const int R, const int block_ste
   const int oh0 = b * R, oh1 = min(OH, oh0 + R);
   const long hw = (long)H * W;
   __global STORAGE* gp = gx + plane * hw;
+  // Zero the rows this block owns (zero_mode 1), or its own and the next block's (2: overlapping windows, first
+  // phase), just before scattering into them: no separate fill pass over the gradient.
+  if (zero_mode) {
+    const int last = zero_mode == 2 && b + 1 < blocks ? b + 1 : b;
+    const int z0 = b == 0 ? 0 : clamp(b * R * SH - PH, 0, H);
+    const int z1 = last >= blocks - 1 ? H : clamp((last + 1) * R * SH - PH, 0, H);
+    for (long q = (long)z0 * W; q < (long)z1 * W; ++q) gp[q] = 0;
+  }
+  const int plain = DH == 1 && DW == 1;
   for (int oh = oh0; oh < oh1; ++oh) {
     __global const long* ir = indices + (plane * OH + oh) * OW;
     __global const STORAGE* g = gy + (plane * OH + oh) * OW;
+    if (plain) {
+      // Undilated windows: v is tap (i, j) iff v - (hs*W + ws) - i*W lies in [0, KW) for some window row i, inside
+      // the input (and such windows are never empty). Branch-free, so the row's check vectorises.
+      const int hs = oh * SH - PH;
+      int row_fail = 0;
+      for (int ow = 0; ow < OW; ++ow) {
+        const int ws = ow * SW - PW;
+        const long rel = ir[ow] - ((long)hs * W + ws);
+        int ok = 0;
+#pragma unroll
+        for (int i = 0; i < KH; ++i) {
+          const long j = rel - (long)i * W;
+          ok |= ((ulong)j < (ulong)KW) & ((uint)(hs + i) < (uint)H) & ((ulong)(ws + j) < (ulong)W);
+        }
+        row_fail |= !ok;
+      }
+      if (!row_fail) {
+        for (int ow = 0; ow < OW; ++ow) gp[ir[ow]] += g[ow];
+        continue;
+      }
+    }
     for (int ow = 0; ow < OW; ++ow) {
       const long v = ir[ow];
       const int ok = index_ok(v, oh, ow, H, W, OH, OW, SH, SW, PH, PW, DH, DW, inv_w);
