@@ -63,6 +63,22 @@ double fma_loop(long iters, float* sink) {
 }
 }  // namespace
 
+// Seconds per execute + wait of a oneDNN primitive, after n_warmup untimed calls.
+static std::vector<double> time_primitive(const dnnl::primitive& prim, dnnl::stream& s,
+                                          const std::unordered_map<int, dnnl::memory>& args, int n_warmup,
+                                          int n_repeat) {
+  for (int i = 0; i < n_warmup; ++i) prim.execute(s, args);
+  s.wait();
+  std::vector<double> times;
+  for (int i = 0; i < n_repeat; ++i) {
+    const double t0 = now();
+    prim.execute(s, args);
+    s.wait();
+    times.push_back(now() - t0);
+  }
+  return times;
+}
+
 std::vector<double> onednn_raw_matmul(int M, int N, int K, int n_warmup, int n_repeat) {
   using namespace dnnl;
   engine eng(engine::kind::cpu, 0);
@@ -77,16 +93,7 @@ std::vector<double> onednn_raw_matmul(int M, int N, int K, int n_warmup, int n_r
     for (std::size_t i = 0; i < m->get_desc().get_size() / sizeof(float); ++i) p[i] = 0.001f * (i % 1000);
   }
   const std::unordered_map<int, memory> args{{DNNL_ARG_SRC, A}, {DNNL_ARG_WEIGHTS, B}, {DNNL_ARG_DST, C}};
-  for (int i = 0; i < n_warmup; ++i) prim.execute(s, args);
-  s.wait();
-  std::vector<double> times;
-  for (int i = 0; i < n_repeat; ++i) {
-    const double t0 = now();
-    prim.execute(s, args);
-    s.wait();
-    times.push_back(now() - t0);
-  }
-  return times;
+  return time_primitive(prim, s, args, n_warmup, n_repeat);
 }
 
 std::pair<double, double> stream_copy_triad(std::size_t bytes_per_array, int repeats) {
@@ -133,16 +140,7 @@ std::vector<double> onednn_raw_maxpool(int N, int C, int H, int W, int k, int s,
   for (std::int64_t i = 0; i < static_cast<std::int64_t>(N) * C * H * W; ++i) x[i] = static_cast<float>(i % 97);
   pooling_forward prim(pd);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, ms}, {DNNL_ARG_DST, md}};
-  for (int i = 0; i < n_warmup; ++i) prim.execute(st, args);
-  st.wait();
-  std::vector<double> times;
-  for (int i = 0; i < n_repeat; ++i) {
-    const double t0 = now();
-    prim.execute(st, args);
-    st.wait();
-    times.push_back(now() - t0);
-  }
-  return times;
+  return time_primitive(prim, st, args, n_warmup, n_repeat);
 }
 
 std::pair<double, std::string> cpu_fma_peak(int threads, double seconds) {

@@ -154,40 +154,35 @@ __attribute__((target("avx512f,avx512bw,avx512dq"))) void fwd_row_f32_avx512(con
     const std::int64_t ih = hs + static_cast<std::int64_t>(i) * d.dh;
     if (ih >= 0 && ih < d.H) rows[nrows] = plane + ih * W, taps_row[nrows++] = i * d.kw;
   }
-  // One tap for chunk c: the 16 inputs at p (stride sw) under the chunk's masks, then PyTorch's select
-  // (greater, or NaN).
-#define HETNN_TAP_STEP(B, T, C, P, TV)                                                                          \
+  // The 16 inputs of chunk C for tap j at P (stride sw) into V, with M the lanes that exist: plain loads for
+  // interior chunks (no mask registers: they compete for the permute port), else under the chunk's precomputed
+  // masks.
+#define HETNN_LOAD_TAP(C, P, V, M)                                                                              \
+  __mmask16 M = 0xFFFF;                                                                                         \
+  __m512 V;                                                                                                     \
   if (tc.full[C]) {                                                                                             \
-    const __m512 v_ = sw == 1 ? _mm512_loadu_ps(P)                                                              \
-                              : _mm512_permutex2var_ps(_mm512_loadu_ps(P), even, _mm512_loadu_ps((P) + 16));   \
-    const __mmask16 t_ = _mm512_cmp_ps_mask(v_, B, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v_, v_, _CMP_UNORD_Q);     \
-    B = _mm512_mask_mov_ps(B, t_, v_);                                                                          \
-    T = _mm512_mask_mov_epi32(T, t_, TV);                                                                       \
+    V = sw == 1 ? _mm512_loadu_ps(P) : _mm512_permutex2var_ps(_mm512_loadu_ps(P), even, _mm512_loadu_ps((P) + 16)); \
   } else {                                                                                                      \
     const std::int64_t k_ = (C) * kw + j;                                                                       \
-    const __mmask16 m_ = tc.m[k_];                                                                              \
-    const __m512 v_ = sw == 1 ? _mm512_maskz_loadu_ps(m_, P)                                                    \
-                              : _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(tc.m0[k_], P), even,              \
-                                                       _mm512_maskz_loadu_ps(tc.m1[k_], (P) + 16));            \
+    M = tc.m[k_];                                                                                               \
+    V = sw == 1 ? _mm512_maskz_loadu_ps(M, P)                                                                   \
+                : _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(tc.m0[k_], P), even,                             \
+                                         _mm512_maskz_loadu_ps(tc.m1[k_], (P) + 16));                           \
+  }
+  // With indices: PyTorch's select (greater, or NaN), the tap number following the value.
+#define HETNN_TAP_STEP(B, T, C, P, TV)                                                                          \
+  {                                                                                                             \
+    HETNN_LOAD_TAP(C, P, v_, m_)                                                                                \
     const __mmask16 t_ = (_mm512_cmp_ps_mask(v_, B, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v_, v_, _CMP_UNORD_Q)) & m_; \
     B = _mm512_mask_mov_ps(B, t_, v_);                                                                          \
     T = _mm512_mask_mov_epi32(T, t_, TV);                                                                       \
   }
   // Without indices: vmaxps(v, best) keeps best on ties and ignores NaN (it returns its second operand when either
-  // is NaN), and a separate mask remembers which lanes saw a NaN, set to NaN at the end. Fewer compare-into-mask
-  // operations, which compete for one execution port with the stride-2 permutes.
+  // is NaN), and a separate mask remembers which lanes saw a NaN, set to NaN at the end: fewer compare-into-mask
+  // operations.
 #define HETNN_MAX_STEP(B, N, C, P)                                                                              \
-  if (tc.full[C]) { /* interior chunk: plain loads, no mask registers (they compete for the permute port) */   \
-    const __m512 v_ = sw == 1 ? _mm512_loadu_ps(P)                                                              \
-                              : _mm512_permutex2var_ps(_mm512_loadu_ps(P), even, _mm512_loadu_ps((P) + 16));   \
-    B = _mm512_max_ps(v_, B);                                                                                   \
-    N = N | _mm512_cmp_ps_mask(v_, v_, _CMP_UNORD_Q);                                                           \
-  } else {                                                                                                      \
-    const std::int64_t k_ = (C) * kw + j;                                                                       \
-    const __mmask16 m_ = tc.m[k_];                                                                              \
-    const __m512 v_ = sw == 1 ? _mm512_maskz_loadu_ps(m_, P)                                                    \
-                              : _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(tc.m0[k_], P), even,              \
-                                                       _mm512_maskz_loadu_ps(tc.m1[k_], (P) + 16));            \
+  {                                                                                                             \
+    HETNN_LOAD_TAP(C, P, v_, m_)                                                                                \
     B = _mm512_mask_max_ps(B, m_, v_, B);                                                                       \
     N = N | _mm512_cmp_ps_mask(v_, v_, _CMP_UNORD_Q);                                                           \
   }
@@ -260,6 +255,7 @@ __attribute__((target("avx512f,avx512bw,avx512dq"))) void fwd_row_f32_avx512(con
 }
 #undef HETNN_TAP_STEP
 #undef HETNN_MAX_STEP
+#undef HETNN_LOAD_TAP
 const bool kHaveAvx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                          __builtin_cpu_supports("avx512dq");
 #else

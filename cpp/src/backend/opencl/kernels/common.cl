@@ -23,12 +23,7 @@
 #elif defined(STORE_BF16)
 #define STORAGE ushort
 #define LOAD1(p, i) as_float(((uint)(p)[i]) << 16)
-inline ushort bf16_from_float(float v) {  // round to nearest even; NaN stays NaN
-  uint b = as_uint(v);
-  if ((b & 0x7fffffffu) > 0x7f800000u) b |= 0x00400000u;
-  else b += 0x7fffu + ((b >> 16) & 1u);
-  return (ushort)(b >> 16);
-}
+#include "bf16.cl"
 #define STORE1(v, p, i) ((p)[i] = bf16_from_float(v))
 #else
 #define STORAGE REAL
