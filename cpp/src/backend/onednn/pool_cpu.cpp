@@ -564,6 +564,87 @@ void bwd_scatter(const Pool2dDesc& d, const G* gy, const std::int64_t* ix, A* ac
   }
 }
 
+// Splits [0, n) evenly over the OpenMP threads and runs fn(begin, end) on each share.
+template <class Fn>
+void parallel_ranges(std::int64_t n, Fn&& fn) {
+#pragma omp parallel
+  {
+    const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const std::int64_t b = n * t / nt, e = n * (t + 1) / nt;
+    if (b < e) fn(b, e);
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// float32 backward of 2x2 windows at stride 2 that tile the input (no padding, dilation or ceil-mode overhang):
+// every input element belongs to at most one window, so each input row is written once, densely, instead of being
+// zeroed and then scattered into. For 16 outputs and each window row: compare the 16 int64 indices with the even
+// and odd positions, keep the gradient where they match, interleave, store 32 floats. Output rows [r0, r1) over all
+// planes; returns whether an index matched none of its window's four positions.
+__attribute__((target("avx512f,avx512bw,avx512dq"))) bool bwd_k2s2_f32_avx512(const Pool2dDesc& d,
+                                                                              const float* gy,
+                                                                              const std::int64_t* ix, float* gx,
+                                                                              std::int64_t r0, std::int64_t r1) {
+  const __m512i lo_pairs = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i hi_pairs = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+  const __m512i step2 = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
+  const std::int64_t W = d.W, H = d.H, OW = d.OW, OH = d.OH;
+  bool bad = false;
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const std::int64_t p = r / OH, oh = r % OH;
+    const float* g = gy + r * OW;
+    const std::int64_t* x = ix + r * OW;
+    float* plane = gx + p * H * W;
+    for (int i = 0; i < 2; ++i) {
+      const std::int64_t ih = 2 * oh + i;
+      float* row = plane + ih * W;
+      for (std::int64_t c0 = 0; c0 < OW; c0 += 16) {
+        const int n = static_cast<int>(std::min<std::int64_t>(16, OW - c0));
+        const __mmask16 lanes = n == 16 ? 0xFFFF : static_cast<__mmask16>((1u << n) - 1);
+        const __m512i x0 = _mm512_maskz_loadu_epi64(static_cast<__mmask8>(lanes), x + c0);
+        const __m512i x1 = _mm512_maskz_loadu_epi64(static_cast<__mmask8>(lanes >> 8), x + c0 + 8);
+        const __m512i e0 = _mm512_add_epi64(_mm512_set1_epi64(ih * W + 2 * c0), step2);
+        const __m512i e1 = _mm512_add_epi64(e0, _mm512_set1_epi64(16));
+        const __m512i one = _mm512_set1_epi64(1);
+        const __mmask16 me = static_cast<__mmask16>(_mm512_cmpeq_epi64_mask(x0, e0) |
+                                                    (_mm512_cmpeq_epi64_mask(x1, e1) << 8)) & lanes;
+        const __mmask16 mo = static_cast<__mmask16>(_mm512_cmpeq_epi64_mask(x0, _mm512_add_epi64(e0, one)) |
+                                                    (_mm512_cmpeq_epi64_mask(x1, _mm512_add_epi64(e1, one)) << 8)) &
+                             lanes;
+        const __m512 gv = _mm512_maskz_loadu_ps(lanes, g + c0);
+        const __m512 ge = _mm512_maskz_mov_ps(me, gv), go = _mm512_maskz_mov_ps(mo, gv);
+        const int m2 = 2 * n;  // floats of this chunk in the input row
+        const __mmask16 s0 = m2 >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << m2) - 1);
+        const __mmask16 s1 = m2 <= 16 ? 0 : (m2 == 32 ? 0xFFFF : static_cast<__mmask16>((1u << (m2 - 16)) - 1));
+        _mm512_mask_storeu_ps(row + 2 * c0, s0, _mm512_permutex2var_ps(ge, lo_pairs, go));
+        _mm512_mask_storeu_ps(row + 2 * c0 + 16, s1, _mm512_permutex2var_ps(ge, hi_pairs, go));
+        if (i == 1) {
+          // an index is valid iff it matched in row 0 or row 1: recompute row 0's matches for these lanes
+          const __m512i f0 = _mm512_sub_epi64(e0, _mm512_set1_epi64(W)), f1 = _mm512_sub_epi64(e1, _mm512_set1_epi64(W));
+          const __mmask16 me0 = static_cast<__mmask16>(_mm512_cmpeq_epi64_mask(x0, f0) |
+                                                       (_mm512_cmpeq_epi64_mask(x1, f1) << 8));
+          const __mmask16 mo0 = static_cast<__mmask16>(_mm512_cmpeq_epi64_mask(x0, _mm512_add_epi64(f0, one)) |
+                                                       (_mm512_cmpeq_epi64_mask(x1, _mm512_add_epi64(f1, one)) << 8));
+          if (((me | mo | me0 | mo0) & lanes) != lanes) bad = true;
+        }
+      }
+      for (std::int64_t iw = 2 * OW; iw < W; ++iw) row[iw] = 0.f;  // a last column no window covers
+    }
+    if (oh == OH - 1)
+      for (std::int64_t q = 2 * OH * W; q < H * W; ++q) plane[q] = 0.f;  // a last row no window covers
+  }
+  return bad;
+}
+const bool kHaveAvx512Bwd = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                            __builtin_cpu_supports("avx512dq");
+#else
+constexpr bool kHaveAvx512Bwd = false;
+inline bool bwd_k2s2_f32_avx512(const Pool2dDesc&, const float*, const std::int64_t*, float*, std::int64_t,
+                                std::int64_t) {
+  return false;
+}
+#endif
+
 }  // namespace
 
 void CpuBackend::max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices) {
@@ -575,12 +656,7 @@ void CpuBackend::max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buf
   void* yp = y.host_ptr();
   std::int64_t* ip = indices ? static_cast<std::int64_t*>(indices->host_ptr()) : nullptr;
   timed("max_pool2d", bytes, [&] {
-#pragma omp parallel
-    {
-      const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-      const std::int64_t r0 = rows * t / nt, r1 = rows * (t + 1) / nt;
-      if (r0 < r1) fn(d, xp, yp, ip, r0, r1);
-    }
+    parallel_ranges(rows, [&](std::int64_t r0, std::int64_t r1) { fn(d, xp, yp, ip, r0, r1); });
   });
 }
 
@@ -590,10 +666,26 @@ void CpuBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, cons
   const auto* ix = static_cast<const std::int64_t*>(indices.host_ptr());
   timed("max_pool2d_backward", bytes, [&] {
     switch (d.dtype) {
-      case DType::f32:
+      case DType::f32: {
+        const bool tiles = d.kh == 2 && d.kw == 2 && d.sh == 2 && d.sw == 2 && d.ph == 0 && d.pw == 0 &&
+                           d.dh == 1 && d.dw == 1 && 2 * d.OH <= d.H && 2 * d.OW <= d.W;
+        if (kHaveAvx512Bwd && tiles) {
+          std::atomic<bool> bad{false};
+          parallel_ranges(d.N * d.C * d.OH, [&](std::int64_t r0, std::int64_t r1) {
+            if (bwd_k2s2_f32_avx512(d, static_cast<const float*>(gy.host_ptr()), ix,
+                                    static_cast<float*>(gx.host_ptr()), r0, r1))
+              bad.store(true);
+          });
+          if (bad.load()) {
+            const std::int64_t o = pool_find_bad_index(d, ix);
+            throw ValueError(pool_bad_index_message(d, o / (d.OH * d.OW), (o / d.OW) % d.OH, o % d.OW, ix[o]));
+          }
+          break;
+        }
         bwd_scatter<float, float>(d, static_cast<const float*>(gy.host_ptr()), ix,
                                   static_cast<float*>(gx.host_ptr()), identity_f);
         break;
+      }
       case DType::f64:
         bwd_scatter<double, double>(d, static_cast<const double*>(gy.host_ptr()), ix,
                                     static_cast<double*>(gx.host_ptr()), nullptr);
