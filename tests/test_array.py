@@ -160,3 +160,13 @@ def test_poisoned_allocations_are_nan():
     assert hetnn._core.poison_enabled()
     e = hetnn.empty((4,), dtype="float32", device="cpu").numpy()
     assert np.isnan(e).all()
+
+
+def test_empty_cache_frees_blocks_kept_for_reuse(device):
+    a = hetnn.empty((1024, 1024), dtype="float32", device=device)  # 4 MiB: a pooled size
+    del a
+    freed = hetnn.empty_cache(device)
+    assert freed >= 4 << 20
+    assert hetnn.empty_cache(device) == 0
+    b = hetnn.zeros((1024, 1024), dtype="float32", device=device)  # allocation still works afterwards
+    assert float(b.numpy().sum()) == 0.0

@@ -6,13 +6,13 @@ from ._device import Device, default_device, device, devices, get_default_device
 from ._array import Array, asarray, empty, zeros
 from ._ops import matmul
 from ._pool import max_pool2d, max_pool2d_backward
-from ._timing import BenchmarkResult, Timer, benchmark, synchronize
+from ._timing import BenchmarkResult, Timer, benchmark, empty_cache, synchronize
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Array", "BenchmarkResult", "CompileError", "Device", "HetnnError", "OpenCLError", "Timer", "asarray",
-    "benchmark", "default_device", "device", "devices", "empty", "get_default_device", "matmul",
+    "benchmark", "default_device", "device", "devices", "empty", "empty_cache", "get_default_device", "matmul",
     "max_pool2d", "max_pool2d_backward",
     "set_default_device", "synchronize", "zeros", "__version__",
 ]

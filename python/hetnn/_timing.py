@@ -35,6 +35,14 @@ def synchronize(device: DevicesLike = None) -> None:
         d._dev.synchronize()
 
 
+def empty_cache(device: DevicesLike = None) -> int:
+    """Frees the memory blocks hetnn keeps for reuse after their arrays went away (each device keeps up to 1/8 of
+    its memory so that new outputs of a size seen before need no fresh, page-faulting allocation). ``device``: a
+    device, a list of them, or None for every device in use. Returns the number of bytes freed."""
+    synchronize(device)
+    return sum(d._dev.release_cached_memory() for d in _device_list(device))
+
+
 class _Capture:
     """Records the commands the devices run between open() and close()."""
 

@@ -70,6 +70,8 @@ class Backend {
   virtual void fill(Buffer& dst, std::size_t offset, std::size_t n, unsigned char value) = 0;
   // Waits until every command issued so far has finished.
   virtual void synchronize() = 0;
+  // Frees the blocks kept for reuse after their arrays went away (host_pool.h, mem_pool.h); returns the bytes freed.
+  virtual std::size_t release_cached_memory() { return 0; }
 
   // Ops.
   virtual void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) = 0;

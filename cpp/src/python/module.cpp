@@ -139,6 +139,12 @@ PYBIND11_MODULE(_core, m) {
              py::gil_scoped_release nogil;
              d.backend().synchronize();
            })
+      .def("release_cached_memory",
+           [](Device& d) -> std::size_t {
+             if (!d.started()) return 0;
+             py::gil_scoped_release nogil;
+             return d.backend().release_cached_memory();
+           })
       .def("start",
            [](Device& d) {
              py::gil_scoped_release nogil;

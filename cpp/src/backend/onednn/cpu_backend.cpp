@@ -57,6 +57,12 @@ CpuBackend::CpuBackend()
       pool_(std::make_shared<HostPool>(
           static_cast<std::size_t>(std::min<std::uint64_t>(physical_memory() / 8, std::uint64_t{4} << 30)))) {}
 
+std::size_t CpuBackend::release_cached_memory() {
+  const std::size_t n = pool_->cached_bytes();
+  pool_->trim();
+  return n;
+}
+
 std::shared_ptr<Buffer> CpuBackend::alloc(std::size_t nbytes) {
   const std::uint64_t phys = physical_memory();
   if (phys && nbytes > phys)

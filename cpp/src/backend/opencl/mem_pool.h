@@ -41,10 +41,12 @@ class MemPool {
       free_.erase(last);
     }
   }
-  void clear() noexcept {
+  std::size_t clear() noexcept {  // returns the bytes released
     std::lock_guard<std::mutex> lock(mu_);
+    const std::size_t n = cached_;
     free_.clear();
     cached_ = 0;
+    return n;
   }
 
  private:
