@@ -1,5 +1,6 @@
 #include "core/pool.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "core/errors.h"
@@ -92,6 +93,21 @@ std::string pool_bad_index_message(const Pool2dDesc& d, std::int64_t plane, std:
          ".." + std::to_string(ws + (d.kw - 1) * static_cast<std::int64_t>(d.dw)) + " of a " +
          std::to_string(d.H) + "x" + std::to_string(d.W) +
          " plane); pass the indices max_pool2d returned for this input and these parameters";
+}
+
+PoolScatterBlocks pool_scatter_blocks(const Pool2dDesc& d) {
+  const std::int64_t extent = static_cast<std::int64_t>(d.kh - 1) * d.dh + 1;
+  PoolScatterBlocks b;
+  b.rows = std::max<std::int64_t>(1, (extent + d.sh - 1) / d.sh);
+  b.count = (d.OH + b.rows - 1) / b.rows;
+  b.disjoint = extent <= d.sh;
+  return b;
+}
+
+std::pair<std::int64_t, std::int64_t> PoolScatterBlocks::owned_rows(const Pool2dDesc& d, std::int64_t b) const {
+  const std::int64_t begin = b == 0 ? 0 : std::clamp<std::int64_t>(b * rows * d.sh - d.ph, 0, d.H);
+  const std::int64_t end = b >= count - 1 ? d.H : std::clamp<std::int64_t>((b + 1) * rows * d.sh - d.ph, 0, d.H);
+  return {begin, end};
 }
 
 std::int64_t pool_find_bad_index(const Pool2dDesc& d, const std::int64_t* ix) {

@@ -1,6 +1,7 @@
 // max_pool2d front: validates arguments once (PyTorch's rules), then dispatches to the device's backend.
 #pragma once
 #include <array>
+#include <utility>
 
 #include "backend/backend.h"
 #include "core/array.h"
@@ -28,6 +29,17 @@ std::string pool_bad_index_message(const Pool2dDesc& d, std::int64_t plane, std:
                                    std::int64_t v);
 // Position of the first bad index in a host copy of the indices, or -1.
 std::int64_t pool_find_bad_index(const Pool2dDesc& d, const std::int64_t* indices);
+// Row blocks of a race-free backward scatter (both backends): block b covers output rows [b*rows, (b+1)*rows) and
+// owns the input rows owned_rows(b) (the first and last blocks also the rows before and after every window); its
+// windows reach no further than block b+1's rows. With disjoint windows (vertical extent <= stride) every block
+// can run at once; otherwise the even blocks, then the odd ones.
+struct PoolScatterBlocks {
+  std::int64_t rows = 1, count = 0;
+  bool disjoint = true;
+  std::pair<std::int64_t, std::int64_t> owned_rows(const Pool2dDesc& d, std::int64_t b) const;  // [begin, end)
+};
+PoolScatterBlocks pool_scatter_blocks(const Pool2dDesc& d);
+
 // First in-bounds position of a dilated window starting at `start` (PyTorch's initial index).
 inline std::int64_t pool_first_inside(std::int64_t start, int d) {
   return start >= 0 ? start : start + (-start + d - 1) / d * d;

@@ -78,19 +78,7 @@ struct BF16 {
   static S neg_inf() { return 0xFF80; }
 };
 
-// Exact float -> 16-bit narrowing of values that came from that 16-bit type (a max selects, so every result does):
-// bit arithmetic that vectorises, no rounding needed. A NaN keeps its payload's top bits (quiet stays quiet).
-inline std::uint16_t narrow_f16(float f) {
-  std::uint32_t b;
-  std::memcpy(&b, &f, 4);
-  const std::uint32_t sign = (b >> 16) & 0x8000u, a = b & 0x7FFFFFFFu;
-  float mag;
-  std::memcpy(&mag, &a, 4);
-  const std::uint32_t sub = static_cast<std::uint32_t>(mag * 0x1p24f);  // subnormal halves and zero
-  const std::uint32_t h = a >= 0x7F800000u ? (0x7C00u | ((a >> 13) & 0x3FFu))
-                          : a >= 0x38800000u ? ((a - 0x38000000u) >> 13) : sub;
-  return static_cast<std::uint16_t>(h | sign);
-}
+// Exact float -> bfloat16 narrowing of values that came from bfloat16 (a max selects, so every result does).
 inline std::uint16_t narrow_bf16(float f) {
   std::uint32_t b;
   std::memcpy(&b, &f, 4);
@@ -111,12 +99,6 @@ inline bool takes(V v, V cur) {
   return (v > cur) | (v != v);
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-// One float32 output row (stride 1 or 2) with AVX-512: 16 outputs at a time, the running maximum and its tap kept
-// in registers over all taps of the window and stored once; taps outside the input and the ragged end of the row
-// are lanes masked off (loads included, so nothing outside the input is read). Written by hand because the
-// compiler's tap-by-tap loops store and reload the output between taps (masked stores do not forward to loads)
-// and run the row's remainder scalar: measured 2x slower on 32x64x112x112 k3s2.
 // Column range of each tap j of a window row: output columns [lo, hi) read input column ow*sw + off, inside the
 // input. The same for every row, so computed once per call.
 struct TapCols {
@@ -142,6 +124,8 @@ struct TapCols {
       const unsigned upto = b == 16 ? 0xFFFFu : (1u << b) - 1, below = (1u << a) - 1;
       return static_cast<std::uint16_t>(upto & ~below);
     };
+
+#if defined(__x86_64__) && defined(__GNUC__)
     const auto spread = [](unsigned bits8) {  // bit k -> bit 2k (the even floats of a 16-float load)
       unsigned r = 0;
       for (int k = 0; k < 8; ++k) r |= ((bits8 >> k) & 1u) << (2 * k);
@@ -312,9 +296,6 @@ const bool kHaveAvx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supp
                          __builtin_cpu_supports("avx512dq");
 #else
 constexpr bool kHaveAvx512 = false;
-struct TapCols {
-  explicit TapCols(const Pool2dDesc&) {}
-};
 inline void widen_f16_avx512(const std::uint16_t*, float*, std::int64_t) {}
 inline void narrow_f16_avx512(const float*, std::uint16_t*, std::int64_t) {}
 inline void fwd_row_f32_avx512(const Pool2dDesc&, const TapCols&, const float*, float*, std::int32_t*, std::int64_t,
@@ -409,14 +390,8 @@ inline __attribute__((always_inline)) void fwd_row(const Pool2dDesc& d, const ty
     const std::int64_t ih = hstart + static_cast<std::int64_t>(i) * d.dh;
     if (ih < 0 || ih >= d.H) continue;
     const S* row = plane + ih * W;
-    for (int j = 0; j < d.kw; ++j) {
-      const std::int64_t off = static_cast<std::int64_t>(j) * d.dw - d.pw;  // iw = ow * sw + off
-      const std::int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
-      const std::int64_t hi = W - 1 - off >= 0 ? std::min(OW, (W - 1 - off) / sw + 1) : 0;
-      const S* r = row + off;
-      const T t = static_cast<T>(i * d.kw + j);
-      tap_pass<E, IDX>(r, sw, y, tap, t, lo, hi);
-    }
+    for (int j = 0; j < d.kw; ++j)  // column ow reads row[ow * sw + off[j]] for ow in [lo[j], hi[j])
+      tap_pass<E, IDX>(row + tc->off[j], sw, y, tap, static_cast<T>(i * d.kw + j), tc->lo[j], tc->hi[j]);
   }
   }  // !done
   if (IDX) {
@@ -487,34 +462,6 @@ FwdFn fwd_fn(DType t, bool idx) {
 
 // Whether flat index v lies on window (oh, ow)'s grid inside the plane. Row from a double reciprocal (exact after
 // the +-1 fix-up for v < 2^31) instead of an integer division per element.
-struct IndexCheck {
-  const Pool2dDesc& d;
-  double inv_w;
-  explicit IndexCheck(const Pool2dDesc& desc) : d(desc), inv_w(1.0 / static_cast<double>(desc.W)) {}
-  bool inside(std::int64_t v, std::int64_t oh, std::int64_t ow) const {
-    if (v < 0 || v >= d.H * d.W) return false;
-    std::int64_t r = static_cast<std::int64_t>(static_cast<double>(v) * inv_w);
-    if (r * d.W > v) --r;
-    if ((r + 1) * d.W <= v) ++r;
-    const std::int64_t c = v - r * d.W;
-    const std::int64_t dr = r - (oh * d.sh - d.ph), dc = c - (ow * d.sw - d.pw);
-    if (dr < 0 || dc < 0 || dr > static_cast<std::int64_t>(d.kh - 1) * d.dh ||
-        dc > static_cast<std::int64_t>(d.kw - 1) * d.dw)
-      return false;
-    return (d.dh == 1 || dr % d.dh == 0) && (d.dw == 1 || dc % d.dw == 0);
-  }
-  bool empty(std::int64_t oh, std::int64_t ow) const { return pool_window_empty(d, oh, ow); }
-};
-
-struct BadIndex {
-  std::atomic<bool> set{false};
-  std::int64_t plane = 0, oh = 0, ow = 0, value = 0;
-  void report(std::int64_t p, std::int64_t h, std::int64_t w, std::int64_t v) {
-    bool expected = false;
-    if (set.compare_exchange_strong(expected, true)) plane = p, oh = h, ow = w, value = v;
-  }
-};
-
 // Scatter of output rows [oh0, oh1) of one plane: acc[idx] += gy, after checking each index.
 // Whether any index of output row oh fails the undilated-window test: v is tap (i, j) iff
 // v - (hs*W + ws) - i*W lies in [0, kw) for some window row i, with that row and column inside the input.
@@ -542,9 +489,8 @@ inline bool row_fails(const Pool2dDesc& d, const std::int64_t* x, std::int64_t o
 
 // to_acc: element -> accumulator type (a functor, inlined; a function pointer cost a call per element).
 template <class G, class A, class Conv>
-inline void bwd_rows(const Pool2dDesc& d, const IndexCheck& chk, const G* gy, const std::int64_t* ix, A* acc,
-                     std::int64_t plane, std::int64_t oh0, std::int64_t oh1, BadIndex& bad, Conv to_acc) {
-  const std::uint64_t hw = static_cast<std::uint64_t>(d.H * d.W);
+inline void bwd_rows(const Pool2dDesc& d, const G* gy, const std::int64_t* ix, A* acc, std::int64_t plane,
+                     std::int64_t oh0, std::int64_t oh1, std::atomic<bool>& bad, Conv to_acc) {
   const bool plain = d.dh == 1 && d.dw == 1 && d.kh <= 4;
   for (std::int64_t oh = oh0; oh < oh1; ++oh) {
     const G* g = gy + (plane * d.OH + oh) * d.OW;
@@ -569,11 +515,10 @@ inline void bwd_rows(const Pool2dDesc& d, const IndexCheck& chk, const G* gy, co
     }
     for (std::int64_t ow = 0; ow < d.OW; ++ow) {  // dilated windows, or a row holding a bad or empty-window index
       const std::int64_t v = x[ow];
-      if (!chk.inside(v, oh, ow)) {
-        if (!chk.empty(oh, ow)) bad.report(plane, oh, ow, v);
+      if (!pool_index_inside(d, v, oh, ow)) {  // (also keeps v inside the plane)
+        if (!pool_window_empty(d, oh, ow)) bad.store(true, std::memory_order_relaxed);
         continue;
       }
-      if (static_cast<std::uint64_t>(v) >= hw) continue;
       if constexpr (std::is_same_v<G, A>) acc[v] += g[ow];
       else acc[v] += to_acc(g[ow]);
     }
@@ -609,58 +554,31 @@ std::uint16_t float_to_bf16(float v) {  // round to nearest even; NaN stays NaN
 // extent included) do not reach the block after next, so all even blocks run together, then all odd ones.
 template <class G, class A, class Conv>
 void bwd_scatter(const Pool2dDesc& d, const G* gy, const std::int64_t* ix, A* acc, Conv to_acc) {
-  const IndexCheck chk(d);
-  BadIndex bad;
+  // Blocks of output rows (pool_scatter_blocks): each zeroes the input rows it owns just before scattering, while
+  // they are in cache. Overlapping windows run in two phases: the even blocks first, each zeroing its own rows and
+  // block b+1's (which its windows reach), then the odd blocks, whose rows are zeroed by then. No separate pass.
+  std::atomic<bool> bad{false};
   const std::int64_t planes = d.N * d.C, plane_size = d.H * d.W;
-  const std::int64_t ext = static_cast<std::int64_t>(d.kh - 1) * d.dh + 1;
-  const std::int64_t rows_per_block = std::max<std::int64_t>(1, (ext + d.sh - 1) / d.sh);
-  const std::int64_t blocks = (d.OH + rows_per_block - 1) / rows_per_block;
-  const bool disjoint = ext <= d.sh;  // every block writes its own input rows: one phase suffices
-  if (disjoint) {
-    // Block b owns input rows [b*sh - ph, (b+1)*sh - ph) (the first and last blocks also the rows before and after
-    // every window): it zeroes them just before its scatter, while they are in cache.
+  const PoolScatterBlocks pb = pool_scatter_blocks(d);
+  for (int phase = 0; phase < (pb.disjoint ? 1 : 2); ++phase) {
+    const std::int64_t per_plane = pb.disjoint ? pb.count : (pb.count - phase + 1) / 2;
 #pragma omp parallel for schedule(static)
-    for (std::int64_t t = 0; t < planes * blocks; ++t) {
-      const std::int64_t p = t / blocks, b = t % blocks;
-      const std::int64_t oh0 = b * rows_per_block, oh1 = std::min(d.OH, oh0 + rows_per_block);
-      const std::int64_t z0 = b == 0 ? 0 : std::clamp<std::int64_t>(oh0 * d.sh - d.ph, 0, d.H);
-      const std::int64_t z1 = b == blocks - 1 ? d.H : std::clamp<std::int64_t>(oh1 * d.sh - d.ph, 0, d.H);
+    for (std::int64_t t = 0; t < planes * per_plane; ++t) {
+      const std::int64_t p = t / per_plane;
+      const std::int64_t b = pb.disjoint ? t % per_plane : 2 * (t % per_plane) + phase;
       A* plane_acc = acc + p * plane_size;
-      std::fill(plane_acc + z0 * d.W, plane_acc + z1 * d.W, A(0));
-      bwd_rows<G, A, Conv>(d, chk, gy, ix, plane_acc, p, oh0, oh1, bad, to_acc);
-    }
-  } else {
-    // Overlapping windows. Block b owns input rows [b*R*sh - ph, (b+1)*R*sh - ph) (clamped; the first and last
-    // blocks also own the rows before and after every window); its windows reach into block b+1's rows only
-    // (R*sh >= extent). Phase 0: each even block zeroes its own rows and block b+1's, then scatters; phase 1: odd
-    // blocks scatter (their rows, and block b+2's top rows, were zeroed in phase 0). No separate zeroing pass.
-    const std::int64_t R = rows_per_block;
-    const auto owned = [&](std::int64_t b, std::int64_t* z0, std::int64_t* z1) {
-      *z0 = b == 0 ? 0 : std::clamp<std::int64_t>(b * R * d.sh - d.ph, 0, d.H);
-      *z1 = b >= blocks - 1 ? d.H : std::clamp<std::int64_t>((b + 1) * R * d.sh - d.ph, 0, d.H);
-    };
-    for (int phase = 0; phase < 2; ++phase) {
-      const std::int64_t per_plane = (blocks - phase + 1) / 2;
-#pragma omp parallel for schedule(static)
-      for (std::int64_t t = 0; t < planes * per_plane; ++t) {
-        const std::int64_t p = t / per_plane, b = 2 * (t % per_plane) + phase;
-        A* plane_acc = acc + p * plane_size;
-        if (phase == 0) {
-          std::int64_t z0, z1, n0, n1;
-          owned(b, &z0, &z1);
-          if (b + 1 < blocks) owned(b + 1, &n0, &n1), z1 = n1;
-          std::fill(plane_acc + z0 * d.W, plane_acc + z1 * d.W, A(0));
-        }
-        const std::int64_t oh0 = b * R, oh1 = std::min(d.OH, oh0 + R);
-        bwd_rows<G, A, Conv>(d, chk, gy, ix, plane_acc, p, oh0, oh1, bad, to_acc);
+      if (phase == 0) {
+        auto [z0, z1] = pb.owned_rows(d, b);
+        if (!pb.disjoint && b + 1 < pb.count) z1 = pb.owned_rows(d, b + 1).second;
+        std::fill(plane_acc + z0 * d.W, plane_acc + z1 * d.W, A(0));
       }
+      const std::int64_t oh0 = b * pb.rows, oh1 = std::min(d.OH, oh0 + pb.rows);
+      bwd_rows<G, A, Conv>(d, gy, ix, plane_acc, p, oh0, oh1, bad, to_acc);
     }
   }
-  if (bad.set.load()) {  // name the first bad index, whichever thread saw one
+  if (bad.load()) {  // name the first bad index, whichever thread saw one
     const std::int64_t o = pool_find_bad_index(d, ix);
-    if (o >= 0)
-      throw ValueError(pool_bad_index_message(d, o / (d.OH * d.OW), (o / d.OW) % d.OH, o % d.OW, ix[o]));
-    throw ValueError(pool_bad_index_message(d, bad.plane, bad.oh, bad.ow, bad.value));
+    throw ValueError(pool_bad_index_message(d, o / (d.OH * d.OW), (o / d.OW) % d.OH, o % d.OW, ix[o]));
   }
 }
 
@@ -695,50 +613,42 @@ __attribute__((target("avx512f,avx512bw,avx512dq"))) bool bwd_k2s2_f32_avx512(co
     const float* g = gy + r * OW;
     const std::int64_t* x = ix + r * OW;
     float* plane = gx + p * H * W;
-    for (int i = 0; i < 2; ++i) {
-      const std::int64_t ih = 2 * oh + i;
-      float* row = plane + ih * W;
-      for (std::int64_t c0 = 0; c0 < OW; c0 += 16) {
-        const int n = static_cast<int>(std::min<std::int64_t>(16, OW - c0));
-        const __mmask16 lanes = n == 16 ? 0xFFFF : static_cast<__mmask16>((1u << n) - 1);
-        const __m512i x0 = _mm512_maskz_loadu_epi64(static_cast<__mmask8>(lanes), x + c0);
-        const __m512i x1 = _mm512_maskz_loadu_epi64(static_cast<__mmask8>(lanes >> 8), x + c0 + 8);
-        const __m512i e0 = _mm512_add_epi64(_mm512_set1_epi64(ih * W + 2 * c0), step2);
+    float* rows[2] = {plane + 2 * oh * W, plane + (2 * oh + 1) * W};
+    const __m512i one = _mm512_set1_epi64(1);
+    for (std::int64_t c0 = 0; c0 < OW; c0 += 16) {
+      // The chunk's 16 indices and gradients, loaded once for both window rows.
+      const int n = static_cast<int>(std::min<std::int64_t>(16, OW - c0));
+      const __mmask16 lanes = n == 16 ? 0xFFFF : static_cast<__mmask16>((1u << n) - 1);
+      const __m512i x0 = _mm512_maskz_loadu_epi64(static_cast<__mmask8>(lanes), x + c0);
+      const __m512i x1 = _mm512_maskz_loadu_epi64(static_cast<__mmask8>(lanes >> 8), x + c0 + 8);
+      const __m512 gv = _mm512_maskz_loadu_ps(lanes, g + c0);
+      const int m2 = 2 * n;  // floats of this chunk in an input row
+      const __mmask16 s0 = m2 >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << m2) - 1);
+      const __mmask16 s1 = m2 <= 16 ? 0 : (m2 == 32 ? 0xFFFF : static_cast<__mmask16>((1u << (m2 - 16)) - 1));
+      __mmask16 matched = 0;
+      for (int i = 0; i < 2; ++i) {
+        const __m512i e0 = _mm512_add_epi64(_mm512_set1_epi64((2 * oh + i) * W + 2 * c0), step2);
         const __m512i e1 = _mm512_add_epi64(e0, _mm512_set1_epi64(16));
-        const __m512i one = _mm512_set1_epi64(1);
         const __mmask16 me = static_cast<__mmask16>(_mm512_cmpeq_epi64_mask(x0, e0) |
                                                     (_mm512_cmpeq_epi64_mask(x1, e1) << 8)) & lanes;
         const __mmask16 mo = static_cast<__mmask16>(_mm512_cmpeq_epi64_mask(x0, _mm512_add_epi64(e0, one)) |
                                                     (_mm512_cmpeq_epi64_mask(x1, _mm512_add_epi64(e1, one)) << 8)) &
                              lanes;
-        const __m512 gv = _mm512_maskz_loadu_ps(lanes, g + c0);
+        matched |= me | mo;
         const __m512 ge = _mm512_maskz_mov_ps(me, gv), go = _mm512_maskz_mov_ps(mo, gv);
-        const int m2 = 2 * n;  // floats of this chunk in the input row
-        const __mmask16 s0 = m2 >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << m2) - 1);
-        const __mmask16 s1 = m2 <= 16 ? 0 : (m2 == 32 ? 0xFFFF : static_cast<__mmask16>((1u << (m2 - 16)) - 1));
-        _mm512_mask_storeu_ps(row + 2 * c0, s0, _mm512_permutex2var_ps(ge, lo_pairs, go));
-        _mm512_mask_storeu_ps(row + 2 * c0 + 16, s1, _mm512_permutex2var_ps(ge, hi_pairs, go));
-        if (i == 1) {
-          // an index is valid iff it matched in row 0 or row 1: recompute row 0's matches for these lanes
-          const __m512i f0 = _mm512_sub_epi64(e0, _mm512_set1_epi64(W)), f1 = _mm512_sub_epi64(e1, _mm512_set1_epi64(W));
-          const __mmask16 me0 = static_cast<__mmask16>(_mm512_cmpeq_epi64_mask(x0, f0) |
-                                                       (_mm512_cmpeq_epi64_mask(x1, f1) << 8));
-          const __mmask16 mo0 = static_cast<__mmask16>(_mm512_cmpeq_epi64_mask(x0, _mm512_add_epi64(f0, one)) |
-                                                       (_mm512_cmpeq_epi64_mask(x1, _mm512_add_epi64(f1, one)) << 8));
-          if (((me | mo | me0 | mo0) & lanes) != lanes) bad = true;
-        }
+        _mm512_mask_storeu_ps(rows[i] + 2 * c0, s0, _mm512_permutex2var_ps(ge, lo_pairs, go));
+        _mm512_mask_storeu_ps(rows[i] + 2 * c0 + 16, s1, _mm512_permutex2var_ps(ge, hi_pairs, go));
       }
-      for (std::int64_t iw = 2 * OW; iw < W; ++iw) row[iw] = 0.f;  // a last column no window covers
+      if (matched != lanes) bad = true;  // an index on none of its window's four positions
     }
+    for (float* row : rows)
+      for (std::int64_t iw = 2 * OW; iw < W; ++iw) row[iw] = 0.f;  // a last column no window covers
     if (oh == OH - 1)
       for (std::int64_t q = 2 * OH * W; q < H * W; ++q) plane[q] = 0.f;  // a last row no window covers
   }
   return bad;
 }
-const bool kHaveAvx512Bwd = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                            __builtin_cpu_supports("avx512dq");
 #else
-constexpr bool kHaveAvx512Bwd = false;
 inline bool bwd_k2s2_f32_avx512(const Pool2dDesc&, const float*, const std::int64_t*, float*, std::int64_t,
                                 std::int64_t) {
   return false;
@@ -769,7 +679,7 @@ void CpuBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, cons
       case DType::f32: {
         const bool tiles = d.kh == 2 && d.kw == 2 && d.sh == 2 && d.sw == 2 && d.ph == 0 && d.pw == 0 &&
                            d.dh == 1 && d.dw == 1 && 2 * d.OH <= d.H && 2 * d.OW <= d.W;
-        if (kHaveAvx512Bwd && tiles) {
+        if (kHaveAvx512 && tiles) {
           std::atomic<bool> bad{false};
           parallel_ranges(d.N * d.C * d.OH, [&](std::int64_t r0, std::int64_t r1) {
             if (bwd_k2s2_f32_avx512(d, static_cast<const float*>(gy.host_ptr()), ix,
