@@ -94,10 +94,10 @@ void ClBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const
   // flag is read back.
   if (scatter) {
     cl_kernel ks = kernel("pool.cl", "max_pool2d_bwd_scatter", opts);
-    const std::int64_t ext = static_cast<std::int64_t>(d.kh - 1) * d.dh + 1;
-    const cl_int R = static_cast<cl_int>(std::max<std::int64_t>(1, (ext + d.sh - 1) / d.sh));
-    const std::int64_t blocks = (d.OH + R - 1) / R;
-    const bool disjoint = ext <= d.sh;
+    const PoolScatterBlocks pb = pool_scatter_blocks(d);  // the same blocks as the CPU device's scatter
+    const cl_int R = static_cast<cl_int>(pb.rows);
+    const std::int64_t blocks = pb.count;
+    const bool disjoint = pb.disjoint;
     for (int phase = 0; phase < (disjoint ? 1 : 2); ++phase) {
       const std::int64_t count = disjoint ? blocks : (blocks - phase + 1) / 2;
       if (count == 0) continue;

@@ -43,10 +43,34 @@
 // First in-bounds position of a dilated window starting at `s` (PyTorch's initial index).
 inline int first_inside(int s, int d) { return s >= 0 ? s : s + (-s + d - 1) / d * d; }
 
-// global = (OW, OH, planes), rounded up to the work-group size.
+// The window arguments every kernel starts with.
 #define POOL_ARGS const int H, const int W, const int OH, const int OW, const int SH, const int SW, const int PH, \
     const int PW, const int DH, const int DW
 
+// Row of a flat index without a division per element: float estimate, then exact integer fix-up.
+inline int row_of(long v, int W, float inv_w) {
+  long r = (long)((float)v * inv_w);
+  while (r * W > v) --r;
+  while ((r + 1) * W <= v) ++r;
+  return (int)r;
+}
+
+// Whether index v of output (oh, ow) lies on its window's grid inside the plane, or the window holds no input
+// position at all (then its index carries no gradient and is not checked).
+inline int index_ok(long v, int oh, int ow, POOL_ARGS, float inv_w) {
+  const int hs = oh * SH - PH, ws = ow * SW - PW;
+  if (v >= 0 && v < (long)H * W) {
+    const int r = row_of(v, W, inv_w), c = (int)(v - (long)r * W);
+    const int dr = r - hs, dc = c - ws;
+    if (dr >= 0 && dc >= 0 && dr <= (KH - 1) * DH && dc <= (KW - 1) * DW && (DH == 1 || dr % DH == 0) &&
+        (DW == 1 || dc % DW == 0))
+      return 1;
+  }
+  const int h0 = first_inside(hs, DH), w0 = first_inside(ws, DW);
+  return h0 >= H || h0 > hs + (KH - 1) * DH || w0 >= W || w0 > ws + (KW - 1) * DW;
+}
+
+// global = (OW, OH, planes), rounded up to the work-group size.
 __kernel void max_pool2d_fwd(POOL_ARGS, const int with_indices, __global const STORAGE* x, __global STORAGE* y,
                              __global long* indices) {
   const int ow = get_global_id(0), oh = get_global_id(1);
@@ -86,21 +110,8 @@ __kernel void max_pool2d_check(POOL_ARGS, __global const long* indices, __global
   const int ow = get_global_id(0), oh = get_global_id(1);
   const long plane = get_global_id(2);
   if (ow >= OW || oh >= OH) return;
-  const long o = (plane * OH + oh) * OW + ow;
-  const long v = indices[o];
-  const int hs = oh * SH - PH, ws = ow * SW - PW;
-  bool ok = false;
-  if (v >= 0 && v < (long)H * W) {
-    const int r = (int)(v / W), c = (int)(v - (long)r * W);
-    const int dr = r - hs, dc = c - ws;
-    ok = dr >= 0 && dc >= 0 && dr <= (KH - 1) * DH && dc <= (KW - 1) * DW && (DH == 1 || dr % DH == 0) &&
-         (DW == 1 || dc % DW == 0);
-  }
-  if (!ok) {
-    const int h0 = first_inside(hs, DH), w0 = first_inside(ws, DW);
-    const bool empty = h0 >= H || h0 > hs + (KH - 1) * DH || w0 >= W || w0 > ws + (KW - 1) * DW;
-    if (!empty) *bad = 1;  // a benign race: every writer stores 1
-  }
+  if (!index_ok(indices[(plane * OH + oh) * OW + ow], oh, ow, H, W, OH, OW, SH, SW, PH, PW, DH, DW, 1.0f / W))
+    *bad = 1;  // a benign race: every writer stores 1
 }
 
 // Gather form of the scatter: each input element sums the gradients of the windows that contain it and chose it,
@@ -197,29 +208,6 @@ __kernel void max_pool2d_fwd_rows(POOL_ARGS, const int with_indices, __global co
   }
 }
 
-// Row of a flat index without a division per element: float estimate, then exact integer fix-up.
-inline int row_of(long v, int W, float inv_w) {
-  long r = (long)((float)v * inv_w);
-  while (r * W > v) --r;
-  while ((r + 1) * W <= v) ++r;
-  return (int)r;
-}
-
-// Whether index v of output (oh, ow) lies on its window's grid inside the plane, or the window holds no input
-// position at all (then its index carries no gradient and is not checked).
-inline int index_ok(long v, int oh, int ow, POOL_ARGS, float inv_w) {
-  const int hs = oh * SH - PH, ws = ow * SW - PW;
-  if (v >= 0 && v < (long)H * W) {
-    const int r = row_of(v, W, inv_w), c = (int)(v - (long)r * W);
-    const int dr = r - hs, dc = c - ws;
-    if (dr >= 0 && dc >= 0 && dr <= (KH - 1) * DH && dc <= (KW - 1) * DW && (DH == 1 || dr % DH == 0) &&
-        (DW == 1 || dc % DW == 0))
-      return 1;
-  }
-  const int h0 = first_inside(hs, DH), w0 = first_inside(ws, DW);
-  return h0 >= H || h0 > hs + (KH - 1) * DH || w0 >= W || w0 > ws + (KW - 1) * DW;
-}
-
 __kernel void max_pool2d_check_rows(POOL_ARGS, __global const long* indices, __global int* bad) {
   const int oh = get_global_id(0);
   const long plane = get_global_id(1);
@@ -247,8 +235,8 @@ __kernel void max_pool2d_bwd_scatter(POOL_ARGS, const int R, const int block_ste
   const int oh0 = b * R, oh1 = min(OH, oh0 + R);
   const long hw = (long)H * W;
   __global STORAGE* gp = gx + plane * hw;
-  // Zero the rows this block owns (zero_mode 1), or its own and the next block's (2: overlapping windows, first
-  // phase), just before scattering into them: no separate fill pass over the gradient.
+  // Zero the rows this block owns (zero_mode 1; PoolScatterBlocks::owned_rows in core/pool.cpp), or its own and the
+  // next block's (2: overlapping windows, first phase), just before scattering into them: no separate fill pass.
   if (zero_mode) {
     const int last = zero_mode == 2 && b + 1 < blocks ? b + 1 : b;
     const int z0 = b == 0 ? 0 : clamp(b * R * SH - PH, 0, H);
