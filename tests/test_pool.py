@@ -115,6 +115,24 @@ def test_nan_everywhere_in_wide_rows(device, rng):
         np.testing.assert_array_equal(idx, i_ref)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_signed_zeros_keep_the_first_in_window_order(device, rng, dtype):
+    """Windows whose maximum is a zero of either sign: the first in row-major window order decides the sign (as
+    PyTorch's strict '>' scan does), with and without indices; NaN mixed in. Covers the CPU's column-wise pass,
+    which must hand such rows to the tap-by-tap loops."""
+    vals = np.array([-0.0, 0.0, -1.0, -2.0, np.nan], dtype=np.float64)
+    x = rng.choice(vals, size=(2, 3, 17, 70), p=[0.35, 0.35, 0.15, 0.13, 0.02]).astype(dtype)
+    for k, s, p in [((3, 3), (2, 2), (0, 0)), ((3, 3), (2, 2), (1, 1)), ((4, 2), (1, 1), (1, 0)), ((5, 5), (2, 2), (2, 2))]:
+        y_ref, _ = ref.max_pool2d(x, k, s, p, (1, 1), False)
+        for y in (hetnn.max_pool2d(x, k, s, p, device=device),
+                  hetnn.max_pool2d(x, k, s, p, return_indices=True, device=device)[0]):
+            y = np.asarray(y, dtype=np.float64)
+            np.testing.assert_array_equal(np.isnan(y), np.isnan(y_ref))
+            ok = ~np.isnan(y_ref)
+            np.testing.assert_array_equal(y[ok], y_ref[ok])
+            np.testing.assert_array_equal(np.signbit(y[ok]), np.signbit(y_ref[ok]), err_msg=f"k={k} s={s} p={p}")
+
+
 def test_ties_take_the_first_maximum(device):
     x = np.ones((1, 1, 6, 6), dtype=np.float32)
     y, idx = hetnn.max_pool2d(x, 3, stride=1, padding=1, return_indices=True, device=device)

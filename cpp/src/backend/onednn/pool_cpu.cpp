@@ -176,7 +176,7 @@ __attribute__((target("avx512f,avx512bw,avx512dq"))) void fwd_row_f32_avx512(con
                                                                              const TapCols& tc,
                                                                              const float* plane, float* y,
                                                                              std::int32_t* tap, std::int64_t oh,
-                                                                             std::int64_t row0 = 0) {
+                                                                             std::int64_t row0, float* vbuf) {
   const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   const __m512i no_tap = _mm512_set1_epi32(-1);
@@ -219,10 +219,30 @@ __attribute__((target("avx512f,avx512bw,avx512dq"))) void fwd_row_f32_avx512(con
   {                                                                                                             \
     HETNN_LOAD_TAP(C, P, v_, m_)                                                                                \
     B = _mm512_mask_max_ps(B, m_, v_, B);                                                                       \
-    N = N | _mm512_cmp_ps_mask(v_, v_, _CMP_UNORD_Q);                                                           \
+    if (nan_check) N = N | _mm512_cmp_ps_mask(v_, v_, _CMP_UNORD_Q);                                            \
   }
   if (!tap) {
     const __m512 nan = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
+    bool nan_check = true;
+    // Several window rows: their column-wise maximum first (`vbuf`, one pass over whole input rows, no permutes),
+    // then the taps of one row over it. Exact only for ordinary values: a NaN must still propagate and, among equal
+    // zeros, the first in window order decides the sign, which a column-wise maximum loses. So the pass classifies
+    // every input (NaN or -0: one instruction per vector) and such rows go through the tap-by-tap loops below.
+    if (vbuf && nrows >= 3) {  // (two rows: measured no faster than the taps over both)
+      __mmask16 special = 0;
+      for (std::int64_t k = 0; k < W; k += 16) {
+        const __mmask16 lanes = W - k >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (W - k)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(lanes, rows[0] + k);
+        special |= _mm512_fpclass_ps_mask(v, 0x85);  // QNaN, -0, SNaN
+        for (int q = 1; q < nrows; ++q) {
+          const __m512 r = _mm512_maskz_loadu_ps(lanes, rows[q] + k);
+          special |= _mm512_fpclass_ps_mask(r, 0x85);
+          v = _mm512_max_ps(r, v);
+        }
+        _mm512_storeu_ps(vbuf + k, v);
+      }
+      if (!special) rows[0] = vbuf, nrows = 1, nan_check = false;
+    }
     std::int64_t c = 0;
     for (; c + 4 <= tc.real_chunks; c += 4) {
       __m512 b0 = neg_inf, b1 = neg_inf, b2 = neg_inf, b3 = neg_inf;
@@ -298,7 +318,7 @@ const bool kHaveAvx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supp
 constexpr bool kHaveAvx512 = false;
 inline void widen_f16_avx512(const std::uint16_t*, float*, std::int64_t) {}
 inline void narrow_f16_avx512(const float*, std::uint16_t*, std::int64_t) {}
-inline void fwd_row_f32_avx512(const Pool2dDesc&, const TapCols&, const float*, float*, std::int32_t*, std::int64_t,
+inline void fwd_row_f32_avx512(const Pool2dDesc&, const TapCols&, const float*, float*, std::int32_t*, std::int64_t, std::int64_t, float*,
                                std::int64_t = 0) {}
 #endif
 
@@ -338,8 +358,8 @@ inline __attribute__((always_inline)) void tap_pass(const typename E::S* r, std:
 template <class E, bool IDX>
 inline __attribute__((always_inline)) void fwd_row(const Pool2dDesc& d, const typename E::S* plane,
                                                    typename E::S* y, std::int64_t* ix, Tap<E>* tap,
-                                                   const TapCols* tc, std::int64_t oh, float* wide = nullptr,
-                                                   float* wide_y = nullptr) {
+                                                   const TapCols* tc, std::int64_t oh, float* wide,
+                                                   float* wide_y, float* vbuf) {
   using S = typename E::S;
   using T = Tap<E>;
   const std::int64_t W = d.W, OW = d.OW, sw = d.sw;
@@ -347,7 +367,7 @@ inline __attribute__((always_inline)) void fwd_row(const Pool2dDesc& d, const ty
   bool done = false;
   if constexpr (std::is_same_v<E, F32>) {
     if (kHaveAvx512 && (sw == 1 || sw == 2) && d.kh <= 64) {
-      fwd_row_f32_avx512(d, *tc, plane, y, IDX ? tap : nullptr, oh);
+      fwd_row_f32_avx512(d, *tc, plane, y, IDX ? tap : nullptr, oh, 0, vbuf);
       done = true;
     }
   } else if constexpr (std::is_same_v<typename E::S, std::uint16_t>) {
@@ -372,7 +392,7 @@ inline __attribute__((always_inline)) void fwd_row(const Pool2dDesc& d, const ty
           for (std::int64_t k = 0; k < n; ++k) wide[k] = E::val(src[k]);
         }
       }
-      fwd_row_f32_avx512(d, *tc, wide, wide_y, IDX ? tap : nullptr, oh, lo_row < 0 ? 0 : lo_row);
+      fwd_row_f32_avx512(d, *tc, wide, wide_y, IDX ? tap : nullptr, oh, lo_row < 0 ? 0 : lo_row, vbuf);
       if constexpr (std::is_same_v<E, F16>) {
         narrow_f16_avx512(wide_y, y, OW);
       } else {
@@ -425,10 +445,12 @@ inline __attribute__((always_inline)) void fwd_rows(const Pool2dDesc& d, const t
   const std::int64_t extent = static_cast<std::int64_t>(d.kh - 1) * d.dh + 1;
   std::vector<float> wide(half ? static_cast<std::size_t>(std::min(extent, d.H) * d.W) : 0);
   std::vector<float> wide_y(half ? static_cast<std::size_t>(d.OW) : 0);
+  // Column-wise maximum of a window's rows (float32 kernel, values only), rounded up to whole vectors.
+  std::vector<float> vbuf(IDX ? 0 : static_cast<std::size_t>((d.W + 15) / 16 * 16));
   for (std::int64_t r = r0; r < r1; ++r) {
     const std::int64_t p = r / d.OH, oh = r % d.OH;
     fwd_row<E, IDX>(d, x + p * d.H * d.W, y + r * d.OW, IDX ? ix + r * d.OW : nullptr, tap.data(), &tc, oh,
-                    half ? wide.data() : nullptr, half ? wide_y.data() : nullptr);
+                    half ? wide.data() : nullptr, half ? wide_y.data() : nullptr, IDX ? nullptr : vbuf.data());
   }
 }
 
