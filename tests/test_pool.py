@@ -270,7 +270,10 @@ def test_backward_rejects_corrupt_indices(device, rng):
     x = rng.standard_normal((2, 2, 6, 6)).astype(np.float32)
     y, idx = hetnn.max_pool2d(x, 2, return_indices=True, device=device)
     gy = np.ones_like(y)
-    for bad in (-1, 36, 10**12, 3):  # out of the plane, or inside it but outside window (1, 1)'s 2x2 taps
+    # out of the plane; inside it but outside window (1, 1)'s 2x2 taps; a valid position plus 2^32 (the same low
+    # 32 bits as a right answer); a negative value with those low bits
+    good = int(idx[1, 0, 1, 1])
+    for bad in (-1, 36, 10**12, 3, good + 2**32, good - 2**32):
         corrupt = idx.copy()
         corrupt[1, 0, 1, 1] = bad
         with pytest.raises(ValueError, match=r"indices\[1, 0, 1, 1\] = " + str(bad)):

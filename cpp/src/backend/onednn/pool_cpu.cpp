@@ -2,9 +2,11 @@
 //
 // Not oneDNN's pooling primitive: its max ignores NaN (PyTorch propagates it), its workspace holds window offsets
 // in its own layout rather than the flat int64 indices hetnn returns, and its NCHW kernels are slow for some shapes
-// (measured: the bench's onednn-c++ rows). These loops stream each input row once per window row and keep the
-// output row in cache, which is what a memory-bound op needs; `python -m hetnn bench maxpool` compares them with the
-// oneDNN primitive and with the machine's STREAM bandwidth.
+// (measured: the bench's onednn-c++ rows). The forward streams each input row once per window row and keeps the
+// output row in cache; the backward (strides 1 and 2, AVX-512) writes each input-gradient row once, densely,
+// gathering from the output rows whose windows reach it, and falls back to a checked scatter for other strides
+// and for indices it cannot place. `python -m hetnn bench maxpool` compares them with the oneDNN primitive and
+// with the machine's STREAM bandwidth.
 #include <immintrin.h>
 #include <omp.h>
 
@@ -20,6 +22,13 @@
 #include "backend/onednn/cpu_backend.h"
 #include "core/errors.h"
 #include "core/pool.h"
+
+// GCC 12 reports the AVX-512 headers' own "undefined vector" idiom (__Y in _mm512_cvtepi64_epi32,
+// _mm256_maskz_loadu_epi16, ...) as maybe-uninitialised at every inlined call; nothing here reads an
+// uninitialised value.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define HETNN_CLONES __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
@@ -616,66 +625,182 @@ void parallel_ranges(std::int64_t n, Fn&& fn) {
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-// float32 backward of 2x2 windows at stride 2 that tile the input (no padding, dilation or ceil-mode overhang):
-// every input element belongs to at most one window, so each input row is written once, densely, instead of being
-// zeroed and then scattered into. For 16 outputs and each window row: compare the 16 int64 indices with the even
-// and odd positions, keep the gradient where they match, interleave, store 32 floats. Output rows [r0, r1) over all
-// planes; returns whether an index matched none of its window's four positions.
-__attribute__((target("avx512f,avx512bw,avx512dq"))) bool bwd_k2s2_f32_avx512(const Pool2dDesc& d,
-                                                                              const float* gy,
-                                                                              const std::int64_t* ix, float* gx,
-                                                                              std::int64_t r0, std::int64_t r1) {
+// Dense backward with AVX-512 (stride 1 or 2 across, any window, float32 or 16-bit): each thread owns whole input
+// rows and writes every element of them once, instead of zeroing the input gradient and scattering into it. For
+// input row h, each window row i that lands on h, each 16-output chunk and each tap j: compare the 16 int64
+// indices with the positions the tap reads (h*W + ow*sw + off_j) and keep the matching gradients, in a row of
+// tap j's own (so no store is reloaded at another alignment: that stalled on store forwarding). Then each input
+// column sums the taps that read it (stride 2: even and odd columns separately, interleaved on the way out).
+// Windows may overlap: a position shared by two windows receives both gradients. The sum is in float32 and
+// rounded once for 16-bit data, as the scatter does. Returns how many indices matched a tap; the caller compares
+// the total with the number of outputs (each valid index matches exactly one tap of its window; a bad index, or
+// an empty window's, matches none).
+enum class GradKind { f32, f16, bf16 };
+
+template <GradKind K>
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) inline __m512 load_grad(const void* g, std::int64_t k,
+                                                                                    __mmask16 m) {
+  if constexpr (K == GradKind::f32) return _mm512_maskz_loadu_ps(m, static_cast<const float*>(g) + k);
+  const __m256i h = _mm256_maskz_loadu_epi16(m, static_cast<const std::uint16_t*>(g) + k);
+  if constexpr (K == GradKind::f16) return _mm512_cvtph_ps(h);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+// `stream`: whole aligned vectors bypass the cache (non-temporal stores: a large gradient is written once and not
+// read back, and a normal store first reads each line in: measured 9.6 -> 7.7 ms on 32x64x112x112 k3s2).
+template <GradKind K>
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) inline void store_grad(void* out, std::int64_t k,
+                                                                                     __mmask16 m, __m512 v,
+                                                                                     bool stream) {
+  if constexpr (K == GradKind::f32) {
+    float* o = static_cast<float*>(out) + k;
+    if (stream && m == 0xFFFF && (reinterpret_cast<std::uintptr_t>(o) & 63) == 0) _mm512_stream_ps(o, v);
+    else _mm512_mask_storeu_ps(o, m, v);
+  } else {
+    __m256i h;
+    if constexpr (K == GradKind::f16) {
+      h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+    } else {  // bfloat16, round to nearest even; NaN stays (quiet) NaN
+      const __m512i b = _mm512_castps_si512(v);
+      const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(b, _mm512_set1_epi32(0x7fffffff)),
+                                                    _mm512_set1_epi32(0x7f800000));
+      __m512i r = _mm512_add_epi32(b, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
+                                                        _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1))));
+      r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(b, _mm512_set1_epi32(0x00400000)));
+      h = _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16));
+    }
+    std::uint16_t* o = static_cast<std::uint16_t*>(out) + k;
+    if (stream && m == 0xFFFF && (reinterpret_cast<std::uintptr_t>(o) & 31) == 0)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(o), h);
+    else _mm256_mask_storeu_epi16(o, m, h);
+  }
+}
+
+inline __mmask16 first_lanes(std::int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>(n <= 0 ? 0u : (1u << n) - 1);
+}
+
+// Input rows [r0, r1) over all planes; planes of fewer than 2^31 elements (positions compared as int32).
+template <GradKind K>
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) std::int64_t bwd_gather_avx512(
+    const Pool2dDesc& d, const TapCols& tc, const void* gy, const std::int64_t* ix, void* gx, std::int64_t r0,
+    std::int64_t r1, bool stream) {
+  constexpr int esize = K == GradKind::f32 ? 4 : 2;
+  const std::int64_t W = d.W, H = d.H, OW = d.OW, OH = d.OH, sw = d.sw, kw = d.kw;
+  const std::int64_t chunks = tc.real_chunks, cols = 16 * chunks;
+  // Tap j's row: output column ow at taps[j] + ow, which is input column ow*sw + off_j, i.e. entry
+  // qoff_j + ow of phase (off_j mod sw). Zero margins of `pad` around each row, so the column sums read every tap
+  // at every phase position without bounds checks.
+  std::vector<std::int64_t> phase(kw), qoff(kw);
+  std::int64_t pad = 16;
+  for (int j = 0; j < kw; ++j) {
+    phase[j] = sw == 2 ? (tc.off[j] & 1) : 0;
+    qoff[j] = (tc.off[j] - phase[j]) / sw;
+    pad = std::max(pad, std::abs(qoff[j]) + 16);
+  }
+  const std::int64_t q = sw == 2 ? (W + 1) / 2 : W;  // entries per phase
+  pad = (pad + 15) / 16 * 16 + std::max<std::int64_t>(0, (q + 15) / 16 * 16 - cols);
+  const std::int64_t stride_t = cols + 2 * pad;
+  std::vector<float> buf(static_cast<std::size_t>(kw * stride_t), 0.f);
+  std::vector<float*> taps(kw);
+  for (int j = 0; j < kw; ++j) taps[j] = buf.data() + j * stride_t + pad;
+  // Per phase, the taps' rows shifted so that entry e of the phase is row[e].
+  std::vector<const float*> of_phase[2];
+  for (int j = 0; j < kw; ++j) of_phase[phase[j]].push_back(taps[j] - qoff[j]);
+  std::vector<std::int32_t> off32(kw);  // (an embedded-broadcast operand of the add)
+  for (int j = 0; j < kw; ++j) off32[j] = static_cast<std::int32_t>(tc.off[j]);
+  const __m512i lane = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                          _mm512_set1_epi32(static_cast<int>(sw)));
+  const __m512i chunk_step = _mm512_set1_epi32(static_cast<int>(16 * sw));
+  const __m512i limit = _mm512_set1_epi64(std::int64_t{1} << 31);
   const __m512i lo_pairs = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   const __m512i hi_pairs = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
-  const __m512i step2 = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
-  const std::int64_t W = d.W, H = d.H, OW = d.OW, OH = d.OH;
-  bool bad = false;
+  __m512i count = _mm512_setzero_si512();  // matched indices, per lane
   for (std::int64_t r = r0; r < r1; ++r) {
-    const std::int64_t p = r / OH, oh = r % OH;
-    const float* g = gy + r * OW;
-    const std::int64_t* x = ix + r * OW;
-    float* plane = gx + p * H * W;
-    float* rows[2] = {plane + 2 * oh * W, plane + (2 * oh + 1) * W};
-    const __m512i one = _mm512_set1_epi64(1);
-    for (std::int64_t c0 = 0; c0 < OW; c0 += 16) {
-      // The chunk's 16 indices and gradients, loaded once for both window rows.
-      const int n = static_cast<int>(std::min<std::int64_t>(16, OW - c0));
-      const __mmask16 lanes = n == 16 ? 0xFFFF : static_cast<__mmask16>((1u << n) - 1);
-      const __m512i x0 = _mm512_maskz_loadu_epi64(static_cast<__mmask8>(lanes), x + c0);
-      const __m512i x1 = _mm512_maskz_loadu_epi64(static_cast<__mmask8>(lanes >> 8), x + c0 + 8);
-      const __m512 gv = _mm512_maskz_loadu_ps(lanes, g + c0);
-      const int m2 = 2 * n;  // floats of this chunk in an input row
-      const __mmask16 s0 = m2 >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << m2) - 1);
-      const __mmask16 s1 = m2 <= 16 ? 0 : (m2 == 32 ? 0xFFFF : static_cast<__mmask16>((1u << (m2 - 16)) - 1));
-      __mmask16 matched = 0;
-      for (int i = 0; i < 2; ++i) {
-        const __m512i e0 = _mm512_add_epi64(_mm512_set1_epi64((2 * oh + i) * W + 2 * c0), step2);
-        const __m512i e1 = _mm512_add_epi64(e0, _mm512_set1_epi64(16));
-        const __mmask16 me = static_cast<__mmask16>(_mm512_cmpeq_epi64_mask(x0, e0) |
-                                                    (_mm512_cmpeq_epi64_mask(x1, e1) << 8)) & lanes;
-        const __mmask16 mo = static_cast<__mmask16>(_mm512_cmpeq_epi64_mask(x0, _mm512_add_epi64(e0, one)) |
-                                                    (_mm512_cmpeq_epi64_mask(x1, _mm512_add_epi64(e1, one)) << 8)) &
-                             lanes;
-        matched |= me | mo;
-        const __m512 ge = _mm512_maskz_mov_ps(me, gv), go = _mm512_maskz_mov_ps(mo, gv);
-        _mm512_mask_storeu_ps(rows[i] + 2 * c0, s0, _mm512_permutex2var_ps(ge, lo_pairs, go));
-        _mm512_mask_storeu_ps(rows[i] + 2 * c0 + 16, s1, _mm512_permutex2var_ps(ge, hi_pairs, go));
+    const std::int64_t p = r / H, h = r % H;
+    bool first = true;  // no window row has written the taps' rows for this input row yet
+    for (int i = 0; i < d.kh; ++i) {
+      const std::int64_t t = h + d.ph - static_cast<std::int64_t>(i) * d.dh;
+      if (t < 0 || t % d.sh != 0 || t / d.sh >= OH) continue;
+      const std::int64_t o = (p * OH + t / d.sh) * OW;  // output row t / sh of plane p
+      const std::int64_t* x = ix + o;
+      const char* g = static_cast<const char*>(gy) + o * esize;
+      __m512i e = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(h * W)), lane);  // column offset 0
+      for (std::int64_t c = 0; c < chunks; ++c, e = _mm512_add_epi32(e, chunk_step)) {
+        const std::int64_t ow = 16 * c;
+        const __mmask16 out = tc.out[c];
+        const __m512i x0 = _mm512_maskz_loadu_epi64(static_cast<__mmask8>(out), x + ow);
+        const __m512i x1 = _mm512_maskz_loadu_epi64(static_cast<__mmask8>(out >> 8), x + ow + 8);
+        // Indices as int32, lanes whose int64 value is outside [0, 2^31) excluded (they match no tap).
+        const __mmask16 fits = static_cast<__mmask16>(_mm512_cmplt_epu64_mask(x0, limit) |
+                                                      (_mm512_cmplt_epu64_mask(x1, limit) << 8));
+        const __m512i x32 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(x0)),
+                                               _mm512_cvtepi64_epi32(x1), 1);
+        const __m512 gv = load_grad<K>(g, ow, out);
+        const __mmask16* m = &tc.m[c * kw];
+        for (int j = 0; j < kw; ++j) {
+          const __mmask16 hit = _mm512_mask_cmpeq_epi32_mask(m[j] & fits, x32, _mm512_add_epi32(e, _mm512_set1_epi32(off32[j])));
+          count = _mm512_mask_sub_epi32(count, hit, count, _mm512_set1_epi32(-1));
+          float* dst = taps[j] + ow;
+          if (first) {
+            _mm512_storeu_ps(dst, _mm512_maskz_mov_ps(hit, gv));
+          } else {
+            const __m512 a = _mm512_loadu_ps(dst);
+            _mm512_storeu_ps(dst, _mm512_mask_add_ps(a, hit, a, gv));
+          }
+        }
       }
-      if (matched != lanes) bad = true;  // an index on none of its window's four positions
+      first = false;
     }
-    for (float* row : rows)
-      for (std::int64_t iw = 2 * OW; iw < W; ++iw) row[iw] = 0.f;  // a last column no window covers
-    if (oh == OH - 1)
-      for (std::int64_t q = 2 * OH * W; q < H * W; ++q) plane[q] = 0.f;  // a last row no window covers
+    char* dst = static_cast<char*>(gx) + r * W * esize;
+    if (sw == 1) {
+      for (std::int64_t e = 0; e < W; e += 16) {
+        __m512 a = _mm512_setzero_ps();
+        if (!first)
+          for (const float* t : of_phase[0]) a = _mm512_add_ps(a, _mm512_loadu_ps(t + e));
+        store_grad<K>(dst, e, first_lanes(W - e), a, stream);
+      }
+    } else {
+      for (std::int64_t e = 0; 2 * e < W; e += 16) {
+        __m512 ev = _mm512_setzero_ps(), od = _mm512_setzero_ps();
+        if (!first) {
+          for (const float* t : of_phase[0]) ev = _mm512_add_ps(ev, _mm512_loadu_ps(t + e));
+          for (const float* t : of_phase[1]) od = _mm512_add_ps(od, _mm512_loadu_ps(t + e));
+        }
+        store_grad<K>(dst, 2 * e, first_lanes(W - 2 * e), _mm512_permutex2var_ps(ev, lo_pairs, od), stream);
+        store_grad<K>(dst, 2 * e + 16, first_lanes(W - 2 * e - 16), _mm512_permutex2var_ps(ev, hi_pairs, od),
+                      stream);
+      }
+    }
   }
-  return bad;
-}
-#else
-inline bool bwd_k2s2_f32_avx512(const Pool2dDesc&, const float*, const std::int64_t*, float*, std::int64_t,
-                                std::int64_t) {
-  return false;
+  _mm_sfence();  // non-temporal stores are weakly ordered: visible before the threads join
+  return _mm512_reduce_add_epi32(count);
 }
 #endif
+
+// The dense AVX-512 backward over all input rows; false when some index matched no tap (a bad index, or an empty
+// window's), in which case the caller runs the checked scatter, which rewrites every element and names a bad one.
+bool gather_backward(const Pool2dDesc& d, const Buffer& gy, const std::int64_t* ix, Buffer& gx) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  using Fn = std::int64_t (*)(const Pool2dDesc&, const TapCols&, const void*, const std::int64_t*, void*,
+                              std::int64_t, std::int64_t, bool);
+  const Fn fn = d.dtype == DType::f32   ? bwd_gather_avx512<GradKind::f32>
+                : d.dtype == DType::f16 ? bwd_gather_avx512<GradKind::f16>
+                                        : bwd_gather_avx512<GradKind::bf16>;
+  const TapCols tc(d);
+  // Streaming stores only for gradients well beyond the L2 caches (measured no faster below; a small gradient is
+  // better left in cache for whoever reads it next).
+  const bool stream = d.N * d.C * d.H * d.W * static_cast<std::int64_t>(dtype_size(d.dtype)) >= (std::int64_t{16} << 20);
+  std::atomic<std::int64_t> matched{0};
+  parallel_ranges(d.N * d.C * d.H, [&](std::int64_t r0, std::int64_t r1) {
+    matched += fn(d, tc, gy.host_ptr(), ix, gx.host_ptr(), r0, r1, stream);
+  });
+  return matched.load() == d.N * d.C * d.OH * d.OW;
+#else
+  (void)d, (void)gy, (void)ix, (void)gx;
+  return false;
+#endif
+}
 
 }  // namespace
 
@@ -697,27 +822,14 @@ void CpuBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, cons
   const std::uint64_t bytes = (in_size + out_size) * dtype_size(d.dtype) + out_size * 8;
   const auto* ix = static_cast<const std::int64_t*>(indices.host_ptr());
   timed("max_pool2d_backward", bytes, [&] {
+    if (kHaveAvx512 && (d.sw == 1 || d.sw == 2) && d.dtype != DType::f64 && d.H * d.W < (std::int64_t{1} << 31) &&
+        gather_backward(d, gy, ix, gx))
+      return;
     switch (d.dtype) {
-      case DType::f32: {
-        const bool tiles = d.kh == 2 && d.kw == 2 && d.sh == 2 && d.sw == 2 && d.ph == 0 && d.pw == 0 &&
-                           d.dh == 1 && d.dw == 1 && 2 * d.OH <= d.H && 2 * d.OW <= d.W;
-        if (kHaveAvx512 && tiles) {
-          std::atomic<bool> bad{false};
-          parallel_ranges(d.N * d.C * d.OH, [&](std::int64_t r0, std::int64_t r1) {
-            if (bwd_k2s2_f32_avx512(d, static_cast<const float*>(gy.host_ptr()), ix,
-                                    static_cast<float*>(gx.host_ptr()), r0, r1))
-              bad.store(true);
-          });
-          if (bad.load()) {
-            const std::int64_t o = pool_find_bad_index(d, ix);
-            throw ValueError(pool_bad_index_message(d, o / (d.OH * d.OW), (o / d.OW) % d.OH, o % d.OW, ix[o]));
-          }
-          break;
-        }
+      case DType::f32:
         bwd_scatter<float, float>(d, static_cast<const float*>(gy.host_ptr()), ix,
                                   static_cast<float*>(gx.host_ptr()), Same{});
         break;
-      }
       case DType::f64:
         bwd_scatter<double, double>(d, static_cast<const double*>(gy.host_ptr()), ix,
                                     static_cast<double*>(gx.host_ptr()), Same{});
