@@ -176,22 +176,10 @@ __kernel void max_pool2d_bwd(POOL_ARGS, __global const STORAGE* gy, __global con
     SCAN(SW)            \
   }
 
-__kernel void max_pool2d_fwd_rows(POOL_ARGS, const int with_indices, __global const STORAGE* restrict x,
-                                  __global STORAGE* restrict y, __global long* restrict indices) {
-  const int oh = get_global_id(0);
-  const long plane = get_global_id(1);
-  if (oh >= OH) return;
-  __global const STORAGE* restrict xp = x + plane * H * W;
-  __global STORAGE* restrict yr = y + (plane * OH + oh) * OW;
-  __global long* restrict ir = indices + (plane * OH + oh) * OW;
-  const int hs = oh * SH - PH;
+// Values only: output row yr (window rows from hs) one tap at a time.
+inline void fwd_row_taps(POOL_ARGS, __global const STORAGE* restrict xp, __global STORAGE* restrict yr,
+                         const int hs) {
   for (int ow = 0; ow < OW; ++ow) yr[ow] = NEG_INF_STORAGE;
-  if (with_indices) {
-    const int h0 = first_inside(hs, DH);
-    const int inside_from = min(OW, (PW + SW - 1) / SW);  // windows starting at w >= 0 need no adjustment
-    for (int ow = 0; ow < inside_from; ++ow) ir[ow] = (long)h0 * W + first_inside(ow * SW - PW, DW);
-    for (int ow = inside_from; ow < OW; ++ow) ir[ow] = (long)h0 * W + ow * SW - PW;
-  }
   for (int i = 0; i < KH; ++i) {
     const int ih = hs + i * DH;
     if (ih < 0 || ih >= H) continue;
@@ -199,24 +187,157 @@ __kernel void max_pool2d_fwd_rows(POOL_ARGS, const int with_indices, __global co
       const int off = j * DW - PW;  // iw = ow * SW + off
       const int lo = off >= 0 ? 0 : (-off + SW - 1) / SW;
       const int hi = W - 1 - off >= 0 ? min(OW, (W - 1 - off) / SW + 1) : 0;
-      if (with_indices) {
-        ROW_SCANS(ROW_SCAN_IDX)
-      } else {
-        ROW_SCANS(ROW_SCAN)
-      }
+      ROW_SCANS(ROW_SCAN)
     }
   }
+}
+
+__kernel void max_pool2d_fwd_rows(POOL_ARGS, const int with_indices, __global const STORAGE* restrict x,
+                                  __global STORAGE* restrict y, __global long* restrict indices) {
+  const int oh = get_global_id(0);
+  const long plane = get_global_id(1);
+  if (oh >= OH) return;
+  __global const STORAGE* restrict xp = x + plane * H * W;
+  __global STORAGE* restrict yr = y + (plane * OH + oh) * OW;
+  const int hs = oh * SH - PH;
+  if (!with_indices) {
+    fwd_row_taps(H, W, OH, OW, SH, SW, PH, PW, DH, DW, xp, yr, hs);
+    return;
+  }
+  __global long* restrict ir = indices + (plane * OH + oh) * OW;
+  for (int ow = 0; ow < OW; ++ow) yr[ow] = NEG_INF_STORAGE;
+  const int h0 = first_inside(hs, DH);
+  const int inside_from = min(OW, (PW + SW - 1) / SW);  // windows starting at w >= 0 need no adjustment
+  for (int ow = 0; ow < inside_from; ++ow) ir[ow] = (long)h0 * W + first_inside(ow * SW - PW, DW);
+  for (int ow = inside_from; ow < OW; ++ow) ir[ow] = (long)h0 * W + ow * SW - PW;
+  for (int i = 0; i < KH; ++i) {
+    const int ih = hs + i * DH;
+    if (ih < 0 || ih >= H) continue;
+    for (int j = 0; j < KW; ++j) {
+      const int off = j * DW - PW;  // iw = ow * SW + off
+      const int lo = off >= 0 ? 0 : (-off + SW - 1) / SW;
+      const int hi = W - 1 - off >= 0 ? min(OW, (W - 1 - off) / SW + 1) : 0;
+      ROW_SCANS(ROW_SCAN_IDX)
+    }
+  }
+}
+
+// Values only, windows of several rows: the column-wise maximum of the window's rows first (`vb`, W entries of
+// local memory: one contiguous pass, no strided loads), then the taps of that single row (`hb`, OW entries, holds
+// the edge outputs whose taps leave the input). A row outside the input is replaced by one inside (a repeated row
+// changes no maximum). Exact for ordinary values and NaN (NaN is kept once taken); among equal zeros the first in
+// window order decides the sign, which a column-wise maximum loses, so a row holding -0 takes the tap-by-tap loops.
+#define VB_SCAN(STRIDE)                                   \
+  for (int ow = lo; ow < hi; ++ow) {                      \
+    const ACC v = vb[ow * (STRIDE) + off], cur = hb[ow];  \
+    hb[ow] = ((v > cur) | isnan(v)) ? v : cur;            \
+  }
+#define VB_FUSED(STRIDE)                                  \
+  for (int ow = lo_all; ow < hi_all; ++ow) {              \
+    ACC b = vb[ow * (STRIDE) + off0];                     \
+    _Pragma("unroll") for (int j = 1; j < KW; ++j) {      \
+      const ACC v = vb[ow * (STRIDE) + off0 + j * DW];    \
+      b = ((v > b) | isnan(v)) ? v : b;                   \
+    }                                                     \
+    STORE_ACC(b, yr, ow);                                 \
+  }
+
+__kernel void max_pool2d_fwd_rows_sep(POOL_ARGS, __global const STORAGE* restrict x, __global STORAGE* restrict y,
+                                      __local ACC* restrict vb, __local ACC* restrict hb) {
+  const int oh = get_global_id(0);
+  const long plane = get_global_id(1);
+  if (oh >= OH) return;
+  __global const STORAGE* restrict xp = x + plane * H * W;
+  __global STORAGE* restrict yr = y + (plane * OH + oh) * OW;
+  const int hs = oh * SH - PH, h0 = first_inside(hs, DH);
+  if (h0 >= H || h0 > hs + (KH - 1) * DH) {  // no window row inside the input
+    for (int ow = 0; ow < OW; ++ow) yr[ow] = NEG_INF_STORAGE;
+    return;
+  }
+  __global const STORAGE* r[KH];
+#pragma unroll
+  for (int i = 0; i < KH; ++i) {
+    const int ih = hs + i * DH;
+    r[i] = xp + (long)(ih >= 0 && ih < H ? ih : h0) * W;
+  }
+  int negzero = 0;
+  for (int iw = 0; iw < W; ++iw) {
+    ACC v = VAL(r[0], iw);
+    negzero |= (v == 0) & signbit(v);
+#pragma unroll
+    for (int i = 1; i < KH; ++i) {
+      const ACC u = VAL(r[i], iw);
+      negzero |= (u == 0) & signbit(u);
+      v = ((u > v) | isnan(u)) ? u : v;
+    }
+    vb[iw] = v;
+  }
+  if (negzero) {
+    fwd_row_taps(H, W, OH, OW, SH, SW, PH, PW, DH, DW, xp, yr, hs);
+    return;
+  }
+  // Tap j reads input column ow*SW + off_j for outputs [lo_j, hi_j); [lo_all, hi_all) is where every tap does.
+  const int off0 = -PW;
+  int lo_all = 0, hi_all = OW;
+#pragma unroll
+  for (int j = 0; j < KW; ++j) {
+    const int off = j * DW - PW;
+    lo_all = max(lo_all, off >= 0 ? 0 : (-off + SW - 1) / SW);
+    hi_all = min(hi_all, W - 1 - off >= 0 ? min(OW, (W - 1 - off) / SW + 1) : 0);
+  }
+  if (lo_all >= hi_all) lo_all = hi_all = 0;  // narrow rows: all outputs go through the tap loops
+  for (int ow = 0; ow < OW; ++ow) hb[ow] = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < KW; ++j) {  // edge outputs, one tap at a time
+    const int off = j * DW - PW;
+    const int tlo = off >= 0 ? 0 : (-off + SW - 1) / SW;
+    const int thi = W - 1 - off >= 0 ? min(OW, (W - 1 - off) / SW + 1) : 0;
+    int lo = tlo, hi = min(thi, lo_all);
+    ROW_SCANS(VB_SCAN)
+    lo = max(tlo, hi_all), hi = thi;
+    ROW_SCANS(VB_SCAN)
+  }
+  for (int ow = 0; ow < lo_all; ++ow) STORE_ACC(hb[ow], yr, ow);
+  for (int ow = hi_all; ow < OW; ++ow) STORE_ACC(hb[ow], yr, ow);
+  if (SW == 1) {
+    VB_FUSED(1)
+  } else if (SW == 2) {
+    VB_FUSED(2)
+  } else {
+    VB_FUSED(SW)
+  }
+}
+
+
+// Whether every index of output row oh (indices ir) lies on its window's grid inside the plane. Undilated windows:
+// v is tap (i, j) iff v - (hs*W + ws) - i*W lies in [0, KW) for some window row i inside the input (such windows
+// are never empty); branch-free, so the loop vectorises. Dilated ones: index_ok per index.
+inline int row_indices_ok(POOL_ARGS, __global const long* restrict ir, const int oh, const float inv_w) {
+  int fail = 0;
+  if (DH == 1 && DW == 1) {
+    const int hs = oh * SH - PH;
+    for (int ow = 0; ow < OW; ++ow) {
+      const int ws = ow * SW - PW;
+      const long rel = ir[ow] - ((long)hs * W + ws);
+      int ok = 0;
+#pragma unroll
+      for (int i = 0; i < KH; ++i) {
+        const long j = rel - (long)i * W;
+        ok |= ((ulong)j < (ulong)KW) & ((uint)(hs + i) < (uint)H) & ((ulong)(ws + j) < (ulong)W);
+      }
+      fail |= !ok;
+    }
+  } else {
+    for (int ow = 0; ow < OW; ++ow) fail |= !index_ok(ir[ow], oh, ow, H, W, OH, OW, SH, SW, PH, PW, DH, DW, inv_w);
+  }
+  return !fail;
 }
 
 __kernel void max_pool2d_check_rows(POOL_ARGS, __global const long* indices, __global int* bad) {
   const int oh = get_global_id(0);
   const long plane = get_global_id(1);
   if (oh >= OH) return;
-  __global const long* ir = indices + (plane * OH + oh) * OW;
-  const float inv_w = 1.0f / W;
-  int fail = 0;
-  for (int ow = 0; ow < OW; ++ow) fail |= !index_ok(ir[ow], oh, ow, H, W, OH, OW, SH, SW, PH, PW, DH, DW, inv_w);
-  if (fail) *bad = 1;
+  if (!row_indices_ok(H, W, OH, OW, SH, SW, PH, PW, DH, DW, indices + (plane * OH + oh) * OW, oh, 1.0f / W)) *bad = 1;
 }
 
 // Scatter of whole output rows into a zeroed gradient (float32/float64 on CPU devices), checking each index on
@@ -247,26 +368,9 @@ __kernel void max_pool2d_bwd_scatter(POOL_ARGS, const int R, const int block_ste
   for (int oh = oh0; oh < oh1; ++oh) {
     __global const long* ir = indices + (plane * OH + oh) * OW;
     __global const STORAGE* g = gy + (plane * OH + oh) * OW;
-    if (plain) {
-      // Undilated windows: v is tap (i, j) iff v - (hs*W + ws) - i*W lies in [0, KW) for some window row i, inside
-      // the input (and such windows are never empty). Branch-free, so the row's check vectorises.
-      const int hs = oh * SH - PH;
-      int row_fail = 0;
-      for (int ow = 0; ow < OW; ++ow) {
-        const int ws = ow * SW - PW;
-        const long rel = ir[ow] - ((long)hs * W + ws);
-        int ok = 0;
-#pragma unroll
-        for (int i = 0; i < KH; ++i) {
-          const long j = rel - (long)i * W;
-          ok |= ((ulong)j < (ulong)KW) & ((uint)(hs + i) < (uint)H) & ((ulong)(ws + j) < (ulong)W);
-        }
-        row_fail |= !ok;
-      }
-      if (!row_fail) {
-        for (int ow = 0; ow < OW; ++ow) gp[ir[ow]] += g[ow];
-        continue;
-      }
+    if (plain && row_indices_ok(H, W, OH, OW, SH, SW, PH, PW, DH, DW, ir, oh, inv_w)) {
+      for (int ow = 0; ow < OW; ++ow) gp[ir[ow]] += g[ow];
+      continue;
     }
     for (int ow = 0; ow < OW; ++ow) {
       const long v = ir[ow];
