@@ -88,26 +88,25 @@ void ClBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const
   cl_mem flag = scratch(2, sizeof(cl_int));
   const cl_int zero = 0;
   HETNN_CL_CHECK(clEnqueueFillBuffer(queue_.get(), flag, &zero, sizeof(zero), 0, sizeof(zero), 0, nullptr, nullptr));
-  const bool rows = row_kernels(info_);
-  const bool scatter = rows && (d.dtype == DType::f32 || d.dtype == DType::f64);  // checks as it goes
+  const bool scatter = row_kernels(info_);  // CPU devices: the scatter checks as it goes
   if (!scatter) {
-    cl_kernel kc = kernel("pool.cl", rows ? "max_pool2d_check_rows" : "max_pool2d_check", opts);
+    cl_kernel kc = kernel("pool.cl", "max_pool2d_check", opts);
     ArgSetter ac{kc, "max_pool2d_check"};
     set_pool_args(ac, d);
     ac(mem(indices))(flag);
-    if (rows) {
-      const std::size_t g[2] = {OH, planes};
-      enqueue("max_pool2d_backward:check", kc, 2, g, kOne);
-    } else {
-      const std::size_t gout[3] = {round_up(OW, l.x), round_up(OH, l.y), planes};
-      enqueue("max_pool2d_backward:check", kc, 3, gout, local);
-    }
+    const std::size_t gout[3] = {round_up(OW, l.x), round_up(OH, l.y), planes};
+    enqueue("max_pool2d_backward:check", kc, 3, gout, local);
   }
 
-  // 2. The scatter (float32/64 on CPU devices) or the gather, queued behind the check (in-order queue) before the
-  // flag is read back.
+  // 2. The scatter (CPU devices) or the gather, queued behind the check (in-order queue) before the flag is read
+  // back. 16-bit data is scattered into a float buffer and rounded once (max_pool2d_narrow): summing in 16 bits
+  // would round at every add (and the per-element gather ran PoCL's float16 backward at 190-270 ms, 10-30x its
+  // forward).
+  const bool half = d.dtype == DType::f16 || d.dtype == DType::bf16;
   if (scatter) {
     cl_kernel ks = kernel("pool.cl", "max_pool2d_bwd_scatter", opts);
+    const std::int64_t in_size = d.N * d.C * d.H * d.W;
+    cl_mem acc = half ? scratch(3, static_cast<std::size_t>(in_size) * sizeof(float)) : mem(gx);
     const PoolScatterBlocks pb = pool_scatter_blocks(d);  // the same blocks as the CPU device's scatter
     const cl_int R = static_cast<cl_int>(pb.rows);
     const std::int64_t blocks = pb.count;
@@ -119,9 +118,17 @@ void ClBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const
       ArgSetter as{ks, "max_pool2d_bwd_scatter"};
       set_pool_args(as, d);
       const cl_int nblocks = static_cast<cl_int>(blocks), zero_mode = disjoint ? 1 : (phase == 0 ? 2 : 0);
-      as(R)(step)(first)(nblocks)(zero_mode)(mem(gy))(mem(indices))(mem(gx))(flag);
+      as(R)(step)(first)(nblocks)(zero_mode)(mem(gy))(mem(indices))(acc)(flag);
       const std::size_t g[2] = {static_cast<std::size_t>(count), planes};
       enqueue("max_pool2d_backward", ks, 2, g, kOne);
+    }
+    if (half) {
+      cl_kernel kn = kernel("pool.cl", "max_pool2d_narrow", opts);
+      const cl_int CH = 16384;
+      ArgSetter an{kn, "max_pool2d_narrow"};
+      an(static_cast<cl_long>(in_size))(CH)(acc)(mem(gx));
+      const std::size_t g[1] = {static_cast<std::size_t>((in_size + CH - 1) / CH)}, one[1] = {1};
+      enqueue("max_pool2d_backward:round", kn, 1, g, one);
     }
   } else {
     cl_kernel kb = kernel("pool.cl", "max_pool2d_bwd", opts);

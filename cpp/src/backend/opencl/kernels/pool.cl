@@ -333,21 +333,13 @@ inline int row_indices_ok(POOL_ARGS, __global const long* restrict ir, const int
   return !fail;
 }
 
-__kernel void max_pool2d_check_rows(POOL_ARGS, __global const long* indices, __global int* bad) {
-  const int oh = get_global_id(0);
-  const long plane = get_global_id(1);
-  if (oh >= OH) return;
-  if (!row_indices_ok(H, W, OH, OW, SH, SW, PH, PW, DH, DW, indices + (plane * OH + oh) * OW, oh, 1.0f / W)) *bad = 1;
-}
-
-// Scatter of whole output rows into a zeroed gradient (float32/float64 on CPU devices), checking each index on
-// the way (sets *bad; a bad index is not written). Work-item (b, plane)
-// takes output rows [b*R, b*R + R) of block b = gid * block_step + block_first; blocks are chosen by the host so
+// Scatter of whole output rows into a zeroed gradient (CPU devices; a float accumulator for 16-bit data), checking
+// each index on the way (sets *bad; a bad index is not written). Work-item (b, plane) takes output rows [b*R, b*R + R) of block b = gid * block_step + block_first; blocks are chosen by the host so
 // that blocks running together never reach the same input rows (every block when windows do not overlap in H,
 // else even blocks, then odd ones).
 __kernel void max_pool2d_bwd_scatter(POOL_ARGS, const int R, const int block_step, const int block_first,
                                      const int blocks, const int zero_mode, __global const STORAGE* restrict gy,
-                                     __global const long* restrict indices, __global STORAGE* restrict gx,
+                                     __global const long* restrict indices, __global ACC* restrict gx,
                                      __global int* bad) {
   const int b = get_global_id(0) * block_step + block_first;
   const float inv_w = 1.0f / W;
@@ -355,7 +347,7 @@ __kernel void max_pool2d_bwd_scatter(POOL_ARGS, const int R, const int block_ste
   const long plane = get_global_id(1);
   const int oh0 = b * R, oh1 = min(OH, oh0 + R);
   const long hw = (long)H * W;
-  __global STORAGE* gp = gx + plane * hw;
+  __global ACC* gp = gx + plane * hw;
   // Zero the rows this block owns (zero_mode 1; PoolScatterBlocks::owned_rows in core/pool.cpp), or its own and the
   // next block's (2: overlapping windows, first phase), just before scattering into them: no separate fill pass.
   if (zero_mode) {
@@ -369,15 +361,23 @@ __kernel void max_pool2d_bwd_scatter(POOL_ARGS, const int R, const int block_ste
     __global const long* ir = indices + (plane * OH + oh) * OW;
     __global const STORAGE* g = gy + (plane * OH + oh) * OW;
     if (plain && row_indices_ok(H, W, OH, OW, SH, SW, PH, PW, DH, DW, ir, oh, inv_w)) {
-      for (int ow = 0; ow < OW; ++ow) gp[ir[ow]] += g[ow];
+      for (int ow = 0; ow < OW; ++ow) gp[ir[ow]] += VAL(g, ow);
       continue;
     }
     for (int ow = 0; ow < OW; ++ow) {
       const long v = ir[ow];
       const int ok = index_ok(v, oh, ow, H, W, OH, OW, SH, SW, PH, PW, DH, DW, inv_w);
       fail |= !ok;
-      if (ok && v >= 0 && v < hw) gp[v] += g[ow];
+      if (ok && v >= 0 && v < hw) gp[v] += VAL(g, ow);
     }
   }
   if (fail) *bad = 1;
+}
+
+// 16-bit gradients: the scatter above sums into a float buffer; this rounds it once into the 16-bit gradient.
+// Work-item i takes elements [i*CH, i*CH + CH).
+__kernel void max_pool2d_narrow(const long n, const int CH, __global const ACC* restrict acc,
+                                __global STORAGE* restrict out) {
+  const long b = (long)get_global_id(0) * CH, e = min(n, b + CH);
+  for (long i = b; i < e; ++i) STORE_ACC(acc[i], out, i);
 }
