@@ -52,6 +52,40 @@ struct Pool2dDesc {
   DType dtype = DType::f32;
 };
 
+// Training ops (core/nn.h validates their operands). Losses and metrics add into a one-element float32
+// accumulator on the device, so a training loop reads it back only when it reports.
+enum class LossKind : std::uint8_t {
+  cross_entropy_labels,  // softmax cross-entropy, target: int64 class per row
+  cross_entropy_probs,   // softmax cross-entropy, target: (rows, cols) probabilities (one-hot or soft)
+  mse,                   // squared error, target: (rows, cols)
+};
+// acc[0] += loss_scale * sum over rows of the row's loss (cross-entropy: -sum_c t_c log softmax(x)_c; mse: sum_c
+// (x - t)^2); grad (optional, (rows, cols)) = grad_scale * d(sum of row losses)/dx.
+struct LossDesc {
+  LossKind kind = LossKind::mse;
+  DType dtype = DType::f32;
+  std::int64_t rows = 0, cols = 0;
+  double loss_scale = 1.0, grad_scale = 1.0;
+};
+enum class MetricKind : std::uint8_t {
+  correct_argmax,     // rows whose first maximum is at the int64 label
+  correct_threshold,  // elements where (x > 0.5) == (t > 0.5) (one output per row: binary accuracy)
+  abs_error,          // sum of |x - t|
+};
+struct MetricDesc {
+  MetricKind kind = MetricKind::abs_error;
+  DType dtype = DType::f32;
+  std::int64_t rows = 0, cols = 0;
+};
+// PyTorch's SGD over n elements: g = grad + weight_decay * p; with momentum v = momentum * v + g and g = v (or
+// g + momentum * v when nesterov); p -= lr * g. velocity is null without momentum.
+struct SgdDesc {
+  DType dtype = DType::f32;
+  std::int64_t n = 0;
+  double lr = 0.01, momentum = 0.0, weight_decay = 0.0;
+  bool nesterov = false;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -81,6 +115,24 @@ class Backend {
   // gx (N, C, H, W) = sum of gy over the windows whose index points at each position. Throws ValueError when an
   // index does not point inside its own window (a corrupt or foreign indices array).
   virtual void max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const Buffer& indices, Buffer& gx) = 0;
+
+  // Training ops (core/nn.h). activation: out = act(x) over n elements; activation_backward: dx = dy * act'(.)
+  // from the activation's output y (relu: y > 0, sigmoid: y (1 - y), tanh: 1 - y^2).
+  virtual void activation(Activation act, DType t, std::int64_t n, const Buffer& x, Buffer& out) = 0;
+  virtual void activation_backward(Activation act, DType t, std::int64_t n, const Buffer& dy, const Buffer& y,
+                                   Buffer& dx) = 0;
+  // y = softmax of each row of x (rows, cols), computed stably (max subtracted).
+  virtual void softmax(DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& y) = 0;
+  virtual void loss(const LossDesc& d, const Buffer& pred, const Buffer& target, Buffer& acc, Buffer* grad) = 0;
+  virtual void metric(const MetricDesc& d, const Buffer& pred, const Buffer& target, Buffer& acc) = 0;
+  virtual void sgd_update(const SgdDesc& d, Buffer& param, const Buffer& grad, Buffer* velocity) = 0;
+  // out (cols) = beta * out + sum over the rows of x (rows, cols): the bias gradient.
+  virtual void sum_rows(DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& out,
+                        double beta) = 0;
+  // Row r of out = row idx[offset + r] of src (rows of row_bytes; n rows): minibatches gathered on the device.
+  // Indices are clamped to [0, src_rows) (never out of bounds; the front checks them where it can).
+  virtual void take_rows(std::size_t row_bytes, std::int64_t src_rows, const Buffer& src, const Buffer& idx,
+                         std::int64_t offset, std::int64_t n, Buffer& out) = 0;
 
   // Device-time capture (see core/recorder.h).
   std::size_t capture_begin() { return recorder_.begin(); }

@@ -11,6 +11,7 @@ namespace hetnn::python {
 namespace py = pybind11;
 
 void bind_array(py::module_& m);
+void bind_nn(py::module_& m);  // bind_nn.cpp: training ops
 Shape to_shape(const py::sequence& seq, const char* what);
 
 }  // namespace hetnn::python

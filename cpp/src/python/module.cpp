@@ -273,6 +273,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("params") = std::vector<std::pair<std::string, std::size_t>>{});
 
   hetnn::python::bind_array(m);
+  hetnn::python::bind_nn(m);
 
   m.def(
       "matmul",

@@ -1,0 +1,246 @@
+// Training ops on the CPU device (core/nn.h): elementwise activations, softmax, losses, metrics, SGD, bias
+// gradients and minibatch gathering. Plain loops the compiler vectorises, threaded with OpenMP only where the work
+// is large enough to pay for waking the threads (a 64x128 minibatch tensor is not).
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backend/onednn/cpu_backend.h"
+#include "core/errors.h"
+
+namespace hetnn {
+
+namespace {
+
+constexpr std::int64_t kParallelMin = 1 << 16;  // elements below which a loop stays on the calling thread
+
+template <class T>
+T* ptr(Buffer& b) { return static_cast<T*>(b.host_ptr()); }
+template <class T>
+const T* ptr(const Buffer& b) { return static_cast<const T*>(b.host_ptr()); }
+
+template <class T>
+void act_fwd(Activation a, std::int64_t n, const T* x, T* y) {
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T v = x[i];
+    y[i] = a == Activation::relu ? (v < T(0) ? T(0) : v)  // NaN stays NaN, as in the matmul epilogue
+           : a == Activation::sigmoid ? T(1) / (T(1) + std::exp(-v))
+                                      : std::tanh(v);
+  }
+}
+
+template <class T>
+void act_bwd(Activation a, std::int64_t n, const T* dy, const T* y, T* dx) {
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T v = y[i];
+    const T d = a == Activation::relu ? (v > T(0) ? T(1) : T(0)) : a == Activation::sigmoid ? v * (T(1) - v)
+                                                                                            : T(1) - v * v;
+    dx[i] = dy[i] * d;
+  }
+}
+
+// Softmax of one row into p; returns log of the normaliser relative to the row maximum (log sum exp(x - max)).
+template <class T>
+T softmax_row(const T* x, T* p, std::int64_t cols, T* max_out) {
+  T m = x[0];
+  for (std::int64_t c = 1; c < cols; ++c) m = x[c] > m || std::isnan(x[c]) ? x[c] : m;
+  T s = 0;
+  for (std::int64_t c = 0; c < cols; ++c) {
+    p[c] = std::exp(x[c] - m);
+    s += p[c];
+  }
+  const T inv = T(1) / s;
+  for (std::int64_t c = 0; c < cols; ++c) p[c] *= inv;
+  *max_out = m;
+  return std::log(s);
+}
+
+template <class T>
+void softmax_rows(std::int64_t rows, std::int64_t cols, const T* x, T* y) {
+#pragma omp parallel for schedule(static) if (rows * cols >= kParallelMin)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    T m;
+    softmax_row(x + r * cols, y + r * cols, cols, &m);
+  }
+}
+
+template <class T>
+double loss_rows(const LossDesc& d, const T* x, const void* target, T* grad) {
+  const std::int64_t rows = d.rows, cols = d.cols;
+  const T gs = static_cast<T>(d.grad_scale);
+  double total = 0;
+#pragma omp parallel for schedule(static) reduction(+ : total) if (rows * cols >= kParallelMin)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * cols;
+    T* gr = grad ? grad + r * cols : nullptr;
+    double row = 0;
+    if (d.kind == LossKind::mse) {
+      const T* t = static_cast<const T*>(target) + r * cols;
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const T e = xr[c] - t[c];
+        row += static_cast<double>(e) * e;
+        if (gr) gr[c] = gs * T(2) * e;
+      }
+    } else {
+      // -sum_c t_c log p_c with log p_c = x_c - max - log sum exp(x - max); the gradient is p - t.
+      T m = xr[0];
+      for (std::int64_t c = 1; c < cols; ++c) m = xr[c] > m || std::isnan(xr[c]) ? xr[c] : m;
+      double s = 0;
+      for (std::int64_t c = 0; c < cols; ++c) s += std::exp(static_cast<double>(xr[c] - m));
+      const double lse = std::log(s);
+      if (d.kind == LossKind::cross_entropy_labels) {
+        std::int64_t label = static_cast<const std::int64_t*>(target)[r];
+        label = std::clamp<std::int64_t>(label, 0, cols - 1);  // the front checks labels where it can
+        row = -(static_cast<double>(xr[label] - m) - lse);
+        if (gr)
+          for (std::int64_t c = 0; c < cols; ++c)
+            gr[c] = gs * (static_cast<T>(std::exp(static_cast<double>(xr[c] - m) - lse)) - (c == label ? T(1) : T(0)));
+      } else {
+        const T* t = static_cast<const T*>(target) + r * cols;
+        double tsum = 0;
+        for (std::int64_t c = 0; c < cols; ++c) {
+          row -= static_cast<double>(t[c]) * (static_cast<double>(xr[c] - m) - lse);
+          tsum += t[c];
+        }
+        // d/dx_c of -sum_k t_k log p_k = p_c * sum_k t_k - t_c (sum_k t_k = 1 for one-hot or probabilities).
+        if (gr)
+          for (std::int64_t c = 0; c < cols; ++c)
+            gr[c] = gs * (static_cast<T>(std::exp(static_cast<double>(xr[c] - m) - lse) * tsum) - t[c]);
+      }
+    }
+    total += row;
+  }
+  return total;
+}
+
+template <class T>
+double metric_rows(const MetricDesc& d, const T* x, const void* target) {
+  const std::int64_t rows = d.rows, cols = d.cols;
+  double total = 0;
+#pragma omp parallel for schedule(static) reduction(+ : total) if (rows * cols >= kParallelMin)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * cols;
+    if (d.kind == MetricKind::correct_argmax) {
+      std::int64_t best = 0;
+      for (std::int64_t c = 1; c < cols; ++c)
+        if (xr[c] > xr[best] || (std::isnan(xr[c]) && !std::isnan(xr[best]))) best = c;
+      total += best == static_cast<const std::int64_t*>(target)[r] ? 1.0 : 0.0;
+    } else {
+      const T* t = static_cast<const T*>(target) + r * cols;
+      for (std::int64_t c = 0; c < cols; ++c)
+        total += d.kind == MetricKind::abs_error ? std::fabs(static_cast<double>(xr[c] - t[c]))
+                                                 : ((xr[c] > T(0.5)) == (t[c] > T(0.5)) ? 1.0 : 0.0);
+    }
+  }
+  return total;
+}
+
+template <class T>
+void sgd(const SgdDesc& d, T* p, const T* g, T* v) {
+  const T lr = static_cast<T>(d.lr), mom = static_cast<T>(d.momentum), wd = static_cast<T>(d.weight_decay);
+  const std::int64_t n = d.n;
+  if (!v) {
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+    for (std::int64_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + wd * p[i]);
+    return;
+  }
+  const bool nesterov = d.nesterov;
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T gi = g[i] + wd * p[i];
+    const T vi = mom * v[i] + gi;
+    v[i] = vi;
+    p[i] -= lr * (nesterov ? gi + mom * vi : vi);
+  }
+}
+
+template <class T>
+void col_sums(std::int64_t rows, std::int64_t cols, const T* x, T* out, T beta) {
+  // Rows outer, columns inner (contiguous); columns split over the threads for wide layers.
+#pragma omp parallel if (rows * cols >= kParallelMin)
+  {
+    const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const std::int64_t c0 = cols * t / nt, c1 = cols * (t + 1) / nt;
+    for (std::int64_t c = c0; c < c1; ++c) out[c] = beta == T(0) ? T(0) : beta * out[c];
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const T* xr = x + r * cols;
+#pragma omp simd
+      for (std::int64_t c = c0; c < c1; ++c) out[c] += xr[c];
+    }
+  }
+}
+
+}  // namespace
+
+void CpuBackend::activation(Activation act, DType t, std::int64_t n, const Buffer& x, Buffer& out) {
+  timed("activation", 2 * n * dtype_size(t), [&] {
+    if (t == DType::f64) act_fwd(act, n, ptr<double>(x), ptr<double>(out));
+    else act_fwd(act, n, ptr<float>(x), ptr<float>(out));
+  });
+}
+
+void CpuBackend::activation_backward(Activation act, DType t, std::int64_t n, const Buffer& dy, const Buffer& y,
+                                     Buffer& dx) {
+  timed("activation_backward", 3 * n * dtype_size(t), [&] {
+    if (t == DType::f64) act_bwd(act, n, ptr<double>(dy), ptr<double>(y), ptr<double>(dx));
+    else act_bwd(act, n, ptr<float>(dy), ptr<float>(y), ptr<float>(dx));
+  });
+}
+
+void CpuBackend::softmax(DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& y) {
+  timed("softmax", 2 * rows * cols * dtype_size(t), [&] {
+    if (t == DType::f64) softmax_rows(rows, cols, ptr<double>(x), ptr<double>(y));
+    else softmax_rows(rows, cols, ptr<float>(x), ptr<float>(y));
+  });
+}
+
+void CpuBackend::loss(const LossDesc& d, const Buffer& pred, const Buffer& target, Buffer& acc, Buffer* grad) {
+  timed("loss", (grad ? 3 : 2) * d.rows * d.cols * dtype_size(d.dtype), [&] {
+    const double s = d.dtype == DType::f64
+                         ? loss_rows(d, ptr<double>(pred), target.host_ptr(), grad ? ptr<double>(*grad) : nullptr)
+                         : loss_rows(d, ptr<float>(pred), target.host_ptr(), grad ? ptr<float>(*grad) : nullptr);
+    *ptr<float>(acc) += static_cast<float>(d.loss_scale * s);
+  });
+}
+
+void CpuBackend::metric(const MetricDesc& d, const Buffer& pred, const Buffer& target, Buffer& acc) {
+  timed("metric", 2 * d.rows * d.cols * dtype_size(d.dtype), [&] {
+    const double s = d.dtype == DType::f64 ? metric_rows(d, ptr<double>(pred), target.host_ptr())
+                                           : metric_rows(d, ptr<float>(pred), target.host_ptr());
+    *ptr<float>(acc) += static_cast<float>(s);
+  });
+}
+
+void CpuBackend::sgd_update(const SgdDesc& d, Buffer& param, const Buffer& grad, Buffer* velocity) {
+  timed("sgd_update", (velocity ? 5 : 3) * d.n * dtype_size(d.dtype), [&] {
+    if (d.dtype == DType::f64) sgd(d, ptr<double>(param), ptr<double>(grad), velocity ? ptr<double>(*velocity) : nullptr);
+    else sgd(d, ptr<float>(param), ptr<float>(grad), velocity ? ptr<float>(*velocity) : nullptr);
+  });
+}
+
+void CpuBackend::sum_rows(DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& out, double beta) {
+  timed("sum_rows", (rows + 1) * cols * dtype_size(t), [&] {
+    if (t == DType::f64) col_sums(rows, cols, ptr<double>(x), ptr<double>(out), beta);
+    else col_sums(rows, cols, ptr<float>(x), ptr<float>(out), static_cast<float>(beta));
+  });
+}
+
+void CpuBackend::take_rows(std::size_t row_bytes, std::int64_t src_rows, const Buffer& src, const Buffer& idx,
+                           std::int64_t offset, std::int64_t n, Buffer& out) {
+  timed("take_rows", 2 * n * row_bytes, [&] {
+    const auto* s = static_cast<const char*>(src.host_ptr());
+    const std::int64_t* ix = ptr<std::int64_t>(idx) + offset;
+    char* o = static_cast<char*>(out.host_ptr());
+#pragma omp parallel for schedule(static) if (n * static_cast<std::int64_t>(row_bytes) >= (kParallelMin << 2))
+    for (std::int64_t r = 0; r < n; ++r) {
+      const std::int64_t i = std::clamp<std::int64_t>(ix[r], 0, src_rows - 1);
+      std::memcpy(o + r * row_bytes, s + i * row_bytes, row_bytes);
+    }
+  });
+}
+
+}  // namespace hetnn

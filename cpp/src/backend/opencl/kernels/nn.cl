@@ -1,0 +1,158 @@
+// nn.cl: training ops (core/nn.h): activations, softmax, losses, metrics, SGD, bias gradients, minibatch gathers.
+// REAL is float or double (-DREAL=double -DUSE_FP64 on devices with fp64). Losses and metrics write one value per
+// row into a float scratch; add_sum folds those into the one-element accumulator (a single work-item: a minibatch
+// has tens to thousands of rows, and a fixed summation order keeps runs reproducible).
+#ifdef USE_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+#ifndef REAL
+#define REAL float
+#endif
+
+// act: 1 relu, 2 sigmoid, 3 tanh (Activation in backend.h). relu keeps NaN, as the matmul epilogue does.
+inline REAL act_value(REAL v, int act) {
+  return act == 1 ? (v < 0 ? (REAL)0 : v) : act == 2 ? (REAL)1 / ((REAL)1 + exp(-v)) : tanh(v);
+}
+inline REAL act_slope(REAL y, int act) {  // from the activation's output
+  return act == 1 ? (y > 0 ? (REAL)1 : (REAL)0) : act == 2 ? y * ((REAL)1 - y) : (REAL)1 - y * y;
+}
+
+__kernel void act_fwd(const long n, const int act, __global const REAL* x, __global REAL* y) {
+  const long i = get_global_id(0);
+  if (i < n) y[i] = act_value(x[i], act);
+}
+
+__kernel void act_bwd(const long n, const int act, __global const REAL* dy, __global const REAL* y,
+                      __global REAL* dx) {
+  const long i = get_global_id(0);
+  if (i < n) dx[i] = dy[i] * act_slope(y[i], act);
+}
+
+// Row maximum (NaN wins, so a NaN row gives NaN everywhere) and log sum exp(x - max).
+inline REAL row_max(__global const REAL* x, const int cols) {
+  REAL m = x[0];
+  for (int c = 1; c < cols; ++c) m = (x[c] > m || isnan(x[c])) ? x[c] : m;
+  return m;
+}
+inline REAL row_lse(__global const REAL* x, const int cols, const REAL m) {
+  REAL s = 0;
+  for (int c = 0; c < cols; ++c) s += exp(x[c] - m);
+  return log(s);
+}
+
+// A work-item per row.
+__kernel void softmax_rows(const int rows, const int cols, __global const REAL* x, __global REAL* y) {
+  const int r = get_global_id(0);
+  if (r >= rows) return;
+  __global const REAL* xr = x + (long)r * cols;
+  __global REAL* yr = y + (long)r * cols;
+  const REAL m = row_max(xr, cols), lse = row_lse(xr, cols, m);
+  for (int c = 0; c < cols; ++c) yr[c] = exp(xr[c] - m - lse);
+}
+
+// kind: 0 cross-entropy with int64 labels, 1 cross-entropy with (rows, cols) targets, 2 squared error (LossKind).
+// row_loss[r] = the row's loss; grad (when has_grad) = gs * its gradient.
+__kernel void loss_rows(const int kind, const int rows, const int cols, const REAL gs, const int has_grad,
+                        __global const REAL* x, __global const long* labels, __global const REAL* t,
+                        __global REAL* grad, __global float* row_loss) {
+  const int r = get_global_id(0);
+  if (r >= rows) return;
+  __global const REAL* xr = x + (long)r * cols;
+  __global REAL* gr = grad + (long)r * cols;
+  REAL row = 0;
+  if (kind == 2) {
+    __global const REAL* tr = t + (long)r * cols;
+    for (int c = 0; c < cols; ++c) {
+      const REAL e = xr[c] - tr[c];
+      row += e * e;
+      if (has_grad) gr[c] = gs * 2 * e;
+    }
+  } else {
+    const REAL m = row_max(xr, cols), lse = row_lse(xr, cols, m);
+    if (kind == 0) {
+      const int label = (int)clamp(labels[r], (long)0, (long)(cols - 1));  // the front checks labels
+      row = -(xr[label] - m - lse);
+      if (has_grad)
+        for (int c = 0; c < cols; ++c) gr[c] = gs * (exp(xr[c] - m - lse) - (c == label ? (REAL)1 : (REAL)0));
+    } else {
+      __global const REAL* tr = t + (long)r * cols;
+      REAL tsum = 0;
+      for (int c = 0; c < cols; ++c) {
+        row -= tr[c] * (xr[c] - m - lse);
+        tsum += tr[c];
+      }
+      if (has_grad)
+        for (int c = 0; c < cols; ++c) gr[c] = gs * (exp(xr[c] - m - lse) * tsum - tr[c]);
+    }
+  }
+  row_loss[r] = (float)row;
+}
+
+// kind: 0 correct argmax (first maximum, NaN wins), 1 correct threshold at 0.5, 2 absolute error (MetricKind).
+__kernel void metric_rows(const int kind, const int rows, const int cols, __global const REAL* x,
+                          __global const long* labels, __global const REAL* t, __global float* row_val) {
+  const int r = get_global_id(0);
+  if (r >= rows) return;
+  __global const REAL* xr = x + (long)r * cols;
+  float v = 0;
+  if (kind == 0) {
+    int best = 0;
+    for (int c = 1; c < cols; ++c)
+      if (xr[c] > xr[best] || (isnan(xr[c]) && !isnan(xr[best]))) best = c;
+    v = best == labels[r] ? 1.0f : 0.0f;
+  } else {
+    __global const REAL* tr = t + (long)r * cols;
+    for (int c = 0; c < cols; ++c)
+      v += kind == 2 ? (float)fabs(xr[c] - tr[c]) : ((xr[c] > (REAL)0.5) == (tr[c] > (REAL)0.5) ? 1.0f : 0.0f);
+  }
+  row_val[r] = v;
+}
+
+// acc[0] += scale * sum(vals[0..n)), summed in order by one work-item.
+__kernel void add_sum(const int n, const float scale, __global const float* vals, __global float* acc) {
+  if (get_global_id(0) != 0) return;
+  float s = 0;
+  for (int i = 0; i < n; ++i) s += vals[i];
+  acc[0] += scale * s;
+}
+
+__kernel void sgd(const long n, const REAL lr, const REAL mom, const REAL wd, const int nesterov, const int has_v,
+                  __global REAL* p, __global const REAL* g, __global REAL* v) {
+  const long i = get_global_id(0);
+  if (i >= n) return;
+  const REAL gi = g[i] + wd * p[i];
+  if (!has_v) {
+    p[i] -= lr * gi;
+    return;
+  }
+  const REAL vi = mom * v[i] + gi;
+  v[i] = vi;
+  p[i] -= lr * (nesterov ? gi + mom * vi : vi);
+}
+
+// A work-item per column: out[c] = beta * out[c] + sum_r x[r, c] (neighbouring work-items read neighbouring
+// addresses).
+__kernel void sum_rows(const int rows, const int cols, const REAL beta, __global const REAL* x, __global REAL* out) {
+  const int c = get_global_id(0);
+  if (c >= cols) return;
+  REAL s = 0;
+  for (int r = 0; r < rows; ++r) s += x[(long)r * cols + c];
+  out[c] = beta == 0 ? s : beta * out[c] + s;
+}
+
+// Row r of out = row clamp(idx[offset + r]) of src, in 4-byte words (take_rows_bytes: any row size).
+// global = (words per row, rows).
+__kernel void take_rows_words(const long words, const long src_rows, const long offset, __global const uint* src,
+                              __global const long* idx, __global uint* out) {
+  const long w = get_global_id(0), r = get_global_id(1);
+  if (w >= words) return;
+  const long i = clamp(idx[offset + r], (long)0, src_rows - 1);
+  out[r * words + w] = src[i * words + w];
+}
+__kernel void take_rows_bytes(const long bytes, const long src_rows, const long offset, __global const uchar* src,
+                              __global const long* idx, __global uchar* out) {
+  const long w = get_global_id(0), r = get_global_id(1);
+  if (w >= bytes) return;
+  const long i = clamp(idx[offset + r], (long)0, src_rows - 1);
+  out[r * bytes + w] = src[i * bytes + w];
+}

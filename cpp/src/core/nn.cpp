@@ -1,0 +1,232 @@
+#include "core/nn.h"
+
+#include "core/errors.h"
+
+namespace hetnn {
+
+namespace {
+
+std::string where(const Array& x) { return x.device()->id(); }
+
+void same_device(const Array& a, const Array& b, const char* op, const char* an, const char* bn) {
+  if (a.device() != b.device())
+    throw ValueError(std::string(op) + ": " + an + " is on " + where(a) + " but " + bn + " is on " + where(b) +
+                     "; move one with .to(device)");
+}
+
+// Training data: float32, or float64 where the device has it.
+void trainable(const Array& x, const char* op, const char* what) {
+  if (x.dtype() != DType::f32 && x.dtype() != DType::f64)
+    throw TypeError(std::string(op) + ": " + what + " is " + dtype_name(x.dtype()) +
+                    "; training ops take float32 (or float64)");
+  x.device()->require(x.dtype(), op);
+}
+
+void like(const Array& x, const Array& ref, const char* op, const char* what, const char* ref_name) {
+  same_device(x, ref, op, what, ref_name);
+  if (x.dtype() != ref.dtype())
+    throw TypeError(std::string(op) + ": " + what + " is " + dtype_name(x.dtype()) + " but " + ref_name + " is " +
+                    dtype_name(ref.dtype()));
+  if (x.shape() != ref.shape())
+    throw ValueError(std::string(op) + ": " + what + " has shape " + shape_str(x.shape()) + " but " + ref_name +
+                     " has shape " + shape_str(ref.shape()));
+}
+
+void two_d(const Array& x, const char* op, const char* what) {
+  if (x.ndim() != 2)
+    throw ValueError(std::string(op) + ": " + what + " must be 2-D (rows, columns), got shape " +
+                     shape_str(x.shape()));
+}
+
+void accumulator(const Array& acc, const Array& ref, const char* op) {
+  same_device(acc, ref, op, "acc", "the predictions");
+  if (acc.dtype() != DType::f32 || acc.size() != 1)
+    throw ValueError(std::string(op) + ": acc must be a float32 array of one element, got " +
+                     dtype_name(acc.dtype()) + " " + shape_str(acc.shape()));
+}
+
+Array result(const Array* out, const Array& ref, const char* op) {
+  if (!out) return Array::empty(ref.device(), ref.shape(), ref.dtype());
+  like(*out, ref, op, "out", "the input");
+  return *out;
+}
+
+}  // namespace
+
+Array activation(const Array& x, Activation act, const Array* out) {
+  const char* op = "activation";
+  trainable(x, op, "x");
+  if (act == Activation::none) throw ValueError("activation: act must be 'relu', 'sigmoid' or 'tanh'");
+  Array y = result(out, x, op);  // may be x itself (elementwise, in place)
+  if (x.size()) x.device()->backend().activation(act, x.dtype(), x.size(), *x.buffer(), *y.buffer());
+  return y;
+}
+
+Array activation_backward(const Array& dy, const Array& y, Activation act, const Array* out) {
+  const char* op = "activation_backward";
+  trainable(dy, op, "grad_output");
+  like(y, dy, op, "output", "grad_output");
+  if (act == Activation::none) throw ValueError("activation_backward: act must be 'relu', 'sigmoid' or 'tanh'");
+  Array dx = result(out, dy, op);
+  if (dy.size())
+    dy.device()->backend().activation_backward(act, dy.dtype(), dy.size(), *dy.buffer(), *y.buffer(), *dx.buffer());
+  return dx;
+}
+
+Array softmax(const Array& x, const Array* out) {
+  const char* op = "softmax";
+  trainable(x, op, "x");
+  two_d(x, op, "x");
+  Array y = result(out, x, op);
+  if (x.size()) x.device()->backend().softmax(x.dtype(), x.shape()[0], x.shape()[1], *x.buffer(), *y.buffer());
+  return y;
+}
+
+LossKind loss_kind_from_name(const std::string& name) {
+  if (name == "cross_entropy") return LossKind::cross_entropy_labels;
+  if (name == "mse") return LossKind::mse;
+  throw ValueError("loss: kind must be 'cross_entropy' or 'mse', got '" + name + "'");
+}
+
+MetricKind metric_kind_from_name(const std::string& name) {
+  if (name == "correct_argmax") return MetricKind::correct_argmax;
+  if (name == "correct_threshold") return MetricKind::correct_threshold;
+  if (name == "abs_error") return MetricKind::abs_error;
+  throw ValueError("metric: kind must be 'correct_argmax', 'correct_threshold' or 'abs_error', got '" + name + "'");
+}
+
+namespace {
+// Labels: int64, one per row of pred.
+void labels(const Array& target, const Array& pred, const char* op) {
+  same_device(target, pred, op, "target", "the predictions");
+  if (target.dtype() != DType::i64)
+    throw TypeError(std::string(op) + ": integer labels must be int64, got " + dtype_name(target.dtype()));
+  if (target.shape() != Shape{pred.shape()[0]})
+    throw ValueError(std::string(op) + ": labels must have shape (" + std::to_string(pred.shape()[0]) +
+                     ",) (one per row), got " + shape_str(target.shape()));
+}
+}  // namespace
+
+void loss(const std::string& kind, const Array& pred, const Array& target, const Array& acc, const Array* grad,
+          double loss_scale, double grad_scale) {
+  const char* op = "loss";
+  trainable(pred, op, "pred");
+  two_d(pred, op, "pred");
+  accumulator(acc, pred, op);
+  LossDesc d;
+  d.kind = loss_kind_from_name(kind);
+  d.dtype = pred.dtype();
+  d.rows = pred.shape()[0];
+  d.cols = pred.shape()[1];
+  d.loss_scale = loss_scale;
+  d.grad_scale = grad_scale;
+  if (d.kind == LossKind::cross_entropy_labels && is_floating(target.dtype())) d.kind = LossKind::cross_entropy_probs;
+  if (d.kind == LossKind::cross_entropy_labels) labels(target, pred, op);
+  else like(target, pred, op, "target", "pred");
+  if (grad) {
+    like(*grad, pred, op, "grad", "pred");
+    if (grad->same_memory(target)) throw ValueError("loss: grad must not share memory with target");
+  }
+  if (d.rows == 0 || d.cols == 0) return;
+  pred.device()->backend().loss(d, *pred.buffer(), *target.buffer(), *acc.buffer(),
+                                grad ? grad->buffer().get() : nullptr);
+}
+
+void metric(const std::string& kind, const Array& pred, const Array& target, const Array& acc) {
+  const char* op = "metric";
+  trainable(pred, op, "pred");
+  two_d(pred, op, "pred");
+  accumulator(acc, pred, op);
+  MetricDesc d;
+  d.kind = metric_kind_from_name(kind);
+  d.dtype = pred.dtype();
+  d.rows = pred.shape()[0];
+  d.cols = pred.shape()[1];
+  if (d.kind == MetricKind::correct_argmax) labels(target, pred, op);
+  else like(target, pred, op, "target", "pred");
+  if (d.rows == 0 || d.cols == 0) return;
+  pred.device()->backend().metric(d, *pred.buffer(), *target.buffer(), *acc.buffer());
+}
+
+void sgd_update(const Array& param, const Array& grad, const Array* velocity, double lr, double momentum,
+                double weight_decay, bool nesterov) {
+  const char* op = "sgd_update";
+  trainable(param, op, "param");
+  like(grad, param, op, "grad", "param");
+  if (!(lr >= 0)) throw ValueError("sgd_update: lr must be >= 0, got " + std::to_string(lr));
+  if (!(momentum >= 0)) throw ValueError("sgd_update: momentum must be >= 0, got " + std::to_string(momentum));
+  if (!(weight_decay >= 0))
+    throw ValueError("sgd_update: weight_decay must be >= 0, got " + std::to_string(weight_decay));
+  if (nesterov && momentum == 0) throw ValueError("sgd_update: nesterov needs momentum > 0");
+  if (momentum != 0 && !velocity) throw ValueError("sgd_update: momentum needs a velocity array");
+  if (velocity) {
+    like(*velocity, param, op, "velocity", "param");
+    if (velocity->same_memory(param) || velocity->same_memory(grad))
+      throw ValueError("sgd_update: velocity must not share memory with param or grad");
+  }
+  if (grad.same_memory(param)) throw ValueError("sgd_update: grad must not share memory with param");
+  SgdDesc d;
+  d.dtype = param.dtype();
+  d.n = param.size();
+  d.lr = lr;
+  d.momentum = momentum;
+  d.weight_decay = weight_decay;
+  d.nesterov = nesterov;
+  if (d.n == 0) return;
+  param.device()->backend().sgd_update(d, *param.buffer(), *grad.buffer(),
+                                       momentum != 0 ? velocity->buffer().get() : nullptr);
+}
+
+Array sum_rows(const Array& x, const Array* out, double beta) {
+  const char* op = "sum_rows";
+  trainable(x, op, "x");
+  two_d(x, op, "x");
+  const Shape os{x.shape()[1]};
+  Array o;
+  if (out) {
+    same_device(*out, x, op, "out", "x");
+    if (out->dtype() != x.dtype() || out->shape() != os)
+      throw ValueError("sum_rows: out must be " + std::string(dtype_name(x.dtype())) + " of shape " + shape_str(os) +
+                       ", got " + dtype_name(out->dtype()) + " " + shape_str(out->shape()));
+    if (out->same_memory(x)) throw ValueError("sum_rows: out must not share memory with x");
+    o = *out;
+  } else {
+    if (beta != 0) throw ValueError("sum_rows: beta != 0 needs out= (the array it scales)");
+    o = Array::empty(x.device(), os, x.dtype());
+  }
+  if (os[0]) x.device()->backend().sum_rows(x.dtype(), x.shape()[0], os[0], *x.buffer(), *o.buffer(), beta);
+  return o;
+}
+
+Array take_rows(const Array& src, const Array& idx, std::int64_t offset, std::int64_t n, const Array* out) {
+  const char* op = "take_rows";
+  same_device(idx, src, op, "idx", "src");
+  if (src.ndim() < 1) throw ValueError("take_rows: src must have at least one dimension");
+  if (idx.dtype() != DType::i64 || idx.ndim() != 1)
+    throw TypeError("take_rows: idx must be a 1-D int64 array, got " + std::string(dtype_name(idx.dtype())) + " " +
+                    shape_str(idx.shape()));
+  if (offset < 0 || n < 0 || offset + n > idx.size())
+    throw ValueError("take_rows: rows [" + std::to_string(offset) + ", " + std::to_string(offset + n) +
+                     ") of idx are outside its " + std::to_string(idx.size()) + " entries");
+  if (src.shape()[0] == 0 && n > 0) throw ValueError("take_rows: src has no rows to take");
+  Shape os = src.shape();
+  os[0] = n;
+  Array o;
+  if (out) {
+    same_device(*out, src, op, "out", "src");
+    if (out->dtype() != src.dtype() || out->shape() != os)
+      throw ValueError("take_rows: out must be " + std::string(dtype_name(src.dtype())) + " of shape " +
+                       shape_str(os) + ", got " + dtype_name(out->dtype()) + " " + shape_str(out->shape()));
+    if (out->same_memory(src) || out->same_memory(idx))
+      throw ValueError("take_rows: out must not share memory with src or idx");
+    o = *out;
+  } else {
+    o = Array::empty(src.device(), os, src.dtype());
+  }
+  const std::size_t row_bytes = src.shape()[0] ? src.nbytes() / static_cast<std::size_t>(src.shape()[0]) : 0;
+  if (n && row_bytes)
+    src.device()->backend().take_rows(row_bytes, src.shape()[0], *src.buffer(), *idx.buffer(), offset, n, *o.buffer());
+  return o;
+}
+
+}  // namespace hetnn
