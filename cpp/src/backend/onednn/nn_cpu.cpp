@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "backend/onednn/cpu_backend.h"
 #include "core/errors.h"
@@ -149,10 +150,15 @@ void sgd(const SgdDesc& d, T* p, const T* g, T* v) {
     return;
   }
   const bool nesterov = d.nesterov;
+  // A velocity whose gradient stays 0 (weights of always-zero inputs, such as image borders) decays geometrically
+  // into subnormal numbers, which x86 computes about 100x slower: measured, one Fashion-MNIST epoch's updates took
+  // 1.5 s instead of 0.01 s. Such a velocity is flushed to zero (it is below 1e-38 of a step).
+  const T tiny = std::numeric_limits<T>::min();
 #pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
   for (std::int64_t i = 0; i < n; ++i) {
     const T gi = g[i] + wd * p[i];
-    const T vi = mom * v[i] + gi;
+    T vi = mom * v[i] + gi;
+    vi = std::fabs(vi) < tiny ? T(0) : vi;
     v[i] = vi;
     p[i] -= lr * (nesterov ? gi + mom * vi : vi);
   }

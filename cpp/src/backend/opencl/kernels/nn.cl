@@ -8,6 +8,11 @@
 #ifndef REAL
 #define REAL float
 #endif
+#ifdef USE_FP64
+#define MIN_NORMAL DBL_MIN
+#else
+#define MIN_NORMAL FLT_MIN
+#endif
 
 // act: 1 relu, 2 sigmoid, 3 tanh (Activation in backend.h). relu keeps NaN, as the matmul epilogue does.
 inline REAL act_value(REAL v, int act) {
@@ -125,7 +130,8 @@ __kernel void sgd(const long n, const REAL lr, const REAL mom, const REAL wd, co
     p[i] -= lr * gi;
     return;
   }
-  const REAL vi = mom * v[i] + gi;
+  REAL vi = mom * v[i] + gi;
+  vi = fabs(vi) < (REAL)MIN_NORMAL ? (REAL)0 : vi;  // subnormal velocities are slow on CPU devices (nn_cpu.cpp)
   v[i] = vi;
   p[i] -= lr * (nesterov ? gi + mom * vi : vi);
 }

@@ -1,0 +1,326 @@
+"""Layers of hetnn.nn. Each layer computes on its model's device with hetnn._core arrays (no host round trip):
+``forward(x, training)`` keeps what ``backward`` needs, ``backward(grad, need_input_grad)`` fills its parameters'
+gradients and returns the input gradient. Output buffers are reused between steps of the same batch size."""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .._loader import _core
+from .._array import Array
+from .._device import device as _device
+from .._pool import _window
+
+_GENERATOR = np.random.default_rng()
+
+
+def manual_seed(seed: int) -> None:
+    """Seeds the generator that initialises layers created without their own ``seed`` (as torch.manual_seed)."""
+    global _GENERATOR
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"manual_seed: seed must be an int, got {type(seed).__name__}")
+    _GENERATOR = np.random.default_rng(int(seed))
+
+
+class Parameter:
+    """A trainable array on the model's device with its gradient. ``data`` is a :class:`hetnn.Array`;
+    ``numpy()`` copies the values to the host."""
+
+    def __init__(self, name: str, value: np.ndarray) -> None:
+        self.name = name
+        self._host = np.ascontiguousarray(value)  # until the model is placed on a device
+        self.value: Any = None  # _core.Array once placed
+        self.grad: Any = None
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        return tuple(self._host.shape) if self.value is None else tuple(self.value.shape)
+
+    @property
+    def data(self) -> Array:
+        if self.value is None:
+            raise RuntimeError(f"parameter {self.name} is not on a device yet (add its layer to a Sequential)")
+        return Array(self.value)
+
+    @property
+    def grad_data(self) -> Optional[Array]:
+        return None if self.grad is None else Array(self.grad)
+
+    def numpy(self) -> np.ndarray:
+        return self._host.copy() if self.value is None else self.value.to_numpy()
+
+    def _place(self, dev: Any, dtype: np.dtype) -> None:
+        host = self.numpy().astype(dtype, copy=False)
+        self.value = _core.Array.from_numpy(dev, np.ascontiguousarray(host))
+        self.grad = _core.Array.zeros(dev, self.value.shape, self.value.dtype)
+        self._host = host
+
+    def __repr__(self) -> str:
+        return f"Parameter({self.name}, shape={self.shape})"
+
+
+class Layer:
+    """Base class. Subclasses set ``kind`` (the JSON name) and implement the hooks."""
+
+    kind = "layer"
+
+    def __init__(self) -> None:
+        self._dev: Any = None
+        self._bufs: Dict[Tuple[str, Tuple[int, ...]], Any] = {}
+
+    # -- model plumbing
+    def output_shape(self, input_shape: Tuple[int, ...]) -> Tuple[int, ...]:
+        """Per-sample output shape for a per-sample input shape; raises ValueError when the input does not fit."""
+        return input_shape
+
+    def parameters(self) -> List[Parameter]:
+        return []
+
+    def config(self) -> Dict[str, Any]:
+        return {}
+
+    def _place(self, dev: Any, dtype: np.dtype) -> None:
+        self._dev = dev
+        self._bufs = {}
+        for p in self.parameters():
+            p._place(dev, dtype)
+
+    def _buf(self, tag: str, shape: Tuple[int, ...], dtype: str) -> Any:
+        key = (tag, shape)
+        b = self._bufs.get(key)
+        if b is None or b.dtype != dtype:
+            b = _core.Array.empty(self._dev, list(shape), dtype)
+            self._bufs[key] = b
+        return b
+
+    def forward(self, x: Any, training: bool) -> Any:
+        raise NotImplementedError
+
+    def backward(self, grad: Any, need_input_grad: bool) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} has no backward pass")
+
+    def __repr__(self) -> str:
+        cfg = ", ".join(f"{k}={v!r}" for k, v in self.config().items())
+        return f"{type(self).__name__}({cfg})"
+
+
+_INITS = ("glorot_uniform", "glorot_normal", "he_uniform", "he_normal", "uniform", "zeros")
+_ACTS = (None, "relu", "sigmoid", "tanh")
+
+
+def _positive_int(v: Any, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
+        raise ValueError(f"{what} must be a positive int, got {v!r}")
+    return int(v)
+
+
+class Dense(Layer):
+    """``y = activation(x @ W.T + b)``: W has shape (out_features, in_features), as torch.nn.Linear. The bias and
+    the activation (None, "relu", "sigmoid", "tanh") are fused into the matrix product (oneDNN post-ops, the OpenCL
+    GEMM epilogue). ``init``: "glorot_uniform" (default), "glorot_normal", "he_uniform", "he_normal", "uniform"
+    (torch.nn.Linear's U(-1/sqrt(in), 1/sqrt(in))) or "zeros"; biases start at zero except with "uniform".
+    ``seed`` makes the initial weights reproducible (else hetnn.nn.manual_seed's generator)."""
+
+    kind = "dense"
+
+    def __init__(self, in_features: int, out_features: int, activation: Optional[str] = None, bias: bool = True,
+                 init: str = "glorot_uniform", seed: Optional[int] = None) -> None:
+        super().__init__()
+        self.in_features = _positive_int(in_features, "Dense: in_features")
+        self.out_features = _positive_int(out_features, "Dense: out_features")
+        if activation not in _ACTS:
+            raise ValueError(f"Dense: activation must be one of {_ACTS}, got {activation!r}")
+        if bias not in (True, False):
+            raise TypeError(f"Dense: bias must be a bool, got {bias!r}")
+        if init not in _INITS:
+            raise ValueError(f"Dense: init must be one of {_INITS}, got {init!r}")
+        self.activation, self.use_bias, self.init = activation, bool(bias), init
+        rng = np.random.default_rng(seed) if seed is not None else _GENERATOR
+        fan_in, fan_out = self.in_features, self.out_features
+        shape = (fan_out, fan_in)
+        if init == "glorot_uniform":
+            lim = math.sqrt(6.0 / (fan_in + fan_out))
+            w = rng.uniform(-lim, lim, shape)
+        elif init == "glorot_normal":
+            w = rng.normal(0.0, math.sqrt(2.0 / (fan_in + fan_out)), shape)
+        elif init == "he_uniform":
+            lim = math.sqrt(6.0 / fan_in)
+            w = rng.uniform(-lim, lim, shape)
+        elif init == "he_normal":
+            w = rng.normal(0.0, math.sqrt(2.0 / fan_in), shape)
+        elif init == "uniform":
+            lim = 1.0 / math.sqrt(fan_in)
+            w = rng.uniform(-lim, lim, shape)
+        else:
+            w = np.zeros(shape)
+        self.weight = Parameter("weight", w.astype(np.float32))
+        b = rng.uniform(-1.0 / math.sqrt(fan_in), 1.0 / math.sqrt(fan_in), fan_out) if init == "uniform" \
+            else np.zeros(fan_out)
+        self.bias = Parameter("bias", b.astype(np.float32)) if self.use_bias else None
+        self._x = self._y = None
+
+    def parameters(self) -> List[Parameter]:
+        return [self.weight] + ([self.bias] if self.bias is not None else [])
+
+    def config(self) -> Dict[str, Any]:
+        return {"in_features": self.in_features, "out_features": self.out_features, "activation": self.activation,
+                "bias": self.use_bias, "init": self.init}
+
+    def output_shape(self, input_shape: Tuple[int, ...]) -> Tuple[int, ...]:
+        if input_shape != (self.in_features,):
+            raise ValueError(f"Dense({self.in_features}, {self.out_features}) takes {self.in_features} features per "
+                             f"sample, got per-sample shape {input_shape}")
+        return (self.out_features,)
+
+    def forward(self, x: Any, training: bool) -> Any:
+        n = x.shape[0]
+        y = self._buf("y", (n, self.out_features), x.dtype)
+        _core.matmul(x, self.weight.value, y, False, True, 1.0, 0.0,
+                     self.bias.value if self.bias is not None else None, self.activation or "")
+        self._x, self._y = x, y
+        return y
+
+    def backward(self, grad: Any, need_input_grad: bool) -> Any:
+        x, y = self._x, self._y
+        n = x.shape[0]
+        dz = grad
+        if self.activation:
+            dz = self._buf("dz", (n, self.out_features), grad.dtype)
+            _core.activation_backward(grad, y, self.activation, dz)
+        _core.matmul(dz, x, self.weight.grad, True, False, 1.0, 0.0, None, "")  # dW = dz^T x
+        if self.bias is not None:
+            _core.sum_rows(dz, self.bias.grad, 0.0)
+        if not need_input_grad:
+            return None
+        dx = self._buf("dx", (n, self.in_features), grad.dtype)
+        _core.matmul(dz, self.weight.value, dx, False, False, 1.0, 0.0, None, "")  # dx = dz W
+        return dx
+
+
+class _Activation(Layer):
+    act = ""
+
+    def forward(self, x: Any, training: bool) -> Any:
+        y = self._buf("y", tuple(x.shape), x.dtype)
+        _core.activation(x, self.act, y)
+        self._y = y
+        return y
+
+    def backward(self, grad: Any, need_input_grad: bool) -> Any:
+        if not need_input_grad:
+            return None
+        dx = self._buf("dx", tuple(grad.shape), grad.dtype)
+        _core.activation_backward(grad, self._y, self.act, dx)
+        return dx
+
+
+class ReLU(_Activation):
+    """max(x, 0), elementwise."""
+    kind = act = "relu"
+
+
+class Sigmoid(_Activation):
+    """1 / (1 + exp(-x)), elementwise."""
+    kind = act = "sigmoid"
+
+
+class Tanh(_Activation):
+    """tanh(x), elementwise."""
+    kind = act = "tanh"
+
+
+class Softmax(Layer):
+    """Softmax over the features of each sample (2-D input). Only as a model's last layer: with
+    :class:`CrossEntropyLoss` it is folded into the loss during training (the loss takes the logits before it), so
+    ``predict`` returns probabilities and training stays numerically stable."""
+
+    kind = "softmax"
+
+    def output_shape(self, input_shape: Tuple[int, ...]) -> Tuple[int, ...]:
+        if len(input_shape) != 1:
+            raise ValueError(f"Softmax takes (batch, features) input, got per-sample shape {input_shape}")
+        return input_shape
+
+    def forward(self, x: Any, training: bool) -> Any:
+        y = self._buf("y", tuple(x.shape), x.dtype)
+        _core.softmax(x, y)
+        return y
+
+
+class Flatten(Layer):
+    """(N, d1, d2, ...) -> (N, d1 * d2 * ...), a view (no copy)."""
+
+    kind = "flatten"
+
+    def output_shape(self, input_shape: Tuple[int, ...]) -> Tuple[int, ...]:
+        return (int(np.prod(input_shape, dtype=np.int64)),)
+
+    def forward(self, x: Any, training: bool) -> Any:
+        self._in_shape = list(x.shape)
+        return x.reshape([x.shape[0], int(np.prod(x.shape[1:], dtype=np.int64))])
+
+    def backward(self, grad: Any, need_input_grad: bool) -> Any:
+        return grad.reshape(self._in_shape) if need_input_grad else None
+
+
+class MaxPool2d(Layer):
+    """hetnn.max_pool2d as a layer on (N, C, H, W) input, with PyTorch's semantics; the backward scatters the
+    gradient to the maxima (indices kept from the forward when training)."""
+
+    kind = "maxpool2d"
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+                 ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode = _window(
+            "MaxPool2d", kernel_size, stride, padding, dilation, ceil_mode)
+
+    def config(self) -> Dict[str, Any]:
+        return {"kernel_size": list(self.kernel_size), "stride": list(self.stride), "padding": list(self.padding),
+                "dilation": list(self.dilation), "ceil_mode": self.ceil_mode}
+
+    def output_shape(self, input_shape: Tuple[int, ...]) -> Tuple[int, ...]:
+        if len(input_shape) != 3:
+            raise ValueError(f"MaxPool2d takes (N, C, H, W) input, got per-sample shape {input_shape}")
+        # the core's checks (PyTorch's rules: padding <= kernel/2, a window inside the padded input, ...)
+        _, c, oh, ow = _core.max_pool2d_shape(_device("cpu")._dev, [1, *input_shape], "float32", self.kernel_size,
+                                              self.stride, self.padding, self.dilation, self.ceil_mode)
+        return (c, oh, ow)
+
+    def forward(self, x: Any, training: bool) -> Any:
+        y, idx = _core.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                                  True)
+        self._idx, self._in_shape = idx, list(x.shape)
+        return y
+
+    def backward(self, grad: Any, need_input_grad: bool) -> Any:
+        if not need_input_grad:
+            return None
+        return _core.max_pool2d_backward(grad, self._idx, self._in_shape, self.kernel_size, self.stride,
+                                         self.padding, self.dilation, self.ceil_mode)
+
+
+LAYERS = {cls.kind: cls for cls in (Dense, ReLU, Sigmoid, Tanh, Softmax, Flatten, MaxPool2d)}
+
+
+def layer_from_config(kind: str, cfg: Dict[str, Any]) -> Layer:
+    cls = LAYERS.get(kind)
+    if cls is None:
+        raise ValueError(f"unknown layer kind {kind!r} (known: {', '.join(LAYERS)})")
+    if cls is MaxPool2d:
+        return MaxPool2d(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in cfg.items()})
+    return cls(**cfg)
+
+
+def check_sequence(layers: Sequence[Any]) -> List[Layer]:
+    out = []
+    for i, layer in enumerate(layers):
+        if not isinstance(layer, Layer):
+            raise TypeError(f"Sequential: layer {i} is a {type(layer).__name__}, not a hetnn.nn layer")
+        if isinstance(layer, Softmax) and i != len(layers) - 1:
+            raise ValueError("Sequential: Softmax is supported only as the last layer (it is folded into "
+                             "CrossEntropyLoss for training)")
+        out.append(layer)
+    return out

@@ -1,0 +1,489 @@
+"""Sequential models: fit / evaluate / predict on one device, save / load.
+
+Training keeps everything on the device: the data is uploaded once, each epoch uploads one shuffled index vector
+and gathers minibatches from it on the device (take_rows), the loss and the metrics are summed into one-element
+device accumulators, and the host reads them back once per epoch. The host only issues commands; each step is a
+fixed sequence of calls into hetnn._core (no per-step NumPy work, no per-step synchronisation)."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+import zipfile
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .._array import Array
+from .._device import DeviceLike, device as _resolve_device, get_default_device
+from .._loader import _core
+from .._timing import _Capture
+from ._layers import Layer, Parameter, Softmax, check_sequence, layer_from_config
+from ._losses import CrossEntropyLoss, Loss, MSELoss, as_loss
+
+_FORMAT = "hetnn.nn.Sequential/1"
+_METRICS = ("accuracy", "mae")
+
+
+class History:
+    """What :meth:`Sequential.fit` returns. ``history``: per-epoch lists under "loss", each metric, "val_loss" and
+    "val_<metric>" with validation data, and "epoch_time" (seconds, wall clock, synchronised at the epoch's end).
+    ``device_time``: seconds of device time per kind of command over the whole fit (matmul, activation_backward,
+    loss, sgd_update, take_rows, ...), from the devices' own timers. ``epochs``: the epochs run."""
+
+    def __init__(self) -> None:
+        self.history: Dict[str, List[float]] = {}
+        self.device_time: Dict[str, float] = {}
+        self.epochs: List[int] = []
+        self.params: Dict[str, Any] = {}
+
+    def _add(self, key: str, value: float) -> None:
+        self.history.setdefault(key, []).append(float(value))
+
+    def __repr__(self) -> str:
+        last = {k: round(v[-1], 4) for k, v in self.history.items() if v}
+        return f"History(epochs={len(self.epochs)}, last={last})"
+
+
+class Callback:
+    """Called at the end of every epoch with the epoch number and that epoch's logs (the History keys). Return True
+    (or set ``model.stop_training = True``) to stop training."""
+
+    def on_epoch_end(self, epoch: int, logs: Dict[str, float], model: "Sequential") -> Optional[bool]:
+        return None
+
+
+class EarlyStopping(Callback):
+    """Stops when ``monitor`` (default "val_loss", else "loss") has not improved by ``min_delta`` for ``patience``
+    epochs."""
+
+    def __init__(self, monitor: str = "val_loss", patience: int = 0, min_delta: float = 0.0, mode: str = "min"):
+        if mode not in ("min", "max"):
+            raise ValueError(f"EarlyStopping: mode must be 'min' or 'max', got {mode!r}")
+        self.monitor, self.patience, self.min_delta, self.mode = monitor, int(patience), float(min_delta), mode
+        self.best = math.inf if mode == "min" else -math.inf
+        self.wait = 0
+
+    def on_epoch_end(self, epoch: int, logs: Dict[str, float], model: "Sequential") -> Optional[bool]:
+        key = self.monitor if self.monitor in logs else "loss"
+        v = logs[key]
+        better = v < self.best - self.min_delta if self.mode == "min" else v > self.best + self.min_delta
+        if better:
+            self.best, self.wait = v, 0
+            return None
+        self.wait += 1
+        return self.wait > self.patience
+
+
+def _batch_size(v: Any, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
+        raise ValueError(f"{what}: batch_size must be a positive int, got {v!r}")
+    return int(v)
+
+
+class Sequential:
+    """Layers applied in order, on one device (``device``: the default device when None)::
+
+        model = hetnn.nn.Sequential([hetnn.nn.Flatten(), hetnn.nn.Dense(784, 128, "relu"),
+                                     hetnn.nn.Dense(128, 10)], device="cpu")
+        opt = hetnn.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        hist = model.fit(x, y, loss=hetnn.nn.CrossEntropyLoss(), optimizer=opt, epochs=10, batch_size=64)
+
+    Parameters are float32 (``dtype="float64"`` on devices with fp64).
+    """
+
+    def __init__(self, layers: Sequence[Layer], device: DeviceLike = None, dtype: Any = "float32") -> None:
+        if not isinstance(layers, (list, tuple)) or not layers:
+            raise ValueError("Sequential: layers must be a non-empty list of hetnn.nn layers")
+        self.layers = check_sequence(layers)
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.float32, np.float64):
+            raise TypeError(f"Sequential: dtype must be float32 or float64, got {self.dtype}")
+        self.stop_training = False
+        self.loss: Optional[Loss] = None
+        self._device = None
+        self.to(device)
+
+    # -- placement and parameters
+    @property
+    def device(self):
+        return self._device
+
+    def to(self, device: DeviceLike) -> "Sequential":
+        """Moves the parameters to ``device`` (values kept; an optimizer's state moves with its next step)."""
+        dev = _resolve_device(device) if device is not None else get_default_device()
+        if self.dtype == np.float64 and "float64" not in dev.dtypes:
+            raise TypeError(f"Sequential: {dev.id} has no float64; use dtype='float32'")
+        for layer in self.layers:
+            layer._place(dev._dev, self.dtype)
+        self._device = dev
+        return self
+
+    def parameters(self) -> List[Parameter]:
+        return [p for layer in self.layers for p in layer.parameters()]
+
+    def count_params(self) -> int:
+        return int(sum(np.prod(p.shape) for p in self.parameters()))
+
+    def input_shape(self) -> Optional[Tuple[int, ...]]:
+        """Per-sample input shape the first layer fixes (Dense: its in_features), else None."""
+        from ._layers import Dense, Flatten
+        for layer in self.layers:
+            if isinstance(layer, Dense):
+                return (layer.in_features,) if layer is self.layers[0] else None
+            if not isinstance(layer, Flatten):
+                return None
+        return None
+
+    def _output_shape(self, sample_shape: Tuple[int, ...]) -> Tuple[int, ...]:
+        s = tuple(sample_shape)
+        for i, layer in enumerate(self.layers):
+            try:
+                s = layer.output_shape(s)
+            except ValueError as exc:
+                raise ValueError(f"layer {i} ({type(layer).__name__}): {exc}") from None
+        return s
+
+    def __repr__(self) -> str:
+        inner = ",\n  ".join(repr(layer) for layer in self.layers)
+        return f"Sequential([\n  {inner}\n], device={self._device.id!r}, params={self.count_params()})"
+
+    # -- data checks and upload
+    def _x(self, x: Any, what: str) -> Tuple[Any, Tuple[int, ...], Any]:
+        """(device array, per-sample output shape, host array kept alive for zero-copy views)."""
+        if isinstance(x, Array):
+            if x.device.id != self._device.id:
+                raise ValueError(f"{what}: x is on {x.device.id} but the model is on {self._device.id}; move one "
+                                 f"with .to(device)")
+            x = x.numpy()
+        arr = np.asarray(x)
+        if arr.dtype.kind not in "fiub":
+            raise TypeError(f"{what}: x must be numeric, got dtype {arr.dtype}")
+        if arr.ndim < 2:
+            raise ValueError(f"{what}: x must have a batch dimension and features, got shape {arr.shape}")
+        arr = np.ascontiguousarray(arr, dtype=self.dtype)
+        if not np.isfinite(arr).all():
+            bad = np.argwhere(~np.isfinite(arr))[0]
+            raise ValueError(f"{what}: x holds NaN or infinity (first at index {tuple(int(i) for i in bad)})")
+        out_shape = self._output_shape(arr.shape[1:])
+        dev = self._device._dev
+        if self._device.kind == "cpu":
+            return _core.Array.wrap_numpy(dev, arr), out_shape, arr
+        return _core.Array.from_numpy(dev, arr), out_shape, None
+
+    def _y(self, y: Any, n: int, out_shape: Tuple[int, ...], loss: Loss, what: str) -> Tuple[Any, Any, Any]:
+        """(device target array, device int64 labels for accuracy or None, host array kept alive)."""
+        if isinstance(y, Array):
+            y = y.numpy()
+        arr = np.asarray(y)
+        if arr.ndim == 0 or arr.shape[0] != n:
+            raise ValueError(f"{what}: x has {n} samples but y has "
+                             f"{'no batch dimension' if arr.ndim == 0 else arr.shape[0]}")
+        if len(out_shape) != 1:
+            raise ValueError(f"{what}: the model's output has per-sample shape {out_shape}; losses take (N, C) "
+                             f"outputs (end the model with a Dense layer)")
+        c = out_shape[0]
+        dev = self._device._dev
+        labels = None
+        if isinstance(loss, CrossEntropyLoss) and arr.dtype.kind in "iub":
+            if arr.ndim != 1:
+                raise ValueError(f"{what}: integer class labels must have shape ({n},), got {arr.shape}")
+            if arr.size and (arr.min() < 0 or arr.max() >= c):
+                bad = int(arr[(arr < 0) | (arr >= c)][0])
+                raise ValueError(f"{what}: label {bad} is out of range for {c} classes (expected 0..{c - 1})")
+            t = np.ascontiguousarray(arr, dtype=np.int64)
+            dev_t = _core.Array.from_numpy(dev, t)
+            return dev_t, dev_t, t
+        if arr.dtype.kind not in "fiub":
+            raise TypeError(f"{what}: y must be numeric, got dtype {arr.dtype}")
+        t = np.ascontiguousarray(arr, dtype=self.dtype)
+        if t.ndim == 1 and c == 1:
+            t = t.reshape(n, 1)
+        if t.shape != (n, c):
+            raise ValueError(f"{what}: targets must have shape ({n}, {c}) for this model's output, got {arr.shape}")
+        if not np.isfinite(t).all():
+            raise ValueError(f"{what}: y holds NaN or infinity")
+        if isinstance(loss, CrossEntropyLoss):  # probabilities / one-hot: accuracy against their argmax
+            lab = np.ascontiguousarray(np.argmax(t, axis=1), dtype=np.int64)
+            labels = _core.Array.from_numpy(dev, lab)
+        return _core.Array.from_numpy(dev, t), labels, t
+
+    # -- the step pieces
+    def _forward(self, x: Any, training: bool, stop_before_softmax: bool) -> Any:
+        layers = self.layers
+        if stop_before_softmax and isinstance(layers[-1], Softmax):
+            layers = layers[:-1]
+        for layer in layers:
+            x = layer.forward(x, training)
+        return x
+
+    def _backward(self, grad: Any) -> None:
+        layers = self.layers[:-1] if isinstance(self.layers[-1], Softmax) else self.layers
+        for i in range(len(layers) - 1, -1, -1):
+            grad = layers[i].backward(grad, need_input_grad=i > 0)
+
+    def _metric_plan(self, metrics: Sequence[str], out_cols: int, labels: Any, what: str) -> List[Tuple[str, str]]:
+        plan = []
+        for m in metrics:
+            if m not in _METRICS:
+                raise ValueError(f"{what}: unknown metric {m!r} (known: {', '.join(_METRICS)})")
+            if m == "accuracy":
+                if out_cols > 1 and labels is None:
+                    raise ValueError(f"{what}: accuracy with {out_cols} outputs needs class labels or one-hot "
+                                     f"targets with CrossEntropyLoss")
+                plan.append((m, "correct_argmax" if out_cols > 1 else "correct_threshold"))
+            else:
+                plan.append((m, "abs_error"))
+        return plan
+
+    def _probabilities(self, out: Any) -> Any:
+        """The model's output from what the loss sees (the logits before a final Softmax)."""
+        return self.layers[-1].forward(out, False) if isinstance(self.layers[-1], Softmax) else out
+
+    def _loss_call(self, loss: Loss, pred: Any, target: Any, acc: Any, grad: Any, n: int, c: int) -> None:
+        if isinstance(loss, MSELoss):
+            _core.loss("mse", pred, target, acc, grad, 1.0 / c, 1.0 / (n * c))
+        else:
+            _core.loss("cross_entropy", pred, target, acc, grad, 1.0, 1.0 / n)
+
+    # -- public API
+    def fit(self, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: int = 1, batch_size: int = 32,
+            shuffle: bool = True, validation_data: Optional[Tuple[Any, Any]] = None, metrics: Sequence[str] = (),
+            callbacks: Optional[Sequence[Callback]] = None, verbose: bool = False,
+            seed: Optional[int] = None) -> History:
+        """Trains on (x, y) and returns a :class:`History`. ``loss``: CrossEntropyLoss() (integer labels or
+        one-hot / probability rows) or MSELoss(); ``optimizer``: a hetnn.optim optimizer over this model's
+        parameters; ``metrics``: any of "accuracy", "mae"; ``seed`` fixes the shuffling (the run is then
+        reproducible on a device)."""
+        what = "fit"
+        loss_obj = as_loss(loss)
+        if isinstance(self.layers[-1], Softmax) and not isinstance(loss_obj, CrossEntropyLoss):
+            raise ValueError(f"{what}: a final Softmax layer trains only with CrossEntropyLoss (it is folded into "
+                             f"the loss); for {type(loss_obj).__name__} end the model with Dense or an activation")
+        bs = _batch_size(batch_size, what)
+        if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 0:
+            raise ValueError(f"{what}: epochs must be an int >= 0, got {epochs!r}")
+        if not hasattr(optimizer, "step") or not hasattr(optimizer, "params"):
+            raise TypeError(f"{what}: optimizer must be a hetnn.optim optimizer, got {type(optimizer).__name__}")
+        own = {id(p) for p in self.parameters()}
+        if not own or any(id(p) not in own for p in optimizer.params):
+            raise ValueError(f"{what}: the optimizer's parameters are not this model's (build it from "
+                             f"model.parameters())")
+        if isinstance(metrics, str):
+            metrics = (metrics,)
+        cbs = list(callbacks or [])
+        for cb in cbs:
+            if not hasattr(cb, "on_epoch_end"):
+                raise TypeError(f"{what}: callbacks must have an on_epoch_end(epoch, logs, model) method")
+        X, out_shape, keep_x = self._x(x, what)
+        n = X.shape[0]
+        if n == 0:
+            raise ValueError(f"{what}: x has no samples")
+        Y, labels, keep_y = self._y(y, n, out_shape, loss_obj, what)
+        c = out_shape[0]
+        plan = self._metric_plan(metrics, c, labels, what)
+        val = None
+        if validation_data is not None:
+            if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
+                raise ValueError(f"{what}: validation_data must be a pair (x_val, y_val)")
+            vx, vy = validation_data
+            VX, _, keep_vx = self._x(vx, "fit (validation_data)")
+            VY, vlabels, keep_vy = self._y(vy, VX.shape[0], out_shape, loss_obj, "fit (validation_data)")
+            val = (VX, VY, vlabels, keep_vx, keep_vy)
+        self.loss = loss_obj
+        self.stop_training = False
+        dev = self._device._dev
+        rng = np.random.default_rng(seed)
+        hist = History()
+        hist.params = {"epochs": epochs, "batch_size": bs, "samples": n, "device": self._device.id}
+        order = np.arange(n, dtype=np.int64)
+        idx = _core.Array.from_numpy(dev, order)
+        acc_loss = _core.Array.zeros(dev, [1], "float32")
+        accs = [_core.Array.zeros(dev, [1], "float32") for _ in plan]
+        zero1 = np.zeros(1, np.float32)
+        grads: Dict[int, Any] = {}
+        bars = _progress(verbose, epochs, n, bs)
+        capture = _Capture([self._device])
+        capture.open()
+        try:
+            for epoch in range(epochs):
+                t0 = time.perf_counter()
+                if hasattr(optimizer, "_begin_epoch"):
+                    optimizer._begin_epoch(epoch)
+                if shuffle:
+                    idx.write_from(rng.permutation(n).astype(np.int64))
+                acc_loss.write_from(zero1)
+                for a in accs:
+                    a.write_from(zero1)
+                for start in range(0, n, bs):
+                    m = min(bs, n - start)
+                    xb = _core.take_rows(X, idx, start, m, self._scratch("xb", X, m))
+                    yb = _core.take_rows(Y, idx, start, m, self._scratch("yb", Y, m))
+                    out = self._forward(xb, True, True)
+                    g = grads.get(m)
+                    if g is None:
+                        g = grads[m] = _core.Array.empty(dev, [m, c], out.dtype)
+                    self._loss_call(loss_obj, out, yb, acc_loss, g, m, c)
+                    for (_, kind), a in zip(plan, accs):
+                        if kind == "correct_argmax":  # the logits' argmax is the probabilities' argmax
+                            _core.metric(kind, out, _core.take_rows(labels, idx, start, m,
+                                                                    self._scratch("lb", labels, m)), a)
+                        else:
+                            _core.metric(kind, self._probabilities(out), yb, a)
+                    self._backward(g)
+                    optimizer.step()
+                    if bars:
+                        bars.update(m)
+                logs = {"loss": float(acc_loss.to_numpy()[0]) / n}  # reads back, so the epoch's work is done
+                for (name, kind), a in zip(plan, accs):
+                    v = float(a.to_numpy()[0])
+                    logs[name] = v / n if kind == "correct_argmax" else v / (n * c)
+                if val is not None:
+                    vres = self._evaluate(val[0], val[1], val[2], loss_obj, [nm for nm, _ in plan], 1024)
+                    logs.update({f"val_{k}": v for k, v in vres.items()})
+                logs["epoch_time"] = time.perf_counter() - t0
+                for k, v in logs.items():
+                    hist._add(k, v)
+                hist.epochs.append(epoch)
+                if bars:
+                    bars.set_postfix({k: f"{v:.4f}" for k, v in logs.items() if k != "epoch_time"})
+                stop = False
+                for cb in cbs:
+                    stop = bool(cb.on_epoch_end(epoch, dict(logs), self)) or stop
+                if stop or self.stop_training:
+                    break
+        finally:
+            records = capture.close()
+            if bars:
+                bars.close()
+        for r in records:
+            hist.device_time[r["name"]] = hist.device_time.get(r["name"], 0.0) + r["duration"]
+        return hist
+
+    def _scratch(self, tag: str, src: Any, m: int) -> Any:
+        key = (tag, m, src.dtype, tuple(src.shape[1:]))
+        cache = self.__dict__.setdefault("_scratch_bufs", {})
+        b = cache.get(key)
+        if b is None:
+            b = cache[key] = _core.Array.empty(self._device._dev, [m, *src.shape[1:]], src.dtype)
+        return b
+
+    def _evaluate(self, X: Any, Y: Any, labels: Any, loss_obj: Optional[Loss], metrics: Sequence[str],
+                  batch_size: int) -> Dict[str, float]:
+        dev = self._device._dev
+        n, c = X.shape[0], self._output_shape(tuple(X.shape[1:]))[0]
+        plan = self._metric_plan(metrics, c, labels, "evaluate")
+        acc_loss = _core.Array.zeros(dev, [1], "float32")
+        accs = [_core.Array.zeros(dev, [1], "float32") for _ in plan]
+        for start in range(0, n, batch_size):
+            m = min(batch_size, n - start)
+            sl = _core.Array.from_numpy(dev, np.arange(start, start + m, dtype=np.int64))
+            xb = _core.take_rows(X, sl, 0, m)
+            yb = _core.take_rows(Y, sl, 0, m)
+            logits = self._forward(xb, False, True)
+            if loss_obj is not None:
+                self._loss_call(loss_obj, logits, yb, acc_loss, None, m, c)
+            for (_, kind), a in zip(plan, accs):
+                if kind == "correct_argmax":
+                    _core.metric(kind, logits, _core.take_rows(labels, sl, 0, m), a)
+                else:
+                    _core.metric(kind, self._probabilities(logits), yb, a)
+        out: Dict[str, float] = {}
+        if loss_obj is not None:
+            out["loss"] = float(acc_loss.to_numpy()[0]) / n
+        for (name, kind), a in zip(plan, accs):
+            v = float(a.to_numpy()[0])
+            out[name] = v / n if kind == "correct_argmax" else v / (n * c)
+        return out
+
+    def evaluate(self, x: Any, y: Any, *, loss: Any = None, metrics: Sequence[str] = ("accuracy",),
+                 batch_size: int = 256) -> Dict[str, float]:
+        """{"loss": ..., <metric>: ...} over (x, y). ``loss`` defaults to the one the model was last fitted with
+        (no "loss" entry when there is none)."""
+        loss_obj = as_loss(loss) if loss is not None else self.loss
+        bs = _batch_size(batch_size, "evaluate")
+        if isinstance(metrics, str):
+            metrics = (metrics,)
+        X, out_shape, keep_x = self._x(x, "evaluate")
+        if X.shape[0] == 0:
+            raise ValueError("evaluate: x has no samples")
+        Y, labels, keep_y = self._y(y, X.shape[0], out_shape, loss_obj or CrossEntropyLoss(), "evaluate")
+        return self._evaluate(X, Y, labels, loss_obj, metrics, bs)
+
+    def predict(self, x: Any, batch_size: int = 256) -> Any:
+        """The model's outputs for x (NumPy in -> NumPy out; a hetnn Array in -> an Array on the model's device)."""
+        bs = _batch_size(batch_size, "predict")
+        as_array = isinstance(x, Array)
+        X, out_shape, keep = self._x(x, "predict")
+        n = X.shape[0]
+        dev = self._device._dev
+        result = np.empty((n, *out_shape), dtype=self.dtype)
+        for start in range(0, n, bs):
+            m = min(bs, n - start)
+            sl = _core.Array.from_numpy(dev, np.arange(start, start + m, dtype=np.int64))
+            out = self._forward(_core.take_rows(X, sl, 0, m), False, False)
+            out.read_into(result[start:start + m])
+        if as_array:
+            return Array(_core.Array.from_numpy(dev, result))
+        return result
+
+    # -- persistence
+    def save(self, path: Union[str, os.PathLike]) -> None:
+        """Writes the architecture (JSON) and the parameters to an .npz file (loaded without pickle)."""
+        arch = {"format": _FORMAT, "dtype": self.dtype.name,
+                "layers": [{"kind": layer.kind, "config": layer.config()} for layer in self.layers]}
+        arrays = {"__architecture__": np.array(json.dumps(arch))}
+        for i, p in enumerate(self.parameters()):
+            arrays[f"param_{i}"] = p.numpy()
+        with open(path, "wb") as f:
+            np.savez(f, **arrays)
+
+
+def load(path: Union[str, os.PathLike], device: DeviceLike = None) -> Sequential:
+    """A model saved by :meth:`Sequential.save`, on ``device``. A file that is not such a model raises
+    ValueError naming what is wrong."""
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise ValueError(f"hetnn.nn.load: {path} is not a readable .npz file ({exc})") from None
+    with data:
+        if "__architecture__" not in data.files:
+            raise ValueError(f"hetnn.nn.load: {path} holds no hetnn model (no __architecture__ entry)")
+        try:
+            arch = json.loads(str(data["__architecture__"]))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"hetnn.nn.load: {path}: the architecture is not valid JSON ({exc})") from None
+        if not isinstance(arch, dict) or arch.get("format") != _FORMAT:
+            raise ValueError(f"hetnn.nn.load: {path}: unknown format {arch.get('format') if isinstance(arch, dict) else arch!r}"
+                             f" (expected {_FORMAT})")
+        try:
+            layers = [layer_from_config(e["kind"], e["config"]) for e in arch["layers"]]
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"hetnn.nn.load: {path}: malformed layer list ({exc})") from None
+        model = Sequential(layers, device=device, dtype=arch.get("dtype", "float32"))
+        params = model.parameters()
+        for i, p in enumerate(params):
+            key = f"param_{i}"
+            if key not in data.files:
+                raise ValueError(f"hetnn.nn.load: {path}: missing {key} ({p.name} of shape {p.shape})")
+            v = data[key]
+            if tuple(v.shape) != p.shape:
+                raise ValueError(f"hetnn.nn.load: {path}: {key} has shape {v.shape}, the architecture needs {p.shape}")
+            if v.dtype.kind != "f":
+                raise ValueError(f"hetnn.nn.load: {path}: {key} is {v.dtype}, not floating point")
+            p.value.write_from(np.ascontiguousarray(v.astype(model.dtype)))
+        extra = [k for k in data.files if k.startswith("param_") and int(k[6:]) >= len(params)]
+        if extra:
+            raise ValueError(f"hetnn.nn.load: {path}: {len(extra)} parameter(s) more than the architecture has")
+    return model
+
+
+def _progress(verbose: bool, epochs: int, n: int, bs: int) -> Any:
+    if not verbose:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a dependency
+        return None
+    return tqdm(total=epochs * n, unit="sample", desc="fit")
