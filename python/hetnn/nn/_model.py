@@ -223,7 +223,8 @@ class Sequential:
         for i in range(len(layers) - 1, -1, -1):
             grad = layers[i].backward(grad, need_input_grad=i > 0)
 
-    def _metric_plan(self, metrics: Sequence[str], out_cols: int, labels: Any, what: str) -> List[Tuple[str, str]]:
+    def _metric_plan(self, metrics: Sequence[str], out_cols: int, labels: Any, what: str,
+                     y_is_labels: bool = False) -> List[Tuple[str, str]]:
         plan = []
         for m in metrics:
             if m not in _METRICS:
@@ -234,6 +235,9 @@ class Sequential:
                                      f"targets with CrossEntropyLoss")
                 plan.append((m, "correct_argmax" if out_cols > 1 else "correct_threshold"))
             else:
+                if y_is_labels:
+                    raise ValueError(f"{what}: mae needs targets of the output's shape (one-hot rows or MSELoss "
+                                     f"targets), not class labels")
                 plan.append((m, "abs_error"))
         return plan
 
@@ -282,7 +286,7 @@ class Sequential:
             raise ValueError(f"{what}: x has no samples")
         Y, labels, keep_y = self._y(y, n, out_shape, loss_obj, what)
         c = out_shape[0]
-        plan = self._metric_plan(metrics, c, labels, what)
+        plan = self._metric_plan(metrics, c, labels, what, y_is_labels=len(Y.shape) == 1)
         val = None
         if validation_data is not None:
             if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
@@ -373,7 +377,7 @@ class Sequential:
                   batch_size: int) -> Dict[str, float]:
         dev = self._device._dev
         n, c = X.shape[0], self._output_shape(tuple(X.shape[1:]))[0]
-        plan = self._metric_plan(metrics, c, labels, "evaluate")
+        plan = self._metric_plan(metrics, c, labels, "evaluate", y_is_labels=len(Y.shape) == 1)
         acc_loss = _core.Array.zeros(dev, [1], "float32")
         accs = [_core.Array.zeros(dev, [1], "float32") for _ in plan]
         for start in range(0, n, batch_size):

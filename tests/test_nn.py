@@ -1,0 +1,322 @@
+"""hetnn.nn / hetnn.optim: gradients against central finite differences in float64, training on every device
+(XOR, agreement between devices, reproducibility), save/load, and the errors bad inputs get."""
+import json
+
+import numpy as np
+import pytest
+
+import hetnn
+from hetnn import nn, optim
+from hetnn._loader import _core
+
+from conftest import rel_err
+
+
+def f64_device(device):
+    if "float64" not in device.dtypes:
+        pytest.skip(f"{device.id} has no float64")
+    return device
+
+
+def ce_np(logits, labels):
+    z = logits - logits.max(axis=1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return -logp[np.arange(len(labels)), labels].mean()
+
+
+def mse_np(pred, target):
+    return ((pred - target) ** 2).mean()
+
+
+def grads_after_one_batch(model, x, y, loss):
+    """Analytic gradients: one full-batch step with lr = 0 leaves the parameters unchanged."""
+    opt = optim.SGD(model.parameters(), lr=0.0)
+    model.fit(x, y, loss=loss, optimizer=opt, epochs=1, batch_size=len(x), shuffle=False)
+    return [p.grad_data.numpy() for p in model.parameters()]
+
+
+def numeric_grads(model, x, loss_of_output, eps=1e-6):
+    out = []
+    for p in model.parameters():
+        base = p.numpy()
+        g = np.zeros_like(base)
+        for i in np.ndindex(base.shape):
+            for sign in (1, -1):
+                v = base.copy()
+                v[i] += sign * eps
+                p.value.write_from(v)
+                g[i] += sign * loss_of_output(model.predict(x))
+            g[i] /= 2 * eps
+        p.value.write_from(base)
+        out.append(g)
+    return out
+
+
+@pytest.mark.parametrize("act", [None, "relu", "sigmoid", "tanh"])
+def test_dense_gradients_cross_entropy(device, rng, act):
+    dev = f64_device(device)
+    x = rng.standard_normal((7, 5))
+    y = rng.integers(0, 3, 7)
+    model = nn.Sequential([nn.Dense(5, 4, act, seed=1), nn.Dense(4, 3, seed=2)], device=dev, dtype="float64")
+    analytic = grads_after_one_batch(model, x, y, nn.CrossEntropyLoss())
+    numeric = numeric_grads(model, x, lambda out: ce_np(out, y))
+    for a, n in zip(analytic, numeric):
+        assert rel_err(a, n) < 1e-6
+
+
+@pytest.mark.parametrize("layer", [nn.ReLU, nn.Sigmoid, nn.Tanh])
+def test_activation_layers_and_mse_gradients(device, rng, layer):
+    dev = f64_device(device)
+    x = rng.standard_normal((6, 3))
+    t = rng.standard_normal((6, 2))
+    model = nn.Sequential([nn.Dense(3, 4, seed=3), layer(), nn.Dense(4, 2, seed=4)], device=dev, dtype="float64")
+    analytic = grads_after_one_batch(model, x, t, nn.MSELoss())
+    numeric = numeric_grads(model, x, lambda out: mse_np(out, t))
+    for a, n in zip(analytic, numeric):
+        assert rel_err(a, n) < 1e-6
+
+
+def test_softmax_last_layer_folds_into_cross_entropy(device, rng):
+    dev = f64_device(device)
+    x = rng.standard_normal((8, 4))
+    y = np.eye(3)[rng.integers(0, 3, 8)]  # one-hot targets
+    model = nn.Sequential([nn.Dense(4, 3, seed=5), nn.Softmax()], device=dev, dtype="float64")
+    probs = model.predict(x)
+    np.testing.assert_allclose(probs.sum(axis=1), 1, rtol=1e-12)
+    analytic = grads_after_one_batch(model, x, y, nn.CrossEntropyLoss())
+    numeric = numeric_grads(model, x, lambda p: -(y * np.log(p)).sum(axis=1).mean())
+    for a, n in zip(analytic, numeric):
+        assert rel_err(a, n) < 1e-6
+    with pytest.raises(ValueError, match="Softmax layer trains only with CrossEntropyLoss"):
+        model.fit(x, y, loss=nn.MSELoss(), optimizer=optim.SGD(model.parameters(), lr=0.1))
+
+
+def test_maxpool_flatten_layers(device, rng):
+    """MaxPool2d and Flatten inside a model: forward as hetnn.max_pool2d, and the layers' input gradients against
+    finite differences of sum(w * output)."""
+    dev = f64_device(device)
+    x = rng.standard_normal((2, 3, 6, 5))
+    pool, flat = nn.MaxPool2d(3, stride=2, padding=1), nn.Flatten()
+    model = nn.Sequential([pool, flat, nn.Dense(3 * 3 * 3, 2, seed=6)], device=dev, dtype="float64")
+    ref = hetnn.max_pool2d(x, 3, 2, 1, device="cpu").reshape(2, -1)
+    w = model.parameters()[0].numpy()
+    np.testing.assert_allclose(model.predict(x), ref @ w.T, rtol=1e-12)
+    X = _core.Array.from_numpy(dev._dev, x)
+    wout = rng.standard_normal((2, 27))
+    y = flat.forward(pool.forward(X, True), True)
+    g = pool.backward(flat.backward(_core.Array.from_numpy(dev._dev, wout), True), True).to_numpy()
+    eps, num = 1e-6, np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        for s in (1, -1):
+            v = x.copy()
+            v[i] += s * eps
+            num[i] += s * (wout * hetnn.max_pool2d(v, 3, 2, 1, device="cpu").reshape(2, -1)).sum()
+        num[i] /= 2 * eps
+    assert rel_err(g, num) < 1e-6
+    assert y.shape == (2, 27)
+
+
+def test_xor_reaches_full_accuracy(device):
+    x, y = hetnn.datasets.xor()
+    model = nn.Sequential([nn.Dense(2, 4, "tanh", seed=0), nn.Dense(4, 1, "sigmoid", seed=1)], device=device)
+    opt = optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+    hist = model.fit(x, y, loss=nn.MSELoss(), optimizer=opt, epochs=400, batch_size=4, metrics=["accuracy"],
+                     seed=0)
+    assert hist.history["accuracy"][-1] == 1.0
+    assert model.evaluate(x, y, metrics=["accuracy"])["accuracy"] == 1.0
+    np.testing.assert_array_equal(model.predict(x) > 0.5, y > 0.5)
+
+
+def _mlp(device, seed=0):
+    return nn.Sequential([nn.Flatten(), nn.Dense(12, 16, "relu", seed=seed), nn.Dense(16, 5, seed=seed + 1)],
+                         device=device)
+
+
+def test_training_agrees_across_devices_and_is_reproducible(rng):
+    x = rng.random((40, 3, 4)).astype(np.float32)
+    y = rng.integers(0, 5, 40)
+    results = {}
+    for dev in hetnn.devices():
+        runs = []
+        for _ in range(2):
+            model = _mlp(dev)
+            opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3)
+            hist = model.fit(x, y, loss=nn.CrossEntropyLoss(), optimizer=opt, epochs=2, batch_size=8, seed=3,
+                             metrics=["accuracy"])
+            runs.append(([p.numpy() for p in model.parameters()], hist.history["loss"]))
+        for a, b in zip(runs[0][0], runs[1][0]):  # same seed, same device: the same run
+            np.testing.assert_array_equal(a, b)
+        results[dev.id] = runs[0][0]
+    ids = list(results)
+    for other in ids[1:]:
+        for a, b in zip(results[ids[0]], results[other]):
+            assert rel_err(b, a) < 1e-4, f"{other} vs {ids[0]}"
+
+
+def test_one_step_matches_numpy_sgd(device, rng):
+    """One minibatch step against a NumPy float64 implementation of forward, backward and SGD with momentum."""
+    x = rng.standard_normal((16, 6)).astype(np.float32)
+    y = rng.integers(0, 3, 16)
+    model = nn.Sequential([nn.Dense(6, 5, "relu", seed=7), nn.Dense(5, 3, seed=8)], device=device)
+    w1, b1, w2, b2 = [p.numpy().astype(np.float64) for p in model.parameters()]
+    opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    model.fit(x, y, loss=nn.CrossEntropyLoss(), optimizer=opt, epochs=1, batch_size=16, shuffle=False)
+    h = np.maximum(x @ w1.T + b1, 0)
+    z = h @ w2.T + b2
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    dz = (p - np.eye(3)[y]) / 16
+    dw2, db2 = dz.T @ h, dz.sum(axis=0)
+    dh = dz @ w2 * (h > 0)
+    dw1, db1 = dh.T @ x, dh.sum(axis=0)
+    for param, ref, g in zip(model.parameters(), (w1, b1, w2, b2), (dw1, db1, dw2, db2)):
+        assert rel_err(param.numpy(), ref - 0.05 * g) < 1e-5
+
+
+def test_history_callbacks_and_schedule(device, rng):
+    x = rng.random((30, 12)).astype(np.float32)
+    y = rng.integers(0, 5, 30)
+    model = nn.Sequential([nn.Dense(12, 5, seed=1)], device=device)
+    seen = []
+    opt = optim.SGD(model.parameters(), lr=0.1, lr_schedule=lambda e, lr: lr / (e + 1))
+
+    class Stop(nn.Callback):
+        def on_epoch_end(self, epoch, logs, model):
+            seen.append((epoch, opt.lr, sorted(logs)))
+            return epoch == 2
+
+    onehot = np.eye(5, dtype=np.float32)[y]
+    hist = model.fit(x, onehot, loss="cross_entropy", optimizer=opt, epochs=10, batch_size=7,
+                     metrics=["accuracy", "mae"], validation_data=(x, onehot), callbacks=[Stop()])
+    assert hist.epochs == [0, 1, 2]
+    assert [s[1] for s in seen] == [0.1, 0.05, 0.1 / 3]
+    assert set(hist.history) == {"loss", "accuracy", "mae", "val_loss", "val_accuracy", "val_mae", "epoch_time"}
+    assert all(len(v) == 3 for v in hist.history.values())
+    assert hist.device_time.get("matmul", 0) > 0 and hist.device_time.get("sgd_update", 0) > 0
+    # the reported loss is the mean over the epoch's samples; the validation loss that of the final weights
+    ev = model.evaluate(x, y, metrics=["accuracy"])  # integer labels give the same loss as one-hot rows
+    assert abs(ev["loss"] - hist.history["val_loss"][-1]) < 1e-5
+    probs_mae = np.abs(model.predict(x).astype(np.float64) - onehot).mean()
+    assert abs(probs_mae - hist.history["val_mae"][-1]) < 1e-6  # mae of the model's outputs
+    with pytest.raises(ValueError, match="mae needs targets"):
+        model.evaluate(x, y, metrics=["mae"])
+    assert abs(ev["accuracy"] - hist.history["val_accuracy"][-1]) < 1e-6
+
+
+def test_save_and_load_predict_identically(device, rng, tmp_path):
+    x = rng.random((9, 3, 4)).astype(np.float32)
+    model = nn.Sequential([nn.Flatten(), nn.Dense(12, 7, "tanh", seed=2), nn.Dense(7, 3, seed=3), nn.Softmax()],
+                          device=device)
+    path = tmp_path / "m.npz"
+    model.save(path)
+    loaded = nn.load(path, device=device)
+    np.testing.assert_array_equal(loaded.predict(x), model.predict(x))
+    assert [type(layer) for layer in loaded.layers] == [type(layer) for layer in model.layers]
+
+
+def test_load_rejects_foreign_and_corrupt_files(tmp_path):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip at all")
+    with pytest.raises(ValueError, match="not a readable .npz"):
+        nn.load(bad)
+    other = tmp_path / "other.npz"
+    np.savez(other, a=np.zeros(3))
+    with pytest.raises(ValueError, match="holds no hetnn model"):
+        nn.load(other)
+    arch = {"format": "hetnn.nn.Sequential/1", "dtype": "float32",
+            "layers": [{"kind": "dense", "config": {"in_features": 2, "out_features": 3}}]}
+    short = tmp_path / "short.npz"
+    np.savez(short, __architecture__=np.array(json.dumps(arch)), param_0=np.zeros((3, 2), np.float32))
+    with pytest.raises(ValueError, match="missing param_1"):
+        nn.load(short)
+    wrong = tmp_path / "wrong.npz"
+    np.savez(wrong, __architecture__=np.array(json.dumps(arch)), param_0=np.zeros((2, 2), np.float32),
+             param_1=np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match="has shape"):
+        nn.load(wrong)
+    evil = tmp_path / "evil.npz"
+    np.savez(evil, __architecture__=np.array([{"x": 1}], dtype=object))
+    with pytest.raises(ValueError):
+        nn.load(evil)
+
+
+def test_bad_inputs_raise_clear_errors(device, rng):
+    x = rng.random((10, 4)).astype(np.float32)
+    y = rng.integers(0, 3, 10)
+    model = nn.Sequential([nn.Dense(4, 3, seed=0)], device=device)
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    fit = lambda xx, yy, **kw: model.fit(xx, yy, loss=nn.CrossEntropyLoss(), optimizer=opt, **kw)  # noqa: E731
+    with pytest.raises(ValueError, match="x has 10 samples but y has 9"):
+        fit(x, y[:9])
+    with pytest.raises(ValueError, match="takes 4 features per sample"):
+        fit(x[:, :3], y)
+    with pytest.raises(ValueError, match="label 3 is out of range for 3 classes"):
+        fit(x, np.where(y == 0, 3, y))
+    with pytest.raises(ValueError, match="label -1 is out of range"):
+        fit(x, np.where(y == 0, -1, y))
+    xn = x.copy()
+    xn[2, 1] = np.nan
+    with pytest.raises(ValueError, match=r"NaN or infinity \(first at index \(2, 1\)\)"):
+        fit(xn, y)
+    with pytest.raises(ValueError, match="y holds NaN"):
+        model.fit(x, np.full((10, 3), np.nan), loss=nn.MSELoss(), optimizer=opt)
+    for bs in (0, -5, 2.5):
+        with pytest.raises(ValueError, match="batch_size must be a positive int"):
+            fit(x, y, batch_size=bs)
+    with pytest.raises(ValueError, match="lr must be >= 0"):
+        optim.SGD(model.parameters(), lr=-0.1)
+    with pytest.raises(ValueError, match="nesterov=True needs momentum"):
+        optim.SGD(model.parameters(), lr=0.1, nesterov=True)
+    with pytest.raises(ValueError, match="not this model's"):
+        fit_other = nn.Sequential([nn.Dense(4, 3)], device=device)
+        model.fit(x, y, loss=nn.CrossEntropyLoss(), optimizer=optim.SGD(fit_other.parameters(), lr=0.1))
+    with pytest.raises(TypeError, match="hetnn.nn loss"):
+        model.fit(x, y, loss="hinge", optimizer=opt)
+    with pytest.raises(ValueError, match="unknown metric"):
+        fit(x, y, metrics=["f1"])
+    with pytest.raises(ValueError, match="targets must have shape"):
+        model.fit(x, np.zeros((10, 2)), loss=nn.MSELoss(), optimizer=opt)
+    with pytest.raises(TypeError, match="must be numeric"):
+        fit(np.array([["a"] * 4] * 10), y)
+    with pytest.raises(ValueError, match="activation must be one of"):
+        nn.Dense(4, 3, activation="gelu")
+    with pytest.raises(ValueError, match="in_features must be a positive int"):
+        nn.Dense(0, 3)
+    with pytest.raises(ValueError, match="Softmax is supported only as the last layer"):
+        nn.Sequential([nn.Softmax(), nn.Dense(3, 3)])
+    with pytest.raises(ValueError, match=r"layer 0 \(MaxPool2d\).*padding"):
+        nn.Sequential([nn.MaxPool2d(2, padding=2), nn.Flatten(), nn.Dense(9, 1)], device=device).predict(
+            np.zeros((2, 1, 4, 4), np.float32))
+
+
+def test_datasets(tmp_path):
+    from hetnn import datasets
+    arr = np.arange(24, dtype=">i4").reshape(2, 3, 4)
+    p = tmp_path / "a-idx3"
+    p.write_bytes(bytes([0, 0, 0x0C, 3]) + np.array(arr.shape, ">u4").tobytes() + arr.tobytes())
+    np.testing.assert_array_equal(datasets.read_idx(p), np.arange(24).reshape(2, 3, 4))
+    (tmp_path / "bad").write_bytes(b"\x01\x02\x03\x04")
+    with pytest.raises(ValueError, match="bad magic"):
+        datasets.read_idx(tmp_path / "bad")
+    (tmp_path / "short").write_bytes(bytes([0, 0, 0x08, 1]) + np.array([5], ">u4").tobytes() + b"\x00\x01")
+    with pytest.raises(ValueError, match="header says shape"):
+        datasets.read_idx(tmp_path / "short")
+    with pytest.raises(FileNotFoundError, match="dataset-fashion-mnist"):
+        datasets.fashion_mnist(tmp_path / "nowhere")
+    (xtr, ytr), (xte, yte) = datasets.solar_irradiance(n_samples=1000, seed=1)
+    assert xtr.shape == (800, 50) and ytr.shape == (800, 1) and xte.shape == (200, 50)
+    (xtr2, _), _ = datasets.solar_irradiance(n_samples=1000, seed=1)
+    np.testing.assert_array_equal(xtr, xtr2)
+    assert np.corrcoef(xtr[:, 0], ytr[:, 0])[0, 1] > 0.8  # correlated sensors: the target is predictable
+
+
+def test_fashion_mnist_files():
+    from hetnn import datasets
+    import os
+    if not os.path.isdir(datasets.FASHION_MNIST_DIR):
+        pytest.skip("dataset-fashion-mnist is not installed (scripts/setup.sh installs it)")
+    (xtr, ytr), (xte, yte) = datasets.fashion_mnist()
+    assert xtr.shape == (60000, 28, 28) and xtr.dtype == np.uint8
+    assert xte.shape == (10000, 28, 28) and yte.shape == (10000,)
+    assert set(np.unique(ytr)) == set(range(10))
+    assert np.bincount(ytr).tolist() == [6000] * 10
