@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "backend/onednn/cpu_backend.h"
+#include "backend/onednn/cpu_loops.h"
 #include "core/errors.h"
 
 namespace hetnn {
@@ -22,9 +23,9 @@ T* ptr(Buffer& b) { return static_cast<T*>(b.host_ptr()); }
 template <class T>
 const T* ptr(const Buffer& b) { return static_cast<const T*>(b.host_ptr()); }
 
+// Elementwise chunks: inlined into the per-ISA entry points below, which parallel_ranges calls per thread share.
 template <class T>
-void act_fwd(Activation a, std::int64_t n, const T* x, T* y) {
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+inline __attribute__((always_inline)) void act_fwd(Activation a, std::int64_t n, const T* x, T* y) {
   for (std::int64_t i = 0; i < n; ++i) {
     const T v = x[i];
     y[i] = a == Activation::relu ? (v < T(0) ? T(0) : v)  // NaN stays NaN, as in the matmul epilogue
@@ -34,8 +35,7 @@ void act_fwd(Activation a, std::int64_t n, const T* x, T* y) {
 }
 
 template <class T>
-void act_bwd(Activation a, std::int64_t n, const T* dy, const T* y, T* dx) {
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+inline __attribute__((always_inline)) void act_bwd(Activation a, std::int64_t n, const T* dy, const T* y, T* dx) {
   for (std::int64_t i = 0; i < n; ++i) {
     const T v = y[i];
     const T d = a == Activation::relu ? (v > T(0) ? T(1) : T(0)) : a == Activation::sigmoid ? v * (T(1) - v)
@@ -43,6 +43,61 @@ void act_bwd(Activation a, std::int64_t n, const T* dy, const T* y, T* dx) {
     dx[i] = dy[i] * d;
   }
 }
+
+template <class T>
+inline __attribute__((always_inline)) void sgd_chunk(const SgdDesc& d, std::int64_t n, T* p, const T* g, T* v) {
+  const T lr = static_cast<T>(d.lr), mom = static_cast<T>(d.momentum), wd = static_cast<T>(d.weight_decay);
+  if (!v) {
+    for (std::int64_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + wd * p[i]);
+    return;
+  }
+  // A velocity whose gradient stays 0 (weights of always-zero inputs, such as image borders) decays geometrically
+  // into subnormal numbers, which x86 computes about 100x slower: measured, one Fashion-MNIST epoch's updates took
+  // 1.5 s instead of 0.07 s. Such a velocity is flushed to zero (it is below 1e-38 of a step).
+  const T tiny = std::numeric_limits<T>::min();
+  if (d.nesterov) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const T gi = g[i] + wd * p[i];
+      T vi = mom * v[i] + gi;
+      vi = std::fabs(vi) < tiny ? T(0) : vi;
+      v[i] = vi;
+      p[i] -= lr * (gi + mom * vi);
+    }
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) {
+      T vi = mom * v[i] + g[i] + wd * p[i];
+      vi = std::fabs(vi) < tiny ? T(0) : vi;
+      v[i] = vi;
+      p[i] -= lr * vi;
+    }
+  }
+}
+
+template <class T>
+inline __attribute__((always_inline)) void col_sums_chunk(std::int64_t rows, std::int64_t cols, std::int64_t c0,
+                                                          std::int64_t c1, const T* x, T* out, T beta) {
+  for (std::int64_t c = c0; c < c1; ++c) out[c] = beta == T(0) ? T(0) : beta * out[c];
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * cols;
+    for (std::int64_t c = c0; c < c1; ++c) out[c] += xr[c];
+  }
+}
+
+#define HETNN_NN_ENTRIES(T, S)                                                                                 \
+  HETNN_CLONES void act_fwd_##S(Activation a, std::int64_t n, const T* x, T* y) { act_fwd(a, n, x, y); }       \
+  HETNN_CLONES void act_bwd_##S(Activation a, std::int64_t n, const T* dy, const T* y, T* dx) {                \
+    act_bwd(a, n, dy, y, dx);                                                                                  \
+  }                                                                                                            \
+  HETNN_CLONES void sgd_##S(const SgdDesc& d, std::int64_t n, T* p, const T* g, T* v) {                       \
+    sgd_chunk(d, n, p, g, v);                                                                                  \
+  }                                                                                                            \
+  HETNN_CLONES void col_sums_##S(std::int64_t rows, std::int64_t cols, std::int64_t c0, std::int64_t c1,       \
+                                 const T* x, T* out, T beta) {                                                 \
+    col_sums_chunk(rows, cols, c0, c1, x, out, beta);                                                          \
+  }
+HETNN_NN_ENTRIES(float, f32)
+HETNN_NN_ENTRIES(double, f64)
+#undef HETNN_NN_ENTRIES
 
 // Softmax of one row into p; returns log of the normaliser relative to the row maximum (log sum exp(x - max)).
 template <class T>
@@ -140,60 +195,24 @@ double metric_rows(const MetricDesc& d, const T* x, const void* target) {
   return total;
 }
 
-template <class T>
-void sgd(const SgdDesc& d, T* p, const T* g, T* v) {
-  const T lr = static_cast<T>(d.lr), mom = static_cast<T>(d.momentum), wd = static_cast<T>(d.weight_decay);
-  const std::int64_t n = d.n;
-  if (!v) {
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
-    for (std::int64_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + wd * p[i]);
-    return;
-  }
-  const bool nesterov = d.nesterov;
-  // A velocity whose gradient stays 0 (weights of always-zero inputs, such as image borders) decays geometrically
-  // into subnormal numbers, which x86 computes about 100x slower: measured, one Fashion-MNIST epoch's updates took
-  // 1.5 s instead of 0.01 s. Such a velocity is flushed to zero (it is below 1e-38 of a step).
-  const T tiny = std::numeric_limits<T>::min();
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
-  for (std::int64_t i = 0; i < n; ++i) {
-    const T gi = g[i] + wd * p[i];
-    T vi = mom * v[i] + gi;
-    vi = std::fabs(vi) < tiny ? T(0) : vi;
-    v[i] = vi;
-    p[i] -= lr * (nesterov ? gi + mom * vi : vi);
-  }
-}
-
-template <class T>
-void col_sums(std::int64_t rows, std::int64_t cols, const T* x, T* out, T beta) {
-  // Rows outer, columns inner (contiguous); columns split over the threads for wide layers.
-#pragma omp parallel if (rows * cols >= kParallelMin)
-  {
-    const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-    const std::int64_t c0 = cols * t / nt, c1 = cols * (t + 1) / nt;
-    for (std::int64_t c = c0; c < c1; ++c) out[c] = beta == T(0) ? T(0) : beta * out[c];
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const T* xr = x + r * cols;
-#pragma omp simd
-      for (std::int64_t c = c0; c < c1; ++c) out[c] += xr[c];
-    }
-  }
-}
-
 }  // namespace
 
 void CpuBackend::activation(Activation act, DType t, std::int64_t n, const Buffer& x, Buffer& out) {
   timed("activation", 2 * n * dtype_size(t), [&] {
-    if (t == DType::f64) act_fwd(act, n, ptr<double>(x), ptr<double>(out));
-    else act_fwd(act, n, ptr<float>(x), ptr<float>(out));
+    parallel_ranges(n, [&](std::int64_t b, std::int64_t e) {
+      if (t == DType::f64) act_fwd_f64(act, e - b, ptr<double>(x) + b, ptr<double>(out) + b);
+      else act_fwd_f32(act, e - b, ptr<float>(x) + b, ptr<float>(out) + b);
+    }, kParallelMin);
   });
 }
 
 void CpuBackend::activation_backward(Activation act, DType t, std::int64_t n, const Buffer& dy, const Buffer& y,
                                      Buffer& dx) {
   timed("activation_backward", 3 * n * dtype_size(t), [&] {
-    if (t == DType::f64) act_bwd(act, n, ptr<double>(dy), ptr<double>(y), ptr<double>(dx));
-    else act_bwd(act, n, ptr<float>(dy), ptr<float>(y), ptr<float>(dx));
+    parallel_ranges(n, [&](std::int64_t b, std::int64_t e) {
+      if (t == DType::f64) act_bwd_f64(act, e - b, ptr<double>(dy) + b, ptr<double>(y) + b, ptr<double>(dx) + b);
+      else act_bwd_f32(act, e - b, ptr<float>(dy) + b, ptr<float>(y) + b, ptr<float>(dx) + b);
+    }, kParallelMin);
   });
 }
 
@@ -223,15 +242,22 @@ void CpuBackend::metric(const MetricDesc& d, const Buffer& pred, const Buffer& t
 
 void CpuBackend::sgd_update(const SgdDesc& d, Buffer& param, const Buffer& grad, Buffer* velocity) {
   timed("sgd_update", (velocity ? 5 : 3) * d.n * dtype_size(d.dtype), [&] {
-    if (d.dtype == DType::f64) sgd(d, ptr<double>(param), ptr<double>(grad), velocity ? ptr<double>(*velocity) : nullptr);
-    else sgd(d, ptr<float>(param), ptr<float>(grad), velocity ? ptr<float>(*velocity) : nullptr);
+    parallel_ranges(d.n, [&](std::int64_t b, std::int64_t e) {
+      if (d.dtype == DType::f64)
+        sgd_f64(d, e - b, ptr<double>(param) + b, ptr<double>(grad) + b, velocity ? ptr<double>(*velocity) + b : nullptr);
+      else
+        sgd_f32(d, e - b, ptr<float>(param) + b, ptr<float>(grad) + b, velocity ? ptr<float>(*velocity) + b : nullptr);
+    }, kParallelMin);
   });
 }
 
 void CpuBackend::sum_rows(DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& out, double beta) {
   timed("sum_rows", (rows + 1) * cols * dtype_size(t), [&] {
-    if (t == DType::f64) col_sums(rows, cols, ptr<double>(x), ptr<double>(out), beta);
-    else col_sums(rows, cols, ptr<float>(x), ptr<float>(out), static_cast<float>(beta));
+    // Columns split over the threads (each sums its columns over all rows, contiguous inner loop).
+    parallel_ranges(cols, [&](std::int64_t c0, std::int64_t c1) {
+      if (t == DType::f64) col_sums_f64(rows, cols, c0, c1, ptr<double>(x), ptr<double>(out), beta);
+      else col_sums_f32(rows, cols, c0, c1, ptr<float>(x), ptr<float>(out), static_cast<float>(beta));
+    }, rows * cols >= kParallelMin ? 0 : cols + 1);
   });
 }
 

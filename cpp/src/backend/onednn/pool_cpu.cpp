@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backend/onednn/cpu_backend.h"
+#include "backend/onednn/cpu_loops.h"
 #include "core/errors.h"
 #include "core/pool.h"
 
@@ -30,11 +31,6 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define HETNN_CLONES __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
-#else
-#define HETNN_CLONES
-#endif
 
 namespace hetnn {
 
@@ -613,16 +609,6 @@ void bwd_scatter(const Pool2dDesc& d, const G* gy, const std::int64_t* ix, A* ac
   }
 }
 
-// Splits [0, n) evenly over the OpenMP threads and runs fn(begin, end) on each share.
-template <class Fn>
-void parallel_ranges(std::int64_t n, Fn&& fn) {
-#pragma omp parallel
-  {
-    const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-    const std::int64_t b = n * t / nt, e = n * (t + 1) / nt;
-    if (b < e) fn(b, e);
-  }
-}
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // Dense backward with AVX-512 (stride 1 or 2 across, any window, float32 or 16-bit): each thread owns whole input

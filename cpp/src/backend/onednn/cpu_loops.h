@@ -1,0 +1,34 @@
+// Helpers of the CPU device's own loops (pool_cpu.cpp, nn_cpu.cpp).
+#pragma once
+#include <omp.h>
+
+#include <cstdint>
+
+// A function compiled for AVX-512, AVX2 and baseline x86-64, the best picked at load time (the library itself is
+// built for baseline x86-64). Put it on plain functions whose loops should vectorise wide; OpenMP regions stay
+// outside (an outlined parallel body does not inherit the clone's target).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define HETNN_CLONES __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#else
+#define HETNN_CLONES
+#endif
+
+namespace hetnn {
+
+// Splits [0, n) evenly over the OpenMP threads and runs fn(begin, end) on each share; on the calling thread alone
+// when n < min_parallel (waking the other threads costs more than small loops take).
+template <class Fn>
+void parallel_ranges(std::int64_t n, Fn&& fn, std::int64_t min_parallel = 0) {
+  if (n < min_parallel) {
+    if (n > 0) fn(std::int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel
+  {
+    const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const std::int64_t b = n * t / nt, e = n * (t + 1) / nt;
+    if (b < e) fn(b, e);
+  }
+}
+
+}  // namespace hetnn
