@@ -35,6 +35,16 @@ def test_bench_quick_reports_every_device_and_numpy(tmp_path):
             assert float(x["gflops"]) > 0 and float(x["max_rel_err"]) < 1e-5
         assert dev in r.stdout
     assert "hetnn cpu / NumPy" in r.stdout
+    mlp = [x for x in all_rows if x["suite"] == "mlp-fashion-mnist"]
+    topo = [x for x in all_rows if x["suite"] == "mlp-topology"]
+    for dev in [d.id for d in hetnn.devices()]:
+        (m,) = [x for x in mlp if x["library"] == "hetnn" and x["device"] == dev]
+        # one epoch of 784-128-10 from the same weights: a trained model, not a placeholder
+        assert float(m["test_accuracy"]) > 0.7 and 0 < float(m["epoch_s"]) < 60
+        assert len([x for x in topo if x["device"] == dev]) == 3 * 5 * 2  # depths x widths 50..800 x batches
+    (npy,) = [x for x in mlp if x["library"] == "numpy"]
+    assert abs(float(npy["test_accuracy"]) - float(m["test_accuracy"])) < 0.1
+    assert "784-128-10 epoch: hetnn cpu" in r.stdout
 
 
 def test_bench_unknown_device_is_an_error_not_a_crash():

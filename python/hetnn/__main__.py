@@ -24,8 +24,8 @@ def _cmd_devices(args: argparse.Namespace) -> int:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     suite = args.suite or ("all" if args.quick else "matmul")
-    if suite not in ("matmul", "maxpool", "all"):
-        print(f"hetnn bench: unknown suite {suite!r} (available: matmul, maxpool, all)", file=sys.stderr)
+    if suite not in ("matmul", "maxpool", "mlp", "all"):
+        print(f"hetnn bench: unknown suite {suite!r} (available: matmul, maxpool, mlp, all)", file=sys.stderr)
         return 2
     if args.batch < 1:
         print(f"hetnn bench: --batch must be >= 1, got {args.batch}", file=sys.stderr)
@@ -36,6 +36,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         status = _bench_matmul(args, rows)
     if status == 0 and suite in ("maxpool", "all"):
         status = _bench_maxpool(args, rows)
+    if status == 0 and suite in ("mlp", "all"):
+        status = _bench_mlp(args, rows)
     if status == 0 and args.output:
         for p in _write(rows, args.output):
             print(f"wrote {p}")
@@ -151,6 +153,46 @@ def _bench_maxpool(args: argparse.Namespace, all_rows: list) -> int:
     return 0
 
 
+def _bench_mlp(args: argparse.Namespace, all_rows: list) -> int:
+    from .bench.mlp import MLP_MNIST_COLUMNS, MLP_TOPOLOGY_COLUMNS, mnist_ratios, run_mnist, run_topology
+    from .bench.report import format_table
+
+    devs = _devices_arg(args.device)
+    compare = [c for c in _compare(args, "numpy,torch") if c in ("numpy", "torch")]
+    max_width = args.max_width or (800 if args.quick else 6400)
+    epochs = args.epochs or (1 if args.quick else 3)
+    if max_width < 50 or epochs < 1:
+        print("hetnn bench: --max-width must be >= 50 and --epochs >= 1", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    print(f"hetnn MLP benchmark (float32); devices: {', '.join(f'{d.id} ({d.name})' for d in devs)}", flush=True)
+    progress = (lambda msg: print(f"  ... {msg}", file=sys.stderr, flush=True)) if args.verbose else None
+    notes: list = []
+    try:
+        mnist = run_mnist(devs, epochs=epochs, quick=args.quick, compare=compare, progress=progress, notes=notes)
+    except FileNotFoundError as exc:
+        mnist = []
+        notes.append(str(exc))
+    topo = run_topology(devs, max_width=max_width, batches=(100, 1000) if args.quick else (100, 500, 1000),
+                        n_samples=2000 if args.quick else 5000, progress=progress)
+    for line in dict.fromkeys(notes):
+        print(f"note: {line}")
+    if mnist:
+        print(f"\nFashion-MNIST: 784 inputs, hidden ReLU layers, 10 outputs, softmax cross-entropy, SGD lr 0.1 "
+              f"momentum 0.9, batch 64, {epochs} epoch(s) from the same initial weights (s/epoch: median):")
+        print(format_table(mnist, MLP_MNIST_COLUMNS))
+        for line in mnist_ratios(mnist):
+            print("  " + line)
+    print("\ntopology study: 50 inputs (synthetic solar sensors), hidden ReLU layers halving in width, 1 output, MSE, "
+          "plain SGD; one training epoch and one inference pass over the samples:")
+    print(format_table(topo, MLP_TOPOLOGY_COLUMNS))
+    print(f"({time.perf_counter() - t0:.1f} s in all)\n", flush=True)
+    all_rows.extend({"suite": "mlp-fashion-mnist", **{k: v for k, v in r.items() if k != "device_time"}}
+                    for r in mnist)
+    all_rows.extend({"suite": "mlp-topology", **r} for r in topo)
+    return 0
+
+
 def _parse_sizes(text: str):
     from .bench.matmul import RESNET50_BS1
 
@@ -190,19 +232,24 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("devices", help="list the devices hetnn can use").set_defaults(func=_cmd_devices)
     b = sub.add_parser("bench", help="run a benchmark suite (default: matmul)")
-    b.add_argument("suite", nargs="?", help="suite to run: matmul, maxpool, all (default: matmul; all with --quick)")
+    b.add_argument("suite", nargs="?",
+                   help="suite to run: matmul, maxpool, mlp, all (default: matmul; all with --quick)")
     b.add_argument("--quick", action="store_true", help="a short report of every suite on every device")
     b.add_argument("--shapes", help="matmul shape set: quick, square, resnet50")
     b.add_argument("--batch", type=int, default=1,
                    help="batch size of the resnet50 matmul shapes (M scales with it); maxpool adds it to 1 and 32")
     b.add_argument("--sweep-max", type=int, help="largest image of the maxpool sweep (power of two; default 8192, "
                    "1024 with --quick)")
+    b.add_argument("--max-width", type=int, help="widest first hidden layer of the mlp topology study (default "
+                   "6400, 800 with --quick; 25600 for the full classic study: tens of minutes)")
+    b.add_argument("--epochs", type=int, help="Fashion-MNIST epochs of the mlp suite (default 3, 1 with --quick)")
     b.add_argument("--clblast-tuning", help="JSON written by clblast_tuner_xgemm, applied to the CLBlast peer")
     b.add_argument("--device", default="all", help="'all', or comma-separated device specs (default: all)")
     b.add_argument("--compare", default=None,
                    help="peers run in the same process, comma-separated: numpy, onednn (a raw oneDNN C++ "
                         "loop), clblast, torch, cupy, jax (each on every device it sees; skipped with a note when "
-                        "not installed). Default: numpy for matmul; numpy,onednn,torch,cupy for maxpool")
+                        "not installed). Default: numpy for matmul; numpy,onednn,torch,cupy for maxpool; "
+                        "numpy,torch for mlp")
     b.add_argument("--dtype", default="float32",
                    help="float32, float64, float16, bfloat16, or several comma-separated (a precision study)")
     b.add_argument("--repeat", type=int, default=20, help="timed repeats per row (default 20)")

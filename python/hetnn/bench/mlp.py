@@ -1,0 +1,254 @@
+"""MLP benchmark: training and inference time of dense networks per device.
+
+(a) Topology study: 50 inputs (hetnn.datasets.solar_irradiance), 1-3 hidden ReLU layers, the first of width w in
+    50, 100, 200, ... and each next one half the previous, one output (MSE); one epoch of plain SGD and one inference
+    pass over the data per device and batch size. Time and parameter count per model.
+(b) Fashion-MNIST table: 784 inputs, hidden ReLU layers of 16..256 in 1-3 layers, 10 outputs, softmax
+    cross-entropy, SGD lr 0.1 momentum 0.9, batch 64: seconds per epoch and test accuracy per device, with PyTorch
+    (when installed: same data, same initial weights, same hyperparameters, in this process) and a hand-written
+    NumPy loop as comparison rows.
+
+Epoch times are wall clock from the start of the epoch until its loss has been read back from the device (so all of
+its work has finished); inference times until the predictions are on the host.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .. import datasets, nn, optim
+from .._device import Device
+from .matmul import settle
+
+MLP_TOPOLOGY_COLUMNS = [
+    ("layers", "hidden", ""), ("widths", "widths", ""), ("params", "params", ","), ("library", "library", ""),
+    ("device", "device", ""), ("batch", "batch", ""), ("train_s", "train s/epoch", ".3f"),
+    ("infer_s", "infer s", ".4f"), ("train_samples_per_s", "train samples/s", ",.0f"),
+]
+MLP_MNIST_COLUMNS = [
+    ("widths", "hidden", ""), ("params", "params", ","), ("library", "library", ""), ("device", "device", ""),
+    ("epochs", "epochs", ""), ("epoch_s", "s/epoch", ".3f"), ("first_epoch_s", "1st epoch s", ".3f"),
+    ("test_accuracy", "test acc", ".4f"), ("final_loss", "train loss", ".4f"),
+]
+
+
+def topology_widths(max_width: int, min_width: int = 50) -> List[int]:
+    out, w = [], min_width
+    while w <= max_width:
+        out.append(w)
+        w *= 2
+    return out
+
+
+def _hidden(first: int, layers: int) -> List[int]:
+    return [max(1, first >> i) for i in range(layers)]
+
+
+def _mlp(inputs: int, hidden: Sequence[int], outputs: int, device: Device, seed: int,
+         out_act: Optional[str] = None) -> nn.Sequential:
+    sizes = [inputs, *hidden]
+    layers: List[nn.Layer] = [nn.Dense(a, b, "relu", seed=seed + i) for i, (a, b) in enumerate(zip(sizes, sizes[1:]))]
+    layers.append(nn.Dense(sizes[-1], outputs, out_act, seed=seed + len(hidden)))
+    return nn.Sequential(layers, device=device)
+
+
+def run_topology(devices: Sequence[Device], *, max_width: int = 6400, batches: Sequence[int] = (100, 500, 1000),
+                 depths: Sequence[int] = (1, 2, 3), n_samples: int = 5000, seed: int = 0,
+                 progress: Optional[Callable[[str], None]] = None) -> List[Dict[str, Any]]:
+    (x, y), _ = datasets.solar_irradiance(n_samples=n_samples, seed=seed, test_fraction=0.01)
+    rows = []
+    for depth in depths:
+        for w in topology_widths(max_width):
+            hidden = _hidden(w, depth)
+            for dev in devices:
+                for bs in batches:
+                    settle(0.1)
+                    if progress:
+                        progress(f"topology {hidden} on {dev.id}, batch {bs}")
+                    model = _mlp(50, hidden, 1, dev, seed)
+                    opt = optim.SGD(model.parameters(), lr=0.01)
+                    # warm-up: two batches (kernels compiled, buffers allocated), not timed
+                    model.fit(x[:2 * bs], y[:2 * bs], loss=nn.MSELoss(), optimizer=opt, epochs=1, batch_size=bs)
+                    model.predict(x[:bs], batch_size=bs)
+                    hist = model.fit(x, y, loss=nn.MSELoss(), optimizer=opt, epochs=1, batch_size=bs, seed=seed)
+                    t0 = time.perf_counter()
+                    model.predict(x, batch_size=bs)
+                    infer = time.perf_counter() - t0
+                    train = hist.history["epoch_time"][0]
+                    rows.append({"layers": depth, "widths": "-".join(map(str, hidden)),
+                                 "params": model.count_params(), "library": "hetnn", "device": dev.id, "batch": bs,
+                                 "samples": len(x), "train_s": train, "infer_s": infer,
+                                 "train_samples_per_s": len(x) / train if train > 0 else float("nan")})
+                    del model, opt
+    return rows
+
+
+def mnist_topologies(quick: bool) -> List[Tuple[int, ...]]:
+    if quick:
+        return [(128,)]
+    return [(16,), (64,), (128,), (256,), (128, 64), (256, 128), (256, 128, 64)]
+
+
+def _load_fashion() -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    (xt, yt), (xe, ye) = datasets.fashion_mnist()
+    return (xt.reshape(len(xt), -1).astype(np.float32) / 255, yt.astype(np.int64),
+            xe.reshape(len(xe), -1).astype(np.float32) / 255, ye.astype(np.int64))
+
+
+def numpy_mlp_epochs(weights: List[Tuple[np.ndarray, np.ndarray]], xt: np.ndarray, yt: np.ndarray, epochs: int,
+                     batch: int, lr: float, momentum: float, seed: int) -> Tuple[List[float], List[float]]:
+    """The hand-written NumPy loop users write: ReLU MLP, softmax cross-entropy, SGD with momentum (PyTorch's
+    definition), float32. Returns (epoch times, epoch mean losses); updates ``weights`` in place."""
+    rng = np.random.default_rng(seed)
+    vel = [(np.zeros_like(w), np.zeros_like(b)) for w, b in weights]
+    times, losses = [], []
+    n = len(xt)
+    rows = np.arange(batch)
+    for _ in range(epochs):
+        t0 = time.perf_counter()
+        perm = rng.permutation(n)
+        total = 0.0
+        for s in range(0, n, batch):
+            i = perm[s:s + batch]
+            acts = [xt[i]]
+            for k, (w, b) in enumerate(weights):
+                z = acts[-1] @ w.T + b
+                acts.append(np.maximum(z, 0) if k < len(weights) - 1 else z)
+            z = acts[-1] - acts[-1].max(axis=1, keepdims=True)
+            p = np.exp(z)
+            p /= p.sum(axis=1, keepdims=True)
+            m = len(i)
+            total += float(-np.log(p[rows[:m], yt[i]]).sum())
+            p[rows[:m], yt[i]] -= 1
+            g = p / m
+            for k in range(len(weights) - 1, -1, -1):
+                w, b = weights[k]
+                gw, gb = g.T @ acts[k], g.sum(axis=0)
+                if k:
+                    g = (g @ w) * (acts[k] > 0)
+                for param, grad, v in ((w, gw, vel[k][0]), (b, gb, vel[k][1])):
+                    v *= momentum
+                    v += grad
+                    param -= lr * v
+        times.append(time.perf_counter() - t0)
+        losses.append(total / n)
+    return times, losses
+
+
+def _numpy_accuracy(weights: List[Tuple[np.ndarray, np.ndarray]], xe: np.ndarray, ye: np.ndarray) -> float:
+    a = xe
+    for k, (w, b) in enumerate(weights):
+        a = a @ w.T + b
+        if k < len(weights) - 1:
+            a = np.maximum(a, 0)
+    return float(np.mean(np.argmax(a, axis=1) == ye))
+
+
+def _torch_run(weights: List[Tuple[np.ndarray, np.ndarray]], xt: np.ndarray, yt: np.ndarray, xe: np.ndarray,
+               ye: np.ndarray, epochs: int, batch: int, lr: float, momentum: float, seed: int) -> Dict[str, Any]:
+    import torch
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    torch.manual_seed(seed)
+    mods: List[Any] = []
+    for k, (w, b) in enumerate(weights):
+        lin = torch.nn.Linear(w.shape[1], w.shape[0])
+        with torch.no_grad():
+            lin.weight.copy_(torch.from_numpy(w))
+            lin.bias.copy_(torch.from_numpy(b))
+        mods.append(lin)
+        if k < len(weights) - 1:
+            mods.append(torch.nn.ReLU())
+    model = torch.nn.Sequential(*mods)
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    lossf = torch.nn.CrossEntropyLoss()
+    X, Y = torch.from_numpy(xt), torch.from_numpy(yt)
+    gen = torch.Generator().manual_seed(seed)
+    times, losses = [], []
+    for _ in range(epochs):
+        t0 = time.perf_counter()
+        perm = torch.randperm(len(xt), generator=gen)
+        total = torch.zeros(())
+        for s in range(0, len(xt), batch):
+            i = perm[s:s + batch]
+            opt.zero_grad(set_to_none=True)
+            loss = lossf(model(X[i]), Y[i])
+            loss.backward()
+            opt.step()
+            total += loss.detach() * len(i)  # no per-step host sync, as hetnn
+        losses.append(float(total) / len(xt))
+        times.append(time.perf_counter() - t0)
+    with torch.no_grad():
+        acc = float((model(torch.from_numpy(xe)).argmax(1).numpy() == ye).mean())
+    return {"times": times, "losses": losses, "accuracy": acc, "version": torch.__version__}
+
+
+def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False, compare: Sequence[str] = ("numpy",),
+              seed: int = 0, progress: Optional[Callable[[str], None]] = None,
+              notes: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+    xt, yt, xe, ye = _load_fashion()
+    lr, momentum, batch = 0.1, 0.9, 64
+    rows = []
+    for hidden in mnist_topologies(quick):
+        widths = "-".join(map(str, hidden))
+        base: Optional[List[Tuple[np.ndarray, np.ndarray]]] = None
+        for dev in devices:
+            settle()
+            if progress:
+                progress(f"fashion-mnist {widths} on {dev.id}")
+            model = _mlp(784, hidden, 10, dev, seed)
+            if base is None:
+                ps = [p.numpy() for p in model.parameters()]
+                base = [(ps[i].copy(), ps[i + 1].copy()) for i in range(0, len(ps), 2)]
+            opt = optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+            hist = model.fit(xt, yt, loss=nn.CrossEntropyLoss(), optimizer=opt, epochs=epochs, batch_size=batch,
+                             seed=seed)
+            acc = model.evaluate(xe, ye, metrics=("accuracy",))["accuracy"]
+            times = hist.history["epoch_time"]
+            rows.append({"widths": widths, "params": model.count_params(), "library": "hetnn", "device": dev.id,
+                         "epochs": epochs, "epoch_s": float(np.median(times)), "first_epoch_s": times[0],
+                         "test_accuracy": acc, "final_loss": hist.history["loss"][-1],
+                         "device_time": dict(hist.device_time)})
+        assert base is not None
+        if "numpy" in compare:
+            settle()
+            if progress:
+                progress(f"fashion-mnist {widths} on NumPy")
+            w = [(a.copy(), b.copy()) for a, b in base]
+            times, losses = numpy_mlp_epochs(w, xt, yt, epochs, batch, lr, momentum, seed)
+            rows.append({"widths": widths, "params": rows[-1]["params"], "library": "numpy", "device": "host",
+                         "epochs": epochs, "epoch_s": float(np.median(times)), "first_epoch_s": times[0],
+                         "test_accuracy": _numpy_accuracy(w, xe, ye), "final_loss": losses[-1]})
+        if "torch" in compare:
+            try:
+                import torch  # noqa: F401
+            except ImportError as exc:
+                if notes is not None:
+                    notes.append(f"torch: not used ({type(exc).__name__}: {exc})")
+            else:
+                settle()
+                if progress:
+                    progress(f"fashion-mnist {widths} on PyTorch")
+                r = _torch_run([(a.copy(), b.copy()) for a, b in base], xt, yt, xe, ye, epochs, batch, lr, momentum,
+                               seed)
+                rows.append({"widths": widths, "params": rows[-1]["params"], "library": f"torch {r['version']}",
+                             "device": "cpu", "epochs": epochs, "epoch_s": float(np.median(r["times"])),
+                             "first_epoch_s": r["times"][0], "test_accuracy": r["accuracy"],
+                             "final_loss": r["losses"][-1]})
+    return rows
+
+
+def mnist_ratios(rows: List[Dict[str, Any]]) -> List[str]:
+    """The comparisons the README reports, for the 784-128-10 model (one run)."""
+    out = []
+    sel = [r for r in rows if r["widths"] == "128"]
+    hetnn_cpu = next((r for r in sel if r["library"] == "hetnn" and r["device"] == "cpu"), None)
+    for r in sel:
+        if r is hetnn_cpu or hetnn_cpu is None:
+            continue
+        out.append(f"784-128-10 epoch: hetnn cpu {hetnn_cpu['epoch_s']:.3f} s vs {r['library']} "
+                   f"{r['device']} {r['epoch_s']:.3f} s = {hetnn_cpu['epoch_s'] / r['epoch_s']:.2f}x")
+    return out
