@@ -142,19 +142,28 @@ double loss_rows(const LossDesc& d, const T* x, const void* target, T* grad) {
         if (gr) gr[c] = gs * T(2) * e;
       }
     } else {
-      // -sum_c t_c log p_c with log p_c = x_c - max - log sum exp(x - max); the gradient is p - t.
+      // -sum_c t_c log p_c with log p_c = x_c - max - log sum exp(x - max); the gradient is p - t. One exp per
+      // element, in the data's precision (the row's exponentials are kept in the gradient row when there is one).
       T m = xr[0];
       for (std::int64_t c = 1; c < cols; ++c) m = xr[c] > m || std::isnan(xr[c]) ? xr[c] : m;
+      T local[64];
+      T* e = gr ? gr : (cols <= 64 ? local : nullptr);
       double s = 0;
-      for (std::int64_t c = 0; c < cols; ++c) s += std::exp(static_cast<double>(xr[c] - m));
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const T v = std::exp(xr[c] - m);
+        if (e) e[c] = v;
+        s += v;
+      }
       const double lse = std::log(s);
+      const T inv = static_cast<T>(1.0 / s);
       if (d.kind == LossKind::cross_entropy_labels) {
         std::int64_t label = static_cast<const std::int64_t*>(target)[r];
         label = std::clamp<std::int64_t>(label, 0, cols - 1);  // the front checks labels where it can
         row = -(static_cast<double>(xr[label] - m) - lse);
-        if (gr)
-          for (std::int64_t c = 0; c < cols; ++c)
-            gr[c] = gs * (static_cast<T>(std::exp(static_cast<double>(xr[c] - m) - lse)) - (c == label ? T(1) : T(0)));
+        if (gr) {
+          for (std::int64_t c = 0; c < cols; ++c) gr[c] = gs * (e[c] * inv);
+          gr[label] -= gs;
+        }
       } else {
         const T* t = static_cast<const T*>(target) + r * cols;
         double tsum = 0;
@@ -163,9 +172,10 @@ double loss_rows(const LossDesc& d, const T* x, const void* target, T* grad) {
           tsum += t[c];
         }
         // d/dx_c of -sum_k t_k log p_k = p_c * sum_k t_k - t_c (sum_k t_k = 1 for one-hot or probabilities).
-        if (gr)
-          for (std::int64_t c = 0; c < cols; ++c)
-            gr[c] = gs * (static_cast<T>(std::exp(static_cast<double>(xr[c] - m) - lse) * tsum) - t[c]);
+        if (gr) {
+          const T ts = static_cast<T>(tsum);
+          for (std::int64_t c = 0; c < cols; ++c) gr[c] = gs * (e[c] * inv * ts - t[c]);
+        }
       }
     }
     total += row;
@@ -267,7 +277,7 @@ void CpuBackend::take_rows(std::size_t row_bytes, std::int64_t src_rows, const B
     const auto* s = static_cast<const char*>(src.host_ptr());
     const std::int64_t* ix = ptr<std::int64_t>(idx) + offset;
     char* o = static_cast<char*>(out.host_ptr());
-#pragma omp parallel for schedule(static) if (n * static_cast<std::int64_t>(row_bytes) >= (kParallelMin << 2))
+#pragma omp parallel for schedule(static) if (n * static_cast<std::int64_t>(row_bytes) >= (kParallelMin >> 1))
     for (std::int64_t r = 0; r < n; ++r) {
       const std::int64_t i = std::clamp<std::int64_t>(ix[r], 0, src_rows - 1);
       std::memcpy(o + r * row_bytes, s + i * row_bytes, row_bytes);
