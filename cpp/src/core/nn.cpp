@@ -107,17 +107,26 @@ void labels(const Array& target, const Array& pred, const char* op) {
 }
 }  // namespace
 
-void loss(const std::string& kind, const Array& pred, const Array& target, const Array& acc, const Array* grad,
-          double loss_scale, double grad_scale) {
-  const char* op = "loss";
+namespace {
+// The checks losses and metrics share: predictions (rows, cols) of a trainable dtype, a one-element accumulator.
+template <class Desc>
+Desc rows_desc(const Array& pred, const Array& acc, const char* op) {
   trainable(pred, op, "pred");
   two_d(pred, op, "pred");
   accumulator(acc, pred, op);
-  LossDesc d;
-  d.kind = loss_kind_from_name(kind);
+  Desc d;
   d.dtype = pred.dtype();
   d.rows = pred.shape()[0];
   d.cols = pred.shape()[1];
+  return d;
+}
+}  // namespace
+
+void loss(const std::string& kind, const Array& pred, const Array& target, const Array& acc, const Array* grad,
+          double loss_scale, double grad_scale) {
+  const char* op = "loss";
+  LossDesc d = rows_desc<LossDesc>(pred, acc, op);
+  d.kind = loss_kind_from_name(kind);
   d.loss_scale = loss_scale;
   d.grad_scale = grad_scale;
   if (d.kind == LossKind::cross_entropy_labels && is_floating(target.dtype())) d.kind = LossKind::cross_entropy_probs;
@@ -134,14 +143,8 @@ void loss(const std::string& kind, const Array& pred, const Array& target, const
 
 void metric(const std::string& kind, const Array& pred, const Array& target, const Array& acc) {
   const char* op = "metric";
-  trainable(pred, op, "pred");
-  two_d(pred, op, "pred");
-  accumulator(acc, pred, op);
-  MetricDesc d;
+  MetricDesc d = rows_desc<MetricDesc>(pred, acc, op);
   d.kind = metric_kind_from_name(kind);
-  d.dtype = pred.dtype();
-  d.rows = pred.shape()[0];
-  d.cols = pred.shape()[1];
   if (d.kind == MetricKind::correct_argmax) labels(target, pred, op);
   else like(target, pred, op, "target", "pred");
   if (d.rows == 0 || d.cols == 0) return;

@@ -147,18 +147,14 @@ __kernel void sum_rows(const int rows, const int cols, const REAL beta, __global
 }
 
 // Row r of out = row clamp(idx[offset + r]) of src, in 4-byte words (take_rows_bytes: any row size).
-// global = (words per row, rows).
-__kernel void take_rows_words(const long words, const long src_rows, const long offset, __global const uint* src,
-                              __global const long* idx, __global uint* out) {
-  const long w = get_global_id(0), r = get_global_id(1);
-  if (w >= words) return;
-  const long i = clamp(idx[offset + r], (long)0, src_rows - 1);
-  out[r * words + w] = src[i * words + w];
-}
-__kernel void take_rows_bytes(const long bytes, const long src_rows, const long offset, __global const uchar* src,
-                              __global const long* idx, __global uchar* out) {
-  const long w = get_global_id(0), r = get_global_id(1);
-  if (w >= bytes) return;
-  const long i = clamp(idx[offset + r], (long)0, src_rows - 1);
-  out[r * bytes + w] = src[i * bytes + w];
-}
+// global = (units per row, rows).
+#define TAKE_ROWS(NAME, T)                                                                                      \
+  __kernel void NAME(const long units, const long src_rows, const long offset, __global const T* src,          \
+                     __global const long* idx, __global T* out) {                                              \
+    const long w = get_global_id(0), r = get_global_id(1);                                                      \
+    if (w >= units) return;                                                                                     \
+    const long i = clamp(idx[offset + r], (long)0, src_rows - 1);                                               \
+    out[r * units + w] = src[i * units + w];                                                                    \
+  }
+TAKE_ROWS(take_rows_words, uint)
+TAKE_ROWS(take_rows_bytes, uchar)

@@ -176,20 +176,28 @@ __kernel void max_pool2d_bwd(POOL_ARGS, __global const STORAGE* gy, __global con
     SCAN(SW)            \
   }
 
+// Output columns [tap_lo, tap_hi) read an input column inside the row for a tap at offset off (iw = ow * SW + off).
+inline int tap_lo(const int off, const int SW) { return off >= 0 ? 0 : (-off + SW - 1) / SW; }
+inline int tap_hi(const int off, const int W, const int OW, const int SW) {
+  return W - 1 - off >= 0 ? min(OW, (W - 1 - off) / SW + 1) : 0;
+}
+// SCAN over every tap (i, j) of output row oh's window whose input row is inside.
+#define FOR_EACH_TAP(SCAN)                                       \
+  for (int i = 0; i < KH; ++i) {                                 \
+    const int ih = hs + i * DH;                                  \
+    if (ih < 0 || ih >= H) continue;                             \
+    for (int j = 0; j < KW; ++j) {                               \
+      const int off = j * DW - PW;                               \
+      const int lo = tap_lo(off, SW), hi = tap_hi(off, W, OW, SW); \
+      ROW_SCANS(SCAN)                                            \
+    }                                                            \
+  }
+
 // Values only: output row yr (window rows from hs) one tap at a time.
 inline void fwd_row_taps(POOL_ARGS, __global const STORAGE* restrict xp, __global STORAGE* restrict yr,
                          const int hs) {
   for (int ow = 0; ow < OW; ++ow) yr[ow] = NEG_INF_STORAGE;
-  for (int i = 0; i < KH; ++i) {
-    const int ih = hs + i * DH;
-    if (ih < 0 || ih >= H) continue;
-    for (int j = 0; j < KW; ++j) {
-      const int off = j * DW - PW;  // iw = ow * SW + off
-      const int lo = off >= 0 ? 0 : (-off + SW - 1) / SW;
-      const int hi = W - 1 - off >= 0 ? min(OW, (W - 1 - off) / SW + 1) : 0;
-      ROW_SCANS(ROW_SCAN)
-    }
-  }
+  FOR_EACH_TAP(ROW_SCAN)
 }
 
 __kernel void max_pool2d_fwd_rows(POOL_ARGS, const int with_indices, __global const STORAGE* restrict x,
@@ -210,16 +218,7 @@ __kernel void max_pool2d_fwd_rows(POOL_ARGS, const int with_indices, __global co
   const int inside_from = min(OW, (PW + SW - 1) / SW);  // windows starting at w >= 0 need no adjustment
   for (int ow = 0; ow < inside_from; ++ow) ir[ow] = (long)h0 * W + first_inside(ow * SW - PW, DW);
   for (int ow = inside_from; ow < OW; ++ow) ir[ow] = (long)h0 * W + ow * SW - PW;
-  for (int i = 0; i < KH; ++i) {
-    const int ih = hs + i * DH;
-    if (ih < 0 || ih >= H) continue;
-    for (int j = 0; j < KW; ++j) {
-      const int off = j * DW - PW;  // iw = ow * SW + off
-      const int lo = off >= 0 ? 0 : (-off + SW - 1) / SW;
-      const int hi = W - 1 - off >= 0 ? min(OW, (W - 1 - off) / SW + 1) : 0;
-      ROW_SCANS(ROW_SCAN_IDX)
-    }
-  }
+  FOR_EACH_TAP(ROW_SCAN_IDX)
 }
 
 // Values only, windows of several rows: the column-wise maximum of the window's rows first (`vb`, W entries of
@@ -281,17 +280,15 @@ __kernel void max_pool2d_fwd_rows_sep(POOL_ARGS, __global const STORAGE* restric
   int lo_all = 0, hi_all = OW;
 #pragma unroll
   for (int j = 0; j < KW; ++j) {
-    const int off = j * DW - PW;
-    lo_all = max(lo_all, off >= 0 ? 0 : (-off + SW - 1) / SW);
-    hi_all = min(hi_all, W - 1 - off >= 0 ? min(OW, (W - 1 - off) / SW + 1) : 0);
+    lo_all = max(lo_all, tap_lo(j * DW - PW, SW));
+    hi_all = min(hi_all, tap_hi(j * DW - PW, W, OW, SW));
   }
   if (lo_all >= hi_all) lo_all = hi_all = 0;  // narrow rows: all outputs go through the tap loops
   for (int ow = 0; ow < OW; ++ow) hb[ow] = -INFINITY;
 #pragma unroll
   for (int j = 0; j < KW; ++j) {  // edge outputs, one tap at a time
     const int off = j * DW - PW;
-    const int tlo = off >= 0 ? 0 : (-off + SW - 1) / SW;
-    const int thi = W - 1 - off >= 0 ? min(OW, (W - 1 - off) / SW + 1) : 0;
+    const int tlo = tap_lo(off, SW), thi = tap_hi(off, W, OW, SW);
     int lo = tlo, hi = min(thi, lo_all);
     ROW_SCANS(VB_SCAN)
     lo = max(tlo, hi_all), hi = thi;
