@@ -91,29 +91,25 @@ def test_softmax_last_layer_folds_into_cross_entropy(device, rng):
         model.fit(x, y, loss=nn.MSELoss(), optimizer=optim.SGD(model.parameters(), lr=0.1))
 
 
-def test_maxpool_flatten_layers(device, rng):
-    """MaxPool2d and Flatten inside a model: forward as hetnn.max_pool2d, and the layers' input gradients against
-    finite differences of sum(w * output)."""
+def test_maxpool_flatten_reshape_layers(device, rng):
+    """Dense -> Reshape -> MaxPool2d (overlapping windows, padding) -> Flatten -> Dense: the first layer's gradients
+    pass through the pooling backward, so finite differences check it; the forward against hetnn.max_pool2d."""
     dev = f64_device(device)
-    x = rng.standard_normal((2, 3, 6, 5))
-    pool, flat = nn.MaxPool2d(3, stride=2, padding=1), nn.Flatten()
-    model = nn.Sequential([pool, flat, nn.Dense(3 * 3 * 3, 2, seed=6)], device=dev, dtype="float64")
-    ref = hetnn.max_pool2d(x, 3, 2, 1, device="cpu").reshape(2, -1)
-    w = model.parameters()[0].numpy()
-    np.testing.assert_allclose(model.predict(x), ref @ w.T, rtol=1e-12)
-    X = _core.Array.from_numpy(dev._dev, x)
-    wout = rng.standard_normal((2, 27))
-    y = flat.forward(pool.forward(X, True), True)
-    g = pool.backward(flat.backward(_core.Array.from_numpy(dev._dev, wout), True), True).to_numpy()
-    eps, num = 1e-6, np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        for s in (1, -1):
-            v = x.copy()
-            v[i] += s * eps
-            num[i] += s * (wout * hetnn.max_pool2d(v, 3, 2, 1, device="cpu").reshape(2, -1)).sum()
-        num[i] /= 2 * eps
-    assert rel_err(g, num) < 1e-6
-    assert y.shape == (2, 27)
+    x = rng.standard_normal((5, 6))
+    y = rng.integers(0, 3, 5)
+    pool = nn.MaxPool2d(3, stride=2, padding=1)
+    model = nn.Sequential([nn.Dense(6, 2 * 5 * 4, "tanh", seed=6), nn.Reshape(2, 5, 4), pool, nn.Flatten(),
+                           nn.Dense(2 * 3 * 2, 3, seed=7)], device=dev, dtype="float64")
+    w1, b1, w2, b2 = [p.numpy() for p in model.parameters()]
+    h = np.tanh(x @ w1.T + b1).reshape(5, 2, 5, 4)
+    ref = hetnn.max_pool2d(h, 3, 2, 1, device="cpu").reshape(5, -1) @ w2.T + b2
+    assert rel_err(model.predict(x), ref) < 1e-12
+    analytic = grads_after_one_batch(model, x, y, nn.CrossEntropyLoss())
+    numeric = numeric_grads(model, x, lambda out: ce_np(out, y))
+    for a, n in zip(analytic, numeric):
+        assert rel_err(a, n) < 1e-6
+    with pytest.raises(ValueError, match="sizes differ"):
+        nn.Sequential([nn.Dense(6, 7), nn.Reshape(2, 4)], device=dev).predict(x)
 
 
 def test_xor_reaches_full_accuracy(device):

@@ -54,17 +54,21 @@ class SGD:
         if self.lr_schedule is not None:
             self.lr = _real(self.lr_schedule(epoch, self.base_lr), "the lr the schedule returned")
 
+    def _velocity_for(self, p: Any) -> Any:
+        """p's momentum buffer on p's device (created as zeros, and again when p moved); None without momentum."""
+        if not self.momentum:
+            return None
+        v = self._velocity.get(id(p))
+        if v is None or v.device.id != p.value.device.id or tuple(v.shape) != tuple(p.value.shape):
+            v = self._velocity[id(p)] = _core.Array.zeros(p.value.device, list(p.value.shape), p.value.dtype)
+        return v
+
     def step(self) -> None:
-        """Applies one update from the gradients the last backward pass left in the parameters."""
+        """Applies one update from the gradients in the parameters (``fit`` runs its updates in its own loop)."""
         lr = _real(self.lr, "lr")
         for p in self.params:
-            v = None
-            if self.momentum:
-                v = self._velocity.get(id(p))
-                if v is None or v.device.id != p.value.device.id or tuple(v.shape) != tuple(p.value.shape):
-                    v = self._velocity[id(p)] = _core.Array.zeros(p.value.device, list(p.value.shape),
-                                                                  p.value.dtype)
-            _core.sgd_update(p.value, p.grad, v, lr, self.momentum, self.weight_decay, self.nesterov)
+            _core.sgd_update(p.value, p.grad, self._velocity_for(p), lr, self.momentum, self.weight_decay,
+                             self.nesterov)
 
     def zero_state(self) -> None:
         """Forgets the momentum buffers."""

@@ -1,11 +1,41 @@
 // Bindings of the training ops (core/nn.h), used by hetnn.nn and hetnn.optim. Device work runs without the GIL.
 #include "core/matmul.h"
 #include "core/nn.h"
+#include "core/trainer.h"
 #include "python/bindings.h"
 
 namespace hetnn::python {
 
 void bind_nn(py::module_& m) {
+  using Pair = std::array<int, 2>;
+  py::class_<Trainer>(m, "Trainer", "The C++ epoch loop of hetnn.nn.Sequential.fit (core/trainer.h).")
+      .def(py::init<>())
+      .def("add_dense",
+           [](Trainer& t, const Array& W, const Array* b, const Array& dW, const Array* db, const std::string& act) {
+             t.add_dense(W, b, dW, db, activation_from_name(act));
+           },
+           py::arg("W"), py::arg("b").none(true), py::arg("dW"), py::arg("db").none(true), py::arg("act"))
+      .def("add_activation", [](Trainer& t, const std::string& act) { t.add_activation(activation_from_name(act)); })
+      .def("add_flatten", &Trainer::add_flatten)
+      .def("add_reshape", [](Trainer& t, const py::sequence& shape) { t.add_reshape(to_shape(shape, "shape")); })
+      .def("add_maxpool",
+           [](Trainer& t, Pair k, Pair s, Pair p, Pair d, bool ceil_mode) {
+             t.add_maxpool(Pool2dArgs{k, s, p, d, ceil_mode});
+           })
+      .def("set_loss", &Trainer::set_loss)
+      .def("add_metric", &Trainer::add_metric, py::arg("kind"), py::arg("acc"), py::arg("probs"))
+      .def("add_param", &Trainer::add_param, py::arg("p"), py::arg("grad"), py::arg("velocity").none(true))
+      .def("set_sgd", &Trainer::set_sgd, py::arg("momentum"), py::arg("weight_decay"), py::arg("nesterov"))
+      .def(
+          "run_epoch",
+          [](Trainer& t, const Array& X, const Array& Y, const Array* labels, const Array& idx, std::int64_t batch,
+             double lr, const Array& acc_loss) {
+            py::gil_scoped_release nogil;
+            t.run_epoch(X, Y, labels, idx, batch, lr, acc_loss);
+          },
+          py::arg("X"), py::arg("Y"), py::arg("labels").none(true), py::arg("idx"), py::arg("batch"), py::arg("lr"),
+          py::arg("acc_loss"));
+
   m.def(
       "activation",
       [](const Array& x, const std::string& act, const Array* out) {

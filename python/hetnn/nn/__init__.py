@@ -1,9 +1,10 @@
 """Dense networks trained on one device: layers, losses, Sequential (fit / evaluate / predict / save), load."""
-from ._layers import Dense, Flatten, Layer, MaxPool2d, Parameter, ReLU, Sigmoid, Softmax, Tanh, manual_seed
+from ._layers import (Dense, Flatten, Layer, MaxPool2d, Parameter, ReLU, Reshape, Sigmoid, Softmax, Tanh,
+                      manual_seed)
 from ._losses import CrossEntropyLoss, Loss, MSELoss
 from ._model import Callback, EarlyStopping, History, Sequential, load
 
 __all__ = [
     "Callback", "CrossEntropyLoss", "Dense", "EarlyStopping", "Flatten", "History", "Layer", "Loss", "MSELoss",
-    "MaxPool2d", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh", "load", "manual_seed",
+    "MaxPool2d", "Parameter", "ReLU", "Reshape", "Sequential", "Sigmoid", "Softmax", "Tanh", "load", "manual_seed",
 ]

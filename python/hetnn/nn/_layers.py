@@ -1,6 +1,6 @@
-"""Layers of hetnn.nn. Each layer computes on its model's device with hetnn._core arrays (no host round trip):
-``forward(x, training)`` keeps what ``backward`` needs, ``backward(grad, need_input_grad)`` fills its parameters'
-gradients and returns the input gradient. Output buffers are reused between steps of the same batch size."""
+"""Layers of hetnn.nn. Each layer computes its forward pass on its model's device with hetnn._core arrays (no host
+round trip; output buffers reused between calls of the same batch size) and describes itself to the C++ training loop
+(``_to_trainer``: hetnn._core.Trainer runs the forward and backward passes of ``fit``)."""
 from __future__ import annotations
 
 import math
@@ -98,8 +98,8 @@ class Layer:
     def forward(self, x: Any, training: bool) -> Any:
         raise NotImplementedError
 
-    def backward(self, grad: Any, need_input_grad: bool) -> Any:
-        raise NotImplementedError(f"{type(self).__name__} has no backward pass")
+    def _to_trainer(self, trainer: Any) -> None:
+        raise NotImplementedError(f"{type(self).__name__} cannot be trained")
 
     def __repr__(self) -> str:
         cfg = ", ".join(f"{k}={v!r}" for k, v in self.config().items())
@@ -159,7 +159,6 @@ class Dense(Layer):
         b = rng.uniform(-1.0 / math.sqrt(fan_in), 1.0 / math.sqrt(fan_in), fan_out) if init == "uniform" \
             else np.zeros(fan_out)
         self.bias = Parameter("bias", b.astype(np.float32)) if self.use_bias else None
-        self._x = self._y = None
 
     def parameters(self) -> List[Parameter]:
         return [self.weight] + ([self.bias] if self.bias is not None else [])
@@ -179,24 +178,12 @@ class Dense(Layer):
         y = self._buf("y", (n, self.out_features), x.dtype)
         _core.matmul(x, self.weight.value, y, False, True, 1.0, 0.0,
                      self.bias.value if self.bias is not None else None, self.activation or "")
-        self._x, self._y = x, y
         return y
 
-    def backward(self, grad: Any, need_input_grad: bool) -> Any:
-        x, y = self._x, self._y
-        n = x.shape[0]
-        dz = grad
-        if self.activation:
-            dz = self._buf("dz", (n, self.out_features), grad.dtype)
-            _core.activation_backward(grad, y, self.activation, dz)
-        _core.matmul(dz, x, self.weight.grad, True, False, 1.0, 0.0, None, "")  # dW = dz^T x
-        if self.bias is not None:
-            _core.sum_rows(dz, self.bias.grad, 0.0)
-        if not need_input_grad:
-            return None
-        dx = self._buf("dx", (n, self.in_features), grad.dtype)
-        _core.matmul(dz, self.weight.value, dx, False, False, 1.0, 0.0, None, "")  # dx = dz W
-        return dx
+    def _to_trainer(self, trainer: Any) -> None:
+        b = self.bias
+        trainer.add_dense(self.weight.value, b.value if b else None, self.weight.grad, b.grad if b else None,
+                          self.activation or "")
 
 
 class _Activation(Layer):
@@ -205,15 +192,10 @@ class _Activation(Layer):
     def forward(self, x: Any, training: bool) -> Any:
         y = self._buf("y", tuple(x.shape), x.dtype)
         _core.activation(x, self.act, y)
-        self._y = y
         return y
 
-    def backward(self, grad: Any, need_input_grad: bool) -> Any:
-        if not need_input_grad:
-            return None
-        dx = self._buf("dx", tuple(grad.shape), grad.dtype)
-        _core.activation_backward(grad, self._y, self.act, dx)
-        return dx
+    def _to_trainer(self, trainer: Any) -> None:
+        trainer.add_activation(self.act)
 
 
 class ReLU(_Activation):
@@ -258,16 +240,43 @@ class Flatten(Layer):
         return (int(np.prod(input_shape, dtype=np.int64)),)
 
     def forward(self, x: Any, training: bool) -> Any:
-        self._in_shape = list(x.shape)
         return x.reshape([x.shape[0], int(np.prod(x.shape[1:], dtype=np.int64))])
 
-    def backward(self, grad: Any, need_input_grad: bool) -> Any:
-        return grad.reshape(self._in_shape) if need_input_grad else None
+    def _to_trainer(self, trainer: Any) -> None:
+        trainer.add_flatten()
+
+
+class Reshape(Layer):
+    """(N, ...) -> (N, *shape), a view (no copy): for example Dense output -> (N, C, H, W) for MaxPool2d."""
+
+    kind = "reshape"
+
+    def __init__(self, *shape: int) -> None:
+        super().__init__()
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if not shape or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0 for v in shape):
+            raise ValueError(f"Reshape: shape must be positive ints (per sample), got {shape!r}")
+        self.shape = tuple(int(v) for v in shape)
+
+    def config(self) -> Dict[str, Any]:
+        return {"shape": list(self.shape)}
+
+    def output_shape(self, input_shape: Tuple[int, ...]) -> Tuple[int, ...]:
+        if int(np.prod(input_shape, dtype=np.int64)) != int(np.prod(self.shape, dtype=np.int64)):
+            raise ValueError(f"Reshape{self.shape} cannot take per-sample shape {input_shape} (sizes differ)")
+        return self.shape
+
+    def forward(self, x: Any, training: bool) -> Any:
+        return x.reshape([x.shape[0], *self.shape])
+
+    def _to_trainer(self, trainer: Any) -> None:
+        trainer.add_reshape(list(self.shape))
 
 
 class MaxPool2d(Layer):
-    """hetnn.max_pool2d as a layer on (N, C, H, W) input, with PyTorch's semantics; the backward scatters the
-    gradient to the maxima (indices kept from the forward when training)."""
+    """hetnn.max_pool2d as a layer on (N, C, H, W) input, with PyTorch's semantics; in training the backward adds
+    each gradient at its window's maximum (indices kept from the forward)."""
 
     kind = "maxpool2d"
 
@@ -290,19 +299,13 @@ class MaxPool2d(Layer):
         return (c, oh, ow)
 
     def forward(self, x: Any, training: bool) -> Any:
-        y, idx = _core.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
-                                  True)
-        self._idx, self._in_shape = idx, list(x.shape)
-        return y
+        return _core.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, False)
 
-    def backward(self, grad: Any, need_input_grad: bool) -> Any:
-        if not need_input_grad:
-            return None
-        return _core.max_pool2d_backward(grad, self._idx, self._in_shape, self.kernel_size, self.stride,
-                                         self.padding, self.dilation, self.ceil_mode)
+    def _to_trainer(self, trainer: Any) -> None:
+        trainer.add_maxpool(self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
 
 
-LAYERS = {cls.kind: cls for cls in (Dense, ReLU, Sigmoid, Tanh, Softmax, Flatten, MaxPool2d)}
+LAYERS = {cls.kind: cls for cls in (Dense, ReLU, Sigmoid, Tanh, Softmax, Flatten, Reshape, MaxPool2d)}
 
 
 def layer_from_config(kind: str, cfg: Dict[str, Any]) -> Layer:
@@ -311,6 +314,8 @@ def layer_from_config(kind: str, cfg: Dict[str, Any]) -> Layer:
         raise ValueError(f"unknown layer kind {kind!r} (known: {', '.join(LAYERS)})")
     if cls is MaxPool2d:
         return MaxPool2d(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in cfg.items()})
+    if cls is Reshape:
+        return Reshape(*cfg["shape"])
     return cls(**cfg)
 
 

@@ -2,8 +2,9 @@
 
 Training keeps everything on the device: the data is uploaded once, each epoch uploads one shuffled index vector
 and gathers minibatches from it on the device (take_rows), the loss and the metrics are summed into one-element
-device accumulators, and the host reads them back once per epoch. The host only issues commands; each step is a
-fixed sequence of calls into hetnn._core (no per-step NumPy work, no per-step synchronisation)."""
+device accumulators, and the host reads them back once per epoch. The steps themselves run in C++
+(hetnn._core.Trainer, cpp/src/core/trainer.cpp): one call per epoch, no per-step Python, NumPy work or
+synchronisation."""
 from __future__ import annotations
 
 import json
@@ -210,18 +211,13 @@ class Sequential:
         return _core.Array.from_numpy(dev, t), labels, t
 
     # -- the step pieces
-    def _forward(self, x: Any, training: bool, stop_before_softmax: bool) -> Any:
+    def _forward(self, x: Any, training: bool, stop_before_softmax: bool) -> Any:  # inference (fit runs in C++)
         layers = self.layers
         if stop_before_softmax and isinstance(layers[-1], Softmax):
             layers = layers[:-1]
         for layer in layers:
             x = layer.forward(x, training)
         return x
-
-    def _backward(self, grad: Any) -> None:
-        layers = self.layers[:-1] if isinstance(self.layers[-1], Softmax) else self.layers
-        for i in range(len(layers) - 1, -1, -1):
-            grad = layers[i].backward(grad, need_input_grad=i > 0)
 
     def _metric_plan(self, metrics: Sequence[str], out_cols: int, labels: Any, what: str,
                      y_is_labels: bool = False) -> List[Tuple[str, str]]:
@@ -268,8 +264,9 @@ class Sequential:
         bs = _batch_size(batch_size, what)
         if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 0:
             raise ValueError(f"{what}: epochs must be an int >= 0, got {epochs!r}")
-        if not hasattr(optimizer, "step") or not hasattr(optimizer, "params"):
-            raise TypeError(f"{what}: optimizer must be a hetnn.optim optimizer, got {type(optimizer).__name__}")
+        from ..optim import SGD
+        if not isinstance(optimizer, SGD):
+            raise TypeError(f"{what}: optimizer must be a hetnn.optim optimizer (SGD), got {type(optimizer).__name__}")
         own = {id(p) for p in self.parameters()}
         if not own or any(id(p) not in own for p in optimizer.params):
             raise ValueError(f"{what}: the optimizer's parameters are not this model's (build it from "
@@ -306,7 +303,17 @@ class Sequential:
         acc_loss = _core.Array.zeros(dev, [1], "float32")
         accs = [_core.Array.zeros(dev, [1], "float32") for _ in plan]
         zero1 = np.zeros(1, np.float32)
-        grads: Dict[int, Any] = {}
+        # The step loop runs in C++ (hetnn._core.Trainer): gather, forward, fused loss, metrics, backward, SGD.
+        softmax_last = isinstance(self.layers[-1], Softmax)
+        trainer = _core.Trainer()
+        for layer in (self.layers[:-1] if softmax_last else self.layers):  # a final Softmax is folded into the loss
+            layer._to_trainer(trainer)
+        trainer.set_loss(loss_obj.kind)
+        for (_, kind), a in zip(plan, accs):  # the logits' argmax is the probabilities' argmax
+            trainer.add_metric(kind, a, softmax_last and kind != "correct_argmax")
+        for p in optimizer.params:
+            trainer.add_param(p.value, p.grad, optimizer._velocity_for(p))
+        trainer.set_sgd(optimizer.momentum, optimizer.weight_decay, optimizer.nesterov)
         bars = _progress(verbose, epochs, n, bs)
         capture = _Capture([self._device])
         capture.open()
@@ -320,25 +327,10 @@ class Sequential:
                 acc_loss.write_from(zero1)
                 for a in accs:
                     a.write_from(zero1)
-                for start in range(0, n, bs):
-                    m = min(bs, n - start)
-                    xb = _core.take_rows(X, idx, start, m, self._scratch("xb", X, m))
-                    yb = _core.take_rows(Y, idx, start, m, self._scratch("yb", Y, m))
-                    out = self._forward(xb, True, True)
-                    g = grads.get(m)
-                    if g is None:
-                        g = grads[m] = _core.Array.empty(dev, [m, c], out.dtype)
-                    self._loss_call(loss_obj, out, yb, acc_loss, g, m, c)
-                    for (_, kind), a in zip(plan, accs):
-                        if kind == "correct_argmax":  # the logits' argmax is the probabilities' argmax
-                            _core.metric(kind, out, _core.take_rows(labels, idx, start, m,
-                                                                    self._scratch("lb", labels, m)), a)
-                        else:
-                            _core.metric(kind, self._probabilities(out), yb, a)
-                    self._backward(g)
-                    optimizer.step()
-                    if bars:
-                        bars.update(m)
+                trainer.run_epoch(X, Y, labels if any(k == "correct_argmax" for _, k in plan) else None, idx, bs,
+                                  optimizer.lr, acc_loss)
+                if bars:
+                    bars.update(n)
                 logs = {"loss": float(acc_loss.to_numpy()[0]) / n}  # reads back, so the epoch's work is done
                 for (name, kind), a in zip(plan, accs):
                     v = float(a.to_numpy()[0])
@@ -364,14 +356,6 @@ class Sequential:
         for r in records:
             hist.device_time[r["name"]] = hist.device_time.get(r["name"], 0.0) + r["duration"]
         return hist
-
-    def _scratch(self, tag: str, src: Any, m: int) -> Any:
-        key = (tag, m, src.dtype, tuple(src.shape[1:]))
-        cache = self.__dict__.setdefault("_scratch_bufs", {})
-        b = cache.get(key)
-        if b is None:
-            b = cache[key] = _core.Array.empty(self._device._dev, [m, *src.shape[1:]], src.dtype)
-        return b
 
     def _evaluate(self, X: Any, Y: Any, labels: Any, loss_obj: Optional[Loss], metrics: Sequence[str],
                   batch_size: int) -> Dict[str, float]:

@@ -1,0 +1,188 @@
+#include "core/trainer.h"
+
+#include "core/errors.h"
+#include "core/matmul.h"
+#include "core/nn.h"
+
+namespace hetnn {
+
+void Trainer::add_dense(const Array& W, const Array* b, const Array& dW, const Array* db, Activation act) {
+  Layer l{Layer::Kind::dense};
+  l.W = W;
+  l.dW = dW;
+  l.has_bias = b != nullptr;
+  if (b) {
+    if (!db) throw ValueError("Trainer.add_dense: a bias needs its gradient array");
+    l.b = *b;
+    l.db = *db;
+  }
+  l.act = act;
+  layers_.push_back(std::move(l));
+}
+
+void Trainer::add_activation(Activation act) {
+  if (act == Activation::none) throw ValueError("Trainer.add_activation: act must be relu, sigmoid or tanh");
+  Layer l{Layer::Kind::activation};
+  l.act = act;
+  layers_.push_back(std::move(l));
+}
+
+void Trainer::add_flatten() { layers_.push_back(Layer{Layer::Kind::flatten}); }
+
+void Trainer::add_reshape(const Shape& per_sample) {
+  Layer l{Layer::Kind::reshape};
+  l.to_shape = per_sample;
+  layers_.push_back(std::move(l));
+}
+
+void Trainer::add_maxpool(const Pool2dArgs& args) {
+  Layer l{Layer::Kind::maxpool};
+  l.pool = args;
+  layers_.push_back(std::move(l));
+}
+
+void Trainer::set_loss(const std::string& kind) {
+  loss_kind_from_name(kind);  // validates
+  loss_ = kind;
+}
+
+void Trainer::add_metric(const std::string& kind, const Array& acc, bool probs) {
+  metric_kind_from_name(kind);
+  metrics_.push_back({kind, acc, probs});
+}
+
+void Trainer::add_param(const Array& p, const Array& grad, const Array* velocity) {
+  params_.push_back({p, grad, velocity ? *velocity : Array{}, velocity != nullptr});
+}
+
+void Trainer::set_sgd(double momentum, double weight_decay, bool nesterov) {
+  momentum_ = momentum;
+  weight_decay_ = weight_decay;
+  nesterov_ = nesterov;
+}
+
+Array& Trainer::buffer(std::map<std::int64_t, Array>& m, const Array& like, const Shape& shape) {
+  Array& b = m[shape[0]];
+  if (!b.valid() || b.shape() != shape || b.dtype() != like.dtype())
+    b = Array::empty(like.device(), shape, like.dtype());
+  return b;
+}
+
+Array Trainer::forward(Layer& l, const Array& x) {
+  const std::int64_t n = x.shape()[0];
+  switch (l.kind) {
+    case Layer::Kind::dense: {
+      Array& y = buffer(l.y_buf, x, {n, l.W.shape()[0]});
+      MatmulArgs a;
+      a.trans_b = true;
+      a.bias = l.has_bias ? &l.b : nullptr;
+      a.act = l.act;
+      matmul(x, l.W, &y, a);
+      l.x = x;
+      l.y = y;
+      return y;
+    }
+    case Layer::Kind::activation: {
+      Array& y = buffer(l.y_buf, x, x.shape());
+      activation(x, l.act, &y);
+      l.y = y;
+      return y;
+    }
+    case Layer::Kind::flatten: {
+      l.in_shape = x.shape();
+      std::int64_t f = 1;
+      for (std::size_t i = 1; i < x.shape().size(); ++i) f *= x.shape()[i];
+      return x.reshape({n, f});
+    }
+    case Layer::Kind::reshape: {
+      l.in_shape = x.shape();
+      Shape s{n};
+      s.insert(s.end(), l.to_shape.begin(), l.to_shape.end());
+      return x.reshape(s);  // the core checks the sizes
+    }
+    case Layer::Kind::maxpool: {
+      l.in_shape = x.shape();
+      l.idx = Array{};
+      return max_pool2d(x, l.pool, nullptr, &l.idx);
+    }
+  }
+  return x;
+}
+
+Array Trainer::backward(Layer& l, const Array& g, bool need_input_grad) {
+  const std::int64_t n = g.shape()[0];
+  switch (l.kind) {
+    case Layer::Kind::dense: {
+      Array dz = g;
+      if (l.act != Activation::none) {
+        dz = buffer(l.dz_buf, g, g.shape());
+        activation_backward(g, l.y, l.act, &dz);
+      }
+      MatmulArgs ta;
+      ta.trans_a = true;
+      matmul(dz, l.x, &l.dW, ta);  // dW = dz^T x
+      if (l.has_bias) sum_rows(dz, &l.db, 0.0);
+      if (!need_input_grad) return Array{};
+      Array& dx = buffer(l.dx_buf, g, {n, l.W.shape()[1]});
+      matmul(dz, l.W, &dx, MatmulArgs{});  // dx = dz W
+      return dx;
+    }
+    case Layer::Kind::activation: {
+      if (!need_input_grad) return Array{};
+      Array& dx = buffer(l.dx_buf, g, g.shape());
+      activation_backward(g, l.y, l.act, &dx);
+      return dx;
+    }
+    case Layer::Kind::flatten:
+    case Layer::Kind::reshape:
+      return need_input_grad ? g.reshape(l.in_shape) : Array{};
+    case Layer::Kind::maxpool:
+      return need_input_grad ? max_pool2d_backward(g, l.idx, l.in_shape, l.pool, nullptr) : Array{};
+  }
+  return Array{};
+}
+
+void Trainer::run_epoch(const Array& X, const Array& Y, const Array* labels, const Array& idx, std::int64_t batch,
+                        double lr, const Array& acc_loss) {
+  if (batch <= 0) throw ValueError("Trainer.run_epoch: batch must be > 0");
+  if (layers_.empty()) throw ValueError("Trainer.run_epoch: no layers");
+  const std::int64_t n = idx.size();
+  const bool mse = loss_ == "mse";
+  const auto scratch = [&](int tag, const Array& like, const Shape& shape) -> Array& {
+    Array& b = scratch_[{tag, shape[0]}];
+    if (!b.valid() || b.shape() != shape || b.dtype() != like.dtype())
+      b = Array::empty(like.device(), shape, like.dtype());
+    return b;
+  };
+  const auto rows_like = [](const Array& a, std::int64_t m) {
+    Shape s = a.shape();
+    s[0] = m;
+    return s;
+  };
+  for (std::int64_t start = 0; start < n; start += batch) {
+    const std::int64_t m = std::min(batch, n - start);
+    Array xb = take_rows(X, idx, start, m, &scratch(0, X, rows_like(X, m)));
+    Array yb = take_rows(Y, idx, start, m, &scratch(1, Y, rows_like(Y, m)));
+    Array h = xb;
+    for (Layer& l : layers_) h = forward(l, h);
+    if (h.ndim() != 2) throw ValueError("Trainer.run_epoch: the last layer's output must be 2-D (rows, outputs)");
+    const std::int64_t c = h.shape()[1];
+    Array& g = scratch(2, h, h.shape());
+    if (mse) loss("mse", h, yb, acc_loss, &g, 1.0 / static_cast<double>(c), 1.0 / static_cast<double>(m * c));
+    else loss("cross_entropy", h, yb, acc_loss, &g, 1.0, 1.0 / static_cast<double>(m));
+    for (const Metric& mt : metrics_) {
+      if (mt.kind == "correct_argmax") {
+        if (!labels) throw ValueError("Trainer.run_epoch: correct_argmax needs labels");
+        metric(mt.kind, h, take_rows(*labels, idx, start, m, &scratch(3, *labels, rows_like(*labels, m))), mt.acc);
+      } else {
+        metric(mt.kind, mt.probs ? softmax(h, &scratch(4, h, h.shape())) : h, yb, mt.acc);
+      }
+    }
+    Array grad = g;
+    for (std::size_t i = layers_.size(); i-- > 0;) grad = backward(layers_[i], grad, i > 0);
+    for (const Param& p : params_)
+      sgd_update(p.p, p.g, p.has_v ? &p.v : nullptr, lr, momentum_, weight_decay_, nesterov_);
+  }
+}
+
+}  // namespace hetnn
