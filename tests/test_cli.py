@@ -45,6 +45,10 @@ def test_bench_quick_reports_every_device_and_numpy(tmp_path):
     (npy,) = [x for x in mlp if x["library"] == "numpy"]
     assert abs(float(npy["test_accuracy"]) - float(m["test_accuracy"])) < 0.1
     assert "784-128-10 epoch: hetnn cpu" in r.stdout
+    tr = [x for x in all_rows if x["suite"] == "transfer"]
+    for dev in [d.id for d in hetnn.devices()]:
+        mine = [x for x in tr if x["device"] == dev]
+        assert {x["direction"] for x in mine} == {"h2d", "d2h", "d2d"} and all(float(x["gbps"]) > 0 for x in mine)
 
 
 def test_bench_unknown_device_is_an_error_not_a_crash():

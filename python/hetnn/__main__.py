@@ -24,8 +24,9 @@ def _cmd_devices(args: argparse.Namespace) -> int:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     suite = args.suite or ("all" if args.quick else "matmul")
-    if suite not in ("matmul", "maxpool", "mlp", "all"):
-        print(f"hetnn bench: unknown suite {suite!r} (available: matmul, maxpool, mlp, all)", file=sys.stderr)
+    if suite not in ("matmul", "maxpool", "mlp", "transfer", "all"):
+        print(f"hetnn bench: unknown suite {suite!r} (available: matmul, maxpool, mlp, transfer, all)",
+              file=sys.stderr)
         return 2
     if args.batch < 1:
         print(f"hetnn bench: --batch must be >= 1, got {args.batch}", file=sys.stderr)
@@ -38,6 +39,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         status = _bench_maxpool(args, rows)
     if status == 0 and suite in ("mlp", "all"):
         status = _bench_mlp(args, rows)
+    if status == 0 and suite in ("transfer", "all"):
+        status = _bench_transfer(args, rows)
     if status == 0 and args.output:
         for p in _write(rows, args.output):
             print(f"wrote {p}")
@@ -193,6 +196,27 @@ def _bench_mlp(args: argparse.Namespace, all_rows: list) -> int:
     return 0
 
 
+def _bench_transfer(args: argparse.Namespace, all_rows: list) -> int:
+    from .bench.report import format_table
+    from .bench.transfer import TRANSFER_COLUMNS, run_transfer, summary, transfer_sizes
+
+    devs = _devices_arg(args.device)
+    repeat, warmup, max_duration = _timing_args(args)
+    max_bytes = 16 << 20 if args.quick else 256 << 20
+    t0 = time.perf_counter()
+    print(f"hetnn transfer benchmark; devices: {', '.join(f'{d.id} ({d.name})' for d in devs)}", flush=True)
+    progress = (lambda msg: print(f"  ... {msg}", file=sys.stderr, flush=True)) if args.verbose else None
+    rows = run_transfer(devs, transfer_sizes(max_bytes), n_warmup=warmup, n_repeat=repeat,
+                        max_duration=max_duration, progress=progress)
+    print(format_table(rows, TRANSFER_COLUMNS))
+    for line in summary(rows):
+        print("  " + line)
+    print(f"(median of up to {repeat} synchronized repeats after {warmup} warm-up calls; device-timed where the "
+          f"device times its copies; {time.perf_counter() - t0:.1f} s in all)\n", flush=True)
+    all_rows.extend({"suite": "transfer", **r} for r in rows)
+    return 0
+
+
 def _parse_sizes(text: str):
     from .bench.matmul import RESNET50_BS1
 
@@ -233,7 +257,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub.add_parser("devices", help="list the devices hetnn can use").set_defaults(func=_cmd_devices)
     b = sub.add_parser("bench", help="run a benchmark suite (default: matmul)")
     b.add_argument("suite", nargs="?",
-                   help="suite to run: matmul, maxpool, mlp, all (default: matmul; all with --quick)")
+                   help="suite to run: matmul, maxpool, mlp, transfer, all (default: matmul; all with --quick)")
     b.add_argument("--quick", action="store_true", help="a short report of every suite on every device")
     b.add_argument("--shapes", help="matmul shape set: quick, square, resnet50")
     b.add_argument("--batch", type=int, default=1,

@@ -85,6 +85,16 @@ void Array::from_host_into(const void* src) {
   if (nbytes()) device_->backend().write(*buffer_, 0, src, nbytes());
 }
 
+void Array::copy_from(const Array& src) {
+  if (src.device() != device_)
+    throw ValueError("copy_from: the source is on " + src.device()->id() + " but this array is on " + device_->id() +
+                     "; use .to(device) to move between devices");
+  if (src.dtype() != dtype_ || src.size() != size())
+    throw ValueError("copy_from: the source is " + std::string(dtype_name(src.dtype())) + " " + shape_str(src.shape()) +
+                     ", this array " + dtype_name(dtype_) + " " + shape_str(shape_) + " (dtype and size must match)");
+  if (nbytes() && !same_memory(src)) device_->backend().copy(*src.buffer_, 0, *buffer_, 0, nbytes());
+}
+
 Array Array::reshape(const Shape& shape) const {
   const std::int64_t n = shape_size(shape);
   if (n != size())

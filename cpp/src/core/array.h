@@ -36,6 +36,8 @@ class Array {
 
   void to_host(void* dst) const;                 // blocking device -> host copy of the whole array
   void from_host_into(const void* src);          // blocking host -> device copy into this array
+  // Device -> device copy of src (same device, dtype and size) into this array (asynchronous, like an op).
+  void copy_from(const Array& src);
   Array to(const DevicePtr& device) const;       // copy onto another (or the same) device
   Array copy() const { return to(device_); }
   // The same memory seen with another shape of the same size (a view: writes through one show in the other).

@@ -134,6 +134,13 @@ void bind_array(py::module_& m) {
           },
           py::arg("src"))
       .def(
+          "copy_from",
+          [](Array& a, const Array& src) {
+            py::gil_scoped_release nogil;
+            a.copy_from(src);
+          },
+          py::arg("src"), "Device -> device copy of src into this array (same device, dtype and size).")
+      .def(
           "to",
           [](const Array& a, const DevicePtr& dev) {
             py::gil_scoped_release nogil;

@@ -1,0 +1,86 @@
+"""Transfer benchmark: host -> device (H2D), device -> host (D2H) and device -> device (D2D) copies against size, per
+device. Each copy is timed with hetnn.benchmark (synchronised, warmed up, repeated); H2D and D2H are blocking
+copies between a NumPy array and a device array, D2D copies one device array into another (on the CPU device all
+three are memory copies in host RAM). Bandwidth uses the device's own timing of the copy (OpenCL events; the CPU
+device times each command); latency is the wall time of the smallest copy (call, copy and synchronisation: what a
+program waits), next to the copy's device time.
+
+GB/s counts the bytes moved once (a D2D copy reads and writes them: the memory traffic is twice that)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .._device import Device
+from .._loader import _core
+from .._timing import benchmark
+
+TRANSFER_COLUMNS = [
+    ("device", "device", ""), ("direction", "direction", ""), ("size", "size", ""), ("bytes", "bytes", ","),
+    ("ms", "median ms", ".4f"), ("gbps", "GB/s", ".2f"), ("wall_ms", "wall ms", ".4f"),
+]
+
+
+def transfer_sizes(max_bytes: int, min_bytes: int = 4) -> List[int]:
+    """Powers of 4 from min_bytes to max_bytes (4 B, 16 B, ..., 256 MiB)."""
+    out, n = [], min_bytes
+    while n <= max_bytes:
+        out.append(n)
+        n *= 4
+    return out
+
+
+def _human(n: int) -> str:
+    for unit, f in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= f:
+            return f"{n / f:g} {unit}"
+    return f"{n} B"
+
+
+def run_transfer(devices: Sequence[Device], sizes: Sequence[int], *, n_warmup: int = 3, n_repeat: int = 20,
+                 max_duration: Optional[float] = 1.0,
+                 progress: Optional[Callable[[str], None]] = None) -> List[Dict[str, Any]]:
+    """One row per (device, direction, size): median device-side time where the device times its copies (OpenCL
+    events; the CPU device times each command too), else the wall time."""
+    rows = []
+    for dev in devices:
+        for n in sizes:
+            if progress:
+                progress(f"transfers of {_human(n)} on {dev.id}")
+            host = np.random.default_rng(n).integers(0, 255, n, dtype=np.uint8)
+            back = np.empty_like(host)
+            a = _core.Array.empty(dev._dev, [n], "uint8")
+            b = _core.Array.empty(dev._dev, [n], "uint8")
+            timing = dict(n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration, device=dev, nbytes=n)
+            results = {
+                "h2d": benchmark(a.write_from, (host,), name="h2d", **timing),
+                "d2h": benchmark(a.read_into, (back,), name="d2h", **timing),
+                "d2d": benchmark(b.copy_from, (a,), name="d2d", **timing),
+            }
+            b.read_into(back)
+            if not np.array_equal(back, host):  # the copies must have moved the data, not just taken time
+                raise RuntimeError(f"transfer benchmark: the data did not survive H2D + D2D + D2H on {dev.id}")
+            for direction, r in results.items():
+                dev_t = r.device["median"]
+                t = dev_t if np.isfinite(dev_t) and dev_t > 0 else r.median
+                rows.append({"device": dev.id, "direction": direction, "size": _human(n), "bytes": n,
+                             "ms": t * 1e3, "wall_ms": r.median * 1e3, "gbps": n / t / 1e9 if t > 0 else float("nan"),
+                             "timing": "device" if t is dev_t else "wall", "repeats": r.n_repeat})
+    return rows
+
+
+def summary(rows: List[Dict[str, Any]]) -> List[str]:
+    """Per device and direction: the latency (smallest copy) and the best bandwidth."""
+    out = []
+    for dev in dict.fromkeys(r["device"] for r in rows):
+        for direction in ("h2d", "d2h", "d2d"):
+            sel = [r for r in rows if r["device"] == dev and r["direction"] == direction]
+            if not sel:
+                continue
+            small = min(sel, key=lambda r: r["bytes"])
+            best = max(sel, key=lambda r: r["gbps"])
+            out.append(f"{dev} {direction}: latency {small['wall_ms'] * 1e3:.1f} us wall for {small['size']} (the copy "
+                       f"itself {small['ms'] * 1e3:.2f} us on the device), best {best['gbps']:.2f} GB/s at "
+                       f"{best['size']}")
+    return out
