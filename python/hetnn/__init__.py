@@ -7,6 +7,7 @@ from ._array import Array, asarray, empty, zeros
 from ._ops import matmul
 from ._pool import max_pool2d, max_pool2d_backward
 from ._timing import BenchmarkResult, Timer, benchmark, empty_cache, synchronize
+from ._profile import profile
 from . import datasets, nn, optim  # noqa: E402  (after the core names they use)
 
 __version__ = "0.1.0"
@@ -14,6 +15,6 @@ __version__ = "0.1.0"
 __all__ = [
     "Array", "BenchmarkResult", "CompileError", "Device", "HetnnError", "OpenCLError", "Timer", "asarray",
     "benchmark", "default_device", "device", "devices", "empty", "empty_cache", "get_default_device", "matmul",
-    "max_pool2d", "max_pool2d_backward",
+    "max_pool2d", "max_pool2d_backward", "profile",
     "set_default_device", "synchronize", "zeros", "__version__", "datasets", "nn", "optim",
 ]

@@ -56,9 +56,9 @@ class _Capture:
     def close(self) -> List[Dict[str, Any]]:
         out = []
         for d, tok in self.tokens.items():
-            for name, host, start, end, nbytes in d._dev.capture_end(tok):
+            for name, host, start, end, nbytes, detail in d._dev.capture_end(tok):
                 out.append({"name": name, "device": d.id, "host_enqueue": host, "start": start, "end": end,
-                            "duration": max(end - start, 0.0), "bytes": nbytes})
+                            "duration": max(end - start, 0.0), "bytes": nbytes, "detail": detail})
         self.tokens = {}
         return out
 

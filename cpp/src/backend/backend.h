@@ -136,6 +136,7 @@ class Backend {
 
   // Device-time capture (see core/recorder.h).
   std::size_t capture_begin() { return recorder_.begin(); }
+  bool capturing() const { return recorder_.active(); }
   std::vector<OpRecord> capture_end(std::size_t token) {
     synchronize();
     return recorder_.end(token, [this](PendingRecord& p) { resolve(p); });

@@ -113,6 +113,10 @@ Array matmul(const Array& a, const Array& b, const Array* out, const MatmulArgs&
   const MatmulDesc d = matmul_plan(a, b, out, args, &rs);
   Array c = out ? *out : Array::empty(a.device(), rs, d.dtype);
   if (d.batch == 0 || d.M == 0 || d.N == 0) return c;
+  const OpDetail detail(a.device()->backend().capturing(), [&] {
+    return shape_str(a.shape()) + (d.trans_a ? "^T" : "") + " @ " + shape_str(b.shape()) + (d.trans_b ? "^T" : "") +
+           (args.bias ? " + bias" : "") + (d.act != Activation::none ? std::string(", ") + activation_name(d.act) : "");
+  });
   a.device()->backend().matmul(d, *a.buffer(), *b.buffer(), *c.buffer(),
                                args.bias ? args.bias->buffer().get() : nullptr);
   return c;

@@ -58,6 +58,8 @@ Array activation(const Array& x, Activation act, const Array* out) {
   trainable(x, op, "x");
   if (act == Activation::none) throw ValueError("activation: act must be 'relu', 'sigmoid' or 'tanh'");
   Array y = result(out, x, op);  // may be x itself (elementwise, in place)
+  const OpDetail detail(x.device()->backend().capturing(),
+                        [&] { return std::string(activation_name(act)) + " " + shape_str(x.shape()); });
   if (x.size()) x.device()->backend().activation(act, x.dtype(), x.size(), *x.buffer(), *y.buffer());
   return y;
 }
@@ -68,6 +70,8 @@ Array activation_backward(const Array& dy, const Array& y, Activation act, const
   like(y, dy, op, "output", "grad_output");
   if (act == Activation::none) throw ValueError("activation_backward: act must be 'relu', 'sigmoid' or 'tanh'");
   Array dx = result(out, dy, op);
+  const OpDetail detail(dy.device()->backend().capturing(),
+                        [&] { return std::string(activation_name(act)) + " " + shape_str(dy.shape()); });
   if (dy.size())
     dy.device()->backend().activation_backward(act, dy.dtype(), dy.size(), *dy.buffer(), *y.buffer(), *dx.buffer());
   return dx;
@@ -78,6 +82,7 @@ Array softmax(const Array& x, const Array* out) {
   trainable(x, op, "x");
   two_d(x, op, "x");
   Array y = result(out, x, op);
+  const OpDetail detail(x.device()->backend().capturing(), [&] { return shape_str(x.shape()); });
   if (x.size()) x.device()->backend().softmax(x.dtype(), x.shape()[0], x.shape()[1], *x.buffer(), *y.buffer());
   return y;
 }
@@ -137,6 +142,8 @@ void loss(const std::string& kind, const Array& pred, const Array& target, const
     if (grad->same_memory(target)) throw ValueError("loss: grad must not share memory with target");
   }
   if (d.rows == 0 || d.cols == 0) return;
+  const OpDetail detail(pred.device()->backend().capturing(),
+                        [&] { return kind + " " + shape_str(pred.shape()) + (grad ? " + grad" : ""); });
   pred.device()->backend().loss(d, *pred.buffer(), *target.buffer(), *acc.buffer(),
                                 grad ? grad->buffer().get() : nullptr);
 }
@@ -148,6 +155,7 @@ void metric(const std::string& kind, const Array& pred, const Array& target, con
   if (d.kind == MetricKind::correct_argmax) labels(target, pred, op);
   else like(target, pred, op, "target", "pred");
   if (d.rows == 0 || d.cols == 0) return;
+  const OpDetail detail(pred.device()->backend().capturing(), [&] { return kind + " " + shape_str(pred.shape()); });
   pred.device()->backend().metric(d, *pred.buffer(), *target.buffer(), *acc.buffer());
 }
 
@@ -176,6 +184,8 @@ void sgd_update(const Array& param, const Array& grad, const Array* velocity, do
   d.weight_decay = weight_decay;
   d.nesterov = nesterov;
   if (d.n == 0) return;
+  const OpDetail detail(param.device()->backend().capturing(),
+                        [&] { return shape_str(param.shape()) + (momentum != 0 ? " momentum" : ""); });
   param.device()->backend().sgd_update(d, *param.buffer(), *grad.buffer(),
                                        momentum != 0 ? velocity->buffer().get() : nullptr);
 }
@@ -197,6 +207,7 @@ Array sum_rows(const Array& x, const Array* out, double beta) {
     if (beta != 0) throw ValueError("sum_rows: beta != 0 needs out= (the array it scales)");
     o = Array::empty(x.device(), os, x.dtype());
   }
+  const OpDetail detail(x.device()->backend().capturing(), [&] { return shape_str(x.shape()); });
   if (os[0]) x.device()->backend().sum_rows(x.dtype(), x.shape()[0], os[0], *x.buffer(), *o.buffer(), beta);
   return o;
 }
@@ -227,6 +238,8 @@ Array take_rows(const Array& src, const Array& idx, std::int64_t offset, std::in
     o = Array::empty(src.device(), os, src.dtype());
   }
   const std::size_t row_bytes = src.shape()[0] ? src.nbytes() / static_cast<std::size_t>(src.shape()[0]) : 0;
+  const OpDetail detail(src.device()->backend().capturing(),
+                        [&] { return std::to_string(n) + " rows of " + shape_str(src.shape()); });
   if (n && row_bytes)
     src.device()->backend().take_rows(row_bytes, src.shape()[0], *src.buffer(), *idx.buffer(), offset, n, *o.buffer());
   return o;

@@ -121,6 +121,13 @@ std::int64_t pool_find_bad_index(const Pool2dDesc& d, const std::int64_t* ix) {
 
 namespace {
 
+// "(N, C, H, W) k=(kh, kw) s=(sh, sw) p=(ph, pw) d=(dh, dw)": a pooling op's operands, for the profiler.
+std::string window_str(const Shape& input, const Pool2dDesc& d) {
+  const auto pair = [](int a, int b) { return "(" + std::to_string(a) + ", " + std::to_string(b) + ")"; };
+  return shape_str(input) + " k=" + pair(d.kh, d.kw) + " s=" + pair(d.sh, d.sw) + " p=" + pair(d.ph, d.pw) +
+         " d=" + pair(d.dh, d.dw) + (d.ceil_mode ? " ceil" : "");
+}
+
 void check_out(const Array& o, const Shape& shape, DType t, const Array& ref, const char* op, const char* what) {
   if (o.device() != ref.device())
     throw ValueError(std::string(op) + ": " + what + " is on " + o.device()->id() + " but the input is on " +
@@ -148,6 +155,7 @@ Array max_pool2d(const Array& x, const Pool2dArgs& args, const Array* out, Array
   Array y = out ? *out : Array::empty(x.device(), ys, d.dtype);
   if (indices && !indices->valid()) *indices = Array::empty(x.device(), ys, DType::i64);
   if (d.N == 0) return y;
+  const OpDetail detail(x.device()->backend().capturing(), [&] { return window_str(x.shape(), d); });
   x.device()->backend().max_pool2d(d, *x.buffer(), *y.buffer(), indices ? indices->buffer().get() : nullptr);
   return y;
 }
@@ -180,6 +188,7 @@ Array max_pool2d_backward(const Array& gy, const Array& idx, const Shape& input_
   }
   Array gx = out ? *out : Array::empty(gy.device(), input_shape, d.dtype);
   if (d.N == 0) return gx;
+  const OpDetail detail(gy.device()->backend().capturing(), [&] { return "to " + window_str(input_shape, d); });
   gy.device()->backend().max_pool2d_backward(d, *gy.buffer(), *idx.buffer(), *gx.buffer());
   return gx;
 }

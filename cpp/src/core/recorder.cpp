@@ -16,8 +16,14 @@ std::size_t Recorder::begin() {
   return records_.size();
 }
 
+std::string& Recorder::detail() {
+  thread_local std::string d;
+  return d;
+}
+
 void Recorder::add(PendingRecord r) {
   if (paused_) return;
+  if (r.rec.detail.empty()) r.rec.detail = detail();
   std::lock_guard<std::mutex> lock(mu_);
   if (depth_.load() > 0) records_.push_back(std::move(r));
 }

@@ -19,6 +19,7 @@ struct OpRecord {
   double start = 0.0;         // device clock, seconds (only differences are meaningful)
   double end = 0.0;
   std::uint64_t bytes = 0;    // bytes moved, for transfers
+  std::string detail;         // the op's operands, e.g. "(64, 784) @ (128, 784)^T" (set by the fronts; see OpDetail)
 };
 
 // A record whose device times may only be known after the device has finished (OpenCL events).
@@ -42,12 +43,37 @@ class Recorder {
   void add(PendingRecord r);
   // Closes the capture opened with `token`; `resolve` fills in device times of pending records first.
   std::vector<OpRecord> end(std::size_t token, const std::function<void(PendingRecord&)>& resolve);
+  // The operands of the op the calling thread is running (OpDetail sets it while a capture is open); copied into
+  // every record that thread adds.
+  static std::string& detail();
 
  private:
   std::mutex mu_;
   std::atomic<int> depth_{0};
   std::vector<PendingRecord> records_;
   static thread_local int paused_;
+};
+
+// Describes the calling thread's current op for the records its commands leave while a capture is open on
+// `recorder`; `describe` (returning a std::string) runs only then, so ops pay nothing when nobody records.
+class OpDetail {
+ public:
+  template <class F>
+  OpDetail(bool capturing, F&& describe) {
+    if (!capturing) return;
+    saved_ = std::move(Recorder::detail());
+    Recorder::detail() = describe();
+    set_ = true;
+  }
+  ~OpDetail() {
+    if (set_) Recorder::detail() = std::move(saved_);
+  }
+  OpDetail(const OpDetail&) = delete;
+  OpDetail& operator=(const OpDetail&) = delete;
+
+ private:
+  std::string saved_;
+  bool set_ = false;
 };
 
 double host_seconds();  // steady clock, seconds

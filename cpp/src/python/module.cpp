@@ -50,7 +50,8 @@ py::dict info_dict(const DeviceInfo& i) {
 
 py::list records_list(const std::vector<OpRecord>& recs) {
   py::list out;
-  for (const auto& r : recs) out.append(py::make_tuple(r.name, r.host_enqueue, r.start, r.end, r.bytes));
+  for (const auto& r : recs)
+    out.append(py::make_tuple(r.name, r.host_enqueue, r.start, r.end, r.bytes, r.detail));
   return out;
 }
 
