@@ -45,6 +45,8 @@ def test_bench_quick_reports_every_device_and_numpy(tmp_path):
     (npy,) = [x for x in mlp if x["library"] == "numpy"]
     assert abs(float(npy["test_accuracy"]) - float(m["test_accuracy"])) < 0.1
     assert "784-128-10 epoch: hetnn cpu" in r.stdout
+    pk = {x["device"]: x for x in all_rows if x["suite"] == "peak"}
+    assert set(pk) == {d.id for d in hetnn.devices()} and all(float(x["fp32_gflops"]) > 0 for x in pk.values())
     tr = [x for x in all_rows if x["suite"] == "transfer"]
     for dev in [d.id for d in hetnn.devices()]:
         mine = [x for x in tr if x["device"] == dev]

@@ -181,6 +181,23 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("poison_enabled", &poison_enabled, "Whether HETNN_POISON fills new arrays with NaN bytes.");
 
+  // The ceilings of an OpenCL device for `bench peak`: (FP32 FMA GFLOP/s, triad GB/s).
+  m.def(
+      "_opencl_peak",
+      [](Device& d, std::size_t triad_bytes, int repeats) {
+#ifdef HETNN_HAVE_OPENCL
+        auto* cl = dynamic_cast<opencl::ClBackend*>(&d.backend());
+        if (!cl) throw ValueError("_opencl_peak: " + d.id() + " is not an OpenCL device");
+        if (triad_bytes < 4096 || repeats < 1) throw ValueError("_opencl_peak: triad_bytes >= 4096, repeats >= 1");
+        py::gil_scoped_release nogil;
+        return cl->measure_peak(triad_bytes, repeats);
+#else
+        throw ValueError("_opencl_peak: hetnn was built without OpenCL");
+        return std::pair<double, double>{};
+#endif
+      },
+      py::arg("device"), py::arg("triad_bytes"), py::arg("repeats") = 5);
+
   // Diagnostics used by the tests: build an OpenCL source; raise the error a status would raise.
   m.def(
       "_build_opencl",

@@ -1,15 +1,19 @@
-"""Measured ceilings used to print "% of peak". v0.1: FP32 FMA throughput of the host CPU from a register-only
-native loop, which bounds both the CPU device and OpenCL CPU devices (PoCL) on the same processor. GPU ceilings come
-with the peak suite."""
+"""Measured ceilings used to print "% of peak": FP32 FMA throughput of the host CPU from a register-only native loop
+(it bounds the CPU device and OpenCL CPU devices on the same processor), the host's STREAM bandwidth, and, with
+`python -m hetnn bench peak`, every OpenCL device's own FMA and triad ceilings from kernels/peak.cl (stored in the
+cache directory for the other suites)."""
 from __future__ import annotations
 
+import json
 import math
-from typing import Dict, Optional
+import os
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from .._device import Device
 from .._loader import _core
 
-_cache: Dict[str, float] = {}
+_cache: Dict[str, Any] = {}
 
 
 def cpu_fma_peak_gflops(seconds: float = 0.3) -> float:
@@ -20,7 +24,13 @@ def cpu_fma_peak_gflops(seconds: float = 0.3) -> float:
 
 
 def fp32_peak_gflops(device: Device) -> Optional[float]:
-    """The measured FP32 ceiling of ``device``, or None where hetnn cannot measure one yet."""
+    """The measured FP32 ceiling of ``device``: for OpenCL devices what `bench peak` stored for this device and
+    driver, else (an OpenCL CPU device, or the CPU device) the host's native FMA loop; None for a GPU `bench peak`
+    has not measured."""
+    if device.kind == "opencl":
+        stored = stored_peaks().get(_key(device))
+        if stored and stored.get("fp32_gflops"):
+            return float(stored["fp32_gflops"])
     if device.kind == "cpu" or device.type == "cpu":
         return cpu_fma_peak_gflops()
     return None
@@ -41,3 +51,74 @@ def stream_gbps(mib_per_array: int = 128) -> float:
         copy, triad = _core._stream(mib_per_array << 20, 5)
         _cache["stream_copy"], _cache["stream_triad"] = copy, triad
     return float(_cache["stream_triad"])
+
+
+PEAK_COLUMNS = [
+    ("device", "device", ""), ("fp32_gflops", "FP32 GFLOP/s", ".1f"), ("fp32_method", "measured by", ""),
+    ("mem_gbps", "memory GB/s", ".1f"), ("mem_method", "measured by", ""), ("h2d_gbps", "H2D GB/s", ".1f"),
+    ("d2h_gbps", "D2H GB/s", ".1f"),
+]
+
+
+def _store_path() -> Optional[str]:
+    from .._tuning import cache_dir
+
+    d = cache_dir()
+    return None if d is None else os.path.join(d, "peaks.json")
+
+
+def _key(device: Device) -> str:
+    return f"{device.id}|{device.name}|{device.driver_version}"
+
+
+def stored_peaks() -> Dict[str, Dict[str, Any]]:
+    """The ceilings `bench peak` stored in the cache directory, by device id|name|driver (empty when none)."""
+    path = _store_path()
+    if not path or not os.path.exists(path):
+        return {}
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def measure_device(device: Device, triad_mib: int = 64, repeats: int = 5) -> Dict[str, Any]:
+    """The measured ceilings of one device: FP32 FMA throughput, memory bandwidth (STREAM triad) and, for OpenCL
+    devices, host<->device transfer bandwidth at 64 MiB."""
+    row: Dict[str, Any] = {"device": device.id, "name": device.name, "driver": device.driver_version}
+    if device.kind == "cpu":
+        row.update(fp32_gflops=cpu_fma_peak_gflops(), fp32_method=f"native FMA loop ({_cache.get('cpu_isa', '?')})",
+                   mem_gbps=stream_gbps(), mem_method="STREAM triad, float64, all threads")
+        return row
+    fma, triad = _core._opencl_peak(device._dev, triad_mib << 20, repeats)
+    from .transfer import run_transfer
+
+    tr = {r["direction"]: r["gbps"] for r in run_transfer([device], [64 << 20], n_warmup=1, n_repeat=repeats)}
+    row.update(fp32_gflops=fma, fp32_method="peak.cl fma_peak (events)", mem_gbps=triad,
+               mem_method=f"peak.cl triad, float32, {triad_mib} MiB x 3", h2d_gbps=tr.get("h2d"),
+               d2h_gbps=tr.get("d2h"))
+    return row
+
+
+def run_peak(devices: Sequence[Device], store: bool = True,
+             progress: Optional[Callable[[str], None]] = None) -> List[Dict[str, Any]]:
+    """Measures every device's ceilings and stores them in the cache directory (peaks.json), where the other
+    suites find them for their "% of peak" columns."""
+    rows = []
+    for dev in devices:
+        if progress:
+            progress(f"ceilings of {dev.id}")
+        rows.append(measure_device(dev))
+    path = _store_path()
+    if store and path:
+        data = stored_peaks()
+        for dev, r in zip(devices, rows):
+            data[_key(dev)] = {**r, "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=1)
+        os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the new one
+    return rows

@@ -40,6 +40,10 @@ class ClBackend final : public Backend {
   void take_rows(std::size_t row_bytes, std::int64_t src_rows, const Buffer& src, const Buffer& idx,
                  std::int64_t offset, std::int64_t n, Buffer& out) override;
 
+  // The device's ceilings for `bench peak` (cl_peak.cpp, kernels/peak.cl): FP32 FMA GFLOP/s and STREAM-triad GB/s
+  // over three buffers of triad_bytes, best of `repeats` runs each, timed with profiling events.
+  std::pair<double, double> measure_peak(std::size_t triad_bytes, int repeats);
+
   // Builds an arbitrary program (diagnostics and tests; not cached).
   void build_source(const std::string& source, const std::string& options);
 

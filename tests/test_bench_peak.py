@@ -1,0 +1,32 @@
+"""bench peak: every device's ceilings are measured, stored atomically in the cache directory, and read back by the
+"% of peak" helpers; an OpenCL CPU device's FMA kernel agrees with the native FMA loop on the same processor."""
+import json
+
+import hetnn
+from hetnn.bench import peak
+
+
+def test_run_peak_stores_and_reads_back(tmp_path, monkeypatch):
+    monkeypatch.setenv("HETNN_CACHE_DIR", str(tmp_path))
+    devs = hetnn.devices()
+    rows = peak.run_peak(devs)
+    assert [r["device"] for r in rows] == [d.id for d in devs]
+    for r in rows:
+        assert r["fp32_gflops"] > 0 and r["mem_gbps"] > 0
+    stored = json.loads((tmp_path / "peaks.json").read_text())
+    assert len(stored) == len(devs)
+    host = peak.cpu_fma_peak_gflops()
+    for dev, r in zip(devs, rows):
+        assert peak.fp32_peak_gflops(dev) == (host if dev.kind == "cpu" else r["fp32_gflops"])
+        if dev.kind == "opencl":
+            assert r["h2d_gbps"] > 0 and r["d2h_gbps"] > 0
+            if dev.type == "cpu":  # same processor: the kernel's FMA rate is the native loop's, within noise
+                assert 0.6 < r["fp32_gflops"] / host < 1.25, (r["fp32_gflops"], host)
+
+
+def test_without_stored_peaks(tmp_path, monkeypatch):
+    monkeypatch.setenv("HETNN_CACHE_DIR", str(tmp_path))
+    for dev in hetnn.devices():
+        if dev.kind == "opencl":  # an OpenCL CPU device falls back to the host's FMA loop; a GPU has none
+            expect = peak.cpu_fma_peak_gflops() if dev.type == "cpu" else None
+            assert peak.fp32_peak_gflops(dev) == expect
