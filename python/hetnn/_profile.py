@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Union
 
-from ._timing import DevicesLike, _Capture, _device_list, _started, synchronize
-from ._device import get_default_device
+from ._timing import Timer
 
 
-class profile:
+class profile(Timer):
     """Context manager::
 
         with hetnn.profile() as prof:
@@ -20,34 +18,16 @@ class profile:
         print(prof.table())                      # per-op count, device time, share
         prof.export_chrome_trace("trace.json")   # open in chrome://tracing or ui.perfetto.dev
 
-    ``device``: the device(s) to record (default: the default device and every device already in use). The devices
-    are synchronised on entry and exit (so the block's work, and only it, is recorded); inside, nothing is
-    synchronised, so the program runs as it would unprofiled. ``records``: one dict per command (``name``,
-    ``device``, ``detail`` — the op's operands —, ``host_enqueue``, ``start``, ``end``, ``duration`` in seconds,
-    ``bytes``); ``device_time``: their summed durations; ``elapsed``: the block's wall time.
+    ``device``: the device(s) to record (default: the default device and every device already in use). As a
+    :class:`hetnn.Timer`, it synchronises the devices on entry and exit (so the block's work, and only it, is
+    recorded); inside, nothing is synchronised, so the program runs as it would unprofiled. ``records``: one dict per
+    command (``name``, ``device``, ``detail`` — the op's operands —, ``host_enqueue``, ``start``, ``end``,
+    ``duration`` in seconds, ``bytes``); ``device_time``: their summed durations; ``elapsed``: the block's wall time.
     """
 
-    def __init__(self, device: DevicesLike = None) -> None:
-        self._spec = device
-        self.records: List[Dict[str, Any]] = []
-        self.elapsed = math.nan
-        self.device_time = math.nan
-
     def __enter__(self) -> "profile":
-        devs = _device_list(self._spec) if self._spec is not None else [get_default_device(), *_started()]
-        for d in devs:
-            d._dev.start()
-        self._cap = _Capture(devs)
-        synchronize(self._cap.devs)
-        self._cap.open()
-        self._t0 = time.perf_counter()
+        super().__enter__()
         return self
-
-    def __exit__(self, *exc: Any) -> None:
-        synchronize(self._cap.devs)
-        self.elapsed = time.perf_counter() - self._t0
-        self.records = self._cap.close()
-        self.device_time = sum(r["duration"] for r in self.records)
 
     def totals(self, by_detail: bool = False) -> List[Dict[str, Any]]:
         """Per (device, op name[, operands]): count, total and mean device seconds, share of the device time;
