@@ -364,17 +364,17 @@ class Sequential:
         plan = self._metric_plan(metrics, c, labels, "evaluate", y_is_labels=len(Y.shape) == 1)
         acc_loss = _core.Array.zeros(dev, [1], "float32")
         accs = [_core.Array.zeros(dev, [1], "float32") for _ in plan]
+        rows = _core.Array.from_numpy(dev, np.arange(n, dtype=np.int64))  # uploaded once; batches are offsets into it
         for start in range(0, n, batch_size):
             m = min(batch_size, n - start)
-            sl = _core.Array.from_numpy(dev, np.arange(start, start + m, dtype=np.int64))
-            xb = _core.take_rows(X, sl, 0, m)
-            yb = _core.take_rows(Y, sl, 0, m)
+            xb = _core.take_rows(X, rows, start, m)
+            yb = _core.take_rows(Y, rows, start, m)
             logits = self._forward(xb, False, True)
             if loss_obj is not None:
                 self._loss_call(loss_obj, logits, yb, acc_loss, None, m, c)
             for (_, kind), a in zip(plan, accs):
                 if kind == "correct_argmax":
-                    _core.metric(kind, logits, _core.take_rows(labels, sl, 0, m), a)
+                    _core.metric(kind, logits, _core.take_rows(labels, rows, start, m), a)
                 else:
                     _core.metric(kind, self._probabilities(logits), yb, a)
         out: Dict[str, float] = {}
@@ -407,10 +407,10 @@ class Sequential:
         n = X.shape[0]
         dev = self._device._dev
         result = np.empty((n, *out_shape), dtype=self.dtype)
+        rows = _core.Array.from_numpy(dev, np.arange(n, dtype=np.int64))  # uploaded once; batches are offsets into it
         for start in range(0, n, bs):
             m = min(bs, n - start)
-            sl = _core.Array.from_numpy(dev, np.arange(start, start + m, dtype=np.int64))
-            out = self._forward(_core.take_rows(X, sl, 0, m), False, False)
+            out = self._forward(_core.take_rows(X, rows, start, m), False, False)
             out.read_into(result[start:start + m])
         if as_array:
             return Array(_core.Array.from_numpy(dev, result))

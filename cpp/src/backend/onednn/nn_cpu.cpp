@@ -99,28 +99,21 @@ HETNN_NN_ENTRIES(float, f32)
 HETNN_NN_ENTRIES(double, f64)
 #undef HETNN_NN_ENTRIES
 
-// Softmax of one row into p; returns log of the normaliser relative to the row maximum (log sum exp(x - max)).
-template <class T>
-T softmax_row(const T* x, T* p, std::int64_t cols, T* max_out) {
-  T m = x[0];
-  for (std::int64_t c = 1; c < cols; ++c) m = x[c] > m || std::isnan(x[c]) ? x[c] : m;
-  T s = 0;
-  for (std::int64_t c = 0; c < cols; ++c) {
-    p[c] = std::exp(x[c] - m);
-    s += p[c];
-  }
-  const T inv = T(1) / s;
-  for (std::int64_t c = 0; c < cols; ++c) p[c] *= inv;
-  *max_out = m;
-  return std::log(s);
-}
-
 template <class T>
 void softmax_rows(std::int64_t rows, std::int64_t cols, const T* x, T* y) {
 #pragma omp parallel for schedule(static) if (rows * cols >= kParallelMin)
   for (std::int64_t r = 0; r < rows; ++r) {
-    T m;
-    softmax_row(x + r * cols, y + r * cols, cols, &m);
+    const T* xr = x + r * cols;
+    T* p = y + r * cols;
+    T m = xr[0];  // NaN wins the maximum, so a NaN row gives NaN everywhere
+    for (std::int64_t c = 1; c < cols; ++c) m = xr[c] > m || std::isnan(xr[c]) ? xr[c] : m;
+    T s = 0;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      p[c] = std::exp(xr[c] - m);
+      s += p[c];
+    }
+    const T inv = T(1) / s;
+    for (std::int64_t c = 0; c < cols; ++c) p[c] *= inv;
   }
 }
 
