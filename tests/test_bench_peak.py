@@ -1,6 +1,7 @@
 """bench peak: every device's ceilings are measured, stored atomically in the cache directory, and read back by the
 "% of peak" helpers; an OpenCL CPU device's FMA kernel agrees with the native FMA loop on the same processor."""
 import json
+import time
 
 import hetnn
 from hetnn.bench import peak
@@ -21,7 +22,14 @@ def test_run_peak_stores_and_reads_back(tmp_path, monkeypatch):
         if dev.kind == "opencl":
             assert r["h2d_gbps"] > 0 and r["d2h_gbps"] > 0
             if dev.type == "cpu":  # same processor: the kernel's FMA rate is the native loop's, within noise
-                assert 0.6 < r["fp32_gflops"] / host < 1.25, (r["fp32_gflops"], host)
+                ratios = [r["fp32_gflops"] / host]
+                # a shared VM's neighbours (or a previous test's spinning OpenMP workers) can slow either
+                # measurement for a moment: measure both afresh, up to twice more, before calling it a failure
+                while not 0.6 < ratios[-1] < 1.25 and len(ratios) < 3:
+                    time.sleep(0.5)
+                    fresh_host = hetnn._loader._core._cpu_fma_peak(0, 0.3)[0]
+                    ratios.append(peak.measure_device(dev)["fp32_gflops"] / fresh_host)
+                assert 0.6 < ratios[-1] < 1.25, ratios
 
 
 def test_without_stored_peaks(tmp_path, monkeypatch):

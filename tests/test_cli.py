@@ -19,6 +19,10 @@ def test_bench_quick_reports_every_device_and_numpy(tmp_path):
     with open(tmp_path / "quick.csv") as f:
         all_rows = list(csv.DictReader(f))
     assert (tmp_path / "quick.json").exists()
+    for suite in ("peak", "matmul", "maxpool", "mlp", "transfer"):  # a real PNG per suite
+        with open(tmp_path / f"quick-{suite}.png", "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert not [x for x in all_rows if x.get("flagged")], "a figure above its measured ceiling"
     rows = [x for x in all_rows if x["suite"] == "matmul"]
     pool = [x for x in all_rows if x["suite"] == "maxpool"]
     for dev in [d.id for d in hetnn.devices()]:
@@ -35,8 +39,8 @@ def test_bench_quick_reports_every_device_and_numpy(tmp_path):
             assert float(x["gflops"]) > 0 and float(x["max_rel_err"]) < 1e-5
         assert dev in r.stdout
     assert "hetnn cpu / NumPy" in r.stdout
-    mlp = [x for x in all_rows if x["suite"] == "mlp-fashion-mnist"]
-    topo = [x for x in all_rows if x["suite"] == "mlp-topology"]
+    mlp = [x for x in all_rows if x["suite"] == "mlp" and x["part"] == "fashion-mnist"]
+    topo = [x for x in all_rows if x["suite"] == "mlp" and x["part"] == "topology"]
     for dev in [d.id for d in hetnn.devices()]:
         (m,) = [x for x in mlp if x["library"] == "hetnn" and x["device"] == dev]
         # one epoch of 784-128-10 from the same weights: a trained model, not a placeholder

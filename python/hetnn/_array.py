@@ -164,16 +164,45 @@ def _host_empty(shape: Tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 _READY_DTYPES = frozenset(np.dtype(n) for n in SUPPORTED_DTYPES)  # native byte order only
 
 
+_DLPACK_HOST = (1, 3)  # DLPack device types NumPy can view: kDLCPU, kDLCUDAHost (pinned host memory)
+
+
+def _foreign_to_host(obj: Any) -> Any:
+    """Arrays of other libraries as something NumPy reads: CuPy and PyTorch GPU data are copied to the host
+    explicitly; host-resident DLPack producers (PyTorch CPU tensors, JAX CPU arrays, ...) are viewed without a
+    copy through DLPack; anything else goes to np.asarray as it is (JAX GPU arrays copy through __array__)."""
+    if isinstance(obj, np.ndarray):
+        return obj
+    mod = type(obj).__module__.split(".")[0]
+    if mod == "cupy" and hasattr(obj, "get"):
+        return obj.get()  # device -> host
+    if mod == "torch" and hasattr(obj, "detach"):
+        t = obj.detach()
+        if t.device.type != "cpu":
+            t = t.cpu()  # device -> host
+        if str(t.dtype) == "torch.bfloat16":  # no NumPy bfloat16 on PyTorch's side: reinterpret the bits
+            from ml_dtypes import bfloat16
+
+            return t.contiguous().view(dtype=__import__("torch").int16).numpy().view(bfloat16)
+        if t.is_conj() or t.is_neg():
+            t = t.resolve_conj().resolve_neg()
+        return t.numpy()
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        try:
+            if int(obj.__dlpack_device__()[0]) in _DLPACK_HOST:
+                return np.from_dlpack(obj)
+        except (TypeError, ValueError, BufferError, RuntimeError, AttributeError):
+            pass  # a dtype or layout NumPy's DLPack import does not take: np.asarray below
+    return obj
+
+
 def _host_array(obj: Any, dtype: Optional[np.dtype], what: str) -> np.ndarray:
     """NumPy view/copy of an array-like, C-contiguous, native byte order, of a supported dtype."""
     if dtype is None and type(obj) is np.ndarray and obj.dtype in _READY_DTYPES:  # fast path: use as is
         flags = obj.flags
         if flags.c_contiguous and flags.aligned:
             return obj
-    if hasattr(obj, "__cuda_array_interface__") and hasattr(obj, "get"):  # CuPy: explicit device -> host copy
-        obj = obj.get()
-    elif hasattr(obj, "detach") and hasattr(obj, "cpu") and hasattr(obj, "numpy"):  # PyTorch tensor
-        obj = obj.detach().cpu().numpy()
+    obj = _foreign_to_host(obj)
     try:
         arr = np.asarray(obj, dtype=dtype)
     except (TypeError, ValueError) as exc:
@@ -191,8 +220,9 @@ def asarray(obj: Any, dtype: Any = None, device: DeviceLike = None) -> Array:
     """An Array on ``device`` (default device if None) holding ``obj``.
 
     ``obj`` may be a hetnn Array (returned as is when dtype and device already match, else copied), a NumPy
-    array, a nested sequence, a scalar, or an object NumPy can convert (PyTorch CPU tensors; CuPy arrays are
-    copied to the host first). Non-contiguous or byte-swapped input is copied into a contiguous native array first
+    array, a nested sequence, a scalar, an array of another library (host-resident DLPack producers such as
+    PyTorch CPU tensors and JAX CPU arrays are read through DLPack without a copy; CuPy arrays and GPU tensors are
+    copied to the host first), or anything NumPy can convert. Non-contiguous or byte-swapped input is copied into a contiguous native array first
     (never misread). ``dtype`` defaults to the input's (Python floats give float64, which needs an fp64 device:
     pass ``dtype="float32"`` otherwise).
     """

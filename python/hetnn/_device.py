@@ -94,6 +94,12 @@ class Device:
         return self._info["local_mem"]
 
     @property
+    def cache_size(self) -> int:
+        """Bytes of the last-level cache in front of device memory (0 when the driver does not say). Working sets
+        larger than it are bounded by the device's memory bandwidth; smaller ones may run faster."""
+        return self._info.get("cache_size", 0)
+
+    @property
     def max_alloc(self) -> int:
         return self._info["max_alloc"]
 

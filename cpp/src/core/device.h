@@ -22,6 +22,7 @@ struct DeviceInfo {
   int compute_units = 0;
   int clock_mhz = 0;
   std::uint64_t global_mem = 0, local_mem = 0, max_alloc = 0;
+  std::uint64_t cache_size = 0;  // last-level cache in bytes (0: unknown); bounds when DRAM ceilings apply
   std::uint64_t max_work_group_size = 0;
   bool fp64 = false, fp16 = false, bf16 = false;
   std::string isa;   // CPU device: oneDNN's effective ISA

@@ -38,6 +38,7 @@ py::dict info_dict(const DeviceInfo& i) {
   d["global_mem"] = i.global_mem;
   d["local_mem"] = i.local_mem;
   d["max_alloc"] = i.max_alloc;
+  d["cache_size"] = i.cache_size;
   d["max_work_group_size"] = i.max_work_group_size;
   d["fp64"] = i.fp64;
   d["fp16"] = i.fp16;

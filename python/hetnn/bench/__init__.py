@@ -1,6 +1,52 @@
-"""Benchmark suites behind ``python -m hetnn bench``. Every figure is measured here, in this process: devices are
-synchronized around each timed call, after warm-up, over repeats (see :func:`hetnn.benchmark`)."""
-from .matmul import MATMUL_SHAPES, run_matmul
-from .report import format_table
+"""Benchmark suites behind ``python -m hetnn bench``, and the same from Python for notebooks.
 
-__all__ = ["MATMUL_SHAPES", "run_matmul", "format_table"]
+Every figure is measured here, in this process: devices are synchronized around each timed call, after warm-up,
+over repeats (see :func:`hetnn.benchmark`). ``run(suite, **options)`` returns a :class:`BenchResult` (``.rows``,
+``.text``, ``.to_csv()``, ``.to_json()``, ``.plot()``); ``compare(op, *args)`` times one op on hetnn and on each
+importable peer library and reports how far their results are apart.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from .compare import compare
+from .matmul import MATMUL_SHAPES, run_matmul
+from .report import environment, format_table
+from .result import BenchResult
+from .suites import SUITES, Options, run_suites
+
+__all__ = ["run", "compare", "BenchResult", "Options", "SUITES", "MATMUL_SHAPES", "run_matmul", "format_table"]
+
+
+def run(suite: str = "all", *, verbose: bool = False, output: Optional[str] = None,
+        say: Optional[Callable[[str], None]] = None, **options: Any) -> BenchResult:
+    """Runs one benchmark suite ("peak", "matmul", "maxpool", "mlp", "transfer") or "all", as
+    ``python -m hetnn bench SUITE`` does, and returns its rows.
+
+    ``options`` are the command line's flags: ``device`` ("all", "cpu,opencl:0:0" or a list of devices),
+    ``compare`` ("numpy,torch" or a list), ``quick``, ``repeat``, ``warmup``, ``max_duration``, ``shapes``,
+    ``batch``, ``dtype``, ``sweep_max``, ``max_width``, ``epochs``, ``clblast_tuning``, ``progress`` (tqdm bars).
+    ``verbose`` prints the report while it runs (else it is in ``.text``); ``output`` writes PREFIX.csv,
+    PREFIX.json and PREFIX-*.png. Unknown options and bad values raise ValueError/TypeError before anything runs.
+    """
+    known = set(Options.__dataclass_fields__) - {"notes"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"hetnn.bench.run: unknown option(s) {unknown}; available: {', '.join(sorted(known))}")
+    if not isinstance(suite, str):
+        raise TypeError(f"hetnn.bench.run: suite must be a string, got {type(suite).__name__}")
+    opts = Options(**options)
+    lines = []
+
+    def collect(text: str) -> None:
+        lines.append(text)
+        if say is not None:
+            say(text)
+        elif verbose:
+            print(text, flush=True)
+
+    rows = run_suites(suite, opts, collect)
+    result = BenchResult(suite, rows, "\n".join(lines), environment())
+    if output:
+        result.save(output)
+    return result

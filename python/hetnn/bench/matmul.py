@@ -16,7 +16,7 @@ from .._device import Device
 from .._loader import _core
 from .._ops import matmul
 from .._timing import benchmark
-from .peak import fp32_peak_gflops, share
+from .peak import check_ceiling, fp32_peak_gflops, share
 from .peers import ARRAY_PEERS, find_peers, time_calls
 
 Shape = Tuple[str, int, int, int]  # label, M, N, K
@@ -74,11 +74,19 @@ def clblast_params(path: Optional[str]) -> List[Tuple[str, int]]:
     return params
 
 
+def _checked(row: Dict[str, Any]) -> Dict[str, Any]:
+    # The measured ceiling is FP32 FMA throughput: it bounds float32 and float64 products (float64 runs at half the
+    # rate or less); 16-bit products may use wider units (AMX, tensor cores) that it does not bound.
+    if row.get("dtype") in ("float32", "float64"):
+        check_ceiling(row, "gflops", row.get("peak_gflops"), "FP32 FMA ceiling")
+    return row
+
+
 def _row(base: Dict[str, Any], flops: float, times: Sequence[float], peak: Optional[float], **extra: Any):
     t = float(np.median(times))
     g = flops / t / 1e9
-    return {**base, "wall_ms": t * 1e3, "gflops": g, "pct_peak": 100 * share(g, peak), "peak_gflops": peak,
-            "repeats": len(times), **extra}
+    return _checked({**base, "wall_ms": t * 1e3, "gflops": g, "pct_peak": 100 * share(g, peak), "peak_gflops": peak,
+                     "repeats": len(times), **extra})
 
 
 def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str = "float32",
@@ -169,7 +177,7 @@ def aggregate(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """Per (library, device): total FLOP over total median time across the shapes (the 'aggregate' rows)."""
     groups: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
     for r in rows:
-        if "wall_ms" in r:
+        if "wall_ms" in r and not r.get("flagged"):  # a flagged figure is an error, not an input to totals
             groups.setdefault((r["library"], r["device"]), []).append(r)
     out = []
     for (lib, dev), rs in groups.items():
@@ -177,10 +185,10 @@ def aggregate(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
         secs = sum(r["wall_ms"] for r in rs) / 1e3
         g = flops / secs / 1e9
         peak = rs[0].get("peak_gflops")
-        out.append({"shape": f"aggregate ({len(rs)})", "M": None, "N": None, "K": None, "dtype": rs[0]["dtype"],
-                    "device": dev, "library": lib, "wall_ms": secs * 1e3, "gflops": g,
-                    "pct_peak": 100 * share(g, peak),
-                    "max_rel_err": max((r.get("max_rel_err", math.nan) for r in rs), default=math.nan)})
+        out.append(_checked({
+            "shape": f"aggregate ({len(rs)})", "M": None, "N": None, "K": None, "dtype": rs[0]["dtype"],
+            "device": dev, "library": lib, "wall_ms": secs * 1e3, "gflops": g, "pct_peak": 100 * share(g, peak),
+            "peak_gflops": peak, "max_rel_err": max((r.get("max_rel_err", math.nan) for r in rs), default=math.nan)}))
     return out
 
 
@@ -201,6 +209,8 @@ def precision_table(rows: List[Dict[str, Any]], dtypes: Sequence[str]) -> List[D
 
 def ratios(rows: List[Dict[str, Any]]) -> List[str]:
     """The comparisons the README reports, from aggregate rows (or the single shape) of one run."""
+    rows = [r for r in rows if not r.get("flagged")]  # measurement errors are not compared
+
     def g(lib: str, dev_pred: Callable[[str], bool]) -> Optional[float]:
         cand = [r for r in rows if r["library"] == lib and dev_pred(r["device"]) and r["shape"].startswith("aggregate")]
         if not cand:

@@ -18,7 +18,7 @@ from .._loader import _core
 from .._pool import max_pool2d, max_pool2d_backward
 from .._timing import benchmark
 from .matmul import settle
-from .peak import stream_gbps
+from .peak import check_ceiling, mem_peak_gbps, stream_gbps
 from .peers import find_peers, time_calls
 
 # (label, C, H, W, kernel, stride, padding): pooling layers of the classic CNNs, plus the two inputs the README's
@@ -35,7 +35,7 @@ TARGETS: List[Tuple[str, int, int, int, int, int, int, int]] = [  # label, N, C,
     ("large k3s2", 32, 64, 112, 112, 3, 2, 0),
     ("1x64x224x224", 1, 64, 224, 224, 2, 2, 0),
 ]
-POOL_PEERS = ("numpy", "onednn", "torch", "cupy")
+POOL_PEERS = ("numpy", "onednn", "torch", "cupy", "jax")
 
 
 def out_size(n: int, k: int, s: int, p: int) -> int:
@@ -57,6 +57,15 @@ def _gbps(nbytes: float, seconds: float) -> float:
     return nbytes / seconds / 1e9 if seconds > 0 else math.nan
 
 
+def _host_cache_size() -> int:
+    import os
+
+    try:
+        return int(os.sysconf("SC_LEVEL3_CACHE_SIZE")) or int(os.sysconf("SC_LEVEL2_CACHE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
 def _median(times: Sequence[float]) -> float:
     return float(np.median(times))
 
@@ -70,18 +79,24 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
 
     Row keys: fwd_ms / fwd_gbps (inference forward), fwd_idx_ms (forward returning indices, the training forward),
     bwd_ms / bwd_gbps, bwd_over_fwd (backward time / inference forward time), pct_stream (forward GB/s over the
-    host's STREAM triad), h2d_ms / d2h_ms (transfers of the input and output, OpenCL devices, with ``transfers``),
-    max_abs_err of the forward against NumPy in float64.
+    host's STREAM triad), pct_peak (over the row device's measured memory ceiling; a figure above that
+    ceiling on a working set larger than the last-level cache is flagged as a measurement error), h2d_ms / d2h_ms
+    (transfers of the input and output, OpenCL devices, with ``transfers``), max_abs_err of the forward against NumPy in float64.
     """
     unknown = [c for c in compare if c not in POOL_PEERS]
     if unknown:
         raise ValueError(f"unknown peer(s) {unknown}; available for maxpool: {', '.join(POOL_PEERS)}")
     rng = np.random.default_rng(seed)
     stream = stream_gbps()
-    peer_targets, peer_notes = find_peers([c for c in compare if c in ("torch", "cupy")])
+    peer_targets, peer_notes = find_peers([c for c in compare if c in ("torch", "cupy", "jax")])
     if notes is not None:
         notes.extend(peer_notes)
     timing = dict(n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
+    # memory ceiling and last-level cache per row device; peers on the host ("host", torch "cpu") use the host's
+    host_cache = next((d.cache_size for d in devices if d.kind == "cpu"), 0) or _host_cache_size()
+    ceilings = {d.id: (mem_peak_gbps(d), d.cache_size) for d in devices}
+    ceilings.setdefault("cpu", (stream, host_cache))
+    ceilings["host"] = (stream, host_cache)
     rows: List[Dict[str, Any]] = []
     for label, n, c, h, w, k, s, p in cases:
         x = rng.standard_normal((n, c, h, w), dtype=np.float32)
@@ -92,12 +107,20 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
                 "windows": n * c * oh * ow, "stream_gbps": stream}
 
         def add(row: Dict[str, Any]) -> None:
+            ceiling, cache = ceilings.get(row["device"], (None, 0))
             if "fwd_ms" in row:
                 row["fwd_gbps"] = _gbps(in_b + out_b, row["fwd_ms"] / 1e3)
                 row["pct_stream"] = 100 * row["fwd_gbps"] / stream if stream else math.nan
+                row["mem_peak_gbps"] = ceiling
+                row["pct_peak"] = 100 * row["fwd_gbps"] / ceiling if ceiling else math.nan
+                # the DRAM ceiling bounds a working set only when it does not fit in the last-level cache
+                if cache and in_b + out_b > cache:
+                    check_ceiling(row, "fwd_gbps", ceiling, "memory ceiling")
             if "bwd_ms" in row:
                 row["bwd_gbps"] = _gbps(out_b + idx_b + in_b, row["bwd_ms"] / 1e3)
                 row["bwd_over_fwd"] = row["bwd_ms"] / row["fwd_ms"]
+                if cache and out_b + idx_b + in_b > cache:
+                    check_ceiling(row, "bwd_gbps", ceiling, "memory ceiling")
             rows.append(row)
 
         for dev in devices:
@@ -176,7 +199,8 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
     out = []
     by = {(r["case"], r["library"], r["device"]): r for r in rows}
     for r in rows:
-        if r["library"] != "hetnn" or r["case"] not in ("large k2s2", "large k3s2", "1x64x224x224"):
+        if r["library"] != "hetnn" or r["case"] not in ("large k2s2", "large k3s2", "1x64x224x224") or \
+                r.get("flagged"):
             continue
         line = (f"{r['case']} on {r['device']}: forward {r['fwd_gbps']:.1f} GB/s = "
                 f"{r['pct_stream'] / 100:.2f}x STREAM triad ({r['stream_gbps']:.1f} GB/s)")
@@ -193,10 +217,10 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
 
 MAXPOOL_COLUMNS = [("case", "case", ""), ("shape", "N x C x H x W", ""), ("kernel", "k", "d"), ("stride", "s", "d"),
                    ("padding", "p", "d"), ("library", "library", ""), ("device", "device", ""),
-                   ("fwd_ms", "fwd ms", ".3f"), ("fwd_gbps", "GB/s", ".1f"), ("pct_stream", "% STREAM", ".0f"),
+                   ("fwd_ms", "fwd ms", ".3f"), ("fwd_gbps", "GB/s", ".1f"), ("pct_peak", "% mem peak", ".0f"),
                    ("fwd_idx_ms", "fwd+idx ms", ".3f"), ("bwd_ms", "bwd ms", ".3f"),
                    ("bwd_over_fwd", "bwd/fwd", ".2f"), ("max_abs_err", "max err", ".1e")]
 SWEEP_COLUMNS = [("case", "image", ""), ("windows", "windows", "d"), ("library", "library", ""),
                  ("device", "device", ""), ("fwd_ms", "fwd ms", ".4f"), ("fwd_gbps", "GB/s", ".2f"),
-                 ("pct_stream", "% STREAM", ".0f"), ("h2d_ms", "h2d ms", ".3f"), ("d2h_ms", "d2h ms", ".3f"),
+                 ("pct_peak", "% mem peak", ".0f"), ("h2d_ms", "h2d ms", ".3f"), ("d2h_ms", "d2h ms", ".3f"),
                  ("total_ms", "with transfers ms", ".3f")]

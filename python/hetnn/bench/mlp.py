@@ -22,18 +22,36 @@ import numpy as np
 from .. import datasets, nn, optim
 from .._device import Device
 from .matmul import settle
+from .peak import check_ceiling, cpu_fma_peak_gflops, fp32_peak_gflops, share
 
 MLP_TOPOLOGY_COLUMNS = [
     ("layers", "hidden", ""), ("widths", "widths", ""), ("params", "params", ","), ("library", "library", ""),
     ("device", "device", ""), ("batch", "batch", ""), ("train_s", "train s/epoch", ".3f"),
     ("infer_s", "infer s", ".4f"), ("train_samples_per_s", "train samples/s", ",.0f"),
+    ("gflops", "train GFLOP/s", ".1f"), ("pct_peak", "% peak", ".0f"),
 ]
 MLP_MNIST_COLUMNS = [
     ("widths", "hidden", ""), ("params", "params", ","), ("library", "library", ""), ("device", "device", ""),
-    ("epochs", "epochs", ""), ("epoch_s", "s/epoch", ".3f"), ("first_epoch_s", "1st epoch s", ".3f"),
+    ("epochs", "epochs", ""), ("epoch_s", "s/epoch", ".3f"), ("gflops", "GFLOP/s", ".1f"),
+    ("pct_peak", "% peak", ".0f"), ("first_epoch_s", "1st epoch s", ".3f"),
     ("test_accuracy", "test acc", ".4f"), ("final_loss", "train loss", ".4f"),
     ("device_s", "device s/epoch", ".3f"), ("host_us_per_step", "host us/step", ".1f"),
 ]
+
+
+def train_flops(sizes: Sequence[int], samples: int) -> float:
+    """Useful FLOP of one training epoch: 6 x multiply-adds per sample (forward 2, weight gradient 2, input
+    gradient 2, as the classic count has it), e.g. 36.6 GFLOP for 784-128-10 over 60,000 samples."""
+    return 6.0 * sum(a * b for a, b in zip(sizes, sizes[1:])) * samples
+
+
+def _with_peak(row: Dict[str, Any], flops: float, seconds: float, device: Optional[Device]) -> Dict[str, Any]:
+    """Adds GFLOP/s and the share of the device's measured FP32 ceiling; flags a figure above that ceiling."""
+    g = flops / seconds / 1e9 if seconds > 0 else float("nan")
+    peak = fp32_peak_gflops(device) if device is not None else cpu_fma_peak_gflops()
+    row.update(gflops=g, pct_peak=100 * share(g, peak), peak_gflops=peak)
+    check_ceiling(row, "gflops", peak, "FP32 FMA ceiling")
+    return row
 
 
 def topology_widths(max_width: int, min_width: int = 50) -> List[int]:
@@ -83,10 +101,11 @@ def run_topology(devices: Sequence[Device], *, max_width: int = 6400, batches: S
                     model.predict(x, batch_size=bs)
                     infer = time.perf_counter() - t0
                     train = hist.history["epoch_time"][0]
-                    rows.append({"layers": depth, "widths": "-".join(map(str, hidden)),
-                                 "params": model.count_params(), "library": "hetnn", "device": dev.id, "batch": bs,
-                                 "samples": len(x), "train_s": train, "infer_s": infer,
-                                 "train_samples_per_s": len(x) / train if train > 0 else float("nan")})
+                    rows.append(_with_peak(
+                        {"layers": depth, "widths": "-".join(map(str, hidden)), "params": model.count_params(),
+                         "library": "hetnn", "device": dev.id, "batch": bs, "samples": len(x), "train_s": train,
+                         "infer_s": infer, "train_samples_per_s": len(x) / train if train > 0 else float("nan")},
+                        train_flops([50, *hidden, 1], len(x)), train, dev))
                     del model, opt
     return rows
 
@@ -199,6 +218,7 @@ def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False
     rows = []
     for hidden in mnist_topologies(quick):
         widths = "-".join(map(str, hidden))
+        flops = train_flops([784, *hidden, 10], len(xt))
         base: Optional[List[Tuple[np.ndarray, np.ndarray]]] = None
         for dev in devices:
             settle()
@@ -216,11 +236,12 @@ def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False
             # host overhead: wall time not covered by the device's own timing of the commands, per step
             device_s = sum(hist.device_time.values()) / epochs
             steps = -(-len(xt) // batch)
-            rows.append({"widths": widths, "params": model.count_params(), "library": "hetnn", "device": dev.id,
-                         "epochs": epochs, "epoch_s": float(np.median(times)), "first_epoch_s": times[0],
-                         "test_accuracy": acc, "final_loss": hist.history["loss"][-1],
-                         "device_s": device_s, "host_us_per_step": max(0.0, float(np.mean(times)) - device_s) / steps * 1e6,
-                         "device_time": dict(hist.device_time)})
+            rows.append(_with_peak(
+                {"widths": widths, "params": model.count_params(), "library": "hetnn", "device": dev.id,
+                 "epochs": epochs, "epoch_s": float(np.median(times)), "first_epoch_s": times[0],
+                 "test_accuracy": acc, "final_loss": hist.history["loss"][-1], "device_s": device_s,
+                 "host_us_per_step": max(0.0, float(np.mean(times)) - device_s) / steps * 1e6,
+                 "device_time": dict(hist.device_time)}, flops, float(np.median(times)), dev))
         assert base is not None
         if "numpy" in compare:
             settle()
@@ -228,9 +249,11 @@ def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False
                 progress(f"fashion-mnist {widths} on NumPy")
             w = [(a.copy(), b.copy()) for a, b in base]
             times, losses = numpy_mlp_epochs(w, xt, yt, epochs, batch, lr, momentum, seed)
-            rows.append({"widths": widths, "params": rows[-1]["params"], "library": "numpy", "device": "host",
-                         "epochs": epochs, "epoch_s": float(np.median(times)), "first_epoch_s": times[0],
-                         "test_accuracy": _numpy_accuracy(w, xe, ye), "final_loss": losses[-1]})
+            rows.append(_with_peak(
+                {"widths": widths, "params": rows[-1]["params"], "library": "numpy", "device": "host",
+                 "epochs": epochs, "epoch_s": float(np.median(times)), "first_epoch_s": times[0],
+                 "test_accuracy": _numpy_accuracy(w, xe, ye), "final_loss": losses[-1]},
+                flops, float(np.median(times)), None))
         if "torch" in compare:
             try:
                 import torch  # noqa: F401
@@ -243,17 +266,18 @@ def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False
                     progress(f"fashion-mnist {widths} on PyTorch")
                 r = _torch_run([(a.copy(), b.copy()) for a, b in base], xt, yt, xe, ye, epochs, batch, lr, momentum,
                                seed)
-                rows.append({"widths": widths, "params": rows[-1]["params"], "library": f"torch {r['version']}",
-                             "device": "cpu", "epochs": epochs, "epoch_s": float(np.median(r["times"])),
-                             "first_epoch_s": r["times"][0], "test_accuracy": r["accuracy"],
-                             "final_loss": r["losses"][-1]})
+                rows.append(_with_peak(
+                    {"widths": widths, "params": rows[-1]["params"], "library": f"torch {r['version']}",
+                     "device": "cpu", "epochs": epochs, "epoch_s": float(np.median(r["times"])),
+                     "first_epoch_s": r["times"][0], "test_accuracy": r["accuracy"], "final_loss": r["losses"][-1]},
+                    flops, float(np.median(r["times"])), None))
     return rows
 
 
 def mnist_ratios(rows: List[Dict[str, Any]]) -> List[str]:
     """The comparisons the README reports, for the 784-128-10 model (one run)."""
     out = []
-    sel = [r for r in rows if r["widths"] == "128"]
+    sel = [r for r in rows if r["widths"] == "128" and not r.get("flagged")]
     hetnn_cpu = next((r for r in sel if r["library"] == "hetnn" and r["device"] == "cpu"), None)
     for r in sel:
         if r is hetnn_cpu or hetnn_cpu is None:

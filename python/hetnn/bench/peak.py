@@ -43,6 +43,37 @@ def share(gflops: float, peak: Optional[float]) -> float:
     return gflops / peak
 
 
+def mem_peak_gbps(device: Device) -> Optional[float]:
+    """The measured memory ceiling of ``device`` (GB/s): for OpenCL devices the triad `bench peak` stored, else (the
+    CPU device, or an OpenCL CPU device not yet measured) the host's STREAM triad; None for an unmeasured GPU."""
+    if device.kind == "opencl":
+        stored = stored_peaks().get(_key(device))
+        if stored and stored.get("mem_gbps"):
+            return float(stored["mem_gbps"])
+    if device.kind == "cpu" or device.type == "cpu":
+        return stream_gbps()
+    return None
+
+
+# A figure more than this factor above its measured ceiling is a measurement error (an unsynchronised timer, work
+# skipped, a wrong FLOP or byte count), not a result: the ceilings themselves vary by a few percent between runs.
+CEILING_TOLERANCE = 1.10
+
+
+def check_ceiling(row: Dict[str, Any], key: str, ceiling: Optional[float], what: str) -> bool:
+    """Flags ``row[key]`` when it exceeds ``ceiling`` by more than CEILING_TOLERANCE: the row gets ``flagged``
+    (the keys, comma-separated; tables print them as "ERR>peak") and ``ceiling_error`` (why). True when flagged."""
+    v = row.get(key)
+    if v is None or ceiling is None or not ceiling or isinstance(v, str) or math.isnan(v) or \
+            v <= CEILING_TOLERANCE * ceiling:
+        return False
+    keys = [k for k in str(row.get("flagged") or "").split(",") if k] + [key]
+    row["flagged"] = ",".join(dict.fromkeys(keys))
+    msg = f"{key} {v:.4g} is {v / ceiling:.2f}x the measured {what} ({ceiling:.4g}): a measurement error"
+    row["ceiling_error"] = "; ".join(x for x in (row.get("ceiling_error"), msg) if x)
+    return True
+
+
 def stream_gbps(mib_per_array: int = 128) -> float:
     """The host's STREAM triad bandwidth (GB/s, STREAM's byte count) with all threads, measured once per process
     over three float64 arrays of ``mib_per_array`` MiB (well beyond the caches). Memory-bound suites report their

@@ -8,6 +8,7 @@ Fairness settings, applied before the peer's first use and recorded in the rows'
 """
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import dataclass, field
@@ -98,6 +99,17 @@ def _jax_targets() -> List[PeerTarget]:
     jax.config.update("jax_enable_x64", True)
     jax.config.update("jax_default_matmul_precision", "highest")
     matmul = jax.jit(jnp.matmul)
+
+    @functools.partial(jax.jit, static_argnums=(1, 2, 3, 4))
+    def _pool(x: Any, k: int, s: int, p: int, d: int) -> Any:
+        return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 1, k, k), (1, 1, s, s),
+                                     ((0, 0), (0, 0), (p, p), (p, p)), window_dilation=(1, 1, d, d))
+
+    def pool(x: Any, k: int, s: int, p: int, d: int, ceil: bool) -> Any:
+        if ceil:
+            raise ValueError("the JAX pooling adapter has no ceil_mode")
+        return _pool(x, k, s, p, d).block_until_ready()
+
     out = []
     for d in jax.devices():
         def put(x: np.ndarray, dtype: str, d: Any = d) -> Any:
@@ -109,7 +121,7 @@ def _jax_targets() -> List[PeerTarget]:
             jax.device_put(jnp.zeros(()), d).block_until_ready()
 
         out.append(PeerTarget("jax", f"{d.platform}:{d.id}", put, lambda a: np.asarray(a, dtype=np.float64),
-                              sync, lambda a, b: matmul(a, b).block_until_ready(), version=jax.__version__,
+                              sync, lambda a, b: matmul(a, b).block_until_ready(), pool, version=jax.__version__,
                               notes=["precision highest"]))
     return out
 

@@ -20,7 +20,9 @@ def _cell(v: Any, fmt: str) -> str:
 def format_table(rows: List[Dict[str, Any]], columns: Sequence[Tuple[str, str, str]]) -> str:
     """``columns``: (key, header, format spec). Numbers right-aligned."""
     head = [h for _, h, _ in columns]
-    body = [[_cell(r.get(k), f) for k, _, f in columns] for r in rows]
+    # a figure above its device's measured ceiling is a measurement error: never printed as a result
+    body = [["ERR>peak" if k in str(r.get("flagged") or "").split(",") else _cell(r.get(k), f) for k, _, f in columns]
+            for r in rows]
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
     numeric = [bool(f) for _, _, f in columns]
 
@@ -30,24 +32,72 @@ def format_table(rows: List[Dict[str, Any]], columns: Sequence[Tuple[str, str, s
     return "\n".join([line(head), "  ".join("-" * w for w in widths)] + [line(b) for b in body])
 
 
+def _versions() -> Dict[str, str]:
+    """Installed versions of the peer and plotting libraries (from package metadata: nothing is imported)."""
+    from importlib import metadata
+
+    out = {}
+    for dist in ("torch", "cupy", "cupy-cuda12x", "cupy-cuda11x", "jax", "jaxlib", "matplotlib", "scipy",
+                 "ml_dtypes", "onednn-cpu-gomp"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _threads() -> Dict[str, Any]:
+    from .. import devices
+
+    out: Dict[str, Any] = {"cpu_count": os.cpu_count()}
+    try:
+        out["affinity"] = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        pass
+    cpu = next((d for d in devices() if d.kind == "cpu"), None)
+    if cpu is not None:
+        out["onednn"] = cpu.info().get("threads")
+    if "torch" in sys.modules:  # only when the run used it: importing torch costs seconds
+        out["torch"] = sys.modules["torch"].get_num_threads()
+    return out
+
+
 def environment() -> Dict[str, Any]:
-    """Metadata stored with every result: versions, devices, threads, relevant environment variables."""
+    """Metadata stored with every result: versions, devices and drivers, threads, relevant environment
+    variables, the ceilings "% of peak" refers to, the timing method, the date."""
     import numpy as np
 
     from .. import __version__, devices
     from .._loader import _core
+    from .peak import stored_peaks
 
     env_keys = ("OMP_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                "HETNN_DEVICE", "POCL_DEVICES", "POCL_MAX_PTHREAD_COUNT", "DNNL_MAX_CPU_ISA")
+                "OMP_PROC_BIND", "OMP_PLACES", "HETNN_DEVICE", "HETNN_CACHE_DIR", "POCL_DEVICES",
+                "POCL_MAX_PTHREAD_COUNT", "DNNL_MAX_CPU_ISA", "CUDA_VISIBLE_DEVICES", "CUPY_TF32")
     return {
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "hetnn": __version__, "onednn": _core.onednn_version, "numpy": np.__version__,
-        "python": sys.version.split()[0], "platform": platform.platform(), "cpu_count": os.cpu_count(),
+        "python": sys.version.split()[0], "platform": platform.platform(), "processor": platform.processor(),
+        "cpu_count": os.cpu_count(), "threads": _threads(), "libraries": _versions(),
+        "numpy_blas": _numpy_blas(),
         "devices": [d.info() for d in devices()],
+        "ceilings": stored_peaks(),
         "environment": {k: os.environ[k] for k in env_keys if k in os.environ},
         "timing": "median of repeats after warm-up; wall = host clock around call + synchronize; "
-                  "device = sum of device command durations (OpenCL profiling events / oneDNN primitive time)",
+                  "device = sum of device command durations (OpenCL profiling events / oneDNN primitive time); "
+                  "figures above the device's measured ceiling (x1.10) are flagged as measurement errors",
     }
+
+
+def _numpy_blas() -> str:
+    try:
+        import numpy as np
+
+        cfg = np.show_config(mode="dicts")  # NumPy >= 1.25
+        blas = cfg.get("Build Dependencies", {}).get("blas", {})
+        return f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
+    except Exception:  # older NumPy: no dict mode
+        return "unknown"
 
 
 def write_outputs(rows: List[Dict[str, Any]], prefix: str) -> List[str]:

@@ -43,8 +43,15 @@ def run_transfer(devices: Sequence[Device], sizes: Sequence[int], *, n_warmup: i
                  progress: Optional[Callable[[str], None]] = None) -> List[Dict[str, Any]]:
     """One row per (device, direction, size): median device-side time where the device times its copies (OpenCL
     events; the CPU device times each command too), else the wall time."""
+    from .peak import check_ceiling, mem_peak_gbps, stream_gbps
+
+    host_cache = next((d.cache_size for d in devices if d.kind == "cpu"), 0)
     rows = []
     for dev in devices:
+        # ceilings: a device-to-device copy cannot beat the device's memory, a host copy the host's (each counted
+        # once here, while the memory moves the bytes twice: loose bounds), beyond the last-level caches
+        ceil = {"d2d": (mem_peak_gbps(dev), dev.cache_size)}
+        ceil["h2d"] = ceil["d2h"] = (stream_gbps(), host_cache or dev.cache_size)
         for n in sizes:
             if progress:
                 progress(f"transfers of {_human(n)} on {dev.id}")
@@ -64,9 +71,13 @@ def run_transfer(devices: Sequence[Device], sizes: Sequence[int], *, n_warmup: i
             for direction, r in results.items():
                 dev_t = r.device["median"]
                 t = dev_t if np.isfinite(dev_t) and dev_t > 0 else r.median
-                rows.append({"device": dev.id, "direction": direction, "size": _human(n), "bytes": n,
-                             "ms": t * 1e3, "wall_ms": r.median * 1e3, "gbps": n / t / 1e9 if t > 0 else float("nan"),
-                             "timing": "device" if t is dev_t else "wall", "repeats": r.n_repeat})
+                row = {"device": dev.id, "direction": direction, "size": _human(n), "bytes": n,
+                       "ms": t * 1e3, "wall_ms": r.median * 1e3, "gbps": n / t / 1e9 if t > 0 else float("nan"),
+                       "timing": "device" if t is dev_t else "wall", "repeats": r.n_repeat}
+                ceiling, cache = ceil[direction]
+                if cache and n > cache:
+                    check_ceiling(row, "gbps", ceiling, "memory ceiling")
+                rows.append(row)
     return rows
 
 
@@ -75,7 +86,7 @@ def summary(rows: List[Dict[str, Any]]) -> List[str]:
     out = []
     for dev in dict.fromkeys(r["device"] for r in rows):
         for direction in ("h2d", "d2h", "d2d"):
-            sel = [r for r in rows if r["device"] == dev and r["direction"] == direction]
+            sel = [r for r in rows if r["device"] == dev and r["direction"] == direction and not r.get("flagged")]
             if not sel:
                 continue
             small = min(sel, key=lambda r: r["bytes"])

@@ -85,6 +85,8 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_cpu() {
   i.max_alloc = i.global_mem;
   const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
   i.local_mem = l2 > 0 ? static_cast<std::uint64_t>(l2) : 0;  // closest CPU analogue: per-core L2
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  i.cache_size = l3 > 0 ? static_cast<std::uint64_t>(l3) : i.local_mem;
   i.isa = isa_name(dnnl_get_effective_cpu_isa());
   i.fp64 = true;  // own f64 kernels
   i.fp16 = onednn_matmul_supports(dnnl::memory::data_type::f16);

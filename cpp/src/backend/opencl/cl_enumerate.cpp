@@ -101,6 +101,7 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() {
       i.global_mem = device_value<cl_ulong>(dev, CL_DEVICE_GLOBAL_MEM_SIZE);
       i.local_mem = device_value<cl_ulong>(dev, CL_DEVICE_LOCAL_MEM_SIZE);
       i.max_alloc = device_value<cl_ulong>(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+      i.cache_size = device_value<cl_ulong>(dev, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE);
       i.max_work_group_size = device_value<std::size_t>(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE);
       i.extensions = device_string(dev, CL_DEVICE_EXTENSIONS);
       i.fp64 = has_extension(i.extensions, "cl_khr_fp64") || device_value<cl_ulong>(dev, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;

@@ -1,0 +1,187 @@
+"""``hetnn.bench.compare``: one op, run on hetnn and on every importable peer library in this process, timed the
+same way (operands already on the device, synchronised around each repeat, after warm-up) and checked against a
+float64 NumPy reference and against hetnn's own result."""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .._array import _foreign_to_host, asarray, empty
+from .._device import device as _resolve_device
+from .._ops import matmul
+from .._pool import max_pool2d
+from .._timing import benchmark
+from .peak import check_ceiling, fp32_peak_gflops, share
+from .peers import ARRAY_PEERS, find_peers, time_calls
+from .report import environment, format_table
+from .result import BenchResult
+
+COMPARE_PEERS = ("numpy",) + ARRAY_PEERS
+
+
+def _int(v: Any, name: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"compare('max_pool2d'): {name} must be an int (square windows), got {type(v).__name__}")
+    return int(v)
+
+
+def _matmul_case(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    if len(args) != 2 or kwargs:
+        raise TypeError("compare('matmul', a, b): two matrices and no options, got "
+                        f"{len(args)} positional and {sorted(kwargs)} keyword argument(s)")
+    a, b = (np.asarray(_foreign_to_host(x)) for x in args)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"compare('matmul'): expected a (M, K) and b (K, N), got {a.shape} and {b.shape}")
+    if a.dtype != b.dtype or a.dtype.name not in ("float32", "float64", "float16", "bfloat16"):
+        raise TypeError(f"compare('matmul'): a and b must share a float dtype, got {a.dtype} and {b.dtype}")
+    m, k = a.shape
+    n = b.shape[1]
+    return {"operands": (a, b), "dtype": a.dtype.name, "flops": 2.0 * m * n * k, "shape": f"{m}x{k} @ {k}x{n}",
+            "reference": a.astype(np.float64) @ b.astype(np.float64)}
+
+
+def _pool_case(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    from .maxpool import numpy_max_pool
+
+    names = ("kernel_size", "stride", "padding")
+    if not 2 <= len(args) <= 4 or set(kwargs) - set(names):
+        raise TypeError("compare('max_pool2d', x, kernel_size, stride=None, padding=0): got "
+                        f"{len(args)} positional and {sorted(kwargs)} keyword argument(s)")
+    params = dict(zip(names, args[1:]), **kwargs)
+    x = np.asarray(_foreign_to_host(args[0]))
+    if x.ndim != 4:
+        raise ValueError(f"compare('max_pool2d'): x must be 4-D (N, C, H, W), got shape {x.shape}")
+    if x.dtype.name not in ("float32", "float64"):
+        raise TypeError(f"compare('max_pool2d'): x must be float32 or float64, got {x.dtype}")
+    k = _int(params["kernel_size"], "kernel_size")
+    s = k if params.get("stride") is None else _int(params["stride"], "stride")
+    p = _int(params.get("padding", 0), "padding")
+    if k < 1 or s < 1 or p < 0 or p > k // 2 or min(x.shape[2:]) + 2 * p < k:
+        raise ValueError(f"compare('max_pool2d'): kernel_size {k}, stride {s}, padding {p} do not fit x of shape "
+                         f"{x.shape} (kernel >= 1, stride >= 1, 0 <= padding <= kernel // 2)")
+    return {"operands": (x,), "window": (k, s, p), "dtype": x.dtype.name, "shape": "x".join(map(str, x.shape)),
+            "reference": numpy_max_pool(x.astype(np.float64), k, s, p), "flops": None}
+
+
+_CASES: Dict[str, Callable[[Tuple[Any, ...], Dict[str, Any]], Dict[str, Any]]] = {
+    "matmul": _matmul_case, "max_pool2d": _pool_case}
+
+
+def _rel(result: np.ndarray, reference: np.ndarray) -> float:
+    if reference.size == 0:
+        return 0.0
+    r = result.astype(np.float64)
+    if r.shape != reference.shape:
+        return math.inf
+    scale = float(np.max(np.abs(reference)))
+    err = float(np.max(np.abs(r - reference)))
+    return err / scale if scale else err
+
+
+def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "torch"), device: Any = None,
+            n_warmup: int = 3, n_repeat: int = 20, max_duration: float = 1.0, **kwargs: Any) -> BenchResult:
+    """Runs ``op`` ("matmul": ``compare("matmul", a, b)``; "max_pool2d": ``compare("max_pool2d", x, kernel_size,
+    stride=None, padding=0)``) on hetnn's ``device`` (default device if None) and on each library of ``against``
+    that is importable (numpy, torch, cupy, jax; each on every device it sees), with the same host inputs (NumPy, or
+    arrays of those libraries).
+
+    Returns a :class:`BenchResult` whose rows hold per library and device: ``median_ms`` (synchronised wall time,
+    operands already on the device), ``gflops`` and ``pct_peak`` for matmul, ``max_rel_diff`` (max |result -
+    hetnn's result| / max |hetnn's result|) and ``max_rel_err`` (against float64 NumPy). Peers that cannot run here
+    are skipped with a note in ``.text``.
+    """
+    if not isinstance(op, str) or op not in _CASES:
+        raise ValueError(f"hetnn.bench.compare: op must be one of {sorted(_CASES)}, got {op!r}")
+    if isinstance(against, str):
+        against = [a.strip() for a in against.split(",") if a.strip()]
+    unknown = [a for a in against if a not in COMPARE_PEERS]
+    if unknown:
+        raise ValueError(f"hetnn.bench.compare: against: unknown peer(s) {unknown}; available: "
+                         f"{', '.join(COMPARE_PEERS)}")
+    case = _CASES[op](args, kwargs)
+    dev = _resolve_device(device)
+    dtype, ref, flops = case["dtype"], case["reference"], case["flops"]
+    timing = dict(n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
+    base = {"op": op, "shape": case["shape"], "dtype": dtype}
+    rows: List[Dict[str, Any]] = []
+    notes: List[str] = []
+    host_peak = fp32_peak_gflops(_resolve_device("cpu")) if flops else None
+
+    def add(library: str, device_name: str, times: Sequence[float], result: np.ndarray,
+            peak: Optional[float], **extra: Any) -> None:
+        t = float(np.median(times))
+        row = {**base, "library": library, "device": device_name, "median_ms": t * 1e3,
+               "min_ms": float(np.min(times)) * 1e3, "repeats": len(times), **extra}
+        if flops:
+            row["gflops"] = flops / t / 1e9
+            row["pct_peak"] = 100 * share(row["gflops"], peak)
+            if dtype in ("float32", "float64"):
+                check_ceiling(row, "gflops", peak, "FP32 FMA ceiling")
+        row["max_rel_diff"] = _rel(result, mine) if mine is not None else math.nan
+        row["max_rel_err"] = _rel(result, ref)
+        rows.append(row)
+
+    # hetnn first: its result is what the others are compared with
+    mine: Optional[np.ndarray] = None
+    if dtype not in dev.dtypes:
+        raise TypeError(f"hetnn.bench.compare: device {dev.id} has no {dtype} (it takes {', '.join(dev.dtypes)})")
+    if op == "matmul":
+        A, B = (asarray(x, device=dev) for x in case["operands"])
+        C = empty((A.shape[0], B.shape[1]), dtype=dtype, device=dev)
+        r = benchmark(matmul, (A, B), {"out": C}, device=dev, name="matmul", **timing)
+        mine = C.numpy().astype(np.float64)
+    else:
+        k, s, p = case["window"]
+        X = asarray(case["operands"][0], device=dev)
+        r = benchmark(max_pool2d, (X, k, s, p), device=dev, name="max_pool2d", **timing)
+        mine = max_pool2d(X, k, s, p).numpy().astype(np.float64)
+    add("hetnn", dev.id, r.wall_times, mine, fp32_peak_gflops(dev) if flops else None,
+        device_ms=r.device["median"] * 1e3)
+
+    if "numpy" in against and dtype in ("float32", "float64"):
+        if op == "matmul":
+            a, b = case["operands"]
+            out = np.empty((a.shape[0], b.shape[1]), dtype=dtype)
+            t = time_calls(lambda: np.matmul(a, b, out=out), lambda: None, **timing)
+            res = out
+        else:
+            from .maxpool import numpy_max_pool
+
+            x, (k, s, p) = case["operands"][0], case["window"]
+            t = time_calls(lambda: numpy_max_pool(x, k, s, p), lambda: None, **timing)
+            res = numpy_max_pool(x, k, s, p)
+        add("numpy", "host", t, res, host_peak)
+    targets, peer_notes = find_peers([a for a in against if a in ARRAY_PEERS])
+    notes.extend(peer_notes)
+    for pt in targets:
+        if dtype not in pt.dtypes:
+            notes.append(f"{pt.library} {pt.device}: no {dtype}")
+            continue
+        if op == "max_pool2d" and pt.max_pool2d is None:
+            notes.append(f"{pt.library}: no max_pool2d in the peer adapter")
+            continue
+        ops = [pt.put(x, dtype) for x in case["operands"]]
+        box: List[Any] = [None]
+        if op == "matmul":
+            def call(ops: List[Any] = ops, box: List[Any] = box) -> None:
+                box[0] = pt.matmul(ops[0], ops[1])
+        else:
+            k, s, p = case["window"]
+
+            def call(ops: List[Any] = ops, box: List[Any] = box) -> None:
+                box[0] = pt.max_pool2d(ops[0], k, s, p, 1, False)
+        t = time_calls(call, pt.sync, **timing)
+        add(pt.library, pt.device, t, pt.get(box[0]), host_peak if pt.device.startswith("cpu") else None,
+            note="; ".join(pt.notes))
+    columns = [("library", "library", ""), ("device", "device", ""), ("median_ms", "median ms", ".4f"),
+               ("min_ms", "min ms", ".4f")]
+    if flops:
+        columns += [("gflops", "GFLOP/s", ".1f"), ("pct_peak", "% peak", ".0f")]
+    columns += [("max_rel_diff", "max rel diff vs hetnn", ".1e"), ("max_rel_err", "max rel err vs f64", ".1e"),
+                ("repeats", "n", "d"), ("note", "note", "")]
+    text = [f"{op} {case['shape']} {dtype}: hetnn on {dev.id} ({dev.name}) against {', '.join(against) or 'nothing'}"]
+    text += [f"note: {n}" for n in dict.fromkeys(notes)]
+    text.append(format_table(rows, columns))
+    return BenchResult(f"compare:{op}", [{"suite": "compare", **r} for r in rows], "\n".join(text), environment())

@@ -1,0 +1,91 @@
+"""What :func:`hetnn.bench.run` returns: the rows of a benchmark run with the report printed for them, the run's
+metadata, and writers for CSV, JSON and PNG plots."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+
+class BenchResult:
+    """Rows (a list of dicts, one per measured case, tagged ``suite``), ``text`` (the report as the command line
+    prints it) and ``environment`` (devices, drivers, versions, threads, environment variables, timing method,
+    date)."""
+
+    def __init__(self, suite: str, rows: List[Dict[str, Any]], text: str, environment: Dict[str, Any]) -> None:
+        self.suite, self.rows, self.text, self.environment = suite, rows, text, environment
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __repr__(self) -> str:
+        return f"<hetnn.bench.BenchResult {self.suite}: {len(self.rows)} rows>\n{self.text}"
+
+    def select(self, **match: Any) -> List[Dict[str, Any]]:
+        """The rows whose fields equal every ``key=value`` given (``select(suite="matmul", library="hetnn")``)."""
+        return [r for r in self.rows if all(r.get(k) == v for k, v in match.items())]
+
+    def flagged(self) -> List[Dict[str, Any]]:
+        """Rows with a figure above its device's measured ceiling (a measurement error, printed as ERR>peak)."""
+        return [r for r in self.rows if r.get("flagged")]
+
+    def to_csv(self, path: Optional[str] = None) -> str:
+        """The rows as CSV (every key of every row is a column); written to ``path`` when given."""
+        keys: List[str] = []
+        for r in self.rows:
+            keys.extend(k for k in r if k not in keys)
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n")
+        w.writeheader()
+        w.writerows(self.rows)
+        if path:
+            _write_atomic(path, buf.getvalue())
+        return buf.getvalue()
+
+    def to_json(self, path: Optional[str] = None) -> str:
+        """``{"environment": ..., "rows": ...}`` as JSON; written to ``path`` when given."""
+        text = json.dumps({"suite": self.suite, "environment": self.environment, "rows": self.rows}, indent=1,
+                          default=str)
+        if path:
+            _write_atomic(path, text)
+        return text
+
+    def plot(self, prefix: Optional[str] = None) -> Dict[str, Any]:
+        """One matplotlib figure per plot this run's rows support ({name: Figure}); with ``prefix``, also written
+        as ``PREFIX-NAME.png``."""
+        from .plots import make_figures
+
+        figs = make_figures(self.rows, self.environment)
+        if prefix:
+            for name, fig in figs.items():
+                path = f"{prefix}-{name}.png"
+                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+                fig.savefig(path, dpi=110, bbox_inches="tight")
+        return figs
+
+    def save(self, prefix: str, plots: bool = True) -> List[str]:
+        """Writes PREFIX.csv, PREFIX.json and (with matplotlib installed) PREFIX-*.png; returns the paths."""
+        os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
+        paths = [prefix + ".csv", prefix + ".json"]
+        self.to_csv(paths[0])
+        self.to_json(paths[1])
+        if plots:
+            try:
+                import matplotlib  # noqa: F401
+            except ImportError:
+                return paths
+            paths += [f"{prefix}-{name}.png" for name in self.plot(prefix)]
+        return paths
+
+
+def _write_atomic(path: str, text: str) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", newline="") as f:
+        f.write(text)
+    os.replace(tmp, path)

@@ -1,0 +1,288 @@
+"""The benchmark suites behind ``python -m hetnn bench`` and :func:`hetnn.bench.run`: one front for all of them.
+
+Each suite takes the same :class:`Options`, writes its report through ``say`` (the terminal for the command line, a
+string for notebooks) and returns its rows, tagged with ``suite``. Bad options raise ``ValueError`` naming the
+option, before anything is measured.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+
+from .._device import Device
+
+SUITES = ("peak", "matmul", "maxpool", "mlp", "transfer")
+Say = Callable[[str], None]
+
+
+@dataclass
+class Options:
+    """Options shared by every suite (the command line's flags; :func:`hetnn.bench.run`'s keyword arguments)."""
+    device: Union[str, Sequence[Any]] = "all"   # "all", "cpu,opencl:0:0", or a list of devices / specs
+    compare: Optional[Union[str, Sequence[str]]] = None  # peers; None: each suite's default
+    quick: bool = False
+    repeat: int = 20
+    warmup: int = 3
+    max_duration: float = 2.0
+    shapes: Optional[str] = None        # matmul: quick, square, resnet50
+    batch: int = 1                      # matmul resnet50 batch; maxpool adds it to 1 and 32
+    dtype: str = "float32"              # matmul: one dtype or several, comma-separated
+    sweep_max: Optional[int] = None     # maxpool: largest sweep image
+    max_width: Optional[int] = None     # mlp: widest first hidden layer of the topology study
+    epochs: Optional[int] = None        # mlp: Fashion-MNIST epochs
+    clblast_tuning: Optional[str] = None
+    progress: bool = False              # tqdm progress bars (stderr)
+    notes: List[str] = field(default_factory=list)
+
+    def check(self) -> None:
+        for name in ("repeat", "batch"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"--{name} must be an integer >= 1, got {v!r}")
+        if isinstance(self.warmup, bool) or not isinstance(self.warmup, (int, np.integer)) or self.warmup < 0:
+            raise ValueError(f"--warmup must be an integer >= 0, got {self.warmup!r}")
+        if not isinstance(self.max_duration, (int, float)) or not self.max_duration > 0:
+            raise ValueError(f"--max-duration must be a number of seconds > 0, got {self.max_duration!r}")
+
+    def devices(self) -> List[Device]:
+        from .. import device, devices
+
+        spec = self.device
+        if spec is None or (isinstance(spec, str) and spec == "all"):
+            return devices()
+        items = [s.strip() for s in spec.split(",") if s.strip()] if isinstance(spec, str) else list(spec)
+        if not items:
+            raise ValueError(f"--device: expected 'all' or device specs, got {spec!r}")
+        return [d if isinstance(d, Device) else device(d) for d in items]
+
+    def peers(self, default: str) -> List[str]:
+        text = self.compare if self.compare is not None else default
+        items = text.split(",") if isinstance(text, str) else list(text)
+        return [c.strip() for c in items if c.strip()]
+
+    def timing(self) -> Dict[str, Any]:
+        repeat, warmup, max_duration = self.repeat, self.warmup, self.max_duration
+        if self.quick:
+            repeat, warmup, max_duration = min(repeat, 10), min(warmup, 2), min(max_duration or 1.0, 1.0)
+        return {"n_repeat": repeat, "n_warmup": warmup, "max_duration": max_duration}
+
+
+class _Progress:
+    """A tqdm bar for one suite (when asked for): each callback names the row being measured."""
+
+    def __init__(self, enabled: bool, desc: str) -> None:
+        self.bar = None
+        if enabled:
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:  # a core dependency; without it, no bar
+                return
+            self.bar = tqdm(desc=desc, unit="row", file=sys.stderr, leave=False, dynamic_ncols=True)
+
+    def __call__(self, msg: str) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(msg, refresh=False)
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+    def callback(self) -> Optional[Callable[[str], None]]:
+        return self if self.bar is not None else None
+
+
+def _devices_line(devs: Sequence[Device]) -> str:
+    return ", ".join(f"{d.id} ({d.name})" for d in devs)
+
+
+def _timing_line(t: Dict[str, Any]) -> str:
+    return (f"median of up to {t['n_repeat']} synchronized repeats after {t['n_warmup']} warm-up calls, at most "
+            f"{t['max_duration']} s per row")
+
+
+def suite_peak(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, Any]]:
+    from .peak import PEAK_COLUMNS, cpu_fma_peak_gflops, run_peak
+    from .report import format_table
+
+    devs = opts.devices()
+    t0 = time.perf_counter()
+    say(f"hetnn peak benchmark (measured ceilings); devices: {_devices_line(devs)}")
+    rows = run_peak(devs, progress=progress.callback())
+    say(format_table(rows, PEAK_COLUMNS))
+    host = cpu_fma_peak_gflops()
+    for r in rows:
+        if r["device"] != "cpu":
+            say(f"  {r['device']}: FMA kernel {r['fp32_gflops']:.1f} GFLOP/s = {r['fp32_gflops'] / host:.2f}x the "
+                f"host CPU's native FMA loop ({host:.1f})")
+    say(f"(stored in the cache directory for the other suites; {time.perf_counter() - t0:.1f} s in all)\n")
+    return rows
+
+
+def suite_matmul(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, Any]]:
+    from .matmul import MATMUL_COLUMNS, MATMUL_SHAPES, precision_table, ratios, resnet50_shapes, run_matmul
+    from .peak import cpu_fma_peak_gflops
+    from .report import format_table
+
+    shapes_name = "quick" if opts.quick and not opts.shapes else (opts.shapes or "square")
+    if shapes_name not in MATMUL_SHAPES:
+        raise ValueError(f"--shapes: unknown shape set {shapes_name!r} (available: {', '.join(MATMUL_SHAPES)})")
+    dtypes = [d.strip() for d in opts.dtype.split(",") if d.strip()]
+    bad = [d for d in dtypes if d not in ("float32", "float64", "float16", "bfloat16")]
+    if bad or not dtypes:
+        raise ValueError(f"--dtype takes float32, float64, float16, bfloat16 (comma-separated), got {opts.dtype!r}")
+    devs = opts.devices()
+    compare = [c for c in opts.peers("numpy") if c != "all"]
+    timing = opts.timing()
+    t0 = time.perf_counter()
+    say(f"hetnn matmul benchmark ({shapes_name} shapes, {opts.dtype}); devices: {_devices_line(devs)}; "
+        f"NumPy {np.__version__}")
+    shapes = resnet50_shapes(opts.batch) if shapes_name == "resnet50" else MATMUL_SHAPES[shapes_name]
+    say(f"measured FP32 FMA peak of the host CPU: {cpu_fma_peak_gflops():.1f} GFLOP/s")
+    rows: List[Dict[str, Any]] = []
+    notes: List[str] = []
+    for dt in dtypes:
+        rows += run_matmul(shapes, devs, dtype=dt, compare=compare, clblast_tuning=opts.clblast_tuning,
+                           progress=progress.callback(), notes=notes, **timing)
+    for line in dict.fromkeys(notes):
+        say(f"note: {line}")
+    columns = MATMUL_COLUMNS if len(dtypes) == 1 else MATMUL_COLUMNS[:4] + [("dtype", "dtype", "")] + MATMUL_COLUMNS[4:]
+    say(format_table(rows, columns))
+    for dt in dtypes:
+        for line in ratios([r for r in rows if r["dtype"] == dt]):
+            say(f"  [{dt}] " + line)
+    if len(dtypes) > 1:
+        say("\nprecision study (hetnn GFLOP/s per dtype; ratios to float32):")
+        cols = [("shape", "shape", ""), ("device", "device", "")]
+        cols += [(dt, dt, ".1f") for dt in dtypes]
+        cols += [(f"{dt}/float32", f"{dt}/f32", ".2f") for dt in dtypes if dt != "float32" and "float32" in dtypes]
+        say(format_table(precision_table(rows, dtypes), cols))
+    say(f"({_timing_line(timing)}; max rel err = max|C - C64| / max|C64| against float64 NumPy (the result-agreement "
+        f"column); {time.perf_counter() - t0:.1f} s in all)\n")
+    return rows
+
+
+def suite_maxpool(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, Any]]:
+    from .maxpool import (MAXPOOL_COLUMNS, POOL_PEERS, SWEEP_COLUMNS, layer_cases, ratios, run_maxpool,
+                          sweep_cases, target_cases)
+    from .peak import stream_gbps
+    from .report import format_table
+
+    batches = [1] if opts.quick else sorted({1, 32, opts.batch})
+    sweep_max = opts.sweep_max or (1024 if opts.quick else 8192)
+    if sweep_max < 4 or sweep_max & (sweep_max - 1):
+        raise ValueError(f"--sweep-max must be a power of two >= 4, got {sweep_max}")
+    devs = opts.devices()
+    compare = [c for c in opts.peers("numpy,onednn,torch,cupy") if c in POOL_PEERS]
+    timing = opts.timing()
+    t0 = time.perf_counter()
+    say(f"hetnn max-pool benchmark (float32); devices: {_devices_line(devs)}")
+    say(f"measured STREAM triad bandwidth of the host: {stream_gbps():.1f} GB/s")
+    notes: List[str] = []
+    kw = dict(progress=progress.callback(), notes=notes, **timing)
+    layer_rows = run_maxpool(target_cases() + layer_cases(batches), devs, compare=compare, **kw)
+    sweep_rows = run_maxpool(sweep_cases(sweep_max), devs, compare=[c for c in compare if c != "onednn"],
+                             backward=False, transfers=True, **kw)
+    for r in layer_rows:
+        r["part"] = "layers"
+    for r in sweep_rows:
+        r["part"] = "sweep"
+    for line in dict.fromkeys(notes):
+        say(f"note: {line}")
+    say("\nlayers (forward without indices = inference; fwd+idx = training forward; bwd from the indices):")
+    say(format_table(layer_rows, MAXPOOL_COLUMNS))
+    say("\nsweep: square single-channel images, 2x2 windows, stride 2 (transfers of the input and the output "
+        "timed separately):")
+    say(format_table(sweep_rows, SWEEP_COLUMNS))
+    for line in ratios(layer_rows):
+        say("  " + line)
+    say(f"({_timing_line(timing)}; GB/s counts input + output bytes; % mem peak: forward GB/s over the device's "
+        f"measured memory ceiling (it bounds working sets beyond the last-level cache only); "
+        f"{time.perf_counter() - t0:.1f} s in all)\n")
+    return layer_rows + sweep_rows
+
+
+def suite_mlp(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, Any]]:
+    from .mlp import MLP_MNIST_COLUMNS, MLP_TOPOLOGY_COLUMNS, mnist_ratios, run_mnist, run_topology
+    from .report import format_table
+
+    max_width = opts.max_width or (800 if opts.quick else 6400)
+    epochs = opts.epochs or (1 if opts.quick else 3)
+    if max_width < 50:
+        raise ValueError(f"--max-width must be >= 50, got {max_width}")
+    if epochs < 1:
+        raise ValueError(f"--epochs must be >= 1, got {epochs}")
+    devs = opts.devices()
+    compare = [c for c in opts.peers("numpy,torch") if c in ("numpy", "torch")]
+    t0 = time.perf_counter()
+    say(f"hetnn MLP benchmark (float32); devices: {_devices_line(devs)}")
+    notes: List[str] = []
+    try:
+        mnist = run_mnist(devs, epochs=epochs, quick=opts.quick, compare=compare, progress=progress.callback(),
+                          notes=notes)
+    except FileNotFoundError as exc:
+        mnist = []
+        notes.append(str(exc))
+    topo = run_topology(devs, max_width=max_width, batches=(100, 1000) if opts.quick else (100, 500, 1000),
+                        n_samples=2000 if opts.quick else 5000, progress=progress.callback())
+    for line in dict.fromkeys(notes):
+        say(f"note: {line}")
+    if mnist:
+        say(f"\nFashion-MNIST: 784 inputs, hidden ReLU layers, 10 outputs, softmax cross-entropy, SGD lr 0.1 "
+            f"momentum 0.9, batch 64, {epochs} epoch(s) from the same initial weights (s/epoch: median; GFLOP/s: "
+            f"6 x multiply-adds x samples per epoch over the epoch time):")
+        say(format_table(mnist, MLP_MNIST_COLUMNS))
+        for line in mnist_ratios(mnist):
+            say("  " + line)
+    say("\ntopology study: 50 inputs (synthetic solar sensors), hidden ReLU layers halving in width, 1 output, MSE, "
+        "plain SGD; one training epoch and one inference pass over the samples:")
+    say(format_table(topo, MLP_TOPOLOGY_COLUMNS))
+    say(f"({time.perf_counter() - t0:.1f} s in all)\n")
+    return [{"part": "fashion-mnist", **{k: v for k, v in r.items() if k != "device_time"}} for r in mnist] + \
+        [{"part": "topology", **r} for r in topo]
+
+
+def suite_transfer(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, Any]]:
+    from .report import format_table
+    from .transfer import TRANSFER_COLUMNS, run_transfer, summary, transfer_sizes
+
+    devs = opts.devices()
+    timing = opts.timing()
+    max_bytes = 16 << 20 if opts.quick else 256 << 20
+    t0 = time.perf_counter()
+    say(f"hetnn transfer benchmark; devices: {_devices_line(devs)}")
+    rows = run_transfer(devs, transfer_sizes(max_bytes), progress=progress.callback(), **timing)
+    say(format_table(rows, TRANSFER_COLUMNS))
+    for line in summary(rows):
+        say("  " + line)
+    say(f"({_timing_line(timing)}; device-timed where the device times its copies; "
+        f"{time.perf_counter() - t0:.1f} s in all)\n")
+    return rows
+
+
+_RUNNERS: Dict[str, Callable[[Options, Say, _Progress], List[Dict[str, Any]]]] = {
+    "peak": suite_peak, "matmul": suite_matmul, "maxpool": suite_maxpool, "mlp": suite_mlp,
+    "transfer": suite_transfer}
+
+
+def run_suites(suite: str, opts: Options, say: Say) -> List[Dict[str, Any]]:
+    """Runs ``suite`` ("all": every suite, peak first since the others read the ceilings it stores); returns the
+    rows of all of them, each tagged with ``suite``."""
+    if suite not in SUITES + ("all",):
+        raise ValueError(f"unknown suite {suite!r} (available: {', '.join(SUITES + ('all',))})")
+    opts.check()
+    opts.devices()  # an unknown device spec fails before anything runs
+    rows: List[Dict[str, Any]] = []
+    for name in SUITES:
+        if suite not in (name, "all"):
+            continue
+        progress = _Progress(opts.progress, name)
+        try:
+            rows.extend({"suite": name, **r} for r in _RUNNERS[name](opts, say, progress))
+        finally:
+            progress.close()
+    return rows

@@ -1,0 +1,158 @@
+"""hetnn.bench from Python: run() returns the rows the command line prints, with CSV/JSON/PNG writers; compare()
+times one op on hetnn and each importable peer and checks their results; figures above a measured ceiling are
+flagged and never printed as results."""
+import csv
+import io
+import json
+import math
+
+import numpy as np
+import pytest
+
+import hetnn
+from hetnn.bench import BenchResult, compare, run
+from hetnn.bench.peak import check_ceiling
+from hetnn.bench.report import format_table
+
+
+def test_run_transfer_rows_text_and_files(tmp_path):
+    res = run("transfer", quick=True, repeat=2, warmup=0, max_duration=0.05, device="cpu")
+    assert isinstance(res, BenchResult) and res.suite == "transfer"
+    assert {r["direction"] for r in res.rows} == {"h2d", "d2h", "d2d"}
+    assert all(r["suite"] == "transfer" and r["device"] == "cpu" and r["gbps"] > 0 for r in res.rows)
+    assert "hetnn transfer benchmark" in res.text and "cpu h2d: latency" in res.text
+    assert len(list(csv.DictReader(io.StringIO(res.to_csv())))) == len(res.rows)
+    meta = json.loads(res.to_json())
+    assert meta["environment"]["numpy"] == np.__version__ and meta["environment"]["devices"]
+    assert "timing" in meta["environment"] and "threads" in meta["environment"]
+    paths = res.save(str(tmp_path / "t"))
+    assert str(tmp_path / "t.csv") in paths and str(tmp_path / "t.json") in paths
+    if pytest.importorskip("matplotlib"):
+        png = tmp_path / "t-transfer.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_run_matmul_every_device_agrees_with_float64():
+    res = run("matmul", shapes="quick", repeat=2, warmup=1, max_duration=0.2, compare="numpy")
+    for dev in hetnn.devices():
+        mine = res.select(library="hetnn", device=dev.id)
+        assert len(mine) == 5  # 4 shapes + aggregate
+        for r in mine:
+            assert r["gflops"] > 0 and r["max_rel_err"] < 1e-5 and not r.get("flagged")
+            assert 0 < r["pct_peak"] <= 110
+    assert res.select(library="numpy", device="host")
+
+
+def test_run_rejects_bad_options():
+    with pytest.raises(TypeError, match="unknown option"):
+        run("matmul", shape="quick")
+    with pytest.raises(ValueError, match="unknown suite"):
+        run("convolution")
+    with pytest.raises(ValueError, match="--repeat must be an integer >= 1"):
+        run("matmul", repeat=0)
+    with pytest.raises(ValueError, match="--max-duration"):
+        run("matmul", max_duration=-1)
+    with pytest.raises(ValueError, match="--dtype"):
+        run("matmul", dtype="int8")
+    with pytest.raises(ValueError, match="no device matches"):
+        run("transfer", device="no-such-device")
+
+
+def test_check_ceiling_flags_only_above_tolerance():
+    row = {"gflops": 100.0}
+    assert not check_ceiling(row, "gflops", 95.0, "FP32 FMA ceiling") and "flagged" not in row
+    assert check_ceiling(row, "gflops", 50.0, "FP32 FMA ceiling")
+    assert row["flagged"] == "gflops" and "2.00x the measured FP32 FMA ceiling" in row["ceiling_error"]
+    assert not check_ceiling({"gflops": 1e9}, "gflops", None, "x")  # unknown ceiling: nothing to say
+    text = format_table([row], [("gflops", "GFLOP/s", ".1f")])
+    assert "ERR>peak" in text and "100.0" not in text  # never printed as a result
+
+
+def test_unsynchronised_timing_would_be_flagged():
+    """What the flag is for: timing an asynchronous OpenCL matmul without synchronising reports an impossible
+    rate; check_ceiling catches it against the device's ceiling."""
+    dev = next((d for d in hetnn.devices() if d.kind == "opencl"), None)
+    if dev is None:
+        pytest.skip("no OpenCL device")
+    import time
+    from hetnn.bench.peak import fp32_peak_gflops
+
+    n = 1024
+    A = hetnn.asarray(np.ones((n, n), np.float32), device=dev)
+    C = hetnn.empty((n, n), device=dev)
+    hetnn.matmul(A, A, out=C)
+    hetnn.synchronize(dev)
+    t0 = time.perf_counter()
+    for _ in range(5):
+        hetnn.matmul(A, A, out=C)
+    wrong = (time.perf_counter() - t0) / 5  # enqueue time only
+    hetnn.synchronize(dev)
+    row = {"gflops": 2.0 * n**3 / wrong / 1e9}
+    peak = fp32_peak_gflops(dev)
+    if row["gflops"] <= 1.1 * peak:
+        pytest.skip(f"this driver blocked in the enqueue ({row['gflops']:.0f} GFLOP/s)")
+    assert check_ceiling(row, "gflops", peak, "FP32 FMA ceiling")
+
+
+def test_compare_matmul_against_numpy(device, rng):
+    a = rng.uniform(-1, 1, (67, 129)).astype(np.float32)
+    b = rng.uniform(-1, 1, (129, 33)).astype(np.float32)
+    res = compare("matmul", a, b, against=("numpy",), device=device, n_repeat=3, n_warmup=1)
+    (mine,) = res.select(library="hetnn")
+    (ref,) = res.select(library="numpy")
+    assert mine["device"] == device.id and mine["max_rel_diff"] == 0.0 and mine["max_rel_err"] < 1e-5
+    assert 0 < ref["max_rel_diff"] < 1e-5 and ref["median_ms"] > 0 and mine["gflops"] > 0
+    assert "max rel diff vs hetnn" in res.text
+
+
+def test_compare_max_pool2d(device, rng):
+    x = rng.standard_normal((2, 3, 17, 16)).astype(np.float32)
+    res = compare("max_pool2d", x, 3, 2, padding=1, against="numpy", device=device, n_repeat=2, n_warmup=0)
+    assert [r["library"] for r in res.rows] == ["hetnn", "numpy"]
+    assert all(r["max_rel_err"] == 0.0 and r["max_rel_diff"] == 0.0 for r in res.rows)
+
+
+def test_compare_missing_peer_is_a_note(rng, monkeypatch):
+    from hetnn.bench import peers
+
+    def broken():
+        raise ImportError("No module named 'cupy'")
+    monkeypatch.setitem(peers._FACTORIES, "cupy", broken)
+    a = rng.standard_normal((8, 8)).astype(np.float32)
+    res = compare("matmul", a, a, against=("cupy",), device="cpu", n_repeat=1, n_warmup=0)
+    assert [r["library"] for r in res.rows] == ["hetnn"] and "cupy: not used" in res.text
+
+
+def test_compare_bad_arguments(rng):
+    a = rng.standard_normal((4, 5)).astype(np.float32)
+    with pytest.raises(ValueError, match="op must be one of"):
+        compare("conv2d", a)
+    with pytest.raises(ValueError, match=r"expected a \(M, K\) and b \(K, N\)"):
+        compare("matmul", a, a)
+    with pytest.raises(TypeError, match="share a float dtype"):
+        compare("matmul", a, a.T.astype(np.float64))
+    with pytest.raises(ValueError, match="unknown peer"):
+        compare("matmul", a, a.T, against=("matlab",))
+    with pytest.raises(ValueError, match="must be 4-D"):
+        compare("max_pool2d", a, 2)
+    with pytest.raises(ValueError, match="do not fit"):
+        compare("max_pool2d", a[None, None], 3, 1, 2)
+
+
+@pytest.mark.parametrize("name", ["torch", "jax"])
+def test_asarray_takes_peer_arrays(name, device, rng):
+    """Arrays of other libraries (DLPack on the host, or a host copy) land on the device with their values."""
+    if name == "torch":
+        torch = pytest.importorskip("torch")
+        make = lambda x: torch.from_numpy(x)  # noqa: E731
+        t_view = lambda x: torch.from_numpy(x).t()  # noqa: E731
+    else:
+        jnp = pytest.importorskip("jax.numpy")
+        make = lambda x: jnp.asarray(x)  # noqa: E731
+        t_view = lambda x: jnp.asarray(x).T  # noqa: E731
+    x = rng.standard_normal((5, 7)).astype(np.float32)
+    assert np.array_equal(hetnn.asarray(make(x), device=device).numpy(), x)
+    assert np.array_equal(hetnn.asarray(t_view(x), device=device).numpy(), x.T)  # a transposed view: not misread
+    bf = hetnn.asarray(make(x).astype("bfloat16") if name == "jax" else make(x).bfloat16(), device=device)
+    assert str(bf.dtype) == "bfloat16"
+    np.testing.assert_allclose(bf.numpy().astype(np.float32), x, rtol=1e-2)
