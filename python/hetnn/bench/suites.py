@@ -28,7 +28,7 @@ class Options:
     repeat: int = 20
     warmup: int = 3
     max_duration: float = 2.0
-    shapes: Optional[str] = None        # matmul: quick, square, resnet50
+    shapes: Any = None                  # matmul: quick, square, resnet50, or a list of (M, N, K) / (label, M, N, K)
     batch: int = 1                      # matmul resnet50 batch; maxpool adds it to 1 and 32
     dtype: str = "float32"              # matmul: one dtype or several, comma-separated
     sweep_max: Optional[int] = None     # maxpool: largest sweep image
@@ -123,14 +123,32 @@ def suite_peak(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, A
     return rows
 
 
+def _shape_list(shapes: Any) -> List[Any]:
+    out = []
+    for sh in shapes:
+        t = tuple(sh) if isinstance(sh, (tuple, list)) else ()
+        dims = t[1:] if len(t) == 4 and isinstance(t[0], str) else t
+        if len(dims) != 3 or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 1
+                                     for d in dims):
+            raise ValueError(f"shapes: each entry must be (M, N, K) or (label, M, N, K) with sizes >= 1, got {sh!r}")
+        m, n, k = (int(d) for d in dims)
+        out.append((t[0] if len(t) == 4 else f"{m}x{n}x{k}", m, n, k))
+    if not out:
+        raise ValueError("shapes: an empty list")
+    return out
+
+
 def suite_matmul(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, Any]]:
     from .matmul import MATMUL_COLUMNS, MATMUL_SHAPES, precision_table, ratios, resnet50_shapes, run_matmul
     from .peak import cpu_fma_peak_gflops
     from .report import format_table
 
-    shapes_name = "quick" if opts.quick and not opts.shapes else (opts.shapes or "square")
-    if shapes_name not in MATMUL_SHAPES:
-        raise ValueError(f"--shapes: unknown shape set {shapes_name!r} (available: {', '.join(MATMUL_SHAPES)})")
+    if opts.shapes is not None and not isinstance(opts.shapes, str):  # from Python: (M, N, K) or (label, M, N, K)
+        shapes_name, custom = "custom", _shape_list(opts.shapes)
+    else:
+        shapes_name, custom = "quick" if opts.quick and not opts.shapes else (opts.shapes or "square"), None
+        if shapes_name not in MATMUL_SHAPES:
+            raise ValueError(f"--shapes: unknown shape set {shapes_name!r} (available: {', '.join(MATMUL_SHAPES)})")
     dtypes = [d.strip() for d in opts.dtype.split(",") if d.strip()]
     bad = [d for d in dtypes if d not in ("float32", "float64", "float16", "bfloat16")]
     if bad or not dtypes:
@@ -141,7 +159,7 @@ def suite_matmul(opts: Options, say: Say, progress: _Progress) -> List[Dict[str,
     t0 = time.perf_counter()
     say(f"hetnn matmul benchmark ({shapes_name} shapes, {opts.dtype}); devices: {_devices_line(devs)}; "
         f"NumPy {np.__version__}")
-    shapes = resnet50_shapes(opts.batch) if shapes_name == "resnet50" else MATMUL_SHAPES[shapes_name]
+    shapes = custom or (resnet50_shapes(opts.batch) if shapes_name == "resnet50" else MATMUL_SHAPES[shapes_name])
     say(f"measured FP32 FMA peak of the host CPU: {cpu_fma_peak_gflops():.1f} GFLOP/s")
     rows: List[Dict[str, Any]] = []
     notes: List[str] = []
