@@ -51,3 +51,24 @@ def test_profile_training_per_op(device, rng):
     sgd = [r for r in prof.records if r["name"] == "sgd_update"]
     assert len(sgd) == 4 * 4 and {r["detail"] for r in sgd} == {"(16, 20) momentum", "(16,) momentum",
                                                                   "(4, 16) momentum", "(4,) momentum"}
+
+
+def test_profile_adds_up_to_benchmark_device_time(device, rng):
+    """The bench's device time and the profiler's per-op times come from the same commands: they agree (the issue
+    asks for 5 %; both sum the same events, so the gap is rounding)."""
+    a = hetnn.asarray(rng.standard_normal((96, 80)).astype(np.float32), device=device)
+    b = hetnn.asarray(rng.standard_normal((80, 64)).astype(np.float32), device=device)
+    x = hetnn.asarray(rng.standard_normal((2, 4, 16, 16)).astype(np.float32), device=device)
+
+    def work():
+        hetnn.matmul(a, b, activation="relu")
+        hetnn.max_pool2d(x, 2)
+
+    work()
+    with hetnn.profile(device) as prof:
+        r = hetnn.benchmark(work, n_warmup=0, n_repeat=6, device=device)
+    per_op = sum(g["total_s"] for g in prof.totals())
+    bench = float(np.sum(r.device_times))
+    assert r.n_repeat == 6 and bench > 0
+    assert abs(per_op - bench) <= 0.05 * bench, (per_op, bench)
+    assert {"matmul", "max_pool2d"} <= {g["name"] for g in prof.totals()}
