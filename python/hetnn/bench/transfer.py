@@ -18,7 +18,7 @@ from .._timing import benchmark
 
 TRANSFER_COLUMNS = [
     ("device", "device", ""), ("direction", "direction", ""), ("size", "size", ""), ("bytes", "bytes", ","),
-    ("ms", "median ms", ".4f"), ("gbps", "GB/s", ".2f"), ("wall_ms", "wall ms", ".4f"),
+    ("ms", "median ms", ".4f"), ("gbps", "GB/s", ".2f"), ("pct_peak", "% peak", ".0f"), ("wall_ms", "wall ms", ".4f"),
 ]
 
 
@@ -43,7 +43,7 @@ def run_transfer(devices: Sequence[Device], sizes: Sequence[int], *, n_warmup: i
                  progress: Optional[Callable[[str], None]] = None) -> List[Dict[str, Any]]:
     """One row per (device, direction, size): median device-side time where the device times its copies (OpenCL
     events; the CPU device times each command too), else the wall time."""
-    from .peak import check_ceiling, mem_peak_gbps, stream_gbps
+    from .peak import _key, check_ceiling, mem_peak_gbps, stored_peaks, stream_gbps
 
     host_cache = next((d.cache_size for d in devices if d.kind == "cpu"), 0)
     rows = []
@@ -52,6 +52,11 @@ def run_transfer(devices: Sequence[Device], sizes: Sequence[int], *, n_warmup: i
         # once here, while the memory moves the bytes twice: loose bounds), beyond the last-level caches
         ceil = {"d2d": (mem_peak_gbps(dev), dev.cache_size)}
         ceil["h2d"] = ceil["d2h"] = (stream_gbps(), host_cache or dev.cache_size)
+        # "% of peak": the device's memory ceiling for D2D; for H2D/D2H the 64 MiB copy rate `bench peak` stored
+        # (OpenCL devices), else the host's memory ceiling (the CPU device's copies are host memcpys)
+        stored = stored_peaks().get(_key(dev), {}) if dev.kind == "opencl" else {}
+        pct_ref = {"d2d": ceil["d2d"][0], "h2d": stored.get("h2d_gbps") or stream_gbps(),
+                   "d2h": stored.get("d2h_gbps") or stream_gbps()}
         for n in sizes:
             if progress:
                 progress(f"transfers of {_human(n)} on {dev.id}")
@@ -74,6 +79,8 @@ def run_transfer(devices: Sequence[Device], sizes: Sequence[int], *, n_warmup: i
                 row = {"device": dev.id, "direction": direction, "size": _human(n), "bytes": n,
                        "ms": t * 1e3, "wall_ms": r.median * 1e3, "gbps": n / t / 1e9 if t > 0 else float("nan"),
                        "timing": "device" if t is dev_t else "wall", "repeats": r.n_repeat}
+                ref = pct_ref[direction]
+                row["pct_peak"] = 100 * row["gbps"] / ref if ref else float("nan")
                 ceiling, cache = ceil[direction]
                 if cache and n > cache:
                     check_ceiling(row, "gbps", ceiling, "memory ceiling")
