@@ -54,8 +54,10 @@ def max_pool2d(x, k, s, p, d, ceil):
 def max_pool2d_backward(grad_output, indices, input_shape):
     """Scatter-add of grad_output (float64) at the flat indices of each plane."""
     N, C, H, W = input_shape
-    g = np.asarray(grad_output, dtype=np.float64).reshape(N * C, -1)
-    ix = np.asarray(indices).reshape(N * C, -1)
+    go = np.asarray(grad_output, dtype=np.float64)
+    per_plane = int(np.prod(go.shape[-2:]))  # explicit: a -1 cannot be inferred when N * C == 0
+    g = go.reshape(N * C, per_plane)
+    ix = np.asarray(indices).reshape(N * C, per_plane)
     gx = np.zeros((N * C, H * W))
     for plane in range(N * C):
         valid = (ix[plane] >= 0) & (ix[plane] < H * W)

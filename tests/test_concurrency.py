@@ -1,0 +1,113 @@
+"""Several Python threads running ops at once, on the same device and on different devices: every result is
+correct (the GIL is released during compute; per-device queues, kernel and primitive caches are shared safely)."""
+import threading
+
+import numpy as np
+import pytest
+
+import hetnn
+from hetnn import nn, optim
+
+
+def _worker(dev, seed, rounds, errors):
+    try:
+        rng = np.random.default_rng(seed)
+        for r in range(rounds):
+            m, k, n = (int(v) for v in rng.integers(1, 97, 3))
+            a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+            b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+            bias = rng.uniform(-1, 1, n).astype(np.float32)
+            got = hetnn.matmul(hetnn.asarray(a, device=dev), hetnn.asarray(b, device=dev),
+                               bias=hetnn.asarray(bias, device=dev),
+                               activation="relu").numpy()
+            want = np.maximum(a.astype(np.float64) @ b + bias, 0)
+            err = np.abs(got - want).max() if want.size else 0.0
+            if not err <= 1e-4 * max(1.0, k):
+                errors.append(f"{dev.id} matmul {m}x{k}x{n} round {r}: error {err}")
+            x = rng.standard_normal((2, 3, int(rng.integers(4, 40)), int(rng.integers(4, 40)))).astype(np.float32)
+            kk = int(rng.integers(2, 4))
+            y, idx = hetnn.max_pool2d(hetnn.asarray(x, device=dev), kk, return_indices=True)
+            oh, ow = x.shape[2] // kk, x.shape[3] // kk
+            want_y = x[:, :, :oh * kk, :ow * kk].reshape(2, 3, oh, kk, ow, kk).max(axis=(3, 5))
+            if not np.array_equal(y.numpy(), want_y):
+                errors.append(f"{dev.id} max_pool2d {x.shape} k{kk} round {r}: wrong values")
+            gx = hetnn.max_pool2d_backward(hetnn.asarray(np.ones(want_y.shape, np.float32), device=dev), idx,
+                                           x.shape, kk).numpy()
+            if gx.sum() != want_y.size:
+                errors.append(f"{dev.id} max_pool2d_backward round {r}: gradient sum {gx.sum()} != {want_y.size}")
+    except Exception as exc:  # a crash in a thread must fail the test, not vanish
+        errors.append(f"{dev.id}: {type(exc).__name__}: {exc}")
+
+
+@pytest.mark.parametrize("threads", [4])
+def test_threads_on_every_device_at_once(threads):
+    devs = hetnn.devices()
+    errors: list = []
+    workers = [threading.Thread(target=_worker, args=(devs[i % len(devs)], 1000 + i, 12, errors))
+               for i in range(threads * len(devs))]  # several threads per device, all devices at once
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in workers), "a worker thread hung"
+    assert not errors, errors[:5]
+
+
+def test_training_in_threads_matches_sequential(device):
+    """Two models trained at once in two threads on one device end where each ends trained alone."""
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1, 1, (256, 12)).astype(np.float32)
+    y = rng.integers(0, 3, 256)
+
+    def train(seed):
+        model = nn.Sequential([nn.Dense(12, 16, "relu", seed=seed), nn.Dense(16, 3, seed=seed + 1)], device=device)
+        model.fit(x, y, loss=nn.CrossEntropyLoss(), optimizer=optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+                  epochs=3, batch_size=32, seed=seed)
+        return [p.numpy() for p in model.parameters()]
+
+    alone = [train(1), train(2)]
+    out: dict = {}
+    errors: list = []
+
+    def run(seed):
+        try:
+            out[seed] = train(seed)
+        except Exception as exc:
+            errors.append(exc)
+    ts = [threading.Thread(target=run, args=(s,)) for s in (1, 2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=300)
+    assert not errors, errors
+    for seed, ref in zip((1, 2), alone):
+        for got, want in zip(out[seed], ref):
+            np.testing.assert_array_equal(got, want)  # same device, same seed: bit-identical
+
+
+def test_gil_is_released_during_compute():
+    """A long CPU matmul in one thread lets another Python thread run meanwhile."""
+    import time
+
+    a = np.random.default_rng(0).uniform(-1, 1, (1536, 1536)).astype(np.float32)
+    A = hetnn.asarray(a, device="cpu")
+    C = hetnn.empty(a.shape, device="cpu")
+    hetnn.matmul(A, A, out=C)
+    ticks = []
+    done = threading.Event()
+
+    def ticker():
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+    t = threading.Thread(target=ticker)
+    t.start()
+    t0 = time.perf_counter()
+    for _ in range(5):
+        hetnn.matmul(A, A, out=C)
+    t1 = time.perf_counter()
+    done.set()
+    t.join()
+    during = [x for x in ticks if t0 <= x <= t1]
+    # with the GIL held the ticker could not run at all during the products
+    assert len(during) >= 5, (len(during), t1 - t0)
