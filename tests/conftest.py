@@ -64,6 +64,9 @@ def rel_err(result, reference):
 
 def pytest_terminal_summary(terminalreporter):
     """The figures the README's Reliability section quotes: property-test examples run in this session."""
-    mod = __import__("sys").modules.get("test_properties")
-    if mod is not None and mod.COUNT["examples"]:
-        terminalreporter.write_line(f"hetnn: property-test examples run: {mod.COUNT['examples']}")
+    mods = __import__("sys").modules
+    prop, bad = mods.get("test_properties"), mods.get("test_bad_inputs")
+    if prop is not None and prop.COUNT["examples"]:
+        terminalreporter.write_line(f"hetnn: property-test examples run: {prop.COUNT['examples']}")
+    if bad is not None and bad.COUNT["cases"]:
+        terminalreporter.write_line(f"hetnn: bad-input cases tried: {bad.COUNT['cases']}")

@@ -38,3 +38,14 @@ def test_without_stored_peaks(tmp_path, monkeypatch):
         if dev.kind == "opencl":  # an OpenCL CPU device falls back to the host's FMA loop; a GPU has none
             expect = peak.cpu_fma_peak_gflops() if dev.type == "cpu" else None
             assert peak.fp32_peak_gflops(dev) == expect
+
+
+def test_corrupt_peaks_file_warns_and_is_replaced(tmp_path, monkeypatch):
+    monkeypatch.setenv("HETNN_CACHE_DIR", str(tmp_path))
+    (tmp_path / "peaks.json").write_text("{not json")
+    peak._warned.clear()
+    import pytest
+    with pytest.warns(RuntimeWarning, match="ignoring the stored ceilings"):
+        assert peak.stored_peaks() == {}
+    peak.run_peak([hetnn.device("cpu")])  # rewritten whole
+    assert "cpu" in next(iter(peak.stored_peaks().values()))["device"]

@@ -76,6 +76,8 @@ class Timer:
     """
 
     def __init__(self, device: DevicesLike = None) -> None:
+        if device is not None:
+            _device_list(device)  # an unknown device spec fails here, where it was written, not on entry
         self._spec = device
         self.elapsed = math.nan
         self.device_time = math.nan

@@ -14,6 +14,7 @@ from .._device import Device
 from .._loader import _core
 
 _cache: Dict[str, Any] = {}
+_warned: set = set()
 
 
 def cpu_fma_peak_gflops(seconds: float = 0.3) -> float:
@@ -110,8 +111,16 @@ def stored_peaks() -> Dict[str, Dict[str, Any]]:
     try:
         with open(path) as f:
             data = json.load(f)
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
+        if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+            raise ValueError("not a mapping of device ceilings")
+        return data
+    except (OSError, ValueError) as exc:
+        if path not in _warned:
+            _warned.add(path)
+            import warnings
+
+            warnings.warn(f"hetnn: ignoring the stored ceilings {path} ({exc}); `python -m hetnn bench peak` "
+                          f"measures them again", RuntimeWarning, stacklevel=2)
         return {}
 
 

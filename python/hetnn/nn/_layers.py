@@ -111,7 +111,9 @@ _ACTS = (None, "relu", "sigmoid", "tanh")
 
 
 def _positive_int(v: Any, what: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{what} must be a positive int, got {type(v).__name__} {v!r}")
+    if v <= 0:
         raise ValueError(f"{what} must be a positive int, got {v!r}")
     return int(v)
 
@@ -321,9 +323,17 @@ def layer_from_config(kind: str, cfg: Dict[str, Any]) -> Layer:
 
 def check_sequence(layers: Sequence[Any]) -> List[Layer]:
     out = []
+    features: Optional[int] = None  # width flowing out of the last Dense, while only activations follow it
     for i, layer in enumerate(layers):
         if not isinstance(layer, Layer):
             raise TypeError(f"Sequential: layer {i} is a {type(layer).__name__}, not a hetnn.nn layer")
+        if isinstance(layer, Dense):
+            if features is not None and layer.in_features != features:
+                raise ValueError(f"Sequential: layer {i} (Dense) has in_features={layer.in_features}, but the layers "
+                                 f"before it produce {features} features")
+            features = layer.out_features
+        elif not isinstance(layer, (ReLU, Sigmoid, Tanh, Softmax)):
+            features = None  # reshaping layers: the next Dense is checked when data arrives
         if isinstance(layer, Softmax) and i != len(layers) - 1:
             raise ValueError("Sequential: Softmax is supported only as the last layer (it is folded into "
                              "CrossEntropyLoss for training)")
