@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up (scripts/setup.sh, idempotent) and runs the whole test suite: the C++ unit tests (GoogleTest via CTest),
-# then the Python tests (pytest) on every device found.
+# Sets up (scripts/setup.sh, idempotent) and runs the whole test suite: the C++ unit tests (GoogleTest via CTest)
+# and the ops driver (every op on every device, with a leak check), the sanitizer and fuzzing step
+# (scripts/sanitize.sh), then the Python tests (pytest) on every device found.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
@@ -10,6 +11,9 @@ cmake -S . -B build/cpp-tests -DHETNN_BUILD_TESTS=ON -DHETNN_BUILD_PYTHON=OFF \
   -DPython_EXECUTABLE="$PWD/.venv/bin/python" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/cpp-tests -j "$(nproc)" >/dev/null
 ctest --test-dir build/cpp-tests --output-on-failure
+
+# AddressSanitizer + UBSan build of the core, unit tests and ops driver; a bounded libFuzzer run (scripts/sanitize.sh)
+bash scripts/sanitize.sh
 
 echo "test: Python tests"
 .venv/bin/python -m pytest tests "$@"

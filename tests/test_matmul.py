@@ -362,3 +362,15 @@ def test_numpy_out_aliasing_an_operand_is_refused(device):
     with pytest.raises(ValueError, match="share memory"):
         hetnn.matmul(buf[:16].reshape(4, 4), np.ones((4, 4), np.float32), out=buf[4:].reshape(4, 4),
                      device=device)
+
+
+def test_many_shapes_evict_the_primitive_cache_and_stay_correct(rng):
+    """More distinct shapes than the CPU device keeps primitives for (256): evicted shapes are rebuilt and every
+    product is still right (the per-thread argument cache must not confuse a new primitive with an evicted one)."""
+    shapes = [(1 + i % 23, 1 + i // 23, 3 + i % 5) for i in range(300)]
+    for rnd in range(2):
+        for m, n, k in shapes[::7] if rnd else shapes:
+            a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+            b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+            got = hetnn.matmul(a, b, device="cpu")
+            np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-6)

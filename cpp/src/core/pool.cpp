@@ -47,6 +47,7 @@ Pool2dDesc pool2d_plan(const Shape& s, DType t, const Device& dev, const Pool2dA
   if (s.size() != 4)
     throw ValueError(o + ": input must be 4-D (N, C, H, W) or 3-D (C, H, W), got shape " + shape_str(s));
   require_float(t, dev, op, "input");
+  (void)shape_size(s, "input shape");  // non-negative, product within int64 (input_shape comes from the user)
   if (s[1] == 0 || s[2] == 0 || s[3] == 0)
     throw ValueError(o + ": input " + shape_str(s) + " has an empty channel or spatial dimension (only the batch "
                      "dimension may be 0)");
@@ -63,7 +64,8 @@ Pool2dDesc pool2d_plan(const Shape& s, DType t, const Device& dev, const Pool2dA
                      ", dilation " + pair_str(a.dilation) + " and padding " + pair_str(a.padding) +
                      ": the output would be " + std::to_string(d.OH) + "x" + std::to_string(d.OW));
   constexpr std::int64_t kMax = std::numeric_limits<int>::max();
-  if (d.H * d.W > kMax || d.N * d.C > kMax)
+  // factor by factor first: the products of huge sizes overflow (found by the fuzzer)
+  if (d.H > kMax || d.W > kMax || d.N > kMax || d.C > kMax || d.H * d.W > kMax || d.N * d.C > kMax)
     throw ValueError(o + ": planes of more than 2^31-1 elements, or more than 2^31-1 planes, are not supported");
   return d;
 }

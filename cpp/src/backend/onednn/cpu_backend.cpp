@@ -1,4 +1,5 @@
 #include "backend/onednn/cpu_backend.h"
+#include "core/half.h"
 
 #include <algorithm>
 #include <cmath>
@@ -118,7 +119,7 @@ T activate(T x, Activation a) {
 // float16 / bfloat16 <-> float on the host (bfloat16: the upper half of a float, rounded to nearest even).
 float load_elem(const void* p, std::int64_t i, DType t) {
   switch (t) {
-    case DType::f16: return static_cast<float>(static_cast<const _Float16*>(p)[i]);
+    case DType::f16: return half_bits_to_float(static_cast<const std::uint16_t*>(p)[i]);
     case DType::bf16: {
       const std::uint32_t bits = static_cast<std::uint32_t>(static_cast<const std::uint16_t*>(p)[i]) << 16;
       float f;
@@ -131,7 +132,7 @@ float load_elem(const void* p, std::int64_t i, DType t) {
 
 void store_elem(void* p, std::int64_t i, DType t, float v) {
   switch (t) {
-    case DType::f16: static_cast<_Float16*>(p)[i] = static_cast<_Float16>(v); break;
+    case DType::f16: static_cast<std::uint16_t*>(p)[i] = float_to_half_bits(v); break;
     case DType::bf16: {
       std::uint32_t bits;
       std::memcpy(&bits, &v, sizeof bits);
@@ -165,7 +166,7 @@ std::size_t CpuBackend::KeyHash::operator()(const std::array<std::int64_t, 12>& 
   return h;
 }
 
-const CpuBackend::MatmulEntry& CpuBackend::matmul_entry(const MatmulDesc& d) {
+std::shared_ptr<const CpuBackend::MatmulEntry> CpuBackend::matmul_entry(const MatmulDesc& d) {
   std::int64_t beta_bits = 0;
   static_assert(sizeof(double) == sizeof(std::int64_t));
   std::memcpy(&beta_bits, &d.beta, sizeof beta_bits);
@@ -174,7 +175,10 @@ const CpuBackend::MatmulEntry& CpuBackend::matmul_entry(const MatmulDesc& d) {
                                          static_cast<std::int64_t>(d.act)};
   std::lock_guard<std::mutex> lock(mu_);
   auto it = matmul_cache_.find(key);
-  if (it != matmul_cache_.end()) return it->second;
+  if (it != matmul_cache_.end()) {
+    it->second->last_use = ++matmul_clock_;
+    return it->second;
+  }
 
   // Plain 2-D descriptors when nothing is batched (oneDNN picks its best kernels for them), 3-D otherwise.
   using dims = dnnl::memory::dims;
@@ -185,7 +189,8 @@ const CpuBackend::MatmulEntry& CpuBackend::matmul_entry(const MatmulDesc& d) {
     if (flat) return dnnl::memory::desc({rows, cols}, dt, strides2);
     return dnnl::memory::desc({batch, rows, cols}, dt, dims{rows * cols, strides2[0], strides2[1]});
   };
-  MatmulEntry e;
+  auto entry = std::make_shared<MatmulEntry>();
+  MatmulEntry& e = *entry;
   e.a = md(d.batch_a, d.M, d.K, d.trans_a);
   e.b = md(d.batch_b, d.K, d.N, d.trans_b);
   e.c = md(d.batch, d.M, d.N, false);
@@ -200,7 +205,15 @@ const CpuBackend::MatmulEntry& CpuBackend::matmul_entry(const MatmulDesc& d) {
   auto pd = d.has_bias ? dnnl::matmul::primitive_desc(engine_, e.a, e.b, e.bias, e.c, attr)
                        : dnnl::matmul::primitive_desc(engine_, e.a, e.b, e.c, attr);
   e.prim = dnnl::matmul(pd);
-  return matmul_cache_.emplace(key, std::move(e)).first->second;
+  e.id = e.last_use = ++matmul_clock_;
+  if (matmul_cache_.size() >= kMatmulCacheEntries) {  // evict the least recently used (callers hold their own ref)
+    auto oldest = matmul_cache_.begin();
+    for (auto j = matmul_cache_.begin(); j != matmul_cache_.end(); ++j)
+      if (j->second->last_use < oldest->second->last_use) oldest = j;
+    matmul_cache_.erase(oldest);
+  }
+  matmul_cache_.emplace(key, entry);
+  return entry;
 }
 
 void CpuBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) {
@@ -229,17 +242,18 @@ void CpuBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, B
       }
       return;
     }
-    const MatmulEntry& e = matmul_entry(d);
+    const std::shared_ptr<const MatmulEntry> entry = matmul_entry(d);  // alive through execute, even if evicted
+    const MatmulEntry& e = *entry;
     // The argument memories of each cached primitive, per thread, re-pointed at this call's buffers: creating
     // them per call cost about a third of a small product's 6 us (64x128x10, the backward of a dense layer).
-    // Keyed by the entry's address, which stays valid: entries are never erased, and the CPU backend lives as
-    // long as the process's device registry.
+    // Keyed by the entry's unique id (never reused, unlike an address); bounded like the primitive cache.
     struct Args {
       std::unordered_map<int, dnnl::memory> map;
       float alpha = 1.0f;
     };
-    thread_local std::unordered_map<const MatmulEntry*, Args> args_cache;
-    auto [it, fresh] = args_cache.try_emplace(&e);
+    thread_local std::unordered_map<std::uint64_t, Args> args_cache;
+    if (args_cache.size() >= 2 * kMatmulCacheEntries && !args_cache.count(e.id)) args_cache.clear();
+    auto [it, fresh] = args_cache.try_emplace(e.id);
     Args& args = it->second;
     if (fresh) {
       args.map.emplace(DNNL_ARG_SRC, dnnl::memory(e.a, engine_, a.host_ptr()));

@@ -55,20 +55,26 @@ class CpuBackend final : public Backend {
     recorder_.add({std::move(r), nullptr});
   }
 
-  // A cached matmul: the primitive and the memory descriptors its arguments are wrapped in.
+  // A cached matmul: the primitive and the memory descriptors its arguments are wrapped in. `id` is unique over
+  // the process (per-thread argument caches are keyed by it); `last_use` orders evictions.
   struct MatmulEntry {
     dnnl::matmul prim;
     dnnl::memory::desc a, b, c, bias;
+    std::uint64_t id = 0, last_use = 0;
   };
   struct KeyHash {
     std::size_t operator()(const std::array<std::int64_t, 12>& k) const noexcept;
   };
-  const MatmulEntry& matmul_entry(const MatmulDesc& d);
+  // The cached primitive for d, created on first use. At most kMatmulCacheEntries are kept (least recently used
+  // evicted): each holds JIT code, and a notebook sweeping shapes would otherwise grow without bound.
+  std::shared_ptr<const MatmulEntry> matmul_entry(const MatmulDesc& d);
+  static constexpr std::size_t kMatmulCacheEntries = 256;
 
   dnnl::engine engine_;
   std::shared_ptr<HostPool> pool_;  // large host blocks kept for reuse (host_pool.h)
   std::mutex mu_;  // guards the primitive cache
-  std::unordered_map<std::array<std::int64_t, 12>, MatmulEntry, KeyHash> matmul_cache_;
+  std::unordered_map<std::array<std::int64_t, 12>, std::shared_ptr<MatmulEntry>, KeyHash> matmul_cache_;
+  std::uint64_t matmul_clock_ = 0;
 };
 
 // Own float64 GEMM (oneDNN's CPU matmul has no f64): C = alpha*op(A)@op(B) + beta*C for one batch entry.

@@ -22,6 +22,7 @@
 #include "backend/onednn/cpu_backend.h"
 #include "backend/onednn/cpu_loops.h"
 #include "core/errors.h"
+#include "core/half.h"
 #include "core/pool.h"
 
 // GCC 12 reports the AVX-512 headers' own "undefined vector" idiom (__Y in _mm512_cvtepi64_epi32,
@@ -563,12 +564,7 @@ struct FromBF16 {
   float operator()(std::uint16_t s) const { return BF16::val(s); }
 };
 
-std::uint16_t float_to_f16(float v) {
-  const _Float16 h = static_cast<_Float16>(v);
-  std::uint16_t s;
-  std::memcpy(&s, &h, 2);
-  return s;
-}
+std::uint16_t float_to_f16(float v) { return float_to_half_bits(v); }
 std::uint16_t float_to_bf16(float v) {  // round to nearest even; NaN stays NaN
   std::uint32_t b;
   std::memcpy(&b, &v, 4);

@@ -1,0 +1,277 @@
+// Exercises every op of the core front on every device, in repeated create/run/free cycles: results checked
+// against naive double references, bad calls checked to throw typed errors. Built and run twice by the test
+// script: normally (then it also checks that resident memory does not grow from cycle to cycle: a leak check) and
+// under AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer checks at exit).
+//
+//   hetnn_ops_driver [cycles [device-id]]      exit status 0 when every check passed
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/array.h"
+#include "core/device.h"
+#include "core/errors.h"
+#include "core/matmul.h"
+#include "core/nn.h"
+#include "core/pool.h"
+#include "core/trainer.h"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HETNN_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define HETNN_ASAN 1
+#endif
+
+using namespace hetnn;
+
+namespace {
+
+int failures = 0;
+
+void check(bool ok, const std::string& what) {
+  if (!ok) {
+    ++failures;
+    std::fprintf(stderr, "FAIL: %s\n", what.c_str());
+  }
+}
+
+template <class E, class F>
+void expect_throw(F&& f, const std::string& what) {
+  try {
+    f();
+  } catch (const E&) {
+    return;
+  } catch (const std::exception& e) {
+    check(false, what + ": wrong exception type (" + e.what() + ")");
+    return;
+  }
+  check(false, what + ": did not throw");
+}
+
+std::vector<float> randv(std::mt19937& g, std::size_t n) {
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(g);
+  return v;
+}
+
+std::vector<float> host(const Array& a) {
+  std::vector<float> v(static_cast<std::size_t>(a.size()));
+  if (!v.empty()) a.to_host(v.data());
+  return v;
+}
+
+void run_matmul(const DevicePtr& dev, std::mt19937& g) {
+  std::uniform_int_distribution<int> sz(1, 70);
+  const int M = sz(g), N = sz(g), K = sz(g);
+  const bool ta = g() & 1, tb = g() & 1;
+  auto A = randv(g, std::size_t(M) * K), B = randv(g, std::size_t(K) * N), bias = randv(g, std::size_t(N));
+  Array a = Array::from_host(dev, A.data(), ta ? Shape{K, M} : Shape{M, K}, DType::f32);
+  Array b = Array::from_host(dev, B.data(), tb ? Shape{N, K} : Shape{K, N}, DType::f32);
+  Array bb = Array::from_host(dev, bias.data(), {N}, DType::f32);
+  MatmulArgs args;
+  args.trans_a = ta;
+  args.trans_b = tb;
+  args.act = Activation::relu;
+  args.bias = &bb;
+  Array c = matmul(a, b, nullptr, args);
+  auto C = host(c);
+  double worst = 0;
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double s = bias[n];
+      for (int k = 0; k < K; ++k) s += double(ta ? A[k * M + m] : A[m * K + k]) * double(tb ? B[n * K + k] : B[k * N + n]);
+      worst = std::max(worst, std::abs(C[m * N + n] - std::max(s, 0.0)));
+    }
+  check(worst < 1e-4, dev->id() + " matmul " + std::to_string(M) + "x" + std::to_string(N) + "x" +
+                          std::to_string(K) + " error " + std::to_string(worst));
+  if (dev->info().fp64) {
+    std::vector<double> Ad(A.begin(), A.end()), Bd(B.begin(), B.end());
+    Array ad = Array::from_host(dev, Ad.data(), ta ? Shape{K, M} : Shape{M, K}, DType::f64);
+    Array bd = Array::from_host(dev, Bd.data(), tb ? Shape{N, K} : Shape{K, N}, DType::f64);
+    MatmulArgs plain;
+    plain.trans_a = ta;
+    plain.trans_b = tb;
+    Array cd = matmul(ad, bd, nullptr, plain);
+    std::vector<double> Cd(static_cast<std::size_t>(M) * N);
+    cd.to_host(Cd.data());
+    double s = 0;
+    for (int k = 0; k < K; ++k) s += Ad[ta ? k * M : k] * Bd[tb ? k : k * N];
+    check(std::abs(Cd[0] - s) < 1e-10, dev->id() + " matmul f64");
+  }
+  // bad calls: typed errors, never a crash
+  Array wrong = Array::zeros(dev, {K + 1, N}, DType::f32);
+  MatmulArgs none;
+  expect_throw<ValueError>([&] { matmul(ta ? Array::zeros(dev, {M, K}, DType::f32) : a, wrong, nullptr, none); },
+                           "matmul inner-size mismatch");
+  Array ints = Array::zeros(dev, {K, N}, DType::i32);
+  expect_throw<TypeError>([&] { matmul(Array::zeros(dev, {M, K}, DType::f32), ints, nullptr, none); },
+                          "matmul int32 operand");
+}
+
+void run_pool(const DevicePtr& dev, std::mt19937& g) {
+  std::uniform_int_distribution<int> small(1, 3), img(4, 29);
+  Pool2dArgs p;
+  p.kernel = {small(g) + 1, small(g)};
+  p.stride = {small(g), small(g)};
+  p.padding = {std::min(p.kernel[0] / 2, small(g) - 1), 0};
+  p.dilation = {1, small(g)};
+  p.ceil_mode = g() & 1;
+  const int n = small(g), c = small(g), h = img(g), w = img(g) + 4;
+  auto X = randv(g, std::size_t(n) * c * h * w);
+  Array x = Array::from_host(dev, X.data(), {n, c, h, w}, DType::f32);
+  Array idx;
+  Array y = max_pool2d(x, p, nullptr, &idx);
+  const auto& s = y.shape();
+  auto Y = host(y);
+  const std::int64_t OH = s[2], OW = s[3];
+  bool ok = OH == pool_output_size(h, p.kernel[0], p.stride[0], p.padding[0], p.dilation[0], p.ceil_mode) &&
+            OW == pool_output_size(w, p.kernel[1], p.stride[1], p.padding[1], p.dilation[1], p.ceil_mode);
+  for (int plane = 0; plane < n * c && ok; ++plane)
+    for (std::int64_t oh = 0; oh < OH; ++oh)
+      for (std::int64_t ow = 0; ow < OW; ++ow) {
+        float best = -INFINITY;
+        for (int i = 0; i < p.kernel[0]; ++i)
+          for (int j = 0; j < p.kernel[1]; ++j) {
+            const std::int64_t r = oh * p.stride[0] - p.padding[0] + i * p.dilation[0];
+            const std::int64_t q = ow * p.stride[1] - p.padding[1] + j * p.dilation[1];
+            if (r >= 0 && r < h && q >= 0 && q < w) best = std::max(best, X[(plane * h + r) * w + q]);
+          }
+        if (Y[(plane * OH + oh) * OW + ow] != best) ok = false;
+      }
+  check(ok, dev->id() + " max_pool2d forward");
+  std::vector<float> G(static_cast<std::size_t>(y.size()), 1.f);
+  Array gy = Array::from_host(dev, G.data(), y.shape(), DType::f32);
+  Array gx = max_pool2d_backward(gy, idx, x.shape(), p, nullptr);
+  double total = 0;
+  for (float v : host(gx)) total += v;
+  check(std::abs(total - double(y.size())) < 1e-3, dev->id() + " max_pool2d backward conserves the gradient");
+  Pool2dArgs bad = p;
+  bad.kernel = {0, 2};
+  expect_throw<ValueError>([&] { max_pool2d(x, bad, nullptr, nullptr); }, "max_pool2d kernel 0");
+}
+
+void run_nn(const DevicePtr& dev, std::mt19937& g) {
+  const int rows = 1 + int(g() % 17), cols = 2 + int(g() % 9);
+  auto P = randv(g, std::size_t(rows) * cols);
+  Array pred = Array::from_host(dev, P.data(), {rows, cols}, DType::f32);
+  std::vector<std::int64_t> L(rows);
+  for (auto& l : L) l = std::int64_t(g() % cols);
+  Array labels = Array::from_host(dev, L.data(), {rows}, DType::i64);
+  Array acc = Array::zeros(dev, {1}, DType::f32);
+  Array grad = Array::empty(dev, {rows, cols}, DType::f32);
+  loss("cross_entropy", pred, labels, acc, &grad, 1.0, 1.0 / rows);
+  metric("correct_argmax", pred, labels, acc);
+  Array y = activation(pred, Activation::sigmoid, nullptr);
+  Array dy = activation_backward(grad, y, Activation::sigmoid, nullptr);
+  Array sm = softmax(pred, nullptr);
+  double row0 = 0;
+  auto S = host(sm);
+  for (int j = 0; j < cols; ++j) row0 += S[j];
+  check(std::abs(row0 - 1.0) < 1e-5, dev->id() + " softmax rows sum to 1");
+  Array colsum = sum_rows(dy, nullptr, 0.0);
+  Array vel = Array::zeros(dev, {rows, cols}, DType::f32);
+  sgd_update(pred, grad, &vel, 0.1, 0.9, 1e-4, true);
+  std::vector<std::int64_t> I(rows);
+  for (int i = 0; i < rows; ++i) I[i] = rows - 1 - i;
+  Array idx = Array::from_host(dev, I.data(), {rows}, DType::i64);
+  Array taken = take_rows(pred, idx, 0, rows, nullptr);
+  auto T = host(taken), Q = host(pred);
+  check(T[0] == Q[std::size_t(rows - 1) * cols], dev->id() + " take_rows");
+  expect_throw<ValueError>([&] { loss("hinge", pred, labels, acc, nullptr, 1, 1); }, "unknown loss");
+  expect_throw<ValueError>([&] { sgd_update(pred, grad, nullptr, 0.1, 0.9, 0, false); }, "momentum without velocity");
+  (void)colsum;
+}
+
+void run_trainer(const DevicePtr& dev, std::mt19937& g) {
+  const int n = 96, fin = 12, hid = 16, out = 3, batch = 32;
+  auto Xh = randv(g, std::size_t(n) * fin);
+  std::vector<std::int64_t> Yh(n), I(n);
+  for (int i = 0; i < n; ++i) Yh[i] = i % out, I[i] = (i * 37) % n;
+  Array X = Array::from_host(dev, Xh.data(), {n, fin}, DType::f32);
+  Array Y = Array::from_host(dev, Yh.data(), {n}, DType::i64);
+  Array idx = Array::from_host(dev, I.data(), {n}, DType::i64);
+  auto W1h = randv(g, std::size_t(hid) * fin), W2h = randv(g, std::size_t(out) * hid);
+  Array W1 = Array::from_host(dev, W1h.data(), {hid, fin}, DType::f32), b1 = Array::zeros(dev, {hid}, DType::f32);
+  Array W2 = Array::from_host(dev, W2h.data(), {out, hid}, DType::f32), b2 = Array::zeros(dev, {out}, DType::f32);
+  Array dW1 = Array::empty(dev, {hid, fin}, DType::f32), db1 = Array::empty(dev, {hid}, DType::f32);
+  Array dW2 = Array::empty(dev, {out, hid}, DType::f32), db2 = Array::empty(dev, {out}, DType::f32);
+  Array v[4] = {Array::zeros(dev, {hid, fin}, DType::f32), Array::zeros(dev, {hid}, DType::f32),
+                Array::zeros(dev, {out, hid}, DType::f32), Array::zeros(dev, {out}, DType::f32)};
+  Trainer t;
+  t.add_dense(W1, &b1, dW1, &db1, Activation::relu);
+  t.add_dense(W2, &b2, dW2, &db2, Activation::none);
+  t.set_loss("cross_entropy");
+  t.add_param(W1, dW1, &v[0]);
+  t.add_param(b1, db1, &v[1]);
+  t.add_param(W2, dW2, &v[2]);
+  t.add_param(b2, db2, &v[3]);
+  t.set_sgd(0.9, 0.0, false);
+  Array acc = Array::zeros(dev, {1}, DType::f32);
+  float first = 0, last = 0;
+  for (int e = 0; e < 5; ++e) {
+    acc = Array::zeros(dev, {1}, DType::f32);
+    t.run_epoch(X, Y, nullptr, idx, batch, 0.05, acc);
+    float l = host(acc)[0];
+    if (e == 0) first = l;
+    last = l;
+  }
+  check(std::isfinite(last) && last < first, dev->id() + " trainer: the loss falls (" + std::to_string(first) +
+                                                  " -> " + std::to_string(last) + ")");
+}
+
+long resident_kib() {
+  long pages = 0, res = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &res) != 2) res = 0;
+    std::fclose(f);
+  }
+  return res * 4;  // 4 KiB pages
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int cycles = argc > 1 ? std::max(1, std::atoi(argv[1])) : 30;
+  const std::string only = argc > 2 ? argv[2] : "";  // a device id: run on that one only
+  long after_warmup = 0;
+  const int warm = std::min(5, cycles - 1);
+  try {
+    for (int cycle = 0; cycle < cycles; ++cycle) {
+      // the same shapes every cycle: caches (primitives and kernels by shape, pooled blocks) are full after the
+      // first one, so any later growth of resident memory is a leak
+      std::mt19937 g(12345);
+      for (int round = 0; round < 4; ++round)
+        for (const auto& dev : all_devices()) {
+          if (!only.empty() && dev->id() != only) continue;
+          run_matmul(dev, g);
+          run_pool(dev, g);
+          run_nn(dev, g);
+          run_trainer(dev, g);
+        }
+      if (cycle == warm) after_warmup = resident_kib();
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "FAIL: unexpected exception: %s\n", e.what());
+    return 2;
+  }
+  const long end = resident_kib();
+  std::printf("hetnn_ops_driver: %d cycles on %zu device(s), %d failure(s); resident memory %ld KiB after cycle %d, "
+              "%ld KiB at the end\n", cycles, all_devices().size(), failures, after_warmup, warm, end);
+#ifndef HETNN_ASAN
+  if (cycles >= 20 && end - after_warmup > 2 * 1024) {
+    std::fprintf(stderr, "FAIL: resident memory grew by %ld KiB over %d cycles: a leak\n", end - after_warmup,
+                 cycles - warm - 1);
+    ++failures;
+  }
+#endif
+  return failures ? 1 : 0;
+}
