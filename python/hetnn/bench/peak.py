@@ -17,23 +17,38 @@ _cache: Dict[str, Any] = {}
 _warned: set = set()
 
 
-def cpu_fma_peak_gflops(seconds: float = 0.3) -> float:
-    """FP32 GFLOP/s of all OpenMP threads running independent vector FMAs (measured once per process)."""
+def cpu_fma_peak_gflops(trials: int = 6, seconds: float = 0.05) -> float:
+    """FP32 GFLOP/s of all OpenMP threads running independent vector FMAs, measured once per process: the best of
+    ``trials`` short runs (each the best of 3). A ceiling is a maximum: a busy neighbour on a shared machine only
+    lowers a run (seen here: single runs from 209 to 348 GFLOP/s a second apart), so many short tries find it."""
     if "cpu" not in _cache:
-        _cache["cpu"], _cache["cpu_isa"] = _core._cpu_fma_peak(0, seconds)  # type: ignore[assignment]
+        best, isa = 0.0, "?"
+        for _ in range(max(1, trials)):
+            g, isa = _core._cpu_fma_peak(0, seconds)
+            best = max(best, float(g))
+        _cache["cpu"], _cache["cpu_isa"] = best, isa
     return float(_cache["cpu"])
 
 
+def _host_cpu_peaks() -> List[float]:
+    """FP32 ceilings stored for the host's processor: the CPU device's and CPU-type OpenCL devices' (the same
+    cores, measured by another route)."""
+    out = []
+    for v in stored_peaks().values():
+        if v.get("fp32_gflops") and (v.get("device") == "cpu" or v.get("type") == "cpu"):
+            out.append(float(v["fp32_gflops"]))
+    return out
+
+
 def fp32_peak_gflops(device: Device) -> Optional[float]:
-    """The measured FP32 ceiling of ``device``: for OpenCL devices what `bench peak` stored for this device and
-    driver, else (an OpenCL CPU device, or the CPU device) the host's native FMA loop; None for a GPU `bench peak`
-    has not measured."""
-    if device.kind == "opencl":
+    """The measured FP32 ceiling of ``device``: for a GPU what `bench peak` stored for it (None before that); for
+    the CPU device and CPU-type OpenCL devices the best of the host's native FMA loop and what `bench peak` stored
+    for the same processor (a ceiling is the best rate measured: noise only lowers a measurement)."""
+    if device.kind == "opencl" and device.type != "cpu":
         stored = stored_peaks().get(_key(device))
-        if stored and stored.get("fp32_gflops"):
-            return float(stored["fp32_gflops"])
+        return float(stored["fp32_gflops"]) if stored and stored.get("fp32_gflops") else None
     if device.kind == "cpu" or device.type == "cpu":
-        return cpu_fma_peak_gflops()
+        return max([cpu_fma_peak_gflops(), *_host_cpu_peaks()])
     return None
 
 
@@ -127,7 +142,8 @@ def stored_peaks() -> Dict[str, Dict[str, Any]]:
 def measure_device(device: Device, triad_mib: int = 64, repeats: int = 5) -> Dict[str, Any]:
     """The measured ceilings of one device: FP32 FMA throughput, memory bandwidth (STREAM triad) and, for OpenCL
     devices, host<->device transfer bandwidth at 64 MiB."""
-    row: Dict[str, Any] = {"device": device.id, "name": device.name, "driver": device.driver_version}
+    row: Dict[str, Any] = {"device": device.id, "type": device.type, "name": device.name,
+                           "driver": device.driver_version}
     if device.kind == "cpu":
         row.update(fp32_gflops=cpu_fma_peak_gflops(), fp32_method=f"native FMA loop ({_cache.get('cpu_isa', '?')})",
                    mem_gbps=stream_gbps(), mem_method="STREAM triad, float64, all threads")

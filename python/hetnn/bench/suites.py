@@ -252,7 +252,8 @@ def suite_mlp(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, An
     if mnist:
         say(f"\nFashion-MNIST: 784 inputs, hidden ReLU layers, 10 outputs, softmax cross-entropy, SGD lr 0.1 "
             f"momentum 0.9, batch 64, {epochs} epoch(s) from the same initial weights (s/epoch: median; GFLOP/s: "
-            f"6 x multiply-adds x samples per epoch over the epoch time):")
+            f"the FLOP an epoch needs (forward, weight gradients, input gradients but the first layer's) over its "
+            f"time):")
         say(format_table(mnist, MLP_MNIST_COLUMNS))
         for line in mnist_ratios(mnist):
             say("  " + line)
