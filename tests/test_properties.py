@@ -212,3 +212,63 @@ def test_dense_forward_backward_sgd_properties(device):
         if use_bias:
             np.testing.assert_allclose(got[1], b, rtol=2e-4, atol=2e-5)
     prop()
+
+
+@st.composite
+def elementwise_case(draw, dtypes):
+    shape = (draw(st.integers(0, 9)), draw(st.integers(1, 33)))
+    dtype = draw(st.sampled_from(dtypes))
+    specials = draw(st.booleans())
+    return (shape, dtype, _values(draw, shape, dtype, specials), _values(draw, shape, dtype, specials),
+            _values(draw, shape, dtype, False), draw(st.sampled_from(["relu", "sigmoid", "tanh"])),
+            draw(st.sampled_from([0.0, 0.9])), draw(st.sampled_from([0.0, 1e-2])), draw(st.booleans()))
+
+
+def test_dense_backward_ops_and_sgd_with_nan_inf(device):
+    """The training ops a Dense layer's backward and the SGD step run, on raw arrays with NaN/Inf: activation,
+    activation_backward, bias gradient (column sums) and the SGD update propagate them as NumPy/PyTorch do."""
+    from hetnn._loader import _core
+
+    @SETTINGS
+    @given(elementwise_case(_dtypes(device)))
+    def prop(case):
+        shape, dtype, z, g, v0, act, momentum, wd, nesterov = case
+        nesterov = nesterov and momentum > 0
+        COUNT["examples"] += 1
+        dev = device._dev
+        Z, G = _core.Array.from_numpy(dev, z), _core.Array.from_numpy(dev, g)
+        y = _core.activation(Z, act).to_numpy().astype(np.float64)
+        with np.errstate(all="ignore"):
+            want_y = _act64(z.astype(np.float64), act)
+        _check_specials(y, want_y)
+        fin = np.isfinite(want_y)
+        np.testing.assert_allclose(y[fin], want_y[fin], rtol=64 * EPS[dtype], atol=64 * EPS[dtype])
+        Y = _core.Array.from_numpy(dev, y.astype(dtype))
+        dz = _core.activation_backward(G, Y, act).to_numpy().astype(np.float64)
+        with np.errstate(all="ignore"):
+            gg, yy = g.astype(np.float64), y
+            want_dz = gg * (yy > 0) if act == "relu" else gg * yy * (1 - yy) if act == "sigmoid" else gg * (1 - yy * yy)
+            if act == "relu":  # PyTorch's threshold_backward: y <= 0 ? 0 : g (a NaN output passes g on)
+                want_dz = np.where(yy <= 0, 0.0, gg)
+        _check_specials(dz, want_dz)
+        fin = np.isfinite(want_dz)
+        np.testing.assert_allclose(dz[fin], want_dz[fin], rtol=64 * EPS[dtype], atol=64 * EPS[dtype])
+        cs = _core.sum_rows(G).to_numpy().astype(np.float64)
+        with np.errstate(all="ignore"):
+            want_cs = gg.sum(axis=0)
+        _check_specials(cs, want_cs)
+        # SGD on a parameter the size of g, gradient g (NaN/Inf included), velocity v0
+        p0 = np.random.default_rng(shape[0] * 131 + shape[1]).uniform(-1, 1, shape).astype(dtype)
+        P, V = _core.Array.from_numpy(dev, p0), _core.Array.from_numpy(dev, v0)
+        _core.sgd_update(P, G, V if momentum else None, 0.1, momentum, wd, nesterov)
+        with np.errstate(all="ignore"):
+            d = gg + wd * p0.astype(np.float64)
+            if momentum:
+                vel = momentum * v0.astype(np.float64) + d
+                d = d + momentum * vel if nesterov else vel
+            want_p = p0.astype(np.float64) - 0.1 * d
+        got_p = P.to_numpy().astype(np.float64)
+        _check_specials(got_p, want_p)
+        fin = np.isfinite(want_p)
+        np.testing.assert_allclose(got_p[fin], want_p[fin], rtol=16 * EPS[dtype], atol=16 * EPS[dtype])
+    prop()

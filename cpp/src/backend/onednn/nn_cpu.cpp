@@ -36,11 +36,13 @@ inline __attribute__((always_inline)) void act_fwd(Activation a, std::int64_t n,
 
 template <class T>
 inline __attribute__((always_inline)) void act_bwd(Activation a, std::int64_t n, const T* dy, const T* y, T* dx) {
+  if (a == Activation::relu) {  // PyTorch's threshold_backward: y <= 0 ? 0 : dy (no 0 * inf = NaN; NaN y passes dy)
+    for (std::int64_t i = 0; i < n; ++i) dx[i] = y[i] <= T(0) ? T(0) : dy[i];
+    return;
+  }
   for (std::int64_t i = 0; i < n; ++i) {
     const T v = y[i];
-    const T d = a == Activation::relu ? (v > T(0) ? T(1) : T(0)) : a == Activation::sigmoid ? v * (T(1) - v)
-                                                                                            : T(1) - v * v;
-    dx[i] = dy[i] * d;
+    dx[i] = dy[i] * (a == Activation::sigmoid ? v * (T(1) - v) : T(1) - v * v);
   }
 }
 

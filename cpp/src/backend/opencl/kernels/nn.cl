@@ -18,8 +18,9 @@
 inline REAL act_value(REAL v, int act) {
   return act == 1 ? (v < 0 ? (REAL)0 : v) : act == 2 ? (REAL)1 / ((REAL)1 + exp(-v)) : tanh(v);
 }
-inline REAL act_slope(REAL y, int act) {  // from the activation's output
-  return act == 1 ? (y > 0 ? (REAL)1 : (REAL)0) : act == 2 ? y * ((REAL)1 - y) : (REAL)1 - y * y;
+inline REAL act_grad(REAL dy, REAL y, int act) {  // from the activation's output
+  // relu as PyTorch's threshold_backward: y <= 0 ? 0 : dy (no 0 * inf = NaN; a NaN output passes dy on)
+  return act == 1 ? (y <= 0 ? (REAL)0 : dy) : dy * (act == 2 ? y * ((REAL)1 - y) : (REAL)1 - y * y);
 }
 
 __kernel void act_fwd(const long n, const int act, __global const REAL* x, __global REAL* y) {
@@ -30,7 +31,7 @@ __kernel void act_fwd(const long n, const int act, __global const REAL* x, __glo
 __kernel void act_bwd(const long n, const int act, __global const REAL* dy, __global const REAL* y,
                       __global REAL* dx) {
   const long i = get_global_id(0);
-  if (i < n) dx[i] = dy[i] * act_slope(y[i], act);
+  if (i < n) dx[i] = act_grad(dy[i], y[i], act);
 }
 
 // Row maximum (NaN wins, so a NaN row gives NaN everywhere) and log sum exp(x - max).
