@@ -45,8 +45,20 @@ class Options:
                 raise ValueError(f"--{name} must be an integer >= 1, got {v!r}")
         if isinstance(self.warmup, bool) or not isinstance(self.warmup, (int, np.integer)) or self.warmup < 0:
             raise ValueError(f"--warmup must be an integer >= 0, got {self.warmup!r}")
-        if not isinstance(self.max_duration, (int, float)) or not self.max_duration > 0:
+        if isinstance(self.max_duration, bool) or not isinstance(self.max_duration, (int, float)) or \
+                not self.max_duration > 0:
             raise ValueError(f"--max-duration must be a number of seconds > 0, got {self.max_duration!r}")
+
+    def flags(self) -> None:
+        for name in ("quick", "progress"):
+            if getattr(self, name) not in (True, False):
+                raise TypeError(f"--{name} must be a bool, got {getattr(self, name)!r}")
+        for name in ("sweep_max", "max_width", "epochs"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
+                raise TypeError(f"--{name.replace('_', '-')} must be an integer, got {v!r}")
+        if not isinstance(self.dtype, str):
+            raise TypeError(f"--dtype must be a string such as 'float32' or 'float32,float16', got {self.dtype!r}")
 
     def devices(self) -> List[Device]:
         from .. import device, devices
@@ -294,6 +306,7 @@ def run_suites(suite: str, opts: Options, say: Say) -> List[Dict[str, Any]]:
     if suite not in SUITES + ("all",):
         raise ValueError(f"unknown suite {suite!r} (available: {', '.join(SUITES + ('all',))})")
     opts.check()
+    opts.flags()
     opts.devices()  # an unknown device spec fails before anything runs
     rows: List[Dict[str, Any]] = []
     for name in SUITES:
