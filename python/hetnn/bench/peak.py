@@ -166,6 +166,10 @@ def run_peak(devices: Sequence[Device], store: bool = True,
     for dev in devices:
         if progress:
             progress(f"ceilings of {dev.id}")
+        # the previous measurement's OpenMP workers keep spinning for a while after it: on a small machine they
+        # take a core from the next one (seen here: PoCL's FMA kernel at exactly 0.50x the native loop when run
+        # right after it, 0.99x after a pause)
+        time.sleep(0.5)
         rows.append(measure_device(dev))
     path = _store_path()
     if store and path:
