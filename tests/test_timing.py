@@ -105,3 +105,14 @@ def test_benchmark_bad_arguments(kw, exc):
 def test_benchmark_needs_callable():
     with pytest.raises(TypeError, match="callable"):
         hetnn.benchmark(42)
+
+
+def test_spread_pct_is_the_interquartile_range_over_the_median():
+    from hetnn._timing import spread_pct
+
+    assert spread_pct([1.0, 1.0, 1.0, 1.0]) == 0.0
+    assert abs(spread_pct([1.0, 2.0, 3.0, 4.0, 5.0]) - 100 * (4.0 - 2.0) / 3.0) < 1e-12
+    assert abs(spread_pct([1.0, 2.0, 3.0, 4.0, 500.0]) - 100 * 2.0 / 3.0) < 1e-12  # one outlier moves nothing
+    assert np.isnan(spread_pct([1.0, 2.0, 3.0]))
+    r = hetnn.benchmark(lambda: None, n_warmup=0, n_repeat=8, device=[])
+    assert r.spread_pct >= 0 and "IQR" in repr(r) and r.as_dict()["spread_pct"] == r.spread_pct

@@ -106,9 +106,22 @@ class Timer:
 
 def _stats(x: np.ndarray) -> Dict[str, float]:
     if x.size == 0 or np.all(np.isnan(x)):
-        return {"min": math.nan, "median": math.nan, "mean": math.nan, "std": math.nan, "max": math.nan}
+        return {"min": math.nan, "median": math.nan, "mean": math.nan, "std": math.nan, "max": math.nan,
+                "iqr": math.nan}
+    q1, q3 = np.nanpercentile(x, [25, 75])
     return {"min": float(np.nanmin(x)), "median": float(np.nanmedian(x)), "mean": float(np.nanmean(x)),
-            "std": float(np.nanstd(x)), "max": float(np.nanmax(x))}
+            "std": float(np.nanstd(x)), "max": float(np.nanmax(x)), "iqr": float(q3 - q1)}
+
+
+def spread_pct(times: Any) -> float:
+    """Interquartile range of repeat times over their median, in percent: how noisy a measurement was (a robust
+    spread: one outlier repeat does not move it). NaN for fewer than 4 repeats."""
+    x = np.asarray(times, dtype=np.float64)
+    x = x[~np.isnan(x)]
+    if x.size < 4:
+        return math.nan
+    q1, med, q3 = np.percentile(x, [25, 50, 75])
+    return float(100 * (q3 - q1) / med) if med > 0 else math.nan
 
 
 class BenchmarkResult:
@@ -152,6 +165,12 @@ class BenchmarkResult:
     def std(self) -> float:
         return self.wall["std"]
 
+    @property
+    def spread_pct(self) -> float:
+        """Interquartile range of the wall times over their median, in percent (NaN below 4 repeats): how noisy
+        the measurement was; compare two figures only when their difference clearly exceeds it."""
+        return spread_pct(self.wall_times)
+
     def _rate(self, amount: Optional[float], t: float) -> float:
         return amount / t / 1e9 if amount and t and not math.isnan(t) else math.nan
 
@@ -180,7 +199,8 @@ class BenchmarkResult:
                 **{f"wall_{k}": v for k, v in self.wall.items()},
                 **{f"device_{k}": v for k, v in self.device.items()},
                 "gflops": self.gflops, "gflops_device": self.gflops_device, "gbps": self.gbps,
-                "gbps_device": self.gbps_device, "commands_per_call": self.commands_per_call}
+                "gbps_device": self.gbps_device, "spread_pct": self.spread_pct,
+                "commands_per_call": self.commands_per_call}
 
     def __repr__(self) -> str:
         def us(v: float) -> str:
@@ -197,6 +217,8 @@ class BenchmarkResult:
             s += f"   {self.gflops:.2f} GFLOP/s"
         if self.nbytes:
             s += f"   {self.gbps:.2f} GB/s"
+        if not math.isnan(self.spread_pct):
+            s += f"   IQR {self.spread_pct:.0f}%"
         return s + f"   [n={self.n_repeat}, median]"
 
 

@@ -12,7 +12,7 @@ from .._array import _foreign_to_host, asarray, empty
 from .._device import device as _resolve_device
 from .._ops import matmul
 from .._pool import max_pool2d
-from .._timing import benchmark
+from .._timing import benchmark, spread_pct
 from .peak import check_ceiling, fp32_peak_gflops, share
 from .peers import ARRAY_PEERS, find_peers, time_calls
 from .report import environment, format_table
@@ -113,7 +113,8 @@ def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "tor
             peak: Optional[float], **extra: Any) -> None:
         t = float(np.median(times))
         row = {**base, "library": library, "device": device_name, "median_ms": t * 1e3,
-               "min_ms": float(np.min(times)) * 1e3, "repeats": len(times), **extra}
+               "min_ms": float(np.min(times)) * 1e3, "spread_pct": spread_pct(times), "repeats": len(times),
+               **extra}
         if flops:
             row["gflops"] = flops / t / 1e9
             row["pct_peak"] = 100 * share(row["gflops"], peak)
@@ -176,7 +177,7 @@ def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "tor
         add(pt.library, pt.device, t, pt.get(box[0]), host_peak if pt.device.startswith("cpu") else None,
             note="; ".join(pt.notes))
     columns = [("library", "library", ""), ("device", "device", ""), ("median_ms", "median ms", ".4f"),
-               ("min_ms", "min ms", ".4f")]
+               ("min_ms", "min ms", ".4f"), ("spread_pct", "IQR %", ".0f")]
     if flops:
         columns += [("gflops", "GFLOP/s", ".1f"), ("pct_peak", "% peak", ".0f")]
     columns += [("max_rel_diff", "max rel diff vs hetnn", ".1e"), ("max_rel_err", "max rel err vs f64", ".1e"),

@@ -15,7 +15,7 @@ from .._array import asarray, empty
 from .._device import Device
 from .._loader import _core
 from .._ops import matmul
-from .._timing import benchmark
+from .._timing import benchmark, spread_pct
 from .peak import check_ceiling, fp32_peak_gflops, share
 from .peers import ARRAY_PEERS, find_peers, time_calls
 
@@ -86,7 +86,7 @@ def _row(base: Dict[str, Any], flops: float, times: Sequence[float], peak: Optio
     t = float(np.median(times))
     g = flops / t / 1e9
     return _checked({**base, "wall_ms": t * 1e3, "gflops": g, "pct_peak": 100 * share(g, peak), "peak_gflops": peak,
-                     "repeats": len(times), **extra})
+                     "spread_pct": spread_pct(times), "repeats": len(times), **extra})
 
 
 def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str = "float32",
@@ -243,4 +243,5 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
 MATMUL_COLUMNS = [("shape", "shape", ""), ("M", "M", "d"), ("N", "N", "d"), ("K", "K", "d"),
                   ("library", "library", ""), ("device", "device", ""), ("wall_ms", "wall ms", ".3f"),
                   ("device_ms", "device ms", ".3f"), ("gflops", "GFLOP/s", ".1f"), ("pct_peak", "% peak", ".0f"),
-                  ("max_rel_err", "max rel err", ".1e"), ("repeats", "n", "d"), ("note", "note", "")]
+                  ("max_rel_err", "max rel err", ".1e"), ("spread_pct", "IQR %", ".0f"), ("repeats", "n", "d"),
+                  ("note", "note", "")]

@@ -16,7 +16,7 @@ from .._array import asarray, empty
 from .._device import Device
 from .._loader import _core
 from .._pool import max_pool2d, max_pool2d_backward
-from .._timing import benchmark
+from .._timing import benchmark, spread_pct
 from .matmul import settle
 from .peak import check_ceiling, mem_peak_gbps, stream_gbps
 from .peers import find_peers, time_calls
@@ -132,7 +132,7 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
             Y, I = max_pool2d(X, k, s, p, return_indices=True)
             err = float(np.max(np.abs(Y.numpy().astype(np.float64) - ref))) if ref.size else 0.0
             row = {**base, "library": "hetnn", "device": dev.id, "fwd_ms": r.median * 1e3, "max_abs_err": err,
-                   "repeats": r.n_repeat}
+                   "spread_pct": spread_pct(r.wall_times), "repeats": r.n_repeat}
             ri = benchmark(max_pool2d, (X, k, s, p), {"return_indices": True}, name="max_pool2d+indices",
                            device=dev, **timing)
             row["fwd_idx_ms"] = ri.median * 1e3
@@ -160,6 +160,7 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
             settle()
             t = time_calls(lambda: numpy_max_pool(x, k, s, p), lambda: None, **timing)
             add({**base, "library": "numpy", "device": "host", "fwd_ms": _median(t) * 1e3, "repeats": len(t),
+                 "spread_pct": spread_pct(t),
                  "max_abs_err": float(np.max(np.abs(numpy_max_pool(x, k, s, p) - ref)))})
         for pt in peer_targets:
             if pt.max_pool2d is None:
@@ -172,7 +173,8 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
                 res[0] = pt.max_pool2d(px, k, s, p, 1, False)
             t = time_calls(call, pt.sync, **timing)
             add({**base, "library": pt.library, "device": pt.device, "fwd_ms": _median(t) * 1e3,
-                 "repeats": len(t), "max_abs_err": float(np.max(np.abs(pt.get(res[0]) - ref)))})
+                 "repeats": len(t), "spread_pct": spread_pct(t),
+                 "max_abs_err": float(np.max(np.abs(pt.get(res[0]) - ref)))})
     return rows
 
 
@@ -219,7 +221,8 @@ MAXPOOL_COLUMNS = [("case", "case", ""), ("shape", "N x C x H x W", ""), ("kerne
                    ("padding", "p", "d"), ("library", "library", ""), ("device", "device", ""),
                    ("fwd_ms", "fwd ms", ".3f"), ("fwd_gbps", "GB/s", ".1f"), ("pct_peak", "% mem peak", ".0f"),
                    ("fwd_idx_ms", "fwd+idx ms", ".3f"), ("bwd_ms", "bwd ms", ".3f"),
-                   ("bwd_over_fwd", "bwd/fwd", ".2f"), ("max_abs_err", "max err", ".1e")]
+                   ("bwd_over_fwd", "bwd/fwd", ".2f"), ("max_abs_err", "max err", ".1e"),
+                   ("spread_pct", "IQR %", ".0f")]
 SWEEP_COLUMNS = [("case", "image", ""), ("windows", "windows", "d"), ("library", "library", ""),
                  ("device", "device", ""), ("fwd_ms", "fwd ms", ".4f"), ("fwd_gbps", "GB/s", ".2f"),
                  ("pct_peak", "% mem peak", ".0f"), ("h2d_ms", "h2d ms", ".3f"), ("d2h_ms", "d2h ms", ".3f"),
