@@ -213,14 +213,12 @@ void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a
     const cl_long a_off = d.batch_a == 1 ? 0 : i * d.M * d.K, b_off = d.batch_b == 1 ? 0 : i * d.K * d.N;
     if (!direct_a && K > 0 && (i == 0 || d.batch_a != 1)) {
       ArgSetter{ka, "pack_a"}(M)(K)(a)(a_off)(ap);
-      const std::size_t mpad = static_cast<std::size_t>(panels_m * p.rm), kk = static_cast<std::size_t>(K);
-      const std::size_t g[2] = {d.trans_a ? mpad : kk, d.trans_a ? kk : mpad};
+      const std::size_t g[2] = {static_cast<std::size_t>(K), static_cast<std::size_t>(panels_m)};
       enqueue("matmul:pack_a", ka, 2, g, nullptr);
     }
     if (!direct_b && K > 0 && (i == 0 || d.batch_b != 1)) {
       ArgSetter{kb, "pack_b"}(K)(N)(b)(b_off)(bp);
-      const std::size_t npad = static_cast<std::size_t>(panels_n * rn), kk = static_cast<std::size_t>(K);
-      const std::size_t g[2] = {d.trans_b ? kk : npad, d.trans_b ? npad : kk};
+      const std::size_t g[2] = {static_cast<std::size_t>(K), static_cast<std::size_t>(panels_n)};
       enqueue("matmul:pack_b", kb, 2, g, nullptr);
     }
     const cl_long rm = p.rm;

@@ -3,41 +3,59 @@
 // the GEMM kernel does not, so fewer heavy programs are compiled.
 #include "packed_layout.cl"
 
-// One work item per element; dimension 0 follows the operand's contiguous axis so that neighbouring work items
-// (which CPU runtimes vectorise together, and GPUs coalesce) read neighbouring addresses.
+// One work item per (k, panel): it writes the panel's RM (RN) values of row k as one contiguous run, reading them
+// from the operand's row (a contiguous run too) or, for the transposed layouts, from RM (RN) rows at stride K (a
+// gather; neighbouring work items read neighbouring addresses of each row). A work item per element spent most of
+// its time on index arithmetic under PoCL: 130 us to pack a 128x784 B, 3.3 ms a 1024x1024 A.
 
-// Ap[p][k][i] = op(A)[p*RM + i][k] (0 beyond M). Global size: (K, Mpad) when A is (M, K); (Mpad, K) when A is
-// stored (K, M) (TRANS_A). Mpad = ceil(M/RM)*RM.
+// Ap[p][k][i] = op(A)[p*RM + i][k] (0 beyond M). Global size: (K, Mpad / RM).
 __kernel void pack_a(const int M, const int K, __global const STORAGE* restrict A, const long a_off,
                      __global REAL* restrict Ap) {
-#if TRANS_A
-  const int m = get_global_id(0), k = get_global_id(1);
-#else
-  const int k = get_global_id(0), m = get_global_id(1);
-#endif
+  const int k = get_global_id(0), p = get_global_id(1);
   if (k >= K) return;
+  __global REAL* dst = Ap + ((long)p * K + k) * RM;
+  const int m0 = p * RM;
+  if (m0 + RM <= M) {  // a full panel: no bounds test, so the loop vectorises
+    for (int i = 0; i < RM; ++i)
 #if TRANS_A
-  const REAL v = m < M ? LOAD1(A, a_off + (long)k * M + m) : (REAL)0;
+      dst[i] = LOAD1(A, a_off + (long)k * M + m0 + i);
 #else
-  const REAL v = m < M ? LOAD1(A, a_off + (long)m * K + k) : (REAL)0;
+      dst[i] = LOAD1(A, a_off + (long)(m0 + i) * K + k);
 #endif
-  Ap[((long)(m / RM) * K + k) * RM + m % RM] = v;
+    return;
+  }
+  for (int i = 0; i < RM; ++i) {
+    const int m = m0 + i;
+#if TRANS_A
+    dst[i] = m < M ? LOAD1(A, a_off + (long)k * M + m) : (REAL)0;
+#else
+    dst[i] = m < M ? LOAD1(A, a_off + (long)m * K + k) : (REAL)0;
+#endif
+  }
 }
 
-// Bp[p][k][j] = op(B)[k][p*RN + j] (0 beyond N). Global size: (Npad, K) when B is (K, N); (K, Npad) when B is stored
-// (N, K) (TRANS_B). Npad = ceil(N/RN)*RN.
+// Bp[p][k][j] = op(B)[k][p*RN + j] (0 beyond N). Global size: (K, Npad / RN).
 __kernel void pack_b(const int K, const int N, __global const STORAGE* restrict B, const long b_off,
                      __global REAL* restrict Bp) {
-#if TRANS_B
-  const int k = get_global_id(0), n = get_global_id(1);
-#else
-  const int n = get_global_id(0), k = get_global_id(1);
-#endif
+  const int k = get_global_id(0), p = get_global_id(1);
   if (k >= K) return;
+  __global REAL* dst = Bp + ((long)p * K + k) * RN;
+  const int n0 = p * RN;
+  if (n0 + RN <= N) {  // a full panel: no bounds test, so the loop vectorises
+    for (int j = 0; j < RN; ++j)
 #if TRANS_B
-  const REAL v = n < N ? LOAD1(B, b_off + (long)n * K + k) : (REAL)0;
+      dst[j] = LOAD1(B, b_off + (long)(n0 + j) * K + k);
 #else
-  const REAL v = n < N ? LOAD1(B, b_off + (long)k * N + n) : (REAL)0;
+      dst[j] = LOAD1(B, b_off + (long)k * N + n0 + j);
 #endif
-  Bp[((long)(n / RN) * K + k) * RN + n % RN] = v;
+    return;
+  }
+  for (int j = 0; j < RN; ++j) {
+    const int n = n0 + j;
+#if TRANS_B
+    dst[j] = n < N ? LOAD1(B, b_off + (long)n * K + k) : (REAL)0;
+#else
+    dst[j] = n < N ? LOAD1(B, b_off + (long)k * N + n) : (REAL)0;
+#endif
+  }
 }
