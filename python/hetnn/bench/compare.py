@@ -14,6 +14,7 @@ from .._ops import matmul
 from .._pool import max_pool2d
 from .._timing import benchmark, spread_pct
 from .peak import check_ceiling, fp32_peak_gflops, share
+from .matmul import max_rel_error
 from .peers import ARRAY_PEERS, find_peers, time_calls
 from .report import environment, format_table
 from .result import BenchResult
@@ -69,17 +70,6 @@ _CASES: Dict[str, Callable[[Tuple[Any, ...], Dict[str, Any]], Dict[str, Any]]] =
     "matmul": _matmul_case, "max_pool2d": _pool_case}
 
 
-def _rel(result: np.ndarray, reference: np.ndarray) -> float:
-    if reference.size == 0:
-        return 0.0
-    r = result.astype(np.float64)
-    if r.shape != reference.shape:
-        return math.inf
-    scale = float(np.max(np.abs(reference)))
-    err = float(np.max(np.abs(r - reference)))
-    return err / scale if scale else err
-
-
 def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "torch"), device: Any = None,
             n_warmup: int = 3, n_repeat: int = 20, max_duration: float = 1.0, **kwargs: Any) -> BenchResult:
     """Runs ``op`` ("matmul": ``compare("matmul", a, b)``; "max_pool2d": ``compare("max_pool2d", x, kernel_size,
@@ -120,8 +110,8 @@ def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "tor
             row["pct_peak"] = 100 * share(row["gflops"], peak)
             if dtype in ("float32", "float64"):
                 check_ceiling(row, "gflops", peak, "FP32 FMA ceiling")
-        row["max_rel_diff"] = _rel(result, mine) if mine is not None else math.nan
-        row["max_rel_err"] = _rel(result, ref)
+        row["max_rel_diff"] = max_rel_error(result, mine) if mine is not None else math.nan
+        row["max_rel_err"] = max_rel_error(result, ref)
         rows.append(row)
 
     # hetnn first: its result is what the others are compared with

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -53,7 +52,10 @@ def settle(seconds: float = 0.3) -> None:
 
 
 def max_rel_error(result: np.ndarray, reference: np.ndarray) -> float:
-    """max|result - reference| / max|reference| (norm-wise relative error; 0 for an all-zero reference)."""
+    """max|result - reference| / max|reference| (norm-wise relative error; 0 for an all-zero reference; inf for a
+    result of the wrong shape)."""
+    if np.shape(result) != np.shape(reference):
+        return math.inf
     scale = float(np.max(np.abs(reference))) if reference.size else 0.0
     err = float(np.max(np.abs(result.astype(np.float64) - reference))) if reference.size else 0.0
     return err / scale if scale else err

@@ -12,13 +12,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .._array import asarray, empty
+from .._array import asarray
 from .._device import Device
 from .._loader import _core
 from .._pool import max_pool2d, max_pool2d_backward
 from .._timing import benchmark, spread_pct
 from .matmul import settle
-from .peak import check_ceiling, mem_peak_gbps, stream_gbps
+from .peak import check_ceiling, host_cache_size, mem_peak_gbps, stream_gbps
 from .peers import find_peers, time_calls
 
 # (label, C, H, W, kernel, stride, padding): pooling layers of the classic CNNs, plus the two inputs the README's
@@ -57,15 +57,6 @@ def _gbps(nbytes: float, seconds: float) -> float:
     return nbytes / seconds / 1e9 if seconds > 0 else math.nan
 
 
-def _host_cache_size() -> int:
-    import os
-
-    try:
-        return int(os.sysconf("SC_LEVEL3_CACHE_SIZE")) or int(os.sysconf("SC_LEVEL2_CACHE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return 0
-
-
 def _median(times: Sequence[float]) -> float:
     return float(np.median(times))
 
@@ -93,7 +84,7 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
         notes.extend(peer_notes)
     timing = dict(n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
     # memory ceiling and last-level cache per row device; peers on the host ("host", torch "cpu") use the host's
-    host_cache = next((d.cache_size for d in devices if d.kind == "cpu"), 0) or _host_cache_size()
+    host_cache = host_cache_size()
     ceilings = {d.id: (mem_peak_gbps(d), d.cache_size) for d in devices}
     ceilings.setdefault("cpu", (stream, host_cache))
     ceilings["host"] = (stream, host_cache)

@@ -49,10 +49,14 @@ def train_flops(sizes: Sequence[int], samples: int) -> float:
     return (4.0 * sum(macs) + 2.0 * sum(macs[1:])) * samples
 
 
-def _with_peak(row: Dict[str, Any], flops: float, seconds: float, device: Optional[Device]) -> Dict[str, Any]:
-    """Adds GFLOP/s and the share of the device's measured FP32 ceiling; flags a figure above that ceiling."""
+def _peaks(devices: Sequence[Device]) -> Dict[Optional[str], Optional[float]]:
+    """FP32 ceilings by device id (None: the host, for the NumPy and PyTorch rows), read once per run."""
+    return {None: cpu_fma_peak_gflops(), **{d.id: fp32_peak_gflops(d) for d in devices}}
+
+
+def _with_peak(row: Dict[str, Any], flops: float, seconds: float, peak: Optional[float]) -> Dict[str, Any]:
+    """Adds GFLOP/s and the share of the measured FP32 ceiling ``peak``; flags a figure above it."""
     g = flops / seconds / 1e9 if seconds > 0 else float("nan")
-    peak = fp32_peak_gflops(device) if device is not None else cpu_fma_peak_gflops()
     row.update(gflops=g, pct_peak=100 * share(g, peak), peak_gflops=peak)
     check_ceiling(row, "gflops", peak, "FP32 FMA ceiling")
     return row
@@ -86,6 +90,7 @@ def run_topology(devices: Sequence[Device], *, max_width: int = 6400, batches: S
     # kernel variant inside the timed epoch
     whole = len(x) // max(batches) * max(batches) or len(x)
     x, y = x[:whole], y[:whole]
+    peaks = _peaks(devices)
     rows = []
     for depth in depths:
         for w in topology_widths(max_width):
@@ -109,7 +114,7 @@ def run_topology(devices: Sequence[Device], *, max_width: int = 6400, batches: S
                         {"layers": depth, "widths": "-".join(map(str, hidden)), "params": model.count_params(),
                          "library": "hetnn", "device": dev.id, "batch": bs, "samples": len(x), "train_s": train,
                          "infer_s": infer, "train_samples_per_s": len(x) / train if train > 0 else float("nan")},
-                        train_flops([50, *hidden, 1], len(x)), train, dev))
+                        train_flops([50, *hidden, 1], len(x)), train, peaks[dev.id]))
                     del model, opt
     return rows
 
@@ -218,6 +223,7 @@ def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False
               seed: int = 0, progress: Optional[Callable[[str], None]] = None,
               notes: Optional[List[str]] = None) -> List[Dict[str, Any]]:
     xt, yt, xe, ye = _load_fashion()
+    peaks = _peaks(devices)
     lr, momentum, batch = 0.1, 0.9, 64
     rows = []
     for hidden in mnist_topologies(quick):
@@ -245,7 +251,7 @@ def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False
                  "epochs": epochs, "epoch_s": float(np.median(times)), "first_epoch_s": times[0],
                  "test_accuracy": acc, "final_loss": hist.history["loss"][-1], "device_s": device_s,
                  "host_us_per_step": max(0.0, float(np.mean(times)) - device_s) / steps * 1e6,
-                 "device_time": dict(hist.device_time)}, flops, float(np.median(times)), dev))
+                 "device_time": dict(hist.device_time)}, flops, float(np.median(times)), peaks[dev.id]))
         assert base is not None
         if "numpy" in compare:
             settle()
@@ -257,7 +263,7 @@ def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False
                 {"widths": widths, "params": rows[-1]["params"], "library": "numpy", "device": "host",
                  "epochs": epochs, "epoch_s": float(np.median(times)), "first_epoch_s": times[0],
                  "test_accuracy": _numpy_accuracy(w, xe, ye), "final_loss": losses[-1]},
-                flops, float(np.median(times)), None))
+                flops, float(np.median(times)), peaks[None]))
         if "torch" in compare:
             try:
                 import torch  # noqa: F401
@@ -274,7 +280,7 @@ def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False
                     {"widths": widths, "params": rows[-1]["params"], "library": f"torch {r['version']}",
                      "device": "cpu", "epochs": epochs, "epoch_s": float(np.median(r["times"])),
                      "first_epoch_s": r["times"][0], "test_accuracy": r["accuracy"], "final_loss": r["losses"][-1]},
-                    flops, float(np.median(r["times"])), None))
+                    flops, float(np.median(r["times"])), peaks[None]))
     return rows
 
 

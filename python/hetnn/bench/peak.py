@@ -71,6 +71,19 @@ def mem_peak_gbps(device: Device) -> Optional[float]:
     return None
 
 
+def host_cache_size() -> int:
+    """Bytes of the host's last-level cache: the CPU device's figure, else sysconf (0 when unknown)."""
+    from .. import devices
+
+    cpu = next((d for d in devices() if d.kind == "cpu"), None)
+    if cpu is not None and cpu.cache_size:
+        return cpu.cache_size
+    try:
+        return int(os.sysconf("SC_LEVEL3_CACHE_SIZE")) or int(os.sysconf("SC_LEVEL2_CACHE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
 # A figure more than this factor above its measured ceiling is a measurement error (an unsynchronised timer, work
 # skipped, a wrong FLOP or byte count), not a result: the ceilings themselves vary by a few percent between runs.
 CEILING_TOLERANCE = 1.10

@@ -1,8 +1,6 @@
 """Plain-text tables and machine-readable output for benchmark rows (lists of dicts)."""
 from __future__ import annotations
 
-import csv
-import json
 import math
 import os
 import platform
@@ -98,18 +96,3 @@ def _numpy_blas() -> str:
         return f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
     except Exception:  # older NumPy: no dict mode
         return "unknown"
-
-
-def write_outputs(rows: List[Dict[str, Any]], prefix: str) -> List[str]:
-    """Writes ``prefix.csv`` and ``prefix.json`` (rows + environment); returns the paths."""
-    os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
-    keys: List[str] = []
-    for r in rows:
-        keys.extend(k for k in r if k not in keys)
-    with open(prefix + ".csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
-    with open(prefix + ".json", "w") as f:
-        json.dump({"environment": environment(), "rows": rows}, f, indent=1, default=str)
-    return [prefix + ".csv", prefix + ".json"]

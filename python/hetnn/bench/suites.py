@@ -48,8 +48,6 @@ class Options:
         if isinstance(self.max_duration, bool) or not isinstance(self.max_duration, (int, float)) or \
                 not self.max_duration > 0:
             raise ValueError(f"--max-duration must be a number of seconds > 0, got {self.max_duration!r}")
-
-    def flags(self) -> None:
         for name in ("quick", "progress"):
             if getattr(self, name) not in (True, False):
                 raise TypeError(f"--{name} must be a bool, got {getattr(self, name)!r}")
@@ -306,7 +304,6 @@ def run_suites(suite: str, opts: Options, say: Say) -> List[Dict[str, Any]]:
     if suite not in SUITES + ("all",):
         raise ValueError(f"unknown suite {suite!r} (available: {', '.join(SUITES + ('all',))})")
     opts.check()
-    opts.flags()
     opts.devices()  # an unknown device spec fails before anything runs
     rows: List[Dict[str, Any]] = []
     for name in SUITES:

@@ -43,9 +43,9 @@ def run_transfer(devices: Sequence[Device], sizes: Sequence[int], *, n_warmup: i
                  progress: Optional[Callable[[str], None]] = None) -> List[Dict[str, Any]]:
     """One row per (device, direction, size): median device-side time where the device times its copies (OpenCL
     events; the CPU device times each command too), else the wall time."""
-    from .peak import _key, check_ceiling, mem_peak_gbps, stored_peaks, stream_gbps
+    from .peak import _key, check_ceiling, host_cache_size, mem_peak_gbps, stored_peaks, stream_gbps
 
-    host_cache = next((d.cache_size for d in devices if d.kind == "cpu"), 0)
+    host_cache = host_cache_size()
     rows = []
     for dev in devices:
         # ceilings: a device-to-device copy cannot beat the device's memory, a host copy the host's (each counted
