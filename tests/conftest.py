@@ -36,6 +36,72 @@ def opencl_device():
     pytest.skip(f"no OpenCL device ({hetnn._core.opencl_status()})")
 
 
+# ---- Device capabilities: the one place a test asks what a device can do ----------------------------------------
+# A device test parametrised over `dtype` (a name or a NumPy type) runs only where the device takes that dtype;
+# @pytest.mark.requires("float64", "fp64", ...) states other needs (a dtype name: the device takes it; any other
+# name: a Device attribute that must be truthy). @pytest.mark.all_dtypes opts a test out of the dtype check, for
+# tests of the refusal itself. tests/test_capabilities.py fails when a device test takes a dtype under another name.
+FLOAT_DTYPES = ["float32", "float64", "float16", "bfloat16"]
+CAPABILITY_DTYPES = frozenset(FLOAT_DTYPES[1:])  # dtypes that some device may not take
+DEVICE_FIXTURES = ("device", "opencl_device")
+
+
+def dtype_name(value):
+    """The NumPy name of a dtype-like value ('float16', np.float16, np.dtype('float16')), else None."""
+    if isinstance(value, (str, type, np.dtype)):
+        try:
+            return np.dtype(value).name
+        except TypeError:
+            return None
+    return None
+
+
+def item_device(item):
+    """The hetnn device a collected test runs on (None: no device fixture, or a placeholder that skips)."""
+    names = getattr(item, "fixturenames", ())
+    if "device" in names:
+        return _FOUND.get(getattr(getattr(item, "callspec", None), "params", {}).get("device"))
+    if "opencl_device" in names:
+        return next((d for d in _FOUND.values() if d.kind == "opencl"), None)
+    return None
+
+
+def missing_capability(dev, params, requires=(), check_dtype=True):
+    """Why `dev` cannot run a test with these parameters and `requires` needs, or None when it can."""
+    needs = list(requires)
+    if check_dtype and "dtype" in params:
+        needs.append(dtype_name(params["dtype"]) or params["dtype"])
+    for cap in needs:
+        if dtype_name(cap) is not None:
+            if dtype_name(cap) not in dev.dtypes:
+                return f"{dev.id} does not take {dtype_name(cap)}"
+        elif not getattr(dev, cap, None):
+            return f"{dev.id} has no {cap}"
+    return None
+
+
+def supported_dtypes(dev, candidates=FLOAT_DTYPES):
+    """The dtypes of `candidates` that `dev` takes (for tests that loop over dtypes inside)."""
+    return [c for c in candidates if dtype_name(c) in dev.dtypes]
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "requires(*caps): device capabilities the test needs (dtype names or "
+                                       "truthy Device attributes); skipped where the device lacks one")
+    config.addinivalue_line("markers", "all_dtypes: run dtype-parametrised cases on devices that refuse the dtype")
+
+
+def pytest_runtest_setup(item):
+    dev = item_device(item)
+    if dev is None:
+        return
+    requires = [cap for m in item.iter_markers("requires") for cap in m.args]
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    why = missing_capability(dev, params, requires, check_dtype=item.get_closest_marker("all_dtypes") is None)
+    if why:
+        pytest.skip(why)
+
+
 # Fresh inputs on every run; HETNN_TEST_SEED=<n> replays a run (the seed is printed in pytest's header).
 RUN_SEED = int(os.environ.get("HETNN_TEST_SEED", random.SystemRandom().randrange(2**31)))
 

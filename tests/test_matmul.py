@@ -23,14 +23,8 @@ def _ref(a, b, ta=False, tb=False, alpha=1.0, beta=0.0, c=None):
     return r
 
 
-def _skip_unsupported(device, dtype):
-    if dtype not in device.dtypes:
-        pytest.skip(f"device does not take {dtype}")
-
-
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_512_cubed_matches_float64_numpy(device, rng, dtype):
-    _skip_unsupported(device, dtype)
     a, b = _operands(rng, (512, 512), (512, 512), dtype)
     A, B = hetnn.asarray(a, device=device), hetnn.asarray(b, device=device)
     C = hetnn.matmul(A, B)
@@ -53,7 +47,6 @@ def test_edge_sizes_and_transposes(device, rng, m, n, k, ta, tb):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (-0.5, 0.0), (2.0, 1.0), (0.25, -3.0), (0.0, 2.0)])
 def test_alpha_beta_with_out(device, rng, dtype, alpha, beta):
-    _skip_unsupported(device, dtype)
     a, b = _operands(rng, (37, 29), (29, 41), dtype)
     c0 = rng.uniform(-1, 1, (37, 41)).astype(dtype)
     if beta == 0.0:
@@ -92,7 +85,6 @@ def test_batched_transposed(device, rng):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_numpy_in_numpy_out(device, rng, dtype):
-    _skip_unsupported(device, dtype)
     a, b = _operands(rng, (45, 30), (30, 20), dtype)
     c = hetnn.matmul(a, b, device=device)
     assert type(c) is np.ndarray and c.dtype == np.dtype(dtype) and c.shape == (45, 20)
@@ -249,7 +241,6 @@ def _act(x, name):
 @pytest.mark.parametrize("with_bias", [False, True])
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (7, 13, 5), (70, 50, 33)])
 def test_fused_bias_activation(device, rng, dtype, activation, with_bias, m, n, k):
-    _skip_unsupported(device, dtype)
     a, b = _operands(rng, (m, k), (k, n), dtype)
     bias = rng.uniform(-1, 1, n).astype(dtype) if with_bias else None
     A, B = hetnn.asarray(a, device=device), hetnn.asarray(b, device=device)
@@ -321,7 +312,6 @@ def test_more_odd_shapes(device, rng, m, n, k):
 @pytest.mark.parametrize("m,n,k,ta,tb", [(1, 1, 1, False, False), (7, 13, 5, False, False), (64, 48, 96, True, False),
                                          (33, 70, 129, False, True), (200, 31, 300, True, True)])
 def test_half_precisions(device, rng, dtype, m, n, k, ta, tb):
-    _skip_unsupported(device, dtype)
     a = rng.uniform(-1, 1, (k, m) if ta else (m, k)).astype(dtype)
     b = rng.uniform(-1, 1, (n, k) if tb else (k, n)).astype(dtype)
     C = hetnn.matmul(hetnn.asarray(a, device=device), hetnn.asarray(b, device=device), transpose_a=ta,
@@ -332,7 +322,6 @@ def test_half_precisions(device, rng, dtype, m, n, k, ta, tb):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_half_precision_epilogue_and_beta(device, rng, dtype):
-    _skip_unsupported(device, dtype)
     a, b = _operands(rng, (45, 37), (37, 29), dtype)
     bias = rng.uniform(-1, 1, 29).astype(dtype)
     c0 = rng.uniform(-1, 1, (45, 29)).astype(dtype)
@@ -374,3 +363,27 @@ def test_many_shapes_evict_the_primitive_cache_and_stay_correct(rng):
             b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
             got = hetnn.matmul(a, b, device="cpu")
             np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("converted", [False, True])
+def test_cpu_16_bit_paths_batched_and_fused(rng, dtype, converted):
+    """The CPU device's 16-bit matmul, native where oneDNN has kernels for the processor and forced through the
+    converted path (float32 work areas, one rounding) so that both run on any processor: batched and broadcast
+    operands, transposes, alpha, beta, bias and an activation against float64 NumPy."""
+    cpu = hetnn.device("cpu")
+    a = rng.uniform(-1, 1, (3, 40, 21)).astype(dtype)  # stored (K, M) per batch: transpose_a
+    b = rng.uniform(-1, 1, (17, 40)).astype(dtype)  # one (N, K) matrix for every batch: transpose_b
+    bias = rng.uniform(-1, 1, 17).astype(dtype)
+    c0 = rng.uniform(-1, 1, (3, 21, 17)).astype(dtype)
+    out = hetnn.asarray(c0, device=cpu)
+    hetnn._core._force_cpu_half_conversion(converted)
+    try:
+        hetnn.matmul(hetnn.asarray(a, device=cpu), hetnn.asarray(b, device=cpu), transpose_a=True, transpose_b=True,
+                     alpha=-0.5, beta=0.25, bias=hetnn.asarray(bias, device=cpu), activation="tanh", out=out)
+    finally:
+        hetnn._core._force_cpu_half_conversion(False)
+    z = -0.5 * (np.swapaxes(a.astype(np.float64), -1, -2) @ b.astype(np.float64).T) + 0.25 * c0.astype(np.float64)
+    ref = np.tanh(z + bias.astype(np.float64))
+    assert out.dtype == np.dtype(dtype)
+    assert rel_err(out.numpy(), ref) < TOL[dtype]

@@ -12,12 +12,6 @@ from hetnn._loader import _core
 from conftest import rel_err
 
 
-def f64_device(device):
-    if "float64" not in device.dtypes:
-        pytest.skip(f"{device.id} has no float64")
-    return device
-
-
 def ce_np(logits, labels):
     z = logits - logits.max(axis=1, keepdims=True)
     logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
@@ -52,9 +46,10 @@ def numeric_grads(model, x, loss_of_output, eps=1e-6):
     return out
 
 
+@pytest.mark.requires("float64")
 @pytest.mark.parametrize("act", [None, "relu", "sigmoid", "tanh"])
 def test_dense_gradients_cross_entropy(device, rng, act):
-    dev = f64_device(device)
+    dev = device
     x = rng.standard_normal((7, 5))
     y = rng.integers(0, 3, 7)
     model = nn.Sequential([nn.Dense(5, 4, act, seed=1), nn.Dense(4, 3, seed=2)], device=dev, dtype="float64")
@@ -64,9 +59,10 @@ def test_dense_gradients_cross_entropy(device, rng, act):
         assert rel_err(a, n) < 1e-6
 
 
+@pytest.mark.requires("float64")
 @pytest.mark.parametrize("layer", [nn.ReLU, nn.Sigmoid, nn.Tanh])
 def test_activation_layers_and_mse_gradients(device, rng, layer):
-    dev = f64_device(device)
+    dev = device
     x = rng.standard_normal((6, 3))
     t = rng.standard_normal((6, 2))
     model = nn.Sequential([nn.Dense(3, 4, seed=3), layer(), nn.Dense(4, 2, seed=4)], device=dev, dtype="float64")
@@ -76,8 +72,9 @@ def test_activation_layers_and_mse_gradients(device, rng, layer):
         assert rel_err(a, n) < 1e-6
 
 
+@pytest.mark.requires("float64")
 def test_softmax_last_layer_folds_into_cross_entropy(device, rng):
-    dev = f64_device(device)
+    dev = device
     x = rng.standard_normal((8, 4))
     y = np.eye(3)[rng.integers(0, 3, 8)]  # one-hot targets
     model = nn.Sequential([nn.Dense(4, 3, seed=5), nn.Softmax()], device=dev, dtype="float64")
@@ -91,10 +88,11 @@ def test_softmax_last_layer_folds_into_cross_entropy(device, rng):
         model.fit(x, y, loss=nn.MSELoss(), optimizer=optim.SGD(model.parameters(), lr=0.1))
 
 
+@pytest.mark.requires("float64")
 def test_maxpool_flatten_reshape_layers(device, rng):
     """Dense -> Reshape -> MaxPool2d (overlapping windows, padding) -> Flatten -> Dense: the first layer's gradients
     pass through the pooling backward, so finite differences check it; the forward against hetnn.max_pool2d."""
-    dev = f64_device(device)
+    dev = device
     x = rng.standard_normal((5, 6))
     y = rng.integers(0, 3, 5)
     pool = nn.MaxPool2d(3, stride=2, padding=1)
@@ -317,3 +315,31 @@ def test_fashion_mnist_files():
     assert xte.shape == (10000, 28, 28) and yte.shape == (10000,)
     assert set(np.unique(ytr)) == set(range(10))
     assert np.bincount(ytr).tolist() == [6000] * 10
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_16_bit_models_match_float64_gradients_and_learn(device, rng, dtype):
+    """A float16 / bfloat16 model (stored in 16 bits, float32 arithmetic where the hardware has no 16-bit kind):
+    its first-batch gradients against float64 NumPy from the same stored weights, then it learns a separable
+    problem."""
+    x = rng.standard_normal((64, 12)).astype(dtype)
+    y = np.argmax(x.astype(np.float64) @ rng.standard_normal((12, 3)), axis=1)
+    model = nn.Sequential([nn.Dense(12, 16, "tanh", seed=1), nn.Dense(16, 3, seed=2)], device=device, dtype=dtype)
+    w1, b1, w2, b2 = (p.numpy().astype(np.float64) for p in model.parameters())
+    assert model.parameters()[0].numpy().dtype == np.dtype(dtype)
+    xd = x.astype(np.float64)
+    h = np.tanh(xd @ w1.T + b1)
+    z = h @ w2.T + b2
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    dz = (p - np.eye(3)[y]) / len(x)
+    dh = (dz @ w2) * (1 - h ** 2)
+    want = [dh.T @ xd, dh.sum(axis=0), dz.T @ h, dz.sum(axis=0)]
+    got = grads_after_one_batch(model, x, y, nn.CrossEntropyLoss())
+    unit = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}[dtype]
+    for g, w in zip(got, want):
+        assert g.dtype == np.dtype(dtype)
+        assert rel_err(g, w) < 16 * unit
+    opt = optim.SGD(model.parameters(), lr=0.2, momentum=0.9)
+    model.fit(x, y, loss=nn.CrossEntropyLoss(), optimizer=opt, epochs=30, batch_size=16)
+    assert np.mean(np.argmax(model.predict(x).astype(np.float64), axis=1) == y) >= 0.9

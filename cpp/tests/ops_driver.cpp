@@ -8,12 +8,15 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "backend/onednn/cpu_backend.h"
 #include "core/array.h"
+#include "core/half.h"
 #include "core/device.h"
 #include "core/errors.h"
 #include "core/matmul.h"
@@ -191,6 +194,106 @@ void run_nn(const DevicePtr& dev, std::mt19937& g) {
   (void)colsum;
 }
 
+// float16 and bfloat16 (stored in 16 bits, float32 arithmetic where the hardware has none): matmul with bias and
+// beta, activation and its backward, softmax, a loss with gradient, bias gradients and an SGD step, each against a
+// double reference computed from the rounded inputs. `converted` forces the CPU device's converted path.
+void run_half(const DevicePtr& dev, std::mt19937& g, DType t, bool converted) {
+  force_cpu_half_conversion(converted);
+  const bool f16 = t == DType::f16;
+  auto to16 = [&](float v) -> std::uint16_t {
+    if (f16) return float_to_half_bits(v);
+    std::uint32_t b;
+    std::memcpy(&b, &v, 4);
+    return static_cast<std::uint16_t>((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+  };
+  auto from16 = [&](std::uint16_t h) -> double {
+    if (f16) return half_bits_to_float(h);
+    const std::uint32_t b = static_cast<std::uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  };
+  auto make = [&](std::size_t n, std::vector<double>& ref) {
+    std::vector<std::uint16_t> v(n);
+    ref.resize(n);
+    for (std::size_t i = 0; i < n; ++i) ref[i] = from16(v[i] = to16(std::uniform_real_distribution<float>(-1, 1)(g)));
+    return v;
+  };
+  auto read = [&](const Array& a) {
+    std::vector<std::uint16_t> v(static_cast<std::size_t>(a.size()));
+    a.to_host(v.data());
+    std::vector<double> d(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) d[i] = from16(v[i]);
+    return d;
+  };
+  const double tol = (f16 ? 0x1p-11 : 0x1p-8) * 8;
+  const std::string what = dev->id() + " " + dtype_name(t) + (converted ? " (converted)" : "");
+  const int M = 1 + int(g() % 40), N = 1 + int(g() % 40), K = 1 + int(g() % 60);
+  std::vector<double> A, B, C0, bias;
+  auto a16 = make(std::size_t(M) * K, A), b16 = make(std::size_t(K) * N, B), c16 = make(std::size_t(M) * N, C0),
+       bias16 = make(std::size_t(N), bias);
+  Array a = Array::from_host(dev, a16.data(), {M, K}, t), b = Array::from_host(dev, b16.data(), {K, N}, t);
+  Array c = Array::from_host(dev, c16.data(), {M, N}, t), bb = Array::from_host(dev, bias16.data(), {N}, t);
+  MatmulArgs args;
+  args.beta = 0.5;
+  args.bias = &bb;
+  matmul(a, b, &c, args);
+  auto C = read(c);
+  double worst = 0;
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double s = bias[n] + 0.5 * C0[m * N + n];
+      for (int k = 0; k < K; ++k) s += A[m * K + k] * B[k * N + n];
+      worst = std::max(worst, std::abs(C[m * N + n] - s) / (1.0 + std::abs(s)));
+    }
+  check(worst < tol * std::sqrt(double(K)), what + " matmul error " + std::to_string(worst));
+
+  Array y = activation(a, Activation::tanh, nullptr);
+  Array dx = activation_backward(a, y, Activation::tanh, nullptr);
+  auto Y = read(y), DX = read(dx);
+  worst = 0;
+  for (std::size_t i = 0; i < A.size(); ++i)
+    worst = std::max({worst, std::abs(Y[i] - std::tanh(A[i])), std::abs(DX[i] - A[i] * (1 - Y[i] * Y[i]))});
+  check(worst < tol, what + " activation error " + std::to_string(worst));
+  auto S = read(softmax(a, nullptr));
+  worst = 0;
+  for (int m = 0; m < M; ++m) {
+    double sum = 0;
+    for (int k = 0; k < K; ++k) sum += std::exp(A[m * K + k]);
+    for (int k = 0; k < K; ++k) worst = std::max(worst, std::abs(S[m * K + k] - std::exp(A[m * K + k]) / sum));
+  }
+  check(worst < tol, what + " softmax error " + std::to_string(worst));
+  std::vector<std::int64_t> L(M);
+  for (auto& l : L) l = std::int64_t(g() % K);
+  Array labels = Array::from_host(dev, L.data(), {M}, DType::i64);
+  Array acc = Array::zeros(dev, {1}, DType::f32), grad = Array::empty(dev, {M, K}, t);
+  loss("cross_entropy", a, labels, acc, &grad, 1.0, 1.0);
+  float got_loss = 0;
+  acc.to_host(&got_loss);
+  double want_loss = 0;
+  for (int m = 0; m < M; ++m) {
+    double sum = 0;
+    for (int k = 0; k < K; ++k) sum += std::exp(A[m * K + k]);
+    want_loss += std::log(sum) - A[m * K + L[m]];
+  }
+  check(std::abs(got_loss - want_loss) < 1e-4 * (1 + want_loss), what + " loss");
+  auto colsum = read(sum_rows(a, nullptr, 0.0));
+  worst = 0;
+  for (int k = 0; k < K; ++k) {
+    double s = 0;
+    for (int m = 0; m < M; ++m) s += A[m * K + k];
+    worst = std::max(worst, std::abs(colsum[k] - s) / (1.0 + std::abs(s)));
+  }
+  check(worst < tol, what + " sum_rows error " + std::to_string(worst));
+  Array vel = Array::zeros(dev, {M, K}, t);
+  sgd_update(a, grad, &vel, 0.25, 0.9, 0.01, false);  // first step: v = grad + 0.01 p, p -= 0.25 v
+  auto P = read(a), G = read(grad);
+  worst = 0;
+  for (std::size_t i = 0; i < A.size(); ++i) worst = std::max(worst, std::abs(P[i] - (A[i] - 0.25 * (G[i] + 0.01 * A[i]))));
+  check(worst < tol, what + " sgd error " + std::to_string(worst));
+  force_cpu_half_conversion(false);
+}
+
 void run_trainer(const DevicePtr& dev, std::mt19937& g) {
   const int n = 96, fin = 12, hid = 16, out = 3, batch = 32;
   auto Xh = randv(g, std::size_t(n) * fin);
@@ -256,6 +359,8 @@ int main(int argc, char** argv) {
           run_pool(dev, g);
           run_nn(dev, g);
           run_trainer(dev, g);
+          for (DType t : {DType::f16, DType::bf16})
+            for (bool converted : {false, true}) run_half(dev, g, t, converted);
         }
       if (cycle == warm) after_warmup = resident_kib();
     }

@@ -2,10 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "backend/onednn/cpu_backend.h"
+#include "backend/onednn/half_convert.h"
+#include "core/half.h"
 #include "core/array.h"
 #include "core/errors.h"
 #include "core/matmul.h"
@@ -189,4 +192,59 @@ TEST(Pool, IndexChecks) {
   e.sh = e.sw = 1;
   ASSERT_EQ(e.OH, 1);
   EXPECT_TRUE(pool_window_empty(e, 0, 0));
+}
+
+// The array conversions of the CPU device's 16-bit paths (F16C where the processor has it) against core/half.h's
+// scalar bit arithmetic: every float16 value widened, and float bit patterns across the whole range narrowed, in
+// lengths that leave vector remainders.
+TEST(HalfConvert, MatchesScalarConversions) {
+  std::vector<std::uint16_t> h(65536);
+  for (std::uint32_t i = 0; i < 65536; ++i) h[i] = static_cast<std::uint16_t>(i);
+  std::vector<float> f(h.size());
+  widen_to_f32(DType::f16, h.data(), f.data(), static_cast<std::int64_t>(h.size()) - 3);
+  for (std::uint32_t i = 0; i + 3 < 65536; ++i) {
+    const float want = half_bits_to_float(h[i]);
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(f[i])) << i;
+    } else {
+      ASSERT_EQ(std::memcmp(&want, &f[i], 4), 0) << "float16 bits " << i;
+    }
+  }
+  constexpr std::uint32_t kStep = 4099;  // a prime stride over all 2^32 float bit patterns
+  std::vector<float> src;
+  for (std::uint64_t b = 0; b < (std::uint64_t{1} << 32); b += kStep) {
+    const std::uint32_t bits = static_cast<std::uint32_t>(b);
+    float v;
+    std::memcpy(&v, &bits, 4);
+    src.push_back(v);
+  }
+  for (float v : {65504.f, 65519.99f, 65520.f, 6.1035156e-05f, 5.9604645e-08f, 2.9802322e-08f, 2.9802326e-08f})
+    src.push_back(v), src.push_back(-v);
+  std::vector<std::uint16_t> got(src.size());
+  for (DType t : {DType::f16, DType::bf16}) {
+    narrow_from_f32(t, src.data(), got.data(), static_cast<std::int64_t>(src.size()));
+    for (std::size_t i = 0; i < src.size(); ++i) {
+      std::uint16_t want;
+      if (t == DType::f16) {
+        want = float_to_half_bits(src[i]);
+      } else {
+        std::uint32_t bits;
+        std::memcpy(&bits, &src[i], 4);
+        want = static_cast<std::uint16_t>(((bits & 0x7fffffffu) > 0x7f800000u ? bits | 0x00400000u
+                                                                                : bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+      }
+      ASSERT_EQ(got[i], want) << dtype_name(t) << " from " << src[i] << " (index " << i << ")";
+    }
+    std::vector<float> back(src.size());  // widening what was narrowed gives the value back exactly
+    widen_to_f32(t, got.data(), back.data(), static_cast<std::int64_t>(got.size()));
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const float w = t == DType::f16 ? half_bits_to_float(got[i]) : [&] {
+        const std::uint32_t bits = static_cast<std::uint32_t>(got[i]) << 16;
+        float x;
+        std::memcpy(&x, &bits, 4);
+        return x;
+      }();
+      if (!std::isnan(w)) ASSERT_EQ(std::memcmp(&w, &back[i], 4), 0) << i;
+    }
+  }
 }

@@ -120,6 +120,17 @@ class Device:
         return self._info["bf16"]
 
     @property
+    def float16_mode(self) -> str:
+        """How float16 ops compute here: ``"native (...)"`` in float16, or ``"converted (...)"``: stored as float16,
+        computed in float32 (with the conversion used, e.g. F16C)."""
+        return self._info["float16_mode"]
+
+    @property
+    def bfloat16_mode(self) -> str:
+        """How bfloat16 ops compute here (as :attr:`float16_mode`)."""
+        return self._info["bfloat16_mode"]
+
+    @property
     def dtypes(self) -> List[str]:
         """The dtypes arrays (and matmul, for the floating ones) may have on this device."""
         return list(self._info["dtypes"])
@@ -153,9 +164,10 @@ class Device:
             extra = f"{i['isa']}, {i['threads']} threads"
         else:
             extra = f"{i['compute_units']} CUs, local {_fmt_bytes(i['local_mem'])}, wg {i['max_work_group_size']}"
-        fp = ", ".join(f for f in ("fp64", "fp16", "bf16") if i[f]) or "fp32 only"
+        fp = "fp64, " if i["fp64"] else ""
         return (f"{i['id']}: {i['name']!r} [{i['type']}, {i['backend']}] {i['vendor']}, {i['driver_version']}, "
-                f"{extra}, mem {_fmt_bytes(i['global_mem'])}, {fp}")
+                f"{extra}, mem {_fmt_bytes(i['global_mem'])}, {fp}float16 {i['float16_mode']}, "
+                f"bfloat16 {i['bfloat16_mode']}")
 
     def __repr__(self) -> str:
         return f"<hetnn.Device {self._summary()}>"
@@ -261,15 +273,15 @@ def default_device(spec: DeviceLike) -> Iterator[Device]:
 def devices_table() -> str:
     """A table of all devices, as printed by ``python -m hetnn devices``."""
     rows = [("id", "type", "backend", "name", "vendor", "driver", "CUs", "memory", "local", "max wg", "fp64",
-             "fp16", "bf16", "notes")]
+             "float16", "bfloat16", "notes")]
     for d in devices():
         i = d._info
         alias = f"opencl:{i['ordinal']}" if i["ordinal"] >= 0 else ""
         notes = f"{i['isa']}, {i['threads']} threads" if d.kind == "cpu" else alias
         rows.append((d.id, d.type, d.backend, d.name, d.vendor, d.driver_version, str(d.compute_units),
                      _fmt_bytes(d.global_mem), _fmt_bytes(d.local_mem),
-                     str(d.max_work_group_size or "-"), "yes" if d.fp64 else "no", "yes" if d.fp16 else "no",
-                     "yes" if d.bf16 else "no", notes))
+                     str(d.max_work_group_size or "-"), "yes" if d.fp64 else "no", d.float16_mode,
+                     d.bfloat16_mode, notes))
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

@@ -19,17 +19,9 @@ bool Device::started() const {
   return backend_ != nullptr;
 }
 
-bool Device::supports(DType t) const {
-  const bool opencl = info_.kind == "opencl";
-  switch (t) {
-    case DType::f64: return info_.fp64;
-    // OpenCL devices store float16/bfloat16 and compute in float32 (vload_half / bit shifts), so any device can;
-    // info_.fp16 says whether the hardware also has fp16 arithmetic (cl_khr_fp16).
-    case DType::f16: return opencl || info_.fp16;
-    case DType::bf16: return opencl || info_.bf16;
-    default: return true;
-  }
-}
+// float16 and bfloat16 everywhere: where the hardware has no arithmetic for them, stored in 16 bits and computed in
+// float32 (info_.f16_mode / bf16_mode say which).
+bool Device::supports(DType t) const { return t != DType::f64 || info_.fp64; }
 
 void Device::require(DType t, const char* what) const {
   if (supports(t)) return;

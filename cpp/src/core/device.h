@@ -24,7 +24,10 @@ struct DeviceInfo {
   std::uint64_t global_mem = 0, local_mem = 0, max_alloc = 0;
   std::uint64_t cache_size = 0;  // last-level cache in bytes (0: unknown); bounds when DRAM ceilings apply
   std::uint64_t max_work_group_size = 0;
-  bool fp64 = false, fp16 = false, bf16 = false;
+  bool fp64 = false, fp16 = false, bf16 = false;  // hardware arithmetic in that precision
+  // How float16 / bfloat16 ops compute: "native (...)" in that precision, or "converted (...)": stored in 16 bits,
+  // computed in float32 (the CPU device without oneDNN kernels for it; every OpenCL device).
+  std::string f16_mode, bf16_mode;
   std::string isa;   // CPU device: oneDNN's effective ISA
   int threads = 0;   // CPU device: threads oneDNN uses
   std::string extensions;

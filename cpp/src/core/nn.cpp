@@ -14,11 +14,12 @@ void same_device(const Array& a, const Array& b, const char* op, const char* an,
                      "; move one with .to(device)");
 }
 
-// Training data: float32, or float64 where the device has it.
+// Training data: a floating dtype the device takes (float16 and bfloat16 are computed in float32 where the
+// hardware has no arithmetic for them).
 void trainable(const Array& x, const char* op, const char* what) {
-  if (x.dtype() != DType::f32 && x.dtype() != DType::f64)
+  if (x.dtype() != DType::f32 && x.dtype() != DType::f64 && x.dtype() != DType::f16 && x.dtype() != DType::bf16)
     throw TypeError(std::string(op) + ": " + what + " is " + dtype_name(x.dtype()) +
-                    "; training ops take float32 (or float64)");
+                    "; training ops take float32, float64, float16 or bfloat16");
   x.device()->require(x.dtype(), op);
 }
 

@@ -2,6 +2,7 @@
 // hetnn's C++ errors to Python exceptions. Validation lives in the core front (cpp/src/core).
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "backend/onednn/cpu_backend.h"
 #include "bench/peers.h"
 #include "core/errors.h"
 #include "core/warn.h"
@@ -43,6 +44,8 @@ py::dict info_dict(const DeviceInfo& i) {
   d["fp64"] = i.fp64;
   d["fp16"] = i.fp16;
   d["bf16"] = i.bf16;
+  d["float16_mode"] = i.f16_mode;
+  d["bfloat16_mode"] = i.bf16_mode;
   d["isa"] = i.isa;
   d["threads"] = i.threads;
   d["extensions"] = i.extensions;
@@ -170,6 +173,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("devices", [] { return all_devices(); });
   m.def("find_device", &find_device, py::arg("spec"));
   m.def("opencl_status", &opencl_status);
+  // Tests: run the CPU device's float16/bfloat16 ops through the converted path on any processor.
+  m.def("_force_cpu_half_conversion", &force_cpu_half_conversion, py::arg("on"));
   m.def("describe_devices", &describe_devices);
 #ifdef HETNN_HAVE_OPENCL
   m.attr("with_opencl") = true;

@@ -131,7 +131,8 @@ def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str
             C = empty((m, n), dtype=dtype, device=dev)
             r = benchmark(matmul, (A, B), {"out": C}, n_warmup=n_warmup, n_repeat=n_repeat,
                           max_duration=max_duration, flops=flops, device=dev, name="matmul")
-            rows.append(_row({**base, "device": dev.id, "library": "hetnn"}, flops, r.wall_times,
+            how = {"float16": dev.float16_mode, "bfloat16": dev.bfloat16_mode}.get(dtype, "native")
+            rows.append(_row({**base, "device": dev.id, "library": "hetnn", "compute": how}, flops, r.wall_times,
                              peaks[dev.id], device_ms=r.device["median"] * 1e3,
                              max_rel_err=max_rel_error(C.numpy(), ref)))
             if "clblast" in compare and dev.kind == "opencl" and dtype == "float32" and _core.have_clblast:
@@ -202,6 +203,8 @@ def precision_table(rows: List[Dict[str, Any]], dtypes: Sequence[str]) -> List[D
             continue
         row = table.setdefault((r["shape"], r["device"]), {"shape": r["shape"], "device": r["device"]})
         row[r["dtype"]] = r["gflops"]
+        if r["dtype"] in ("float16", "bfloat16"):
+            row[f"{r['dtype']} compute"] = r.get("compute", "")
     for row in table.values():
         for dt in dtypes:
             if dt != "float32" and dt in row and "float32" in row:

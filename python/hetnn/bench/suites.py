@@ -179,6 +179,8 @@ def suite_matmul(opts: Options, say: Say, progress: _Progress) -> List[Dict[str,
     for line in dict.fromkeys(notes):
         say(f"note: {line}")
     columns = MATMUL_COLUMNS if len(dtypes) == 1 else MATMUL_COLUMNS[:4] + [("dtype", "dtype", "")] + MATMUL_COLUMNS[4:]
+    if any(dt in ("float16", "bfloat16") for dt in dtypes):  # native 16-bit arithmetic, or float32 on converted data
+        columns = columns[:-1] + [("compute", "compute", "")] + columns[-1:]
     say(format_table(rows, columns))
     for dt in dtypes:
         for line in ratios([r for r in rows if r["dtype"] == dt]):
@@ -187,6 +189,7 @@ def suite_matmul(opts: Options, say: Say, progress: _Progress) -> List[Dict[str,
         say("\nprecision study (hetnn GFLOP/s per dtype; ratios to float32):")
         cols = [("shape", "shape", ""), ("device", "device", "")]
         cols += [(dt, dt, ".1f") for dt in dtypes]
+        cols += [(f"{dt} compute", f"{dt} compute", "") for dt in dtypes if dt in ("float16", "bfloat16")]
         cols += [(f"{dt}/float32", f"{dt}/f32", ".2f") for dt in dtypes if dt != "float32" and "float32" in dtypes]
         say(format_table(precision_table(rows, dtypes), cols))
     say(f"({_timing_line(timing)}; max rel err = max|C - C64| / max|C64| against float64 NumPy (the result-agreement "

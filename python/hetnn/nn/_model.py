@@ -83,6 +83,10 @@ def _batch_size(v: Any, what: str) -> int:
     return int(v)
 
 
+def _numeric(dtype: np.dtype) -> bool:
+    return dtype.kind in "fiub" or dtype.name == "bfloat16"  # ml_dtypes' bfloat16 has kind "V"
+
+
 class Sequential:
     """Layers applied in order, on one device (``device``: the default device when None)::
 
@@ -91,16 +95,20 @@ class Sequential:
         opt = hetnn.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         hist = model.fit(x, y, loss=hetnn.nn.CrossEntropyLoss(), optimizer=opt, epochs=10, batch_size=64)
 
-    Parameters are float32 (``dtype="float64"`` on devices with fp64).
+    Parameters are float32 (``dtype="float64"`` on devices with fp64; ``"float16"`` or ``"bfloat16"``: stored in 16
+    bits, computed in float32 where the hardware has no 16-bit arithmetic, see ``Device.float16_mode``).
     """
 
     def __init__(self, layers: Sequence[Layer], device: DeviceLike = None, dtype: Any = "float32") -> None:
         if not isinstance(layers, (list, tuple)) or not layers:
             raise ValueError("Sequential: layers must be a non-empty list of hetnn.nn layers")
         self.layers = check_sequence(layers)
-        self.dtype = np.dtype(dtype)
-        if self.dtype not in (np.float32, np.float64):
-            raise TypeError(f"Sequential: dtype must be float32 or float64, got {self.dtype}")
+        try:
+            self.dtype = np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"Sequential: dtype must be float32, float64, float16 or bfloat16, got {dtype!r}") from None
+        if self.dtype.name not in ("float32", "float64", "float16", "bfloat16"):
+            raise TypeError(f"Sequential: dtype must be float32, float64, float16 or bfloat16, got {self.dtype}")
         self.stop_training = False
         self.loss: Optional[Loss] = None
         self._device = None
@@ -159,7 +167,7 @@ class Sequential:
                                  f"with .to(device)")
             x = x.numpy()
         arr = np.asarray(x)
-        if arr.dtype.kind not in "fiub":
+        if not _numeric(arr.dtype):
             raise TypeError(f"{what}: x must be numeric, got dtype {arr.dtype}")
         if arr.ndim < 2:
             raise ValueError(f"{what}: x must have a batch dimension and features, got shape {arr.shape}")
@@ -196,7 +204,7 @@ class Sequential:
             t = np.ascontiguousarray(arr, dtype=np.int64)
             dev_t = _core.Array.from_numpy(dev, t)
             return dev_t, dev_t, t
-        if arr.dtype.kind not in "fiub":
+        if not _numeric(arr.dtype):
             raise TypeError(f"{what}: y must be numeric, got dtype {arr.dtype}")
         t = np.ascontiguousarray(arr, dtype=self.dtype)
         if t.ndim == 1 and c == 1:

@@ -1,4 +1,5 @@
 #include "backend/onednn/cpu_backend.h"
+#include "backend/onednn/half_convert.h"
 #include "core/half.h"
 
 #include <algorithm>
@@ -242,39 +243,62 @@ void CpuBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, B
       }
       return;
     }
-    const std::shared_ptr<const MatmulEntry> entry = matmul_entry(d);  // alive through execute, even if evicted
-    const MatmulEntry& e = *entry;
-    // The argument memories of each cached primitive, per thread, re-pointed at this call's buffers: creating
-    // them per call cost about a third of a small product's 6 us (64x128x10, the backward of a dense layer).
-    // Keyed by the entry's unique id (never reused, unlike an address); bounded like the primitive cache.
-    struct Args {
-      std::unordered_map<int, dnnl::memory> map;
-      float alpha = 1.0f;
-    };
-    thread_local std::unordered_map<std::uint64_t, Args> args_cache;
-    if (args_cache.size() >= 2 * kMatmulCacheEntries && !args_cache.count(e.id)) args_cache.clear();
-    auto [it, fresh] = args_cache.try_emplace(e.id);
-    Args& args = it->second;
-    if (fresh) {
-      args.map.emplace(DNNL_ARG_SRC, dnnl::memory(e.a, engine_, a.host_ptr()));
-      args.map.emplace(DNNL_ARG_WEIGHTS, dnnl::memory(e.b, engine_, b.host_ptr()));
-      args.map.emplace(DNNL_ARG_DST, dnnl::memory(e.c, engine_, c.host_ptr()));
-      if (bias) args.map.emplace(DNNL_ARG_BIAS, dnnl::memory(e.bias, engine_, bias->host_ptr()));
-      if (d.alpha != 1.0)
-        args.map.emplace(DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS,
-                         dnnl::memory({{1}, dnnl::memory::data_type::f32, {1}}, engine_, &args.alpha));
-    } else {
-      args.map.at(DNNL_ARG_SRC).set_data_handle(a.host_ptr());
-      args.map.at(DNNL_ARG_WEIGHTS).set_data_handle(b.host_ptr());
-      args.map.at(DNNL_ARG_DST).set_data_handle(c.host_ptr());
-      if (bias) args.map.at(DNNL_ARG_BIAS).set_data_handle(bias->host_ptr());
+    if ((d.dtype == DType::f16 || d.dtype == DType::bf16) && !native_matmul(d.dtype)) {
+      matmul_converted(d, a.host_ptr(), b.host_ptr(), c.host_ptr(), bias ? bias->host_ptr() : nullptr);
+      return;
     }
-    args.alpha = static_cast<float>(d.alpha);
-    // One stream per thread: CPU streams are cheap but not free to create, and are not shared across threads.
-    thread_local dnnl::stream stream(engine_);
-    e.prim.execute(stream, args.map);
-    stream.wait();
+    run_matmul(d, a.host_ptr(), b.host_ptr(), c.host_ptr(), bias ? bias->host_ptr() : nullptr);
   });
+}
+
+// float16 / bfloat16 where oneDNN has no kernel for this processor: the operands widened to float32 work areas, a
+// float32 product (float32 accumulation, as oneDNN's native 16-bit kernels do), the result rounded back once.
+void CpuBackend::matmul_converted(const MatmulDesc& d, const void* a, const void* b, void* c, const void* bias) {
+  const std::int64_t na = d.batch_a * d.M * d.K, nb = d.batch_b * d.K * d.N, nc = d.batch * d.M * d.N;
+  F32Scratch a32(*pool_, na), b32(*pool_, nb), c32(*pool_, nc), bias32(*pool_, bias ? d.N : 1);
+  widen_to_f32_parallel(d.dtype, a, a32.data(), na);
+  widen_to_f32_parallel(d.dtype, b, b32.data(), nb);
+  if (d.beta != 0.0) widen_to_f32_parallel(d.dtype, c, c32.data(), nc);
+  if (bias) widen_to_f32(d.dtype, bias, bias32.data(), d.N);
+  MatmulDesc d32 = d;
+  d32.dtype = DType::f32;
+  run_matmul(d32, a32.data(), b32.data(), c32.data(), bias ? bias32.data() : nullptr);
+  narrow_from_f32_parallel(d.dtype, c32.data(), c, nc);
+}
+
+void CpuBackend::run_matmul(const MatmulDesc& d, const void* a, const void* b, void* c, const void* bias) {
+  const std::shared_ptr<const MatmulEntry> entry = matmul_entry(d);  // alive through execute, even if evicted
+  const MatmulEntry& e = *entry;
+  // The argument memories of each cached primitive, per thread, re-pointed at this call's buffers: creating
+  // them per call cost about a third of a small product's 6 us (64x128x10, the backward of a dense layer).
+  // Keyed by the entry's unique id (never reused, unlike an address); bounded like the primitive cache.
+  struct Args {
+    std::unordered_map<int, dnnl::memory> map;
+    float alpha = 1.0f;
+  };
+  thread_local std::unordered_map<std::uint64_t, Args> args_cache;
+  if (args_cache.size() >= 2 * kMatmulCacheEntries && !args_cache.count(e.id)) args_cache.clear();
+  auto [it, fresh] = args_cache.try_emplace(e.id);
+  Args& args = it->second;
+  if (fresh) {
+    args.map.emplace(DNNL_ARG_SRC, dnnl::memory(e.a, engine_, const_cast<void*>(a)));
+    args.map.emplace(DNNL_ARG_WEIGHTS, dnnl::memory(e.b, engine_, const_cast<void*>(b)));
+    args.map.emplace(DNNL_ARG_DST, dnnl::memory(e.c, engine_, c));
+    if (bias) args.map.emplace(DNNL_ARG_BIAS, dnnl::memory(e.bias, engine_, const_cast<void*>(bias)));
+    if (d.alpha != 1.0)
+      args.map.emplace(DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS,
+                       dnnl::memory({{1}, dnnl::memory::data_type::f32, {1}}, engine_, &args.alpha));
+  } else {
+    args.map.at(DNNL_ARG_SRC).set_data_handle(const_cast<void*>(a));
+    args.map.at(DNNL_ARG_WEIGHTS).set_data_handle(const_cast<void*>(b));
+    args.map.at(DNNL_ARG_DST).set_data_handle(c);
+    if (bias) args.map.at(DNNL_ARG_BIAS).set_data_handle(const_cast<void*>(bias));
+  }
+  args.alpha = static_cast<float>(d.alpha);
+  // One stream per thread: CPU streams are cheap but not free to create, and are not shared across threads.
+  thread_local dnnl::stream stream(engine_);
+  e.prim.execute(stream, args.map);
+  stream.wait();
 }
 
 }  // namespace hetnn

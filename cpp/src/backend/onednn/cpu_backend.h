@@ -68,6 +68,9 @@ class CpuBackend final : public Backend {
   // The cached primitive for d, created on first use. At most kMatmulCacheEntries are kept (least recently used
   // evicted): each holds JIT code, and a notebook sweeping shapes would otherwise grow without bound.
   std::shared_ptr<const MatmulEntry> matmul_entry(const MatmulDesc& d);
+  // The oneDNN product on host pointers; matmul_converted runs 16-bit data without a native kernel through it.
+  void run_matmul(const MatmulDesc& d, const void* a, const void* b, void* c, const void* bias);
+  void matmul_converted(const MatmulDesc& d, const void* a, const void* b, void* c, const void* bias);
   static constexpr std::size_t kMatmulCacheEntries = 256;
 
   dnnl::engine engine_;
@@ -76,6 +79,12 @@ class CpuBackend final : public Backend {
   std::unordered_map<std::array<std::int64_t, 12>, std::shared_ptr<MatmulEntry>, KeyHash> matmul_cache_;
   std::uint64_t matmul_clock_ = 0;
 };
+
+// Whether oneDNN multiplies t (float16, bfloat16) natively on this processor: float16 needs avx512_core_fp16,
+// bfloat16 avx512_core_bf16. Elsewhere the CPU device stores 16-bit data and computes in float32 (half_convert.h).
+// force_cpu_half_conversion(true) takes the converted path everywhere, so tests run it on processors of either kind.
+bool native_matmul(DType t);
+void force_cpu_half_conversion(bool on);
 
 // Own float64 GEMM (oneDNN's CPU matmul has no f64): C = alpha*op(A)@op(B) + beta*C for one batch entry.
 void gemm_f64(std::int64_t M, std::int64_t N, std::int64_t K, double alpha, const double* A, std::int64_t a_rs,

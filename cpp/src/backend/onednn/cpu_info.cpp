@@ -2,12 +2,14 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
 #include <thread>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backend/onednn/cpu_backend.h"
+#include "backend/onednn/half_convert.h"
 #include "core/device.h"
 
 namespace hetnn {
@@ -60,7 +62,18 @@ bool onednn_matmul_supports(dnnl::memory::data_type dt) {
   }
 }
 
+std::atomic<bool> g_force_conversion{false};
+
 }  // namespace
+
+bool native_matmul(DType t) {
+  static const bool f16 = onednn_matmul_supports(dnnl::memory::data_type::f16);
+  static const bool bf16 = onednn_matmul_supports(dnnl::memory::data_type::bf16);
+  if (g_force_conversion.load(std::memory_order_relaxed)) return false;
+  return t == DType::f16 ? f16 : t == DType::bf16 ? bf16 : true;
+}
+
+void force_cpu_half_conversion(bool on) { g_force_conversion.store(on); }
 
 std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_cpu() {
   DeviceInfo i;
@@ -89,8 +102,13 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_cpu() {
   i.cache_size = l3 > 0 ? static_cast<std::uint64_t>(l3) : i.local_mem;
   i.isa = isa_name(dnnl_get_effective_cpu_isa());
   i.fp64 = true;  // own f64 kernels
+  // fp16/bf16: oneDNN has native kernels here. Either way the device takes both: without them it stores 16 bits
+  // and computes in float32 (converted by F16C, or core/half.h's bit arithmetic).
   i.fp16 = onednn_matmul_supports(dnnl::memory::data_type::f16);
   i.bf16 = onednn_matmul_supports(dnnl::memory::data_type::bf16);
+  const std::string conv = std::string("converted (") + f16_conversion_isa() + ")";
+  i.f16_mode = i.fp16 ? "native (oneDNN " + i.isa + ")" : conv;
+  i.bf16_mode = i.bf16 ? "native (oneDNN " + i.isa + ")" : "converted (bit shifts)";
   return {{i, [] { return std::unique_ptr<Backend>(new CpuBackend()); }}};
 }
 

@@ -7,9 +7,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "backend/onednn/cpu_backend.h"
 #include "backend/onednn/cpu_loops.h"
+#include "backend/onednn/half_convert.h"
 #include "core/errors.h"
 
 namespace hetnn {
@@ -200,12 +202,31 @@ double metric_rows(const MetricDesc& d, const T* x, const void* target) {
   return total;
 }
 
+
+// float16 / bfloat16: stored in 16 bits, computed in float32. Elementwise ops widen a chunk at a time into stack
+// buffers; row ops widen whole operands into work areas from the host pool.
+constexpr std::int64_t kChunk = 1024;
+bool is16(DType t) { return t == DType::f16 || t == DType::bf16; }
+template <class B>
+auto at16(B& b, std::int64_t i) {  // element i of a 16-bit buffer
+  using C = std::conditional_t<std::is_const_v<B>, const char, char>;
+  return static_cast<C*>(b.host_ptr()) + 2 * i;
+}
+
 }  // namespace
 
 void CpuBackend::activation(Activation act, DType t, std::int64_t n, const Buffer& x, Buffer& out) {
   timed("activation", 2 * n * dtype_size(t), [&] {
     parallel_ranges(n, [&](std::int64_t b, std::int64_t e) {
-      if (t == DType::f64) act_fwd_f64(act, e - b, ptr<double>(x) + b, ptr<double>(out) + b);
+      if (is16(t)) {
+        float xb[kChunk];
+        for (std::int64_t i = b; i < e; i += kChunk) {
+          const std::int64_t m = std::min(kChunk, e - i);
+          widen_to_f32(t, at16(x, i), xb, m);
+          act_fwd_f32(act, m, xb, xb);
+          narrow_from_f32(t, xb, at16(out, i), m);
+        }
+      } else if (t == DType::f64) act_fwd_f64(act, e - b, ptr<double>(x) + b, ptr<double>(out) + b);
       else act_fwd_f32(act, e - b, ptr<float>(x) + b, ptr<float>(out) + b);
     }, kParallelMin);
   });
@@ -215,7 +236,16 @@ void CpuBackend::activation_backward(Activation act, DType t, std::int64_t n, co
                                      Buffer& dx) {
   timed("activation_backward", 3 * n * dtype_size(t), [&] {
     parallel_ranges(n, [&](std::int64_t b, std::int64_t e) {
-      if (t == DType::f64) act_bwd_f64(act, e - b, ptr<double>(dy) + b, ptr<double>(y) + b, ptr<double>(dx) + b);
+      if (is16(t)) {
+        float dyb[kChunk], yb[kChunk];
+        for (std::int64_t i = b; i < e; i += kChunk) {
+          const std::int64_t m = std::min(kChunk, e - i);
+          widen_to_f32(t, at16(dy, i), dyb, m);
+          widen_to_f32(t, at16(y, i), yb, m);
+          act_bwd_f32(act, m, dyb, yb, dyb);
+          narrow_from_f32(t, dyb, at16(dx, i), m);
+        }
+      } else if (t == DType::f64) act_bwd_f64(act, e - b, ptr<double>(dy) + b, ptr<double>(y) + b, ptr<double>(dx) + b);
       else act_bwd_f32(act, e - b, ptr<float>(dy) + b, ptr<float>(y) + b, ptr<float>(dx) + b);
     }, kParallelMin);
   });
@@ -223,13 +253,29 @@ void CpuBackend::activation_backward(Activation act, DType t, std::int64_t n, co
 
 void CpuBackend::softmax(DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& y) {
   timed("softmax", 2 * rows * cols * dtype_size(t), [&] {
-    if (t == DType::f64) softmax_rows(rows, cols, ptr<double>(x), ptr<double>(y));
+    if (is16(t)) {
+      F32Scratch w(*pool_, rows * cols);
+      widen_to_f32_parallel(t, x.host_ptr(), w.data(), rows * cols);
+      softmax_rows(rows, cols, w.data(), w.data());
+      narrow_from_f32_parallel(t, w.data(), y.host_ptr(), rows * cols);
+    } else if (t == DType::f64) softmax_rows(rows, cols, ptr<double>(x), ptr<double>(y));
     else softmax_rows(rows, cols, ptr<float>(x), ptr<float>(y));
   });
 }
 
 void CpuBackend::loss(const LossDesc& d, const Buffer& pred, const Buffer& target, Buffer& acc, Buffer* grad) {
   timed("loss", (grad ? 3 : 2) * d.rows * d.cols * dtype_size(d.dtype), [&] {
+    if (is16(d.dtype)) {
+      const std::int64_t n = d.rows * d.cols;
+      const bool labels = d.kind == LossKind::cross_entropy_labels;
+      F32Scratch x32(*pool_, n), t32(*pool_, labels ? 1 : n), g32(*pool_, grad ? n : 1);
+      widen_to_f32_parallel(d.dtype, pred.host_ptr(), x32.data(), n);
+      if (!labels) widen_to_f32_parallel(d.dtype, target.host_ptr(), t32.data(), n);
+      const double s = loss_rows(d, x32.data(), labels ? target.host_ptr() : t32.data(), grad ? g32.data() : nullptr);
+      if (grad) narrow_from_f32_parallel(d.dtype, g32.data(), grad->host_ptr(), n);
+      *ptr<float>(acc) += static_cast<float>(d.loss_scale * s);
+      return;
+    }
     const double s = d.dtype == DType::f64
                          ? loss_rows(d, ptr<double>(pred), target.host_ptr(), grad ? ptr<double>(*grad) : nullptr)
                          : loss_rows(d, ptr<float>(pred), target.host_ptr(), grad ? ptr<float>(*grad) : nullptr);
@@ -239,6 +285,15 @@ void CpuBackend::loss(const LossDesc& d, const Buffer& pred, const Buffer& targe
 
 void CpuBackend::metric(const MetricDesc& d, const Buffer& pred, const Buffer& target, Buffer& acc) {
   timed("metric", 2 * d.rows * d.cols * dtype_size(d.dtype), [&] {
+    if (is16(d.dtype)) {
+      const std::int64_t n = d.rows * d.cols;
+      const bool labels = d.kind == MetricKind::correct_argmax;
+      F32Scratch x32(*pool_, n), t32(*pool_, labels ? 1 : n);
+      widen_to_f32_parallel(d.dtype, pred.host_ptr(), x32.data(), n);
+      if (!labels) widen_to_f32_parallel(d.dtype, target.host_ptr(), t32.data(), n);
+      *ptr<float>(acc) += static_cast<float>(metric_rows(d, x32.data(), labels ? target.host_ptr() : t32.data()));
+      return;
+    }
     const double s = d.dtype == DType::f64 ? metric_rows(d, ptr<double>(pred), target.host_ptr())
                                            : metric_rows(d, ptr<float>(pred), target.host_ptr());
     *ptr<float>(acc) += static_cast<float>(s);
@@ -248,7 +303,18 @@ void CpuBackend::metric(const MetricDesc& d, const Buffer& pred, const Buffer& t
 void CpuBackend::sgd_update(const SgdDesc& d, Buffer& param, const Buffer& grad, Buffer* velocity) {
   timed("sgd_update", (velocity ? 5 : 3) * d.n * dtype_size(d.dtype), [&] {
     parallel_ranges(d.n, [&](std::int64_t b, std::int64_t e) {
-      if (d.dtype == DType::f64)
+      if (is16(d.dtype)) {
+        float pb[kChunk], gb[kChunk], vb[kChunk];
+        for (std::int64_t i = b; i < e; i += kChunk) {
+          const std::int64_t m = std::min(kChunk, e - i);
+          widen_to_f32(d.dtype, at16(param, i), pb, m);
+          widen_to_f32(d.dtype, at16(grad, i), gb, m);
+          if (velocity) widen_to_f32(d.dtype, at16(*velocity, i), vb, m);
+          sgd_f32(d, m, pb, gb, velocity ? vb : nullptr);
+          narrow_from_f32(d.dtype, pb, at16(param, i), m);
+          if (velocity) narrow_from_f32(d.dtype, vb, at16(*velocity, i), m);
+        }
+      } else if (d.dtype == DType::f64)
         sgd_f64(d, e - b, ptr<double>(param) + b, ptr<double>(grad) + b, velocity ? ptr<double>(*velocity) + b : nullptr);
       else
         sgd_f32(d, e - b, ptr<float>(param) + b, ptr<float>(grad) + b, velocity ? ptr<float>(*velocity) + b : nullptr);
@@ -258,6 +324,14 @@ void CpuBackend::sgd_update(const SgdDesc& d, Buffer& param, const Buffer& grad,
 
 void CpuBackend::sum_rows(DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& out, double beta) {
   timed("sum_rows", (rows + 1) * cols * dtype_size(t), [&] {
+    if (is16(t)) {
+      F32Scratch x32(*pool_, rows * cols), o32(*pool_, cols);
+      widen_to_f32_parallel(t, x.host_ptr(), x32.data(), rows * cols);
+      if (beta != 0.0) widen_to_f32(t, out.host_ptr(), o32.data(), cols);
+      col_sums_f32(rows, cols, 0, cols, x32.data(), o32.data(), static_cast<float>(beta));
+      narrow_from_f32(t, o32.data(), out.host_ptr(), cols);
+      return;
+    }
     // Columns split over the threads (each sums its columns over all rows, contiguous inner loop).
     parallel_ranges(cols, [&](std::int64_t c0, std::int64_t c1) {
       if (t == DType::f64) col_sums_f64(rows, cols, c0, c1, ptr<double>(x), ptr<double>(out), beta);

@@ -106,6 +106,9 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() {
       i.extensions = device_string(dev, CL_DEVICE_EXTENSIONS);
       i.fp64 = has_extension(i.extensions, "cl_khr_fp64") || device_value<cl_ulong>(dev, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
       i.fp16 = has_extension(i.extensions, "cl_khr_fp16");
+      // hetnn's kernels load 16-bit storage into float (vload_half, bit shifts) and compute in float32 everywhere.
+      i.f16_mode = "converted (vload_half)";
+      i.bf16_mode = "converted (bit shifts)";
       const cl_platform_id plat = platforms[p];
       out.emplace_back(i, [plat, dev, i] { return std::unique_ptr<Backend>(new opencl::ClBackend(plat, dev, i)); });
     }

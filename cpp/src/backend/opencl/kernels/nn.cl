@@ -1,13 +1,9 @@
 // nn.cl: training ops (core/nn.h): activations, softmax, losses, metrics, SGD, bias gradients, minibatch gathers.
-// REAL is float or double (-DREAL=double -DUSE_FP64 on devices with fp64). Losses and metrics write one value per
+// REAL is float or double (-DREAL=double -DUSE_FP64 on devices with fp64); float16 and bfloat16 data (STORAGE,
+// common.cl) are loaded into float and rounded back on store. Losses and metrics write one value per
 // row into a float scratch; add_sum folds those into the one-element accumulator (a single work-item: a minibatch
 // has tens to thousands of rows, and a fixed summation order keeps runs reproducible).
-#ifdef USE_FP64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#endif
-#ifndef REAL
-#define REAL float
-#endif
+#include "common.cl"
 #ifdef USE_FP64
 #define MIN_NORMAL DBL_MIN
 #else
@@ -23,93 +19,106 @@ inline REAL act_grad(REAL dy, REAL y, int act) {  // from the activation's outpu
   return act == 1 ? (y <= 0 ? (REAL)0 : dy) : dy * (act == 2 ? y * ((REAL)1 - y) : (REAL)1 - y * y);
 }
 
-__kernel void act_fwd(const long n, const int act, __global const REAL* x, __global REAL* y) {
+__kernel void act_fwd(const long n, const int act, __global const STORAGE* x, __global STORAGE* y) {
   const long i = get_global_id(0);
-  if (i < n) y[i] = act_value(x[i], act);
+  if (i < n) STORE1(act_value(LOAD1(x, i), act), y, i);
 }
 
-__kernel void act_bwd(const long n, const int act, __global const REAL* dy, __global const REAL* y,
-                      __global REAL* dx) {
+__kernel void act_bwd(const long n, const int act, __global const STORAGE* dy, __global const STORAGE* y,
+                      __global STORAGE* dx) {
   const long i = get_global_id(0);
-  if (i < n) dx[i] = act_grad(dy[i], y[i], act);
+  if (i < n) STORE1(act_grad(LOAD1(dy, i), LOAD1(y, i), act), dx, i);
 }
 
 // Row maximum (NaN wins, so a NaN row gives NaN everywhere) and log sum exp(x - max).
-inline REAL row_max(__global const REAL* x, const int cols) {
-  REAL m = x[0];
-  for (int c = 1; c < cols; ++c) m = (x[c] > m || isnan(x[c])) ? x[c] : m;
+inline REAL row_max(__global const STORAGE* x, const int cols) {
+  REAL m = LOAD1(x, 0);
+  for (int c = 1; c < cols; ++c) {
+    const REAL v = LOAD1(x, c);
+    m = (v > m || isnan(v)) ? v : m;
+  }
   return m;
 }
-inline REAL row_lse(__global const REAL* x, const int cols, const REAL m) {
+inline REAL row_lse(__global const STORAGE* x, const int cols, const REAL m) {
   REAL s = 0;
-  for (int c = 0; c < cols; ++c) s += exp(x[c] - m);
+  for (int c = 0; c < cols; ++c) s += exp(LOAD1(x, c) - m);
   return log(s);
 }
 
 // A work-item per row.
-__kernel void softmax_rows(const int rows, const int cols, __global const REAL* x, __global REAL* y) {
+__kernel void softmax_rows(const int rows, const int cols, __global const STORAGE* x, __global STORAGE* y) {
   const int r = get_global_id(0);
   if (r >= rows) return;
-  __global const REAL* xr = x + (long)r * cols;
-  __global REAL* yr = y + (long)r * cols;
+  __global const STORAGE* xr = x + (long)r * cols;
+  __global STORAGE* yr = y + (long)r * cols;
   const REAL m = row_max(xr, cols), lse = row_lse(xr, cols, m);
-  for (int c = 0; c < cols; ++c) yr[c] = exp(xr[c] - m - lse);
+  for (int c = 0; c < cols; ++c) STORE1(exp(LOAD1(xr, c) - m - lse), yr, c);
 }
 
 // kind: 0 cross-entropy with int64 labels, 1 cross-entropy with (rows, cols) targets, 2 squared error (LossKind).
 // row_loss[r] = the row's loss; grad (when has_grad) = gs * its gradient.
 __kernel void loss_rows(const int kind, const int rows, const int cols, const REAL gs, const int has_grad,
-                        __global const REAL* x, __global const long* labels, __global const REAL* t,
-                        __global REAL* grad, __global float* row_loss) {
+                        __global const STORAGE* x, __global const long* labels, __global const STORAGE* t,
+                        __global STORAGE* grad, __global float* row_loss) {
   const int r = get_global_id(0);
   if (r >= rows) return;
-  __global const REAL* xr = x + (long)r * cols;
-  __global REAL* gr = grad + (long)r * cols;
+  __global const STORAGE* xr = x + (long)r * cols;
+  __global STORAGE* gr = grad + (long)r * cols;
   REAL row = 0;
   if (kind == 2) {
-    __global const REAL* tr = t + (long)r * cols;
+    __global const STORAGE* tr = t + (long)r * cols;
     for (int c = 0; c < cols; ++c) {
-      const REAL e = xr[c] - tr[c];
+      const REAL e = LOAD1(xr, c) - LOAD1(tr, c);
       row += e * e;
-      if (has_grad) gr[c] = gs * 2 * e;
+      if (has_grad) STORE1(gs * 2 * e, gr, c);
     }
   } else {
     const REAL m = row_max(xr, cols), lse = row_lse(xr, cols, m);
     if (kind == 0) {
       const int label = (int)clamp(labels[r], (long)0, (long)(cols - 1));  // the front checks labels
-      row = -(xr[label] - m - lse);
+      row = -(LOAD1(xr, label) - m - lse);
       if (has_grad)
-        for (int c = 0; c < cols; ++c) gr[c] = gs * (exp(xr[c] - m - lse) - (c == label ? (REAL)1 : (REAL)0));
+        for (int c = 0; c < cols; ++c)
+          STORE1(gs * (exp(LOAD1(xr, c) - m - lse) - (c == label ? (REAL)1 : (REAL)0)), gr, c);
     } else {
-      __global const REAL* tr = t + (long)r * cols;
+      __global const STORAGE* tr = t + (long)r * cols;
       REAL tsum = 0;
       for (int c = 0; c < cols; ++c) {
-        row -= tr[c] * (xr[c] - m - lse);
-        tsum += tr[c];
+        const REAL tc = LOAD1(tr, c);
+        row -= tc * (LOAD1(xr, c) - m - lse);
+        tsum += tc;
       }
       if (has_grad)
-        for (int c = 0; c < cols; ++c) gr[c] = gs * (exp(xr[c] - m - lse) * tsum - tr[c]);
+        for (int c = 0; c < cols; ++c) STORE1(gs * (exp(LOAD1(xr, c) - m - lse) * tsum - LOAD1(tr, c)), gr, c);
     }
   }
   row_loss[r] = (float)row;
 }
 
 // kind: 0 correct argmax (first maximum, NaN wins), 1 correct threshold at 0.5, 2 absolute error (MetricKind).
-__kernel void metric_rows(const int kind, const int rows, const int cols, __global const REAL* x,
-                          __global const long* labels, __global const REAL* t, __global float* row_val) {
+__kernel void metric_rows(const int kind, const int rows, const int cols, __global const STORAGE* x,
+                          __global const long* labels, __global const STORAGE* t, __global float* row_val) {
   const int r = get_global_id(0);
   if (r >= rows) return;
-  __global const REAL* xr = x + (long)r * cols;
+  __global const STORAGE* xr = x + (long)r * cols;
   float v = 0;
   if (kind == 0) {
     int best = 0;
-    for (int c = 1; c < cols; ++c)
-      if (xr[c] > xr[best] || (isnan(xr[c]) && !isnan(xr[best]))) best = c;
+    REAL xb = LOAD1(xr, 0);
+    for (int c = 1; c < cols; ++c) {
+      const REAL xc = LOAD1(xr, c);
+      if (xc > xb || (isnan(xc) && !isnan(xb))) {
+        best = c;
+        xb = xc;
+      }
+    }
     v = best == labels[r] ? 1.0f : 0.0f;
   } else {
-    __global const REAL* tr = t + (long)r * cols;
-    for (int c = 0; c < cols; ++c)
-      v += kind == 2 ? (float)fabs(xr[c] - tr[c]) : ((xr[c] > (REAL)0.5) == (tr[c] > (REAL)0.5) ? 1.0f : 0.0f);
+    __global const STORAGE* tr = t + (long)r * cols;
+    for (int c = 0; c < cols; ++c) {
+      const REAL xc = LOAD1(xr, c), tc = LOAD1(tr, c);
+      v += kind == 2 ? (float)fabs(xc - tc) : ((xc > (REAL)0.5) == (tc > (REAL)0.5) ? 1.0f : 0.0f);
+    }
   }
   row_val[r] = v;
 }
@@ -123,28 +132,29 @@ __kernel void add_sum(const int n, const float scale, __global const float* vals
 }
 
 __kernel void sgd(const long n, const REAL lr, const REAL mom, const REAL wd, const int nesterov, const int has_v,
-                  __global REAL* p, __global const REAL* g, __global REAL* v) {
+                  __global STORAGE* p, __global const STORAGE* g, __global STORAGE* v) {
   const long i = get_global_id(0);
   if (i >= n) return;
-  const REAL gi = g[i] + wd * p[i];
+  const REAL pi = LOAD1(p, i), gi = LOAD1(g, i) + wd * pi;
   if (!has_v) {
-    p[i] -= lr * gi;
+    STORE1(pi - lr * gi, p, i);
     return;
   }
-  REAL vi = mom * v[i] + gi;
+  REAL vi = mom * LOAD1(v, i) + gi;
   vi = fabs(vi) < (REAL)MIN_NORMAL ? (REAL)0 : vi;  // subnormal velocities are slow on CPU devices (nn_cpu.cpp)
-  v[i] = vi;
-  p[i] -= lr * (nesterov ? gi + mom * vi : vi);
+  STORE1(vi, v, i);
+  STORE1(pi - lr * (nesterov ? gi + mom * vi : vi), p, i);
 }
 
 // A work-item per column: out[c] = beta * out[c] + sum_r x[r, c] (neighbouring work-items read neighbouring
 // addresses).
-__kernel void sum_rows(const int rows, const int cols, const REAL beta, __global const REAL* x, __global REAL* out) {
+__kernel void sum_rows(const int rows, const int cols, const REAL beta, __global const STORAGE* x,
+                       __global STORAGE* out) {
   const int c = get_global_id(0);
   if (c >= cols) return;
   REAL s = 0;
-  for (int r = 0; r < rows; ++r) s += x[(long)r * cols + c];
-  out[c] = beta == 0 ? s : beta * out[c] + s;
+  for (int r = 0; r < rows; ++r) s += LOAD1(x, (long)r * cols + c);
+  STORE1(beta == 0 ? s : beta * LOAD1(out, c) + s, out, c);
 }
 
 // Row r of out = row clamp(idx[offset + r]) of src, in 4-byte words (take_rows_bytes: any row size).

@@ -1,0 +1,41 @@
+// float16 / bfloat16 arrays <-> float32 on the host: the CPU device's "converted" 16-bit paths (matmul where oneDNN
+// has no native kernel for the processor, the training ops) keep the data in 16 bits and compute in float32.
+// Widening is exact; narrowing rounds to nearest, ties to even, and keeps NaN a (quiet) NaN.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/dtype.h"
+
+namespace hetnn {
+
+class HostPool;
+
+// dst[i] = float(src[i]) for n elements of t (float16 or bfloat16; float32 is copied).
+void widen_to_f32(DType t, const void* src, float* dst, std::int64_t n);
+// dst[i] = t(src[i]), rounded to nearest even.
+void narrow_from_f32(DType t, const float* src, void* dst, std::int64_t n);
+// Both over the OpenMP threads for large n.
+void widen_to_f32_parallel(DType t, const void* src, float* dst, std::int64_t n);
+void narrow_from_f32_parallel(DType t, const float* src, void* dst, std::int64_t n);
+
+// The instructions that convert float16 here: "AVX-512", "F16C" or "software" (core/half.h's bit arithmetic).
+const char* f16_conversion_isa();
+
+// A float32 work area from the device's host pool, returned when it goes out of scope.
+class F32Scratch {
+ public:
+  F32Scratch(HostPool& pool, std::int64_t n);
+  ~F32Scratch();
+  F32Scratch(const F32Scratch&) = delete;
+  F32Scratch& operator=(const F32Scratch&) = delete;
+  float* data() const { return p_; }
+
+ private:
+  HostPool& pool_;
+  float* p_ = nullptr;
+  std::size_t capacity_ = 0;
+};
+
+}  // namespace hetnn
