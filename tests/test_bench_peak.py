@@ -52,3 +52,20 @@ def test_corrupt_peaks_file_warns_and_is_replaced(tmp_path, monkeypatch):
         assert peak.stored_peaks() == {}
     peak.run_peak([hetnn.device("cpu")])  # rewritten whole
     assert "cpu" in next(iter(peak.stored_peaks().values()))["device"]
+
+
+def test_memory_ceiling_of_cpu_type_devices_is_the_best_for_the_processor(tmp_path, monkeypatch):
+    """An OpenCL CPU device shares the host's memory: its ceiling is the best triad measured for that processor,
+    not only its own kernel's (a lower one flagged a real PoCL pooling backward as a measurement error)."""
+    monkeypatch.setenv("HETNN_CACHE_DIR", str(tmp_path))
+    cl_cpu = [d for d in hetnn.devices() if d.kind == "opencl" and d.type == "cpu"]
+    stream = peak.stream_gbps()
+    data = {peak._key(d): {"device": d.id, "type": "cpu", "fp32_gflops": 1.0, "mem_gbps": stream / 2} for d in cl_cpu}
+    data["cpu|same processor|x"] = {"device": "cpu", "type": "cpu", "fp32_gflops": 1.0, "mem_gbps": 3 * stream}
+    (tmp_path / "peaks.json").write_text(json.dumps(data))
+    for dev in [hetnn.device("cpu"), *cl_cpu]:
+        assert peak.mem_peak_gbps(dev) == 3 * stream
+    del data["cpu|same processor|x"]
+    (tmp_path / "peaks.json").write_text(json.dumps(data))
+    for dev in cl_cpu:  # its own lower triad never lowers the ceiling below the host's STREAM
+        assert peak.mem_peak_gbps(dev) == stream
