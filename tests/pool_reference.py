@@ -51,10 +51,26 @@ def max_pool2d(x, k, s, p, d, ceil):
     return y, idx
 
 
-def max_pool2d_backward(grad_output, indices, input_shape):
-    """Scatter-add of grad_output (float64) at the flat indices of each plane."""
+def empty_windows(input_shape, k, s, p, d, ceil):
+    """(OH, OW) booleans: windows without a single position inside the input (dilation on tiny inputs). Their output
+    is -inf and, as hetnn documents, their index carries no gradient (PyTorch's placeholder index would receive it,
+    though no input position produced that output)."""
+    H, W = input_shape[-2:]
+    OH, OW = out_size(H, k[0], s[0], p[0], d[0], ceil), out_size(W, k[1], s[1], p[1], d[1], ceil)
+
+    def hit(o, n, k, s, p, d):
+        return any(0 <= o * s - p + i * d < n for i in range(k))
+    return np.array([[not (hit(oh, H, k[0], s[0], p[0], d[0]) and hit(ow, W, k[1], s[1], p[1], d[1]))
+                      for ow in range(OW)] for oh in range(OH)], dtype=bool).reshape(OH, OW)
+
+
+def max_pool2d_backward(grad_output, indices, input_shape, empty=None):
+    """Scatter-add of grad_output (float64) at the flat indices of each plane; windows marked in ``empty``
+    (empty_windows) add nothing."""
     N, C, H, W = input_shape
     go = np.asarray(grad_output, dtype=np.float64)
+    if empty is not None:
+        go = np.where(empty, 0.0, go)
     per_plane = int(np.prod(go.shape[-2:]))  # explicit: a -1 cannot be inferred when N * C == 0
     g = go.reshape(N * C, per_plane)
     ix = np.asarray(indices).reshape(N * C, per_plane)

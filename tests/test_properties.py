@@ -119,6 +119,18 @@ def pool_case(draw, dtypes):
     return x, (kh, kw), (sh, sw), (ph, pw), (dh, dw), ceil
 
 
+def test_max_pool2d_backward_of_a_window_outside_the_input(device):
+    """A dilated window with no position inside the input: its output is -inf and its gradient goes nowhere, on
+    every path (found by the property test below: a 2x2 input, kernel (1, 2), padding (0, 1), dilation (1, 3))."""
+    x = np.array([[[[0.5, -0.9], [-1.8, -1.9]]]], np.float32)
+    k, s, p, d = (1, 2), (1, 1), (0, 1), (1, 3)
+    y, idx = hetnn.max_pool2d(x, k, s, p, d, return_indices=True, device=device)
+    assert np.isneginf(y).all() and ref.empty_windows(x.shape, k, s, p, d, False).all()
+    g = np.array([[[[0.75], [-0.25]]]], np.float32)
+    gx = hetnn.max_pool2d_backward(g, idx, x.shape, k, s, p, d, device=device)
+    np.testing.assert_array_equal(gx, np.zeros_like(x))
+
+
 def test_max_pool2d_properties(device):
     @SETTINGS
     @given(pool_case(supported_dtypes(device)))
@@ -141,7 +153,7 @@ def test_max_pool2d_properties(device):
         np.testing.assert_array_equal(idx.numpy(), want_idx)
         g = np.random.default_rng(x.size).uniform(-1, 1, want.shape).astype(x.dtype)
         gx = hetnn.max_pool2d_backward(hetnn.asarray(g, device=device), idx, x.shape, k, s, p, d, ceil).numpy()
-        gref = ref.max_pool2d_backward(g, want_idx, x.shape)
+        gref = ref.max_pool2d_backward(g, want_idx, x.shape, ref.empty_windows(x.shape, k, s, p, d, ceil))
         tol = 4 * EPS[x.dtype.name] * max(1, k[0] * k[1])
         np.testing.assert_allclose(gx.astype(np.float64), gref, rtol=tol, atol=tol)
     prop()

@@ -1,6 +1,5 @@
 #include "backend/onednn/cpu_backend.h"
 #include "backend/onednn/half_convert.h"
-#include "core/half.h"
 
 #include <algorithm>
 #include <cmath>
@@ -117,33 +116,15 @@ T activate(T x, Activation a) {
   }
 }
 
-// float16 / bfloat16 <-> float on the host (bfloat16: the upper half of a float, rounded to nearest even).
+// Element i of a float32 / float16 / bfloat16 array as float, and back (rounded to nearest even).
 float load_elem(const void* p, std::int64_t i, DType t) {
-  switch (t) {
-    case DType::f16: return half_bits_to_float(static_cast<const std::uint16_t*>(p)[i]);
-    case DType::bf16: {
-      const std::uint32_t bits = static_cast<std::uint32_t>(static_cast<const std::uint16_t*>(p)[i]) << 16;
-      float f;
-      std::memcpy(&f, &bits, sizeof f);
-      return f;
-    }
-    default: return static_cast<const float*>(p)[i];
-  }
+  float v;
+  widen_to_f32(t, static_cast<const char*>(p) + i * dtype_size(t), &v, 1);
+  return v;
 }
 
 void store_elem(void* p, std::int64_t i, DType t, float v) {
-  switch (t) {
-    case DType::f16: static_cast<std::uint16_t*>(p)[i] = float_to_half_bits(v); break;
-    case DType::bf16: {
-      std::uint32_t bits;
-      std::memcpy(&bits, &v, sizeof bits);
-      if ((bits & 0x7fffffffu) > 0x7f800000u) bits |= 0x00400000u;  // NaN stays a (quiet) NaN
-      else bits += 0x7fffu + ((bits >> 16) & 1u);
-      static_cast<std::uint16_t*>(p)[i] = static_cast<std::uint16_t>(bits >> 16);
-      break;
-    }
-    default: static_cast<float*>(p)[i] = v;
-  }
+  narrow_from_f32(t, &v, static_cast<char*>(p) + i * dtype_size(t), 1);
 }
 
 // C[i, :] = act(C[i, :] + bias) on the host, for the paths oneDNN does not run.
