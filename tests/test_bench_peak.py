@@ -69,3 +69,24 @@ def test_memory_ceiling_of_cpu_type_devices_is_the_best_for_the_processor(tmp_pa
     (tmp_path / "peaks.json").write_text(json.dumps(data))
     for dev in cl_cpu:  # its own lower triad never lowers the ceiling below the host's STREAM
         assert peak.mem_peak_gbps(dev) == stream
+
+
+def test_a_lower_measurement_never_replaces_a_stored_ceiling(tmp_path, monkeypatch):
+    """A ceiling measured while the machine was busy must not poison the store: each field keeps its best."""
+    monkeypatch.setenv("HETNN_CACHE_DIR", str(tmp_path))
+    cpu = hetnn.device("cpu")
+    first = peak.run_peak([cpu])[0]
+    stored = peak.stored_peaks()[peak._key(cpu)]
+    high = {**stored, "fp32_gflops": 10 * first["fp32_gflops"], "mem_gbps": 10 * first["mem_gbps"],
+            "fp32_gflops_date": "2000-01-01", "mem_gbps_date": "2000-01-01"}
+    (tmp_path / "peaks.json").write_text(json.dumps({peak._key(cpu): high}))
+    peak.run_peak([cpu])
+    kept = peak.stored_peaks()[peak._key(cpu)]
+    assert kept["fp32_gflops"] == high["fp32_gflops"] and kept["mem_gbps"] == high["mem_gbps"]
+    assert kept["fp32_gflops_date"] == "2000-01-01"
+    low = {**high, "fp32_gflops": first["fp32_gflops"] / 100, "mem_gbps": first["mem_gbps"] / 100}
+    (tmp_path / "peaks.json").write_text(json.dumps({peak._key(cpu): low}))
+    peak.run_peak([cpu])  # a higher measurement does replace a lower one
+    kept = peak.stored_peaks()[peak._key(cpu)]
+    assert kept["fp32_gflops"] > low["fp32_gflops"] and kept["mem_gbps"] > low["mem_gbps"]
+    assert kept["fp32_gflops_date"] != "2000-01-01"

@@ -172,6 +172,23 @@ def measure_device(device: Device, triad_mib: int = 64, repeats: int = 5) -> Dic
     return row
 
 
+CEILING_FIELDS = ("fp32_gflops", "mem_gbps", "h2d_gbps", "d2h_gbps")
+
+
+def _keep_best(old: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
+    """The stored entry after a new measurement: each ceiling is the best measured (a busy neighbour only lowers a
+    run, so a lower figure never replaces a higher one), with the date it was measured (``<field>_date``)."""
+    out = dict(new)
+    for f in CEILING_FIELDS:
+        before, after = old.get(f), new.get(f)
+        if isinstance(before, (int, float)) and (not isinstance(after, (int, float)) or before > after):
+            out[f] = before
+            out[f"{f}_date"] = old.get(f"{f}_date", old.get("date"))
+        elif after is not None:
+            out[f"{f}_date"] = new.get("date")
+    return out
+
+
 def run_peak(devices: Sequence[Device], store: bool = True,
              progress: Optional[Callable[[str], None]] = None) -> List[Dict[str, Any]]:
     """Measures every device's ceilings and stores them in the cache directory (peaks.json), where the other
@@ -188,8 +205,9 @@ def run_peak(devices: Sequence[Device], store: bool = True,
     path = _store_path()
     if store and path:
         data = stored_peaks()
+        now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         for dev, r in zip(devices, rows):
-            data[_key(dev)] = {**r, "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            data[_key(dev)] = _keep_best(data.get(_key(dev), {}), {**r, "date": now})
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w") as f:
