@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/onednn/cpu_backend.h"
@@ -194,22 +195,12 @@ TEST(Pool, IndexChecks) {
   EXPECT_TRUE(pool_window_empty(e, 0, 0));
 }
 
-// The array conversions of the CPU device's 16-bit paths (F16C where the processor has it) against core/half.h's
-// scalar bit arithmetic: every float16 value widened, and float bit patterns across the whole range narrowed, in
-// lengths that leave vector remainders.
+// The array conversions of the CPU device's 16-bit paths against core/half.h's scalar bit arithmetic: every float16
+// value widened, and float bit patterns across the whole range narrowed, in lengths that leave vector remainders;
+// each float16 conversion this processor can run (AVX-512, F16C, software), and bfloat16.
 TEST(HalfConvert, MatchesScalarConversions) {
   std::vector<std::uint16_t> h(65536);
   for (std::uint32_t i = 0; i < 65536; ++i) h[i] = static_cast<std::uint16_t>(i);
-  std::vector<float> f(h.size());
-  widen_to_f32(DType::f16, h.data(), f.data(), static_cast<std::int64_t>(h.size()) - 3);
-  for (std::uint32_t i = 0; i + 3 < 65536; ++i) {
-    const float want = half_bits_to_float(h[i]);
-    if (std::isnan(want)) {
-      ASSERT_TRUE(std::isnan(f[i])) << i;
-    } else {
-      ASSERT_EQ(std::memcmp(&want, &f[i], 4), 0) << "float16 bits " << i;
-    }
-  }
   constexpr std::uint32_t kStep = 4099;  // a prime stride over all 2^32 float bit patterns
   std::vector<float> src;
   for (std::uint64_t b = 0; b < (std::uint64_t{1} << 32); b += kStep) {
@@ -220,31 +211,52 @@ TEST(HalfConvert, MatchesScalarConversions) {
   }
   for (float v : {65504.f, 65519.99f, 65520.f, 6.1035156e-05f, 5.9604645e-08f, 2.9802322e-08f, 2.9802326e-08f})
     src.push_back(v), src.push_back(-v);
+  auto bf16_bits = [](float v) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    return static_cast<std::uint16_t>(
+        ((bits & 0x7fffffffu) > 0x7f800000u ? bits | 0x00400000u : bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+  };
+  auto bf16_value = [](std::uint16_t b) {
+    const std::uint32_t bits = static_cast<std::uint32_t>(b) << 16;
+    float x;
+    std::memcpy(&x, &bits, 4);
+    return x;
+  };
+  auto check_widen = [](const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      if (std::isnan(want[i])) {
+        ASSERT_TRUE(std::isnan(got[i])) << what << " " << i;
+      } else {
+        ASSERT_EQ(std::memcmp(&want[i], &got[i], 4), 0) << what << " " << i;
+      }
+    }
+  };
+
+  const auto tiers = f16_conversions_available();
+  ASSERT_FALSE(tiers.empty());
+  EXPECT_STREQ(tiers.front().isa, f16_conversion_isa());
   std::vector<std::uint16_t> got(src.size());
+  for (const auto& tier : tiers) {
+    const std::string what = std::string("float16 ") + tier.isa;
+    std::vector<float> f(h.size() - 3), want(h.size() - 3);
+    tier.widen(h.data(), f.data(), static_cast<std::int64_t>(f.size()));
+    for (std::size_t i = 0; i < want.size(); ++i) want[i] = half_bits_to_float(h[i]);
+    check_widen(f, want, what + " widen");
+    tier.narrow(src.data(), got.data(), static_cast<std::int64_t>(src.size()));
+    for (std::size_t i = 0; i < src.size(); ++i)
+      ASSERT_EQ(got[i], float_to_half_bits(src[i])) << what << " from " << src[i] << " (index " << i << ")";
+  }
+  // the public entry points (the best tier for float16), bfloat16, and widening what was narrowed
   for (DType t : {DType::f16, DType::bf16}) {
     narrow_from_f32(t, src.data(), got.data(), static_cast<std::int64_t>(src.size()));
-    for (std::size_t i = 0; i < src.size(); ++i) {
-      std::uint16_t want;
-      if (t == DType::f16) {
-        want = float_to_half_bits(src[i]);
-      } else {
-        std::uint32_t bits;
-        std::memcpy(&bits, &src[i], 4);
-        want = static_cast<std::uint16_t>(((bits & 0x7fffffffu) > 0x7f800000u ? bits | 0x00400000u
-                                                                                : bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-      }
-      ASSERT_EQ(got[i], want) << dtype_name(t) << " from " << src[i] << " (index " << i << ")";
-    }
-    std::vector<float> back(src.size());  // widening what was narrowed gives the value back exactly
+    for (std::size_t i = 0; i < src.size(); ++i)
+      ASSERT_EQ(got[i], t == DType::f16 ? float_to_half_bits(src[i]) : bf16_bits(src[i]))
+          << dtype_name(t) << " from " << src[i] << " (index " << i << ")";
+    std::vector<float> back(got.size()), want(got.size());
     widen_to_f32(t, got.data(), back.data(), static_cast<std::int64_t>(got.size()));
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      const float w = t == DType::f16 ? half_bits_to_float(got[i]) : [&] {
-        const std::uint32_t bits = static_cast<std::uint32_t>(got[i]) << 16;
-        float x;
-        std::memcpy(&x, &bits, 4);
-        return x;
-      }();
-      if (!std::isnan(w)) ASSERT_EQ(std::memcmp(&w, &back[i], 4), 0) << i;
-    }
+    for (std::size_t i = 0; i < got.size(); ++i)
+      want[i] = t == DType::f16 ? half_bits_to_float(got[i]) : bf16_value(got[i]);
+    check_widen(back, want, std::string(dtype_name(t)) + " widen");
   }
 }

@@ -122,7 +122,7 @@ class Device:
     @property
     def float16_mode(self) -> str:
         """How float16 ops compute here: ``"native (...)"`` in float16, or ``"converted (...)"``: stored as float16,
-        computed in float32 (with the conversion used, e.g. F16C)."""
+        computed in float32 (with the conversion used: AVX-512, F16C or software)."""
         return self._info["float16_mode"]
 
     @property

@@ -236,9 +236,7 @@ void CpuBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, B
 // float32 product (float32 accumulation, as oneDNN's native 16-bit kernels do), the result rounded back once.
 void CpuBackend::matmul_converted(const MatmulDesc& d, const void* a, const void* b, void* c, const void* bias) {
   const std::int64_t na = d.batch_a * d.M * d.K, nb = d.batch_b * d.K * d.N, nc = d.batch * d.M * d.N;
-  F32Scratch a32(*pool_, na), b32(*pool_, nb), c32(*pool_, nc), bias32(*pool_, bias ? d.N : 1);
-  widen_to_f32_parallel(d.dtype, a, a32.data(), na);
-  widen_to_f32_parallel(d.dtype, b, b32.data(), nb);
+  F32Scratch a32(*pool_, na, d.dtype, a), b32(*pool_, nb, d.dtype, b), c32(*pool_, nc), bias32(*pool_, bias ? d.N : 1);
   if (d.beta != 0.0) widen_to_f32_parallel(d.dtype, c, c32.data(), nc);
   if (bias) widen_to_f32(d.dtype, bias, bias32.data(), d.N);
   MatmulDesc d32 = d;

@@ -1,5 +1,6 @@
 #include "backend/onednn/half_convert.h"
 
+#include <algorithm>
 #include <cstring>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -19,9 +20,31 @@ namespace {
 
 constexpr std::int64_t kParallelMin = 1 << 16;  // elements below which conversions stay on the calling thread
 
+void widen_f16_soft(const std::uint16_t* src, float* dst, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = half_bits_to_float(src[i]);
+}
+void narrow_f16_soft(const float* src, std::uint16_t* dst, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = float_to_half_bits(src[i]);
+}
+
 #ifdef HETNN_X86
-// F16C (every x86-64 processor since 2012: Ivy Bridge, Piledriver, Zen) converts 8 values per instruction; the
-// library is built for baseline x86-64, so these carry their own target and are picked at load time.
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void widen_f16_avx512(const std::uint16_t* src, float* dst,
+                                                                            std::int64_t n) {
+  for (std::int64_t k = 0; k < n; k += 16) {
+    const std::int64_t m = std::min<std::int64_t>(16, n - k);
+    const __mmask16 mask = static_cast<__mmask16>(m == 16 ? 0xFFFFu : (1u << m) - 1);
+    _mm512_mask_storeu_ps(dst + k, mask, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, src + k)));
+  }
+}
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void narrow_f16_avx512(const float* src, std::uint16_t* dst,
+                                                                             std::int64_t n) {
+  for (std::int64_t k = 0; k < n; k += 16) {
+    const std::int64_t m = std::min<std::int64_t>(16, n - k);
+    const __mmask16 mask = static_cast<__mmask16>(m == 16 ? 0xFFFFu : (1u << m) - 1);
+    const __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(mask, src + k), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_mask_storeu_epi16(dst + k, mask, h);
+  }
+}
 __attribute__((target("avx,f16c"))) void widen_f16c(const std::uint16_t* src, float* dst, std::int64_t n) {
   std::int64_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -35,22 +58,11 @@ __attribute__((target("avx,f16c"))) void narrow_f16c(const float* src, std::uint
                      _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   for (; i < n; ++i) dst[i] = float_to_half_bits(src[i]);
 }
-bool have_f16c() {  // CPUID.1:ECX bit 29 (clang 14's __builtin_cpu_supports knows no "f16c"); AVX checked for OS state
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
-}
-const bool kHaveF16c = have_f16c();
-#else
-const bool kHaveF16c = false;
-void widen_f16c(const std::uint16_t*, float*, std::int64_t) {}
-void narrow_f16c(const float*, std::uint16_t*, std::int64_t) {}
 #endif
 
-void widen_f16_soft(const std::uint16_t* src, float* dst, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) dst[i] = half_bits_to_float(src[i]);
-}
-void narrow_f16_soft(const float* src, std::uint16_t* dst, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) dst[i] = float_to_half_bits(src[i]);
+const F16Conversions& f16() {  // the best, picked on first use (safe from any static initialiser)
+  static const F16Conversions c = f16_conversions_available().front();
+  return c;
 }
 
 // bfloat16 is the upper half of a float: integer shifts the compiler vectorises.
@@ -73,7 +85,7 @@ HETNN_CLONES void narrow_bf16(const float* src, std::uint16_t* dst, std::int64_t
 void widen_to_f32(DType t, const void* src, float* dst, std::int64_t n) {
   const auto* s = static_cast<const std::uint16_t*>(src);
   switch (t) {
-    case DType::f16: return kHaveF16c ? widen_f16c(s, dst, n) : widen_f16_soft(s, dst, n);
+    case DType::f16: return f16().widen(s, dst, n);
     case DType::bf16: return widen_bf16(s, dst, n);
     case DType::f32: std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float)); return;
     default: throw TypeError(std::string("widen_to_f32: not a 16-bit float type: ") + dtype_name(t));
@@ -83,7 +95,7 @@ void widen_to_f32(DType t, const void* src, float* dst, std::int64_t n) {
 void narrow_from_f32(DType t, const float* src, void* dst, std::int64_t n) {
   auto* d = static_cast<std::uint16_t*>(dst);
   switch (t) {
-    case DType::f16: return kHaveF16c ? narrow_f16c(src, d, n) : narrow_f16_soft(src, d, n);
+    case DType::f16: return f16().narrow(src, d, n);
     case DType::bf16: return narrow_bf16(src, d, n);
     case DType::f32: std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float)); return;
     default: throw TypeError(std::string("narrow_from_f32: not a 16-bit float type: ") + dtype_name(t));
@@ -104,12 +116,30 @@ void narrow_from_f32_parallel(DType t, const float* src, void* dst, std::int64_t
   }, kParallelMin);
 }
 
-const char* f16_conversion_isa() { return kHaveF16c ? "F16C" : "software"; }
+const char* f16_conversion_isa() { return f16().isa; }
+
+std::vector<F16Conversions> f16_conversions_available() {
+  std::vector<F16Conversions> out;
+#ifdef HETNN_X86
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    out.push_back({widen_f16_avx512, narrow_f16_avx512, "AVX-512"});
+  // F16C is CPUID.1:ECX bit 29 (clang 14's __builtin_cpu_supports knows no "f16c"); "avx" checks the OS state too
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)))
+    out.push_back({widen_f16c, narrow_f16c, "F16C"});
+#endif
+  out.push_back({widen_f16_soft, narrow_f16_soft, "software"});
+  return out;
+}
 
 F32Scratch::F32Scratch(HostPool& pool, std::int64_t n) : pool_(pool) {
   const std::size_t bytes = static_cast<std::size_t>(n > 0 ? n : 1) * sizeof(float);
   p_ = static_cast<float*>(pool_.acquire(bytes, &capacity_));
   if (!p_) throw OutOfMemory("cannot allocate " + std::to_string(bytes) + " bytes of float32 work space on cpu");
+}
+
+F32Scratch::F32Scratch(HostPool& pool, std::int64_t n, DType t, const void* src) : F32Scratch(pool, n) {
+  widen_to_f32_parallel(t, src, p_, n);
 }
 
 F32Scratch::~F32Scratch() { pool_.release(p_, capacity_); }

@@ -254,8 +254,7 @@ void CpuBackend::activation_backward(Activation act, DType t, std::int64_t n, co
 void CpuBackend::softmax(DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& y) {
   timed("softmax", 2 * rows * cols * dtype_size(t), [&] {
     if (is16(t)) {
-      F32Scratch w(*pool_, rows * cols);
-      widen_to_f32_parallel(t, x.host_ptr(), w.data(), rows * cols);
+      F32Scratch w(*pool_, rows * cols, t, x.host_ptr());
       softmax_rows(rows, cols, w.data(), w.data());
       narrow_from_f32_parallel(t, w.data(), y.host_ptr(), rows * cols);
     } else if (t == DType::f64) softmax_rows(rows, cols, ptr<double>(x), ptr<double>(y));
@@ -268,9 +267,8 @@ void CpuBackend::loss(const LossDesc& d, const Buffer& pred, const Buffer& targe
     if (is16(d.dtype)) {
       const std::int64_t n = d.rows * d.cols;
       const bool labels = d.kind == LossKind::cross_entropy_labels;
-      F32Scratch x32(*pool_, n), t32(*pool_, labels ? 1 : n), g32(*pool_, grad ? n : 1);
-      widen_to_f32_parallel(d.dtype, pred.host_ptr(), x32.data(), n);
-      if (!labels) widen_to_f32_parallel(d.dtype, target.host_ptr(), t32.data(), n);
+      F32Scratch x32(*pool_, n, d.dtype, pred.host_ptr()), g32(*pool_, grad ? n : 1);
+      F32Scratch t32 = labels ? F32Scratch(*pool_, 1) : F32Scratch(*pool_, n, d.dtype, target.host_ptr());
       const double s = loss_rows(d, x32.data(), labels ? target.host_ptr() : t32.data(), grad ? g32.data() : nullptr);
       if (grad) narrow_from_f32_parallel(d.dtype, g32.data(), grad->host_ptr(), n);
       *ptr<float>(acc) += static_cast<float>(d.loss_scale * s);
@@ -288,9 +286,8 @@ void CpuBackend::metric(const MetricDesc& d, const Buffer& pred, const Buffer& t
     if (is16(d.dtype)) {
       const std::int64_t n = d.rows * d.cols;
       const bool labels = d.kind == MetricKind::correct_argmax;
-      F32Scratch x32(*pool_, n), t32(*pool_, labels ? 1 : n);
-      widen_to_f32_parallel(d.dtype, pred.host_ptr(), x32.data(), n);
-      if (!labels) widen_to_f32_parallel(d.dtype, target.host_ptr(), t32.data(), n);
+      F32Scratch x32(*pool_, n, d.dtype, pred.host_ptr());
+      F32Scratch t32 = labels ? F32Scratch(*pool_, 1) : F32Scratch(*pool_, n, d.dtype, target.host_ptr());
       *ptr<float>(acc) += static_cast<float>(metric_rows(d, x32.data(), labels ? target.host_ptr() : t32.data()));
       return;
     }
@@ -325,8 +322,7 @@ void CpuBackend::sgd_update(const SgdDesc& d, Buffer& param, const Buffer& grad,
 void CpuBackend::sum_rows(DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& out, double beta) {
   timed("sum_rows", (rows + 1) * cols * dtype_size(t), [&] {
     if (is16(t)) {
-      F32Scratch x32(*pool_, rows * cols), o32(*pool_, cols);
-      widen_to_f32_parallel(t, x.host_ptr(), x32.data(), rows * cols);
+      F32Scratch x32(*pool_, rows * cols, t, x.host_ptr()), o32(*pool_, cols);
       if (beta != 0.0) widen_to_f32(t, out.host_ptr(), o32.data(), cols);
       col_sums_f32(rows, cols, 0, cols, x32.data(), o32.data(), static_cast<float>(beta));
       narrow_from_f32(t, o32.data(), out.host_ptr(), cols);

@@ -21,6 +21,7 @@
 
 #include "backend/onednn/cpu_backend.h"
 #include "backend/onednn/cpu_loops.h"
+#include "backend/onednn/half_convert.h"
 #include "core/errors.h"
 #include "core/half.h"
 #include "core/pool.h"
@@ -145,25 +146,6 @@ struct TapCols {
 // are lanes masked off (loads included, so nothing outside the input is read). Written by hand because the
 // compiler's tap-by-tap loops store and reload the output between taps (masked stores do not forward to loads)
 // and run the row's remainder scalar.
-// float16 <-> float32 with the AVX-512 conversion instructions (exact both ways for values that came from float16;
-// the bit-arithmetic F16::val does not vectorise under GCC 12 and ran the float16 forward at 2.7 GB/s).
-__attribute__((target("avx512f,avx512bw,avx512vl"))) void widen_f16_avx512(const std::uint16_t* src, float* dst, std::int64_t n) {
-  for (std::int64_t k = 0; k < n; k += 16) {
-    const std::int64_t m = std::min<std::int64_t>(16, n - k);
-    const __mmask16 mask = static_cast<__mmask16>(m == 16 ? 0xFFFFu : (1u << m) - 1);
-    const __m256i h = _mm256_maskz_loadu_epi16(mask, src + k);
-    _mm512_mask_storeu_ps(dst + k, mask, _mm512_cvtph_ps(h));
-  }
-}
-__attribute__((target("avx512f,avx512bw,avx512vl"))) void narrow_f16_avx512(const float* src, std::uint16_t* dst, std::int64_t n) {
-  for (std::int64_t k = 0; k < n; k += 16) {
-    const std::int64_t m = std::min<std::int64_t>(16, n - k);
-    const __mmask16 mask = static_cast<__mmask16>(m == 16 ? 0xFFFFu : (1u << m) - 1);
-    const __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(mask, src + k), _MM_FROUND_TO_NEAREST_INT);
-    _mm256_mask_storeu_epi16(dst + k, mask, h);
-  }
-}
-
 // `plane` holds input rows from row0 on (row ih at plane + (ih - row0) * W).
 __attribute__((target("avx512f,avx512bw,avx512dq"))) void fwd_row_f32_avx512(const Pool2dDesc& d,
                                                                              const TapCols& tc,
@@ -309,8 +291,6 @@ const bool kHaveAvx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supp
                          __builtin_cpu_supports("avx512dq");
 #else
 constexpr bool kHaveAvx512 = false;
-inline void widen_f16_avx512(const std::uint16_t*, float*, std::int64_t) {}
-inline void narrow_f16_avx512(const float*, std::uint16_t*, std::int64_t) {}
 inline void fwd_row_f32_avx512(const Pool2dDesc&, const TapCols&, const float*, float*, std::int32_t*, std::int64_t, std::int64_t, float*,
                                std::int64_t = 0) {}
 #endif
@@ -379,7 +359,7 @@ inline __attribute__((always_inline)) void fwd_row(const Pool2dDesc& d, const ty
         const S* src = plane + lo_row * W;
         const std::int64_t n = (hi_row - lo_row + 1) * W;
         if constexpr (std::is_same_v<E, F16>) {
-          widen_f16_avx512(src, wide, n);
+          widen_to_f32(DType::f16, src, wide, n);  // the conversion instructions: F16::val does not vectorise
         } else {
 #pragma omp simd
           for (std::int64_t k = 0; k < n; ++k) wide[k] = E::val(src[k]);
@@ -387,7 +367,7 @@ inline __attribute__((always_inline)) void fwd_row(const Pool2dDesc& d, const ty
       }
       fwd_row_f32_avx512(d, *tc, wide, wide_y, IDX ? tap : nullptr, oh, lo_row < 0 ? 0 : lo_row, vbuf);
       if constexpr (std::is_same_v<E, F16>) {
-        narrow_f16_avx512(wide_y, y, OW);
+        narrow_from_f32(DType::f16, wide_y, y, OW);
       } else {
 #pragma omp simd
         for (std::int64_t ow = 0; ow < OW; ++ow) y[ow] = narrow_bf16(wide_y[ow]);
@@ -550,15 +530,6 @@ struct FromF16 {
 struct FromBF16 {
   float operator()(std::uint16_t s) const { return BF16::val(s); }
 };
-
-std::uint16_t float_to_f16(float v) { return float_to_half_bits(v); }
-std::uint16_t float_to_bf16(float v) {  // round to nearest even; NaN stays NaN
-  std::uint32_t b;
-  std::memcpy(&b, &v, 4);
-  if ((b & 0x7fffffffu) > 0x7f800000u) b |= 0x00400000u;
-  else b += 0x7fffu + ((b >> 16) & 1u);
-  return static_cast<std::uint16_t>(b >> 16);
-}
 
 // Runs the scatter in parallel without races: output rows are cut into blocks whose input row ranges (window
 // extent included) do not reach the block after next, so all even blocks run together, then all odd ones.
@@ -813,13 +784,7 @@ void CpuBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, cons
         const auto* g16 = static_cast<const std::uint16_t*>(gy.host_ptr());
         if (h) bwd_scatter<std::uint16_t, float>(d, g16, ix, acc, FromF16{});
         else bwd_scatter<std::uint16_t, float>(d, g16, ix, acc, FromBF16{});
-        auto* out = static_cast<std::uint16_t*>(gx.host_ptr());
-        if (h && kHaveAvx512) {  // round to nearest even with the conversion instruction
-          parallel_ranges(in_size, [&](std::int64_t b, std::int64_t e) { narrow_f16_avx512(acc + b, out + b, e - b); });
-        } else {
-#pragma omp parallel for schedule(static)
-          for (std::int64_t i = 0; i < in_size; ++i) out[i] = h ? float_to_f16(acc[i]) : float_to_bf16(acc[i]);
-        }
+        narrow_from_f32_parallel(d.dtype, acc, gx.host_ptr(), in_size);  // round to nearest even
         break;
       }
       default: throw TypeError(std::string("max_pool2d_backward: unsupported dtype ") + dtype_name(d.dtype));
