@@ -69,8 +69,8 @@ def item_device(item):
 def missing_capability(dev, params, requires=(), check_dtype=True):
     """Why `dev` cannot run a test with these parameters and `requires` needs, or None when it can."""
     needs = list(requires)
-    if check_dtype and "dtype" in params:
-        needs.append(dtype_name(params["dtype"]) or params["dtype"])
+    if check_dtype and dtype_name(params.get("dtype")) is not None:
+        needs.append(dtype_name(params["dtype"]))
     for cap in needs:
         if dtype_name(cap) is not None:
             if dtype_name(cap) not in dev.dtypes:

@@ -49,10 +49,9 @@ def numeric_grads(model, x, loss_of_output, eps=1e-6):
 @pytest.mark.requires("float64")
 @pytest.mark.parametrize("act", [None, "relu", "sigmoid", "tanh"])
 def test_dense_gradients_cross_entropy(device, rng, act):
-    dev = device
     x = rng.standard_normal((7, 5))
     y = rng.integers(0, 3, 7)
-    model = nn.Sequential([nn.Dense(5, 4, act, seed=1), nn.Dense(4, 3, seed=2)], device=dev, dtype="float64")
+    model = nn.Sequential([nn.Dense(5, 4, act, seed=1), nn.Dense(4, 3, seed=2)], device=device, dtype="float64")
     analytic = grads_after_one_batch(model, x, y, nn.CrossEntropyLoss())
     numeric = numeric_grads(model, x, lambda out: ce_np(out, y))
     for a, n in zip(analytic, numeric):
@@ -62,10 +61,9 @@ def test_dense_gradients_cross_entropy(device, rng, act):
 @pytest.mark.requires("float64")
 @pytest.mark.parametrize("layer", [nn.ReLU, nn.Sigmoid, nn.Tanh])
 def test_activation_layers_and_mse_gradients(device, rng, layer):
-    dev = device
     x = rng.standard_normal((6, 3))
     t = rng.standard_normal((6, 2))
-    model = nn.Sequential([nn.Dense(3, 4, seed=3), layer(), nn.Dense(4, 2, seed=4)], device=dev, dtype="float64")
+    model = nn.Sequential([nn.Dense(3, 4, seed=3), layer(), nn.Dense(4, 2, seed=4)], device=device, dtype="float64")
     analytic = grads_after_one_batch(model, x, t, nn.MSELoss())
     numeric = numeric_grads(model, x, lambda out: mse_np(out, t))
     for a, n in zip(analytic, numeric):
@@ -74,10 +72,9 @@ def test_activation_layers_and_mse_gradients(device, rng, layer):
 
 @pytest.mark.requires("float64")
 def test_softmax_last_layer_folds_into_cross_entropy(device, rng):
-    dev = device
     x = rng.standard_normal((8, 4))
     y = np.eye(3)[rng.integers(0, 3, 8)]  # one-hot targets
-    model = nn.Sequential([nn.Dense(4, 3, seed=5), nn.Softmax()], device=dev, dtype="float64")
+    model = nn.Sequential([nn.Dense(4, 3, seed=5), nn.Softmax()], device=device, dtype="float64")
     probs = model.predict(x)
     np.testing.assert_allclose(probs.sum(axis=1), 1, rtol=1e-12)
     analytic = grads_after_one_batch(model, x, y, nn.CrossEntropyLoss())
@@ -92,12 +89,11 @@ def test_softmax_last_layer_folds_into_cross_entropy(device, rng):
 def test_maxpool_flatten_reshape_layers(device, rng):
     """Dense -> Reshape -> MaxPool2d (overlapping windows, padding) -> Flatten -> Dense: the first layer's gradients
     pass through the pooling backward, so finite differences check it; the forward against hetnn.max_pool2d."""
-    dev = device
     x = rng.standard_normal((5, 6))
     y = rng.integers(0, 3, 5)
     pool = nn.MaxPool2d(3, stride=2, padding=1)
     model = nn.Sequential([nn.Dense(6, 2 * 5 * 4, "tanh", seed=6), nn.Reshape(2, 5, 4), pool, nn.Flatten(),
-                           nn.Dense(2 * 3 * 2, 3, seed=7)], device=dev, dtype="float64")
+                           nn.Dense(2 * 3 * 2, 3, seed=7)], device=device, dtype="float64")
     w1, b1, w2, b2 = [p.numpy() for p in model.parameters()]
     h = np.tanh(x @ w1.T + b1).reshape(5, 2, 5, 4)
     ref = hetnn.max_pool2d(h, 3, 2, 1, device="cpu").reshape(5, -1) @ w2.T + b2
@@ -107,7 +103,7 @@ def test_maxpool_flatten_reshape_layers(device, rng):
     for a, n in zip(analytic, numeric):
         assert rel_err(a, n) < 1e-6
     with pytest.raises(ValueError, match="sizes differ"):
-        nn.Sequential([nn.Dense(6, 7), nn.Reshape(2, 4)], device=dev).predict(x)
+        nn.Sequential([nn.Dense(6, 7), nn.Reshape(2, 4)], device=device).predict(x)
 
 
 def test_xor_reaches_full_accuracy(device):

@@ -104,11 +104,12 @@ class Sequential:
             raise ValueError("Sequential: layers must be a non-empty list of hetnn.nn layers")
         self.layers = check_sequence(layers)
         try:
-            self.dtype = np.dtype(dtype)
+            name = np.dtype(dtype).name
         except TypeError:
-            raise TypeError(f"Sequential: dtype must be float32, float64, float16 or bfloat16, got {dtype!r}") from None
-        if self.dtype.name not in ("float32", "float64", "float16", "bfloat16"):
-            raise TypeError(f"Sequential: dtype must be float32, float64, float16 or bfloat16, got {self.dtype}")
+            name = repr(dtype)
+        if name not in ("float32", "float64", "float16", "bfloat16"):
+            raise TypeError(f"Sequential: dtype must be float32, float64, float16 or bfloat16, got {name}")
+        self.dtype = np.dtype(name)
         self.stop_training = False
         self.loss: Optional[Loss] = None
         self._device = None
