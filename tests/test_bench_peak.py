@@ -90,3 +90,40 @@ def test_a_lower_measurement_never_replaces_a_stored_ceiling(tmp_path, monkeypat
     kept = peak.stored_peaks()[peak._key(cpu)]
     assert kept["fp32_gflops"] > low["fp32_gflops"] and kept["mem_gbps"] > low["mem_gbps"]
     assert kept["fp32_gflops_date"] != "2000-01-01"
+
+
+def test_a_ceiling_measured_under_load_never_replaces_a_quiet_one():
+    quiet = {"fp32_gflops": 200.0, "fp32_gflops_date": "2026-01-01", "fp32_gflops_under_load": False}
+    loaded = {"fp32_gflops": 180.0, "date": "2026-02-01", "under_load": True}
+    assert peak._keep_best(quiet, loaded)["fp32_gflops"] == 200.0
+    # even when the busy run read higher, the quiet figure stays: a busy run's figure is not validated
+    busy_high = {"fp32_gflops": 230.0, "date": "2026-02-01", "under_load": True}
+    kept = peak._keep_best(quiet, busy_high)
+    assert kept["fp32_gflops"] == 200.0 and kept["fp32_gflops_under_load"] is False
+    # with nothing better stored, a busy measurement is kept, flagged
+    first = peak._keep_best({}, loaded)
+    assert first["fp32_gflops"] == 180.0 and first["fp32_gflops_under_load"] is True
+    # and a quiet one replaces a flagged one
+    assert peak._keep_best(first, {"fp32_gflops": 150.0, "date": "d", "under_load": False})["fp32_gflops"] == 180.0
+    assert peak._keep_best(first, {"fp32_gflops": 190.0, "date": "d", "under_load": False})[
+        "fp32_gflops_under_load"] is False
+
+
+def test_measure_device_records_the_load(tmp_path, monkeypatch):
+    monkeypatch.setenv("HETNN_CACHE_DIR", str(tmp_path))
+    row = peak.measure_device(hetnn.device("cpu"))
+    assert "under_load" in row and "others_pct" in row and "steal_pct" in row
+
+
+def test_the_two_above_ceiling_wordings(tmp_path, monkeypatch):
+    monkeypatch.setenv("HETNN_CACHE_DIR", str(tmp_path))
+    (tmp_path / "peaks.json").write_text(json.dumps({"dev": {"fp32_gflops": 100.0, "fp32_gflops_under_load": True}}))
+    row = {"gflops": 150.0}
+    assert peak.check_ceiling(row, "gflops", 100.0, "FP32 FMA ceiling")
+    assert row["ceiling_under_load"] and "measured under load" in row["ceiling_error"]
+    from hetnn.bench.report import format_table
+    assert "CEIL@load" in format_table([row], [("gflops", "GFLOP/s", ".1f")])
+    row = {"gflops": 150.0}
+    assert peak.check_ceiling(row, "gflops", 120.0, "FP32 FMA ceiling")  # a quietly measured ceiling
+    assert "check synchronisation" in row["ceiling_error"] and not row.get("ceiling_under_load")
+    assert "ERR>peak" in format_table([row], [("gflops", "GFLOP/s", ".1f")])

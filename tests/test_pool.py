@@ -311,3 +311,14 @@ def test_arrays_on_different_devices_are_refused(rng):
     Y, I = hetnn.max_pool2d(hetnn.asarray(x, device=devs[0]), 2, return_indices=True)
     with pytest.raises(ValueError, match="move one"):
         hetnn.max_pool2d_backward(Y, I.to(devs[1]), x.shape, 2)
+
+
+def test_an_aliasing_index_of_an_empty_window_carries_no_gradient(device):
+    """Windows with no input position accept any index (their forward writes the first grid point, which may fall
+    past the row's end and alias another element). The OpenCL scatter once added their gradient at that alias."""
+    x_shape = (1, 1, 2, 2)
+    k, s, p, d = (1, 2), (1, 1), (0, 1), (1, 3)  # both windows: columns -1 and 2 of a 2-wide row
+    idx = np.array([[[[2], [2]]]], np.int64)    # "row 0, column 2" read as element (1, 0)
+    g = np.array([[[[0.75], [-0.25]]]], np.float32)
+    gx = hetnn.max_pool2d_backward(g, idx, x_shape, k, s, p, d, device=device)
+    np.testing.assert_array_equal(gx, np.zeros(x_shape, np.float32))

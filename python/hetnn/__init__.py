@@ -6,15 +6,17 @@ from ._device import Device, default_device, device, devices, get_default_device
 from ._array import Array, asarray, empty, zeros
 from ._ops import matmul
 from ._pool import max_pool2d, max_pool2d_backward
-from ._timing import BenchmarkResult, Timer, benchmark, empty_cache, synchronize
+from ._timing import BenchmarkResult, Case, Timer, benchmark, empty_cache, interleave, synchronize
+from ._threads import get_num_threads, num_threads, set_num_threads, thread_pools
 from ._profile import profile
 from . import datasets, nn, optim  # noqa: E402  (after the core names they use)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Array", "BenchmarkResult", "CompileError", "Device", "HetnnError", "OpenCLError", "Timer", "asarray",
-    "benchmark", "default_device", "device", "devices", "empty", "empty_cache", "get_default_device", "matmul",
-    "max_pool2d", "max_pool2d_backward", "profile",
+    "Array", "BenchmarkResult", "Case", "CompileError", "Device", "HetnnError", "OpenCLError", "Timer", "asarray",
+    "benchmark", "default_device", "device", "devices", "empty", "empty_cache", "get_default_device",
+    "get_num_threads", "interleave", "matmul", "max_pool2d", "max_pool2d_backward", "num_threads", "profile",
+    "set_num_threads", "thread_pools",
     "set_default_device", "synchronize", "zeros", "__version__", "datasets", "nn", "optim",
 ]

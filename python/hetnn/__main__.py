@@ -24,7 +24,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     opts = Options(device=args.device, compare=args.compare, quick=args.quick, repeat=args.repeat,
                    warmup=args.warmup, max_duration=args.max_duration, shapes=args.shapes, batch=args.batch,
                    dtype=args.dtype, sweep_max=args.sweep_max, max_width=args.max_width, epochs=args.epochs,
-                   clblast_tuning=args.clblast_tuning,
+                   clblast_tuning=args.clblast_tuning, threads=args.threads,
                    progress=not args.no_progress and (args.verbose or sys.stderr.isatty()))
     rows = run_suites(suite, opts, lambda text: print(text, flush=True))
     if not args.no_output:
@@ -32,11 +32,21 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         result = BenchResult(suite, rows, "", environment())
         for p in result.save(prefix):
             print(f"wrote {p}")
+        excluded = [r for r in result.excluded() if not r.get("flagged")]
+        if excluded:
+            print(f"warning: {len(excluded)} row(s) kept out of every ratio and aggregate (a wrong result, or "
+                  f"preempted in at least half of the repeats: see the flags column)", file=sys.stderr)
         flagged = result.flagged()
         if flagged:
             print(f"warning: {len(flagged)} figure(s) above their device's measured ceiling, printed as ERR>peak "
                   f"(see the ceiling_error column): measurement errors, not results", file=sys.stderr)
     return 0
+
+
+def _doctor() -> int:
+    from .doctor import main as doctor_main
+
+    return doctor_main()
 
 
 def _parse_sizes(text: str):
@@ -101,12 +111,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     b.add_argument("--repeat", type=int, default=20, help="timed repeats per row (default 20)")
     b.add_argument("--warmup", type=int, default=3, help="untimed warm-up calls per row (default 3)")
     b.add_argument("--max-duration", type=float, default=2.0, help="seconds of timing per row at most")
+    b.add_argument("--threads", help="CPU thread counts to run every suite with, comma-separated (e.g. 1,2): "
+                   "hetnn, BLAS and PyTorch alike; recorded per row (default: each library's own default)")
     b.add_argument("--output", help="write PREFIX.csv, PREFIX.json (rows and full metadata) and PREFIX-*.png plots "
                    "(default: bench-results/SUITE-DATE-TIME)")
     b.add_argument("--no-output", action="store_true", help="print the report only, write no files")
     b.add_argument("-v", "--verbose", action="store_true", help="progress bars even when stderr is not a terminal")
     b.add_argument("--no-progress", action="store_true", help="no progress bars")
     b.set_defaults(func=_cmd_bench)
+    sub.add_parser("doctor", help="is this machine fit to measure on now? (busy processes, load, steal, "
+                   "frequency scaling, huge pages, thread pools)").set_defaults(func=lambda a: _doctor())
     t = sub.add_parser("tune", help="auto-tune a kernel family for one OpenCL device")
     t.add_argument("kernel", help="gemm")
     t.add_argument("--device", default="opencl", help="device spec (default: the first OpenCL device)")

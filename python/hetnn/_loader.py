@@ -1,4 +1,16 @@
-"""Loads the native module hetnn._core.
+"""Loads the native module hetnn._core, with GNU OpenMP's idle spinning bounded.
+
+GNU OpenMP (libgomp, which oneDNN and hetnn's own loops use) keeps its workers spinning on a core after every
+parallel region: 300,000 spins by default, 10 ms of CPU per call on an AMD EPYC Zen 4. That CPU belongs to
+whatever runs next in the process (NumPy's OpenBLAS, PyTorch, the user's threads): alternating hetnn and NumPy
+matmuls on 2 cores made both 4-8x slower than alone. hetnn therefore loads libgomp with GOMP_SPINCOUNT=10000
+(0.7 ms of spinning there): enough to bridge the microsecond gaps between the ops of a training step or a burst of
+calls, so workers wake without a futex round trip (passive waiting made the 784-128-10 epoch 2.4x slower), short
+enough that the cores are free soon after hetnn's work ends (docs/threads.md has the measurements).
+
+libgomp reads its settings once, when it is loaded, so this applies only when hetnn is the first to load it and
+the user set neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT: an explicit setting always wins. The variable is removed
+again after loading, so child processes see the user's environment. ``SPIN_POLICY`` records what happened.
 
 oneDNN comes from the ``onednn-cpu-gomp`` wheel, which puts ``libdnnl.so.3`` in ``<prefix>/lib``. The extension's
 RPATH points there for the usual layouts; loading the library by its recorded path first also covers the rest
@@ -28,14 +40,40 @@ def _preload_onednn() -> None:
                         pass
 
 
-_preload_onednn()
+HETNN_SPINCOUNT = "10000"
 
+
+def _libgomp_loaded() -> bool:
+    try:
+        with open("/proc/self/maps") as f:
+            return any("libgomp" in line for line in f)
+    except OSError:  # not Linux: the answer is unknown, assume not loaded
+        return False
+
+
+def _spin_policy() -> str:
+    user = {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT") if k in os.environ}
+    if user:
+        return "user setting: " + ", ".join(f"{k}={v}" for k, v in user.items())
+    if _libgomp_loaded():
+        return "libgomp default (it was loaded before hetnn; set GOMP_SPINCOUNT before starting Python to bound it)"
+    return f"hetnn default: GOMP_SPINCOUNT={HETNN_SPINCOUNT}"
+
+
+SPIN_POLICY = _spin_policy()
+_set_spin = SPIN_POLICY.startswith("hetnn default")
+if _set_spin:
+    os.environ["GOMP_SPINCOUNT"] = HETNN_SPINCOUNT
 try:
+    _preload_onednn()  # loads libgomp too: after the spin setting
     from . import _core  # noqa: E402
 except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError(
         f"hetnn's native module could not be loaded ({exc}). Reinstall with `pip install .` from the repository "
         "(it needs the onednn-cpu-gomp wheel; OpenCL needs Debian's ocl-icd-libopencl1)."
     ) from exc
+finally:
+    if _set_spin:
+        os.environ.pop("GOMP_SPINCOUNT", None)
 
-__all__ = ["_core"]
+__all__ = ["_core", "SPIN_POLICY"]

@@ -10,6 +10,9 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Unio
 import numpy as np
 
 from ._device import Device, DeviceLike, device as _resolve_device, devices as _all_devices, get_default_device
+from ._oscounters import Counters, Probe, preempted as _preempted, quiesce, span_noise, summarize
+
+PRECALL_BELOW_S = 0.02  # interleaved cases faster than this get an untimed call right before each timed one
 
 DevicesLike = Union[DeviceLike, Sequence[DeviceLike]]
 
@@ -132,8 +135,14 @@ class BenchmarkResult:
     """
 
     def __init__(self, name: str, wall_times: np.ndarray, device_times: np.ndarray, devices: List[Device],
-                 flops: Optional[float], nbytes: Optional[float], n_warmup: int, commands: int) -> None:
+                 flops: Optional[float], nbytes: Optional[float], n_warmup: int, commands: int,
+                 counters: Optional[List[Counters]] = None, first_use: Optional[Dict[str, Any]] = None) -> None:
         self.name = name
+        self.counters: List[Counters] = list(counters or [])
+        #: OS view of the repeats: preempted (count), unreliable, noise (text), runqueue/steal/others_pct
+        self.noise: Dict[str, Any] = summarize(self.counters)
+        #: warm-up cost: first call seconds, warm-up seconds, programs/primitives built, disk-cache hits
+        self.first_use: Dict[str, Any] = dict(first_use or {})
         self.wall_times = wall_times
         self.device_times = device_times
         self.devices = devices
@@ -143,6 +152,16 @@ class BenchmarkResult:
         self.commands_per_call = commands
         self.wall = _stats(wall_times)
         self.device = _stats(device_times)
+
+    @property
+    def preempted(self) -> np.ndarray:
+        """Per repeat: True where the OS reports it was preempted (see :mod:`hetnn._oscounters`)."""
+        return np.array(_preempted(self.counters), dtype=bool)
+
+    @property
+    def unreliable(self) -> bool:
+        """At least half of the repeats were preempted: the median is a figure of the machine's load."""
+        return bool(self.noise["unreliable"])
 
     @property
     def n_repeat(self) -> int:
@@ -200,7 +219,9 @@ class BenchmarkResult:
                 **{f"device_{k}": v for k, v in self.device.items()},
                 "gflops": self.gflops, "gflops_device": self.gflops_device, "gbps": self.gbps,
                 "gbps_device": self.gbps_device, "spread_pct": self.spread_pct,
-                "commands_per_call": self.commands_per_call}
+                "commands_per_call": self.commands_per_call,
+                **{k: v for k, v in self.noise.items()},
+                **{f"first_{k}": v for k, v in self.first_use.items()}}
 
     def __repr__(self) -> str:
         def us(v: float) -> str:
@@ -219,7 +240,122 @@ class BenchmarkResult:
             s += f"   {self.gbps:.2f} GB/s"
         if not math.isnan(self.spread_pct):
             s += f"   IQR {self.spread_pct:.0f}%"
+        if self.noise["noise"]:
+            s += f"   [{self.noise['noise']}]"
         return s + f"   [n={self.n_repeat}, median]"
+
+
+class Case:
+    """One thing to time in :func:`interleave`: ``fn()`` with ``sync()`` after it (a peer library's device wait;
+    hetnn devices in ``devices`` are synchronized and their command times captured)."""
+
+    def __init__(self, name: str, fn: Callable[[], Any], *, sync: Optional[Callable[[], None]] = None,
+                 devices: Sequence[Device] = (), flops: Optional[float] = None,
+                 nbytes: Optional[float] = None) -> None:
+        if not callable(fn):
+            raise TypeError(f"Case {name!r}: fn must be callable, got {type(fn).__name__}")
+        self.name, self.fn, self.sync, self.devices = name, fn, sync, list(devices)
+        self.flops, self.nbytes = flops, nbytes
+
+    def wait(self) -> None:
+        synchronize(self.devices)
+        if self.sync is not None:
+            self.sync()
+
+
+def _first_use_totals() -> Dict[str, float]:
+    """Sums over every device (one not started reads as zeros): a case's own devices may start in its warm-up."""
+    tot = {"built": 0.0, "disk_hits": 0.0, "seconds": 0.0}
+    for d in _all_devices():
+        st = d._dev.first_use_stats()
+        for k in tot:
+            tot[k] += st[k]
+    return tot
+
+
+def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
+               max_duration: Optional[float] = None, settle: bool = True) -> List[BenchmarkResult]:
+    """Times several cases in rounds instead of one block each: round 1 runs A B C, round 2 C B A, and so on, so
+    that a drift of the machine (a neighbour starting, the clock changing) reaches every case alike and their
+    ratio per round stays comparable (:func:`hetnn.bench.stats.ratio_interval` bootstraps over rounds). Each case
+    first gets ``n_warmup`` untimed calls (first use: compilation, JIT, page faults; its cost is kept apart in
+    ``first_use``); with ``settle``, before each timed call the other thread pools of the process are left to go
+    idle (:func:`hetnn._oscounters.quiesce`) so that no library pays for another's spinning workers. Stops after
+    ``n_repeat`` rounds or once the slowest case spent ``max_duration`` seconds timed (at least one round).
+    Every repeat records the OS counters of :mod:`hetnn._oscounters`."""
+    cases = list(cases)
+    if not cases:
+        raise ValueError("interleave: no cases")
+    probe = Probe()
+    first: List[Dict[str, Any]] = []
+    for c in cases:
+        before = _first_use_totals()
+        t0 = time.perf_counter()
+        first_call = math.nan
+        for i in range(n_warmup):
+            c.fn()
+            c.wait()
+            if i == 0:
+                first_call = time.perf_counter() - t0
+        after = _first_use_totals()
+        first.append({"call_s": first_call, "warmup_s": time.perf_counter() - t0,
+                      "built": int(after["built"] - before["built"]),
+                      "disk_hits": int(after["disk_hits"] - before["disk_hits"]),
+                      "build_s": after["seconds"] - before["seconds"]})
+    probe.refresh()  # the warm-ups may have started thread pools
+    span0 = probe.read()
+    caps = [_Capture(c.devices) for c in cases]
+    walls: List[List[float]] = [[] for _ in cases]
+    devt: List[List[float]] = [[] for _ in cases]
+    counters: List[List[Counters]] = [[] for _ in cases]
+    commands = [0] * len(cases)
+    spent = [0.0] * len(cases)
+    for rnd in range(n_repeat):
+        order = range(len(cases)) if rnd % 2 == 0 else range(len(cases) - 1, -1, -1)
+        for j in order:
+            c, cap = cases[j], caps[j]
+            if settle and len(cases) > 1:
+                quiesce()
+                # Waking from idle costs: on a 2-vCPU VM the first call after 12 ms of sleep waited ~1.2 ms for a
+                # CPU. A short case is timed right after one untimed call of its own, as it would be in a loop.
+                if not walls[j] or walls[j][-1] < PRECALL_BELOW_S:
+                    c.fn()
+            c.wait()
+            cap.open()
+            s0 = probe.read()
+            t0 = time.perf_counter()
+            c.fn()
+            c.wait()
+            t1 = time.perf_counter()
+            s1 = probe.read()
+            recs = cap.close()
+            walls[j].append(t1 - t0)
+            devt[j].append(sum(r["duration"] for r in recs) if recs else math.nan)
+            counters[j].append(Probe.delta(s0, s1, wall=t1 - t0))
+            commands[j] = len(recs)
+            spent[j] += t1 - t0
+        if max_duration is not None and max(spent) >= max_duration:
+            break
+    span = Probe.delta(span0, probe.read())
+    probe.close()
+    out = [BenchmarkResult(c.name, np.array(walls[j]), np.array(devt[j]), c.devices, c.flops, c.nbytes, n_warmup,
+                           commands[j], counters[j], first[j]) for j, c in enumerate(cases)]
+    for r in out:
+        r.noise.update(span_noise(span))
+    return out
+
+
+def _check_counts(n_warmup: Any, n_repeat: Any, max_duration: Any, where: str = "benchmark") -> None:
+    for nm, v in (("n_warmup", n_warmup), ("n_repeat", n_repeat)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{where}: {nm} must be an int, got {type(v).__name__}")
+    if n_warmup < 0:
+        raise ValueError(f"{where}: n_warmup must be >= 0, got {n_warmup}")
+    if n_repeat < 1:
+        raise ValueError(f"{where}: n_repeat must be >= 1, got {n_repeat}")
+    if max_duration is not None and (isinstance(max_duration, bool) or not isinstance(max_duration, (int, float))
+                                     or not max_duration > 0):
+        raise ValueError(f"{where}: max_duration must be a positive number of seconds, got {max_duration!r}")
 
 
 def benchmark(fn: Callable[..., Any], args: Sequence[Any] = (), kwargs: Optional[Dict[str, Any]] = None, *,
@@ -230,44 +366,23 @@ def benchmark(fn: Callable[..., Any], args: Sequence[Any] = (), kwargs: Optional
     each preceded and followed by a device synchronize; stops early once ``max_duration`` seconds were spent
     timing (at least one call is timed). ``device``: the device(s) to synchronize and read device times from
     (default: every device in use after the warm-up). ``flops``/``nbytes`` per call give GFLOP/s and GB/s.
+    The result also carries the OS's view of every repeat (``noise``, ``preempted``, ``unreliable``) and the
+    warm-up's cost (``first_use``); :func:`interleave` times several functions against each other.
     """
     if not callable(fn):
         raise TypeError(f"benchmark: fn must be callable, got {type(fn).__name__}")
     kwargs = {} if kwargs is None else dict(kwargs)
-    for nm, v in (("n_warmup", n_warmup), ("n_repeat", n_repeat)):
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise TypeError(f"benchmark: {nm} must be an int, got {type(v).__name__}")
-    if n_warmup < 0:
-        raise ValueError(f"benchmark: n_warmup must be >= 0, got {n_warmup}")
-    if n_repeat < 1:
-        raise ValueError(f"benchmark: n_repeat must be >= 1, got {n_repeat}")
-    if max_duration is not None and not (isinstance(max_duration, (int, float)) and max_duration > 0):
-        raise ValueError(f"benchmark: max_duration must be a positive number of seconds, got {max_duration!r}")
+    _check_counts(n_warmup, n_repeat, max_duration)
     for nm, v in (("flops", flops), ("nbytes", nbytes)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0):
             raise ValueError(f"benchmark: {nm} must be a non-negative number, got {v!r}")
-
-    for _ in range(n_warmup):
-        fn(*args, **kwargs)
-    devs = _device_list(device)
-    cap = _Capture(devs)
-    synchronize(devs)
-    walls: List[float] = []
-    dev_times: List[float] = []
-    commands = 0
-    spent = 0.0
-    for _ in range(n_repeat):
-        cap.open()
-        t0 = time.perf_counter()
-        fn(*args, **kwargs)
-        synchronize(devs)
-        t1 = time.perf_counter()
-        recs = cap.close()
-        walls.append(t1 - t0)
-        dev_times.append(sum(r["duration"] for r in recs) if recs else math.nan)
-        commands = len(recs)
-        spent += t1 - t0
-        if max_duration is not None and spent >= max_duration:
-            break
     label = name or getattr(fn, "__name__", type(fn).__name__)
-    return BenchmarkResult(label, np.array(walls), np.array(dev_times), devs, flops, nbytes, n_warmup, commands)
+    if device is None:  # the devices in use once fn has run: warm up first, then resolve
+        case = Case(label, lambda: fn(*args, **kwargs), flops=flops, nbytes=nbytes)
+        first = interleave([case], n_warmup=n_warmup, n_repeat=0)[0].first_use if n_warmup else {}
+        case.devices = _device_list(None)
+        r = interleave([case], n_warmup=0, n_repeat=n_repeat, max_duration=max_duration)[0]
+        r.first_use, r.n_warmup = first, n_warmup
+        return r
+    case = Case(label, lambda: fn(*args, **kwargs), devices=_device_list(device), flops=flops, nbytes=nbytes)
+    return interleave([case], n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)[0]

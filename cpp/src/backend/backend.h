@@ -107,6 +107,14 @@ class Backend {
   // Frees the blocks kept for reuse after their arrays went away (host_pool.h, mem_pool.h); returns the bytes freed.
   virtual std::size_t release_cached_memory() { return 0; }
 
+  // First-use work so far: programs or primitives built (JIT/compiled), taken from the disk cache, found in memory,
+  // and seconds spent building or loading. The benchmarks report it apart from steady-state figures.
+  struct FirstUseStats {
+    std::uint64_t built = 0, disk_hits = 0, memory_hits = 0;
+    double seconds = 0;
+  };
+  virtual FirstUseStats first_use_stats() const { return {}; }
+
   // Ops.
   virtual void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) = 0;
   // y (N, C, OH, OW) = window maxima of x (N, C, H, W); NaN wins, else the first maximum in row-major window order.

@@ -11,6 +11,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "backend/onednn/cpu_threads.h"
 #include "core/errors.h"
 #ifdef HETNN_HAVE_CLBLAST
 #include <clblast_c.h>
@@ -79,24 +80,27 @@ static std::vector<double> time_primitive(const dnnl::primitive& prim, dnnl::str
   return times;
 }
 
-std::vector<double> onednn_raw_matmul(int M, int N, int K, int n_warmup, int n_repeat) {
+RawMatmul::RawMatmul(const float* a, const float* b, float* c, int M, int N, int K)
+    : eng_(dnnl::engine::kind::cpu, 0), stream_(eng_) {
   using namespace dnnl;
-  engine eng(engine::kind::cpu, 0);
-  stream s(eng);
-  memory::desc a_md({M, K}, memory::data_type::f32, memory::format_tag::ab);
-  memory::desc b_md({K, N}, memory::data_type::f32, memory::format_tag::ab);
-  memory::desc c_md({M, N}, memory::data_type::f32, memory::format_tag::ab);
-  matmul prim(matmul::primitive_desc(eng, a_md, b_md, c_md));
-  memory A(a_md, eng), B(b_md, eng), C(c_md, eng);
-  for (auto* m : {&A, &B}) {
-    auto* p = static_cast<float*>(m->get_data_handle());
-    for (std::size_t i = 0; i < m->get_desc().get_size() / sizeof(float); ++i) p[i] = 0.001f * (i % 1000);
-  }
-  const std::unordered_map<int, memory> args{{DNNL_ARG_SRC, A}, {DNNL_ARG_WEIGHTS, B}, {DNNL_ARG_DST, C}};
-  return time_primitive(prim, s, args, n_warmup, n_repeat);
+  if (M < 1 || N < 1 || K < 1) throw ValueError("RawMatmul: M, N, K must be >= 1");
+  const memory::desc a_md({M, K}, memory::data_type::f32, memory::format_tag::ab);
+  const memory::desc b_md({K, N}, memory::data_type::f32, memory::format_tag::ab);
+  const memory::desc c_md({M, N}, memory::data_type::f32, memory::format_tag::ab);
+  prim_ = matmul(matmul::primitive_desc(eng_, a_md, b_md, c_md));
+  args_ = {{DNNL_ARG_SRC, memory(a_md, eng_, const_cast<float*>(a))},
+           {DNNL_ARG_WEIGHTS, memory(b_md, eng_, const_cast<float*>(b))},
+           {DNNL_ARG_DST, memory(c_md, eng_, c)}};
+}
+
+void RawMatmul::run() {
+  cpu_threads::apply();
+  prim_.execute(stream_, args_);
+  stream_.wait();
 }
 
 std::pair<double, double> stream_copy_triad(std::size_t bytes_per_array, int repeats) {
+  cpu_threads::apply();
   const std::int64_t n = static_cast<std::int64_t>(bytes_per_array / sizeof(double));
   if (n < 1) throw ValueError("stream: bytes_per_array must hold at least one double");
   // Uninitialised storage: the parallel loop below is the first touch of every page.
@@ -144,6 +148,7 @@ std::vector<double> onednn_raw_maxpool(int N, int C, int H, int W, int k, int s,
 }
 
 std::pair<double, std::string> cpu_fma_peak(int threads, double seconds) {
+  cpu_threads::apply();
   const int nt = threads > 0 ? threads : omp_get_max_threads();
   const char* isa = fma_isa();
   float sink = 0;

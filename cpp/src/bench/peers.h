@@ -2,16 +2,29 @@
 // (no hetnn layers), the CPU's FMA throughput from a register-only loop, and CLBlast's SGEMM on an OpenCL device.
 #pragma once
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include "core/array.h"
 
 namespace hetnn::bench {
 
-// Seconds per call of a oneDNN f32 matmul (M,K)x(K,N), primitive and memory created once, timed with
-// execute + stream wait, after n_warmup calls.
-std::vector<double> onednn_raw_matmul(int M, int N, int K, int n_warmup, int n_repeat);
+// A oneDNN f32 matmul c = a @ b ((M,K) x (K,N), row-major, the caller's memory) with no hetnn layer between:
+// the primitive is created once; run() executes it and waits. The benchmarks time run() like every other peer.
+class RawMatmul {
+ public:
+  RawMatmul(const float* a, const float* b, float* c, int M, int N, int K);
+  void run();
+
+ private:
+  dnnl::engine eng_;
+  dnnl::stream stream_;
+  dnnl::primitive prim_;
+  std::unordered_map<int, dnnl::memory> args_;
+};
 
 // FP32 FMA throughput (GFLOP/s) of `threads` threads (0: all OpenMP threads) running independent vector FMAs
 // on registers for about `seconds`. Returns {gflops, isa used}.

@@ -3,6 +3,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backend/onednn/cpu_backend.h"
+#include "backend/onednn/cpu_threads.h"
 #include "bench/peers.h"
 #include "core/errors.h"
 #include "core/warn.h"
@@ -144,6 +145,16 @@ PYBIND11_MODULE(_core, m) {
              py::gil_scoped_release nogil;
              d.backend().synchronize();
            })
+      .def("first_use_stats",
+           [](Device& d) {
+             const auto s = d.started() ? d.backend().first_use_stats() : Backend::FirstUseStats{};
+             py::dict out;
+             out["built"] = s.built;
+             out["disk_hits"] = s.disk_hits;
+             out["memory_hits"] = s.memory_hits;
+             out["seconds"] = s.seconds;
+             return out;
+           })
       .def("release_cached_memory",
            [](Device& d) -> std::size_t {
              if (!d.started()) return 0;
@@ -256,13 +267,38 @@ PYBIND11_MODULE(_core, m) {
       py::arg("device"), py::arg("dtype"), py::arg("params"), py::arg("source") = "tuned");
 
   // Native peers for the benchmarks (bench/peers.cpp).
-  m.def(
-      "_onednn_raw_matmul",
-      [](int M, int N, int K, int n_warmup, int n_repeat) {
+  // The raw oneDNN peer keeps its NumPy operands alive and works in their memory.
+  struct RawMatmulPeer {
+    py::array a, b, c;
+    std::unique_ptr<bench::RawMatmul> impl;
+  };
+  py::class_<RawMatmulPeer>(m, "_OnednnRawMatmul")
+      .def(py::init([](py::array a, py::array b, py::array c) {
+             const auto ok = [](const py::array& x, const char* name, bool writable) {
+               if (!py::isinstance<py::array_t<float>>(x) || x.ndim() != 2 ||
+                   !(x.flags() & py::array::c_style) || (writable && !x.writeable()))
+                 throw TypeError(std::string("_OnednnRawMatmul: ") + name + " must be a C-contiguous 2-D float32 " +
+                                 (writable ? "writable " : "") + "array");
+             };
+             ok(a, "a", false);
+             ok(b, "b", false);
+             ok(c, "c", true);
+             if (a.shape(1) != b.shape(0) || c.shape(0) != a.shape(0) || c.shape(1) != b.shape(1))
+               throw ValueError("_OnednnRawMatmul: expected a (M, K), b (K, N), c (M, N)");
+             auto p = std::make_unique<RawMatmulPeer>(RawMatmulPeer{a, b, c, nullptr});
+             p->impl = std::make_unique<bench::RawMatmul>(
+                 static_cast<const float*>(a.data()), static_cast<const float*>(b.data()),
+                 static_cast<float*>(c.mutable_data()), static_cast<int>(a.shape(0)), static_cast<int>(b.shape(1)),
+                 static_cast<int>(a.shape(1)));
+             return p;
+           }),
+           py::arg("a"), py::arg("b"), py::arg("c"))
+      .def("run", [](RawMatmulPeer& p) {
         py::gil_scoped_release nogil;
-        return bench::onednn_raw_matmul(M, N, K, n_warmup, n_repeat);
-      },
-      py::arg("M"), py::arg("N"), py::arg("K"), py::arg("n_warmup"), py::arg("n_repeat"));
+        p.impl->run();
+      });
+  m.def("set_num_threads", [](int n) { cpu_threads::set(n); }, py::arg("n"));
+  m.def("get_num_threads", [] { return cpu_threads::get(); });
   m.def(
       "_cpu_fma_peak",
       [](int threads, double seconds) {

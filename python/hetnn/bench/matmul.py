@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -14,9 +13,12 @@ from .._array import asarray, empty
 from .._device import Device
 from .._loader import _core
 from .._ops import matmul
-from .._timing import benchmark, spread_pct
+from .._oscounters import quiesce
+from .._threads import get_num_threads
+from .._timing import Case, interleave, spread_pct
 from .peak import check_ceiling, fp32_peak_gflops, share
-from .peers import ARRAY_PEERS, find_peers, time_calls
+from .peers import ARRAY_PEERS, find_peers
+from .stats import ratio_interval
 
 Shape = Tuple[str, int, int, int]  # label, M, N, K
 
@@ -45,10 +47,10 @@ PEERS = ("numpy", "onednn", "clblast") + ARRAY_PEERS
 
 
 def settle(seconds: float = 0.3) -> None:
-    """Lets other libraries' thread pools go idle before a timed run. OpenBLAS (NumPy) and OpenMP workers spin
-    for a while after each call; on a small machine they steal the cores of whatever is timed next (measured on
-    2 cores: hetnn's 512^3 matmul ran 4-6x slower right after a NumPy matmul)."""
-    time.sleep(seconds)
+    """Lets other libraries' thread pools go idle before a timed run (at most ``seconds``). OpenBLAS (NumPy) and
+    OpenMP workers spin for a while after each call; on a small machine they steal the cores of whatever is timed
+    next (measured on 2 cores: hetnn's 512^3 matmul ran 4-6x slower right after a NumPy matmul)."""
+    quiesce(max_wait=seconds)
 
 
 def max_rel_error(result: np.ndarray, reference: np.ndarray) -> float:
@@ -84,6 +86,10 @@ def _checked(row: Dict[str, Any]) -> Dict[str, Any]:
     return row
 
 
+# A result further than this from float64 NumPy (max |C - C64| / max |C64|) is wrong: the row enters no ratio.
+AGREEMENT_TOLERANCE = {"float64": 1e-10, "float32": 1e-4, "float16": 2e-2, "bfloat16": 1e-1}
+
+
 def _row(base: Dict[str, Any], flops: float, times: Sequence[float], peak: Optional[float], **extra: Any):
     t = float(np.median(times))
     g = flops / t / 1e9
@@ -91,16 +97,45 @@ def _row(base: Dict[str, Any], flops: float, times: Sequence[float], peak: Optio
                      "spread_pct": spread_pct(times), "repeats": len(times), **extra})
 
 
+def excluded(row: Dict[str, Any]) -> str:
+    """Why a row enters no ratio or aggregate ('' when it does): a figure above the ceiling, a wrong result, or a
+    measurement dominated by preemption."""
+    if row.get("flagged"):
+        return "above the ceiling"
+    if row.get("wrong"):
+        return "wrong result"
+    if row.get("unreliable"):
+        return "unreliable"
+    return ""
+
+
+def _result_row(base: Dict[str, Any], flops: float, r: Any, peak: Optional[float], result: np.ndarray,
+                ref: np.ndarray, **extra: Any) -> Dict[str, Any]:
+    err = max_rel_error(result, ref)
+    row = _row(base, flops, r.wall_times, peak, max_rel_err=err, times_ms=[t * 1e3 for t in r.wall_times],
+               **{k: r.noise[k] for k in ("preempted", "unreliable", "noise", "runqueue_pct", "steal_pct",
+                                          "others_pct")},
+               first_call_ms=r.first_use.get("call_s", math.nan) * 1e3, built=r.first_use.get("built"),
+               disk_hits=r.first_use.get("disk_hits"), **extra)
+    if not err <= AGREEMENT_TOLERANCE[base["dtype"]]:
+        row["wrong"] = True
+        row["noise"] = "; ".join(x for x in (row["noise"], f"WRONG: error {err:.1e}") if x)
+    return row
+
+
 def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str = "float32",
                compare: Sequence[str] = ("numpy",), n_warmup: int = 3, n_repeat: int = 20,
                max_duration: Optional[float] = 2.0, seed: int = 0, clblast_tuning: Optional[str] = None,
                progress: Optional[Callable[[str], None]] = None,
                notes: Optional[List[str]] = None) -> List[Dict[str, Any]]:
-    """One row per (shape, device or peer): median time, GFLOP/s, % of the measured peak, error vs float64.
+    """One row per (shape, device or peer): median time, GFLOP/s, % of the measured peak, error vs float64, and
+    the OS's view of the repeats (preempted, unreliable).
 
-    Operands live on the device before timing (transfers are not part of the figure); outputs are preallocated
-    (PyTorch/CuPy/JAX allocate theirs per call, as their users' code does). Peers that cannot run here (not
-    installed, no device) are skipped with a line appended to ``notes``.
+    Per shape, hetnn on every device and every peer are timed interleaved in rounds (:func:`hetnn.interleave`),
+    on the same operands, already on the device, into preallocated outputs wherever the library can write into
+    one (JAX cannot: its arrays are immutable, so its rows allocate, as noted). Every result is checked against
+    float64; a wrong one is marked and enters no ratio. CLBlast times itself in C++ and runs after the rounds.
+    Peers that cannot run here are skipped with a line appended to ``notes``.
     """
     unknown = [c for c in compare if c not in PEERS]
     if unknown:
@@ -110,9 +145,13 @@ def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str
     peer_targets, peer_notes = find_peers(compare)
     if notes is not None:
         notes.extend(peer_notes)
+        if any(pt.library == "jax" for pt in peer_targets):
+            notes.append("jax: allocates its output on every call (immutable arrays); the others write into "
+                         "preallocated outputs")
     peaks = {d.id: fp32_peak_gflops(d) for d in devices}
     cpu_peak = fp32_peak_gflops(next(d for d in devices if d.kind == "cpu")) if any(
         d.kind == "cpu" for d in devices) else None
+    threads = get_num_threads()
     rows: List[Dict[str, Any]] = []
     for label, m, n, k in shapes:
         a = rng.uniform(-1, 1, (m, k)).astype(dtype)
@@ -120,67 +159,86 @@ def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str
         ref = a.astype(np.float64) @ b.astype(np.float64)
         flops = 2.0 * m * n * k
         base = {"shape": label, "M": m, "N": n, "K": k, "dtype": dtype}
+        if progress:
+            progress(f"{label}")
+        cases: List[Case] = []
+        finish: List[Callable[[Any], Dict[str, Any]]] = []  # per case: its row from its BenchmarkResult
         for dev in devices:
-            settle()
-            if progress:
-                progress(f"{label} on {dev.id}")
             if dtype not in dev.dtypes:
                 rows.append({**base, "device": dev.id, "library": "hetnn", "note": f"no {dtype}"})
                 continue
             A, B = asarray(a, device=dev), asarray(b, device=dev)
             C = empty((m, n), dtype=dtype, device=dev)
-            r = benchmark(matmul, (A, B), {"out": C}, n_warmup=n_warmup, n_repeat=n_repeat,
-                          max_duration=max_duration, flops=flops, device=dev, name="matmul")
+            cases.append(Case(f"hetnn {dev.id}", lambda A=A, B=B, C=C: matmul(A, B, out=C), devices=[dev],
+                              flops=flops))
             how = {"float16": dev.float16_mode, "bfloat16": dev.bfloat16_mode}.get(dtype, "native")
-            rows.append(_row({**base, "device": dev.id, "library": "hetnn", "compute": how}, flops, r.wall_times,
-                             peaks[dev.id], device_ms=r.device["median"] * 1e3,
-                             max_rel_err=max_rel_error(C.numpy(), ref)))
-            if "clblast" in compare and dev.kind == "opencl" and dtype == "float32" and _core.have_clblast:
-                settle()
-                C2 = empty((m, n), dtype=dtype, device=dev)
-                reps = max(1, min(n_repeat, int(max_duration / max(r.median, 1e-6)) if max_duration else n_repeat))
-                t = _core._clblast_sgemm(A._a, B._a, C2._a, min(n_warmup, 1), reps, cl_params)
-                rows.append(_row({**base, "device": dev.id, "library": "clblast" + ("-tuned" if cl_params else "")},
-                                 flops, t, peaks[dev.id], max_rel_err=max_rel_error(C2.numpy(), ref)))
+            finish.append(lambda r, dev=dev, C=C, how=how: _result_row(
+                {**base, "device": dev.id, "library": "hetnn", "compute": how}, flops, r, peaks[dev.id],
+                C.numpy(), ref, device_ms=r.device["median"] * 1e3,
+                threads=threads if dev.kind == "cpu" else None))
         if "onednn" in compare and dtype == "float32":
-            settle()
-            t = _core._onednn_raw_matmul(m, n, k, n_warmup, n_repeat)
-            rows.append(_row({**base, "device": "cpu", "library": "onednn-c++"}, flops, t, cpu_peak))
+            a32, b32 = np.ascontiguousarray(a), np.ascontiguousarray(b)
+            c32 = np.full((m, n), np.nan, dtype=np.float32)
+            raw = _core._OnednnRawMatmul(a32, b32, c32)
+            cases.append(Case("onednn-c++", raw.run, flops=flops))
+            finish.append(lambda r, c32=c32: _result_row({**base, "device": "cpu", "library": "onednn-c++"}, flops,
+                                                         r, cpu_peak, c32, ref, threads=threads))
         if "numpy" in compare and dtype in ("float32", "float64"):  # NumPy has no fast 16-bit matmul
-            settle()
-            if progress:
-                progress(f"{label} on numpy")
-            out = np.empty((m, n), dtype=dtype)
-            r = benchmark(np.matmul, (a, b), {"out": out}, n_warmup=n_warmup, n_repeat=n_repeat,
-                          max_duration=max_duration, flops=flops, device=[], name="numpy.matmul")
-            rows.append(_row({**base, "device": "host", "library": "numpy"}, flops, r.wall_times, cpu_peak,
-                             max_rel_err=max_rel_error(out, ref)))
+            out = np.full((m, n), np.nan, dtype=dtype)
+            cases.append(Case("numpy", lambda out=out: np.matmul(a, b, out=out), flops=flops))
+            finish.append(lambda r, out=out: _result_row({**base, "device": "host", "library": "numpy"}, flops, r,
+                                                         cpu_peak, out, ref, threads=blas_threads()))
         for pt in peer_targets:
             if dtype not in pt.dtypes:
                 continue
-            settle()
-            if progress:
-                progress(f"{label} on {pt.library} {pt.device}")
             pa, pb = pt.put(a, dtype), pt.put(b, dtype)
-            res: List[Any] = [None]
+            res: List[Any] = [pt.empty((m, n), dtype) if pt.empty is not None else None]
 
-            def call(pa: Any = pa, pb: Any = pb, res: List[Any] = res) -> None:
-                res[0] = pt.matmul(pa, pb)
-            t = time_calls(call, pt.sync, n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
+            def call(pa: Any = pa, pb: Any = pb, res: List[Any] = res, pt: Any = pt) -> None:
+                if res[0] is not None and pt.matmul_out is not None:
+                    pt.matmul_out(pa, pb, res[0])
+                else:
+                    res[0] = pt.matmul(pa, pb)
+            cases.append(Case(f"{pt.library} {pt.device}", call, sync=pt.sync, flops=flops))
             peak = cpu_peak if pt.device.startswith("cpu") else None
-            rows.append(_row({**base, "device": pt.device, "library": pt.library}, flops, t, peak,
-                             max_rel_err=max_rel_error(pt.get(res[0]), ref), note="; ".join(pt.notes)))
-            del pa, pb, res
+            finish.append(lambda r, pt=pt, res=res, peak=peak: _result_row(
+                {**base, "device": pt.device, "library": pt.library}, flops, r, peak, pt.get(res[0]), ref,
+                note="; ".join(pt.notes), threads=pt.threads()))
+        if cases:
+            results = interleave(cases, n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
+            rows.extend(f(r) for f, r in zip(finish, results))
+        if "clblast" in compare and dtype == "float32" and _core.have_clblast:
+            for dev in devices:
+                if dev.kind != "opencl":
+                    continue
+                settle()
+                A, B = asarray(a, device=dev), asarray(b, device=dev)
+                C2 = empty((m, n), dtype=dtype, device=dev)
+                t = _core._clblast_sgemm(A._a, B._a, C2._a, min(n_warmup, 1), n_repeat, cl_params)
+                rows.append(_row({**base, "device": dev.id, "library": "clblast" + ("-tuned" if cl_params else "")},
+                                 flops, t, peaks[dev.id], max_rel_err=max_rel_error(C2.numpy(), ref)))
     if len(shapes) > 1:
         rows.extend(aggregate(rows))
     return rows
 
 
+def blas_threads() -> Optional[int]:
+    """NumPy's BLAS thread count, as threadpoolctl reports it (None without threadpoolctl)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+    counts = [p["num_threads"] for p in threadpool_info() if p.get("user_api") == "blas"]
+    return counts[0] if counts else None
+
+
 def aggregate(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """Per (library, device): total FLOP over total median time across the shapes (the 'aggregate' rows)."""
+    """Per (library, device): total FLOP over total median time across the shapes (the 'aggregate' rows). Rows
+    that are excluded (above the ceiling, wrong, unreliable) stay out; the aggregate names how many shapes it
+    covers."""
     groups: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
     for r in rows:
-        if "wall_ms" in r and not r.get("flagged"):  # a flagged figure is an error, not an input to totals
+        if "wall_ms" in r and not excluded(r):
             groups.setdefault((r["library"], r["device"]), []).append(r)
     out = []
     for (lib, dev), rs in groups.items():
@@ -191,7 +249,8 @@ def aggregate(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
         out.append(_checked({
             "shape": f"aggregate ({len(rs)})", "M": None, "N": None, "K": None, "dtype": rs[0]["dtype"],
             "device": dev, "library": lib, "wall_ms": secs * 1e3, "gflops": g, "pct_peak": 100 * share(g, peak),
-            "peak_gflops": peak, "max_rel_err": max((r.get("max_rel_err", math.nan) for r in rs), default=math.nan)}))
+            "peak_gflops": peak, "max_rel_err": max((r.get("max_rel_err", math.nan) for r in rs), default=math.nan),
+            "shapes": [r["shape"] for r in rs]}))
     return out
 
 
@@ -213,35 +272,45 @@ def precision_table(rows: List[Dict[str, Any]], dtypes: Sequence[str]) -> List[D
 
 
 def ratios(rows: List[Dict[str, Any]]) -> List[str]:
-    """The comparisons the README reports, from aggregate rows (or the single shape) of one run."""
-    rows = [r for r in rows if not r.get("flagged")]  # measurement errors are not compared
+    """The comparisons the README reports, over the shapes both sides measured reliably: the ratio of aggregate
+    throughputs with its 95 % bootstrap interval over the interleaved rounds, e.g. "hetnn cpu / NumPy: 1.23x
+    (1.15-1.31, 95% CI)"; an interval containing 1 says that no difference was shown. Rows above the ceiling, with
+    a wrong result or dominated by preemption are left out, and the line says how many shapes it covers."""
+    shape_rows = [r for r in rows if "times_ms" in r]
+    left_out = [r for r in shape_rows if excluded(r)]
+    usable = [r for r in shape_rows if not excluded(r)]
 
-    def g(lib: str, dev_pred: Callable[[str], bool]) -> Optional[float]:
-        cand = [r for r in rows if r["library"] == lib and dev_pred(r["device"]) and r["shape"].startswith("aggregate")]
-        if not cand:
-            cand = [r for r in rows if r["library"] == lib and dev_pred(r["device"]) and "gflops" in r]
-            if len(cand) != 1:
-                return None
-        return cand[0]["gflops"]
+    def times(lib: str, dev_pred: Callable[[str], bool]) -> Dict[str, List[float]]:
+        return {r["shape"]: r["times_ms"] for r in usable if r["library"] == lib and dev_pred(r["device"])}
 
     is_cpu = lambda d: d == "cpu"  # noqa: E731
     is_cl = lambda d: d.startswith("opencl")  # noqa: E731
-    out = []
-    pairs = [("hetnn cpu / oneDNN C++ loop", g("hetnn", is_cpu), g("onednn-c++", is_cpu)),
-             ("hetnn cpu / NumPy", g("hetnn", is_cpu), g("numpy", lambda d: d == "host")),
-             ("hetnn opencl / hetnn cpu", g("hetnn", is_cl), g("hetnn", is_cpu)),
-             ("hetnn opencl / CLBlast", g("hetnn", is_cl), g("clblast", is_cl) or g("clblast-tuned", is_cl))]
+    pairs = [("hetnn cpu / oneDNN C++ loop", times("hetnn", is_cpu), times("onednn-c++", is_cpu)),
+             ("hetnn cpu / NumPy", times("hetnn", is_cpu), times("numpy", lambda d: d == "host"))]
+    cls = sorted({r["device"] for r in usable if r["library"] == "hetnn" and is_cl(r["device"])})
+    pairs += [(f"hetnn {cl} / hetnn cpu", times("hetnn", lambda d, cl=cl: d == cl), times("hetnn", is_cpu))
+              for cl in cls]
     for lib in ARRAY_PEERS:
-        for dev in sorted({r["device"] for r in rows if r["library"] == lib}):
-            y = g(lib, lambda d, dev=dev: d == dev)
+        for dev in sorted({r["device"] for r in usable if r["library"] == lib}):
+            y = times(lib, lambda d, dev=dev: d == dev)
             if dev.startswith("cpu"):
-                pairs.append((f"hetnn cpu / {lib} {dev}", g("hetnn", is_cpu), y))
+                pairs.append((f"hetnn cpu / {lib} {dev}", times("hetnn", is_cpu), y))
             else:
-                for cl in sorted({r["device"] for r in rows if r["library"] == "hetnn" and is_cl(r["device"])}):
-                    pairs.append((f"hetnn {cl} / {lib} {dev}", g("hetnn", lambda d, cl=cl: d == cl), y))
+                pairs += [(f"hetnn {cl} / {lib} {dev}", times("hetnn", lambda d, cl=cl: d == cl), y) for cl in cls]
+    out = []
+    total = len({r["shape"] for r in shape_rows})
+    sides = {(r["library"], r["device"]) for r in shape_rows}
     for name, x, y in pairs:
-        if x and y:
-            out.append(f"{name}: {x / y:.2f}x ({x:.1f} / {y:.1f} GFLOP/s)")
+        common = [sh for sh in x if sh in y]
+        r = ratio_interval([(x[sh], y[sh]) for sh in common]) if common else None
+        if r is not None:
+            cover = f" [{len(common)} of {total} shapes]" if len(common) < total else ""
+            out.append(r.text(name) + cover)
+    for name, libs in (("hetnn cpu / NumPy", (("hetnn", "cpu"), ("numpy", "host"))),):
+        if all(s in sides for s in libs) and not any(line.startswith(name + ":") for line in out):
+            out.append(f"{name}: no shape measured reliably by both: no conclusion from this run")
+    for r in left_out:
+        out.append(f"left out: {r['library']} {r['device']} {r['shape']} ({r.get('noise') or excluded(r)})")
     return out
 
 
@@ -249,4 +318,5 @@ MATMUL_COLUMNS = [("shape", "shape", ""), ("M", "M", "d"), ("N", "N", "d"), ("K"
                   ("library", "library", ""), ("device", "device", ""), ("wall_ms", "wall ms", ".3f"),
                   ("device_ms", "device ms", ".3f"), ("gflops", "GFLOP/s", ".1f"), ("pct_peak", "% peak", ".0f"),
                   ("max_rel_err", "max rel err", ".1e"), ("spread_pct", "IQR %", ".0f"), ("repeats", "n", "d"),
+                  ("threads", "threads", ""), ("first_call_ms", "1st call ms", ".1f"), ("noise", "flags", ""),
                   ("note", "note", "")]

@@ -16,10 +16,11 @@ from .._array import asarray
 from .._device import Device
 from .._loader import _core
 from .._pool import max_pool2d, max_pool2d_backward
-from .._timing import benchmark, spread_pct
+from .._threads import get_num_threads
+from .._timing import Case, benchmark, interleave, spread_pct
 from .matmul import settle
 from .peak import check_ceiling, host_cache_size, mem_peak_gbps, stream_gbps
-from .peers import find_peers, time_calls
+from .peers import find_peers
 
 # (label, C, H, W, kernel, stride, padding): pooling layers of the classic CNNs, plus the two inputs the README's
 # targets are stated on.
@@ -119,11 +120,17 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
             if progress:
                 progress(f"{label} on {dev.id}")
             X = asarray(x, device=dev)
-            r = benchmark(max_pool2d, (X, k, s, p), name="max_pool2d", device=dev, **timing)
+            timed: List[Any] = [None]
+
+            def fwd(X: Any = X, timed: List[Any] = timed) -> None:
+                timed[0] = max_pool2d(X, k, s, p)
+            r = benchmark(fwd, name="max_pool2d", device=dev, **timing)
             Y, I = max_pool2d(X, k, s, p, return_indices=True)
-            err = float(np.max(np.abs(Y.numpy().astype(np.float64) - ref))) if ref.size else 0.0
+            # the error of the timed forward's own output, against float64
+            err = float(np.max(np.abs(timed[0].numpy().astype(np.float64) - ref))) if ref.size else 0.0
             row = {**base, "library": "hetnn", "device": dev.id, "fwd_ms": r.median * 1e3, "max_abs_err": err,
-                   "spread_pct": spread_pct(r.wall_times), "repeats": r.n_repeat}
+                   "spread_pct": spread_pct(r.wall_times), "repeats": r.n_repeat, **_noise(r),
+                   "threads": get_num_threads() if dev.kind == "cpu" else None}
             ri = benchmark(max_pool2d, (X, k, s, p), {"return_indices": True}, name="max_pool2d+indices",
                            device=dev, **timing)
             row["fwd_idx_ms"] = ri.median * 1e3
@@ -149,23 +156,27 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
                      "repeats": len(t)})
         if "numpy" in compare:
             settle()
-            t = time_calls(lambda: numpy_max_pool(x, k, s, p), lambda: None, **timing)
-            add({**base, "library": "numpy", "device": "host", "fwd_ms": _median(t) * 1e3, "repeats": len(t),
-                 "spread_pct": spread_pct(t),
-                 "max_abs_err": float(np.max(np.abs(numpy_max_pool(x, k, s, p) - ref)))})
+            nres: List[Any] = [None]
+
+            def npool(nres: List[Any] = nres) -> None:
+                nres[0] = numpy_max_pool(x, k, s, p)
+            r = interleave([Case("numpy", npool)], **timing)[0]
+            add({**base, "library": "numpy", "device": "host", "fwd_ms": r.median * 1e3, "repeats": r.n_repeat,
+                 "spread_pct": r.spread_pct, **_noise(r), "max_abs_err": float(np.max(np.abs(nres[0] - ref)))})
         for pt in peer_targets:
             if pt.max_pool2d is None:
                 continue
-            settle()
-            px = pt.put(x, "float32")
-            res: List[Any] = [None]
+            for layout, px in _peer_layouts(pt, x):
+                settle()
+                res: List[Any] = [None]
 
-            def call(px: Any = px, res: List[Any] = res) -> None:
-                res[0] = pt.max_pool2d(px, k, s, p, 1, False)
-            t = time_calls(call, pt.sync, **timing)
-            add({**base, "library": pt.library, "device": pt.device, "fwd_ms": _median(t) * 1e3,
-                 "repeats": len(t), "spread_pct": spread_pct(t),
-                 "max_abs_err": float(np.max(np.abs(pt.get(res[0]) - ref)))})
+                def call(px: Any = px, res: List[Any] = res) -> None:
+                    res[0] = pt.max_pool2d(px, k, s, p, 1, False)
+                r = interleave([Case(pt.library, call, sync=pt.sync)], **timing)[0]
+                add({**base, "library": pt.library + layout, "device": pt.device, "fwd_ms": r.median * 1e3,
+                     "repeats": r.n_repeat, "spread_pct": r.spread_pct, **_noise(r), "threads": pt.threads(),
+                     "note": "allocates its output per call",
+                     "max_abs_err": float(np.max(np.abs(pt.get(res[0]) - ref)))})
     return rows
 
 
@@ -187,22 +198,38 @@ def target_cases() -> List[Tuple[str, int, int, int, int, int, int, int]]:
     return list(TARGETS)
 
 
+def _noise(r: Any) -> Dict[str, Any]:
+    return {k: r.noise[k] for k in ("preempted", "unreliable", "noise")}
+
+
+def _peer_layouts(pt: Any, x: np.ndarray) -> List[Tuple[str, Any]]:
+    """The peer's input in every layout it pools in: PyTorch's CPU pooling is fastest on channels_last, so both
+    NCHW and channels_last are shown (the same values; hetnn reads NCHW)."""
+    px = pt.put(x, "float32")
+    out = [("", px)]
+    if pt.library == "torch":
+        import torch
+
+        out = [(" nchw", px), (" channels_last", px.contiguous(memory_format=torch.channels_last))]
+    return out
+
+
 def ratios(rows: List[Dict[str, Any]]) -> List[str]:
     """The comparisons the README reports (one run)."""
     out = []
     by = {(r["case"], r["library"], r["device"]): r for r in rows}
     for r in rows:
         if r["library"] != "hetnn" or r["case"] not in ("large k2s2", "large k3s2", "1x64x224x224") or \
-                r.get("flagged"):
+                r.get("flagged") or r.get("unreliable"):
             continue
         line = (f"{r['case']} on {r['device']}: forward {r['fwd_gbps']:.1f} GB/s = "
                 f"{r['pct_stream'] / 100:.2f}x STREAM triad ({r['stream_gbps']:.1f} GB/s)")
         if "bwd_ms" in r:
             line += f"; backward/forward {r['bwd_over_fwd']:.2f}x (backward/indexed forward " \
                     f"{r['bwd_ms'] / r['fwd_idx_ms']:.2f}x)"
-        for peer in ("torch", "onednn-c++ nchw", "numpy"):
+        for peer in ("torch nchw", "torch channels_last", "onednn-c++ nchw", "onednn-c++ nhwc", "numpy"):
             pr = by.get((r["case"], peer, "cpu")) or by.get((r["case"], peer, "host"))
-            if pr and r["device"] == "cpu":
+            if pr and r["device"] == "cpu" and not pr.get("unreliable"):
                 line += f"; vs {peer} {pr['fwd_ms'] / r['fwd_ms']:.2f}x"
         out.append(line)
     return out
@@ -212,7 +239,7 @@ MAXPOOL_COLUMNS = [("case", "case", ""), ("shape", "N x C x H x W", ""), ("kerne
                    ("padding", "p", "d"), ("library", "library", ""), ("device", "device", ""),
                    ("fwd_ms", "fwd ms", ".3f"), ("fwd_gbps", "GB/s", ".1f"), ("pct_peak", "% mem peak", ".0f"),
                    ("fwd_idx_ms", "fwd+idx ms", ".3f"), ("bwd_ms", "bwd ms", ".3f"),
-                   ("bwd_over_fwd", "bwd/fwd", ".2f"), ("max_abs_err", "max err", ".1e"),
+                   ("bwd_over_fwd", "bwd/fwd", ".2f"), ("max_abs_err", "max err", ".1e"), ("noise", "flags", ""),
                    ("spread_pct", "IQR %", ".0f")]
 SWEEP_COLUMNS = [("case", "image", ""), ("windows", "windows", "d"), ("library", "library", ""),
                  ("device", "device", ""), ("fwd_ms", "fwd ms", ".4f"), ("fwd_gbps", "GB/s", ".2f"),

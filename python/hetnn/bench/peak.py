@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from .._device import Device
 from .._loader import _core
+from .._oscounters import Probe, quiesce, span_noise
 
 _cache: Dict[str, Any] = {}
 _warned: set = set()
@@ -21,13 +22,14 @@ def cpu_fma_peak_gflops(trials: int = 6, seconds: float = 0.05) -> float:
     """FP32 GFLOP/s of all OpenMP threads running independent vector FMAs, measured once per process: the best of
     ``trials`` short runs (each the best of 3). A ceiling is a maximum: a busy neighbour on a shared machine only
     lowers a run (seen here: single runs from 209 to 348 GFLOP/s a second apart), so many short tries find it."""
-    if "cpu" not in _cache:
+    key = f"cpu:{_core.get_num_threads()}"  # per thread count (--threads, hetnn.set_num_threads)
+    if key not in _cache:
         best, isa = 0.0, "?"
         for _ in range(max(1, trials)):
             g, isa = _core._cpu_fma_peak(0, seconds)
             best = max(best, float(g))
-        _cache["cpu"], _cache["cpu_isa"] = best, isa
-    return float(_cache["cpu"])
+        _cache[key], _cache["cpu_isa"] = best, isa
+    return float(_cache[key])
 
 
 def _host_cpu_peaks(field: str = "fp32_gflops") -> List[float]:
@@ -90,16 +92,29 @@ def host_cache_size() -> int:
 CEILING_TOLERANCE = 1.10
 
 
+def _under_load(ceiling: float) -> bool:
+    """Whether the stored ceiling of this value was measured while the machine was busy (``<field>_under_load``)."""
+    return any(v.get(f) == ceiling and v.get(f"{f}_under_load") for v in stored_peaks().values()
+               for f in CEILING_FIELDS)
+
+
 def check_ceiling(row: Dict[str, Any], key: str, ceiling: Optional[float], what: str) -> bool:
     """Flags ``row[key]`` when it exceeds ``ceiling`` by more than CEILING_TOLERANCE: the row gets ``flagged``
-    (the keys, comma-separated; tables print them as "ERR>peak") and ``ceiling_error`` (why). True when flagged."""
+    (the keys, comma-separated; tables print them as "ERR>peak", or "CEIL@load" when the ceiling itself was
+    measured under load) and ``ceiling_error`` (why). True when flagged."""
     v = row.get(key)
     if v is None or ceiling is None or not ceiling or isinstance(v, str) or math.isnan(v) or \
             v <= CEILING_TOLERANCE * ceiling:
         return False
     keys = [k for k in str(row.get("flagged") or "").split(",") if k] + [key]
     row["flagged"] = ",".join(dict.fromkeys(keys))
-    msg = f"{key} {v:.4g} is {v / ceiling:.2f}x the measured {what} ({ceiling:.4g}): a measurement error"
+    if _under_load(ceiling):
+        row["ceiling_under_load"] = True
+        msg = (f"{key} {v:.4g} is {v / ceiling:.2f}x the {what} ({ceiling:.4g}), but that ceiling was measured "
+               f"under load: run `python -m hetnn bench peak` on a quiet machine")
+    else:
+        msg = (f"{key} {v:.4g} is {v / ceiling:.2f}x the measured {what} ({ceiling:.4g}): timing above the "
+               f"ceiling, check synchronisation")
     row["ceiling_error"] = "; ".join(x for x in (row.get("ceiling_error"), msg) if x)
     return True
 
@@ -158,10 +173,27 @@ def measure_device(device: Device, triad_mib: int = 64, repeats: int = 5) -> Dic
     devices, host<->device transfer bandwidth at 64 MiB."""
     row: Dict[str, Any] = {"device": device.id, "type": device.type, "name": device.name,
                            "driver": device.driver_version}
+    probe = Probe()
+    start = probe.read()
+    try:
+        _measure_into(row, device, triad_mib, repeats)
+    finally:
+        load = span_noise(Probe.delta(start, probe.read()))
+        probe.close()
+    # Other processes' CPU or steal during the measurement: the figures are lower bounds, not ceilings.
+    row["others_pct"], row["steal_pct"] = load["others_pct"], load["steal_pct"]
+    row["under_load"] = bool(load["others_pct"] > LOAD_PCT or load["steal_pct"] > LOAD_PCT)
+    return row
+
+
+LOAD_PCT = 10.0  # other processes' CPU or steal (percent of the CPUs) above which a ceiling was measured under load
+
+
+def _measure_into(row: Dict[str, Any], device: Device, triad_mib: int, repeats: int) -> None:
     if device.kind == "cpu":
         row.update(fp32_gflops=cpu_fma_peak_gflops(), fp32_method=f"native FMA loop ({_cache.get('cpu_isa', '?')})",
                    mem_gbps=stream_gbps(), mem_method="STREAM triad, float64, all threads")
-        return row
+        return
     fma, triad = _core._opencl_peak(device._dev, triad_mib << 20, repeats)
     from .transfer import run_transfer
 
@@ -169,7 +201,6 @@ def measure_device(device: Device, triad_mib: int = 64, repeats: int = 5) -> Dic
     row.update(fp32_gflops=fma, fp32_method="peak.cl fma_peak (events)", mem_gbps=triad,
                mem_method=f"peak.cl triad, float32, {triad_mib} MiB x 3", h2d_gbps=tr.get("h2d"),
                d2h_gbps=tr.get("d2h"))
-    return row
 
 
 CEILING_FIELDS = ("fp32_gflops", "mem_gbps", "h2d_gbps", "d2h_gbps")
@@ -181,11 +212,16 @@ def _keep_best(old: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
     out = dict(new)
     for f in CEILING_FIELDS:
         before, after = old.get(f), new.get(f)
-        if isinstance(before, (int, float)) and (not isinstance(after, (int, float)) or before > after):
+        # a measurement under load replaces nothing measured quietly, even a lower figure
+        quiet_before = isinstance(before, (int, float)) and not old.get(f"{f}_under_load")
+        if isinstance(before, (int, float)) and (not isinstance(after, (int, float)) or before > after or
+                                                 (quiet_before and new.get("under_load"))):
             out[f] = before
             out[f"{f}_date"] = old.get(f"{f}_date", old.get("date"))
+            out[f"{f}_under_load"] = bool(old.get(f"{f}_under_load"))
         elif after is not None:
             out[f"{f}_date"] = new.get("date")
+            out[f"{f}_under_load"] = bool(new.get("under_load"))
     return out
 
 
@@ -200,7 +236,7 @@ def run_peak(devices: Sequence[Device], store: bool = True,
         # the previous measurement's OpenMP workers keep spinning for a while after it: on a small machine they
         # take a core from the next one (seen here: PoCL's FMA kernel at exactly 0.50x the native loop when run
         # right after it, 0.99x after a pause)
-        time.sleep(0.5)
+        quiesce(max_wait=0.5)
         rows.append(measure_device(dev))
     path = _store_path()
     if store and path:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import functools
 import os
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from .._threads import get_num_threads
 
 # Names accepted by --compare that this module provides (NumPy and the C++ peers live in the suites themselves).
 ARRAY_PEERS = ("torch", "cupy", "jax")
@@ -30,6 +31,9 @@ class PeerTarget:
     sync: Callable[[], None]                       # waits for all queued work on that device
     matmul: Callable[[Any, Any], Any]              # a @ b, result on the device
     max_pool2d: Optional[Callable[..., Any]] = None  # (x, k, s, p, d, ceil) -> y, where the peer has pooling
+    empty: Optional[Callable[[Tuple[int, ...], str], Any]] = None  # an output array, where the peer can fill one
+    matmul_out: Optional[Callable[[Any, Any, Any], None]] = None   # a @ b into out (same work as hetnn's out=)
+    threads: Callable[[], Optional[int]] = lambda: None           # threads the peer uses on this device
     dtypes: Tuple[str, ...] = ("float32", "float64", "float16", "bfloat16")
     version: str = ""
     notes: List[str] = field(default_factory=list)
@@ -55,9 +59,18 @@ def _torch_targets() -> List[PeerTarget]:
         def pool(x: Any, k: Any, s: Any, p: Any, d: Any, ceil: bool) -> Any:
             return F.max_pool2d(x, k, s, p, d, ceil_mode=ceil)
 
-        return PeerTarget("torch", dev, put, get, sync, torch.matmul, pool, version=torch.__version__,
-                          notes=[f"torch threads {torch.get_num_threads()}"] if dev == "cpu" else ["tf32 off"])
+        def empty(shape: Tuple[int, ...], dtype: str) -> Any:
+            return torch.empty(shape, dtype=tdt[dtype], device=dev)
 
+        def matmul_out(a: Any, b: Any, out: Any) -> None:
+            torch.matmul(a, b, out=out)
+
+        return PeerTarget("torch", dev, put, get, sync, torch.matmul, pool, empty, matmul_out,
+                          threads=torch.get_num_threads if dev == "cpu" else lambda: None,
+                          version=torch.__version__, notes=[] if dev == "cpu" else ["tf32 off"])
+
+    # The same number of CPU threads as hetnn's CPU device (PyTorch's default ignores the affinity mask).
+    torch.set_num_threads(get_num_threads())
     out = [make("cpu", lambda: None)]
     if torch.cuda.is_available():
         for i in range(torch.cuda.device_count()):
@@ -85,10 +98,18 @@ def _cupy_targets() -> List[PeerTarget]:
             with cp.cuda.Device(i):
                 return cp.matmul(a, b)
 
+        def empty(shape: Tuple[int, ...], dtype: str, i: int = i) -> Any:
+            with cp.cuda.Device(i):
+                return cp.empty(shape, dtype=dtype)
+
+        def matmul_out(a: Any, b: Any, out: Any, i: int = i) -> None:
+            with cp.cuda.Device(i):
+                cp.matmul(a, b, out=out)
+
         notes = [] if os.environ.get("CUPY_TF32") == "0" else [f"CUPY_TF32={os.environ.get('CUPY_TF32')}"]
         out.append(PeerTarget("cupy", f"cuda:{i}", put, lambda a: cp.asnumpy(a).astype(np.float64), sync, matmul,
-                              dtypes=("float32", "float64", "float16"), version=cp.__version__,
-                              notes=notes or ["tf32 off"]))
+                              empty=empty, matmul_out=matmul_out, dtypes=("float32", "float64", "float16"),
+                              version=cp.__version__, notes=notes or ["tf32 off"]))
     return out
 
 
@@ -151,20 +172,10 @@ def find_peers(names: Sequence[str]) -> Tuple[List[PeerTarget], List[str]]:
 
 def time_calls(fn: Callable[[], Any], sync: Callable[[], None], *, n_warmup: int, n_repeat: int,
                max_duration: Optional[float]) -> List[float]:
-    """Wall-clock seconds of ``fn()`` with ``sync()`` before and after each call, after ``n_warmup`` calls."""
-    for _ in range(n_warmup):
-        fn()
-    sync()
-    times: List[float] = []
-    spent = 0.0
-    for _ in range(max(1, n_repeat)):
-        sync()
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        dt = time.perf_counter() - t0
-        times.append(dt)
-        spent += dt
-        if max_duration is not None and spent >= max_duration:
-            break
-    return times
+    """Wall-clock seconds of ``fn()`` with ``sync()`` after each call, after ``n_warmup`` calls (hetnn's one
+    timing core, :func:`hetnn.interleave`, with a single case)."""
+    from .._timing import Case, interleave
+
+    r = interleave([Case(getattr(fn, "__name__", "peer"), fn, sync=sync)], n_warmup=n_warmup,
+                   n_repeat=max(1, n_repeat), max_duration=max_duration)[0]
+    return [float(t) for t in r.wall_times]

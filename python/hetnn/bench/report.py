@@ -19,7 +19,9 @@ def format_table(rows: List[Dict[str, Any]], columns: Sequence[Tuple[str, str, s
     """``columns``: (key, header, format spec). Numbers right-aligned."""
     head = [h for _, h, _ in columns]
     # a figure above its device's measured ceiling is a measurement error: never printed as a result
-    body = [["ERR>peak" if k in str(r.get("flagged") or "").split(",") else _cell(r.get(k), f) for k, _, f in columns]
+    # ("CEIL@load" when the ceiling itself was measured on a busy machine: then the ceiling is what is wrong)
+    body = [[("CEIL@load" if r.get("ceiling_under_load") else "ERR>peak")
+             if k in str(r.get("flagged") or "").split(",") else _cell(r.get(k), f) for k, _, f in columns]
             for r in rows]
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
     numeric = [bool(f) for _, _, f in columns]
@@ -65,7 +67,7 @@ def environment() -> Dict[str, Any]:
     variables, the ceilings "% of peak" refers to, the timing method, the date."""
     import numpy as np
 
-    from .. import __version__, devices
+    from .. import __version__, devices, thread_pools
     from .._loader import _core
     from .peak import stored_peaks
 
@@ -76,7 +78,7 @@ def environment() -> Dict[str, Any]:
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "hetnn": __version__, "onednn": _core.onednn_version, "numpy": np.__version__,
         "python": sys.version.split()[0], "platform": platform.platform(), "processor": platform.processor(),
-        "cpu_count": os.cpu_count(), "threads": _threads(), "libraries": _versions(),
+        "cpu_count": os.cpu_count(), "threads": _threads(), "thread_pools": thread_pools(), "libraries": _versions(),
         "numpy_blas": _numpy_blas(),
         "devices": [d.info() for d in devices()],
         "ceilings": stored_peaks(),

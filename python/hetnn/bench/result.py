@@ -34,6 +34,11 @@ class BenchResult:
         """Rows with a figure above its device's measured ceiling (a measurement error, printed as ERR>peak)."""
         return [r for r in self.rows if r.get("flagged")]
 
+    def excluded(self) -> List[Dict[str, Any]]:
+        """Rows that enter no ratio or aggregate: above the ceiling, a wrong result (``wrong``), or unreliable
+        (preempted in at least half of the repeats; their ``noise`` says how many)."""
+        return [r for r in self.rows if r.get("flagged") or r.get("wrong") or r.get("unreliable")]
+
     def to_csv(self, path: Optional[str] = None) -> str:
         """The rows as CSV (every key of every row is a column); written to ``path`` when given."""
         keys: List[str] = []

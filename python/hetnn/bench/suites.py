@@ -6,10 +6,11 @@ option, before anything is measured.
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -36,6 +37,7 @@ class Options:
     epochs: Optional[int] = None        # mlp: Fashion-MNIST epochs
     clblast_tuning: Optional[str] = None
     progress: bool = False              # tqdm progress bars (stderr)
+    threads: Any = None                 # CPU thread counts, "1,2" or [1, 2]; None: each library's default
     notes: List[str] = field(default_factory=list)
 
     def check(self) -> None:
@@ -55,6 +57,7 @@ class Options:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
                 raise TypeError(f"--{name.replace('_', '-')} must be an integer, got {v!r}")
+        self.thread_counts()
         if not isinstance(self.dtype, str):
             raise TypeError(f"--dtype must be a string such as 'float32' or 'float32,float16', got {self.dtype!r}")
 
@@ -68,6 +71,25 @@ class Options:
         if not items:
             raise ValueError(f"--device: expected 'all' or device specs, got {spec!r}")
         return [d if isinstance(d, Device) else device(d) for d in items]
+
+    def thread_counts(self) -> List[Optional[int]]:
+        """The --threads values ([None]: the libraries' defaults)."""
+        if self.threads is None:
+            return [None]
+        items = self.threads.split(",") if isinstance(self.threads, str) else (
+            [self.threads] if isinstance(self.threads, (int, np.integer)) else list(self.threads))
+        out: List[Optional[int]] = []
+        for t in items:
+            try:
+                n = int(str(t).strip())
+            except ValueError:
+                n = 0
+            if n < 1 or isinstance(t, bool):
+                raise ValueError(f"--threads: expected thread counts >= 1 such as 1,2, got {self.threads!r}")
+            out.append(n)
+        if not out:
+            raise ValueError(f"--threads: expected thread counts >= 1 such as 1,2, got {self.threads!r}")
+        return out
 
     def peers(self, default: str) -> List[str]:
         text = self.compare if self.compare is not None else default
@@ -308,13 +330,45 @@ def run_suites(suite: str, opts: Options, say: Say) -> List[Dict[str, Any]]:
         raise ValueError(f"unknown suite {suite!r} (available: {', '.join(SUITES + ('all',))})")
     opts.check()
     opts.devices()  # an unknown device spec fails before anything runs
+    from ..doctor import warnings as doctor_warnings
+
+    for line in doctor_warnings():
+        say(f"doctor: {line}")
     rows: List[Dict[str, Any]] = []
-    for name in SUITES:
-        if suite not in (name, "all"):
-            continue
-        progress = _Progress(opts.progress, name)
-        try:
-            rows.extend({"suite": name, **r} for r in _RUNNERS[name](opts, say, progress))
-        finally:
-            progress.close()
+    for n in opts.thread_counts():
+        if n is not None:
+            say(f"--- {n} CPU thread(s): hetnn, BLAS and PyTorch ---")
+        with _thread_limit(n):
+            for name in SUITES:
+                if suite not in (name, "all"):
+                    continue
+                progress = _Progress(opts.progress, name)
+                try:
+                    rows.extend({"suite": name, "thread_setting": n or "default", **r}
+                                for r in _RUNNERS[name](opts, say, progress))
+                finally:
+                    progress.close()
     return rows
+
+
+@contextlib.contextmanager
+def _thread_limit(n: Optional[int]) -> Iterator[None]:
+    """Every CPU thread pool limited to ``n`` threads (hetnn's, the BLAS and OpenMP pools threadpoolctl finds,
+    PyTorch's when imported); nothing changes for None."""
+    if n is None:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    from .._threads import num_threads
+
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    with threadpool_limits(n), num_threads(n):
+        if torch is not None:
+            torch.set_num_threads(n)
+        try:
+            yield
+        finally:
+            if torch is not None and before is not None:
+                torch.set_num_threads(before)

@@ -1,12 +1,15 @@
 #include "backend/onednn/cpu_backend.h"
+#include "backend/onednn/cpu_threads.h"
 #include "backend/onednn/half_convert.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
 
+#include <omp.h>
 #include <unistd.h>
 
 #include "core/errors.h"
@@ -142,7 +145,12 @@ void host_epilogue(const MatmulDesc& d, T* C, const T* bias) {
 
 }  // namespace
 
-std::size_t CpuBackend::KeyHash::operator()(const std::array<std::int64_t, 12>& k) const noexcept {
+Backend::FirstUseStats CpuBackend::first_use_stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return first_use_;
+}
+
+std::size_t CpuBackend::KeyHash::operator()(const std::array<std::int64_t, 13>& k) const noexcept {
   std::size_t h = 1469598103934665603ULL;
   for (std::int64_t v : k) h = (h ^ static_cast<std::size_t>(v)) * 1099511628211ULL;
   return h;
@@ -152,15 +160,19 @@ std::shared_ptr<const CpuBackend::MatmulEntry> CpuBackend::matmul_entry(const Ma
   std::int64_t beta_bits = 0;
   static_assert(sizeof(double) == sizeof(std::int64_t));
   std::memcpy(&beta_bits, &d.beta, sizeof beta_bits);
-  const std::array<std::int64_t, 12> key{d.batch, d.batch_a, d.batch_b, d.M, d.N, d.K, d.trans_a * 2 + d.trans_b,
+  const std::array<std::int64_t, 13> key{d.batch, d.batch_a, d.batch_b, d.M, d.N, d.K, d.trans_a * 2 + d.trans_b,
                                          static_cast<std::int64_t>(d.dtype), d.alpha != 1.0, beta_bits, d.has_bias,
-                                         static_cast<std::int64_t>(d.act)};
+                                         static_cast<std::int64_t>(d.act),
+                                         // oneDNN fixes a primitive's thread count when it is created
+                                         static_cast<std::int64_t>(omp_get_max_threads())};
   std::lock_guard<std::mutex> lock(mu_);
   auto it = matmul_cache_.find(key);
   if (it != matmul_cache_.end()) {
     it->second->last_use = ++matmul_clock_;
+    ++first_use_.memory_hits;
     return it->second;
   }
+  const auto t0 = std::chrono::steady_clock::now();
 
   // Plain 2-D descriptors when nothing is batched (oneDNN picks its best kernels for them), 3-D otherwise.
   using dims = dnnl::memory::dims;
@@ -195,10 +207,13 @@ std::shared_ptr<const CpuBackend::MatmulEntry> CpuBackend::matmul_entry(const Ma
     matmul_cache_.erase(oldest);
   }
   matmul_cache_.emplace(key, entry);
+  ++first_use_.built;  // oneDNN JIT-generates the kernel when the primitive is created
+  first_use_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return entry;
 }
 
 void CpuBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) {
+  cpu_threads::apply();
   timed("matmul", 0, [&] {
     if (d.K == 0 || d.dtype == DType::f64) {  // own path: f64, and C = beta*C when there is nothing to sum
       for (std::int64_t i = 0; i < d.batch; ++i) {

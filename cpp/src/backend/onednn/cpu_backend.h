@@ -23,6 +23,7 @@ class CpuBackend final : public Backend {
   void fill(Buffer& dst, std::size_t offset, std::size_t n, unsigned char value) override;
   void synchronize() override;
   std::size_t release_cached_memory() override;
+  FirstUseStats first_use_stats() const override;
   void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) override;
   void max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices) override;  // pool_cpu.cpp
   void max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const Buffer& indices, Buffer& gx) override;
@@ -63,7 +64,7 @@ class CpuBackend final : public Backend {
     std::uint64_t id = 0, last_use = 0;
   };
   struct KeyHash {
-    std::size_t operator()(const std::array<std::int64_t, 12>& k) const noexcept;
+    std::size_t operator()(const std::array<std::int64_t, 13>& k) const noexcept;
   };
   // The cached primitive for d, created on first use. At most kMatmulCacheEntries are kept (least recently used
   // evicted): each holds JIT code, and a notebook sweeping shapes would otherwise grow without bound.
@@ -75,8 +76,9 @@ class CpuBackend final : public Backend {
 
   dnnl::engine engine_;
   std::shared_ptr<HostPool> pool_;  // large host blocks kept for reuse (host_pool.h)
-  std::mutex mu_;  // guards the primitive cache
-  std::unordered_map<std::array<std::int64_t, 12>, std::shared_ptr<MatmulEntry>, KeyHash> matmul_cache_;
+  mutable std::mutex mu_;  // guards the primitive cache and first_use_
+  FirstUseStats first_use_;
+  std::unordered_map<std::array<std::int64_t, 13>, std::shared_ptr<MatmulEntry>, KeyHash> matmul_cache_;
   std::uint64_t matmul_clock_ = 0;
 };
 

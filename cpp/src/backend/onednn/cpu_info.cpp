@@ -9,6 +9,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backend/onednn/cpu_backend.h"
+#include "backend/onednn/cpu_threads.h"
 #include "backend/onednn/half_convert.h"
 #include "core/device.h"
 
@@ -90,7 +91,7 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_cpu() {
   i.version = i.driver_version;
   i.platform = "oneDNN";
   i.compute_units = static_cast<int>(std::thread::hardware_concurrency());
-  i.threads = omp_get_max_threads();
+  i.threads = cpu_threads::get();
   const double mhz = std::atof(cpuinfo_field("cpu MHz").c_str());
   i.clock_mhz = static_cast<int>(mhz);
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);

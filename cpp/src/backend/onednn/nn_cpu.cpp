@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "backend/onednn/cpu_backend.h"
+#include "backend/onednn/cpu_threads.h"
 #include "backend/onednn/cpu_loops.h"
 #include "backend/onednn/half_convert.h"
 #include "core/errors.h"
@@ -216,6 +217,7 @@ auto at16(B& b, std::int64_t i) {  // element i of a 16-bit buffer
 }  // namespace
 
 void CpuBackend::activation(Activation act, DType t, std::int64_t n, const Buffer& x, Buffer& out) {
+  cpu_threads::apply();
   timed("activation", 2 * n * dtype_size(t), [&] {
     parallel_ranges(n, [&](std::int64_t b, std::int64_t e) {
       if (is16(t)) {
@@ -234,6 +236,7 @@ void CpuBackend::activation(Activation act, DType t, std::int64_t n, const Buffe
 
 void CpuBackend::activation_backward(Activation act, DType t, std::int64_t n, const Buffer& dy, const Buffer& y,
                                      Buffer& dx) {
+  cpu_threads::apply();
   timed("activation_backward", 3 * n * dtype_size(t), [&] {
     parallel_ranges(n, [&](std::int64_t b, std::int64_t e) {
       if (is16(t)) {
@@ -252,6 +255,7 @@ void CpuBackend::activation_backward(Activation act, DType t, std::int64_t n, co
 }
 
 void CpuBackend::softmax(DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& y) {
+  cpu_threads::apply();
   timed("softmax", 2 * rows * cols * dtype_size(t), [&] {
     if (is16(t)) {
       F32Scratch w(*pool_, rows * cols, t, x.host_ptr());
@@ -263,6 +267,7 @@ void CpuBackend::softmax(DType t, std::int64_t rows, std::int64_t cols, const Bu
 }
 
 void CpuBackend::loss(const LossDesc& d, const Buffer& pred, const Buffer& target, Buffer& acc, Buffer* grad) {
+  cpu_threads::apply();
   timed("loss", (grad ? 3 : 2) * d.rows * d.cols * dtype_size(d.dtype), [&] {
     if (is16(d.dtype)) {
       const std::int64_t n = d.rows * d.cols;
@@ -282,6 +287,7 @@ void CpuBackend::loss(const LossDesc& d, const Buffer& pred, const Buffer& targe
 }
 
 void CpuBackend::metric(const MetricDesc& d, const Buffer& pred, const Buffer& target, Buffer& acc) {
+  cpu_threads::apply();
   timed("metric", 2 * d.rows * d.cols * dtype_size(d.dtype), [&] {
     if (is16(d.dtype)) {
       const std::int64_t n = d.rows * d.cols;
@@ -298,6 +304,7 @@ void CpuBackend::metric(const MetricDesc& d, const Buffer& pred, const Buffer& t
 }
 
 void CpuBackend::sgd_update(const SgdDesc& d, Buffer& param, const Buffer& grad, Buffer* velocity) {
+  cpu_threads::apply();
   timed("sgd_update", (velocity ? 5 : 3) * d.n * dtype_size(d.dtype), [&] {
     parallel_ranges(d.n, [&](std::int64_t b, std::int64_t e) {
       if (is16(d.dtype)) {
@@ -320,6 +327,7 @@ void CpuBackend::sgd_update(const SgdDesc& d, Buffer& param, const Buffer& grad,
 }
 
 void CpuBackend::sum_rows(DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& out, double beta) {
+  cpu_threads::apply();
   timed("sum_rows", (rows + 1) * cols * dtype_size(t), [&] {
     if (is16(t)) {
       F32Scratch x32(*pool_, rows * cols, t, x.host_ptr()), o32(*pool_, cols);
@@ -338,6 +346,7 @@ void CpuBackend::sum_rows(DType t, std::int64_t rows, std::int64_t cols, const B
 
 void CpuBackend::take_rows(std::size_t row_bytes, std::int64_t src_rows, const Buffer& src, const Buffer& idx,
                            std::int64_t offset, std::int64_t n, Buffer& out) {
+  cpu_threads::apply();
   timed("take_rows", 2 * n * row_bytes, [&] {
     const auto* s = static_cast<const char*>(src.host_ptr());
     const std::int64_t* ix = ptr<std::int64_t>(idx) + offset;

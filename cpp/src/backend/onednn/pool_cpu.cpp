@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backend/onednn/cpu_backend.h"
+#include "backend/onednn/cpu_threads.h"
 #include "backend/onednn/cpu_loops.h"
 #include "backend/onednn/half_convert.h"
 #include "core/errors.h"
@@ -745,6 +746,7 @@ bool gather_backward(const Pool2dDesc& d, const Buffer& gy, const std::int64_t* 
 }  // namespace
 
 void CpuBackend::max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices) {
+  cpu_threads::apply();
   const FwdFn fn = fwd_fn(d.dtype, indices != nullptr);
   const std::int64_t rows = d.N * d.C * d.OH;
   const std::uint64_t bytes = (d.N * d.C * (d.H * d.W + d.OH * d.OW)) * dtype_size(d.dtype) +
@@ -758,6 +760,7 @@ void CpuBackend::max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buf
 }
 
 void CpuBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const Buffer& indices, Buffer& gx) {
+  cpu_threads::apply();
   const std::int64_t in_size = d.N * d.C * d.H * d.W, out_size = d.N * d.C * d.OH * d.OW;
   const std::uint64_t bytes = (in_size + out_size) * dtype_size(d.dtype) + out_size * 8;
   const auto* ix = static_cast<const std::int64_t*>(indices.host_ptr());

@@ -25,6 +25,10 @@ class ClBackend final : public Backend {
   void fill(Buffer& dst, std::size_t offset, std::size_t n, unsigned char value) override;
   void synchronize() override;
   std::size_t release_cached_memory() override { return pool_->clear(); }
+  FirstUseStats first_use_stats() const override {
+    const auto s = programs_.stats();
+    return {s.built, s.disk_hits, s.memory_hits, s.seconds};
+  }
   void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) override;
   void max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices) override;  // cl_pool.cpp
   void max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const Buffer& indices, Buffer& gx) override;

@@ -1,5 +1,7 @@
 #include "backend/opencl/program_cache.h"
 
+#include <chrono>
+
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -64,7 +66,11 @@ cl_program ProgramCache::get(const std::string& file, const std::string& options
   std::lock_guard<std::mutex> lock(mu_);
   const auto mkey = std::make_pair(file, options);
   auto it = programs_.find(mkey);
-  if (it != programs_.end()) return it->second.get();
+  if (it != programs_.end()) {
+    ++stats_.memory_hits;
+    return it->second.get();
+  }
+  const auto t0 = std::chrono::steady_clock::now();
 
   const std::string source = kernel_source(file);
   std::uint64_t key = fnv1a("hetnn-clbin-v1");
@@ -74,11 +80,20 @@ cl_program ProgramCache::get(const std::string& file, const std::string& options
 
   Program prog;
   if (dir) prog = load_binary(path, key, options);
-  if (!prog) {
+  if (prog) {
+    ++stats_.disk_hits;
+  } else {
     prog = build_program(context_, device_, source.c_str(), file, options, device_name_);
+    ++stats_.built;
     if (dir) save_binary(prog.get(), path, key);
   }
+  stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return programs_.emplace(mkey, std::move(prog)).first->second.get();
+}
+
+ProgramCache::Stats ProgramCache::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
 }
 
 Program ProgramCache::load_binary(const std::string& path, std::uint64_t key, const std::string& options) {

@@ -18,6 +18,12 @@ class ProgramCache {
   ProgramCache(cl_context context, cl_device_id device, const DeviceInfo& info);
   // Builds on first use; throws CompileError with the build log, or OpenCLError.
   cl_program get(const std::string& file, const std::string& options);
+  // Builds, disk-cache loads, in-memory hits and seconds spent building or loading, so far.
+  struct Stats {
+    std::uint64_t built = 0, disk_hits = 0, memory_hits = 0;
+    double seconds = 0;
+  };
+  Stats stats() const;
 
  private:
   Program load_binary(const std::string& path, std::uint64_t key, const std::string& options);
@@ -27,7 +33,8 @@ class ProgramCache {
   cl_device_id device_;
   std::string device_name_;
   std::string identity_;  // device + driver, part of the disk key
-  std::mutex mu_;
+  mutable std::mutex mu_;
+  Stats stats_;
   std::map<std::pair<std::string, std::string>, Program> programs_;
 };
 

@@ -57,15 +57,21 @@ inline int row_of(long v, int W, float inv_w) {
 
 // Whether index v of output (oh, ow) lies on its window's grid inside the plane, or the window holds no input
 // position at all (then its index carries no gradient and is not checked).
-inline int index_ok(long v, int oh, int ow, POOL_ARGS, float inv_w) {
+// Whether index v lies on window (oh, ow)'s grid inside the plane: the only indices that carry a gradient.
+inline int index_in_window(long v, int oh, int ow, POOL_ARGS, float inv_w) {
   const int hs = oh * SH - PH, ws = ow * SW - PW;
-  if (v >= 0 && v < (long)H * W) {
-    const int r = row_of(v, W, inv_w), c = (int)(v - (long)r * W);
-    const int dr = r - hs, dc = c - ws;
-    if (dr >= 0 && dc >= 0 && dr <= (KH - 1) * DH && dc <= (KW - 1) * DW && (DH == 1 || dr % DH == 0) &&
-        (DW == 1 || dc % DW == 0))
-      return 1;
-  }
+  if (v < 0 || v >= (long)H * W) return 0;
+  const int r = row_of(v, W, inv_w), c = (int)(v - (long)r * W);
+  const int dr = r - hs, dc = c - ws;
+  return dr >= 0 && dc >= 0 && dr <= (KH - 1) * DH && dc <= (KW - 1) * DW && (DH == 1 || dr % DH == 0) &&
+         (DW == 1 || dc % DW == 0);
+}
+
+// A valid index: on its window's grid, or any value for a window with no input position at all (its forward wrote
+// the window's first grid point, which may alias another element: such an index must never receive a gradient).
+inline int index_ok(long v, int oh, int ow, POOL_ARGS, float inv_w) {
+  if (index_in_window(v, oh, ow, H, W, OH, OW, SH, SW, PH, PW, DH, DW, inv_w)) return 1;
+  const int hs = oh * SH - PH, ws = ow * SW - PW;
   const int h0 = first_inside(hs, DH), w0 = first_inside(ws, DW);
   return h0 >= H || h0 > hs + (KH - 1) * DH || w0 >= W || w0 > ws + (KW - 1) * DW;
 }
@@ -363,9 +369,9 @@ __kernel void max_pool2d_bwd_scatter(POOL_ARGS, const int R, const int block_ste
     }
     for (int ow = 0; ow < OW; ++ow) {
       const long v = ir[ow];
-      const int ok = index_ok(v, oh, ow, H, W, OH, OW, SH, SW, PH, PW, DH, DW, inv_w);
-      fail |= !ok;
-      if (ok && v >= 0 && v < hw) gp[v] += VAL(g, ow);
+      const int inside = index_in_window(v, oh, ow, H, W, OH, OW, SH, SW, PH, PW, DH, DW, inv_w);
+      fail |= !inside && !index_ok(v, oh, ow, H, W, OH, OW, SH, SW, PH, PW, DH, DW, inv_w);
+      if (inside) gp[v] += VAL(g, ow);
     }
   }
   if (fail) *bad = 1;

@@ -1,0 +1,207 @@
+"""What the operating system says about each timed call, and the rule that marks a call as preempted.
+
+A repeat's wall time is only hetnn's (or a peer's) if the process had the CPUs it asked for. Linux tells, per
+thread, how long it waited runnable for a CPU (``/proc/self/task/*/schedstat``, nanoseconds): on a quiet 2-vCPU
+AMD EPYC Zen 4 that wait was 0 % of the wall time for oneDNN and NumPy matmuls (up to 37 % in a few PoCL repeats,
+whose own worker threads take turns), and 58-100 % of it in every repeat beside a one-thread busy loop, including
+NumPy rows that took exactly one scheduler quantum (7.9 ms instead of 0.53 ms) with an interquartile range of 0 %.
+Steal time (``/proc/stat``: the hypervisor ran another guest on this vCPU) is the same thing one level down.
+
+A repeat was *preempted* when its threads waited for a CPU for at least half its wall time while the process did
+not have every CPU to itself (its threads ran for less than 90 % of CPUs x wall time: someone else had them), or
+when steal time was accounted during it. The second condition keeps a library that waits on itself out: PoCL's
+thread blocked in clFinish keeps running while a worker queues behind it (on a quiet machine half of PoCL's
+repeats waited that much, with the process using both CPUs), which is the library's own cost, not noise.
+A row is *unreliable* when at least half of its repeats were preempted: its median is then a
+figure of the machine's load, and it enters no ratio or aggregate. Counters that Linux does not provide read as
+zero, so elsewhere nothing is flagged (and the bench says that detection is unavailable).
+"""
+from __future__ import annotations
+
+import math
+import os
+import resource
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+PREEMPTED_WAIT_SHARE = 0.5   # run-queue wait / wall time at which a repeat counts as having waited
+OWN_CPU_SHARE = 0.9          # ... while the process ran on less than this share of CPUs x wall time
+UNRELIABLE_SHARE = 0.5       # share of preempted repeats at which a row is unreliable
+_TICK = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
+
+
+@dataclass
+class Counters:
+    """OS counters over one timed call (differences between its start and end)."""
+    wall: float = 0.0        # seconds
+    cpu: float = 0.0         # CPU seconds of this process, all threads
+    runqueue: float = 0.0    # seconds this process's threads waited runnable for a CPU
+    run: float = 0.0         # seconds this process's threads ran (schedstat; 0 where unavailable)
+    invol: int = 0           # involuntary context switches of this process
+    steal: float = 0.0       # steal seconds of the whole machine (/proc/stat, 10 ms resolution)
+    others: float = 0.0      # CPU seconds used outside this process (/proc/stat busy - ours, 10 ms resolution)
+
+    @property
+    def preempted(self) -> bool:
+        if self.wall <= 0:
+            return False
+        if self.steal > 0:
+            return True
+        own = max(self.run, self.cpu)  # schedstat lags for running threads; getrusage counts this one precisely
+        return self.runqueue >= PREEMPTED_WAIT_SHARE * self.wall and own < OWN_CPU_SHARE * _cpu_count() * self.wall
+
+    def as_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+def _proc_stat() -> Tuple[float, float]:
+    """(busy, steal) seconds of the whole machine since boot; zeros where /proc/stat does not exist."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            fields = f.readline().split()[1:]
+    except OSError:
+        return 0.0, 0.0
+    v = [int(x) for x in fields]
+    idle = v[3] + (v[4] if len(v) > 4 else 0)
+    steal = v[7] if len(v) > 7 else 0
+    guest = sum(v[8:10]) if len(v) > 9 else 0  # already inside user/nice
+    return (sum(v) - idle - guest - steal) * _TICK, steal * _TICK
+
+
+class Probe:
+    """Reads the counters around timed calls. The schedstat files of the process's threads stay open between
+    reads (a read is one pread per thread); ``refresh()`` picks up threads started since (call it between rows)."""
+
+    def __init__(self) -> None:
+        self._fds: List[int] = []
+        self.available = os.path.exists("/proc/self/task")
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.close()
+        if not self.available:
+            return
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                self._fds.append(os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY))
+            except OSError:  # the thread ended, or schedstat is not compiled in
+                pass
+        self.available = bool(self._fds)
+
+    def close(self) -> None:
+        for fd in self._fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._fds = []
+
+    def __del__(self) -> None:
+        self.close()
+
+    def _schedstat(self) -> Tuple[float, float]:
+        run = wait = 0
+        for fd in self._fds:
+            try:
+                f = os.pread(fd, 64, 0).split()
+                run += int(f[0])
+                wait += int(f[1])
+            except (OSError, IndexError, ValueError):  # a thread that ended reads as nothing
+                pass
+        return run * 1e-9, wait * 1e-9
+
+    def read(self) -> Tuple[float, ...]:
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        busy, steal = _proc_stat()
+        run, wait = self._schedstat()
+        return (time.perf_counter(), ru.ru_utime + ru.ru_stime, wait, ru.ru_nivcsw, steal, busy, run)
+
+    @staticmethod
+    def delta(start: Tuple[float, ...], end: Tuple[float, ...], wall: Optional[float] = None) -> Counters:
+        cpu = end[1] - start[1]
+        return Counters(wall=end[0] - start[0] if wall is None else wall, cpu=cpu, runqueue=end[2] - start[2],
+                        invol=int(end[3] - start[3]), steal=end[4] - start[4],
+                        others=max(0.0, (end[5] - start[5]) - cpu), run=end[6] - start[6])
+
+
+def preempted(counters: Sequence[Counters]) -> List[bool]:
+    """Per repeat of one row: whether it was preempted (see the module doc)."""
+    return [c.preempted for c in counters]
+
+
+def summarize(counters: Sequence[Counters]) -> Dict[str, Any]:
+    """The noise fields of one row from its repeats: preempted repeats, whether the row is unreliable, the share
+    of its wall time its threads waited for a CPU, and involuntary context switches."""
+    n = len(counters)
+    k = sum(preempted(counters))
+    wall = sum(c.wall for c in counters)
+    return {"preempted": k, "unreliable": n > 0 and k >= UNRELIABLE_SHARE * n,
+            "runqueue_pct": 100 * sum(c.runqueue for c in counters) / wall if wall else math.nan,
+            "invol_switches": sum(c.invol for c in counters), "noise": noise_note(k, n)}
+
+
+def span_noise(span: Counters) -> Dict[str, float]:
+    """Steal time and other processes' CPU use, in percent of the CPUs over a whole measurement (``/proc/stat``
+    counts in 10 ms ticks: NaN for spans under half a second, where a tick or two would read as tens of
+    percent)."""
+    if span.wall < 0.5:
+        return {"steal_pct": math.nan, "others_pct": math.nan}
+    cpus = span.wall * _cpu_count()
+    return {"steal_pct": 100 * span.steal / cpus, "others_pct": 100 * span.others / cpus}
+
+
+def noise_note(preempted: int, repeats: int) -> str:
+    if repeats and preempted >= UNRELIABLE_SHARE * repeats:
+        return f"unreliable: preempted in {preempted} of {repeats} repeats"
+    return f"preempted {preempted}/{repeats}" if preempted else ""
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def others_busy(probe: Optional[Probe] = None) -> float:
+    """CPU seconds the process's threads other than the calling one have used since boot (schedstat run time)."""
+    me = str(getattr(__import__("threading"), "get_native_id")())
+    total = 0
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return 0.0
+    for tid in tids:
+        if tid == me:
+            continue
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat", "rb") as f:
+                total += int(f.read().split()[0])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total * 1e-9
+
+
+def quiesce(max_wait: float = 0.3, window: float = 0.012) -> float:
+    """Waits until the process's other threads (thread pools of hetnn, OpenBLAS, PyTorch, ...) stop using CPU, at
+    most ``max_wait`` seconds; returns the seconds waited. Pools spin after each call (OpenBLAS 0.1 s, GNU OpenMP's
+    default 10 ms): timed next, another library would pay for them. ``window`` spans several scheduler ticks,
+    since a spinning thread's run time is accounted at ticks. The wait is a busy one on purpose: a vCPU left idle
+    is slow to come back (on a 2-vCPU VM the first hetnn matmul after 50 ms of sleep took 2 ms instead of 0.5, its
+    threads queued on one CPU), so the calling thread keeps its CPU awake as a loop of calls would."""
+    if not os.path.exists("/proc/self/task"):
+        time.sleep(min(max_wait, 0.05))
+        return min(max_wait, 0.05)
+    t0 = time.perf_counter()
+    last, t_last = others_busy(), t0
+    while True:
+        now_t = time.perf_counter()
+        if now_t - t0 >= max_wait:
+            break
+        if now_t - t_last >= window:
+            now = others_busy()
+            if now - last < 0.1 * window:
+                break
+            last, t_last = now, now_t
+    return time.perf_counter() - t0

@@ -1,0 +1,67 @@
+"""Ratios between libraries or devices with a confidence interval, from interleaved rounds.
+
+:func:`hetnn._timing.interleave` times every case once per round, so round ``i`` of two cases ran side by side
+under the same machine state. A ratio of medians is bootstrapped over rounds (the same resampled rounds for both
+sides, which keeps what they shared), shape by shape for an aggregate over several shapes. The interval says how
+far the ratio moved with the rounds measured; one that contains 1 shows no difference.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+
+Pair = Tuple[Sequence[float], Sequence[float]]  # (times of x, times of y) of one shape, per round
+
+
+@dataclass
+class Ratio:
+    value: float   # how many times faster x is than y: sum of y's medians / sum of x's medians
+    low: float
+    high: float
+    level: float
+
+    @property
+    def shows_difference(self) -> bool:
+        return not (self.low <= 1.0 <= self.high)
+
+    def text(self, name: str) -> str:
+        s = f"{name}: {self.value:.2f}x ({self.low:.2f}-{self.high:.2f}, {self.level:.0%} CI)"
+        return s if self.shows_difference else s + ": no difference shown"
+
+
+def _medians(times: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    return np.median(times[idx], axis=-1)
+
+
+def ratio_interval(pairs: Sequence[Pair], *, level: float = 0.95, n_boot: int = 2000,
+                   seed: int = 0) -> Optional[Ratio]:
+    """Speed ratio of x over y across shapes (total time of y's medians over total of x's, i.e. the ratio of
+    aggregate throughputs) and its bootstrap percentile interval. Per shape, rounds are resampled with
+    replacement and the same indices taken from x and y (paired: both ran in that round); where the two sides
+    have different numbers of rounds, the common prefix is used. None when a shape has no timed round."""
+    if not 0 < level < 1:
+        raise ValueError(f"ratio_interval: level must be in (0, 1), got {level}")
+    arrays = []
+    for x, y in pairs:
+        n = min(len(x), len(y))
+        if n == 0:
+            return None
+        arrays.append((np.asarray(x[:n], dtype=np.float64), np.asarray(y[:n], dtype=np.float64)))
+    if not arrays:
+        return None
+    value = sum(float(np.median(y)) for _, y in arrays) / sum(float(np.median(x)) for x, _ in arrays)
+    rng = np.random.default_rng(seed)
+    num = np.zeros(n_boot)
+    den = np.zeros(n_boot)
+    for x, y in arrays:
+        idx = rng.integers(0, len(x), size=(n_boot, len(x)))
+        num += _medians(y, idx)
+        den += _medians(x, idx)
+    boots = num / den
+    lo, hi = np.percentile(boots, [50 * (1 - level), 50 * (1 + level)])
+    if math.isnan(lo) or math.isnan(hi):
+        return None
+    return Ratio(value, float(min(lo, value)), float(max(hi, value)), level)

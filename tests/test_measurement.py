@@ -1,0 +1,307 @@
+"""The measurement core on noisy machines: preemption detected from OS counters, interleaved rounds, ratio
+intervals, thread control (hetnn's API and threadpoolctl), the first-use split and the bounded OpenMP spin."""
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import hetnn
+from hetnn._oscounters import Counters, noise_note, preempted, quiesce, span_noise, summarize
+from hetnn._timing import BenchmarkResult, Case, interleave
+from hetnn.bench.matmul import excluded, ratios
+from hetnn.bench.stats import ratio_interval
+
+
+@pytest.fixture
+def cpu():
+    return hetnn.device("cpu")
+
+
+NCPU = len(os.sched_getaffinity(0))
+
+
+def clean(wall=1e-3):
+    return Counters(wall=wall, cpu=NCPU * wall, run=NCPU * wall, runqueue=0.0)
+
+
+def waited(wall, share=0.8):
+    """Threads queued for a CPU while the process ran on one CPU only: someone else had the others."""
+    return Counters(wall=wall, cpu=wall, run=wall, runqueue=share * wall, invol=1)
+
+
+# ---- the detector, on injected counters ----
+
+def test_clean_repeats_are_not_flagged():
+    cs = [clean(1e-3 * (1 + 0.01 * i)) for i in range(10)]
+    assert preempted(cs) == [False] * 10
+    s = summarize(cs)
+    assert s["preempted"] == 0 and not s["unreliable"] and s["noise"] == ""
+
+
+def test_a_repeat_that_waited_while_others_had_the_cpus_is_preempted():
+    cs = [clean() for _ in range(7)] + [waited(8e-3), waited(7.9e-3), waited(3e-3)]
+    assert preempted(cs) == [False] * 7 + [True] * 3
+    s = summarize(cs)
+    assert s["preempted"] == 3 and not s["unreliable"] and s["noise"] == "preempted 3/10"
+
+
+def test_waiting_on_its_own_threads_is_not_preemption():
+    # PoCL: the thread in clFinish keeps running while a worker queues behind it; the process has every CPU
+    own = Counters(wall=1e-3, cpu=NCPU * 1e-3, run=NCPU * 1e-3 * 1.2, runqueue=0.9e-3)
+    assert preempted([own] * 5) == [False] * 5
+
+
+def test_a_short_wait_is_not_preemption():
+    assert preempted([Counters(wall=1e-3, run=1e-3, runqueue=0.3e-3)]) == [False]
+
+
+def test_a_row_where_every_repeat_waited_is_unreliable():
+    # the scheduler-quantum case: every repeat 7.9 ms with an IQR of 0 %, each spent waiting for a CPU
+    cs = [waited(7.9e-3, share=1.0) for _ in range(10)]
+    assert all(preempted(cs))
+    s = summarize(cs)
+    assert s["unreliable"] and s["noise"] == "unreliable: preempted in 10 of 10 repeats"
+
+
+def test_steal_during_a_repeat_is_preemption():
+    cs = [clean() for _ in range(4)] + [Counters(wall=5e-3, cpu=1e-3, run=NCPU * 5e-3, steal=0.01)]
+    assert preempted(cs) == [False] * 4 + [True]
+
+
+def test_half_preempted_is_unreliable_and_the_note_names_the_counts():
+    assert noise_note(6, 10) == "unreliable: preempted in 6 of 10 repeats"
+    assert noise_note(5, 10) == "unreliable: preempted in 5 of 10 repeats"
+    assert noise_note(4, 10) == "preempted 4/10"
+    assert noise_note(0, 10) == ""
+
+
+def test_benchmark_result_carries_the_flags():
+    walls = np.array([1e-3] * 4 + [8e-3] * 6)
+    cs = [clean() for _ in range(4)] + [waited(8e-3) for _ in range(6)]
+    r = BenchmarkResult("x", walls, np.full(10, np.nan), [], None, None, 0, 0, cs)
+    assert r.unreliable and r.preempted.tolist() == [False] * 4 + [True] * 6
+    d = r.as_dict()
+    assert d["preempted"] == 6 and d["unreliable"] and "6 of 10" in d["noise"]
+    assert "unreliable" in repr(r)
+
+
+def test_span_noise_needs_a_long_enough_window():
+    assert np.isnan(span_noise(Counters(wall=0.1, steal=0.01))["steal_pct"])
+    ncpu = len(os.sched_getaffinity(0))
+    got = span_noise(Counters(wall=2.0, steal=0.2 * ncpu, others=0.4 * ncpu))
+    assert got["steal_pct"] == pytest.approx(10.0) and got["others_pct"] == pytest.approx(20.0)
+
+
+def test_a_busy_neighbour_is_detected_on_this_machine():
+    """A real preemption: a one-thread busy loop per CPU beside a single-threaded timed loop. The timed repeats
+    must show run-queue waits (the OS counters are read, not assumed)."""
+    ncpu = len(os.sched_getaffinity(0))
+    hogs = [subprocess.Popen([sys.executable, "-c", "import time\nt=time.time()\nwhile time.time()-t<20: pass"])
+            for _ in range(ncpu)]
+    try:
+        time.sleep(0.3)
+
+        def spin():
+            t = time.perf_counter()
+            while time.perf_counter() - t < 0.02:
+                pass
+        r = hetnn.benchmark(spin, n_warmup=1, n_repeat=15, device=[])
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert sum(c.runqueue for c in r.counters) > 0.05 * sum(c.wall for c in r.counters)
+
+
+# ---- interleaved rounds ----
+
+def test_interleave_alternates_the_order_and_pairs_the_rounds():
+    calls = []
+    cases = [Case(n, lambda n=n: calls.append(n)) for n in "ABC"]
+    rs = interleave(cases, n_warmup=1, n_repeat=4, settle=False)
+    assert calls[:3] == list("ABC")                      # warm-ups
+    assert calls[3:] == list("ABCCBAABCCBA")             # A B C, C B A, ...
+    assert [r.n_repeat for r in rs] == [4, 4, 4]
+    assert all(len(r.counters) == 4 for r in rs)
+
+
+def test_interleave_stops_at_max_duration_with_every_case_timed_alike():
+    slow = Case("slow", lambda: time.sleep(0.02))
+    fast = Case("fast", lambda: None)
+    rs = interleave([slow, fast], n_warmup=0, n_repeat=100, max_duration=0.1, settle=False)
+    assert 4 <= rs[0].n_repeat <= 7 and rs[0].n_repeat == rs[1].n_repeat
+
+
+def test_the_warm_up_is_kept_apart_as_first_use():
+    state = {"n": 0}
+
+    def fn():
+        state["n"] += 1
+        if state["n"] == 1:
+            time.sleep(0.05)  # a first call that compiles
+    r = hetnn.benchmark(fn, n_warmup=2, n_repeat=5, device=[])
+    assert r.first_use["call_s"] >= 0.05 and r.median < 0.01
+
+
+def test_first_use_counts_the_primitives_built(cpu):
+    rng = np.random.default_rng()
+    m, n, k = (int(v) for v in rng.integers(40, 90, 3))  # a shape no other test used
+    a = hetnn.asarray(rng.standard_normal((m, k), dtype=np.float32), device=cpu)
+    b = hetnn.asarray(rng.standard_normal((k, n), dtype=np.float32), device=cpu)
+    c = hetnn.empty((m, n), device=cpu)
+    r = hetnn.benchmark(hetnn.matmul, (a, b), {"out": c}, n_warmup=2, n_repeat=3, device=cpu)
+    assert r.first_use["built"] == 1
+    r2 = hetnn.benchmark(hetnn.matmul, (a, b), {"out": c}, n_warmup=2, n_repeat=3, device=cpu)
+    assert r2.first_use["built"] == 0
+
+
+def test_quiesce_is_bounded():
+    t = time.perf_counter()
+    quiesce(max_wait=0.05)
+    assert time.perf_counter() - t < 0.5
+
+
+# ---- ratio intervals ----
+
+def test_ratio_interval_of_a_clear_difference():
+    rng = np.random.default_rng()
+    x = 1.0 + 0.02 * rng.standard_normal(15)
+    y = 2.0 + 0.04 * rng.standard_normal(15)
+    r = ratio_interval([(x, y)])
+    assert r.value == pytest.approx(np.median(y) / np.median(x))
+    assert r.low <= r.value <= r.high and 1.8 < r.low and r.high < 2.2
+    assert r.shows_difference and "no difference" not in r.text("x / y")
+    assert r.text("x / y").startswith(f"x / y: {r.value:.2f}x (")
+
+
+def test_ratio_interval_of_no_difference_says_so():
+    rng = np.random.default_rng()
+    x = 1.0 + 0.1 * rng.standard_normal(9)
+    r = ratio_interval([(x, x[::-1].copy())])
+    assert r.low <= 1.0 <= r.high and not r.shows_difference
+    assert r.text("a / b").endswith("no difference shown")
+
+
+def test_aggregate_ratio_is_total_time_over_total_time():
+    shapes = [(np.full(5, 1.0), np.full(5, 3.0)), (np.full(5, 10.0), np.full(5, 10.0))]
+    r = ratio_interval(shapes)
+    assert r.value == pytest.approx(13.0 / 11.0) and r.low == pytest.approx(r.value)
+
+
+def test_ratio_interval_bad_inputs():
+    assert ratio_interval([([], [1.0])]) is None
+    assert ratio_interval([]) is None
+    with pytest.raises(ValueError, match="level"):
+        ratio_interval([([1.0], [1.0])], level=1.5)
+
+
+def _row(lib, dev, shape, times, **kw):
+    return {"library": lib, "device": dev, "shape": shape, "times_ms": times, "wall_ms": float(np.median(times)),
+            **kw}
+
+
+def test_excluded_rows_enter_no_ratio():
+    rows = [_row("hetnn", "cpu", "s1", [1.0] * 5), _row("numpy", "host", "s1", [2.0] * 5),
+            _row("hetnn", "cpu", "s2", [1.0] * 5, unreliable=True, noise="unreliable: preempted in 5 of 5 repeats"),
+            _row("numpy", "host", "s2", [9.0] * 5),
+            _row("hetnn", "cpu", "s3", [1.0] * 5), _row("numpy", "host", "s3", [50.0] * 5, wrong=True)]
+    assert [excluded(r) for r in rows] == ["", "", "unreliable", "", "", "wrong result"]
+    lines = ratios(rows)
+    assert lines[0].startswith("hetnn cpu / NumPy: 2.00x") and "[1 of 3 shapes]" in lines[0]
+    assert any("left out: hetnn cpu s2 (unreliable: preempted in 5 of 5 repeats)" in s for s in lines)
+    assert any("left out: numpy host s3 (wrong result)" in s for s in lines)
+
+
+# ---- thread control ----
+
+@pytest.fixture
+def restore_threads():
+    yield
+    hetnn.set_num_threads(None)
+
+
+def test_set_and_get_num_threads(restore_threads):
+    default = hetnn.get_num_threads()
+    hetnn.set_num_threads(1)
+    assert hetnn.get_num_threads() == 1
+    with hetnn.num_threads(3) as n:
+        assert n == 3 and hetnn.get_num_threads() == 3
+    assert hetnn.get_num_threads() == 1
+    hetnn.set_num_threads(None)
+    assert hetnn.get_num_threads() == default
+
+
+def test_the_setting_reaches_other_threads(restore_threads):
+    hetnn.set_num_threads(1)
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(hetnn.get_num_threads()))
+    t.start()
+    t.join()
+    assert seen == [1]
+
+
+@pytest.mark.parametrize("bad, exc", [(0, ValueError), (-2, ValueError), (1.5, TypeError), (True, TypeError),
+                                      ("2", TypeError)])
+def test_set_num_threads_bad_inputs(bad, exc, restore_threads):
+    with pytest.raises(exc, match="set_num_threads: n must be"):
+        hetnn.set_num_threads(bad)
+
+
+def test_a_changed_thread_count_rebuilds_the_primitive(cpu, restore_threads):
+    """oneDNN fixes a primitive's thread count when it is created: a cached primitive must not outlive a change
+    of the setting (it did: --threads 1,2 measured one thread twice)."""
+    rng = np.random.default_rng()
+    m, n, k = (int(v) for v in rng.integers(90, 140, 3))
+    a_h = rng.standard_normal((m, k), dtype=np.float32)
+    b_h = rng.standard_normal((k, n), dtype=np.float32)
+    a, b = hetnn.asarray(a_h, device=cpu), hetnn.asarray(b_h, device=cpu)
+    before = cpu._dev.first_use_stats()["built"]
+    hetnn.matmul(a, b)
+    with hetnn.num_threads(1):
+        c = hetnn.matmul(a, b)
+    assert cpu._dev.first_use_stats()["built"] == before + 2
+    np.testing.assert_allclose(c.numpy(), a_h.astype(np.float64) @ b_h, rtol=1e-4, atol=1e-4)
+
+
+def test_threadpoolctl_sees_and_limits_hetnn(restore_threads):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    libs = [p for p in threadpoolctl.threadpool_info() if p["user_api"] == "openmp" and "gomp" in p["prefix"]]
+    assert libs, "threadpoolctl does not list hetnn's GNU OpenMP"
+    default = hetnn.get_num_threads()
+    with threadpoolctl.threadpool_limits(1, user_api="openmp"):
+        assert hetnn.get_num_threads() == 1
+    assert hetnn.get_num_threads() == default
+    pools = hetnn.thread_pools()
+    assert pools["hetnn"]["threads"] == default and any(p["user_api"] == "openmp" for p in pools["pools"])
+
+
+# ---- the bounded OpenMP spin ----
+
+def _import_policy(env):
+    code = "import os, hetnn, hetnn._loader as l; print(l.SPIN_POLICY); print(os.environ.get('GOMP_SPINCOUNT'))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return out.stdout.splitlines()
+
+
+def test_hetnn_bounds_the_openmp_spin_and_leaves_the_environment_alone():
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    policy, left = _import_policy(env)
+    assert policy == "hetnn default: GOMP_SPINCOUNT=10000" and left == "None"
+
+
+def test_an_explicit_openmp_setting_wins():
+    env = {k: v for k, v in os.environ.items() if k != "GOMP_SPINCOUNT"}
+    env["OMP_WAIT_POLICY"] = "passive"
+    policy, left = _import_policy(env)
+    assert policy == "user setting: OMP_WAIT_POLICY=passive" and left == "None"
+
+
+def test_doctor_reports_every_topic():
+    from hetnn.doctor import check
+
+    topics = {f.topic for f in check(seconds=0.1)}
+    assert {"other processes", "steal", "load", "hetnn threads"} <= topics
