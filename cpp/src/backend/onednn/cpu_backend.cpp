@@ -196,9 +196,13 @@ std::shared_ptr<const CpuBackend::MatmulEntry> CpuBackend::matmul_entry(const Ma
   if (d.beta != 0.0) po.append_sum(static_cast<float>(d.beta));
   if (d.act != Activation::none) po.append_eltwise(eltwise_algorithm(d.act), 0.f, 0.f);
   attr.set_post_ops(po);
+  // oneDNN's library scratchpad is shared by all primitives (this build has no DNNL_ENABLE_CONCURRENT_EXEC): two
+  // threads running matmuls at once raced on it and trained to different weights. Each call brings its own.
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   auto pd = d.has_bias ? dnnl::matmul::primitive_desc(engine_, e.a, e.b, e.bias, e.c, attr)
                        : dnnl::matmul::primitive_desc(engine_, e.a, e.b, e.c, attr);
   e.prim = dnnl::matmul(pd);
+  e.scratch = pd.scratchpad_desc();
   e.id = e.last_use = ++matmul_clock_;
   if (matmul_cache_.size() >= kMatmulCacheEntries) {  // evict the least recently used (callers hold their own ref)
     auto oldest = matmul_cache_.begin();
@@ -289,6 +293,29 @@ void CpuBackend::run_matmul(const MatmulDesc& d, const void* a, const void* b, v
     if (bias) args.map.at(DNNL_ARG_BIAS).set_data_handle(const_cast<void*>(bias));
   }
   args.alpha = static_cast<float>(d.alpha);
+  // The scratchpad: per thread, grown to the largest a primitive asked for, 64-byte aligned.
+  const std::size_t scratch_bytes = e.scratch.get_size();
+  if (scratch_bytes) {
+    struct Scratch {
+      void* p = nullptr;
+      std::size_t n = 0;
+      ~Scratch() { std::free(p); }
+    };
+    thread_local Scratch scratch;
+    if (scratch.n < scratch_bytes) {
+      const std::size_t n = (scratch_bytes + 63) / 64 * 64;
+      void* p = std::aligned_alloc(64, n);
+      if (!p) throw OutOfMemory("matmul: cannot allocate a " + std::to_string(n) + "-byte oneDNN scratchpad");
+      std::free(scratch.p);
+      scratch.p = p;
+      scratch.n = n;
+    }
+    auto sp = args.map.find(DNNL_ARG_SCRATCHPAD);
+    if (sp == args.map.end())
+      args.map.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(e.scratch, engine_, scratch.p));
+    else
+      sp->second.set_data_handle(scratch.p);
+  }
   // One stream per thread: CPU streams are cheap but not free to create, and are not shared across threads.
   thread_local dnnl::stream stream(engine_);
   e.prim.execute(stream, args.map);

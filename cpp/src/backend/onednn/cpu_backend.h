@@ -60,7 +60,7 @@ class CpuBackend final : public Backend {
   // the process (per-thread argument caches are keyed by it); `last_use` orders evictions.
   struct MatmulEntry {
     dnnl::matmul prim;
-    dnnl::memory::desc a, b, c, bias;
+    dnnl::memory::desc a, b, c, bias, scratch;
     std::uint64_t id = 0, last_use = 0;
   };
   struct KeyHash {
