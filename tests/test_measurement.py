@@ -305,3 +305,16 @@ def test_doctor_reports_every_topic():
 
     topics = {f.topic for f in check(seconds=0.1)}
     assert {"other processes", "steal", "load", "hetnn threads"} <= topics
+
+
+def test_interleave_bad_inputs():
+    with pytest.raises(ValueError, match="no cases"):
+        interleave([])
+    with pytest.raises(TypeError, match="hetnn.Case"):
+        interleave([lambda: None])
+    with pytest.raises(ValueError, match="n_warmup"):
+        interleave([Case("a", lambda: None)], n_warmup=-1)
+    with pytest.raises(ValueError, match="max_duration"):
+        interleave([Case("a", lambda: None)], max_duration=0)
+    with pytest.raises(TypeError, match="must be callable"):
+        Case("a", 3)

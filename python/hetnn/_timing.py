@@ -286,6 +286,11 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
     cases = list(cases)
     if not cases:
         raise ValueError("interleave: no cases")
+    bad = [type(c).__name__ for c in cases if not isinstance(c, Case)]
+    if bad:
+        raise TypeError(f"interleave: cases must be hetnn.Case objects, got {', '.join(bad)}")
+    _check_counts(n_warmup, max(n_repeat, 1) if isinstance(n_repeat, int) else n_repeat, max_duration,
+                  where="interleave")
     probe = Probe()
     first: List[Dict[str, Any]] = []
     for c in cases:
