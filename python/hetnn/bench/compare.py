@@ -1,10 +1,10 @@
 """``hetnn.bench.compare``: one op, run on hetnn and on every importable peer library in this process, timed the
-same way (operands already on the device, synchronised around each repeat, after warm-up) and checked against a
-float64 NumPy reference and against hetnn's own result."""
+same way (operands already on the device, synchronised around each repeat, after warm-up, interleaved in rounds)
+and checked against a float64 NumPy reference and against hetnn's own result."""
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
 
@@ -12,10 +12,11 @@ from .._array import _foreign_to_host, asarray, empty
 from .._device import device as _resolve_device
 from .._ops import matmul
 from .._pool import max_pool2d
-from .._timing import benchmark, spread_pct
+from .._timing import Case, interleave, spread_pct
 from .peak import check_ceiling, fp32_peak_gflops, share
 from .matmul import max_rel_error
-from .peers import ARRAY_PEERS, find_peers, time_calls
+from .peers import ARRAY_PEERS, find_peers
+from .stats import ratio_interval
 from .report import environment, format_table
 from .result import BenchResult
 
@@ -77,8 +78,10 @@ def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "tor
     that is importable (numpy, torch, cupy, jax; each on every device it sees), with the same host inputs (NumPy, or
     arrays of those libraries).
 
+    All libraries are timed in interleaved rounds (:func:`hetnn.interleave`); ``.text`` ends with each peer's
+    speed ratio to hetnn and its 95 % bootstrap interval over the rounds (unreliable rows are not compared).
     Returns a :class:`BenchResult` whose rows hold per library and device: ``median_ms`` (synchronised wall time,
-    operands already on the device), ``gflops`` and ``pct_peak`` for matmul, ``max_rel_diff`` (max |result -
+    operands already on the device, outputs preallocated where the library allows), ``times_ms``, ``noise``, ``gflops`` and ``pct_peak`` for matmul, ``max_rel_diff`` (max |result -
     hetnn's result| / max |hetnn's result|) and ``max_rel_err`` (against float64 NumPy). Peers that cannot run here
     are skipped with a note in ``.text``.
     """
@@ -99,52 +102,44 @@ def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "tor
     notes: List[str] = []
     host_peak = fp32_peak_gflops(_resolve_device("cpu")) if flops else None
 
-    def add(library: str, device_name: str, times: Sequence[float], result: np.ndarray,
-            peak: Optional[float], **extra: Any) -> None:
-        t = float(np.median(times))
-        row = {**base, "library": library, "device": device_name, "median_ms": t * 1e3,
-               "min_ms": float(np.min(times)) * 1e3, "spread_pct": spread_pct(times), "repeats": len(times),
-               **extra}
-        if flops:
-            row["gflops"] = flops / t / 1e9
-            row["pct_peak"] = 100 * share(row["gflops"], peak)
-            if dtype in ("float32", "float64"):
-                check_ceiling(row, "gflops", peak, "FP32 FMA ceiling")
-        # hetnn's own row has nothing to differ from: its agreement is the error against float64
-        row["max_rel_diff"] = max_rel_error(result, mine) if mine is not None and library != "hetnn" else math.nan
-        row["max_rel_err"] = max_rel_error(result, ref)
-        rows.append(row)
-
-    # hetnn first: its result is what the others are compared with
-    mine: Optional[np.ndarray] = None
     if dtype not in dev.dtypes:
         raise TypeError(f"hetnn.bench.compare: device {dev.id} has no {dtype} (it takes {', '.join(dev.dtypes)})")
+    # Every library is one case of one interleaved run (rounds A B C / C B A): a drift of the machine reaches all
+    # of them alike, and each ratio to hetnn gets a bootstrap interval over the rounds.
+    cases: List[Case] = []
+    entries: List[Dict[str, Any]] = []  # per case: library, device, peak, how to read its result, extra fields
     if op == "matmul":
         A, B = (asarray(x, device=dev) for x in case["operands"])
         C = empty((A.shape[0], B.shape[1]), dtype=dtype, device=dev)
-        r = benchmark(matmul, (A, B), {"out": C}, device=dev, name="matmul", **timing)
-        mine = C.numpy().astype(np.float64)
+        cases.append(Case("hetnn", lambda: matmul(A, B, out=C), devices=[dev], flops=flops))
+        entries.append({"library": "hetnn", "device": dev.id, "peak": fp32_peak_gflops(dev) if flops else None,
+                        "result": lambda: C.numpy()})
     else:
         k, s, p = case["window"]
         X = asarray(case["operands"][0], device=dev)
-        r = benchmark(max_pool2d, (X, k, s, p), device=dev, name="max_pool2d", **timing)
-        mine = max_pool2d(X, k, s, p).numpy().astype(np.float64)
-    add("hetnn", dev.id, r.wall_times, mine, fp32_peak_gflops(dev) if flops else None,
-        device_ms=r.device["median"] * 1e3)
+        mine_box: List[Any] = [None]
+
+        def hetnn_pool() -> None:
+            mine_box[0] = max_pool2d(X, k, s, p)
+        cases.append(Case("hetnn", hetnn_pool, devices=[dev]))
+        entries.append({"library": "hetnn", "device": dev.id, "peak": None, "result": lambda: mine_box[0].numpy()})
 
     if "numpy" in against and dtype in ("float32", "float64"):
         if op == "matmul":
             a, b = case["operands"]
-            out = np.empty((a.shape[0], b.shape[1]), dtype=dtype)
-            t = time_calls(lambda: np.matmul(a, b, out=out), lambda: None, **timing)
-            res = out
+            out = np.full((a.shape[0], b.shape[1]), np.nan, dtype=dtype)
+            cases.append(Case("numpy", lambda: np.matmul(a, b, out=out), flops=flops))
+            entries.append({"library": "numpy", "device": "host", "peak": host_peak, "result": lambda: out})
         else:
             from .maxpool import numpy_max_pool
 
             x, (k, s, p) = case["operands"][0], case["window"]
-            t = time_calls(lambda: numpy_max_pool(x, k, s, p), lambda: None, **timing)
-            res = numpy_max_pool(x, k, s, p)
-        add("numpy", "host", t, res, host_peak)
+            np_box: List[Any] = [None]
+
+            def numpy_pool() -> None:
+                np_box[0] = numpy_max_pool(x, k, s, p)
+            cases.append(Case("numpy", numpy_pool))
+            entries.append({"library": "numpy", "device": "host", "peak": host_peak, "result": lambda: np_box[0]})
     targets, peer_notes = find_peers([a for a in against if a in ARRAY_PEERS])
     notes.extend(peer_notes)
     for pt in targets:
@@ -157,23 +152,64 @@ def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "tor
         ops = [pt.put(x, dtype) for x in case["operands"]]
         box: List[Any] = [None]
         if op == "matmul":
-            def call(ops: List[Any] = ops, box: List[Any] = box) -> None:
-                box[0] = pt.matmul(ops[0], ops[1])
+            if pt.empty is not None and pt.matmul_out is not None:
+                box[0] = pt.empty((case["operands"][0].shape[0], case["operands"][1].shape[1]), dtype)
+
+                def call(ops: List[Any] = ops, box: List[Any] = box, pt: Any = pt) -> None:
+                    pt.matmul_out(ops[0], ops[1], box[0])
+            else:
+                def call(ops: List[Any] = ops, box: List[Any] = box, pt: Any = pt) -> None:
+                    box[0] = pt.matmul(ops[0], ops[1])
         else:
             k, s, p = case["window"]
 
-            def call(ops: List[Any] = ops, box: List[Any] = box) -> None:
+            def call(ops: List[Any] = ops, box: List[Any] = box, pt: Any = pt) -> None:
                 box[0] = pt.max_pool2d(ops[0], k, s, p, 1, False)
-        t = time_calls(call, pt.sync, **timing)
-        add(pt.library, pt.device, t, pt.get(box[0]), host_peak if pt.device.startswith("cpu") else None,
-            note="; ".join(pt.notes))
+        cases.append(Case(f"{pt.library} {pt.device}", call, sync=pt.sync, flops=flops))
+        entries.append({"library": pt.library, "device": pt.device, "result": lambda box=box, pt=pt: pt.get(box[0]),
+                        "peak": host_peak if pt.device.startswith("cpu") else None,
+                        "note": "; ".join(pt.notes), "threads": pt.threads()})
+
+    results = interleave(cases, **timing)
+    mine = entries[0]["result"]().astype(np.float64)
+    for e, r in zip(entries, results):
+        times = r.wall_times
+        t = float(np.median(times))
+        result = np.asarray(e["result"](), dtype=np.float64)
+        row = {**base, "library": e["library"], "device": e["device"], "median_ms": t * 1e3,
+               "min_ms": float(np.min(times)) * 1e3, "spread_pct": spread_pct(times), "repeats": len(times),
+               "times_ms": [x * 1e3 for x in times], **{k: r.noise[k] for k in ("preempted", "unreliable", "noise")},
+               **({"note": e["note"]} if e.get("note") else {}),
+               **({"threads": e["threads"]} if e.get("threads") is not None else {})}
+        if e["library"] == "hetnn":
+            row["device_ms"] = r.device["median"] * 1e3
+        if flops:
+            row["gflops"] = flops / t / 1e9
+            row["pct_peak"] = 100 * share(row["gflops"], e["peak"])
+            if dtype in ("float32", "float64"):
+                check_ceiling(row, "gflops", e["peak"], "FP32 FMA ceiling")
+        # hetnn's own row has nothing to differ from: its agreement is the error against float64
+        row["max_rel_diff"] = max_rel_error(result, mine) if e["library"] != "hetnn" else math.nan
+        row["max_rel_err"] = max_rel_error(result, ref)
+        rows.append(row)
+    ratio_lines = []
+    own = rows[0]
+    for row in rows[1:]:
+        name = f"hetnn {dev.id} / {row['library']} {row['device']}"
+        if own.get("unreliable") or row.get("unreliable") or own.get("flagged") or row.get("flagged"):
+            ratio_lines.append(f"{name}: not compared ({row.get('noise') or own.get('noise') or 'above the ceiling'})")
+            continue
+        r = ratio_interval([(own["times_ms"], row["times_ms"])])
+        if r is not None:
+            ratio_lines.append(r.text(name))
     columns = [("library", "library", ""), ("device", "device", ""), ("median_ms", "median ms", ".4f"),
                ("min_ms", "min ms", ".4f"), ("spread_pct", "IQR %", ".0f")]
     if flops:
         columns += [("gflops", "GFLOP/s", ".1f"), ("pct_peak", "% peak", ".0f")]
     columns += [("max_rel_diff", "max rel diff vs hetnn", ".1e"), ("max_rel_err", "max rel err vs f64", ".1e"),
-                ("repeats", "n", "d"), ("note", "note", "")]
+                ("repeats", "n", "d"), ("noise", "flags", ""), ("note", "note", "")]
     text = [f"{op} {case['shape']} {dtype}: hetnn on {dev.id} ({dev.name}) against {', '.join(against) or 'nothing'}"]
     text += [f"note: {n}" for n in dict.fromkeys(notes)]
     text.append(format_table(rows, columns))
+    text += ["  " + line for line in ratio_lines]
     return BenchResult(f"compare:{op}", [{"suite": "compare", **r} for r in rows], "\n".join(text), environment())
