@@ -129,11 +129,15 @@ def test_interleave_alternates_the_order_and_pairs_the_rounds():
     assert all(len(r.counters) == 4 for r in rs)
 
 
-def test_interleave_stops_at_max_duration_with_every_case_timed_alike():
-    slow = Case("slow", lambda: time.sleep(0.02))
-    fast = Case("fast", lambda: None)
-    rs = interleave([slow, fast], n_warmup=0, n_repeat=100, max_duration=0.1, settle=False)
-    assert 4 <= rs[0].n_repeat <= 7 and rs[0].n_repeat == rs[1].n_repeat
+def test_a_case_that_spent_max_duration_sits_out_the_remaining_rounds():
+    calls = []
+    slow = Case("slow", lambda: (calls.append("s"), time.sleep(0.02)))
+    fast = Case("fast", lambda: calls.append("f"))
+    rs = interleave([slow, fast], n_warmup=0, n_repeat=30, max_duration=0.1, settle=False)
+    assert 4 <= rs[0].n_repeat <= 7 and rs[1].n_repeat == 30
+    k = rs[0].n_repeat
+    assert "".join(calls[:2 * k]) == "sf" + "fssf" * ((k - 1) // 2) + ("fs" if k % 2 == 0 else "")
+    assert calls[2 * k:] == ["f"] * (30 - k)
 
 
 def test_the_warm_up_is_kept_apart_as_first_use():

@@ -281,7 +281,8 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
     first gets ``n_warmup`` untimed calls (first use: compilation, JIT, page faults; its cost is kept apart in
     ``first_use``); with ``settle``, before each timed call the other thread pools of the process are left to go
     idle (:func:`hetnn._oscounters.quiesce`) so that no library pays for another's spinning workers. Stops after
-    ``n_repeat`` rounds or once the slowest case spent ``max_duration`` seconds timed (at least one round).
+    ``n_repeat`` rounds; a case that spent ``max_duration`` seconds timed sits out the remaining rounds (each case
+    is timed at least once).
     Every repeat records the OS counters of :mod:`hetnn._oscounters`."""
     cases = list(cases)
     if not cases:
@@ -317,9 +318,13 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
     spent = [0.0] * len(cases)
     for rnd in range(n_repeat):
         order = range(len(cases)) if rnd % 2 == 0 else range(len(cases) - 1, -1, -1)
-        for j in order:
+        # a case that spent its max_duration drops out; the others go on (ratios pair the common rounds)
+        active = [j for j in order if max_duration is None or not walls[j] or spent[j] < max_duration]
+        if not active:
+            break
+        for j in active:
             c, cap = cases[j], caps[j]
-            if settle and len(cases) > 1:
+            if settle and len(active) > 1:
                 quiesce()
                 # Waking from idle costs: on a 2-vCPU VM the first call after 12 ms of sleep waited ~1.2 ms for a
                 # CPU. A short case is timed right after one untimed call of its own, as it would be in a loop.
@@ -339,8 +344,6 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
             counters[j].append(Probe.delta(s0, s1, wall=t1 - t0))
             commands[j] = len(recs)
             spent[j] += t1 - t0
-        if max_duration is not None and max(spent) >= max_duration:
-            break
     span = Probe.delta(span0, probe.read())
     probe.close()
     out = [BenchmarkResult(c.name, np.array(walls[j]), np.array(devt[j]), c.devices, c.flops, c.nbytes, n_warmup,

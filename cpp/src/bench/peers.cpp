@@ -64,22 +64,6 @@ double fma_loop(long iters, float* sink) {
 }
 }  // namespace
 
-// Seconds per execute + wait of a oneDNN primitive, after n_warmup untimed calls.
-static std::vector<double> time_primitive(const dnnl::primitive& prim, dnnl::stream& s,
-                                          const std::unordered_map<int, dnnl::memory>& args, int n_warmup,
-                                          int n_repeat) {
-  for (int i = 0; i < n_warmup; ++i) prim.execute(s, args);
-  s.wait();
-  std::vector<double> times;
-  for (int i = 0; i < n_repeat; ++i) {
-    const double t0 = now();
-    prim.execute(s, args);
-    s.wait();
-    times.push_back(now() - t0);
-  }
-  return times;
-}
-
 RawMatmul::RawMatmul(const float* a, const float* b, float* c, int M, int N, int K)
     : eng_(dnnl::engine::kind::cpu, 0), stream_(eng_) {
   using namespace dnnl;
@@ -127,24 +111,27 @@ std::pair<double, double> stream_copy_triad(std::size_t bytes_per_array, int rep
   return {copy, triad};
 }
 
-std::vector<double> onednn_raw_maxpool(int N, int C, int H, int W, int k, int s, int p, const std::string& layout,
-                                       int n_warmup, int n_repeat) {
+RawMaxPool::RawMaxPool(const float* x, float* y, int N, int C, int H, int W, int k, int s, int p,
+                       const std::string& layout)
+    : eng_(dnnl::engine::kind::cpu, 0), stream_(eng_) {
   using namespace dnnl;
   using tag = memory::format_tag;
-  if (layout != "nchw" && layout != "nhwc") throw ValueError("onednn_raw_maxpool: layout must be nchw or nhwc");
-  engine eng(engine::kind::cpu, 0);
-  stream st(eng);
+  if (layout != "nchw" && layout != "nhwc") throw ValueError("RawMaxPool: layout must be nchw or nhwc");
+  if (N < 1 || C < 1 || k < 1 || s < 1 || p < 0 || H + 2 * p < k || W + 2 * p < k)
+    throw ValueError("RawMaxPool: the window does not fit the input");
   const int OH = (H + 2 * p - k) / s + 1, OW = (W + 2 * p - k) / s + 1;
   const tag t = layout == "nchw" ? tag::nchw : tag::nhwc;
-  memory::desc src({N, C, H, W}, memory::data_type::f32, t), dst({N, C, OH, OW}, memory::data_type::f32, t);
-  pooling_forward::primitive_desc pd(eng, prop_kind::forward_inference, algorithm::pooling_max, src, dst, {s, s},
-                                     {k, k}, {0, 0}, {p, p}, {p, p});
-  memory ms(src, eng), md(dst, eng);
-  float* x = static_cast<float*>(ms.get_data_handle());
-  for (std::int64_t i = 0; i < static_cast<std::int64_t>(N) * C * H * W; ++i) x[i] = static_cast<float>(i % 97);
-  pooling_forward prim(pd);
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, ms}, {DNNL_ARG_DST, md}};
-  return time_primitive(prim, st, args, n_warmup, n_repeat);
+  const memory::desc src({N, C, H, W}, memory::data_type::f32, t), dst({N, C, OH, OW}, memory::data_type::f32, t);
+  const pooling_forward::primitive_desc pd(eng_, prop_kind::forward_inference, algorithm::pooling_max, src, dst,
+                                           {s, s}, {k, k}, {0, 0}, {p, p}, {p, p});
+  prim_ = pooling_forward(pd);
+  args_ = {{DNNL_ARG_SRC, memory(src, eng_, const_cast<float*>(x))}, {DNNL_ARG_DST, memory(dst, eng_, y)}};
+}
+
+void RawMaxPool::run() {
+  cpu_threads::apply();
+  prim_.execute(stream_, args_);
+  stream_.wait();
 }
 
 std::pair<double, std::string> cpu_fma_peak(int threads, double seconds) {

@@ -42,9 +42,18 @@ bool have_clblast();
 // counted as STREAM counts them (no write-allocate traffic).
 std::pair<double, double> stream_copy_triad(std::size_t bytes_per_array, int repeats);
 
-// Seconds per call of oneDNN's max-pooling forward (inference) primitive on an f32 (N, C, H, W) input in
-// `layout` "nchw" or "nhwc" (square kernel k, stride s, padding p), after n_warmup calls.
-std::vector<double> onednn_raw_maxpool(int N, int C, int H, int W, int k, int s, int p, const std::string& layout,
-                                       int n_warmup, int n_repeat);
+// oneDNN's max-pooling forward (inference) primitive on the caller's f32 memory: x (N, C, H, W) in `layout` "nchw"
+// or "nhwc", y the output in the same layout; square kernel k, stride s, padding p. run() executes and waits.
+class RawMaxPool {
+ public:
+  RawMaxPool(const float* x, float* y, int N, int C, int H, int W, int k, int s, int p, const std::string& layout);
+  void run();
+
+ private:
+  dnnl::engine eng_;
+  dnnl::stream stream_;
+  dnnl::primitive prim_;
+  std::unordered_map<int, dnnl::memory> args_;
+};
 
 }  // namespace hetnn::bench

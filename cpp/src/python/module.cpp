@@ -1,5 +1,8 @@
 // hetnn._core: the pybind11 module. Thin: argument conversion, GIL release around device work, and the mapping of
 // hetnn's C++ errors to Python exceptions. Validation lives in the core front (cpp/src/core).
+#include <algorithm>
+#include <tuple>
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backend/onednn/cpu_backend.h"
@@ -314,14 +317,37 @@ PYBIND11_MODULE(_core, m) {
         return bench::stream_copy_triad(bytes_per_array, repeats);
       },
       py::arg("bytes_per_array"), py::arg("repeats") = 5);
-  m.def(
-      "_onednn_raw_maxpool",
-      [](int N, int C, int H, int W, int k, int s, int p, const std::string& layout, int n_warmup, int n_repeat) {
+  struct RawMaxPoolPeer {
+    py::array x, y;
+    std::unique_ptr<bench::RawMaxPool> impl;
+  };
+  py::class_<RawMaxPoolPeer>(m, "_OnednnRawMaxPool")
+      .def(py::init([](py::array x, py::array y, int k, int s, int p, const std::string& layout) {
+             for (const auto& [a, name, writable] : {std::tuple<const py::array&, const char*, bool>{x, "x", false},
+                                                     std::tuple<const py::array&, const char*, bool>{y, "y", true}})
+               if (!py::isinstance<py::array_t<float>>(a) || a.ndim() != 4 || !(a.flags() & py::array::c_style) ||
+                   (writable && !a.writeable()))
+                 throw TypeError(std::string("_OnednnRawMaxPool: ") + name +
+                                 " must be a C-contiguous 4-D float32 array");
+             // x's dimensions in (N, C, H, W) order whatever the layout
+             const bool nhwc = layout == "nhwc";
+             const int N = static_cast<int>(x.shape(0)), C = static_cast<int>(x.shape(nhwc ? 3 : 1));
+             const int H = static_cast<int>(x.shape(nhwc ? 1 : 2)), W = static_cast<int>(x.shape(nhwc ? 2 : 3));
+             const int OH = (H + 2 * p - k) / std::max(s, 1) + 1, OW = (W + 2 * p - k) / std::max(s, 1) + 1;
+             const py::ssize_t want[4] = {N, nhwc ? OH : C, nhwc ? OW : OH, nhwc ? C : OW};
+             for (int i = 0; i < 4; ++i)
+               if (y.shape(i) != want[i]) throw ValueError("_OnednnRawMaxPool: y has the wrong shape");
+             auto peer = std::make_unique<RawMaxPoolPeer>(RawMaxPoolPeer{x, y, nullptr});
+             peer->impl = std::make_unique<bench::RawMaxPool>(static_cast<const float*>(x.data()),
+                                                              static_cast<float*>(y.mutable_data()), N, C, H, W, k, s,
+                                                              p, layout);
+             return peer;
+           }),
+           py::arg("x"), py::arg("y"), py::arg("k"), py::arg("s"), py::arg("p"), py::arg("layout"))
+      .def("run", [](RawMaxPoolPeer& peer) {
         py::gil_scoped_release nogil;
-        return bench::onednn_raw_maxpool(N, C, H, W, k, s, p, layout, n_warmup, n_repeat);
-      },
-      py::arg("N"), py::arg("C"), py::arg("H"), py::arg("W"), py::arg("k"), py::arg("s"), py::arg("p"),
-      py::arg("layout"), py::arg("n_warmup"), py::arg("n_repeat"));
+        peer.impl->run();
+      });
   m.def(
       "_clblast_sgemm",
       [](const Array& a, const Array& b, Array& c, int n_warmup, int n_repeat,

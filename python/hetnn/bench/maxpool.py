@@ -17,10 +17,11 @@ from .._device import Device
 from .._loader import _core
 from .._pool import max_pool2d, max_pool2d_backward
 from .._threads import get_num_threads
-from .._timing import Case, benchmark, interleave, spread_pct
+from .._timing import Case, benchmark, interleave
 from .matmul import settle
 from .peak import check_ceiling, host_cache_size, mem_peak_gbps, stream_gbps
 from .peers import find_peers
+from .stats import ratio_interval
 
 # (label, C, H, W, kernel, stride, padding): pooling layers of the classic CNNs, plus the two inputs the README's
 # targets are stated on.
@@ -52,6 +53,19 @@ def numpy_max_pool(x: np.ndarray, k: int, s: int, p: int) -> np.ndarray:
         x = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)), constant_values=-np.inf)
     win = np.lib.stride_tricks.sliding_window_view(x, (k, k), axis=(2, 3))[:, :, ::s, ::s]
     return win.max(axis=(4, 5))
+
+
+def reference_max_pool(x: np.ndarray, k: int, s: int, p: int) -> np.ndarray:
+    """The float64 reference every row is checked against, computed apart from :func:`numpy_max_pool` (the NumPy
+    peer's code): the maximum over the k x k strided slices of the -inf-padded input."""
+    n, c, h, w = x.shape
+    oh, ow = out_size(h, k, s, p), out_size(w, k, s, p)
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (p, p), (p, p)), constant_values=-np.inf)
+    out = np.full((n, c, oh, ow), -np.inf)
+    for i in range(k):
+        for j in range(k):
+            np.maximum(out, xp[:, :, i:i + s * (oh - 1) + 1:s, j:j + s * (ow - 1) + 1:s], out=out)
+    return out
 
 
 def _gbps(nbytes: float, seconds: float) -> float:
@@ -93,7 +107,7 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
     for label, n, c, h, w, k, s, p in cases:
         x = rng.standard_normal((n, c, h, w), dtype=np.float32)
         oh, ow = out_size(h, k, s, p), out_size(w, k, s, p)
-        ref = numpy_max_pool(x.astype(np.float64), k, s, p)
+        ref = reference_max_pool(x, k, s, p)
         in_b, out_b, idx_b = x.nbytes, n * c * oh * ow * 4, n * c * oh * ow * 8
         base = {"case": label, "shape": f"{n}x{c}x{h}x{w}", "kernel": k, "stride": s, "padding": p,
                 "windows": n * c * oh * ow, "stream_gbps": stream}
@@ -115,25 +129,65 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
                     check_ceiling(row, "bwd_gbps", ceiling, "memory ceiling")
             rows.append(row)
 
+        if progress:
+            progress(label)
+
+        # The forwards of hetnn on every device and of every peer: one interleaved run (rounds A B C / C B A).
+        fwd_cases: List[Case] = []
+        finish: List[Callable[[Any], Dict[str, Any]]] = []
+        arrays: Dict[str, Any] = {}
         for dev in devices:
-            settle()
-            if progress:
-                progress(f"{label} on {dev.id}")
             X = asarray(x, device=dev)
+            arrays[dev.id] = X
             timed: List[Any] = [None]
 
             def fwd(X: Any = X, timed: List[Any] = timed) -> None:
                 timed[0] = max_pool2d(X, k, s, p)
-            r = benchmark(fwd, name="max_pool2d", device=dev, **timing)
-            Y, I = max_pool2d(X, k, s, p, return_indices=True)
-            # the error of the timed forward's own output, against float64
-            err = float(np.max(np.abs(timed[0].numpy().astype(np.float64) - ref))) if ref.size else 0.0
-            row = {**base, "library": "hetnn", "device": dev.id, "fwd_ms": r.median * 1e3, "max_abs_err": err,
-                   "spread_pct": spread_pct(r.wall_times), "repeats": r.n_repeat, **_noise(r),
-                   "threads": get_num_threads() if dev.kind == "cpu" else None}
+            fwd_cases.append(Case(f"hetnn {dev.id}", fwd, devices=[dev]))
+            # the error of the timed forward's own output
+            finish.append(lambda r, dev=dev, timed=timed: _fwd_row(
+                base, "hetnn", dev.id, r, timed[0].numpy(), ref,
+                threads=get_num_threads() if dev.kind == "cpu" else None))
+        if "onednn" in compare and p <= k // 2:
+            for layout in ("nchw", "nhwc"):
+                xl = np.ascontiguousarray(x if layout == "nchw" else x.transpose(0, 2, 3, 1))
+                oshape = (n, c, oh, ow) if layout == "nchw" else (n, oh, ow, c)
+                yl = np.full(oshape, np.nan, dtype=np.float32)
+                raw = _core._OnednnRawMaxPool(xl, yl, k, s, p, layout)
+                fwd_cases.append(Case(f"onednn-c++ {layout}", raw.run))
+                finish.append(lambda r, layout=layout, yl=yl: _fwd_row(
+                    base, f"onednn-c++ {layout}", "cpu", r, yl if layout == "nchw" else yl.transpose(0, 3, 1, 2),
+                    ref, threads=get_num_threads()))
+        if "numpy" in compare:
+            nres: List[Any] = [None]
+
+            def npool(nres: List[Any] = nres) -> None:
+                nres[0] = numpy_max_pool(x, k, s, p)
+            fwd_cases.append(Case("numpy", npool))
+            finish.append(lambda r, nres=nres: _fwd_row(base, "numpy", "host", r, nres[0], ref))
+        for pt in peer_targets:
+            if pt.max_pool2d is None:
+                continue
+            for layout, px in _peer_layouts(pt, x):
+                res: List[Any] = [None]
+
+                def call(px: Any = px, res: List[Any] = res, pt: Any = pt) -> None:
+                    res[0] = pt.max_pool2d(px, k, s, p, 1, False)
+                fwd_cases.append(Case(f"{pt.library}{layout}", call, sync=pt.sync))
+                finish.append(lambda r, pt=pt, layout=layout, res=res: _fwd_row(
+                    base, pt.library + layout, pt.device, r, pt.get(res[0]), ref, threads=pt.threads(),
+                    note="allocates its output per call"))
+        settle()
+        fwd_rows = [f(r) for f, r in zip(finish, interleave(fwd_cases, **timing))]
+
+        # hetnn's training forward, backward and transfers: no peer does the same, timed per device.
+        for dev, row in zip(devices, fwd_rows):
+            X = arrays[dev.id]
+            settle()
             ri = benchmark(max_pool2d, (X, k, s, p), {"return_indices": True}, name="max_pool2d+indices",
                            device=dev, **timing)
             row["fwd_idx_ms"] = ri.median * 1e3
+            Y, I = max_pool2d(X, k, s, p, return_indices=True)
             if backward:
                 G = asarray(rng.standard_normal(Y.shape, dtype=np.float32), device=dev)
                 rb = benchmark(max_pool2d_backward, (G, I, (n, c, h, w), k, s, p), name="max_pool2d_backward",
@@ -145,38 +199,10 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
                 rd = benchmark(Y._a.read_into, (host_out,), name="d2h", device=dev, **timing)
                 row["h2d_ms"], row["d2h_ms"] = rh.median * 1e3, rd.median * 1e3
                 row["total_ms"] = row["fwd_ms"] + row["h2d_ms"] + row["d2h_ms"]
-            add(row)
             del X, Y, I
-
-        if "onednn" in compare and p <= k // 2:
-            for layout in ("nchw", "nhwc"):
-                settle()
-                t = _core._onednn_raw_maxpool(n, c, h, w, k, s, p, layout, n_warmup, n_repeat)
-                add({**base, "library": f"onednn-c++ {layout}", "device": "cpu", "fwd_ms": _median(t) * 1e3,
-                     "repeats": len(t)})
-        if "numpy" in compare:
-            settle()
-            nres: List[Any] = [None]
-
-            def npool(nres: List[Any] = nres) -> None:
-                nres[0] = numpy_max_pool(x, k, s, p)
-            r = interleave([Case("numpy", npool)], **timing)[0]
-            add({**base, "library": "numpy", "device": "host", "fwd_ms": r.median * 1e3, "repeats": r.n_repeat,
-                 "spread_pct": r.spread_pct, **_noise(r), "max_abs_err": float(np.max(np.abs(nres[0] - ref)))})
-        for pt in peer_targets:
-            if pt.max_pool2d is None:
-                continue
-            for layout, px in _peer_layouts(pt, x):
-                settle()
-                res: List[Any] = [None]
-
-                def call(px: Any = px, res: List[Any] = res) -> None:
-                    res[0] = pt.max_pool2d(px, k, s, p, 1, False)
-                r = interleave([Case(pt.library, call, sync=pt.sync)], **timing)[0]
-                add({**base, "library": pt.library + layout, "device": pt.device, "fwd_ms": r.median * 1e3,
-                     "repeats": r.n_repeat, "spread_pct": r.spread_pct, **_noise(r), "threads": pt.threads(),
-                     "note": "allocates its output per call",
-                     "max_abs_err": float(np.max(np.abs(pt.get(res[0]) - ref)))})
+        arrays.clear()
+        for row in fwd_rows:
+            add(row)
     return rows
 
 
@@ -202,6 +228,19 @@ def _noise(r: Any) -> Dict[str, Any]:
     return {k: r.noise[k] for k in ("preempted", "unreliable", "noise")}
 
 
+def _fwd_row(base: Dict[str, Any], library: str, device: str, r: Any, result: np.ndarray, ref: np.ndarray,
+             **extra: Any) -> Dict[str, Any]:
+    """A forward row from its interleaved timing and the timed call's own output, checked against float64."""
+    err = float(np.max(np.abs(np.asarray(result, dtype=np.float64) - ref))) if ref.size else 0.0
+    row = {**base, "library": library, "device": device, "fwd_ms": r.median * 1e3, "max_abs_err": err,
+           "spread_pct": r.spread_pct, "repeats": r.n_repeat, "times_ms": [t * 1e3 for t in r.wall_times],
+           **_noise(r), **{k: v for k, v in extra.items() if v is not None}}
+    if not err == 0.0:  # max pooling selects, it does not round: any difference is a wrong result
+        row["wrong"] = True
+        row["noise"] = "; ".join(x for x in (row["noise"], f"WRONG: error {err:.1e}") if x)
+    return row
+
+
 def _peer_layouts(pt: Any, x: np.ndarray) -> List[Tuple[str, Any]]:
     """The peer's input in every layout it pools in: PyTorch's CPU pooling is fastest on channels_last, so both
     NCHW and channels_last are shown (the same values; hetnn reads NCHW)."""
@@ -215,12 +254,15 @@ def _peer_layouts(pt: Any, x: np.ndarray) -> List[Tuple[str, Any]]:
 
 
 def ratios(rows: List[Dict[str, Any]]) -> List[str]:
-    """The comparisons the README reports (one run)."""
+    """The comparisons the README reports (one run): per hetnn row, its forward against STREAM and each CPU peer's
+    forward time over hetnn's, with the 95 % bootstrap interval over the interleaved rounds."""
     out = []
     by = {(r["case"], r["library"], r["device"]): r for r in rows}
     for r in rows:
-        if r["library"] != "hetnn" or r["case"] not in ("large k2s2", "large k3s2", "1x64x224x224") or \
-                r.get("flagged") or r.get("unreliable"):
+        if r["library"] != "hetnn" or r["case"] not in ("large k2s2", "large k3s2", "1x64x224x224"):
+            continue
+        if r.get("flagged") or r.get("unreliable") or r.get("wrong"):
+            out.append(f"{r['case']} on {r['device']}: left out ({r.get('noise') or 'above the ceiling'})")
             continue
         line = (f"{r['case']} on {r['device']}: forward {r['fwd_gbps']:.1f} GB/s = "
                 f"{r['pct_stream'] / 100:.2f}x STREAM triad ({r['stream_gbps']:.1f} GB/s)")
@@ -229,8 +271,10 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
                     f"{r['bwd_ms'] / r['fwd_idx_ms']:.2f}x)"
         for peer in ("torch nchw", "torch channels_last", "onednn-c++ nchw", "onednn-c++ nhwc", "numpy"):
             pr = by.get((r["case"], peer, "cpu")) or by.get((r["case"], peer, "host"))
-            if pr and r["device"] == "cpu" and not pr.get("unreliable"):
-                line += f"; vs {peer} {pr['fwd_ms'] / r['fwd_ms']:.2f}x"
+            if pr and r["device"] == "cpu" and not (pr.get("unreliable") or pr.get("wrong")):
+                ci = ratio_interval([(r["times_ms"], pr["times_ms"])]) if "times_ms" in pr else None
+                line += f"; vs {peer} " + (f"{ci.value:.2f}x ({ci.low:.2f}-{ci.high:.2f})" if ci else
+                                           f"{pr['fwd_ms'] / r['fwd_ms']:.2f}x")
         out.append(line)
     return out
 
