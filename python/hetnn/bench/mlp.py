@@ -21,8 +21,9 @@ import numpy as np
 from .. import datasets, nn, optim
 from .._device import Device
 from .._threads import get_num_threads
-from .._timing import _first_use_totals
-from .matmul import settle
+from .._timing import Case, _first_use_totals, interleave
+from .matmul import blas_threads, settle
+from .stats import ratio_interval
 from .peak import check_ceiling, cpu_fma_peak_gflops, fp32_peak_gflops, share
 
 MLP_TOPOLOGY_COLUMNS = [
@@ -37,7 +38,7 @@ MLP_MNIST_COLUMNS = [
     ("pct_peak", "% peak", ".0f"), ("first_epoch_s", "1st epoch s", ".3f"),
     ("first_use_s", "first use s", ".3f"), ("built", "built", ""), ("disk_hits", "disk hits", ""),
     ("test_accuracy", "test acc", ".4f"), ("final_loss", "train loss", ".4f"),
-    ("device_s", "device s/epoch", ".3f"), ("host_us_per_step", "host us/step", ".1f"),
+    ("device_s", "device s/epoch", ".3f"), ("host_us_per_step", "host us/step", ".1f"), ("noise", "flags", ""),
 ]
 
 
@@ -133,18 +134,21 @@ def _load_fashion() -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
             xe.reshape(len(xe), -1).astype(np.float32) / 255, ye.astype(np.int64))
 
 
-def numpy_mlp_epochs(weights: List[Tuple[np.ndarray, np.ndarray]], xt: np.ndarray, yt: np.ndarray, epochs: int,
-                     batch: int, lr: float, momentum: float, seed: int) -> Tuple[List[float], List[float]]:
+class NumpyMLP:
     """The hand-written NumPy loop users write: ReLU MLP, softmax cross-entropy, SGD with momentum (PyTorch's
-    definition), float32. Returns (epoch times, epoch mean losses); updates ``weights`` in place."""
-    rng = np.random.default_rng(seed)
-    vel = [(np.zeros_like(w), np.zeros_like(b)) for w, b in weights]
-    times, losses = [], []
-    n = len(xt)
-    rows = np.arange(batch)
-    for _ in range(epochs):
-        t0 = time.perf_counter()
-        perm = rng.permutation(n)
+    definition), float32. ``epoch()`` trains one epoch in place and returns its mean loss; momentum carries over."""
+
+    def __init__(self, weights: List[Tuple[np.ndarray, np.ndarray]], batch: int, lr: float, momentum: float,
+                 seed: int) -> None:
+        self.weights, self.batch, self.lr, self.momentum = weights, batch, lr, momentum
+        self.rng = np.random.default_rng(seed)
+        self.vel = [(np.zeros_like(w), np.zeros_like(b)) for w, b in weights]
+
+    def epoch(self, xt: np.ndarray, yt: np.ndarray) -> float:
+        weights, vel, batch, lr, momentum = self.weights, self.vel, self.batch, self.lr, self.momentum
+        n = len(xt)
+        rows = np.arange(batch)
+        perm = self.rng.permutation(n)
         total = 0.0
         for s in range(0, n, batch):
             i = perm[s:s + batch]
@@ -168,8 +172,18 @@ def numpy_mlp_epochs(weights: List[Tuple[np.ndarray, np.ndarray]], xt: np.ndarra
                     v *= momentum
                     v += grad
                     param -= lr * v
+        return total / n
+
+
+def numpy_mlp_epochs(weights: List[Tuple[np.ndarray, np.ndarray]], xt: np.ndarray, yt: np.ndarray, epochs: int,
+                     batch: int, lr: float, momentum: float, seed: int) -> Tuple[List[float], List[float]]:
+    """:class:`NumpyMLP` for ``epochs`` epochs: (epoch times, epoch mean losses); updates ``weights`` in place."""
+    net = NumpyMLP(weights, batch, lr, momentum, seed)
+    times, losses = [], []
+    for _ in range(epochs):
+        t0 = time.perf_counter()
+        losses.append(net.epoch(xt, yt))
         times.append(time.perf_counter() - t0)
-        losses.append(total / n)
     return times, losses
 
 
@@ -182,43 +196,49 @@ def _numpy_accuracy(weights: List[Tuple[np.ndarray, np.ndarray]], xe: np.ndarray
     return float(np.mean(np.argmax(a, axis=1) == ye))
 
 
-def _torch_run(weights: List[Tuple[np.ndarray, np.ndarray]], xt: np.ndarray, yt: np.ndarray, xe: np.ndarray,
-               ye: np.ndarray, epochs: int, batch: int, lr: float, momentum: float, seed: int) -> Dict[str, Any]:
-    import torch
+class TorchMLP:
+    """The same model, data, initial weights and hyperparameters in PyTorch (CPU, hetnn's thread count);
+    ``epoch()`` trains one epoch and returns its mean loss, with no per-step host sync (as hetnn)."""
 
-    torch.set_num_threads(get_num_threads())  # hetnn's count: the CPUs this process may use, or --threads
-    torch.manual_seed(seed)
-    mods: List[Any] = []
-    for k, (w, b) in enumerate(weights):
-        lin = torch.nn.Linear(w.shape[1], w.shape[0])
-        with torch.no_grad():
-            lin.weight.copy_(torch.from_numpy(w))
-            lin.bias.copy_(torch.from_numpy(b))
-        mods.append(lin)
-        if k < len(weights) - 1:
-            mods.append(torch.nn.ReLU())
-    model = torch.nn.Sequential(*mods)
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
-    lossf = torch.nn.CrossEntropyLoss()
-    X, Y = torch.from_numpy(xt), torch.from_numpy(yt)
-    gen = torch.Generator().manual_seed(seed)
-    times, losses = [], []
-    for _ in range(epochs):
-        t0 = time.perf_counter()
-        perm = torch.randperm(len(xt), generator=gen)
+    def __init__(self, weights: List[Tuple[np.ndarray, np.ndarray]], batch: int, lr: float, momentum: float,
+                 seed: int) -> None:
+        import torch
+
+        torch.set_num_threads(get_num_threads())  # the CPUs this process may use, or --threads
+        torch.manual_seed(seed)
+        mods: List[Any] = []
+        for k, (w, b) in enumerate(weights):
+            lin = torch.nn.Linear(w.shape[1], w.shape[0])
+            with torch.no_grad():
+                lin.weight.copy_(torch.from_numpy(w))
+                lin.bias.copy_(torch.from_numpy(b))
+            mods.append(lin)
+            if k < len(weights) - 1:
+                mods.append(torch.nn.ReLU())
+        self.torch, self.batch = torch, batch
+        self.model = torch.nn.Sequential(*mods)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=lr, momentum=momentum)
+        self.lossf = torch.nn.CrossEntropyLoss()
+        self.gen = torch.Generator().manual_seed(seed)
+        self.version = torch.__version__
+
+    def epoch(self, xt: np.ndarray, yt: np.ndarray) -> float:
+        torch = self.torch
+        X, Y = torch.from_numpy(xt), torch.from_numpy(yt)
+        perm = torch.randperm(len(xt), generator=self.gen)
         total = torch.zeros(())
-        for s in range(0, len(xt), batch):
-            i = perm[s:s + batch]
-            opt.zero_grad(set_to_none=True)
-            loss = lossf(model(X[i]), Y[i])
+        for s in range(0, len(xt), self.batch):
+            i = perm[s:s + self.batch]
+            self.opt.zero_grad(set_to_none=True)
+            loss = self.lossf(self.model(X[i]), Y[i])
             loss.backward()
-            opt.step()
-            total += loss.detach() * len(i)  # no per-step host sync, as hetnn
-        losses.append(float(total) / len(xt))
-        times.append(time.perf_counter() - t0)
-    with torch.no_grad():
-        acc = float((model(torch.from_numpy(xe)).argmax(1).numpy() == ye).mean())
-    return {"times": times, "losses": losses, "accuracy": acc, "version": torch.__version__}
+            self.opt.step()
+            total += loss.detach() * len(i)
+        return float(total) / len(xt)
+
+    def accuracy(self, xe: np.ndarray, ye: np.ndarray) -> float:
+        with self.torch.no_grad():
+            return float((self.model(self.torch.from_numpy(xe)).argmax(1).numpy() == ye).mean())
 
 
 def _warm_up(hidden: Sequence[int], dev: Device, seed: int, xt: np.ndarray, yt: np.ndarray, batch: int,
@@ -237,80 +257,123 @@ def _warm_up(hidden: Sequence[int], dev: Device, seed: int, xt: np.ndarray, yt: 
             "disk_hits": int(after["disk_hits"] - before["disk_hits"])}
 
 
+def _peer_warm_up(make: Callable[[], Any], xt: np.ndarray, yt: np.ndarray, batch: int) -> Dict[str, Any]:
+    """A peer's untimed first use (16 batches on a throw-away copy): its cost, kept apart from the epochs."""
+    t0 = time.perf_counter()
+    n = min(len(xt), 16 * batch)
+    make().epoch(xt[:n], yt[:n])
+    return {"first_use_s": time.perf_counter() - t0}
+
+
 def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False, compare: Sequence[str] = ("numpy",),
               seed: int = 0, progress: Optional[Callable[[str], None]] = None,
               notes: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+    """Per topology, hetnn on every device and each peer (NumPy loop, PyTorch) train from the same initial weights;
+    their epochs run in interleaved rounds (epoch 1 of each, then epoch 2 in reverse order, ...) after each
+    warmed up on a throw-away copy, so a drift of the machine reaches all alike."""
     xt, yt, xe, ye = _load_fashion()
     peaks = _peaks(devices)
     lr, momentum, batch = 0.1, 0.9, 64
+    steps = -(-len(xt) // batch)
+    use_torch = False
+    if "torch" in compare:
+        try:
+            import torch  # noqa: F401
+            use_torch = True
+        except ImportError as exc:
+            if notes is not None:
+                notes.append(f"torch: not used ({type(exc).__name__}: {exc})")
     rows = []
     for hidden in mnist_topologies(quick):
         widths = "-".join(map(str, hidden))
         flops = train_flops([784, *hidden, 10], len(xt))
+        if progress:
+            progress(f"fashion-mnist {widths}")
+        cases: List[Case] = []
+        finish: List[Callable[[Any], Dict[str, Any]]] = []
         base: Optional[List[Tuple[np.ndarray, np.ndarray]]] = None
         for dev in devices:
             settle()
-            if progress:
-                progress(f"fashion-mnist {widths} on {dev.id}")
             first = _warm_up(hidden, dev, seed, xt, yt, batch, lr, momentum)
             model = _mlp(784, hidden, 10, dev, seed)
             if base is None:
                 ps = [p.numpy() for p in model.parameters()]
                 base = [(ps[i].copy(), ps[i + 1].copy()) for i in range(0, len(ps), 2)]
             opt = optim.SGD(model.parameters(), lr=lr, momentum=momentum)
-            hist = model.fit(xt, yt, loss=nn.CrossEntropyLoss(), optimizer=opt, epochs=epochs, batch_size=batch,
-                             seed=seed)
-            acc = model.evaluate(xe, ye, metrics=("accuracy",))["accuracy"]
-            times = hist.history["epoch_time"]
-            # host overhead: wall time not covered by the device's own timing of the commands, per step
-            device_s = sum(hist.device_time.values()) / epochs
-            steps = -(-len(xt) // batch)
-            rows.append(_with_peak(
-                {"widths": widths, "params": model.count_params(), "library": "hetnn", "device": dev.id,
-                 "epochs": epochs, "epoch_s": float(np.median(times)), "first_epoch_s": times[0],
-                 "test_accuracy": acc, "final_loss": hist.history["loss"][-1], "device_s": device_s,
-                 "host_us_per_step": max(0.0, float(np.mean(times)) - device_s) / steps * 1e6,
-                 "device_time": dict(hist.device_time), **first}, flops, float(np.median(times)), peaks[dev.id]))
+            state: Dict[str, Any] = {"epoch": 0, "losses": [], "device_s": []}
+
+            def hetnn_epoch(model: Any = model, opt: Any = opt, state: Dict[str, Any] = state) -> None:
+                hist = model.fit(xt, yt, loss=nn.CrossEntropyLoss(), optimizer=opt, epochs=1, batch_size=batch,
+                                 seed=seed + state["epoch"])
+                state["epoch"] += 1
+                state["losses"].append(hist.history["loss"][-1])
+                state["device_s"].append(sum(hist.device_time.values()))
+            cases.append(Case(f"hetnn {dev.id}", hetnn_epoch, devices=[dev]))
+
+            def hetnn_row(r: Any, dev: Device = dev, model: Any = model, state: Dict[str, Any] = state,
+                          first: Dict[str, Any] = first) -> Dict[str, Any]:
+                times = r.wall_times
+                device_s = float(np.mean(state["device_s"]))
+                return _with_peak(
+                    {"widths": widths, "params": model.count_params(), "library": "hetnn", "device": dev.id,
+                     "epochs": epochs, "epoch_s": float(np.median(times)), "first_epoch_s": float(times[0]),
+                     "times_s": [float(t) for t in times],
+                     "test_accuracy": model.evaluate(xe, ye, metrics=("accuracy",))["accuracy"],
+                     "final_loss": state["losses"][-1], "device_s": device_s,
+                     "host_us_per_step": max(0.0, float(np.mean(times)) - device_s) / steps * 1e6,
+                     **{k: r.noise[k] for k in ("preempted", "unreliable", "noise")},
+                     "threads": get_num_threads() if dev.kind == "cpu" else None, **first},
+                    flops, float(np.median(times)), peaks[dev.id])
+            finish.append(hetnn_row)
         assert base is not None
+        params = sum(w.size + b.size for w, b in base)
+        peers: List[Tuple[str, Callable[[], Any]]] = []
         if "numpy" in compare:
+            peers.append(("numpy", lambda: NumpyMLP([(a.copy(), b.copy()) for a, b in base], batch, lr, momentum,
+                                                    seed)))
+        if use_torch:
+            peers.append(("torch", lambda: TorchMLP([(a.copy(), b.copy()) for a, b in base], batch, lr, momentum,
+                                                    seed)))
+        for name, make in peers:
             settle()
-            if progress:
-                progress(f"fashion-mnist {widths} on NumPy")
-            w = [(a.copy(), b.copy()) for a, b in base]
-            times, losses = numpy_mlp_epochs(w, xt, yt, epochs, batch, lr, momentum, seed)
-            rows.append(_with_peak(
-                {"widths": widths, "params": rows[-1]["params"], "library": "numpy", "device": "host",
-                 "epochs": epochs, "epoch_s": float(np.median(times)), "first_epoch_s": times[0],
-                 "test_accuracy": _numpy_accuracy(w, xe, ye), "final_loss": losses[-1]},
-                flops, float(np.median(times)), peaks[None]))
-        if "torch" in compare:
-            try:
-                import torch  # noqa: F401
-            except ImportError as exc:
-                if notes is not None:
-                    notes.append(f"torch: not used ({type(exc).__name__}: {exc})")
-            else:
-                settle()
-                if progress:
-                    progress(f"fashion-mnist {widths} on PyTorch")
-                r = _torch_run([(a.copy(), b.copy()) for a, b in base], xt, yt, xe, ye, epochs, batch, lr, momentum,
-                               seed)
-                rows.append(_with_peak(
-                    {"widths": widths, "params": rows[-1]["params"], "library": f"torch {r['version']}",
-                     "device": "cpu", "epochs": epochs, "epoch_s": float(np.median(r["times"])),
-                     "first_epoch_s": r["times"][0], "test_accuracy": r["accuracy"], "final_loss": r["losses"][-1]},
-                    flops, float(np.median(r["times"])), peaks[None]))
+            first = _peer_warm_up(make, xt, yt, batch)
+            net = make()
+            losses: List[float] = []
+            cases.append(Case(name, lambda net=net, losses=losses: losses.append(net.epoch(xt, yt))))
+
+            def peer_row(r: Any, name: str = name, net: Any = net, losses: List[float] = losses,
+                         first: Dict[str, Any] = first) -> Dict[str, Any]:
+                times = r.wall_times
+                acc = _numpy_accuracy(net.weights, xe, ye) if name == "numpy" else net.accuracy(xe, ye)
+                return _with_peak(
+                    {"widths": widths, "params": params,
+                     "library": "numpy" if name == "numpy" else f"torch {net.version}",
+                     "device": "host" if name == "numpy" else "cpu", "epochs": epochs,
+                     "epoch_s": float(np.median(times)), "first_epoch_s": float(times[0]),
+                     "times_s": [float(t) for t in times], "test_accuracy": acc, "final_loss": losses[-1],
+                     **{k: r.noise[k] for k in ("preempted", "unreliable", "noise")},
+                     "threads": get_num_threads() if name == "torch" else blas_threads(), **first},
+                    flops, float(np.median(times)), peaks[None])
+            finish.append(peer_row)
+        results = interleave(cases, n_warmup=0, n_repeat=epochs)
+        rows.extend(f(r) for f, r in zip(finish, results))
     return rows
 
 
 def mnist_ratios(rows: List[Dict[str, Any]]) -> List[str]:
-    """The comparisons the README reports, for the 784-128-10 model (one run)."""
+    """The comparisons the README reports, for the 784-128-10 model (one run): epoch time of each row over hetnn
+    cpu's, with the 95 % bootstrap interval over the interleaved epochs (one epoch: no interval)."""
     out = []
-    sel = [r for r in rows if r["widths"] == "128" and not r.get("flagged")]
+    sel = [r for r in rows if r["widths"] == "128"]
     hetnn_cpu = next((r for r in sel if r["library"] == "hetnn" and r["device"] == "cpu"), None)
     for r in sel:
         if r is hetnn_cpu or hetnn_cpu is None:
             continue
-        out.append(f"784-128-10 epoch: hetnn cpu {hetnn_cpu['epoch_s']:.3f} s vs {r['library']} "
-                   f"{r['device']} {r['epoch_s']:.3f} s = {hetnn_cpu['epoch_s'] / r['epoch_s']:.2f}x")
+        name = f"784-128-10 epoch: hetnn cpu / {r['library']} {r['device']} (speed)"
+        if any(x.get("flagged") or x.get("unreliable") for x in (r, hetnn_cpu)):
+            out.append(f"{name}: left out ({r.get('noise') or hetnn_cpu.get('noise') or 'above the ceiling'})")
+            continue
+        ci = ratio_interval([(hetnn_cpu["times_s"], r["times_s"])]) if len(r.get("times_s", [])) > 1 else None
+        text = ci.text(name) if ci else f"{name}: {r['epoch_s'] / hetnn_cpu['epoch_s']:.2f}x"
+        out.append(f"{text} ({hetnn_cpu['epoch_s']:.3f} s vs {r['epoch_s']:.3f} s)")
     return out
