@@ -19,6 +19,7 @@ from .._timing import benchmark
 TRANSFER_COLUMNS = [
     ("device", "device", ""), ("direction", "direction", ""), ("size", "size", ""), ("bytes", "bytes", ","),
     ("ms", "median ms", ".4f"), ("gbps", "GB/s", ".2f"), ("pct_peak", "% peak", ".0f"), ("wall_ms", "wall ms", ".4f"),
+    ("noise", "flags", ""),
 ]
 
 
@@ -78,7 +79,8 @@ def run_transfer(devices: Sequence[Device], sizes: Sequence[int], *, n_warmup: i
                 t = dev_t if np.isfinite(dev_t) and dev_t > 0 else r.median
                 row = {"device": dev.id, "direction": direction, "size": _human(n), "bytes": n,
                        "ms": t * 1e3, "wall_ms": r.median * 1e3, "gbps": n / t / 1e9 if t > 0 else float("nan"),
-                       "timing": "device" if t is dev_t else "wall", "repeats": r.n_repeat}
+                       "timing": "device" if t is dev_t else "wall", "repeats": r.n_repeat,
+                       **{k: r.noise[k] for k in ("preempted", "unreliable", "noise")}}
                 ref = pct_ref[direction]
                 row["pct_peak"] = 100 * row["gbps"] / ref if ref else float("nan")
                 ceiling, cache = ceil[direction]
@@ -93,7 +95,8 @@ def summary(rows: List[Dict[str, Any]]) -> List[str]:
     out = []
     for dev in dict.fromkeys(r["device"] for r in rows):
         for direction in ("h2d", "d2h", "d2d"):
-            sel = [r for r in rows if r["device"] == dev and r["direction"] == direction and not r.get("flagged")]
+            sel = [r for r in rows if r["device"] == dev and r["direction"] == direction and not r.get("flagged")
+                   and not r.get("unreliable")]
             if not sel:
                 continue
             small = min(sel, key=lambda r: r["bytes"])
