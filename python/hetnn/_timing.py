@@ -164,6 +164,17 @@ class BenchmarkResult:
         return bool(self.noise["unreliable"])
 
     @property
+    def first_use_text(self) -> str:
+        """The warm-up's cost in one cell: first call time, and programs or primitives built / read from disk."""
+        f = self.first_use
+        if not f:
+            return ""
+        text = f"{f.get('call_s', math.nan) * 1e3:.1f} ms"
+        if f.get("built") or f.get("disk_hits"):
+            text += f" ({f.get('built', 0)} built, {f.get('disk_hits', 0)} from disk)"
+        return text
+
+    @property
     def n_repeat(self) -> int:
         return int(self.wall_times.size)
 
@@ -273,6 +284,24 @@ def _first_use_totals() -> Dict[str, float]:
     return tot
 
 
+def _warm_up(c: Case, n_warmup: int) -> Dict[str, Any]:
+    """``n_warmup`` untimed calls of ``c``; their cost (first call, all of them, programs or primitives built and
+    read from the disk cache on any device meanwhile)."""
+    before = _first_use_totals()
+    t0 = time.perf_counter()
+    first_call = math.nan
+    for i in range(n_warmup):
+        c.fn()
+        c.wait()
+        if i == 0:
+            first_call = time.perf_counter() - t0
+    after = _first_use_totals()
+    return {"call_s": first_call, "warmup_s": time.perf_counter() - t0,
+            "built": int(after["built"] - before["built"]),
+            "disk_hits": int(after["disk_hits"] - before["disk_hits"]),
+            "build_s": after["seconds"] - before["seconds"]}
+
+
 def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
                max_duration: Optional[float] = None, settle: bool = True) -> List[BenchmarkResult]:
     """Times several cases in rounds instead of one block each: round 1 runs A B C, round 2 C B A, and so on, so
@@ -290,24 +319,9 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
     bad = [type(c).__name__ for c in cases if not isinstance(c, Case)]
     if bad:
         raise TypeError(f"interleave: cases must be hetnn.Case objects, got {', '.join(bad)}")
-    _check_counts(n_warmup, max(n_repeat, 1) if isinstance(n_repeat, int) else n_repeat, max_duration,
-                  where="interleave")
+    _check_counts(n_warmup, n_repeat, max_duration, where="interleave")
     probe = Probe()
-    first: List[Dict[str, Any]] = []
-    for c in cases:
-        before = _first_use_totals()
-        t0 = time.perf_counter()
-        first_call = math.nan
-        for i in range(n_warmup):
-            c.fn()
-            c.wait()
-            if i == 0:
-                first_call = time.perf_counter() - t0
-        after = _first_use_totals()
-        first.append({"call_s": first_call, "warmup_s": time.perf_counter() - t0,
-                      "built": int(after["built"] - before["built"]),
-                      "disk_hits": int(after["disk_hits"] - before["disk_hits"]),
-                      "build_s": after["seconds"] - before["seconds"]})
+    first = [_warm_up(c, n_warmup) for c in cases]
     probe.refresh()  # the warm-ups may have started thread pools
     span0 = probe.read()
     caps = [_Capture(c.devices) for c in cases]
@@ -387,7 +401,7 @@ def benchmark(fn: Callable[..., Any], args: Sequence[Any] = (), kwargs: Optional
     label = name or getattr(fn, "__name__", type(fn).__name__)
     if device is None:  # the devices in use once fn has run: warm up first, then resolve
         case = Case(label, lambda: fn(*args, **kwargs), flops=flops, nbytes=nbytes)
-        first = interleave([case], n_warmup=n_warmup, n_repeat=0)[0].first_use if n_warmup else {}
+        first = _warm_up(case, n_warmup) if n_warmup else {}
         case.devices = _device_list(None)
         r = interleave([case], n_warmup=0, n_repeat=n_repeat, max_duration=max_duration)[0]
         r.first_use, r.n_warmup = first, n_warmup

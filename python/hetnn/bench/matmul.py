@@ -115,7 +115,8 @@ def _result_row(base: Dict[str, Any], flops: float, r: Any, peak: Optional[float
     row = _row(base, flops, r.wall_times, peak, max_rel_err=err, times_ms=[t * 1e3 for t in r.wall_times],
                **{k: r.noise[k] for k in ("preempted", "unreliable", "noise", "runqueue_pct", "steal_pct",
                                           "others_pct")},
-               first_call_ms=r.first_use.get("call_s", math.nan) * 1e3, built=r.first_use.get("built"),
+               first_call_ms=r.first_use.get("call_s", math.nan) * 1e3, first_use=r.first_use_text,
+               built=r.first_use.get("built"),
                disk_hits=r.first_use.get("disk_hits"), **extra)
     if not err <= AGREEMENT_TOLERANCE[base["dtype"]]:
         row["wrong"] = True
@@ -318,5 +319,5 @@ MATMUL_COLUMNS = [("shape", "shape", ""), ("M", "M", "d"), ("N", "N", "d"), ("K"
                   ("library", "library", ""), ("device", "device", ""), ("wall_ms", "wall ms", ".3f"),
                   ("device_ms", "device ms", ".3f"), ("gflops", "GFLOP/s", ".1f"), ("pct_peak", "% peak", ".0f"),
                   ("max_rel_err", "max rel err", ".1e"), ("spread_pct", "IQR %", ".0f"), ("repeats", "n", "d"),
-                  ("threads", "threads", ""), ("first_call_ms", "1st call ms", ".1f"), ("noise", "flags", ""),
+                  ("threads", "threads", ""), ("first_use", "first use", ""), ("noise", "flags", ""),
                   ("note", "note", "")]

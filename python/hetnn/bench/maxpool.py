@@ -234,7 +234,7 @@ def _fwd_row(base: Dict[str, Any], library: str, device: str, r: Any, result: np
     err = float(np.max(np.abs(np.asarray(result, dtype=np.float64) - ref))) if ref.size else 0.0
     row = {**base, "library": library, "device": device, "fwd_ms": r.median * 1e3, "max_abs_err": err,
            "spread_pct": r.spread_pct, "repeats": r.n_repeat, "times_ms": [t * 1e3 for t in r.wall_times],
-           **_noise(r), **{k: v for k, v in extra.items() if v is not None}}
+           "first_use": r.first_use_text, **_noise(r), **{k: v for k, v in extra.items() if v is not None}}
     if not err == 0.0:  # max pooling selects, it does not round: any difference is a wrong result
         row["wrong"] = True
         row["noise"] = "; ".join(x for x in (row["noise"], f"WRONG: error {err:.1e}") if x)
@@ -283,8 +283,8 @@ MAXPOOL_COLUMNS = [("case", "case", ""), ("shape", "N x C x H x W", ""), ("kerne
                    ("padding", "p", "d"), ("library", "library", ""), ("device", "device", ""),
                    ("fwd_ms", "fwd ms", ".3f"), ("fwd_gbps", "GB/s", ".1f"), ("pct_peak", "% mem peak", ".0f"),
                    ("fwd_idx_ms", "fwd+idx ms", ".3f"), ("bwd_ms", "bwd ms", ".3f"),
-                   ("bwd_over_fwd", "bwd/fwd", ".2f"), ("max_abs_err", "max err", ".1e"), ("noise", "flags", ""),
-                   ("spread_pct", "IQR %", ".0f")]
+                   ("bwd_over_fwd", "bwd/fwd", ".2f"), ("max_abs_err", "max err", ".1e"), ("first_use", "first use", ""),
+                   ("noise", "flags", ""), ("spread_pct", "IQR %", ".0f")]
 SWEEP_COLUMNS = [("case", "image", ""), ("windows", "windows", "d"), ("library", "library", ""),
                  ("device", "device", ""), ("fwd_ms", "fwd ms", ".4f"), ("fwd_gbps", "GB/s", ".2f"),
                  ("pct_peak", "% mem peak", ".0f"), ("h2d_ms", "h2d ms", ".3f"), ("d2h_ms", "d2h ms", ".3f"),
