@@ -322,3 +322,18 @@ def test_interleave_bad_inputs():
         interleave([Case("a", lambda: None)], max_duration=0)
     with pytest.raises(TypeError, match="must be callable"):
         Case("a", 3)
+
+
+def test_on_a_quiet_machine_only_steal_marks_a_repeat():
+    """PoCL's threads queue behind its own polling thread while the other vCPU idles: on a machine whose other
+    processes stayed under 5 % of the CPUs for the whole run, that wait is the library's own."""
+    from hetnn._oscounters import machine_was_quiet
+
+    cs = [waited(1e-3, share=0.8) for _ in range(6)] + [Counters(wall=1e-3, run=1e-3, steal=0.01)]
+    assert preempted(cs) == [True] * 7
+    assert preempted(cs, quiet=True) == [False] * 6 + [True]
+    assert summarize(cs, quiet=True)["noise"] == "preempted 1/7"
+    assert machine_was_quiet({"others_pct": 0.8, "steal_pct": 0.4})
+    assert not machine_was_quiet({"others_pct": 34.0, "steal_pct": 0.4})
+    assert not machine_was_quiet({"others_pct": 0.5, "steal_pct": 3.0})
+    assert not machine_was_quiet({"others_pct": float("nan"), "steal_pct": float("nan")})  # too short to tell

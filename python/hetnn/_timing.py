@@ -10,7 +10,8 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Unio
 import numpy as np
 
 from ._device import Device, DeviceLike, device as _resolve_device, devices as _all_devices, get_default_device
-from ._oscounters import Counters, Probe, preempted as _preempted, quiesce, span_noise, summarize
+from ._oscounters import (Counters, Probe, machine_was_quiet, preempted as _preempted, quiesce, span_noise,
+                          summarize)
 
 PRECALL_BELOW_S = 0.02  # interleaved cases faster than this get an untimed call right before each timed one
 
@@ -141,6 +142,7 @@ class BenchmarkResult:
         self.counters: List[Counters] = list(counters or [])
         #: OS view of the repeats: preempted (count), unreliable, noise (text), runqueue/steal/others_pct
         self.noise: Dict[str, Any] = summarize(self.counters)
+        self.quiet_machine = False  # set by interleave when the whole run saw no other load
         #: warm-up cost: first call seconds, warm-up seconds, programs/primitives built, disk-cache hits
         self.first_use: Dict[str, Any] = dict(first_use or {})
         self.wall_times = wall_times
@@ -156,7 +158,7 @@ class BenchmarkResult:
     @property
     def preempted(self) -> np.ndarray:
         """Per repeat: True where the OS reports it was preempted (see :mod:`hetnn._oscounters`)."""
-        return np.array(_preempted(self.counters), dtype=bool)
+        return np.array(_preempted(self.counters, self.quiet_machine), dtype=bool)
 
     @property
     def unreliable(self) -> bool:
@@ -362,8 +364,11 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
     probe.close()
     out = [BenchmarkResult(c.name, np.array(walls[j]), np.array(devt[j]), c.devices, c.flops, c.nbytes, n_warmup,
                            commands[j], counters[j], first[j]) for j, c in enumerate(cases)]
+    load = span_noise(span)
+    quiet = machine_was_quiet(load)
     for r in out:
-        r.noise.update(span_noise(span))
+        r.quiet_machine = quiet
+        r.noise = {**summarize(r.counters, quiet), **load, "quiet_machine": quiet}
     return out
 
 
