@@ -212,12 +212,22 @@ def test_excluded_rows_enter_no_ratio():
     rows = [_row("hetnn", "cpu", "s1", [1.0] * 5), _row("numpy", "host", "s1", [2.0] * 5),
             _row("hetnn", "cpu", "s2", [1.0] * 5, unreliable=True, noise="unreliable: preempted in 5 of 5 repeats"),
             _row("numpy", "host", "s2", [9.0] * 5),
-            _row("hetnn", "cpu", "s3", [1.0] * 5), _row("numpy", "host", "s3", [50.0] * 5, wrong=True)]
-    assert [excluded(r) for r in rows] == ["", "", "unreliable", "", "", "wrong result"]
+            _row("hetnn", "cpu", "s3", [1.0] * 5), _row("numpy", "host", "s3", [50.0] * 5, wrong=True),
+            _row("hetnn", "cpu", "s4", [2.0] * 5), _row("numpy", "host", "s4", [4.0] * 5)]
+    assert [excluded(r) for r in rows] == ["", "", "unreliable", "", "", "wrong result", "", ""]
     lines = ratios(rows)
-    assert lines[0].startswith("hetnn cpu / NumPy: 2.00x") and "[1 of 3 shapes]" in lines[0]
+    assert lines[0].startswith("hetnn cpu / NumPy: 2.00x") and "[2 of 4 shapes]" in lines[0]
     assert any("left out: hetnn cpu s2 (unreliable: preempted in 5 of 5 repeats)" in s for s in lines)
     assert any("left out: numpy host s3 (wrong result)" in s for s in lines)
+
+
+def test_a_ratio_over_a_minority_of_the_shapes_draws_no_conclusion():
+    rows = [_row("hetnn", "cpu", "s1", [1.0] * 5), _row("numpy", "host", "s1", [2.0] * 5)]
+    for i in (2, 3):
+        rows += [_row("hetnn", "cpu", f"s{i}", [1.0] * 5, unreliable=True, noise="unreliable: preempted in 5 of 5"),
+                 _row("numpy", "host", f"s{i}", [2.0] * 5)]
+    assert ratios(rows)[0] == ("hetnn cpu / NumPy: only 1 of 3 shapes measured reliably by both: no conclusion "
+                               "from this run")
 
 
 # ---- thread control ----

@@ -276,7 +276,8 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
     """The comparisons the README reports, over the shapes both sides measured reliably: the ratio of aggregate
     throughputs with its 95 % bootstrap interval over the interleaved rounds, e.g. "hetnn cpu / NumPy: 1.23x
     (1.15-1.31, 95% CI)"; an interval containing 1 says that no difference was shown. Rows above the ceiling, with
-    a wrong result or dominated by preemption are left out, and the line says how many shapes it covers."""
+    a wrong result or dominated by preemption are left out, and the line says how many shapes it covers; with
+    fewer than half of the shapes left, it draws no conclusion."""
     shape_rows = [r for r in rows if "times_ms" in r]
     left_out = [r for r in shape_rows if excluded(r)]
     usable = [r for r in shape_rows if not excluded(r)]
@@ -303,6 +304,11 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
     sides = {(r["library"], r["device"]) for r in shape_rows}
     for name, x, y in pairs:
         common = [sh for sh in x if sh in y]
+        if common and 2 * len(common) < total:
+            # an aggregate over a minority of the shapes is not the comparison that was asked for
+            out.append(f"{name}: only {len(common)} of {total} shapes measured reliably by both: no conclusion "
+                       f"from this run")
+            continue
         r = ratio_interval([(x[sh], y[sh]) for sh in common]) if common else None
         if r is not None:
             cover = f" [{len(common)} of {total} shapes]" if len(common) < total else ""
