@@ -347,3 +347,19 @@ def test_on_a_quiet_machine_only_steal_marks_a_repeat():
     assert not machine_was_quiet({"others_pct": 34.0, "steal_pct": 0.4})
     assert not machine_was_quiet({"others_pct": 0.5, "steal_pct": 3.0})
     assert not machine_was_quiet({"others_pct": float("nan"), "steal_pct": float("nan")})  # too short to tell
+
+
+def test_compare_keeps_a_wrong_peer_out_of_the_ratios(monkeypatch):
+    """Agreement is enforced, not only printed: a peer whose result is wrong gets no speed ratio."""
+    from hetnn.bench.peers import PeerTarget
+
+    compare_mod = sys.modules["hetnn.bench.compare"]  # the package exports the function under the module's name
+
+    fake = PeerTarget("torch", "cpu", put=lambda x, dt: np.asarray(x, dtype=dt), get=lambda a: np.asarray(a, float),
+                      sync=lambda: None, matmul=lambda a, b: (a @ b) * 1.01)  # 1 % off: wrong
+    monkeypatch.setattr(compare_mod, "find_peers", lambda names: ([fake], []))
+    a = np.random.default_rng().standard_normal((64, 32), dtype=np.float32)
+    res = compare_mod.compare("matmul", a, a.T.copy(), against=("numpy", "torch"), device="cpu", n_repeat=3,
+                              n_warmup=1)
+    assert "hetnn cpu / torch cpu: not compared (wrong result: torch error" in res.text
+    assert "hetnn cpu / numpy host: " in res.text and "numpy host: not compared (wrong" not in res.text

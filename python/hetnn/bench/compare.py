@@ -14,7 +14,7 @@ from .._ops import matmul
 from .._pool import max_pool2d
 from .._timing import Case, interleave, spread_pct
 from .peak import check_ceiling, fp32_peak_gflops, share
-from .matmul import max_rel_error
+from .matmul import AGREEMENT_TOLERANCE, max_rel_error
 from .peers import ARRAY_PEERS, find_peers
 from .stats import ratio_interval
 from .report import environment, format_table
@@ -196,6 +196,11 @@ def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "tor
     own = rows[0]
     for row in rows[1:]:
         name = f"hetnn {dev.id} / {row['library']} {row['device']}"
+        bad = [x for x in (own, row) if not x["max_rel_err"] <= AGREEMENT_TOLERANCE.get(dtype, 0.0)]
+        if bad:  # a wrong result is not a speed
+            ratio_lines.append(f"{name}: not compared (wrong result: {bad[0]['library']} error "
+                               f"{bad[0]['max_rel_err']:.1e} against float64)")
+            continue
         if own.get("unreliable") or row.get("unreliable") or own.get("flagged") or row.get("flagged"):
             ratio_lines.append(f"{name}: not compared ({row.get('noise') or own.get('noise') or 'above the ceiling'})")
             continue
