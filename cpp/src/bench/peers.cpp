@@ -64,8 +64,13 @@ double fma_loop(long iters, float* sink) {
 }
 }  // namespace
 
-RawMatmul::RawMatmul(const float* a, const float* b, float* c, int M, int N, int K)
-    : eng_(dnnl::engine::kind::cpu, 0), stream_(eng_) {
+void RawPrimitive::run() {
+  cpu_threads::apply();
+  prim_.execute(stream_, args_);
+  stream_.wait();
+}
+
+RawMatmul::RawMatmul(const float* a, const float* b, float* c, int M, int N, int K) {
   using namespace dnnl;
   if (M < 1 || N < 1 || K < 1) throw ValueError("RawMatmul: M, N, K must be >= 1");
   const memory::desc a_md({M, K}, memory::data_type::f32, memory::format_tag::ab);
@@ -75,12 +80,6 @@ RawMatmul::RawMatmul(const float* a, const float* b, float* c, int M, int N, int
   args_ = {{DNNL_ARG_SRC, memory(a_md, eng_, const_cast<float*>(a))},
            {DNNL_ARG_WEIGHTS, memory(b_md, eng_, const_cast<float*>(b))},
            {DNNL_ARG_DST, memory(c_md, eng_, c)}};
-}
-
-void RawMatmul::run() {
-  cpu_threads::apply();
-  prim_.execute(stream_, args_);
-  stream_.wait();
 }
 
 std::pair<double, double> stream_copy_triad(std::size_t bytes_per_array, int repeats) {
@@ -112,8 +111,7 @@ std::pair<double, double> stream_copy_triad(std::size_t bytes_per_array, int rep
 }
 
 RawMaxPool::RawMaxPool(const float* x, float* y, int N, int C, int H, int W, int k, int s, int p,
-                       const std::string& layout)
-    : eng_(dnnl::engine::kind::cpu, 0), stream_(eng_) {
+                       const std::string& layout) {
   using namespace dnnl;
   using tag = memory::format_tag;
   if (layout != "nchw" && layout != "nhwc") throw ValueError("RawMaxPool: layout must be nchw or nhwc");
@@ -126,12 +124,6 @@ RawMaxPool::RawMaxPool(const float* x, float* y, int N, int C, int H, int W, int
                                            {s, s}, {k, k}, {0, 0}, {p, p}, {p, p});
   prim_ = pooling_forward(pd);
   args_ = {{DNNL_ARG_SRC, memory(src, eng_, const_cast<float*>(x))}, {DNNL_ARG_DST, memory(dst, eng_, y)}};
-}
-
-void RawMaxPool::run() {
-  cpu_threads::apply();
-  prim_.execute(stream_, args_);
-  stream_.wait();
 }
 
 std::pair<double, std::string> cpu_fma_peak(int threads, double seconds) {

@@ -12,18 +12,24 @@
 
 namespace hetnn::bench {
 
-// A oneDNN f32 matmul c = a @ b ((M,K) x (K,N), row-major, the caller's memory) with no hetnn layer between:
-// the primitive is created once; run() executes it and waits. The benchmarks time run() like every other peer.
-class RawMatmul {
+// A oneDNN primitive on the caller's memory with no hetnn layer between: created once; run() executes it and
+// waits. The benchmarks time run() like every other peer.
+class RawPrimitive {
  public:
-  RawMatmul(const float* a, const float* b, float* c, int M, int N, int K);
   void run();
 
- private:
+ protected:
+  RawPrimitive() : eng_(dnnl::engine::kind::cpu, 0), stream_(eng_) {}
   dnnl::engine eng_;
   dnnl::stream stream_;
   dnnl::primitive prim_;
   std::unordered_map<int, dnnl::memory> args_;
+};
+
+// f32 matmul c = a @ b ((M,K) x (K,N), row-major).
+class RawMatmul : public RawPrimitive {
+ public:
+  RawMatmul(const float* a, const float* b, float* c, int M, int N, int K);
 };
 
 // FP32 FMA throughput (GFLOP/s) of `threads` threads (0: all OpenMP threads) running independent vector FMAs
@@ -42,18 +48,11 @@ bool have_clblast();
 // counted as STREAM counts them (no write-allocate traffic).
 std::pair<double, double> stream_copy_triad(std::size_t bytes_per_array, int repeats);
 
-// oneDNN's max-pooling forward (inference) primitive on the caller's f32 memory: x (N, C, H, W) in `layout` "nchw"
-// or "nhwc", y the output in the same layout; square kernel k, stride s, padding p. run() executes and waits.
-class RawMaxPool {
+// Max-pooling forward (inference) on f32 memory: x (N, C, H, W) in `layout` "nchw" or "nhwc", y the output in the
+// same layout; square kernel k, stride s, padding p.
+class RawMaxPool : public RawPrimitive {
  public:
   RawMaxPool(const float* x, float* y, int N, int C, int H, int W, int k, int s, int p, const std::string& layout);
-  void run();
-
- private:
-  dnnl::engine eng_;
-  dnnl::stream stream_;
-  dnnl::primitive prim_;
-  std::unordered_map<int, dnnl::memory> args_;
 };
 
 }  // namespace hetnn::bench
