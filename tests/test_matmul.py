@@ -115,6 +115,20 @@ def test_numpy_non_contiguous_operands(device, rng):
     assert rel_err(c, _ref(np.ascontiguousarray(av), np.ascontiguousarray(bv))) < TOL["float32"]
 
 
+@pytest.mark.parametrize("sa, sb", [((0, 3, 4), (4, 5)), ((1, 3, 4), (0, 4, 5)), ((0, 3, 4), (1, 4, 5)),
+                                    ((3, 4), (0, 4, 5))])
+def test_an_empty_batch_broadcasts_to_an_empty_result(device, rng, sa, sb):
+    """A batch of 0 against a broadcast operand (batch 1 or 2-D) gives NumPy's empty result: once (1, 3, 5) read past
+    an empty buffer on OpenCL and raised from oneDNN on the CPU."""
+    a = rng.standard_normal(sa).astype(np.float32)
+    b = rng.standard_normal(sb).astype(np.float32)
+    want = np.matmul(a, b)
+    got = hetnn.matmul(a, b, device=device)
+    assert got.shape == want.shape == (0, 3, 5)
+    out = hetnn.empty(want.shape, device=device)
+    assert hetnn.matmul(hetnn.asarray(a, device=device), hetnn.asarray(b, device=device), out=out) is out
+
+
 def test_zero_sized_dimensions(device, rng):
     a, b = _operands(rng, (0, 5), (5, 3), "float32")
     assert hetnn.matmul(hetnn.asarray(a, device=device), hetnn.asarray(b, device=device)).shape == (0, 3)

@@ -69,7 +69,7 @@ MatmulDesc matmul_plan(const Array& a, const Array& b, const Array* out, const M
   if (d.batch_a != d.batch_b && d.batch_a != 1 && d.batch_b != 1)
     throw ValueError("matmul: batch sizes of a " + shape_str(as) + " and b " + shape_str(bs) +
                      " differ and neither is 1");
-  d.batch = std::max(d.batch_a, d.batch_b);
+  d.batch = d.batch_a == 1 ? d.batch_b : d.batch_a;  // NumPy broadcasting: 1 stretches to any size, 0 too
   const bool batched = ao || bo;
   if (d.batch == 0) d.batch_a = d.batch_b = 0;
 
