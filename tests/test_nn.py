@@ -204,6 +204,33 @@ def test_save_and_load_predict_identically(device, rng, tmp_path):
     assert [type(layer) for layer in loaded.layers] == [type(layer) for layer in model.layers]
 
 
+@pytest.mark.parametrize("fault", [OSError(28, "No space left on device"), KeyboardInterrupt()])
+def test_a_save_that_fails_part_way_keeps_the_previous_model(tmp_path, monkeypatch, fault):
+    """Saving over a model writes a temporary file and renames it: a full disk or Ctrl-C part-way through once left
+    neither the old model nor a new one."""
+    x = np.random.default_rng().random((5, 4)).astype(np.float32)
+    old = nn.Sequential([nn.Dense(4, 3, seed=1)], device="cpu")
+    path = tmp_path / "m.npz"
+    old.save(path)
+    before = path.read_bytes()
+    new = nn.Sequential([nn.Dense(4, 3, seed=2)], device="cpu")
+    real_savez = np.savez
+
+    def failing_savez(f, **arrays):
+        real_savez(f, **arrays)
+        f.truncate(f.tell() // 2)  # half of it written
+        raise fault
+    monkeypatch.setattr(np, "savez", failing_savez)
+    with pytest.raises(type(fault)):
+        new.save(path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    np.testing.assert_array_equal(nn.load(path).predict(x), old.predict(x))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz"]  # no temporary left behind
+    new.save(path)  # and a save that completes replaces it
+    np.testing.assert_array_equal(nn.load(path).predict(x), new.predict(x))
+
+
 def test_load_rejects_foreign_and_corrupt_files(tmp_path):
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a zip at all")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import tempfile
 import time
 import zipfile
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -433,8 +434,23 @@ class Sequential:
         arrays = {"__architecture__": np.array(json.dumps(arch))}
         for i, p in enumerate(self.parameters()):
             arrays[f"param_{i}"] = p.numpy()
-        with open(path, "wb") as f:
-            np.savez(f, **arrays)
+        # A temporary file beside the target, renamed over it once complete: a full disk, a quota or Ctrl-C part-way
+        # leaves the previous model intact.
+        target = os.fspath(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp",
+                                   dir=os.path.dirname(os.path.abspath(target)))
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, **arrays)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
 
 
 def load(path: Union[str, os.PathLike], device: DeviceLike = None) -> Sequential:
