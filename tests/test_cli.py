@@ -2,6 +2,9 @@ import csv
 import os
 import subprocess
 import sys
+import time
+
+import pytest
 
 import hetnn
 
@@ -67,6 +70,34 @@ def test_bench_unknown_device_is_an_error_not_a_crash():
 def test_bench_bad_sweep_max_is_a_usage_error():
     r = _run("bench", "maxpool", "--sweep-max", "100")
     assert r.returncode == 2 and "--sweep-max must be a power of two" in r.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--epochs", "0"), "--epochs must be >= 1, got 0"),
+    (("--max-width", "0"), "--max-width must be >= 50, got 0"),
+    (("--sweep-max", "0"), "--sweep-max must be a power of two >= 4, got 0"),
+    (("--threads", "0"), "--threads: expected thread counts >= 1"),
+])
+def test_bench_zero_is_a_bad_value_not_the_default(args, message):
+    """Checked before any suite runs: 0 once meant "default" and the whole run started."""
+    t0 = time.perf_counter()
+    r = _run("bench", "all", "--no-output", *args)
+    assert r.returncode == 2 and message in r.stderr and "benchmark" not in r.stdout
+    assert time.perf_counter() - t0 < 30
+
+
+def test_bench_unwritable_output_fails_before_the_run(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    r = _run("bench", "matmul", "--output", str(blocker / "sub" / "run"))  # a directory under a file
+    assert r.returncode == 2 and "--output: cannot write" in r.stderr and "benchmark" not in r.stdout
+
+
+@pytest.mark.parametrize("args, message", [(("--sizes", "abc"), "--sizes: 'abc' is not N or MxNxK"),
+                                           (("--budget", "-1"), "--budget must be a number of seconds > 0")])
+def test_tune_bad_values_name_the_option(args, message):
+    r = _run("tune", "gemm", *args)
+    assert r.returncode == 2 and message in r.stderr
 
 
 def test_bench_unknown_suite():

@@ -26,9 +26,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                    dtype=args.dtype, sweep_max=args.sweep_max, max_width=args.max_width, epochs=args.epochs,
                    clblast_tuning=args.clblast_tuning, threads=args.threads,
                    progress=not args.no_progress and (args.verbose or sys.stderr.isatty()))
+    prefix = args.output or os.path.join("bench-results", f"{suite}-{time.strftime('%Y%m%d-%H%M%S')}")
+    if not args.no_output:
+        _check_writable(prefix)  # before the run, not after it: the results would be lost
     rows = run_suites(suite, opts, lambda text: print(text, flush=True))
     if not args.no_output:
-        prefix = args.output or os.path.join("bench-results", f"{suite}-{time.strftime('%Y%m%d-%H%M%S')}")
         result = BenchResult(suite, rows, "", environment())
         for p in result.save(prefix):
             print(f"wrote {p}")
@@ -41,6 +43,20 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             print(f"warning: {len(flagged)} figure(s) above their device's measured ceiling, printed as ERR>peak "
                   f"(see the ceiling_error column): measurement errors, not results", file=sys.stderr)
     return 0
+
+
+def _check_writable(prefix: str) -> None:
+    """Raises ValueError naming --output when PREFIX.* cannot be written."""
+    directory = os.path.dirname(os.path.abspath(prefix))
+    try:
+        os.makedirs(directory, exist_ok=True)
+        probe = f"{os.path.abspath(prefix)}.{os.getpid()}.probe"
+        with open(probe, "w"):
+            pass
+        os.remove(probe)
+    except OSError as exc:
+        raise ValueError(f"--output: cannot write {prefix}.csv/.json/.png ({exc.strerror or exc}); choose another "
+                         f"PREFIX or --no-output") from None
 
 
 def _doctor() -> int:
@@ -56,9 +72,13 @@ def _parse_sizes(text: str):
         return list(RESNET50_BS1)
     sizes = []
     for part in text.split(","):
-        dims = [int(x) for x in part.lower().split("x")] if "x" in part.lower() else [int(part)] * 3
+        try:
+            dims = [int(x) for x in part.lower().split("x")] if "x" in part.lower() else [int(part)] * 3
+        except ValueError:
+            dims = []
         if len(dims) != 3 or min(dims) < 1:
-            raise ValueError(f"--sizes: {part!r} is not N or MxNxK")
+            raise ValueError(f"--sizes: {part!r} is not N or MxNxK with sizes >= 1 (e.g. 1024,512x512x2048, or "
+                             f"resnet50)")
         sizes.append(tuple(dims))
     return sizes
 
@@ -70,8 +90,10 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     if args.kernel != "gemm":
         print(f"hetnn tune: unknown kernel {args.kernel!r} (available: gemm)", file=sys.stderr)
         return 2
-    dev = device(args.device)
     sizes = _parse_sizes(args.sizes)
+    if not args.budget > 0:
+        raise ValueError(f"--budget must be a number of seconds > 0, got {args.budget}")
+    dev = device(args.device)
     print(f"tuning GEMM ({args.dtype}) on {dev.id} ({dev.name}, driver {dev.driver_version}) for sizes "
           f"{', '.join('x'.join(map(str, s)) for s in sizes)}; budget {args.budget:.0f} s", flush=True)
     progress = (lambda msg: print("  " + msg, flush=True)) if args.verbose else None

@@ -57,6 +57,13 @@ class Options:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
                 raise TypeError(f"--{name.replace('_', '-')} must be an integer, got {v!r}")
+        # checked here, before any suite runs (a bad --epochs once surfaced after the other suites had run)
+        if self.sweep_max is not None and (self.sweep_max < 4 or self.sweep_max & (self.sweep_max - 1)):
+            raise ValueError(f"--sweep-max must be a power of two >= 4, got {self.sweep_max}")
+        if self.max_width is not None and self.max_width < 50:
+            raise ValueError(f"--max-width must be >= 50, got {self.max_width}")
+        if self.epochs is not None and self.epochs < 1:
+            raise ValueError(f"--epochs must be >= 1, got {self.epochs}")
         self.thread_counts()
         if not isinstance(self.dtype, str):
             raise TypeError(f"--dtype must be a string such as 'float32' or 'float32,float16', got {self.dtype!r}")
@@ -226,9 +233,7 @@ def suite_maxpool(opts: Options, say: Say, progress: _Progress) -> List[Dict[str
     from .report import format_table
 
     batches = [1] if opts.quick else sorted({1, 32, opts.batch})
-    sweep_max = opts.sweep_max or (1024 if opts.quick else 8192)
-    if sweep_max < 4 or sweep_max & (sweep_max - 1):
-        raise ValueError(f"--sweep-max must be a power of two >= 4, got {sweep_max}")
+    sweep_max = opts.sweep_max if opts.sweep_max is not None else (1024 if opts.quick else 8192)
     devs = opts.devices()
     compare = [c for c in opts.peers("numpy,onednn,torch,cupy") if c in POOL_PEERS]
     timing = opts.timing()
@@ -263,12 +268,9 @@ def suite_mlp(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, An
     from .mlp import MLP_MNIST_COLUMNS, MLP_TOPOLOGY_COLUMNS, mnist_ratios, run_mnist, run_topology
     from .report import format_table
 
-    max_width = opts.max_width or (800 if opts.quick else 6400)
-    epochs = opts.epochs or (1 if opts.quick else 3)
-    if max_width < 50:
-        raise ValueError(f"--max-width must be >= 50, got {max_width}")
-    if epochs < 1:
-        raise ValueError(f"--epochs must be >= 1, got {epochs}")
+    # None means the default; 0 is a bad value, not a request for the default
+    max_width = opts.max_width if opts.max_width is not None else (800 if opts.quick else 6400)
+    epochs = opts.epochs if opts.epochs is not None else (1 if opts.quick else 3)
     devs = opts.devices()
     compare = [c for c in opts.peers("numpy,torch") if c in ("numpy", "torch")]
     t0 = time.perf_counter()
