@@ -34,7 +34,10 @@ def _scalar(value: Any, name: str) -> float:
         return value
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"matmul: {name} must be a real number, got {type(value).__name__} ({value!r})")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"matmul: {name} {value!r} is too large for a float") from None
 
 
 def _float_operand(x: np.ndarray, name: str) -> np.ndarray:

@@ -24,9 +24,12 @@ def _pair(value: Any, name: str, op: str) -> Tuple[int, int]:
         if isinstance(v, (bool, np.bool_)):
             raise TypeError(f"{op}: {name} must be an int or a pair of ints, got {v!r}")
         try:
-            return operator.index(v)
+            i = operator.index(v)
         except TypeError:
             raise TypeError(f"{op}: {name} must be an int or a pair of ints, got {type(v).__name__} ({v!r})") from None
+        if not -2**31 <= i < 2**31:  # the core takes C ints: beyond them the binding would print its signatures
+            raise ValueError(f"{op}: {name} {i} is out of range (|value| < 2**31)")
+        return i
 
     if isinstance(value, (tuple, list)):
         if len(value) == 1:  # PyTorch accepts a 1-element sequence as "both"
