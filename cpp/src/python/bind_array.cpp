@@ -4,7 +4,21 @@
 #include "core/errors.h"
 #include "python/bindings.h"
 
+#include <unistd.h>
+
 namespace hetnn::python {
+
+NoGil::~NoGil() noexcept(false) {
+#if PY_VERSION_HEX >= 0x030D0000
+  const bool finalizing = Py_IsFinalizing();
+#else
+  const bool finalizing = _Py_IsFinalizing();
+#endif
+  if (finalizing)
+    for (;;) pause();  // the process is exiting; returning into the interpreter would end this thread mid-unwind
+  PyEval_RestoreThread(state_);
+}
+
 
 Shape to_shape(const py::sequence& seq, const char* what) {
   Shape s;
@@ -58,7 +72,7 @@ auto allocator(Array (*fn)(const DevicePtr&, const Shape&, DType)) {
   return [fn](const DevicePtr& dev, const py::sequence& shape, const std::string& dtype) {
     const Shape s = to_shape(shape, "shape");
     const DType t = dtype_from_name(dtype);
-    py::gil_scoped_release nogil;
+    NoGil nogil;
     return fn(dev, s, t);
   };
 }
@@ -76,7 +90,7 @@ void bind_array(py::module_& m) {
             const Shape s = ndarray_shape(arr);
             const DType t = ndarray_dtype(arr);
             const void* data = arr.data();
-            py::gil_scoped_release nogil;
+            NoGil nogil;
             return Array::from_host(dev, data, s, t);
           },
           py::arg("device"), py::arg("array"), "Copies a C-contiguous NumPy array onto the device.")
@@ -104,7 +118,7 @@ void bind_array(py::module_& m) {
             py::array out(py::dtype(dtype_name(a.dtype())), a.shape());
             void* dst = out.mutable_data();
             {
-              py::gil_scoped_release nogil;
+              NoGil nogil;
               a.to_host(dst);
             }
             return out;
@@ -118,7 +132,7 @@ void bind_array(py::module_& m) {
             if (ndarray_shape(out) != a.shape() || ndarray_dtype(out) != a.dtype())
               throw ValueError("read_into: the NumPy array does not match the Array's shape and dtype");
             void* dst = out.mutable_data();
-            py::gil_scoped_release nogil;
+            NoGil nogil;
             a.to_host(dst);
           },
           py::arg("out"))
@@ -129,21 +143,21 @@ void bind_array(py::module_& m) {
             if (ndarray_shape(src) != a.shape() || ndarray_dtype(src) != a.dtype())
               throw ValueError("write_from: the NumPy array does not match the Array's shape and dtype");
             const void* p = src.data();
-            py::gil_scoped_release nogil;
+            NoGil nogil;
             a.from_host_into(p);
           },
           py::arg("src"))
       .def(
           "copy_from",
           [](Array& a, const Array& src) {
-            py::gil_scoped_release nogil;
+            NoGil nogil;
             a.copy_from(src);
           },
           py::arg("src"), "Device -> device copy of src into this array (same device, dtype and size).")
       .def(
           "to",
           [](const Array& a, const DevicePtr& dev) {
-            py::gil_scoped_release nogil;
+            NoGil nogil;
             return a.to(dev);
           },
           py::arg("device"))
@@ -151,7 +165,7 @@ void bind_array(py::module_& m) {
            py::arg("shape"))
       .def("copy",
            [](const Array& a) {
-             py::gil_scoped_release nogil;
+             NoGil nogil;
              return a.copy();
            })
       .def_property_readonly("shape", [](const Array& a) { return py::tuple(py::cast(a.shape())); })

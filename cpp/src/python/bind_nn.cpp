@@ -30,7 +30,7 @@ void bind_nn(py::module_& m) {
           "run_epoch",
           [](Trainer& t, const Array& X, const Array& Y, const Array* labels, const Array& idx, std::int64_t batch,
              double lr, const Array& acc_loss) {
-            py::gil_scoped_release nogil;
+            NoGil nogil;
             t.run_epoch(X, Y, labels, idx, batch, lr, acc_loss);
           },
           py::arg("X"), py::arg("Y"), py::arg("labels").none(true), py::arg("idx"), py::arg("batch"), py::arg("lr"),
@@ -40,7 +40,7 @@ void bind_nn(py::module_& m) {
       "activation",
       [](const Array& x, const std::string& act, const Array* out) {
         const Activation a = activation_from_name(act);
-        py::gil_scoped_release nogil;
+        NoGil nogil;
         return hetnn::activation(x, a, out);
       },
       py::arg("x"), py::arg("act"), py::arg("out").none(true) = nullptr);
@@ -48,14 +48,14 @@ void bind_nn(py::module_& m) {
       "activation_backward",
       [](const Array& dy, const Array& y, const std::string& act, const Array* out) {
         const Activation a = activation_from_name(act);
-        py::gil_scoped_release nogil;
+        NoGil nogil;
         return hetnn::activation_backward(dy, y, a, out);
       },
       py::arg("grad_output"), py::arg("output"), py::arg("act"), py::arg("out").none(true) = nullptr);
   m.def(
       "softmax",
       [](const Array& x, const Array* out) {
-        py::gil_scoped_release nogil;
+        NoGil nogil;
         return hetnn::softmax(x, out);
       },
       py::arg("x"), py::arg("out").none(true) = nullptr);
@@ -63,7 +63,7 @@ void bind_nn(py::module_& m) {
       "loss",
       [](const std::string& kind, const Array& pred, const Array& target, const Array& acc, const Array* grad,
          double loss_scale, double grad_scale) {
-        py::gil_scoped_release nogil;
+        NoGil nogil;
         hetnn::loss(kind, pred, target, acc, grad, loss_scale, grad_scale);
       },
       py::arg("kind"), py::arg("pred"), py::arg("target"), py::arg("acc"), py::arg("grad").none(true),
@@ -71,7 +71,7 @@ void bind_nn(py::module_& m) {
   m.def(
       "metric",
       [](const std::string& kind, const Array& pred, const Array& target, const Array& acc) {
-        py::gil_scoped_release nogil;
+        NoGil nogil;
         hetnn::metric(kind, pred, target, acc);
       },
       py::arg("kind"), py::arg("pred"), py::arg("target"), py::arg("acc"));
@@ -79,7 +79,7 @@ void bind_nn(py::module_& m) {
       "sgd_update",
       [](const Array& param, const Array& grad, const Array* velocity, double lr, double momentum,
          double weight_decay, bool nesterov) {
-        py::gil_scoped_release nogil;
+        NoGil nogil;
         hetnn::sgd_update(param, grad, velocity, lr, momentum, weight_decay, nesterov);
       },
       py::arg("param"), py::arg("grad"), py::arg("velocity").none(true), py::arg("lr"), py::arg("momentum"),
@@ -87,14 +87,14 @@ void bind_nn(py::module_& m) {
   m.def(
       "sum_rows",
       [](const Array& x, const Array* out, double beta) {
-        py::gil_scoped_release nogil;
+        NoGil nogil;
         return hetnn::sum_rows(x, out, beta);
       },
       py::arg("x"), py::arg("out").none(true) = nullptr, py::arg("beta") = 0.0);
   m.def(
       "take_rows",
       [](const Array& src, const Array& idx, std::int64_t offset, std::int64_t n, const Array* out) {
-        py::gil_scoped_release nogil;
+        NoGil nogil;
         return hetnn::take_rows(src, idx, offset, n, out);
       },
       py::arg("src"), py::arg("idx"), py::arg("offset"), py::arg("n"), py::arg("out").none(true) = nullptr);

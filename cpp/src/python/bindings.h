@@ -14,4 +14,20 @@ void bind_array(py::module_& m);
 void bind_nn(py::module_& m);  // bind_nn.cpp: training ops
 Shape to_shape(const py::sequence& seq, const char* what);
 
+// Releases the GIL around device work (instead of py::gil_scoped_release). When the interpreter exits while a
+// daemon thread is inside hetnn, CPython ends that thread with pthread_exit as it asks for the GIL back; the forced
+// unwind must not cross a noexcept destructor (that aborted the process: "terminate called without an active
+// exception"). So the destructor may throw (the unwind passes through), and a thread that comes back while the
+// interpreter is finalizing never re-enters it: it parks until the process, which is exiting, ends.
+class NoGil {
+ public:
+  NoGil() : state_(PyEval_SaveThread()) {}
+  ~NoGil() noexcept(false);
+  NoGil(const NoGil&) = delete;
+  NoGil& operator=(const NoGil&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
 }  // namespace hetnn::python

@@ -20,6 +20,7 @@
 
 namespace py = pybind11;
 using namespace hetnn;
+using hetnn::python::NoGil;
 
 namespace {
 
@@ -145,7 +146,7 @@ PYBIND11_MODULE(_core, m) {
       .def("synchronize",
            [](Device& d) {
              if (!d.started()) return;
-             py::gil_scoped_release nogil;
+             NoGil nogil;
              d.backend().synchronize();
            })
       .def("first_use_stats",
@@ -161,24 +162,24 @@ PYBIND11_MODULE(_core, m) {
       .def("release_cached_memory",
            [](Device& d) -> std::size_t {
              if (!d.started()) return 0;
-             py::gil_scoped_release nogil;
+             NoGil nogil;
              return d.backend().release_cached_memory();
            })
       .def("start",
            [](Device& d) {
-             py::gil_scoped_release nogil;
+             NoGil nogil;
              d.backend();
            },
            "Creates the backend (context, queue) now instead of at first use.")
       .def("capture_begin",
            [](Device& d) {
-             py::gil_scoped_release nogil;
+             NoGil nogil;
              return d.backend().capture_begin();
            })
       .def("capture_end", [](Device& d, std::size_t token) {
         std::vector<OpRecord> recs;
         {
-          py::gil_scoped_release nogil;
+          NoGil nogil;
           recs = d.backend().capture_end(token);
         }
         return records_list(recs);
@@ -209,7 +210,7 @@ PYBIND11_MODULE(_core, m) {
         auto* cl = dynamic_cast<opencl::ClBackend*>(&d.backend());
         if (!cl) throw ValueError("_opencl_peak: " + d.id() + " is not an OpenCL device");
         if (triad_bytes < 4096 || repeats < 1) throw ValueError("_opencl_peak: triad_bytes >= 4096, repeats >= 1");
-        py::gil_scoped_release nogil;
+        NoGil nogil;
         return cl->measure_peak(triad_bytes, repeats);
 #else
         throw ValueError("_opencl_peak: hetnn was built without OpenCL");
@@ -225,7 +226,7 @@ PYBIND11_MODULE(_core, m) {
 #ifdef HETNN_HAVE_OPENCL
         auto* cl = dynamic_cast<opencl::ClBackend*>(&d.backend());
         if (!cl) throw ValueError("_build_opencl: " + d.id() + " is not an OpenCL device");
-        py::gil_scoped_release nogil;
+        NoGil nogil;
         cl->build_source(source, options);
 #else
         throw ValueError("_build_opencl: hetnn was built without OpenCL");
@@ -297,7 +298,7 @@ PYBIND11_MODULE(_core, m) {
            }),
            py::arg("a"), py::arg("b"), py::arg("c"))
       .def("run", [](RawMatmulPeer& p) {
-        py::gil_scoped_release nogil;
+        NoGil nogil;
         p.impl->run();
       });
   m.def("set_num_threads", [](int n) { cpu_threads::set(n); }, py::arg("n"));
@@ -305,7 +306,7 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "_cpu_fma_peak",
       [](int threads, double seconds) {
-        py::gil_scoped_release nogil;
+        NoGil nogil;
         return bench::cpu_fma_peak(threads, seconds);
       },
       py::arg("threads") = 0, py::arg("seconds") = 0.2);
@@ -313,7 +314,7 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "_stream",
       [](std::size_t bytes_per_array, int repeats) {
-        py::gil_scoped_release nogil;
+        NoGil nogil;
         return bench::stream_copy_triad(bytes_per_array, repeats);
       },
       py::arg("bytes_per_array"), py::arg("repeats") = 5);
@@ -345,14 +346,14 @@ PYBIND11_MODULE(_core, m) {
            }),
            py::arg("x"), py::arg("y"), py::arg("k"), py::arg("s"), py::arg("p"), py::arg("layout"))
       .def("run", [](RawMaxPoolPeer& peer) {
-        py::gil_scoped_release nogil;
+        NoGil nogil;
         peer.impl->run();
       });
   m.def(
       "_clblast_sgemm",
       [](const Array& a, const Array& b, Array& c, int n_warmup, int n_repeat,
          const std::vector<std::pair<std::string, std::size_t>>& params) {
-        py::gil_scoped_release nogil;
+        NoGil nogil;
         return bench::clblast_sgemm(a, b, c, n_warmup, n_repeat, params);
       },
       py::arg("a"), py::arg("b"), py::arg("c"), py::arg("n_warmup"), py::arg("n_repeat"),
@@ -366,7 +367,7 @@ PYBIND11_MODULE(_core, m) {
       [](const Array& a, const Array& b, const Array* out, bool trans_a, bool trans_b, double alpha, double beta,
          const Array* bias, const std::string& activation) {
         MatmulArgs args{trans_a, trans_b, alpha, beta, bias, activation_from_name(activation)};
-        py::gil_scoped_release nogil;
+        NoGil nogil;
         return hetnn::matmul(a, b, out, args);
       },
       py::arg("a"), py::arg("b"), py::arg("out").none(true), py::arg("trans_a"), py::arg("trans_b"),
@@ -390,7 +391,7 @@ PYBIND11_MODULE(_core, m) {
         Array y, idx;
         if (indices_out) idx = *indices_out;
         {
-          py::gil_scoped_release nogil;
+          NoGil nogil;
           y = hetnn::max_pool2d(x, Pool2dArgs{k, s, p, d, ceil_mode}, out,
                                 return_indices || indices_out ? &idx : nullptr);
         }
@@ -415,7 +416,7 @@ PYBIND11_MODULE(_core, m) {
       "max_pool2d_backward",
       [](const Array& gy, const Array& idx, const std::vector<std::int64_t>& input_shape, Pair k, Pair s, Pair p,
          Pair d, bool ceil_mode, const Array* out) {
-        py::gil_scoped_release nogil;
+        NoGil nogil;
         return hetnn::max_pool2d_backward(gy, idx, input_shape, Pool2dArgs{k, s, p, d, ceil_mode}, out);
       },
       py::arg("grad_output"), py::arg("indices"), py::arg("input_shape"), py::arg("kernel"), py::arg("stride"),
