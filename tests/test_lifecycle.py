@@ -46,3 +46,60 @@ def test_exit_with_a_daemon_thread_inside_hetnn(device, program):
     r = subprocess.run([sys.executable, "-c", program, device], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
     assert "main exits" in r.stdout and "terminate called" not in r.stderr
+
+
+FORK = """
+import os, sys, numpy as np, hetnn
+a = np.random.default_rng().random((300, 300)).astype(np.float32)
+hetnn.matmul(a, a, device="cpu")          # the parent's GNU OpenMP pool exists
+cl = [d for d in hetnn.devices() if d.kind == "opencl"]
+if cl:
+    hetnn.matmul(a, a, device=cl[0])      # and the OpenCL driver's workers
+pid = os.fork()
+if pid == 0:
+    code = 1
+    try:
+        c = hetnn.matmul(a, a, device="cpu")
+        assert np.allclose(c, a.astype(np.float64) @ a, rtol=1e-4, atol=1e-3)
+        assert hetnn.get_num_threads() == 1
+        if cl:
+            try:
+                hetnn.matmul(a, a, device=cl[0])
+            except hetnn.HetnnError as exc:
+                assert "spawn" in str(exc), exc
+            else:
+                raise AssertionError("OpenCL ran in a forked child")
+        code = 0
+    finally:
+        os._exit(code)
+_, status = os.waitpid(pid, 0)
+assert os.waitstatus_to_exitcode(status) == 0, status
+c = hetnn.matmul(a, a, device="cpu")      # the parent goes on with its threads
+assert hetnn.get_num_threads() >= 1 and np.allclose(c, a.astype(np.float64) @ a, rtol=1e-4, atol=1e-3)
+print("ok", flush=True)
+"""
+
+POOL = """
+import multiprocessing as mp, numpy as np, hetnn
+
+def work(seed):
+    a = np.random.default_rng(seed).random((64, 64)).astype(np.float32)
+    return float(np.abs(hetnn.matmul(a, a, device="cpu") - a.astype(np.float64) @ a).max())
+
+if __name__ == "__main__":
+    hetnn.matmul(np.ones((64, 64), np.float32), np.ones((64, 64), np.float32), device="cpu")
+    with mp.get_context("fork").Pool(2) as pool:
+        errs = pool.map(work, range(4))
+    assert max(errs) < 1e-3, errs
+    print("ok", flush=True)
+"""
+
+
+@pytest.mark.parametrize("program", [FORK, POOL], ids=["fork", "multiprocessing-fork"])
+def test_a_forked_child_works_on_the_cpu_and_refuses_opencl(program, tmp_path):
+    """After fork() the child once blocked forever on its first op (GNU OpenMP's pool and PoCL's workers do not
+    survive fork): now CPU ops run on one thread and OpenCL raises an error naming the 'spawn' start method."""
+    script = tmp_path / "prog.py"
+    script.write_text(program)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "ok" in r.stdout, (r.returncode, r.stdout[-1000:], r.stderr[-2000:])

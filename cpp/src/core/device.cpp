@@ -1,4 +1,5 @@
 #include "core/device.h"
+#include "core/fork.h"
 
 #include <algorithm>
 #include <cctype>
@@ -9,6 +10,10 @@
 namespace hetnn {
 
 Backend& Device::backend() {
+  if (info_.kind == "opencl" && forked_child())
+    throw Error("device " + info_.id + ": OpenCL cannot be used in a process forked from one that loaded hetnn (the "
+                "driver's threads do not survive fork()); start worker processes with multiprocessing's 'spawn' "
+                "method: multiprocessing.get_context('spawn') or set_start_method('spawn')");
   std::lock_guard<std::mutex> lock(mu_);
   if (!backend_) backend_ = factory_();
   return *backend_;

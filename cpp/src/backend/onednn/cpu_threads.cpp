@@ -5,6 +5,7 @@
 #include <atomic>
 
 #include "core/errors.h"
+#include "core/fork.h"
 
 namespace hetnn::cpu_threads {
 
@@ -26,6 +27,12 @@ void set(int n) {
 }
 
 void apply() {
+  if (forked_child()) {  // libgomp's pool did not survive fork(): one thread, which needs no pool
+    thread_local bool single = false;
+    if (!single) omp_set_num_threads(1);
+    single = true;
+    return;
+  }
   const unsigned gen = g_generation.load(std::memory_order_acquire);
   if (gen == t_generation) return;
   t_generation = gen;
