@@ -51,7 +51,7 @@ def dtype_name(value):
     if isinstance(value, (str, type, np.dtype)):
         try:
             return np.dtype(value).name
-        except TypeError:
+        except (TypeError, ValueError):  # not a dtype spelling at all (e.g. a program text)
             return None
     return None
 
