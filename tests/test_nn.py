@@ -366,3 +366,58 @@ def test_16_bit_models_match_float64_gradients_and_learn(device, rng, dtype):
     opt = optim.SGD(model.parameters(), lr=0.2, momentum=0.9)
     model.fit(x, y, loss=nn.CrossEntropyLoss(), optimizer=opt, epochs=30, batch_size=16)
     assert np.mean(np.argmax(model.predict(x).astype(np.float64), axis=1) == y) >= 0.9
+
+
+def _model_file(tmp_path, arch=None, **entries):
+    """A .npz holding an architecture (dict, or raw text) and the given entries."""
+    from hetnn.nn._model import _FORMAT
+
+    base = {"format": _FORMAT, "dtype": "float32",
+            "layers": [{"kind": "dense", "config": {"in_features": 4, "out_features": 3, "activation": None,
+                                                    "bias": True, "init": "glorot_uniform"}}]}
+    text = arch if isinstance(arch, str) else json.dumps(base if arch is None else {**base, **arch})
+    path = tmp_path / "m.npz"
+    np.savez(path, __architecture__=np.array(text), **entries)
+    return path
+
+
+GOOD = {"param_0": np.zeros((3, 4), np.float32), "param_1": np.zeros(3, np.float32)}
+
+
+@pytest.mark.parametrize("case, make, message", [
+    ("plain .npy", lambda p: (np.save(p / "m.npy", np.zeros(3)), p / "m.npy")[1], "is not a readable .npz file"),
+    ("dtype int32", lambda p: _model_file(p, {"dtype": "int32"}, **GOOD), "dtype 'int32' is not one of"),
+    ("dtype float13", lambda p: _model_file(p, {"dtype": "float13"}, **GOOD), "dtype 'float13'"),
+    ("dtype list", lambda p: _model_file(p, {"dtype": [1]}, **GOOD), "dtype [1]"),
+    ("deep JSON", lambda p: _model_file(p, "[" * 100000 + "]" * 100000, **GOOD), "not valid JSON"),
+    ("huge Dense", lambda p: _model_file(p, {"layers": [{"kind": "dense", "config": {
+        "in_features": 10**6, "out_features": 10**6}}]}, **GOOD), "param_0 has shape (3, 4), the architecture needs"),
+    ("extra entry", lambda p: _model_file(p, param_x=np.zeros(1), **GOOD), "entry 'param_x' is not a parameter"),
+    ("object array", lambda p: _model_file(p, **{**GOOD, "param_1": np.array([None, 1], dtype=object)}),
+     "param_1"),
+    ("integer parameter", lambda p: _model_file(p, **{**GOOD, "param_1": np.zeros(3, np.int32)}),
+     "param_1 is int32, not floating point"),
+    ("unknown kind", lambda p: _model_file(p, {"layers": [{"kind": "Conv9", "config": {}}]}),
+     "layer 0: unknown kind 'Conv9'"),
+])
+def test_load_names_the_file_and_entry_of_every_malformed_model(tmp_path, case, make, message):
+    """Each once raised TypeError, AttributeError, RecursionError or MemoryError (or cost gigabytes before the
+    check): now a ValueError naming the file and what is wrong, before any layer is built."""
+    path = make(tmp_path)
+    with pytest.raises(ValueError) as info:
+        nn.load(path)
+    assert str(path) in str(info.value) and message in str(info.value), (case, str(info.value))
+
+
+def test_load_of_an_interrupted_save_is_a_value_error(tmp_path):
+    """An empty or truncated member, what an interrupted write leaves, once raised AttributeError."""
+    import zipfile
+
+    good = _model_file(tmp_path, **GOOD)
+    bad = tmp_path / "cut.npz"
+    with zipfile.ZipFile(good) as src, zipfile.ZipFile(bad, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            dst.writestr(info, b"" if info.filename == "param_1.npy" else data)
+    with pytest.raises(ValueError, match=r"cut.npz: entry 'param_1' is not a readable .npy array"):
+        nn.load(bad)

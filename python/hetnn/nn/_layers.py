@@ -75,6 +75,12 @@ class Layer:
         """Per-sample output shape for a per-sample input shape; raises ValueError when the input does not fit."""
         return input_shape
 
+    @staticmethod
+    def param_shapes(cfg: Dict[str, Any]) -> List[Tuple[int, ...]]:
+        """The shapes of the parameters a layer built from ``cfg`` has, without building it (model files are
+        checked against them before anything is allocated)."""
+        return []
+
     def parameters(self) -> List[Parameter]:
         return []
 
@@ -168,6 +174,13 @@ class Dense(Layer):
     def config(self) -> Dict[str, Any]:
         return {"in_features": self.in_features, "out_features": self.out_features, "activation": self.activation,
                 "bias": self.use_bias, "init": self.init}
+
+    @staticmethod
+    def param_shapes(cfg: Dict[str, Any]) -> List[Tuple[int, ...]]:
+        n_in, n_out = cfg.get("in_features"), cfg.get("out_features")
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (n_in, n_out)):
+            raise ValueError(f"Dense: in_features and out_features must be ints >= 1, got {n_in!r}, {n_out!r}")
+        return [(n_out, n_in)] + ([(n_out,)] if cfg.get("bias", True) else [])
 
     def output_shape(self, input_shape: Tuple[int, ...]) -> Tuple[int, ...]:
         if input_shape != (self.in_features,):

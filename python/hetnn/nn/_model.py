@@ -21,7 +21,7 @@ from .._array import Array
 from .._device import DeviceLike, device as _resolve_device, get_default_device
 from .._loader import _core
 from .._timing import _Capture
-from ._layers import Layer, Parameter, Softmax, check_sequence, layer_from_config
+from ._layers import LAYERS, Layer, Parameter, Softmax, check_sequence, layer_from_config
 from ._losses import CrossEntropyLoss, Loss, MSELoss, as_loss
 
 _FORMAT = "hetnn.nn.Sequential/1"
@@ -453,42 +453,100 @@ class Sequential:
             raise
 
 
+_MODEL_DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+
+def _npz_headers(path: Union[str, os.PathLike]) -> Dict[str, Tuple[Tuple[int, ...], np.dtype]]:
+    """Shape and dtype of every member of an .npz archive, from the .npy headers alone (nothing is loaded)."""
+    out: Dict[str, Tuple[Tuple[int, ...], np.dtype]] = {}
+    with zipfile.ZipFile(path) as z:
+        for info in z.infolist():
+            name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+            try:
+                with z.open(info) as f:
+                    version = np.lib.format.read_magic(f)
+                    if version == (1, 0):
+                        shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+                    elif version == (2, 0):
+                        shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+                    else:
+                        raise ValueError(f".npy format version {version}")
+            except Exception as exc:  # a truncated or foreign member: what an interrupted write leaves
+                raise ValueError(f"hetnn.nn.load: {path}: entry {name!r} is not a readable .npy array "
+                                 f"({type(exc).__name__}: {exc})") from None
+            out[name] = (tuple(shape), np.dtype(dtype))
+    return out
+
+
 def load(path: Union[str, os.PathLike], device: DeviceLike = None) -> Sequential:
     """A model saved by :meth:`Sequential.save`, on ``device``. A file that is not such a model raises
-    ValueError naming what is wrong."""
+    ValueError naming the file and what is wrong in it; every entry's shape and dtype is checked from the .npy
+    headers before a layer is built, and nothing is ever unpickled."""
+    def bad(what: str) -> ValueError:
+        return ValueError(f"hetnn.nn.load: {path}: {what}")
+
     try:
+        headers = _npz_headers(path)
         data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+    except ValueError:
+        raise
+    except (OSError, zipfile.BadZipFile, EOFError) as exc:
         raise ValueError(f"hetnn.nn.load: {path} is not a readable .npz file ({exc})") from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise bad("a single .npy array, not a saved model (.npz archive)")
     with data:
-        if "__architecture__" not in data.files:
+        if "__architecture__" not in headers:
             raise ValueError(f"hetnn.nn.load: {path} holds no hetnn model (no __architecture__ entry)")
         try:
-            arch = json.loads(str(data["__architecture__"]))
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"hetnn.nn.load: {path}: the architecture is not valid JSON ({exc})") from None
+            text = data["__architecture__"]
+            arch = json.loads(str(text))
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise bad(f"the architecture is not valid JSON ({type(exc).__name__})") from None
         if not isinstance(arch, dict) or arch.get("format") != _FORMAT:
-            raise ValueError(f"hetnn.nn.load: {path}: unknown format {arch.get('format') if isinstance(arch, dict) else arch!r}"
-                             f" (expected {_FORMAT})")
+            raise bad(f"unknown format {arch.get('format') if isinstance(arch, dict) else type(arch).__name__!r} "
+                      f"(expected {_FORMAT})")
+        dtype = arch.get("dtype", "float32")
+        if not isinstance(dtype, str) or dtype not in _MODEL_DTYPES:
+            raise bad(f"architecture dtype {dtype!r} is not one of {', '.join(_MODEL_DTYPES)}")
+        entries = arch.get("layers")
+        if not isinstance(entries, list) or not all(
+                isinstance(e, dict) and isinstance(e.get("kind"), str) and isinstance(e.get("config"), dict)
+                for e in entries):
+            raise bad("malformed layer list (expected a list of {kind, config} objects)")
+        expected: List[Tuple[int, ...]] = []
+        for i, e in enumerate(entries):
+            cls = LAYERS.get(e["kind"])
+            if cls is None:
+                raise bad(f"layer {i}: unknown kind {e['kind']!r} (known: {', '.join(LAYERS)})")
+            try:
+                expected += cls.param_shapes(e["config"])
+            except ValueError as exc:
+                raise bad(f"layer {i}: {exc}") from None
+        params_in_file = sorted(k for k in headers if k != "__architecture__")
+        want_names = [f"param_{i}" for i in range(len(expected))]
+        for k in params_in_file:
+            if k not in want_names:
+                raise bad(f"entry {k!r} is not a parameter of this architecture ({len(expected)} parameters)")
+        for k, shape in zip(want_names, expected):
+            if k not in headers:
+                raise bad(f"missing {k} (shape {shape})")
+            got_shape, got_dtype = headers[k]
+            if got_shape != shape:
+                raise bad(f"{k} has shape {got_shape}, the architecture needs {shape}")
+            if got_dtype.kind != "f" and got_dtype.name != "bfloat16":
+                raise bad(f"{k} is {got_dtype}, not floating point")
+        # every entry fits: now build and fill
         try:
-            layers = [layer_from_config(e["kind"], e["config"]) for e in arch["layers"]]
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"hetnn.nn.load: {path}: malformed layer list ({exc})") from None
-        model = Sequential(layers, device=device, dtype=arch.get("dtype", "float32"))
-        params = model.parameters()
-        for i, p in enumerate(params):
-            key = f"param_{i}"
-            if key not in data.files:
-                raise ValueError(f"hetnn.nn.load: {path}: missing {key} ({p.name} of shape {p.shape})")
-            v = data[key]
-            if tuple(v.shape) != p.shape:
-                raise ValueError(f"hetnn.nn.load: {path}: {key} has shape {v.shape}, the architecture needs {p.shape}")
-            if v.dtype.kind != "f":
-                raise ValueError(f"hetnn.nn.load: {path}: {key} is {v.dtype}, not floating point")
+            layers = [layer_from_config(e["kind"], e["config"]) for e in entries]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise bad(f"malformed layer configuration ({exc})") from None
+        model = Sequential(layers, device=device, dtype=dtype)
+        for k, p in zip(want_names, model.parameters()):
+            try:
+                v = data[k]
+            except Exception as exc:
+                raise bad(f"entry {k!r} cannot be read ({type(exc).__name__}: {exc})") from None
             p.value.write_from(np.ascontiguousarray(v.astype(model.dtype)))
-        extra = [k for k in data.files if k.startswith("param_") and int(k[6:]) >= len(params)]
-        if extra:
-            raise ValueError(f"hetnn.nn.load: {path}: {len(extra)} parameter(s) more than the architecture has")
     return model
 
 
