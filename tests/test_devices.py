@@ -2,6 +2,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import hetnn
@@ -125,3 +126,25 @@ def test_device_synchronize_and_info(device):
     device.synchronize()
     info = device.info()
     assert info["id"] == device.id and isinstance(info["fp64"], bool)
+
+
+@pytest.mark.parametrize("device", [d for d in hetnn.devices() if d.kind == "opencl"][:1] or
+                         [pytest.param(None, marks=pytest.mark.skip(reason="no OpenCL device"))])
+def test_opencl_allocations_are_held_to_the_devices_memory(device):
+    """Live buffers are counted against the device's memory: PoCL once handed out 1,792 MiB on a device reporting
+    1 GiB, then aborted the process when the host ran out. Now MemoryError, and the device goes on working."""
+    limit = 64 << 20
+    device._dev._set_memory_limit(limit)
+    try:
+        hetnn.empty_cache(device)
+        a = hetnn.empty((24 << 20) // 4, dtype="float32", device=device)
+        b = hetnn.empty((24 << 20) // 4, dtype="float32", device=device)
+        with pytest.raises(MemoryError, match=f"{device.id}.*in use of its {limit} bytes"):
+            hetnn.empty((24 << 20) // 4, dtype="float32", device=device)
+        del a
+        c = hetnn.asarray(np.arange(6, dtype=np.float32).reshape(2, 3), device=device)  # room again
+        want = np.arange(6.0).reshape(2, 3) @ np.arange(6.0).reshape(2, 3).T
+        np.testing.assert_array_equal(hetnn.matmul(c, c, transpose_b=True).numpy(), want)
+        del b, c
+    finally:
+        device._dev._set_memory_limit(0)

@@ -114,6 +114,9 @@ class Backend {
     double seconds = 0;
   };
   virtual FirstUseStats first_use_stats() const { return {}; }
+  // Test hook: treat the device as having `bytes` of memory (0: what it reports). Only devices that account their
+  // allocations against their memory (OpenCL) use it.
+  virtual void set_memory_limit(std::size_t bytes) { (void)bytes; }
 
   // Ops.
   virtual void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) = 0;

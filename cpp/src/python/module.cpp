@@ -159,6 +159,8 @@ PYBIND11_MODULE(_core, m) {
              out["seconds"] = s.seconds;
              return out;
            })
+      .def("_set_memory_limit", [](Device& d, std::size_t bytes) { d.backend().set_memory_limit(bytes); },
+           py::arg("bytes"))
       .def("release_cached_memory",
            [](Device& d) -> std::size_t {
              if (!d.started()) return 0;

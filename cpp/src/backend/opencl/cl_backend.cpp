@@ -1,5 +1,7 @@
 #include "backend/opencl/cl_backend.h"
 
+#include <fstream>
+
 #include <algorithm>
 #include <sstream>
 
@@ -77,6 +79,40 @@ void ClBackend::resolve(PendingRecord& p) {
   }
 }
 
+namespace {
+
+// MemAvailable of /proc/meminfo in bytes (0: unknown).
+std::uint64_t host_available_memory() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  std::string unit;
+  while (f >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+}  // namespace
+
+// Live buffers plus this one must fit the device's global memory, and on CPU-type devices (whose "device memory" is
+// the host's) the host's available memory: else MemoryError here, not an abort inside the driver.
+void ClBackend::check_room(std::size_t nbytes, std::size_t capacity) {
+  const std::size_t live = pool_->live();
+  const std::size_t limit = memory_limit_ ? memory_limit_ : info_.global_mem;
+  if (limit && live + capacity > limit) {
+    pool_->clear();
+    throw OutOfMemory("cannot allocate " + std::to_string(nbytes) + " bytes on " + info_.id + " (" + info_.name +
+                      "): " + std::to_string(live) + " bytes are in use of its " + std::to_string(limit) +
+                      " bytes of memory (free arrays, or hetnn.empty_cache())");
+  }
+  if (info_.type == "cpu" && capacity >= (std::size_t{64} << 20)) {
+    const std::uint64_t avail = host_available_memory();
+    if (avail && capacity + (std::uint64_t{256} << 20) > avail + pool_->clear())
+      throw OutOfMemory("cannot allocate " + std::to_string(nbytes) + " bytes on " + info_.id + " (" + info_.name +
+                        "): the host has " + std::to_string(avail) + " bytes of memory available");
+  }
+}
+
 std::shared_ptr<Buffer> ClBackend::alloc(std::size_t nbytes) {
   if (nbytes > info_.max_alloc)
     throw OutOfMemory("cannot allocate " + std::to_string(nbytes) + " bytes on " + info_.id + " (" + info_.name +
@@ -85,6 +121,7 @@ std::shared_ptr<Buffer> ClBackend::alloc(std::size_t nbytes) {
                                                       std::max<std::size_t>(info_.max_alloc, 4));
   Mem m = pool_->take(capacity);
   if (!m) {
+    check_room(nbytes, capacity);
     cl_int st = CL_SUCCESS;
     m = Mem(clCreateBuffer(context_.get(), CL_MEM_READ_WRITE, capacity, nullptr, &st));
     if (st == CL_MEM_OBJECT_ALLOCATION_FAILURE || st == CL_OUT_OF_RESOURCES) {  // cached buffers may be in the way
@@ -92,6 +129,7 @@ std::shared_ptr<Buffer> ClBackend::alloc(std::size_t nbytes) {
       m = Mem(clCreateBuffer(context_.get(), CL_MEM_READ_WRITE, capacity, nullptr, &st));
     }
     if (st != CL_SUCCESS) throw_cl_error(st, "clCreateBuffer(" + std::to_string(nbytes) + " bytes)");
+    pool_->track_new(capacity);
   }
   return std::make_shared<ClBuffer>(std::move(m), nbytes, pool_, capacity);
 }

@@ -19,6 +19,8 @@ class ClBackend final : public Backend {
   ClBackend(cl_platform_id platform, cl_device_id device, DeviceInfo info);
   ~ClBackend() override;
   std::shared_ptr<Buffer> alloc(std::size_t nbytes) override;
+  void check_room(std::size_t nbytes, std::size_t capacity);
+  void set_memory_limit(std::size_t bytes) override { memory_limit_ = bytes; }
   void write(Buffer& dst, std::size_t offset, const void* src, std::size_t n) override;
   void read(const Buffer& src, std::size_t offset, void* dst, std::size_t n) override;
   void copy(const Buffer& src, std::size_t src_offset, Buffer& dst, std::size_t dst_offset, std::size_t n) override;
@@ -87,6 +89,7 @@ class ClBackend final : public Backend {
   std::map<DType, GemmParams> gemm_overrides_;
   std::vector<std::pair<Mem, std::size_t>> scratch_;
   std::shared_ptr<MemPool> pool_;  // freed buffers kept for reuse (mem_pool.h)
+  std::size_t memory_limit_ = 0;  // set_memory_limit (tests); 0: info_.global_mem
 };
 
 }  // namespace hetnn::opencl

@@ -4,7 +4,10 @@
 // memory, so the kernel that first writes it pays a page fault per 4 KiB (measured: a 32x64x112x112 max-pool
 // forward ran 5-16 ms instead of 5 with fresh outputs); on GPUs clCreateBuffer itself can cost a millisecond.
 // Buffers of 1 MiB and more are rounded to 2 MiB and cached by size up to a byte cap; smaller ones are released.
+// The pool also counts the bytes of live buffers: allocations are checked against the device's memory before the
+// driver is asked (PoCL handed out more than the device reported, then aborted when the host ran out).
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <mutex>
@@ -28,11 +31,23 @@ class MemPool {
     Mem m = std::move(it->second);
     free_.erase(it);
     cached_ -= capacity;
+    live_ += capacity;
     return m;
   }
-  void give(Mem m, std::size_t capacity) noexcept {
-    if (capacity < kMinPooled || !m) return;  // released by Mem's destructor
+  // A buffer of `capacity` bytes was created for an array.
+  void track_new(std::size_t capacity) noexcept {
     std::lock_guard<std::mutex> lock(mu_);
+    live_ += capacity;
+  }
+  // Bytes held by live arrays, and by them plus the cache.
+  std::size_t live() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return live_;
+  }
+  void give(Mem m, std::size_t capacity) noexcept {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_ -= std::min(live_, capacity);
+    if (capacity < kMinPooled || !m) return;  // released by Mem's destructor
     free_.emplace(capacity, std::move(m));
     cached_ += capacity;
     while (cached_ > cap_ && !free_.empty()) {  // evict the largest first
@@ -53,6 +68,7 @@ class MemPool {
   std::mutex mu_;
   std::multimap<std::size_t, Mem> free_;
   std::size_t cached_ = 0;
+  std::size_t live_ = 0;
   const std::size_t cap_;
 };
 
