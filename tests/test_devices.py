@@ -148,3 +148,17 @@ def test_opencl_allocations_are_held_to_the_devices_memory(device):
         del b, c
     finally:
         device._dev._set_memory_limit(0)
+
+
+@pytest.mark.skipif(not any("Portable" in (d.info().get("platform") or "") for d in hetnn.devices()),
+                    reason="PoCL is not the OpenCL platform here")
+def test_an_unwritable_pocl_cache_is_named_when_no_device_is_listed(tmp_path):
+    """PoCL lists no device when it cannot write its kernel cache; hetnn once said only "platforms exist but list
+    no device"."""
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_CACHE_HOME", "POCL_CACHE_DIR")}
+    env["HOME"] = "/proc/hetnn-no-such-home"  # nothing can be created under /proc, not even by root
+    code = ("import hetnn; from hetnn._loader import _core; "
+            "print([d.id for d in hetnn.devices()]); print(_core.opencl_status())")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "POCL_CACHE_DIR" in r.stdout and "/proc/hetnn-no-such-home/.cache/pocl cannot be written" in r.stdout

@@ -1,6 +1,11 @@
 // Lists every OpenCL platform/device through the ICD loader. No platform is not an error: hetnn then simply
 // has no OpenCL device, and opencl_status() says why.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -58,6 +63,32 @@ bool has_extension(const std::string& exts, const std::string& name) {
 
 std::string opencl_status() { return g_status; }
 
+namespace {
+
+// PoCL's kernel cache directory: $POCL_CACHE_DIR, else $XDG_CACHE_HOME/pocl, else $HOME/.cache/pocl.
+std::string pocl_cache_dir() {
+  if (const char* d = std::getenv("POCL_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/pocl";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/pocl";
+  return "";
+}
+
+// Whether files can be written in `dir`, tried for real (access() says yes to root on read-only filesystems): the
+// missing directories are created, as PoCL would, and a probe file is written and removed. Only on the path where
+// no device was listed.
+bool creatable(const std::string& dir) {
+  for (std::size_t i = 1; i <= dir.size(); ++i)
+    if (i == dir.size() || dir[i] == '/') ::mkdir(dir.substr(0, i).c_str(), 0755);  // errors show below
+  const std::string probe = dir + "/.hetnn-probe-" + std::to_string(::getpid());
+  FILE* f = std::fopen(probe.c_str(), "w");
+  if (!f) return false;
+  std::fclose(f);
+  std::remove(probe.c_str());
+  return true;
+}
+
+}  // namespace
+
 std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() {
   std::vector<std::pair<DeviceInfo, BackendFactory>> out;
   cl_uint np = 0;
@@ -113,7 +144,15 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() {
       out.emplace_back(i, [plat, dev, i] { return std::unique_ptr<Backend>(new opencl::ClBackend(plat, dev, i)); });
     }
   }
-  if (out.empty()) g_status = "OpenCL platforms exist but list no device";
+  if (out.empty()) {
+    g_status = "OpenCL platforms exist but list no device";
+    bool pocl = false;
+    for (cl_platform_id p : platforms) pocl |= platform_string(p, CL_PLATFORM_NAME).find("Portable") != std::string::npos;
+    const std::string dir = pocl_cache_dir();
+    if (pocl && !dir.empty() && !creatable(dir))
+      g_status += "; PoCL lists no device when it cannot write its kernel cache, and " + dir +
+                  " cannot be written: set POCL_CACHE_DIR (or XDG_CACHE_HOME, HOME) to a writable directory";
+  }
   return out;
 }
 
