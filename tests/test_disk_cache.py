@@ -82,3 +82,37 @@ def test_cache_can_be_disabled(tmp_path, opencl_device):
                        cwd=tmp_path)
     assert r.returncode == 0 and "OK" in r.stdout, r.stderr
     assert not list(tmp_path.rglob("*.clbin"))
+
+
+TWO_PROGRAMS = r"""
+import warnings, numpy as np, hetnn
+warnings.simplefilter("always")
+d = hetnn.device("opencl")
+a = np.arange(12, dtype=np.float32).reshape(3, 4)
+assert np.allclose(hetnn.matmul(a, a.T.copy(), device=d), a @ a.T)
+x = np.arange(32, dtype=np.float32).reshape(1, 2, 4, 4)
+assert np.array_equal(hetnn.max_pool2d(x, 2, device=d), x.reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5)))
+print("OK")
+"""
+
+
+def test_a_cached_binary_of_another_program_is_discarded_and_rebuilt(tmp_path, opencl_device):
+    """An entry holding another program's binary under this key (header and checksum valid) once failed with
+    CL_INVALID_KERNEL_NAME in every later process: the entry is now dropped and the program rebuilt from source."""
+    env = dict(os.environ, HETNN_CACHE_DIR=str(tmp_path), POCL_KERNEL_CACHE="0")
+    env.pop("HETNN_POISON", None)
+
+    def run():
+        return subprocess.run([sys.executable, "-c", TWO_PROGRAMS], capture_output=True, text=True, env=env,
+                              timeout=300)
+    r = run()
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr
+    files = _entries(tmp_path)
+    assert len(files) >= 2
+    first, second = files[0].read_bytes(), files[1].read_bytes()
+    files[1].write_bytes(first[:16] + second[16:24] + first[24:])  # first's binary and checksum, second's key
+    r = run()
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr
+    assert "lacks kernel" in r.stderr and "rebuilding it from source" in r.stderr
+    r = run()  # and it stays fixed
+    assert r.returncode == 0 and "OK" in r.stdout and "hetnn:" not in r.stderr, r.stderr

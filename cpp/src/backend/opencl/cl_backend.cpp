@@ -8,6 +8,7 @@
 #include "backend/opencl/cl_args.h"
 #include "backend/opencl/cl_check.h"
 #include "core/errors.h"
+#include "core/warn.h"
 
 namespace hetnn::opencl {
 
@@ -177,6 +178,12 @@ cl_kernel ClBackend::kernel(const std::string& file, const std::string& name, co
   cl_program prog = programs_.get(file, options);
   cl_int st = CL_SUCCESS;
   Kernel k(clCreateKernel(prog, name.c_str(), &st));
+  if (st == CL_INVALID_KERNEL_NAME) {  // a cached binary of some other program: drop it, build from source once
+    warn("the cached OpenCL program for " + file + " lacks kernel " + name + "; rebuilding it from source");
+    programs_.discard(file, options);
+    prog = programs_.get(file, options);
+    k = Kernel(clCreateKernel(prog, name.c_str(), &st));
+  }
   if (st != CL_SUCCESS) throw_cl_error(st, "clCreateKernel(" + name + ")");
   return kernels_.emplace(key, std::move(k)).first->second.get();
 }

@@ -73,8 +73,7 @@ cl_program ProgramCache::get(const std::string& file, const std::string& options
   const auto t0 = std::chrono::steady_clock::now();
 
   const std::string source = kernel_source(file);
-  std::uint64_t key = fnv1a("hetnn-clbin-v1");
-  for (const std::string* part : {&source, &options, static_cast<const std::string*>(&identity_)}) key = fnv1a(*part, fnv1a("|", key));
+  const std::uint64_t key = disk_key(source, options);
   const auto dir = cache_dir("kernels");
   const std::string path = dir ? *dir + "/" + hex64(key) + ".clbin" : "";
 
@@ -89,6 +88,19 @@ cl_program ProgramCache::get(const std::string& file, const std::string& options
   }
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return programs_.emplace(mkey, std::move(prog)).first->second.get();
+}
+
+std::uint64_t ProgramCache::disk_key(const std::string& source, const std::string& options) const {
+  std::uint64_t key = fnv1a("hetnn-clbin-v1");
+  for (const std::string* part : {&source, &options, &identity_}) key = fnv1a(*part, fnv1a("|", key));
+  return key;
+}
+
+void ProgramCache::discard(const std::string& file, const std::string& options) {
+  std::lock_guard<std::mutex> lock(mu_);
+  programs_.erase(std::make_pair(file, options));
+  if (const auto dir = cache_dir("kernels"))
+    std::remove((*dir + "/" + hex64(disk_key(kernel_source(file), options)) + ".clbin").c_str());
 }
 
 ProgramCache::Stats ProgramCache::stats() const {

@@ -24,8 +24,12 @@ class ProgramCache {
     double seconds = 0;
   };
   Stats stats() const;
+  // Forgets a program, in memory and on disk: a cached binary that builds but lacks a kernel it should hold (another
+  // program's binary under this key) would otherwise fail in every later process.
+  void discard(const std::string& file, const std::string& options);
 
  private:
+  std::uint64_t disk_key(const std::string& source, const std::string& options) const;
   Program load_binary(const std::string& path, std::uint64_t key, const std::string& options);
   void save_binary(cl_program prog, const std::string& path, std::uint64_t key);
 
