@@ -59,7 +59,10 @@ def test_every_family_member_is_correct(opencl_device, rng, params, dtype, tol):
 
 @pytest.mark.parametrize("bad", ["family=packed rm=0", "family=packed vw=3", "family=tiled ts_m=48",
                                  "family=tiled ts_m=4096 ts_n=4096 wpt_m=1 wpt_n=1", "rm=x", "family=blocked",
-                                 "nonsense", "family=packed lx=0 ly=4", "family=packed zz=1"])
+                                 "nonsense", "family=packed lx=0 ly=4", "family=packed zz=1",
+                                 # passed validation once, then aborted PoCL or segfaulted on the first matmul:
+                                 "family=tiled ts_k=1048576", "family=tiled ts_m=1073741824 wpt_m=1073741824",
+                                 "family=tiled ts_m=1024 ts_n=1024 ts_k=1024 wpt_m=32 wpt_n=32"])
 def test_bad_parameters_are_value_errors(opencl_device, bad):
     with pytest.raises(ValueError):
         _core.set_gemm_params(opencl_device._dev, "float32", bad, "test")
@@ -104,3 +107,33 @@ def test_tune_rejects_cpu_device():
     r = subprocess.run([sys.executable, "-m", "hetnn", "tune", "gemm", "--device", "cpu"], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 2 and "not an OpenCL device" in r.stderr
+
+
+BAD_ENTRY = r"""
+import warnings, numpy as np, hetnn
+from hetnn import _tuning
+warnings.simplefilter("always")
+d = hetnn.device(%r)
+_tuning.save_entry(d, "float32", {"params": "family=tiled ts_k=1048576", "gflops": 0.0, "date": "x"})
+"""
+
+USE = r"""
+import warnings, numpy as np, hetnn
+warnings.simplefilter("always")
+a = np.arange(12, dtype=np.float32).reshape(3, 4)
+assert np.allclose(hetnn.matmul(a, a.T.copy(), device=%r), a @ a.T)
+print("OK")
+"""
+
+
+def test_a_tuning_entry_beyond_the_device_is_dropped_with_a_warning(tmp_path, opencl_device):
+    """A stored entry with tiles beyond the device's limits once aborted every later process's first matmul."""
+    env = dict(os.environ, HETNN_CACHE_DIR=str(tmp_path))
+    env.pop("HETNN_POISON", None)
+    r = subprocess.run([sys.executable, "-c", BAD_ENTRY % opencl_device.id], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, "-c", USE % opencl_device.id], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0 and "OK" in r.stdout, (r.returncode, r.stderr[-2000:])
+    assert "ignoring tuned float32 GEMM parameters" in r.stderr and "at most 1024" in r.stderr

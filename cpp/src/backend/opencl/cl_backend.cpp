@@ -202,7 +202,7 @@ void ClBackend::clear_gemm_params(DType t) {
 }
 
 void ClBackend::set_gemm_params(DType t, const GemmParams& p) {
-  p.validate(info_);
+  p.validate(info_, t == DType::f64 ? 8 : 4);
   std::lock_guard<std::mutex> lock(mu_);
   gemm_overrides_[t] = p;
   gemm_overrides_[t].source = p.source.empty() ? "tuned" : p.source;

@@ -111,7 +111,7 @@ GemmParams GemmParams::parse(const std::string& text) {
   return p;
 }
 
-void GemmParams::validate(const DeviceInfo& dev) const {
+void GemmParams::validate(const DeviceInfo& dev, std::size_t real_bytes) const {
   auto fail = [&](const std::string& why) { throw ValueError("gemm parameters '" + str() + "': " + why); };
   if (family == Family::packed) {
     if (rm < 1 || rm > 32) fail("rm must be in 1..32");
@@ -125,7 +125,15 @@ void GemmParams::validate(const DeviceInfo& dev) const {
   } else {
     for (int v : {ts_m, ts_n, ts_k, wpt_m, wpt_n})
       if (!pow2(v)) fail("tile sizes must be powers of two");
+    // bounds before any product: a tuning file once held ts_k=2^20 and ts_m=2^30, which passed and then aborted
+    // the driver or segfaulted on every later process's first matmul
+    if (ts_m > 1024 || ts_n > 1024 || ts_k > 1024) fail("ts_m, ts_n and ts_k must be at most 1024");
+    if (wpt_m > 32 || wpt_n > 32) fail("wpt_m and wpt_n must be at most 32");
     if (ts_m % wpt_m || ts_n % wpt_n) fail("ts_m/ts_n must be multiples of wpt_m/wpt_n");
+    const std::uint64_t local = static_cast<std::uint64_t>(ts_k) * (ts_m + ts_n) * real_bytes;
+    if (dev.local_mem && local > dev.local_mem)
+      fail("its tiles need " + std::to_string(local) + " bytes of local memory, the device has " +
+           std::to_string(dev.local_mem));
     const std::uint64_t wg = static_cast<std::uint64_t>(ts_m / wpt_m) * (ts_n / wpt_n);
     if (wg > dev.max_work_group_size) fail("work-group of " + std::to_string(wg) + " exceeds the device's maximum");
   }

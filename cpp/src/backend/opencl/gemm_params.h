@@ -22,7 +22,8 @@ struct GemmParams {
   std::string defines() const;  // "-DRM=8 -DVW=16 ..."
   std::string str() const;      // "family=packed rm=8 vw=16 nv=2 lx=0"
   static GemmParams parse(const std::string& text);  // inverse of str(); throws ValueError
-  void validate(const DeviceInfo& dev) const;        // throws ValueError for impossible combinations
+  // Throws ValueError for impossible combinations and for tiles beyond the device's limits (REAL of real_bytes).
+  void validate(const DeviceInfo& dev, std::size_t real_bytes = 4) const;
 };
 
 // `macs` = M*N*K of the problem (entries may be limited to small problems); -1 for "any" (the large entry).
