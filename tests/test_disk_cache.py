@@ -116,3 +116,24 @@ def test_a_cached_binary_of_another_program_is_discarded_and_rebuilt(tmp_path, o
     assert "lacks kernel" in r.stderr and "rebuilding it from source" in r.stderr
     r = run()  # and it stays fixed
     assert r.returncode == 0 and "OK" in r.stdout and "hetnn:" not in r.stderr, r.stderr
+
+
+WIDE = r"""
+import numpy as np, hetnn
+d = hetnn.device("opencl")
+x = np.random.default_rng().random((1, 2, 6, 262)).astype(np.float32)
+y = hetnn.max_pool2d(x, (1, 255), 1, device=d)
+ref = np.lib.stride_tricks.sliding_window_view(x, (1, 255), axis=(2, 3)).max(axis=(4, 5))
+assert np.array_equal(y, ref)
+print("OK")
+"""
+
+
+def test_a_wide_window_does_not_stall_the_first_call(tmp_path, opencl_device):
+    """A (1, 255) window once took 158 s on its first call with the disk cache on (its fully unrolled program was
+    recompiled when the binary was exported); wide windows now loop. A hang check, not a timing target: the bound
+    is far above the few seconds it takes."""
+    env = dict(os.environ, HETNN_CACHE_DIR=str(tmp_path), POCL_KERNEL_CACHE="0")
+    env.pop("HETNN_POISON", None)
+    r = subprocess.run([sys.executable, "-c", WIDE], capture_output=True, text=True, env=env, timeout=90)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr

@@ -1,7 +1,7 @@
 // pool.cl: 2-D max pooling over NCHW planes, forward and backward (PyTorch semantics).
 //
 // The kernel size is compiled in (-DKH/-DKW, one program per size and dtype, cached like every other kernel) so
-// the tap loops unroll fully; stride, padding and dilation are arguments, so a parameter sweep does not pay a
+// the tap loops of small windows unroll fully; stride, padding and dilation are arguments, so a parameter sweep does not pay a
 // compile per combination. One work-item per output (forward, index check) or per input element
 // (backward): neighbouring work-items touch neighbouring addresses, which coalesces on GPUs and vectorises across
 // work-items on CPU devices (PoCL).
@@ -13,6 +13,13 @@
 #endif
 #ifndef KW
 #define KW 2
+#endif
+// Small windows unroll fully. Wide ones loop: an unrolled (1, 65) window took 34-43 s to compile when its binary was
+// exported for the disk cache (1.3 s otherwise), (1, 255) 158 s.
+#if KH * KW <= 64
+#define TAPS_UNROLL _Pragma("unroll")
+#else
+#define TAPS_UNROLL _Pragma("nounroll")
 #endif
 // Storage and compare types. 16-bit data is compared in float and copied bit-exact (a max selects, never rounds);
 // gradients are summed in float and rounded once.
@@ -87,11 +94,11 @@ __kernel void max_pool2d_fwd(POOL_ARGS, const int with_indices, __global const S
   STORAGE best = NEG_INF_STORAGE;
   ACC bestv = -INFINITY;
   int where = first_inside(hs, DH) * W + first_inside(ws, DW);
-#pragma unroll
+TAPS_UNROLL
   for (int i = 0; i < KH; ++i) {
     const int ih = hs + i * DH;
     if (ih < 0 || ih >= H) continue;
-#pragma unroll
+TAPS_UNROLL
     for (int j = 0; j < KW; ++j) {
       const int iw = ws + j * DW;
       if (iw < 0 || iw >= W) continue;
@@ -131,13 +138,13 @@ __kernel void max_pool2d_bwd(POOL_ARGS, __global const STORAGE* gy, __global con
   const long me = (long)ih * W + iw;
   const long obase = plane * OH * OW;
   ACC acc = 0;
-#pragma unroll
+TAPS_UNROLL
   for (int i = 0; i < KH; ++i) {
     const int t = ih + PH - i * DH;  // = oh * SH for the window (oh) whose row i is ih
     if (t < 0 || t % SH) continue;
     const int oh = t / SH;
     if (oh >= OH) continue;
-#pragma unroll
+TAPS_UNROLL
     for (int j = 0; j < KW; ++j) {
       const int u = iw + PW - j * DW;
       if (u < 0 || u % SW) continue;
@@ -260,7 +267,7 @@ __kernel void max_pool2d_fwd_rows_sep(POOL_ARGS, __global const STORAGE* restric
     return;
   }
   __global const STORAGE* r[KH];
-#pragma unroll
+TAPS_UNROLL
   for (int i = 0; i < KH; ++i) {
     const int ih = hs + i * DH;
     r[i] = xp + (long)(ih >= 0 && ih < H ? ih : h0) * W;
@@ -269,7 +276,7 @@ __kernel void max_pool2d_fwd_rows_sep(POOL_ARGS, __global const STORAGE* restric
   for (int iw = 0; iw < W; ++iw) {
     ACC v = VAL(r[0], iw);
     negzero |= (v == 0) & signbit(v);
-#pragma unroll
+TAPS_UNROLL
     for (int i = 1; i < KH; ++i) {
       const ACC u = VAL(r[i], iw);
       negzero |= (u == 0) & signbit(u);
@@ -284,14 +291,14 @@ __kernel void max_pool2d_fwd_rows_sep(POOL_ARGS, __global const STORAGE* restric
   // Tap j reads input column ow*SW + off_j for outputs [lo_j, hi_j); [lo_all, hi_all) is where every tap does.
   const int off0 = -PW;
   int lo_all = 0, hi_all = OW;
-#pragma unroll
+TAPS_UNROLL
   for (int j = 0; j < KW; ++j) {
     lo_all = max(lo_all, tap_lo(j * DW - PW, SW));
     hi_all = min(hi_all, tap_hi(j * DW - PW, W, OW, SW));
   }
   if (lo_all >= hi_all) lo_all = hi_all = 0;  // narrow rows: all outputs go through the tap loops
   for (int ow = 0; ow < OW; ++ow) hb[ow] = -INFINITY;
-#pragma unroll
+TAPS_UNROLL
   for (int j = 0; j < KW; ++j) {  // edge outputs, one tap at a time
     const int off = j * DW - PW;
     const int tlo = tap_lo(off, SW), thi = tap_hi(off, W, OW, SW);
@@ -323,7 +330,7 @@ inline int row_indices_ok(POOL_ARGS, __global const long* restrict ir, const int
       const int ws = ow * SW - PW;
       const long rel = ir[ow] - ((long)hs * W + ws);
       int ok = 0;
-#pragma unroll
+TAPS_UNROLL
       for (int i = 0; i < KH; ++i) {
         const long j = rel - (long)i * W;
         ok |= ((ulong)j < (ulong)KW) & ((uint)(hs + i) < (uint)H) & ((ulong)(ws + j) < (ulong)W);
