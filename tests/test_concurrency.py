@@ -2,6 +2,8 @@
 correct (the GIL is released during compute; per-device queues, kernel and primitive caches are shared safely)."""
 import threading
 
+import time
+
 import numpy as np
 import pytest
 
@@ -113,3 +115,27 @@ def test_gil_is_released_during_compute():
     during = [x for x in ticks if t0 <= x <= t1]
     # with the GIL held the ticker could not run at all during the products
     assert len(during) >= 5, (len(during), t1 - t0)
+
+
+@pytest.mark.parametrize("device", [d for d in hetnn.devices() if d.kind == "opencl"][:1] or
+                         [pytest.param(None, marks=pytest.mark.skip(reason="no OpenCL device"))])
+def test_opencl_work_in_flight_is_bounded(device):
+    """A Python loop of matmuls on Arrays once queued minutes of device work (Ctrl-C, then any call, waited for all
+    of it). With the queue bounded, the loop itself waits, and what is left when it returns is a few commands."""
+    a = hetnn.asarray(np.random.default_rng().random((192, 192)).astype(np.float32), device=device)
+    c = hetnn.empty((192, 192), device=device)
+    device._dev._set_queue_limit(16)
+    try:
+        hetnn.matmul(a, a, out=c)
+        hetnn.synchronize(device)
+        t0 = time.perf_counter()
+        for _ in range(400):
+            hetnn.matmul(a, a, out=c)
+        t1 = time.perf_counter()
+        hetnn.synchronize(device)
+        t2 = time.perf_counter()
+    finally:
+        device._dev._set_queue_limit(256)
+    # about 16 of 400 matmuls left to run when the loop returns (unbounded: all of them)
+    assert t2 - t1 < 0.25 * (t2 - t0), (t1 - t0, t2 - t1)
+    np.testing.assert_allclose(c.numpy(), a.numpy().astype(np.float64) @ a.numpy(), rtol=1e-4, atol=1e-3)

@@ -117,6 +117,8 @@ class Backend {
   // Test hook: treat the device as having `bytes` of memory (0: what it reports). Only devices that account their
   // allocations against their memory (OpenCL) use it.
   virtual void set_memory_limit(std::size_t bytes) { (void)bytes; }
+  // How many commands may be queued before an enqueue waits (0: no bound; tests and overhead measurements).
+  virtual void set_queue_limit(std::size_t commands) { (void)commands; }
 
   // Ops.
   virtual void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) = 0;

@@ -161,6 +161,8 @@ PYBIND11_MODULE(_core, m) {
            })
       .def("_set_memory_limit", [](Device& d, std::size_t bytes) { d.backend().set_memory_limit(bytes); },
            py::arg("bytes"))
+      .def("_set_queue_limit", [](Device& d, std::size_t commands) { d.backend().set_queue_limit(commands); },
+           py::arg("commands"))
       .def("release_cached_memory",
            [](Device& d) -> std::size_t {
              if (!d.started()) return 0;

@@ -169,7 +169,11 @@ void ClBackend::build_source(const std::string& source, const std::string& optio
   build_program(context_.get(), device_, source.c_str(), "<source>", options, info_.name);
 }
 
-void ClBackend::synchronize() { HETNN_CL_CHECK(clFinish(queue_.get())); }
+void ClBackend::synchronize() {
+  HETNN_CL_CHECK(clFinish(queue_.get()));
+  std::lock_guard<std::mutex> lock(fence_mu_);
+  fences_.clear();  // all complete
+}
 
 cl_kernel ClBackend::kernel(const std::string& file, const std::string& name, const std::string& options) {
   const std::string key = file + '\n' + name + '\n' + options;
@@ -231,6 +235,28 @@ void ClBackend::enqueue(const char* name, cl_kernel k, int dims, const std::size
   const cl_int st = clEnqueueNDRangeKernel(queue_.get(), k, dims, nullptr, global, local, 0, nullptr, event_slot(ev));
   if (st != CL_SUCCESS) throw_cl_error(st, std::string("clEnqueueNDRangeKernel(") + name + ")");
   record(name, ev, t, 0);
+  throttle();
+}
+
+void ClBackend::throttle() {
+  std::lock_guard<std::mutex> lock(fence_mu_);
+  if (!fence_every_ || ++since_fence_ < fence_every_) return;
+  since_fence_ = 0;
+  cl_event m = nullptr;
+  HETNN_CL_CHECK(clEnqueueMarkerWithWaitList(queue_.get(), 0, nullptr, &m));
+  fences_.emplace_back(m);
+  while (fences_.size() > kMaxFences) {  // wait for the oldest: the queue drains to ~kMaxFences * fence_every_
+    cl_event f = fences_.front().get();
+    const cl_int st = clWaitForEvents(1, &f);
+    fences_.pop_front();
+    if (st != CL_SUCCESS) throw_cl_error(st, "clWaitForEvents(queue back-pressure)");
+  }
+}
+
+void ClBackend::set_queue_limit(std::size_t commands) {
+  std::lock_guard<std::mutex> lock(fence_mu_);
+  fence_every_ = commands ? std::max<std::size_t>(1, commands / kMaxFences) : 0;
+  since_fence_ = 0;
 }
 
 

@@ -1,5 +1,6 @@
 // An OpenCL device: one context and one in-order, profiling-enabled queue; kernels from kernels/*.cl.
 #pragma once
+#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
@@ -21,6 +22,7 @@ class ClBackend final : public Backend {
   std::shared_ptr<Buffer> alloc(std::size_t nbytes) override;
   void check_room(std::size_t nbytes, std::size_t capacity);
   void set_memory_limit(std::size_t bytes) override { memory_limit_ = bytes; }
+  void set_queue_limit(std::size_t commands) override;
   void write(Buffer& dst, std::size_t offset, const void* src, std::size_t n) override;
   void read(const Buffer& src, std::size_t offset, void* dst, std::size_t n) override;
   void copy(const Buffer& src, std::size_t src_offset, Buffer& dst, std::size_t dst_offset, std::size_t n) override;
@@ -74,6 +76,7 @@ class ClBackend final : public Backend {
   // A device scratch buffer (slot 0, 1, ...) of at least `bytes`, kept between calls (in-order queue: reuse is safe).
   cl_mem scratch(int slot, std::size_t bytes);
   void enqueue(const char* name, cl_kernel k, int dims, const std::size_t* global, const std::size_t* local);
+  void throttle();
   void matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias);
   void matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias);
   std::string common_options(DType t) const;
@@ -90,6 +93,14 @@ class ClBackend final : public Backend {
   std::vector<std::pair<Mem, std::size_t>> scratch_;
   std::shared_ptr<MemPool> pool_;  // freed buffers kept for reuse (mem_pool.h)
   std::size_t memory_limit_ = 0;  // set_memory_limit (tests); 0: info_.global_mem
+  // Back-pressure: a marker every fence_every_ kernels; at most kMaxFences markers outstanding, so no more than
+  // about kMaxFences * fence_every_ kernels are queued (a Python loop once queued minutes of work, and Ctrl-C then
+  // waited for all of it).
+  static constexpr std::size_t kMaxFences = 4;
+  std::size_t fence_every_ = 64;
+  std::size_t since_fence_ = 0;
+  std::deque<Event> fences_;
+  std::mutex fence_mu_;
 };
 
 }  // namespace hetnn::opencl
