@@ -162,6 +162,11 @@ class BenchmarkResult:
         return np.array(_preempted(self.counters, self.quiet_machine), dtype=bool)
 
     @property
+    def flags(self) -> Dict[str, Any]:
+        """The fields a benchmark row carries about noise: ``preempted`` (count), ``unreliable``, ``noise`` (text)."""
+        return {k: self.noise[k] for k in ("preempted", "unreliable", "noise")}
+
+    @property
     def unreliable(self) -> bool:
         """At least half of the repeats were preempted: the median is a figure of the machine's load."""
         return bool(self.noise["unreliable"])

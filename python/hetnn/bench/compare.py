@@ -178,7 +178,7 @@ def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "tor
         result = np.asarray(e["result"](), dtype=np.float64)
         row = {**base, "library": e["library"], "device": e["device"], "median_ms": t * 1e3,
                "min_ms": float(np.min(times)) * 1e3, "spread_pct": spread_pct(times), "repeats": len(times),
-               "times_ms": [x * 1e3 for x in times], **{k: r.noise[k] for k in ("preempted", "unreliable", "noise")},
+               "times_ms": [x * 1e3 for x in times], **r.flags,
                **({"note": e["note"]} if e.get("note") else {}),
                **({"threads": e["threads"]} if e.get("threads") is not None else {})}
         if e["library"] == "hetnn":

@@ -224,17 +224,13 @@ def target_cases() -> List[Tuple[str, int, int, int, int, int, int, int]]:
     return list(TARGETS)
 
 
-def _noise(r: Any) -> Dict[str, Any]:
-    return {k: r.noise[k] for k in ("preempted", "unreliable", "noise")}
-
-
 def _fwd_row(base: Dict[str, Any], library: str, device: str, r: Any, result: np.ndarray, ref: np.ndarray,
              **extra: Any) -> Dict[str, Any]:
     """A forward row from its interleaved timing and the timed call's own output, checked against float64."""
     err = float(np.max(np.abs(np.asarray(result, dtype=np.float64) - ref))) if ref.size else 0.0
     row = {**base, "library": library, "device": device, "fwd_ms": r.median * 1e3, "max_abs_err": err,
            "spread_pct": r.spread_pct, "repeats": r.n_repeat, "times_ms": [t * 1e3 for t in r.wall_times],
-           "first_use": r.first_use_text, **_noise(r), **{k: v for k, v in extra.items() if v is not None}}
+           "first_use": r.first_use_text, **r.flags, **{k: v for k, v in extra.items() if v is not None}}
     if not err == 0.0:  # max pooling selects, it does not round: any difference is a wrong result
         row["wrong"] = True
         row["noise"] = "; ".join(x for x in (row["noise"], f"WRONG: error {err:.1e}") if x)

@@ -321,7 +321,7 @@ def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False
                      "test_accuracy": model.evaluate(xe, ye, metrics=("accuracy",))["accuracy"],
                      "final_loss": state["losses"][-1], "device_s": device_s,
                      "host_us_per_step": max(0.0, float(np.mean(times)) - device_s) / steps * 1e6,
-                     **{k: r.noise[k] for k in ("preempted", "unreliable", "noise")},
+                     **r.flags,
                      "threads": get_num_threads() if dev.kind == "cpu" else None, **first},
                     flops, float(np.median(times)), peaks[dev.id])
             finish.append(hetnn_row)
@@ -351,7 +351,7 @@ def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False
                      "device": "host" if name == "numpy" else "cpu", "epochs": epochs,
                      "epoch_s": float(np.median(times)), "first_epoch_s": float(times[0]),
                      "times_s": [float(t) for t in times], "test_accuracy": acc, "final_loss": losses[-1],
-                     **{k: r.noise[k] for k in ("preempted", "unreliable", "noise")},
+                     **r.flags,
                      "threads": get_num_threads() if name == "torch" else blas_threads(), **first},
                     flops, float(np.median(times)), peaks[None])
             finish.append(peer_row)

@@ -80,7 +80,7 @@ def run_transfer(devices: Sequence[Device], sizes: Sequence[int], *, n_warmup: i
                 row = {"device": dev.id, "direction": direction, "size": _human(n), "bytes": n,
                        "ms": t * 1e3, "wall_ms": r.median * 1e3, "gbps": n / t / 1e9 if t > 0 else float("nan"),
                        "timing": "device" if t is dev_t else "wall", "repeats": r.n_repeat,
-                       **{k: r.noise[k] for k in ("preempted", "unreliable", "noise")}}
+                       **r.flags}
                 ref = pct_ref[direction]
                 row["pct_peak"] = 100 * row["gbps"] / ref if ref else float("nan")
                 ceiling, cache = ceil[direction]
