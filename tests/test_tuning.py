@@ -137,3 +137,37 @@ def test_a_tuning_entry_beyond_the_device_is_dropped_with_a_warning(tmp_path, op
                        timeout=300)
     assert r.returncode == 0 and "OK" in r.stdout, (r.returncode, r.stderr[-2000:])
     assert "ignoring tuned float32 GEMM parameters" in r.stderr and "at most 1024" in r.stderr
+
+
+@pytest.mark.parametrize("beta", [0.0, 1.0])
+def test_a_tuned_entry_that_fails_to_launch_is_dropped_and_the_call_still_answers(opencl_device, rng, beta):
+    """An entry that passes validation but whose kernel fails to build or launch is dropped with a warning, and the
+    call runs the database's kernel (C untouched before the fallback, so beta = 1 accumulates once)."""
+    dev = opencl_device._dev
+    db = _core.gemm_params(dev, "float32")
+    _core.set_gemm_params(dev, "float32", "family=tiled ts_m=16 ts_n=16 ts_k=8 wpt_m=2 wpt_n=2", "tuned test")
+    try:
+        _core._inject_gemm_faults(dev, 1)
+        a, b = rng.standard_normal((37, 19)), rng.standard_normal((19, 23))
+        c0 = rng.standard_normal((37, 23))
+        out = hetnn.asarray(c0.astype(np.float32), device=opencl_device)
+        with pytest.warns(RuntimeWarning, match=r"dropping the tuned test float32 GEMM parameters .*"
+                                                r"CL_OUT_OF_RESOURCES.*hetnn tune gemm"):
+            hetnn.matmul(hetnn.asarray(a, "float32", opencl_device), hetnn.asarray(b, "float32", opencl_device),
+                         out=out, beta=beta)
+        np.testing.assert_allclose(out.numpy(), a @ b + beta * c0, rtol=1e-4, atol=1e-4)
+        assert _core.gemm_params(dev, "float32") == db  # the override is gone; the database decides again
+    finally:
+        _core._inject_gemm_faults(dev, 0)
+        _core.set_gemm_params(dev, "float32", "", "")
+
+
+def test_a_failing_database_kernel_is_an_error_not_a_fallback(opencl_device):
+    """Without an override there is nothing to fall back to: the error reaches the caller."""
+    params, source = _core.gemm_params(opencl_device._dev, "float32")
+    if not source.startswith("database:"):
+        pytest.skip("a tuned entry is in force")
+    _core._inject_gemm_faults(opencl_device._dev, 1)  # applies to overrides only: nothing happens
+    a = np.ones((4, 4), np.float32)
+    np.testing.assert_allclose(hetnn.matmul(a, a, device=opencl_device), a @ a)
+    _core._inject_gemm_faults(opencl_device._dev, 0)

@@ -273,6 +273,15 @@ PYBIND11_MODULE(_core, m) {
         throw ValueError("set_gemm_params: " + d.id() + " is not an OpenCL device");
       },
       py::arg("device"), py::arg("dtype"), py::arg("params"), py::arg("source") = "tuned");
+  m.def(
+      "_inject_gemm_faults",  // test hook: the next n GEMMs running a tuned override fail as a bad launch would
+      [](Device& d, int n) {
+#ifdef HETNN_HAVE_OPENCL
+        if (auto* cl = dynamic_cast<opencl::ClBackend*>(&d.backend())) return cl->inject_gemm_faults(n);
+#endif
+        throw ValueError("_inject_gemm_faults: " + d.id() + " is not an OpenCL device");
+      },
+      py::arg("device"), py::arg("n"));
 
   // Native peers for the benchmarks (bench/peers.cpp).
   // The raw oneDNN peer keeps its NumPy operands alive and works in their memory.

@@ -343,10 +343,36 @@ void ClBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Bu
   const GemmParams p = gemm_params(d.dtype, d.M * d.N * d.K);
   std::lock_guard<std::mutex> lock(mu_);
   cl_mem bm = bias ? mem_of(*bias) : mem_of(c);  // not read when has_bias = 0, but must be a valid buffer
-  if (p.family == GemmParams::Family::packed)
-    matmul_packed(p, d, mem_of(a), mem_of(b), mem_of(c), bm);
-  else
-    matmul_tiled(p, d, mem_of(a), mem_of(b), mem_of(c), bm);
+  auto run = [&](const GemmParams& q) {
+    if (q.family == GemmParams::Family::packed)
+      matmul_packed(q, d, mem_of(a), mem_of(b), mem_of(c), bm);
+    else
+      matmul_tiled(q, d, mem_of(a), mem_of(b), mem_of(c), bm);
+  };
+  try {
+    if (gemm_faults_ > 0 && gemm_overrides_.count(d.dtype)) {
+      --gemm_faults_;
+      throw OpenCLError(-5, "CL_OUT_OF_RESOURCES", "clEnqueueNDRangeKernel(matmul) [injected by a test]");
+    }
+    run(p);
+  } catch (const OutOfMemory&) {
+    throw;
+  } catch (const Error& e) {
+    // A tuned entry passed validate() yet failed to build or launch (a hand-edited file, a driver with other
+    // limits): drop it for this process and use the database's kernel. Build and launch errors come before the first
+    // GEMM kernel is queued, so C is still untouched. The database's own kernels failing is a real error.
+    auto it = gemm_overrides_.find(d.dtype);
+    if (it == gemm_overrides_.end() || it->second.str() != p.str()) throw;
+    const std::string source = it->second.source;
+    gemm_overrides_.erase(it);
+    const GemmParams fallback = gemm_database_lookup(info_, d.dtype, d.M * d.N * d.K);
+    std::string why = e.what();
+    why = why.substr(0, why.find('\n'));
+    warn("dropping the " + source + " " + dtype_name(d.dtype) + " GEMM parameters '" + p.str() + "' of " +
+         info_.id + " for this process: " + why + ". Using '" + fallback.str() +
+         "'; re-run `python -m hetnn tune gemm` to replace the entry.");
+    run(fallback);
+  }
 }
 
 }  // namespace hetnn::opencl

@@ -64,6 +64,11 @@ class ClBackend final : public Backend {
   GemmParams gemm_params(DType t, std::int64_t macs = -1);
   void set_gemm_params(DType t, const GemmParams& p);
   void clear_gemm_params(DType t);  // back to the database
+  // Test hook: the next n GEMMs that would run a tuned override fail as a launch error would.
+  void inject_gemm_faults(int n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    gemm_faults_ = n;
+  }
 
  protected:
   void resolve(PendingRecord& p) override;
@@ -90,6 +95,7 @@ class ClBackend final : public Backend {
   ProgramCache programs_;
   std::map<std::string, Kernel> kernels_;
   std::map<DType, GemmParams> gemm_overrides_;
+  int gemm_faults_ = 0;  // inject_gemm_faults
   std::vector<std::pair<Mem, std::size_t>> scratch_;
   std::shared_ptr<MemPool> pool_;  // freed buffers kept for reuse (mem_pool.h)
   std::size_t memory_limit_ = 0;  // set_memory_limit (tests); 0: info_.global_mem
