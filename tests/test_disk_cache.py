@@ -5,6 +5,8 @@ import sys
 
 import pytest
 
+from cache_entry import HEADER, sign, with_plain_checksum
+
 SCRIPT = r"""
 import warnings, numpy as np, hetnn
 warnings.simplefilter("always")
@@ -47,7 +49,7 @@ def test_second_process_reuses_binaries_without_warnings(populated):
     assert {f: f.stat().st_mtime_ns for f in _entries(cache)} == before  # loaded, not rewritten
 
 
-@pytest.mark.parametrize("damage,reason", [("flip", "checksum mismatch"), ("truncate", "truncated"),
+@pytest.mark.parametrize("damage,reason", [("flip", "signature mismatch"), ("truncate", "truncated"),
                                            ("garbage", "not a hetnn cache file")])
 def test_corrupt_entry_is_ignored_with_warning_and_rebuilt(populated, damage, reason):
     cache, files = populated
@@ -84,6 +86,34 @@ def test_cache_can_be_disabled(tmp_path, opencl_device):
     assert not list(tmp_path.rglob("*.clbin"))
 
 
+def test_a_damaged_payload_with_a_recomputed_checksum_never_reaches_the_driver(populated):
+    """Damage inside PoCL's binary header with the old plain checksum recomputed once segfaulted every later process
+    in clCreateProgramWithBinary: entries are now signed with the cache's secret key."""
+    cache, files = populated
+    f = files[0]
+    data = bytearray(f.read_bytes())
+    for i in range(HEADER.size + 64, HEADER.size + 80):
+        data[i] ^= 0xA5
+    f.write_bytes(with_plain_checksum(bytes(data)))
+    r = _run(cache)
+    assert r.returncode == 0 and "OK" in r.stdout, (r.returncode, r.stderr[-2000:])
+    assert "signature mismatch" in r.stderr and "rebuilding" in r.stderr
+    r = _run(cache)
+    assert r.returncode == 0 and "hetnn:" not in r.stderr, r.stderr
+
+
+def test_the_cache_key_is_private_and_a_damaged_key_is_replaced(populated):
+    cache, files = populated
+    key = cache / "kernels" / "key"
+    assert key.stat().st_mode & 0o777 == 0o600 and len(key.read_bytes()) == 16
+    key.write_bytes(b"short")
+    r = _run(cache)  # a new key: every entry fails its signature and is rebuilt, nothing crashes
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr
+    assert "signature mismatch" in r.stderr and len(key.read_bytes()) == 16
+    r = _run(cache)
+    assert r.returncode == 0 and "hetnn:" not in r.stderr, r.stderr
+
+
 TWO_PROGRAMS = r"""
 import warnings, numpy as np, hetnn
 warnings.simplefilter("always")
@@ -97,7 +127,7 @@ print("OK")
 
 
 def test_a_cached_binary_of_another_program_is_discarded_and_rebuilt(tmp_path, opencl_device):
-    """An entry holding another program's binary under this key (header and checksum valid) once failed with
+    """An entry holding another program's binary under this key (header and signature valid) once failed with
     CL_INVALID_KERNEL_NAME in every later process: the entry is now dropped and the program rebuilt from source."""
     env = dict(os.environ, HETNN_CACHE_DIR=str(tmp_path), POCL_KERNEL_CACHE="0")
     env.pop("HETNN_POISON", None)
@@ -110,7 +140,7 @@ def test_a_cached_binary_of_another_program_is_discarded_and_rebuilt(tmp_path, o
     files = _entries(tmp_path)
     assert len(files) >= 2
     first, second = files[0].read_bytes(), files[1].read_bytes()
-    files[1].write_bytes(first[:16] + second[16:24] + first[24:])  # first's binary and checksum, second's key
+    files[1].write_bytes(sign(tmp_path, first[:16] + second[16:24] + first[24:]))  # first's binary, second's key
     r = run()
     assert r.returncode == 0 and "OK" in r.stdout, r.stderr
     assert "lacks kernel" in r.stderr and "rebuilding it from source" in r.stderr

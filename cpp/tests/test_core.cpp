@@ -10,6 +10,7 @@
 #include "backend/onednn/cpu_backend.h"
 #include "backend/onednn/half_convert.h"
 #include "core/half.h"
+#include "core/siphash.h"
 #include "core/array.h"
 #include "core/errors.h"
 #include "core/matmul.h"
@@ -50,6 +51,17 @@ TEST(Shape, SizeAndValidation) {
   EXPECT_THROW(shape_size({1LL << 40, 1LL << 30}), ValueError);
   EXPECT_EQ(shape_str({3}), "(3,)");
   EXPECT_EQ(shape_str({2, 3}), "(2, 3)");
+}
+
+TEST(SipHash, ReferenceVectors) {  // the SipHash paper's vectors: key 00..0f, messages 00, 00 01, ..., 00..3f
+  hetnn::SipKey key{};
+  for (int i = 0; i < 16; ++i) key[i] = static_cast<unsigned char>(i);
+  unsigned char msg[64];
+  for (int i = 0; i < 64; ++i) msg[i] = static_cast<unsigned char>(i);
+  EXPECT_EQ(hetnn::siphash24(key, msg, 0), 0x726fdb47dd0e0e31ULL);
+  EXPECT_EQ(hetnn::siphash24(key, msg, 8), 0x93f5f5799a932462ULL);
+  EXPECT_EQ(hetnn::siphash24(key, msg, 15), 0xa129ca6149be45e5ULL);
+  EXPECT_EQ(hetnn::siphash24(key, msg, 63), 0x958a324ceb064572ULL);
 }
 
 TEST(DType, NamesRoundTrip) {

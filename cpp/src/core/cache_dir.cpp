@@ -1,5 +1,6 @@
 #include "core/cache_dir.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <random>
 #include <set>
@@ -53,6 +55,53 @@ std::optional<std::string> cache_dir(const std::string& sub) {
     warn("cache directory " + dir + " is not writable (" + std::strerror(errno) +
          "); continuing without an on-disk cache (set HETNN_CACHE_DIR to change it)");
   return std::nullopt;
+}
+
+namespace {
+
+std::optional<SipKey> read_key(const std::string& path) {
+  const auto data = read_file(path);
+  if (!data || data->size() != sizeof(SipKey)) return std::nullopt;
+  SipKey k{};
+  std::memcpy(k.data(), data->data(), k.size());
+  return k;
+}
+
+// Writes a fresh key to a private temporary file and links it into place; link() fails when another process got
+// there first, and then that process's key is the one everybody uses.
+std::optional<SipKey> make_key(const std::string& path) {
+  SipKey k{};
+  std::random_device rd;
+  for (std::size_t i = 0; i < k.size(); i += 4) {
+    const std::uint32_t r = rd();
+    std::memcpy(k.data() + i, &r, 4);
+  }
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return std::nullopt;
+  const bool written = write(fd, k.data(), k.size()) == static_cast<ssize_t>(k.size());
+  close(fd);
+  std::optional<SipKey> out;
+  if (written && link(tmp.c_str(), path.c_str()) == 0) out = k;
+  else if (written && errno == EEXIST) out = read_key(path);
+  if (written && !out && std::rename(tmp.c_str(), path.c_str()) == 0) out = k;  // a damaged key file: replace it
+  unlink(tmp.c_str());
+  return out;
+}
+
+}  // namespace
+
+std::optional<SipKey> cache_secret(const std::string& dir) {
+  static std::mutex mu;
+  static std::map<std::string, std::optional<SipKey>> keys;  // per directory: HETNN_CACHE_DIR may change
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = keys.find(dir);
+  if (it != keys.end()) return it->second;
+  const std::string path = dir + "/key";
+  auto k = read_key(path);
+  if (!k) k = make_key(path);
+  if (!k) warn("cannot read or create the cache key " + path + "; continuing without the on-disk cache there");
+  return keys.emplace(dir, k).first->second;
 }
 
 std::uint64_t fnv1a_bytes(const void* data, std::size_t n, std::uint64_t seed) {

@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+
+#include "core/siphash.h"
 #include <string>
 #include <vector>
 
@@ -10,6 +12,10 @@ namespace hetnn {
 
 // The cache directory, created if needed; nullopt when disabled or not writable (a warning says why, once).
 std::optional<std::string> cache_dir(const std::string& sub);
+
+// The secret key of the cache directory `dir` (`dir`/key, 16 random bytes, mode 0600), created on first use; one
+// key for every process sharing the directory. nullopt (a warning says why, once) when it cannot be read or made.
+std::optional<SipKey> cache_secret(const std::string& dir);
 
 // 64-bit FNV-1a; chain by passing the previous hash as the seed.
 std::uint64_t fnv1a_bytes(const void* data, std::size_t n, std::uint64_t seed = 1469598103934665603ULL);

@@ -43,7 +43,7 @@ std::string kernel_source(const std::string& file, int depth) {
 namespace {
 
 constexpr char kMagic[8] = {'H', 'E', 'T', 'N', 'N', 'C', 'L', 'B'};
-constexpr std::uint32_t kFormat = 1;
+constexpr std::uint32_t kFormat = 2;
 
 struct BinaryHeader {
   char magic[8];
@@ -51,8 +51,16 @@ struct BinaryHeader {
   std::uint32_t reserved;
   std::uint64_t key;
   std::uint64_t length;
-  std::uint64_t checksum;
+  std::uint64_t mac;  // SipHash of key and payload under the cache's secret (cache_secret)
 };
+
+// Binds a payload to its key with the directory's secret. A plain checksum let a crafted file (damaged payload,
+// checksum recomputed) reach clCreateProgramWithBinary, where PoCL segfaults; only the secret's holder can sign.
+std::uint64_t entry_mac(const SipKey& secret, std::uint64_t key, const unsigned char* bin, std::size_t n) {
+  std::string msg(reinterpret_cast<const char*>(&key), sizeof key);
+  msg.append(reinterpret_cast<const char*>(bin), n);
+  return siphash24(secret, msg.data(), msg.size());
+}
 
 }  // namespace
 
@@ -77,14 +85,15 @@ cl_program ProgramCache::get(const std::string& file, const std::string& options
   const auto dir = cache_dir("kernels");
   const std::string path = dir ? *dir + "/" + hex64(key) + ".clbin" : "";
 
+  const auto secret = dir ? cache_secret(*dir) : std::nullopt;
   Program prog;
-  if (dir) prog = load_binary(path, key, options);
+  if (secret) prog = load_binary(path, key, *secret, options);
   if (prog) {
     ++stats_.disk_hits;
   } else {
     prog = build_program(context_, device_, source.c_str(), file, options, device_name_);
     ++stats_.built;
-    if (dir) save_binary(prog.get(), path, key);
+    if (secret) save_binary(prog.get(), path, key, *secret);
   }
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return programs_.emplace(mkey, std::move(prog)).first->second.get();
@@ -108,7 +117,8 @@ ProgramCache::Stats ProgramCache::stats() const {
   return stats_;
 }
 
-Program ProgramCache::load_binary(const std::string& path, std::uint64_t key, const std::string& options) {
+Program ProgramCache::load_binary(const std::string& path, std::uint64_t key, const SipKey& secret,
+                                  const std::string& options) {
   const auto data = read_file(path);
   if (!data) return Program();
   auto reject = [&](const std::string& why) {
@@ -124,7 +134,8 @@ Program ProgramCache::load_binary(const std::string& path, std::uint64_t key, co
   if (h.key != key) return reject("key mismatch");
   if (h.length != data->size() - sizeof h) return reject("truncated");
   const auto* bin = reinterpret_cast<const unsigned char*>(data->data() + sizeof h);
-  if (fnv1a_bytes(bin, h.length) != h.checksum) return reject("checksum mismatch");
+  if (entry_mac(secret, key, bin, h.length) != h.mac)
+    return reject("signature mismatch: damaged, or not written with this cache's key");
 
   const std::size_t len = h.length;
   cl_int bin_status = CL_SUCCESS, st = CL_SUCCESS;
@@ -135,7 +146,7 @@ Program ProgramCache::load_binary(const std::string& path, std::uint64_t key, co
   return prog;
 }
 
-void ProgramCache::save_binary(cl_program prog, const std::string& path, std::uint64_t key) {
+void ProgramCache::save_binary(cl_program prog, const std::string& path, std::uint64_t key, const SipKey& secret) {
   std::size_t size = 0;
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS || size == 0) return;
   std::string bin(size, '\0');
@@ -146,7 +157,7 @@ void ProgramCache::save_binary(cl_program prog, const std::string& path, std::ui
   h.format = kFormat;
   h.key = key;
   h.length = size;
-  h.checksum = fnv1a_bytes(bin.data(), size);
+  h.mac = entry_mac(secret, key, reinterpret_cast<const unsigned char*>(bin.data()), size);
   std::string out(reinterpret_cast<const char*>(&h), sizeof h);
   out += bin;
   if (!write_file_atomic(path, out)) warn("could not write OpenCL binary cache entry " + path);

@@ -1,6 +1,7 @@
 // Compiled OpenCL programs for one device's context, cached at two levels: in memory per (kernel file, build
 // options), and on disk as program binaries keyed by a hash of source, options, device and driver (written
-// atomically, checksummed; a corrupt or stale entry is ignored with a warning and rebuilt).
+// atomically, signed with the cache directory's secret key; a corrupt, stale or foreign entry is ignored with a
+// warning and rebuilt).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -10,6 +11,7 @@
 
 #include "backend/opencl/cl_handles.h"
 #include "core/device.h"
+#include "core/siphash.h"
 
 namespace hetnn::opencl {
 
@@ -30,8 +32,8 @@ class ProgramCache {
 
  private:
   std::uint64_t disk_key(const std::string& source, const std::string& options) const;
-  Program load_binary(const std::string& path, std::uint64_t key, const std::string& options);
-  void save_binary(cl_program prog, const std::string& path, std::uint64_t key);
+  Program load_binary(const std::string& path, std::uint64_t key, const SipKey& secret, const std::string& options);
+  void save_binary(cl_program prog, const std::string& path, std::uint64_t key, const SipKey& secret);
 
   cl_context context_;
   cl_device_id device_;
