@@ -103,3 +103,32 @@ def test_a_forked_child_works_on_the_cpu_and_refuses_opencl(program, tmp_path):
     script.write_text(program)
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "ok" in r.stdout, (r.returncode, r.stdout[-1000:], r.stderr[-2000:])
+
+
+AT_EXIT = """
+import atexit, sys, numpy as np, hetnn
+dev = sys.argv[1]
+a = np.random.default_rng().random((64, 48)).astype(np.float32)
+class Holder:
+    def __init__(self):
+        self.x = hetnn.asarray(a, device=dev)
+    def __del__(self):                      # runs during finalisation, on the main thread
+        c = hetnn.matmul(self.x, self.x, transpose_b=True).numpy()
+        print("del", np.allclose(c, a.astype(np.float64) @ a.T, rtol=1e-4, atol=1e-4), flush=True)
+keep = Holder()
+def at_exit():
+    c = hetnn.matmul(a, a.T.copy(), device=dev)
+    print("atexit", np.allclose(c, a.astype(np.float64) @ a.T, rtol=1e-4, atol=1e-4), flush=True)
+atexit.register(at_exit)
+print("main exits", flush=True)
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_hetnn_calls_during_finalisation_on_the_main_thread(device):
+    """A __del__ or atexit handler calling hetnn at exit once hung the process for ever: the guard that parks
+    daemon threads coming back during finalisation parked the main thread too, which is the one finalising."""
+    r = subprocess.run([sys.executable, "-c", AT_EXIT, device], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert "atexit True" in r.stdout, (r.stdout, r.stderr[-2000:])
+    assert "del False" not in r.stdout and "Traceback" not in r.stderr, (r.stdout, r.stderr[-2000:])

@@ -13,6 +13,7 @@ import threading
 import warnings
 from typing import Any, Dict, Optional
 
+from ._device import device as _resolve
 from ._loader import _core
 
 FORMAT = 1
@@ -82,8 +83,6 @@ def ensure_applied(device: Any) -> None:
     device) a set lookup. ``device``: a hetnn.Device or the native device object (anything with ``.id``)."""
     if device.id in _applied:
         return
-    from ._device import device as _resolve
-
     device = _resolve(device.id)
     with _lock:
         if device.id in _applied:

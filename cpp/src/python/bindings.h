@@ -18,7 +18,11 @@ Shape to_shape(const py::sequence& seq, const char* what);
 // daemon thread is inside hetnn, CPython ends that thread with pthread_exit as it asks for the GIL back; the forced
 // unwind must not cross a noexcept destructor (that aborted the process: "terminate called without an active
 // exception"). So the destructor may throw (the unwind passes through), and a thread that comes back while the
-// interpreter is finalizing never re-enters it: it parks until the process, which is exiting, ends.
+// interpreter is finalizing never re-enters it: it parks until the process, which is exiting, ends (unless it is
+// the main thread, which is the one finalizing).
+// Called once at module initialisation: NoGil needs to tell the main thread from the others.
+void remember_main_thread();
+
 class NoGil {
  public:
   NoGil() : state_(PyEval_SaveThread()) {}
