@@ -45,11 +45,16 @@ def load() -> Dict[str, Any]:
     if not path or not os.path.exists(path):
         return {}
     try:
+        if not os.path.isfile(path):  # a FIFO would block open() for ever
+            raise ValueError("not a regular file")
         with open(path) as f:
             data = json.load(f)
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("devices"), dict):
             raise ValueError("unexpected format")
-        return data["devices"]
+        devices = data["devices"]
+        if not all(isinstance(v, dict) and all(isinstance(e, dict) for e in v.values()) for v in devices.values()):
+            raise ValueError("an entry is not a mapping of dtype to parameters")
+        return devices
     except (OSError, ValueError) as exc:
         warnings.warn(f"hetnn: ignoring the tuning cache {path} ({exc}); re-run `python -m hetnn tune gemm`",
                       RuntimeWarning, stacklevel=3)

@@ -147,12 +147,32 @@ bool write_file_atomic(const std::string& path, const std::string& data) {
   return true;
 }
 
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return std::nullopt;
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+std::optional<std::string> read_file(const std::string& path, std::size_t max_bytes) {
+  // Non-blocking open and a regular-file check: a FIFO in the cache once blocked the first OpenCL call for ever,
+  // and a link to /dev/zero read until the process was killed for memory.
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  std::optional<std::string> out;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) <= max_bytes) {
+    std::string data(static_cast<std::size_t>(st.st_size), '\0');
+    std::size_t got = 0;
+    while (got < data.size()) {
+      const ssize_t n = read(fd, data.data() + got, data.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    data.resize(got);  // a file that shrank meanwhile reads short: its checks reject it
+    out = std::move(data);
+  }
+  close(fd);
+  return out;
+}
+
+bool is_regular_or_absent(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode);
 }
 
 }  // namespace hetnn

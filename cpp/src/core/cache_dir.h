@@ -24,6 +24,8 @@ std::string hex64(std::uint64_t v);
 
 // Writes `data` to `path` atomically (temporary file in the same directory, then rename). Returns false on failure.
 bool write_file_atomic(const std::string& path, const std::string& data);
-std::optional<std::string> read_file(const std::string& path);
+// The whole of a regular file of at most max_bytes; nullopt for anything else (absent, a FIFO, a device, too big).
+std::optional<std::string> read_file(const std::string& path, std::size_t max_bytes = std::size_t(1) << 30);
+bool is_regular_or_absent(const std::string& path);
 
 }  // namespace hetnn

@@ -153,6 +153,8 @@ def stored_peaks() -> Dict[str, Dict[str, Any]]:
     if not path or not os.path.exists(path):
         return {}
     try:
+        if not os.path.isfile(path):  # a FIFO would block open() for ever
+            raise ValueError("not a regular file")
         with open(path) as f:
             data = json.load(f)
         if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):

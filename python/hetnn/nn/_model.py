@@ -440,6 +440,7 @@ class Sequential:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp",
                                    dir=os.path.dirname(os.path.abspath(target)))
         try:
+            os.fchmod(fd, _file_mode(target))  # mkstemp's 0600 would replace the file's own mode
             with os.fdopen(fd, "wb") as f:
                 np.savez(f, **arrays)
                 f.flush()
@@ -454,6 +455,20 @@ class Sequential:
 
 
 _MODEL_DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+
+def _file_mode(path: str) -> int:
+    """The mode a file written at `path` should have: the existing file's, else what open() would give (umask)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        pass
+    try:
+        with open("/proc/self/status") as f:  # the umask without os.umask's set-and-restore race
+            umask = next(int(line.split()[1], 8) for line in f if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        umask = 0o022
+    return 0o666 & ~umask
 
 
 def _npz_headers(path: Union[str, os.PathLike]) -> Dict[str, Tuple[Tuple[int, ...], np.dtype]]:

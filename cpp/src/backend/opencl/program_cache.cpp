@@ -119,13 +119,14 @@ ProgramCache::Stats ProgramCache::stats() const {
 
 Program ProgramCache::load_binary(const std::string& path, std::uint64_t key, const SipKey& secret,
                                   const std::string& options) {
-  const auto data = read_file(path);
-  if (!data) return Program();
   auto reject = [&](const std::string& why) {
     warn("ignoring OpenCL binary cache entry " + path + " (" + why + "); rebuilding it");
     std::remove(path.c_str());
     return Program();
   };
+  if (!is_regular_or_absent(path)) return reject("not a regular file");
+  const auto data = read_file(path);
+  if (!data) return Program();
   BinaryHeader h{};
   if (data->size() < sizeof h) return reject("truncated");
   std::memcpy(&h, data->data(), sizeof h);
