@@ -259,10 +259,31 @@ def test_the_setting_reaches_other_threads(restore_threads):
 
 
 @pytest.mark.parametrize("bad, exc", [(0, ValueError), (-2, ValueError), (1.5, TypeError), (True, TypeError),
-                                      ("2", TypeError)])
+                                      ("2", TypeError), (100000, ValueError), (2**31, ValueError),
+                                      (10**30, ValueError)])
 def test_set_num_threads_bad_inputs(bad, exc, restore_threads):
     with pytest.raises(exc, match="set_num_threads: n must be"):
         hetnn.set_num_threads(bad)
+
+
+OMP_HUGE = """
+import warnings, numpy as np, hetnn
+warnings.simplefilter("always")
+x = np.random.default_rng().random((2, 3, 11, 11)).astype(np.float32)
+y = hetnn.max_pool2d(x, 3, 2, device="cpu")
+ref = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3))[:, :, ::2, ::2].max(axis=(4, 5))
+assert np.array_equal(y, ref)
+print("threads", hetnn.get_num_threads())
+"""
+
+
+def test_an_absurd_omp_num_threads_is_capped_not_a_crash():
+    """OMP_NUM_THREADS=100000 made libgomp segfault starting the first CPU op's team."""
+    env = dict(os.environ, OMP_NUM_THREADS="100000")
+    r = subprocess.run([sys.executable, "-c", OMP_HUGE], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert "hetnn's CPU ops use at most" in r.stderr
+    assert 1 <= int(r.stdout.split()[-1]) <= 4096
 
 
 def test_a_changed_thread_count_rebuilds_the_primitive(cpu, restore_threads):

@@ -158,6 +158,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (ValueError, TypeError) as exc:
         print(f"hetnn: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `python -m hetnn devices | head`: the reader left; say nothing more
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 141  # 128 + SIGPIPE, as a shell reports a command ended by the closed pipe
 
 
 if __name__ == "__main__":

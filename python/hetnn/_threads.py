@@ -20,7 +20,7 @@ def set_num_threads(n: Optional[int]) -> None:
     process may run on)."""
     if n is not None and (isinstance(n, bool) or not hasattr(n, "__index__")):
         raise TypeError(f"set_num_threads: n must be an int >= 1 or None, got {type(n).__name__}")
-    if n is not None and int(n) < 1:
+    if n is not None and int(n) < 1:  # 0 is the core's "default": not a value to pass through
         raise ValueError(f"set_num_threads: n must be >= 1 (or None for the default), got {int(n)}")
     _core.set_num_threads(0 if n is None else int(n))
 

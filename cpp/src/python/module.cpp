@@ -315,7 +315,18 @@ PYBIND11_MODULE(_core, m) {
         NoGil nogil;
         p.impl->run();
       });
-  m.def("set_num_threads", [](int n) { cpu_threads::set(n); }, py::arg("n"));
+  m.def(
+      "set_num_threads",
+      [](py::int_ n) {  // any Python int: the range check (and its message) is cpu_threads::set's
+        const long long v = PyLong_AsLongLong(n.ptr());
+        if (v == -1 && PyErr_Occurred()) {
+          PyErr_Clear();
+          throw ValueError("set_num_threads: n must be in 1.." + std::to_string(cpu_threads::max_threads()) +
+                           ", got " + std::string(py::str(n)));
+        }
+        cpu_threads::set(v);
+      },
+      py::arg("n"));
   m.def("get_num_threads", [] { return cpu_threads::get(); });
   m.def(
       "_cpu_fma_peak",

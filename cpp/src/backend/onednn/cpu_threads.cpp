@@ -2,10 +2,13 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
+#include <thread>
 
 #include "core/errors.h"
 #include "core/fork.h"
+#include "core/warn.h"
 
 namespace hetnn::cpu_threads {
 
@@ -17,11 +20,19 @@ std::atomic<int> g_threads{0};           // 0: OpenMP's default
 std::atomic<unsigned> g_generation{0};   // bumped by set(): each thread re-applies once
 thread_local unsigned t_generation = 0;
 
+// At most this many threads per op: OMP_NUM_THREADS=100000 made libgomp segfault starting a team, and beyond a few
+// threads per CPU an op only waits for its own threads.
+const int k_max = std::max(1024, 4 * static_cast<int>(std::thread::hardware_concurrency()));
+
 }  // namespace
 
-void set(int n) {
-  if (n < 0) throw ValueError("set_num_threads: n must be >= 1 (or 0 for OpenMP's default), got " + std::to_string(n));
-  g_threads.store(n, std::memory_order_relaxed);
+int max_threads() { return k_max; }
+
+void set(long long n) {
+  if (n < 0 || n > k_max)
+    throw ValueError("set_num_threads: n must be in 1.." + std::to_string(k_max) +
+                     " (None or 0: OpenMP's default), got " + std::to_string(n));
+  g_threads.store(static_cast<int>(n), std::memory_order_relaxed);
   g_generation.fetch_add(1, std::memory_order_release);
   apply();
 }
@@ -34,10 +45,18 @@ void apply() {
     return;
   }
   const unsigned gen = g_generation.load(std::memory_order_acquire);
-  if (gen == t_generation) return;
-  t_generation = gen;
-  const int n = g_threads.load(std::memory_order_relaxed);
-  omp_set_num_threads(n > 0 ? n : k_default);
+  if (gen != t_generation) {
+    t_generation = gen;
+    const int n = g_threads.load(std::memory_order_relaxed);
+    omp_set_num_threads(n > 0 ? n : k_default);
+  }
+  if (omp_get_max_threads() > k_max) {  // from OMP_NUM_THREADS or a direct omp_set_num_threads
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      warn("OpenMP is set to " + std::to_string(omp_get_max_threads()) + " threads (OMP_NUM_THREADS?); hetnn's CPU "
+           "ops use at most " + std::to_string(k_max));
+    omp_set_num_threads(k_max);
+  }
 }
 
 int get() {

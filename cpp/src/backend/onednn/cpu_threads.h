@@ -5,8 +5,9 @@
 
 namespace hetnn::cpu_threads {
 
-// n >= 1 threads for every CPU op from now on, on every thread (0: OpenMP's own default again).
-void set(int n);
+// n in 1..max_threads() threads for every CPU op from now on, on every thread (0: OpenMP's own default again).
+void set(long long n);
+int max_threads();
 // The number of threads the next CPU op on the calling thread will use.
 int get();
 // Applies a changed setting to the calling thread; called at the start of every CPU op (an atomic load).

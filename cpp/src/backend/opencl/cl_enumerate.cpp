@@ -1,5 +1,7 @@
 // Lists every OpenCL platform/device through the ICD loader. No platform is not an error: hetnn then simply
 // has no OpenCL device, and opencl_status() says why.
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include "backend/opencl/cl_backend.h"
 #include "backend/opencl/cl_check.h"
 #include "core/device.h"
+#include "core/warn.h"
 
 namespace hetnn {
 
@@ -87,10 +90,49 @@ bool creatable(const std::string& dir) {
   return true;
 }
 
+// The first .icd file, among those the ICD loader (ocl-icd 2.3) will read, that would take the process down: a FIFO
+// blocks its read for ever, and a file starting with a NUL byte makes it dlopen("") and recurse into itself until
+// it segfaults. Empty: none. Only what the loader reads is looked at: $OCL_ICD_VENDORS (a directory, or one .icd
+// file), else $OPENCL_VENDOR_PATH, else /etc/OpenCL/vendors.
+std::string icd_file_fault() {
+  std::vector<std::string> files;
+  auto add_dir = [&](const std::string& dir) {
+    if (DIR* d = opendir(dir.c_str())) {
+      while (const dirent* e = readdir(d)) {
+        const std::string n = e->d_name;
+        if (n.size() > 4 && n.compare(n.size() - 4, 4, ".icd") == 0) files.push_back(dir + "/" + n);
+      }
+      closedir(d);
+    }
+  };
+  struct stat st {};
+  const char* vendors = std::getenv("OCL_ICD_VENDORS");
+  const char* legacy = std::getenv("OPENCL_VENDOR_PATH");
+  if (vendors && *vendors && stat(vendors, &st) == 0 && !S_ISDIR(st.st_mode)) files.push_back(vendors);
+  else add_dir(vendors && *vendors ? vendors : legacy && *legacy ? legacy : "/etc/OpenCL/vendors");
+  for (const auto& f : files) {
+    if (stat(f.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;  // the loader skips these
+    if (!S_ISREG(st.st_mode)) return f + " is not a regular file (the ICD loader would block reading it)";
+    const int fd = open(f.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    char first = 1;
+    if (fd >= 0) {
+      if (read(fd, &first, 1) != 1) first = 1;
+      close(fd);
+    }
+    if (first == '\0') return f + " starts with a NUL byte (the ICD loader would crash on it)";
+  }
+  return "";
+}
+
 }  // namespace
 
 std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() {
   std::vector<std::pair<DeviceInfo, BackendFactory>> out;
+  if (const std::string fault = icd_file_fault(); !fault.empty()) {
+    g_status = "OpenCL not loaded: " + fault + "; remove or repair that file";
+    warn(g_status);
+    return out;
+  }
   cl_uint np = 0;
   cl_int st = clGetPlatformIDs(0, nullptr, &np);
   if (st != CL_SUCCESS || np == 0) {
