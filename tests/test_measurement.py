@@ -286,6 +286,28 @@ def test_an_absurd_omp_num_threads_is_capped_not_a_crash():
     assert 1 <= int(r.stdout.split()[-1]) <= 4096
 
 
+DYNAMIC = """
+import numpy as np, hetnn
+rng = np.random.default_rng()
+for s in [(67, 45, 29), (256, 256, 256), (513, 300, 129)]:
+    a = rng.random(s[:2], dtype=np.float32); b = rng.random(s[1:], dtype=np.float32)
+    c = hetnn.matmul(a, b, device="cpu")
+    assert np.allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3), s
+x = rng.random((4, 8, 33, 33), dtype=np.float32)
+ref = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3))[:, :, ::2, ::2].max(axis=(4, 5))
+assert np.array_equal(hetnn.max_pool2d(x, 3, 2, device="cpu"), ref)
+print("ok")
+"""
+
+
+def test_omp_dynamic_does_not_leave_parts_of_the_output_unwritten():
+    """With OMP_DYNAMIC=true libgomp may start fewer threads than oneDNN planned for (it subtracts the load average):
+    every CPU matmul came back partly unwritten. More threads than CPUs makes the shortfall certain."""
+    env = dict(os.environ, OMP_DYNAMIC="true", OMP_NUM_THREADS=str(4 * (os.cpu_count() or 2)))
+    r = subprocess.run([sys.executable, "-c", DYNAMIC], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0 and "ok" in r.stdout, (r.returncode, r.stderr[-2000:])
+
+
 def test_a_changed_thread_count_rebuilds_the_primitive(cpu, restore_threads):
     """oneDNN fixes a primitive's thread count when it is created: a cached primitive must not outlive a change
     of the setting (it did: --threads 1,2 measured one thread twice)."""

@@ -26,7 +26,16 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                    dtype=args.dtype, sweep_max=args.sweep_max, max_width=args.max_width, epochs=args.epochs,
                    clblast_tuning=args.clblast_tuning, threads=args.threads,
                    progress=not args.no_progress and (args.verbose or sys.stderr.isatty()))
-    prefix = args.output or os.path.join("bench-results", f"{suite}-{time.strftime('%Y%m%d-%H%M%S')}")
+    default_name = f"{suite}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if args.output is not None and not args.output.strip():
+        raise ValueError("--output: empty; give a PREFIX (PREFIX.csv, PREFIX.json, PREFIX-*.png) or a directory")
+    if args.output is None:
+        prefix = os.path.join("bench-results", default_name)
+    elif args.output.endswith(os.sep) or os.path.isdir(args.output):  # a directory: the default names inside it
+        prefix = os.path.join(args.output, default_name)
+    else:
+        prefix = args.output
+    opts.check()  # every option before any work
     if not args.no_output:
         _check_writable(prefix)  # before the run, not after it: the results would be lost
     rows = run_suites(suite, opts, lambda text: print(text, flush=True))
@@ -45,8 +54,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_writable(prefix: str) -> None:
-    """Raises ValueError naming --output when PREFIX.* cannot be written."""
+def _check_writable(prefix: str, what: str = "--output", hint: str = "choose another PREFIX or --no-output",
+                    files: str = ".csv/.json/.png") -> None:
+    """Raises ValueError naming the option when files beside PREFIX cannot be written (tried for real: root may
+    write where access() says no, and not where a path component is a file)."""
     directory = os.path.dirname(os.path.abspath(prefix))
     try:
         os.makedirs(directory, exist_ok=True)
@@ -55,14 +66,16 @@ def _check_writable(prefix: str) -> None:
             pass
         os.remove(probe)
     except OSError as exc:
-        raise ValueError(f"--output: cannot write {prefix}.csv/.json/.png ({exc.strerror or exc}); choose another "
-                         f"PREFIX or --no-output") from None
+        raise ValueError(f"{what}: cannot write {prefix}{files} ({exc.strerror or exc}); {hint}") from None
 
 
 def _doctor() -> int:
     from .doctor import main as doctor_main
 
     return doctor_main()
+
+
+MAX_TUNE_DIM = 32768  # a 32768^2 float64 reference is 8 GiB: larger problems do not fit a tuning run
 
 
 def _parse_sizes(text: str):
@@ -79,21 +92,27 @@ def _parse_sizes(text: str):
         if len(dims) != 3 or min(dims) < 1:
             raise ValueError(f"--sizes: {part!r} is not N or MxNxK with sizes >= 1 (e.g. 1024,512x512x2048, or "
                              f"resnet50)")
+        if max(dims) > MAX_TUNE_DIM:
+            raise ValueError(f"--sizes: {part!r} is too large (at most {MAX_TUNE_DIM} per dimension)")
         sizes.append(tuple(dims))
     return sizes
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
-    from . import device
+    from . import _tuning, device
     from .tune import tune_gemm
 
     if args.kernel != "gemm":
         print(f"hetnn tune: unknown kernel {args.kernel!r} (available: gemm)", file=sys.stderr)
         return 2
     sizes = _parse_sizes(args.sizes)
-    if not args.budget > 0:
+    if not 0 < args.budget < float("inf"):
         raise ValueError(f"--budget must be a number of seconds > 0, got {args.budget}")
     dev = device(args.device)
+    path = _tuning.tuning_path()
+    if path is None:
+        raise ValueError("the cache is disabled (HETNN_CACHE_DIR=off): nowhere to store tuning results")
+    _check_writable(path, "the tuning cache", "set HETNN_CACHE_DIR to a writable directory", "")
     print(f"tuning GEMM ({args.dtype}) on {dev.id} ({dev.name}, driver {dev.driver_version}) for sizes "
           f"{', '.join('x'.join(map(str, s)) for s in sizes)}; budget {args.budget:.0f} s", flush=True)
     progress = (lambda msg: print("  " + msg, flush=True)) if args.verbose else None

@@ -128,6 +128,7 @@ def cases(devs: List[str]) -> List[Case]:
                       "ONEDNN_PRIMITIVE_CACHE_CAPACITY": ("0", "-3"), "OPENBLAS_NUM_THREADS": ("0", "64")}.items():
         for v in vals:
             add(f"{var.lower()}-{v!r}", {var: v})
+    add("omp-dynamic-with-more-threads-than-cpus", {"OMP_DYNAMIC": "true", "OMP_NUM_THREADS": "8"})
     add("python-optimised", {"PYTHONOPTIMIZE": "2"}, OPTIMISED)
     add("tmpdir-missing", {"TMPDIR": "/nonexistent/tmp"})
     add("c-locale", {"LC_ALL": "C", "LANG": "C"})

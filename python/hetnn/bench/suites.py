@@ -65,6 +65,13 @@ class Options:
         if self.epochs is not None and self.epochs < 1:
             raise ValueError(f"--epochs must be >= 1, got {self.epochs}")
         self.thread_counts()
+        if self.clblast_tuning is not None:
+            from .matmul import clblast_params
+            try:
+                clblast_params(self.clblast_tuning)
+            except (OSError, ValueError, TypeError, AttributeError, IndexError) as exc:
+                raise ValueError(f"--clblast-tuning: cannot use {self.clblast_tuning!r} ({type(exc).__name__}: "
+                                 f"{exc})") from None
         if not isinstance(self.dtype, str):
             raise TypeError(f"--dtype must be a string such as 'float32' or 'float32,float16', got {self.dtype!r}")
 

@@ -44,6 +44,10 @@ void apply() {
     single = true;
     return;
   }
+  // oneDNN's kernels split their work for the team they ask for; with dynamic adjustment (OMP_DYNAMIC=true) libgomp
+  // may start fewer threads (it subtracts the 15-minute load average), and parts of the output were never written.
+  // The setting is per thread: turned off on the threads that run hetnn's CPU ops.
+  if (omp_get_dynamic()) omp_set_dynamic(0);
   const unsigned gen = g_generation.load(std::memory_order_acquire);
   if (gen != t_generation) {
     t_generation = gen;

@@ -1,5 +1,7 @@
 #include "backend/opencl/cl_backend.h"
 
+#include <sys/mman.h>
+
 #include <fstream>
 
 #include <algorithm>
@@ -97,6 +99,20 @@ std::uint64_t host_available_memory() {
 
 // Live buffers plus this one must fit the device's global memory, and on CPU-type devices (whose "device memory" is
 // the host's) the host's available memory: else MemoryError here, not an abort inside the driver.
+namespace {
+// Whether `bytes` (and a margin for the driver's own allocations) can be mapped now. A CPU OpenCL driver allocates
+// a buffer's host memory later, when it is first used, and PoCL aborts the process when that fails (an address-space
+// limit: "pocl_create_migration_commands: Assertion `p->mem_ptr != NULL' failed"). An inaccessible, unreserved
+// mapping touches no memory and costs two system calls per new buffer.
+bool address_space_for(std::size_t bytes) {
+  const std::size_t want = bytes + (std::size_t{64} << 20);
+  void* p = mmap(nullptr, want, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return false;
+  munmap(p, want);
+  return true;
+}
+}  // namespace
+
 void ClBackend::check_room(std::size_t nbytes, std::size_t capacity) {
   const std::size_t live = pool_->live();
   const std::size_t limit = memory_limit_ ? memory_limit_ : info_.global_mem;
@@ -106,6 +122,9 @@ void ClBackend::check_room(std::size_t nbytes, std::size_t capacity) {
                       "): " + std::to_string(live) + " bytes are in use of its " + std::to_string(limit) +
                       " bytes of memory (free arrays, or hetnn.empty_cache())");
   }
+  if (info_.type == "cpu" && !address_space_for(capacity) && (pool_->clear(), !address_space_for(capacity)))
+    throw OutOfMemory("cannot allocate " + std::to_string(nbytes) + " bytes on " + info_.id + " (" + info_.name +
+                      "): the process's address space is exhausted (ulimit -v / RLIMIT_AS)");
   if (info_.type == "cpu" && capacity >= (std::size_t{64} << 20)) {
     const std::uint64_t avail = host_available_memory();
     if (avail && capacity + (std::uint64_t{256} << 20) > avail + pool_->clear())
@@ -220,6 +239,9 @@ cl_mem ClBackend::scratch(int slot, std::size_t bytes) {
     if (want > info_.max_alloc)
       throw OutOfMemory("a kernel needs a " + std::to_string(want) + "-byte work buffer on " + info_.id +
                         ", above its largest allocation (" + std::to_string(info_.max_alloc) + " bytes)");
+    if (info_.type == "cpu" && !address_space_for(want))
+      throw OutOfMemory("a kernel needs a " + std::to_string(want) + "-byte work buffer on " + info_.id +
+                        ": the process's address space is exhausted (ulimit -v / RLIMIT_AS)");
     cl_int st = CL_SUCCESS;
     Mem m(clCreateBuffer(context_.get(), CL_MEM_READ_WRITE, want, nullptr, &st));
     if (st != CL_SUCCESS) throw_cl_error(st, "clCreateBuffer(scratch, " + std::to_string(want) + " bytes)");
