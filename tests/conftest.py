@@ -136,3 +136,6 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"hetnn: property-test examples run: {prop.COUNT['examples']}")
     if bad is not None and bad.COUNT["cases"]:
         terminalreporter.write_line(f"hetnn: bad-input cases tried: {bad.COUNT['cases']}")
+    adv = mods.get("test_adversarial")
+    if adv is not None and adv.RESULT["summary"]:
+        terminalreporter.write_line("hetnn: " + adv.RESULT["summary"])

@@ -3,7 +3,7 @@ thread and OpenMP variables, optimised Python, a deleted working directory."""
 import os
 from typing import List
 
-from .harness import Case
+from .harness import Case, fill
 
 # Every environment case ends here: CPU ops correct, each OpenCL device either correct or refused with a
 # HetnnError/ValueError that says what is wrong, never a crash.
@@ -72,7 +72,7 @@ def cases(devs: List[str]) -> List[Case]:
     out: List[Case] = []
 
     def add(name, env, extra="", setup=None, timeout=90):
-        out.append(Case(f"environment/{name}", "environment", OPS.replace("%s\n", extra + "\n", 1), env=env,
+        out.append(Case(f"environment/{name}", "environment", fill(OPS, extra), env=env,
                         setup=setup, timeout=timeout))
 
     def icd_dir(text):

@@ -2,7 +2,7 @@
 kernel cache, the stored ceilings."""
 from typing import List
 
-from .harness import Case
+from .harness import Case, fill
 
 MODEL = """
 import os, json, zipfile, io, numpy as np, hetnn
@@ -303,12 +303,12 @@ def cases(devs: List[str]) -> List[Case]:
     out.append(Case("files/model-load-never-unpickles", "files", PICKLE, device="cpu"))
     cache_env = {"HETNN_CACHE_DIR": "{tmp}/cache"}
     for name, body in TUNING_BAD.items():
-        out.append(Case(f"files/tuning-file-{name}", "files", TUNING.replace("%s\n", body + "\n", 1), env=cache_env))
+        out.append(Case(f"files/tuning-file-{name}", "files", fill(TUNING, body), env=cache_env))
     for dev in (d for d in devs if d != "cpu"):
         for name, body in KERNEL_BAD.items():
-            out.append(Case(f"files/kernel-cache-{name}/{dev}", "files", KERNEL_CACHE.replace("%s\n", body + "\n", 1), device=dev,
+            out.append(Case(f"files/kernel-cache-{name}/{dev}", "files", fill(KERNEL_CACHE, body), device=dev,
                             timeout=120))
     out.append(Case("files/kernel-cache-four-processes-fill-a-new-cache", "files", RACE, timeout=300))
     for name, body in PEAKS_BAD.items():
-        out.append(Case(f"files/stored-ceilings-{name}", "files", PEAKS.replace("%s\n", body + "\n", 1), env=cache_env, timeout=120))
+        out.append(Case(f"files/stored-ceilings-{name}", "files", fill(PEAKS, body), env=cache_env, timeout=120))
     return out

@@ -229,8 +229,8 @@ def cases(devs: List[str]) -> List[Case]:
         out.append(Case(f"lifecycle/reload/{dev}", "lifecycle", RELOAD, device=dev))
         out.append(Case(f"lifecycle/callback-raises-in-fit/{dev}", "lifecycle", CALLBACK, device=dev))
         for method in ("fork", "spawn", "forkserver"):
-            for warm in ("pass", f"hetnn.matmul(np.ones((4, 4), np.float32), np.ones((4, 4), np.float32), "
-                                 f"device=DEV)"):
+            for warm in ("pass", "hetnn.matmul(np.ones((4, 4), np.float32), np.ones((4, 4), np.float32), "
+                                 "device=DEV)"):
                 tag = "after-use" if warm != "pass" else "fresh"
                 out.append(Case(f"lifecycle/multiprocessing-{method}-{tag}/{dev}", "lifecycle",
                                 POOL.format(method=method, warm=warm), device=dev, timeout=120,

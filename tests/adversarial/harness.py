@@ -131,6 +131,11 @@ def _classify(case: Case, rc: int, out: str, err: str, hung: bool, seconds: floa
     return "ok", ""
 
 
+def fill(template: str, body: str) -> str:
+    """`template` with its "%s" line replaced by `body` (case code holds % and {} of its own)."""
+    return template.replace("%s\n", body + "\n", 1)
+
+
 def devices() -> List[str]:
     import hetnn
     return [d.id for d in hetnn.devices()]
