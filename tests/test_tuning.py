@@ -171,3 +171,57 @@ def test_a_failing_database_kernel_is_an_error_not_a_fallback(opencl_device):
     a = np.ones((4, 4), np.float32)
     np.testing.assert_allclose(hetnn.matmul(a, a, device=opencl_device), a @ a)
     _core._inject_gemm_faults(opencl_device._dev, 0)
+
+
+STORE = r"""
+import hetnn
+from hetnn import _tuning
+_tuning.save_entry(hetnn.device(%r), "float32", {"params": "family=tiled ts_m=16 ts_n=16 ts_k=8 wpt_m=2 wpt_n=2",
+                                                "gflops": 1.0, "date": "2026-01-02"})
+"""
+
+FIT = r"""
+import numpy as np, hetnn
+from hetnn import nn, optim
+d = hetnn.device(%r)
+rng = np.random.default_rng(0)
+x = rng.random((64, 8), dtype=np.float32); y = rng.integers(0, 2, 64)
+m = nn.Sequential([nn.Dense(8, 4, "relu"), nn.Dense(4, 2)], device=d)
+m.fit(x, y, loss=nn.CrossEntropyLoss(), optimizer=optim.SGD(m.parameters(), lr=0.1), epochs=1, verbose=False)
+print("source:", hetnn._core.gemm_params(d._dev, "float32")[1])
+"""
+
+
+def test_tuned_parameters_reach_fit_without_a_matmul_call(tmp_path, opencl_device):
+    """The tuned entry was applied from hetnn.matmul in Python only: after fit the source was still the database."""
+    env = dict(os.environ, HETNN_CACHE_DIR=str(tmp_path))
+    env.pop("HETNN_POISON", None)
+    r = subprocess.run([sys.executable, "-c", STORE % opencl_device.id], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, "-c", FIT % opencl_device.id], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "source: tuned 2026-01-02" in r.stdout, r.stdout
+
+
+OFF = r"""
+import numpy as np, hetnn
+from hetnn import _tuning
+assert _tuning.cache_dir() is None, _tuning.cache_dir()
+for d in hetnn.devices():
+    a = np.ones((3, 3), np.float32)
+    assert np.allclose(hetnn.matmul(a, a, device=d), 3)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("value", ["Off", "OFF", " off ", "None", "0", ""])
+def test_a_disabled_cache_writes_nothing_whatever_the_spelling(tmp_path, value):
+    """HETNN_CACHE_DIR=Off: Python saw the cache disabled while the core wrote ./Off/kernels/*.clbin."""
+    env = dict(os.environ, HETNN_CACHE_DIR=value)
+    env.pop("HETNN_POISON", None)
+    r = subprocess.run([sys.executable, "-c", OFF], capture_output=True, text=True, env=env, timeout=300,
+                       cwd=tmp_path)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-2000:]
+    assert not list(tmp_path.rglob("*")), list(tmp_path.rglob("*"))

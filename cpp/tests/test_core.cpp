@@ -10,6 +10,7 @@
 #include "backend/onednn/cpu_backend.h"
 #include "backend/onednn/half_convert.h"
 #include "core/half.h"
+#include "core/json.h"
 #include "core/siphash.h"
 #include "core/array.h"
 #include "core/errors.h"
@@ -62,6 +63,20 @@ TEST(SipHash, ReferenceVectors) {  // the SipHash paper's vectors: key 00..0f, m
   EXPECT_EQ(hetnn::siphash24(key, msg, 8), 0x93f5f5799a932462ULL);
   EXPECT_EQ(hetnn::siphash24(key, msg, 15), 0xa129ca6149be45e5ULL);
   EXPECT_EQ(hetnn::siphash24(key, msg, 63), 0x958a324ceb064572ULL);
+}
+
+TEST(Json, RoundTripAndLimits) {
+  namespace json = hetnn::json;
+  const auto v = json::parse(R"( {"format": 1, "devices": {"a|b": {"float32": {"params": "x\ty\u00e9", "g": -1.5e3,
+                                   "ok": true, "n": null, "l": [1, [2], {}]}}}} )");
+  const json::Value* e = v.get("devices")->get("a|b")->get("float32");
+  EXPECT_EQ(*e->get("params")->string(), "x\ty\xc3\xa9");
+  EXPECT_EQ(*e->get("g")->number(), -1500.0);
+  EXPECT_EQ(json::dump(json::parse(json::dump(v))), json::dump(v));
+  for (const char* bad : {"", "{", "{\"a\" 1}", "[1,]", "nul", "\"\\q\"", "1 2", "1e999", "\"\x01\""})
+    EXPECT_THROW(json::parse(bad), hetnn::ValueError) << bad;
+  EXPECT_THROW(json::parse(std::string(100000, '[') + std::string(100000, ']')), hetnn::ValueError);
+  EXPECT_NO_THROW(json::parse(std::string(60, '[') + std::string(60, ']')));
 }
 
 TEST(DType, NamesRoundTrip) {

@@ -14,7 +14,6 @@ import numpy as np
 from ._array import Array, _host_array, _host_empty
 from ._device import DeviceLike, device as _resolve_device
 from ._loader import _core
-from ._tuning import ensure_applied as _ensure_tuned
 
 ArrayLike = Union[Array, np.ndarray, Any]
 
@@ -90,7 +89,6 @@ def matmul(a: ArrayLike, b: ArrayLike, *, transpose_a: bool = False, transpose_b
         if bias is not None and not isinstance(bias, Array):
             raise TypeError(f"matmul: bias must be a hetnn.Array when the operands are, got {type(bias).__name__}")
         bias_h = None if bias is None else bias._a
-        _ensure_tuned(a._a.device)
         if out is None:
             return Array(_core.matmul(a._a, b._a, None, ta, tb, al, be, bias_h, act))
         _core.matmul(a._a, b._a, out._a, ta, tb, al, be, bias_h, act)
@@ -122,7 +120,6 @@ def matmul(a: ArrayLike, b: ArrayLike, *, transpose_a: bool = False, transpose_b
         raise ValueError("matmul: out must not share memory with a, b or bias")
 
     wrapped = dev.kind == "cpu"
-    _ensure_tuned(dev)
     put = _core.Array.wrap_numpy if wrapped else _core.Array.from_numpy  # CPU: zero-copy, in place
     A, B = put(dev._dev, an), put(dev._dev, bn)
     BIAS = None if bias_n is None else put(dev._dev, bias_n)

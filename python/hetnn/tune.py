@@ -120,6 +120,5 @@ def tune_gemm(device: Device, sizes: Sequence[Tuple[int, int, int]], *, dtype: s
              "tried": len(results) + rejected, "rejected": rejected, "date": time.strftime("%Y-%m-%d")}
     if save:
         entry["path"] = _tuning.save_entry(device, dtype, {k: v for k, v in entry.items() if k != "path"})
-        _tuning.ensure_applied(device)
         _core.set_gemm_params(device._dev, dtype, best, "tuned " + entry["date"])
     return entry

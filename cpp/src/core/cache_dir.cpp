@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -34,21 +35,31 @@ bool make_dirs(const std::string& path) {
   return true;
 }
 
-std::string base_dir() {
-  if (const char* d = std::getenv("HETNN_CACHE_DIR")) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/hetnn";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/hetnn";
-  return "";
+bool disabled(std::string v) {
+  const auto b = v.find_first_not_of(" \t\n\r");
+  v = b == std::string::npos ? "" : v.substr(b, v.find_last_not_of(" \t\n\r") - b + 1);
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return v.empty() || v == "off" || v == "0" || v == "none";
 }
 
 }  // namespace
 
+std::optional<std::string> cache_base() {
+  if (const char* d = std::getenv("HETNN_CACHE_DIR")) {
+    if (disabled(d)) return std::nullopt;
+    return std::string(d);
+  }
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/hetnn";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/hetnn";
+  return std::nullopt;
+}
+
 std::optional<std::string> cache_dir(const std::string& sub) {
   static std::mutex mu;
   static std::set<std::string> warned;
-  const std::string base = base_dir();
-  if (base.empty() || base == "off" || base == "0" || base == "none") return std::nullopt;
-  const std::string dir = base + "/" + sub;
+  const auto base = cache_base();
+  if (!base) return std::nullopt;
+  const std::string dir = *base + "/" + sub;
   std::lock_guard<std::mutex> lock(mu);
   if (make_dirs(dir) && access(dir.c_str(), W_OK) == 0) return dir;
   if (warned.insert(dir).second)

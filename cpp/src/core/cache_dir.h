@@ -10,7 +10,11 @@
 
 namespace hetnn {
 
-// The cache directory, created if needed; nullopt when disabled or not writable (a warning says why, once).
+// $HETNN_CACHE_DIR, else $XDG_CACHE_HOME/hetnn, else $HOME/.cache/hetnn, not created; nullopt when disabled
+// (HETNN_CACHE_DIR is "off", "none", "0" or blank, in any case) or when neither variable names a place.
+std::optional<std::string> cache_base();
+// The cache directory's `sub` folder, created if needed; nullopt when disabled or not writable (a warning says why,
+// once).
 std::optional<std::string> cache_dir(const std::string& sub);
 
 // The secret key of the cache directory `dir` (`dir`/key, 16 random bytes, mode 0600), created on first use; one

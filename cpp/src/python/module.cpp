@@ -7,6 +7,7 @@
 
 #include "backend/onednn/cpu_backend.h"
 #include "backend/onednn/cpu_threads.h"
+#include "core/cache_dir.h"
 #include "bench/peers.h"
 #include "core/errors.h"
 #include "core/warn.h"
@@ -15,6 +16,7 @@
 #include "python/bindings.h"
 #ifdef HETNN_HAVE_OPENCL
 #include "backend/opencl/cl_backend.h"
+#include "backend/opencl/gemm_tuning.h"
 #include "backend/opencl/cl_check.h"
 #endif
 
@@ -274,6 +276,26 @@ PYBIND11_MODULE(_core, m) {
         throw ValueError("set_gemm_params: " + d.id() + " is not an OpenCL device");
       },
       py::arg("device"), py::arg("dtype"), py::arg("params"), py::arg("source") = "tuned");
+  m.def(
+      "store_tuned_gemm",  // merges a tuner's result (a JSON object) into <cache>/tuning/gemm.json; returns the path
+      [](Device& d, const std::string& dtype, const std::string& entry_json) -> std::string {
+#ifdef HETNN_HAVE_OPENCL
+        if (d.info().kind == "opencl") return opencl::store_tuned(d.info(), dtype, entry_json);
+#endif
+        throw ValueError("store_tuned_gemm: " + d.id() + " is not an OpenCL device");
+      },
+      py::arg("device"), py::arg("dtype"), py::arg("entry_json"));
+  m.def(
+      "tuning_path", []() -> py::object {
+#ifdef HETNN_HAVE_OPENCL
+        if (auto p = opencl::tuning_path()) return py::str(*p);
+#endif
+        return py::none();
+      });
+  m.def("cache_dir", []() -> py::object {  // hetnn's cache directory (not created); None when disabled
+    if (auto p = cache_base()) return py::str(*p);
+    return py::none();
+  });
   m.def(
       "_inject_gemm_faults",  // test hook: the next n GEMMs running a tuned override fail as a bad launch would
       [](Device& d, int n) {

@@ -9,6 +9,7 @@
 
 #include "backend/opencl/cl_args.h"
 #include "backend/opencl/cl_check.h"
+#include "backend/opencl/gemm_tuning.h"
 #include "core/errors.h"
 #include "core/warn.h"
 
@@ -213,20 +214,42 @@ cl_kernel ClBackend::kernel(const std::string& file, const std::string& name, co
 
 cl_mem ClBackend::mem(const Buffer& b) { return mem_of(b); }
 
+void ClBackend::load_tuned_once() {
+  if (tuned_loaded_) return;
+  tuned_loaded_ = true;
+  for (const auto& [dtype, entry] : load_tuned(info_)) {
+    try {
+      const DType t = dtype_from_name(dtype);
+      const json::Value* params = entry.get("params");
+      if (!params || !params->string()) throw ValueError("no \"params\" string");
+      GemmParams p = GemmParams::parse(*params->string());
+      p.validate(info_, t == DType::f64 ? 8 : 4);
+      const json::Value* date = entry.get("date");
+      p.source = "tuned " + (date && date->string() ? *date->string() : std::string());
+      gemm_overrides_[t] = p;
+    } catch (const Error& e) {
+      warn("ignoring tuned " + dtype + " GEMM parameters for " + info_.id + " (" + e.what() + ")");
+    }
+  }
+}
+
 GemmParams ClBackend::gemm_params(DType t, std::int64_t macs) {
   std::lock_guard<std::mutex> lock(mu_);
+  load_tuned_once();
   auto it = gemm_overrides_.find(t);
   return it != gemm_overrides_.end() ? it->second : gemm_database_lookup(info_, t, macs);
 }
 
 void ClBackend::clear_gemm_params(DType t) {
   std::lock_guard<std::mutex> lock(mu_);
+  load_tuned_once();
   gemm_overrides_.erase(t);
 }
 
 void ClBackend::set_gemm_params(DType t, const GemmParams& p) {
   p.validate(info_, t == DType::f64 ? 8 : 4);
   std::lock_guard<std::mutex> lock(mu_);
+  load_tuned_once();
   gemm_overrides_[t] = p;
   gemm_overrides_[t].source = p.source.empty() ? "tuned" : p.source;
 }

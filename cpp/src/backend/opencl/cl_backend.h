@@ -60,7 +60,8 @@ class ClBackend final : public Backend {
   cl_device_id device_id() const { return device_; }
   static cl_mem mem(const Buffer& b);
 
-  // GEMM parameters in force for a dtype (a tuned override, else the database), and the override itself.
+  // GEMM parameters in force for a dtype (an override: set here, or tuned and stored in the cache; else the
+  // database), and the override itself.
   GemmParams gemm_params(DType t, std::int64_t macs = -1);
   void set_gemm_params(DType t, const GemmParams& p);
   void clear_gemm_params(DType t);  // back to the database
@@ -95,6 +96,8 @@ class ClBackend final : public Backend {
   ProgramCache programs_;
   std::map<std::string, Kernel> kernels_;
   std::map<DType, GemmParams> gemm_overrides_;
+  bool tuned_loaded_ = false;  // the stored tuned entries (gemm_tuning.h) join gemm_overrides_ on first use
+  void load_tuned_once();      // under mu_
   int gemm_faults_ = 0;  // inject_gemm_faults
   std::vector<std::pair<Mem, std::size_t>> scratch_;
   std::shared_ptr<MemPool> pool_;  // freed buffers kept for reuse (mem_pool.h)

@@ -1,0 +1,23 @@
+// Tuned GEMM parameters on disk: <cache>/tuning/gemm.json, {"format": 1, "devices": {"<name>|<driver>|<version>":
+// {"<dtype>": {"params": "family=...", "gflops": ..., "date": "...", ...}}}}. Written by `python -m hetnn tune gemm`
+// (store_tuned); read by ClBackend's parameter lookup the first time a device needs GEMM parameters, so every op
+// that runs a GEMM (matmul, fit, predict) uses them.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+
+#include "core/device.h"
+#include "core/json.h"
+
+namespace hetnn::opencl {
+
+std::string tuning_key(const DeviceInfo& dev);       // "<name>|<driver version>|<version>"
+std::optional<std::string> tuning_path();            // nullopt when the cache is disabled
+// This device's entries, by dtype name. No file: none. An unreadable or malformed file: none, with a warning.
+std::map<std::string, json::Value> load_tuned(const DeviceInfo& dev);
+// Merges one entry (a JSON object with a "params" string) into the file, written atomically; returns the path.
+// Throws ValueError when the entry is malformed, the cache is disabled or the file cannot be written.
+std::string store_tuned(const DeviceInfo& dev, const std::string& dtype, const std::string& entry_json);
+
+}  // namespace hetnn::opencl
