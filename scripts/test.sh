@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (scripts/setup.sh, idempotent) and runs the whole test suite: the C++ unit tests (GoogleTest via CTest)
 # and the ops driver (every op on every device, with a leak check), the sanitizer and fuzzing step
-# (scripts/sanitize.sh), then the Python tests (pytest) on every device found.
+# (scripts/sanitize.sh), ruff and mypy, then the Python tests (pytest) on every device found.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
@@ -14,6 +14,10 @@ ctest --test-dir build/cpp-tests --output-on-failure
 
 # AddressSanitizer + UBSan build of the core, unit tests and ops driver; a bounded libFuzzer run (scripts/sanitize.sh)
 bash scripts/sanitize.sh
+
+echo "test: ruff and mypy (configured in pyproject.toml)"
+.venv/bin/ruff check python tests scripts
+.venv/bin/python -m mypy
 
 echo "test: Python tests"
 .venv/bin/python -m pytest tests "$@"

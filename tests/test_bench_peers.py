@@ -1,5 +1,4 @@
 """Peers (PyTorch, CuPy, JAX) in the benchmark: used when importable, reported when not, never an error."""
-import numpy as np
 import pytest
 
 import hetnn

@@ -7,7 +7,6 @@ import pytest
 
 import hetnn
 from hetnn import nn, optim
-from hetnn._loader import _core
 
 from conftest import rel_err
 

@@ -3,7 +3,6 @@ minibatch gathers) against float64 NumPy references, on every device. Outputs st
 import numpy as np
 import pytest
 
-import hetnn
 from hetnn._loader import _core
 
 from conftest import FLOAT_DTYPES, rel_err

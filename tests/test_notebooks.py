@@ -1,5 +1,4 @@
 """Executes every notebook in notebooks/ with small sizes (HETNN_NB_SIZE), so a broken notebook fails the suite."""
-import os
 import pathlib
 
 import pytest

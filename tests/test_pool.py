@@ -120,7 +120,8 @@ def test_signed_zeros_keep_the_first_in_window_order(device, rng, dtype):
     which must hand such rows to the tap-by-tap loops."""
     vals = np.array([-0.0, 0.0, -1.0, -2.0, np.nan], dtype=np.float64)
     x = rng.choice(vals, size=(2, 3, 17, 70), p=[0.35, 0.35, 0.15, 0.13, 0.02]).astype(dtype)
-    for k, s, p in [((3, 3), (2, 2), (0, 0)), ((3, 3), (2, 2), (1, 1)), ((4, 2), (1, 1), (1, 0)), ((5, 5), (2, 2), (2, 2))]:
+    for k, s, p in [((3, 3), (2, 2), (0, 0)), ((3, 3), (2, 2), (1, 1)), ((4, 2), (1, 1), (1, 0)),
+                    ((5, 5), (2, 2), (2, 2))]:
         y_ref, _ = ref.max_pool2d(x, k, s, p, (1, 1), False)
         for y in (hetnn.max_pool2d(x, k, s, p, device=device),
                   hetnn.max_pool2d(x, k, s, p, return_indices=True, device=device)[0]):

@@ -1,6 +1,6 @@
 """hetnn: neural-network kernels on the CPU (oneDNN) and any OpenCL device, verified against NumPy and timed
 honestly (synchronized, warmed up, repeated)."""
-from ._loader import _core
+from ._loader import _core as _core  # hetnn._core: the native module, for diagnostics and tests
 from ._errors import CompileError, HetnnError, OpenCLError
 from ._device import Device, default_device, device, devices, get_default_device, set_default_device
 from ._array import Array, asarray, empty, zeros

@@ -166,7 +166,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     t.add_argument("kernel", help="gemm")
     t.add_argument("--device", default="opencl", help="device spec (default: the first OpenCL device)")
     t.add_argument("--sizes", default="1024,512x512x2048,3136x64x576",
-                   help="comma-separated N (for NxNxN) or MxNxK, or 'resnet50' (default: 1024,512x512x2048,3136x64x576)")
+                   help="comma-separated N (for NxNxN) or MxNxK, or 'resnet50' "
+                        "(default: 1024,512x512x2048,3136x64x576)")
     t.add_argument("--budget", type=float, default=120.0, help="seconds to spend at most (default 120)")
     t.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     t.add_argument("-v", "--verbose", action="store_true", help="print every candidate")

@@ -9,7 +9,7 @@ import numpy as np
 try:  # registers NumPy's "bfloat16" dtype
     import ml_dtypes  # noqa: F401
 except ImportError:  # pragma: no cover - ml_dtypes is a dependency
-    ml_dtypes = None
+    ml_dtypes = None  # type: ignore[assignment]
 
 from ._device import Device, DeviceLike, _wrap, device as _resolve_device
 from ._loader import _core
@@ -35,7 +35,7 @@ def _shape(shape: ShapeLike, what: str = "shape") -> Tuple[int, ...]:
     if isinstance(shape, (bool, np.bool_)):
         raise TypeError(f"{what} must be an int or a sequence of ints, got {shape!r}")
     try:
-        return (operator.index(shape),)
+        return (operator.index(shape),)  # type: ignore[arg-type]  # a sequence raises TypeError: handled below
     except TypeError:
         pass
     if not isinstance(shape, (tuple, list)) and not (isinstance(shape, np.ndarray) and shape.ndim == 1):
@@ -153,6 +153,14 @@ class Array:
 _POISON = _core.poison_enabled()
 
 
+def _numpy_view(dev: Any, arr: np.ndarray) -> Any:
+    """A zero-copy core Array over `arr` on a host-memory device (the CPU device)."""
+    a = _core.Array.wrap_numpy(dev, arr)
+    if a is None:
+        raise RuntimeError(f"{dev.id} cannot work in NumPy memory")  # callers wrap on the CPU device only
+    return a
+
+
 def _host_empty(shape: Tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """np.empty, or NaN-filled bytes under HETNN_POISON=1 (so unwritten outputs fail the tests)."""
     out = np.empty(shape, dtype=dtype)
@@ -222,9 +230,9 @@ def asarray(obj: Any, dtype: Any = None, device: DeviceLike = None) -> Array:
     ``obj`` may be a hetnn Array (returned as is when dtype and device already match, else copied), a NumPy
     array, a nested sequence, a scalar, an array of another library (host-resident DLPack producers such as
     PyTorch CPU tensors and JAX CPU arrays are read through DLPack without a copy; CuPy arrays and GPU tensors are
-    copied to the host first), or anything NumPy can convert. Non-contiguous or byte-swapped input is copied into a contiguous native array first
-    (never misread). ``dtype`` defaults to the input's (Python floats give float64, which needs an fp64 device:
-    pass ``dtype="float32"`` otherwise).
+    copied to the host first), or anything NumPy can convert. Non-contiguous or byte-swapped input is copied into a
+    contiguous native array first (never misread). ``dtype`` defaults to the input's (Python floats give float64,
+    which needs an fp64 device: pass ``dtype="float32"`` otherwise).
     """
     dt = None if dtype is None else _dtype(dtype)
     if isinstance(obj, Array):

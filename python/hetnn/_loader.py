@@ -31,7 +31,7 @@ def _preload_onednn() -> None:
             continue
         for f in dist.files or ():
             if str(f).endswith("libdnnl.so.3"):
-                path = os.path.abspath(dist.locate_file(f))
+                path = os.path.abspath(str(dist.locate_file(f)))
                 if os.path.exists(path):
                     try:
                         ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)

@@ -7,11 +7,11 @@
 from __future__ import annotations
 
 import numbers
-from typing import Any, Optional, Union
+from typing import Any, Optional, Union, cast
 
 import numpy as np
 
-from ._array import Array, _host_array, _host_empty
+from ._array import Array, _host_array, _host_empty, _numpy_view
 from ._device import DeviceLike, device as _resolve_device
 from ._loader import _core
 
@@ -81,6 +81,7 @@ def matmul(a: ArrayLike, b: ArrayLike, *, transpose_a: bool = False, transpose_b
             host = "b" if a_dev else "a"
             raise TypeError(f"matmul: {'a' if a_dev else 'b'} is a hetnn.Array but {host} is not; pass both as "
                             f"Arrays on one device (hetnn.asarray(x, device=...)) or both as NumPy arrays")
+        a, b = cast(Array, a), cast(Array, b)
         if device is not None and _resolve_device(device).id != a._a.device.id:
             raise ValueError(f"matmul: device={_resolve_device(device).id!r} but the operands are on "
                              f"{a._a.device.id}; move them with .to(device)")
@@ -120,7 +121,7 @@ def matmul(a: ArrayLike, b: ArrayLike, *, transpose_a: bool = False, transpose_b
         raise ValueError("matmul: out must not share memory with a, b or bias")
 
     wrapped = dev.kind == "cpu"
-    put = _core.Array.wrap_numpy if wrapped else _core.Array.from_numpy  # CPU: zero-copy, in place
+    put = _numpy_view if wrapped else _core.Array.from_numpy  # CPU: zero-copy, in place
     A, B = put(dev._dev, an), put(dev._dev, bn)
     BIAS = None if bias_n is None else put(dev._dev, bias_n)
     if out is None:
@@ -131,7 +132,7 @@ def matmul(a: ArrayLike, b: ArrayLike, *, transpose_a: bool = False, transpose_b
     else:
         result = out
     if wrapped:
-        _core.matmul(A, B, _core.Array.wrap_numpy(dev._dev, result), ta, tb, al, be, BIAS, act)
+        _core.matmul(A, B, _numpy_view(dev._dev, result), ta, tb, al, be, BIAS, act)
     else:
         C = (_core.Array.from_numpy(dev._dev, result) if be != 0.0
              else _core.Array.empty(dev._dev, result.shape, result.dtype.name))

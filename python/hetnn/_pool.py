@@ -10,7 +10,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ._array import Array, _host_array, _host_empty
+from ._array import Array, _host_array, _host_empty, _numpy_view
 from ._device import DeviceLike, device as _resolve_device
 from ._loader import _core
 
@@ -114,7 +114,7 @@ def max_pool2d(x: Any, kernel_size: IntOrPair, stride: Optional[IntOrPair] = Non
     y = _host_empty(out_shape, xn.dtype)
     idx = _host_empty(out_shape, np.dtype(np.int64)) if ret_idx else None
     if dev.kind == "cpu":  # in place on NumPy memory
-        wrap = _core.Array.wrap_numpy
+        wrap = _numpy_view
         _core.max_pool2d(wrap(dev._dev, x4), k, s, p, d, ceil, False, wrap(dev._dev, y),
                          None if idx is None else wrap(dev._dev, idx))
     else:
@@ -163,17 +163,17 @@ def max_pool2d_backward(grad_output: Any, indices: Any, input_shape: Sequence[in
         return Array(gx.reshape(tuple(ishape)) if three else gx)
 
     dev = _resolve_device(device)
-    gn = _float_input(_host_array(grad_output, None, f"{op}: grad_output"), op, "grad_output")
-    inn = _host_array(indices, None, f"{op}: indices")
+    gn: np.ndarray = _float_input(_host_array(grad_output, None, f"{op}: grad_output"), op, "grad_output")
+    inn: np.ndarray = _host_array(indices, None, f"{op}: indices")
     if three:
         _require_3d(gn.shape, inn.shape, op)
         gn, inn = gn.reshape((1,) + gn.shape), inn.reshape((1,) + inn.shape)
-    gx = _host_empty(ishape4, gn.dtype)
+    gxn = _host_empty(ishape4, gn.dtype)
     if dev.kind == "cpu":
-        wrap = _core.Array.wrap_numpy
+        wrap = _numpy_view
         _core.max_pool2d_backward(wrap(dev._dev, gn), wrap(dev._dev, inn), ishape4, k, s, p, d, ceil,
-                                  wrap(dev._dev, gx))
+                                  wrap(dev._dev, gxn))
     else:
         up = _core.Array.from_numpy
-        _core.max_pool2d_backward(up(dev._dev, gn), up(dev._dev, inn), ishape4, k, s, p, d, ceil).read_into(gx)
-    return gx.reshape(tuple(ishape)) if three else gx
+        _core.max_pool2d_backward(up(dev._dev, gn), up(dev._dev, inn), ishape4, k, s, p, d, ceil).read_into(gxn)
+    return gxn.reshape(tuple(ishape)) if three else gxn

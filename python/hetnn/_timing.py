@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union, cast
 
 import numpy as np
 
@@ -30,7 +30,7 @@ def _device_list(spec: DevicesLike) -> List[Device]:
         return [_resolve_device(s) for s in spec]
     if spec == "all":
         return _all_devices()
-    return [_resolve_device(spec)]
+    return [_resolve_device(cast(DeviceLike, spec))]
 
 
 def synchronize(device: DevicesLike = None) -> None:
@@ -414,7 +414,7 @@ def benchmark(fn: Callable[..., Any], args: Sequence[Any] = (), kwargs: Optional
     for nm, v in (("flops", flops), ("nbytes", nbytes)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0):
             raise ValueError(f"benchmark: {nm} must be a non-negative number, got {v!r}")
-    label = name or getattr(fn, "__name__", type(fn).__name__)
+    label = str(name or getattr(fn, "__name__", type(fn).__name__))
     if device is None:  # the devices in use once fn has run: warm up first, then resolve
         case = Case(label, lambda: fn(*args, **kwargs), flops=flops, nbytes=nbytes)
         first = _warm_up(case, n_warmup) if n_warmup else {}

@@ -26,9 +26,17 @@ class _Slow(Exception):
     """A candidate abandoned part-way because it is already far slower than the best one."""
 
 
+def _params(device: Device, dtype: str) -> Tuple[str, str]:
+    """(parameters, source) in force on an OpenCL device."""
+    got = _core.gemm_params(device._dev, dtype)
+    if got is None:
+        raise ValueError(f"tune gemm: {device.id} is not an OpenCL device")
+    return got
+
+
 def candidates(device: Device, dtype: str) -> List[str]:
     """Parameter strings to try, the database's choice first."""
-    current, _ = _core.gemm_params(device._dev, dtype)
+    current, _ = _params(device, dtype)
     packed: List[str] = []
     tiled: List[str] = []
     for rm, vw, nv, lx, pa, pb in itertools.product((4, 6, 8, 12, 16), (8, 16), (1, 2, 3, 4), (0, 4, 16), (0, 1),
@@ -69,7 +77,7 @@ def tune_gemm(device: Device, sizes: Sequence[Tuple[int, int, int]], *, dtype: s
                          ref, 2.0 * m * n * k))
     flops = sum(p[4] for p in problems)
     tol = 1e-4 if dtype == "float32" else 1e-10
-    original, original_source = _core.gemm_params(device._dev, dtype)
+    original, original_source = _params(device, dtype)
     restore = "" if original_source.startswith(("database", "default")) else original  # "" = back to the database
     results: List[Tuple[float, str]] = []
     rejected = 0
@@ -83,7 +91,7 @@ def tune_gemm(device: Device, sizes: Sequence[Tuple[int, int, int]], *, dtype: s
                 break
             try:
                 _core.set_gemm_params(device._dev, dtype, params, "tuning")
-                params = _core.gemm_params(device._dev, dtype)[0]  # canonical spelling, as stored and compared
+                params = _params(device, dtype)[0]  # canonical spelling, as stored and compared
                 total = 0.0
                 best_so_far = min((t for t, _ in results), default=None)
                 for A, B, C, ref, _ in problems:
@@ -115,7 +123,7 @@ def tune_gemm(device: Device, sizes: Sequence[Tuple[int, int, int]], *, dtype: s
     results.sort()
     best_t, best = results[0]
     baseline = next((t for t, p in results if p == original), None)
-    entry = {"params": best, "gflops": flops / best_t / 1e9, "sizes": [list(s) for s in sizes],
+    entry: Dict[str, Any] = {"params": best, "gflops": flops / best_t / 1e9, "sizes": [list(s) for s in sizes],
              "baseline_params": original, "baseline_gflops": flops / baseline / 1e9 if baseline else None,
              "tried": len(results) + rejected, "rejected": rejected, "date": time.strftime("%Y-%m-%d")}
     if save:

@@ -81,9 +81,9 @@ def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "tor
     All libraries are timed in interleaved rounds (:func:`hetnn.interleave`); ``.text`` ends with each peer's
     speed ratio to hetnn and its 95 % bootstrap interval over the rounds (unreliable rows are not compared).
     Returns a :class:`BenchResult` whose rows hold per library and device: ``median_ms`` (synchronised wall time,
-    operands already on the device, outputs preallocated where the library allows), ``times_ms``, ``noise``, ``gflops`` and ``pct_peak`` for matmul, ``max_rel_diff`` (max |result -
-    hetnn's result| / max |hetnn's result|) and ``max_rel_err`` (against float64 NumPy). Peers that cannot run here
-    are skipped with a note in ``.text``.
+    operands already on the device, outputs preallocated where the library allows), ``times_ms``, ``noise``,
+    ``gflops`` and ``pct_peak`` for matmul, ``max_rel_diff`` (max |result - hetnn's result| / max |hetnn's result|)
+    and ``max_rel_err`` (against float64 NumPy). Peers that cannot run here are skipped with a note in ``.text``.
     """
     if not isinstance(op, str) or op not in _CASES:
         raise ValueError(f"hetnn.bench.compare: op must be one of {sorted(_CASES)}, got {op!r}")
@@ -96,7 +96,7 @@ def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "tor
     case = _CASES[op](args, kwargs)
     dev = _resolve_device(device)
     dtype, ref, flops = case["dtype"], case["reference"], case["flops"]
-    timing = dict(n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
+    timing: Dict[str, Any] = dict(n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
     base = {"op": op, "shape": case["shape"], "dtype": dtype}
     rows: List[Dict[str, Any]] = []
     notes: List[str] = []
@@ -204,9 +204,9 @@ def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "tor
         if own.get("unreliable") or row.get("unreliable") or own.get("flagged") or row.get("flagged"):
             ratio_lines.append(f"{name}: not compared ({row.get('noise') or own.get('noise') or 'above the ceiling'})")
             continue
-        r = ratio_interval([(own["times_ms"], row["times_ms"])])
-        if r is not None:
-            ratio_lines.append(r.text(name))
+        ratio = ratio_interval([(own["times_ms"], row["times_ms"])])
+        if ratio is not None:
+            ratio_lines.append(ratio.text(name))
     columns = [("library", "library", ""), ("device", "device", ""), ("median_ms", "median ms", ".4f"),
                ("min_ms", "min ms", ".4f"), ("spread_pct", "IQR %", ".0f")]
     if flops:

@@ -1,6 +1,6 @@
 """GEMM benchmark: GFLOP/s of hetnn.matmul per device, and of peers run in the same process (NumPy, a raw oneDNN
-C++ loop, CLBlast on each OpenCL device, PyTorch/CuPy/JAX where importable), with the share of the device's measured peak and the error against a
-float64 reference."""
+C++ loop, CLBlast on each OpenCL device, PyTorch/CuPy/JAX where importable), with the share of the device's
+measured peak and the error against a float64 reference."""
 from __future__ import annotations
 
 import json
@@ -170,10 +170,10 @@ def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str
                 continue
             A, B = asarray(a, device=dev), asarray(b, device=dev)
             C = empty((m, n), dtype=dtype, device=dev)
-            cases.append(Case(f"hetnn {dev.id}", lambda A=A, B=B, C=C: matmul(A, B, out=C), devices=[dev],
+            cases.append(Case(f"hetnn {dev.id}", lambda A=A, B=B, C=C: matmul(A, B, out=C), devices=[dev],  # type: ignore[misc]  # default-argument lambda (late binding)
                               flops=flops))
             how = {"float16": dev.float16_mode, "bfloat16": dev.bfloat16_mode}.get(dtype, "native")
-            finish.append(lambda r, dev=dev, C=C, how=how: _result_row(
+            finish.append(lambda r, dev=dev, C=C, how=how: _result_row(  # type: ignore[misc]  # default-argument lambda (late binding)
                 {**base, "device": dev.id, "library": "hetnn", "compute": how}, flops, r, peaks[dev.id],
                 C.numpy(), ref, device_ms=r.device["median"] * 1e3,
                 threads=threads if dev.kind == "cpu" else None))
@@ -182,12 +182,12 @@ def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str
             c32 = np.full((m, n), np.nan, dtype=np.float32)
             raw = _core._OnednnRawMatmul(a32, b32, c32)
             cases.append(Case("onednn-c++", raw.run, flops=flops))
-            finish.append(lambda r, c32=c32: _result_row({**base, "device": "cpu", "library": "onednn-c++"}, flops,
+            finish.append(lambda r, c32=c32: _result_row({**base, "device": "cpu", "library": "onednn-c++"}, flops,  # type: ignore[misc]  # default-argument lambda (late binding)
                                                          r, cpu_peak, c32, ref, threads=threads))
         if "numpy" in compare and dtype in ("float32", "float64"):  # NumPy has no fast 16-bit matmul
             out = np.full((m, n), np.nan, dtype=dtype)
-            cases.append(Case("numpy", lambda out=out: np.matmul(a, b, out=out), flops=flops))
-            finish.append(lambda r, out=out: _result_row({**base, "device": "host", "library": "numpy"}, flops, r,
+            cases.append(Case("numpy", lambda out=out: np.matmul(a, b, out=out), flops=flops))  # type: ignore[misc]  # default-argument lambda (late binding)
+            finish.append(lambda r, out=out: _result_row({**base, "device": "host", "library": "numpy"}, flops, r,  # type: ignore[misc]  # default-argument lambda (late binding)
                                                          cpu_peak, out, ref, threads=blas_threads()))
         for pt in peer_targets:
             if dtype not in pt.dtypes:
@@ -202,7 +202,7 @@ def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str
                     res[0] = pt.matmul(pa, pb)
             cases.append(Case(f"{pt.library} {pt.device}", call, sync=pt.sync, flops=flops))
             peak = cpu_peak if pt.device.startswith("cpu") else None
-            finish.append(lambda r, pt=pt, res=res, peak=peak: _result_row(
+            finish.append(lambda r, pt=pt, res=res, peak=peak: _result_row(  # type: ignore[misc]  # default-argument lambda (late binding)
                 {**base, "device": pt.device, "library": pt.library}, flops, r, peak, pt.get(res[0]), ref,
                 note="; ".join(pt.notes), threads=pt.threads()))
         if cases:
@@ -290,15 +290,15 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
     pairs = [("hetnn cpu / oneDNN C++ loop", times("hetnn", is_cpu), times("onednn-c++", is_cpu)),
              ("hetnn cpu / NumPy", times("hetnn", is_cpu), times("numpy", lambda d: d == "host"))]
     cls = sorted({r["device"] for r in usable if r["library"] == "hetnn" and is_cl(r["device"])})
-    pairs += [(f"hetnn {cl} / hetnn cpu", times("hetnn", lambda d, cl=cl: d == cl), times("hetnn", is_cpu))
+    pairs += [(f"hetnn {cl} / hetnn cpu", times("hetnn", lambda d, cl=cl: d == cl), times("hetnn", is_cpu))  # type: ignore[misc]  # default-argument lambda (late binding)
               for cl in cls]
     for lib in ARRAY_PEERS:
         for dev in sorted({r["device"] for r in usable if r["library"] == lib}):
-            y = times(lib, lambda d, dev=dev: d == dev)
+            y = times(lib, lambda d, dev=dev: d == dev)  # type: ignore[misc]  # default-argument lambda (late binding)
             if dev.startswith("cpu"):
                 pairs.append((f"hetnn cpu / {lib} {dev}", times("hetnn", is_cpu), y))
             else:
-                pairs += [(f"hetnn {cl} / {lib} {dev}", times("hetnn", lambda d, cl=cl: d == cl), y) for cl in cls]
+                pairs += [(f"hetnn {cl} / {lib} {dev}", times("hetnn", lambda d, cl=cl: d == cl), y) for cl in cls]  # type: ignore[misc]  # default-argument lambda (late binding)
     out = []
     total = len({r["shape"] for r in shape_rows})
     sides = {(r["library"], r["device"]) for r in shape_rows}
@@ -316,8 +316,8 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
     for name, libs in (("hetnn cpu / NumPy", (("hetnn", "cpu"), ("numpy", "host"))),):
         if all(s in sides for s in libs) and not any(line.startswith(name + ":") for line in out):
             out.append(f"{name}: no shape measured reliably by both: no conclusion from this run")
-    for r in left_out:
-        out.append(f"left out: {r['library']} {r['device']} {r['shape']} ({r.get('noise') or excluded(r)})")
+    for row in left_out:
+        out.append(f"left out: {row['library']} {row['device']} {row['shape']} ({row.get('noise') or excluded(row)})")
     return out
 
 

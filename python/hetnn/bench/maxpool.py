@@ -87,7 +87,8 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
     bwd_ms / bwd_gbps, bwd_over_fwd (backward time / inference forward time), pct_stream (forward GB/s over the
     host's STREAM triad), pct_peak (over the row device's measured memory ceiling; a figure above that
     ceiling on a working set larger than the last-level cache is flagged as a measurement error), h2d_ms / d2h_ms
-    (transfers of the input and output, OpenCL devices, with ``transfers``), max_abs_err of the forward against NumPy in float64.
+    (transfers of the input and output, OpenCL devices, with ``transfers``), max_abs_err of the forward against
+    NumPy in float64.
     """
     unknown = [c for c in compare if c not in POOL_PEERS]
     if unknown:
@@ -97,7 +98,7 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
     peer_targets, peer_notes = find_peers([c for c in compare if c in ("torch", "cupy", "jax")])
     if notes is not None:
         notes.extend(peer_notes)
-    timing = dict(n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
+    timing: Dict[str, Any] = dict(n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
     # memory ceiling and last-level cache per row device; peers on the host ("host", torch "cpu") use the host's
     host_cache = host_cache_size()
     ceilings = {d.id: (mem_peak_gbps(d), d.cache_size) for d in devices}
@@ -145,7 +146,7 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
                 timed[0] = max_pool2d(X, k, s, p)
             fwd_cases.append(Case(f"hetnn {dev.id}", fwd, devices=[dev]))
             # the error of the timed forward's own output
-            finish.append(lambda r, dev=dev, timed=timed: _fwd_row(
+            finish.append(lambda r, dev=dev, timed=timed: _fwd_row(  # type: ignore[misc]  # default-argument lambda (late binding)
                 base, "hetnn", dev.id, r, timed[0].numpy(), ref,
                 threads=get_num_threads() if dev.kind == "cpu" else None))
         if "onednn" in compare and p <= k // 2:
@@ -155,7 +156,7 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
                 yl = np.full(oshape, np.nan, dtype=np.float32)
                 raw = _core._OnednnRawMaxPool(xl, yl, k, s, p, layout)
                 fwd_cases.append(Case(f"onednn-c++ {layout}", raw.run))
-                finish.append(lambda r, layout=layout, yl=yl: _fwd_row(
+                finish.append(lambda r, layout=layout, yl=yl: _fwd_row(  # type: ignore[misc]  # default-argument lambda (late binding)
                     base, f"onednn-c++ {layout}", "cpu", r, yl if layout == "nchw" else yl.transpose(0, 3, 1, 2),
                     ref, threads=get_num_threads()))
         if "numpy" in compare:
@@ -164,7 +165,7 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
             def npool(nres: List[Any] = nres) -> None:
                 nres[0] = numpy_max_pool(x, k, s, p)
             fwd_cases.append(Case("numpy", npool))
-            finish.append(lambda r, nres=nres: _fwd_row(base, "numpy", "host", r, nres[0], ref))
+            finish.append(lambda r, nres=nres: _fwd_row(base, "numpy", "host", r, nres[0], ref))  # type: ignore[misc]  # default-argument lambda (late binding)
         for pt in peer_targets:
             if pt.max_pool2d is None:
                 continue
@@ -174,7 +175,7 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
                 def call(px: Any = px, res: List[Any] = res, pt: Any = pt) -> None:
                     res[0] = pt.max_pool2d(px, k, s, p, 1, False)
                 fwd_cases.append(Case(f"{pt.library}{layout}", call, sync=pt.sync))
-                finish.append(lambda r, pt=pt, layout=layout, res=res: _fwd_row(
+                finish.append(lambda r, pt=pt, layout=layout, res=res: _fwd_row(  # type: ignore[misc]  # default-argument lambda (late binding)
                     base, pt.library + layout, pt.device, r, pt.get(res[0]), ref, threads=pt.threads(),
                     note="allocates its output per call"))
         settle()
@@ -279,7 +280,8 @@ MAXPOOL_COLUMNS = [("case", "case", ""), ("shape", "N x C x H x W", ""), ("kerne
                    ("padding", "p", "d"), ("library", "library", ""), ("device", "device", ""),
                    ("fwd_ms", "fwd ms", ".3f"), ("fwd_gbps", "GB/s", ".1f"), ("pct_peak", "% mem peak", ".0f"),
                    ("fwd_idx_ms", "fwd+idx ms", ".3f"), ("bwd_ms", "bwd ms", ".3f"),
-                   ("bwd_over_fwd", "bwd/fwd", ".2f"), ("max_abs_err", "max err", ".1e"), ("first_use", "first use", ""),
+                   ("bwd_over_fwd", "bwd/fwd", ".2f"), ("max_abs_err", "max err", ".1e"),
+                   ("first_use", "first use", ""),
                    ("noise", "flags", ""), ("spread_pct", "IQR %", ".0f")]
 SWEEP_COLUMNS = [("case", "image", ""), ("windows", "windows", "d"), ("library", "library", ""),
                  ("device", "device", ""), ("fwd_ms", "fwd ms", ".4f"), ("fwd_gbps", "GB/s", ".2f"),

@@ -94,7 +94,7 @@ def run_topology(devices: Sequence[Device], *, max_width: int = 6400, batches: S
     whole = len(x) // max(batches) * max(batches) or len(x)
     x, y = x[:whole], y[:whole]
     peaks = _peaks(devices)
-    rows = []
+    rows: List[Dict[str, Any]] = []
     for depth in depths:
         for w in topology_widths(max_width):
             hidden = _hidden(w, depth)
@@ -283,7 +283,7 @@ def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False
         except ImportError as exc:
             if notes is not None:
                 notes.append(f"torch: not used ({type(exc).__name__}: {exc})")
-    rows = []
+    rows: List[Dict[str, Any]] = []
     for hidden in mnist_topologies(quick):
         widths = "-".join(map(str, hidden))
         flops = train_flops([784, *hidden, 10], len(xt))
@@ -339,7 +339,7 @@ def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False
             first = _peer_warm_up(make, xt, yt, batch)
             net = make()
             losses: List[float] = []
-            cases.append(Case(name, lambda net=net, losses=losses: losses.append(net.epoch(xt, yt))))
+            cases.append(Case(name, lambda net=net, losses=losses: losses.append(net.epoch(xt, yt))))  # type: ignore[misc]  # default-argument lambda (late binding)
 
             def peer_row(r: Any, name: str = name, net: Any = net, losses: List[float] = losses,
                          first: Dict[str, Any] = first) -> Dict[str, Any]:

@@ -74,7 +74,7 @@ def _torch_targets() -> List[PeerTarget]:
     out = [make("cpu", lambda: None)]
     if torch.cuda.is_available():
         for i in range(torch.cuda.device_count()):
-            out.append(make(f"cuda:{i}", lambda i=i: torch.cuda.synchronize(i)))
+            out.append(make(f"cuda:{i}", lambda i=i: torch.cuda.synchronize(i)))  # type: ignore[misc]  # default-argument lambda (late binding)
     return out
 
 

@@ -126,7 +126,7 @@ def plot_maxpool(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
         if _ok(r, "fwd_gbps"):
             g.setdefault(_series(r), {})[r["case"]] = r["fwd_gbps"]
     _bars(ax[0][1], cases, g, "forward GB/s (input + output bytes)")
-    for ceiling in sorted({r.get("mem_peak_gbps") for r in layers if r.get("mem_peak_gbps")}):
+    for ceiling in sorted({float(r["mem_peak_gbps"]) for r in layers if r.get("mem_peak_gbps")}):
         ax[0][1].axhline(ceiling, ls="--", lw=1, color="gray")
         ax[0][1].annotate(f"memory ceiling {ceiling:.0f} GB/s", (len(cases) - 0.5, ceiling), fontsize=7,
                           ha="right", va="bottom", color="gray")

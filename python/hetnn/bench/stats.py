@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -44,7 +44,7 @@ def ratio_interval(pairs: Sequence[Pair], *, level: float = 0.95, n_boot: int = 
     have different numbers of rounds, the common prefix is used. None when a shape has no timed round."""
     if not 0 < level < 1:
         raise ValueError(f"ratio_interval: level must be in (0, 1), got {level}")
-    arrays = []
+    arrays: List[Tuple[np.ndarray, np.ndarray]] = []
     for x, y in pairs:
         n = min(len(x), len(y))
         if n == 0:
@@ -56,10 +56,10 @@ def ratio_interval(pairs: Sequence[Pair], *, level: float = 0.95, n_boot: int = 
     rng = np.random.default_rng(seed)
     num = np.zeros(n_boot)
     den = np.zeros(n_boot)
-    for x, y in arrays:
-        idx = rng.integers(0, len(x), size=(n_boot, len(x)))
-        num += _medians(y, idx)
-        den += _medians(x, idx)
+    for xs, ys in arrays:
+        idx = rng.integers(0, len(xs), size=(n_boot, len(xs)))
+        num += _medians(ys, idx)
+        den += _medians(xs, idx)
     boots = num / den
     lo, hi = np.percentile(boots, [50 * (1 - level), 50 * (1 + level)])
     if math.isnan(lo) or math.isnan(hi):

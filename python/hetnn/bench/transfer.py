@@ -65,7 +65,8 @@ def run_transfer(devices: Sequence[Device], sizes: Sequence[int], *, n_warmup: i
             back = np.empty_like(host)
             a = _core.Array.empty(dev._dev, [n], "uint8")
             b = _core.Array.empty(dev._dev, [n], "uint8")
-            timing = dict(n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration, device=dev, nbytes=n)
+            timing: Dict[str, Any] = dict(n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration,
+                                          device=dev, nbytes=n)
             results = {
                 "h2d": benchmark(a.write_from, (host,), name="h2d", **timing),
                 "d2h": benchmark(a.read_into, (back,), name="d2h", **timing),

@@ -180,7 +180,8 @@ class Dense(Layer):
         n_in, n_out = cfg.get("in_features"), cfg.get("out_features")
         if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (n_in, n_out)):
             raise ValueError(f"Dense: in_features and out_features must be ints >= 1, got {n_in!r}, {n_out!r}")
-        return [(n_out, n_in)] + ([(n_out,)] if cfg.get("bias", True) else [])
+        rows, cols = int(n_out), int(n_in)  # type: ignore[arg-type]  # checked to be ints just above
+        return [(rows, cols)] + ([(rows,)] if cfg.get("bias", True) else [])
 
     def output_shape(self, input_shape: Tuple[int, ...]) -> Tuple[int, ...]:
         if input_shape != (self.in_features,):
@@ -328,7 +329,8 @@ def layer_from_config(kind: str, cfg: Dict[str, Any]) -> Layer:
     if cls is None:
         raise ValueError(f"unknown layer kind {kind!r} (known: {', '.join(LAYERS)})")
     if cls is MaxPool2d:
-        return MaxPool2d(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in cfg.items()})
+        kwargs: Dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v) for k, v in cfg.items()}
+        return MaxPool2d(**kwargs)
     if cls is Reshape:
         return Reshape(*cfg["shape"])
     return cls(**cfg)

@@ -17,8 +17,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .._array import Array
-from .._device import DeviceLike, device as _resolve_device, get_default_device
+from .._array import Array, _numpy_view
+from .._device import Device, DeviceLike, device as _resolve_device, get_default_device
 from .._loader import _core
 from .._timing import _Capture
 from ._layers import LAYERS, Layer, Parameter, Softmax, check_sequence, layer_from_config
@@ -113,12 +113,12 @@ class Sequential:
         self.dtype = np.dtype(name)
         self.stop_training = False
         self.loss: Optional[Loss] = None
-        self._device = None
+        self._device: Device = _resolve_device("cpu")  # replaced by to() at once
         self.to(device)
 
     # -- placement and parameters
     @property
-    def device(self):
+    def device(self) -> Device:
         return self._device
 
     def to(self, device: DeviceLike) -> "Sequential":
@@ -180,7 +180,7 @@ class Sequential:
         out_shape = self._output_shape(arr.shape[1:])
         dev = self._device._dev
         if self._device.kind == "cpu":
-            return _core.Array.wrap_numpy(dev, arr), out_shape, arr
+            return _numpy_view(dev, arr), out_shape, arr
         return _core.Array.from_numpy(dev, arr), out_shape, None
 
     def _y(self, y: Any, n: int, out_shape: Tuple[int, ...], loss: Loss, what: str) -> Tuple[Any, Any, Any]:
@@ -431,7 +431,7 @@ class Sequential:
         """Writes the architecture (JSON) and the parameters to an .npz file (loaded without pickle)."""
         arch = {"format": _FORMAT, "dtype": self.dtype.name,
                 "layers": [{"kind": layer.kind, "config": layer.config()} for layer in self.layers]}
-        arrays = {"__architecture__": np.array(json.dumps(arch))}
+        arrays: Dict[str, Any] = {"__architecture__": np.array(json.dumps(arch))}
         for i, p in enumerate(self.parameters()):
             arrays[f"param_{i}"] = p.numpy()
         # A temporary file beside the target, renamed over it once complete: a full disk, a quota or Ctrl-C part-way
