@@ -8,6 +8,7 @@ import pytest
 import hetnn
 from hetnn import nn, optim
 
+import pool_reference as pool_ref
 from conftest import rel_err
 
 
@@ -95,7 +96,7 @@ def test_maxpool_flatten_reshape_layers(device, rng):
                            nn.Dense(2 * 3 * 2, 3, seed=7)], device=device, dtype="float64")
     w1, b1, w2, b2 = [p.numpy() for p in model.parameters()]
     h = np.tanh(x @ w1.T + b1).reshape(5, 2, 5, 4)
-    ref = hetnn.max_pool2d(h, 3, 2, 1, device="cpu").reshape(5, -1) @ w2.T + b2
+    ref = pool_ref.max_pool2d(h, (3, 3), (2, 2), (1, 1), (1, 1), False)[0].reshape(5, -1) @ w2.T + b2
     assert rel_err(model.predict(x), ref) < 1e-12
     analytic = grads_after_one_batch(model, x, y, nn.CrossEntropyLoss())
     numeric = numeric_grads(model, x, lambda out: ce_np(out, y))
@@ -140,6 +141,44 @@ def test_training_agrees_across_devices_and_is_reproducible(rng):
     for other in ids[1:]:
         for a, b in zip(results[ids[0]], results[other]):
             assert rel_err(b, a) < 1e-4, f"{other} vs {ids[0]}"
+
+
+def _numpy_sgd_training(params, x, y, *, epochs, bs, lr, momentum, nesterov, weight_decay):
+    """Flatten, Dense+ReLU, Dense, mean cross-entropy, PyTorch's SGD: in float64, minibatches in order."""
+    w1, b1, w2, b2 = [p.astype(np.float64) for p in params]
+    vel = [np.zeros_like(p) for p in (w1, b1, w2, b2)]
+    x = x.reshape(len(x), -1).astype(np.float64)
+    for _ in range(epochs):
+        for i in range(0, len(x), bs):
+            xb, yb = x[i:i + bs], y[i:i + bs]
+            h = np.maximum(xb @ w1.T + b1, 0)
+            z = h @ w2.T + b2
+            p = np.exp(z - z.max(axis=1, keepdims=True))
+            p /= p.sum(axis=1, keepdims=True)
+            dz = (p - np.eye(z.shape[1])[yb]) / len(xb)
+            dh = dz @ w2 * (h > 0)
+            grads = (dh.T @ xb, dh.sum(axis=0), dz.T @ h, dz.sum(axis=0))
+            new = []
+            for w, g, v in zip((w1, b1, w2, b2), grads, vel):
+                g = g + weight_decay * w
+                v *= momentum
+                v += g
+                new.append(w - lr * (g + momentum * v if nesterov else v))
+            w1, b1, w2, b2 = new
+    return [w1, b1, w2, b2]
+
+
+def test_training_matches_float64_numpy_on_every_device(device, rng):
+    """Two epochs of Nesterov SGD with weight decay against the same training in float64 NumPy."""
+    x = rng.random((40, 3, 4)).astype(np.float32)
+    y = rng.integers(0, 5, 40)
+    model = _mlp(device)
+    start = [p.numpy() for p in model.parameters()]
+    opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3)
+    model.fit(x, y, loss=nn.CrossEntropyLoss(), optimizer=opt, epochs=2, batch_size=8, shuffle=False)
+    ref = _numpy_sgd_training(start, x, y, epochs=2, bs=8, lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3)
+    for got, want in zip(model.parameters(), ref):
+        assert rel_err(got.numpy(), want) < 1e-4
 
 
 def test_one_step_matches_numpy_sgd(device, rng):

@@ -106,9 +106,18 @@ void run_matmul(const DevicePtr& dev, std::mt19937& g) {
     Array cd = matmul(ad, bd, nullptr, plain);
     std::vector<double> Cd(static_cast<std::size_t>(M) * N);
     cd.to_host(Cd.data());
-    double s = 0;
-    for (int k = 0; k < K; ++k) s += Ad[ta ? k * M : k] * Bd[tb ? k : k * N];
-    check(std::abs(Cd[0] - s) < 1e-10, dev->id() + " matmul f64");
+    bool ok64 = true;  // every element against a naive double product
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        double s = 0, mag = 0;
+        for (int k = 0; k < K; ++k) {
+          const double t = Ad[ta ? k * M + i : i * K + k] * Bd[tb ? j * K + k : k * N + j];
+          s += t;
+          mag += std::abs(t);
+        }
+        ok64 &= std::abs(Cd[std::size_t(i) * N + j] - s) <= 1e-13 * (mag + 1);
+      }
+    check(ok64, dev->id() + " matmul f64");
   }
   // bad calls: typed errors, never a crash
   Array wrong = Array::zeros(dev, {K + 1, N}, DType::f32);
@@ -151,47 +160,113 @@ void run_pool(const DevicePtr& dev, std::mt19937& g) {
         if (Y[(plane * OH + oh) * OW + ow] != best) ok = false;
       }
   check(ok, dev->id() + " max_pool2d forward");
-  std::vector<float> G(static_cast<std::size_t>(y.size()), 1.f);
+  // backward: each output's gradient lands on its window's first maximum (row-major window order), summed
+  auto G = randv(g, static_cast<std::size_t>(y.size()));
   Array gy = Array::from_host(dev, G.data(), y.shape(), DType::f32);
   Array gx = max_pool2d_backward(gy, idx, x.shape(), p, nullptr);
-  double total = 0;
-  for (float v : host(gx)) total += v;
-  check(std::abs(total - double(y.size())) < 1e-3, dev->id() + " max_pool2d backward conserves the gradient");
+  std::vector<double> want(static_cast<std::size_t>(x.size()), 0.0);
+  for (int plane = 0; plane < n * c; ++plane)
+    for (std::int64_t oh = 0; oh < OH; ++oh)
+      for (std::int64_t ow = 0; ow < OW; ++ow) {
+        float best = -INFINITY;
+        std::int64_t at = -1;
+        for (int i = 0; i < p.kernel[0]; ++i)
+          for (int j = 0; j < p.kernel[1]; ++j) {
+            const std::int64_t r = oh * p.stride[0] - p.padding[0] + i * p.dilation[0];
+            const std::int64_t q = ow * p.stride[1] - p.padding[1] + j * p.dilation[1];
+            if (r >= 0 && r < h && q >= 0 && q < w && X[(plane * h + r) * w + q] > best)
+              best = X[(plane * h + r) * w + q], at = r * w + q;
+          }
+        if (at >= 0) want[std::size_t(plane) * h * w + at] += G[(plane * OH + oh) * OW + ow];
+      }
+  const auto GX = host(gx);
+  bool back_ok = true;
+  for (std::size_t i = 0; i < want.size(); ++i) back_ok &= std::abs(GX[i] - want[i]) <= 1e-5 * (1 + std::abs(want[i]));
+  check(back_ok, dev->id() + " max_pool2d backward");
   Pool2dArgs bad = p;
   bad.kernel = {0, 2};
   expect_throw<ValueError>([&] { max_pool2d(x, bad, nullptr, nullptr); }, "max_pool2d kernel 0");
 }
 
+// Every training op against a double reference on the same inputs (float32 results: relative 1e-5).
 void run_nn(const DevicePtr& dev, std::mt19937& g) {
   const int rows = 1 + int(g() % 17), cols = 2 + int(g() % 9);
-  auto P = randv(g, std::size_t(rows) * cols);
+  const std::size_t n = std::size_t(rows) * cols;
+  auto near = [](double got, double want, double tol = 1e-5) { return std::abs(got - want) <= tol * (1 + std::abs(want)); };
+  auto P = randv(g, n);
   Array pred = Array::from_host(dev, P.data(), {rows, cols}, DType::f32);
   std::vector<std::int64_t> L(rows);
   for (auto& l : L) l = std::int64_t(g() % cols);
   Array labels = Array::from_host(dev, L.data(), {rows}, DType::i64);
+  // cross-entropy over labels: loss_scale * sum of rows' losses, grad = grad_scale * (softmax - onehot)
+  std::vector<double> soft(n);
+  double want_loss = 0, want_correct = 0;
+  for (int r = 0; r < rows; ++r) {
+    double m = -INFINITY, z = 0;
+    int arg = 0;
+    for (int c = 0; c < cols; ++c)
+      if (P[r * cols + c] > m) m = P[r * cols + c], arg = c;
+    for (int c = 0; c < cols; ++c) z += std::exp(double(P[r * cols + c]) - m);
+    for (int c = 0; c < cols; ++c) soft[r * cols + c] = std::exp(double(P[r * cols + c]) - m) / z;
+    want_loss += -(double(P[r * cols + L[r]]) - m - std::log(z));
+    want_correct += arg == L[r];
+  }
   Array acc = Array::zeros(dev, {1}, DType::f32);
   Array grad = Array::empty(dev, {rows, cols}, DType::f32);
-  loss("cross_entropy", pred, labels, acc, &grad, 1.0, 1.0 / rows);
-  metric("correct_argmax", pred, labels, acc);
+  loss("cross_entropy", pred, labels, acc, &grad, 0.5, 1.0 / rows);
+  bool ok = near(host(acc)[0], 0.5 * want_loss);
+  const auto GR = host(grad);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) ok &= near(GR[r * cols + c], (soft[r * cols + c] - (c == L[r])) / rows);
+  check(ok, dev->id() + " cross-entropy loss and gradient");
+  Array hits = Array::zeros(dev, {1}, DType::f32);
+  metric("correct_argmax", pred, labels, hits);
+  check(host(hits)[0] == want_correct, dev->id() + " correct_argmax metric");
+  Array sm = softmax(pred, nullptr);
+  const auto S = host(sm);
+  ok = true;
+  for (std::size_t i = 0; i < n; ++i) ok &= near(S[i], soft[i]);
+  check(ok, dev->id() + " softmax");
   Array y = activation(pred, Activation::sigmoid, nullptr);
   Array dy = activation_backward(grad, y, Activation::sigmoid, nullptr);
-  Array sm = softmax(pred, nullptr);
-  double row0 = 0;
-  auto S = host(sm);
-  for (int j = 0; j < cols; ++j) row0 += S[j];
-  check(std::abs(row0 - 1.0) < 1e-5, dev->id() + " softmax rows sum to 1");
+  const auto Y = host(y), DY = host(dy);
+  ok = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double sy = 1 / (1 + std::exp(-double(P[i])));
+    ok &= near(Y[i], sy) && near(DY[i], double(GR[i]) * Y[i] * (1 - Y[i]));
+  }
+  check(ok, dev->id() + " sigmoid and its backward");
   Array colsum = sum_rows(dy, nullptr, 0.0);
-  Array vel = Array::zeros(dev, {rows, cols}, DType::f32);
-  sgd_update(pred, grad, &vel, 0.1, 0.9, 1e-4, true);
+  const auto CS = host(colsum);
+  ok = true;
+  for (int c = 0; c < cols; ++c) {
+    double s = 0, mag = 0;
+    for (int r = 0; r < rows; ++r) s += DY[r * cols + c], mag += std::abs(DY[r * cols + c]);
+    ok &= std::abs(CS[c] - s) <= 1e-6 * (mag + 1e-30) + 1e-12;
+  }
+  check(ok, dev->id() + " sum_rows");
+  // Nesterov SGD with weight decay from a nonzero velocity: PyTorch's definition (optim.py)
+  auto V0 = randv(g, n);
+  Array vel = Array::from_host(dev, V0.data(), {rows, cols}, DType::f32);
+  sgd_update(pred, grad, &vel, 0.1, 0.9, 1e-2, true);
+  const auto Q = host(pred), V = host(vel);
+  ok = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double d = double(GR[i]) + 1e-2 * P[i], v = 0.9 * V0[i] + d;
+    ok &= near(V[i], v) && near(Q[i], P[i] - 0.1 * (d + 0.9 * v));
+  }
+  check(ok, dev->id() + " SGD step (Nesterov, weight decay)");
   std::vector<std::int64_t> I(rows);
-  for (int i = 0; i < rows; ++i) I[i] = rows - 1 - i;
+  for (int i = 0; i < rows; ++i) I[i] = (3 * i + 1) % rows;
   Array idx = Array::from_host(dev, I.data(), {rows}, DType::i64);
   Array taken = take_rows(pred, idx, 0, rows, nullptr);
-  auto T = host(taken), Q = host(pred);
-  check(T[0] == Q[std::size_t(rows - 1) * cols], dev->id() + " take_rows");
+  const auto T = host(taken);
+  ok = true;
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) ok &= T[r * cols + c] == Q[std::size_t(I[r]) * cols + c];
+  check(ok, dev->id() + " take_rows");
   expect_throw<ValueError>([&] { loss("hinge", pred, labels, acc, nullptr, 1, 1); }, "unknown loss");
   expect_throw<ValueError>([&] { sgd_update(pred, grad, nullptr, 0.1, 0.9, 0, false); }, "momentum without velocity");
-  (void)colsum;
 }
 
 // float16 and bfloat16 (stored in 16 bits, float32 arithmetic where the hardware has none): matmul with bias and
