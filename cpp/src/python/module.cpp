@@ -297,6 +297,15 @@ PYBIND11_MODULE(_core, m) {
     return py::none();
   });
   m.def(
+      "_set_kernel_variant",  // tests: run the GPU-shaped kernels on a CPU OpenCL device, or back ("")
+      [](Device& d, const std::string& v) {
+#ifdef HETNN_HAVE_OPENCL
+        if (auto* cl = dynamic_cast<opencl::ClBackend*>(&d.backend())) return cl->set_kernel_variant(v);
+#endif
+        throw ValueError("_set_kernel_variant: " + d.id() + " is not an OpenCL device");
+      },
+      py::arg("device"), py::arg("variant"));
+  m.def(
       "_inject_gemm_faults",  // test hook: the next n GEMMs running a tuned override fail as a bad launch would
       [](Device& d, int n) {
 #ifdef HETNN_HAVE_OPENCL

@@ -65,6 +65,9 @@ class ClBackend final : public Backend {
   GemmParams gemm_params(DType t, std::int64_t macs = -1);
   void set_gemm_params(DType t, const GemmParams& p);
   void clear_gemm_params(DType t);  // back to the database
+  // Which kernel variants run where a family has a CPU and a GPU shape (pooling): "" the device's type, "cpu" or
+  // "gpu" (tests run the GPU variants on PoCL with it).
+  void set_kernel_variant(const std::string& v);
   // Test hook: the next n GEMMs that would run a tuned override fail as a launch error would.
   void inject_gemm_faults(int n) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -99,6 +102,8 @@ class ClBackend final : public Backend {
   bool tuned_loaded_ = false;  // the stored tuned entries (gemm_tuning.h) join gemm_overrides_ on first use
   void load_tuned_once();      // under mu_
   int gemm_faults_ = 0;  // inject_gemm_faults
+  std::string kernel_variant_;  // set_kernel_variant
+  bool gpu_kernels() const;
   std::vector<std::pair<Mem, std::size_t>> scratch_;
   std::shared_ptr<MemPool> pool_;  // freed buffers kept for reuse (mem_pool.h)
   std::size_t memory_limit_ = 0;  // set_memory_limit (tests); 0: info_.global_mem

@@ -22,9 +22,7 @@ void set_pool_args(ArgSetter& a, const Pool2dDesc& d) {
 struct PoolLocal {
   std::size_t x, y;
 };
-PoolLocal pool_local(const DeviceInfo& info) {
-  return info.type == "gpu" ? PoolLocal{32, 4} : PoolLocal{16, 1};
-}
+PoolLocal pool_local(bool gpu) { return gpu ? PoolLocal{32, 4} : PoolLocal{16, 1}; }
 
 constexpr std::size_t kOne[2] = {1, 1};  // work-groups of one (row kernels)
 
@@ -38,11 +36,20 @@ std::string ClBackend::pool_options(const Pool2dDesc& d) const {
 }
 
 // CPU devices take the row kernels (a work-item per row, vectorised inner loop); GPUs a work-item per element.
-static bool row_kernels(const DeviceInfo& info) { return info.type != "gpu"; }
+bool ClBackend::gpu_kernels() const {
+  return kernel_variant_.empty() ? info_.type == "gpu" : kernel_variant_ == "gpu";
+}
+
+void ClBackend::set_kernel_variant(const std::string& v) {
+  if (v != "" && v != "cpu" && v != "gpu")
+    throw ValueError("kernel variant must be 'cpu', 'gpu' or '' (the device's own), got '" + v + "'");
+  std::lock_guard<std::mutex> lock(mu_);
+  kernel_variant_ = v;
+}
 
 void ClBackend::max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices) {
   std::lock_guard<std::mutex> lock(mu_);
-  const bool rows = row_kernels(info_);
+  const bool rows = !gpu_kernels();
   const std::size_t OH = static_cast<std::size_t>(d.OH), OW = static_cast<std::size_t>(d.OW);
   // Values only, windows of 3+ rows: the column-wise maximum first (max_pool2d_fwd_rows_sep), with a row and an
   // output row of local memory per work-item (PoCL, 32x64x112x112 k3s2: 11-13 -> 6.6-7.5 ms; two rows: no faster).
@@ -68,7 +75,7 @@ void ClBackend::max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buff
     enqueue("max_pool2d", k, 2, global, kOne);
     return;
   }
-  const PoolLocal l = pool_local(info_);
+  const PoolLocal l = pool_local(gpu_kernels());
   const std::size_t local[3] = {l.x, l.y, 1};
   const std::size_t global[3] = {round_up(OW, l.x), round_up(OH, l.y), static_cast<std::size_t>(d.N * d.C)};
   enqueue("max_pool2d", k, 3, global, local);
@@ -79,7 +86,7 @@ void ClBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const
   const std::string opts = pool_options(d);
   const std::size_t H = static_cast<std::size_t>(d.H), W = static_cast<std::size_t>(d.W);
   const std::size_t OH = static_cast<std::size_t>(d.OH), OW = static_cast<std::size_t>(d.OW);
-  const PoolLocal l = pool_local(info_);
+  const PoolLocal l = pool_local(gpu_kernels());
   const std::size_t local[3] = {l.x, l.y, 1};
   const std::size_t planes = static_cast<std::size_t>(d.N * d.C);
 
@@ -88,7 +95,7 @@ void ClBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const
   cl_mem flag = scratch(2, sizeof(cl_int));
   const cl_int zero = 0;
   HETNN_CL_CHECK(clEnqueueFillBuffer(queue_.get(), flag, &zero, sizeof(zero), 0, sizeof(zero), 0, nullptr, nullptr));
-  const bool scatter = row_kernels(info_);  // CPU devices: the scatter checks as it goes
+  const bool scatter = !gpu_kernels();  // CPU devices: the scatter checks as it goes
   if (!scatter) {
     cl_kernel kc = kernel("pool.cl", "max_pool2d_check", opts);
     ArgSetter ac{kc, "max_pool2d_check"};
