@@ -225,3 +225,18 @@ def test_a_disabled_cache_writes_nothing_whatever_the_spelling(tmp_path, value):
                        cwd=tmp_path)
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-2000:]
     assert not list(tmp_path.rglob("*")), list(tmp_path.rglob("*"))
+
+
+def test_stored_files_share_one_device_identity(tmp_path, opencl_device):
+    """Tuned parameters, measured ceilings and compiled programs were keyed three different ways; now all by
+    Device.identity (the device and its driver)."""
+    ident = opencl_device.identity
+    for part in (opencl_device.name, opencl_device.driver_version, opencl_device.version, opencl_device.platform):
+        assert part in ident
+    env = dict(os.environ, HETNN_CACHE_DIR=str(tmp_path))
+    env.pop("HETNN_POISON", None)
+    r = subprocess.run([sys.executable, "-c", STORE % opencl_device.id], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert list(json.loads((tmp_path / "tuning" / "gemm.json").read_text())["devices"]) == [ident]
+    assert hetnn.device("cpu").identity != ident

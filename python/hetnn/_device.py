@@ -62,6 +62,12 @@ class Device:
         return self._info["driver_version"]
 
     @property
+    def identity(self) -> str:
+        """What stored files (compiled programs, tuned parameters, measured ceilings) are keyed by: the device and
+        its driver."""
+        return self._info["identity"]
+
+    @property
     def version(self) -> str:
         return self._info["version"]
 

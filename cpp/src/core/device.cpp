@@ -113,4 +113,9 @@ DevicePtr find_device(const std::string& raw) {
   return fail();
 }
 
+std::string device_identity(const DeviceInfo& i) {
+  return i.name + "|" + i.vendor + "|" + i.version + "|" + i.driver_version + "|" + i.platform + "|" +
+         i.platform_version;
+}
+
 }  // namespace hetnn

@@ -62,6 +62,9 @@ const std::vector<DevicePtr>& all_devices();
 // listing the available devices when nothing matches.
 DevicePtr find_device(const std::string& spec);
 std::string describe_devices();  // one line per device, for error messages
+// What hetnn's stored files are keyed by (compiled programs, tuned parameters, measured ceilings): the device and
+// its driver, "name|vendor|version|driver|platform|platform version". A new driver is a new identity.
+std::string device_identity(const DeviceInfo& info);
 
 // Registered by the backends (backend/onednn/cpu_info.cpp, backend/opencl/cl_enumerate.cpp).
 std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_cpu();

@@ -1,6 +1,8 @@
 // hetnn._core: the pybind11 module. Thin: argument conversion, GIL release around device work, and the mapping of
 // hetnn's C++ errors to Python exceptions. Validation lives in the core front (cpp/src/core).
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <tuple>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -56,6 +58,7 @@ py::dict info_dict(const DeviceInfo& i) {
   d["isa"] = i.isa;
   d["threads"] = i.threads;
   d["extensions"] = i.extensions;
+  d["identity"] = device_identity(i);
   return d;
 }
 
@@ -292,6 +295,18 @@ PYBIND11_MODULE(_core, m) {
 #endif
         return py::none();
       });
+  m.def(
+      "write_file_atomic",  // the one atomic writer of hetnn's files (temporary file beside it, then rename)
+      [](const std::string& path, const py::bytes& data) {
+        if (!write_file_atomic(path, std::string(data))) {
+          const int err = errno;
+          PyErr_SetObject(PyExc_OSError, py::make_tuple(err, std::string("cannot write ") + path +
+                                                                  (err ? std::string(": ") + std::strerror(err) : ""))
+                                             .ptr());
+          throw py::error_already_set();
+        }
+      },
+      py::arg("path"), py::arg("data"));
   m.def("cache_dir", []() -> py::object {  // hetnn's cache directory (not created); None when disabled
     if (auto p = cache_base()) return py::str(*p);
     return py::none();

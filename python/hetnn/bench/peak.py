@@ -144,7 +144,7 @@ def _store_path() -> Optional[str]:
 
 
 def _key(device: Device) -> str:
-    return f"{device.id}|{device.name}|{device.driver_version}"
+    return f"{device.id}|{device.identity}"
 
 
 def stored_peaks() -> Dict[str, Dict[str, Any]]:
@@ -247,8 +247,5 @@ def run_peak(devices: Sequence[Device], store: bool = True,
         for dev, r in zip(devices, rows):
             data[_key(dev)] = _keep_best(data.get(_key(dev), {}), {**r, "date": now})
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            json.dump(data, f, indent=1)
-        os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the new one
+        _core.write_file_atomic(path, json.dumps(data, indent=1).encode())  # readers see the old or the new file
     return rows

@@ -8,6 +8,8 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
+from .._loader import _core
+
 
 class BenchResult:
     """Rows (a list of dicts, one per measured case, tagged ``suite``), ``text`` (the report as the command line
@@ -90,7 +92,4 @@ class BenchResult:
 
 def _write_atomic(path: str, text: str) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", newline="") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    _core.write_file_atomic(path, text.encode())

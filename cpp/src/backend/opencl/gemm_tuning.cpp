@@ -31,7 +31,7 @@ json::Object read_devices(const std::string& path) {
 }
 }  // namespace
 
-std::string tuning_key(const DeviceInfo& dev) { return dev.name + "|" + dev.driver_version + "|" + dev.version; }
+std::string tuning_key(const DeviceInfo& dev) { return device_identity(dev); }
 
 std::optional<std::string> tuning_path() {
   const auto base = cache_base();

@@ -1,4 +1,4 @@
-// Tuned GEMM parameters on disk: <cache>/tuning/gemm.json, {"format": 1, "devices": {"<name>|<driver>|<version>":
+// Tuned GEMM parameters on disk: <cache>/tuning/gemm.json, {"format": 1, "devices": {"<device identity>":
 // {"<dtype>": {"params": "family=...", "gflops": ..., "date": "...", ...}}}}. Written by `python -m hetnn tune gemm`
 // (store_tuned); read by ClBackend's parameter lookup the first time a device needs GEMM parameters, so every op
 // that runs a GEMM (matmul, fit, predict) uses them.
@@ -12,7 +12,7 @@
 
 namespace hetnn::opencl {
 
-std::string tuning_key(const DeviceInfo& dev);       // "<name>|<driver version>|<version>"
+std::string tuning_key(const DeviceInfo& dev);       // device_identity()
 std::optional<std::string> tuning_path();            // nullopt when the cache is disabled
 // This device's entries, by dtype name. No file: none. An unreadable or malformed file: none, with a warning.
 std::map<std::string, json::Value> load_tuned(const DeviceInfo& dev);

@@ -66,8 +66,7 @@ std::uint64_t entry_mac(const SipKey& secret, std::uint64_t key, const unsigned 
 
 ProgramCache::ProgramCache(cl_context context, cl_device_id device, const DeviceInfo& info)
     : context_(context), device_(device), device_name_(info.name) {
-  identity_ = info.name + '\n' + info.vendor + '\n' + info.version + '\n' + info.driver_version + '\n' +
-              info.platform + '\n' + info.platform_version;
+  identity_ = device_identity(info);
 }
 
 cl_program ProgramCache::get(const std::string& file, const std::string& options) {
