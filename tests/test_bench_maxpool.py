@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import hetnn
-import pool_reference as ref
+import max_pool_reference as ref
 from hetnn.bench.maxpool import numpy_max_pool, ratios, run_maxpool, sweep_cases
 
 

@@ -8,7 +8,7 @@ import pytest
 import hetnn
 from hetnn import nn, optim
 
-import pool_reference as pool_ref
+import max_pool_reference as pool_ref
 from conftest import rel_err
 
 

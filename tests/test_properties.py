@@ -13,7 +13,7 @@ import pytest
 import hetnn
 from hetnn import nn, optim
 
-import pool_reference as ref
+import max_pool_reference as ref
 from conftest import supported_dtypes
 
 hyp = pytest.importorskip("hypothesis")

@@ -15,7 +15,7 @@
 #include "core/device.h"
 #include "core/errors.h"
 #include "core/matmul.h"
-#include "core/pool.h"
+#include "core/max_pool.h"
 
 using namespace hetnn;
 

@@ -14,14 +14,14 @@
 #include <string>
 #include <vector>
 
-#include "backend/onednn/cpu_backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "core/array.h"
 #include "core/half.h"
 #include "core/device.h"
 #include "core/errors.h"
 #include "core/matmul.h"
 #include "core/nn.h"
-#include "core/pool.h"
+#include "core/max_pool.h"
 #include "core/trainer.h"
 
 #if defined(__has_feature)

@@ -7,15 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "backend/onednn/cpu_backend.h"
-#include "backend/onednn/half_convert.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/half_convert.h"
 #include "core/half.h"
 #include "core/json.h"
 #include "core/siphash.h"
 #include "core/array.h"
 #include "core/errors.h"
 #include "core/matmul.h"
-#include "core/pool.h"
+#include "core/max_pool.h"
 
 using namespace hetnn;
 

@@ -4,8 +4,8 @@ from ._loader import _core as _core  # hetnn._core: the native module, for diagn
 from ._errors import CompileError, HetnnError, OpenCLError
 from ._device import Device, default_device, device, devices, get_default_device, set_default_device
 from ._array import Array, asarray, empty, zeros
-from ._ops import matmul
-from ._pool import max_pool2d, max_pool2d_backward
+from ._matmul import matmul
+from ._max_pool import max_pool2d, max_pool2d_backward
 from ._timing import BenchmarkResult, Case, Timer, benchmark, empty_cache, interleave, synchronize
 from ._threads import get_num_threads, num_threads, set_num_threads, thread_pools
 from ._profile import profile

@@ -2,7 +2,7 @@
 // front (core/*.cpp) before any of these is called, so a backend may assume consistent shapes, dtypes and devices.
 //
 // Adding an op touches: core/<op>.h/.cpp (front: validation + descriptor), a virtual here, its implementation in
-// backend/onednn and backend/opencl (+ a .cl file), the binding in python/module.cpp, python/hetnn/_ops.py, and tests.
+// backend/onednn and backend/opencl (+ a .cl file), the binding in python/module.cpp, python/hetnn/_matmul.py, and tests.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -43,7 +43,7 @@ struct MatmulDesc {
   Activation act = Activation::none;
 };
 
-// 2-D max pooling over NCHW planes (PyTorch semantics; see core/pool.h). Window (oh, ow) covers rows
+// 2-D max pooling over NCHW planes (PyTorch semantics; see core/max_pool.h). Window (oh, ow) covers rows
 // oh*sh - ph + i*dh (i < kh) and columns ow*sw - pw + j*dw (j < kw); positions outside the input are skipped (-inf).
 struct Pool2dDesc {
   std::int64_t N = 0, C = 0, H = 0, W = 0, OH = 0, OW = 0;
@@ -104,7 +104,7 @@ class Backend {
   virtual void fill(Buffer& dst, std::size_t offset, std::size_t n, unsigned char value) = 0;
   // Waits until every command issued so far has finished.
   virtual void synchronize() = 0;
-  // Frees the blocks kept for reuse after their arrays went away (host_pool.h, mem_pool.h); returns the bytes freed.
+  // Frees the blocks kept for reuse after their arrays went away (host_allocator.h, cl_allocator.h); returns the bytes freed.
   virtual std::size_t release_cached_memory() { return 0; }
 
   // First-use work so far: programs or primitives built (JIT/compiled), taken from the disk cache, found in memory,

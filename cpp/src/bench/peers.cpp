@@ -11,7 +11,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "backend/onednn/cpu_threads.h"
+#include "backend/cpu/cpu_threads.h"
 #include "core/errors.h"
 #ifdef HETNN_HAVE_CLBLAST
 #include <clblast_c.h>

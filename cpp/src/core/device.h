@@ -66,7 +66,7 @@ std::string describe_devices();  // one line per device, for error messages
 // its driver, "name|vendor|version|driver|platform|platform version". A new driver is a new identity.
 std::string device_identity(const DeviceInfo& info);
 
-// Registered by the backends (backend/onednn/cpu_info.cpp, backend/opencl/cl_enumerate.cpp).
+// Registered by the backends (backend/cpu/cpu_info.cpp, backend/opencl/cl_enumerate.cpp).
 std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_cpu();
 std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl();  // empty without OpenCL
 std::string opencl_status();  // why no OpenCL device is listed (no backend built / no platform), or ""

@@ -10,8 +10,14 @@ namespace hetnn::python {
 
 namespace py = pybind11;
 
-void bind_array(py::module_& m);
-void bind_nn(py::module_& m);  // bind_nn.cpp: training ops
+// One per bind_<area>.cpp; module.cpp calls them all.
+void bind_device(py::module_& m);    // devices, threads, cache directory, atomic writes
+void bind_opencl(py::module_& m);    // OpenCL-only: ceilings, diagnostics, GEMM parameters and tuning, test hooks
+void bind_bench(py::module_& m);     // native benchmark peers
+void bind_array(py::module_& m);     // hetnn._core.Array
+void bind_nn(py::module_& m);        // training ops
+void bind_matmul(py::module_& m);
+void bind_max_pool(py::module_& m);
 Shape to_shape(const py::sequence& seq, const char* what);
 
 // Releases the GIL around device work (instead of py::gil_scoped_release). When the interpreter exits while a

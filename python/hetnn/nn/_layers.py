@@ -11,7 +11,7 @@ import numpy as np
 from .._loader import _core
 from .._array import Array
 from .._device import device as _device
-from .._pool import _window
+from .._max_pool import _window
 
 _GENERATOR = np.random.default_rng()
 

@@ -19,7 +19,7 @@ namespace {
 
 class ClBuffer final : public Buffer {
  public:
-  ClBuffer(Mem m, std::size_t n, std::shared_ptr<MemPool> pool, std::size_t capacity)
+  ClBuffer(Mem m, std::size_t n, std::shared_ptr<ClAllocator> pool, std::size_t capacity)
       : Buffer(n), mem(std::move(m)), pool_(std::move(pool)), capacity_(capacity) {}
   ~ClBuffer() override {
     if (pool_) pool_->give(std::move(mem), capacity_);
@@ -27,7 +27,7 @@ class ClBuffer final : public Buffer {
   Mem mem;
 
  private:
-  std::shared_ptr<MemPool> pool_;
+  std::shared_ptr<ClAllocator> pool_;
   std::size_t capacity_;
 };
 
@@ -57,7 +57,7 @@ ClBackend::ClBackend(cl_platform_id platform, cl_device_id device, DeviceInfo in
       queue_(make_queue(context_, device)),
       programs_(context_.get(), device_, info_),
       // Cache freed buffers up to 1/8 of the device's memory (at most 2 GiB).
-      pool_(std::make_shared<MemPool>(
+      pool_(std::make_shared<ClAllocator>(
           static_cast<std::size_t>(std::min<std::uint64_t>(info_.global_mem / 8, std::uint64_t{2} << 30)))) {}
 
 ClBackend::~ClBackend() {
@@ -138,7 +138,7 @@ std::shared_ptr<Buffer> ClBackend::alloc(std::size_t nbytes) {
   if (nbytes > info_.max_alloc)
     throw OutOfMemory("cannot allocate " + std::to_string(nbytes) + " bytes on " + info_.id + " (" + info_.name +
                       "): its largest allocation is " + std::to_string(info_.max_alloc) + " bytes");
-  const std::size_t capacity = std::min<std::size_t>(MemPool::capacity_for(std::max<std::size_t>(nbytes, 4)),
+  const std::size_t capacity = std::min<std::size_t>(ClAllocator::capacity_for(std::max<std::size_t>(nbytes, 4)),
                                                       std::max<std::size_t>(info_.max_alloc, 4));
   Mem m = pool_->take(capacity);
   if (!m) {

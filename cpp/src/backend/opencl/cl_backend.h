@@ -9,7 +9,7 @@
 #include "backend/backend.h"
 #include "backend/opencl/cl_handles.h"
 #include "backend/opencl/gemm_params.h"
-#include "backend/opencl/mem_pool.h"
+#include "backend/opencl/cl_allocator.h"
 #include "backend/opencl/program_cache.h"
 #include "core/device.h"
 
@@ -34,9 +34,9 @@ class ClBackend final : public Backend {
     return {s.built, s.disk_hits, s.memory_hits, s.seconds};
   }
   void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) override;
-  void max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices) override;  // cl_pool.cpp
+  void max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices) override;  // max_pool_cl.cpp
   void max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const Buffer& indices, Buffer& gx) override;
-  // Training ops (nn_cpu.cpp / cl_nn.cpp).
+  // Training ops (nn_cpu.cpp / nn_cl.cpp).
   void activation(Activation act, DType t, std::int64_t n, const Buffer& x, Buffer& out) override;
   void activation_backward(Activation act, DType t, std::int64_t n, const Buffer& dy, const Buffer& y,
                            Buffer& dx) override;
@@ -48,7 +48,7 @@ class ClBackend final : public Backend {
   void take_rows(std::size_t row_bytes, std::int64_t src_rows, const Buffer& src, const Buffer& idx,
                  std::int64_t offset, std::int64_t n, Buffer& out) override;
 
-  // The device's ceilings for `bench peak` (cl_peak.cpp, kernels/peak.cl): FP32 FMA GFLOP/s and STREAM-triad GB/s
+  // The device's ceilings for `bench peak` (peak_cl.cpp, kernels/peak.cl): FP32 FMA GFLOP/s and STREAM-triad GB/s
   // over three buffers of triad_bytes, best of `repeats` runs each, timed with profiling events.
   std::pair<double, double> measure_peak(std::size_t triad_bytes, int repeats);
 
@@ -105,7 +105,7 @@ class ClBackend final : public Backend {
   std::string kernel_variant_;  // set_kernel_variant
   bool gpu_kernels() const;
   std::vector<std::pair<Mem, std::size_t>> scratch_;
-  std::shared_ptr<MemPool> pool_;  // freed buffers kept for reuse (mem_pool.h)
+  std::shared_ptr<ClAllocator> pool_;  // freed buffers kept for reuse (cl_allocator.h)
   std::size_t memory_limit_ = 0;  // set_memory_limit (tests); 0: info_.global_mem
   // Back-pressure: a marker every fence_every_ kernels; at most kMaxFences markers outstanding, so no more than
   // about kMaxFences * fence_every_ kernels are queued (a Python loop once queued minutes of work, and Ctrl-C then

@@ -1,4 +1,4 @@
-#include "core/pool.h"
+#include "core/max_pool.h"
 
 #include <algorithm>
 #include <limits>

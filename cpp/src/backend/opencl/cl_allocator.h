@@ -16,9 +16,9 @@
 
 namespace hetnn::opencl {
 
-class MemPool {
+class ClAllocator {
  public:
-  explicit MemPool(std::size_t cap_bytes) : cap_(cap_bytes) {}
+  explicit ClAllocator(std::size_t cap_bytes) : cap_(cap_bytes) {}
   static constexpr std::size_t kMinPooled = 1 << 20;
   static std::size_t capacity_for(std::size_t n) {
     return n < kMinPooled ? n : (n + (2u << 20) - 1) / (2u << 20) * (2u << 20);

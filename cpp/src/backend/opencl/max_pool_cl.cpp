@@ -1,17 +1,17 @@
-// Max pooling on OpenCL devices: kernels/pool.cl, one program per window shape (compiled in, cached).
+// Max pooling on OpenCL devices: kernels/max_pool.cl, one program per window shape (compiled in, cached).
 #include <algorithm>
 #include <vector>
 
 #include "backend/opencl/cl_args.h"
 #include "backend/opencl/cl_backend.h"
 #include "core/errors.h"
-#include "core/pool.h"
+#include "core/max_pool.h"
 
 namespace hetnn::opencl {
 
 namespace {
 
-// The window arguments every pool.cl kernel starts with.
+// The window arguments every max_pool.cl kernel starts with.
 void set_pool_args(ArgSetter& a, const Pool2dDesc& d) {
   a(static_cast<cl_int>(d.H))(static_cast<cl_int>(d.W))(static_cast<cl_int>(d.OH))(static_cast<cl_int>(d.OW));
   a(cl_int{d.sh})(cl_int{d.sw})(cl_int{d.ph})(cl_int{d.pw})(cl_int{d.dh})(cl_int{d.dw});
@@ -56,7 +56,7 @@ void ClBackend::max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buff
   const std::size_t acc = d.dtype == DType::f64 ? 8 : 4;
   const std::size_t local_bytes = (static_cast<std::size_t>(d.W) + OW) * acc;
   if (rows && !indices && d.kh >= 3 && local_bytes <= info_.local_mem / 2) {
-    cl_kernel k = kernel("pool.cl", "max_pool2d_fwd_rows_sep", pool_options(d));
+    cl_kernel k = kernel("max_pool.cl", "max_pool2d_fwd_rows_sep", pool_options(d));
     ArgSetter a{k, "max_pool2d_fwd_rows_sep"};
     set_pool_args(a, d);
     a(mem(x))(mem(y)).raw(static_cast<std::size_t>(d.W) * acc, nullptr).raw(OW * acc, nullptr);
@@ -64,7 +64,7 @@ void ClBackend::max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buff
     enqueue("max_pool2d", k, 2, global, kOne);
     return;
   }
-  cl_kernel k = kernel("pool.cl", rows ? "max_pool2d_fwd_rows" : "max_pool2d_fwd", pool_options(d));
+  cl_kernel k = kernel("max_pool.cl", rows ? "max_pool2d_fwd_rows" : "max_pool2d_fwd", pool_options(d));
   const cl_int with_indices = indices != nullptr;
   cl_mem ix = indices ? mem(*indices) : mem(y);  // not written without indices, but must be a valid buffer
   ArgSetter a{k, "max_pool2d_fwd"};
@@ -97,7 +97,7 @@ void ClBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const
   HETNN_CL_CHECK(clEnqueueFillBuffer(queue_.get(), flag, &zero, sizeof(zero), 0, sizeof(zero), 0, nullptr, nullptr));
   const bool scatter = !gpu_kernels();  // CPU devices: the scatter checks as it goes
   if (!scatter) {
-    cl_kernel kc = kernel("pool.cl", "max_pool2d_check", opts);
+    cl_kernel kc = kernel("max_pool.cl", "max_pool2d_check", opts);
     ArgSetter ac{kc, "max_pool2d_check"};
     set_pool_args(ac, d);
     ac(mem(indices))(flag);
@@ -111,7 +111,7 @@ void ClBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const
   // forward).
   const bool half = d.dtype == DType::f16 || d.dtype == DType::bf16;
   if (scatter) {
-    cl_kernel ks = kernel("pool.cl", "max_pool2d_bwd_scatter", opts);
+    cl_kernel ks = kernel("max_pool.cl", "max_pool2d_bwd_scatter", opts);
     const std::int64_t in_size = d.N * d.C * d.H * d.W;
     cl_mem acc = half ? scratch(3, static_cast<std::size_t>(in_size) * sizeof(float)) : mem(gx);
     const PoolScatterBlocks pb = pool_scatter_blocks(d);  // the same blocks as the CPU device's scatter
@@ -130,7 +130,7 @@ void ClBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const
       enqueue("max_pool2d_backward", ks, 2, g, kOne);
     }
     if (half) {
-      cl_kernel kn = kernel("pool.cl", "max_pool2d_narrow", opts);
+      cl_kernel kn = kernel("max_pool.cl", "max_pool2d_narrow", opts);
       const cl_int CH = 16384;
       ArgSetter an{kn, "max_pool2d_narrow"};
       an(static_cast<cl_long>(in_size))(CH)(acc)(mem(gx));
@@ -138,7 +138,7 @@ void ClBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const
       enqueue("max_pool2d_backward:round", kn, 1, g, one);
     }
   } else {
-    cl_kernel kb = kernel("pool.cl", "max_pool2d_bwd", opts);
+    cl_kernel kb = kernel("max_pool.cl", "max_pool2d_bwd", opts);
     ArgSetter ab{kb, "max_pool2d_bwd"};
     set_pool_args(ab, d);
     ab(mem(gy))(mem(indices))(mem(gx));

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "backend/onednn/cpu_backend.h"
+#include "backend/cpu/cpu_backend.h"
 
 namespace hetnn {
 

@@ -1,4 +1,4 @@
-#include "backend/onednn/host_pool.h"
+#include "backend/cpu/host_allocator.h"
 
 #include <sys/mman.h>
 
@@ -10,9 +10,9 @@ namespace {
 constexpr std::size_t kHuge = 2 << 20;
 }
 
-HostPool::~HostPool() { trim(); }
+HostAllocator::~HostAllocator() { trim(); }
 
-void* HostPool::acquire(std::size_t n, std::size_t* capacity) {
+void* HostAllocator::acquire(std::size_t n, std::size_t* capacity) {
   if (n < kMinPooled) {
     *capacity = (n + 63) / 64 * 64;
     return std::aligned_alloc(64, *capacity ? *capacity : 64);
@@ -42,7 +42,7 @@ void* HostPool::acquire(std::size_t n, std::size_t* capacity) {
   return p;
 }
 
-void HostPool::release(void* p, std::size_t capacity) noexcept {
+void HostAllocator::release(void* p, std::size_t capacity) noexcept {
   if (!p) return;
   if (capacity < kMinPooled) {
     std::free(p);
@@ -63,7 +63,7 @@ void HostPool::release(void* p, std::size_t capacity) noexcept {
   for (void* q : drop) std::free(q);
 }
 
-void HostPool::trim() noexcept {
+void HostAllocator::trim() noexcept {
   std::multimap<std::size_t, void*> all;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -73,7 +73,7 @@ void HostPool::trim() noexcept {
   for (auto& kv : all) std::free(kv.second);
 }
 
-std::size_t HostPool::cached_bytes() const {
+std::size_t HostAllocator::cached_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return cached_;
 }

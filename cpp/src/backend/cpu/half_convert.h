@@ -11,7 +11,7 @@
 
 namespace hetnn {
 
-class HostPool;
+class HostAllocator;
 
 // dst[i] = float(src[i]) for n elements of t (float16 or bfloat16; float32 is copied).
 void widen_to_f32(DType t, const void* src, float* dst, std::int64_t n);
@@ -39,16 +39,16 @@ const char* f16_conversion_isa();
 // A float32 work area from the device's host pool, returned when it goes out of scope.
 class F32Scratch {
  public:
-  F32Scratch(HostPool& pool, std::int64_t n);
+  F32Scratch(HostAllocator& pool, std::int64_t n);
   // ... holding the n elements of `src` (type t) widened to float32.
-  F32Scratch(HostPool& pool, std::int64_t n, DType t, const void* src);
+  F32Scratch(HostAllocator& pool, std::int64_t n, DType t, const void* src);
   ~F32Scratch();
   F32Scratch(const F32Scratch&) = delete;
   F32Scratch& operator=(const F32Scratch&) = delete;
   float* data() const { return p_; }
 
  private:
-  HostPool& pool_;
+  HostAllocator& pool_;
   float* p_ = nullptr;
   std::size_t capacity_ = 0;
 };

@@ -8,7 +8,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backend/backend.h"
-#include "backend/onednn/host_pool.h"
+#include "backend/cpu/host_allocator.h"
 
 namespace hetnn {
 
@@ -25,9 +25,9 @@ class CpuBackend final : public Backend {
   std::size_t release_cached_memory() override;
   FirstUseStats first_use_stats() const override;
   void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) override;
-  void max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices) override;  // pool_cpu.cpp
+  void max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices) override;  // max_pool_cpu.cpp
   void max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const Buffer& indices, Buffer& gx) override;
-  // Training ops (nn_cpu.cpp / cl_nn.cpp).
+  // Training ops (nn_cpu.cpp / nn_cl.cpp).
   void activation(Activation act, DType t, std::int64_t n, const Buffer& x, Buffer& out) override;
   void activation_backward(Activation act, DType t, std::int64_t n, const Buffer& dy, const Buffer& y,
                            Buffer& dx) override;
@@ -75,7 +75,7 @@ class CpuBackend final : public Backend {
   static constexpr std::size_t kMatmulCacheEntries = 256;
 
   dnnl::engine engine_;
-  std::shared_ptr<HostPool> pool_;  // large host blocks kept for reuse (host_pool.h)
+  std::shared_ptr<HostAllocator> pool_;  // large host blocks kept for reuse (host_allocator.h)
   mutable std::mutex mu_;  // guards the primitive cache and first_use_
   FirstUseStats first_use_;
   std::unordered_map<std::array<std::int64_t, 13>, std::shared_ptr<MatmulEntry>, KeyHash> matmul_cache_;

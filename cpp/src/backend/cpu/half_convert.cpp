@@ -1,4 +1,4 @@
-#include "backend/onednn/half_convert.h"
+#include "backend/cpu/half_convert.h"
 
 #include <algorithm>
 #include <cstring>
@@ -9,8 +9,8 @@
 #define HETNN_X86 1
 #endif
 
-#include "backend/onednn/cpu_loops.h"
-#include "backend/onednn/host_pool.h"
+#include "backend/cpu/cpu_loops.h"
+#include "backend/cpu/host_allocator.h"
 #include "core/errors.h"
 #include "core/half.h"
 
@@ -132,13 +132,13 @@ std::vector<F16Conversions> f16_conversions_available() {
   return out;
 }
 
-F32Scratch::F32Scratch(HostPool& pool, std::int64_t n) : pool_(pool) {
+F32Scratch::F32Scratch(HostAllocator& pool, std::int64_t n) : pool_(pool) {
   const std::size_t bytes = static_cast<std::size_t>(n > 0 ? n : 1) * sizeof(float);
   p_ = static_cast<float*>(pool_.acquire(bytes, &capacity_));
   if (!p_) throw OutOfMemory("cannot allocate " + std::to_string(bytes) + " bytes of float32 work space on cpu");
 }
 
-F32Scratch::F32Scratch(HostPool& pool, std::int64_t n, DType t, const void* src) : F32Scratch(pool, n) {
+F32Scratch::F32Scratch(HostAllocator& pool, std::int64_t n, DType t, const void* src) : F32Scratch(pool, n) {
   widen_to_f32_parallel(t, src, p_, n);
 }
 

@@ -1,4 +1,4 @@
-// pool.cl: 2-D max pooling over NCHW planes, forward and backward (PyTorch semantics).
+// max_pool.cl: 2-D max pooling over NCHW planes, forward and backward (PyTorch semantics).
 //
 // The kernel size is compiled in (-DKH/-DKW, one program per size and dtype, cached like every other kernel) so
 // the tap loops of small windows unroll fully; stride, padding and dilation are arguments, so a parameter sweep does not pay a
@@ -159,7 +159,7 @@ TAPS_UNROLL
 
 // ---- CPU-device variants -------------------------------------------------------------------------------------
 // One work-item per output row (forward, check) or input row (backward), work-groups of one: the column loop is a
-// plain loop over contiguous memory that the device compiler vectorises, as the host loops in pool_cpu.cpp (a
+// plain loop over contiguous memory that the device compiler vectorises, as the host loops in max_pool_cpu.cpp (a
 // work-item per output left PoCL at 2 GB/s on a 32x64x112x112 input, these reach the host's memory speed).
 
 // NaN wins; ties keep the first maximum. The indexed and plain scans are separate loops so that neither carries
@@ -358,7 +358,7 @@ __kernel void max_pool2d_bwd_scatter(POOL_ARGS, const int R, const int block_ste
   const int oh0 = b * R, oh1 = min(OH, oh0 + R);
   const long hw = (long)H * W;
   __global ACC* gp = gx + plane * hw;
-  // Zero the rows this block owns (zero_mode 1; PoolScatterBlocks::owned_rows in core/pool.cpp), or its own and the
+  // Zero the rows this block owns (zero_mode 1; PoolScatterBlocks::owned_rows in core/max_pool.cpp), or its own and the
   // next block's (2: overlapping windows, first phase), just before scattering into them: no separate fill pass.
   if (zero_mode) {
     const int last = zero_mode == 2 && b + 1 < blocks ? b + 1 : b;

@@ -1,4 +1,4 @@
-// Helpers of the CPU device's own loops (pool_cpu.cpp, nn_cpu.cpp).
+// Helpers of the CPU device's own loops (max_pool_cpu.cpp, nn_cpu.cpp).
 #pragma once
 #include <omp.h>
 

@@ -1,6 +1,6 @@
-#include "backend/onednn/cpu_backend.h"
-#include "backend/onednn/cpu_threads.h"
-#include "backend/onednn/half_convert.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_threads.h"
+#include "backend/cpu/half_convert.h"
 
 #include <algorithm>
 #include <chrono>
@@ -23,7 +23,7 @@ class HostBuffer final : public Buffer {
   // Wrapped memory (owner set): hetnn never frees it.
   HostBuffer(void* p, std::size_t n, std::shared_ptr<void> owner) : Buffer(n), p_(p), owner_(std::move(owner)) {}
   // Pool memory: returned to the pool (which the buffer keeps alive) when the buffer goes.
-  HostBuffer(void* p, std::size_t n, std::shared_ptr<HostPool> pool, std::size_t capacity)
+  HostBuffer(void* p, std::size_t n, std::shared_ptr<HostAllocator> pool, std::size_t capacity)
       : Buffer(n), p_(p), pool_(std::move(pool)), capacity_(capacity) {}
   ~HostBuffer() override {
     if (pool_) pool_->release(p_, capacity_);
@@ -33,7 +33,7 @@ class HostBuffer final : public Buffer {
  private:
   void* p_;
   std::shared_ptr<void> owner_;
-  std::shared_ptr<HostPool> pool_;
+  std::shared_ptr<HostAllocator> pool_;
   std::size_t capacity_ = 0;
 };
 
@@ -58,7 +58,7 @@ dnnl::memory::data_type dnnl_type(DType t) {
 CpuBackend::CpuBackend()
     : engine_(dnnl::engine::kind::cpu, 0),
       // Cache freed blocks up to 1/8 of the machine's memory (at most 4 GiB).
-      pool_(std::make_shared<HostPool>(
+      pool_(std::make_shared<HostAllocator>(
           static_cast<std::size_t>(std::min<std::uint64_t>(physical_memory() / 8, std::uint64_t{4} << 30)))) {}
 
 std::size_t CpuBackend::release_cached_memory() {

@@ -6,7 +6,7 @@ import pytest
 
 import hetnn
 from conftest import rel_err, supported_dtypes
-import pool_reference as ref
+import max_pool_reference as ref
 
 try:
     import ml_dtypes  # noqa: F401

@@ -19,13 +19,13 @@
 #include <type_traits>
 #include <vector>
 
-#include "backend/onednn/cpu_backend.h"
-#include "backend/onednn/cpu_threads.h"
-#include "backend/onednn/cpu_loops.h"
-#include "backend/onednn/half_convert.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_threads.h"
+#include "backend/cpu/cpu_loops.h"
+#include "backend/cpu/half_convert.h"
 #include "core/errors.h"
 #include "core/half.h"
-#include "core/pool.h"
+#include "core/max_pool.h"
 
 // GCC 12 reports the AVX-512 headers' own "undefined vector" idiom (__Y in _mm512_cvtepi64_epi32,
 // _mm256_maskz_loadu_epi16, ...) as maybe-uninitialised at every inlined call; nothing here reads an

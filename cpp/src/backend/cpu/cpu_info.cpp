@@ -8,9 +8,9 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "backend/onednn/cpu_backend.h"
-#include "backend/onednn/cpu_threads.h"
-#include "backend/onednn/half_convert.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_threads.h"
+#include "backend/cpu/half_convert.h"
 #include "core/device.h"
 
 namespace hetnn {

@@ -14,12 +14,12 @@
 
 namespace hetnn {
 
-class HostPool : public std::enable_shared_from_this<HostPool> {
+class HostAllocator : public std::enable_shared_from_this<HostAllocator> {
  public:
-  explicit HostPool(std::size_t cap_bytes) : cap_(cap_bytes) {}
-  ~HostPool();
-  HostPool(const HostPool&) = delete;
-  HostPool& operator=(const HostPool&) = delete;
+  explicit HostAllocator(std::size_t cap_bytes) : cap_(cap_bytes) {}
+  ~HostAllocator();
+  HostAllocator(const HostAllocator&) = delete;
+  HostAllocator& operator=(const HostAllocator&) = delete;
 
   // Memory for n bytes (64-byte aligned), or nullptr when the system has none. `capacity` receives the block size
   // to pass back to release().

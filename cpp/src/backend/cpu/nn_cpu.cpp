@@ -9,10 +9,10 @@
 #include <limits>
 #include <type_traits>
 
-#include "backend/onednn/cpu_backend.h"
-#include "backend/onednn/cpu_threads.h"
-#include "backend/onednn/cpu_loops.h"
-#include "backend/onednn/half_convert.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_threads.h"
+#include "backend/cpu/cpu_loops.h"
+#include "backend/cpu/half_convert.h"
 #include "core/errors.h"
 
 namespace hetnn {

@@ -1,4 +1,4 @@
-#include "backend/onednn/cpu_threads.h"
+#include "backend/cpu/cpu_threads.h"
 
 #include <omp.h>
 

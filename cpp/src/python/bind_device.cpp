@@ -1,0 +1,176 @@
+// hetnn._core: devices, their info and first-use counters, the process-wide thread count, the cache directory
+// and the one atomic file writer.
+#include <cerrno>
+#include <cstring>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_threads.h"
+#include "core/cache_dir.h"
+#include "core/device.h"
+#include "core/errors.h"
+#include "core/recorder.h"
+
+#include "python/bindings.h"
+
+namespace py = pybind11;
+using namespace hetnn;
+using hetnn::python::NoGil;
+
+namespace {
+
+py::dict info_dict(const DeviceInfo& i) {
+  py::dict d;
+  d["id"] = i.id;
+  d["kind"] = i.kind;
+  d["type"] = i.type;
+  d["backend"] = i.backend;
+  d["name"] = i.name;
+  d["vendor"] = i.vendor;
+  d["driver_version"] = i.driver_version;
+  d["version"] = i.version;
+  d["platform"] = i.platform;
+  d["platform_version"] = i.platform_version;
+  d["platform_index"] = i.platform_index;
+  d["device_index"] = i.device_index;
+  d["ordinal"] = i.ordinal;
+  d["compute_units"] = i.compute_units;
+  d["clock_mhz"] = i.clock_mhz;
+  d["global_mem"] = i.global_mem;
+  d["local_mem"] = i.local_mem;
+  d["max_alloc"] = i.max_alloc;
+  d["cache_size"] = i.cache_size;
+  d["max_work_group_size"] = i.max_work_group_size;
+  d["fp64"] = i.fp64;
+  d["fp16"] = i.fp16;
+  d["bf16"] = i.bf16;
+  d["float16_mode"] = i.f16_mode;
+  d["bfloat16_mode"] = i.bf16_mode;
+  d["isa"] = i.isa;
+  d["threads"] = i.threads;
+  d["extensions"] = i.extensions;
+  d["identity"] = device_identity(i);
+  return d;
+}
+
+py::list records_list(const std::vector<OpRecord>& recs) {
+  py::list out;
+  for (const auto& r : recs)
+    out.append(py::make_tuple(r.name, r.host_enqueue, r.start, r.end, r.bytes, r.detail));
+  return out;
+}
+
+}  // namespace
+
+namespace hetnn::python {
+
+void bind_device(py::module_& m) {
+  py::class_<Device, DevicePtr>(m, "Device")
+      .def_property_readonly("id", &Device::id)
+      .def_property_readonly("info",
+                             [](const Device& d) {
+                               py::dict info = info_dict(d.info());
+                               py::list dtypes;  // what arrays (and ops) may hold on this device
+                               for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32,
+                                               DType::i64, DType::u8, DType::i8})
+                                 if (d.supports(t)) dtypes.append(dtype_name(t));
+                               info["dtypes"] = dtypes;
+                               return info;
+                             })
+      .def_property_readonly("started", &Device::started)
+      .def("synchronize",
+           [](Device& d) {
+             if (!d.started()) return;
+             NoGil nogil;
+             d.backend().synchronize();
+           })
+      .def("first_use_stats",
+           [](Device& d) {
+             const auto s = d.started() ? d.backend().first_use_stats() : Backend::FirstUseStats{};
+             py::dict out;
+             out["built"] = s.built;
+             out["disk_hits"] = s.disk_hits;
+             out["memory_hits"] = s.memory_hits;
+             out["seconds"] = s.seconds;
+             return out;
+           })
+      .def("_set_memory_limit", [](Device& d, std::size_t bytes) { d.backend().set_memory_limit(bytes); },
+           py::arg("bytes"))
+      .def("_set_queue_limit", [](Device& d, std::size_t commands) { d.backend().set_queue_limit(commands); },
+           py::arg("commands"))
+      .def("release_cached_memory",
+           [](Device& d) -> std::size_t {
+             if (!d.started()) return 0;
+             NoGil nogil;
+             return d.backend().release_cached_memory();
+           })
+      .def("start",
+           [](Device& d) {
+             NoGil nogil;
+             d.backend();
+           },
+           "Creates the backend (context, queue) now instead of at first use.")
+      .def("capture_begin",
+           [](Device& d) {
+             NoGil nogil;
+             return d.backend().capture_begin();
+           })
+      .def("capture_end", [](Device& d, std::size_t token) {
+        std::vector<OpRecord> recs;
+        {
+          NoGil nogil;
+          recs = d.backend().capture_end(token);
+        }
+        return records_list(recs);
+      });
+
+  m.def("devices", [] { return all_devices(); });
+  m.def("find_device", &find_device, py::arg("spec"));
+  m.def("opencl_status", &opencl_status);
+  // Tests: run the CPU device's float16/bfloat16 ops through the converted path on any processor.
+  m.def("_force_cpu_half_conversion", &force_cpu_half_conversion, py::arg("on"));
+  m.def("describe_devices", &describe_devices);
+#ifdef HETNN_HAVE_OPENCL
+  m.attr("with_opencl") = true;
+#else
+  m.attr("with_opencl") = false;
+#endif
+  const dnnl_version_t* v = dnnl_version();
+  m.attr("onednn_version") =
+      std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+
+  m.def("poison_enabled", &poison_enabled, "Whether HETNN_POISON fills new arrays with NaN bytes.");
+
+  m.def(
+      "write_file_atomic",  // the one atomic writer of hetnn's files (temporary file beside it, then rename)
+      [](const std::string& path, const py::bytes& data) {
+        if (!write_file_atomic(path, std::string(data))) {
+          const int err = errno;
+          PyErr_SetObject(PyExc_OSError, py::make_tuple(err, std::string("cannot write ") + path +
+                                                                  (err ? std::string(": ") + std::strerror(err) : ""))
+                                             .ptr());
+          throw py::error_already_set();
+        }
+      },
+      py::arg("path"), py::arg("data"));
+  m.def("cache_dir", []() -> py::object {  // hetnn's cache directory (not created); None when disabled
+    if (auto p = cache_base()) return py::str(*p);
+    return py::none();
+  });
+  m.def(
+      "set_num_threads",
+      [](py::int_ n) {  // any Python int: the range check (and its message) is cpu_threads::set's
+        const long long v = PyLong_AsLongLong(n.ptr());
+        if (v == -1 && PyErr_Occurred()) {
+          PyErr_Clear();
+          throw ValueError("set_num_threads: n must be in 1.." + std::to_string(cpu_threads::max_threads()) +
+                           ", got " + std::string(py::str(n)));
+        }
+        cpu_threads::set(v);
+      },
+      py::arg("n"));
+  m.def("get_num_threads", [] { return cpu_threads::get(); });
+}
+
+}  // namespace hetnn::python
