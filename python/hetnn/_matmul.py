@@ -46,7 +46,7 @@ def _float_operand(x: np.ndarray, name: str) -> np.ndarray:
     return x
 
 
-ACTIVATIONS = ("relu", "sigmoid", "tanh")
+ACTIVATIONS = tuple(_core.activations())
 
 
 def _activation(value: Any) -> str:

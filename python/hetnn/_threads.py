@@ -13,12 +13,13 @@ import os
 from typing import Any, Dict, Iterator, List, Optional
 
 from ._loader import SPIN_POLICY, _core
+from ._check import is_int
 
 
 def set_num_threads(n: Optional[int]) -> None:
     """Threads for every CPU op from now on (``None``: OpenMP's default again, OMP_NUM_THREADS or the CPUs this
     process may run on)."""
-    if n is not None and (isinstance(n, bool) or not hasattr(n, "__index__")):
+    if n is not None and (not is_int(n)):
         raise TypeError(f"set_num_threads: n must be an int >= 1 or None, got {type(n).__name__}")
     if n is not None and int(n) < 1:  # 0 is the core's "default": not a value to pass through
         raise ValueError(f"set_num_threads: n must be >= 1 (or None for the default), got {int(n)}")

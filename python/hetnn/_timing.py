@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Unio
 import numpy as np
 
 from ._device import Device, DeviceLike, device as _resolve_device, devices as _all_devices, get_default_device
+from ._check import is_int, is_real
 from ._oscounters import (Counters, Probe, machine_was_quiet, preempted as _preempted, quiesce, span_noise,
                           summarize)
 
@@ -385,13 +386,13 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
 
 def _check_counts(n_warmup: Any, n_repeat: Any, max_duration: Any, where: str = "benchmark") -> None:
     for nm, v in (("n_warmup", n_warmup), ("n_repeat", n_repeat)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        if not is_int(v):
             raise TypeError(f"{where}: {nm} must be an int, got {type(v).__name__}")
     if n_warmup < 0:
         raise ValueError(f"{where}: n_warmup must be >= 0, got {n_warmup}")
     if n_repeat < 1:
         raise ValueError(f"{where}: n_repeat must be >= 1, got {n_repeat}")
-    if max_duration is not None and (isinstance(max_duration, bool) or not isinstance(max_duration, (int, float))
+    if max_duration is not None and (not is_real(max_duration)
                                      or not max_duration > 0):
         raise ValueError(f"{where}: max_duration must be a positive number of seconds, got {max_duration!r}")
 
@@ -412,7 +413,7 @@ def benchmark(fn: Callable[..., Any], args: Sequence[Any] = (), kwargs: Optional
     kwargs = {} if kwargs is None else dict(kwargs)
     _check_counts(n_warmup, n_repeat, max_duration)
     for nm, v in (("flops", flops), ("nbytes", nbytes)):
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0):
+        if v is not None and (not is_real(v) or v < 0):
             raise ValueError(f"benchmark: {nm} must be a non-negative number, got {v!r}")
     label = str(name or getattr(fn, "__name__", type(fn).__name__))
     if device is None:  # the devices in use once fn has run: warm up first, then resolve

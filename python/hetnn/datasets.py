@@ -7,6 +7,7 @@ import os
 from typing import Optional, Tuple, Union
 
 import numpy as np
+from ._check import is_int
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -94,7 +95,7 @@ def solar_irradiance(n_samples: int = 20000, n_sensors: int = 50, horizon: int =
     each sensor sees that cover with a lag of 0..6 samples (clouds drift across the field) and its own gain and
     noise. The target is one more sensor of the same kind, so the inputs carry most of its future value."""
     for v, name in ((n_samples, "n_samples"), (n_sensors, "n_sensors"), (horizon, "horizon")):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
+        if not is_int(v) or v <= 0:
             raise ValueError(f"solar_irradiance: {name} must be a positive int, got {v!r}")
     if not 0 < test_fraction < 1:
         raise ValueError(f"solar_irradiance: test_fraction must be in (0, 1), got {test_fraction!r}")

@@ -1,14 +1,14 @@
 """Optimizers for hetnn.nn models. State (momentum buffers) lives on the parameters' device."""
 from __future__ import annotations
 
-import numbers
 from typing import Any, Callable, List, Optional, Sequence
 
 from ._loader import _core
+from ._check import is_real
 
 
 def _real(v: Any, name: str, minimum: float = 0.0) -> float:
-    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+    if not is_real(v):
         raise TypeError(f"SGD: {name} must be a real number, got {type(v).__name__} ({v!r})")
     v = float(v)
     if not v >= minimum:  # also refuses NaN

@@ -19,6 +19,10 @@ const char* activation_name(Activation a) {
   }
 }
 
+std::vector<std::string> activation_names() {
+  return {activation_name(Activation::relu), activation_name(Activation::sigmoid), activation_name(Activation::tanh)};
+}
+
 Activation activation_from_name(const std::string& name) {
   for (Activation a : {Activation::none, Activation::relu, Activation::sigmoid, Activation::tanh})
     if (name == activation_name(a)) return a;

@@ -15,6 +15,7 @@ struct MatmulArgs {
 };
 
 Activation activation_from_name(const std::string& name);  // "relu", "sigmoid", "tanh", "none"/""
+std::vector<std::string> activation_names();                // the fusable activations, for the Python front
 
 // Checks operands and returns the descriptor and result shape; throws ValueError / TypeError.
 MatmulDesc matmul_plan(const Array& a, const Array& b, const Array* out, const MatmulArgs& args, Shape* out_shape);

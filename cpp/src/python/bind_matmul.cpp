@@ -12,6 +12,7 @@ using hetnn::python::NoGil;
 namespace hetnn::python {
 
 void bind_matmul(py::module_& m) {
+  m.def("activations", &activation_names, "The activations matmul and Dense fuse (the core's list).");
   m.def(
       "matmul",
       [](const Array& a, const Array& b, const Array* out, bool trans_a, bool trans_b, double alpha, double beta,

@@ -19,12 +19,13 @@ from .peers import ARRAY_PEERS, find_peers
 from .stats import ratio_interval
 from .report import environment, format_table
 from .result import BenchResult
+from .._check import is_int
 
 COMPARE_PEERS = ("numpy",) + ARRAY_PEERS
 
 
 def _int(v: Any, name: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+    if not is_int(v):
         raise TypeError(f"compare('max_pool2d'): {name} must be an int (square windows), got {type(v).__name__}")
     return int(v)
 

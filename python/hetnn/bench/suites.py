@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Unio
 import numpy as np
 
 from .._device import Device
+from .._check import is_int, is_real
 
 SUITES = ("peak", "matmul", "maxpool", "mlp", "transfer")
 Say = Callable[[str], None]
@@ -43,11 +44,11 @@ class Options:
     def check(self) -> None:
         for name in ("repeat", "batch"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            if not is_int(v) or v < 1:
                 raise ValueError(f"--{name} must be an integer >= 1, got {v!r}")
-        if isinstance(self.warmup, bool) or not isinstance(self.warmup, (int, np.integer)) or self.warmup < 0:
+        if not is_int(self.warmup) or self.warmup < 0:
             raise ValueError(f"--warmup must be an integer >= 0, got {self.warmup!r}")
-        if isinstance(self.max_duration, bool) or not isinstance(self.max_duration, (int, float)) or \
+        if not is_real(self.max_duration) or \
                 not self.max_duration > 0:
             raise ValueError(f"--max-duration must be a number of seconds > 0, got {self.max_duration!r}")
         for name in ("quick", "progress"):
@@ -55,7 +56,7 @@ class Options:
                 raise TypeError(f"--{name} must be a bool, got {getattr(self, name)!r}")
         for name in ("sweep_max", "max_width", "epochs"):
             v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
+            if v is not None and (not is_int(v)):
                 raise TypeError(f"--{name.replace('_', '-')} must be an integer, got {v!r}")
         # checked here, before any suite runs (a bad --epochs once surfaced after the other suites had run)
         if self.sweep_max is not None and (self.sweep_max < 4 or self.sweep_max & (self.sweep_max - 1)):
@@ -174,7 +175,7 @@ def _shape_list(shapes: Any) -> List[Any]:
     for sh in shapes:
         t = tuple(sh) if isinstance(sh, (tuple, list)) else ()
         dims = t[1:] if len(t) == 4 and isinstance(t[0], str) else t
-        if len(dims) != 3 or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 1
+        if len(dims) != 3 or not all(is_int(d) and d >= 1
                                      for d in dims):
             raise ValueError(f"shapes: each entry must be (M, N, K) or (label, M, N, K) with sizes >= 1, got {sh!r}")
         m, n, k = (int(d) for d in dims)

@@ -12,6 +12,7 @@ from .._loader import _core
 from .._array import Array
 from .._device import device as _device
 from .._max_pool import _window
+from .._check import is_int
 
 _GENERATOR = np.random.default_rng()
 
@@ -19,7 +20,7 @@ _GENERATOR = np.random.default_rng()
 def manual_seed(seed: int) -> None:
     """Seeds the generator that initialises layers created without their own ``seed`` (as torch.manual_seed)."""
     global _GENERATOR
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+    if not is_int(seed):
         raise TypeError(f"manual_seed: seed must be an int, got {type(seed).__name__}")
     _GENERATOR = np.random.default_rng(int(seed))
 
@@ -113,11 +114,11 @@ class Layer:
 
 
 _INITS = ("glorot_uniform", "glorot_normal", "he_uniform", "he_normal", "uniform", "zeros")
-_ACTS = (None, "relu", "sigmoid", "tanh")
+_ACTS = (None,) + tuple(_core.activations())
 
 
 def _positive_int(v: Any, what: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+    if not is_int(v):
         raise TypeError(f"{what} must be a positive int, got {type(v).__name__} {v!r}")
     if v <= 0:
         raise ValueError(f"{what} must be a positive int, got {v!r}")
@@ -177,10 +178,11 @@ class Dense(Layer):
 
     @staticmethod
     def param_shapes(cfg: Dict[str, Any]) -> List[Tuple[int, ...]]:
-        n_in, n_out = cfg.get("in_features"), cfg.get("out_features")
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (n_in, n_out)):
+        n_in: Any = cfg.get("in_features")
+        n_out: Any = cfg.get("out_features")
+        if not all(is_int(v) and v >= 1 for v in (n_in, n_out)):
             raise ValueError(f"Dense: in_features and out_features must be ints >= 1, got {n_in!r}, {n_out!r}")
-        rows, cols = int(n_out), int(n_in)  # type: ignore[arg-type]  # checked to be ints just above
+        rows, cols = int(n_out), int(n_in)
         return [(rows, cols)] + ([(rows,)] if cfg.get("bias", True) else [])
 
     def output_shape(self, input_shape: Tuple[int, ...]) -> Tuple[int, ...]:
@@ -271,7 +273,7 @@ class Reshape(Layer):
         super().__init__()
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        if not shape or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0 for v in shape):
+        if not shape or any(not is_int(v) or v <= 0 for v in shape):
             raise ValueError(f"Reshape: shape must be positive ints (per sample), got {shape!r}")
         self.shape = tuple(int(v) for v in shape)
 

@@ -23,6 +23,7 @@ from .._loader import _core
 from .._timing import _Capture
 from ._layers import LAYERS, Layer, Parameter, Softmax, check_sequence, layer_from_config
 from ._losses import CrossEntropyLoss, Loss, MSELoss, as_loss
+from .._check import is_int
 
 _FORMAT = "hetnn.nn.Sequential/1"
 _METRICS = ("accuracy", "mae")
@@ -79,7 +80,7 @@ class EarlyStopping(Callback):
 
 
 def _batch_size(v: Any, what: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
+    if not is_int(v) or v <= 0:
         raise ValueError(f"{what}: batch_size must be a positive int, got {v!r}")
     return int(v)
 
@@ -272,7 +273,7 @@ class Sequential:
             raise ValueError(f"{what}: a final Softmax layer trains only with CrossEntropyLoss (it is folded into "
                              f"the loss); for {type(loss_obj).__name__} end the model with Dense or an activation")
         bs = _batch_size(batch_size, what)
-        if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 0:
+        if not is_int(epochs) or epochs < 0:
             raise ValueError(f"{what}: epochs must be an int >= 0, got {epochs!r}")
         from ..optim import SGD
         if not isinstance(optimizer, SGD):

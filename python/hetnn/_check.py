@@ -1,0 +1,16 @@
+"""The type tests of argument checks that stay in Python (options of Python-only objects: bench options, fit,
+layers): an int is an int or a NumPy integer but never a bool; a real number likewise."""
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+
+def is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def is_real(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
