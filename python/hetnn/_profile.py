@@ -7,6 +7,7 @@ import math
 import os
 from typing import Any, Dict, List, Union
 
+from ._table import format_table
 from ._timing import Timer
 
 
@@ -48,7 +49,6 @@ class profile(Timer):
 
     def table(self, by_detail: bool = False) -> str:
         """The per-op totals as a text table (``by_detail``: one row per distinct operand list too)."""
-        from .bench.report import format_table
 
         rows = [{**g, "total_ms": g["total_s"] * 1e3, "mean_us": g["mean_s"] * 1e6, "pct": 100 * g["share"]}
                 for g in self.totals(by_detail)]

@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from .._device import Device
 from .._loader import _core
 from .._oscounters import Probe, quiesce, span_noise
+from .copies import copy_seconds, measure_copies
 
 _cache: Dict[str, Any] = {}
 _warned: set = set()
@@ -197,9 +198,9 @@ def _measure_into(row: Dict[str, Any], device: Device, triad_mib: int, repeats: 
                    mem_gbps=stream_gbps(), mem_method="STREAM triad, float64, all threads")
         return
     fma, triad = _core._opencl_peak(device._dev, triad_mib << 20, repeats)
-    from .transfer import run_transfer
-
-    tr = {r["direction"]: r["gbps"] for r in run_transfer([device], [64 << 20], n_warmup=1, n_repeat=repeats)}
+    n = 64 << 20
+    tr = {d: n / copy_seconds(r)[0] / 1e9 for d, r in
+          measure_copies(device, n, n_warmup=1, n_repeat=repeats, max_duration=1.0).items()}
     row.update(fp32_gflops=fma, fp32_method="peak.cl fma_peak (events)", mem_gbps=triad,
                mem_method=f"peak.cl triad, float32, {triad_mib} MiB x 3", h2d_gbps=tr.get("h2d"),
                d2h_gbps=tr.get("d2h"))

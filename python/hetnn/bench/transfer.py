@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-import numpy as np
 
 from .._device import Device
-from .._loader import _core
-from .._timing import benchmark
+from .copies import copy_seconds, measure_copies
+from .peak import _key, check_ceiling, host_cache_size, mem_peak_gbps, stored_peaks, stream_gbps
 
 TRANSFER_COLUMNS = [
     ("device", "device", ""), ("direction", "direction", ""), ("size", "size", ""), ("bytes", "bytes", ","),
@@ -44,8 +43,6 @@ def run_transfer(devices: Sequence[Device], sizes: Sequence[int], *, n_warmup: i
                  progress: Optional[Callable[[str], None]] = None) -> List[Dict[str, Any]]:
     """One row per (device, direction, size): median device-side time where the device times its copies (OpenCL
     events; the CPU device times each command too), else the wall time."""
-    from .peak import _key, check_ceiling, host_cache_size, mem_peak_gbps, stored_peaks, stream_gbps
-
     host_cache = host_cache_size()
     rows = []
     for dev in devices:
@@ -61,26 +58,12 @@ def run_transfer(devices: Sequence[Device], sizes: Sequence[int], *, n_warmup: i
         for n in sizes:
             if progress:
                 progress(f"transfers of {_human(n)} on {dev.id}")
-            host = np.random.default_rng(n).integers(0, 255, n, dtype=np.uint8)
-            back = np.empty_like(host)
-            a = _core.Array.empty(dev._dev, [n], "uint8")
-            b = _core.Array.empty(dev._dev, [n], "uint8")
-            timing: Dict[str, Any] = dict(n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration,
-                                          device=dev, nbytes=n)
-            results = {
-                "h2d": benchmark(a.write_from, (host,), name="h2d", **timing),
-                "d2h": benchmark(a.read_into, (back,), name="d2h", **timing),
-                "d2d": benchmark(b.copy_from, (a,), name="d2d", **timing),
-            }
-            b.read_into(back)
-            if not np.array_equal(back, host):  # the copies must have moved the data, not just taken time
-                raise RuntimeError(f"transfer benchmark: the data did not survive H2D + D2D + D2H on {dev.id}")
+            results = measure_copies(dev, n, n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
             for direction, r in results.items():
-                dev_t = r.device["median"]
-                t = dev_t if np.isfinite(dev_t) and dev_t > 0 else r.median
+                t, timed_by = copy_seconds(r)
                 row = {"device": dev.id, "direction": direction, "size": _human(n), "bytes": n,
                        "ms": t * 1e3, "wall_ms": r.median * 1e3, "gbps": n / t / 1e9 if t > 0 else float("nan"),
-                       "timing": "device" if t is dev_t else "wall", "repeats": r.n_repeat,
+                       "timing": timed_by, "repeats": r.n_repeat,
                        **r.flags}
                 ref = pct_ref[direction]
                 row["pct_peak"] = 100 * row["gbps"] / ref if ref else float("nan")

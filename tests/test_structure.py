@@ -1,0 +1,65 @@
+"""The package's shape: no import cycles between its files, and the core package does not depend on the benchmark
+package (only the command line and the doctor, which run benchmarks, import it)."""
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parent.parent / "python" / "hetnn"
+APPS = {"hetnn.__main__", "hetnn.doctor"}  # programs on top of both
+
+
+def _module(path):
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports():
+    graph = {}
+    for path in PKG.rglob("*.py"):
+        name = _module(path)
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text())):  # function-level imports count too
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+                names = [target + "." + a.name for a in node.names]
+                deps.update(n for n in names if (PKG.parent / n.replace(".", "/")).with_suffix(".py").exists())
+                deps.add(target)
+            elif isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names if a.name.startswith("hetnn"))
+        graph[name] = {d for d in deps if d != name and d.startswith("hetnn")}
+    return graph
+
+
+def test_no_import_cycles_between_files():
+    graph = _imports()
+    state, stack, cycles = {}, [], []
+
+    def visit(n):
+        state[n] = "open"
+        stack.append(n)
+        for d in sorted(graph.get(n, ())):
+            if d not in graph or graph[d] is None:
+                continue
+            if state.get(d) == "open" and not n.startswith(d + "."):  # a package importing its own module is fine
+                if not d.startswith(n + ".") and d != "hetnn":
+                    cycles.append(stack[stack.index(d):] + [d])
+            elif d not in state:
+                visit(d)
+        stack.pop()
+        state[n] = "done"
+    for n in sorted(graph):
+        if n not in state:
+            visit(n)
+    assert not cycles, cycles
+
+
+def test_the_core_package_does_not_import_the_bench():
+    graph = _imports()
+    bad = {n: sorted(d for d in deps if d.startswith("hetnn.bench")) for n, deps in graph.items()
+           if not n.startswith("hetnn.bench") and n not in APPS}
+    assert not {n: d for n, d in bad.items() if d}, bad
