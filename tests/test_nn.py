@@ -459,3 +459,30 @@ def test_load_of_an_interrupted_save_is_a_value_error(tmp_path):
             dst.writestr(info, b"" if info.filename == "param_1.npy" else data)
     with pytest.raises(ValueError, match=r"cut.npz: entry 'param_1' is not a readable .npy array"):
         nn.load(bad)
+
+
+def test_sgd_step_and_zero_state_match_numpy(device, rng):
+    """SGD.step() outside fit (the MLP benchmark's hand-written loop uses it) and zero_state(), against NumPy."""
+    model = nn.Sequential([nn.Dense(5, 3, seed=2)], device=device)
+    (w, b) = model.parameters()
+    opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=0.01)
+    gw, gb = rng.standard_normal((3, 5)).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+    w.grad.write_from(gw)
+    b.grad.write_from(gb)
+    w0, b0 = w.numpy().astype(np.float64), b.numpy().astype(np.float64)
+    ref, vel = [w0, b0], [np.zeros_like(w0), np.zeros_like(b0)]
+
+    def numpy_step():
+        for i, g in enumerate((gw, gb)):
+            d = g + 0.01 * ref[i]
+            vel[i] = 0.9 * vel[i] + d
+            ref[i] = ref[i] - 0.1 * vel[i]
+    for _ in range(2):
+        opt.step()
+        numpy_step()
+    assert rel_err(w.numpy(), ref[0]) < 1e-5 and rel_err(b.numpy(), ref[1]) < 1e-5
+    opt.zero_state()  # momentum forgotten: the next step starts from v = 0
+    vel = [np.zeros_like(w0), np.zeros_like(b0)]
+    opt.step()
+    numpy_step()
+    assert rel_err(w.numpy(), ref[0]) < 1e-5 and rel_err(b.numpy(), ref[1]) < 1e-5

@@ -1,5 +1,5 @@
 // Device-time capture: while a capture is open on a backend, every command it runs (kernel, transfer, primitive)
-// is recorded with its device start/end time. Timer, benchmark() and (later) the profiler read these records, so a
+// is recorded with its device start/end time. Timer, benchmark() and the profiler read these records, so a
 // device time is the sum over *every* command a call enqueued, not just the last one.
 #pragma once
 #include <atomic>

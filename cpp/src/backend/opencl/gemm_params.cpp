@@ -125,8 +125,7 @@ void GemmParams::validate(const DeviceInfo& dev, std::size_t real_bytes) const {
   } else {
     for (int v : {ts_m, ts_n, ts_k, wpt_m, wpt_n})
       if (!pow2(v)) fail("tile sizes must be powers of two");
-    // bounds before any product: a tuning file once held ts_k=2^20 and ts_m=2^30, which passed and then aborted
-    // the driver or segfaulted on every later process's first matmul
+    // bounds before any product, which could overflow (a tile of 2^20 x 2^30 must be refused, not multiplied)
     if (ts_m > 1024 || ts_n > 1024 || ts_k > 1024) fail("ts_m, ts_n and ts_k must be at most 1024");
     if (wpt_m > 32 || wpt_n > 32) fail("wpt_m and wpt_n must be at most 32");
     if (ts_m % wpt_m || ts_n % wpt_n) fail("ts_m/ts_n must be multiples of wpt_m/wpt_n");
