@@ -399,3 +399,26 @@ def test_cpu_16_bit_paths_batched_and_fused(rng, dtype, converted):
     ref = np.tanh(z + bias.astype(np.float64))
     assert out.dtype == np.dtype(dtype)
     assert rel_err(out.numpy(), ref) < TOL[dtype]
+
+
+@pytest.mark.parametrize("case", ["int32", "beta-without-out", "dtype-mismatch", "out-dtype", "bias-dtype"])
+def test_numpy_and_array_operands_get_the_same_error(device, case):
+    """The checks live once, in the core: NumPy operands and hetnn Arrays got differently worded errors for the
+    same mistake (Python kept its own copies)."""
+    f = np.ones((4, 4), np.float32)
+    calls = {
+        "int32": lambda w: hetnn.matmul(w(f.astype(np.int32)), w(f)),
+        "beta-without-out": lambda w: hetnn.matmul(w(f), w(f), beta=1.0),
+        "dtype-mismatch": lambda w: hetnn.matmul(w(f), w(f.astype(np.float64))),
+        "out-dtype": lambda w: hetnn.matmul(w(f), w(f), out=w(np.zeros((4, 4), np.float64))),
+        "bias-dtype": lambda w: hetnn.matmul(w(f), w(f), bias=w(np.zeros(4, np.float64))),
+    }
+    if "float64" not in device.dtypes and case in ("dtype-mismatch", "out-dtype", "bias-dtype"):
+        pytest.skip(f"{device.id} has no float64 arrays")
+    messages = []
+    for wrap in (lambda x: x, lambda x: hetnn.asarray(x, device=device)):
+        with pytest.raises((TypeError, ValueError)) as info:
+            with hetnn.default_device(device):
+                calls[case](wrap)
+        messages.append((info.type, str(info.value)))
+    assert messages[0] == messages[1]

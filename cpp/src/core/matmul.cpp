@@ -1,5 +1,7 @@
 #include "core/matmul.h"
 
+#include <sstream>
+
 #include <limits>
 
 #include "core/errors.h"
@@ -36,13 +38,16 @@ MatmulDesc matmul_plan(const Array& a, const Array& b, const Array* out, const M
                      "; move one with .to(device) (hetnn never transfers silently)");
   if (out && out->device() != a.device())
     throw ValueError("matmul: out is on " + where(*out) + " but the operands are on " + where(a));
+  for (const auto& [x, name] : {std::pair<const Array*, const char*>{&a, "a"}, {&b, "b"}}) {
+    const DType xt = x->dtype();
+    if (xt != DType::f32 && xt != DType::f64 && xt != DType::f16 && xt != DType::bf16)
+      throw TypeError(std::string("matmul: ") + name + " has dtype " + dtype_name(xt) +
+                      "; matmul supports float32, float64, float16 and bfloat16 (convert with .astype(np.float32))");
+  }
   if (a.dtype() != b.dtype())
     throw TypeError(std::string("matmul: a is ") + dtype_name(a.dtype()) + " but b is " + dtype_name(b.dtype()) +
                     "; convert one so both have the same dtype");
   const DType t = a.dtype();
-  if (t != DType::f32 && t != DType::f64 && t != DType::f16 && t != DType::bf16)
-    throw TypeError(std::string("matmul: dtype ") + dtype_name(t) +
-                    " is not supported (float32, float64, float16, bfloat16)");
   a.device()->require(t, "matmul");
   if (a.ndim() < 2 || a.ndim() > 3)
     throw ValueError("matmul: a must be 2-D or 3-D (batched), got shape " + shape_str(a.shape()));
@@ -92,7 +97,9 @@ MatmulDesc matmul_plan(const Array& a, const Array& b, const Array* out, const M
     if (out->same_memory(a) || out->same_memory(b))
       throw ValueError("matmul: out must not share memory with a or b");
   } else if (args.beta != 0.0) {
-    throw ValueError("matmul: beta=" + std::to_string(args.beta) + " needs out= (the C that beta scales)");
+    std::ostringstream beta;
+    beta << args.beta;
+    throw ValueError("matmul: beta=" + beta.str() + " needs out= (the matrix that beta scales)");
   }
   if (args.bias) {
     const Array& bias = *args.bias;

@@ -25,12 +25,12 @@ void bind_matmul(py::module_& m) {
       py::arg("alpha"), py::arg("beta"), py::arg("bias").none(true) = nullptr, py::arg("activation") = "");
   m.def(
       "matmul_shape",
-      [](const Array& a, const Array& b, bool trans_a, bool trans_b) {
+      [](const Array& a, const Array& b, bool trans_a, bool trans_b, double beta) {
         Shape s;
-        matmul_plan(a, b, nullptr, MatmulArgs{trans_a, trans_b, 1.0, 0.0}, &s);
+        matmul_plan(a, b, nullptr, MatmulArgs{trans_a, trans_b, 1.0, beta}, &s);
         return py::tuple(py::cast(s));
       },
-      py::arg("a"), py::arg("b"), py::arg("trans_a"), py::arg("trans_b"),
+      py::arg("a"), py::arg("b"), py::arg("trans_a"), py::arg("trans_b"), py::arg("beta") = 0.0,
       "Validates matmul operands and returns the result's shape.");
 }
 
