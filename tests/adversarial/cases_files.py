@@ -47,8 +47,9 @@ import signal, threading
 big = nn.Sequential([nn.Dense(1500, 1500), nn.Dense(1500, 3)], device=DEV)
 BIG = big.predict(X[:, :1]) if False else None
 for delay in (0.0005, 0.002, 0.008, 0.03, 0.1):
-    t = threading.Timer(delay, lambda: os.kill(os.getpid(), signal.SIGINT)); t.start()
+    t = threading.Timer(delay, lambda: os.kill(os.getpid(), signal.SIGINT))
     try:
+        t.start()                           # (the signal may land while the timer thread starts)
         big.save(PATH)
         import time; time.sleep(0.2)        # the timer fires after the save: not inside it
     except KeyboardInterrupt:

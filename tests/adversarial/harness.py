@@ -108,6 +108,8 @@ def _tail(text: str, n: int = 600) -> str:
 def _classify(case: Case, rc: int, out: str, err: str, hung: bool, seconds: float):
     if hung:
         return "hang", f"no exit in {case.timeout:.0f} s; stderr: {_tail(err)}"
+    if rc == -signal.SIGINT and "KeyboardInterrupt" in err:  # Python's own exit on an uncaught Ctrl-C
+        return "bad-error", f"an uncaught KeyboardInterrupt; stderr: {_tail(err)}"
     if rc < 0 or CRASH_SIGNS.search(err):
         return "crash", f"exit {rc}; stderr: {_tail(err)}"
     if "DATA-LOSS:" in err:
