@@ -1,5 +1,7 @@
 #include "core/nn.h"
 
+#include <algorithm>
+
 #include "core/errors.h"
 
 namespace hetnn {
@@ -147,6 +149,14 @@ void loss(const std::string& kind, const Array& pred, const Array& target, const
                         [&] { return kind + " " + shape_str(pred.shape()) + (grad ? " + grad" : ""); });
   pred.device()->backend().loss(d, *pred.buffer(), *target.buffer(), *acc.buffer(),
                                 grad ? grad->buffer().get() : nullptr);
+}
+
+void batch_loss(const std::string& kind, const Array& pred, const Array& target, const Array& acc,
+                const Array* grad) {
+  const double n = pred.ndim() >= 1 ? static_cast<double>(std::max<std::int64_t>(pred.shape()[0], 1)) : 1.0;
+  const double c = pred.ndim() == 2 ? static_cast<double>(std::max<std::int64_t>(pred.shape()[1], 1)) : 1.0;
+  if (loss_kind_from_name(kind) == LossKind::mse) loss(kind, pred, target, acc, grad, 1.0 / c, 1.0 / (n * c));
+  else loss(kind, pred, target, acc, grad, 1.0, 1.0 / n);
 }
 
 void metric(const std::string& kind, const Array& pred, const Array& target, const Array& acc) {

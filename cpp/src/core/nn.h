@@ -23,6 +23,11 @@ MetricKind metric_kind_from_name(const std::string& name);  // "correct_argmax",
 // float targets (rows, cols); mse float targets (rows, cols).
 void loss(const std::string& kind, const Array& pred, const Array& target, const Array& acc, const Array* grad,
           double loss_scale, double grad_scale);
+// The loss hetnn.nn trains and reports: acc += the sum over the rows of each row's loss (mean squared error: the
+// mean over its columns; cross-entropy: as is), grad = d(mean over the rows)/d(pred). fit (trainer.cpp) and
+// evaluate (the Python front) both call this, so the two cannot scale differently.
+void batch_loss(const std::string& kind, const Array& pred, const Array& target, const Array& acc,
+                const Array* grad);
 // acc (one float32 element) += the metric's sum over pred (rows, cols) and target (int64 (rows,) for
 // correct_argmax, else pred's shape and dtype).
 void metric(const std::string& kind, const Array& pred, const Array& target, const Array& acc);

@@ -147,7 +147,6 @@ void Trainer::run_epoch(const Array& X, const Array& Y, const Array* labels, con
   if (batch <= 0) throw ValueError("Trainer.run_epoch: batch must be > 0");
   if (layers_.empty()) throw ValueError("Trainer.run_epoch: no layers");
   const std::int64_t n = idx.size();
-  const bool mse = loss_ == "mse";
   const auto scratch = [&](int tag, const Array& like, const Shape& shape) -> Array& {
     Array& b = scratch_[{tag, shape[0]}];
     if (!b.valid() || b.shape() != shape || b.dtype() != like.dtype())
@@ -166,10 +165,8 @@ void Trainer::run_epoch(const Array& X, const Array& Y, const Array* labels, con
     Array h = xb;
     for (Layer& l : layers_) h = forward(l, h);
     if (h.ndim() != 2) throw ValueError("Trainer.run_epoch: the last layer's output must be 2-D (rows, outputs)");
-    const std::int64_t c = h.shape()[1];
     Array& g = scratch(2, h, h.shape());
-    if (mse) loss("mse", h, yb, acc_loss, &g, 1.0 / static_cast<double>(c), 1.0 / static_cast<double>(m * c));
-    else loss("cross_entropy", h, yb, acc_loss, &g, 1.0, 1.0 / static_cast<double>(m));
+    batch_loss(loss_, h, yb, acc_loss, &g);
     for (const Metric& mt : metrics_) {
       if (mt.kind == "correct_argmax") {
         if (!labels) throw ValueError("Trainer.run_epoch: correct_argmax needs labels");

@@ -69,6 +69,13 @@ void bind_nn(py::module_& m) {
       py::arg("kind"), py::arg("pred"), py::arg("target"), py::arg("acc"), py::arg("grad").none(true),
       py::arg("loss_scale"), py::arg("grad_scale"));
   m.def(
+      "batch_loss",
+      [](const std::string& kind, const Array& pred, const Array& target, const Array& acc, const Array* grad) {
+        NoGil nogil;
+        hetnn::batch_loss(kind, pred, target, acc, grad);
+      },
+      py::arg("kind"), py::arg("pred"), py::arg("target"), py::arg("acc"), py::arg("grad").none(true));
+  m.def(
       "metric",
       [](const std::string& kind, const Array& pred, const Array& target, const Array& acc) {
         NoGil nogil;

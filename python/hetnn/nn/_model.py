@@ -252,11 +252,8 @@ class Sequential:
         """The model's output from what the loss sees (the logits before a final Softmax)."""
         return self.layers[-1].forward(out, False) if isinstance(self.layers[-1], Softmax) else out
 
-    def _loss_call(self, loss: Loss, pred: Any, target: Any, acc: Any, grad: Any, n: int, c: int) -> None:
-        if isinstance(loss, MSELoss):
-            _core.loss("mse", pred, target, acc, grad, 1.0 / c, 1.0 / (n * c))
-        else:
-            _core.loss("cross_entropy", pred, target, acc, grad, 1.0, 1.0 / n)
+    def _loss_call(self, loss: Loss, pred: Any, target: Any, acc: Any, grad: Any) -> None:
+        _core.batch_loss("mse" if isinstance(loss, MSELoss) else "cross_entropy", pred, target, acc, grad)
 
     # -- public API
     def fit(self, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: int = 1, batch_size: int = 32,
@@ -382,7 +379,7 @@ class Sequential:
             yb = _core.take_rows(Y, rows, start, m)
             logits = self._forward(xb, False, True)
             if loss_obj is not None:
-                self._loss_call(loss_obj, logits, yb, acc_loss, None, m, c)
+                self._loss_call(loss_obj, logits, yb, acc_loss, None)
             for (_, kind), a in zip(plan, accs):
                 if kind == "correct_argmax":
                     _core.metric(kind, logits, _core.take_rows(labels, rows, start, m), a)
