@@ -74,7 +74,7 @@ void bind_nn(py::module_& m) {
         NoGil nogil;
         hetnn::batch_loss(kind, pred, target, acc, grad);
       },
-      py::arg("kind"), py::arg("pred"), py::arg("target"), py::arg("acc"), py::arg("grad").none(true));
+      py::arg("kind"), py::arg("pred"), py::arg("target"), py::arg("acc"), py::arg("grad").none(true) = nullptr);
   m.def(
       "metric",
       [](const std::string& kind, const Array& pred, const Array& target, const Array& acc) {

@@ -1,0 +1,238 @@
+"""Every op, registered once: how to call it on a device, its float64 NumPy reference, fresh random inputs, the
+dtypes it takes and its bad calls. tests/test_op_table.py runs every row on every device and fails when an op of the
+public API or of the backend interface (cpp/src/backend/backend.h) has no row.
+
+A row's `run(dev, inputs)` returns NumPy results (a tuple); `reference(inputs)` the same in float64; `tol` the
+allowed norm-wise relative error per dtype; `bad` lists (label, call(dev), exception types, message regex)."""
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Sequence, Tuple
+
+import numpy as np
+
+import hetnn
+from hetnn import _core
+
+import max_pool_reference as pool_ref
+
+F = ("float32", "float64")
+
+
+@dataclass
+class Op:
+    name: str
+    run: Callable[[Any, Tuple], Tuple]
+    reference: Callable[[Tuple], Tuple]
+    inputs: Callable[[np.random.Generator, str], Tuple]
+    dtypes: Sequence[str] = F
+    tol: Dict[str, float] = field(default_factory=lambda: {"float32": 2e-5, "float64": 1e-12})
+    bad: List[Tuple[str, Callable[[Any], Any], Any, str]] = field(default_factory=list)
+    backend: Sequence[str] = ()  # the backend.h virtuals this row exercises
+
+
+def _up(dev, x):
+    return _core.Array.from_numpy(dev._dev, np.ascontiguousarray(x))
+
+
+def _acts64(x, act):
+    return {"relu": np.maximum(x, 0), "sigmoid": 1 / (1 + np.exp(-x)), "tanh": np.tanh(x)}[act]
+
+
+def _softmax64(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _shape(rng, rows=(1, 40), cols=(1, 33)):
+    return int(rng.integers(*rows)), int(rng.integers(*cols))
+
+
+# ---- matmul --------------------------------------------------------------------------------------------------------
+def _mm_inputs(rng, dtype):
+    m, k, n = (int(v) for v in rng.integers(1, 70, 3))
+    ta, tb = bool(rng.integers(2)), bool(rng.integers(2))
+    a = rng.standard_normal((k, m) if ta else (m, k)).astype(dtype)
+    b = rng.standard_normal((n, k) if tb else (k, n)).astype(dtype)
+    return a, b, ta, tb, rng.standard_normal(n).astype(dtype), str(rng.choice(["", "relu", "tanh"]))
+
+
+def _mm_run(dev, inp):
+    a, b, ta, tb, bias, act = inp
+    return (hetnn.matmul(a, b, transpose_a=ta, transpose_b=tb, bias=bias, activation=act or None, device=dev),)
+
+
+def _mm_ref(inp):
+    a, b, ta, tb, bias, act = inp
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    y = (a64.T if ta else a64) @ (b64.T if tb else b64) + bias.astype(np.float64)
+    return (_acts64(y, act) if act else y,)
+
+
+# ---- max pooling ---------------------------------------------------------------------------------------------------
+def _pool_inputs(rng, dtype):
+    k = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+    s = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+    p = (int(rng.integers(0, k[0] // 2 + 1)), int(rng.integers(0, k[1] // 2 + 1)))
+    x = rng.standard_normal((int(rng.integers(1, 3)), int(rng.integers(1, 4)), int(rng.integers(k[0], 19)),
+                             int(rng.integers(k[1], 19)))).astype(dtype)
+    return x, k, s, p
+
+
+def _pool_run(dev, inp):
+    x, k, s, p = inp
+    y, idx = hetnn.max_pool2d(x, k, s, p, return_indices=True, device=dev)
+    return y, idx
+
+
+def _pool_ref(inp):
+    x, k, s, p = inp
+    return pool_ref.max_pool2d(x, k, s, p, (1, 1), False)
+
+
+def _pool_bwd_inputs(rng, dtype):
+    x, k, s, p = _pool_inputs(rng, dtype)
+    _, idx = pool_ref.max_pool2d(x, k, s, p, (1, 1), False)
+    return rng.standard_normal(idx.shape).astype(dtype), idx, x.shape, k, s, p
+
+
+def _pool_bwd_run(dev, inp):
+    g, idx, shape, k, s, p = inp
+    return (hetnn.max_pool2d_backward(g, idx, shape, k, s, p, device=dev),)
+
+
+def _pool_bwd_ref(inp):
+    g, idx, shape, k, s, p = inp
+    return (pool_ref.max_pool2d_backward(g.astype(np.float64), idx, shape),)
+
+
+# ---- training ops --------------------------------------------------------------------------------------------------
+def _act_inputs(rng, dtype):
+    return rng.standard_normal(_shape(rng)).astype(dtype) * 3, str(rng.choice(["relu", "sigmoid", "tanh"]))
+
+
+def _act_bwd_inputs(rng, dtype):
+    x, act = _act_inputs(rng, dtype)
+    y = _acts64(x.astype(np.float64), act).astype(dtype)
+    return rng.standard_normal(x.shape).astype(dtype), y, act
+
+
+def _act_bwd_ref(inp):
+    g, y, act = (inp[0].astype(np.float64), inp[1].astype(np.float64), inp[2])
+    return (np.where(y <= 0, 0.0, g) if act == "relu" else g * y * (1 - y) if act == "sigmoid" else g * (1 - y * y),)
+
+
+def _loss_inputs(rng, dtype):
+    rows, cols = _shape(rng, cols=(2, 12))
+    kind = str(rng.choice(["cross_entropy", "mse"]))
+    pred = rng.standard_normal((rows, cols)).astype(dtype)
+    target = (rng.integers(0, cols, rows).astype(np.int64) if kind == "cross_entropy"
+              else rng.standard_normal((rows, cols)).astype(dtype))
+    return kind, pred, target
+
+
+def _loss_run(dev, inp):
+    kind, pred, target = inp
+    acc = _core.Array.zeros(dev._dev, [1], "float32")
+    grad = _core.Array.empty(dev._dev, list(pred.shape), pred.dtype.name)
+    _core.batch_loss(kind, _up(dev, pred), _up(dev, target), acc, grad)
+    return acc.to_numpy(), grad.to_numpy()
+
+
+def _loss_ref(inp):
+    kind, pred, target = inp
+    p = pred.astype(np.float64)
+    n, c = p.shape
+    if kind == "mse":
+        d = p - target.astype(np.float64)
+        return np.array([(d * d).mean(axis=1).sum()]), 2 * d / (n * c)
+    sm = _softmax64(p)
+    loss = -np.log(sm[np.arange(n), target]).sum()
+    g = sm.copy()
+    g[np.arange(n), target] -= 1
+    return np.array([loss]), g / n
+
+
+def _metric_inputs(rng, dtype):
+    rows, cols = _shape(rng, cols=(2, 9))
+    return rng.standard_normal((rows, cols)).astype(dtype), rng.integers(0, cols, rows).astype(np.int64)
+
+
+def _metric_run(dev, inp):
+    pred, labels = inp
+    acc = _core.Array.zeros(dev._dev, [1], "float32")
+    _core.metric("correct_argmax", _up(dev, pred), _up(dev, labels), acc)
+    return (acc.to_numpy(),)
+
+
+def _sgd_inputs(rng, dtype):
+    shape = _shape(rng)
+    return (rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape).astype(dtype),
+            rng.standard_normal(shape).astype(dtype), float(rng.choice([0.0, 0.9])), float(rng.choice([0.0, 1e-2])),
+            bool(rng.integers(2)))
+
+
+def _sgd_run(dev, inp):
+    p, g, v, mom, wd, nest = inp
+    P, V = _up(dev, p), _up(dev, v)
+    _core.sgd_update(P, _up(dev, g), V if mom else None, 0.1, mom, wd, bool(nest and mom))
+    return P.to_numpy(), (V.to_numpy() if mom else v)
+
+
+def _sgd_ref(inp):
+    p, g, v, mom, wd, nest = (x.astype(np.float64) if isinstance(x, np.ndarray) else x for x in inp)
+    d = g + wd * p
+    if not mom:
+        return p - 0.1 * d, v
+    vel = mom * v + d
+    return p - 0.1 * (d + mom * vel if nest else vel), vel
+
+
+def _take_inputs(rng, dtype):
+    rows, cols = _shape(rng)
+    n = int(rng.integers(1, rows + 1))
+    return rng.standard_normal((rows, cols)).astype(dtype), rng.integers(0, rows, n).astype(np.int64)
+
+
+OPS: Dict[str, Op] = {op.name: op for op in [
+    Op("matmul", _mm_run, _mm_ref, _mm_inputs, backend=["matmul"], bad=[
+        ("int32", lambda d: hetnn.matmul(np.ones((2, 2), np.int32), np.ones((2, 2), np.int32), device=d),
+         TypeError, "int32"),
+        ("inner-mismatch", lambda d: hetnn.matmul(np.ones((2, 3), np.float32), np.ones((4, 2), np.float32),
+                                                  device=d), ValueError, "K|inner|shape"),
+        ("beta-without-out", lambda d: hetnn.matmul(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32),
+                                                    beta=1.0, device=d), ValueError, "beta")]),
+    Op("max_pool2d", _pool_run, _pool_ref, _pool_inputs, tol={"float32": 0.0, "float64": 0.0},
+       backend=["max_pool2d"], bad=[
+        ("kernel-zero", lambda d: hetnn.max_pool2d(np.ones((1, 1, 4, 4), np.float32), 0, device=d), ValueError,
+         "kernel_size")]),
+    Op("max_pool2d_backward", _pool_bwd_run, _pool_bwd_ref, _pool_bwd_inputs, tol={"float32": 1e-6, "float64": 1e-14},
+       backend=["max_pool2d_backward"], bad=[
+        ("index-outside-window", lambda d: hetnn.max_pool2d_backward(
+            np.ones((1, 1, 2, 2), np.float32), np.full((1, 1, 2, 2), 15, np.int64), (1, 1, 4, 4), 2, device=d),
+         ValueError, "window|indices")]),
+    Op("activation", lambda d, i: (_core.activation(_up(d, i[0]), i[1]).to_numpy(),),
+       lambda i: (_acts64(i[0].astype(np.float64), i[1]),), _act_inputs, backend=["activation"], bad=[
+        ("unknown", lambda d: _core.activation(_up(d, np.ones(3, np.float32)), "gelu"), ValueError, "activation")]),
+    Op("activation_backward", lambda d, i: (_core.activation_backward(_up(d, i[0]), _up(d, i[1]), i[2]).to_numpy(),),
+       _act_bwd_ref, _act_bwd_inputs, backend=["activation_backward"]),
+    Op("softmax", lambda d, i: (_core.softmax(_up(d, i[0])).to_numpy(),), lambda i: (_softmax64(i[0].astype(
+        np.float64)),), lambda r, t: (r.standard_normal(_shape(r)).astype(t) * 4,), backend=["softmax"], bad=[
+        ("1-d", lambda d: _core.softmax(_up(d, np.ones(3, np.float32))), ValueError, "2-D|rows")]),
+    Op("batch_loss", _loss_run, _loss_ref, _loss_inputs, tol={"float32": 1e-5, "float64": 1e-6},
+       backend=["loss"], bad=[
+        ("unknown", lambda d: _core.batch_loss("hinge", _up(d, np.ones((2, 2), np.float32)),
+                                               _up(d, np.zeros(2, np.int64)), _core.Array.zeros(d._dev, [1],
+                                                                                            "float32")),
+         ValueError, "hinge|loss")]),
+    Op("metric", _metric_run, lambda i: (np.array([float((i[0].argmax(axis=1) == i[1]).sum())]),), _metric_inputs,
+       tol={"float32": 0.0, "float64": 0.0}, backend=["metric"]),
+    Op("sgd_update", _sgd_run, _sgd_ref, _sgd_inputs, backend=["sgd_update"], bad=[
+        ("momentum-without-velocity", lambda d: _core.sgd_update(_up(d, np.ones(2, np.float32)),
+                                                                 _up(d, np.ones(2, np.float32)), None, 0.1, 0.9,
+                                                                 0.0, False), ValueError, "velocity")]),
+    Op("sum_rows", lambda d, i: (_core.sum_rows(_up(d, i[0])).to_numpy(),),
+       lambda i: (i[0].astype(np.float64).sum(axis=0),), lambda r, t: (r.standard_normal(_shape(r)).astype(t),),
+       tol={"float32": 1e-5, "float64": 1e-13}, backend=["sum_rows"]),
+    Op("take_rows", lambda d, i: (_core.take_rows(_up(d, i[0]), _up(d, i[1]), 0, len(i[1])).to_numpy(),),
+       lambda i: (i[0][i[1]].astype(np.float64),), _take_inputs, tol={"float32": 0.0, "float64": 0.0},
+       backend=["take_rows"]),
+]}
