@@ -63,3 +63,10 @@ def test_the_core_package_does_not_import_the_bench():
     bad = {n: sorted(d for d in deps if d.startswith("hetnn.bench")) for n, deps in graph.items()
            if not n.startswith("hetnn.bench") and n not in APPS}
     assert not {n: d for n, d in bad.items() if d}, bad
+
+
+def test_inference_runs_the_core_layer_stack():
+    """predict/evaluate and fit run the same forward pass (the core's Trainer): no layer keeps a Python copy."""
+    from hetnn.nn import _layers
+
+    assert not [name for name, cls in vars(_layers).items() if isinstance(cls, type) and "forward" in vars(cls)]

@@ -41,6 +41,12 @@ void Trainer::add_maxpool(const Pool2dArgs& args) {
   layers_.push_back(std::move(l));
 }
 
+Array Trainer::predict(const Array& x) {
+  Array h = x;
+  for (Layer& l : layers_) h = forward(l, h);
+  return h;
+}
+
 void Trainer::set_loss(const std::string& kind) {
   loss_kind_from_name(kind);  // validates
   loss_ = kind;

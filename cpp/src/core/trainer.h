@@ -31,6 +31,9 @@ class Trainer {
   void add_param(const Array& p, const Array& grad, const Array* velocity);
   void set_sgd(double momentum, double weight_decay, bool nesterov);
 
+  // The layers' forward pass on x, as fit runs it (predict and evaluate use this, so inference and training run the
+  // same code); the result lives in the trainer's buffers until the next call with the same batch size.
+  Array predict(const Array& x);
   // One epoch over rows idx[0, n) of X / Y (and labels, when a metric needs them), minibatches of `batch`.
   void run_epoch(const Array& X, const Array& Y, const Array* labels, const Array& idx, std::int64_t batch,
                  double lr, const Array& acc_loss);

@@ -23,6 +23,13 @@ void bind_nn(py::module_& m) {
              t.add_maxpool(Pool2dArgs{k, s, p, d, ceil_mode});
            })
       .def("set_loss", &Trainer::set_loss)
+      .def(
+          "predict",
+          [](Trainer& t, const Array& x) {
+            NoGil nogil;
+            return t.predict(x);
+          },
+          py::arg("x"))
       .def("add_metric", &Trainer::add_metric, py::arg("kind"), py::arg("acc"), py::arg("probs"))
       .def("add_param", &Trainer::add_param, py::arg("p"), py::arg("grad"), py::arg("velocity").none(true))
       .def("set_sgd", &Trainer::set_sgd, py::arg("momentum"), py::arg("weight_decay"), py::arg("nesterov"))

@@ -1,6 +1,6 @@
-"""Layers of hetnn.nn. Each layer computes its forward pass on its model's device with hetnn._core arrays (no host
-round trip; output buffers reused between calls of the same batch size) and describes itself to the C++ training loop
-(``_to_trainer``: hetnn._core.Trainer runs the forward and backward passes of ``fit``)."""
+"""Layers of hetnn.nn: their configuration, parameters and shapes. Each describes itself to the core's layer stack
+(``_to_trainer``): hetnn._core.Trainer runs the forward pass of predict and evaluate and the forward and backward
+passes of fit, so inference and training run the same code."""
 from __future__ import annotations
 
 import math
@@ -69,7 +69,6 @@ class Layer:
 
     def __init__(self) -> None:
         self._dev: Any = None
-        self._bufs: Dict[Tuple[str, Tuple[int, ...]], Any] = {}
 
     # -- model plumbing
     def output_shape(self, input_shape: Tuple[int, ...]) -> Tuple[int, ...]:
@@ -90,20 +89,10 @@ class Layer:
 
     def _place(self, dev: Any, dtype: np.dtype) -> None:
         self._dev = dev
-        self._bufs = {}
         for p in self.parameters():
             p._place(dev, dtype)
 
-    def _buf(self, tag: str, shape: Tuple[int, ...], dtype: str) -> Any:
-        key = (tag, shape)
-        b = self._bufs.get(key)
-        if b is None or b.dtype != dtype:
-            b = _core.Array.empty(self._dev, list(shape), dtype)
-            self._bufs[key] = b
-        return b
 
-    def forward(self, x: Any, training: bool) -> Any:
-        raise NotImplementedError
 
     def _to_trainer(self, trainer: Any) -> None:
         raise NotImplementedError(f"{type(self).__name__} cannot be trained")
@@ -191,12 +180,6 @@ class Dense(Layer):
                              f"sample, got per-sample shape {input_shape}")
         return (self.out_features,)
 
-    def forward(self, x: Any, training: bool) -> Any:
-        n = x.shape[0]
-        y = self._buf("y", (n, self.out_features), x.dtype)
-        _core.matmul(x, self.weight.value, y, False, True, 1.0, 0.0,
-                     self.bias.value if self.bias is not None else None, self.activation or "")
-        return y
 
     def _to_trainer(self, trainer: Any) -> None:
         b = self.bias
@@ -207,10 +190,6 @@ class Dense(Layer):
 class _Activation(Layer):
     act = ""
 
-    def forward(self, x: Any, training: bool) -> Any:
-        y = self._buf("y", tuple(x.shape), x.dtype)
-        _core.activation(x, self.act, y)
-        return y
 
     def _to_trainer(self, trainer: Any) -> None:
         trainer.add_activation(self.act)
@@ -243,10 +222,6 @@ class Softmax(Layer):
             raise ValueError(f"Softmax takes (batch, features) input, got per-sample shape {input_shape}")
         return input_shape
 
-    def forward(self, x: Any, training: bool) -> Any:
-        y = self._buf("y", tuple(x.shape), x.dtype)
-        _core.softmax(x, y)
-        return y
 
 
 class Flatten(Layer):
@@ -257,8 +232,6 @@ class Flatten(Layer):
     def output_shape(self, input_shape: Tuple[int, ...]) -> Tuple[int, ...]:
         return (int(np.prod(input_shape, dtype=np.int64)),)
 
-    def forward(self, x: Any, training: bool) -> Any:
-        return x.reshape([x.shape[0], int(np.prod(x.shape[1:], dtype=np.int64))])
 
     def _to_trainer(self, trainer: Any) -> None:
         trainer.add_flatten()
@@ -285,8 +258,6 @@ class Reshape(Layer):
             raise ValueError(f"Reshape{self.shape} cannot take per-sample shape {input_shape} (sizes differ)")
         return self.shape
 
-    def forward(self, x: Any, training: bool) -> Any:
-        return x.reshape([x.shape[0], *self.shape])
 
     def _to_trainer(self, trainer: Any) -> None:
         trainer.add_reshape(list(self.shape))
@@ -316,8 +287,6 @@ class MaxPool2d(Layer):
                                               self.stride, self.padding, self.dilation, self.ceil_mode)
         return (c, oh, ow)
 
-    def forward(self, x: Any, training: bool) -> Any:
-        return _core.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, False)
 
     def _to_trainer(self, trainer: Any) -> None:
         trainer.add_maxpool(self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)

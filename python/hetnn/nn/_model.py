@@ -222,13 +222,20 @@ class Sequential:
         return _core.Array.from_numpy(dev, t), labels, t
 
     # -- the step pieces
-    def _forward(self, x: Any, training: bool, stop_before_softmax: bool) -> Any:  # inference (fit runs in C++)
-        layers = self.layers
-        if stop_before_softmax and isinstance(layers[-1], Softmax):
-            layers = layers[:-1]
-        for layer in layers:
-            x = layer.forward(x, training)
-        return x
+    def _trainer_layers(self) -> Tuple[Any, bool]:
+        """A core Trainer holding the layers (a final Softmax left out: fit folds it into the loss), and whether
+        there was one."""
+        softmax_last = isinstance(self.layers[-1], Softmax)
+        trainer = _core.Trainer()
+        for layer in (self.layers[:-1] if softmax_last else self.layers):
+            layer._to_trainer(trainer)
+        return trainer, softmax_last
+
+    def _forward(self, x: Any, stop_before_softmax: bool) -> Any:
+        """Inference: the core's forward pass, the one fit runs (Trainer.predict)."""
+        trainer, softmax_last = self._trainer_layers()
+        out = trainer.predict(x)
+        return _core.softmax(out) if softmax_last and not stop_before_softmax else out
 
     def _metric_plan(self, metrics: Sequence[str], out_cols: int, labels: Any, what: str,
                      y_is_labels: bool = False) -> List[Tuple[str, str]]:
@@ -250,7 +257,7 @@ class Sequential:
 
     def _probabilities(self, out: Any) -> Any:
         """The model's output from what the loss sees (the logits before a final Softmax)."""
-        return self.layers[-1].forward(out, False) if isinstance(self.layers[-1], Softmax) else out
+        return _core.softmax(out) if isinstance(self.layers[-1], Softmax) else out
 
     def _loss_call(self, loss: Loss, pred: Any, target: Any, acc: Any, grad: Any) -> None:
         _core.batch_loss("mse" if isinstance(loss, MSELoss) else "cross_entropy", pred, target, acc, grad)
@@ -312,10 +319,7 @@ class Sequential:
         accs = [_core.Array.zeros(dev, [1], "float32") for _ in plan]
         zero1 = np.zeros(1, np.float32)
         # The step loop runs in C++ (hetnn._core.Trainer): gather, forward, fused loss, metrics, backward, SGD.
-        softmax_last = isinstance(self.layers[-1], Softmax)
-        trainer = _core.Trainer()
-        for layer in (self.layers[:-1] if softmax_last else self.layers):  # a final Softmax is folded into the loss
-            layer._to_trainer(trainer)
+        trainer, softmax_last = self._trainer_layers()  # a final Softmax is folded into the loss
         trainer.set_loss(loss_obj.kind)
         for (_, kind), a in zip(plan, accs):  # the logits' argmax is the probabilities' argmax
             trainer.add_metric(kind, a, softmax_last and kind != "correct_argmax")
@@ -377,7 +381,7 @@ class Sequential:
             m = min(batch_size, n - start)
             xb = _core.take_rows(X, rows, start, m)
             yb = _core.take_rows(Y, rows, start, m)
-            logits = self._forward(xb, False, True)
+            logits = self._forward(xb, True)
             if loss_obj is not None:
                 self._loss_call(loss_obj, logits, yb, acc_loss, None)
             for (_, kind), a in zip(plan, accs):
@@ -418,7 +422,7 @@ class Sequential:
         rows = _core.Array.from_numpy(dev, np.arange(n, dtype=np.int64))  # uploaded once; batches are offsets into it
         for start in range(0, n, bs):
             m = min(bs, n - start)
-            out = self._forward(_core.take_rows(X, rows, start, m), False, False)
+            out = self._forward(_core.take_rows(X, rows, start, m), False)
             out.read_into(result[start:start + m])
         if as_array:
             return Array(_core.Array.from_numpy(dev, result))
