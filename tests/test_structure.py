@@ -70,3 +70,16 @@ def test_inference_runs_the_core_layer_stack():
     from hetnn.nn import _layers
 
     assert not [name for name, cls in vars(_layers).items() if isinstance(cls, type) and "forward" in vars(cls)]
+
+
+def test_the_native_module_stub_is_complete():
+    """python/hetnn/_core.pyi declares every name hetnn._core exports (mypy checks the package against it)."""
+    from hetnn import _core
+
+    tree = ast.parse((PKG / "_core.pyi").read_text())
+    declared = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    for n in tree.body:
+        targets = [n.target] if isinstance(n, ast.AnnAssign) else n.targets if isinstance(n, ast.Assign) else []
+        declared |= {t.id for t in targets if isinstance(t, ast.Name)}
+    exported = {n for n in dir(_core) if not n.startswith("__")}
+    assert exported - declared == set()
