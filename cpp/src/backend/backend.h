@@ -119,6 +119,11 @@ class Backend {
   virtual void set_memory_limit(std::size_t bytes) { (void)bytes; }
   // How many commands may be queued before an enqueue waits (0: no bound; tests and overhead measurements).
   virtual void set_queue_limit(std::size_t commands) { (void)commands; }
+  // An extra this backend offers under `name` (backend/extensions.h: find_extension<T>), else nullptr.
+  virtual void* extension(const std::string& name) {
+    (void)name;
+    return nullptr;
+  }
 
   // Ops.
   virtual void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) = 0;

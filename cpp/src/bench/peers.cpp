@@ -169,7 +169,7 @@ bool have_clblast() {
 std::vector<double> clblast_sgemm(const Array& a, const Array& b, Array& c, int n_warmup, int n_repeat,
                                   const std::vector<std::pair<std::string, std::size_t>>& params) {
 #ifdef HETNN_HAVE_CLBLAST
-  auto* cl = dynamic_cast<opencl::ClBackend*>(&a.device()->backend());
+  auto* cl = find_extension<opencl::RawHandles>(a.device()->backend());
   if (!cl) throw ValueError("clblast_sgemm: the arrays are not on an OpenCL device");
   if (a.dtype() != DType::f32 || b.dtype() != DType::f32 || c.dtype() != DType::f32 || a.ndim() != 2 ||
       b.ndim() != 2 || c.ndim() != 2 || a.shape()[1] != b.shape()[0] || c.shape()[0] != a.shape()[0] ||
@@ -188,7 +188,8 @@ std::vector<double> clblast_sgemm(const Array& a, const Array& b, Array& c, int 
                                                            names.size(), names.data(), values.data());
     if (st != CLBlastSuccess) throw ValueError("CLBlastOverrideParameters failed: status " + std::to_string(st));
   }
-  cl_mem am = cl->mem(*a.buffer()), bm = cl->mem(*b.buffer()), cm = cl->mem(*c.buffer());
+  using opencl::ClBackend;
+  cl_mem am = ClBackend::mem(*a.buffer()), bm = ClBackend::mem(*b.buffer()), cm = ClBackend::mem(*c.buffer());
   auto call = [&] {
     cl_event ev = nullptr;
     const CLBlastStatusCode st = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, M, N, K,

@@ -1,9 +1,9 @@
 // hetnn._core: what only OpenCL devices have: measured ceilings, build diagnostics, GEMM parameters and their
 // tuning store, and the test hooks for kernel variants and launch faults.
+#include "backend/extensions.h"
 #include "core/device.h"
 #include "core/errors.h"
 #ifdef HETNN_HAVE_OPENCL
-#include "backend/opencl/cl_backend.h"
 #include "backend/opencl/cl_check.h"
 #include "backend/opencl/gemm_tuning.h"
 #endif
@@ -16,21 +16,24 @@ using hetnn::python::NoGil;
 
 namespace hetnn::python {
 
+namespace {
+// The extension T of d's backend, or a ValueError naming the call and the device.
+template <class T>
+T& need(Device& d, const char* call) {
+  if (T* x = find_extension<T>(d.backend())) return *x;
+  throw ValueError(std::string(call) + ": " + d.id() + " is not an OpenCL device");
+}
+}  // namespace
+
 void bind_opencl(py::module_& m) {
   // The ceilings of an OpenCL device for `bench peak`: (FP32 FMA GFLOP/s, triad GB/s).
   m.def(
       "_opencl_peak",
       [](Device& d, std::size_t triad_bytes, int repeats) {
-#ifdef HETNN_HAVE_OPENCL
-        auto* cl = dynamic_cast<opencl::ClBackend*>(&d.backend());
-        if (!cl) throw ValueError("_opencl_peak: " + d.id() + " is not an OpenCL device");
+        auto& tools = need<KernelTools>(d, "_opencl_peak");
         if (triad_bytes < 4096 || repeats < 1) throw ValueError("_opencl_peak: triad_bytes >= 4096, repeats >= 1");
         NoGil nogil;
-        return cl->measure_peak(triad_bytes, repeats);
-#else
-        throw ValueError("_opencl_peak: hetnn was built without OpenCL");
-        return std::pair<double, double>{};
-#endif
+        return tools.measure_peak(triad_bytes, repeats);
       },
       py::arg("device"), py::arg("triad_bytes"), py::arg("repeats") = 5);
 
@@ -38,14 +41,9 @@ void bind_opencl(py::module_& m) {
   m.def(
       "_build_opencl",
       [](Device& d, const std::string& source, const std::string& options) {
-#ifdef HETNN_HAVE_OPENCL
-        auto* cl = dynamic_cast<opencl::ClBackend*>(&d.backend());
-        if (!cl) throw ValueError("_build_opencl: " + d.id() + " is not an OpenCL device");
+        auto& tools = need<KernelTools>(d, "_build_opencl");
         NoGil nogil;
-        cl->build_source(source, options);
-#else
-        throw ValueError("_build_opencl: hetnn was built without OpenCL");
-#endif
+        tools.build_source(source, options);
       },
       py::arg("device"), py::arg("source"), py::arg("options") = "");
 #ifdef HETNN_HAVE_OPENCL
@@ -57,31 +55,18 @@ void bind_opencl(py::module_& m) {
   m.def(
       "gemm_params",
       [](Device& d, const std::string& dtype, std::int64_t macs) -> py::object {
-#ifdef HETNN_HAVE_OPENCL
-        if (auto* cl = dynamic_cast<opencl::ClBackend*>(&d.backend())) {
-          const auto p = cl->gemm_params(dtype_from_name(dtype), macs);
-          return py::make_tuple(p.str(), p.source);
+        if (auto* t = find_extension<GemmTuning>(d.backend())) {
+          const auto [params, source] = t->params(dtype_from_name(dtype), macs);
+          return py::make_tuple(params, source);
         }
-#endif
         return py::none();
       },
       py::arg("device"), py::arg("dtype"), py::arg("macs") = -1);
   m.def(
       "set_gemm_params",
       [](Device& d, const std::string& dtype, const std::string& params, const std::string& source) {
-#ifdef HETNN_HAVE_OPENCL
-        if (auto* cl = dynamic_cast<opencl::ClBackend*>(&d.backend())) {
-          if (params.empty()) {  // "" removes the override: the database decides again
-            cl->clear_gemm_params(dtype_from_name(dtype));
-            return;
-          }
-          auto p = opencl::GemmParams::parse(params);
-          p.source = source;
-          cl->set_gemm_params(dtype_from_name(dtype), p);
-          return;
-        }
-#endif
-        throw ValueError("set_gemm_params: " + d.id() + " is not an OpenCL device");
+        // "" removes the override: the database decides again
+        need<GemmTuning>(d, "set_gemm_params").set(dtype_from_name(dtype), params, source);
       },
       py::arg("device"), py::arg("dtype"), py::arg("params"), py::arg("source") = "tuned");
   m.def(
@@ -103,19 +88,13 @@ void bind_opencl(py::module_& m) {
   m.def(
       "_set_kernel_variant",  // tests: run the GPU-shaped kernels on a CPU OpenCL device, or back ("")
       [](Device& d, const std::string& v) {
-#ifdef HETNN_HAVE_OPENCL
-        if (auto* cl = dynamic_cast<opencl::ClBackend*>(&d.backend())) return cl->set_kernel_variant(v);
-#endif
-        throw ValueError("_set_kernel_variant: " + d.id() + " is not an OpenCL device");
+        need<KernelTools>(d, "_set_kernel_variant").set_kernel_variant(v);
       },
       py::arg("device"), py::arg("variant"));
   m.def(
       "_inject_gemm_faults",  // test hook: the next n GEMMs running a tuned override fail as a bad launch would
       [](Device& d, int n) {
-#ifdef HETNN_HAVE_OPENCL
-        if (auto* cl = dynamic_cast<opencl::ClBackend*>(&d.backend())) return cl->inject_gemm_faults(n);
-#endif
-        throw ValueError("_inject_gemm_faults: " + d.id() + " is not an OpenCL device");
+        need<GemmTuning>(d, "_inject_gemm_faults").inject_faults(n);
       },
       py::arg("device"), py::arg("n"));
 }

@@ -246,6 +246,25 @@ void ClBackend::clear_gemm_params(DType t) {
   gemm_overrides_.erase(t);
 }
 
+void* ClBackend::extension(const std::string& name) {
+  if (name == GemmTuning::kName) return static_cast<GemmTuning*>(this);
+  if (name == KernelTools::kName) return static_cast<KernelTools*>(this);
+  if (name == RawHandles::kName) return static_cast<RawHandles*>(this);
+  return nullptr;
+}
+
+std::pair<std::string, std::string> ClBackend::params(DType t, std::int64_t macs) {
+  const GemmParams p = gemm_params(t, macs);
+  return {p.str(), p.source};
+}
+
+void ClBackend::set(DType t, const std::string& params, const std::string& source) {
+  if (params.empty()) return clear_gemm_params(t);
+  GemmParams p = GemmParams::parse(params);
+  p.source = source;
+  set_gemm_params(t, p);
+}
+
 void ClBackend::set_gemm_params(DType t, const GemmParams& p) {
   p.validate(info_, t == DType::f64 ? 8 : 4);
   std::lock_guard<std::mutex> lock(mu_);

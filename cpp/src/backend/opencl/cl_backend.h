@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/extensions.h"
 #include "backend/opencl/cl_handles.h"
 #include "backend/opencl/gemm_params.h"
 #include "backend/opencl/cl_allocator.h"
@@ -15,7 +16,15 @@
 
 namespace hetnn::opencl {
 
-class ClBackend final : public Backend {
+// The raw handles of an OpenCL device, for native libraries run on the same queue (bench/peers.cpp: CLBlast).
+struct RawHandles {
+  static constexpr const char* kName = "opencl_handles";
+  virtual ~RawHandles() = default;
+  virtual cl_command_queue queue() const = 0;
+  virtual cl_device_id device_id() const = 0;
+};
+
+class ClBackend final : public Backend, private GemmTuning, private KernelTools, private RawHandles {
  public:
   ClBackend(cl_platform_id platform, cl_device_id device, DeviceInfo info);
   ~ClBackend() override;
@@ -48,36 +57,32 @@ class ClBackend final : public Backend {
   void take_rows(std::size_t row_bytes, std::int64_t src_rows, const Buffer& src, const Buffer& idx,
                  std::int64_t offset, std::int64_t n, Buffer& out) override;
 
-  // The device's ceilings for `bench peak` (peak_cl.cpp, kernels/peak.cl): FP32 FMA GFLOP/s and STREAM-triad GB/s
-  // over three buffers of triad_bytes, best of `repeats` runs each, timed with profiling events.
-  std::pair<double, double> measure_peak(std::size_t triad_bytes, int repeats);
+  void* extension(const std::string& name) override;
 
-  // Builds an arbitrary program (diagnostics and tests; not cached).
-  void build_source(const std::string& source, const std::string& options);
+  static cl_mem mem(const Buffer& b);  // the cl_mem of a buffer of an OpenCL device
 
-  // Raw handles, for native peers run on the same device (bench/peers.cpp).
-  cl_command_queue queue() const { return queue_.get(); }
-  cl_device_id device_id() const { return device_; }
-  static cl_mem mem(const Buffer& b);
-
-  // GEMM parameters in force for a dtype (an override: set here, or tuned and stored in the cache; else the
-  // database), and the override itself.
-  GemmParams gemm_params(DType t, std::int64_t macs = -1);
-  void set_gemm_params(DType t, const GemmParams& p);
-  void clear_gemm_params(DType t);  // back to the database
-  // Which kernel variants run where a family has a CPU and a GPU shape (pooling): "" the device's type, "cpu" or
-  // "gpu" (tests run the GPU variants on PoCL with it).
-  void set_kernel_variant(const std::string& v);
-  // Test hook: the next n GEMMs that would run a tuned override fail as a launch error would.
-  void inject_gemm_faults(int n) {
-    std::lock_guard<std::mutex> lock(mu_);
-    gemm_faults_ = n;
-  }
 
  protected:
   void resolve(PendingRecord& p) override;
 
  private:
+  // GemmTuning, KernelTools (backend/extensions.h) and RawHandles, offered through extension().
+  cl_command_queue queue() const override { return queue_.get(); }
+  cl_device_id device_id() const override { return device_; }
+  std::pair<std::string, std::string> params(DType t, std::int64_t macs) override;
+  void set(DType t, const std::string& params, const std::string& source) override;
+  void inject_faults(int n) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    gemm_faults_ = n;
+  }
+  void build_source(const std::string& source, const std::string& options) override;
+  std::pair<double, double> measure_peak(std::size_t triad_bytes, int repeats) override;  // peak_cl.cpp
+  void set_kernel_variant(const std::string& v) override;  // max_pool_cl.cpp
+  // GEMM parameters in force for a dtype (an override: set here, or tuned and stored in the cache; else the
+  // database), and the override itself.
+  GemmParams gemm_params(DType t, std::int64_t macs = -1);
+  void set_gemm_params(DType t, const GemmParams& p);
+  void clear_gemm_params(DType t);  // back to the database
   // An event out-parameter for an enqueue: non-null only while a capture is open.
   cl_event* event_slot(cl_event& ev) { return recorder_.active() ? &ev : nullptr; }
   void record(const char* name, cl_event ev, double host_enqueue, std::uint64_t bytes);

@@ -1,0 +1,42 @@
+// Extras only some backends have, found by asking the backend for them by name (as ggml's get_proc_address finds a
+// backend's extra functions): callers hold no cast to a concrete backend, and the compute interface in backend.h
+// carries no tuning, diagnostic or benchmark hooks. find_extension<T>(backend) is nullptr where T is not offered.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "backend/backend.h"
+#include "core/dtype.h"
+
+namespace hetnn {
+
+// GEMM kernel parameters of a device with a tunable GEMM family (OpenCL), as "family=... k=v ..." text.
+struct GemmTuning {
+  static constexpr const char* kName = "gemm_tuning";
+  virtual ~GemmTuning() = default;
+  // (parameters, source) in force for a problem of `macs` multiply-adds (-1: the large-problem entry).
+  virtual std::pair<std::string, std::string> params(DType t, std::int64_t macs) = 0;
+  // An override (validated against the device; "" params: back to the database).
+  virtual void set(DType t, const std::string& params, const std::string& source) = 0;
+  // Test hook: the next n GEMMs that would run an override fail as a launch error would.
+  virtual void inject_faults(int n) = 0;
+};
+
+// Diagnostics and measurements of a kernel-compiling device (OpenCL).
+struct KernelTools {
+  static constexpr const char* kName = "kernel_tools";
+  virtual ~KernelTools() = default;
+  virtual void build_source(const std::string& source, const std::string& options) = 0;  // not cached
+  // FP32 FMA GFLOP/s and STREAM-triad GB/s (over three buffers of triad_bytes), best of `repeats`.
+  virtual std::pair<double, double> measure_peak(std::size_t triad_bytes, int repeats) = 0;
+  // Where a kernel family has CPU- and GPU-shaped variants: "" the device's own, "cpu" or "gpu" (tests).
+  virtual void set_kernel_variant(const std::string& variant) = 0;
+};
+
+template <class T>
+T* find_extension(Backend& b) {
+  return static_cast<T*>(b.extension(T::kName));  // a backend returns, for T::kName, an object that is a T
+}
+
+}  // namespace hetnn
