@@ -1,5 +1,6 @@
 """Process lifecycle: a hetnn call in flight must never take the process down. Each case runs in its own
 interpreter with a timeout, so a crash or a hang shows as one."""
+import os
 import subprocess
 import sys
 
@@ -132,3 +133,29 @@ def test_hetnn_calls_during_finalisation_on_the_main_thread(device):
     assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
     assert "atexit True" in r.stdout, (r.stdout, r.stderr[-2000:])
     assert "del False" not in r.stdout and "Traceback" not in r.stderr, (r.stdout, r.stderr[-2000:])
+
+
+POOL_LOOP = """
+import sys, threading, time, numpy as np, hetnn
+dev = sys.argv[1]
+x = hetnn.asarray(np.random.default_rng().random((8, 16, 128, 128)).astype(np.float32), device=dev)
+def work():
+    while True:
+        hetnn.max_pool2d(x, 3, 1)
+        hetnn.synchronize(dev)
+threading.Thread(target=work, daemon=True).start()
+time.sleep(float(sys.argv[2]))
+print("main exits", flush=True)
+"""
+
+
+def test_exit_while_the_driver_compiles_a_kernel(opencl_device):
+    """PoCL compiles a kernel on its worker thread when it first runs; the process exiting meanwhile ran LLVM's static
+    destructors under the compile and segfaulted (about one exit in four at these delays, kernel caches off). hetnn now
+    stops other threads' calls and finishes the started devices' queues at exit (atexit), before the destructors."""
+    env = dict(os.environ, HETNN_CACHE_DIR="off", POCL_KERNEL_CACHE="0")
+    env.pop("HETNN_POISON", None)
+    for delay in ("0.9", "1.1", "1.2", "1.3", "1.5", "1.2"):
+        r = subprocess.run([sys.executable, "-c", POOL_LOOP, opencl_device.id, delay], capture_output=True, text=True,
+                           env=env, timeout=120)
+        assert r.returncode == 0 and "main exits" in r.stdout, (delay, r.returncode, r.stderr[-2000:])

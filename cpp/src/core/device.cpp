@@ -1,4 +1,6 @@
 #include "core/device.h"
+
+#include <atomic>
 #include "core/fork.h"
 
 #include <algorithm>
@@ -40,14 +42,27 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() { return {
 std::string opencl_status() { return "hetnn was built without the OpenCL backend (HETNN_WITH_OPENCL=OFF or no OpenCL found)"; }
 #endif
 
+namespace {
+std::atomic<bool> g_enumerated{false};
+}
+
 const std::vector<DevicePtr>& all_devices() {
   static const std::vector<DevicePtr> devices = [] {
     std::vector<DevicePtr> out;
     for (auto& [info, factory] : enumerate_cpu()) out.push_back(std::make_shared<Device>(info, factory));
     for (auto& [info, factory] : enumerate_opencl()) out.push_back(std::make_shared<Device>(info, factory));
+    g_enumerated.store(true);
     return out;
   }();
   return devices;
+}
+
+std::vector<DevicePtr> started_devices() {
+  std::vector<DevicePtr> out;
+  if (!g_enumerated.load()) return out;  // nothing enumerated: nothing started (and no driver loaded now)
+  for (const auto& d : all_devices())
+    if (d->started()) out.push_back(d);
+  return out;
 }
 
 namespace {

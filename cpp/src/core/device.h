@@ -57,6 +57,8 @@ class Device {
 using DevicePtr = std::shared_ptr<Device>;
 
 const std::vector<DevicePtr>& all_devices();
+// The devices whose backend exists, without enumerating anything (empty before all_devices() first ran).
+std::vector<DevicePtr> started_devices();
 // Resolves a device spec: an id ("cpu", "opencl:0:0", "opencl:1"), a type ("cpu", "gpu", "opencl",
 // "accelerator") or a case-insensitive substring of the device name, vendor, platform or version. Throws ValueError
 // listing the available devices when nothing matches.

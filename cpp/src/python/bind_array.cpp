@@ -4,30 +4,8 @@
 #include "core/errors.h"
 #include "python/bindings.h"
 
-#include <unistd.h>
 
 namespace hetnn::python {
-
-namespace {
-unsigned long main_thread_ident = 0;  // remember_main_thread(); the thread that runs the interpreter's finalisation
-}
-
-void remember_main_thread() {
-  main_thread_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
-}
-
-NoGil::~NoGil() noexcept(false) {
-#if PY_VERSION_HEX >= 0x030D0000
-  const bool finalizing = Py_IsFinalizing();
-#else
-  const bool finalizing = _Py_IsFinalizing();
-#endif
-  // Only other threads park: the main thread runs the finalisation itself (a __del__ or an atexit handler calling
-  // hetnn), and parking it hung the process at exit.
-  if (finalizing && PyThread_get_thread_ident() != main_thread_ident)
-    for (;;) pause();  // the process is exiting; returning into the interpreter would end this thread mid-unwind
-  PyEval_RestoreThread(state_);
-}
 
 
 Shape to_shape(const py::sequence& seq, const char* what) {

@@ -26,12 +26,13 @@ Shape to_shape(const py::sequence& seq, const char* what);
 // exception"). So the destructor may throw (the unwind passes through), and a thread that comes back while the
 // interpreter is finalizing never re-enters it: it parks until the process, which is exiting, ends (unless it is
 // the main thread, which is the one finalizing).
-// Called once at module initialisation: NoGil needs to tell the main thread from the others.
-void remember_main_thread();
+// Called once at module initialisation (exit_guard.cpp): remembers the main thread and registers drain_for_exit
+// with Python's atexit.
+void install_exit_guard(py::module_& m);
 
 class NoGil {
  public:
-  NoGil() : state_(PyEval_SaveThread()) {}
+  NoGil();
   ~NoGil() noexcept(false);
   NoGil(const NoGil&) = delete;
   NoGil& operator=(const NoGil&) = delete;

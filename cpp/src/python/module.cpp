@@ -23,7 +23,7 @@ void raise_with(PyObject* type, const std::string& message, const py::dict& attr
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "hetnn native core: devices, arrays, kernels (oneDNN CPU and OpenCL backends)";
-  python::remember_main_thread();
+  python::install_exit_guard(m);
 
   static py::handle base = PyErr_NewExceptionWithDoc(
       "hetnn.HetnnError", "Base class of hetnn's own errors (driver and compiler failures).", PyExc_RuntimeError,
