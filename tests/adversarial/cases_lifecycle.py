@@ -222,6 +222,11 @@ def cases(devs: List[str]) -> List[Case]:
             code = (SETUP + "import threading, time\n" + body +
                     "threading.Thread(target=work, daemon=True).start()\ntime.sleep(0.4)\ndone()\n")
             out.append(Case(f"lifecycle/exit-with-daemon-thread-in-{what}/{dev}", "lifecycle", code, device=dev))
+        if dev != "cpu":  # exit while the driver compiles the kernel a daemon thread launched (caches off)
+            code = (SETUP + "import threading, time\n" + DAEMON["max_pool2d"] +
+                    "threading.Thread(target=work, daemon=True).start()\ntime.sleep(1.2)\ndone()\n")
+            out.append(Case(f"lifecycle/exit-while-the-driver-compiles/{dev}", "lifecycle", code, device=dev,
+                            env={"HETNN_CACHE_DIR": "off", "POCL_KERNEL_CACHE": "0"}))
         out.append(Case(f"lifecycle/ctrl-c-in-a-loop/{dev}", "lifecycle", SIGINT_LOOP, device=dev))
         out.append(Case(f"lifecycle/ctrl-c-in-fit/{dev}", "lifecycle", SIGINT_FIT, device=dev))
         out.append(Case(f"lifecycle/finalisation-with-live-arrays/{dev}", "lifecycle", FINALISE, device=dev))
