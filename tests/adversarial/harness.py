@@ -59,7 +59,7 @@ def _env(case: Case, tmp: Path, shared_cache: Path) -> Dict[str, str]:
         del env[k]
     env.pop("HETNN_POISON", None)
     env.update(HETNN_CACHE_DIR=str(shared_cache), HARNESS_TMP=str(tmp), PYTHONFAULTHANDLER="1",
-               PYTHONUNBUFFERED="1")
+               PYTHONUNBUFFERED="1", HARNESS_TESTS=str(Path(__file__).resolve().parent.parent))
     if case.device:
         env["HARNESS_DEVICE"] = case.device
     for k, v in case.env.items():
