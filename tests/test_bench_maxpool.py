@@ -55,3 +55,28 @@ def test_ratio_lines_name_stream():
     lines = ratios(rows)
     assert len(lines) == 1 and "STREAM triad" in lines[0] and "backward/forward" in lines[0]
     assert "vs onednn-c++ nchw" in lines[0]
+
+
+def test_an_accelerator_is_compared_with_its_own_memory_ceiling(tmp_path, monkeypatch, opencl_device):
+    """On an H100 the summary read "forward 1028 GB/s = 7.51x STREAM triad (136.8 GB/s)": a GPU's forward set
+    against the host's memory. An accelerator's row is now set against its own triad, or says it has none."""
+    from test_bench_peak import as_accelerator
+
+    from hetnn.bench import peak
+
+    monkeypatch.setenv("HETNN_CACHE_DIR", str(tmp_path))
+    acc = as_accelerator(opencl_device)
+    case = [("large k2s2", 1, 2, 64, 64, 2, 2, 0)]
+
+    def summary():
+        (row,) = run_maxpool(case, [acc], compare=[], n_warmup=1, n_repeat=2)
+        row.pop("unreliable", None)  # a preempted repeat on a busy machine would leave the row out of the summary
+        (line,) = ratios([row])
+        return row, line
+
+    row, line = summary()
+    assert "STREAM" not in line and "no measured memory ceiling" in line, line
+    peak.measure_missing([acc])
+    row, line = summary()
+    want = f"{row['fwd_gbps'] / peak.mem_peak_gbps(acc):.2f}x its own triad (bench peak) ("
+    assert "STREAM" not in line and want in line, line

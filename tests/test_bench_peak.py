@@ -127,3 +127,23 @@ def test_the_two_above_ceiling_wordings(tmp_path, monkeypatch):
     assert peak.check_ceiling(row, "gflops", 120.0, "FP32 FMA ceiling")  # a quietly measured ceiling
     assert "check synchronisation" in row["ceiling_error"] and not row.get("ceiling_under_load")
     assert "ERR>peak" in format_table([row], [("gflops", "GFLOP/s", ".1f")])
+
+
+def as_accelerator(dev):
+    """The same OpenCL device presented as a GPU, so that the suites' accelerator paths run on PoCL."""
+    acc = hetnn.Device(dev._dev)
+    acc._info["type"] = "gpu"
+    return acc
+
+
+def test_an_accelerator_without_stored_ceilings_gets_them_measured(tmp_path, monkeypatch, opencl_device):
+    """On an H100 the suites' "% peak" columns stayed empty (no ceilings stored before `bench peak`): the suites now
+    measure the ceilings of an accelerator that has none, once."""
+    monkeypatch.setenv("HETNN_CACHE_DIR", str(tmp_path))
+    acc = as_accelerator(opencl_device)
+    assert peak.mem_peak_gbps(acc) is None and peak.fp32_peak_gflops(acc) is None
+    said = []
+    assert peak.measure_missing([acc, hetnn.device("cpu")], said.append) == [acc]
+    assert peak.mem_peak_gbps(acc) > 0 and peak.fp32_peak_gflops(acc) > 0
+    assert len(said) == 1 and said[0].startswith(f"measuring the ceilings of {acc.id} ")
+    assert peak.measure_missing([acc], said.append) == [] and len(said) == 1  # stored: not measured again

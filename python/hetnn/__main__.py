@@ -117,9 +117,13 @@ def _cmd_tune(args: argparse.Namespace) -> int:
           f"{', '.join('x'.join(map(str, s)) for s in sizes)}; budget {args.budget:.0f} s", flush=True)
     progress = (lambda msg: print("  " + msg, flush=True)) if args.verbose else None
     r = tune_gemm(dev, sizes, dtype=args.dtype, budget=args.budget, progress=progress)
-    base = f"{r['baseline_gflops']:.1f}" if r["baseline_gflops"] else "-"
-    print(f"best: {r['params']}  {r['gflops']:.1f} GFLOP/s (database default {r['baseline_params']}: {base} GFLOP/s); "
-          f"{r['tried']} candidates tried, {r['rejected']} rejected")
+    for cls in [*r.get("by_size", []), r]:
+        scope = (f"problems up to {cls['max_macs']:.3g} multiply-adds" if "max_macs" in cls else
+                 "larger problems" if "by_size" in r else "every size")
+        base = f"{cls['baseline_gflops']:.1f}" if cls["baseline_gflops"] else "-"
+        print(f"best for {scope} ({', '.join('x'.join(map(str, s)) for s in cls['sizes'])}): {cls['params']}  "
+              f"{cls['gflops']:.1f} GFLOP/s (geometric mean over the sizes; before: {cls['baseline_params']}: {base})")
+    print(f"{r['tried']} candidates tried, {r['rejected']} rejected")
     print(f"stored in {r['path']}")
     return 0
 

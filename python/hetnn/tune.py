@@ -2,8 +2,9 @@
 
 Searches the kernel family's parameters on one OpenCL device: every candidate is built, checked against a float64
 NumPy reference on each size (a wrong or failing candidate is discarded, never timed), then timed with synchronized
-repeats. The fastest correct candidate (total time over the sizes) is stored in the tuning cache and used by every
-later process on that device and driver."""
+repeats. Small and large problems are tuned apart (a tile that fills a GPU at 4096^3 leaves it idle at batch 1); in
+each class the candidate with the best geometric mean of GFLOP/s over its sizes wins. The winners are stored in the
+tuning cache and used by every later process on that device and driver."""
 from __future__ import annotations
 
 import itertools
@@ -23,20 +24,20 @@ from ._timing import benchmark
 
 
 class _Slow(Exception):
-    """A candidate abandoned part-way because it is already far slower than the best one."""
+    """A candidate abandoned part-way because it is already far slower than the best one on some size."""
 
 
-def _params(device: Device, dtype: str) -> Tuple[str, str]:
-    """(parameters, source) in force on an OpenCL device."""
-    got = _core.gemm_params(device._dev, dtype)
+def _params(device: Device, dtype: str, macs: int = -1) -> Tuple[str, str]:
+    """(parameters, source) in force on an OpenCL device for a problem of ``macs`` multiply-adds (-1: any size)."""
+    got = _core.gemm_params(device._dev, dtype, macs)
     if got is None:
         raise ValueError(f"tune gemm: {device.id} is not an OpenCL device")
     return got
 
 
-def candidates(device: Device, dtype: str) -> List[str]:
-    """Parameter strings to try, the database's choice first."""
-    current, _ = _params(device, dtype)
+def candidates(device: Device, dtype: str, first: Optional[str] = None) -> List[str]:
+    """Parameter strings to try, ``first`` (default: the entry in force for large problems) first."""
+    current = first or _params(device, dtype)[0]
     packed: List[str] = []
     tiled: List[str] = []
     for rm, vw, nv, lx, pa, pb in itertools.product((4, 6, 8, 12, 16), (8, 16), (1, 2, 3, 4), (0, 4, 16), (0, 1),
@@ -59,74 +60,115 @@ def candidates(device: Device, dtype: str) -> List[str]:
     return [current] + [c for c in out if c != current]
 
 
+class _Problem:
+    """One GEMM size on the device with its float64 reference."""
+
+    def __init__(self, device: Device, dtype: str, m: int, n: int, k: int, rng: np.random.Generator) -> None:
+        a = rng.uniform(-1, 1, (m, k)).astype(dtype)
+        b = rng.uniform(-1, 1, (k, n)).astype(dtype)
+        self.ref = a.astype(np.float64) @ b.astype(np.float64)
+        self.A, self.B = asarray(a, device=device), asarray(b, device=device)
+        self.C = empty((m, n), dtype, device)
+        self.size, self.macs, self.flops = [m, n, k], m * n * k, 2.0 * m * n * k
+
+
+def _time_candidate(device: Device, problems: Sequence[_Problem], tol: float,
+                    best: Optional[Sequence[float]], deadline: float) -> List[float]:
+    """The median time of the parameters in force on each of ``problems``; ValueError when a result is wrong, _Slow
+    as soon as one problem takes over 3x the time of the best candidate so far (``best``) on it, or, once there is
+    a best, when the budget runs out (``deadline``, perf_counter seconds)."""
+    times = []
+    for i, p in enumerate(problems):
+        if best is not None and time.perf_counter() > deadline:
+            raise _Slow("the budget is spent")
+        matmul(p.A, p.B, out=p.C)
+        err = np.max(np.abs(p.C.numpy().astype(np.float64) - p.ref)) / max(np.max(np.abs(p.ref)), 1e-30)
+        if not np.isfinite(err) or err > tol:
+            raise ValueError(f"wrong result (relative error {err:.1e})")
+        times.append(benchmark(matmul, (p.A, p.B), {"out": p.C}, n_warmup=1, n_repeat=5, max_duration=1.0,
+                               device=device).median)
+        if best is not None and times[-1] > 3 * best[i]:
+            raise _Slow(f"{times[-1] / best[i]:.1f}x slower than the best on {'x'.join(map(str, p.size))}")
+    return times
+
+
+def _gflops(problems: Sequence[_Problem], times: Sequence[float]) -> float:
+    """The geometric mean of the per-problem GFLOP/s: every size counts alike (a total over the sizes would be the
+    largest size's figure, and would pick the tile that leaves the device idle on the smaller ones)."""
+    return float(np.exp(np.mean([np.log(p.flops / t / 1e9) for p, t in zip(problems, times)])))
+
+
+def _search(device: Device, dtype: str, problems: Sequence[_Problem], cands: Sequence[str], budget: float,
+            progress: Optional[Callable[[str], None]]) -> Tuple[List[Tuple[float, str]], int]:
+    """Every candidate (until the budget is spent) timed on ``problems``: ([(GFLOP/s, params)] best first, the
+    number rejected)."""
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    results: List[Tuple[float, str]] = []
+    best_times: Optional[List[float]] = None
+    rejected = 0
+    start = time.perf_counter()
+    for i, params in enumerate(cands):
+        if time.perf_counter() - start > budget and results:
+            break
+        try:
+            _core.set_gemm_params(device._dev, dtype, params, "tuning")
+            params = _params(device, dtype)[0]  # canonical spelling, as stored and compared
+            times = _time_candidate(device, problems, tol, best_times, start + budget)
+            results.append((_gflops(problems, times), params))
+            if results[-1][0] >= max(g for g, _ in results):
+                best_times = times
+            if progress:
+                progress(f"[{i + 1}/{len(cands)}] {params}: {results[-1][0]:.1f} GFLOP/s")
+        except _Slow as exc:
+            rejected += 1
+            if progress:
+                progress(f"[{i + 1}/{len(cands)}] {params}: dropped ({exc})")
+        except (CompileError, OpenCLError, ValueError, MemoryError) as exc:
+            rejected += 1
+            if progress:
+                progress(f"[{i + 1}/{len(cands)}] {params}: rejected ({str(exc).splitlines()[0][:80]})")
+    if not results:
+        raise RuntimeError("tune gemm: no candidate produced a correct result")
+    return sorted(results, reverse=True), rejected
+
+
 def tune_gemm(device: Device, sizes: Sequence[Tuple[int, int, int]], *, dtype: str = "float32",
               budget: float = 120.0, max_candidates: Optional[int] = None,
               progress: Optional[Callable[[str], None]] = None, save: bool = True) -> Dict[str, Any]:
-    """Returns {"params", "gflops", "baseline_gflops", "tried", "rejected", "path"} and stores the winner."""
+    """Tunes each size class apart (problems of at most GEMM_SMALL_MACS multiply-adds, and larger ones; the budget
+    split between them), since the tile that wins on large problems can leave a GPU idle on small ones. Returns
+    {"params", "gflops", "baseline_params", "baseline_gflops", "sizes", "tried", "rejected", "date", "path"} for the
+    larger class (or the only one), with "by_size": [{"max_macs", "params", ...}] for the small class when both are
+    given, and stores it: every later process on that device and driver uses it."""
     if device.kind != "opencl":
         raise ValueError(f"tune gemm: {device.id} is not an OpenCL device (the CPU device runs oneDNN)")
     if dtype == "float64" and not device.fp64:
         raise TypeError(f"tune gemm: {device.id} has no fp64")
     rng = np.random.default_rng(1)
-    problems = []
-    for m, n, k in sizes:
-        a = rng.uniform(-1, 1, (m, k)).astype(dtype)
-        b = rng.uniform(-1, 1, (k, n)).astype(dtype)
-        ref = a.astype(np.float64) @ b.astype(np.float64)
-        problems.append((asarray(a, device=device), asarray(b, device=device), empty((m, n), dtype, device),
-                         ref, 2.0 * m * n * k))
-    flops = sum(p[4] for p in problems)
-    tol = 1e-4 if dtype == "float32" else 1e-10
+    problems = [_Problem(device, dtype, m, n, k, rng) for m, n, k in sizes]
+    small = [p for p in problems if p.macs <= _core.GEMM_SMALL_MACS]
+    large = [p for p in problems if p.macs > _core.GEMM_SMALL_MACS]
+    classes = [c for c in (small, large) if c]
     original, original_source = _params(device, dtype)
-    restore = "" if original_source.startswith(("database", "default")) else original  # "" = back to the database
-    results: List[Tuple[float, str]] = []
-    rejected = 0
-    start = time.perf_counter()
-    cands = candidates(device, dtype)
-    if max_candidates:
-        cands = cands[:max_candidates]
+    restore = "" if original_source.startswith(("database", "default", "tuned")) else original
+    # each class's parameters in force before tuning, read before any candidate is set
+    before = [_params(device, dtype, max(p.macs for p in cls) if cls is small else -1)[0] for cls in classes]
+    found: List[Dict[str, Any]] = []
     try:
-        for i, params in enumerate(cands):
-            if time.perf_counter() - start > budget and results:
-                break
-            try:
-                _core.set_gemm_params(device._dev, dtype, params, "tuning")
-                params = _params(device, dtype)[0]  # canonical spelling, as stored and compared
-                total = 0.0
-                best_so_far = min((t for t, _ in results), default=None)
-                for A, B, C, ref, _ in problems:
-                    if best_so_far is not None and total > 1.5 * best_so_far:
-                        raise _Slow(f"already {total / best_so_far:.1f}x slower than the best")
-                    matmul(A, B, out=C)
-                    got = C.numpy().astype(np.float64)
-                    err = np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-30)
-                    if not np.isfinite(err) or err > tol:
-                        raise ValueError(f"wrong result (relative error {err:.1e})")
-                    r = benchmark(matmul, (A, B), {"out": C}, n_warmup=1, n_repeat=5, max_duration=1.0,
-                                  device=device)
-                    total += r.median
-                results.append((total, params))
-                if progress:
-                    progress(f"[{i + 1}/{len(cands)}] {params}: {flops / total / 1e9:.1f} GFLOP/s")
-            except _Slow as exc:
-                rejected += 1
-                if progress:
-                    progress(f"[{i + 1}/{len(cands)}] {params}: dropped ({exc})")
-            except (CompileError, OpenCLError, ValueError, MemoryError) as exc:
-                rejected += 1
-                if progress:
-                    progress(f"[{i + 1}/{len(cands)}] {params}: rejected ({str(exc).splitlines()[0][:80]})")
+        for cls, first in zip(classes, before):
+            cands = candidates(device, dtype, first)[:max_candidates or None]
+            results, rejected = _search(device, dtype, cls, cands, budget / len(classes), progress)
+            found.append({"params": results[0][1], "gflops": results[0][0], "sizes": [p.size for p in cls],
+                          "baseline_params": first,
+                          "baseline_gflops": next((g for g, p in results if p == first), None),
+                          "tried": len(results) + rejected, "rejected": rejected})
     finally:
         _core.set_gemm_params(device._dev, dtype, restore, original_source)
-    if not results:
-        raise RuntimeError("tune gemm: no candidate produced a correct result")
-    results.sort()
-    best_t, best = results[0]
-    baseline = next((t for t, p in results if p == original), None)
-    entry: Dict[str, Any] = {"params": best, "gflops": flops / best_t / 1e9, "sizes": [list(s) for s in sizes],
-             "baseline_params": original, "baseline_gflops": flops / baseline / 1e9 if baseline else None,
-             "tried": len(results) + rejected, "rejected": rejected, "date": time.strftime("%Y-%m-%d")}
+    entry = dict(found[-1], date=time.strftime("%Y-%m-%d"))
+    entry["tried"], entry["rejected"] = sum(f["tried"] for f in found), sum(f["rejected"] for f in found)
+    if len(found) == 2:
+        entry["by_size"] = [dict(found[0], max_macs=_core.GEMM_SMALL_MACS)]
     if save:
-        entry["path"] = _tuning.save_entry(device, dtype, {k: v for k, v in entry.items() if k != "path"})
-        _core.set_gemm_params(device._dev, dtype, best, "tuned " + entry["date"])
+        entry["path"] = _tuning.save_entry(device, dtype, entry)
+        _core.set_gemm_params(device._dev, dtype, "", "")  # the stored entry, with its size classes, in force now
     return entry

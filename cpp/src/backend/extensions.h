@@ -14,10 +14,14 @@ namespace hetnn {
 // GEMM kernel parameters of a device with a tunable GEMM family (OpenCL), as "family=... k=v ..." text.
 struct GemmTuning {
   static constexpr const char* kName = "gemm_tuning";
+  // Problems of at most this many multiply-adds (M*N*K) form the small size class, with parameters of their own in
+  // the database and the tuner: a tile that fills the device at 1024^3 leaves it idle on small problems.
+  static constexpr std::int64_t kSmallMacs = std::int64_t{1} << 28;
   virtual ~GemmTuning() = default;
   // (parameters, source) in force for a problem of `macs` multiply-adds (-1: the large-problem entry).
   virtual std::pair<std::string, std::string> params(DType t, std::int64_t macs) = 0;
-  // An override (validated against the device; "" params: back to the database).
+  // An override for every size (validated against the device; "" params: back to the stored tuned entry, else the
+  // database).
   virtual void set(DType t, const std::string& params, const std::string& source) = 0;
   // Test hook: the next n GEMMs that would run an override fail as a launch error would.
   virtual void inject_faults(int n) = 0;

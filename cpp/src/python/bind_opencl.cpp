@@ -62,10 +62,11 @@ void bind_opencl(py::module_& m) {
         return py::none();
       },
       py::arg("device"), py::arg("dtype"), py::arg("macs") = -1);
+  m.attr("GEMM_SMALL_MACS") = GemmTuning::kSmallMacs;  // the small size class of the database and the tuner
   m.def(
       "set_gemm_params",
       [](Device& d, const std::string& dtype, const std::string& params, const std::string& source) {
-        // "" removes the override: the database decides again
+        // "" removes the override: the stored tuned entry, else the database, decides again
         need<GemmTuning>(d, "set_gemm_params").set(dtype_from_name(dtype), params, source);
       },
       py::arg("device"), py::arg("dtype"), py::arg("params"), py::arg("source") = "tuned");

@@ -228,6 +228,20 @@ def _keep_best(old: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def measure_missing(devices: Sequence[Device], say: Optional[Callable[[str], None]] = None) -> List[Device]:
+    """Measures and stores the ceilings of the accelerators (OpenCL devices that are not CPUs) among ``devices``
+    that have none stored, so that a suite's "% peak" columns and summaries have their own device's ceiling to
+    compare with rather than none (the host's ceilings are measured wherever they are needed). Returns them."""
+    todo = [d for d in devices if d.kind == "opencl" and d.type != "cpu" and
+            not stored_peaks().get(_key(d), {}).get("mem_gbps")]
+    if todo and _store_path():
+        if say:
+            say(f"measuring the ceilings of {', '.join(d.id for d in todo)} (none stored; `python -m hetnn bench "
+                f"peak` measures them again)")
+        run_peak(todo)
+    return todo
+
+
 def run_peak(devices: Sequence[Device], store: bool = True,
              progress: Optional[Callable[[str], None]] = None) -> List[Dict[str, Any]]:
     """Measures every device's ceilings and stores them in the cache directory (peaks.json), where the other

@@ -187,7 +187,7 @@ def _shape_list(shapes: Any) -> List[Any]:
 
 def suite_matmul(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, Any]]:
     from .matmul import MATMUL_COLUMNS, MATMUL_SHAPES, precision_table, ratios, resnet50_shapes, run_matmul
-    from .peak import cpu_fma_peak_gflops
+    from .peak import cpu_fma_peak_gflops, measure_missing
     from .report import format_table
 
     if opts.shapes is not None and not isinstance(opts.shapes, str):  # from Python: (M, N, K) or (label, M, N, K)
@@ -207,6 +207,7 @@ def suite_matmul(opts: Options, say: Say, progress: _Progress) -> List[Dict[str,
     say(f"hetnn matmul benchmark ({shapes_name} shapes, {opts.dtype}); devices: {_devices_line(devs)}; "
         f"NumPy {np.__version__}")
     shapes = custom or (resnet50_shapes(opts.batch) if shapes_name == "resnet50" else MATMUL_SHAPES[shapes_name])
+    measure_missing(devs, say)
     say(f"measured FP32 FMA peak of the host CPU: {cpu_fma_peak_gflops():.1f} GFLOP/s")
     rows: List[Dict[str, Any]] = []
     notes: List[str] = []
@@ -237,7 +238,7 @@ def suite_matmul(opts: Options, say: Say, progress: _Progress) -> List[Dict[str,
 def suite_maxpool(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, Any]]:
     from .maxpool import (MAXPOOL_COLUMNS, POOL_PEERS, SWEEP_COLUMNS, layer_cases, ratios, run_maxpool,
                           sweep_cases, target_cases)
-    from .peak import stream_gbps
+    from .peak import measure_missing, stream_gbps
     from .report import format_table
 
     batches = [1] if opts.quick else sorted({1, 32, opts.batch})
@@ -248,6 +249,7 @@ def suite_maxpool(opts: Options, say: Say, progress: _Progress) -> List[Dict[str
     t0 = time.perf_counter()
     say(f"hetnn max-pool benchmark (float32); devices: {_devices_line(devs)}")
     say(f"measured STREAM triad bandwidth of the host: {stream_gbps():.1f} GB/s")
+    measure_missing(devs, say)
     notes: List[str] = []
     kw = dict(progress=progress.callback(), notes=notes, **timing)
     layer_rows = run_maxpool(target_cases() + layer_cases(batches), devs, compare=compare, **kw)
@@ -311,6 +313,7 @@ def suite_mlp(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, An
 
 
 def suite_transfer(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, Any]]:
+    from .peak import measure_missing
     from .report import format_table
     from .transfer import TRANSFER_COLUMNS, run_transfer, summary, transfer_sizes
 
@@ -319,6 +322,7 @@ def suite_transfer(opts: Options, say: Say, progress: _Progress) -> List[Dict[st
     max_bytes = 16 << 20 if opts.quick else 256 << 20
     t0 = time.perf_counter()
     say(f"hetnn transfer benchmark; devices: {_devices_line(devs)}")
+    measure_missing(devs, say)
     rows = run_transfer(devs, transfer_sizes(max_bytes), progress=progress.callback(), **timing)
     say(format_table(rows, TRANSFER_COLUMNS))
     for line in summary(rows):

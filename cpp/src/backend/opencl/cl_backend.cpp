@@ -217,33 +217,41 @@ cl_mem ClBackend::mem(const Buffer& b) { return mem_of(b); }
 void ClBackend::load_tuned_once() {
   if (tuned_loaded_) return;
   tuned_loaded_ = true;
+  apply_stored_tuning(std::nullopt);
+}
+
+void ClBackend::apply_stored_tuning(std::optional<DType> only) {
   for (const auto& [dtype, entry] : load_tuned(info_)) {
     try {
       const DType t = dtype_from_name(dtype);
-      const json::Value* params = entry.get("params");
-      if (!params || !params->string()) throw ValueError("no \"params\" string");
-      GemmParams p = GemmParams::parse(*params->string());
-      p.validate(info_, t == DType::f64 ? 8 : 4);
-      const json::Value* date = entry.get("date");
-      p.source = "tuned " + (date && date->string() ? *date->string() : std::string());
-      gemm_overrides_[t] = p;
+      if (only && t != *only) continue;
+      gemm_overrides_[t] = parse_tuned(entry, info_, t);
     } catch (const Error& e) {
       warn("ignoring tuned " + dtype + " GEMM parameters for " + info_.id + " (" + e.what() + ")");
     }
   }
 }
 
+const GemmParams* ClBackend::override_for(DType t, std::int64_t macs) const {
+  const auto it = gemm_overrides_.find(t);
+  if (it == gemm_overrides_.end()) return nullptr;
+  for (const GemmParams& p : it->second)  // size classes in increasing max_macs, then the entry for any size
+    if (p.max_macs < 0 || (macs >= 0 && macs <= p.max_macs)) return &p;
+  return nullptr;
+}
+
 GemmParams ClBackend::gemm_params(DType t, std::int64_t macs) {
   std::lock_guard<std::mutex> lock(mu_);
   load_tuned_once();
-  auto it = gemm_overrides_.find(t);
-  return it != gemm_overrides_.end() ? it->second : gemm_database_lookup(info_, t, macs);
+  const GemmParams* p = override_for(t, macs);
+  return p ? *p : gemm_database_lookup(info_, t, macs);
 }
 
 void ClBackend::clear_gemm_params(DType t) {
   std::lock_guard<std::mutex> lock(mu_);
   load_tuned_once();
   gemm_overrides_.erase(t);
+  apply_stored_tuning(t);
 }
 
 void* ClBackend::extension(const std::string& name) {
@@ -269,8 +277,10 @@ void ClBackend::set_gemm_params(DType t, const GemmParams& p) {
   p.validate(info_, t == DType::f64 ? 8 : 4);
   std::lock_guard<std::mutex> lock(mu_);
   load_tuned_once();
-  gemm_overrides_[t] = p;
-  gemm_overrides_[t].source = p.source.empty() ? "tuned" : p.source;
+  GemmParams q = p;
+  q.source = p.source.empty() ? "tuned" : p.source;
+  q.max_macs = -1;
+  gemm_overrides_[t] = {q};  // one entry for every size, replacing any size classes
 }
 
 cl_mem ClBackend::scratch(int slot, std::size_t bytes) {
@@ -414,7 +424,7 @@ void ClBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Bu
       matmul_tiled(q, d, mem_of(a), mem_of(b), mem_of(c), bm);
   };
   try {
-    if (gemm_faults_ > 0 && gemm_overrides_.count(d.dtype)) {
+    if (gemm_faults_ > 0 && override_for(d.dtype, d.M * d.N * d.K)) {
       --gemm_faults_;
       throw OpenCLError(-5, "CL_OUT_OF_RESOURCES", "clEnqueueNDRangeKernel(matmul) [injected by a test]");
     }
@@ -425,10 +435,10 @@ void ClBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Bu
     // A tuned entry passed validate() yet failed to build or launch (a hand-edited file, a driver with other
     // limits): drop it for this process and use the database's kernel. Build and launch errors come before the first
     // GEMM kernel is queued, so C is still untouched. The database's own kernels failing is a real error.
-    auto it = gemm_overrides_.find(d.dtype);
-    if (it == gemm_overrides_.end() || it->second.str() != p.str()) throw;
-    const std::string source = it->second.source;
-    gemm_overrides_.erase(it);
+    const GemmParams* used = override_for(d.dtype, d.M * d.N * d.K);
+    if (!used || used->str() != p.str()) throw;
+    const std::string source = used->source;
+    gemm_overrides_.erase(d.dtype);
     const GemmParams fallback = gemm_database_lookup(info_, d.dtype, d.M * d.N * d.K);
     std::string why = e.what();
     why = why.substr(0, why.find('\n'));

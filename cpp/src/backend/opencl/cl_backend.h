@@ -3,6 +3,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,7 +83,7 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // database), and the override itself.
   GemmParams gemm_params(DType t, std::int64_t macs = -1);
   void set_gemm_params(DType t, const GemmParams& p);
-  void clear_gemm_params(DType t);  // back to the database
+  void clear_gemm_params(DType t);  // back to the stored tuned entry, else the database
   // An event out-parameter for an enqueue: non-null only while a capture is open.
   cl_event* event_slot(cl_event& ev) { return recorder_.active() ? &ev : nullptr; }
   void record(const char* name, cl_event ev, double host_enqueue, std::uint64_t bytes);
@@ -103,9 +104,11 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   std::mutex mu_;  // kernels' arguments are set and enqueued under it
   ProgramCache programs_;
   std::map<std::string, Kernel> kernels_;
-  std::map<DType, GemmParams> gemm_overrides_;
+  std::map<DType, std::vector<GemmParams>> gemm_overrides_;  // size classes by increasing max_macs, then any size
   bool tuned_loaded_ = false;  // the stored tuned entries (gemm_tuning.h) join gemm_overrides_ on first use
   void load_tuned_once();      // under mu_
+  void apply_stored_tuning(std::optional<DType> only);  // under mu_: the stored entries (one dtype, or all)
+  const GemmParams* override_for(DType t, std::int64_t macs) const;  // under mu_; nullptr: the database decides
   int gemm_faults_ = 0;  // inject_gemm_faults
   std::string kernel_variant_;  // set_kernel_variant
   bool gpu_kernels() const;

@@ -2,6 +2,7 @@
 // GPUs) and its tunables, passed to the .cl files as -D options. Looked up device name -> vendor -> device type ->
 // default (like CLBlast's database); a tuned entry from the user cache (python -m hetnn tune gemm) overrides.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "core/device.h"
@@ -18,6 +19,7 @@ struct GemmParams {
   // tiled (gemm.cl): TS_M x TS_N tile per work-group, TS_K deep slices in local memory, WPT_M x WPT_N per work item
   int ts_m = 64, ts_n = 64, ts_k = 16, wpt_m = 4, wpt_n = 4;
   std::string source;  // where the entry came from: "database:<match>", "tuned", "default"
+  std::int64_t max_macs = -1;  // applies to problems of at most this many multiply-adds (M*N*K); -1: any size
 
   std::string defines() const;  // "-DRM=8 -DVW=16 ..."
   std::string str() const;      // "family=packed rm=8 vw=16 nv=2 lx=0"

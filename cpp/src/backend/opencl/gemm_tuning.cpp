@@ -1,5 +1,7 @@
 #include "backend/opencl/gemm_tuning.h"
 
+#include <algorithm>
+#include <cmath>
 #include <mutex>
 
 #include "core/cache_dir.h"
@@ -54,6 +56,34 @@ std::map<std::string, json::Value> load_tuned(const DeviceInfo& dev) {
   if (it == devices.end()) return {};
   const json::Object& per_dtype = *it->second.object();
   return {per_dtype.begin(), per_dtype.end()};
+}
+
+std::vector<GemmParams> parse_tuned(const json::Value& entry, const DeviceInfo& dev, DType dtype) {
+  const json::Value* date = entry.get("date");
+  const std::string source = "tuned " + (date && date->string() ? *date->string() : std::string());
+  const auto one = [&](const json::Value& e, std::int64_t max_macs) {
+    const json::Value* params = e.get("params");
+    if (!params || !params->string()) throw ValueError("no \"params\" string");
+    GemmParams p = GemmParams::parse(*params->string());
+    p.validate(dev, dtype == DType::f64 ? 8 : 4);
+    p.source = max_macs < 0 ? source : source + " (problems up to " + std::to_string(max_macs) + " multiply-adds)";
+    p.max_macs = max_macs;
+    return p;
+  };
+  std::vector<GemmParams> out;
+  if (const json::Value* classes = entry.get("by_size")) {
+    const auto* list = std::get_if<json::Array>(&classes->v);
+    if (!list) throw ValueError("\"by_size\" is not a list");
+    for (const json::Value& c : *list) {
+      const json::Value* m = c.get("max_macs");
+      if (!m || !m->number() || !(*m->number() >= 1 && *m->number() <= 9e18) || std::floor(*m->number()) != *m->number())
+        throw ValueError("a \"by_size\" entry needs an integer \"max_macs\" >= 1");
+      out.push_back(one(c, static_cast<std::int64_t>(*m->number())));
+    }
+    std::sort(out.begin(), out.end(), [](const GemmParams& a, const GemmParams& b) { return a.max_macs < b.max_macs; });
+  }
+  out.push_back(one(entry, -1));
+  return out;
 }
 
 std::string store_tuned(const DeviceInfo& dev, const std::string& dtype, const std::string& entry_json) {
