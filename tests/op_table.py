@@ -3,7 +3,9 @@ dtypes it takes and its bad calls. tests/test_op_table.py runs every row on ever
 public API or of the backend interface (cpp/src/backend/backend.h) has no row.
 
 A row's `run(dev, inputs)` returns NumPy results (a tuple); `reference(inputs)` the same in float64; `tol` the
-allowed norm-wise relative error per dtype; `bad` lists (label, call(dev), exception types, message regex)."""
+allowed norm-wise relative error per dtype; `bad` lists (label, call(dev), exception types, message regex). The
+property tests (tests/test_properties.py), the bad-input sweep (tests/test_bad_inputs.py) and the C++ ops driver
+(cpp/tests/ops_driver.cpp, its kOps registry) iterate these rows."""
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
@@ -192,23 +194,88 @@ def _take_inputs(rng, dtype):
     return rng.standard_normal((rows, cols)).astype(dtype), rng.integers(0, rows, n).astype(np.int64)
 
 
+# ---- bad calls: (label, call(device), exception type(s), regex the message must match: it names the argument) --------
+F32 = np.ones((4, 4), np.float32)
+X4 = np.ones((1, 2, 6, 6), np.float32)
+
+
+def _readonly():
+    a = np.ones((4, 4), np.float32)
+    a.flags.writeable = False
+    return a
+
+
+def _mm(*args, **kw):
+    return lambda d: hetnn.matmul(*args, device=d, **kw)
+
+
+def _pool(*args, **kw):
+    return lambda d: hetnn.max_pool2d(*args, device=d, **kw)
+
+
+def _pool_bwd(*args, **kw):
+    return lambda d: hetnn.max_pool2d_backward(*args, device=d, **kw)
+
+
+MATMUL_BAD = [
+    ("int32", _mm(np.ones((2, 2), np.int32), np.ones((2, 2), np.int32)), TypeError, "int32"),
+    ("inner-mismatch", _mm(np.ones((2, 3), np.float32), np.ones((4, 2), np.float32)), ValueError, "K|inner|shape"),
+    ("beta-without-out", _mm(F32, F32, beta=1.0), ValueError, "beta"),
+    ("1d", _mm(np.ones(4, np.float32), F32), ValueError, "a"),
+    ("4d", _mm(np.ones((1, 1, 4, 4), np.float32), F32), ValueError, "a"),
+    ("dtype-mismatch", _mm(F32, F32.astype(np.float64)), TypeError, "dtype"),
+    ("string", _mm("ab", F32), TypeError, "a"),
+    ("none", _mm(None, F32), TypeError, "a"),
+    ("bias-shape", _mm(F32, F32, bias=np.ones(3, np.float32)), ValueError, "bias"),
+    ("activation", _mm(F32, F32, activation="gelu"), ValueError, "activation"),
+    ("alpha-string", _mm(F32, F32, alpha="x"), TypeError, "alpha"),
+    ("alpha-overflow", _mm(F32, F32, alpha=10**400), ValueError, "alpha"),
+    ("beta-overflow", _mm(F32, F32, beta=-10**400), ValueError, "beta"),
+    ("transpose-int", _mm(F32, F32, transpose_a=2), TypeError, "transpose_a"),
+    ("out-shape", lambda d: hetnn.matmul(hetnn.asarray(F32, device=d), hetnn.asarray(F32, device=d),
+                                         out=hetnn.empty((3, 3), device=d)), ValueError, "out"),
+    ("out-readonly-numpy", _mm(F32, F32, out=_readonly()), (ValueError, TypeError), "out"),
+    ("mixed-host-device", lambda d: hetnn.matmul(hetnn.asarray(F32, device=d), F32), TypeError, "b"),
+    ("batch-mismatch", _mm(np.ones((2, 4, 4), np.float32), np.ones((3, 4, 4), np.float32)), ValueError, "batch"),
+]
+POOL_BAD = [
+    ("kernel-zero", _pool(X4, 0), ValueError, "kernel_size"),
+    ("kernel-beyond-int", _pool(np.zeros((1, 1, 4, 4), np.float32), 2**31), ValueError, "kernel_size"),
+    ("stride-beyond-int", _pool(np.zeros((1, 1, 4, 4), np.float32), 2, (1, -2**40)), ValueError, "stride"),
+    ("2d-input", _pool(F32, 2), ValueError, "input|x"),
+    ("5d-input", _pool(np.ones((1, 1, 1, 4, 4), np.float32), 2), ValueError, "input|x"),
+    ("kernel-negative", _pool(X4, -2), ValueError, "kernel_size"),
+    ("kernel-float", _pool(X4, 2.5), TypeError, "kernel_size"),
+    ("kernel-triple", _pool(X4, (2, 2, 2)), (TypeError, ValueError), "kernel_size"),
+    ("stride-zero", _pool(X4, 2, 0), ValueError, "stride"),
+    ("padding-too-big", _pool(X4, 2, 1, 2), ValueError, "padding"),
+    ("padding-negative", _pool(X4, 2, 1, -1), ValueError, "padding"),
+    ("dilation-zero", _pool(X4, 2, dilation=0), ValueError, "dilation"),
+    ("window-larger-than-input", _pool(X4, 7), ValueError, "output|window|kernel"),
+    ("int-dtype", _pool(X4.astype(np.int32), 2), TypeError, "int32"),
+    ("ceil-string", _pool(X4, 2, ceil_mode="yes"), TypeError, "ceil_mode"),
+    ("empty-channel", _pool(np.ones((1, 0, 4, 4), np.float32), 2), ValueError, "empty"),
+]
+POOL_BWD_BAD = [
+    ("index-outside-window", _pool_bwd(np.ones((1, 1, 2, 2), np.float32), np.full((1, 1, 2, 2), 15, np.int64),
+                                       (1, 1, 4, 4), 2), ValueError, "window|indices"),
+    ("index-dtype", _pool_bwd(np.ones((1, 2, 3, 3), np.float32), np.zeros((1, 2, 3, 3), np.float32), X4.shape, 2),
+     TypeError, "indices"),
+    ("shape-mismatch", _pool_bwd(np.ones((1, 2, 3, 3), np.float32), np.zeros((1, 2, 2, 3), np.int64), X4.shape, 2),
+     ValueError, "indices|shape"),
+    ("index-out-of-range", _pool_bwd(np.ones((1, 2, 3, 3), np.float32), np.full((1, 2, 3, 3), 99, np.int64),
+                                     X4.shape, 2), ValueError, "indices"),
+    ("input-shape-wrong", _pool_bwd(np.ones((1, 2, 3, 3), np.float32), np.zeros((1, 2, 3, 3), np.int64), (1, 2, 6),
+                                    2), ValueError, "input_shape"),
+]
+
+
 OPS: Dict[str, Op] = {op.name: op for op in [
-    Op("matmul", _mm_run, _mm_ref, _mm_inputs, backend=["matmul"], bad=[
-        ("int32", lambda d: hetnn.matmul(np.ones((2, 2), np.int32), np.ones((2, 2), np.int32), device=d),
-         TypeError, "int32"),
-        ("inner-mismatch", lambda d: hetnn.matmul(np.ones((2, 3), np.float32), np.ones((4, 2), np.float32),
-                                                  device=d), ValueError, "K|inner|shape"),
-        ("beta-without-out", lambda d: hetnn.matmul(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32),
-                                                    beta=1.0, device=d), ValueError, "beta")]),
+    Op("matmul", _mm_run, _mm_ref, _mm_inputs, backend=["matmul"], bad=MATMUL_BAD),
     Op("max_pool2d", _pool_run, _pool_ref, _pool_inputs, tol={"float32": 0.0, "float64": 0.0},
-       backend=["max_pool2d"], bad=[
-        ("kernel-zero", lambda d: hetnn.max_pool2d(np.ones((1, 1, 4, 4), np.float32), 0, device=d), ValueError,
-         "kernel_size")]),
+       backend=["max_pool2d"], bad=POOL_BAD),
     Op("max_pool2d_backward", _pool_bwd_run, _pool_bwd_ref, _pool_bwd_inputs, tol={"float32": 1e-6, "float64": 1e-14},
-       backend=["max_pool2d_backward"], bad=[
-        ("index-outside-window", lambda d: hetnn.max_pool2d_backward(
-            np.ones((1, 1, 2, 2), np.float32), np.full((1, 1, 2, 2), 15, np.int64), (1, 1, 4, 4), 2, device=d),
-         ValueError, "window|indices")]),
+       backend=["max_pool2d_backward"], bad=POOL_BWD_BAD),
     Op("activation", lambda d, i: (_core.activation(_up(d, i[0]), i[1]).to_numpy(),),
        lambda i: (_acts64(i[0].astype(np.float64), i[1]),), _act_inputs, backend=["activation"], bad=[
         ("unknown", lambda d: _core.activation(_up(d, np.ones(3, np.float32)), "gelu"), ValueError, "activation")]),

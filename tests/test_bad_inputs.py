@@ -1,26 +1,22 @@
-"""Bad-input sweep: every public function called with wrong types, wrong ndim, mismatched shapes, negative or zero
-sizes, non-contiguous and read-only arrays, arrays on different devices, unsupported dtypes, absurd sizes, corrupt
-and foreign model files and unknown device specs. Each must raise a typed exception whose message names the
-argument; none may crash, hang or return garbage. The case count is in the test ids (bad_input[NNN-...]) and in the
-session summary ("bad-input cases tried")."""
+"""Bad-input sweep: every public function (the ops through the op table's bad calls, on every device) called with
+wrong types, wrong ndim, mismatched shapes, negative or zero sizes, non-contiguous and read-only arrays, arrays on
+different devices, unsupported dtypes, absurd sizes, corrupt and foreign model files and unknown device specs. Each
+must raise a typed exception whose message names the argument; none may crash, hang or return garbage. The case
+count is in the test ids and in the session summary ("bad-input cases tried")."""
+import re
+
 import numpy as np
 import pytest
 
 import hetnn
 from hetnn import nn, optim
+from op_table import OPS, _readonly
 
 COUNT = {"cases": 0}  # read by conftest's terminal summary
 
 CPU = hetnn.device("cpu")
 OTHER = next((d for d in hetnn.devices() if d.id != "cpu"), None)
 F32 = np.ones((4, 4), np.float32)
-X4 = np.ones((1, 2, 6, 6), np.float32)
-
-
-def _readonly():
-    a = np.ones((4, 4), np.float32)
-    a.flags.writeable = False
-    return a
 
 
 def _model():
@@ -80,59 +76,8 @@ CASES = [
     ("empty-unaddressable", lambda t: hetnn.empty((1 << 62,), device=CPU), ValueError, "shape"),
     ("empty-product-overflow", lambda t: hetnn.empty((1 << 40, 1 << 40), device=CPU), ValueError, "shape"),
     ("zeros-string-shape", lambda t: hetnn.zeros("abc"), TypeError, "shape"),
-    # matmul
-    ("matmul-1d", lambda t: hetnn.matmul(np.ones(4, np.float32), F32), ValueError, "a"),
-    ("matmul-4d", lambda t: hetnn.matmul(np.ones((1, 1, 4, 4), np.float32), F32), ValueError, "a"),
-    ("matmul-inner-mismatch", lambda t: hetnn.matmul(F32, np.ones((5, 4), np.float32)), ValueError, "K|inner|shape"),
-    ("matmul-dtype-mismatch", lambda t: hetnn.matmul(F32, F32.astype(np.float64)), TypeError, "dtype"),
-    ("matmul-int-dtype", lambda t: hetnn.matmul(F32.astype(np.int32), F32.astype(np.int32)), TypeError, "int32"),
-    ("matmul-string", lambda t: hetnn.matmul("ab", F32), TypeError, "a"),
-    ("matmul-none", lambda t: hetnn.matmul(None, F32), TypeError, "a"),
-    ("matmul-bias-shape", lambda t: hetnn.matmul(F32, F32, bias=np.ones(3, np.float32)), ValueError, "bias"),
-    ("matmul-activation", lambda t: hetnn.matmul(F32, F32, activation="gelu"), ValueError, "activation"),
-    ("matmul-alpha-string", lambda t: hetnn.matmul(F32, F32, alpha="x"), TypeError, "alpha"),
-    ("matmul-alpha-overflow", lambda t: hetnn.matmul(F32, F32, alpha=10**400), ValueError, "alpha"),
-    ("matmul-beta-overflow", lambda t: hetnn.matmul(F32, F32, beta=-10**400), ValueError, "beta"),
-    ("max_pool2d-kernel-beyond-int", lambda t: hetnn.max_pool2d(np.zeros((1, 1, 4, 4), np.float32), 2**31),
-     ValueError, "kernel_size"),
-    ("max_pool2d-stride-beyond-int", lambda t: hetnn.max_pool2d(np.zeros((1, 1, 4, 4), np.float32), 2, (1, -2**40)),
-     ValueError, "stride"),
-    ("matmul-beta-without-out", lambda t: hetnn.matmul(F32, F32, beta=1.0), ValueError, "beta"),
-    ("matmul-transpose-int", lambda t: hetnn.matmul(F32, F32, transpose_a=2), TypeError, "transpose_a"),
-    ("matmul-out-shape", lambda t: hetnn.matmul(hetnn.asarray(F32), hetnn.asarray(F32),
-                                                out=hetnn.empty((3, 3))), ValueError, "out"),
-    ("matmul-out-readonly-numpy", lambda t: hetnn.matmul(F32, F32, out=_readonly()), (ValueError, TypeError),
-     "out"),
-    ("matmul-mixed-host-device", lambda t: hetnn.matmul(hetnn.asarray(F32), F32), TypeError, "b"),
+    # the ops' own bad calls are rows of the op table (tests/op_table.py): test_op_bad_call below, on every device
     ("matmul-different-devices", lambda t: _other_device_matmul(), ValueError, "device"),
-    ("matmul-batch-mismatch", lambda t: hetnn.matmul(np.ones((2, 4, 4), np.float32), np.ones((3, 4, 4), np.float32)),
-     ValueError, "batch"),
-    # max pooling
-    ("pool-2d-input", lambda t: hetnn.max_pool2d(F32, 2), ValueError, "input|x"),
-    ("pool-5d-input", lambda t: hetnn.max_pool2d(np.ones((1, 1, 1, 4, 4), np.float32), 2), ValueError, "input|x"),
-    ("pool-kernel-zero", lambda t: hetnn.max_pool2d(X4, 0), ValueError, "kernel_size"),
-    ("pool-kernel-negative", lambda t: hetnn.max_pool2d(X4, -2), ValueError, "kernel_size"),
-    ("pool-kernel-float", lambda t: hetnn.max_pool2d(X4, 2.5), TypeError, "kernel_size"),
-    ("pool-kernel-triple", lambda t: hetnn.max_pool2d(X4, (2, 2, 2)), (TypeError, ValueError), "kernel_size"),
-    ("pool-stride-zero", lambda t: hetnn.max_pool2d(X4, 2, 0), ValueError, "stride"),
-    ("pool-padding-too-big", lambda t: hetnn.max_pool2d(X4, 2, 1, 2), ValueError, "padding"),
-    ("pool-padding-negative", lambda t: hetnn.max_pool2d(X4, 2, 1, -1), ValueError, "padding"),
-    ("pool-dilation-zero", lambda t: hetnn.max_pool2d(X4, 2, dilation=0), ValueError, "dilation"),
-    ("pool-window-larger-than-input", lambda t: hetnn.max_pool2d(X4, 7), ValueError, "output|window|kernel"),
-    ("pool-int-dtype", lambda t: hetnn.max_pool2d(X4.astype(np.int32), 2), TypeError, "int32"),
-    ("pool-ceil-string", lambda t: hetnn.max_pool2d(X4, 2, ceil_mode="yes"), TypeError, "ceil_mode"),
-    ("pool-empty-channel", lambda t: hetnn.max_pool2d(np.ones((1, 0, 4, 4), np.float32), 2), ValueError, "empty"),
-    ("pool-bwd-index-dtype", lambda t: hetnn.max_pool2d_backward(np.ones((1, 2, 3, 3), np.float32),
-                                                                 np.zeros((1, 2, 3, 3), np.float32), X4.shape, 2),
-     TypeError, "indices"),
-    ("pool-bwd-shape-mismatch", lambda t: hetnn.max_pool2d_backward(np.ones((1, 2, 3, 3), np.float32),
-                                                                    np.zeros((1, 2, 2, 3), np.int64), X4.shape, 2),
-     ValueError, "indices|shape"),
-    ("pool-bwd-index-out-of-range", lambda t: hetnn.max_pool2d_backward(
-        np.ones((1, 2, 3, 3), np.float32), np.full((1, 2, 3, 3), 99, np.int64), X4.shape, 2), ValueError, "indices"),
-    ("pool-bwd-input-shape-wrong", lambda t: hetnn.max_pool2d_backward(
-        np.ones((1, 2, 3, 3), np.float32), np.zeros((1, 2, 3, 3), np.int64), (1, 2, 6), 2), ValueError,
-     "input_shape"),
     # timing and profiling
     ("benchmark-not-callable", lambda t: hetnn.benchmark(3), TypeError, "fn"),
     ("benchmark-negative-repeat", lambda t: hetnn.benchmark(lambda: None, n_repeat=-1), ValueError, "n_repeat"),
@@ -210,20 +155,32 @@ if OTHER is not None:
                   "bytes|memory|allocat"))
 
 
+def _expect(name, call, exc, pattern):
+    COUNT["cases"] += 1
+    with pytest.raises(exc) as info:
+        call()
+    msg = str(info.value)
+    if pattern is str:
+        assert msg, f"{name}: empty message"
+    else:
+        assert re.search(pattern, msg), f"{name}: message does not name the argument: {msg!r}"
+
+
 @pytest.mark.parametrize("case", CASES, ids=[f"{i:03d}-{c[0]}" for i, c in enumerate(CASES)])
 def test_bad_input(case, tmp_path):
     import hetnn.bench  # noqa: F401  (hetnn.bench.run / compare in the table)
 
     name, call, exc, pattern = case
-    COUNT["cases"] += 1
-    with pytest.raises(exc) as info:
-        call(tmp_path)
-    msg = str(info.value)
-    if pattern is str:
-        assert msg, f"{name}: empty message"
-    else:
-        import re
-        assert re.search(pattern, msg), f"{name}: message does not name the argument: {msg!r}"
+    _expect(name, lambda: call(tmp_path), exc, pattern)
+
+
+OP_BAD = [(name, label, call, exc, msg) for name, op in sorted(OPS.items()) for label, call, exc, msg in op.bad]
+
+
+@pytest.mark.parametrize("name,label,call,exc,msg", OP_BAD, ids=[f"{b[0]}-{b[1]}" for b in OP_BAD])
+def test_op_bad_call(device, name, label, call, exc, msg):
+    """Every op-table row's bad calls, on every device: a typed error whose message names the argument."""
+    _expect(f"{name}-{label}", lambda: call(device), exc, msg)
 
 
 def test_normal_call_after_failed_allocation(device):

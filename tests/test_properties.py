@@ -1,7 +1,7 @@
-"""Property tests (hypothesis): matmul, max pooling (forward, indices, backward), dense layers (forward, backward)
-and SGD steps on every available device against float64 NumPy references, over random shapes including 0- and
-1-sized dimensions, odd sizes, large strides, padding and dilation, NaN/Inf in inputs (propagated as NumPy and
-PyTorch do), float32 and float64.
+"""Property tests (hypothesis): every row of the op table (tests/op_table.py) on drawn seeds and dtypes; then matmul,
+max pooling (forward, indices, backward), dense layers (forward, backward) and SGD steps on every available device
+against float64 NumPy references, over random shapes including 0- and 1-sized dimensions, odd sizes, large strides,
+padding and dilation, NaN/Inf in inputs (propagated as NumPy and PyTorch do), float32 and float64.
 
 HETNN_PROPERTY_EXAMPLES sets the examples per test and device (default 40); the number run is printed at the end
 of the session ("property-test examples run")."""
@@ -14,7 +14,8 @@ import hetnn
 from hetnn import nn, optim
 
 import max_pool_reference as ref
-from conftest import supported_dtypes
+from conftest import rel_err, supported_dtypes
+from op_table import OPS
 
 hyp = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -286,3 +287,27 @@ def test_dense_backward_ops_and_sgd_with_nan_inf(device):
         fin = np.isfinite(want_p)
         np.testing.assert_allclose(got_p[fin], want_p[fin], rtol=16 * EPS[dtype], atol=16 * EPS[dtype])
     prop()
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_op_table_row_matches_its_float64_reference(device, name):
+    """Each op-table row on fresh random inputs from drawn seeds, in every dtype the row and the device take: every
+    output against the row's float64 reference (new hetnn arrays start as NaN bytes: HETNN_POISON)."""
+    op = OPS[name]
+    dtypes = [d for d in op.dtypes if d in supported_dtypes(device)]
+
+    @SETTINGS
+    @given(st.integers(0, 2**32 - 1), st.sampled_from(dtypes))
+    def check(seed, dtype):
+        COUNT["examples"] += 1
+        inputs = op.inputs(np.random.default_rng(seed), dtype)
+        got = op.run(device, inputs)
+        want = op.reference(inputs)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            g = np.asarray(g)
+            assert g.shape == np.shape(w), (name, g.shape, np.shape(w))
+            assert not np.isnan(g).any() or np.isnan(w).any(), f"{name}: unwritten (NaN-poisoned) output"
+            assert rel_err(g, w) <= op.tol[dtype], (name, dtype, rel_err(g, w))
+
+    check()

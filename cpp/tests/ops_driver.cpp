@@ -188,86 +188,166 @@ void run_pool(const DevicePtr& dev, std::mt19937& g) {
   expect_throw<ValueError>([&] { max_pool2d(x, bad, nullptr, nullptr); }, "max_pool2d kernel 0");
 }
 
-// Every training op against a double reference on the same inputs (float32 results: relative 1e-5).
-void run_nn(const DevicePtr& dev, std::mt19937& g) {
-  const int rows = 1 + int(g() % 17), cols = 2 + int(g() % 9);
-  const std::size_t n = std::size_t(rows) * cols;
-  auto near = [](double got, double want, double tol = 1e-5) { return std::abs(got - want) <= tol * (1 + std::abs(want)); };
-  auto P = randv(g, n);
-  Array pred = Array::from_host(dev, P.data(), {rows, cols}, DType::f32);
-  std::vector<std::int64_t> L(rows);
-  for (auto& l : L) l = std::int64_t(g() % cols);
-  Array labels = Array::from_host(dev, L.data(), {rows}, DType::i64);
+// The training ops, one function per op-table row, each on its own random inputs against a double reference
+// (float32 results: relative 1e-5).
+bool near(double got, double want, double tol = 1e-5) { return std::abs(got - want) <= tol * (1 + std::abs(want)); }
+
+struct Batch {  // rows x cols predictions and one label per row, on the device and on the host
+  int rows, cols;
+  std::vector<float> P;
+  std::vector<std::int64_t> L;
+  Array pred, labels;
+  Batch(const DevicePtr& dev, std::mt19937& g) : rows(1 + int(g() % 17)), cols(2 + int(g() % 9)) {
+    P = randv(g, n());
+    L.resize(rows);
+    for (auto& l : L) l = std::int64_t(g() % cols);
+    pred = Array::from_host(dev, P.data(), {rows, cols}, DType::f32);
+    labels = Array::from_host(dev, L.data(), {rows}, DType::i64);
+  }
+  std::size_t n() const { return std::size_t(rows) * cols; }
+  std::vector<double> softmax() const {
+    std::vector<double> out(n());
+    for (int r = 0; r < rows; ++r) {
+      double m = -INFINITY, z = 0;
+      for (int c = 0; c < cols; ++c) m = std::max(m, double(P[r * cols + c]));
+      for (int c = 0; c < cols; ++c) z += std::exp(double(P[r * cols + c]) - m);
+      for (int c = 0; c < cols; ++c) out[r * cols + c] = std::exp(double(P[r * cols + c]) - m) / z;
+    }
+    return out;
+  }
+};
+
+void run_batch_loss(const DevicePtr& dev, std::mt19937& g) {
   // cross-entropy over labels: loss_scale * sum of rows' losses, grad = grad_scale * (softmax - onehot)
-  std::vector<double> soft(n);
-  double want_loss = 0, want_correct = 0;
-  for (int r = 0; r < rows; ++r) {
-    double m = -INFINITY, z = 0;
-    int arg = 0;
-    for (int c = 0; c < cols; ++c)
-      if (P[r * cols + c] > m) m = P[r * cols + c], arg = c;
-    for (int c = 0; c < cols; ++c) z += std::exp(double(P[r * cols + c]) - m);
-    for (int c = 0; c < cols; ++c) soft[r * cols + c] = std::exp(double(P[r * cols + c]) - m) / z;
-    want_loss += -(double(P[r * cols + L[r]]) - m - std::log(z));
-    want_correct += arg == L[r];
-  }
+  Batch b(dev, g);
+  const auto soft = b.softmax();
+  double want = 0;
+  for (int r = 0; r < b.rows; ++r) want += -std::log(soft[r * b.cols + b.L[r]]);
   Array acc = Array::zeros(dev, {1}, DType::f32);
-  Array grad = Array::empty(dev, {rows, cols}, DType::f32);
-  loss("cross_entropy", pred, labels, acc, &grad, 0.5, 1.0 / rows);
-  bool ok = near(host(acc)[0], 0.5 * want_loss);
+  Array grad = Array::empty(dev, {b.rows, b.cols}, DType::f32);
+  loss("cross_entropy", b.pred, b.labels, acc, &grad, 0.5, 1.0 / b.rows);
+  bool ok = near(host(acc)[0], 0.5 * want);
   const auto GR = host(grad);
-  for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; ++c) ok &= near(GR[r * cols + c], (soft[r * cols + c] - (c == L[r])) / rows);
+  for (int r = 0; r < b.rows; ++r)
+    for (int c = 0; c < b.cols; ++c) ok &= near(GR[r * b.cols + c], (soft[r * b.cols + c] - (c == b.L[r])) / b.rows);
   check(ok, dev->id() + " cross-entropy loss and gradient");
+  expect_throw<ValueError>([&] { loss("hinge", b.pred, b.labels, acc, nullptr, 1, 1); }, "unknown loss");
+}
+
+void run_metric(const DevicePtr& dev, std::mt19937& g) {
+  Batch b(dev, g);
+  double want = 0;
+  for (int r = 0; r < b.rows; ++r)
+    want += std::max_element(b.P.begin() + r * b.cols, b.P.begin() + (r + 1) * b.cols) - (b.P.begin() + r * b.cols) ==
+            b.L[r];
   Array hits = Array::zeros(dev, {1}, DType::f32);
-  metric("correct_argmax", pred, labels, hits);
-  check(host(hits)[0] == want_correct, dev->id() + " correct_argmax metric");
-  Array sm = softmax(pred, nullptr);
-  const auto S = host(sm);
-  ok = true;
-  for (std::size_t i = 0; i < n; ++i) ok &= near(S[i], soft[i]);
+  metric("correct_argmax", b.pred, b.labels, hits);
+  check(host(hits)[0] == want, dev->id() + " correct_argmax metric");
+}
+
+void run_softmax(const DevicePtr& dev, std::mt19937& g) {
+  Batch b(dev, g);
+  const auto soft = b.softmax();
+  const auto S = host(softmax(b.pred, nullptr));
+  bool ok = true;
+  for (std::size_t i = 0; i < b.n(); ++i) ok &= near(S[i], soft[i]);
   check(ok, dev->id() + " softmax");
-  Array y = activation(pred, Activation::sigmoid, nullptr);
-  Array dy = activation_backward(grad, y, Activation::sigmoid, nullptr);
-  const auto Y = host(y), DY = host(dy);
-  ok = true;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double sy = 1 / (1 + std::exp(-double(P[i])));
-    ok &= near(Y[i], sy) && near(DY[i], double(GR[i]) * Y[i] * (1 - Y[i]));
+}
+
+double act64(Activation a, double x) {
+  return a == Activation::relu ? std::max(x, 0.0) : a == Activation::sigmoid ? 1 / (1 + std::exp(-x)) : std::tanh(x);
+}
+
+void run_activation(const DevicePtr& dev, std::mt19937& g) {
+  Batch b(dev, g);
+  for (Activation a : {Activation::relu, Activation::sigmoid, Activation::tanh}) {
+    const auto Y = host(activation(b.pred, a, nullptr));
+    bool ok = true;
+    for (std::size_t i = 0; i < b.n(); ++i) ok &= near(Y[i], act64(a, b.P[i]));
+    check(ok, dev->id() + " activation " + std::to_string(int(a)));
   }
-  check(ok, dev->id() + " sigmoid and its backward");
-  Array colsum = sum_rows(dy, nullptr, 0.0);
-  const auto CS = host(colsum);
-  ok = true;
-  for (int c = 0; c < cols; ++c) {
+}
+
+void run_activation_backward(const DevicePtr& dev, std::mt19937& g) {
+  Batch b(dev, g);
+  const auto G = randv(g, b.n());
+  Array grad = Array::from_host(dev, G.data(), {b.rows, b.cols}, DType::f32);
+  for (Activation a : {Activation::relu, Activation::sigmoid, Activation::tanh}) {
+    std::vector<float> Yf(b.n());
+    for (std::size_t i = 0; i < b.n(); ++i) Yf[i] = float(act64(a, b.P[i]));
+    Array y = Array::from_host(dev, Yf.data(), {b.rows, b.cols}, DType::f32);
+    const auto DY = host(activation_backward(grad, y, a, nullptr));
+    bool ok = true;
+    for (std::size_t i = 0; i < b.n(); ++i) {
+      const double yi = Yf[i], d = a == Activation::relu ? (yi > 0 ? 1.0 : 0.0) : a == Activation::sigmoid
+                                                                              ? yi * (1 - yi) : 1 - yi * yi;
+      ok &= near(DY[i], G[i] * d);
+    }
+    check(ok, dev->id() + " activation_backward " + std::to_string(int(a)));
+  }
+}
+
+void run_sum_rows(const DevicePtr& dev, std::mt19937& g) {
+  Batch b(dev, g);
+  const auto CS = host(sum_rows(b.pred, nullptr, 0.0));
+  bool ok = true;
+  for (int c = 0; c < b.cols; ++c) {
     double s = 0, mag = 0;
-    for (int r = 0; r < rows; ++r) s += DY[r * cols + c], mag += std::abs(DY[r * cols + c]);
+    for (int r = 0; r < b.rows; ++r) s += b.P[r * b.cols + c], mag += std::abs(b.P[r * b.cols + c]);
     ok &= std::abs(CS[c] - s) <= 1e-6 * (mag + 1e-30) + 1e-12;
   }
   check(ok, dev->id() + " sum_rows");
+}
+
+void run_sgd_update(const DevicePtr& dev, std::mt19937& g) {
   // Nesterov SGD with weight decay from a nonzero velocity: PyTorch's definition (optim.py)
-  auto V0 = randv(g, n);
-  Array vel = Array::from_host(dev, V0.data(), {rows, cols}, DType::f32);
-  sgd_update(pred, grad, &vel, 0.1, 0.9, 1e-2, true);
-  const auto Q = host(pred), V = host(vel);
-  ok = true;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double d = double(GR[i]) + 1e-2 * P[i], v = 0.9 * V0[i] + d;
-    ok &= near(V[i], v) && near(Q[i], P[i] - 0.1 * (d + 0.9 * v));
+  Batch b(dev, g);
+  const auto GR = randv(g, b.n()), V0 = randv(g, b.n());
+  Array grad = Array::from_host(dev, GR.data(), {b.rows, b.cols}, DType::f32);
+  Array vel = Array::from_host(dev, V0.data(), {b.rows, b.cols}, DType::f32);
+  sgd_update(b.pred, grad, &vel, 0.1, 0.9, 1e-2, true);
+  const auto Q = host(b.pred), V = host(vel);
+  bool ok = true;
+  for (std::size_t i = 0; i < b.n(); ++i) {
+    const double d = double(GR[i]) + 1e-2 * b.P[i], v = 0.9 * V0[i] + d;
+    ok &= near(V[i], v) && near(Q[i], b.P[i] - 0.1 * (d + 0.9 * v));
   }
   check(ok, dev->id() + " SGD step (Nesterov, weight decay)");
-  std::vector<std::int64_t> I(rows);
-  for (int i = 0; i < rows; ++i) I[i] = (3 * i + 1) % rows;
-  Array idx = Array::from_host(dev, I.data(), {rows}, DType::i64);
-  Array taken = take_rows(pred, idx, 0, rows, nullptr);
-  const auto T = host(taken);
-  ok = true;
-  for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; ++c) ok &= T[r * cols + c] == Q[std::size_t(I[r]) * cols + c];
-  check(ok, dev->id() + " take_rows");
-  expect_throw<ValueError>([&] { loss("hinge", pred, labels, acc, nullptr, 1, 1); }, "unknown loss");
-  expect_throw<ValueError>([&] { sgd_update(pred, grad, nullptr, 0.1, 0.9, 0, false); }, "momentum without velocity");
+  expect_throw<ValueError>([&] { sgd_update(b.pred, grad, nullptr, 0.1, 0.9, 0, false); },
+                           "momentum without velocity");
 }
+
+void run_take_rows(const DevicePtr& dev, std::mt19937& g) {
+  Batch b(dev, g);
+  std::vector<std::int64_t> I(b.rows);
+  for (int i = 0; i < b.rows; ++i) I[i] = (3 * i + 1) % b.rows;
+  Array idx = Array::from_host(dev, I.data(), {b.rows}, DType::i64);
+  const auto T = host(take_rows(b.pred, idx, 0, b.rows, nullptr));
+  bool ok = true;
+  for (int r = 0; r < b.rows; ++r)
+    for (int c = 0; c < b.cols; ++c) ok &= T[r * b.cols + c] == b.P[std::size_t(I[r]) * b.cols + c];
+  check(ok, dev->id() + " take_rows");
+}
+
+// One entry per row of the op table (tests/op_table.py; tests/test_op_table.py fails when the names differ).
+// max_pool2d's function checks its backward too.
+struct OpCase {
+  const char* name;
+  void (*run)(const DevicePtr&, std::mt19937&);
+};
+const OpCase kOps[] = {
+    {"matmul", run_matmul},
+    {"max_pool2d", run_pool},
+    {"max_pool2d_backward", nullptr},  // in run_pool, on the forward's indices
+    {"activation", run_activation},
+    {"activation_backward", run_activation_backward},
+    {"softmax", run_softmax},
+    {"batch_loss", run_batch_loss},
+    {"metric", run_metric},
+    {"sgd_update", run_sgd_update},
+    {"sum_rows", run_sum_rows},
+    {"take_rows", run_take_rows},
+};
 
 // float16 and bfloat16 (stored in 16 bits, float32 arithmetic where the hardware has none): matmul with bias and
 // beta, activation and its backward, softmax, a loss with gradient, bias gradients and an SGD step, each against a
@@ -430,9 +510,8 @@ int main(int argc, char** argv) {
       for (int round = 0; round < 4; ++round)
         for (const auto& dev : all_devices()) {
           if (!only.empty() && dev->id() != only) continue;
-          run_matmul(dev, g);
-          run_pool(dev, g);
-          run_nn(dev, g);
+          for (const OpCase& op : kOps)
+            if (op.run) op.run(dev, g);
           run_trainer(dev, g);
           for (DType t : {DType::f16, DType::bf16})
             for (bool converted : {false, true}) run_half(dev, g, t, converted);
