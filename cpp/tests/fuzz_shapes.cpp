@@ -1,12 +1,14 @@
 // libFuzzer target: random shapes and parameters fed to the argument validation of matmul and max pooling and
-// to the pooling shape logic, then (when small) to the ops themselves on the CPU device, checked against naive
-// references. Any crash, sanitizer report, unexpected exception type or wrong value is a finding.
+// to the pooling shape logic, then (when small) to the ops themselves on the CPU device on nonzero values, checked
+// against naive references. Any crash, sanitizer report, unexpected exception type, refusal of a valid input or
+// wrong value is a finding.
 //
 //   build: scripts/sanitize.sh (clang -fsanitize=fuzzer,address,undefined)
 //   run:   build/fuzz/hetnn_fuzz_shapes -max_total_time=60
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -44,38 +46,66 @@ struct Reader {
   std::abort();
 }
 
+// Deterministic nonzero values in [-4, 4] (a product of zeros would hide a wrong index).
+std::vector<float> values(std::int64_t n, std::uint32_t salt) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = float(((i + salt) * 2654435761u) % 9) - 4.f;
+  return v;
+}
+
 void fuzz_matmul(Reader& r, const DevicePtr& cpu) {
   const std::int64_t M = r.wild(), N = r.wild(), K = r.wild(), K2 = r.take(0, 1) ? K : r.wild();
   const bool ta = r.take(0, 1), tb = r.take(0, 1);
   const DType t = r.take(0, 3) ? DType::f32 : DType::i32;
-  // shapes are validated before any allocation: the plan must reject what it cannot run, with a typed error
-  try {
-    const std::int64_t lim = 1 << 16;  // compared factor by factor: the products of wild sizes overflow
-    if (M < 0 || N < 0 || K < 0 || K2 < 0 || M > lim || N > lim || K > lim || K2 > lim || M * K > lim ||
-        K2 * N > lim) {
+  const std::int64_t lim = 1 << 16;  // compared factor by factor: the products of wild sizes overflow
+  if (M < 0 || N < 0 || K < 0 || K2 < 0) {
+    try {  // a negative size is refused before any allocation, with a typed error
       (void)shape_size({M, K});
       (void)shape_size({K2, N});
-      return;  // legal but too large to allocate in a fuzz iteration
+    } catch (const ValueError&) {
+      return;
     }
-    Array a = Array::zeros(cpu, ta ? Shape{K, M} : Shape{M, K}, DType::f32);
-    Array b = Array::zeros(cpu, tb ? Shape{N, K2} : Shape{K2, N}, t);
+    finding("shape_size accepted a negative size");
+  }
+  if (M > lim || N > lim || K > lim || K2 > lim || M * K > lim || K2 * N > lim) return;  // too large to allocate here
+  const bool valid = K == K2 && t == DType::f32;
+  const auto A = values(M * K, 1), B = values(K2 * N, 7);
+  const std::vector<std::int32_t> Bi(B.begin(), B.end());
+  try {
+    Array a = Array::from_host(cpu, A.data(), ta ? Shape{K, M} : Shape{M, K}, DType::f32);
+    Array b = t == DType::f32 ? Array::from_host(cpu, B.data(), tb ? Shape{N, K2} : Shape{K2, N}, t)
+                              : Array::from_host(cpu, Bi.data(), tb ? Shape{N, K2} : Shape{K2, N}, t);
     MatmulArgs args;
     args.trans_a = ta;
     args.trans_b = tb;
     Shape out;
     MatmulDesc d = matmul_plan(a, b, nullptr, args, &out);
-    if (K != K2 || t != DType::f32) finding("matmul_plan accepted mismatched operands");
+    if (!valid) finding("matmul_plan accepted mismatched operands");
     if (out != Shape{M, N} || d.M != M || d.N != N || d.K != K) finding("matmul_plan: wrong result shape");
-    if (M * N * K <= 4096) {
-      Array c = matmul(a, b, nullptr, args);
-      std::vector<float> h(static_cast<std::size_t>(M * N), 1.f);
-      if (!h.empty()) c.to_host(h.data());
-      for (float v : h)
-        if (v != 0.f) finding("matmul of zeros is not zero");
-    }
+    if (M * N * K > 4096) return;
+    Array c = matmul(a, b, nullptr, args);
+    std::vector<float> h(static_cast<std::size_t>(M * N), NAN);
+    if (!h.empty()) c.to_host(h.data());
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t j = 0; j < N; ++j) {
+        double s = 0;  // small integers: exact in float32 as well
+        for (std::int64_t k = 0; k < K; ++k) s += double(A[ta ? k * M + i : i * K + k]) * B[tb ? j * K + k : k * N + j];
+        if (h[i * N + j] != s) finding("matmul differs from the naive product");
+      }
   } catch (const ValueError&) {
+    if (valid) finding("matmul refused valid operands (ValueError)");
   } catch (const TypeError&) {
+    if (valid) finding("matmul refused valid operands (TypeError)");
   }
+}
+
+// PyTorch's output size of a pooling window (pooling_output_shape; below 1: no valid output), computed here apart
+// from the core's. Floor division: in ceil mode a window longer than the padded input still gives one output.
+std::int64_t torch_out(std::int64_t in, int k, int s, int p, int d, bool ceil) {
+  const std::int64_t num = in + 2 * p - std::int64_t(d) * (k - 1) - 1 + (ceil ? s - 1 : 0);
+  std::int64_t out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+  if (ceil && (out - 1) * s >= in + p) --out;
+  return out;
 }
 
 void fuzz_pool(Reader& r, const DevicePtr& cpu) {
@@ -89,6 +119,14 @@ void fuzz_pool(Reader& r, const DevicePtr& cpu) {
   p.ceil_mode = r.take(0, 1);
   const std::int64_t n = r.take(0, 2), c = r.take(0, 3), h = r.wild(), w = r.wild();
   const bool small = h >= 0 && w >= 0 && h <= 4096 && w <= 4096;  // products below cannot overflow
+  bool window_ok = true;
+  for (int i = 0; i < 2; ++i)
+    window_ok &= p.kernel[i] >= 1 && p.stride[i] >= 1 && p.dilation[i] >= 1 && p.padding[i] >= 0 &&
+                 2 * p.padding[i] <= p.kernel[i];
+  // inputs PyTorch accepts, small enough to run here: a refusal of one of these is a finding
+  const bool valid = small && window_ok && n >= 1 && c >= 1 && h >= 1 && w >= 1 &&
+                     torch_out(h, p.kernel[0], p.stride[0], p.padding[0], p.dilation[0], p.ceil_mode) >= 1 &&
+                     torch_out(w, p.kernel[1], p.stride[1], p.padding[1], p.dilation[1], p.ceil_mode) >= 1;
   try {
     const Pool2dDesc d = pool2d_plan({n, c, h, w}, DType::f32, *cpu, p, "fuzz");
     // accepted: the parameters must be ones PyTorch accepts, and the output sizes its formula's
@@ -99,6 +137,14 @@ void fuzz_pool(Reader& r, const DevicePtr& cpu) {
         d.OW != pool_output_size(w, p.kernel[1], p.stride[1], p.padding[1], p.dilation[1], p.ceil_mode) ||
         d.OH < 1 || d.OW < 1)
       finding("pool2d_plan: output size differs from pool_output_size");
+    if (small && (d.OH != torch_out(h, p.kernel[0], p.stride[0], p.padding[0], p.dilation[0], p.ceil_mode) ||
+                  d.OW != torch_out(w, p.kernel[1], p.stride[1], p.padding[1], p.dilation[1], p.ceil_mode))) {
+      std::fprintf(stderr, "input %lldx%lld, kernel %dx%d, stride %dx%d, padding %dx%d, dilation %dx%d, ceil %d: "
+                   "%lldx%lld\n", (long long)h, (long long)w, p.kernel[0], p.kernel[1], p.stride[0], p.stride[1],
+                   p.padding[0], p.padding[1], p.dilation[0], p.dilation[1], int(p.ceil_mode), (long long)d.OH,
+                   (long long)d.OW);
+      finding("pool2d_plan: output size differs from PyTorch's formula");
+    }
     if (!small || n * c * h * w > 4096 || d.OH > 4096 || d.OW > 4096 || n * c * d.OH * d.OW > 4096) return;
     std::vector<float> x(static_cast<std::size_t>(n * c * h * w));
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = float((i * 2654435761u) % 1000) - 500.f;
@@ -125,7 +171,9 @@ void fuzz_pool(Reader& r, const DevicePtr& cpu) {
     Array gy = Array::from_host(cpu, Y.data(), y.shape(), DType::f32);
     (void)max_pool2d_backward(gy, idx, X.shape(), p, nullptr);
   } catch (const ValueError&) {
+    if (valid) finding("max_pool2d refused inputs PyTorch accepts (ValueError)");
   } catch (const TypeError&) {
+    if (valid) finding("max_pool2d refused inputs PyTorch accepts (TypeError)");
   }
 }
 
