@@ -290,6 +290,12 @@ def test_backward_bad_arguments(device, rng):
     y, idx = hetnn.max_pool2d(x, 2, return_indices=True, device=device)
     with pytest.raises(TypeError, match="int64"):
         hetnn.max_pool2d_backward(y, idx.astype(np.int32), x.shape, 2, device=device)
+    # the gradient's dtype is named as such, for NumPy operands and Arrays alike (the core checks it)
+    with pytest.raises(TypeError, match="grad_output has dtype int32"):
+        hetnn.max_pool2d_backward(y.astype(np.int32), idx, x.shape, 2, device=device)
+    with pytest.raises(TypeError, match="grad_output has dtype int32"):
+        hetnn.max_pool2d_backward(hetnn.asarray(y.astype(np.int32), device=device), hetnn.asarray(idx, device=device),
+                                  x.shape, 2)
     with pytest.raises(ValueError, match="grad_output has shape"):
         hetnn.max_pool2d_backward(y[:, :, :2], idx, x.shape, 2, device=device)
     with pytest.raises(ValueError, match="indices have shape"):

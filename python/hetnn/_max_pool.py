@@ -15,7 +15,6 @@ from ._device import DeviceLike, device as _resolve_device
 from ._loader import _core
 
 IntOrPair = Union[int, Tuple[int, int]]
-_POOL_DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 def _pair(value: Any, name: str, op: str) -> Tuple[int, int]:
@@ -73,13 +72,6 @@ def _require_3d(g_shape: Sequence[int], i_shape: Sequence[int], op: str) -> None
                          f"shapes {tuple(g_shape)} and {tuple(i_shape)}")
 
 
-def _float_input(arr: np.ndarray, op: str, what: str) -> np.ndarray:
-    if arr.dtype.name not in _POOL_DTYPES:
-        raise TypeError(f"{op}: {what} has dtype {arr.dtype.name}; max pooling takes float32, float64, float16 or "
-                        f"bfloat16 (convert with .astype(np.float32))")
-    return arr
-
-
 def max_pool2d(x: Any, kernel_size: IntOrPair, stride: Optional[IntOrPair] = None, padding: IntOrPair = 0,
                dilation: IntOrPair = 1, ceil_mode: bool = False, return_indices: bool = False, *,
                device: DeviceLike = None) -> Any:
@@ -108,7 +100,7 @@ def max_pool2d(x: Any, kernel_size: IntOrPair, stride: Optional[IntOrPair] = Non
         return (squeeze(res[0]), squeeze(res[1])) if ret_idx else squeeze(res)
 
     dev = _resolve_device(device)
-    xn = _float_input(_host_array(x, None, f"{op}: x"), op, "x")
+    xn = _host_array(x, None, f"{op}: x")
     x4 = xn.reshape(_as4d(xn.shape, op, "input"))
     out_shape = _core.max_pool2d_shape(dev._dev, x4.shape, xn.dtype.name, k, s, p, d, ceil)
     y = _host_empty(out_shape, xn.dtype)
@@ -163,7 +155,7 @@ def max_pool2d_backward(grad_output: Any, indices: Any, input_shape: Sequence[in
         return Array(gx.reshape(tuple(ishape)) if three else gx)
 
     dev = _resolve_device(device)
-    gn: np.ndarray = _float_input(_host_array(grad_output, None, f"{op}: grad_output"), op, "grad_output")
+    gn: np.ndarray = _host_array(grad_output, None, f"{op}: grad_output")
     inn: np.ndarray = _host_array(indices, None, f"{op}: indices")
     if three:
         _require_3d(gn.shape, inn.shape, op)

@@ -173,6 +173,7 @@ Array max_pool2d_backward(const Array& gy, const Array& idx, const Shape& input_
   if (gy.device() != idx.device())
     throw ValueError(std::string(op) + ": grad_output is on " + gy.device()->id() + " but indices are on " +
                      idx.device()->id() + "; move one with .to(device)");
+  require_float(gy.dtype(), *gy.device(), op, "grad_output");
   const Pool2dDesc d = pool2d_plan(input_shape, gy.dtype(), *gy.device(), args, op);
   const Shape ys{d.N, d.C, d.OH, d.OW};
   if (gy.shape() != ys)
