@@ -5,6 +5,7 @@ import os
 os.environ.setdefault("HETNN_POISON", "1")  # new arrays start as NaN bytes: unwritten outputs fail the tests
 
 import random  # noqa: E402
+import warnings  # noqa: E402
 import zlib  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -66,10 +67,12 @@ DEVICE_FIXTURES = ("device", "opencl_device")
 def dtype_name(value):
     """The NumPy name of a dtype-like value ('float16', np.float16, np.dtype('float16')), else None."""
     if isinstance(value, (str, type, np.dtype)):
-        try:
-            return np.dtype(value).name
-        except (TypeError, ValueError):  # not a dtype spelling at all (e.g. a program text)
-            return None
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)  # 'a' and other deprecated aliases: not ours
+            try:
+                return np.dtype(value).name
+            except (TypeError, ValueError, DeprecationWarning):  # not a dtype spelling at all (e.g. a program text)
+                return None
     return None
 
 
