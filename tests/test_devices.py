@@ -162,3 +162,18 @@ def test_an_unwritable_pocl_cache_is_named_when_no_device_is_listed(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "POCL_CACHE_DIR" in r.stdout and "/proc/hetnn-no-such-home/.cache/pocl cannot be written" in r.stdout
+
+
+def test_every_device_field_is_a_property(device):
+    """The fields come from one C++ list (core/device.h, for_each_field): each is a Device property with the same
+    value, and Device has no property the core does not fill."""
+    props = {n for n in dir(hetnn.Device) if isinstance(getattr(hetnn.Device, n), property)}
+    info = device.info()
+    assert set(info) - {"identity"} == props - {"identity"}, sorted(set(info) ^ props)
+    for name in props - {"extensions", "dtypes"}:  # these two: a list made from the field's text / many fields
+        raw = info[name]
+        want = None if name in ("ordinal", "platform_index", "device_index") and raw < 0 else raw
+        assert getattr(device, name) == want, name
+    assert device.extensions == info["extensions"].split() and device.dtypes == info["dtypes"]
+    if device.kind == "opencl":
+        assert device.id == f"opencl:{device.platform_index}:{device.device_index}"

@@ -76,6 +76,20 @@ class Device:
         return self._info["platform"]
 
     @property
+    def platform_version(self) -> str:
+        return self._info["platform_version"]
+
+    @property
+    def platform_index(self) -> Optional[int]:
+        """P in ``"opencl:P:D"`` (None for the CPU device)."""
+        return self._info["platform_index"] if self._info["platform_index"] >= 0 else None
+
+    @property
+    def device_index(self) -> Optional[int]:
+        """D in ``"opencl:P:D"`` (None for the CPU device)."""
+        return self._info["device_index"] if self._info["device_index"] >= 0 else None
+
+    @property
     def ordinal(self) -> Optional[int]:
         """N in ``"opencl:N"`` (None for the CPU device)."""
         return self._info["ordinal"] if self._info["ordinal"] >= 0 else None

@@ -33,6 +33,21 @@ struct DeviceInfo {
   std::string extensions;
 };
 
+// Every field of DeviceInfo, with the name it has outside C++ (Device.info() and the Python Device properties):
+// f(name, value) per field. The one list of the fields; the bindings and the Python API are derived from it, and
+// tests/test_devices.py fails when a field has no Python property.
+template <class F>
+void for_each_field(const DeviceInfo& i, F&& f) {
+  f("id", i.id), f("kind", i.kind), f("type", i.type), f("backend", i.backend), f("name", i.name);
+  f("vendor", i.vendor), f("driver_version", i.driver_version), f("version", i.version), f("platform", i.platform);
+  f("platform_version", i.platform_version), f("platform_index", i.platform_index);
+  f("device_index", i.device_index), f("ordinal", i.ordinal), f("compute_units", i.compute_units);
+  f("clock_mhz", i.clock_mhz), f("global_mem", i.global_mem), f("local_mem", i.local_mem);
+  f("max_alloc", i.max_alloc), f("cache_size", i.cache_size), f("max_work_group_size", i.max_work_group_size);
+  f("fp64", i.fp64), f("fp16", i.fp16), f("bf16", i.bf16), f("float16_mode", i.f16_mode);
+  f("bfloat16_mode", i.bf16_mode), f("isa", i.isa), f("threads", i.threads), f("extensions", i.extensions);
+}
+
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;
 
 class Device {

@@ -22,34 +22,7 @@ namespace {
 
 py::dict info_dict(const DeviceInfo& i) {
   py::dict d;
-  d["id"] = i.id;
-  d["kind"] = i.kind;
-  d["type"] = i.type;
-  d["backend"] = i.backend;
-  d["name"] = i.name;
-  d["vendor"] = i.vendor;
-  d["driver_version"] = i.driver_version;
-  d["version"] = i.version;
-  d["platform"] = i.platform;
-  d["platform_version"] = i.platform_version;
-  d["platform_index"] = i.platform_index;
-  d["device_index"] = i.device_index;
-  d["ordinal"] = i.ordinal;
-  d["compute_units"] = i.compute_units;
-  d["clock_mhz"] = i.clock_mhz;
-  d["global_mem"] = i.global_mem;
-  d["local_mem"] = i.local_mem;
-  d["max_alloc"] = i.max_alloc;
-  d["cache_size"] = i.cache_size;
-  d["max_work_group_size"] = i.max_work_group_size;
-  d["fp64"] = i.fp64;
-  d["fp16"] = i.fp16;
-  d["bf16"] = i.bf16;
-  d["float16_mode"] = i.f16_mode;
-  d["bfloat16_mode"] = i.bf16_mode;
-  d["isa"] = i.isa;
-  d["threads"] = i.threads;
-  d["extensions"] = i.extensions;
+  for_each_field(i, [&](const char* name, const auto& value) { d[name] = value; });
   d["identity"] = device_identity(i);
   return d;
 }
