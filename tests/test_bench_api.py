@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 
 import hetnn
-from hetnn.bench import BenchResult, compare, run
+from hetnn.bench import Report, compare, run
 from hetnn.bench.peak import check_ceiling
 from hetnn.bench.report import format_table
 
 
 def test_run_transfer_rows_text_and_files(tmp_path):
     res = run("transfer", quick=True, repeat=2, warmup=0, max_duration=0.05, device="cpu")
-    assert isinstance(res, BenchResult) and res.suite == "transfer"
+    assert isinstance(res, Report) and res.suite == "transfer"
     assert {r["direction"] for r in res.rows} == {"h2d", "d2h", "d2d"}
     assert all(r["suite"] == "transfer" and r["device"] == "cpu" and r["gbps"] > 0 for r in res.rows)
     assert "hetnn transfer benchmark" in res.text and "cpu h2d: latency" in res.text

@@ -114,10 +114,10 @@ def test_tune_rejects_cpu_device():
 
 BAD_ENTRY = r"""
 import warnings, numpy as np, hetnn
-from hetnn import _tuning
+from hetnn import _cache
 warnings.simplefilter("always")
 d = hetnn.device(%r)
-_tuning.save_entry(d, "float32", {"params": "family=tiled ts_k=1048576", "gflops": 0.0, "date": "x"})
+_cache.save_entry(d, "float32", {"params": "family=tiled ts_k=1048576", "gflops": 0.0, "date": "x"})
 """
 
 USE = r"""
@@ -178,8 +178,8 @@ def test_a_failing_database_kernel_is_an_error_not_a_fallback(opencl_device):
 
 STORE = r"""
 import hetnn
-from hetnn import _tuning
-_tuning.save_entry(hetnn.device(%r), "float32", {"params": "family=tiled ts_m=16 ts_n=16 ts_k=8 wpt_m=2 wpt_n=2",
+from hetnn import _cache
+_cache.save_entry(hetnn.device(%r), "float32", {"params": "family=tiled ts_m=16 ts_n=16 ts_k=8 wpt_m=2 wpt_n=2",
                                                 "gflops": 1.0, "date": "2026-01-02"})
 """
 
@@ -210,8 +210,8 @@ def test_tuned_parameters_reach_fit_without_a_matmul_call(tmp_path, opencl_devic
 
 OFF = r"""
 import numpy as np, hetnn
-from hetnn import _tuning
-assert _tuning.cache_dir() is None, _tuning.cache_dir()
+from hetnn import _cache
+assert _cache.cache_dir() is None, _cache.cache_dir()
 for d in hetnn.devices():
     a = np.ones((3, 3), np.float32)
     assert np.allclose(hetnn.matmul(a, a, device=d), 3)
@@ -247,12 +247,12 @@ def test_stored_files_share_one_device_identity(tmp_path, opencl_device):
 
 SIZED = r"""
 import json, sys, numpy as np, hetnn
-from hetnn import _core, _tuning
+from hetnn import _core, _cache
 d = hetnn.device(%r)
 small = "family=tiled ts_m=16 ts_n=16 ts_k=8 wpt_m=2 wpt_n=2"
 large = "family=tiled ts_m=32 ts_n=16 ts_k=16 wpt_m=4 wpt_n=2"
 if sys.argv[1] == "store":
-    _tuning.save_entry(d, "float32", {"params": large, "date": "2026-01-03",
+    _cache.save_entry(d, "float32", {"params": large, "date": "2026-01-03",
                                       "by_size": [{"max_macs": 5000, "params": small}]})
     raise SystemExit
 print(json.dumps([_core.gemm_params(d._dev, "float32", m) for m in (4999, 5000, 5001, -1)]))
@@ -292,7 +292,7 @@ def test_a_malformed_size_class_drops_the_entry_with_a_warning(tmp_path, opencl_
     (tmp_path / "tuning").mkdir()
     env = dict(os.environ, HETNN_CACHE_DIR=str(tmp_path))
     env.pop("HETNN_POISON", None)
-    store = ("import hetnn, json; from hetnn import _tuning; _tuning.save_entry(hetnn.device(%r), 'float32', "
+    store = ("import hetnn, json; from hetnn import _cache; _cache.save_entry(hetnn.device(%r), 'float32', "
              "{'params': 'family=tiled ts_m=16 ts_n=16 ts_k=8 wpt_m=2 wpt_n=2', 'by_size': json.loads(%r)})"
              % (opencl_device.id, by_size))
     r = subprocess.run([sys.executable, "-c", store], capture_output=True, text=True, env=env, timeout=300)

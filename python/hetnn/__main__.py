@@ -16,7 +16,7 @@ def _cmd_devices(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import BenchResult, Options
+    from .bench import Report, Options
     from .bench.report import environment
     from .bench.suites import run_suites
 
@@ -40,7 +40,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         _check_writable(prefix)  # before the run, not after it: the results would be lost
     rows = run_suites(suite, opts, lambda text: print(text, flush=True))
     if not args.no_output:
-        result = BenchResult(suite, rows, "", environment())
+        result = Report(suite, rows, "", environment())
         for p in result.save(prefix):
             print(f"wrote {p}")
         excluded = [r for r in result.excluded() if not r.get("flagged")]
@@ -99,7 +99,7 @@ def _parse_sizes(text: str):
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
-    from . import _tuning, device
+    from . import _cache, device
     from .tune import tune_gemm
 
     if args.kernel != "gemm":
@@ -109,7 +109,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     if not 0 < args.budget < float("inf"):
         raise ValueError(f"--budget must be a number of seconds > 0, got {args.budget}")
     dev = device(args.device)
-    path = _tuning.tuning_path()
+    path = _cache.tuning_path()
     if path is None:
         raise ValueError("the cache is disabled (HETNN_CACHE_DIR=off): nowhere to store tuning results")
     _check_writable(path, "the tuning cache", "set HETNN_CACHE_DIR to a writable directory", "")

@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _tuning
+from . import _cache
 from ._array import asarray, empty
 from ._device import Device
 from ._errors import CompileError, OpenCLError
@@ -169,6 +169,6 @@ def tune_gemm(device: Device, sizes: Sequence[Tuple[int, int, int]], *, dtype: s
     if len(found) == 2:
         entry["by_size"] = [dict(found[0], max_macs=_core.GEMM_SMALL_MACS)]
     if save:
-        entry["path"] = _tuning.save_entry(device, dtype, entry)
+        entry["path"] = _cache.save_entry(device, dtype, entry)
         _core.set_gemm_params(device._dev, dtype, "", "")  # the stored entry, with its size classes, in force now
     return entry

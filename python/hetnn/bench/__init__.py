@@ -1,7 +1,7 @@
 """Benchmark suites behind ``python -m hetnn bench``, and the same from Python for notebooks.
 
 Every figure is measured here, in this process: devices are synchronized around each timed call, after warm-up,
-over repeats (see :func:`hetnn.benchmark`). ``run(suite, **options)`` returns a :class:`BenchResult` (``.rows``,
+over repeats (see :func:`hetnn.benchmark`). ``run(suite, **options)`` returns a :class:`Report` (``.rows``,
 ``.text``, ``.to_csv()``, ``.to_json()``, ``.plot()``); ``compare(op, *args)`` times one op on hetnn and on each
 importable peer library and reports how far their results are apart.
 """
@@ -12,14 +12,14 @@ from typing import Any, Callable, Optional
 from .compare import compare
 from .matmul import MATMUL_SHAPES, run_matmul
 from .report import environment, format_table
-from .result import BenchResult
+from .result import Report
 from .suites import SUITES, Options, run_suites
 
-__all__ = ["run", "compare", "BenchResult", "Options", "SUITES", "MATMUL_SHAPES", "run_matmul", "format_table"]
+__all__ = ["run", "compare", "Report", "Options", "SUITES", "MATMUL_SHAPES", "run_matmul", "format_table"]
 
 
 def run(suite: str = "all", *, verbose: bool = False, output: Optional[str] = None,
-        say: Optional[Callable[[str], None]] = None, **options: Any) -> BenchResult:
+        say: Optional[Callable[[str], None]] = None, **options: Any) -> Report:
     """Runs one benchmark suite ("peak", "matmul", "maxpool", "mlp", "transfer") or "all", as
     ``python -m hetnn bench SUITE`` does, and returns its rows.
 
@@ -46,7 +46,7 @@ def run(suite: str = "all", *, verbose: bool = False, output: Optional[str] = No
             print(text, flush=True)
 
     rows = run_suites(suite, opts, collect)
-    result = BenchResult(suite, rows, "\n".join(lines), environment())
+    result = Report(suite, rows, "\n".join(lines), environment())
     if output:
         result.save(output)
     return result

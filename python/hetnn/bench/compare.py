@@ -18,7 +18,7 @@ from .matmul import AGREEMENT_TOLERANCE, max_rel_error
 from .peers import ARRAY_PEERS, find_peers
 from .stats import ratio_interval
 from .report import environment, format_table
-from .result import BenchResult
+from .result import Report
 from .._check import is_int
 
 COMPARE_PEERS = ("numpy",) + ARRAY_PEERS
@@ -73,7 +73,7 @@ _CASES: Dict[str, Callable[[Tuple[Any, ...], Dict[str, Any]], Dict[str, Any]]] =
 
 
 def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "torch"), device: Any = None,
-            n_warmup: int = 3, n_repeat: int = 20, max_duration: float = 1.0, **kwargs: Any) -> BenchResult:
+            n_warmup: int = 3, n_repeat: int = 20, max_duration: float = 1.0, **kwargs: Any) -> Report:
     """Runs ``op`` ("matmul": ``compare("matmul", a, b)``; "max_pool2d": ``compare("max_pool2d", x, kernel_size,
     stride=None, padding=0)``) on hetnn's ``device`` (default device if None) and on each library of ``against``
     that is importable (numpy, torch, cupy, jax; each on every device it sees), with the same host inputs (NumPy, or
@@ -81,7 +81,7 @@ def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "tor
 
     All libraries are timed in interleaved rounds (:func:`hetnn.interleave`); ``.text`` ends with each peer's
     speed ratio to hetnn and its 95 % bootstrap interval over the rounds (unreliable rows are not compared).
-    Returns a :class:`BenchResult` whose rows hold per library and device: ``median_ms`` (synchronised wall time,
+    Returns a :class:`Report` whose rows hold per library and device: ``median_ms`` (synchronised wall time,
     operands already on the device, outputs preallocated where the library allows), ``times_ms``, ``noise``,
     ``gflops`` and ``pct_peak`` for matmul, ``max_rel_diff`` (max |result - hetnn's result| / max |hetnn's result|)
     and ``max_rel_err`` (against float64 NumPy). Peers that cannot run here are skipped with a note in ``.text``.
@@ -218,4 +218,4 @@ def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "tor
     text += [f"note: {n}" for n in dict.fromkeys(notes)]
     text.append(format_table(rows, columns))
     text += ["  " + line for line in ratio_lines]
-    return BenchResult(f"compare:{op}", [{"suite": "compare", **r} for r in rows], "\n".join(text), environment())
+    return Report(f"compare:{op}", [{"suite": "compare", **r} for r in rows], "\n".join(text), environment())

@@ -138,7 +138,7 @@ PEAK_COLUMNS = [
 
 
 def _store_path() -> Optional[str]:
-    from .._tuning import cache_dir
+    from .._cache import cache_dir
 
     d = cache_dir()
     return None if d is None else os.path.join(d, "peaks.json")

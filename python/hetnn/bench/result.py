@@ -11,9 +11,10 @@ from typing import Any, Dict, List, Optional
 from .._loader import _core
 
 
-class BenchResult:
-    """Rows (a list of dicts, one per measured case, tagged ``suite``), ``text`` (the report as the command line
-    prints it) and ``environment`` (devices, drivers, versions, threads, environment variables, timing method,
+class Report:
+    """What a suite run or a comparison returns (one timed call is a :class:`hetnn.BenchmarkResult`): rows (a list
+    of dicts, one per measured case, tagged ``suite``), ``text`` (the report as the command line prints it) and
+    ``environment`` (devices, drivers, versions, threads, environment variables, timing method,
     date)."""
 
     def __init__(self, suite: str, rows: List[Dict[str, Any]], text: str, environment: Dict[str, Any]) -> None:
@@ -26,7 +27,7 @@ class BenchResult:
         return iter(self.rows)
 
     def __repr__(self) -> str:
-        return f"<hetnn.bench.BenchResult {self.suite}: {len(self.rows)} rows>\n{self.text}"
+        return f"<hetnn.bench.Report {self.suite}: {len(self.rows)} rows>\n{self.text}"
 
     def select(self, **match: Any) -> List[Dict[str, Any]]:
         """The rows whose fields equal every ``key=value`` given (``select(suite="matmul", library="hetnn")``)."""
