@@ -16,8 +16,8 @@ OPS_DRIVER = ROOT / "cpp" / "tests" / "ops_driver.cpp"
 
 def _backend_ops():
     text = BACKEND_H.read_text()
-    ops = text[text.index("// Ops."):text.index("// Device-time capture")]
-    return set(re.findall(r"virtual void (\w+)\(", ops))
+    ops = text[text.index("#define HETNN_BACKEND_OPS(X)"):text.index("#define HETNN_OP_PURE")]
+    return set(re.findall(r"\bX\((\w+), ", ops))
 
 
 def test_every_backend_op_has_a_row():

@@ -86,6 +86,39 @@ struct SgdDesc {
   bool nesterov = false;
 };
 
+// The ops every backend implements, listed once: X(name, (parameters)). Backend declares each pure virtual; a
+// backend class declares its overrides with HETNN_BACKEND_OPS(HETNN_OP_OVERRIDE), so a new op is one line here
+// plus its implementation in each backend's <op>_cpu.cpp / <op>_cl.cpp.
+//   matmul               c = act(alpha op(a) op(b) + beta c + bias), as the MatmulDesc says.
+//   max_pool2d           y (N, C, OH, OW) = window maxima of x (N, C, H, W); NaN wins, else the first maximum in
+//                        row-major window order. indices (int64, optional): flat h*W + w of each maximum in its plane.
+//   max_pool2d_backward  gx (N, C, H, W) = sum of gy over the windows whose index points at each position; throws
+//                        ValueError when an index does not point inside its own window (corrupt or foreign indices).
+//   Training ops (core/nn.h):
+//   activation           out = act(x) over n elements.
+//   activation_backward  dx = dy * act'(.) from the activation's output y (relu: y > 0, sigmoid: y (1 - y), tanh:
+//                        1 - y^2).
+//   softmax              y = softmax of each row of x (rows, cols), computed stably (max subtracted).
+//   loss, metric, sgd_update   as their descriptors say (LossDesc, MetricDesc, SgdDesc).
+//   sum_rows             out (cols) = beta * out + sum over the rows of x (rows, cols): the bias gradient.
+//   take_rows            row r of out = row idx[offset + r] of src (rows of row_bytes; n rows): minibatches gathered
+//                        on the device. Indices are clamped to [0, src_rows) (the front checks them where it can).
+#define HETNN_BACKEND_OPS(X)                                                                                      \
+  X(matmul, (const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias))              \
+  X(max_pool2d, (const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices))                              \
+  X(max_pool2d_backward, (const Pool2dDesc& d, const Buffer& gy, const Buffer& indices, Buffer& gx))             \
+  X(activation, (Activation act, DType t, std::int64_t n, const Buffer& x, Buffer& out))                         \
+  X(activation_backward, (Activation act, DType t, std::int64_t n, const Buffer& dy, const Buffer& y, Buffer& dx)) \
+  X(softmax, (DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& y))                        \
+  X(loss, (const LossDesc& d, const Buffer& pred, const Buffer& target, Buffer& acc, Buffer* grad))              \
+  X(metric, (const MetricDesc& d, const Buffer& pred, const Buffer& target, Buffer& acc))                        \
+  X(sgd_update, (const SgdDesc& d, Buffer& param, const Buffer& grad, Buffer* velocity))                         \
+  X(sum_rows, (DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& out, double beta))        \
+  X(take_rows, (std::size_t row_bytes, std::int64_t src_rows, const Buffer& src, const Buffer& idx,              \
+                std::int64_t offset, std::int64_t n, Buffer& out))
+#define HETNN_OP_PURE(name, params) virtual void name params = 0;
+#define HETNN_OP_OVERRIDE(name, params) void name params override;
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -125,32 +158,8 @@ class Backend {
     return nullptr;
   }
 
-  // Ops.
-  virtual void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) = 0;
-  // y (N, C, OH, OW) = window maxima of x (N, C, H, W); NaN wins, else the first maximum in row-major window order.
-  // indices (int64, optional): flat h*W + w of each maximum in its input plane.
-  virtual void max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices) = 0;
-  // gx (N, C, H, W) = sum of gy over the windows whose index points at each position. Throws ValueError when an
-  // index does not point inside its own window (a corrupt or foreign indices array).
-  virtual void max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const Buffer& indices, Buffer& gx) = 0;
-
-  // Training ops (core/nn.h). activation: out = act(x) over n elements; activation_backward: dx = dy * act'(.)
-  // from the activation's output y (relu: y > 0, sigmoid: y (1 - y), tanh: 1 - y^2).
-  virtual void activation(Activation act, DType t, std::int64_t n, const Buffer& x, Buffer& out) = 0;
-  virtual void activation_backward(Activation act, DType t, std::int64_t n, const Buffer& dy, const Buffer& y,
-                                   Buffer& dx) = 0;
-  // y = softmax of each row of x (rows, cols), computed stably (max subtracted).
-  virtual void softmax(DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& y) = 0;
-  virtual void loss(const LossDesc& d, const Buffer& pred, const Buffer& target, Buffer& acc, Buffer* grad) = 0;
-  virtual void metric(const MetricDesc& d, const Buffer& pred, const Buffer& target, Buffer& acc) = 0;
-  virtual void sgd_update(const SgdDesc& d, Buffer& param, const Buffer& grad, Buffer* velocity) = 0;
-  // out (cols) = beta * out + sum over the rows of x (rows, cols): the bias gradient.
-  virtual void sum_rows(DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& out,
-                        double beta) = 0;
-  // Row r of out = row idx[offset + r] of src (rows of row_bytes; n rows): minibatches gathered on the device.
-  // Indices are clamped to [0, src_rows) (never out of bounds; the front checks them where it can).
-  virtual void take_rows(std::size_t row_bytes, std::int64_t src_rows, const Buffer& src, const Buffer& idx,
-                         std::int64_t offset, std::int64_t n, Buffer& out) = 0;
+  // Ops: one pure virtual per entry of HETNN_BACKEND_OPS (above the class).
+  HETNN_BACKEND_OPS(HETNN_OP_PURE)
 
   // Device-time capture (see core/recorder.h).
   std::size_t capture_begin() { return recorder_.begin(); }

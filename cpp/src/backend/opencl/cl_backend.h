@@ -43,20 +43,7 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
     const auto s = programs_.stats();
     return {s.built, s.disk_hits, s.memory_hits, s.seconds};
   }
-  void matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) override;
-  void max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices) override;  // max_pool_cl.cpp
-  void max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const Buffer& indices, Buffer& gx) override;
-  // Training ops (nn_cpu.cpp / nn_cl.cpp).
-  void activation(Activation act, DType t, std::int64_t n, const Buffer& x, Buffer& out) override;
-  void activation_backward(Activation act, DType t, std::int64_t n, const Buffer& dy, const Buffer& y,
-                           Buffer& dx) override;
-  void softmax(DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& y) override;
-  void loss(const LossDesc& d, const Buffer& pred, const Buffer& target, Buffer& acc, Buffer* grad) override;
-  void metric(const MetricDesc& d, const Buffer& pred, const Buffer& target, Buffer& acc) override;
-  void sgd_update(const SgdDesc& d, Buffer& param, const Buffer& grad, Buffer* velocity) override;
-  void sum_rows(DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& out, double beta) override;
-  void take_rows(std::size_t row_bytes, std::int64_t src_rows, const Buffer& src, const Buffer& idx,
-                 std::int64_t offset, std::int64_t n, Buffer& out) override;
+  HETNN_BACKEND_OPS(HETNN_OP_OVERRIDE)  // backend.h; implemented in <op>_cl.cpp
 
   void* extension(const std::string& name) override;
 
