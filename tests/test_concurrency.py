@@ -10,6 +10,8 @@ import pytest
 import hetnn
 from hetnn import nn, optim
 
+import max_pool_reference as pool_ref
+
 
 def _worker(dev, seed, rounds, errors):
     try:
@@ -30,20 +32,12 @@ def _worker(dev, seed, rounds, errors):
             x = rng.standard_normal((2, 3, int(rng.integers(4, 40)), int(rng.integers(4, 40)))).astype(np.float32)
             kk = int(rng.integers(2, 4))
             y, idx = hetnn.max_pool2d(hetnn.asarray(x, device=dev), kk, return_indices=True)
-            oh, ow = x.shape[2] // kk, x.shape[3] // kk
-            want_y = x[:, :, :oh * kk, :ow * kk].reshape(2, 3, oh, kk, ow, kk).max(axis=(3, 5))
+            want_y, want_idx = pool_ref.max_pool2d(x, (kk, kk), (kk, kk), (0, 0), (1, 1), False)
             if not np.array_equal(y.numpy(), want_y):
                 errors.append(f"{dev.id} max_pool2d {x.shape} k{kk} round {r}: wrong values")
             g = rng.standard_normal(want_y.shape).astype(np.float32)
             gx = hetnn.max_pool2d_backward(hetnn.asarray(g, device=dev), idx, x.shape, kk).numpy()
-            # windows do not overlap (stride = kernel): each output's gradient lands on its window's maximum
-            win = x[:, :, :oh * kk, :ow * kk].reshape(2, 3, oh, kk, ow, kk).transpose(0, 1, 2, 4, 3, 5)
-            at = win.reshape(2, 3, oh, ow, kk * kk).argmax(axis=-1)
-            want_gx = np.zeros((2, 3, oh, ow, kk, kk), np.float32)
-            np.put_along_axis(want_gx.reshape(2, 3, oh, ow, kk * kk), at[..., None], g[..., None], axis=-1)
-            full = np.zeros_like(x)
-            full[:, :, :oh * kk, :ow * kk] = want_gx.transpose(0, 1, 2, 4, 3, 5).reshape(2, 3, oh * kk, ow * kk)
-            if not np.array_equal(gx, full):
+            if not np.array_equal(gx, pool_ref.max_pool2d_backward(g.astype(np.float64), want_idx, x.shape)):
                 errors.append(f"{dev.id} max_pool2d_backward {x.shape} k{kk} round {r}: wrong gradient")
     except Exception as exc:  # a crash in a thread must fail the test, not vanish
         errors.append(f"{dev.id}: {type(exc).__name__}: {exc}")

@@ -19,7 +19,7 @@ from .._max_pool import max_pool2d, max_pool2d_backward
 from .._threads import get_num_threads
 from .._timing import Case, benchmark, interleave
 from .matmul import settle
-from .peak import check_ceiling, host_cache_size, mem_peak_gbps, stream_gbps
+from .peak import check_ceiling, host_cache_size, mem_peak_gbps, on_host, stream_gbps
 from .peers import find_peers
 from .stats import ratio_interval
 
@@ -102,7 +102,7 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
     # memory ceiling and last-level cache per row device; peers on the host ("host", torch "cpu") use the host's
     host_cache = host_cache_size()
     ceilings = {d.id: (mem_peak_gbps(d), d.cache_size,
-                       "STREAM triad" if d.kind == "cpu" or d.type == "cpu" else "its own triad (bench peak)")
+                       "STREAM triad" if on_host(d) else "its own triad (bench peak)")
                 for d in devices}
     ceilings.setdefault("cpu", (stream, host_cache, "STREAM triad"))
     ceilings["host"] = (stream, host_cache, "STREAM triad")
@@ -252,6 +252,15 @@ def _peer_layouts(pt: Any, x: np.ndarray) -> List[Tuple[str, Any]]:
     return out
 
 
+def _against_memory(r: Dict[str, Any]) -> str:
+    """A forward row against its device's own memory: the host's STREAM triad for CPUs, the device's triad else."""
+    if r.get("mem_peak_what") == "STREAM triad":
+        return f"{r['pct_stream'] / 100:.2f}x STREAM triad ({r['stream_gbps']:.1f} GB/s)"
+    if r.get("mem_peak_gbps"):
+        return f"{r['pct_peak'] / 100:.2f}x {r['mem_peak_what']} ({r['mem_peak_gbps']:.1f} GB/s)"
+    return "(no measured memory ceiling for this device: `python -m hetnn bench peak`)"
+
+
 def ratios(rows: List[Dict[str, Any]]) -> List[str]:
     """The comparisons the README reports (one run): per hetnn row, its forward against STREAM and each CPU peer's
     forward time over hetnn's, with the 95 % bootstrap interval over the interleaved rounds."""
@@ -263,12 +272,7 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
         if r.get("flagged") or r.get("unreliable") or r.get("wrong"):
             out.append(f"{r['case']} on {r['device']}: left out ({r.get('noise') or 'above the ceiling'})")
             continue
-        # against the row device's own memory: the host's STREAM triad for CPUs, the device's own triad otherwise
-        line = f"{r['case']} on {r['device']}: forward {r['fwd_gbps']:.1f} GB/s = " + (
-            f"{r['pct_stream'] / 100:.2f}x STREAM triad ({r['stream_gbps']:.1f} GB/s)"
-            if r.get("mem_peak_what") == "STREAM triad" else
-            f"{r['pct_peak'] / 100:.2f}x {r['mem_peak_what']} ({r['mem_peak_gbps']:.1f} GB/s)" if r.get("mem_peak_gbps")
-            else "(no measured memory ceiling for this device: `python -m hetnn bench peak`)")
+        line = f"{r['case']} on {r['device']}: forward {r['fwd_gbps']:.1f} GB/s = {_against_memory(r)}"
         if "bwd_ms" in r:
             line += f"; backward/forward {r['bwd_over_fwd']:.2f}x (backward/indexed forward " \
                     f"{r['bwd_ms'] / r['fwd_idx_ms']:.2f}x)"

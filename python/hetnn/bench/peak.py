@@ -43,16 +43,20 @@ def _host_cpu_peaks(field: str = "fp32_gflops") -> List[float]:
     return out
 
 
+def on_host(device: Device) -> bool:
+    """Whether ``device`` computes on the host's processor (the CPU device, a CPU-type OpenCL device such as PoCL):
+    the host's ceilings bound it; an accelerator has ceilings of its own."""
+    return device.kind == "cpu" or device.type == "cpu"
+
+
 def fp32_peak_gflops(device: Device) -> Optional[float]:
     """The measured FP32 ceiling of ``device``: for a GPU what `bench peak` stored for it (None before that); for
     the CPU device and CPU-type OpenCL devices the best of the host's native FMA loop and what `bench peak` stored
     for the same processor (a ceiling is the best rate measured: noise only lowers a measurement)."""
-    if device.kind == "opencl" and device.type != "cpu":
-        stored = stored_peaks().get(_key(device))
-        return float(stored["fp32_gflops"]) if stored and stored.get("fp32_gflops") else None
-    if device.kind == "cpu" or device.type == "cpu":
+    if on_host(device):
         return max([cpu_fma_peak_gflops(), *_host_cpu_peaks()])
-    return None
+    stored = stored_peaks().get(_key(device))
+    return float(stored["fp32_gflops"]) if stored and stored.get("fp32_gflops") else None
 
 
 def share(gflops: float, peak: Optional[float]) -> float:
@@ -67,12 +71,10 @@ def mem_peak_gbps(device: Device) -> Optional[float]:
     for the CPU device and CPU-type OpenCL devices the best of the host's STREAM triad and the triads stored for the
     same processor (PoCL's triad kernel alone read 27 GB/s where STREAM read 32, and a pooling backward at 33 was
     flagged as an error)."""
-    if device.kind == "opencl" and device.type != "cpu":
-        stored = stored_peaks().get(_key(device))
-        return float(stored["mem_gbps"]) if stored and stored.get("mem_gbps") else None
-    if device.kind == "cpu" or device.type == "cpu":
+    if on_host(device):
         return max([stream_gbps(), *_host_cpu_peaks("mem_gbps")])
-    return None
+    stored = stored_peaks().get(_key(device))
+    return float(stored["mem_gbps"]) if stored and stored.get("mem_gbps") else None
 
 
 def host_cache_size() -> int:
@@ -232,8 +234,8 @@ def measure_missing(devices: Sequence[Device], say: Optional[Callable[[str], Non
     """Measures and stores the ceilings of the accelerators (OpenCL devices that are not CPUs) among ``devices``
     that have none stored, so that a suite's "% peak" columns and summaries have their own device's ceiling to
     compare with rather than none (the host's ceilings are measured wherever they are needed). Returns them."""
-    todo = [d for d in devices if d.kind == "opencl" and d.type != "cpu" and
-            not stored_peaks().get(_key(d), {}).get("mem_gbps")]
+    stored = stored_peaks()
+    todo = [d for d in devices if not on_host(d) and not stored.get(_key(d), {}).get("mem_gbps")]
     if todo and _store_path():
         if say:
             say(f"measuring the ceilings of {', '.join(d.id for d in todo)} (none stored; `python -m hetnn bench "
