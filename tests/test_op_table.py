@@ -1,7 +1,6 @@
 """The op table (tests/op_table.py) is complete: no op of the public API, of the backend interface or of the C++
 ops driver without a row. The rows run in the property tests (values against their float64 references, on every
 device: tests/test_properties.py) and in the bad-input sweep (their bad calls: tests/test_bad_inputs.py)."""
-import inspect
 import re
 from pathlib import Path
 
@@ -10,25 +9,33 @@ import hetnn
 from op_table import OPS
 
 ROOT = Path(__file__).resolve().parent.parent
-BACKEND_H = ROOT / "cpp" / "src" / "backend" / "backend.h"
+OPS_H = ROOT / "cpp" / "src" / "core" / "ops.h"
 OPS_DRIVER = ROOT / "cpp" / "tests" / "ops_driver.cpp"
 
 
 def _backend_ops():
-    text = BACKEND_H.read_text()
-    ops = text[text.index("#define HETNN_BACKEND_OPS(X)"):text.index("#define HETNN_OP_PURE")]
-    return set(re.findall(r"\bX\((\w+), ", ops))
+    text = OPS_H.read_text()
+    start = text.index("#define HETNN_BACKEND_OPS(X)")
+    end = text.index("\n\n", start)  # the list ends at the first blank line
+    return set(re.findall(r"\bX\((\w+), ", text[start:end]))
 
 
 def test_every_backend_op_has_a_row():
     covered = {b for op in OPS.values() for b in op.backend}
-    assert _backend_ops() - covered == set(), "backend.h ops without an op-table row"
+    assert _backend_ops() - covered == set(), "core/ops.h backend ops without an op-table row"
 
 
 def test_every_public_op_has_a_row():
-    public = {n for n in hetnn.__all__ if inspect.isfunction(getattr(hetnn, n))
-              and getattr(hetnn, n).__module__ in ("hetnn._matmul", "hetnn._max_pool")}
-    assert public and public - set(OPS) == set(), "public ops without an op-table row"
+    public = set(hetnn._ops.__all__)
+    assert "max_pool2d" in public and public - set(OPS) == set(), "public ops without an op-table row"
+    assert public <= set(hetnn.__all__), "hetnn._ops.__all__ names ops hetnn does not export"
+
+
+def test_every_op_is_typed():
+    """Every public op's core function has a signature in _core.pyi (mypy and editors read it)."""
+    stub = (ROOT / "python" / "hetnn" / "_core.pyi").read_text()
+    missing = [n for n in hetnn._ops.__all__ if not re.search(rf"^def {n}\(", stub, re.M)]
+    assert not missing, missing
 
 
 def test_the_cpp_ops_driver_has_the_same_rows():

@@ -17,7 +17,7 @@
 #include "core/device.h"
 #include "core/errors.h"
 #include "core/matmul.h"
-#include "core/max_pool.h"
+#include "core/pool2d.h"
 
 using namespace hetnn;
 

@@ -21,7 +21,7 @@
 #include "core/errors.h"
 #include "core/matmul.h"
 #include "core/nn.h"
-#include "core/max_pool.h"
+#include "core/pool2d.h"
 #include "core/trainer.h"
 
 #if defined(__has_feature)

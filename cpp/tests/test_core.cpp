@@ -15,7 +15,7 @@
 #include "core/array.h"
 #include "core/errors.h"
 #include "core/matmul.h"
-#include "core/max_pool.h"
+#include "core/pool2d.h"
 
 using namespace hetnn;
 

@@ -4,8 +4,8 @@ from ._loader import _core as _core  # hetnn._core: the native module, for diagn
 from ._errors import CompileError, HetnnError, OpenCLError
 from ._device import Device, default_device, device, devices, get_default_device, set_default_device
 from ._array import Array, asarray, empty, zeros
-from ._matmul import matmul
-from ._max_pool import max_pool2d, max_pool2d_backward
+from . import _ops
+from ._ops import *  # noqa: F403  (the public ops: hetnn._ops.__all__)
 from ._timing import BenchmarkResult, Case, Timer, benchmark, empty_cache, interleave, synchronize
 from ._threads import get_num_threads, num_threads, set_num_threads, thread_pools
 from ._profile import profile
@@ -16,7 +16,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Array", "BenchmarkResult", "Case", "CompileError", "Device", "HetnnError", "OpenCLError", "Timer", "asarray",
     "benchmark", "default_device", "device", "devices", "empty", "empty_cache", "get_default_device",
-    "get_num_threads", "interleave", "matmul", "max_pool2d", "max_pool2d_backward", "num_threads", "profile",
+    "get_num_threads", "interleave", "num_threads", "profile",
     "set_num_threads", "thread_pools",
     "set_default_device", "synchronize", "zeros", "__version__", "datasets", "nn", "optim",
 ]
+__all__ += _ops.__all__

@@ -19,7 +19,7 @@ from ._array import asarray, empty
 from ._device import Device
 from ._errors import CompileError, OpenCLError
 from ._loader import _core
-from ._matmul import matmul
+from ._ops import matmul
 from ._timing import benchmark
 
 

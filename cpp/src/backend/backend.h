@@ -1,8 +1,8 @@
 // The interface every device backend implements. Backends only compute: arguments have been validated by the
 // front (core/*.cpp) before any of these is called, so a backend may assume consistent shapes, dtypes and devices.
 //
-// Adding an op touches: core/<op>.h/.cpp (front: validation + descriptor), a virtual here, its implementation in
-// backend/onednn and backend/opencl (+ a .cl file), the binding in python/module.cpp, python/hetnn/_matmul.py, and tests.
+// The ops themselves (their descriptors and the HETNN_BACKEND_OPS list) are in core/ops.h; docs/adding-an-op.md
+// is the recipe for a new one.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/ops.h"
 #include "core/recorder.h"
 
 namespace hetnn {
@@ -25,97 +26,6 @@ class Buffer {
   const std::size_t nbytes;
 };
 
-// Activation applied by fused epilogues (matmul, dense layers).
-enum class Activation : std::uint8_t { none = 0, relu = 1, sigmoid = 2, tanh = 3 };
-const char* activation_name(Activation a);
-
-// C[b] = act(alpha * op(A[b]) @ op(B[b]) + beta * C[b] + bias), all operands contiguous row-major; bias has N
-// elements and is broadcast over rows (optional).
-// A is stored (M, K), or (K, M) when trans_a; B is stored (K, N), or (N, K) when trans_b; C is (M, N).
-// batch_a / batch_b are either `batch` or 1 (broadcast). K may be 0 (then C = beta * C); M, N, batch are > 0.
-struct MatmulDesc {
-  std::int64_t batch = 1, M = 0, N = 0, K = 0;
-  std::int64_t batch_a = 1, batch_b = 1;
-  bool trans_a = false, trans_b = false;
-  DType dtype = DType::f32;
-  double alpha = 1.0, beta = 0.0;
-  bool has_bias = false;
-  Activation act = Activation::none;
-};
-
-// 2-D max pooling over NCHW planes (PyTorch semantics; see core/max_pool.h). Window (oh, ow) covers rows
-// oh*sh - ph + i*dh (i < kh) and columns ow*sw - pw + j*dw (j < kw); positions outside the input are skipped (-inf).
-struct Pool2dDesc {
-  std::int64_t N = 0, C = 0, H = 0, W = 0, OH = 0, OW = 0;
-  int kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
-  bool ceil_mode = false;
-  DType dtype = DType::f32;
-};
-
-// Training ops (core/nn.h validates their operands). Losses and metrics add into a one-element float32
-// accumulator on the device, so a training loop reads it back only when it reports.
-enum class LossKind : std::uint8_t {
-  cross_entropy_labels,  // softmax cross-entropy, target: int64 class per row
-  cross_entropy_probs,   // softmax cross-entropy, target: (rows, cols) probabilities (one-hot or soft)
-  mse,                   // squared error, target: (rows, cols)
-};
-// acc[0] += loss_scale * sum over rows of the row's loss (cross-entropy: -sum_c t_c log softmax(x)_c; mse: sum_c
-// (x - t)^2); grad (optional, (rows, cols)) = grad_scale * d(sum of row losses)/dx.
-struct LossDesc {
-  LossKind kind = LossKind::mse;
-  DType dtype = DType::f32;
-  std::int64_t rows = 0, cols = 0;
-  double loss_scale = 1.0, grad_scale = 1.0;
-};
-enum class MetricKind : std::uint8_t {
-  correct_argmax,     // rows whose first maximum is at the int64 label
-  correct_threshold,  // elements where (x > 0.5) == (t > 0.5) (one output per row: binary accuracy)
-  abs_error,          // sum of |x - t|
-};
-struct MetricDesc {
-  MetricKind kind = MetricKind::abs_error;
-  DType dtype = DType::f32;
-  std::int64_t rows = 0, cols = 0;
-};
-// PyTorch's SGD over n elements: g = grad + weight_decay * p; with momentum v = momentum * v + g and g = v (or
-// g + momentum * v when nesterov); p -= lr * g. velocity is null without momentum.
-struct SgdDesc {
-  DType dtype = DType::f32;
-  std::int64_t n = 0;
-  double lr = 0.01, momentum = 0.0, weight_decay = 0.0;
-  bool nesterov = false;
-};
-
-// The ops every backend implements, listed once: X(name, (parameters)). Backend declares each pure virtual; a
-// backend class declares its overrides with HETNN_BACKEND_OPS(HETNN_OP_OVERRIDE), so a new op is one line here
-// plus its implementation in each backend's <op>_cpu.cpp / <op>_cl.cpp.
-//   matmul               c = act(alpha op(a) op(b) + beta c + bias), as the MatmulDesc says.
-//   max_pool2d           y (N, C, OH, OW) = window maxima of x (N, C, H, W); NaN wins, else the first maximum in
-//                        row-major window order. indices (int64, optional): flat h*W + w of each maximum in its plane.
-//   max_pool2d_backward  gx (N, C, H, W) = sum of gy over the windows whose index points at each position; throws
-//                        ValueError when an index does not point inside its own window (corrupt or foreign indices).
-//   Training ops (core/nn.h):
-//   activation           out = act(x) over n elements.
-//   activation_backward  dx = dy * act'(.) from the activation's output y (relu: y > 0, sigmoid: y (1 - y), tanh:
-//                        1 - y^2).
-//   softmax              y = softmax of each row of x (rows, cols), computed stably (max subtracted).
-//   loss, metric, sgd_update   as their descriptors say (LossDesc, MetricDesc, SgdDesc).
-//   sum_rows             out (cols) = beta * out + sum over the rows of x (rows, cols): the bias gradient.
-//   take_rows            row r of out = row idx[offset + r] of src (rows of row_bytes; n rows): minibatches gathered
-//                        on the device. Indices are clamped to [0, src_rows) (the front checks them where it can).
-#define HETNN_BACKEND_OPS(X)                                                                                      \
-  X(matmul, (const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias))              \
-  X(max_pool2d, (const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices))                              \
-  X(max_pool2d_backward, (const Pool2dDesc& d, const Buffer& gy, const Buffer& indices, Buffer& gx))             \
-  X(activation, (Activation act, DType t, std::int64_t n, const Buffer& x, Buffer& out))                         \
-  X(activation_backward, (Activation act, DType t, std::int64_t n, const Buffer& dy, const Buffer& y, Buffer& dx)) \
-  X(softmax, (DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& y))                        \
-  X(loss, (const LossDesc& d, const Buffer& pred, const Buffer& target, Buffer& acc, Buffer* grad))              \
-  X(metric, (const MetricDesc& d, const Buffer& pred, const Buffer& target, Buffer& acc))                        \
-  X(sgd_update, (const SgdDesc& d, Buffer& param, const Buffer& grad, Buffer* velocity))                         \
-  X(sum_rows, (DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& out, double beta))        \
-  X(take_rows, (std::size_t row_bytes, std::int64_t src_rows, const Buffer& src, const Buffer& idx,              \
-                std::int64_t offset, std::int64_t n, Buffer& out))
 #define HETNN_OP_PURE(name, params) virtual void name params = 0;
 #define HETNN_OP_OVERRIDE(name, params) void name params override;
 

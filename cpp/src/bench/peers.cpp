@@ -76,7 +76,7 @@ RawMatmul::RawMatmul(const float* a, const float* b, float* c, int M, int N, int
   const memory::desc a_md({M, K}, memory::data_type::f32, memory::format_tag::ab);
   const memory::desc b_md({K, N}, memory::data_type::f32, memory::format_tag::ab);
   const memory::desc c_md({M, N}, memory::data_type::f32, memory::format_tag::ab);
-  prim_ = matmul(matmul::primitive_desc(eng_, a_md, b_md, c_md));
+  prim_ = dnnl::matmul(dnnl::matmul::primitive_desc(eng_, a_md, b_md, c_md));
   args_ = {{DNNL_ARG_SRC, memory(a_md, eng_, const_cast<float*>(a))},
            {DNNL_ARG_WEIGHTS, memory(b_md, eng_, const_cast<float*>(b))},
            {DNNL_ARG_DST, memory(c_md, eng_, c)}};

@@ -10,7 +10,7 @@
 
 namespace hetnn {
 
-using Shape = std::vector<std::int64_t>;
+// Shape: core/ops.h.
 
 // HETNN_POISON=1 (read once): every new uninitialised Array is filled with 0xFF bytes (NaN in float types), so a
 // kernel that leaves part of its output unwritten fails the tests instead of passing by luck.

@@ -10,7 +10,7 @@
 
 #include "backend/backend.h"
 #include "core/array.h"
-#include "core/max_pool.h"
+#include "core/pool2d.h"
 
 namespace hetnn {
 

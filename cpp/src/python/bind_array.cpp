@@ -113,6 +113,20 @@ void bind_array(py::module_& m) {
           },
           "Blocking device -> host copy into a new NumPy array.")
       .def(
+          "host_numpy",
+          [](const Array& a) -> py::object {
+            void* p = a.buffer() ? a.buffer()->host_ptr() : nullptr;
+            if (!p) return py::none();
+            {
+              NoGil nogil;
+              a.device()->backend().synchronize();
+            }
+            // The NumPy array keeps the Array (and so its memory) alive.
+            py::capsule owner(new Array(a), [](void* q) { delete static_cast<Array*>(q); });
+            return py::array(py::dtype(dtype_name(a.dtype())), a.shape(), p, owner);
+          },
+          "A NumPy array over the Array's memory where that is host memory (the CPU device), else None.")
+      .def(
           "read_into",
           [](const Array& a, py::array& out) {
             check_ndarray(out, "read_into");
@@ -164,5 +178,7 @@ void bind_array(py::module_& m) {
       .def_property_readonly("ndim", &Array::ndim)
       .def("same_memory", &Array::same_memory);
 }
+
+HETNN_BINDING(1, bind_array);
 
 }  // namespace hetnn::python

@@ -109,4 +109,6 @@ void bind_bench(py::module_& m) {
       py::arg("params") = std::vector<std::pair<std::string, std::size_t>>{});
 }
 
+HETNN_BINDING(2, bind_bench);
+
 }  // namespace hetnn::python

@@ -146,4 +146,6 @@ void bind_device(py::module_& m) {
   m.def("get_num_threads", [] { return cpu_threads::get(); });
 }
 
+HETNN_BINDING(0, bind_device);
+
 }  // namespace hetnn::python

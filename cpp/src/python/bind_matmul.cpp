@@ -34,4 +34,6 @@ void bind_matmul(py::module_& m) {
       "Validates matmul operands and returns the result's shape.");
 }
 
+HETNN_BINDING(2, bind_matmul);
+
 }  // namespace hetnn::python

@@ -1,59 +1,83 @@
-// hetnn._core: max pooling (cpp/src/core/max_pool.h).
-#include <array>
+// hetnn._core: max_pool2d and its backward (core/max_pool.cpp). Arguments as the user gives them; the Python
+// front (hetnn._placement) only converts the arrays and applies the placement rule.
 #include <vector>
 
-#include <pybind11/stl.h>
-
-#include "core/max_pool.h"
-
+#include "core/ops.h"
+#include "core/pool2d.h"
 #include "python/bindings.h"
 
 namespace py = pybind11;
-using namespace hetnn;
-using hetnn::python::NoGil;
 
 namespace hetnn::python {
 
 void bind_max_pool(py::module_& m) {
-  // Max pooling. Window parameters arrive as (h, w) pairs, already normalised from int-or-pair by the Python front.
-  using Pair = std::array<int, 2>;
   m.def(
       "max_pool2d",
-      [](const Array& x, Pair k, Pair s, Pair p, Pair d, bool ceil_mode, bool return_indices, const Array* out,
-         const Array* indices_out) -> py::object {
+      [](const Array& x, py::object kernel_size, py::object stride, py::object padding, py::object dilation,
+         py::object ceil_mode, py::object return_indices, const Array* out, const Array* indices_out) -> py::object {
+        const char* op = "max_pool2d";
+        const Pool2dArgs args = arg_pool2d(op, kernel_size, stride, padding, dilation, ceil_mode);
+        const bool with_indices = arg_bool(return_indices, "return_indices", op);
         Array y, idx;
         if (indices_out) idx = *indices_out;
         {
           NoGil nogil;
-          y = hetnn::max_pool2d(x, Pool2dArgs{k, s, p, d, ceil_mode}, out,
-                                return_indices || indices_out ? &idx : nullptr);
+          y = hetnn::max_pool2d(x, args, out, with_indices || indices_out ? &idx : nullptr);
         }
-        if (return_indices) return py::make_tuple(y, idx);
+        if (with_indices) return py::make_tuple(y, idx);
         return py::cast(y);
       },
-      py::arg("x"), py::arg("kernel"), py::arg("stride"), py::arg("padding"), py::arg("dilation"),
-      py::arg("ceil_mode"), py::arg("return_indices"), py::arg("out").none(true) = nullptr,
-      py::arg("indices_out").none(true) = nullptr);
-  m.def(
-      "max_pool2d_shape",
-      [](const Device& dev, const std::vector<std::int64_t>& shape, const std::string& dtype, Pair k, Pair s,
-         Pair p, Pair d, bool ceil_mode) {
-        const Pool2dDesc pd = pool2d_plan(shape, dtype_from_name(dtype), dev, Pool2dArgs{k, s, p, d, ceil_mode},
-                                          "max_pool2d");
-        return py::make_tuple(pd.N, pd.C, pd.OH, pd.OW);
-      },
-      py::arg("device"), py::arg("shape"), py::arg("dtype"), py::arg("kernel"), py::arg("stride"),
-      py::arg("padding"), py::arg("dilation"), py::arg("ceil_mode"),
-      "Validates max_pool2d arguments and returns the output shape.");
+      py::arg("x"), py::arg("kernel_size") = py::none(), py::arg("stride") = py::none(), py::arg("padding") = 0,
+      py::arg("dilation") = 1, py::arg("ceil_mode") = false, py::arg("return_indices") = false, py::kw_only(),
+      py::arg("out").none(true) = nullptr, py::arg("indices_out").none(true) = nullptr,
+      R"doc(Max over ``kernel_size`` windows of each (N, C) plane of ``x`` (4-D NCHW, or 3-D CHW as N = 1).
+
+PyTorch's semantics exactly: ``stride`` defaults to ``kernel_size``; ``padding`` (at most half the kernel) is
+implicit -inf; ``dilation`` spaces the window's taps; the output size is
+``floor_or_ceil((H + 2p - d(k-1) - 1) / s) + 1`` where, with ``ceil_mode``, the last window must start inside the
+input or the left padding. NaN wins a window; otherwise the first maximum in row-major window order.
+With ``return_indices`` also returns int64 indices: flat ``h * W + w`` positions in each input plane, the input
+of :func:`max_pool2d_backward`. ``out`` / ``indices_out``: arrays to write the results into.
+float32, float64, float16 and bfloat16.)doc");
   m.def(
       "max_pool2d_backward",
-      [](const Array& gy, const Array& idx, const std::vector<std::int64_t>& input_shape, Pair k, Pair s, Pair p,
-         Pair d, bool ceil_mode, const Array* out) {
+      [](const Array& grad_output, const Array& indices, py::object input_shape, py::object kernel_size,
+         py::object stride, py::object padding, py::object dilation, py::object ceil_mode, const Array* out) {
+        const char* op = "max_pool2d_backward";
+        const Pool2dArgs args = arg_pool2d(op, kernel_size, stride, padding, dilation, ceil_mode);
+        const Shape shape = arg_shape(input_shape, "input_shape", op);
         NoGil nogil;
-        return hetnn::max_pool2d_backward(gy, idx, input_shape, Pool2dArgs{k, s, p, d, ceil_mode}, out);
+        return hetnn::max_pool2d_backward(grad_output, indices, shape, args, out);
       },
-      py::arg("grad_output"), py::arg("indices"), py::arg("input_shape"), py::arg("kernel"), py::arg("stride"),
-      py::arg("padding"), py::arg("dilation"), py::arg("ceil_mode"), py::arg("out").none(true) = nullptr);
+      py::arg("grad_output"), py::arg("indices"), py::arg("input_shape"), py::arg("kernel_size") = py::none(),
+      py::arg("stride") = py::none(), py::arg("padding") = 0, py::arg("dilation") = 1, py::arg("ceil_mode") = false,
+      py::kw_only(), py::arg("out").none(true) = nullptr);
+  // The pooling layers' window and shape checks, before any data arrives.
+  m.def(
+      "pool2d_window",
+      [](const std::string& op, py::object kernel_size, py::object stride, py::object padding, py::object dilation,
+         py::object ceil_mode) {
+        const Pool2dArgs a = arg_pool2d(op.c_str(), kernel_size, stride, padding, dilation, ceil_mode);
+        (void)pool2d_geometry({1, 1, a.kernel[0], a.kernel[1]}, Pool2dArgs{a.kernel, a.stride, {0, 0}, {1, 1}},
+                              op.c_str());  // ranges of kernel and stride
+        return py::make_tuple(py::make_tuple(a.kernel[0], a.kernel[1]), py::make_tuple(a.stride[0], a.stride[1]),
+                              py::make_tuple(a.padding[0], a.padding[1]), py::make_tuple(a.dilation[0], a.dilation[1]),
+                              a.ceil_mode);
+      },
+      py::arg("op"), py::arg("kernel_size"), py::arg("stride"), py::arg("padding"), py::arg("dilation"),
+      py::arg("ceil_mode"), "A pooling layer's window arguments, normalised to (h, w) pairs and checked.");
+  m.def(
+      "pool2d_output_shape",
+      [](const std::string& op, py::object input_shape, py::object kernel_size, py::object stride,
+         py::object padding, py::object dilation, py::object ceil_mode) {
+        const Pool2dArgs a = arg_pool2d(op.c_str(), kernel_size, stride, padding, dilation, ceil_mode);
+        const Shape s = arg_shape(input_shape, "input_shape", op.c_str());
+        return py::tuple(py::cast(pool_output_shape(s, pool2d_geometry(s, a, op.c_str()))));
+      },
+      py::arg("op"), py::arg("input_shape"), py::arg("kernel_size"), py::arg("stride"), py::arg("padding"),
+      py::arg("dilation"), py::arg("ceil_mode"), "The output shape of pooling an input of input_shape, checked.");
 }
+
+HETNN_BINDING(2, bind_max_pool);
 
 }  // namespace hetnn::python

@@ -114,4 +114,6 @@ void bind_nn(py::module_& m) {
       py::arg("src"), py::arg("idx"), py::arg("offset"), py::arg("n"), py::arg("out").none(true) = nullptr);
 }
 
+HETNN_BINDING(2, bind_nn);
+
 }  // namespace hetnn::python

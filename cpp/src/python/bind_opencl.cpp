@@ -100,4 +100,6 @@ void bind_opencl(py::module_& m) {
       py::arg("device"), py::arg("n"));
 }
 
+HETNN_BINDING(2, bind_opencl);
+
 }  // namespace hetnn::python

@@ -4,21 +4,37 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <array>
+
 #include "core/array.h"
+#include "core/ops.h"
 
 namespace hetnn::python {
 
 namespace py = pybind11;
 
-// One per bind_<area>.cpp; module.cpp calls them all.
-void bind_device(py::module_& m);    // devices, threads, cache directory, atomic writes
-void bind_opencl(py::module_& m);    // OpenCL-only: ceilings, diagnostics, GEMM parameters and tuning, test hooks
-void bind_bench(py::module_& m);     // native benchmark peers
-void bind_array(py::module_& m);     // hetnn._core.Array
-void bind_nn(py::module_& m);        // training ops
-void bind_matmul(py::module_& m);
-void bind_max_pool(py::module_& m);
+// Each bind_<area>.cpp registers its function with HETNN_BINDING(stage, fn); module.cpp runs them all, by stage
+// (0: Device, 1: Array, whose types later signatures name; 2: everything else) and then by name.
+using BindFn = void (*)(py::module_&);
+struct BindingRegistrar {
+  BindingRegistrar(int stage, const char* name, BindFn fn);
+};
+void run_bindings(py::module_& m);
+#define HETNN_BINDING(stage, fn) \
+  static const ::hetnn::python::BindingRegistrar hetnn_binding_##fn { stage, #fn, fn }
+
 Shape to_shape(const py::sequence& seq, const char* what);
+
+// Python arguments as the ops take them, with messages naming the op and the argument (python/args.cpp).
+// A bool (True/False or a NumPy bool), else TypeError.
+bool arg_bool(py::handle v, const char* name, const char* op);
+// An int or a pair of ints (a 1-element sequence means both) within C int range -> (h, w).
+std::array<int, 2> arg_pair(py::handle v, const char* name, const char* op);
+// A shape: a tuple, list or 1-D NumPy array of ints.
+Shape arg_shape(py::handle v, const char* name, const char* op);
+// Window arguments of the pooling ops with PyTorch's defaults: stride None (or empty) means kernel_size.
+Pool2dArgs arg_pool2d(const char* op, py::handle kernel_size, py::handle stride, py::handle padding,
+                      py::handle dilation, py::handle ceil_mode);
 
 // Releases the GIL around device work (instead of py::gil_scoped_release). When the interpreter exits while a
 // daemon thread is inside hetnn, CPython ends that thread with pthread_exit as it asks for the GIL back; the forced

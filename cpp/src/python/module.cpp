@@ -1,7 +1,11 @@
 // hetnn._core: the pybind11 module. Thin: argument conversion, GIL release around device work, and the mapping of
 // hetnn's C++ errors to Python exceptions. Validation lives in the core front (cpp/src/core).
-// The bindings themselves live in bind_<area>.cpp, one file per op or area.
+// The bindings themselves live in bind_<area>.cpp, one file per op or area, each registered with HETNN_BINDING.
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
 
 #include "core/errors.h"
 #include "core/warn.h"
@@ -9,6 +13,34 @@
 
 namespace py = pybind11;
 using namespace hetnn;
+
+namespace hetnn::python {
+
+namespace {
+
+struct Binding {
+  int stage;
+  const char* name;
+  BindFn fn;
+};
+std::vector<Binding>& registry() {
+  static std::vector<Binding> r;  // filled by the bind_*.cpp files' static registrars, before PyInit runs
+  return r;
+}
+
+}  // namespace
+
+BindingRegistrar::BindingRegistrar(int stage, const char* name, BindFn fn) { registry().push_back({stage, name, fn}); }
+
+void run_bindings(py::module_& m) {
+  std::vector<Binding> r = registry();
+  std::sort(r.begin(), r.end(), [](const Binding& a, const Binding& b) {
+    return a.stage != b.stage ? a.stage < b.stage : std::string(a.name) < b.name;
+  });
+  for (const Binding& b : r) b.fn(m);
+}
+
+}  // namespace hetnn::python
 
 namespace {
 
@@ -79,11 +111,5 @@ PYBIND11_MODULE(_core, m) {
     }
   });
 
-  hetnn::python::bind_device(m);
-  hetnn::python::bind_opencl(m);
-  hetnn::python::bind_bench(m);
-  hetnn::python::bind_array(m);
-  hetnn::python::bind_nn(m);
-  hetnn::python::bind_matmul(m);
-  hetnn::python::bind_max_pool(m);
+  python::run_bindings(m);
 }

@@ -10,8 +10,8 @@ import numpy as np
 
 from .._array import _foreign_to_host, asarray, empty
 from .._device import device as _resolve_device
-from .._matmul import matmul
-from .._max_pool import max_pool2d
+from .._ops import matmul
+from .._ops import max_pool2d
 from .._timing import Case, interleave, spread_pct
 from .peak import check_ceiling, fp32_peak_gflops, share
 from .matmul import AGREEMENT_TOLERANCE, max_rel_error

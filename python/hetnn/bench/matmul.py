@@ -12,7 +12,7 @@ import numpy as np
 from .._array import asarray, empty
 from .._device import Device
 from .._loader import _core
-from .._matmul import matmul
+from .._ops import matmul
 from .._oscounters import quiesce
 from .._threads import get_num_threads
 from .._timing import Case, interleave, spread_pct

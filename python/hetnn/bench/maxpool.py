@@ -15,7 +15,7 @@ import numpy as np
 from .._array import asarray
 from .._device import Device
 from .._loader import _core
-from .._max_pool import max_pool2d, max_pool2d_backward
+from .._ops import max_pool2d, max_pool2d_backward
 from .._threads import get_num_threads
 from .._timing import Case, benchmark, interleave
 from .matmul import settle

@@ -10,8 +10,6 @@ import numpy as np
 
 from .._loader import _core
 from .._array import Array
-from .._device import device as _device
-from .._max_pool import _window
 from .._check import is_int
 
 _GENERATOR = np.random.default_rng()
@@ -272,7 +270,7 @@ class MaxPool2d(Layer):
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                  ceil_mode: bool = False) -> None:
         super().__init__()
-        self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode = _window(
+        self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode = _core.pool2d_window(
             "MaxPool2d", kernel_size, stride, padding, dilation, ceil_mode)
 
     def config(self) -> Dict[str, Any]:
@@ -283,9 +281,8 @@ class MaxPool2d(Layer):
         if len(input_shape) != 3:
             raise ValueError(f"MaxPool2d takes (N, C, H, W) input, got per-sample shape {input_shape}")
         # the core's checks (PyTorch's rules: padding <= kernel/2, a window inside the padded input, ...)
-        _, c, oh, ow = _core.max_pool2d_shape(_device("cpu")._dev, [1, *input_shape], "float32", self.kernel_size,
-                                              self.stride, self.padding, self.dilation, self.ceil_mode)
-        return (c, oh, ow)
+        return _core.pool2d_output_shape("MaxPool2d", input_shape, self.kernel_size, self.stride, self.padding,
+                                         self.dilation, self.ceil_mode)
 
 
     def _to_trainer(self, trainer: Any) -> None:

@@ -25,7 +25,7 @@
 #include "backend/cpu/half_convert.h"
 #include "core/errors.h"
 #include "core/half.h"
-#include "core/max_pool.h"
+#include "core/pool2d.h"
 
 // GCC 12 reports the AVX-512 headers' own "undefined vector" idiom (__Y in _mm512_cvtepi64_epi32,
 // _mm256_maskz_loadu_epi16, ...) as maybe-uninitialised at every inlined call; nothing here reads an

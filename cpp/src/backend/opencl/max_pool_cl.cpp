@@ -5,7 +5,7 @@
 #include "backend/opencl/cl_args.h"
 #include "backend/opencl/cl_backend.h"
 #include "core/errors.h"
-#include "core/max_pool.h"
+#include "core/pool2d.h"
 
 namespace hetnn::opencl {
 

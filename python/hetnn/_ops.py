@@ -1,9 +1,5 @@
-"""Operations. Each follows one rule for where it runs:
-
-* hetnn Arrays in -> runs on their device -> Array out (all operands on one device, else ``ValueError``);
-* NumPy arrays (or array-likes) in -> runs on ``device`` (else the default device) -> NumPy out. On the CPU device
-  NumPy memory is used in place (no copies); on an OpenCL device operands are uploaded and the result downloaded.
-"""
+"""hetnn's public ops: each a core function (cpp/src/python/bind_<op>.cpp, typed in _core.pyi) under the one
+placement rule of hetnn._placement. A new op is one line here (docs/adding-an-op.md)."""
 from __future__ import annotations
 
 import numbers
@@ -14,9 +10,9 @@ import numpy as np
 from ._array import Array, _host_array, _host_empty, _numpy_view
 from ._device import DeviceLike, device as _resolve_device
 from ._loader import _core
+from ._placement import placed
 
 ArrayLike = Union[Array, np.ndarray, Any]
-
 
 
 def _flag(value: Any, name: str) -> bool:
@@ -36,7 +32,6 @@ def _scalar(value: Any, name: str) -> float:
         return float(value)
     except OverflowError:
         raise ValueError(f"matmul: {name} {value!r} is too large for a float") from None
-
 
 
 ACTIVATIONS = tuple(_core.activations())
@@ -123,3 +118,8 @@ def matmul(a: ArrayLike, b: ArrayLike, *, transpose_a: bool = False, transpose_b
         _core.matmul(A, B, C, ta, tb, al, be, BIAS, act).read_into(result)
     return result
 
+
+max_pool2d = placed(_core.max_pool2d, "x", outs=("out", "indices_out"))
+max_pool2d_backward = placed(_core.max_pool2d_backward, "grad_output", "indices")
+
+__all__ = ["matmul", "max_pool2d", "max_pool2d_backward"]

@@ -1,24 +1,25 @@
-// max_pool2d front: validates arguments once (PyTorch's rules), then dispatches to the device's backend.
+// Pooling geometry (PyTorch's rules) shared by the pooling fronts and both backends; the fronts are in core/ops.h.
 #pragma once
 #include <array>
 #include <utility>
 
 #include "backend/backend.h"
 #include "core/array.h"
+#include "core/ops.h"
 
 namespace hetnn {
-
-struct Pool2dArgs {
-  std::array<int, 2> kernel{1, 1}, stride{1, 1}, padding{0, 0}, dilation{1, 1};  // (h, w)
-  bool ceil_mode = false;
-};
 
 // Output length of one spatial dimension, as PyTorch computes it (pooling_output_shape); may be < 1.
 std::int64_t pool_output_size(std::int64_t in, int k, int s, int p, int d, bool ceil_mode);
 
-// Checks an input of shape `s` (4-D NCHW; callers reshape 3-D CHW) and dtype `t` on `dev`, and the window
+// TypeError unless t is a floating-point dtype the device has.
+void pool_require_float(DType t, const Device& dev, const char* op, const char* what);
+
+// Checks an input of shape `s` (4-D NCHW, or 3-D CHW as N = 1) and dtype `t` on `dev`, and the window
 // parameters; throws ValueError / TypeError.
 Pool2dDesc pool2d_plan(const Shape& s, DType t, const Device& dev, const Pool2dArgs& args, const char* op);
+// The same without the dtype (layers check their shapes before any data arrives); dtype left float32.
+Pool2dDesc pool2d_geometry(const Shape& s, const Pool2dArgs& args, const char* op);
 
 // Index checks shared by the backends' backward passes: whether flat index v lies on window (oh, ow)'s grid
 // inside the plane; whether a window holds no input position at all (possible with dilation > 1 on tiny inputs:
@@ -40,19 +41,17 @@ struct PoolScatterBlocks {
 };
 PoolScatterBlocks pool_scatter_blocks(const Pool2dDesc& d);
 
+// "(N, C, H, W) k=(kh, kw) s=(sh, sw) p=(ph, pw) d=(dh, dw)": a pooling op's operands, for the profiler.
+std::string pool_window_str(const Shape& input, const Pool2dDesc& d);
+// Checks a caller's output array `o` (`what`: "out", "indices out") against the shape and dtype it must have.
+void pool_check_out(const Array& o, const Shape& shape, DType t, const Array& ref, const char* op, const char* what);
+// The output's shape for an input of shape `input`: (C, OH, OW) for a 3-D input, else (N, C, OH, OW).
+Shape pool_output_shape(const Shape& input, const Pool2dDesc& d);
+
 // First in-bounds position of a dilated window starting at `start` (PyTorch's initial index).
 inline std::int64_t pool_first_inside(std::int64_t start, int d) {
   return start >= 0 ? start : start + (-start + d - 1) / d * d;
 }
 
-// y = max over each window; indices (int64, flat h*W + w in each input plane) when `indices` is non-null.
-// `out` / an already valid *indices are written in place (same device, right shape and dtype), else new Arrays on
-// x's device are made. Returns y.
-Array max_pool2d(const Array& x, const Pool2dArgs& args, const Array* out, Array* indices);
-
-// grad_input: grad_output scattered to the argmax positions given by `indices`; overlapping windows accumulate.
-// input_shape: the forward input's shape (N, C, H, W). `out`: optional grad_input to write.
-Array max_pool2d_backward(const Array& grad_output, const Array& indices, const Shape& input_shape,
-                          const Pool2dArgs& args, const Array* out);
 
 }  // namespace hetnn

@@ -1,0 +1,96 @@
+// Python arguments -> the core's argument types, with the op and the argument named in every message (bindings.h).
+// Range checks (positive, at most half the kernel, ...) stay in the core: these only convert.
+#include <string>
+
+#include "core/errors.h"
+#include "python/bindings.h"
+
+namespace hetnn::python {
+
+namespace {
+
+std::string describe(py::handle v) {
+  return std::string(py::str(py::type::of(v).attr("__name__"))) + " (" + std::string(py::repr(v)) + ")";
+}
+
+bool is_bool(py::handle v) {
+  if (PyBool_Check(v.ptr())) return true;
+  const std::string t = Py_TYPE(v.ptr())->tp_name;
+  return t == "numpy.bool" || t == "numpy.bool_";
+}
+
+int one_int(py::handle v, const char* name, const char* op) {
+  const std::string what = std::string(op) + ": " + name;
+  if (is_bool(v)) throw TypeError(what + " must be an int or a pair of ints, got " + std::string(py::repr(v)));
+  PyObject* i = PyNumber_Index(v.ptr());  // operator.index: ints and NumPy integers, not floats
+  if (!i) {
+    PyErr_Clear();
+    throw TypeError(what + " must be an int or a pair of ints, got " + describe(v));
+  }
+  const py::object io = py::reinterpret_steal<py::object>(i);
+  int overflow = 0;
+  const long long x = PyLong_AsLongLongAndOverflow(io.ptr(), &overflow);
+  if (overflow || x < -(1LL << 31) || x >= (1LL << 31))
+    throw ValueError(what + " " + std::string(py::str(io)) + " is out of range (|value| < 2**31)");
+  return static_cast<int>(x);
+}
+
+}  // namespace
+
+bool arg_bool(py::handle v, const char* name, const char* op) {
+  if (is_bool(v)) return PyObject_IsTrue(v.ptr()) == 1;
+  throw TypeError(std::string(op) + ": " + name + " must be a bool, got " + describe(v));
+}
+
+std::array<int, 2> arg_pair(py::handle v, const char* name, const char* op) {
+  if (PyTuple_Check(v.ptr()) || PyList_Check(v.ptr())) {
+    const py::sequence seq = py::reinterpret_borrow<py::sequence>(v);
+    if (seq.size() == 1) {  // PyTorch accepts a 1-element sequence as "both"
+      const int x = one_int(seq[0], name, op);
+      return {x, x};
+    }
+    if (seq.size() != 2)
+      throw ValueError(std::string(op) + ": " + name + " must be an int or a pair of ints, got " +
+                       std::to_string(seq.size()) + " values " + std::string(py::repr(py::tuple(seq))));
+    return {one_int(seq[0], name, op), one_int(seq[1], name, op)};
+  }
+  const int x = one_int(v, name, op);
+  return {x, x};
+}
+
+Shape arg_shape(py::handle v, const char* name, const char* op) {
+  const std::string what = std::string(op) + ": " + name;
+  const bool ndarray = py::isinstance<py::array>(v) && py::reinterpret_borrow<py::array>(v).ndim() == 1;
+  if (!PyTuple_Check(v.ptr()) && !PyList_Check(v.ptr()) && !ndarray)
+    throw TypeError(what + " must be a sequence of ints, got " + std::string(py::str(py::type::of(v).attr("__name__"))));
+  Shape s;
+  for (const py::handle item : py::reinterpret_borrow<py::iterable>(v)) {
+    PyObject* i = is_bool(item) ? nullptr : PyNumber_Index(item.ptr());
+    if (!i) {
+      PyErr_Clear();
+      throw TypeError(what + " must hold ints, got " + describe(item));
+    }
+    const py::object io = py::reinterpret_steal<py::object>(i);
+    int overflow = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(io.ptr(), &overflow);
+    if (overflow) throw ValueError(what + " " + std::string(py::str(io)) + " does not fit in 64 bits");
+    s.push_back(x);
+  }
+  return s;
+}
+
+Pool2dArgs arg_pool2d(const char* op, py::handle kernel_size, py::handle stride, py::handle padding,
+                      py::handle dilation, py::handle ceil_mode) {
+  if (kernel_size.is_none())
+    throw TypeError(std::string(op) + ": kernel_size is required (an int or a pair of ints)");
+  Pool2dArgs a;
+  a.kernel = arg_pair(kernel_size, "kernel_size", op);
+  const bool empty = (PyTuple_Check(stride.ptr()) || PyList_Check(stride.ptr())) && py::len(stride) == 0;
+  a.stride = stride.is_none() || empty ? a.kernel : arg_pair(stride, "stride", op);
+  a.padding = arg_pair(padding, "padding", op);
+  a.dilation = arg_pair(dilation, "dilation", op);
+  a.ceil_mode = arg_bool(ceil_mode, "ceil_mode", op);
+  return a;
+}
+
+}  // namespace hetnn::python

@@ -1,0 +1,106 @@
+"""The one rule for where an op runs, applied to every op the core exports (``placed``):
+
+* hetnn Arrays in -> runs on their device -> Arrays out (all array operands on one device, else ``ValueError``);
+* NumPy arrays (or array-likes: PyTorch, CuPy, JAX, DLPack) in -> runs on ``device`` (else the default device) ->
+  NumPy out. On the CPU device NumPy memory is used in place and results are returned without a copy; on an
+  OpenCL device operands are uploaded and results downloaded.
+
+Everything else (argument types, ranges, dtypes, shapes, defaults) is the core's decision: the arguments that are
+not arrays pass through unchanged.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from ._array import Array, _host_array, _numpy_view
+from ._device import device as _resolve_device
+from ._loader import _core
+
+
+def _names(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _check_host_out(op: str, name: str, out: Any, inputs: List[np.ndarray]) -> np.ndarray:
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"{op}: {name} must be a NumPy array, got {type(out).__name__}")
+    if not out.flags.c_contiguous or not out.flags.writeable or not out.dtype.isnative:
+        raise ValueError(f"{op}: {name} must be a writeable, C-contiguous NumPy array in native byte order")
+    if any(np.may_share_memory(out, x) for x in inputs):
+        # each NumPy array is wrapped on its own, so the core's check on shared buffers cannot see this
+        raise ValueError(f"{op}: {name} must not share memory with the inputs")
+    return out
+
+
+def placed(fn: Callable[..., Any], *inputs: str, outs: Sequence[str] = ("out",),
+           reads_out: Optional[Callable[[Dict[str, Any]], bool]] = None) -> Callable[..., Any]:
+    """The public op for core function ``fn``: ``inputs`` name its leading array parameters (positional or by
+    keyword), ``outs`` its keyword-only output arrays; ``reads_out(kwargs)`` says whether the op reads an output's
+    contents (matmul with beta), so that an OpenCL run uploads it."""
+    op = fn.__name__
+    n = len(inputs)
+
+    @functools.wraps(fn)
+    def run(*args: Any, device: Any = None, **kwargs: Any) -> Any:
+        arrays = list(args[:n])
+        for name in inputs[len(arrays):]:
+            if name not in kwargs:
+                raise TypeError(f"{op}: missing argument {name!r}")
+            arrays.append(kwargs.pop(name))
+        rest = args[n:]
+        given = {k: kwargs.pop(k) for k in outs if kwargs.get(k) is not None}
+        on_device = [isinstance(a, Array) for a in arrays]
+        if any(on_device):
+            if not all(on_device):
+                both = "both" if n == 2 else "all"
+                raise TypeError(f"{op}: {_names(inputs)} must {both} be hetnn Arrays or {both} NumPy arrays; "
+                                f"{inputs[on_device.index(False)]} is not (hetnn.asarray(x, device=...) makes one)")
+            where = arrays[0]._a.device.id
+            if device is not None and _resolve_device(device).id != where:
+                raise ValueError(f"{op}: device={_resolve_device(device).id!r} but {inputs[0]} is on {where}; move "
+                                 f"it with .to(device)")
+            for k, v in given.items():
+                if not isinstance(v, Array):
+                    raise TypeError(f"{op}: {k} must be a hetnn.Array when the operands are, got {type(v).__name__}")
+            res = fn(*(a._a for a in arrays), *rest, **{k: v._a for k, v in given.items()}, **kwargs)
+            return _wrap(res, Array)
+
+        for k, v in given.items():
+            if isinstance(v, Array):
+                raise TypeError(f"{op}: {k} is a hetnn.Array but the operands are NumPy arrays; pass it as a NumPy "
+                                f"array")
+        dev = _resolve_device(device)
+        hosts = [_host_array(a, None, f"{op}: {name}") for a, name in zip(arrays, inputs)]
+        host_outs = {k: _check_host_out(op, k, v, hosts) for k, v in given.items()}
+        cpu = dev.kind == "cpu"
+        if cpu:  # in place on NumPy memory
+            core_in = [_numpy_view(dev._dev, h) for h in hosts]
+            core_outs = {k: _numpy_view(dev._dev, v) for k, v in host_outs.items()}
+        else:
+            core_in = [_core.Array.from_numpy(dev._dev, h) for h in hosts]
+            read = reads_out is not None and reads_out(kwargs)
+            core_outs = {k: _core.Array.from_numpy(dev._dev, v) if read
+                         else _core.Array.empty(dev._dev, v.shape, v.dtype.name) for k, v in host_outs.items()}
+        res = fn(*core_in, *rest, **core_outs, **kwargs)
+
+        def to_host(a: Any) -> Any:
+            for k, c in core_outs.items():
+                if a.same_memory(c):  # the caller's out: written in place (CPU) or read back into it
+                    if not cpu:
+                        a.read_into(host_outs[k])
+                    return host_outs[k]
+            view = a.host_numpy() if cpu else None
+            return a.to_numpy() if view is None else view
+
+        return _wrap(res, to_host)
+
+    return run
+
+
+def _wrap(res: Any, convert: Callable[[Any], Any]) -> Any:
+    if isinstance(res, tuple):
+        return tuple(_wrap(r, convert) for r in res)
+    return convert(res) if isinstance(res, _core.Array) else res
