@@ -1,6 +1,6 @@
 """Every op, registered once: how to call it on a device, its float64 NumPy reference, fresh random inputs, the
 dtypes it takes and its bad calls. tests/test_op_table.py runs every row on every device and fails when an op of the
-public API or of the backend interface (cpp/src/backend/backend.h) has no row.
+public API or of the backend interface (HETNN_BACKEND_OPS in cpp/src/core/ops.h) has no row.
 
 A row's `run(dev, inputs)` returns NumPy results (a tuple); `reference(inputs)` the same in float64; `tol` the
 allowed norm-wise relative error per dtype; `bad` lists (label, call(dev), exception types, message regex). The
@@ -28,7 +28,7 @@ class Op:
     dtypes: Sequence[str] = F
     tol: Dict[str, float] = field(default_factory=lambda: {"float32": 2e-5, "float64": 1e-12})
     bad: List[Tuple[str, Callable[[Any], Any], Any, str]] = field(default_factory=list)
-    backend: Sequence[str] = ()  # the backend.h virtuals this row exercises
+    backend: Sequence[str] = ()  # the HETNN_BACKEND_OPS entries this row exercises
 
 
 def _up(dev, x):
@@ -104,6 +104,45 @@ def _pool_bwd_run(dev, inp):
 def _pool_bwd_ref(inp):
     g, idx, shape, k, s, p = inp
     return (pool_ref.max_pool2d_backward(g.astype(np.float64), idx, shape),)
+
+
+# ---- average pooling -----------------------------------------------------------------------------------------------
+def _avg_out(n, k, s, p, ceil):
+    """PyTorch's pooling output length (pooling_output_shape), written out apart from the core's."""
+    o = -((-(n + 2 * p - k)) // s) + 1 if ceil else (n + 2 * p - k) // s + 1
+    return o - 1 if ceil and (o - 1) * s >= n + p else o
+
+
+def _avg_inputs(rng, dtype):
+    x, k, s, p = _pool_inputs(rng, dtype)
+    divisor = None if rng.integers(2) else int(rng.integers(1, 6)) * int(rng.choice([-1, 1]))
+    return x, k, s, p, bool(rng.integers(2)), bool(rng.integers(2)), divisor
+
+
+def _avg_run(dev, inp):
+    x, k, s, p, ceil, include_pad, divisor = inp
+    return (hetnn.avg_pool2d(x, k, s, p, ceil, include_pad, divisor, device=dev),)
+
+
+def _avg_ref(inp):
+    x, k, s, p, ceil, include_pad, divisor = inp
+    n, c, h, w = x.shape
+    oh, ow = _avg_out(h, k[0], s[0], p[0], ceil), _avg_out(w, k[1], s[1], p[1], ceil)
+    y = np.empty((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            r0, c0 = i * s[0] - p[0], j * s[1] - p[1]
+            r1, c1 = min(r0 + k[0], h + p[0]), min(c0 + k[1], w + p[1])
+            win = x[:, :, max(r0, 0):min(r1, h), max(c0, 0):min(c1, w)].astype(np.float64)
+            size = divisor or ((r1 - r0) * (c1 - c0) if include_pad else win.shape[2] * win.shape[3])
+            y[:, :, i, j] = win.sum(axis=(2, 3)) / size
+    return (y,)
+
+
+def _avg(x, *args, **kwargs):
+    return lambda d: hetnn.avg_pool2d(x, *args, device=d, **kwargs)
+
+
 
 
 # ---- training ops --------------------------------------------------------------------------------------------------
@@ -270,12 +309,29 @@ POOL_BWD_BAD = [
 ]
 
 
+AVG_BAD = [
+    ("kernel-zero", _avg(X4, 0), ValueError, "kernel_size"),
+    ("kernel-missing", _avg(X4), TypeError, "kernel_size"),
+    ("padding-too-big", _avg(X4, 2, 1, 2), ValueError, "padding"),
+    ("divisor-zero", _avg(X4, 2, divisor_override=0), ValueError, "divisor_override"),
+    ("divisor-float", _avg(X4, 2, divisor_override=2.5), TypeError, "divisor_override"),
+    ("divisor-pair", _avg(X4, 2, divisor_override=(2, 2)), TypeError, "divisor_override"),
+    ("include-pad-string", _avg(X4, 2, count_include_pad="yes"), TypeError, "count_include_pad"),
+    ("2d-input", _avg(F32, 2), ValueError, "input"),
+    ("int-dtype", _avg(X4.astype(np.int32), 2), TypeError, "int32"),
+    ("out-wrong-shape", _avg(X4, 2, out=np.empty((1, 1, 2, 2), np.float32)), ValueError, "out"),
+]
+
+
 OPS: Dict[str, Op] = {op.name: op for op in [
     Op("matmul", _mm_run, _mm_ref, _mm_inputs, backend=["matmul"], bad=MATMUL_BAD),
     Op("max_pool2d", _pool_run, _pool_ref, _pool_inputs, tol={"float32": 0.0, "float64": 0.0},
        backend=["max_pool2d"], bad=POOL_BAD),
     Op("max_pool2d_backward", _pool_bwd_run, _pool_bwd_ref, _pool_bwd_inputs, tol={"float32": 1e-6, "float64": 1e-14},
        backend=["max_pool2d_backward"], bad=POOL_BWD_BAD),
+    Op("avg_pool2d", _avg_run, _avg_ref, _avg_inputs, dtypes=F + ("float16", "bfloat16"),
+       tol={"float32": 1e-6, "float64": 1e-14, "float16": 1e-3, "bfloat16": 8e-3}, backend=["avg_pool2d"],
+       bad=AVG_BAD),
     Op("activation", lambda d, i: (_core.activation(_up(d, i[0]), i[1]).to_numpy(),),
        lambda i: (_acts64(i[0].astype(np.float64), i[1]),), _act_inputs, backend=["activation"], bad=[
         ("unknown", lambda d: _core.activation(_up(d, np.ones(3, np.float32)), "gelu"), ValueError, "activation")]),

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -192,6 +193,41 @@ void run_pool(const DevicePtr& dev, std::mt19937& g) {
 // (float32 results: relative 1e-5).
 bool near(double got, double want, double tol = 1e-5) { return std::abs(got - want) <= tol * (1 + std::abs(want)); }
 
+void run_avg_pool(const DevicePtr& dev, std::mt19937& g) {
+  std::uniform_int_distribution<int> small(1, 3), img(4, 29);
+  Pool2dArgs p;
+  p.kernel = {small(g) + 1, small(g)};
+  p.stride = {small(g), small(g)};
+  p.padding = {std::min(p.kernel[0] / 2, small(g) - 1), p.kernel[1] / 2};
+  p.ceil_mode = g() & 1;
+  const bool include_pad = g() & 1;
+  const std::optional<int> divisor = g() & 1 ? std::optional<int>(1 + int(g() % 5)) : std::nullopt;
+  const int n = small(g), c = small(g), h = img(g), w = img(g) + 4;
+  auto X = randv(g, std::size_t(n) * c * h * w);
+  Array x = Array::from_host(dev, X.data(), {n, c, h, w}, DType::f32);
+  Array y = avg_pool2d(x, p, include_pad, divisor, nullptr);
+  const std::int64_t OH = y.shape()[2], OW = y.shape()[3];
+  const auto Y = host(y);
+  bool ok = OH == pool_output_size(h, p.kernel[0], p.stride[0], p.padding[0], 1, p.ceil_mode) &&
+            OW == pool_output_size(w, p.kernel[1], p.stride[1], p.padding[1], 1, p.ceil_mode);
+  for (int plane = 0; plane < n * c && ok; ++plane)
+    for (std::int64_t oh = 0; oh < OH; ++oh)
+      for (std::int64_t ow = 0; ow < OW; ++ow) {
+        const std::int64_t r0 = oh * p.stride[0] - p.padding[0], q0 = ow * p.stride[1] - p.padding[1];
+        const std::int64_t r1 = std::min<std::int64_t>(r0 + p.kernel[0], h + p.padding[0]);
+        const std::int64_t q1 = std::min<std::int64_t>(q0 + p.kernel[1], w + p.padding[1]);
+        double sum = 0;
+        int inside = 0;
+        for (std::int64_t r = std::max<std::int64_t>(r0, 0); r < std::min<std::int64_t>(r1, h); ++r)
+          for (std::int64_t q = std::max<std::int64_t>(q0, 0); q < std::min<std::int64_t>(q1, w); ++q)
+            sum += X[(plane * h + r) * w + q], ++inside;
+        const double div = divisor ? *divisor : include_pad ? double((r1 - r0) * (q1 - q0)) : inside;
+        if (!near(Y[(plane * OH + oh) * OW + ow], sum / div)) ok = false;
+      }
+  check(ok, dev->id() + " avg_pool2d");
+  expect_throw<ValueError>([&] { avg_pool2d(x, p, true, 0, nullptr); }, "avg_pool2d divisor 0");
+}
+
 struct Batch {  // rows x cols predictions and one label per row, on the device and on the host
   int rows, cols;
   std::vector<float> P;
@@ -339,6 +375,7 @@ const OpCase kOps[] = {
     {"matmul", run_matmul},
     {"max_pool2d", run_pool},
     {"max_pool2d_backward", nullptr},  // in run_pool, on the forward's indices
+    {"avg_pool2d", run_avg_pool},
     {"activation", run_activation},
     {"activation_backward", run_activation_backward},
     {"softmax", run_softmax},

@@ -121,5 +121,6 @@ def matmul(a: ArrayLike, b: ArrayLike, *, transpose_a: bool = False, transpose_b
 
 max_pool2d = placed(_core.max_pool2d, "x", outs=("out", "indices_out"))
 max_pool2d_backward = placed(_core.max_pool2d_backward, "grad_output", "indices")
+avg_pool2d = placed(_core.avg_pool2d, "x")
 
-__all__ = ["matmul", "max_pool2d", "max_pool2d_backward"]
+__all__ = ["avg_pool2d", "matmul", "max_pool2d", "max_pool2d_backward"]

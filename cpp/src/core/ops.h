@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,15 @@ struct Pool2dDesc {
   int kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
   bool ceil_mode = false;
   DType dtype = DType::f32;
+};
+
+// 2-D average pooling (PyTorch's avg_pool2d; dilation is 1). Window (oh, ow) spans rows [oh*sh - ph, + kh) and
+// columns [ow*sw - pw, + kw), clipped to the padded input; its sum over the input positions inside it is divided by
+// divisor_override when non-zero, else by the clipped window's area with count_include_pad, else by the number of
+// input positions it holds.
+struct AvgPool2dDesc : Pool2dDesc {
+  bool count_include_pad = true;
+  int divisor_override = 0;
 };
 
 // Training ops (core/nn.h validates their operands). Losses and metrics add into a one-element float32
@@ -84,6 +94,7 @@ struct SgdDesc {
 //                        row-major window order. indices (int64, optional): flat h*W + w of each maximum in its plane.
 //   max_pool2d_backward  gx (N, C, H, W) = sum of gy over the windows whose index points at each position; throws
 //                        ValueError when an index does not point inside its own window (corrupt or foreign indices).
+//   avg_pool2d           y (N, C, OH, OW) = window averages of x (N, C, H, W), as the AvgPool2dDesc says.
 //   Training ops (core/nn.h):
 //   activation           out = act(x) over n elements.
 //   activation_backward  dx = dy * act'(.) from the activation's output y (relu: y > 0, sigmoid: y (1 - y), tanh:
@@ -97,6 +108,7 @@ struct SgdDesc {
   X(matmul, (const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias))              \
   X(max_pool2d, (const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices))                              \
   X(max_pool2d_backward, (const Pool2dDesc& d, const Buffer& gy, const Buffer& indices, Buffer& gx))             \
+  X(avg_pool2d, (const AvgPool2dDesc& d, const Buffer& x, Buffer& y))                                         \
   X(activation, (Activation act, DType t, std::int64_t n, const Buffer& x, Buffer& out))                         \
   X(activation_backward, (Activation act, DType t, std::int64_t n, const Buffer& dy, const Buffer& y, Buffer& dx)) \
   X(softmax, (DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& y))                        \
@@ -134,5 +146,10 @@ Array max_pool2d(const Array& x, const Pool2dArgs& args, const Array* out, Array
 // input_shape: the forward input's shape (N, C, H, W). `out`: optional grad_input to write.
 Array max_pool2d_backward(const Array& grad_output, const Array& indices, const Shape& input_shape,
                           const Pool2dArgs& args, const Array* out);
+
+// y = average over each window (4-D NCHW, or 3-D CHW as N = 1); PyTorch's avg_pool2d (args.dilation must be 1).
+// divisor_override: set -> divide every window's sum by it (not 0). `out`: optional y to write.
+Array avg_pool2d(const Array& x, const Pool2dArgs& args, bool count_include_pad, std::optional<int> divisor_override,
+                 const Array* out);
 
 }  // namespace hetnn
