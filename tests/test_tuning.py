@@ -328,3 +328,24 @@ def test_the_tuner_tunes_small_and_large_problems_apart(tmp_path, opencl_device)
     small_source, large_source = r.stdout.strip().split(" | ")
     assert small_source.startswith("tuned ") and "(problems up to 268435456 multiply-adds)" in small_source
     assert large_source.startswith("tuned ") and "problems up to" not in large_source
+
+
+def test_the_search_winner_must_beat_the_incumbent_interleaved(monkeypatch, opencl_device):
+    """The search times the incumbent first; a clock that rises during the search flattered later candidates (an
+    H100 claimed 1.27x, 0.97x interleaved). Here the incumbent's search figure is made 20x too slow: the reported
+    speed-up must still come from the interleaved timing, and an unconfirmed winner must not replace it."""
+    from hetnn import tune
+
+    real = tune._time_candidate
+    first = tune._params(opencl_device, "float32", 96 ** 3)[0]
+
+    def biased(device, problems, tol, best, deadline):
+        times = real(device, problems, tol, best, deadline)
+        return [t * 20 for t in times] if tune._params(device, "float32")[0] == first else times
+
+    monkeypatch.setattr(tune, "_time_candidate", biased)
+    r = tune.tune_gemm(opencl_device, [(96, 96, 96)], budget=4, max_candidates=4, save=False)
+    assert r["baseline_params"] == first and r["search_best"] != first
+    assert 0.2 < r["speedup_interleaved"] < 5, r["speedup_interleaved"]  # not the search's 20x
+    if r["speedup_interleaved"] <= 1.0:
+        assert r["params"] == first
