@@ -123,7 +123,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         base = f"{cls['baseline_gflops']:.1f}" if cls["baseline_gflops"] else "-"
         print(f"best for {scope} ({', '.join('x'.join(map(str, s)) for s in cls['sizes'])}): {cls['params']}  "
               f"{cls['gflops']:.1f} GFLOP/s (geometric mean over the sizes; before: {cls['baseline_params']}: {base})")
-        if cls["search_best"] != cls["baseline_params"]:
+        if cls["speedup_interleaved"] is not None:
             verdict = "kept" if cls["params"] == cls["search_best"] else "not kept: the incumbent stays"
             print(f"  the search's best ({cls['search_best']}) timed interleaved with the incumbent: "
                   f"{cls['speedup_interleaved']:.2f}x (median per round; {verdict})")

@@ -183,8 +183,8 @@ def tune_gemm(device: Device, sizes: Sequence[Tuple[int, int, int]], *, dtype: s
             results, rejected = _search(device, dtype, cls, cands, budget / len(classes), progress)
             best, best_gflops = results[0][1], results[0][0]
             baseline_gflops = next((g for g, p in results if p == first), None)
-            speedup = 1.0
-            if best != first:
+            speedup: Optional[float] = None
+            if best != first and baseline_gflops is not None:  # an incumbent that failed in the search is replaced
                 kept, speedup = _confirm(device, dtype, cls, first, best)
                 if not kept:
                     best, best_gflops = first, baseline_gflops
