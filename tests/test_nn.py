@@ -408,7 +408,7 @@ def test_16_bit_models_match_float64_gradients_and_learn(device, rng, dtype):
 
 def _model_file(tmp_path, arch=None, **entries):
     """A .npz holding an architecture (dict, or raw text) and the given entries."""
-    from hetnn.nn._model import _FORMAT
+    from hetnn.nn._saving import FORMAT as _FORMAT
 
     base = {"format": _FORMAT, "dtype": "float32",
             "layers": [{"kind": "dense", "config": {"in_features": 4, "out_features": 3, "activation": None,

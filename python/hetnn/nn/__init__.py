@@ -2,7 +2,8 @@
 from ._layers import (Dense, Flatten, Layer, MaxPool2d, Parameter, ReLU, Reshape, Sigmoid, Softmax, Tanh,
                       manual_seed)
 from ._losses import CrossEntropyLoss, Loss, MSELoss
-from ._model import Callback, EarlyStopping, History, Sequential, load
+from ._callbacks import Callback, EarlyStopping, History
+from ._model import Sequential, load
 
 __all__ = [
     "Callback", "CrossEntropyLoss", "Dense", "EarlyStopping", "Flatten", "History", "Layer", "Loss", "MSELoss",

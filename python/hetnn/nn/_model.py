@@ -1,4 +1,4 @@
-"""Sequential models: fit / evaluate / predict on one device, save / load.
+"""Sequential models: fit / evaluate / predict on one device, save / load (the file format: _saving.py).
 
 Training keeps everything on the device: the data is uploaded once, each epoch uploads one shuffled index vector
 and gathers minibatches from it on the device (take_rows), the loss and the metrics are summed into one-element
@@ -7,12 +7,7 @@ device accumulators, and the host reads them back once per epoch. The steps them
 synchronisation."""
 from __future__ import annotations
 
-import json
-import math
 import os
-import tempfile
-import time
-import zipfile
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -20,69 +15,13 @@ import numpy as np
 from .._array import Array, _numpy_view
 from .._device import Device, DeviceLike, device as _resolve_device, get_default_device
 from .._loader import _core
-from .._timing import _Capture
-from ._layers import LAYERS, Layer, Parameter, Softmax, check_sequence, layer_from_config
+from ._callbacks import Callback, History
+from ._fit import batch_size_arg, run_fit
+from ._layers import Layer, Parameter, Softmax, check_sequence, layer_from_config
 from ._losses import CrossEntropyLoss, Loss, MSELoss, as_loss
-from .._check import is_int
+from ._saving import FORMAT, read_model, write_model
 
-_FORMAT = "hetnn.nn.Sequential/1"
 _METRICS = ("accuracy", "mae")
-
-
-class History:
-    """What :meth:`Sequential.fit` returns. ``history``: per-epoch lists under "loss", each metric, "val_loss" and
-    "val_<metric>" with validation data, and "epoch_time" (seconds, wall clock, synchronised at the epoch's end).
-    ``device_time``: seconds of device time per kind of command over the whole fit (matmul, activation_backward,
-    loss, sgd_update, take_rows, ...), from the devices' own timers. ``epochs``: the epochs run."""
-
-    def __init__(self) -> None:
-        self.history: Dict[str, List[float]] = {}
-        self.device_time: Dict[str, float] = {}
-        self.epochs: List[int] = []
-        self.params: Dict[str, Any] = {}
-
-    def _add(self, key: str, value: float) -> None:
-        self.history.setdefault(key, []).append(float(value))
-
-    def __repr__(self) -> str:
-        last = {k: round(v[-1], 4) for k, v in self.history.items() if v}
-        return f"History(epochs={len(self.epochs)}, last={last})"
-
-
-class Callback:
-    """Called at the end of every epoch with the epoch number and that epoch's logs (the History keys). Return True
-    (or set ``model.stop_training = True``) to stop training."""
-
-    def on_epoch_end(self, epoch: int, logs: Dict[str, float], model: "Sequential") -> Optional[bool]:
-        return None
-
-
-class EarlyStopping(Callback):
-    """Stops when ``monitor`` (default "val_loss", else "loss") has not improved by ``min_delta`` for ``patience``
-    epochs."""
-
-    def __init__(self, monitor: str = "val_loss", patience: int = 0, min_delta: float = 0.0, mode: str = "min"):
-        if mode not in ("min", "max"):
-            raise ValueError(f"EarlyStopping: mode must be 'min' or 'max', got {mode!r}")
-        self.monitor, self.patience, self.min_delta, self.mode = monitor, int(patience), float(min_delta), mode
-        self.best = math.inf if mode == "min" else -math.inf
-        self.wait = 0
-
-    def on_epoch_end(self, epoch: int, logs: Dict[str, float], model: "Sequential") -> Optional[bool]:
-        key = self.monitor if self.monitor in logs else "loss"
-        v = logs[key]
-        better = v < self.best - self.min_delta if self.mode == "min" else v > self.best + self.min_delta
-        if better:
-            self.best, self.wait = v, 0
-            return None
-        self.wait += 1
-        return self.wait > self.patience
-
-
-def _batch_size(v: Any, what: str) -> int:
-    if not is_int(v) or v <= 0:
-        raise ValueError(f"{what}: batch_size must be a positive int, got {v!r}")
-    return int(v)
 
 
 def _numeric(dtype: np.dtype) -> bool:
@@ -271,103 +210,9 @@ class Sequential:
         one-hot / probability rows) or MSELoss(); ``optimizer``: a hetnn.optim optimizer over this model's
         parameters; ``metrics``: any of "accuracy", "mae"; ``seed`` fixes the shuffling (the run is then
         reproducible on a device)."""
-        what = "fit"
-        loss_obj = as_loss(loss)
-        if isinstance(self.layers[-1], Softmax) and not isinstance(loss_obj, CrossEntropyLoss):
-            raise ValueError(f"{what}: a final Softmax layer trains only with CrossEntropyLoss (it is folded into "
-                             f"the loss); for {type(loss_obj).__name__} end the model with Dense or an activation")
-        bs = _batch_size(batch_size, what)
-        if not is_int(epochs) or epochs < 0:
-            raise ValueError(f"{what}: epochs must be an int >= 0, got {epochs!r}")
-        from ..optim import SGD
-        if not isinstance(optimizer, SGD):
-            raise TypeError(f"{what}: optimizer must be a hetnn.optim optimizer (SGD), got {type(optimizer).__name__}")
-        own = {id(p) for p in self.parameters()}
-        if not own or any(id(p) not in own for p in optimizer.params):
-            raise ValueError(f"{what}: the optimizer's parameters are not this model's (build it from "
-                             f"model.parameters())")
-        if isinstance(metrics, str):
-            metrics = (metrics,)
-        cbs = list(callbacks or [])
-        for cb in cbs:
-            if not hasattr(cb, "on_epoch_end"):
-                raise TypeError(f"{what}: callbacks must have an on_epoch_end(epoch, logs, model) method")
-        X, out_shape, keep_x = self._x(x, what)
-        n = X.shape[0]
-        if n == 0:
-            raise ValueError(f"{what}: x has no samples")
-        Y, labels, keep_y = self._y(y, n, out_shape, loss_obj, what)
-        c = out_shape[0]
-        plan = self._metric_plan(metrics, c, labels, what, y_is_labels=len(Y.shape) == 1)
-        val = None
-        if validation_data is not None:
-            if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
-                raise ValueError(f"{what}: validation_data must be a pair (x_val, y_val)")
-            vx, vy = validation_data
-            VX, _, keep_vx = self._x(vx, "fit (validation_data)")
-            VY, vlabels, keep_vy = self._y(vy, VX.shape[0], out_shape, loss_obj, "fit (validation_data)")
-            val = (VX, VY, vlabels, keep_vx, keep_vy)
-        self.loss = loss_obj
-        self.stop_training = False
-        dev = self._device._dev
-        rng = np.random.default_rng(seed)
-        hist = History()
-        hist.params = {"epochs": epochs, "batch_size": bs, "samples": n, "device": self._device.id}
-        order = np.arange(n, dtype=np.int64)
-        idx = _core.Array.from_numpy(dev, order)
-        acc_loss = _core.Array.zeros(dev, [1], "float32")
-        accs = [_core.Array.zeros(dev, [1], "float32") for _ in plan]
-        zero1 = np.zeros(1, np.float32)
-        # The step loop runs in C++ (hetnn._core.Trainer): gather, forward, fused loss, metrics, backward, SGD.
-        trainer, softmax_last = self._trainer_layers()  # a final Softmax is folded into the loss
-        trainer.set_loss(loss_obj.kind)
-        for (_, kind), a in zip(plan, accs):  # the logits' argmax is the probabilities' argmax
-            trainer.add_metric(kind, a, softmax_last and kind != "correct_argmax")
-        for p in optimizer.params:
-            trainer.add_param(p.value, p.grad, optimizer._velocity_for(p))
-        trainer.set_sgd(optimizer.momentum, optimizer.weight_decay, optimizer.nesterov)
-        bars = _progress(verbose, epochs, n, bs)
-        capture = _Capture([self._device])
-        capture.open()
-        try:
-            for epoch in range(epochs):
-                t0 = time.perf_counter()
-                if hasattr(optimizer, "_begin_epoch"):
-                    optimizer._begin_epoch(epoch)
-                if shuffle:
-                    idx.write_from(rng.permutation(n).astype(np.int64))
-                acc_loss.write_from(zero1)
-                for a in accs:
-                    a.write_from(zero1)
-                trainer.run_epoch(X, Y, labels if any(k == "correct_argmax" for _, k in plan) else None, idx, bs,
-                                  optimizer.lr, acc_loss)
-                if bars:
-                    bars.update(n)
-                logs = {"loss": float(acc_loss.to_numpy()[0]) / n}  # reads back, so the epoch's work is done
-                for (name, kind), a in zip(plan, accs):
-                    v = float(a.to_numpy()[0])
-                    logs[name] = v / n if kind == "correct_argmax" else v / (n * c)
-                if val is not None:
-                    vres = self._evaluate(val[0], val[1], val[2], loss_obj, [nm for nm, _ in plan], 1024)
-                    logs.update({f"val_{k}": v for k, v in vres.items()})
-                logs["epoch_time"] = time.perf_counter() - t0
-                for k, v in logs.items():
-                    hist._add(k, v)
-                hist.epochs.append(epoch)
-                if bars:
-                    bars.set_postfix({k: f"{v:.4f}" for k, v in logs.items() if k != "epoch_time"})
-                stop = False
-                for cb in cbs:
-                    stop = bool(cb.on_epoch_end(epoch, dict(logs), self)) or stop
-                if stop or self.stop_training:
-                    break
-        finally:
-            records = capture.close()
-            if bars:
-                bars.close()
-        for r in records:
-            hist.device_time[r["name"]] = hist.device_time.get(r["name"], 0.0) + r["duration"]
-        return hist
+        return run_fit(self, x, y, loss=loss, optimizer=optimizer, epochs=epochs, batch_size=batch_size,
+                       shuffle=shuffle, validation_data=validation_data, metrics=metrics, callbacks=callbacks,
+                       verbose=verbose, seed=seed)
 
     def _evaluate(self, X: Any, Y: Any, labels: Any, loss_obj: Optional[Loss], metrics: Sequence[str],
                   batch_size: int) -> Dict[str, float]:
@@ -402,7 +247,7 @@ class Sequential:
         """{"loss": ..., <metric>: ...} over (x, y). ``loss`` defaults to the one the model was last fitted with
         (no "loss" entry when there is none)."""
         loss_obj = as_loss(loss) if loss is not None else self.loss
-        bs = _batch_size(batch_size, "evaluate")
+        bs = batch_size_arg(batch_size, "evaluate")
         if isinstance(metrics, str):
             metrics = (metrics,)
         X, out_shape, keep_x = self._x(x, "evaluate")
@@ -413,7 +258,7 @@ class Sequential:
 
     def predict(self, x: Any, batch_size: int = 256) -> Any:
         """The model's outputs for x (NumPy in -> NumPy out; a hetnn Array in -> an Array on the model's device)."""
-        bs = _batch_size(batch_size, "predict")
+        bs = batch_size_arg(batch_size, "predict")
         as_array = isinstance(x, Array)
         X, out_shape, keep = self._x(x, "predict")
         n = X.shape[0]
@@ -431,147 +276,21 @@ class Sequential:
     # -- persistence
     def save(self, path: Union[str, os.PathLike]) -> None:
         """Writes the architecture (JSON) and the parameters to an .npz file (loaded without pickle)."""
-        arch = {"format": _FORMAT, "dtype": self.dtype.name,
+        arch = {"format": FORMAT, "dtype": self.dtype.name,
                 "layers": [{"kind": layer.kind, "config": layer.config()} for layer in self.layers]}
-        arrays: Dict[str, Any] = {"__architecture__": np.array(json.dumps(arch))}
-        for i, p in enumerate(self.parameters()):
-            arrays[f"param_{i}"] = p.numpy()
-        # A temporary file beside the target, renamed over it once complete: a full disk, a quota or Ctrl-C part-way
-        # leaves the previous model intact.
-        target = os.fspath(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp",
-                                   dir=os.path.dirname(os.path.abspath(target)))
-        try:
-            os.fchmod(fd, _file_mode(target))  # mkstemp's 0600 would replace the file's own mode
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, **arrays)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-
-
-_MODEL_DTYPES = ("float32", "float64", "float16", "bfloat16")
-
-
-def _file_mode(path: str) -> int:
-    """The mode a file written at `path` should have: the existing file's, else what open() would give (umask)."""
-    try:
-        return os.stat(path).st_mode & 0o7777
-    except OSError:
-        pass
-    try:
-        with open("/proc/self/status") as f:  # the umask without os.umask's set-and-restore race
-            umask = next(int(line.split()[1], 8) for line in f if line.startswith("Umask:"))
-    except (OSError, StopIteration, ValueError, IndexError):
-        umask = 0o022
-    return 0o666 & ~umask
-
-
-def _npz_headers(path: Union[str, os.PathLike]) -> Dict[str, Tuple[Tuple[int, ...], np.dtype]]:
-    """Shape and dtype of every member of an .npz archive, from the .npy headers alone (nothing is loaded)."""
-    out: Dict[str, Tuple[Tuple[int, ...], np.dtype]] = {}
-    with zipfile.ZipFile(path) as z:
-        for info in z.infolist():
-            name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
-            try:
-                with z.open(info) as f:
-                    version = np.lib.format.read_magic(f)
-                    if version == (1, 0):
-                        shape, _, dtype = np.lib.format.read_array_header_1_0(f)
-                    elif version == (2, 0):
-                        shape, _, dtype = np.lib.format.read_array_header_2_0(f)
-                    else:
-                        raise ValueError(f".npy format version {version}")
-            except Exception as exc:  # a truncated or foreign member: what an interrupted write leaves
-                raise ValueError(f"hetnn.nn.load: {path}: entry {name!r} is not a readable .npy array "
-                                 f"({type(exc).__name__}: {exc})") from None
-            out[name] = (tuple(shape), np.dtype(dtype))
-    return out
+        write_model(path, arch, [p.numpy() for p in self.parameters()])
 
 
 def load(path: Union[str, os.PathLike], device: DeviceLike = None) -> Sequential:
     """A model saved by :meth:`Sequential.save`, on ``device``. A file that is not such a model raises
     ValueError naming the file and what is wrong in it; every entry's shape and dtype is checked from the .npy
     headers before a layer is built, and nothing is ever unpickled."""
-    def bad(what: str) -> ValueError:
-        return ValueError(f"hetnn.nn.load: {path}: {what}")
-
+    dtype, entries, params = read_model(path)
     try:
-        headers = _npz_headers(path)
-        data = np.load(path, allow_pickle=False)
-    except ValueError:
-        raise
-    except (OSError, zipfile.BadZipFile, EOFError) as exc:
-        raise ValueError(f"hetnn.nn.load: {path} is not a readable .npz file ({exc})") from None
-    if not isinstance(data, np.lib.npyio.NpzFile):
-        raise bad("a single .npy array, not a saved model (.npz archive)")
-    with data:
-        if "__architecture__" not in headers:
-            raise ValueError(f"hetnn.nn.load: {path} holds no hetnn model (no __architecture__ entry)")
-        try:
-            text = data["__architecture__"]
-            arch = json.loads(str(text))
-        except (ValueError, TypeError, RecursionError) as exc:
-            raise bad(f"the architecture is not valid JSON ({type(exc).__name__})") from None
-        if not isinstance(arch, dict) or arch.get("format") != _FORMAT:
-            raise bad(f"unknown format {arch.get('format') if isinstance(arch, dict) else type(arch).__name__!r} "
-                      f"(expected {_FORMAT})")
-        dtype = arch.get("dtype", "float32")
-        if not isinstance(dtype, str) or dtype not in _MODEL_DTYPES:
-            raise bad(f"architecture dtype {dtype!r} is not one of {', '.join(_MODEL_DTYPES)}")
-        entries = arch.get("layers")
-        if not isinstance(entries, list) or not all(
-                isinstance(e, dict) and isinstance(e.get("kind"), str) and isinstance(e.get("config"), dict)
-                for e in entries):
-            raise bad("malformed layer list (expected a list of {kind, config} objects)")
-        expected: List[Tuple[int, ...]] = []
-        for i, e in enumerate(entries):
-            cls = LAYERS.get(e["kind"])
-            if cls is None:
-                raise bad(f"layer {i}: unknown kind {e['kind']!r} (known: {', '.join(LAYERS)})")
-            try:
-                expected += cls.param_shapes(e["config"])
-            except ValueError as exc:
-                raise bad(f"layer {i}: {exc}") from None
-        params_in_file = sorted(k for k in headers if k != "__architecture__")
-        want_names = [f"param_{i}" for i in range(len(expected))]
-        for k in params_in_file:
-            if k not in want_names:
-                raise bad(f"entry {k!r} is not a parameter of this architecture ({len(expected)} parameters)")
-        for k, shape in zip(want_names, expected):
-            if k not in headers:
-                raise bad(f"missing {k} (shape {shape})")
-            got_shape, got_dtype = headers[k]
-            if got_shape != shape:
-                raise bad(f"{k} has shape {got_shape}, the architecture needs {shape}")
-            if got_dtype.kind != "f" and got_dtype.name != "bfloat16":
-                raise bad(f"{k} is {got_dtype}, not floating point")
-        # every entry fits: now build and fill
-        try:
-            layers = [layer_from_config(e["kind"], e["config"]) for e in entries]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise bad(f"malformed layer configuration ({exc})") from None
-        model = Sequential(layers, device=device, dtype=dtype)
-        for k, p in zip(want_names, model.parameters()):
-            try:
-                v = data[k]
-            except Exception as exc:
-                raise bad(f"entry {k!r} cannot be read ({type(exc).__name__}: {exc})") from None
-            p.value.write_from(np.ascontiguousarray(v.astype(model.dtype)))
+        layers = [layer_from_config(e["kind"], e["config"]) for e in entries]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"hetnn.nn.load: {path}: malformed layer configuration ({exc})") from None
+    model = Sequential(layers, device=device, dtype=dtype)
+    for p, v in zip(model.parameters(), params):
+        p.value.write_from(np.ascontiguousarray(v.astype(model.dtype)))
     return model
-
-
-def _progress(verbose: bool, epochs: int, n: int, bs: int) -> Any:
-    if not verbose:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a dependency
-        return None
-    return tqdm(total=epochs * n, unit="sample", desc="fit")

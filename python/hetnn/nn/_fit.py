@@ -1,0 +1,150 @@
+"""Sequential.fit: checks the arguments, uploads the data once, builds the core Trainer and runs the epochs (one
+C++ call each); the host reads the loss and metric accumulators back once per epoch."""
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .._check import is_int
+from .._loader import _core
+from .._timing import _Capture
+from ._callbacks import Callback, History
+from ._layers import Softmax
+from ._losses import CrossEntropyLoss, Loss, as_loss
+
+
+def batch_size_arg(v: Any, what: str) -> int:
+    if not is_int(v) or v <= 0:
+        raise ValueError(f"{what}: batch_size must be a positive int, got {v!r}")
+    return int(v)
+
+
+def _check_args(model: Any, loss: Any, optimizer: Any, epochs: Any, batch_size: Any, metrics: Any,
+                callbacks: Optional[Sequence[Callback]]) -> Tuple[Loss, int, Tuple[str, ...], List[Callback]]:
+    what = "fit"
+    loss_obj = as_loss(loss)
+    if isinstance(model.layers[-1], Softmax) and not isinstance(loss_obj, CrossEntropyLoss):
+        raise ValueError(f"{what}: a final Softmax layer trains only with CrossEntropyLoss (it is folded into "
+                         f"the loss); for {type(loss_obj).__name__} end the model with Dense or an activation")
+    bs = batch_size_arg(batch_size, what)
+    if not is_int(epochs) or epochs < 0:
+        raise ValueError(f"{what}: epochs must be an int >= 0, got {epochs!r}")
+    from ..optim import SGD
+    if not isinstance(optimizer, SGD):
+        raise TypeError(f"{what}: optimizer must be a hetnn.optim optimizer (SGD), got {type(optimizer).__name__}")
+    own = {id(p) for p in model.parameters()}
+    if not own or any(id(p) not in own for p in optimizer.params):
+        raise ValueError(f"{what}: the optimizer's parameters are not this model's (build it from "
+                         f"model.parameters())")
+    cbs = list(callbacks or [])
+    for cb in cbs:
+        if not hasattr(cb, "on_epoch_end"):
+            raise TypeError(f"{what}: callbacks must have an on_epoch_end(epoch, logs, model) method")
+    return loss_obj, bs, (metrics,) if isinstance(metrics, str) else tuple(metrics), cbs
+
+
+def _validation(model: Any, validation_data: Any, out_shape: Tuple[int, ...], loss_obj: Loss) -> Optional[Tuple]:
+    if validation_data is None:
+        return None
+    if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
+        raise ValueError("fit: validation_data must be a pair (x_val, y_val)")
+    vx, vy = validation_data
+    VX, _, keep_vx = model._x(vx, "fit (validation_data)")
+    VY, vlabels, keep_vy = model._y(vy, VX.shape[0], out_shape, loss_obj, "fit (validation_data)")
+    return VX, VY, vlabels, keep_vx, keep_vy
+
+
+def _trainer(model: Any, loss_obj: Loss, plan: Sequence[Tuple[str, str]], accs: Sequence[Any],
+             optimizer: Any) -> Any:
+    """The core Trainer: gather, forward, fused loss, metrics, backward and SGD per step, in C++."""
+    trainer, softmax_last = model._trainer_layers()  # a final Softmax is folded into the loss
+    trainer.set_loss(loss_obj.kind)
+    for (_, kind), a in zip(plan, accs):  # the logits' argmax is the probabilities' argmax
+        trainer.add_metric(kind, a, softmax_last and kind != "correct_argmax")
+    for p in optimizer.params:
+        trainer.add_param(p.value, p.grad, optimizer._velocity_for(p))
+    trainer.set_sgd(optimizer.momentum, optimizer.weight_decay, optimizer.nesterov)
+    return trainer
+
+
+def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: int, batch_size: int, shuffle: bool,
+            validation_data: Optional[Tuple[Any, Any]], metrics: Sequence[str],
+            callbacks: Optional[Sequence[Callback]], verbose: bool, seed: Optional[int]) -> History:
+    loss_obj, bs, metric_names, cbs = _check_args(model, loss, optimizer, epochs, batch_size, metrics, callbacks)
+    X, out_shape, keep_x = model._x(x, "fit")
+    n = X.shape[0]
+    if n == 0:
+        raise ValueError("fit: x has no samples")
+    Y, labels, keep_y = model._y(y, n, out_shape, loss_obj, "fit")
+    c = out_shape[0]
+    plan = model._metric_plan(metric_names, c, labels, "fit", y_is_labels=len(Y.shape) == 1)
+    val = _validation(model, validation_data, out_shape, loss_obj)
+    model.loss = loss_obj
+    model.stop_training = False
+    dev = model._device._dev
+    rng = np.random.default_rng(seed)
+    hist = History()
+    hist.params = {"epochs": epochs, "batch_size": bs, "samples": n, "device": model._device.id}
+    idx = _core.Array.from_numpy(dev, np.arange(n, dtype=np.int64))
+    acc_loss = _core.Array.zeros(dev, [1], "float32")
+    accs = [_core.Array.zeros(dev, [1], "float32") for _ in plan]
+    zero1 = np.zeros(1, np.float32)
+    trainer = _trainer(model, loss_obj, plan, accs, optimizer)
+    step_labels = labels if any(k == "correct_argmax" for _, k in plan) else None
+    bars = _progress(verbose, epochs, n, bs)
+    capture = _Capture([model._device])
+    capture.open()
+    try:
+        for epoch in range(epochs):
+            t0 = time.perf_counter()
+            if hasattr(optimizer, "_begin_epoch"):
+                optimizer._begin_epoch(epoch)
+            if shuffle:
+                idx.write_from(rng.permutation(n).astype(np.int64))
+            for a in [acc_loss, *accs]:
+                a.write_from(zero1)
+            trainer.run_epoch(X, Y, step_labels, idx, bs, optimizer.lr, acc_loss)
+            logs = _epoch_logs(model, n, c, plan, acc_loss, accs, val, loss_obj)  # reads back: the epoch is done
+            logs["epoch_time"] = time.perf_counter() - t0
+            for k, v in logs.items():
+                hist._add(k, v)
+            hist.epochs.append(epoch)
+            if bars:
+                bars.update(n)
+                bars.set_postfix({k: f"{v:.4f}" for k, v in logs.items() if k != "epoch_time"})
+            stop = False
+            for cb in cbs:
+                stop = bool(cb.on_epoch_end(epoch, dict(logs), model)) or stop
+            if stop or model.stop_training:
+                break
+    finally:
+        records = capture.close()
+        if bars:
+            bars.close()
+    for r in records:
+        hist.device_time[r["name"]] = hist.device_time.get(r["name"], 0.0) + r["duration"]
+    return hist
+
+
+def _epoch_logs(model: Any, n: int, c: int, plan: Sequence[Tuple[str, str]], acc_loss: Any, accs: Sequence[Any],
+                val: Optional[Tuple], loss_obj: Loss) -> Dict[str, float]:
+    logs = {"loss": float(acc_loss.to_numpy()[0]) / n}
+    for (name, kind), a in zip(plan, accs):
+        v = float(a.to_numpy()[0])
+        logs[name] = v / n if kind == "correct_argmax" else v / (n * c)
+    if val is not None:
+        vres = model._evaluate(val[0], val[1], val[2], loss_obj, [nm for nm, _ in plan], 1024)
+        logs.update({f"val_{k}": v for k, v in vres.items()})
+    return logs
+
+
+def _progress(verbose: bool, epochs: int, n: int, bs: int) -> Any:
+    if not verbose:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a dependency
+        return None
+    return tqdm(total=epochs * n, unit="sample", desc="fit")
