@@ -113,7 +113,7 @@ def test_benchmark_needs_callable():
 
 
 def test_spread_pct_is_the_interquartile_range_over_the_median():
-    from hetnn._timing import spread_pct
+    from hetnn._measurement import spread_pct
 
     assert spread_pct([1.0, 1.0, 1.0, 1.0]) == 0.0
     assert abs(spread_pct([1.0, 2.0, 3.0, 4.0, 5.0]) - 100 * (4.0 - 2.0) / 3.0) < 1e-12

@@ -12,7 +12,8 @@ from .._array import _foreign_to_host, asarray, empty
 from .._device import device as _resolve_device
 from .._ops import matmul
 from .._ops import max_pool2d
-from .._timing import Case, interleave, spread_pct
+from .._measurement import spread_pct
+from .._timing import Case, interleave
 from .peak import check_ceiling, fp32_peak_gflops, share
 from .matmul import AGREEMENT_TOLERANCE, max_rel_error
 from .peers import ARRAY_PEERS, find_peers

@@ -8,7 +8,8 @@ import numpy as np
 
 from .._device import Device
 from .._loader import _core
-from .._timing import BenchmarkResult, benchmark
+from .._measurement import BenchmarkResult
+from .._timing import benchmark
 
 
 def measure_copies(dev: Device, n: int, *, n_warmup: int, n_repeat: int,

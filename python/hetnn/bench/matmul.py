@@ -15,7 +15,8 @@ from .._loader import _core
 from .._ops import matmul
 from .._oscounters import quiesce
 from .._threads import get_num_threads
-from .._timing import Case, interleave, spread_pct
+from .._measurement import spread_pct
+from .._timing import Case, interleave
 from .peak import check_ceiling, fp32_peak_gflops, share
 from .peers import ARRAY_PEERS, find_peers
 from .stats import ratio_interval
