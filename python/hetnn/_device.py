@@ -37,7 +37,7 @@ class Device:
 
     @property
     def kind(self) -> str:
-        """``"cpu"`` (oneDNN) or ``"opencl"``."""
+        """The backend that runs it: ``"cpu"`` (oneDNN and hetnn's own loops, in host memory) or ``"opencl"``."""
         return self._info["kind"]
 
     @property
@@ -52,10 +52,6 @@ class Device:
     @property
     def vendor(self) -> str:
         return self._info["vendor"]
-
-    @property
-    def backend(self) -> str:
-        return self._info["backend"]
 
     @property
     def driver_version(self) -> str:
@@ -185,7 +181,7 @@ class Device:
         else:
             extra = f"{i['compute_units']} CUs, local {_fmt_bytes(i['local_mem'])}, wg {i['max_work_group_size']}"
         fp = "fp64, " if i["fp64"] else ""
-        return (f"{i['id']}: {i['name']!r} [{i['type']}, {i['backend']}] {i['vendor']}, {i['driver_version']}, "
+        return (f"{i['id']}: {i['name']!r} [{i['type']}, {i['kind']}] {i['vendor']}, {i['driver_version']}, "
                 f"{extra}, mem {_fmt_bytes(i['global_mem'])}, {fp}float16 {i['float16_mode']}, "
                 f"bfloat16 {i['bfloat16_mode']}")
 
@@ -298,7 +294,7 @@ def devices_table() -> str:
         i = d._info
         alias = f"opencl:{i['ordinal']}" if i["ordinal"] >= 0 else ""
         notes = f"{i['isa']}, {i['threads']} threads" if d.kind == "cpu" else alias
-        rows.append((d.id, d.type, d.backend, d.name, d.vendor, d.driver_version, str(d.compute_units),
+        rows.append((d.id, d.type, d.kind, d.name, d.vendor, d.driver_version, str(d.compute_units),
                      _fmt_bytes(d.global_mem), _fmt_bytes(d.local_mem),
                      str(d.max_work_group_size or "-"), "yes" if d.fp64 else "no", d.float16_mode,
                      d.bfloat16_mode, notes))

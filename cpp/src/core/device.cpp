@@ -83,7 +83,7 @@ std::string describe_devices() {
     const auto& i = d->info();
     os << "  " << i.id;
     if (i.ordinal >= 0) os << " (opencl:" << i.ordinal << ")";
-    os << ": " << i.name << " [" << i.type << ", " << i.backend << "]\n";
+    os << ": " << i.name << " [" << i.type << ", " << i.kind << "]\n";
   }
   std::string cl = opencl_status();
   if (!cl.empty()) os << "  (no OpenCL device: " << cl << ")\n";

@@ -14,9 +14,8 @@ namespace hetnn {
 
 struct DeviceInfo {
   std::string id;       // "cpu", "opencl:P:D"
-  std::string kind;     // "cpu" (oneDNN) or "opencl"
-  std::string type;     // "cpu", "gpu", "accelerator", "other"
-  std::string backend;  // "onednn" or "opencl"
+  std::string kind;     // the backend: "cpu" (oneDNN and hetnn's loops, host memory) or "opencl"
+  std::string type;     // hardware: "cpu", "gpu", "accelerator", "other"
   std::string name, vendor, driver_version, version, platform, platform_version;
   int platform_index = -1, device_index = -1, ordinal = -1;  // ordinal: N in "opencl:N"
   int compute_units = 0;
@@ -38,7 +37,7 @@ struct DeviceInfo {
 // tests/test_devices.py fails when a field has no Python property.
 template <class F>
 void for_each_field(const DeviceInfo& i, F&& f) {
-  f("id", i.id), f("kind", i.kind), f("type", i.type), f("backend", i.backend), f("name", i.name);
+  f("id", i.id), f("kind", i.kind), f("type", i.type), f("name", i.name);
   f("vendor", i.vendor), f("driver_version", i.driver_version), f("version", i.version), f("platform", i.platform);
   f("platform_version", i.platform_version), f("platform_index", i.platform_index);
   f("device_index", i.device_index), f("ordinal", i.ordinal), f("compute_units", i.compute_units);

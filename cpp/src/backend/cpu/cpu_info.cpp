@@ -81,7 +81,6 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_cpu() {
   i.id = "cpu";
   i.kind = "cpu";
   i.type = "cpu";
-  i.backend = "onednn";
   i.name = cpuinfo_field("model name");
   if (i.name.empty()) i.name = "CPU";
   i.vendor = cpuinfo_field("vendor_id");

@@ -154,7 +154,6 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() {
       DeviceInfo i;
       i.id = "opencl:" + std::to_string(p) + ":" + std::to_string(d);
       i.kind = "opencl";
-      i.backend = "opencl";
       const auto type = device_value<cl_device_type>(dev, CL_DEVICE_TYPE);
       i.type = type & CL_DEVICE_TYPE_GPU ? "gpu"
                : type & CL_DEVICE_TYPE_CPU ? "cpu"
