@@ -6,7 +6,8 @@ from ._device import Device, default_device, device, devices, get_default_device
 from ._array import Array, asarray, empty, zeros
 from . import _ops
 from ._ops import *  # noqa: F403  (the public ops: hetnn._ops.__all__)
-from ._timing import BenchmarkResult, Case, Timer, benchmark, empty_cache, interleave, synchronize
+from ._measurement import BenchmarkResult
+from ._timing import Case, Timer, benchmark, empty_cache, interleave, synchronize
 from ._threads import get_num_threads, num_threads, set_num_threads, thread_pools
 from ._profile import profile
 from . import datasets, nn, optim  # noqa: E402  (after the core names they use)

@@ -150,23 +150,12 @@ class Array:
         return (asarray, (self.numpy(), None, self._a.device.id))
 
 
-_POISON = _core.poison_enabled()
-
-
 def _numpy_view(dev: Any, arr: np.ndarray) -> Any:
     """A zero-copy core Array over `arr` on a host-memory device (the CPU device)."""
     a = _core.Array.wrap_numpy(dev, arr)
     if a is None:
         raise RuntimeError(f"{dev.id} cannot work in NumPy memory")  # callers wrap on the CPU device only
     return a
-
-
-def _host_empty(shape: Tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """np.empty, or NaN-filled bytes under HETNN_POISON=1 (so unwritten outputs fail the tests)."""
-    out = np.empty(shape, dtype=dtype)
-    if _POISON:
-        out.view(np.uint8).fill(0xFF)
-    return out
 
 
 _READY_DTYPES = frozenset(np.dtype(n) for n in SUPPORTED_DTYPES)  # native byte order only

@@ -35,11 +35,12 @@ def _check_host_out(op: str, name: str, out: Any, inputs: List[np.ndarray]) -> n
     return out
 
 
-def placed(fn: Callable[..., Any], *inputs: str, outs: Sequence[str] = ("out",),
+def placed(fn: Callable[..., Any], *inputs: str, optional: Sequence[str] = (), outs: Sequence[str] = ("out",),
            reads_out: Optional[Callable[[Dict[str, Any]], bool]] = None) -> Callable[..., Any]:
     """The public op for core function ``fn``: ``inputs`` name its leading array parameters (positional or by
-    keyword), ``outs`` its keyword-only output arrays; ``reads_out(kwargs)`` says whether the op reads an output's
-    contents (matmul with beta), so that an OpenCL run uploads it."""
+    keyword), ``optional`` its keyword-only input arrays that may be None (matmul's bias), ``outs`` its
+    keyword-only output arrays; ``reads_out(kwargs)`` says whether the op reads an output's contents (matmul with
+    beta), so that an OpenCL run uploads it."""
     op = fn.__name__
     n = len(inputs)
 
@@ -51,6 +52,7 @@ def placed(fn: Callable[..., Any], *inputs: str, outs: Sequence[str] = ("out",),
                 raise TypeError(f"{op}: missing argument {name!r}")
             arrays.append(kwargs.pop(name))
         rest = args[n:]
+        extra = {k: kwargs.pop(k) for k in optional if kwargs.get(k) is not None}
         given = {k: kwargs.pop(k) for k in outs if kwargs.get(k) is not None}
         on_device = [isinstance(a, Array) for a in arrays]
         if any(on_device):
@@ -62,20 +64,29 @@ def placed(fn: Callable[..., Any], *inputs: str, outs: Sequence[str] = ("out",),
             if device is not None and _resolve_device(device).id != where:
                 raise ValueError(f"{op}: device={_resolve_device(device).id!r} but {inputs[0]} is on {where}; move "
                                  f"it with .to(device)")
-            for k, v in given.items():
+            for k, v in {**extra, **given}.items():
                 if not isinstance(v, Array):
                     raise TypeError(f"{op}: {k} must be a hetnn.Array when the operands are, got {type(v).__name__}")
-            res = fn(*(a._a for a in arrays), *rest, **{k: v._a for k, v in given.items()}, **kwargs)
-            return _wrap(res, Array)
+            res = fn(*(a._a for a in arrays), *rest, **{k: v._a for k, v in {**extra, **given}.items()}, **kwargs)
+            def to_array(r: Any) -> Array:  # the caller's out comes back as itself
+                for v in given.values():
+                    if r.same_memory(v._a):
+                        return v
+                return Array(r)
 
-        for k, v in given.items():
+            return _wrap(res, to_array)
+
+        for k, v in {**extra, **given}.items():
             if isinstance(v, Array):
                 raise TypeError(f"{op}: {k} is a hetnn.Array but the operands are NumPy arrays; pass it as a NumPy "
                                 f"array")
         dev = _resolve_device(device)
         hosts = [_host_array(a, None, f"{op}: {name}") for a, name in zip(arrays, inputs)]
-        host_outs = {k: _check_host_out(op, k, v, hosts) for k, v in given.items()}
+        host_extra = {k: _host_array(v, None, f"{op}: {k}") for k, v in extra.items()}
+        host_outs = {k: _check_host_out(op, k, v, hosts + list(host_extra.values())) for k, v in given.items()}
         cpu = dev.kind == "cpu"
+        put = (lambda h: _numpy_view(dev._dev, h)) if cpu else (lambda h: _core.Array.from_numpy(dev._dev, h))
+        core_extra = {k: put(h) for k, h in host_extra.items()}
         if cpu:  # in place on NumPy memory
             core_in = [_numpy_view(dev._dev, h) for h in hosts]
             core_outs = {k: _numpy_view(dev._dev, v) for k, v in host_outs.items()}
@@ -84,7 +95,7 @@ def placed(fn: Callable[..., Any], *inputs: str, outs: Sequence[str] = ("out",),
             read = reads_out is not None and reads_out(kwargs)
             core_outs = {k: _core.Array.from_numpy(dev._dev, v) if read
                          else _core.Array.empty(dev._dev, v.shape, v.dtype.name) for k, v in host_outs.items()}
-        res = fn(*core_in, *rest, **core_outs, **kwargs)
+        res = fn(*core_in, *rest, **core_extra, **core_outs, **kwargs)
 
         def to_host(a: Any) -> Any:
             for k, c in core_outs.items():

@@ -42,6 +42,22 @@ bool arg_bool(py::handle v, const char* name, const char* op) {
   throw TypeError(std::string(op) + ": " + name + " must be a bool, got " + describe(v));
 }
 
+double arg_real(py::handle v, const char* name, const char* op) {
+  const std::string what = std::string(op) + ": " + name;
+  if (PyFloat_CheckExact(v.ptr())) return PyFloat_AS_DOUBLE(v.ptr());  // the common case
+  const py::module_ numbers = py::module_::import("numbers");
+  if (is_bool(v) || !py::isinstance(v, numbers.attr("Real")))
+    throw TypeError(what + " must be a real number, got " + describe(v));
+  const double x = PyFloat_AsDouble(v.ptr());
+  if (x == -1.0 && PyErr_Occurred()) {
+    const bool overflow = PyErr_ExceptionMatches(PyExc_OverflowError);
+    PyErr_Clear();
+    if (overflow) throw ValueError(what + " " + std::string(py::repr(v)) + " is too large for a float");
+    throw TypeError(what + " must be a real number, got " + describe(v));
+  }
+  return x;
+}
+
 std::array<int, 2> arg_pair(py::handle v, const char* name, const char* op) {
   if (PyTuple_Check(v.ptr()) || PyList_Check(v.ptr())) {
     const py::sequence seq = py::reinterpret_borrow<py::sequence>(v);

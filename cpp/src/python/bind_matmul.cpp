@@ -1,13 +1,11 @@
-// hetnn._core: matmul (cpp/src/core/matmul.h).
-#include <pybind11/stl.h>
+// hetnn._core: matmul (core/matmul.cpp). Arguments as the user gives them; hetnn._ops applies the placement rule.
+#include <string>
 
+#include "core/errors.h"
 #include "core/matmul.h"
-
 #include "python/bindings.h"
 
 namespace py = pybind11;
-using namespace hetnn;
-using hetnn::python::NoGil;
 
 namespace hetnn::python {
 
@@ -15,23 +13,35 @@ void bind_matmul(py::module_& m) {
   m.def("activations", &activation_names, "The activations matmul and Dense fuse (the core's list).");
   m.def(
       "matmul",
-      [](const Array& a, const Array& b, const Array* out, bool trans_a, bool trans_b, double alpha, double beta,
-         const Array* bias, const std::string& activation) {
-        MatmulArgs args{trans_a, trans_b, alpha, beta, bias, activation_from_name(activation)};
+      [](const Array& a, const Array& b, py::object transpose_a, py::object transpose_b, py::object alpha,
+         py::object beta, const Array* out, const Array* bias, py::object activation) {
+        const char* op = "matmul";
+        MatmulArgs args;
+        args.trans_a = arg_bool(transpose_a, "transpose_a", op);
+        args.trans_b = arg_bool(transpose_b, "transpose_b", op);
+        args.alpha = arg_real(alpha, "alpha", op);
+        args.beta = arg_real(beta, "beta", op);
+        args.bias = bias;
+        if (!activation.is_none()) {
+          if (!py::isinstance<py::str>(activation))
+            throw TypeError("matmul: activation must be None or one of 'relu', 'sigmoid', 'tanh', got " +
+                            std::string(py::str(py::type::of(activation).attr("__name__"))));
+          args.act = activation_from_name(activation.cast<std::string>());
+        }
         NoGil nogil;
         return hetnn::matmul(a, b, out, args);
       },
-      py::arg("a"), py::arg("b"), py::arg("out").none(true), py::arg("trans_a"), py::arg("trans_b"),
-      py::arg("alpha"), py::arg("beta"), py::arg("bias").none(true) = nullptr, py::arg("activation") = "");
-  m.def(
-      "matmul_shape",
-      [](const Array& a, const Array& b, bool trans_a, bool trans_b, double beta) {
-        Shape s;
-        matmul_plan(a, b, nullptr, MatmulArgs{trans_a, trans_b, 1.0, beta}, &s);
-        return py::tuple(py::cast(s));
-      },
-      py::arg("a"), py::arg("b"), py::arg("trans_a"), py::arg("trans_b"), py::arg("beta") = 0.0,
-      "Validates matmul operands and returns the result's shape.");
+      py::arg("a"), py::arg("b"), py::kw_only(), py::arg("transpose_a") = false, py::arg("transpose_b") = false,
+      py::arg("alpha") = 1.0, py::arg("beta") = 0.0, py::arg("out").none(true) = nullptr,
+      py::arg("bias").none(true) = nullptr, py::arg("activation") = py::none(),
+      R"doc(``act(alpha * op(a) @ op(b) + beta * out + bias)`` where ``op(x)`` is ``x`` or ``x.T`` (``transpose_a/b``).
+
+2-D ``(M, K) @ (K, N) -> (M, N)``, or batched 3-D ``(B, M, K) @ (B, K, N)`` (a batch of 1, or a 2-D operand, is
+broadcast). With ``transpose_a`` ``a`` is stored ``(K, M)``; with ``transpose_b`` ``b`` is stored ``(N, K)``.
+``beta`` needs ``out`` (the matrix it scales). ``bias`` has shape ``(N,)`` and is added to every row;
+``activation`` is None, ``"relu"``, ``"sigmoid"`` or ``"tanh"``: both are fused into the kernel (oneDNN post-ops,
+the OpenCL epilogue). float32; float64 on devices with fp64; float16 and bfloat16 (accumulated in float32) on
+OpenCL devices and where oneDNN supports them on the CPU (``device.dtypes`` lists what a device takes).)doc");
 }
 
 HETNN_BINDING(2, bind_matmul);

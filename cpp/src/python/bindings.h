@@ -28,6 +28,8 @@ Shape to_shape(const py::sequence& seq, const char* what);
 // Python arguments as the ops take them, with messages naming the op and the argument (python/args.cpp).
 // A bool (True/False or a NumPy bool), else TypeError.
 bool arg_bool(py::handle v, const char* name, const char* op);
+// A real number (int, float, NumPy real; not bool), finite-sized as a double, else TypeError / ValueError.
+double arg_real(py::handle v, const char* name, const char* op);
 // An int or a pair of ints (a 1-element sequence means both) within C int range -> (h, w).
 std::array<int, 2> arg_pair(py::handle v, const char* name, const char* op);
 // A shape: a tuple, list or 1-D NumPy array of ints.
