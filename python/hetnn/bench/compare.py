@@ -4,7 +4,7 @@ and checked against a float64 NumPy reference and against hetnn's own result."""
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -73,6 +73,115 @@ _CASES: Dict[str, Callable[[Tuple[Any, ...], Dict[str, Any]], Dict[str, Any]]] =
     "matmul": _matmul_case, "max_pool2d": _pool_case}
 
 
+def _hetnn_case(op: str, case: Dict[str, Any], dev: Any, flops: Optional[float]) -> Tuple[Case, Dict[str, Any]]:
+    dtype = case["dtype"]
+    if op == "matmul":
+        A, B = (asarray(x, device=dev) for x in case["operands"])
+        C = empty((A.shape[0], B.shape[1]), dtype=dtype, device=dev)
+        return (Case("hetnn", lambda: matmul(A, B, out=C), devices=[dev], flops=flops),
+                {"library": "hetnn", "device": dev.id, "peak": fp32_peak_gflops(dev) if flops else None,
+                 "result": lambda: C.numpy()})
+    k, s, p = case["window"]
+    X = asarray(case["operands"][0], device=dev)
+    box: List[Any] = [None]
+
+    def pool() -> None:
+        box[0] = max_pool2d(X, k, s, p)
+    return (Case("hetnn", pool, devices=[dev]),
+            {"library": "hetnn", "device": dev.id, "peak": None, "result": lambda: box[0].numpy()})
+
+
+def _numpy_case(op: str, case: Dict[str, Any], flops: Optional[float],
+                host_peak: Optional[float]) -> Tuple[Case, Dict[str, Any]]:
+    if op == "matmul":
+        a, b = case["operands"]
+        out = np.full((a.shape[0], b.shape[1]), np.nan, dtype=case["dtype"])
+        return (Case("numpy", lambda: np.matmul(a, b, out=out), flops=flops),
+                {"library": "numpy", "device": "host", "peak": host_peak, "result": lambda: out})
+    from .maxpool import numpy_max_pool
+
+    x, (k, s, p) = case["operands"][0], case["window"]
+    box: List[Any] = [None]
+
+    def pool() -> None:
+        box[0] = numpy_max_pool(x, k, s, p)
+    return Case("numpy", pool), {"library": "numpy", "device": "host", "peak": host_peak, "result": lambda: box[0]}
+
+
+def _peer_case(op: str, case: Dict[str, Any], pt: Any, flops: Optional[float],
+               host_peak: Optional[float]) -> Tuple[Case, Dict[str, Any]]:
+    """One array library on one of its devices (hetnn.bench.peers), inputs put there once."""
+    ops = [pt.put(x, case["dtype"]) for x in case["operands"]]
+    box: List[Any] = [None]
+    if op == "matmul" and pt.empty is not None and pt.matmul_out is not None:
+        box[0] = pt.empty((case["operands"][0].shape[0], case["operands"][1].shape[1]), case["dtype"])
+
+        def call() -> None:
+            pt.matmul_out(ops[0], ops[1], box[0])
+    elif op == "matmul":
+        def call() -> None:
+            box[0] = pt.matmul(ops[0], ops[1])
+    else:
+        k, s, p = case["window"]
+
+        def call() -> None:
+            box[0] = pt.max_pool2d(ops[0], k, s, p, 1, False)
+    return (Case(f"{pt.library} {pt.device}", call, sync=pt.sync, flops=flops),
+            {"library": pt.library, "device": pt.device, "result": lambda: pt.get(box[0]),
+             "peak": host_peak if pt.device.startswith("cpu") else None, "note": "; ".join(pt.notes),
+             "threads": pt.threads()})
+
+
+def _row(base: Dict[str, Any], e: Dict[str, Any], r: Any, flops: Optional[float], dtype: str, mine: np.ndarray,
+         ref: np.ndarray) -> Dict[str, Any]:
+    times = r.wall_times
+    t = float(np.median(times))
+    result = np.asarray(e["result"](), dtype=np.float64)
+    row = {**base, "library": e["library"], "device": e["device"], "median_ms": t * 1e3,
+           "min_ms": float(np.min(times)) * 1e3, "spread_pct": spread_pct(times), "repeats": len(times),
+           "times_ms": [x * 1e3 for x in times], **r.flags,
+           **({"note": e["note"]} if e.get("note") else {}),
+           **({"threads": e["threads"]} if e.get("threads") is not None else {})}
+    if e["library"] == "hetnn":
+        row["device_ms"] = r.device["median"] * 1e3
+    if flops:
+        row["gflops"] = flops / t / 1e9
+        row["pct_peak"] = 100 * share(row["gflops"], e["peak"])
+        if dtype in ("float32", "float64"):
+            check_ceiling(row, "gflops", e["peak"], "FP32 FMA ceiling")
+    # hetnn's own row has nothing to differ from: its agreement is the error against float64
+    row["max_rel_diff"] = max_rel_error(result, mine) if e["library"] != "hetnn" else math.nan
+    row["max_rel_err"] = max_rel_error(result, ref)
+    return row
+
+
+def _ratio_lines(rows: List[Dict[str, Any]], dev: Any, dtype: str) -> List[str]:
+    """Each peer's speed ratio to hetnn with its bootstrap interval; wrong or unreliable rows are not compared."""
+    lines = []
+    own = rows[0]
+    for row in rows[1:]:
+        name = f"hetnn {dev.id} / {row['library']} {row['device']}"
+        bad = [x for x in (own, row) if not x["max_rel_err"] <= AGREEMENT_TOLERANCE.get(dtype, 0.0)]
+        if bad:  # a wrong result is not a speed
+            lines.append(f"{name}: not compared (wrong result: {bad[0]['library']} error "
+                         f"{bad[0]['max_rel_err']:.1e} against float64)")
+            continue
+        if own.get("unreliable") or row.get("unreliable") or own.get("flagged") or row.get("flagged"):
+            lines.append(f"{name}: not compared ({row.get('noise') or own.get('noise') or 'above the ceiling'})")
+            continue
+        ratio = ratio_interval([(own["times_ms"], row["times_ms"])])
+        if ratio is not None:
+            lines.append(ratio.text(name))
+    return lines
+
+
+_COLUMNS = [("library", "library", ""), ("device", "device", ""), ("median_ms", "median ms", ".4f"),
+            ("min_ms", "min ms", ".4f"), ("spread_pct", "IQR %", ".0f")]
+_FLOP_COLUMNS = [("gflops", "GFLOP/s", ".1f"), ("pct_peak", "% peak", ".0f")]
+_CHECK_COLUMNS = [("max_rel_diff", "max rel diff vs hetnn", ".1e"), ("max_rel_err", "max rel err vs f64", ".1e"),
+                  ("repeats", "n", "d"), ("noise", "flags", ""), ("note", "note", "")]
+
+
 def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "torch"), device: Any = None,
             n_warmup: int = 3, n_repeat: int = 20, max_duration: float = 1.0, **kwargs: Any) -> Report:
     """Runs ``op`` ("matmul": ``compare("matmul", a, b)``; "max_pool2d": ``compare("max_pool2d", x, kernel_size,
@@ -97,126 +206,29 @@ def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "tor
                          f"{', '.join(COMPARE_PEERS)}")
     case = _CASES[op](args, kwargs)
     dev = _resolve_device(device)
-    dtype, ref, flops = case["dtype"], case["reference"], case["flops"]
-    timing: Dict[str, Any] = dict(n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
-    base = {"op": op, "shape": case["shape"], "dtype": dtype}
-    rows: List[Dict[str, Any]] = []
-    notes: List[str] = []
-    host_peak = fp32_peak_gflops(_resolve_device("cpu")) if flops else None
-
+    dtype, flops = case["dtype"], case["flops"]
     if dtype not in dev.dtypes:
         raise TypeError(f"hetnn.bench.compare: device {dev.id} has no {dtype} (it takes {', '.join(dev.dtypes)})")
+    host_peak = fp32_peak_gflops(_resolve_device("cpu")) if flops else None
     # Every library is one case of one interleaved run (rounds A B C / C B A): a drift of the machine reaches all
     # of them alike, and each ratio to hetnn gets a bootstrap interval over the rounds.
-    cases: List[Case] = []
-    entries: List[Dict[str, Any]] = []  # per case: library, device, peak, how to read its result, extra fields
-    if op == "matmul":
-        A, B = (asarray(x, device=dev) for x in case["operands"])
-        C = empty((A.shape[0], B.shape[1]), dtype=dtype, device=dev)
-        cases.append(Case("hetnn", lambda: matmul(A, B, out=C), devices=[dev], flops=flops))
-        entries.append({"library": "hetnn", "device": dev.id, "peak": fp32_peak_gflops(dev) if flops else None,
-                        "result": lambda: C.numpy()})
-    else:
-        k, s, p = case["window"]
-        X = asarray(case["operands"][0], device=dev)
-        mine_box: List[Any] = [None]
-
-        def hetnn_pool() -> None:
-            mine_box[0] = max_pool2d(X, k, s, p)
-        cases.append(Case("hetnn", hetnn_pool, devices=[dev]))
-        entries.append({"library": "hetnn", "device": dev.id, "peak": None, "result": lambda: mine_box[0].numpy()})
-
+    pairs = [_hetnn_case(op, case, dev, flops)]
     if "numpy" in against and dtype in ("float32", "float64"):
-        if op == "matmul":
-            a, b = case["operands"]
-            out = np.full((a.shape[0], b.shape[1]), np.nan, dtype=dtype)
-            cases.append(Case("numpy", lambda: np.matmul(a, b, out=out), flops=flops))
-            entries.append({"library": "numpy", "device": "host", "peak": host_peak, "result": lambda: out})
-        else:
-            from .maxpool import numpy_max_pool
-
-            x, (k, s, p) = case["operands"][0], case["window"]
-            np_box: List[Any] = [None]
-
-            def numpy_pool() -> None:
-                np_box[0] = numpy_max_pool(x, k, s, p)
-            cases.append(Case("numpy", numpy_pool))
-            entries.append({"library": "numpy", "device": "host", "peak": host_peak, "result": lambda: np_box[0]})
-    targets, peer_notes = find_peers([a for a in against if a in ARRAY_PEERS])
-    notes.extend(peer_notes)
+        pairs.append(_numpy_case(op, case, flops, host_peak))
+    targets, notes = find_peers([a for a in against if a in ARRAY_PEERS])
     for pt in targets:
         if dtype not in pt.dtypes:
             notes.append(f"{pt.library} {pt.device}: no {dtype}")
-            continue
-        if op == "max_pool2d" and pt.max_pool2d is None:
+        elif op == "max_pool2d" and pt.max_pool2d is None:
             notes.append(f"{pt.library}: no max_pool2d in the peer adapter")
-            continue
-        ops = [pt.put(x, dtype) for x in case["operands"]]
-        box: List[Any] = [None]
-        if op == "matmul":
-            if pt.empty is not None and pt.matmul_out is not None:
-                box[0] = pt.empty((case["operands"][0].shape[0], case["operands"][1].shape[1]), dtype)
-
-                def call(ops: List[Any] = ops, box: List[Any] = box, pt: Any = pt) -> None:
-                    pt.matmul_out(ops[0], ops[1], box[0])
-            else:
-                def call(ops: List[Any] = ops, box: List[Any] = box, pt: Any = pt) -> None:
-                    box[0] = pt.matmul(ops[0], ops[1])
         else:
-            k, s, p = case["window"]
-
-            def call(ops: List[Any] = ops, box: List[Any] = box, pt: Any = pt) -> None:
-                box[0] = pt.max_pool2d(ops[0], k, s, p, 1, False)
-        cases.append(Case(f"{pt.library} {pt.device}", call, sync=pt.sync, flops=flops))
-        entries.append({"library": pt.library, "device": pt.device, "result": lambda box=box, pt=pt: pt.get(box[0]),
-                        "peak": host_peak if pt.device.startswith("cpu") else None,
-                        "note": "; ".join(pt.notes), "threads": pt.threads()})
-
-    results = interleave(cases, **timing)
-    mine = entries[0]["result"]().astype(np.float64)
-    for e, r in zip(entries, results):
-        times = r.wall_times
-        t = float(np.median(times))
-        result = np.asarray(e["result"](), dtype=np.float64)
-        row = {**base, "library": e["library"], "device": e["device"], "median_ms": t * 1e3,
-               "min_ms": float(np.min(times)) * 1e3, "spread_pct": spread_pct(times), "repeats": len(times),
-               "times_ms": [x * 1e3 for x in times], **r.flags,
-               **({"note": e["note"]} if e.get("note") else {}),
-               **({"threads": e["threads"]} if e.get("threads") is not None else {})}
-        if e["library"] == "hetnn":
-            row["device_ms"] = r.device["median"] * 1e3
-        if flops:
-            row["gflops"] = flops / t / 1e9
-            row["pct_peak"] = 100 * share(row["gflops"], e["peak"])
-            if dtype in ("float32", "float64"):
-                check_ceiling(row, "gflops", e["peak"], "FP32 FMA ceiling")
-        # hetnn's own row has nothing to differ from: its agreement is the error against float64
-        row["max_rel_diff"] = max_rel_error(result, mine) if e["library"] != "hetnn" else math.nan
-        row["max_rel_err"] = max_rel_error(result, ref)
-        rows.append(row)
-    ratio_lines = []
-    own = rows[0]
-    for row in rows[1:]:
-        name = f"hetnn {dev.id} / {row['library']} {row['device']}"
-        bad = [x for x in (own, row) if not x["max_rel_err"] <= AGREEMENT_TOLERANCE.get(dtype, 0.0)]
-        if bad:  # a wrong result is not a speed
-            ratio_lines.append(f"{name}: not compared (wrong result: {bad[0]['library']} error "
-                               f"{bad[0]['max_rel_err']:.1e} against float64)")
-            continue
-        if own.get("unreliable") or row.get("unreliable") or own.get("flagged") or row.get("flagged"):
-            ratio_lines.append(f"{name}: not compared ({row.get('noise') or own.get('noise') or 'above the ceiling'})")
-            continue
-        ratio = ratio_interval([(own["times_ms"], row["times_ms"])])
-        if ratio is not None:
-            ratio_lines.append(ratio.text(name))
-    columns = [("library", "library", ""), ("device", "device", ""), ("median_ms", "median ms", ".4f"),
-               ("min_ms", "min ms", ".4f"), ("spread_pct", "IQR %", ".0f")]
-    if flops:
-        columns += [("gflops", "GFLOP/s", ".1f"), ("pct_peak", "% peak", ".0f")]
-    columns += [("max_rel_diff", "max rel diff vs hetnn", ".1e"), ("max_rel_err", "max rel err vs f64", ".1e"),
-                ("repeats", "n", "d"), ("noise", "flags", ""), ("note", "note", "")]
+            pairs.append(_peer_case(op, case, pt, flops, host_peak))
+    results = interleave([c for c, _ in pairs], n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
+    mine = pairs[0][1]["result"]().astype(np.float64)
+    base = {"op": op, "shape": case["shape"], "dtype": dtype}
+    rows = [_row(base, e, r, flops, dtype, mine, case["reference"]) for (_, e), r in zip(pairs, results)]
     text = [f"{op} {case['shape']} {dtype}: hetnn on {dev.id} ({dev.name}) against {', '.join(against) or 'nothing'}"]
     text += [f"note: {n}" for n in dict.fromkeys(notes)]
-    text.append(format_table(rows, columns))
-    text += ["  " + line for line in ratio_lines]
+    text.append(format_table(rows, _COLUMNS + (_FLOP_COLUMNS if flops else []) + _CHECK_COLUMNS))
+    text += ["  " + line for line in _ratio_lines(rows, dev, dtype)]
     return Report(f"compare:{op}", [{"suite": "compare", **r} for r in rows], "\n".join(text), environment())
