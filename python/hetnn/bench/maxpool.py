@@ -76,6 +76,107 @@ def _median(times: Sequence[float]) -> float:
     return float(np.median(times))
 
 
+def _ceilings(devices: Sequence[Device], stream: float) -> Dict[str, Tuple[Optional[float], int, str]]:
+    """Memory ceiling, last-level cache and the ceiling's name per row device; peers on the host ("host", torch
+    "cpu") use the host's."""
+    host_cache = host_cache_size()
+    ceilings = {d.id: (mem_peak_gbps(d), d.cache_size, "STREAM triad" if on_host(d) else "its own triad (bench peak)")
+                for d in devices}
+    ceilings.setdefault("cpu", (stream, host_cache, "STREAM triad"))
+    ceilings["host"] = (stream, host_cache, "STREAM triad")
+    return ceilings
+
+
+def _derive(row: Dict[str, Any], ceilings: Dict[str, Tuple[Optional[float], int, str]], stream: float, in_b: int,
+            out_b: int, idx_b: int) -> None:
+    """Throughputs and shares of the ceilings; a figure above the DRAM ceiling is flagged only for a working set
+    that does not fit in the last-level cache."""
+    ceiling, cache, what = ceilings.get(row["device"], (None, 0, ""))
+    if "fwd_ms" in row:
+        row["fwd_gbps"] = _gbps(in_b + out_b, row["fwd_ms"] / 1e3)
+        row["pct_stream"] = 100 * row["fwd_gbps"] / stream if stream else math.nan
+        row["mem_peak_gbps"], row["mem_peak_what"] = ceiling, what
+        row["pct_peak"] = 100 * row["fwd_gbps"] / ceiling if ceiling else math.nan
+        if cache and in_b + out_b > cache:
+            check_ceiling(row, "fwd_gbps", ceiling, "memory ceiling")
+    if "bwd_ms" in row:
+        row["bwd_gbps"] = _gbps(out_b + idx_b + in_b, row["bwd_ms"] / 1e3)
+        row["bwd_over_fwd"] = row["bwd_ms"] / row["fwd_ms"]
+        if cache and out_b + idx_b + in_b > cache:
+            check_ceiling(row, "bwd_gbps", ceiling, "memory ceiling")
+
+
+def _forward_cases(x: np.ndarray, k: int, s: int, p: int, ref: np.ndarray, base: Dict[str, Any],
+                   devices: Sequence[Device], compare: Sequence[str], peer_targets: Sequence[Any],
+                   arrays: Dict[str, Any]) -> Tuple[List[Case], List[Callable[[Any], Dict[str, Any]]]]:
+    """The forwards of hetnn on every device and of every peer, as cases of one interleaved run, each with the
+    function that makes its row from its result (the error of the timed call's own output)."""
+    n, c, h, w = x.shape
+    oh, ow = ref.shape[2], ref.shape[3]
+    cases: List[Case] = []
+    finish: List[Callable[[Any], Dict[str, Any]]] = []
+    for dev in devices:
+        X = arrays[dev.id] = asarray(x, device=dev)
+        timed: List[Any] = [None]
+
+        def fwd(X: Any = X, timed: List[Any] = timed) -> None:
+            timed[0] = max_pool2d(X, k, s, p)
+        cases.append(Case(f"hetnn {dev.id}", fwd, devices=[dev]))
+        finish.append(lambda r, dev=dev, timed=timed: _fwd_row(  # type: ignore[misc]  # default-argument lambda (late binding)
+            base, "hetnn", dev.id, r, timed[0].numpy(), ref, threads=get_num_threads() if dev.kind == "cpu" else None))
+    if "onednn" in compare and p <= k // 2:
+        for layout in ("nchw", "nhwc"):
+            xl = np.ascontiguousarray(x if layout == "nchw" else x.transpose(0, 2, 3, 1))
+            yl = np.full((n, c, oh, ow) if layout == "nchw" else (n, oh, ow, c), np.nan, dtype=np.float32)
+            raw = _core._OnednnRawMaxPool(xl, yl, k, s, p, layout)
+            cases.append(Case(f"onednn-c++ {layout}", raw.run))
+            finish.append(lambda r, layout=layout, yl=yl: _fwd_row(  # type: ignore[misc]  # default-argument lambda (late binding)
+                base, f"onednn-c++ {layout}", "cpu", r, yl if layout == "nchw" else yl.transpose(0, 3, 1, 2),
+                ref, threads=get_num_threads()))
+    if "numpy" in compare:
+        nres: List[Any] = [None]
+
+        def npool(nres: List[Any] = nres) -> None:
+            nres[0] = numpy_max_pool(x, k, s, p)
+        cases.append(Case("numpy", npool))
+        finish.append(lambda r, nres=nres: _fwd_row(base, "numpy", "host", r, nres[0], ref))  # type: ignore[misc]  # default-argument lambda (late binding)
+    for pt in peer_targets:
+        if pt.max_pool2d is None:
+            continue
+        for layout, px in _peer_layouts(pt, x):
+            res: List[Any] = [None]
+
+            def call(px: Any = px, res: List[Any] = res, pt: Any = pt) -> None:
+                res[0] = pt.max_pool2d(px, k, s, p, 1, False)
+            cases.append(Case(f"{pt.library}{layout}", call, sync=pt.sync))
+            finish.append(lambda r, pt=pt, layout=layout, res=res: _fwd_row(  # type: ignore[misc]  # default-argument lambda (late binding)
+                base, pt.library + layout, pt.device, r, pt.get(res[0]), ref, threads=pt.threads(),
+                note="allocates its output per call"))
+    return cases, finish
+
+
+def _training_figures(row: Dict[str, Any], dev: Device, X: Any, x: np.ndarray, k: int, s: int, p: int,
+                      backward: bool, transfers: bool, rng: np.random.Generator, timing: Dict[str, Any]) -> None:
+    """hetnn's training forward (with indices), backward and transfers on one device: no peer does the same, so
+    each is timed on its own."""
+    settle()
+    ri = benchmark(max_pool2d, (X, k, s, p), {"return_indices": True}, name="max_pool2d+indices", device=dev,
+                   **timing)
+    row["fwd_idx_ms"] = ri.median * 1e3
+    Y, I = max_pool2d(X, k, s, p, return_indices=True)
+    if backward:
+        G = asarray(rng.standard_normal(Y.shape, dtype=np.float32), device=dev)
+        rb = benchmark(max_pool2d_backward, (G, I, x.shape, k, s, p), name="max_pool2d_backward", device=dev,
+                       **timing)
+        row["bwd_ms"] = rb.median * 1e3
+    if transfers and dev.kind != "cpu":
+        host_out = np.empty(Y.shape, np.float32)
+        rh = benchmark(asarray, (x,), {"device": dev}, name="h2d", device=dev, **timing)
+        rd = benchmark(Y._a.read_into, (host_out,), name="d2h", device=dev, **timing)
+        row["h2d_ms"], row["d2h_ms"] = rh.median * 1e3, rd.median * 1e3
+        row["total_ms"] = row["fwd_ms"] + row["h2d_ms"] + row["d2h_ms"]
+
+
 def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], devices: Sequence[Device], *,
                 compare: Sequence[str] = ("numpy",), backward: bool = True, transfers: bool = False,
                 n_warmup: int = 3, n_repeat: int = 20, max_duration: Optional[float] = 2.0, seed: int = 0,
@@ -99,113 +200,26 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
     if notes is not None:
         notes.extend(peer_notes)
     timing: Dict[str, Any] = dict(n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
-    # memory ceiling and last-level cache per row device; peers on the host ("host", torch "cpu") use the host's
-    host_cache = host_cache_size()
-    ceilings = {d.id: (mem_peak_gbps(d), d.cache_size,
-                       "STREAM triad" if on_host(d) else "its own triad (bench peak)")
-                for d in devices}
-    ceilings.setdefault("cpu", (stream, host_cache, "STREAM triad"))
-    ceilings["host"] = (stream, host_cache, "STREAM triad")
+    ceilings = _ceilings(devices, stream)
     rows: List[Dict[str, Any]] = []
     for label, n, c, h, w, k, s, p in cases:
-        x = rng.standard_normal((n, c, h, w), dtype=np.float32)
-        oh, ow = out_size(h, k, s, p), out_size(w, k, s, p)
-        ref = reference_max_pool(x, k, s, p)
-        in_b, out_b, idx_b = x.nbytes, n * c * oh * ow * 4, n * c * oh * ow * 8
-        base = {"case": label, "shape": f"{n}x{c}x{h}x{w}", "kernel": k, "stride": s, "padding": p,
-                "windows": n * c * oh * ow, "stream_gbps": stream}
-
-        def add(row: Dict[str, Any]) -> None:
-            ceiling, cache, what = ceilings.get(row["device"], (None, 0, ""))
-            if "fwd_ms" in row:
-                row["fwd_gbps"] = _gbps(in_b + out_b, row["fwd_ms"] / 1e3)
-                row["pct_stream"] = 100 * row["fwd_gbps"] / stream if stream else math.nan
-                row["mem_peak_gbps"], row["mem_peak_what"] = ceiling, what
-                row["pct_peak"] = 100 * row["fwd_gbps"] / ceiling if ceiling else math.nan
-                # the DRAM ceiling bounds a working set only when it does not fit in the last-level cache
-                if cache and in_b + out_b > cache:
-                    check_ceiling(row, "fwd_gbps", ceiling, "memory ceiling")
-            if "bwd_ms" in row:
-                row["bwd_gbps"] = _gbps(out_b + idx_b + in_b, row["bwd_ms"] / 1e3)
-                row["bwd_over_fwd"] = row["bwd_ms"] / row["fwd_ms"]
-                if cache and out_b + idx_b + in_b > cache:
-                    check_ceiling(row, "bwd_gbps", ceiling, "memory ceiling")
-            rows.append(row)
-
         if progress:
             progress(label)
-
-        # The forwards of hetnn on every device and of every peer: one interleaved run (rounds A B C / C B A).
-        fwd_cases: List[Case] = []
-        finish: List[Callable[[Any], Dict[str, Any]]] = []
+        x = rng.standard_normal((n, c, h, w), dtype=np.float32)
+        ref = reference_max_pool(x, k, s, p)
+        windows = ref.size
+        base = {"case": label, "shape": f"{n}x{c}x{h}x{w}", "kernel": k, "stride": s, "padding": p,
+                "windows": windows, "stream_gbps": stream}
         arrays: Dict[str, Any] = {}
-        for dev in devices:
-            X = asarray(x, device=dev)
-            arrays[dev.id] = X
-            timed: List[Any] = [None]
-
-            def fwd(X: Any = X, timed: List[Any] = timed) -> None:
-                timed[0] = max_pool2d(X, k, s, p)
-            fwd_cases.append(Case(f"hetnn {dev.id}", fwd, devices=[dev]))
-            # the error of the timed forward's own output
-            finish.append(lambda r, dev=dev, timed=timed: _fwd_row(  # type: ignore[misc]  # default-argument lambda (late binding)
-                base, "hetnn", dev.id, r, timed[0].numpy(), ref,
-                threads=get_num_threads() if dev.kind == "cpu" else None))
-        if "onednn" in compare and p <= k // 2:
-            for layout in ("nchw", "nhwc"):
-                xl = np.ascontiguousarray(x if layout == "nchw" else x.transpose(0, 2, 3, 1))
-                oshape = (n, c, oh, ow) if layout == "nchw" else (n, oh, ow, c)
-                yl = np.full(oshape, np.nan, dtype=np.float32)
-                raw = _core._OnednnRawMaxPool(xl, yl, k, s, p, layout)
-                fwd_cases.append(Case(f"onednn-c++ {layout}", raw.run))
-                finish.append(lambda r, layout=layout, yl=yl: _fwd_row(  # type: ignore[misc]  # default-argument lambda (late binding)
-                    base, f"onednn-c++ {layout}", "cpu", r, yl if layout == "nchw" else yl.transpose(0, 3, 1, 2),
-                    ref, threads=get_num_threads()))
-        if "numpy" in compare:
-            nres: List[Any] = [None]
-
-            def npool(nres: List[Any] = nres) -> None:
-                nres[0] = numpy_max_pool(x, k, s, p)
-            fwd_cases.append(Case("numpy", npool))
-            finish.append(lambda r, nres=nres: _fwd_row(base, "numpy", "host", r, nres[0], ref))  # type: ignore[misc]  # default-argument lambda (late binding)
-        for pt in peer_targets:
-            if pt.max_pool2d is None:
-                continue
-            for layout, px in _peer_layouts(pt, x):
-                res: List[Any] = [None]
-
-                def call(px: Any = px, res: List[Any] = res, pt: Any = pt) -> None:
-                    res[0] = pt.max_pool2d(px, k, s, p, 1, False)
-                fwd_cases.append(Case(f"{pt.library}{layout}", call, sync=pt.sync))
-                finish.append(lambda r, pt=pt, layout=layout, res=res: _fwd_row(  # type: ignore[misc]  # default-argument lambda (late binding)
-                    base, pt.library + layout, pt.device, r, pt.get(res[0]), ref, threads=pt.threads(),
-                    note="allocates its output per call"))
+        fwd_cases, finish = _forward_cases(x, k, s, p, ref, base, devices, compare, peer_targets, arrays)
         settle()
         fwd_rows = [f(r) for f, r in zip(finish, interleave(fwd_cases, **timing))]
-
-        # hetnn's training forward, backward and transfers: no peer does the same, timed per device.
         for dev, row in zip(devices, fwd_rows):
-            X = arrays[dev.id]
-            settle()
-            ri = benchmark(max_pool2d, (X, k, s, p), {"return_indices": True}, name="max_pool2d+indices",
-                           device=dev, **timing)
-            row["fwd_idx_ms"] = ri.median * 1e3
-            Y, I = max_pool2d(X, k, s, p, return_indices=True)
-            if backward:
-                G = asarray(rng.standard_normal(Y.shape, dtype=np.float32), device=dev)
-                rb = benchmark(max_pool2d_backward, (G, I, (n, c, h, w), k, s, p), name="max_pool2d_backward",
-                               device=dev, **timing)
-                row["bwd_ms"] = rb.median * 1e3
-            if transfers and dev.kind != "cpu":
-                host_out = np.empty(Y.shape, np.float32)
-                rh = benchmark(asarray, (x,), {"device": dev}, name="h2d", device=dev, **timing)
-                rd = benchmark(Y._a.read_into, (host_out,), name="d2h", device=dev, **timing)
-                row["h2d_ms"], row["d2h_ms"] = rh.median * 1e3, rd.median * 1e3
-                row["total_ms"] = row["fwd_ms"] + row["h2d_ms"] + row["d2h_ms"]
-            del X, Y, I
+            _training_figures(row, dev, arrays[dev.id], x, k, s, p, backward, transfers, rng, timing)
         arrays.clear()
         for row in fwd_rows:
-            add(row)
+            _derive(row, ceilings, stream, x.nbytes, windows * 4, windows * 8)
+            rows.append(row)
     return rows
 
 
