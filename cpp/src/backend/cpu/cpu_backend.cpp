@@ -1,4 +1,5 @@
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_loops.h"
 #include "backend/cpu/cpu_threads.h"
 #include "backend/cpu/half_convert.h"
 
@@ -106,16 +107,6 @@ dnnl::algorithm eltwise_algorithm(Activation a) {
     case Activation::relu: return dnnl::algorithm::eltwise_elu;
     case Activation::sigmoid: return dnnl::algorithm::eltwise_logistic;
     default: return dnnl::algorithm::eltwise_tanh;
-  }
-}
-
-template <class T>
-T activate(T x, Activation a) {
-  switch (a) {
-    case Activation::relu: return x < T(0) ? T(0) : x;  // NaN stays NaN, as in PyTorch
-    case Activation::sigmoid: return T(1) / (T(1) + std::exp(-x));
-    case Activation::tanh: return std::tanh(x);
-    default: return x;
   }
 }
 

@@ -2,7 +2,10 @@
 #pragma once
 #include <omp.h>
 
+#include <cmath>
 #include <cstdint>
+
+#include "core/ops.h"
 
 // A function compiled for AVX-512, AVX2 and baseline x86-64, the best picked at load time (the library itself is
 // built for baseline x86-64). Put it on plain functions whose loops should vectorise wide; OpenMP regions stay
@@ -14,6 +17,16 @@
 #endif
 
 namespace hetnn {
+
+// The activations on the CPU device, written once (the matmul epilogue where oneDNN has no post-op for a dtype, and
+// the training ops). ReLU keeps NaN (NaN < 0 is false), as PyTorch does.
+template <class T>
+inline __attribute__((always_inline)) T activate(T x, Activation a) {
+  return a == Activation::relu      ? (x < T(0) ? T(0) : x)
+         : a == Activation::sigmoid ? T(1) / (T(1) + std::exp(-x))
+         : a == Activation::tanh    ? std::tanh(x)
+                                    : x;
+}
 
 // Splits [0, n) evenly over the OpenMP threads and runs fn(begin, end) on each share; on the calling thread alone
 // when n < min_parallel (waking the other threads costs more than small loops take).

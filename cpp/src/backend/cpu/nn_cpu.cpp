@@ -29,12 +29,7 @@ const T* ptr(const Buffer& b) { return static_cast<const T*>(b.host_ptr()); }
 // Elementwise chunks: inlined into the per-ISA entry points below, which parallel_ranges calls per thread share.
 template <class T>
 inline __attribute__((always_inline)) void act_fwd(Activation a, std::int64_t n, const T* x, T* y) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const T v = x[i];
-    y[i] = a == Activation::relu ? (v < T(0) ? T(0) : v)  // NaN stays NaN, as in the matmul epilogue
-           : a == Activation::sigmoid ? T(1) / (T(1) + std::exp(-v))
-                                      : std::tanh(v);
-  }
+  for (std::int64_t i = 0; i < n; ++i) y[i] = activate(x[i], a);
 }
 
 template <class T>

@@ -10,10 +10,8 @@
 #define MIN_NORMAL FLT_MIN
 #endif
 
-// act: 1 relu, 2 sigmoid, 3 tanh (Activation in backend.h). relu keeps NaN, as the matmul epilogue does.
-inline REAL act_value(REAL v, int act) {
-  return act == 1 ? (v < 0 ? (REAL)0 : v) : act == 2 ? (REAL)1 / ((REAL)1 + exp(-v)) : tanh(v);
-}
+// act: 1 relu, 2 sigmoid, 3 tanh (Activation in core/ops.h).
+inline REAL act_value(REAL v, int act) { return ACTIVATE(v, act); }  // common.cl: the one formula
 inline REAL act_grad(REAL dy, REAL y, int act) {  // from the activation's output
   // relu as PyTorch's threshold_backward: y <= 0 ? 0 : dy (no 0 * inf = NaN; a NaN output passes dy on)
   return act == 1 ? (y <= 0 ? (REAL)0 : dy) : dy * (act == 2 ? y * ((REAL)1 - y) : (REAL)1 - y * y);
