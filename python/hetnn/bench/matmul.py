@@ -125,6 +125,78 @@ def _result_row(base: Dict[str, Any], flops: float, r: Any, peak: Optional[float
     return row
 
 
+def _shape_cases(a: np.ndarray, b: np.ndarray, ref: np.ndarray, base: Dict[str, Any], devices: Sequence[Device],
+                 compare: Sequence[str], peer_targets: Sequence[Any], peaks: Dict[str, Optional[float]],
+                 cpu_peak: Optional[float], threads: int, dtype: str,
+                 rows: List[Dict[str, Any]]) -> Tuple[List[Case], List[Callable[[Any], Dict[str, Any]]]]:
+    """hetnn on every device and every peer on one shape, as cases of one interleaved run, each with the function
+    that makes its row from its result; a device without the dtype gets its row in ``rows`` at once."""
+    (m, k), n = a.shape, b.shape[1]
+    flops = 2.0 * m * n * k
+    cases: List[Case] = []
+    finish: List[Callable[[Any], Dict[str, Any]]] = []  # per case: its row from its BenchmarkResult
+    for dev in devices:
+        if dtype not in dev.dtypes:
+            rows.append({**base, "device": dev.id, "library": "hetnn", "note": f"no {dtype}"})
+            continue
+        A, B = asarray(a, device=dev), asarray(b, device=dev)
+        C = empty((m, n), dtype=dtype, device=dev)
+        cases.append(Case(f"hetnn {dev.id}", lambda A=A, B=B, C=C: matmul(A, B, out=C), devices=[dev],  # type: ignore[misc]  # default-argument lambda (late binding)
+                          flops=flops))
+        how = {"float16": dev.float16_mode, "bfloat16": dev.bfloat16_mode}.get(dtype, "native")
+        finish.append(lambda r, dev=dev, C=C, how=how: _result_row(  # type: ignore[misc]  # default-argument lambda (late binding)
+            {**base, "device": dev.id, "library": "hetnn", "compute": how}, flops, r, peaks[dev.id],
+            C.numpy(), ref, device_ms=r.device["median"] * 1e3,
+            threads=threads if dev.kind == "cpu" else None))
+    if "onednn" in compare and dtype == "float32":
+        a32, b32 = np.ascontiguousarray(a), np.ascontiguousarray(b)
+        c32 = np.full((m, n), np.nan, dtype=np.float32)
+        raw = _core._OnednnRawMatmul(a32, b32, c32)
+        cases.append(Case("onednn-c++", raw.run, flops=flops))
+        finish.append(lambda r, c32=c32: _result_row({**base, "device": "cpu", "library": "onednn-c++"}, flops,  # type: ignore[misc]  # default-argument lambda (late binding)
+                                                     r, cpu_peak, c32, ref, threads=threads))
+    if "numpy" in compare and dtype in ("float32", "float64"):  # NumPy has no fast 16-bit matmul
+        out = np.full((m, n), np.nan, dtype=dtype)
+        cases.append(Case("numpy", lambda out=out: np.matmul(a, b, out=out), flops=flops))  # type: ignore[misc]  # default-argument lambda (late binding)
+        finish.append(lambda r, out=out: _result_row({**base, "device": "host", "library": "numpy"}, flops, r,  # type: ignore[misc]  # default-argument lambda (late binding)
+                                                     cpu_peak, out, ref, threads=blas_threads()))
+    for pt in peer_targets:
+        if dtype not in pt.dtypes:
+            continue
+        pa, pb = pt.put(a, dtype), pt.put(b, dtype)
+        res: List[Any] = [pt.empty((m, n), dtype) if pt.empty is not None else None]
+
+        def call(pa: Any = pa, pb: Any = pb, res: List[Any] = res, pt: Any = pt) -> None:
+            if res[0] is not None and pt.matmul_out is not None:
+                pt.matmul_out(pa, pb, res[0])
+            else:
+                res[0] = pt.matmul(pa, pb)
+        cases.append(Case(f"{pt.library} {pt.device}", call, sync=pt.sync, flops=flops))
+        peak = cpu_peak if pt.device.startswith("cpu") else None
+        finish.append(lambda r, pt=pt, res=res, peak=peak: _result_row(  # type: ignore[misc]  # default-argument lambda (late binding)
+            {**base, "device": pt.device, "library": pt.library}, flops, r, peak, pt.get(res[0]), ref,
+            note="; ".join(pt.notes), threads=pt.threads()))
+    return cases, finish
+
+
+def _clblast_rows(a: np.ndarray, b: np.ndarray, ref: np.ndarray, base: Dict[str, Any], devices: Sequence[Device],
+                  peaks: Dict[str, Optional[float]], cl_params: Any, n_warmup: int,
+                  n_repeat: int) -> List[Dict[str, Any]]:
+    """CLBlast on each OpenCL device; it times itself in C++, after the interleaved rounds."""
+    (m, k), n = a.shape, b.shape[1]
+    flops, dtype, rows = 2.0 * m * n * k, "float32", []
+    for dev in devices:
+        if dev.kind != "opencl":
+            continue
+        settle()
+        A, B = asarray(a, device=dev), asarray(b, device=dev)
+        C2 = empty((m, n), dtype=dtype, device=dev)
+        t = _core._clblast_sgemm(A._a, B._a, C2._a, min(n_warmup, 1), n_repeat, cl_params)
+        rows.append(_row({**base, "device": dev.id, "library": "clblast" + ("-tuned" if cl_params else "")},
+                         flops, t, peaks[dev.id], max_rel_err=max_rel_error(C2.numpy(), ref)))
+    return rows
+
+
 def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str = "float32",
                compare: Sequence[str] = ("numpy",), n_warmup: int = 3, n_repeat: int = 20,
                max_duration: Optional[float] = 2.0, seed: int = 0, clblast_tuning: Optional[str] = None,
@@ -159,66 +231,16 @@ def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str
         a = rng.uniform(-1, 1, (m, k)).astype(dtype)
         b = rng.uniform(-1, 1, (k, n)).astype(dtype)
         ref = a.astype(np.float64) @ b.astype(np.float64)
-        flops = 2.0 * m * n * k
         base = {"shape": label, "M": m, "N": n, "K": k, "dtype": dtype}
         if progress:
             progress(f"{label}")
-        cases: List[Case] = []
-        finish: List[Callable[[Any], Dict[str, Any]]] = []  # per case: its row from its BenchmarkResult
-        for dev in devices:
-            if dtype not in dev.dtypes:
-                rows.append({**base, "device": dev.id, "library": "hetnn", "note": f"no {dtype}"})
-                continue
-            A, B = asarray(a, device=dev), asarray(b, device=dev)
-            C = empty((m, n), dtype=dtype, device=dev)
-            cases.append(Case(f"hetnn {dev.id}", lambda A=A, B=B, C=C: matmul(A, B, out=C), devices=[dev],  # type: ignore[misc]  # default-argument lambda (late binding)
-                              flops=flops))
-            how = {"float16": dev.float16_mode, "bfloat16": dev.bfloat16_mode}.get(dtype, "native")
-            finish.append(lambda r, dev=dev, C=C, how=how: _result_row(  # type: ignore[misc]  # default-argument lambda (late binding)
-                {**base, "device": dev.id, "library": "hetnn", "compute": how}, flops, r, peaks[dev.id],
-                C.numpy(), ref, device_ms=r.device["median"] * 1e3,
-                threads=threads if dev.kind == "cpu" else None))
-        if "onednn" in compare and dtype == "float32":
-            a32, b32 = np.ascontiguousarray(a), np.ascontiguousarray(b)
-            c32 = np.full((m, n), np.nan, dtype=np.float32)
-            raw = _core._OnednnRawMatmul(a32, b32, c32)
-            cases.append(Case("onednn-c++", raw.run, flops=flops))
-            finish.append(lambda r, c32=c32: _result_row({**base, "device": "cpu", "library": "onednn-c++"}, flops,  # type: ignore[misc]  # default-argument lambda (late binding)
-                                                         r, cpu_peak, c32, ref, threads=threads))
-        if "numpy" in compare and dtype in ("float32", "float64"):  # NumPy has no fast 16-bit matmul
-            out = np.full((m, n), np.nan, dtype=dtype)
-            cases.append(Case("numpy", lambda out=out: np.matmul(a, b, out=out), flops=flops))  # type: ignore[misc]  # default-argument lambda (late binding)
-            finish.append(lambda r, out=out: _result_row({**base, "device": "host", "library": "numpy"}, flops, r,  # type: ignore[misc]  # default-argument lambda (late binding)
-                                                         cpu_peak, out, ref, threads=blas_threads()))
-        for pt in peer_targets:
-            if dtype not in pt.dtypes:
-                continue
-            pa, pb = pt.put(a, dtype), pt.put(b, dtype)
-            res: List[Any] = [pt.empty((m, n), dtype) if pt.empty is not None else None]
-
-            def call(pa: Any = pa, pb: Any = pb, res: List[Any] = res, pt: Any = pt) -> None:
-                if res[0] is not None and pt.matmul_out is not None:
-                    pt.matmul_out(pa, pb, res[0])
-                else:
-                    res[0] = pt.matmul(pa, pb)
-            cases.append(Case(f"{pt.library} {pt.device}", call, sync=pt.sync, flops=flops))
-            peak = cpu_peak if pt.device.startswith("cpu") else None
-            finish.append(lambda r, pt=pt, res=res, peak=peak: _result_row(  # type: ignore[misc]  # default-argument lambda (late binding)
-                {**base, "device": pt.device, "library": pt.library}, flops, r, peak, pt.get(res[0]), ref,
-                note="; ".join(pt.notes), threads=pt.threads()))
+        cases, finish = _shape_cases(a, b, ref, base, devices, compare, peer_targets, peaks, cpu_peak, threads, dtype,
+                                     rows)
         if cases:
             results = interleave(cases, n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
             rows.extend(f(r) for f, r in zip(finish, results))
         if "clblast" in compare and dtype == "float32" and _core.have_clblast:
-            for dev in devices:
-                if dev.kind != "opencl":
-                    continue
-                settle()
-                A, B = asarray(a, device=dev), asarray(b, device=dev)
-                C2 = empty((m, n), dtype=dtype, device=dev)
-                t = _core._clblast_sgemm(A._a, B._a, C2._a, min(n_warmup, 1), n_repeat, cl_params)
-                rows.append(_row({**base, "device": dev.id, "library": "clblast" + ("-tuned" if cl_params else "")},
-                                 flops, t, peaks[dev.id], max_rel_err=max_rel_error(C2.numpy(), ref)))
+            rows += _clblast_rows(a, b, ref, base, devices, peaks, cl_params, n_warmup, n_repeat)
     if len(shapes) > 1:
         rows.extend(aggregate(rows))
     return rows
