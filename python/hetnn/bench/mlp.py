@@ -265,6 +265,62 @@ def _peer_warm_up(make: Callable[[], Any], xt: np.ndarray, yt: np.ndarray, batch
     return {"first_use_s": time.perf_counter() - t0}
 
 
+def _hetnn_mnist_case(dev: Device, hidden: Sequence[int],
+                      ctx: Dict[str, Any]) -> Tuple[Case, Callable[[Any], Dict[str, Any]], Any]:
+    """hetnn on one device, warmed up on a throw-away copy: (its epoch as a case, its row maker, its model)."""
+    xt, yt, batch, seed = ctx["xt"], ctx["yt"], ctx["batch"], ctx["seed"]
+    settle()
+    first = _warm_up(hidden, dev, seed, xt, yt, batch, ctx["lr"], ctx["momentum"])
+    model = _mlp(784, hidden, 10, dev, seed)
+    opt = optim.SGD(model.parameters(), lr=ctx["lr"], momentum=ctx["momentum"])
+    state: Dict[str, Any] = {"epoch": 0, "losses": [], "device_s": []}
+
+    def epoch() -> None:
+        hist = model.fit(xt, yt, loss=nn.CrossEntropyLoss(), optimizer=opt, epochs=1, batch_size=batch,
+                         seed=seed + state["epoch"])
+        state["epoch"] += 1
+        state["losses"].append(hist.history["loss"][-1])
+        state["device_s"].append(sum(hist.device_time.values()))
+
+    def row(r: Any) -> Dict[str, Any]:
+        times = r.wall_times
+        device_s = float(np.mean(state["device_s"]))
+        return _with_peak(
+            {"widths": ctx["widths"], "params": model.count_params(), "library": "hetnn", "device": dev.id,
+             "epochs": ctx["epochs"], "epoch_s": float(np.median(times)), "first_epoch_s": float(times[0]),
+             "times_s": [float(t) for t in times],
+             "test_accuracy": model.evaluate(ctx["xe"], ctx["ye"], metrics=("accuracy",))["accuracy"],
+             "final_loss": state["losses"][-1], "device_s": device_s,
+             "host_us_per_step": max(0.0, float(np.mean(times)) - device_s) / ctx["steps"] * 1e6,
+             **r.flags, "threads": get_num_threads() if dev.kind == "cpu" else None, **first},
+            ctx["flops"], float(np.median(times)), ctx["peaks"][dev.id])
+    return Case(f"hetnn {dev.id}", epoch, devices=[dev]), row, model
+
+
+def _peer_mnist_case(name: str, make: Callable[[], Any], params: int,
+                     ctx: Dict[str, Any]) -> Tuple[Case, Callable[[Any], Dict[str, Any]]]:
+    """A peer (NumPy loop, PyTorch) from the same initial weights, warmed up on a throw-away copy."""
+    xt, yt = ctx["xt"], ctx["yt"]
+    settle()
+    first = _peer_warm_up(make, xt, yt, ctx["batch"])
+    net = make()
+    losses: List[float] = []
+
+    def row(r: Any) -> Dict[str, Any]:
+        times = r.wall_times
+        acc = _numpy_accuracy(net.weights, ctx["xe"], ctx["ye"]) if name == "numpy" else net.accuracy(ctx["xe"],
+                                                                                                      ctx["ye"])
+        return _with_peak(
+            {"widths": ctx["widths"], "params": params,
+             "library": "numpy" if name == "numpy" else f"torch {net.version}",
+             "device": "host" if name == "numpy" else "cpu", "epochs": ctx["epochs"],
+             "epoch_s": float(np.median(times)), "first_epoch_s": float(times[0]),
+             "times_s": [float(t) for t in times], "test_accuracy": acc, "final_loss": losses[-1], **r.flags,
+             "threads": get_num_threads() if name == "torch" else blas_threads(), **first},
+            ctx["flops"], float(np.median(times)), ctx["peaks"][None])
+    return Case(name, lambda: losses.append(net.epoch(xt, yt))), row
+
+
 def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False, compare: Sequence[str] = ("numpy",),
               seed: int = 0, progress: Optional[Callable[[str], None]] = None,
               notes: Optional[List[str]] = None) -> List[Dict[str, Any]]:
@@ -272,9 +328,9 @@ def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False
     their epochs run in interleaved rounds (epoch 1 of each, then epoch 2 in reverse order, ...) after each
     warmed up on a throw-away copy, so a drift of the machine reaches all alike."""
     xt, yt, xe, ye = _load_fashion()
-    peaks = _peaks(devices)
-    lr, momentum, batch = 0.1, 0.9, 64
-    steps = -(-len(xt) // batch)
+    batch = 64
+    ctx: Dict[str, Any] = {"xt": xt, "yt": yt, "xe": xe, "ye": ye, "batch": batch, "lr": 0.1, "momentum": 0.9,
+                           "seed": seed, "epochs": epochs, "steps": -(-len(xt) // batch), "peaks": _peaks(devices)}
     use_torch = False
     if "torch" in compare:
         try:
@@ -285,48 +341,22 @@ def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False
                 notes.append(f"torch: not used ({type(exc).__name__}: {exc})")
     rows: List[Dict[str, Any]] = []
     for hidden in mnist_topologies(quick):
-        widths = "-".join(map(str, hidden))
-        flops = train_flops([784, *hidden, 10], len(xt))
+        ctx["widths"] = "-".join(map(str, hidden))
+        ctx["flops"] = train_flops([784, *hidden, 10], len(xt))
         if progress:
-            progress(f"fashion-mnist {widths}")
+            progress(f"fashion-mnist {ctx['widths']}")
         cases: List[Case] = []
         finish: List[Callable[[Any], Dict[str, Any]]] = []
-        base: Optional[List[Tuple[np.ndarray, np.ndarray]]] = None
+        models = []
         for dev in devices:
-            settle()
-            first = _warm_up(hidden, dev, seed, xt, yt, batch, lr, momentum)
-            model = _mlp(784, hidden, 10, dev, seed)
-            if base is None:
-                ps = [p.numpy() for p in model.parameters()]
-                base = [(ps[i].copy(), ps[i + 1].copy()) for i in range(0, len(ps), 2)]
-            opt = optim.SGD(model.parameters(), lr=lr, momentum=momentum)
-            state: Dict[str, Any] = {"epoch": 0, "losses": [], "device_s": []}
-
-            def hetnn_epoch(model: Any = model, opt: Any = opt, state: Dict[str, Any] = state) -> None:
-                hist = model.fit(xt, yt, loss=nn.CrossEntropyLoss(), optimizer=opt, epochs=1, batch_size=batch,
-                                 seed=seed + state["epoch"])
-                state["epoch"] += 1
-                state["losses"].append(hist.history["loss"][-1])
-                state["device_s"].append(sum(hist.device_time.values()))
-            cases.append(Case(f"hetnn {dev.id}", hetnn_epoch, devices=[dev]))
-
-            def hetnn_row(r: Any, dev: Device = dev, model: Any = model, state: Dict[str, Any] = state,
-                          first: Dict[str, Any] = first) -> Dict[str, Any]:
-                times = r.wall_times
-                device_s = float(np.mean(state["device_s"]))
-                return _with_peak(
-                    {"widths": widths, "params": model.count_params(), "library": "hetnn", "device": dev.id,
-                     "epochs": epochs, "epoch_s": float(np.median(times)), "first_epoch_s": float(times[0]),
-                     "times_s": [float(t) for t in times],
-                     "test_accuracy": model.evaluate(xe, ye, metrics=("accuracy",))["accuracy"],
-                     "final_loss": state["losses"][-1], "device_s": device_s,
-                     "host_us_per_step": max(0.0, float(np.mean(times)) - device_s) / steps * 1e6,
-                     **r.flags,
-                     "threads": get_num_threads() if dev.kind == "cpu" else None, **first},
-                    flops, float(np.median(times)), peaks[dev.id])
-            finish.append(hetnn_row)
-        assert base is not None
+            case, row, model = _hetnn_mnist_case(dev, hidden, ctx)
+            cases.append(case)
+            finish.append(row)
+            models.append(model)
+        ps = [p.numpy() for p in models[0].parameters()]  # every library starts from these weights
+        base = [(ps[i].copy(), ps[i + 1].copy()) for i in range(0, len(ps), 2)]
         params = sum(w.size + b.size for w, b in base)
+        lr, momentum = ctx["lr"], ctx["momentum"]
         peers: List[Tuple[str, Callable[[], Any]]] = []
         if "numpy" in compare:
             peers.append(("numpy", lambda: NumpyMLP([(a.copy(), b.copy()) for a, b in base], batch, lr, momentum,
@@ -335,26 +365,9 @@ def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False
             peers.append(("torch", lambda: TorchMLP([(a.copy(), b.copy()) for a, b in base], batch, lr, momentum,
                                                     seed)))
         for name, make in peers:
-            settle()
-            first = _peer_warm_up(make, xt, yt, batch)
-            net = make()
-            losses: List[float] = []
-            cases.append(Case(name, lambda net=net, losses=losses: losses.append(net.epoch(xt, yt))))  # type: ignore[misc]  # default-argument lambda (late binding)
-
-            def peer_row(r: Any, name: str = name, net: Any = net, losses: List[float] = losses,
-                         first: Dict[str, Any] = first) -> Dict[str, Any]:
-                times = r.wall_times
-                acc = _numpy_accuracy(net.weights, xe, ye) if name == "numpy" else net.accuracy(xe, ye)
-                return _with_peak(
-                    {"widths": widths, "params": params,
-                     "library": "numpy" if name == "numpy" else f"torch {net.version}",
-                     "device": "host" if name == "numpy" else "cpu", "epochs": epochs,
-                     "epoch_s": float(np.median(times)), "first_epoch_s": float(times[0]),
-                     "times_s": [float(t) for t in times], "test_accuracy": acc, "final_loss": losses[-1],
-                     **r.flags,
-                     "threads": get_num_threads() if name == "torch" else blas_threads(), **first},
-                    flops, float(np.median(times)), peaks[None])
-            finish.append(peer_row)
+            case, row = _peer_mnist_case(name, make, params, ctx)
+            cases.append(case)
+            finish.append(row)
         results = interleave(cases, n_warmup=0, n_repeat=epochs)
         rows.extend(f(r) for f, r in zip(finish, results))
     return rows
