@@ -1,5 +1,6 @@
 // Python arguments -> the core's argument types, with the op and the argument named in every message (bindings.h).
 // Range checks (positive, at most half the kernel, ...) stay in the core: these only convert.
+#include <limits>
 #include <string>
 
 #include "core/errors.h"
@@ -19,20 +20,25 @@ bool is_bool(py::handle v) {
   return t == "numpy.bool" || t == "numpy.bool_";
 }
 
-int one_int(py::handle v, const char* name, const char* op) {
-  const std::string what = std::string(op) + ": " + name;
-  if (is_bool(v)) throw TypeError(what + " must be an int or a pair of ints, got " + std::string(py::repr(v)));
-  PyObject* i = PyNumber_Index(v.ptr());  // operator.index: ints and NumPy integers, not floats
+// operator.index(v) (ints and NumPy integers; not bools, not floats) as a long long: TypeError "<what> <expected>,
+// got ..." otherwise, ValueError "<what> <value> <too_big>" beyond `limit` in magnitude (or beyond 64 bits).
+long long index_value(py::handle v, const std::string& what, const char* expected, long long limit,
+                      const char* too_big) {
+  PyObject* i = is_bool(v) ? nullptr : PyNumber_Index(v.ptr());
   if (!i) {
     PyErr_Clear();
-    throw TypeError(what + " must be an int or a pair of ints, got " + describe(v));
+    throw TypeError(what + " " + expected + ", got " + describe(v));
   }
   const py::object io = py::reinterpret_steal<py::object>(i);
   int overflow = 0;
   const long long x = PyLong_AsLongLongAndOverflow(io.ptr(), &overflow);
-  if (overflow || x < -(1LL << 31) || x >= (1LL << 31))
-    throw ValueError(what + " " + std::string(py::str(io)) + " is out of range (|value| < 2**31)");
-  return static_cast<int>(x);
+  if (overflow || x < -limit || x >= limit) throw ValueError(what + " " + std::string(py::str(io)) + " " + too_big);
+  return x;
+}
+
+int one_int(py::handle v, const char* name, const char* op) {
+  return static_cast<int>(index_value(v, std::string(op) + ": " + name, "must be an int or a pair of ints",
+                                      1LL << 31, "is out of range (|value| < 2**31)"));
 }
 
 }  // namespace
@@ -80,18 +86,9 @@ Shape arg_shape(py::handle v, const char* name, const char* op) {
   if (!PyTuple_Check(v.ptr()) && !PyList_Check(v.ptr()) && !ndarray)
     throw TypeError(what + " must be a sequence of ints, got " + std::string(py::str(py::type::of(v).attr("__name__"))));
   Shape s;
-  for (const py::handle item : py::reinterpret_borrow<py::iterable>(v)) {
-    PyObject* i = is_bool(item) ? nullptr : PyNumber_Index(item.ptr());
-    if (!i) {
-      PyErr_Clear();
-      throw TypeError(what + " must hold ints, got " + describe(item));
-    }
-    const py::object io = py::reinterpret_steal<py::object>(i);
-    int overflow = 0;
-    const long long x = PyLong_AsLongLongAndOverflow(io.ptr(), &overflow);
-    if (overflow) throw ValueError(what + " " + std::string(py::str(io)) + " does not fit in 64 bits");
-    s.push_back(x);
-  }
+  for (const py::handle item : py::reinterpret_borrow<py::iterable>(v))
+    s.push_back(index_value(item, what, "must hold ints", std::numeric_limits<long long>::max(),
+                            "does not fit in 64 bits"));
   return s;
 }
 
