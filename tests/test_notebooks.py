@@ -1,4 +1,5 @@
-"""Executes every notebook in notebooks/ with small sizes (HETNN_NB_SIZE), so a broken notebook fails the suite."""
+"""Executes every notebook in notebooks/ with small sizes (HETNN_NB_SIZE), so a broken notebook fails the suite, and
+checks that every plot cell rendered an image (a bare Figure once printed "<Figure size 1000x350 with 2 Axes>")."""
 import pathlib
 
 import pytest
@@ -19,3 +20,7 @@ def test_notebook_runs(path, monkeypatch):
     client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
                                      resources={"metadata": {"path": str(path.parent)}})
     client.execute()
+    plots = [c for c in nb.cells if c.cell_type == "code" and ("Figure(" in c.source or ".plot()" in c.source)]
+    for cell in plots:
+        kinds = [k for o in cell.get("outputs", []) for k in o.get("data", {})]
+        assert "image/png" in kinds, f"{path.name}: a plot cell rendered no image (outputs: {kinds})"

@@ -11,11 +11,13 @@ from typing import Any, Callable, Optional
 
 from .compare import compare
 from .matmul import MATMUL_SHAPES, run_matmul
+from .plots import notebook_display
 from .report import environment, format_table
 from .result import Report
 from .suites import SUITES, Options, run_suites
 
-__all__ = ["run", "compare", "Report", "Options", "SUITES", "MATMUL_SHAPES", "run_matmul", "format_table"]
+__all__ = ["run", "compare", "Report", "Options", "SUITES", "MATMUL_SHAPES", "run_matmul", "format_table",
+           "notebook_display"]
 
 
 def run(suite: str = "all", *, verbose: bool = False, output: Optional[str] = None,

@@ -10,9 +10,26 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 Rows = List[Dict[str, Any]]
 
 
+def notebook_display() -> bool:
+    """Makes matplotlib figures display as PNG images in a running IPython kernel (Jupyter), as %matplotlib inline
+    does: a pyplot-free Figure is otherwise shown as its text repr ("<Figure size 1000x450 with 2 Axes>"). Returns
+    whether there was a kernel to set up."""
+    try:
+        from IPython import get_ipython
+        from IPython.core.pylabtools import select_figure_formats
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return False
+    select_figure_formats(shell, {"png"})
+    return True
+
+
 def _figure(nrows: int = 1, ncols: int = 1, size: Tuple[float, float] = (10, 4.5)) -> Tuple[Any, Any]:
     from matplotlib.figure import Figure
 
+    notebook_display()
     fig = Figure(figsize=size, layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False)
     return fig, axes
