@@ -24,7 +24,7 @@ class CpuBackend final : public Backend {
   void synchronize() override;
   std::size_t release_cached_memory() override;
   FirstUseStats first_use_stats() const override;
-  HETNN_BACKEND_OPS(HETNN_OP_OVERRIDE)  // backend.h; implemented in <op>_cpu.cpp
+  HETNN_BACKEND_OPS(HETNN_OP_OVERRIDE)  // core/ops.h; implemented in <op>_cpu.cpp
 
  private:
   // Runs `fn` (synchronous host work) and records it as one command when a capture is open.

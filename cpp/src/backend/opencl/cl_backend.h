@@ -43,7 +43,7 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
     const auto s = programs_.stats();
     return {s.built, s.disk_hits, s.memory_hits, s.seconds};
   }
-  HETNN_BACKEND_OPS(HETNN_OP_OVERRIDE)  // backend.h; implemented in <op>_cl.cpp
+  HETNN_BACKEND_OPS(HETNN_OP_OVERRIDE)  // core/ops.h; implemented in <op>_cl.cpp
 
   void* extension(const std::string& name) override;
 
