@@ -177,3 +177,32 @@ def test_every_device_field_is_a_property(device):
     assert device.extensions == info["extensions"].split() and device.dtypes == info["dtypes"]
     if device.kind == "opencl":
         assert device.id == f"opencl:{device.platform_index}:{device.device_index}"
+
+
+def test_a_device_is_a_context_manager_for_the_default_device():
+    """``with hetnn.device(...)`` sets the default device inside the block (as CuPy's Device and torch.device do),
+    nests, restores the previous default on exit (also after an exception) and stays in its own thread."""
+    import threading
+
+    devs = hetnn.devices()
+    outer, inner = devs[-1], devs[0]
+    before = hetnn.get_default_device().id
+    seen = {}
+    with outer as d:
+        assert d is outer and hetnn.get_default_device().id == outer.id
+        assert hetnn.empty(3).device.id == outer.id  # ops and constructors without device= use it
+        t = threading.Thread(target=lambda: seen.setdefault("thread", hetnn.get_default_device().id))
+        t.start()
+        t.join()
+        with inner:
+            assert hetnn.zeros(2).device.id == inner.id
+            with inner:  # the same device twice
+                assert hetnn.get_default_device().id == inner.id
+            assert hetnn.get_default_device().id == inner.id
+        assert hetnn.get_default_device().id == outer.id
+        with pytest.raises(RuntimeError):
+            with inner:
+                raise RuntimeError("inside")
+        assert hetnn.get_default_device().id == outer.id
+    assert hetnn.get_default_device().id == before
+    assert seen["thread"] == before  # another thread keeps its own default

@@ -4,7 +4,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
-from typing import Any, Dict, Iterator, List, Optional, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from ._loader import _core
 
@@ -28,6 +28,17 @@ class Device:
     def __init__(self, core_device: Any) -> None:
         self._dev = core_device
         self._info: Dict[str, Any] = dict(core_device.info)
+
+    # ``with hetnn.device("opencl"):`` makes it the default device inside the block, for this thread or task only
+    # (as CuPy's and PyTorch's device contexts do); blocks nest, on one device or several.
+    def __enter__(self) -> "Device":
+        _entered.set(_entered.get() + (_context_default.set(self),))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        stack = _entered.get()
+        _entered.set(stack[:-1])
+        _context_default.reset(stack[-1])
 
     # identity -------------------------------------------------------------------------------------------------
     @property
@@ -237,6 +248,9 @@ def device(spec: DeviceLike = None) -> Device:
 
 
 _default_spec: Optional[str] = None
+# the tokens of the `with device:` blocks open in this context, innermost last
+_entered: contextvars.ContextVar[Tuple[contextvars.Token, ...]] = contextvars.ContextVar("hetnn_device_blocks",
+                                                                                          default=())
 _context_default: contextvars.ContextVar[Optional[Device]] = contextvars.ContextVar("hetnn_default_device",
                                                                                       default=None)
 
