@@ -50,7 +50,15 @@ bool arg_bool(py::handle v, const char* name, const char* op) {
 
 double arg_real(py::handle v, const char* name, const char* op) {
   const std::string what = std::string(op) + ": " + name;
-  if (PyFloat_CheckExact(v.ptr())) return PyFloat_AS_DOUBLE(v.ptr());  // the common case
+  if (PyFloat_CheckExact(v.ptr())) return PyFloat_AS_DOUBLE(v.ptr());  // the common cases, without the ABC check
+  if (PyLong_CheckExact(v.ptr())) {
+    const double x = PyLong_AsDouble(v.ptr());
+    if (x == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      throw ValueError(what + " " + std::string(py::repr(v)) + " is too large for a float");
+    }
+    return x;
+  }
   const py::module_ numbers = py::module_::import("numbers");
   if (is_bool(v) || !py::isinstance(v, numbers.attr("Real")))
     throw TypeError(what + " must be a real number, got " + describe(v));

@@ -4,19 +4,7 @@
 #include "core/errors.h"
 #include "python/bindings.h"
 
-
 namespace hetnn::python {
-
-
-Shape to_shape(const py::sequence& seq, const char* what) {
-  Shape s;
-  for (const auto& item : seq) {
-    if (!py::isinstance<py::int_>(item))
-      throw TypeError(std::string(what) + " must hold integers, got " + std::string(py::str(py::type::of(item))));
-    s.push_back(item.cast<std::int64_t>());
-  }
-  return s;
-}
 
 namespace {
 
@@ -58,7 +46,7 @@ Shape ndarray_shape(const py::array& arr) {
 // Binds Array::empty / Array::zeros: (device, shape sequence, dtype name) with the GIL released while allocating.
 auto allocator(Array (*fn)(const DevicePtr&, const Shape&, DType)) {
   return [fn](const DevicePtr& dev, const py::sequence& shape, const std::string& dtype) {
-    const Shape s = to_shape(shape, "shape");
+    const Shape s = arg_shape(shape, "shape", "Array");
     const DType t = dtype_from_name(dtype);
     NoGil nogil;
     return fn(dev, s, t);
@@ -163,7 +151,7 @@ void bind_array(py::module_& m) {
             return a.to(dev);
           },
           py::arg("device"))
-      .def("reshape", [](const Array& a, const py::sequence& shape) { return a.reshape(to_shape(shape, "shape")); },
+      .def("reshape", [](const Array& a, const py::sequence& shape) { return a.reshape(arg_shape(shape, "shape", "reshape")); },
            py::arg("shape"))
       .def("copy",
            [](const Array& a) {

@@ -17,7 +17,7 @@ void bind_nn(py::module_& m) {
            py::arg("W"), py::arg("b").none(true), py::arg("dW"), py::arg("db").none(true), py::arg("act"))
       .def("add_activation", [](Trainer& t, const std::string& act) { t.add_activation(activation_from_name(act)); })
       .def("add_flatten", &Trainer::add_flatten)
-      .def("add_reshape", [](Trainer& t, const py::sequence& shape) { t.add_reshape(to_shape(shape, "shape")); })
+      .def("add_reshape", [](Trainer& t, const py::sequence& shape) { t.add_reshape(arg_shape(shape, "shape", "Reshape")); })
       .def("add_maxpool",
            [](Trainer& t, Pair k, Pair s, Pair p, Pair d, bool ceil_mode) {
              t.add_maxpool(Pool2dArgs{k, s, p, d, ceil_mode});

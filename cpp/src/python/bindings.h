@@ -23,8 +23,6 @@ void run_bindings(py::module_& m);
 #define HETNN_BINDING(stage, fn) \
   static const ::hetnn::python::BindingRegistrar hetnn_binding_##fn { stage, #fn, fn }
 
-Shape to_shape(const py::sequence& seq, const char* what);
-
 // Python arguments as the ops take them, with messages naming the op and the argument (python/args.cpp).
 // A bool (True/False or a NumPy bool), else TypeError.
 bool arg_bool(py::handle v, const char* name, const char* op);
