@@ -486,3 +486,28 @@ def test_sgd_step_and_zero_state_match_numpy(device, rng):
     opt.step()
     numpy_step()
     assert rel_err(w.numpy(), ref[0]) < 1e-5 and rel_err(b.numpy(), ref[1]) < 1e-5
+
+
+def test_ctrl_c_as_the_temporary_file_is_created_leaves_nothing_behind(tmp_path, monkeypatch):
+    """A KeyboardInterrupt right after the save's temporary file exists (it once landed between mkstemp's return
+    and the cleanup's try) must leave the previous model and no temporary file."""
+    import os
+
+    old = nn.Sequential([nn.Dense(4, 3, seed=1)], device="cpu")
+    path = tmp_path / "m.npz"
+    old.save(path)
+    before = path.read_bytes()
+    real_open = os.open
+
+    def interrupted_open(p, flags, *args, **kwargs):
+        fd = real_open(p, flags, *args, **kwargs)
+        if str(p).endswith(".tmp") or ".m.npz." in str(p):
+            os.close(fd)
+            raise KeyboardInterrupt
+        return fd
+    monkeypatch.setattr(os, "open", interrupted_open)
+    with pytest.raises(KeyboardInterrupt):
+        nn.Sequential([nn.Dense(4, 3, seed=2)], device="cpu").save(path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 import zipfile
 from typing import Any, Dict, List, Tuple, Union
 
@@ -60,20 +60,24 @@ def write_model(path: Union[str, os.PathLike], arch: Dict[str, Any], params: Lis
     for i, p in enumerate(params):
         arrays[f"param_{i}"] = p
     target = os.fspath(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp",
-                               dir=os.path.dirname(os.path.abspath(target)))
+    # The name first, the file inside the try: a Ctrl-C landing between mkstemp's return and the try left the
+    # temporary file behind.
+    tmp = os.path.join(os.path.dirname(os.path.abspath(target)),
+                       f".{os.path.basename(target)}.{os.getpid()}.{secrets.token_hex(8)}.tmp")
     try:
-        os.fchmod(fd, _file_mode(target))  # mkstemp's 0600 would replace the file's own mode
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+        os.fchmod(fd, _file_mode(target))  # the file's own mode, or what open() would give
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **arrays)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    except BaseException as exc:
+        if not isinstance(exc, FileExistsError):  # O_EXCL: that name is someone else's file
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
         raise
 
 
