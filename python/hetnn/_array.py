@@ -102,11 +102,111 @@ class Array:
 
     get = numpy  # CuPy's spelling
 
+    def _host_view(self) -> Optional[np.ndarray]:
+        """A NumPy view of the array's memory where that is host memory (the CPU device), else None."""
+        return self._a.host_numpy()
+
     def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
-        if copy is False:
-            raise ValueError("a hetnn.Array cannot be viewed as a NumPy array without a copy")
-        out = self.numpy()
-        return out if dtype is None else out.astype(dtype, copy=False)
+        # CPU-device arrays live in host memory: NumPy sees them without a copy unless it asks for one.
+        view = None if copy else self._host_view()
+        if view is None:
+            if copy is False:
+                raise ValueError(f"np.asarray(copy=False): this hetnn.Array is in {self._a.device.id}'s memory, "
+                                 f"which NumPy cannot view; copy it with .numpy()")
+            if copy is None and not _implicit_host_copies:
+                raise TypeError(f"implicit copy of a hetnn.Array on {self._a.device.id} to the host refused "
+                                f"(hetnn.set_implicit_host_copies(False)); call .numpy() to copy explicitly")
+            view = self.numpy()
+        return view if dtype is None else view.astype(dtype, copy=bool(copy))
+
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        dev = self.device
+        return (_DL_CPU, 0) if dev.kind == "cpu" else (_DL_OPENCL, dev.ordinal or 0)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Optional[Tuple[int, int]] = None,
+                   dl_device: Optional[Tuple[int, int]] = None, copy: Optional[bool] = None) -> Any:
+        """DLPack export: zero-copy for the CPU device; an OpenCL array is exported only as an explicit host copy
+        (``np.from_dlpack(a, device="cpu", copy=True)``), since DLPack consumers cannot read OpenCL memory."""
+        view = self._host_view()
+        if view is None:
+            if not (copy and dl_device is not None and int(dl_device[0]) == _DL_CPU):
+                raise BufferError(f"this hetnn.Array is in {self._a.device.id}'s memory, which DLPack consumers "
+                                  f"cannot read; ask for a host copy (np.from_dlpack(a, device='cpu', copy=True)) "
+                                  f"or call .numpy()")
+            view, copy = self.numpy(), False
+        if max_version is None:  # a pre-2023 consumer: the legacy capsule
+            return (view.copy() if copy else view).__dlpack__()
+        return view.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    @property
+    def T(self) -> Union["Array", "TransposedArray"]:
+        """The transpose. 0-d and 1-d arrays are their own transpose; a 2-d array's is a lazy view that matmul reads
+        without a copy (it sets ``transpose_a``/``transpose_b``), and ``.numpy()``, NumPy and DLPack read too."""
+        if self.ndim < 2:
+            return self
+        if self.ndim > 2:
+            raise ValueError(f".T: hetnn transposes 2-d arrays (matmul reads them without a copy); this one has shape "
+                             f"{self.shape}")
+        return TransposedArray(self)
+
+    def astype(self, dtype: Any, copy: bool = True) -> "Array":
+        """The array converted to ``dtype`` on the same device (self when the dtype matches and ``copy`` is False).
+        The conversion runs on the host: on an OpenCL device it is a download and an upload."""
+        dt = _dtype(dtype, "astype: dtype")
+        if dt == self.dtype and not copy:
+            return self
+        view = self._host_view()
+        host = (view if view is not None else self.numpy()).astype(dt)
+        return Array(_core.Array.from_numpy(self._a.device, host))
+
+    def _rows(self, key: Any, what: str) -> Tuple[int, int, bool]:
+        """(start, stop, squeeze) for an index of the leading axis."""
+        if isinstance(key, tuple) and len(key) == 1:
+            key = key[0]
+        if not self.ndim:
+            raise IndexError(f"{what}: a 0-d hetnn.Array cannot be indexed")
+        n = self.shape[0]
+        if isinstance(key, slice):
+            start, stop, step = key.indices(n)
+            if step != 1:
+                raise IndexError(f"{what}: slices of a hetnn.Array take step 1, got step {step} (use .numpy()[...] "
+                                 f"for NumPy's indexing)")
+            return start, max(start, stop), False
+        if isinstance(key, (bool, np.bool_)):
+            raise IndexError(f"{what}: a bool is not an index")
+        try:
+            i = operator.index(key)
+        except TypeError:
+            raise IndexError(f"{what}: a hetnn.Array is indexed along its leading axis by an int or a slice, got "
+                             f"{type(key).__name__} (use .numpy()[...] for NumPy's indexing)") from None
+        if not -n <= i < n:
+            raise IndexError(f"{what}: index {i} is out of bounds for axis 0 of size {n}")
+        i %= n
+        return i, i + 1, True
+
+    def __getitem__(self, key: Any) -> "Array":
+        """Rows of the leading axis, ``a[i]`` or ``a[i:j]``, as a new array on the same device (a device copy:
+        hetnn arrays are whole buffers, so unlike NumPy the result is not a view)."""
+        start, stop, squeeze = self._rows(key, "a[...]")
+        out = self._a.rows(start, stop)
+        return Array(out.reshape(self.shape[1:]) if squeeze else out)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """``a[i] = v`` / ``a[i:j] = v``: v a hetnn.Array on the same device (device copy) or anything NumPy
+        broadcasts to the rows' shape (a host -> device write)."""
+        start, stop, squeeze = self._rows(key, "a[...] = value")
+        shape = (stop - start,) + self.shape[1:]
+        if isinstance(value, Array):
+            src = value._a if not squeeze else value._a.reshape(shape)
+        else:
+            try:
+                host = np.broadcast_to(np.asarray(value, dtype=self.dtype), shape)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"a[...] = value: the value does not convert to {self.dtype.name} of the rows' "
+                                 f"shape {shape} ({exc})") from None
+            host = _host_array(host, None, "a[...] = value")
+            src = _core.Array.from_numpy(self._a.device, host)
+        self._a.set_rows(start, stop, src)
 
     def to(self, device: DeviceLike) -> "Array":
         """A copy on ``device`` (through host memory between devices). Returns self if it is already there."""
@@ -148,6 +248,74 @@ class Array:
 
     def __reduce__(self):  # pickles through host memory, restored on the same device id
         return (asarray, (self.numpy(), None, self._a.device.id))
+
+
+class TransposedArray:
+    """``a.T`` of a 2-d :class:`Array`: a lazy view. :func:`hetnn.matmul` reads it without a copy; ``.numpy()``,
+    NumPy and DLPack (CPU device, zero-copy) read it transposed; ``.copy()`` makes it a contiguous Array. Other ops
+    take contiguous arrays and refuse it, rather than copy it silently."""
+
+    __slots__ = ("base",)
+    __array_priority__ = 100
+
+    def __init__(self, base: Array) -> None:
+        self.base = base
+
+    shape = property(lambda self: self.base.shape[::-1])
+    dtype = property(lambda self: self.base.dtype)
+    device = property(lambda self: self.base.device)
+    ndim = property(lambda self: 2)
+    size = property(lambda self: self.base.size)
+    nbytes = property(lambda self: self.base.nbytes)
+    T = property(lambda self: self.base)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def numpy(self) -> np.ndarray:
+        """A new C-contiguous NumPy array holding the transpose."""
+        return np.ascontiguousarray(self.base.numpy().T)
+
+    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
+        return self.base.__array__(dtype, copy).T
+
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        return self.base.__dlpack_device__()
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Optional[Tuple[int, int]] = None,
+                   dl_device: Optional[Tuple[int, int]] = None, copy: Optional[bool] = None) -> Any:
+        view = self.base._host_view()
+        host = (self.base.numpy() if view is None else view).T
+        if view is None and not (copy and dl_device is not None and int(dl_device[0]) == _DL_CPU):
+            return self.base.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+        if max_version is None:
+            return (host.copy() if copy else host).__dlpack__()
+        return host.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device,
+                               copy=copy if view is not None else False)
+
+    def copy(self) -> Array:
+        """A contiguous Array holding the transpose, on the same device (transposed on the host: on an OpenCL
+        device this is a download and an upload)."""
+        return Array(_core.Array.from_numpy(self.base._a.device, self.numpy()))
+
+    def __repr__(self) -> str:
+        return f"{self.base!r}.T"
+
+
+_DL_CPU, _DL_OPENCL = 1, 4  # DLPack device types
+_implicit_host_copies = True
+
+
+def set_implicit_host_copies(allowed: bool) -> bool:
+    """Whether ``np.asarray(a)`` (and any NumPy function given a hetnn.Array) may copy an OpenCL array to the host
+    without being asked. True by default; False makes such calls raise TypeError, so that every transfer in a program
+    is an explicit ``.numpy()`` (CuPy refuses implicit copies always). CPU-device arrays are in host memory and are
+    viewed without a copy either way. Returns the previous setting."""
+    global _implicit_host_copies
+    if not isinstance(allowed, (bool, np.bool_)):
+        raise TypeError(f"set_implicit_host_copies: allowed must be a bool, got {type(allowed).__name__}")
+    prev, _implicit_host_copies = _implicit_host_copies, bool(allowed)
+    return prev
 
 
 def _numpy_view(dev: Any, arr: np.ndarray) -> Any:

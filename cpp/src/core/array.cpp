@@ -103,6 +103,42 @@ Array Array::reshape(const Shape& shape) const {
   return Array(device_, buffer_, shape, dtype_);
 }
 
+namespace {
+
+// Bytes in one row of the leading axis; checks the row range.
+std::size_t row_range(const Array& a, std::int64_t start, std::int64_t stop, const char* what) {
+  if (a.ndim() == 0) throw ValueError(std::string(what) + ": a 0-d array has no rows");
+  if (start < 0 || stop < start || stop > a.shape()[0])
+    throw ValueError(std::string(what) + ": rows [" + std::to_string(start) + ", " + std::to_string(stop) +
+                     ") are outside an array of shape " + shape_str(a.shape()));
+  return a.shape()[0] ? a.nbytes() / static_cast<std::size_t>(a.shape()[0]) : 0;
+}
+
+}  // namespace
+
+Array Array::rows(std::int64_t start, std::int64_t stop) const {
+  const std::size_t row = row_range(*this, start, stop, "rows");
+  Shape s = shape_;
+  s[0] = stop - start;
+  Array out = empty(device_, s, dtype_);
+  if (out.nbytes()) device_->backend().copy(*buffer_, row * start, *out.buffer_, 0, out.nbytes());
+  return out;
+}
+
+void Array::set_rows(std::int64_t start, std::int64_t stop, const Array& src) {
+  const std::size_t row = row_range(*this, start, stop, "set_rows");
+  Shape s = shape_;
+  s[0] = stop - start;
+  if (src.device() != device_)
+    throw ValueError("set_rows: the source is on " + src.device()->id() + " but this array is on " + device_->id() +
+                     "; use .to(device) to move between devices");
+  if (src.dtype() != dtype_ || src.shape() != s)
+    throw ValueError("set_rows: the source is " + std::string(dtype_name(src.dtype())) + " " +
+                     shape_str(src.shape()) + " but rows [" + std::to_string(start) + ", " + std::to_string(stop) +
+                     ") are " + dtype_name(dtype_) + " " + shape_str(s));
+  if (src.nbytes() && !same_memory(src)) device_->backend().copy(*src.buffer_, 0, *buffer_, row * start, src.nbytes());
+}
+
 Array Array::to(const DevicePtr& device) const {
   if (device == device_) {
     Array out = empty(device, shape_, dtype_);

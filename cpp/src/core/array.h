@@ -42,6 +42,11 @@ class Array {
   Array copy() const { return to(device_); }
   // The same memory seen with another shape of the same size (a view: writes through one show in the other).
   Array reshape(const Shape& shape) const;
+  // Rows [start, stop) of the leading axis as a new array on the same device (a device -> device copy; hetnn
+  // arrays are whole buffers, so a part of one cannot be a view). 0 <= start <= stop <= shape[0].
+  Array rows(std::int64_t start, std::int64_t stop) const;
+  // Writes src (same device and dtype, shape (stop - start, *shape[1:])) into rows [start, stop).
+  void set_rows(std::int64_t start, std::int64_t stop, const Array& src);
 
   bool valid() const { return buffer_ != nullptr; }
   const DevicePtr& device() const { return device_; }

@@ -153,6 +153,20 @@ void bind_array(py::module_& m) {
           py::arg("device"))
       .def("reshape", [](const Array& a, const py::sequence& shape) { return a.reshape(arg_shape(shape, "shape", "reshape")); },
            py::arg("shape"))
+      .def(
+          "rows",
+          [](const Array& a, std::int64_t start, std::int64_t stop) {
+            NoGil nogil;
+            return a.rows(start, stop);
+          },
+          py::arg("start"), py::arg("stop"))
+      .def(
+          "set_rows",
+          [](Array& a, std::int64_t start, std::int64_t stop, const Array& src) {
+            NoGil nogil;
+            a.set_rows(start, stop, src);
+          },
+          py::arg("start"), py::arg("stop"), py::arg("src"))
       .def("copy",
            [](const Array& a) {
              NoGil nogil;
