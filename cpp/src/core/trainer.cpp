@@ -149,7 +149,7 @@ Array Trainer::backward(Layer& l, const Array& g, bool need_input_grad) {
 }
 
 void Trainer::run_epoch(const Array& X, const Array& Y, const Array* labels, const Array& idx, std::int64_t batch,
-                        double lr, const Array& acc_loss) {
+                        double lr, const Array& acc_loss, const std::function<void(std::int64_t)>& progress) {
   if (batch <= 0) throw ValueError("Trainer.run_epoch: batch must be > 0");
   if (layers_.empty()) throw ValueError("Trainer.run_epoch: no layers");
   const std::int64_t n = idx.size();
@@ -164,8 +164,14 @@ void Trainer::run_epoch(const Array& X, const Array& Y, const Array* labels, con
     s[0] = m;
     return s;
   };
+  using clock = std::chrono::steady_clock;
+  auto last_report = clock::now();
   for (std::int64_t start = 0; start < n; start += batch) {
     const std::int64_t m = std::min(batch, n - start);
+    if (progress && start > 0 && clock::now() - last_report > std::chrono::milliseconds(100)) {
+      progress(start);
+      last_report = clock::now();
+    }
     Array xb = take_rows(X, idx, start, m, &scratch(0, X, rows_like(X, m)));
     Array yb = take_rows(Y, idx, start, m, &scratch(1, Y, rows_like(Y, m)));
     Array h = xb;
@@ -186,6 +192,7 @@ void Trainer::run_epoch(const Array& X, const Array& Y, const Array* labels, con
     for (const Param& p : params_)
       sgd_update(p.p, p.g, p.has_v ? &p.v : nullptr, lr, momentum_, weight_decay_, nesterov_);
   }
+  if (progress) progress(n);
 }
 
 }  // namespace hetnn

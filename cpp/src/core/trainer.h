@@ -2,6 +2,7 @@
 // forward, fused loss, metrics, backward, SGD) through the validated fronts of core/matmul.h, core/nn.h and
 // core/max_pool.h, so that a step costs no Python (measured: about 35 us of a 784-128-10 step of 250 us).
 #pragma once
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -35,8 +36,10 @@ class Trainer {
   // same code); the result lives in the trainer's buffers until the next call with the same batch size.
   Array predict(const Array& x);
   // One epoch over rows idx[0, n) of X / Y (and labels, when a metric needs them), minibatches of `batch`.
+  // `progress` (optional) is told the samples whose steps have been issued, at most every 0.1 s and at the end.
   void run_epoch(const Array& X, const Array& Y, const Array* labels, const Array& idx, std::int64_t batch,
-                 double lr, const Array& acc_loss);
+                 double lr, const Array& acc_loss,
+                 const std::function<void(std::int64_t)>& progress = nullptr);
 
  private:
   struct Layer {

@@ -36,12 +36,19 @@ void bind_nn(py::module_& m) {
       .def(
           "run_epoch",
           [](Trainer& t, const Array& X, const Array& Y, const Array* labels, const Array& idx, std::int64_t batch,
-             double lr, const Array& acc_loss) {
+             double lr, const Array& acc_loss, const py::object& progress) {
+            std::function<void(std::int64_t)> report;
+            if (!progress.is_none())
+              report = [&progress](std::int64_t done) {
+                py::gil_scoped_acquire gil;
+                progress(done);
+              };
             NoGil nogil;
-            t.run_epoch(X, Y, labels, idx, batch, lr, acc_loss);
+            t.run_epoch(X, Y, labels, idx, batch, lr, acc_loss, report);
           },
           py::arg("X"), py::arg("Y"), py::arg("labels").none(true), py::arg("idx"), py::arg("batch"), py::arg("lr"),
-          py::arg("acc_loss"));
+          py::arg("acc_loss"), py::arg("progress") = py::none(),
+          "One epoch; progress(samples_issued) is called from the loop at most every 0.1 s and at the end.");
 
   m.def(
       "activation",

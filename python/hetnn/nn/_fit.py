@@ -3,10 +3,11 @@ C++ call each); the host reads the loss and metric accumulators back once per ep
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .._array import Array
 from .._check import is_int
 from .._loader import _core
 from .._timing import _Capture
@@ -45,6 +46,27 @@ def _check_args(model: Any, loss: Any, optimizer: Any, epochs: Any, batch_size: 
     return loss_obj, bs, (metrics,) if isinstance(metrics, str) else tuple(metrics), cbs
 
 
+def split_validation(x: Any, y: Any, validation_split: Any, validation_data: Any) -> Tuple[Any, Any, Any]:
+    """(x, y, validation_data) with the last ``validation_split`` of the samples held out (Keras's rule: the last
+    samples, before any shuffling)."""
+    if validation_split is None or validation_split == 0:
+        return x, y, validation_data
+    if isinstance(validation_split, bool) or not isinstance(validation_split, (int, float, np.floating)) \
+            or not 0.0 < float(validation_split) < 1.0:
+        raise ValueError(f"fit: validation_split must be a fraction in [0, 1), got {validation_split!r}")
+    if validation_data is not None:
+        raise ValueError("fit: pass validation_data or validation_split, not both")
+    xs, ys = (v.numpy() if isinstance(v, Array) else np.asarray(v) for v in (x, y))
+    if xs.ndim == 0 or ys.ndim == 0 or len(xs) != len(ys):
+        return x, y, None  # the model's own checks name the mismatch
+    n_val = int(len(xs) * float(validation_split))
+    if n_val == 0 or n_val == len(xs):
+        raise ValueError(f"fit: validation_split={validation_split} of {len(xs)} samples leaves "
+                         f"{'no validation' if n_val == 0 else 'no training'} samples")
+    cut = len(xs) - n_val
+    return xs[:cut], ys[:cut], (xs[cut:], ys[cut:])
+
+
 def _validation(model: Any, validation_data: Any, out_shape: Tuple[int, ...], loss_obj: Loss) -> Optional[Tuple]:
     if validation_data is None:
         return None
@@ -70,9 +92,10 @@ def _trainer(model: Any, loss_obj: Loss, plan: Sequence[Tuple[str, str]], accs: 
 
 
 def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: int, batch_size: int, shuffle: bool,
-            validation_data: Optional[Tuple[Any, Any]], metrics: Sequence[str],
+            validation_data: Optional[Tuple[Any, Any]], validation_split: Optional[float], metrics: Sequence[str],
             callbacks: Optional[Sequence[Callback]], verbose: bool, seed: Optional[int]) -> History:
     loss_obj, bs, metric_names, cbs = _check_args(model, loss, optimizer, epochs, batch_size, metrics, callbacks)
+    x, y, validation_data = split_validation(x, y, validation_split, validation_data)
     X, out_shape, keep_x = model._x(x, "fit")
     n = X.shape[0]
     if n == 0:
@@ -93,6 +116,11 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
     zero1 = np.zeros(1, np.float32)
     trainer = _trainer(model, loss_obj, plan, accs, optimizer)
     step_labels = labels if any(k == "correct_argmax" for _, k in plan) else None
+    keys = ["loss", *(nm for nm, _ in plan)]
+    keys += [f"val_{k}" for k in keys] if val is not None else []
+    for cb in cbs:
+        if hasattr(cb, "on_train_begin"):
+            cb.on_train_begin(keys + ["epoch_time"], model)
     bars = _progress(verbose, epochs, n, bs)
     capture = _Capture([model._device])
     capture.open()
@@ -105,14 +133,14 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
                 idx.write_from(rng.permutation(n).astype(np.int64))
             for a in [acc_loss, *accs]:
                 a.write_from(zero1)
-            trainer.run_epoch(X, Y, step_labels, idx, bs, optimizer.lr, acc_loss)
+            trainer.run_epoch(X, Y, step_labels, idx, bs, optimizer.lr, acc_loss,
+                              bars.within_epoch(epoch) if bars else None)
             logs = _epoch_logs(model, n, c, plan, acc_loss, accs, val, loss_obj)  # reads back: the epoch is done
             logs["epoch_time"] = time.perf_counter() - t0
             for k, v in logs.items():
                 hist._add(k, v)
             hist.epochs.append(epoch)
             if bars:
-                bars.update(n)
                 bars.set_postfix({k: f"{v:.4f}" for k, v in logs.items() if k != "epoch_time"})
             stop = False
             for cb in cbs:
@@ -123,6 +151,9 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
         records = capture.close()
         if bars:
             bars.close()
+        for cb in cbs:
+            if hasattr(cb, "on_train_end"):
+                cb.on_train_end(model)
     for r in records:
         hist.device_time[r["name"]] = hist.device_time.get(r["name"], 0.0) + r["duration"]
     return hist
@@ -140,11 +171,32 @@ def _epoch_logs(model: Any, n: int, c: int, plan: Sequence[Tuple[str, str]], acc
     return logs
 
 
-def _progress(verbose: bool, epochs: int, n: int, bs: int) -> Any:
+class _Bar:
+    """fit's progress bar (tqdm.auto: a widget in Jupyter, text elsewhere) over epochs x samples, advanced from
+    inside each epoch's C++ loop."""
+
+    def __init__(self, epochs: int, n: int) -> None:
+        from .._bars import tqdm_class
+
+        self.n, self.bar = n, tqdm_class()(total=epochs * n, unit="sample", desc="fit", dynamic_ncols=True)
+
+    def within_epoch(self, epoch: int) -> Callable[[int], None]:
+        def report(done: int) -> None:
+            self.bar.set_description(f"fit, epoch {epoch + 1}", refresh=False)
+            self.bar.update(epoch * self.n + done - self.bar.n)
+        return report
+
+    def set_postfix(self, logs: Dict[str, str]) -> None:
+        self.bar.set_postfix(logs)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _progress(verbose: bool, epochs: int, n: int, bs: int) -> Optional[_Bar]:
     if not verbose:
         return None
     try:
-        from tqdm.auto import tqdm
+        return _Bar(epochs, n)
     except ImportError:  # pragma: no cover - tqdm is a dependency
         return None
-    return tqdm(total=epochs * n, unit="sample", desc="fit")

@@ -47,8 +47,30 @@ class Parameter:
     def grad_data(self) -> Optional[Array]:
         return None if self.grad is None else Array(self.grad)
 
+    @property
+    def dtype(self) -> np.dtype:
+        return self._host.dtype if self.value is None else np.dtype(self.value.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
     def numpy(self) -> np.ndarray:
         return self._host.copy() if self.value is None else self.value.to_numpy()
+
+    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
+        if self.value is None:
+            return np.array(self._host, dtype=dtype, copy=copy)
+        return self.data.__array__(dtype, copy)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d parameter")
+        return self.shape[0]
 
     def _place(self, dev: Any, dtype: np.dtype) -> None:
         host = self.numpy().astype(dtype, copy=False)

@@ -8,11 +8,13 @@ synchronisation."""
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from collections import OrderedDict
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .._array import Array, _numpy_view
+from .._array import Array, _foreign_to_host, _numpy_view
+from .._check import is_int
 from .._device import Device, DeviceLike, device as _resolve_device, get_default_device
 from .._loader import _core
 from ._callbacks import Callback, History
@@ -20,6 +22,7 @@ from ._fit import batch_size_arg, run_fit
 from ._layers import Layer, Parameter, Softmax, check_sequence, layer_from_config
 from ._losses import CrossEntropyLoss, Loss, MSELoss, as_loss
 from ._saving import FORMAT, read_model, write_model
+from ._summary import format_summary
 
 _METRICS = ("accuracy", "mae")
 
@@ -96,6 +99,82 @@ class Sequential:
                 raise ValueError(f"layer {i} ({type(layer).__name__}): {exc}") from None
         return s
 
+    # -- container protocol (as torch.nn.Sequential)
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def __iter__(self) -> Iterator[Layer]:
+        return iter(self.layers)
+
+    def __getitem__(self, key: Union[int, slice]) -> Union[Layer, "Sequential"]:
+        """``model[i]`` is layer i; ``model[i:j]`` a Sequential of those layers, sharing their parameters."""
+        if isinstance(key, slice):
+            layers = self.layers[key]
+            if not layers:
+                raise IndexError(f"Sequential[{key.start}:{key.stop}]: no layers in that range")
+            sub = object.__new__(Sequential)
+            sub.__dict__.update(self.__dict__)
+            sub.layers, sub.loss = check_sequence(layers), None
+            return sub
+        if not is_int(key):
+            raise TypeError(f"Sequential indices must be ints or slices, got {type(key).__name__}")
+        return self.layers[int(key)]
+
+    def __call__(self, x: Any) -> Any:
+        """``model(x)`` is ``model.predict(x)``."""
+        return self.predict(x)
+
+    # -- state (PyTorch's names: "<layer index>.<parameter>", e.g. "0.weight", "0.bias"; PyTorch's layouts)
+    def state_dict(self) -> "OrderedDict[str, np.ndarray]":
+        """The parameters as NumPy arrays (copies) under PyTorch's names: a model of Dense layers loads into the
+        torch.nn.Sequential of the same Linear layers and back."""
+        return OrderedDict((f"{i}.{p.name}", p.numpy()) for i, layer in enumerate(self.layers)
+                           for p in layer.parameters())
+
+    def load_state_dict(self, state: Mapping[str, Any], strict: bool = True) -> Tuple[List[str], List[str]]:
+        """Writes the values in ``state`` (arrays, PyTorch tensors or anything NumPy converts) into the parameters.
+        ``strict``: every key must match (else KeyError naming the missing and unexpected keys). Shapes must match
+        (ValueError); values are converted to the model's dtype. Returns (missing keys, unexpected keys). Nothing is
+        written unless every entry checks out."""
+        if not isinstance(state, Mapping):
+            raise TypeError(f"load_state_dict: state must be a mapping of names to arrays, got "
+                            f"{type(state).__name__}")
+        params = {f"{i}.{p.name}": p for i, layer in enumerate(self.layers) for p in layer.parameters()}
+        missing = [k for k in params if k not in state]
+        unexpected = [k for k in state if k not in params]
+        if strict and (missing or unexpected):
+            raise KeyError(f"load_state_dict: missing keys {missing}, unexpected keys {unexpected} (this model's: "
+                           f"{list(params)})")
+        values = {}
+        for k, p in params.items():
+            if k not in state:
+                continue
+            v = np.asarray(_foreign_to_host(state[k]))
+            if v.shape != p.shape:
+                raise ValueError(f"load_state_dict: {k} has shape {v.shape}, the parameter {p.shape}")
+            if not _numeric(v.dtype):
+                raise TypeError(f"load_state_dict: {k} has dtype {v.dtype}, not numeric")
+            values[k] = np.ascontiguousarray(v.astype(self.dtype))
+        for k, v in values.items():
+            params[k].value.write_from(v)
+        return missing, unexpected
+
+    def __getstate__(self) -> Dict[str, Any]:  # pickle / deepcopy: architecture, values, device id
+        return {"layers": [(layer.kind, layer.config()) for layer in self.layers], "dtype": self.dtype.name,
+                "state": self.state_dict(), "device": self._device.id,
+                "loss": None if self.loss is None else self.loss.kind}
+
+    def __setstate__(self, st: Dict[str, Any]) -> None:
+        Sequential.__init__(self, [layer_from_config(kind, cfg) for kind, cfg in st["layers"]],
+                            device=st["device"], dtype=st["dtype"])
+        self.load_state_dict(st["state"])
+        self.loss = None if st["loss"] is None else as_loss(st["loss"])
+
+    def summary(self, input_shape: Optional[Sequence[int]] = None, print_fn: Any = print) -> None:
+        """Prints a Keras-style table (layer, output shape, parameters) and the totals. ``input_shape``: the
+        per-sample input shape, needed when the first layer does not fix it (Flatten of images, pooling)."""
+        print_fn(format_summary(self, input_shape))
+
     def __repr__(self) -> str:
         inner = ",\n  ".join(repr(layer) for layer in self.layers)
         return f"Sequential([\n  {inner}\n], device={self._device.id!r}, params={self.count_params()})"
@@ -137,6 +216,9 @@ class Sequential:
         c = out_shape[0]
         dev = self._device._dev
         labels = None
+        if isinstance(loss, CrossEntropyLoss) and c == 1:
+            raise ValueError(f"{what}: CrossEntropyLoss needs 2 or more outputs (the softmax of one output is "
+                             f"always 1, so nothing trains); use 2 outputs with class labels, or MSELoss")
         if isinstance(loss, CrossEntropyLoss) and arr.dtype.kind in "iub":
             if arr.ndim != 1:
                 raise ValueError(f"{what}: integer class labels must have shape ({n},), got {arr.shape}")
@@ -155,7 +237,8 @@ class Sequential:
             raise ValueError(f"{what}: targets must have shape ({n}, {c}) for this model's output, got {arr.shape}")
         if not np.isfinite(t).all():
             raise ValueError(f"{what}: y holds NaN or infinity")
-        if isinstance(loss, CrossEntropyLoss):  # probabilities / one-hot: accuracy against their argmax
+        one_hot = c > 1 and bool(np.all((t == 0) | (t == 1))) and bool(np.all(t.sum(axis=1) == 1))
+        if isinstance(loss, CrossEntropyLoss) or one_hot:  # accuracy against the targets' argmax
             lab = np.ascontiguousarray(np.argmax(t, axis=1), dtype=np.int64)
             labels = _core.Array.from_numpy(dev, lab)
         return _core.Array.from_numpy(dev, t), labels, t
@@ -184,8 +267,8 @@ class Sequential:
                 raise ValueError(f"{what}: unknown metric {m!r} (known: {', '.join(_METRICS)})")
             if m == "accuracy":
                 if out_cols > 1 and labels is None:
-                    raise ValueError(f"{what}: accuracy with {out_cols} outputs needs class labels or one-hot "
-                                     f"targets with CrossEntropyLoss")
+                    raise ValueError(f"{what}: accuracy with {out_cols} outputs needs class labels, one-hot "
+                                     f"targets, or CrossEntropyLoss")
                 plan.append((m, "correct_argmax" if out_cols > 1 else "correct_threshold"))
             else:
                 if y_is_labels:
@@ -203,16 +286,19 @@ class Sequential:
 
     # -- public API
     def fit(self, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: int = 1, batch_size: int = 32,
-            shuffle: bool = True, validation_data: Optional[Tuple[Any, Any]] = None, metrics: Sequence[str] = (),
+            shuffle: bool = True, validation_data: Optional[Tuple[Any, Any]] = None,
+            validation_split: Optional[float] = None, metrics: Sequence[str] = (),
             callbacks: Optional[Sequence[Callback]] = None, verbose: bool = False,
             seed: Optional[int] = None) -> History:
         """Trains on (x, y) and returns a :class:`History`. ``loss``: CrossEntropyLoss() (integer labels or
         one-hot / probability rows) or MSELoss(); ``optimizer``: a hetnn.optim optimizer over this model's
-        parameters; ``metrics``: any of "accuracy", "mae"; ``seed`` fixes the shuffling (the run is then
-        reproducible on a device)."""
+        parameters; ``metrics``: any of "accuracy" (argmax of the outputs against the labels; one output: a 0.5
+        threshold; MSELoss with one-hot targets counts too), "mae"; ``validation_data`` (x_val, y_val) or
+        ``validation_split`` (the last fraction of x and y, held out before shuffling) adds "val_*" entries;
+        ``seed`` fixes the shuffling (the run is then reproducible on a device)."""
         return run_fit(self, x, y, loss=loss, optimizer=optimizer, epochs=epochs, batch_size=batch_size,
-                       shuffle=shuffle, validation_data=validation_data, metrics=metrics, callbacks=callbacks,
-                       verbose=verbose, seed=seed)
+                       shuffle=shuffle, validation_data=validation_data, validation_split=validation_split,
+                       metrics=metrics, callbacks=callbacks, verbose=verbose, seed=seed)
 
     def _evaluate(self, X: Any, Y: Any, labels: Any, loss_obj: Optional[Loss], metrics: Sequence[str],
                   batch_size: int) -> Dict[str, float]:
@@ -242,13 +328,16 @@ class Sequential:
             out[name] = v / n if kind == "correct_argmax" else v / (n * c)
         return out
 
-    def evaluate(self, x: Any, y: Any, *, loss: Any = None, metrics: Sequence[str] = ("accuracy",),
+    def evaluate(self, x: Any, y: Any, *, loss: Any = None, metrics: Optional[Sequence[str]] = None,
                  batch_size: int = 256) -> Dict[str, float]:
         """{"loss": ..., <metric>: ...} over (x, y). ``loss`` defaults to the one the model was last fitted with
-        (no "loss" entry when there is none)."""
+        (saved with it; no "loss" entry when there is none). ``metrics`` default to what suits the loss:
+        "accuracy" for CrossEntropyLoss, "mae" for MSELoss."""
         loss_obj = as_loss(loss) if loss is not None else self.loss
         bs = batch_size_arg(batch_size, "evaluate")
-        if isinstance(metrics, str):
+        if metrics is None:
+            metrics = ("mae",) if isinstance(loss_obj, MSELoss) else ("accuracy",)
+        elif isinstance(metrics, str):
             metrics = (metrics,)
         X, out_shape, keep_x = self._x(x, "evaluate")
         if X.shape[0] == 0:
@@ -277,7 +366,8 @@ class Sequential:
     def save(self, path: Union[str, os.PathLike]) -> None:
         """Writes the architecture (JSON) and the parameters to an .npz file (loaded without pickle)."""
         arch = {"format": FORMAT, "dtype": self.dtype.name,
-                "layers": [{"kind": layer.kind, "config": layer.config()} for layer in self.layers]}
+                "layers": [{"kind": layer.kind, "config": layer.config()} for layer in self.layers],
+                "loss": None if self.loss is None else self.loss.kind}
         write_model(path, arch, [p.numpy() for p in self.parameters()])
 
 
@@ -285,7 +375,7 @@ def load(path: Union[str, os.PathLike], device: DeviceLike = None) -> Sequential
     """A model saved by :meth:`Sequential.save`, on ``device``. A file that is not such a model raises
     ValueError naming the file and what is wrong in it; every entry's shape and dtype is checked from the .npy
     headers before a layer is built, and nothing is ever unpickled."""
-    dtype, entries, params = read_model(path)
+    dtype, entries, params, loss = read_model(path)
     try:
         layers = [layer_from_config(e["kind"], e["config"]) for e in entries]
     except (KeyError, TypeError, ValueError) as exc:
@@ -293,4 +383,5 @@ def load(path: Union[str, os.PathLike], device: DeviceLike = None) -> Sequential
     model = Sequential(layers, device=device, dtype=dtype)
     for p, v in zip(model.parameters(), params):
         p.value.write_from(np.ascontiguousarray(v.astype(model.dtype)))
+    model.loss = None if loss is None else as_loss(loss)
     return model

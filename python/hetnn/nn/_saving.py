@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Tuple, Union
 import numpy as np
 
 from ._layers import LAYERS
+from ._losses import LOSSES
 
 FORMAT = "hetnn.nn.Sequential/1"
 
@@ -81,10 +82,10 @@ def write_model(path: Union[str, os.PathLike], arch: Dict[str, Any], params: Lis
         raise
 
 
-def read_model(path: Union[str, os.PathLike]) -> Tuple[str, List[Dict[str, Any]], List[np.ndarray]]:
-    """(dtype, layer entries, parameter arrays) of a model file written by :func:`write_model`, every entry checked
-    against the architecture from the .npy headers before anything is read; ValueError naming the file and what is
-    wrong in it. Nothing is ever unpickled."""
+def read_model(path: Union[str, os.PathLike]) -> Tuple[str, List[Dict[str, Any]], List[np.ndarray], Any]:
+    """(dtype, layer entries, parameter arrays, loss kind or None) of a model file written by :func:`write_model`,
+    every entry checked against the architecture from the .npy headers before anything is read; ValueError naming
+    the file and what is wrong in it. Nothing is ever unpickled."""
     def bad(what: str) -> ValueError:
         return ValueError(f"hetnn.nn.load: {path}: {what}")
 
@@ -144,4 +145,7 @@ def read_model(path: Union[str, os.PathLike]) -> Tuple[str, List[Dict[str, Any]]
                 params.append(data[k])
             except Exception as exc:
                 raise bad(f"entry {k!r} cannot be read ({type(exc).__name__}: {exc})") from None
-    return dtype, entries, params
+    loss = arch.get("loss")  # the loss the model was fitted with (None: never fitted, or an older file)
+    if loss is not None and loss not in LOSSES:
+        raise bad(f"unknown loss {loss!r} (known: {', '.join(LOSSES)})")
+    return dtype, entries, params, loss
