@@ -206,3 +206,78 @@ def test_a_device_is_a_context_manager_for_the_default_device():
         assert hetnn.get_default_device().id == outer.id
     assert hetnn.get_default_device().id == before
     assert seen["thread"] == before  # another thread keeps its own default
+
+
+def test_pyopencl_platform_device_pairs(opencl_device):
+    p, d = opencl_device.platform_index, opencl_device.device_index
+    assert hetnn.device(f"{p}:{d}") is opencl_device
+    first = min((x for x in hetnn.devices() if x.platform_index == p), key=lambda x: x.device_index)
+    assert hetnn.device(str(p)) is first
+    with pytest.raises(ValueError, match="available devices"):
+        hetnn.device(f"{p}:99")
+
+
+def test_pyopencl_ctx_picks_the_opencl_device(opencl_device):
+    code = "import hetnn; print(hetnn.device('opencl').id)"
+    r = _run(code, PYOPENCL_CTX=f"{opencl_device.platform_index}:{opencl_device.device_index}")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == opencl_device.id
+    r = _run("import hetnn\ntry:\n    hetnn.device('opencl')\nexcept ValueError as e:\n    print('VE', e)",
+             PYOPENCL_CTX="9:9")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("VE PYOPENCL_CTX='9:9' names no OpenCL device")
+
+
+def test_a_name_part_that_matches_several_devices_is_an_error():
+    devs = hetnn.devices()
+    words = {w.lower() for w in devs[0].name.split() if len(w) >= 3}
+    shared = sorted(w for w in words if sum(w in d.name.lower() for d in devs) >= 2)
+    if not shared:
+        pytest.skip("no word of the CPU's name is in another device's name here")
+    with pytest.raises(ValueError, match=r"matches \d devices:(.|\n)*cpu: (.|\n)*name one by its id"):
+        hetnn.device(shared[0])
+
+
+def _sysfs(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def test_cpu_cache_sizes_are_the_processors():
+    """The L3 of cpu0's socket, each distinct cache once (sysfs), and the per-core L2."""
+    root = "/sys/devices/system/cpu"
+    if not os.path.isdir(f"{root}/cpu0/cache/index0"):
+        pytest.skip("sysfs has no cache information here")
+    package = _sysfs(f"{root}/cpu0/topology/physical_package_id")
+    caches = {}
+    for cpu in sorted(os.listdir(root)):
+        if not (cpu.startswith("cpu") and cpu[3:].isdigit()):
+            continue
+        if _sysfs(f"{root}/{cpu}/topology/physical_package_id") != package:
+            continue
+        for idx in sorted(os.listdir(f"{root}/{cpu}/cache")) if os.path.isdir(f"{root}/{cpu}/cache") else []:
+            base = f"{root}/{cpu}/cache/{idx}"
+            if not idx.startswith("index") or _sysfs(f"{base}/type") == "Instruction":
+                continue
+            size = _sysfs(f"{base}/size")
+            n = int(size.rstrip("KM")) << (10 if size.endswith("K") else 20 if size.endswith("M") else 0)
+            caches[(int(_sysfs(f"{base}/level")), _sysfs(f"{base}/shared_cpu_list"))] = n
+    cpu = hetnn.device("cpu")
+    l3 = sum(n for (level, _), n in caches.items() if level == 3)
+    l2 = [n for (level, _), n in caches.items() if level == 2]
+    if l3:
+        assert cpu.cache_size == l3
+    if l2:
+        assert cpu.local_mem == l2[0]
+    assert cpu.cache_size < 2 << 30  # no processor has 2 GiB of L3
+
+
+def test_global_mem_is_the_same_in_every_process(device):
+    code = f"import hetnn; d = hetnn.device({device.id!r}); print(d.global_mem, d.info()['global_mem'])"
+    outs = {_run(code).stdout.strip() for _ in range(2)}
+    assert len(outs) == 1
+    a, b = outs.pop().split()
+    assert int(a) == int(b) == device.global_mem > 0

@@ -234,9 +234,11 @@ def device(spec: DeviceLike = None) -> Device:
     """Resolves a device spec.
 
     ``spec`` may be a :class:`Device`, ``None`` (the default device), an id (``"cpu"``, ``"opencl:0:0"``,
-    ``"opencl:1"``), a type (``"cpu"`` is the oneDNN device; ``"gpu"``, ``"opencl"``, ``"accelerator"``,
-    ``"opencl:cpu"`` pick the first such OpenCL device) or a case-insensitive part of the device's name, vendor,
-    platform or version (``"pocl"``, ``"nvidia"``). Raises ``ValueError`` listing the devices when nothing matches.
+    ``"opencl:1"``), PyOpenCL's ``"P:D"`` or ``"P"`` (platform and device indices), a type (``"cpu"`` is the oneDNN
+    device; ``"gpu"``, ``"accelerator"``, ``"opencl:cpu"`` pick the first such OpenCL device; ``"opencl"`` the one
+    ``$PYOPENCL_CTX`` names, else the first) or a case-insensitive part of one device's name, vendor, platform or
+    version (``"pocl"``, ``"nvidia"``). Raises ``ValueError`` listing the devices when nothing matches, and listing
+    the matches when a name part matches more than one.
     """
     if spec is None:
         return get_default_device()

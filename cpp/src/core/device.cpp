@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <sstream>
 
 #include "core/errors.h"
@@ -90,26 +91,58 @@ std::string describe_devices() {
   return os.str();
 }
 
+namespace {
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+// PyOpenCL's "P" / "P:D" (platform and device indices; P alone: that platform's first device), or null.
+DevicePtr find_pyopencl_pair(const std::string& spec, const std::vector<DevicePtr>& devs, bool* parsed) {
+  const auto colon = spec.find(':');
+  const std::string p = spec.substr(0, colon), d = colon == std::string::npos ? "0" : spec.substr(colon + 1);
+  *parsed = all_digits(p) && all_digits(d);
+  if (!*parsed) return nullptr;
+  for (const auto& dev : devs)
+    if (dev->info().kind == "opencl" && std::to_string(dev->info().platform_index) == p &&
+        std::to_string(dev->info().device_index) == d)
+      return dev;
+  return nullptr;
+}
+
+}  // namespace
+
 DevicePtr find_device(const std::string& raw) {
   const std::string spec = lower(trim(raw));
   const auto& devs = all_devices();
   auto fail = [&]() -> DevicePtr {
     throw ValueError("no device matches '" + raw + "'; available devices:\n" + describe_devices() +
-                     "A spec is a device id, a type (cpu, gpu, opencl, accelerator) or part of a device name.");
+                     "A spec is a device id, a type (cpu, gpu, opencl, accelerator), PyOpenCL's \"P:D\" or part of "
+                     "a device name.");
   };
   if (spec.empty()) return fail();
   for (const auto& d : devs)  // exact id
     if (lower(d->id()) == spec) return d;
   if (spec.rfind("opencl:", 0) == 0 && spec.find(':', 7) == std::string::npos) {  // opencl:N
     const std::string n = spec.substr(7);
-    if (!n.empty() && std::all_of(n.begin(), n.end(), ::isdigit)) {
+    if (all_digits(n)) {
       for (const auto& d : devs)
         if (d->info().ordinal >= 0 && std::to_string(d->info().ordinal) == n) return d;
       return fail();
     }
   }
+  bool pair = false;
+  if (DevicePtr d = find_pyopencl_pair(spec, devs, &pair)) return d;
+  if (pair) return fail();
   if (spec == "cpu") return devs.front();  // the oneDNN device; an OpenCL CPU device is "opencl:cpu"
   if (spec == "opencl") {
+    // PyOpenCL's choice of device, where a user has made it: PYOPENCL_CTX="P:D"
+    if (const char* ctx = std::getenv("PYOPENCL_CTX"); ctx && *ctx) {
+      bool ok = false;
+      if (DevicePtr d = find_pyopencl_pair(lower(trim(ctx)), devs, &ok)) return d;
+      throw ValueError(std::string("PYOPENCL_CTX='") + ctx + "' names no OpenCL device (\"P\" or \"P:D\"); "
+                       "available devices:\n" + describe_devices());
+    }
     for (const auto& d : devs)
       if (d->info().kind == "opencl") return d;
     return fail();
@@ -120,12 +153,21 @@ DevicePtr find_device(const std::string& raw) {
       if (d->info().kind == "opencl" && d->info().type == type) return d;
     return fail();
   }
-  for (const auto& d : devs) {  // substring of name, vendor, platform or version strings ("pocl", "nvidia")
+  std::vector<DevicePtr> hits;  // substring of name, vendor, platform or version strings ("pocl", "nvidia")
+  for (const auto& d : devs) {
     const auto& i = d->info();
     for (const std::string* field : {&i.name, &i.vendor, &i.platform, &i.platform_version, &i.version})
-      if (lower(*field).find(spec) != std::string::npos) return d;
+      if (lower(*field).find(spec) != std::string::npos) {
+        hits.push_back(d);
+        break;
+      }
   }
-  return fail();
+  if (hits.size() == 1) return hits.front();
+  if (hits.empty()) return fail();
+  std::string names;
+  for (const auto& d : hits) names += "  " + d->id() + ": " + d->info().name + " (" + d->info().platform + ")\n";
+  throw ValueError("'" + raw + "' matches " + std::to_string(hits.size()) + " devices:\n" + names +
+                   "name one by its id (for example '" + hits.back()->id() + "')");
 }
 
 std::string device_identity(const DeviceInfo& i) {

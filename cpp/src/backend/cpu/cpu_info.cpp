@@ -3,6 +3,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <vector>
+#include <string>
+#include <cstdlib>
+#include <algorithm>
 #include <fstream>
 #include <thread>
 
@@ -31,6 +35,48 @@ std::string cpuinfo_field(const std::string& key) {
     }
   }
   return "";
+}
+
+std::string read_line(const std::string& path) {
+  std::ifstream f(path);
+  std::string line;
+  std::getline(f, line);
+  return line;
+}
+
+// Bytes of cache at `level` (2 or 3) from sysfs: summed over the distinct caches of that level in cpu0's package
+// (the per-socket L3 where a socket has several, one per CCD on AMD). 0 where sysfs does not say. glibc's
+// sysconf(_SC_LEVEL3_CACHE_SIZE) is not used: it read 320 MiB on an EPYC VM whose L3 is 32 MiB.
+std::uint64_t sysfs_cache_bytes(int level, bool per_core) {
+  const std::string root = "/sys/devices/system/cpu/";
+  const std::string package = read_line(root + "cpu0/topology/physical_package_id");
+  std::vector<std::string> seen;  // shared_cpu_list of each counted cache
+  std::uint64_t total = 0;
+  for (unsigned cpu = 0; cpu < 4096; ++cpu) {
+    const std::string dir = root + "cpu" + std::to_string(cpu) + "/";
+    if (read_line(dir + "topology/physical_package_id").empty()) {
+      if (cpu > 0) break;
+      continue;
+    }
+    if (read_line(dir + "topology/physical_package_id") != package) continue;
+    for (int idx = 0; idx < 16; ++idx) {
+      const std::string c = dir + "cache/index" + std::to_string(idx) + "/";
+      const std::string lv = read_line(c + "level");
+      if (lv.empty()) break;
+      const std::string type = read_line(c + "type");
+      if (std::atoi(lv.c_str()) != level || type == "Instruction") continue;
+      const std::string shared = read_line(c + "shared_cpu_list");
+      if (std::find(seen.begin(), seen.end(), shared) != seen.end()) continue;
+      seen.push_back(shared);
+      const std::string size = read_line(c + "size");  // "32768K"
+      std::uint64_t bytes = std::strtoull(size.c_str(), nullptr, 10);
+      if (size.find('K') != std::string::npos) bytes <<= 10;
+      if (size.find('M') != std::string::npos) bytes <<= 20;
+      if (per_core) return bytes;
+      total += bytes;
+    }
+  }
+  return total;
 }
 
 std::string isa_name(dnnl_cpu_isa_t isa) {
@@ -97,9 +143,13 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_cpu() {
   i.global_mem = pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
   i.max_alloc = i.global_mem;
   const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  i.local_mem = l2 > 0 ? static_cast<std::uint64_t>(l2) : 0;  // closest CPU analogue: per-core L2
-  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  i.cache_size = l3 > 0 ? static_cast<std::uint64_t>(l3) : i.local_mem;
+  i.local_mem = sysfs_cache_bytes(2, true);  // closest CPU analogue: per-core L2
+  if (!i.local_mem && l2 > 0) i.local_mem = static_cast<std::uint64_t>(l2);
+  i.cache_size = sysfs_cache_bytes(3, false);
+  if (!i.cache_size) {  // no sysfs (containers that hide it): glibc's figure
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    i.cache_size = l3 > 0 ? static_cast<std::uint64_t>(l3) : i.local_mem;
+  }
   i.isa = isa_name(dnnl_get_effective_cpu_isa());
   i.fp64 = true;  // own f64 kernels
   // fp16/bf16: oneDNN has native kernels here. Either way the device takes both: without them it stores 16 bits
