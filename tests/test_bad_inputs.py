@@ -82,7 +82,7 @@ CASES = [
     ("benchmark-not-callable", lambda t: hetnn.benchmark(3), TypeError, "fn"),
     ("benchmark-negative-repeat", lambda t: hetnn.benchmark(lambda: None, n_repeat=-1), ValueError, "n_repeat"),
     ("benchmark-warmup-float", lambda t: hetnn.benchmark(lambda: None, n_warmup=1.5), TypeError, "n_warmup"),
-    ("timer-unknown-device", lambda t: hetnn.Timer("fpga"), ValueError, "fpga"),
+    ("timer-unknown-device", lambda t: hetnn.Stopwatch("fpga"), ValueError, "fpga"),
     ("profile-unknown-device", lambda t: hetnn.profile("fpga"), ValueError, "fpga"),
     # nn layers and models
     ("dense-zero-features", lambda t: nn.Dense(0, 3), ValueError, "in_features"),

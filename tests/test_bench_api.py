@@ -158,3 +158,25 @@ def test_asarray_takes_peer_arrays(name, device, rng):
     bf = hetnn.asarray(make(x).astype("bfloat16") if name == "jax" else make(x).bfloat16(), device=device)
     assert str(bf.dtype) == "bfloat16"
     np.testing.assert_allclose(bf.numpy().astype(np.float32), x, rtol=1e-2)
+
+
+def test_without_matplotlib_plots_name_the_extra(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
+    rep = Report("transfer", [], "", {})
+    with pytest.raises(ModuleNotFoundError, match=r"hetnn\[bench\]"):
+        rep.plot()
+    with pytest.warns(UserWarning, match=r"no PNG plots written.*hetnn\[bench\]"):
+        paths = rep.save(str(tmp_path / "r"))
+    assert [p.rsplit(".", 1)[1] for p in paths] == ["csv", "json"]
+
+
+def test_public_namespaces_hold_only_their_api():
+    import hetnn.bench as bench
+
+    for mod in (hetnn, bench, hetnn.nn, hetnn.optim):
+        names = set(mod.__all__)
+        assert all(hasattr(mod, n) for n in names), mod.__name__
+        assert not names & {"Any", "Callable", "Optional", "annotations", "np", "os", "sys"}, mod.__name__
+        assert not any(n.startswith("_") and n != "__version__" for n in names), mod.__name__

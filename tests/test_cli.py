@@ -108,3 +108,27 @@ def test_bench_unknown_suite():
 def test_help():
     r = _run("--help")
     assert r.returncode == 0 and "devices" in r.stdout and "bench" in r.stdout
+
+
+def test_version_and_plain_text_help():
+    r = _run("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"hetnn {hetnn.__version__}"
+    assert hetnn.__version__ != "unknown"
+    for args in (("--help",), ("bench", "--help")):
+        r = _run(*args)
+        assert r.returncode == 0 and "``" not in r.stdout and ":func:" not in r.stdout
+
+
+def test_progress_and_compare_none_speak_the_python_api_s_words(tmp_path):
+    r = _run("bench", "transfer", "--quick", "--device", "cpu", "--compare", "none", "--no-progress",
+             "--no-output", "--repeat", "1", "--warmup", "0")
+    assert r.returncode == 0, r.stderr
+    r = _run("bench", "-v")
+    assert r.returncode == 2 and "unrecognized arguments: -v" in r.stderr
+    import inspect
+
+    import hetnn.bench as bench
+
+    assert bench.Options(compare="none").peers("numpy,torch") == []
+    assert bench.Options().progress is None  # None: bars when someone watches, as on the command line
+    assert inspect.signature(bench.run).parameters["suite"].default is None  # the CLI's default suite

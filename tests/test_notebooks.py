@@ -24,3 +24,15 @@ def test_notebook_runs(path, monkeypatch):
     for cell in plots:
         kinds = [k for o in cell.get("outputs", []) for k in o.get("data", {})]
         assert "image/png" in kinds, f"{path.name}: a plot cell rendered no image (outputs: {kinds})"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebooks_use_only_the_public_api(path):
+    """A notebook is what users copy from: it imports hetnn's public names, not its private modules."""
+    import json
+    import re
+
+    cells = json.loads(path.read_text())["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    private = re.findall(r"hetnn\._\w+|from hetnn\.bench\.\w+ import|hetnn\.bench\.(?!run|compare)\w+\.\w+", code)
+    assert not private, private

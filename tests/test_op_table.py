@@ -32,10 +32,15 @@ def test_every_public_op_has_a_row():
 
 
 def test_every_op_is_typed():
-    """Every public op's core function has a signature in _core.pyi (mypy and editors read it)."""
+    """Every public op's core function has a signature in _core.pyi, and the public op overloads on its input type
+    in _ops.pyi (hetnn Arrays -> Array, NumPy -> ndarray), for mypy and editors."""
     stub = (ROOT / "python" / "hetnn" / "_core.pyi").read_text()
     missing = [n for n in hetnn._ops.__all__ if not re.search(rf"^def {n}\(", stub, re.M)]
     assert not missing, missing
+    ops_stub = (ROOT / "python" / "hetnn" / "_ops.pyi").read_text()
+    for n in hetnn._ops.__all__:
+        sigs = re.findall(rf"^@overload\ndef {n}\((?:.|\n)*?\) -> ([^:]+): \.\.\.", ops_stub, re.M)
+        assert any("Array" in r for r in sigs) and any("np.ndarray" in r for r in sigs), (n, sigs)
 
 
 def test_the_cpp_ops_driver_has_the_same_rows():

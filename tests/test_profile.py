@@ -1,5 +1,5 @@
 """hetnn.profile: every command of the block recorded with its op and operands, per-op totals that add up to the
-device time a Timer measures for the same work, and a loadable Chrome trace."""
+device time a Stopwatch measures for the same work, and a loadable Chrome trace."""
 import json
 import time
 
@@ -16,7 +16,7 @@ def test_profile_records_ops_with_operands(device, rng, tmp_path):
     hetnn.synchronize(device)
     wall0 = time.perf_counter()
     with hetnn.profile(device) as prof:
-        with hetnn.Timer(device) as t:  # the same commands, seen by both
+        with hetnn.Stopwatch(device) as t:  # the same commands, seen by both
             c = hetnn.matmul(a, b, transpose_b=True, activation="relu")
             y = hetnn.max_pool2d(x, 3, stride=2, padding=1)
     wall = time.perf_counter() - wall0  # measured apart from the profiler: its device time cannot exceed it

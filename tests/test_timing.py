@@ -48,9 +48,9 @@ def test_device_time_sums_every_command(device):
     r3 = hetnn.benchmark(three, n_warmup=1, n_repeat=5, device=device)
     assert r3.commands_per_call == 2 * r1.commands_per_call + 1
     start = time.perf_counter()
-    with hetnn.Timer(device) as t:
+    with hetnn.Stopwatch(device) as t:
         three()
-    wall = time.perf_counter() - start  # measured apart from the Timer: its device time must fit inside
+    wall = time.perf_counter() - start  # measured apart from the Stopwatch: its device time must fit inside
     names = [rec["name"] for rec in t.records if not rec["name"].startswith("matmul:")]  # drop packing steps
     assert names == ["matmul", "matmul", "d2h"]
     assert 0 < t.device_time <= wall
@@ -73,19 +73,19 @@ def test_max_duration_stops_early():
 
 def test_timer_synchronizes_and_measures(device):
     a = hetnn.asarray(np.ones((200, 200), np.float32), device=device)
-    with hetnn.Timer(device) as t:
+    with hetnn.Stopwatch(device) as t:
         c = hetnn.matmul(a, a)
     assert t.elapsed > 0 and t.device_time > 0
     assert t.device_time <= t.elapsed * 1.02 + 2e-5
     np.testing.assert_array_equal(c.numpy(), np.full((200, 200), 200, np.float32))
-    assert "Timer(" in repr(t)
+    assert "Stopwatch(" in repr(t)
 
 
 def test_nested_timers(device):
     a = hetnn.asarray(np.ones((32, 32), np.float32), device=device)
-    with hetnn.Timer(device) as outer:
+    with hetnn.Stopwatch(device) as outer:
         hetnn.matmul(a, a)
-        with hetnn.Timer(device) as inner:
+        with hetnn.Stopwatch(device) as inner:
             hetnn.matmul(a, a)
     assert len(outer.records) == 2 * len(inner.records) >= 2
 

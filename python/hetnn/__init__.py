@@ -3,22 +3,27 @@ honestly (synchronized, warmed up, repeated)."""
 from ._loader import _core as _core  # hetnn._core: the native module, for diagnostics and tests
 from ._errors import CompileError, HetnnError, OpenCLError
 from ._device import Device, default_device, device, devices, get_default_device, set_default_device
-from ._array import Array, asarray, empty, zeros
+from ._array import Array, TransposedArray, asarray, empty, set_implicit_host_copies, zeros
 from . import _ops
 from ._ops import *  # noqa: F403  (the public ops: hetnn._ops.__all__)
 from ._measurement import BenchmarkResult
-from ._timing import Case, Timer, benchmark, empty_cache, interleave, synchronize
+from ._timing import Case, Stopwatch, benchmark, empty_cache, interleave, synchronize
 from ._threads import get_num_threads, num_threads, set_num_threads, thread_pools
 from ._profile import profile
 from . import datasets, nn, optim  # noqa: E402  (after the core names they use)
 
-__version__ = "0.1.0"
+try:  # one source: the installed distribution's metadata (pyproject.toml's version)
+    from importlib.metadata import PackageNotFoundError as _NotFound, version as _version
+
+    __version__ = _version("hetnn")
+except _NotFound:  # pragma: no cover - run from a source tree without installing
+    __version__ = "unknown"
 
 __all__ = [
-    "Array", "BenchmarkResult", "Case", "CompileError", "Device", "HetnnError", "OpenCLError", "Timer", "asarray",
-    "benchmark", "default_device", "device", "devices", "empty", "empty_cache", "get_default_device",
-    "get_num_threads", "interleave", "num_threads", "profile",
-    "set_num_threads", "thread_pools",
-    "set_default_device", "synchronize", "zeros", "__version__", "datasets", "nn", "optim",
+    "Array", "BenchmarkResult", "Case", "CompileError", "Device", "HetnnError", "OpenCLError", "Stopwatch",
+    "TransposedArray", "asarray", "benchmark", "datasets", "default_device", "device", "devices", "empty",
+    "empty_cache", "get_default_device", "get_num_threads", "interleave", "nn", "num_threads", "optim", "profile",
+    "set_default_device", "set_implicit_host_copies", "set_num_threads", "synchronize", "thread_pools", "zeros",
+    "__version__",
 ]
-__all__ += _ops.__all__
+__all__ += _ops.__all__  # type: ignore[attr-defined]  # _ops.pyi types the ops, not the list

@@ -1,4 +1,4 @@
-"""Command line: ``python -m hetnn devices`` | ``python -m hetnn bench [--quick] [matmul ...]``."""
+"""hetnn's command line: list the devices, run the benchmark suites, check the machine, tune a kernel."""
 from __future__ import annotations
 
 import argparse
@@ -18,14 +18,13 @@ def _cmd_devices(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .bench import Report, Options
     from .bench.report import environment
-    from .bench.suites import run_suites
+    from .bench.suites import default_suite, run_suites
 
-    suite = args.suite or ("all" if args.quick else "matmul")
+    suite = args.suite or default_suite(args.quick)
     opts = Options(device=args.device, compare=args.compare, quick=args.quick, repeat=args.repeat,
                    warmup=args.warmup, max_duration=args.max_duration, shapes=args.shapes, batch=args.batch,
                    dtype=args.dtype, sweep_max=args.sweep_max, max_width=args.max_width, epochs=args.epochs,
-                   clblast_tuning=args.clblast_tuning, threads=args.threads,
-                   progress=not args.no_progress and (args.verbose or sys.stderr.isatty()))
+                   clblast_tuning=args.clblast_tuning, threads=args.threads, progress=args.progress)
     default_name = f"{suite}-{time.strftime('%Y%m%d-%H%M%S')}"
     if args.output is not None and not args.output.strip():
         raise ValueError("--output: empty; give a PREFIX (PREFIX.csv, PREFIX.json, PREFIX-*.png) or a directory")
@@ -133,7 +132,10 @@ def _cmd_tune(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    from . import __version__
+
     p = argparse.ArgumentParser(prog="python -m hetnn", description=__doc__)
+    p.add_argument("--version", action="version", version=f"hetnn {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("devices", help="list the devices hetnn can use").set_defaults(func=_cmd_devices)
     b = sub.add_parser("bench", help="run a benchmark suite (default: matmul)")
@@ -153,8 +155,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     b.add_argument("--compare", default=None,
                    help="peers run in the same process, comma-separated: numpy, onednn (a raw oneDNN C++ "
                         "loop), clblast, torch, cupy, jax (each on every device it sees; skipped with a note when "
-                        "not installed). Default: numpy for matmul; numpy,onednn,torch,cupy for maxpool; "
-                        "numpy,torch for mlp")
+                        "not installed), or none. Default: numpy for matmul; numpy,onednn,torch,cupy for "
+                        "maxpool; numpy,torch for mlp")
     b.add_argument("--dtype", default="float32",
                    help="float32, float64, float16, bfloat16, or several comma-separated (a precision study)")
     b.add_argument("--repeat", type=int, default=20, help="timed repeats per row (default 20)")
@@ -165,8 +167,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     b.add_argument("--output", help="write PREFIX.csv, PREFIX.json (rows and full metadata) and PREFIX-*.png plots "
                    "(default: bench-results/SUITE-DATE-TIME)")
     b.add_argument("--no-output", action="store_true", help="print the report only, write no files")
-    b.add_argument("-v", "--verbose", action="store_true", help="progress bars even when stderr is not a terminal")
-    b.add_argument("--no-progress", action="store_true", help="no progress bars")
+    b.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bars on stderr (default: when stderr is a terminal)")
     b.set_defaults(func=_cmd_bench)
     sub.add_parser("doctor", help="is this machine fit to measure on now? (busy processes, load, steal, "
                    "frequency scaling, huge pages, thread pools)").set_defaults(func=lambda a: _doctor())

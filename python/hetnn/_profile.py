@@ -8,10 +8,10 @@ import os
 from typing import Any, Dict, List, Union
 
 from ._table import format_table
-from ._timing import Timer
+from ._timing import Stopwatch
 
 
-class profile(Timer):
+class profile(Stopwatch):
     """Context manager::
 
         with hetnn.profile() as prof:
@@ -20,7 +20,7 @@ class profile(Timer):
         prof.export_chrome_trace("trace.json")   # open in chrome://tracing or ui.perfetto.dev
 
     ``device``: the device(s) to record (default: the default device and every device already in use). As a
-    :class:`hetnn.Timer`, it synchronises the devices on entry and exit (so the block's work, and only it, is
+    :class:`hetnn.Stopwatch`, it synchronises the devices on entry and exit (so the block's work, and only it, is
     recorded); inside, nothing is synchronised, so the program runs as it would unprofiled. ``records``: one dict per
     command (``name``, ``device``, ``detail`` — the op's operands —, ``host_enqueue``, ``start``, ``end``,
     ``duration`` in seconds, ``bytes``); ``device_time``: their summed durations; ``elapsed``: the block's wall time.

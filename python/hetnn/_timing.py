@@ -70,16 +70,17 @@ class _Capture:
         return out
 
 
-class Timer:
+class Stopwatch:
     """One synchronized measurement::
 
-        with hetnn.Timer() as t:
+        with hetnn.Stopwatch() as t:
             c = hetnn.matmul(a, b)
         print(t.elapsed, t.device_time)
 
     On entry and exit the devices are synchronized. ``elapsed`` is host wall-clock seconds, ``device_time`` the
     summed duration of the device commands issued inside (devices: ``device``, else the default device and every
-    device already in use), ``records`` the commands themselves.
+    device already in use), ``records`` the commands themselves. (Repeated measurement with warm-up and spread, what
+    ``torch.utils.benchmark.Timer`` does, is :func:`hetnn.benchmark`.)
     """
 
     def __init__(self, device: DevicesLike = None) -> None:
@@ -90,7 +91,7 @@ class Timer:
         self.device_time = math.nan
         self.records: List[Dict[str, Any]] = []
 
-    def __enter__(self) -> "Timer":
+    def __enter__(self) -> "Stopwatch":
         devs = _device_list(self._spec) if self._spec is not None else [get_default_device(), *_started()]
         for d in devs:
             d._dev.start()
@@ -108,7 +109,7 @@ class Timer:
         self.device_time = sum(r["duration"] for r in self.records) if self.records else math.nan
 
     def __repr__(self) -> str:
-        return f"Timer(elapsed={self.elapsed * 1e3:.3f} ms, device_time={self.device_time * 1e3:.3f} ms)"
+        return f"Stopwatch(elapsed={self.elapsed * 1e3:.3f} ms, device_time={self.device_time * 1e3:.3f} ms)"
 
 
 class Case:

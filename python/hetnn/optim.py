@@ -7,6 +7,8 @@ from ._loader import _core
 from ._check import is_real
 
 
+__all__ = ["SGD"]
+
 def _real(v: Any, name: str, minimum: float = 0.0) -> float:
     if not is_real(v):
         raise TypeError(f"SGD: {name} must be a real number, got {type(v).__name__} ({v!r})")

@@ -5,29 +5,33 @@ over repeats (see :func:`hetnn.benchmark`). ``run(suite, **options)`` returns a 
 ``.text``, ``.to_csv()``, ``.to_json()``, ``.plot()``); ``compare(op, *args)`` times one op on hetnn and on each
 importable peer library and reports how far their results are apart.
 """
-from __future__ import annotations
+import typing as _t
 
-from typing import Any, Callable, Optional
-
+from .._device import devices_table
 from .compare import compare
-from .matmul import MATMUL_SHAPES, run_matmul
+from .matmul import MATMUL_SHAPES, RESNET50_BS1, run_matmul
+from .maxpool import LAYERS, MAXPOOL_COLUMNS, SWEEP_COLUMNS, numpy_max_pool, run_maxpool, sweep_cases
+from .mlp import MLP_TOPOLOGY_COLUMNS, run_topology
 from .plots import notebook_display
 from .report import environment, format_table
 from .result import Report
-from .suites import SUITES, Options, run_suites
+from .suites import SUITES, Options, default_suite, run_suites
 
-__all__ = ["run", "compare", "Report", "Options", "SUITES", "MATMUL_SHAPES", "run_matmul", "format_table",
-           "notebook_display"]
+__all__ = ["run", "compare", "Report", "Options", "SUITES", "MATMUL_SHAPES", "RESNET50_BS1", "run_matmul",
+           "LAYERS", "MAXPOOL_COLUMNS", "SWEEP_COLUMNS", "numpy_max_pool", "run_maxpool", "sweep_cases",
+           "MLP_TOPOLOGY_COLUMNS", "run_topology", "format_table", "devices_table", "notebook_display"]
 
 
-def run(suite: str = "all", *, verbose: bool = False, output: Optional[str] = None,
-        say: Optional[Callable[[str], None]] = None, **options: Any) -> Report:
+def run(suite: _t.Optional[str] = None, *, verbose: bool = False, output: _t.Optional[str] = None,
+        say: _t.Optional[_t.Callable[[str], None]] = None, **options: _t.Any) -> Report:
     """Runs one benchmark suite ("peak", "matmul", "maxpool", "mlp", "transfer") or "all", as
-    ``python -m hetnn bench SUITE`` does, and returns its rows.
+    ``python -m hetnn bench SUITE`` does, and returns its rows. With no suite, the command line's default: "all"
+    with ``quick=True``, else "matmul".
 
     ``options`` are the command line's flags: ``device`` ("all", "cpu,opencl:0:0" or a list of devices),
     ``compare`` ("numpy,torch" or a list), ``quick``, ``repeat``, ``warmup``, ``max_duration``, ``shapes``,
-    ``batch``, ``dtype``, ``sweep_max``, ``max_width``, ``epochs``, ``clblast_tuning``, ``progress`` (tqdm bars).
+    ``batch``, ``dtype``, ``sweep_max``, ``max_width``, ``epochs``, ``clblast_tuning``, ``threads``, ``progress``
+    (tqdm bars; default: when stderr is a terminal or in Jupyter, as on the command line).
     ``verbose`` prints the report while it runs (else it is in ``.text``); ``output`` writes PREFIX.csv,
     PREFIX.json and PREFIX-*.png. Unknown options and bad values raise ValueError/TypeError before anything runs.
     """
@@ -35,7 +39,7 @@ def run(suite: str = "all", *, verbose: bool = False, output: Optional[str] = No
     unknown = sorted(set(options) - known)
     if unknown:
         raise TypeError(f"hetnn.bench.run: unknown option(s) {unknown}; available: {', '.join(sorted(known))}")
-    if not isinstance(suite, str):
+    if suite is not None and not isinstance(suite, str):
         raise TypeError(f"hetnn.bench.run: suite must be a string, got {type(suite).__name__}")
     opts = Options(**options)
     lines = []
@@ -47,8 +51,9 @@ def run(suite: str = "all", *, verbose: bool = False, output: Optional[str] = No
         elif verbose:
             print(text, flush=True)
 
-    rows = run_suites(suite, opts, collect)
-    result = Report(suite, rows, "\n".join(lines), environment())
+    name = suite if suite is not None else default_suite(bool(opts.quick))
+    rows = run_suites(name, opts, collect)
+    result = Report(name, rows, "\n".join(lines), environment())
     if output:
         result.save(output)
     return result

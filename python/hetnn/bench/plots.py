@@ -26,7 +26,19 @@ def notebook_display() -> bool:
     return True
 
 
+PLOTS_NEED = "plots need matplotlib: pip install 'hetnn[bench]' (or pip install matplotlib)"
+
+
+def require_matplotlib() -> None:
+    """ModuleNotFoundError naming the extra that brings matplotlib, where it is missing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ModuleNotFoundError(PLOTS_NEED, name="matplotlib") from None
+
+
 def _figure(nrows: int = 1, ncols: int = 1, size: Tuple[float, float] = (10, 4.5)) -> Tuple[Any, Any]:
+    require_matplotlib()
     from matplotlib.figure import Figure
 
     notebook_display()

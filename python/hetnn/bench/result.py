@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import warnings
 from typing import Any, Dict, List, Optional
 
 from .._loader import _core
@@ -65,9 +66,10 @@ class Report:
 
     def plot(self, prefix: Optional[str] = None) -> Dict[str, Any]:
         """One matplotlib figure per plot this run's rows support ({name: Figure}); with ``prefix``, also written
-        as ``PREFIX-NAME.png``."""
-        from .plots import make_figures
+        as ``PREFIX-NAME.png``. Needs matplotlib (``pip install 'hetnn[bench]'``)."""
+        from .plots import make_figures, require_matplotlib
 
+        require_matplotlib()
         figs = make_figures(self.rows, self.environment)
         if prefix:
             for name, fig in figs.items():
@@ -77,15 +79,18 @@ class Report:
         return figs
 
     def save(self, prefix: str, plots: bool = True) -> List[str]:
-        """Writes PREFIX.csv, PREFIX.json and (with matplotlib installed) PREFIX-*.png; returns the paths."""
+        """Writes PREFIX.csv, PREFIX.json and (with matplotlib installed) PREFIX-*.png; returns the paths. Without
+        matplotlib the PNGs are skipped with a warning that says how to get them."""
         os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
         paths = [prefix + ".csv", prefix + ".json"]
         self.to_csv(paths[0])
         self.to_json(paths[1])
         if plots:
+            from .plots import PLOTS_NEED
             try:
                 import matplotlib  # noqa: F401
             except ImportError:
+                warnings.warn(f"no PNG plots written: {PLOTS_NEED}", stacklevel=2)
                 return paths
             paths += [f"{prefix}-{name}.png" for name in self.plot(prefix)]
         return paths

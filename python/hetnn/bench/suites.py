@@ -37,7 +37,7 @@ class Options:
     max_width: Optional[int] = None     # mlp: widest first hidden layer of the topology study
     epochs: Optional[int] = None        # mlp: Fashion-MNIST epochs
     clblast_tuning: Optional[str] = None
-    progress: bool = False              # tqdm progress bars (stderr)
+    progress: Optional[bool] = None     # tqdm progress bars; None: when stderr is a terminal or in Jupyter
     threads: Any = None                 # CPU thread counts, "1,2" or [1, 2]; None: each library's default
     notes: List[str] = field(default_factory=list)
 
@@ -52,8 +52,9 @@ class Options:
                 not self.max_duration > 0:
             raise ValueError(f"--max-duration must be a number of seconds > 0, got {self.max_duration!r}")
         for name in ("quick", "progress"):
-            if getattr(self, name) not in (True, False):
-                raise TypeError(f"--{name} must be a bool, got {getattr(self, name)!r}")
+            v = getattr(self, name)
+            if not isinstance(v, (bool, np.bool_)) and not (name == "progress" and v is None):
+                raise TypeError(f"--{name} must be a bool, got {v!r}")
         for name in ("sweep_max", "max_width", "epochs"):
             v = getattr(self, name)
             if v is not None and (not is_int(v)):
@@ -107,9 +108,17 @@ class Options:
         return out
 
     def peers(self, default: str) -> List[str]:
+        """The peer libraries to run ("none": hetnn alone)."""
         text = self.compare if self.compare is not None else default
         items = text.split(",") if isinstance(text, str) else list(text)
-        return [c.strip() for c in items if c.strip()]
+        out = [c.strip() for c in items if c.strip()]
+        return [] if out == ["none"] else out
+
+    def show_progress(self) -> bool:
+        """``progress``, where None means: when someone watches (stderr a terminal, or a Jupyter kernel)."""
+        if self.progress is not None:
+            return bool(self.progress)
+        return sys.stderr.isatty() or "ipykernel" in sys.modules
 
     def timing(self) -> Dict[str, Any]:
         repeat, warmup, max_duration = self.repeat, self.warmup, self.max_duration
@@ -125,7 +134,9 @@ class _Progress:
         self.bar = None
         if enabled:
             try:
-                from tqdm.auto import tqdm
+                from .._bars import tqdm_class
+
+                tqdm = tqdm_class()
             except ImportError:  # a core dependency; without it, no bar
                 return
             self.bar = tqdm(desc=desc, unit="row", file=sys.stderr, leave=False, dynamic_ncols=True)
@@ -337,9 +348,16 @@ _RUNNERS: Dict[str, Callable[[Options, Say, _Progress], List[Dict[str, Any]]]] =
     "transfer": suite_transfer}
 
 
-def run_suites(suite: str, opts: Options, say: Say) -> List[Dict[str, Any]]:
-    """Runs ``suite`` ("all": every suite, peak first since the others read the ceilings it stores); returns the
-    rows of all of them, each tagged with ``suite``."""
+def default_suite(quick: bool) -> str:
+    """The suite run when none is named: every suite with quick, else matmul (the full suites take long)."""
+    return "all" if quick else "matmul"
+
+
+def run_suites(suite: Optional[str], opts: Options, say: Say) -> List[Dict[str, Any]]:
+    """Runs ``suite`` ("all": every suite, peak first since the others read the ceilings it stores; None: the
+    default suite); returns the rows of all of them, each tagged with ``suite``."""
+    if suite is None:
+        suite = default_suite(bool(opts.quick))
     if suite not in SUITES + ("all",):
         raise ValueError(f"unknown suite {suite!r} (available: {', '.join(SUITES + ('all',))})")
     opts.check()
@@ -356,7 +374,7 @@ def run_suites(suite: str, opts: Options, say: Say) -> List[Dict[str, Any]]:
             for name in SUITES:
                 if suite not in (name, "all"):
                     continue
-                progress = _Progress(opts.progress, name)
+                progress = _Progress(opts.show_progress(), name)
                 try:
                     rows.extend({"suite": name, "thread_setting": n or "default", **r}
                                 for r in _RUNNERS[name](opts, say, progress))
