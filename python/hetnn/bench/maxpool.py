@@ -97,6 +97,7 @@ def _derive(row: Dict[str, Any], ceilings: Dict[str, Tuple[Optional[float], int,
         row["pct_stream"] = 100 * row["fwd_gbps"] / stream if stream else math.nan
         row["mem_peak_gbps"], row["mem_peak_what"] = ceiling, what
         row["pct_peak"] = 100 * row["fwd_gbps"] / ceiling if ceiling else math.nan
+        row["in_cache"] = "yes" if cache and in_b + out_b <= cache else ""  # the memory ceiling does not bound it
         if cache and in_b + out_b > cache:
             check_ceiling(row, "fwd_gbps", ceiling, "memory ceiling")
     if "bwd_ms" in row:
@@ -303,11 +304,12 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
 MAXPOOL_COLUMNS = [("case", "case", ""), ("shape", "N x C x H x W", ""), ("kernel", "k", "d"), ("stride", "s", "d"),
                    ("padding", "p", "d"), ("library", "library", ""), ("device", "device", ""),
                    ("fwd_ms", "fwd ms", ".3f"), ("fwd_gbps", "GB/s", ".1f"), ("pct_peak", "% mem peak", ".0f"),
-                   ("fwd_idx_ms", "fwd+idx ms", ".3f"), ("bwd_ms", "bwd ms", ".3f"),
+                   ("in_cache", "fits cache", ""), ("fwd_idx_ms", "fwd+idx ms", ".3f"), ("bwd_ms", "bwd ms", ".3f"),
                    ("bwd_over_fwd", "bwd/fwd", ".2f"), ("max_abs_err", "max err", ".1e"),
                    ("first_use", "first use", ""),
                    ("noise", "flags", ""), ("spread_pct", "IQR %", ".0f")]
 SWEEP_COLUMNS = [("case", "image", ""), ("windows", "windows", "d"), ("library", "library", ""),
                  ("device", "device", ""), ("fwd_ms", "fwd ms", ".4f"), ("fwd_gbps", "GB/s", ".2f"),
-                 ("pct_peak", "% mem peak", ".0f"), ("h2d_ms", "h2d ms", ".3f"), ("d2h_ms", "d2h ms", ".3f"),
+                 ("pct_peak", "% mem peak", ".0f"), ("in_cache", "fits cache", ""),
+                 ("h2d_ms", "h2d ms", ".3f"), ("d2h_ms", "d2h ms", ".3f"),
                  ("total_ms", "with transfers ms", ".3f")]

@@ -63,20 +63,90 @@ def _footer(fig: Any, env: Dict[str, Any], what: str) -> None:
              ha="left", va="top", wrap=True)
 
 
+_HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--")
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def _interval(r: Dict[str, Any], key: str) -> Optional[Tuple[float, float]]:
+    """The interquartile range of ``r[key]`` over the row's repeats (its ``times_ms`` / ``times_s``): a rate scales
+    as 1/time, a time as time. None without repeats."""
+    times = r.get("times_ms") or r.get("times_s")
+    v = r.get(key)
+    if not isinstance(times, list) or len(times) < 3 or not isinstance(v, (int, float)):
+        return None
+    ts = sorted(float(t) for t in times)
+    q = lambda f: ts[min(len(ts) - 1, int(round(f * (len(ts) - 1))))]  # noqa: E731
+    med, lo, hi = q(0.5), q(0.25), q(0.75)
+    if med <= 0 or lo <= 0:
+        return None
+    if key.endswith(("_ms", "_s")):
+        return v * lo / med, v * hi / med
+    return v * med / hi, v * med / lo
+
+
+def _styles(names: Sequence[str]) -> Dict[str, Tuple[str, str, str]]:
+    """(colour, hatch, marker) per series name, the same in every panel of a figure."""
+    return {n: (f"C{i % 10}", _HATCHES[i % len(_HATCHES)], _MARKERS[i % len(_MARKERS)])
+            for i, n in enumerate(dict.fromkeys(names))}
+
+
 def _bars(ax: Any, categories: Sequence[str], series: Dict[str, Dict[str, float]], ylabel: str,
-          log: bool = False) -> None:
+          log: bool = False, spread: Optional[Dict[str, Dict[str, Tuple[float, float]]]] = None,
+          cached: Optional[Dict[str, set]] = None, styles: Optional[Dict[str, Tuple[str, str, str]]] = None) -> None:
+    """Grouped bars: one colour and hatch per series, IQR error bars where ``spread`` has them, bars of rows whose
+    working set fits the cache (``cached``) drawn hollow."""
     n = max(1, len(series))
     width = 0.8 / n
+    styles = styles or _styles(list(series))
     for i, (name, vals) in enumerate(series.items()):
         xs = [c + (i - (n - 1) / 2) * width for c in range(len(categories))]
         ys = [vals.get(cat, math.nan) for cat in categories]
-        ax.bar(xs, ys, width, label=name)
+        color, hatch, _ = styles[name]
+        bars = ax.bar(xs, ys, width, label=name, color=color, hatch=hatch, edgecolor="white", lw=0)
+        for cat, bar in zip(categories, bars):
+            if cat in (cached or {}).get(name, set()):
+                bar.set_facecolor("none")
+                bar.set_edgecolor(bars.patches[0].get_facecolor() if bars.patches else "gray")
+                bar.set_linewidth(1.2)
+        iv = (spread or {}).get(name, {})
+        pts = [(x, y, iv[c]) for x, y, c in zip(xs, ys, categories) if c in iv and not math.isnan(y)]
+        if pts:
+            ax.errorbar([p[0] for p in pts], [p[1] for p in pts],
+                        yerr=[[p[1] - p[2][0] for p in pts], [p[2][1] - p[1] for p in pts]],
+                        fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
     ax.set_xticks(range(len(categories)))
     ax.set_xticklabels(categories, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel(ylabel)
     if log:
         ax.set_yscale("log")
     ax.grid(axis="y", alpha=0.3)
+
+
+def _ceilings(ax: Any, items: Sequence[Tuple[str, float]], unit: str) -> None:
+    """Horizontal ceiling lines; ceilings within 5 % of each other share one line and one label, and labels sit at
+    the left edge on a white box so that bars and legends do not hide them."""
+    groups: List[Tuple[float, List[str]]] = []
+    for name, v in sorted(set(items), key=lambda t: (t[1], t[0])):
+        if groups and v <= groups[-1][0] * 1.05:
+            groups[-1][1].append(name)
+        else:
+            groups.append((v, [name]))
+    for v, names in groups:
+        ax.axhline(v, ls="--", lw=1, color="dimgray")
+        ax.annotate(f"{', '.join(names)}: {v:.0f} {unit}", (0.01, v), xycoords=("axes fraction", "data"),
+                    fontsize=7, ha="left", va="bottom", color="dimgray",
+                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8})
+
+
+def _legend(fig: Any, axes: Sequence[Any], note: str = "") -> None:
+    """One legend for the whole figure, above the panels, from every panel's labelled artists."""
+    seen: Dict[str, Any] = {}
+    for a in axes:
+        for h, label in zip(*a.get_legend_handles_labels()):
+            seen.setdefault(label, h)
+    if seen:
+        fig.legend(list(seen.values()), list(seen.keys()), loc="outside upper center", fontsize=8,
+                   ncol=min(4, len(seen)), title=note or None, title_fontsize=7)
 
 
 def plot_peak(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
@@ -108,24 +178,29 @@ def plot_matmul(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
         shapes = list(dict.fromkeys(r["shape"] for r in sel))
         g: Dict[str, Dict[str, float]] = {}
         pct: Dict[str, Dict[str, float]] = {}
+        iqr: Dict[str, Dict[str, Tuple[float, float]]] = {}
+        iqr_pct: Dict[str, Dict[str, Tuple[float, float]]] = {}
         for r in sel:
             if _ok(r, "gflops"):
                 g.setdefault(_series(r), {})[r["shape"]] = r["gflops"]
+                iv = _interval(r, "gflops")
+                if iv:
+                    iqr.setdefault(_series(r), {})[r["shape"]] = iv
             if _ok(r, "pct_peak"):
                 pct.setdefault(_series(r), {})[r["shape"]] = r["pct_peak"]
-        _bars(ax[0][j], shapes, g, "GFLOP/s (median)")
-        peaks = sorted({(r["device"], r["peak_gflops"]) for r in sel if r.get("peak_gflops")
-                        and r["library"] == "hetnn"}, key=lambda x: x[1])
-        for dev, pk in peaks:
-            ax[0][j].axhline(pk, ls="--", lw=1, color="gray")
-            ax[0][j].annotate(f"{dev} ceiling {pk:.0f}", (len(shapes) - 0.5, pk), fontsize=7, ha="right",
-                              va="bottom", color="gray")
+                iv = _interval(r, "pct_peak")
+                if iv:
+                    iqr_pct.setdefault(_series(r), {})[r["shape"]] = iv
+        _bars(ax[0][j], shapes, g, "GFLOP/s (median, IQR bars)", spread=iqr)
+        peaks = {(r["device"], r["peak_gflops"]) for r in sel if r.get("peak_gflops") and r["library"] == "hetnn"}
+        _ceilings(ax[0][j], [(f"{dev} ceiling", pk) for dev, pk in peaks], "GFLOP/s")
         ax[0][j].set_title(f"matmul {dt}: GFLOP/s per shape and library")
-        ax[0][j].legend(fontsize=7, ncol=2)
-        _bars(ax[1][j], shapes, pct, "% of the device's measured FP32 peak")
-        ax[1][j].axhline(100, ls="--", lw=1, color="gray")
+        _bars(ax[1][j], shapes, pct, "% of the device's measured FP32 peak", spread=iqr_pct)
+        _ceilings(ax[1][j], [("measured ceiling", 100.0)], "%")
         ax[1][j].set_title("share of peak")
-    _footer(fig, env, "python -m hetnn bench matmul; operands on the device, synchronised, median of repeats")
+    _legend(fig, [a for row in ax for a in row])
+    _footer(fig, env, "python -m hetnn bench matmul; operands on the device, synchronised, median of repeats, "
+                      "error bars: interquartile range")
     return fig
 
 
@@ -135,33 +210,44 @@ def plot_maxpool(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
     if not sweep and not layers:
         return None
     fig, ax = _figure(1, 2, (13, 4.8))
+    styles = _styles([_series(r) for r in sweep + layers])
     for name in dict.fromkeys(_series(r) for r in sweep):
         sel = [r for r in sweep if _series(r) == name]
+        color, _, marker = styles[name]
         px = [r["windows"] * 4 for r in sel]  # input pixels of a 2x2 stride-2 sweep image
-        line, = ax[0][0].plot(px, [r["fwd_ms"] for r in sel], marker="o", ms=3, label=name)
+        ys = [r["fwd_ms"] for r in sel]
+        ivs = [_interval(r, "fwd_ms") or (y, y) for r, y in zip(sel, ys)]
+        err = [[y - v[0] for y, v in zip(ys, ivs)], [v[1] - y for y, v in zip(ys, ivs)]]
+        ax[0][0].errorbar(px, ys, yerr=err, color=color, marker=marker, ms=4, capsize=2, elinewidth=0.7, label=name)
         tot = [(p, r["total_ms"]) for p, r in zip(px, sel) if _ok(r, "total_ms")]
         if tot:
-            ax[0][0].plot(*zip(*tot), ls="--", color=line.get_color(), label=f"{name} + transfers")
+            ax[0][0].plot(*zip(*tot), ls="--", color=color, marker=marker, mfc="none", ms=4,
+                          label=f"{name} + transfers")
     ax[0][0].set_xscale("log")
     ax[0][0].set_yscale("log")
     ax[0][0].set_xlabel("image pixels (square, 1 channel; 2x2 windows, stride 2)")
     ax[0][0].set_ylabel("forward time, ms (median)")
     ax[0][0].set_title("max-pool sweep: time against size")
-    ax[0][0].legend(fontsize=7)
     ax[0][0].grid(alpha=0.3, which="both")
     cases = list(dict.fromkeys(r["case"] for r in layers))
     g: Dict[str, Dict[str, float]] = {}
+    iqr: Dict[str, Dict[str, Tuple[float, float]]] = {}
+    cached: Dict[str, set] = {}
     for r in layers:
         if _ok(r, "fwd_gbps"):
             g.setdefault(_series(r), {})[r["case"]] = r["fwd_gbps"]
-    _bars(ax[0][1], cases, g, "forward GB/s (input + output bytes)")
-    for ceiling in sorted({float(r["mem_peak_gbps"]) for r in layers if r.get("mem_peak_gbps")}):
-        ax[0][1].axhline(ceiling, ls="--", lw=1, color="gray")
-        ax[0][1].annotate(f"memory ceiling {ceiling:.0f} GB/s", (len(cases) - 0.5, ceiling), fontsize=7,
-                          ha="right", va="bottom", color="gray")
+            iv = _interval(r, "fwd_gbps")
+            if iv:
+                iqr.setdefault(_series(r), {})[r["case"]] = iv
+            if r.get("in_cache"):
+                cached.setdefault(_series(r), set()).add(r["case"])
+    _bars(ax[0][1], cases, g, "forward GB/s (input + output bytes)", spread=iqr, cached=cached, styles=styles)
+    _ceilings(ax[0][1], [(f"{r['device']} memory ({r['mem_peak_what']})", float(r["mem_peak_gbps"]))
+                         for r in layers if r.get("mem_peak_gbps") and r.get("library") == "hetnn"], "GB/s")
     ax[0][1].set_title("max-pool layers: forward bandwidth")
-    ax[0][1].legend(fontsize=7, ncol=2)
-    _footer(fig, env, "python -m hetnn bench maxpool")
+    _legend(fig, [ax[0][0], ax[0][1]], "hollow bars: the working set fits the last-level cache, so the memory "
+                                       "ceiling does not bound them" if cached else "")
+    _footer(fig, env, "python -m hetnn bench maxpool; error bars: interquartile range of the repeats")
     return fig
 
 
@@ -175,17 +261,18 @@ def plot_mlp(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
     fig, ax = _figure(1, ncols, (4.6 * ncols, 4.5))
     for j, bs in enumerate(batches):
         sel = [r for r in topo if r["batch"] == bs]
-        for dev in dict.fromkeys(r["device"] for r in sel):
-            for depth in sorted({r["layers"] for r in sel}):
+        for di, dev in enumerate(dict.fromkeys(r["device"] for r in sel)):
+            for k, depth in enumerate(sorted({r["layers"] for r in sel})):
                 pts = sorted((r["params"], r["train_s"]) for r in sel if r["device"] == dev and r["layers"] == depth)
-                ax[0][j].plot(*zip(*pts), marker="o", ms=3, label=f"{dev}, {depth} hidden")
+                if pts:
+                    ax[0][j].plot(*zip(*pts), marker=_MARKERS[k % len(_MARKERS)], ms=4,
+                                  ls=("-", "--", ":", "-.")[di % 4], label=f"{dev}, {depth} hidden")
         ax[0][j].set_xscale("log")
         ax[0][j].set_yscale("log")
         ax[0][j].set_xlabel("parameters")
         ax[0][j].set_ylabel("training time, s/epoch")
         ax[0][j].set_title(f"topology study, batch {bs}")
         ax[0][j].grid(alpha=0.3, which="both")
-        ax[0][j].legend(fontsize=6)
     if mnist:
         widths = list(dict.fromkeys(r["widths"] for r in mnist))
         s: Dict[str, Dict[str, float]] = {}
@@ -195,8 +282,8 @@ def plot_mlp(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
         _bars(a, [f"784-{w}-10" for w in widths], {k: {f"784-{w}-10": v for w, v in d.items()} for k, d in s.items()},
               "s/epoch (median)")
         a.set_title("Fashion-MNIST training, batch 64")
-        a.legend(fontsize=7)
-    _footer(fig, env, "python -m hetnn bench mlp")
+    _legend(fig, [a for row in ax for a in row])
+    _footer(fig, env, "python -m hetnn bench mlp; topology points: one timed epoch each")
     return fig
 
 
@@ -204,14 +291,21 @@ def plot_transfer(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
     rows = [r for r in rows if "bytes" in r]
     if not rows:
         return None
-    fig, ax = _figure(1, 2, (12, 4.5))
-    for name in dict.fromkeys(f"{r['device']} {r['direction']}" for r in rows):
+    fig, ax = _figure(1, 2, (12, 4.8))
+    for i, name in enumerate(dict.fromkeys(f"{r['device']} {r['direction']}" for r in rows)):
         sel = [r for r in rows if f"{r['device']} {r['direction']}" == name]
-        bw = [(r["bytes"], r["gbps"]) for r in sel if _ok(r, "gbps")]
-        if bw:
-            ax[0][0].plot(*zip(*bw), marker="o", ms=3, label=name)
-        ax[0][1].plot([r["bytes"] for r in sel], [r["wall_ms"] * 1e3 for r in sel], marker="o", ms=3, label=name)
-    for a, ylabel, title in ((ax[0][0], "GB/s", "bandwidth against size"),
+        mk = _MARKERS[i % len(_MARKERS)]
+        wall = [(r["bytes"], r["wall_gbps"]) for r in sel if _ok(r, "wall_gbps")]
+        line = None
+        if wall:  # what the caller waits for: bandwidth from wall-clock time
+            line, = ax[0][0].plot(*zip(*wall), marker=mk, ms=4, label=name)
+        dev_bw = [(r["bytes"], r["gbps"]) for r in sel if _ok(r, "gbps") and r.get("timing") == "device"]
+        if dev_bw:  # the copy alone, from the device's timer
+            ax[0][0].plot(*zip(*dev_bw), marker=mk, mfc="none", ms=4, ls=":", lw=0.9,
+                          color=line.get_color() if line is not None else None)
+        ax[0][1].plot([r["bytes"] for r in sel], [r["wall_ms"] * 1e3 for r in sel], marker=mk, ms=4, label=name)
+    ax[0][0].plot([], [], "k:", marker="o", mfc="none", label="dotted, hollow: device time of the copy alone")
+    for a, ylabel, title in ((ax[0][0], "GB/s (solid: from wall time)", "bandwidth against size"),
                              (ax[0][1], "wall time per copy, us", "latency against size")):
         a.set_xscale("log", base=2)
         a.set_yscale("log")
@@ -219,8 +313,8 @@ def plot_transfer(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
         a.set_ylabel(ylabel)
         a.set_title(title)
         a.grid(alpha=0.3, which="both")
-        a.legend(fontsize=7)
-    _footer(fig, env, "python -m hetnn bench transfer")
+    _legend(fig, [ax[0][0], ax[0][1]])
+    _footer(fig, env, "python -m hetnn bench transfer; median of repeats")
     return fig
 
 

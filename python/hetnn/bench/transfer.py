@@ -17,7 +17,8 @@ from .peak import _key, check_ceiling, host_cache_size, mem_peak_gbps, stored_pe
 
 TRANSFER_COLUMNS = [
     ("device", "device", ""), ("direction", "direction", ""), ("size", "size", ""), ("bytes", "bytes", ","),
-    ("ms", "median ms", ".4f"), ("gbps", "GB/s", ".2f"), ("pct_peak", "% peak", ".0f"), ("wall_ms", "wall ms", ".4f"),
+    ("wall_ms", "wall ms", ".4f"), ("wall_gbps", "wall GB/s", ".2f"), ("ms", "device ms", ".4f"),
+    ("gbps", "device GB/s", ".2f"), ("pct_peak", "% peak", ".0f"), ("in_cache", "fits cache", ""),
     ("noise", "flags", ""),
 ]
 
@@ -63,11 +64,13 @@ def run_transfer(devices: Sequence[Device], sizes: Sequence[int], *, n_warmup: i
                 t, timed_by = copy_seconds(r)
                 row = {"device": dev.id, "direction": direction, "size": _human(n), "bytes": n,
                        "ms": t * 1e3, "wall_ms": r.median * 1e3, "gbps": n / t / 1e9 if t > 0 else float("nan"),
+                       "wall_gbps": n / r.median / 1e9 if r.median > 0 else float("nan"),
                        "timing": timed_by, "repeats": r.n_repeat,
                        **r.flags}
                 ref = pct_ref[direction]
                 row["pct_peak"] = 100 * row["gbps"] / ref if ref else float("nan")
                 ceiling, cache = ceil[direction]
+                row["in_cache"] = "yes" if cache and n <= cache else ""  # "% peak" may pass 100 here
                 if cache and n > cache:
                     check_ceiling(row, "gbps", ceiling, "memory ceiling")
                 rows.append(row)

@@ -1,0 +1,67 @@
+"""The report plots: IQR error bars from the repeats, one legend per figure, coinciding ceilings labelled once,
+series told apart by hatch or marker as well as colour, cache-resident rows drawn hollow, transfer bandwidth from
+wall time with the device time beside it."""
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from hetnn.bench.plots import make_figures  # noqa: E402
+
+ENV = {"hetnn": "test", "date": "today", "devices": [{"id": "cpu", "name": "CPU"}]}
+
+
+def _matmul_rows():
+    rows = []
+    for dev, lib in (("cpu", "hetnn"), ("opencl:0:0", "hetnn"), ("host", "numpy")):
+        for shape, g in (("512^3", 200.0), ("1024^3", 180.0)):
+            t = 2 * 512 ** 3 / g / 1e9 * 1e3
+            rows.append({"suite": "matmul", "library": lib, "device": dev, "dtype": "float32", "shape": shape,
+                         "gflops": g, "pct_peak": 100 * g / 235, "peak_gflops": 235.0,
+                         "times_ms": [t * 0.8, t * 0.9, t, t * 1.1, t * 1.3]})
+    return rows
+
+
+def _texts(ax):
+    return [t.get_text() for t in ax.texts]
+
+
+def test_matmul_plot_has_error_bars_one_legend_and_one_label_per_ceiling():
+    fig = make_figures(_matmul_rows(), ENV)["matmul"]
+    axes = fig.axes
+    assert len(fig.legends) == 1 and all(a.get_legend() is None for a in axes)
+    assert sorted(t.get_text() for t in fig.legends[0].texts) == ["hetnn cpu", "hetnn opencl:0:0", "numpy host"]
+    top = axes[0]
+    assert len(top.containers) >= 3 + 3  # three bar series and their error bars
+    errbars = [c for c in top.containers if type(c).__name__ == "ErrorbarContainer"]
+    assert len(errbars) == 3
+    labels = [t for t in _texts(top) if "ceiling" in t]
+    assert labels == ["cpu ceiling, opencl:0:0 ceiling: 235 GFLOP/s"]  # two equal ceilings, one label
+    hatches = {p.get_hatch() for c in top.containers if type(c).__name__ == "BarContainer" for p in c.patches}
+    assert len(hatches) == 3  # told apart without colour too
+
+
+def test_maxpool_plot_draws_cache_resident_rows_hollow():
+    rows = []
+    for case, in_cache in (("small", "yes"), ("large", "")):
+        rows.append({"suite": "maxpool", "part": "layers", "case": case, "library": "hetnn", "device": "cpu",
+                     "fwd_ms": 1.0, "fwd_gbps": 40.0, "mem_peak_gbps": 50.0, "mem_peak_what": "STREAM triad",
+                     "in_cache": in_cache, "times_ms": [0.9, 1.0, 1.0, 1.1, 1.2]})
+    fig = make_figures(rows, ENV)["maxpool"]
+    bars = [c for c in fig.axes[1].containers if type(c).__name__ == "BarContainer"][0].patches
+    assert bars[0].get_fill() is False or bars[0].get_facecolor()[3] == 0  # small: hollow
+    assert bars[1].get_facecolor()[3] > 0
+    assert "cache" in fig.legends[0].get_title().get_text()
+
+
+def test_transfer_plot_shows_wall_and_device_bandwidth():
+    rows = [{"suite": "transfer", "device": "cpu", "direction": d, "bytes": n, "wall_ms": n / 1e7, "ms": n / 2e7,
+             "gbps": n / (n / 2e7) / 1e6, "wall_gbps": n / (n / 1e7) / 1e6, "timing": "device"}
+            for d in ("h2d", "d2h") for n in (1 << 10, 1 << 20)]
+    fig = make_figures(rows, ENV)["transfer"]
+    lines = fig.axes[0].get_lines()
+    solid = [ln for ln in lines if ln.get_linestyle() == "-" and len(ln.get_xdata())]
+    dotted = [ln for ln in lines if ln.get_linestyle() == ":" and len(ln.get_xdata())]
+    assert len(solid) == 2 and len(dotted) == 2
+    assert solid[0].get_ydata()[0] == pytest.approx(10.0)  # from wall time
+    assert dotted[0].get_ydata()[0] == pytest.approx(20.0)  # from device time
+    assert "wall" in fig.axes[0].get_ylabel()
