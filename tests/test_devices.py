@@ -154,7 +154,7 @@ def test_opencl_allocations_are_held_to_the_devices_memory(device):
                     reason="PoCL is not the OpenCL platform here")
 def test_an_unwritable_pocl_cache_is_named_when_no_device_is_listed(tmp_path):
     """PoCL lists no device when it cannot write its kernel cache; hetnn once said only "platforms exist but list
-    no device"."""
+    no device", and nothing at all where another platform (NVIDIA's) still listed its devices."""
     env = {k: v for k, v in os.environ.items() if k not in ("XDG_CACHE_HOME", "POCL_CACHE_DIR")}
     env["HOME"] = "/proc/hetnn-no-such-home"  # nothing can be created under /proc, not even by root
     code = ("import hetnn; from hetnn._loader import _core; "

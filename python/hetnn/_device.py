@@ -319,5 +319,5 @@ def devices_table() -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     status = _core.opencl_status()
     if status:
-        lines.append(f"(no OpenCL device: {status})")
+        lines.append(f"(OpenCL: {status})")
     return "\n".join(lines)

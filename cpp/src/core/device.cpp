@@ -87,7 +87,7 @@ std::string describe_devices() {
     os << ": " << i.name << " [" << i.type << ", " << i.kind << "]\n";
   }
   std::string cl = opencl_status();
-  if (!cl.empty()) os << "  (no OpenCL device: " << cl << ")\n";
+  if (!cl.empty()) os << "  (OpenCL: " << cl << ")\n";
   return os.str();
 }
 

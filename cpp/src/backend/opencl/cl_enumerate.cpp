@@ -1,5 +1,5 @@
 // Lists every OpenCL platform/device through the ICD loader. No platform is not an error: hetnn then simply
-// has no OpenCL device, and opencl_status() says why.
+// has no OpenCL device, and opencl_status() says why (and names a platform that lists no device beside others).
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -144,9 +144,13 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() {
   std::vector<cl_platform_id> platforms(np);
   clGetPlatformIDs(np, platforms.data(), nullptr);
   int ordinal = 0;
+  std::vector<cl_platform_id> empty;  // platforms that list no device (said even when others do)
   for (cl_uint p = 0; p < np; ++p) {
     cl_uint nd = 0;
-    if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
+    if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) {
+      empty.push_back(platforms[p]);
+      continue;
+    }
     std::vector<cl_device_id> devs(nd);
     clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, nd, devs.data(), nullptr);
     for (cl_uint d = 0; d < nd; ++d) {
@@ -185,10 +189,16 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() {
       out.emplace_back(i, [plat, dev, i] { return std::unique_ptr<Backend>(new opencl::ClBackend(plat, dev, i)); });
     }
   }
-  if (out.empty()) {
-    g_status = "OpenCL platforms exist but list no device";
+  if (!empty.empty()) {
     bool pocl = false;
-    for (cl_platform_id p : platforms) pocl |= platform_string(p, CL_PLATFORM_NAME).find("Portable") != std::string::npos;
+    std::string names;
+    for (cl_platform_id p : empty) {
+      const std::string name = platform_string(p, CL_PLATFORM_NAME);
+      pocl |= name.find("Portable") != std::string::npos;
+      names += (names.empty() ? "'" : ", '") + name + "'";
+    }
+    g_status = out.empty() ? "OpenCL platforms exist but list no device"
+                           : "platform " + names + " lists no device";
     const std::string dir = pocl_cache_dir();
     if (pocl && !dir.empty() && !creatable(dir))
       g_status += "; PoCL lists no device when it cannot write its kernel cache, and " + dir +
