@@ -152,7 +152,7 @@ def rel_err(result, reference):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """The figures the README's Reliability section quotes: property-test examples run in this session."""
+    """The figures docs/design.md's Reliability section quotes: property-test examples run in this session."""
     mods = __import__("sys").modules
     prop, bad = mods.get("test_properties"), mods.get("test_bad_inputs")
     if prop is not None and prop.COUNT["examples"]:
