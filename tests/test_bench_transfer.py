@@ -18,6 +18,12 @@ def test_run_transfer_every_device():
     assert len(rows) == len(devs) * 3 * 3
     for r in rows:
         assert r["gbps"] > 0 and r["ms"] > 0 and r["wall_ms"] > 0
+        assert r["wall_gbps"] == pytest.approx(r["bytes"] / (r["wall_ms"] / 1e3) / 1e9)
+        dev = hetnn.device(r["device"])
+        across_a_bus = r["direction"] != "d2d" and dev.kind == "opencl" and dev.type != "cpu"
+        fits = bool(dev.cache_size) and r["bytes"] <= dev.cache_size and not across_a_bus
+        if r["direction"] == "d2d" or across_a_bus:
+            assert bool(r["in_cache"]) == fits, r
     lines = summary(rows)
     assert len(lines) == 3 * len(devs) and all("latency" in line for line in lines)
 
