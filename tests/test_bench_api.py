@@ -180,3 +180,33 @@ def test_public_namespaces_hold_only_their_api():
         assert all(hasattr(mod, n) for n in names), mod.__name__
         assert not names & {"Any", "Callable", "Optional", "annotations", "np", "os", "sys"}, mod.__name__
         assert not any(n.startswith("_") and n != "__version__" for n in names), mod.__name__
+
+
+class _CountingProgress:
+    def __init__(self):
+        self.total, self.calls = 0, 0
+
+    def expect(self, n):
+        self.total += n
+
+    def __call__(self, msg):
+        self.calls += 1
+
+
+def test_suite_runners_announce_their_totals():
+    from hetnn.bench import run_matmul
+    from hetnn.bench.transfer import run_transfer
+
+    devs = hetnn.devices()
+    p = _CountingProgress()
+    run_transfer(devs, [4, 64], n_warmup=0, n_repeat=1, progress=p)
+    run_matmul([("a", 8, 8, 8), ("b", 16, 8, 4)], devs, compare=[], n_warmup=0, n_repeat=1, progress=p)
+    assert p.total == p.calls == len(devs) * 2 + 2
+    opts = hetnn.bench.Options(progress=True)
+    from hetnn.bench.suites import _Progress
+
+    bar = _Progress(opts.show_progress(), "t")
+    bar.expect(3)
+    bar.expect(2)
+    assert bar.bar is None or bar.bar.total == 5
+    bar.close()

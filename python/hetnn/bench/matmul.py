@@ -17,6 +17,7 @@ from .._oscounters import quiesce
 from .._threads import get_num_threads
 from .._measurement import spread_pct
 from .._timing import Case, interleave
+from .progress import expect
 from .peak import check_ceiling, fp32_peak_gflops, share
 from .peers import ARRAY_PEERS, find_peers
 from .stats import ratio_interval
@@ -227,6 +228,7 @@ def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str
         d.kind == "cpu" for d in devices) else None
     threads = get_num_threads()
     rows: List[Dict[str, Any]] = []
+    expect(progress, len(shapes))
     for label, m, n, k in shapes:
         a = rng.uniform(-1, 1, (m, k)).astype(dtype)
         b = rng.uniform(-1, 1, (k, n)).astype(dtype)

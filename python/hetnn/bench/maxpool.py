@@ -18,6 +18,7 @@ from .._loader import _core
 from .._ops import max_pool2d, max_pool2d_backward
 from .._threads import get_num_threads
 from .._timing import Case, benchmark, interleave
+from .progress import expect
 from .matmul import settle
 from .peak import check_ceiling, host_cache_size, mem_peak_gbps, on_host, stream_gbps
 from .peers import find_peers
@@ -203,6 +204,7 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
     timing: Dict[str, Any] = dict(n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
     ceilings = _ceilings(devices, stream)
     rows: List[Dict[str, Any]] = []
+    expect(progress, len(cases))
     for label, n, c, h, w, k, s, p in cases:
         if progress:
             progress(label)

@@ -22,6 +22,7 @@ from .. import datasets, nn, optim
 from .._device import Device
 from .._threads import get_num_threads
 from .._timing import Case, _first_use_totals, interleave
+from .progress import expect
 from .matmul import blas_threads, settle
 from .stats import ratio_interval
 from .peak import check_ceiling, cpu_fma_peak_gflops, fp32_peak_gflops, share
@@ -95,6 +96,7 @@ def run_topology(devices: Sequence[Device], *, max_width: int = 6400, batches: S
     x, y = x[:whole], y[:whole]
     peaks = _peaks(devices)
     rows: List[Dict[str, Any]] = []
+    expect(progress, len(depths) * len(topology_widths(max_width)) * len(devices) * len(batches))
     for depth in depths:
         for w in topology_widths(max_width):
             hidden = _hidden(w, depth)
@@ -340,6 +342,7 @@ def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False
             if notes is not None:
                 notes.append(f"torch: not used ({type(exc).__name__}: {exc})")
     rows: List[Dict[str, Any]] = []
+    expect(progress, len(mnist_topologies(quick)))
     for hidden in mnist_topologies(quick):
         ctx["widths"] = "-".join(map(str, hidden))
         ctx["flops"] = train_flops([784, *hidden, 10], len(xt))

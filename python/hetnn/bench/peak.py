@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from .._device import Device
 from .._loader import _core
 from .._oscounters import Probe, quiesce, span_noise
+from .progress import expect
 from .copies import copy_seconds, measure_copies
 
 _cache: Dict[str, Any] = {}
@@ -249,6 +250,7 @@ def run_peak(devices: Sequence[Device], store: bool = True,
     """Measures every device's ceilings and stores them in the cache directory (peaks.json), where the other
     suites find them for their "% of peak" columns."""
     rows = []
+    expect(progress, len(devices))
     for dev in devices:
         if progress:
             progress(f"ceilings of {dev.id}")

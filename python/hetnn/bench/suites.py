@@ -141,6 +141,12 @@ class _Progress:
                 return
             self.bar = tqdm(desc=desc, unit="row", file=sys.stderr, leave=False, dynamic_ncols=True)
 
+    def expect(self, n: int) -> None:
+        """n more steps to come (the runners announce their step counts, so the bar shows a total)."""
+        if self.bar is not None:
+            self.bar.total = (self.bar.total or 0) + n
+            self.bar.refresh()
+
     def __call__(self, msg: str) -> None:
         if self.bar is not None:
             self.bar.set_postfix_str(msg, refresh=False)

@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 
 from .._device import Device
+from .progress import expect
 from .copies import copy_seconds, measure_copies
 from .peak import _key, check_ceiling, host_cache_size, mem_peak_gbps, on_host, stored_peaks, stream_gbps
 
@@ -46,6 +47,7 @@ def run_transfer(devices: Sequence[Device], sizes: Sequence[int], *, n_warmup: i
     events; the CPU device times each command too), else the wall time."""
     host_cache = host_cache_size()
     rows = []
+    expect(progress, len(devices) * len(sizes))
     for dev in devices:
         # ceilings: a device-to-device copy cannot beat the device's memory, a host copy the host's (each counted
         # once here, while the memory moves the bytes twice: loose bounds), beyond the last-level caches
