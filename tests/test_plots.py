@@ -65,3 +65,26 @@ def test_transfer_plot_shows_wall_and_device_bandwidth():
     assert solid[0].get_ydata()[0] == pytest.approx(10.0)  # from wall time
     assert dotted[0].get_ydata()[0] == pytest.approx(20.0)  # from device time
     assert "wall" in fig.axes[0].get_ylabel()
+
+
+def test_topology_points_carry_the_spread_of_their_epochs():
+    rows = [{"suite": "mlp", "part": "topology", "batch": 100, "device": dev, "layers": depth, "params": p,
+             "train_s": 0.01 * p / 1000, "times_s": [0.009 * p / 1000, 0.01 * p / 1000, 0.012 * p / 1000]}
+            for dev in ("cpu", "opencl:0:0") for depth in (1, 2) for p in (1000, 4000)]
+    fig = make_figures(rows, ENV)["mlp"]
+    errbars = [c for c in fig.axes[0].containers if type(c).__name__ == "ErrorbarContainer"]
+    assert len(errbars) == 4
+    markers = {c.lines[0].get_marker() for c in errbars}
+    styles = {c.lines[0].get_linestyle() for c in errbars}
+    assert len(markers) == 2 and len(styles) == 2  # depth by marker, device by line style, not colour alone
+    assert len(fig.legends) == 1
+
+
+def test_run_topology_times_several_epochs():
+    import hetnn
+    from hetnn.bench import run_topology
+
+    rows = run_topology([hetnn.device("cpu")], max_width=50, batches=(100,), depths=(1,), n_samples=400, epochs=3)
+    assert rows and all(len(r["times_s"]) == 3 and r["train_s"] == sorted(r["times_s"])[1] for r in rows)
+    with pytest.raises(ValueError, match="epochs"):
+        run_topology([hetnn.device("cpu")], epochs=0)

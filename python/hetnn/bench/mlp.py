@@ -87,8 +87,12 @@ def _mlp(inputs: int, hidden: Sequence[int], outputs: int, device: Device, seed:
 
 
 def run_topology(devices: Sequence[Device], *, max_width: int = 6400, batches: Sequence[int] = (100, 500, 1000),
-                 depths: Sequence[int] = (1, 2, 3), n_samples: int = 5000, seed: int = 0,
+                 depths: Sequence[int] = (1, 2, 3), n_samples: int = 5000, seed: int = 0, epochs: int = 3,
                  progress: Optional[Callable[[str], None]] = None) -> List[Dict[str, Any]]:
+    """Training (``epochs`` timed epochs per point: the median, and ``times_s`` for the spread) and inference time of
+    the MLP topology study per depth, width, device and batch."""
+    if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 1:
+        raise ValueError(f"run_topology: epochs must be an int >= 1, got {epochs!r}")
     (x, y), _ = datasets.solar_irradiance(n_samples=n_samples, seed=seed, test_fraction=0.01)
     # whole batches only: a last, smaller batch is a new matrix shape, and a new shape may compile an OpenCL
     # kernel variant inside the timed epoch
@@ -110,14 +114,16 @@ def run_topology(devices: Sequence[Device], *, max_width: int = 6400, batches: S
                     # warm-up: two batches (kernels compiled, buffers allocated), not timed
                     model.fit(x[:2 * bs], y[:2 * bs], loss=nn.MSELoss(), optimizer=opt, epochs=1, batch_size=bs)
                     model.predict(x[:bs], batch_size=bs)
-                    hist = model.fit(x, y, loss=nn.MSELoss(), optimizer=opt, epochs=1, batch_size=bs, seed=seed)
+                    hist = model.fit(x, y, loss=nn.MSELoss(), optimizer=opt, epochs=epochs, batch_size=bs, seed=seed)
                     t0 = time.perf_counter()
                     model.predict(x, batch_size=bs)
                     infer = time.perf_counter() - t0
-                    train = hist.history["epoch_time"][0]
+                    times = [float(t) for t in hist.history["epoch_time"]]
+                    train = float(np.median(times))
                     rows.append(_with_peak(
                         {"layers": depth, "widths": "-".join(map(str, hidden)), "params": model.count_params(),
                          "library": "hetnn", "device": dev.id, "batch": bs, "samples": len(x), "train_s": train,
+                         "times_s": times,
                          "infer_s": infer, "train_samples_per_s": len(x) / train if train > 0 else float("nan")},
                         train_flops([50, *hidden, 1], len(x)), train, peaks[dev.id]))
                     del model, opt

@@ -263,10 +263,13 @@ def plot_mlp(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
         sel = [r for r in topo if r["batch"] == bs]
         for di, dev in enumerate(dict.fromkeys(r["device"] for r in sel)):
             for k, depth in enumerate(sorted({r["layers"] for r in sel})):
-                pts = sorted((r["params"], r["train_s"]) for r in sel if r["device"] == dev and r["layers"] == depth)
+                pts = sorted(((r["params"], r["train_s"], _interval(r, "train_s") or (r["train_s"],) * 2)
+                              for r in sel if r["device"] == dev and r["layers"] == depth), key=lambda p: p[0])
                 if pts:
-                    ax[0][j].plot(*zip(*pts), marker=_MARKERS[k % len(_MARKERS)], ms=4,
-                                  ls=("-", "--", ":", "-.")[di % 4], label=f"{dev}, {depth} hidden")
+                    ax[0][j].errorbar([p[0] for p in pts], [p[1] for p in pts],
+                                      yerr=[[p[1] - p[2][0] for p in pts], [p[2][1] - p[1] for p in pts]],
+                                      marker=_MARKERS[k % len(_MARKERS)], ms=4, capsize=2, elinewidth=0.7,
+                                      ls=("-", "--", ":", "-.")[di % 4], label=f"{dev}, {depth} hidden")
         ax[0][j].set_xscale("log")
         ax[0][j].set_yscale("log")
         ax[0][j].set_xlabel("parameters")
@@ -276,14 +279,17 @@ def plot_mlp(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
     if mnist:
         widths = list(dict.fromkeys(r["widths"] for r in mnist))
         s: Dict[str, Dict[str, float]] = {}
+        iqr: Dict[str, Dict[str, Tuple[float, float]]] = {}
         for r in mnist:
-            s.setdefault(_series(r), {})[r["widths"]] = r["epoch_s"]
+            s.setdefault(_series(r), {})[f"784-{r['widths']}-10"] = r["epoch_s"]
+            iv = _interval(r, "epoch_s")
+            if iv:
+                iqr.setdefault(_series(r), {})[f"784-{r['widths']}-10"] = iv
         a = ax[0][ncols - 1]
-        _bars(a, [f"784-{w}-10" for w in widths], {k: {f"784-{w}-10": v for w, v in d.items()} for k, d in s.items()},
-              "s/epoch (median)")
+        _bars(a, [f"784-{w}-10" for w in widths], s, "s/epoch (median)", spread=iqr)
         a.set_title("Fashion-MNIST training, batch 64")
     _legend(fig, [a for row in ax for a in row])
-    _footer(fig, env, "python -m hetnn bench mlp; topology points: one timed epoch each")
+    _footer(fig, env, "python -m hetnn bench mlp; topology points: median of the timed epochs, bars: their IQR")
     return fig
 
 

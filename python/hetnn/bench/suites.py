@@ -310,7 +310,8 @@ def suite_mlp(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, An
         mnist = []
         notes.append(str(exc))
     topo = run_topology(devs, max_width=max_width, batches=(100, 1000) if opts.quick else (100, 500, 1000),
-                        n_samples=2000 if opts.quick else 5000, progress=progress.callback())
+                        n_samples=2000 if opts.quick else 5000, epochs=3,
+                        progress=progress.callback())
     for line in dict.fromkeys(notes):
         say(f"note: {line}")
     if mnist:
