@@ -248,6 +248,15 @@ def _act(x, name):
     return x
 
 
+def _epilogue_err(result, a, b, bias, ref):
+    """The error over what the operation's rounding is proportional to: alpha|a||b| + |bias| (the activations'
+    slopes are at most 1). Relative to the result itself, alpha*a@b + bias cancelling to near zero (seen on PoCL 5.0
+    for a 1x1x1 product) made a correctly rounded result fail."""
+    scale = np.max(0.75 * np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+                   + (0 if bias is None else np.abs(bias.astype(np.float64))))
+    return float(np.max(np.abs(np.asarray(result, np.float64) - ref)) / scale)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("activation", [None, "relu", "sigmoid", "tanh"])
 @pytest.mark.parametrize("with_bias", [False, True])
@@ -259,9 +268,22 @@ def test_fused_bias_activation(device, rng, dtype, activation, with_bias, m, n, 
     C = hetnn.matmul(A, B, bias=None if bias is None else hetnn.asarray(bias, device=device),
                      activation=activation, alpha=0.75)
     ref = _act(_ref(a, b, alpha=0.75) + (0 if bias is None else bias.astype(np.float64)), activation)
-    assert rel_err(C.numpy(), ref) < TOL[dtype] * 2
+    assert _epilogue_err(C.numpy(), a, b, bias, ref) < TOL[dtype] * 2
     c = hetnn.matmul(a, b, bias=bias, activation=activation, alpha=0.75, device=device)  # NumPy path
-    assert rel_err(c, ref) < TOL[dtype] * 2
+    assert _epilogue_err(c, a, b, bias, ref) < TOL[dtype] * 2
+
+
+@pytest.mark.parametrize("activation", [None, "tanh"])
+def test_fused_bias_that_cancels_the_product(device, activation):
+    """alpha*a*b + bias = 0.75 * 0.5 * 0.8 - 0.3: zero up to float32 rounding. The result must be within rounding
+    of the float64 reference measured against the terms' size; measured against the result's own size (the old
+    check) any rounding at all is a 100 % error."""
+    a, b = np.array([[0.5]], np.float32), np.array([[0.8]], np.float32)
+    bias = np.array([-0.3], np.float32)
+    ref = _act(0.75 * 0.5 * np.float64(np.float32(0.8)) + np.float64(bias[0]), activation)
+    c = hetnn.matmul(a, b, bias=bias, activation=activation, alpha=0.75, device=device)
+    assert _epilogue_err(c, a, b, bias, ref) < TOL["float32"]
+    assert abs(ref) < 1e-7 and rel_err(np.float64(np.float32(ref) + np.float32(1e-9)), np.array([ref])) > 1e-3
 
 
 def test_fused_epilogue_with_beta_and_transposes(device, rng):
