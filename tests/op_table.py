@@ -145,6 +145,62 @@ def _avg(x, *args, **kwargs):
 
 
 
+def _conv_inputs(rng, dtype):
+    groups = int(rng.choice([1, 1, 2, 3]))
+    cg, og = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    s, d = (int(rng.integers(1, 3)), int(rng.integers(1, 3))), (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+    padding = "same" if s == (1, 1) and rng.integers(4) == 0 else (int(rng.integers(0, 3)), int(rng.integers(0, 3)))
+    pad = (0, 0) if padding == "same" else padding
+    h = int(rng.integers(max(1, d[0] * (kh - 1) + 1 - 2 * pad[0]), 12))
+    w = int(rng.integers(max(1, d[1] * (kw - 1) + 1 - 2 * pad[1]), 12))
+    x = rng.standard_normal((int(rng.integers(0, 3)), cg * groups, h, w)).astype(dtype)
+    weight = (rng.standard_normal((og * groups, cg, kh, kw)) / np.sqrt(cg * kh * kw)).astype(dtype)
+    bias = rng.standard_normal(og * groups).astype(dtype) if rng.integers(2) else None
+    act = [None, "relu", "sigmoid", "tanh"][int(rng.integers(4))]
+    return x, weight, bias, s, padding, d, groups, act
+
+
+def _conv_run(dev, inp):
+    x, weight, bias, s, padding, d, groups, act = inp
+    return (hetnn.conv2d(x, weight, bias, s, padding, d, groups, act, device=dev),)
+
+
+def _conv_ref(inp):
+    """Direct summation in float64 over the zero-padded input (PyTorch's definition, written apart from hetnn)."""
+    x, weight, bias, s, padding, d, groups, act = inp
+    x, weight = x.astype(np.float64), weight.astype(np.float64)
+    n, c, h, w = x.shape
+    o, cg, kh, kw = weight.shape
+    ekh, ekw = d[0] * (kh - 1) + 1, d[1] * (kw - 1) + 1
+    if padding == "same":
+        top, left = (ekh - 1) // 2, (ekw - 1) // 2
+        bottom, right = ekh - 1 - top, ekw - 1 - left
+    else:
+        pad = (0, 0) if padding == "valid" else padding
+        top = bottom = pad[0]
+        left = right = pad[1]
+    xp = np.zeros((n, c, h + top + bottom, w + left + right))
+    xp[:, :, top:top + h, left:left + w] = x
+    oh, ow = (h + top + bottom - ekh) // s[0] + 1, (w + left + right - ekw) // s[1] + 1
+    y = np.zeros((n, o, oh, ow))
+    og = o // groups
+    for g in range(groups):
+        xs = xp[:, g * cg:(g + 1) * cg]
+        for i in range(kh):
+            for j in range(kw):
+                r0, c0 = i * d[0], j * d[1]
+                patch = xs[:, :, r0:r0 + s[0] * (oh - 1) + 1:s[0], c0:c0 + s[1] * (ow - 1) + 1:s[1]]
+                y[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, weight[g * og:(g + 1) * og, :, i, j])
+    if bias is not None:
+        y += bias.astype(np.float64)[None, :, None, None]
+    return (y if act is None else _acts64(y, act),)
+
+
+def _conv(x, w, *args, **kwargs):
+    return lambda d: hetnn.conv2d(x, w, *args, device=d, **kwargs)
+
+
 # ---- training ops --------------------------------------------------------------------------------------------------
 def _act_inputs(rng, dtype):
     return rng.standard_normal(_shape(rng)).astype(dtype) * 3, str(rng.choice(["relu", "sigmoid", "tanh"]))
@@ -309,6 +365,27 @@ POOL_BWD_BAD = [
 ]
 
 
+CX = np.zeros((1, 4, 6, 6), np.float32)
+CW = np.zeros((8, 4, 3, 3), np.float32)
+CONV_BAD = [
+    ("x-2d", _conv(np.zeros((6, 6), np.float32), CW), ValueError, "x must be 4-D"),
+    ("weight-3d", _conv(CX, np.zeros((8, 4, 3), np.float32)), ValueError, "weight must be 4-D"),
+    ("channels-mismatch", _conv(CX, np.zeros((8, 3, 3, 3), np.float32)), ValueError, "input channels"),
+    ("groups-not-dividing", _conv(CX, np.zeros((8, 4, 3, 3), np.float32), groups=3), ValueError, "groups"),
+    ("groups-zero", _conv(CX, CW, groups=0), ValueError, "groups"),
+    ("groups-float", _conv(CX, CW, groups=1.5), TypeError, "groups"),
+    ("kernel-larger-than-input", _conv(CX, np.zeros((8, 4, 7, 7), np.float32)), ValueError, "padded input"),
+    ("stride-zero", _conv(CX, CW, stride=0), ValueError, "stride"),
+    ("dilation-zero", _conv(CX, CW, dilation=(1, 0)), ValueError, "dilation"),
+    ("padding-negative", _conv(CX, CW, padding=-1), ValueError, "padding"),
+    ("padding-word", _conv(CX, CW, padding="full"), ValueError, "padding"),
+    ("same-strided", _conv(CX, CW, stride=2, padding="same"), ValueError, "same"),
+    ("bias-shape", _conv(CX, CW, np.zeros(4, np.float32)), ValueError, "bias"),
+    ("bias-dtype", _conv(CX, CW, np.zeros(8, np.float64)), TypeError, "bias"),
+    ("weight-dtype", _conv(CX, CW.astype(np.float64)), TypeError, "weight"),
+    ("int-input", _conv(CX.astype(np.int32), CW.astype(np.int32)), TypeError, "float"),
+    ("activation", _conv(CX, CW, activation="gelu"), ValueError, "activation|gelu"),
+]
 AVG_BAD = [
     ("kernel-zero", _avg(X4, 0), ValueError, "kernel_size"),
     ("kernel-missing", _avg(X4), TypeError, "kernel_size"),
@@ -332,6 +409,8 @@ OPS: Dict[str, Op] = {op.name: op for op in [
     Op("avg_pool2d", _avg_run, _avg_ref, _avg_inputs, dtypes=F + ("float16", "bfloat16"),
        tol={"float32": 1e-6, "float64": 1e-14, "float16": 1e-3, "bfloat16": 8e-3}, backend=["avg_pool2d"],
        bad=AVG_BAD),
+    Op("conv2d", _conv_run, _conv_ref, _conv_inputs, dtypes=F + ("float16", "bfloat16"),
+       tol={"float32": 2e-5, "float64": 1e-12, "float16": 2e-3, "bfloat16": 1.6e-2}, backend=["conv2d"], bad=CONV_BAD),
     Op("activation", lambda d, i: (_core.activation(_up(d, i[0]), i[1]).to_numpy(),),
        lambda i: (_acts64(i[0].astype(np.float64), i[1]),), _act_inputs, backend=["activation"], bad=[
         ("unknown", lambda d: _core.activation(_up(d, np.ones(3, np.float32)), "gelu"), ValueError, "activation")]),

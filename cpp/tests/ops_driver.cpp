@@ -228,6 +228,52 @@ void run_avg_pool(const DevicePtr& dev, std::mt19937& g) {
   expect_throw<ValueError>([&] { avg_pool2d(x, p, true, 0, nullptr); }, "avg_pool2d divisor 0");
 }
 
+void run_conv2d(const DevicePtr& dev, std::mt19937& g) {
+  std::uniform_int_distribution<int> small(1, 3), img(3, 12);
+  Conv2dArgs a;
+  a.groups = small(g);
+  const int n = small(g) - 1, cg = small(g), og = small(g), kh = small(g), kw = small(g);
+  const int C = cg * a.groups, O = og * a.groups, h = img(g) + kh, w = img(g) + kw;
+  a.stride = {small(g), small(g)};
+  a.dilation = {small(g) % 2 + 1, 1};
+  a.padding = {small(g) - 1, small(g) - 1};
+  a.act = static_cast<Activation>(g() % 4);
+  auto X = randv(g, std::size_t(n) * C * h * w), Wt = randv(g, std::size_t(O) * cg * kh * kw), B = randv(g, O);
+  Array x = Array::from_host(dev, X.data(), {n, C, h, w}, DType::f32);
+  Array wt = Array::from_host(dev, Wt.data(), {O, cg, kh, kw}, DType::f32);
+  Array b = Array::from_host(dev, B.data(), {O}, DType::f32);
+  Array y = conv2d(x, wt, &b, a, nullptr);
+  const std::int64_t OH = y.shape()[2], OW = y.shape()[3];
+  const auto Y = host(y);
+  bool ok = OH == (h + 2 * a.padding[0] - a.dilation[0] * (kh - 1) - 1) / a.stride[0] + 1 &&
+            OW == (w + 2 * a.padding[1] - (kw - 1) - 1) / a.stride[1] + 1;
+  for (int i = 0; i < n && ok; ++i)
+    for (int o = 0; o < O; ++o)
+      for (std::int64_t oh = 0; oh < OH; ++oh)
+        for (std::int64_t ow = 0; ow < OW; ++ow) {
+          double s = B[o];
+          const int c0 = (o / og) * cg;
+          for (int c = 0; c < cg; ++c)
+            for (int r = 0; r < kh; ++r)
+              for (int q = 0; q < kw; ++q) {
+                const std::int64_t ih = oh * a.stride[0] - a.padding[0] + r * a.dilation[0];
+                const std::int64_t iw = ow * a.stride[1] - a.padding[1] + q;
+                if (ih >= 0 && ih < h && iw >= 0 && iw < w)
+                  s += double(X[((std::int64_t(i) * C + c0 + c) * h + ih) * w + iw]) *
+                       Wt[((std::int64_t(o) * cg + c) * kh + r) * kw + q];
+              }
+          const double ref = a.act == Activation::relu      ? std::max(s, 0.0)
+                             : a.act == Activation::sigmoid ? 1 / (1 + std::exp(-s))
+                             : a.act == Activation::tanh    ? std::tanh(s)
+                                                            : s;
+          if (!near(Y[((std::int64_t(i) * O + o) * OH + oh) * OW + ow], ref)) ok = false;
+        }
+  check(ok, dev->id() + " conv2d");
+  Conv2dArgs bad = a;
+  bad.groups = 0;
+  expect_throw<ValueError>([&] { conv2d(x, wt, &b, bad, nullptr); }, "conv2d groups 0");
+}
+
 struct Batch {  // rows x cols predictions and one label per row, on the device and on the host
   int rows, cols;
   std::vector<float> P;
@@ -376,6 +422,7 @@ const OpCase kOps[] = {
     {"max_pool2d", run_pool},
     {"max_pool2d_backward", nullptr},  // in run_pool, on the forward's indices
     {"avg_pool2d", run_avg_pool},
+    {"conv2d", run_conv2d},
     {"activation", run_activation},
     {"activation_backward", run_activation_backward},
     {"softmax", run_softmax},

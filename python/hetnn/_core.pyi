@@ -117,6 +117,9 @@ def max_pool2d_backward(grad_output: Any, indices: Any, input_shape: Sequence[in
 def avg_pool2d(x: Any, kernel_size: _IntOrPair, stride: Optional[_IntOrPair] = ..., padding: _IntOrPair = ...,
                ceil_mode: bool = ..., count_include_pad: bool = ..., divisor_override: Optional[int] = ..., *,
                out: Any = ...) -> Any: ...
+def conv2d(x: Any, weight: Any, bias: Any = ..., stride: _IntOrPair = ..., padding: Union[_IntOrPair, str] = ...,
+           dilation: _IntOrPair = ..., groups: int = ..., activation: Optional[str] = ..., *,
+           out: Any = ...) -> Any: ...
 def pool2d_window(op: str, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
                   ceil_mode: Any) -> Tuple[_Pair, _Pair, _Pair, _Pair, bool]: ...
 def pool2d_output_shape(op: str, input_shape: Sequence[int], kernel_size: Any, stride: Any, padding: Any,

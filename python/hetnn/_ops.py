@@ -10,5 +10,6 @@ matmul = placed(_core.matmul, "a", "b", optional=("bias",), reads_out=lambda kw:
 max_pool2d = placed(_core.max_pool2d, "x", outs=("out", "indices_out"))
 max_pool2d_backward = placed(_core.max_pool2d_backward, "grad_output", "indices")
 avg_pool2d = placed(_core.avg_pool2d, "x")
+conv2d = placed(_core.conv2d, "x", "weight", optional=("bias",), positional_optional=True)
 
-__all__ = ["avg_pool2d", "matmul", "max_pool2d", "max_pool2d_backward"]
+__all__ = ["avg_pool2d", "conv2d", "matmul", "max_pool2d", "max_pool2d_backward"]

@@ -60,3 +60,13 @@ def avg_pool2d(x: _Host, kernel_size: _IntOrPair, stride: Optional[_IntOrPair] =
                ceil_mode: bool = ..., count_include_pad: bool = ..., divisor_override: Optional[int] = ..., *,
                out: Optional[np.ndarray] = ..., device: DeviceLike = ...) -> np.ndarray: ...
 
+
+@overload
+def conv2d(x: Array, weight: Array, bias: Optional[Array] = ..., stride: _IntOrPair = ...,
+           padding: Union[_IntOrPair, str] = ..., dilation: _IntOrPair = ..., groups: int = ...,
+           activation: Optional[str] = ..., *, out: Optional[Array] = ..., device: DeviceLike = ...) -> Array: ...
+@overload
+def conv2d(x: _Host, weight: _Host, bias: Optional[_Host] = ..., stride: _IntOrPair = ...,
+           padding: Union[_IntOrPair, str] = ..., dilation: _IntOrPair = ..., groups: int = ...,
+           activation: Optional[str] = ..., *, out: Optional[np.ndarray] = ...,
+           device: DeviceLike = ...) -> np.ndarray: ...

@@ -37,12 +37,14 @@ def _check_host_out(op: str, name: str, out: Any, inputs: List[np.ndarray]) -> n
 
 def placed(fn: Callable[..., Any], *inputs: str, optional: Sequence[str] = (), outs: Sequence[str] = ("out",),
            reads_out: Optional[Callable[[Dict[str, Any]], bool]] = None,
-           transposes: Optional[Dict[str, str]] = None) -> Callable[..., Any]:
+           transposes: Optional[Dict[str, str]] = None, positional_optional: bool = False) -> Callable[..., Any]:
     """The public op for core function ``fn``: ``inputs`` name its leading array parameters (positional or by
     keyword), ``optional`` its keyword-only input arrays that may be None (matmul's bias), ``outs`` its
     keyword-only output arrays; ``reads_out(kwargs)`` says whether the op reads an output's contents (matmul with
     beta), so that an OpenCL run uploads it; ``transposes`` maps an input that the op can read transposed to the
-    flag that says so (matmul: ``{"a": "transpose_a"}``), so that ``x.T`` reaches it without a copy."""
+    flag that says so (matmul: ``{"a": "transpose_a"}``), so that ``x.T`` reaches it without a copy;
+    ``positional_optional``: the optional inputs may also come positionally after the inputs (conv2d's bias, as in
+    PyTorch)."""
     op = fn.__name__
     n = len(inputs)
 
@@ -64,7 +66,21 @@ def placed(fn: Callable[..., Any], *inputs: str, optional: Sequence[str] = (), o
                     raise TypeError(f"{op}: {flag} must be a bool, got {type(given_flag).__name__}")
                 arrays[i], kwargs[flag] = a.base, not given_flag
         rest = args[n:]
+        if positional_optional:
+            for name in optional[:len(rest)]:
+                if name in kwargs:
+                    raise TypeError(f"{op}: got multiple values for argument {name!r}")
+                kwargs[name] = rest[0]
+                rest = rest[1:]
         extra = {k: kwargs.pop(k) for k in optional if kwargs.get(k) is not None}
+        if positional_optional:
+            for name in optional:
+                kwargs.pop(name, None)  # None: passed positionally below
+
+        def lead(core_extra: Dict[str, Any]) -> List[Any]:
+            """The optional inputs, in order, where the core takes them positionally (popped from core_extra)."""
+            return [core_extra.pop(name, None) for name in optional] if positional_optional else []
+
         given = {k: kwargs.pop(k) for k in outs if kwargs.get(k) is not None}
         on_device = [isinstance(a, Array) for a in arrays]
         if any(on_device):
@@ -79,7 +95,9 @@ def placed(fn: Callable[..., Any], *inputs: str, optional: Sequence[str] = (), o
             for k, v in {**extra, **given}.items():
                 if not isinstance(v, Array):
                     raise TypeError(f"{op}: {k} must be a hetnn.Array when the operands are, got {type(v).__name__}")
-            res = fn(*(a._a for a in arrays), *rest, **{k: v._a for k, v in {**extra, **given}.items()}, **kwargs)
+            core_extra = {k: v._a for k, v in extra.items()}
+            res = fn(*(a._a for a in arrays), *lead(core_extra), *rest, **core_extra,
+                     **{k: v._a for k, v in given.items()}, **kwargs)
             def to_array(r: Any) -> Array:  # the caller's out comes back as itself
                 for v in given.values():
                     if r.same_memory(v._a):
@@ -107,7 +125,7 @@ def placed(fn: Callable[..., Any], *inputs: str, optional: Sequence[str] = (), o
             read = reads_out is not None and reads_out(kwargs)
             core_outs = {k: _core.Array.from_numpy(dev._dev, v) if read
                          else _core.Array.empty(dev._dev, v.shape, v.dtype.name) for k, v in host_outs.items()}
-        res = fn(*core_in, *rest, **core_extra, **core_outs, **kwargs)
+        res = fn(*core_in, *lead(core_extra), *rest, **core_extra, **core_outs, **kwargs)
 
         def to_host(a: Any) -> Any:
             for k, c in core_outs.items():

@@ -52,6 +52,19 @@ struct AvgPool2dDesc : Pool2dDesc {
   int divisor_override = 0;
 };
 
+// 2-D convolution (PyTorch's conv2d, a cross-correlation) of x (N, C, H, W) with w (O, C/groups, kh, kw):
+// y[n, o, oh, ow] = act(bias[o] + sum over the channels c of o's group, i < kh, j < kw of
+// x[n, c, oh*sh - ph + i*dh, ow*sw - pw + j*dw] * w[o, c - (o's group) * C/groups, i, j]); positions outside the
+// input count as 0. ph / pw pad the top and left; OH / OW say how far the windows go, so a bottom or right padding
+// one larger ("same" with an even kernel) needs nothing more. pr / pw_r are those bottom and right paddings.
+struct Conv2dDesc {
+  std::int64_t N = 0, C = 0, H = 0, W = 0, O = 0, OH = 0, OW = 0;
+  int kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, pr = 0, pw_r = 0, dh = 1, dw = 1, groups = 1;
+  DType dtype = DType::f32;
+  bool has_bias = false;
+  Activation act = Activation::none;
+};
+
 // Training ops (core/nn.h validates their operands). Losses and metrics add into a one-element float32
 // accumulator on the device, so a training loop reads it back only when it reports.
 enum class LossKind : std::uint8_t {
@@ -95,6 +108,7 @@ struct SgdDesc {
 //   max_pool2d_backward  gx (N, C, H, W) = sum of gy over the windows whose index points at each position; throws
 //                        ValueError when an index does not point inside its own window (corrupt or foreign indices).
 //   avg_pool2d           y (N, C, OH, OW) = window averages of x (N, C, H, W), as the AvgPool2dDesc says.
+//   conv2d               y (N, O, OH, OW) = act(x (*) w + bias), as the Conv2dDesc says; bias is null without one.
 //   Training ops (core/nn.h):
 //   activation           out = act(x) over n elements.
 //   activation_backward  dx = dy * act'(.) from the activation's output y (relu: y > 0, sigmoid: y (1 - y), tanh:
@@ -109,6 +123,7 @@ struct SgdDesc {
   X(max_pool2d, (const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices))                              \
   X(max_pool2d_backward, (const Pool2dDesc& d, const Buffer& gy, const Buffer& indices, Buffer& gx))             \
   X(avg_pool2d, (const AvgPool2dDesc& d, const Buffer& x, Buffer& y))                                         \
+  X(conv2d, (const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y))             \
   X(activation, (Activation act, DType t, std::int64_t n, const Buffer& x, Buffer& out))                         \
   X(activation_backward, (Activation act, DType t, std::int64_t n, const Buffer& dy, const Buffer& y, Buffer& dx)) \
   X(softmax, (DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& y))                        \
@@ -151,5 +166,16 @@ Array max_pool2d_backward(const Array& grad_output, const Array& indices, const 
 // divisor_override: set -> divide every window's sum by it (not 0). `out`: optional y to write.
 Array avg_pool2d(const Array& x, const Pool2dArgs& args, bool count_include_pad, std::optional<int> divisor_override,
                  const Array* out);
+
+struct Conv2dArgs {
+  std::array<int, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};  // (h, w)
+  enum class Padding : std::uint8_t { given, same, valid } mode = Padding::given;  // "same"/"valid" strings
+  int groups = 1;
+  Activation act = Activation::none;
+};
+
+// y = act(conv2d(x, weight) + bias) with PyTorch's conv2d semantics: x (N, C, H, W) or unbatched (C, H, W), weight
+// (O, C/groups, kh, kw), bias (O,) or null; same device and dtype. `out`: optional y to write.
+Array conv2d(const Array& x, const Array& weight, const Array* bias, const Conv2dArgs& args, const Array* out);
 
 }  // namespace hetnn

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "core/matmul.h"
 #include "python/bindings.h"
 
 namespace hetnn::python {
@@ -70,6 +71,14 @@ double arg_real(py::handle v, const char* name, const char* op) {
     throw TypeError(what + " must be a real number, got " + describe(v));
   }
   return x;
+}
+
+Activation arg_activation(py::handle v, const char* op) {
+  if (v.is_none()) return Activation::none;
+  if (!py::isinstance<py::str>(v))
+    throw TypeError(std::string(op) + ": activation must be None or one of 'relu', 'sigmoid', 'tanh', got " +
+                    describe(v));
+  return activation_from_name(v.cast<std::string>());
 }
 
 std::array<int, 2> arg_pair(py::handle v, const char* name, const char* op) {

@@ -22,12 +22,7 @@ void bind_matmul(py::module_& m) {
         args.alpha = arg_real(alpha, "alpha", op);
         args.beta = arg_real(beta, "beta", op);
         args.bias = bias;
-        if (!activation.is_none()) {
-          if (!py::isinstance<py::str>(activation))
-            throw TypeError("matmul: activation must be None or one of 'relu', 'sigmoid', 'tanh', got " +
-                            std::string(py::str(py::type::of(activation).attr("__name__"))));
-          args.act = activation_from_name(activation.cast<std::string>());
-        }
+        args.act = arg_activation(activation, op);
         NoGil nogil;
         return hetnn::matmul(a, b, out, args);
       },

@@ -30,6 +30,8 @@ bool arg_bool(py::handle v, const char* name, const char* op);
 double arg_real(py::handle v, const char* name, const char* op);
 // An int or a pair of ints (a 1-element sequence means both) within C int range -> (h, w).
 std::array<int, 2> arg_pair(py::handle v, const char* name, const char* op);
+// None or an activation's name ("relu", "sigmoid", "tanh"), else TypeError/ValueError naming the op.
+Activation arg_activation(py::handle v, const char* op);
 // A shape: a tuple, list or 1-D NumPy array of ints.
 Shape arg_shape(py::handle v, const char* name, const char* op);
 // Window arguments of the pooling ops with PyTorch's defaults: stride None (or empty) means kernel_size.

@@ -1,0 +1,42 @@
+// conv2d.cl: direct 2-D convolution (PyTorch's conv2d, a cross-correlation), NCHW input, OIHW weights, one
+// work-item per output element: neighbouring work-items take neighbouring output columns, which coalesces on GPUs
+// and vectorises across work-items on PoCL. Bias and activation are applied before the single store; 16-bit data
+// is summed in float and rounded once (common.cl). The kernel size is compiled in (-DKH/-DKW) so loops unroll.
+#include "common.cl"
+#ifndef KH
+#define KH 3
+#endif
+#ifndef KW
+#define KW 3
+#endif
+
+// CG: input channels per group; OG: output channels per group; y is (N, O, OH, OW), global (OW, OH, N * O).
+__kernel void conv2d_fwd(const int C, const int H, const int W, const int O, const int OH, const int OW,
+                         const int CG, const int OG, const int SH, const int SW, const int PH, const int PW,
+                         const int DH, const int DW, const int has_bias, const int act,
+                         __global const STORAGE* x, __global const STORAGE* w, __global const STORAGE* bias,
+                         __global STORAGE* y) {
+  const int ow = get_global_id(0), oh = get_global_id(1);
+  const long no = get_global_id(2);
+  if (ow >= OW || oh >= OH) return;
+  const int o = (int)(no % O);
+  const long n = no / O;
+  const int c0 = (o / OG) * CG;
+  const int hs = oh * SH - PH, ws = ow * SW - PW;
+  REAL sum = has_bias ? LOAD1(bias, o) : (REAL)0;
+  for (int c = 0; c < CG; ++c) {
+    __global const STORAGE* xp = x + (n * C + c0 + c) * H * W;
+    __global const STORAGE* wp = w + ((long)o * CG + c) * (KH * KW);
+#pragma unroll
+    for (int i = 0; i < KH; ++i) {
+      const int ih = hs + i * DH;
+      if (ih < 0 || ih >= H) continue;
+#pragma unroll
+      for (int j = 0; j < KW; ++j) {
+        const int iw = ws + j * DW;
+        if (iw >= 0 && iw < W) sum += LOAD1(xp, ih * W + iw) * LOAD1(wp, i * KW + j);
+      }
+    }
+  }
+  STORE1(ACTIVATE(sum, act), y, (no * OH + oh) * OW + ow);
+}

@@ -1,0 +1,117 @@
+// conv2d front (core/ops.h): PyTorch's conv2d argument rules and output size, checked once, then the backend.
+#include <string>
+
+#include "core/array.h"
+#include "core/errors.h"
+#include "core/ops.h"
+#include "core/pool2d.h"
+#include "core/recorder.h"
+
+namespace hetnn {
+
+namespace {
+
+std::string pair_str(std::int64_t a, std::int64_t b) { return "(" + std::to_string(a) + ", " + std::to_string(b) + ")"; }
+
+void check_operand(const Array& a, const Array& x, const char* what) {
+  if (a.device() != x.device())
+    throw ValueError(std::string("conv2d: ") + what + " is on " + a.device()->id() + " but x is on " + x.device()->id() +
+                     "; move it with .to(device)");
+  if (a.dtype() != x.dtype())
+    throw TypeError(std::string("conv2d: ") + what + " is " + dtype_name(a.dtype()) + " but x is " +
+                    dtype_name(x.dtype()) + " (convert one with astype)");
+}
+
+}  // namespace
+
+Array conv2d(const Array& x, const Array& weight, const Array* bias, const Conv2dArgs& args, const Array* out) {
+  const char* op = "conv2d";
+  if (x.ndim() != 4 && x.ndim() != 3)
+    throw ValueError(std::string(op) + ": x must be 4-D (N, C, H, W) or 3-D (C, H, W), got shape " +
+                     shape_str(x.shape()));
+  if (weight.ndim() != 4)
+    throw ValueError(std::string(op) + ": weight must be 4-D (out_channels, in_channels/groups, kh, kw), got shape " +
+                     shape_str(weight.shape()));
+  const DType t = x.dtype();
+  if (t != DType::f32 && t != DType::f64 && t != DType::f16 && t != DType::bf16)
+    throw TypeError(std::string(op) + ": x is " + dtype_name(t) + "; conv2d takes float32, float64, float16 and "
+                    "bfloat16");
+  check_operand(weight, x, "weight");
+  const bool batched = x.ndim() == 4;
+  Conv2dDesc d;
+  d.N = batched ? x.shape()[0] : 1;
+  d.C = x.shape()[batched ? 1 : 0];
+  d.H = x.shape()[batched ? 2 : 1];
+  d.W = x.shape()[batched ? 3 : 2];
+  d.O = weight.shape()[0];
+  d.kh = static_cast<int>(weight.shape()[2]);
+  d.kw = static_cast<int>(weight.shape()[3]);
+  d.dtype = t;
+  d.act = args.act;
+  if (args.groups < 1) throw ValueError(std::string(op) + ": groups must be >= 1, got " + std::to_string(args.groups));
+  d.groups = args.groups;
+  if (d.C == 0 || d.C % d.groups)
+    throw ValueError(std::string(op) + ": x has " + std::to_string(d.C) + " channels, which groups=" +
+                     std::to_string(d.groups) + " must divide (and there must be at least one)");
+  if (d.O == 0 || d.O % d.groups)
+    throw ValueError(std::string(op) + ": weight has " + std::to_string(d.O) + " output channels, which groups=" +
+                     std::to_string(d.groups) + " must divide (and there must be at least one)");
+  if (weight.shape()[1] != d.C / d.groups)
+    throw ValueError(std::string(op) + ": weight of shape " + shape_str(weight.shape()) + " expects " +
+                     std::to_string(weight.shape()[1] * d.groups) + " input channels, x has " + std::to_string(d.C) +
+                     (d.groups > 1 ? " (groups=" + std::to_string(d.groups) + ")" : std::string()));
+  if (d.kh < 1 || d.kw < 1)
+    throw ValueError(std::string(op) + ": weight's kernel size " + pair_str(d.kh, d.kw) + " must be at least 1x1");
+  for (int i = 0; i < 2; ++i) {
+    if (args.stride[i] < 1)
+      throw ValueError(std::string(op) + ": stride must be >= 1, got " + pair_str(args.stride[0], args.stride[1]));
+    if (args.dilation[i] < 1)
+      throw ValueError(std::string(op) + ": dilation must be >= 1, got " +
+                       pair_str(args.dilation[0], args.dilation[1]));
+    if (args.padding[i] < 0)
+      throw ValueError(std::string(op) + ": padding must be >= 0, got " + pair_str(args.padding[0], args.padding[1]));
+  }
+  d.sh = args.stride[0], d.sw = args.stride[1], d.dh = args.dilation[0], d.dw = args.dilation[1];
+  const std::int64_t ekh = std::int64_t{d.dh} * (d.kh - 1) + 1, ekw = std::int64_t{d.dw} * (d.kw - 1) + 1;
+  if (args.mode == Conv2dArgs::Padding::same) {
+    if (d.sh != 1 || d.sw != 1)
+      throw ValueError(std::string(op) + ": padding='same' is not supported for strided convolutions (stride " +
+                       pair_str(d.sh, d.sw) + "), as in PyTorch");
+    d.ph = static_cast<int>((ekh - 1) / 2), d.pr = static_cast<int>(ekh - 1 - d.ph);
+    d.pw = static_cast<int>((ekw - 1) / 2), d.pw_r = static_cast<int>(ekw - 1 - d.pw);
+  } else if (args.mode == Conv2dArgs::Padding::given) {
+    d.ph = d.pr = args.padding[0], d.pw = d.pw_r = args.padding[1];
+  }
+  const std::int64_t ph = d.H + d.ph + d.pr, pw = d.W + d.pw + d.pw_r;
+  if (ph < ekh || pw < ekw)
+    throw ValueError(std::string(op) + ": the padded input is " + pair_str(ph, pw) + " per channel but the kernel " +
+                     "spans " + pair_str(ekh, ekw) + " (kernel " + pair_str(d.kh, d.kw) + ", dilation " +
+                     pair_str(d.dh, d.dw) + "): the kernel cannot be larger than the padded input");
+  d.OH = (ph - ekh) / d.sh + 1;
+  d.OW = (pw - ekw) / d.sw + 1;
+  if (bias) {
+    check_operand(*bias, x, "bias");
+    if (bias->shape() != Shape{d.O})
+      throw ValueError(std::string(op) + ": bias must have shape (" + std::to_string(d.O) + ",), one per output "
+                       "channel, got " + shape_str(bias->shape()));
+    d.has_bias = true;
+  }
+  const Shape ys = batched ? Shape{d.N, d.O, d.OH, d.OW} : Shape{d.O, d.OH, d.OW};
+  shape_size(ys, "conv2d output");
+  if (out) {
+    pool_check_out(*out, ys, t, x, op, "out");
+    if (out->same_memory(weight) || (bias && out->same_memory(*bias)))
+      throw ValueError(std::string(op) + ": out must not share memory with weight or bias");
+  }
+  Array y = out ? *out : Array::empty(x.device(), ys, t);
+  if (d.N == 0) return y;
+  const OpDetail detail(x.device()->backend().capturing(), [&] {
+    return shape_str(x.shape()) + " * " + shape_str(weight.shape()) + ", stride " + pair_str(d.sh, d.sw) +
+           ", pad " + pair_str(d.ph, d.pw) + (d.groups > 1 ? ", groups " + std::to_string(d.groups) : "") +
+           (d.act != Activation::none ? std::string(", ") + activation_name(d.act) : "");
+  });
+  x.device()->backend().conv2d(d, *x.buffer(), *weight.buffer(), bias ? bias->buffer().get() : nullptr, *y.buffer());
+  return y;
+}
+
+}  // namespace hetnn

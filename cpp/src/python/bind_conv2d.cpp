@@ -1,0 +1,51 @@
+// hetnn._core: conv2d (core/conv2d.cpp). Arguments as the user gives them; hetnn._ops applies the placement rule.
+#include <string>
+
+#include "core/errors.h"
+#include "core/ops.h"
+#include "python/bindings.h"
+
+namespace py = pybind11;
+
+namespace hetnn::python {
+
+void bind_conv2d(py::module_& m) {
+  m.def(
+      "conv2d",
+      [](const Array& x, const Array& weight, const Array* bias, py::object stride, py::object padding,
+         py::object dilation, py::object groups, py::object activation, const Array* out) {
+        const char* op = "conv2d";
+        Conv2dArgs args;
+        args.stride = arg_pair(stride, "stride", op);
+        args.dilation = arg_pair(dilation, "dilation", op);
+        if (py::isinstance<py::str>(padding)) {
+          const std::string p = padding.cast<std::string>();
+          if (p == "same") args.mode = Conv2dArgs::Padding::same;
+          else if (p == "valid") args.mode = Conv2dArgs::Padding::valid;
+          else throw ValueError("conv2d: padding must be an int, a pair of ints, 'same' or 'valid', got '" + p + "'");
+        } else {
+          args.padding = arg_pair(padding, "padding", op);
+        }
+        if (py::isinstance<py::sequence>(groups) || py::isinstance<py::bool_>(groups))
+          throw TypeError("conv2d: groups must be an int, got " + std::string(py::repr(groups)));
+        args.groups = arg_pair(groups, "groups", op)[0];
+        args.act = arg_activation(activation, op);
+        NoGil nogil;
+        return hetnn::conv2d(x, weight, bias, args, out);
+      },
+      py::arg("x"), py::arg("weight"), py::arg("bias").none(true) = nullptr, py::arg("stride") = 1,
+      py::arg("padding") = 0, py::arg("dilation") = 1, py::arg("groups") = 1, py::arg("activation") = py::none(),
+      py::kw_only(), py::arg("out").none(true) = nullptr,
+      R"doc(2-D convolution of ``x`` (N, C, H, W), or unbatched (C, H, W), with ``weight`` (O, C/groups, kh, kw).
+
+PyTorch's ``conv2d`` exactly (a cross-correlation): ``stride``, ``dilation`` an int or a pair; ``padding`` an int,
+a pair, ``"valid"`` (none) or ``"same"`` (output the input's size; stride 1; an odd total split with the extra
+row and column at the bottom and right); output size ``(H + 2p - d(k-1) - 1) // s + 1``; ``groups`` splits the
+channels into groups convolved apart. ``bias`` (O,) and ``activation`` (None, ``"relu"``, ``"sigmoid"``,
+``"tanh"``) are fused. float32; float64 on devices with fp64; float16 and bfloat16 (computed in float32, rounded
+once). The CPU device runs oneDNN's convolution; OpenCL devices a direct kernel.)doc");
+}
+
+HETNN_BINDING(2, bind_conv2d);
+
+}  // namespace hetnn::python
