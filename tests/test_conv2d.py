@@ -24,6 +24,7 @@ CASES = [  # (n, c, h, w, o, k, stride, padding, dilation, groups)
     (0, 3, 5, 5, 2, (3, 3), (1, 1), (0, 0), (1, 1), 1),   # an empty batch
     (1, 6, 5, 8, 6, (3, 1), (2, 1), (1, 0), (1, 1), 6),   # depthwise
     (1, 2, 3, 3, 1, (3, 3), (1, 1), "valid", (1, 1), 1),  # the kernel exactly the input
+    (3, 5, 4, 6, 3, (1, 1), (1, 1), (0, 0), (1, 1), 1),   # pointwise: a matrix product per image
 ]
 
 
@@ -51,7 +52,7 @@ def test_unbatched_input_gives_unbatched_output(device, rng):
 
 @pytest.mark.filterwarnings("ignore:Using padding=.same.")
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
-@pytest.mark.parametrize("case", CASES[:4] + CASES[5:], ids=[str(i) for i in (0, 1, 2, 3, 5, 6)])
+@pytest.mark.parametrize("case", CASES[:4] + CASES[5:], ids=[str(i) for i in (0, 1, 2, 3, 5, 6, 7)])
 def test_conv2d_agrees_with_pytorch(device, rng, case):
     import torch
 

@@ -1,4 +1,7 @@
-// 2-D convolution on OpenCL devices: kernels/conv2d.cl (direct), one program per kernel size and dtype (cached).
+// 2-D convolution on OpenCL devices (kernels/conv2d.cl, one program per kernel size and dtype, cached): ungrouped
+// convolutions as im2col and one batched GEMM on hetnn's tuned GEMM kernels, y[n] = W (O, C*kh*kw) @ cols[n]
+// (1x1 stride-1 unpadded ones need no im2col: x[n] is already (C, H*W)); grouped ones, and those whose column
+// buffer would pass kMaxColsBytes, a direct kernel.
 #include <string>
 
 #include "backend/opencl/cl_args.h"
@@ -6,9 +9,48 @@
 
 namespace hetnn::opencl {
 
+namespace {
+constexpr std::size_t kMaxColsBytes = std::size_t{512} << 20;
+}
+
 void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y) {
-  std::lock_guard<std::mutex> lock(mu_);
   const std::string opts = common_options(d.dtype) + " -DKH=" + std::to_string(d.kh) + " -DKW=" + std::to_string(d.kw);
+  const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
+  const bool pointwise = d.kh == 1 && d.kw == 1 && d.sh == 1 && d.sw == 1 && !d.ph && !d.pw && !d.pr && !d.pw_r;
+  const std::size_t cols_bytes = static_cast<std::size_t>(d.N * ck * ohw) * dtype_size(d.dtype);
+  if (d.groups == 1 && (pointwise || cols_bytes <= kMaxColsBytes)) {
+    std::shared_ptr<Buffer> cols;
+    if (!pointwise) {
+      cols = alloc(cols_bytes);
+      std::lock_guard<std::mutex> lock(mu_);
+      cl_kernel k = kernel("conv2d.cl", "conv2d_im2col", opts);
+      ArgSetter a{k, "conv2d_im2col"};
+      a(static_cast<cl_int>(d.C))(static_cast<cl_int>(d.H))(static_cast<cl_int>(d.W));
+      a(static_cast<cl_int>(d.OH))(static_cast<cl_int>(d.OW))(cl_int{d.sh})(cl_int{d.sw})(cl_int{d.ph})(cl_int{d.pw});
+      a(cl_int{d.dh})(cl_int{d.dw})(mem(x))(mem(*cols));
+      const std::size_t lx = gpu_kernels() ? 64 : 16;
+      const std::size_t local[3] = {lx, 1, 1};
+      const std::size_t global[3] = {round_up(static_cast<std::size_t>(ohw), lx), static_cast<std::size_t>(ck),
+                                     static_cast<std::size_t>(d.N)};
+      enqueue("conv2d_im2col", k, 3, global, local);
+    }
+    MatmulDesc g;
+    g.batch = d.N, g.batch_a = 1, g.batch_b = d.N, g.M = d.O, g.N = ohw, g.K = ck, g.dtype = d.dtype;
+    g.act = bias ? Activation::none : d.act;  // without a bias the activation is the GEMM's epilogue
+    matmul(g, w, pointwise ? x : *cols, y, nullptr);
+    if (!bias) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    cl_kernel k = kernel("conv2d.cl", "conv2d_bias_act", opts);
+    ArgSetter a{k, "conv2d_bias_act"};
+    a(static_cast<cl_int>(d.O))(static_cast<cl_int>(ohw))(static_cast<cl_int>(d.act))(mem(*bias))(mem(y));
+    const std::size_t lx = gpu_kernels() ? 64 : 16;
+    const std::size_t local[3] = {lx, 1, 1};
+    const std::size_t global[3] = {round_up(static_cast<std::size_t>(ohw), lx), static_cast<std::size_t>(d.O),
+                                   static_cast<std::size_t>(d.N)};
+    enqueue("conv2d_bias_act", k, 3, global, local);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
   cl_kernel k = kernel("conv2d.cl", "conv2d_fwd", opts);
   ArgSetter a{k, "conv2d_fwd"};
   a(static_cast<cl_int>(d.C))(static_cast<cl_int>(d.H))(static_cast<cl_int>(d.W))(static_cast<cl_int>(d.O));

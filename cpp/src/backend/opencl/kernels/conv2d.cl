@@ -40,3 +40,29 @@ __kernel void conv2d_fwd(const int C, const int H, const int W, const int O, con
   }
   STORE1(ACTIVATE(sum, act), y, (no * OH + oh) * OW + ow);
 }
+
+// im2col for the GEMM path: cols (N, CK, OH*OW) with CK = C*KH*KW, row (c*KH + i)*KW + j holding the input each
+// output position sees through kernel tap (i, j) of channel c (0 outside the input). global (OH*OW, CK, N).
+__kernel void conv2d_im2col(const int C, const int H, const int W, const int OH, const int OW, const int SH,
+                            const int SW, const int PH, const int PW, const int DH, const int DW,
+                            __global const STORAGE* x, __global STORAGE* cols) {
+  const int p = get_global_id(0), r = get_global_id(1);
+  const long n = get_global_id(2);
+  const int ohw = OH * OW;
+  if (p >= ohw) return;
+  const int j = r % KW, i = (r / KW) % KH, c = r / (KW * KH);
+  const int ih = (p / OW) * SH - PH + i * DH, iw = (p % OW) * SW - PW + j * DW;
+  const long dst = (n * (C * KH * KW) + r) * ohw + p;
+  const int inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
+  STORE1(inside ? LOAD1(x, ((n * C + c) * H + ih) * W + iw) : (REAL)0, cols, dst);
+}
+
+// y (N, O, P) = act(y + bias[o]) in place, after the GEMM. global (P, O, N).
+__kernel void conv2d_bias_act(const int O, const int P, const int act, __global const STORAGE* bias,
+                              __global STORAGE* y) {
+  const int p = get_global_id(0), o = get_global_id(1);
+  const long n = get_global_id(2);
+  if (p >= P) return;
+  const long i = (n * O + o) * P + p;
+  STORE1(ACTIVATE(LOAD1(y, i) + LOAD1(bias, o), act), y, i);
+}
