@@ -197,6 +197,49 @@ def _conv_ref(inp):
     return (y if act is None else _acts64(y, act),)
 
 
+def _conv_bwd_inputs(rng, dtype):
+    x, weight, bias, s, padding, d, groups, _ = _conv_inputs(rng, dtype)
+    y_shape = _conv_ref((x, weight, None, s, padding, d, groups, None))[0].shape
+    return rng.standard_normal(y_shape).astype(dtype), x, weight, s, padding, d, groups
+
+
+def _conv_bwd_run(dev, inp):
+    gy, x, weight, s, padding, d, groups = inp
+    return hetnn.conv2d_backward(gy, x, weight, s, padding, d, groups, device=dev)
+
+
+def _conv_bwd_ref(inp):
+    """The forward reference's adjoint in float64: every kernel tap's patch of the padded input gets gy through the
+    tap's weights (scatter-added back, then the padding cropped), and each tap's weight gradient is gy against it."""
+    gy, x, weight, s, padding, d, groups = inp
+    gy, x, weight = gy.astype(np.float64), x.astype(np.float64), weight.astype(np.float64)
+    n, c, h, w = x.shape
+    o, cg, kh, kw = weight.shape
+    ekh, ekw = d[0] * (kh - 1) + 1, d[1] * (kw - 1) + 1
+    if padding == "same":
+        top, left = (ekh - 1) // 2, (ekw - 1) // 2
+        bottom, right = ekh - 1 - top, ekw - 1 - left
+    else:
+        pad = (0, 0) if padding == "valid" else padding
+        top = bottom = pad[0]
+        left = right = pad[1]
+    xp = np.zeros((n, c, h + top + bottom, w + left + right))
+    xp[:, :, top:top + h, left:left + w] = x
+    gxp = np.zeros_like(xp)
+    oh, ow = gy.shape[2], gy.shape[3]
+    og = o // groups
+    gw = np.zeros_like(weight)
+    for g in range(groups):
+        cs, os_ = slice(g * cg, (g + 1) * cg), slice(g * og, (g + 1) * og)
+        for i in range(kh):
+            for j in range(kw):
+                r0, c0 = i * d[0], j * d[1]
+                rows, cols = slice(r0, r0 + s[0] * (oh - 1) + 1, s[0]), slice(c0, c0 + s[1] * (ow - 1) + 1, s[1])
+                gxp[:, cs, rows, cols] += np.einsum("nohw,oc->nchw", gy[:, os_], weight[os_, :, i, j])
+                gw[os_, :, i, j] = np.einsum("nohw,nchw->oc", gy[:, os_], xp[:, cs, rows, cols])
+    return gxp[:, :, top:top + h, left:left + w], gw, gy.sum(axis=(0, 2, 3))
+
+
 def _conv(x, w, *args, **kwargs):
     return lambda d: hetnn.conv2d(x, w, *args, device=d, **kwargs)
 
@@ -386,6 +429,14 @@ CONV_BAD = [
     ("int-input", _conv(CX.astype(np.int32), CW.astype(np.int32)), TypeError, "float"),
     ("activation", _conv(CX, CW, activation="gelu"), ValueError, "activation|gelu"),
 ]
+CONV_BWD_BAD = [
+    ("grad-shape", lambda d: hetnn.conv2d_backward(np.zeros((1, 8, 3, 3), np.float32), CX, CW, device=d), ValueError,
+     "grad_output"),
+    ("grad-dtype", lambda d: hetnn.conv2d_backward(np.zeros((1, 8, 4, 4), np.float64), CX, CW, device=d), TypeError,
+     "grad_output"),
+    ("flag-not-bool", lambda d: hetnn.conv2d_backward(np.zeros((1, 8, 4, 4), np.float32), CX, CW, input_grad=1,
+                                                      device=d), TypeError, "input_grad"),
+]
 AVG_BAD = [
     ("kernel-zero", _avg(X4, 0), ValueError, "kernel_size"),
     ("kernel-missing", _avg(X4), TypeError, "kernel_size"),
@@ -411,6 +462,9 @@ OPS: Dict[str, Op] = {op.name: op for op in [
        bad=AVG_BAD),
     Op("conv2d", _conv_run, _conv_ref, _conv_inputs, dtypes=F + ("float16", "bfloat16"),
        tol={"float32": 2e-5, "float64": 1e-12, "float16": 2e-3, "bfloat16": 1.6e-2}, backend=["conv2d"], bad=CONV_BAD),
+    Op("conv2d_backward", _conv_bwd_run, _conv_bwd_ref, _conv_bwd_inputs, dtypes=F + ("float16", "bfloat16"),
+       tol={"float32": 2e-5, "float64": 1e-12, "float16": 4e-3, "bfloat16": 3e-2},
+       backend=["conv2d_backward_data", "conv2d_backward_weights"], bad=CONV_BWD_BAD),
     Op("activation", lambda d, i: (_core.activation(_up(d, i[0]), i[1]).to_numpy(),),
        lambda i: (_acts64(i[0].astype(np.float64), i[1]),), _act_inputs, backend=["activation"], bad=[
         ("unknown", lambda d: _core.activation(_up(d, np.ones(3, np.float32)), "gelu"), ValueError, "activation")]),

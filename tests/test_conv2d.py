@@ -73,3 +73,41 @@ def test_bias_positionally_and_by_keyword_but_not_both(rng):
     np.testing.assert_array_equal(a, b)
     with pytest.raises(TypeError, match="multiple values"):
         hetnn.conv2d(x, weight, bias, bias=bias)
+
+
+@pytest.mark.requires("float64")
+@pytest.mark.parametrize("case", [CASES[0], CASES[1], CASES[3], CASES[5]], ids=["3x3", "same-even", "stride3", "dw"])
+def test_conv2d_backward_against_finite_differences(device, rng, case):
+    n, c, h, w, o, k, stride, padding, dilation, groups = case
+    n = max(n, 1)
+    x, weight, bias = (a.astype(np.float64) for a in _inputs(rng, n, c, min(h, 6), min(w, 6), o, k, groups))
+    args = (stride, padding, dilation, groups)
+    y = hetnn.conv2d(x, weight, bias, *args, device=device)
+    gy = rng.standard_normal(y.shape)
+    gx, gw, gb = hetnn.conv2d_backward(gy, x, weight, *args, device=device)
+    loss = lambda xx, ww, bb: float((hetnn.conv2d(xx, ww, bb, *args, device=device) * gy).sum())  # noqa: E731
+    eps = 1e-6
+    for arr, grad, which in ((x, gx, 0), (weight, gw, 1), (bias, gb, 2)):
+        for idx in list(np.ndindex(arr.shape))[:: max(1, arr.size // 12)]:
+            plus, minus = [a.copy() for a in (x, weight, bias)], [a.copy() for a in (x, weight, bias)]
+            plus[which][idx] += eps
+            minus[which][idx] -= eps
+            numeric = (loss(*plus) - loss(*minus)) / (2 * eps)
+            assert abs(grad[idx] - numeric) <= 1e-6 * (1 + abs(numeric)), (which, idx, grad[idx], numeric)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_conv2d_backward_agrees_with_pytorch_autograd(device, rng):
+    import torch
+
+    x, weight, bias = _inputs(rng, 2, 4, 7, 8, 6, (3, 2), groups=2)
+    tx, tw, tb = (torch.from_numpy(a).requires_grad_() for a in (x, weight, bias))
+    ty = torch.nn.functional.conv2d(tx, tw, tb, (2, 1), (1, 0), (1, 2), 2)
+    gy = rng.standard_normal(ty.shape).astype(np.float32)
+    ty.backward(torch.from_numpy(gy))
+    gx, gw, gb = hetnn.conv2d_backward(gy, x, weight, (2, 1), (1, 0), (1, 2), 2, device=device)
+    for got, want in ((gx, tx.grad), (gw, tw.grad), (gb, tb.grad)):
+        assert rel_err(got, want.numpy()) < 2e-5
+    only = hetnn.conv2d_backward(gy, x, weight, (2, 1), (1, 0), (1, 2), 2, weight_grad=False, bias_grad=False,
+                                 device=device)
+    assert only[1] is None and only[2] is None and rel_err(only[0], tx.grad.numpy()) < 2e-5

@@ -269,6 +269,22 @@ void run_conv2d(const DevicePtr& dev, std::mt19937& g) {
           if (!near(Y[((std::int64_t(i) * O + o) * OH + oh) * OW + ow], ref)) ok = false;
         }
   check(ok, dev->id() + " conv2d");
+  // backward against the adjoint identity sum(gy * conv(x, w)) = sum(gx * x) = sum(gw * w) (no bias, no activation)
+  Conv2dArgs lin = a;
+  lin.act = Activation::none;
+  if (n > 0) {
+    Array y0 = conv2d(x, wt, nullptr, lin, nullptr);
+    auto GY = randv(g, std::size_t(y0.size()));
+    Array gy = Array::from_host(dev, GY.data(), y0.shape(), DType::f32);
+    const auto [gin, gwt, gbias] = conv2d_backward(gy, x, wt, lin, true, true, true);
+    const auto Y0 = host(y0), GX = host(gin), GW = host(gwt), GB = host(gbias);
+    double s_y = 0, s_x = 0, s_w = 0, s_b = 0, s_gy = 0;
+    for (std::size_t i = 0; i < Y0.size(); ++i) s_y += double(GY[i]) * Y0[i], s_gy += GY[i];
+    for (std::size_t i = 0; i < GX.size(); ++i) s_x += double(GX[i]) * X[i];
+    for (std::size_t i = 0; i < GW.size(); ++i) s_w += double(GW[i]) * Wt[i];
+    for (float v : GB) s_b += v;
+    check(near(s_x, s_y, 1e-4) && near(s_w, s_y, 1e-4) && near(s_b, s_gy, 1e-4), dev->id() + " conv2d_backward");
+  }
   Conv2dArgs bad = a;
   bad.groups = 0;
   expect_throw<ValueError>([&] { conv2d(x, wt, &b, bad, nullptr); }, "conv2d groups 0");
@@ -423,6 +439,7 @@ const OpCase kOps[] = {
     {"max_pool2d_backward", nullptr},  // in run_pool, on the forward's indices
     {"avg_pool2d", run_avg_pool},
     {"conv2d", run_conv2d},
+    {"conv2d_backward", nullptr},  // in run_conv2d, on the forward's operands
     {"activation", run_activation},
     {"activation_backward", run_activation_backward},
     {"softmax", run_softmax},

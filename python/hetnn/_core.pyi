@@ -120,6 +120,9 @@ def avg_pool2d(x: Any, kernel_size: _IntOrPair, stride: Optional[_IntOrPair] = .
 def conv2d(x: Any, weight: Any, bias: Any = ..., stride: _IntOrPair = ..., padding: Union[_IntOrPair, str] = ...,
            dilation: _IntOrPair = ..., groups: int = ..., activation: Optional[str] = ..., *,
            out: Any = ...) -> Any: ...
+def conv2d_backward(grad_output: Any, x: Any, weight: Any, stride: _IntOrPair = ...,
+                    padding: Union[_IntOrPair, str] = ..., dilation: _IntOrPair = ..., groups: int = ..., *,
+                    input_grad: bool = ..., weight_grad: bool = ..., bias_grad: bool = ...) -> Tuple[Any, Any, Any]: ...
 def pool2d_window(op: str, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
                   ceil_mode: Any) -> Tuple[_Pair, _Pair, _Pair, _Pair, bool]: ...
 def pool2d_output_shape(op: str, input_shape: Sequence[int], kernel_size: Any, stride: Any, padding: Any,

@@ -11,5 +11,6 @@ max_pool2d = placed(_core.max_pool2d, "x", outs=("out", "indices_out"))
 max_pool2d_backward = placed(_core.max_pool2d_backward, "grad_output", "indices")
 avg_pool2d = placed(_core.avg_pool2d, "x")
 conv2d = placed(_core.conv2d, "x", "weight", optional=("bias",), positional_optional=True)
+conv2d_backward = placed(_core.conv2d_backward, "grad_output", "x", "weight", outs=())
 
-__all__ = ["avg_pool2d", "conv2d", "matmul", "max_pool2d", "max_pool2d_backward"]
+__all__ = ["avg_pool2d", "conv2d", "conv2d_backward", "matmul", "max_pool2d", "max_pool2d_backward"]

@@ -70,3 +70,15 @@ def conv2d(x: _Host, weight: _Host, bias: Optional[_Host] = ..., stride: _IntOrP
            padding: Union[_IntOrPair, str] = ..., dilation: _IntOrPair = ..., groups: int = ...,
            activation: Optional[str] = ..., *, out: Optional[np.ndarray] = ...,
            device: DeviceLike = ...) -> np.ndarray: ...
+
+@overload
+def conv2d_backward(grad_output: Array, x: Array, weight: Array, stride: _IntOrPair = ...,
+                    padding: Union[_IntOrPair, str] = ..., dilation: _IntOrPair = ..., groups: int = ..., *,
+                    input_grad: bool = ..., weight_grad: bool = ..., bias_grad: bool = ...,
+                    device: DeviceLike = ...) -> Tuple[Optional[Array], Optional[Array], Optional[Array]]: ...
+@overload
+def conv2d_backward(grad_output: _Host, x: _Host, weight: _Host, stride: _IntOrPair = ...,
+                    padding: Union[_IntOrPair, str] = ..., dilation: _IntOrPair = ..., groups: int = ..., *,
+                    input_grad: bool = ..., weight_grad: bool = ..., bias_grad: bool = ...,
+                    device: DeviceLike = ...) -> Tuple[Optional[np.ndarray], Optional[np.ndarray],
+                                                       Optional[np.ndarray]]: ...

@@ -22,10 +22,8 @@ void check_operand(const Array& a, const Array& x, const char* what) {
                     dtype_name(x.dtype()) + " (convert one with astype)");
 }
 
-}  // namespace
-
-Array conv2d(const Array& x, const Array& weight, const Array* bias, const Conv2dArgs& args, const Array* out) {
-  const char* op = "conv2d";
+// The descriptor of conv2d(x, weight, bias, args): every argument checked (op names the calling front).
+Conv2dDesc conv2d_plan(const Array& x, const Array& weight, const Array* bias, const Conv2dArgs& args, const char* op) {
   if (x.ndim() != 4 && x.ndim() != 3)
     throw ValueError(std::string(op) + ": x must be 4-D (N, C, H, W) or 3-D (C, H, W), got shape " +
                      shape_str(x.shape()));
@@ -96,8 +94,27 @@ Array conv2d(const Array& x, const Array& weight, const Array* bias, const Conv2
                        "channel, got " + shape_str(bias->shape()));
     d.has_bias = true;
   }
-  const Shape ys = batched ? Shape{d.N, d.O, d.OH, d.OW} : Shape{d.O, d.OH, d.OW};
-  shape_size(ys, "conv2d output");
+  shape_size(Shape{d.N, d.O, d.OH, d.OW}, "conv2d output");
+  return d;
+}
+
+Shape conv2d_output_shape(const Array& x, const Conv2dDesc& d) {
+  return x.ndim() == 4 ? Shape{d.N, d.O, d.OH, d.OW} : Shape{d.O, d.OH, d.OW};
+}
+
+std::string conv2d_detail(const Array& x, const Array& weight, const Conv2dDesc& d) {
+  return shape_str(x.shape()) + " * " + shape_str(weight.shape()) + ", stride " + pair_str(d.sh, d.sw) + ", pad " +
+         pair_str(d.ph, d.pw) + (d.groups > 1 ? ", groups " + std::to_string(d.groups) : "") +
+         (d.act != Activation::none ? std::string(", ") + activation_name(d.act) : "");
+}
+
+}  // namespace
+
+Array conv2d(const Array& x, const Array& weight, const Array* bias, const Conv2dArgs& args, const Array* out) {
+  const char* op = "conv2d";
+  const Conv2dDesc d = conv2d_plan(x, weight, bias, args, op);
+  const DType t = d.dtype;
+  const Shape ys = conv2d_output_shape(x, d);
   if (out) {
     pool_check_out(*out, ys, t, x, op, "out");
     if (out->same_memory(weight) || (bias && out->same_memory(*bias)))
@@ -105,13 +122,45 @@ Array conv2d(const Array& x, const Array& weight, const Array* bias, const Conv2
   }
   Array y = out ? *out : Array::empty(x.device(), ys, t);
   if (d.N == 0) return y;
-  const OpDetail detail(x.device()->backend().capturing(), [&] {
-    return shape_str(x.shape()) + " * " + shape_str(weight.shape()) + ", stride " + pair_str(d.sh, d.sw) +
-           ", pad " + pair_str(d.ph, d.pw) + (d.groups > 1 ? ", groups " + std::to_string(d.groups) : "") +
-           (d.act != Activation::none ? std::string(", ") + activation_name(d.act) : "");
-  });
+  const OpDetail detail(x.device()->backend().capturing(), [&] { return conv2d_detail(x, weight, d); });
   x.device()->backend().conv2d(d, *x.buffer(), *weight.buffer(), bias ? bias->buffer().get() : nullptr, *y.buffer());
   return y;
+}
+
+std::tuple<Array, Array, Array> conv2d_backward(const Array& grad_output, const Array& x, const Array& weight, const Conv2dArgs& args,
+                            bool input_grad, bool weight_grad, bool bias_grad) {
+  const char* op = "conv2d_backward";
+  if (args.act != Activation::none)
+    throw ValueError(std::string(op) + ": the gradients are of the convolution before any activation; apply the "
+                     "activation's backward to grad_output first");
+  const Conv2dDesc d = conv2d_plan(x, weight, nullptr, args, op);
+  check_operand(grad_output, x, "grad_output");
+  const Shape ys = conv2d_output_shape(x, d);
+  if (grad_output.shape() != ys)
+    throw ValueError(std::string(op) + ": grad_output has shape " + shape_str(grad_output.shape()) + " but the "
+                     "convolution's output has shape " + shape_str(ys));
+  struct {
+    Array input, weight, bias;
+  } g;
+  Backend& be = x.device()->backend();
+  const OpDetail detail(be.capturing(), [&] { return conv2d_detail(x, weight, d); });
+  if (input_grad) {
+    g.input = Array::empty(x.device(), x.shape(), d.dtype);
+    if (d.N) be.conv2d_backward_data(d, *grad_output.buffer(), *weight.buffer(), *g.input.buffer());
+  }
+  if (weight_grad || bias_grad) {
+    Array gw = Array::empty(x.device(), weight.shape(), d.dtype);
+    if (bias_grad) g.bias = Array::empty(x.device(), Shape{d.O}, d.dtype);
+    if (d.N)
+      be.conv2d_backward_weights(d, *grad_output.buffer(), *x.buffer(), *gw.buffer(),
+                                 bias_grad ? g.bias.buffer().get() : nullptr);
+    else {  // an empty batch contributes nothing
+      be.fill(*gw.buffer(), 0, gw.nbytes(), 0);
+      if (bias_grad) be.fill(*g.bias.buffer(), 0, g.bias.nbytes(), 0);
+    }
+    if (weight_grad) g.weight = gw;
+  }
+  return {g.input, g.weight, g.bias};
 }
 
 }  // namespace hetnn

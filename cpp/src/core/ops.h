@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/dtype.h"
@@ -109,6 +110,9 @@ struct SgdDesc {
 //                        ValueError when an index does not point inside its own window (corrupt or foreign indices).
 //   avg_pool2d           y (N, C, OH, OW) = window averages of x (N, C, H, W), as the AvgPool2dDesc says.
 //   conv2d               y (N, O, OH, OW) = act(x (*) w + bias), as the Conv2dDesc says; bias is null without one.
+//   conv2d_backward_data     gx (N, C, H, W) = d(sum gy . y_pre)/dx: gy convolved back through w (no activation).
+//   conv2d_backward_weights  gw (O, C/groups, kh, kw) = d(sum gy . y_pre)/dw over the batch; gb (O) = sum of gy
+//                            over n, oh, ow when non-null.
 //   Training ops (core/nn.h):
 //   activation           out = act(x) over n elements.
 //   activation_backward  dx = dy * act'(.) from the activation's output y (relu: y > 0, sigmoid: y (1 - y), tanh:
@@ -124,6 +128,8 @@ struct SgdDesc {
   X(max_pool2d_backward, (const Pool2dDesc& d, const Buffer& gy, const Buffer& indices, Buffer& gx))             \
   X(avg_pool2d, (const AvgPool2dDesc& d, const Buffer& x, Buffer& y))                                         \
   X(conv2d, (const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y))             \
+  X(conv2d_backward_data, (const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx))                  \
+  X(conv2d_backward_weights, (const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw, Buffer* gb))   \
   X(activation, (Activation act, DType t, std::int64_t n, const Buffer& x, Buffer& out))                         \
   X(activation_backward, (Activation act, DType t, std::int64_t n, const Buffer& dy, const Buffer& y, Buffer& dx)) \
   X(softmax, (DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& y))                        \
@@ -177,5 +183,10 @@ struct Conv2dArgs {
 // y = act(conv2d(x, weight) + bias) with PyTorch's conv2d semantics: x (N, C, H, W) or unbatched (C, H, W), weight
 // (O, C/groups, kh, kw), bias (O,) or null; same device and dtype. `out`: optional y to write.
 Array conv2d(const Array& x, const Array& weight, const Array* bias, const Conv2dArgs& args, const Array* out);
+
+// The gradients of y = conv2d(x, weight, bias) (before any activation) from grad_output = dL/dy: (input (x's shape),
+// weight (weight's shape), bias ((O,))), each computed only when asked for (else an invalid Array).
+std::tuple<Array, Array, Array> conv2d_backward(const Array& grad_output, const Array& x, const Array& weight, const Conv2dArgs& args,
+                            bool input_grad, bool weight_grad, bool bias_grad);
 
 }  // namespace hetnn

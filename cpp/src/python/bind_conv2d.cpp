@@ -9,27 +9,59 @@ namespace py = pybind11;
 
 namespace hetnn::python {
 
+namespace {
+
+Conv2dArgs conv_args(const char* op, py::object stride, py::object padding, py::object dilation, py::object groups,
+                     py::object activation) {
+  Conv2dArgs args;
+  args.stride = arg_pair(stride, "stride", op);
+  args.dilation = arg_pair(dilation, "dilation", op);
+  if (py::isinstance<py::str>(padding)) {
+    const std::string p = padding.cast<std::string>();
+    if (p == "same") args.mode = Conv2dArgs::Padding::same;
+    else if (p == "valid") args.mode = Conv2dArgs::Padding::valid;
+    else throw ValueError(std::string(op) + ": padding must be an int, a pair of ints, 'same' or 'valid', got '" + p + "'");
+  } else {
+    args.padding = arg_pair(padding, "padding", op);
+  }
+  if (py::isinstance<py::sequence>(groups) || py::isinstance<py::bool_>(groups))
+    throw TypeError(std::string(op) + ": groups must be an int, got " + std::string(py::repr(groups)));
+  args.groups = arg_pair(groups, "groups", op)[0];
+  args.act = arg_activation(activation, op);
+  return args;
+}
+
+py::object maybe(const Array& a) { return a.valid() ? py::cast(a) : py::none(); }
+
+}  // namespace
+
 void bind_conv2d(py::module_& m) {
+  m.def(
+      "conv2d_backward",
+      [](const Array& grad_output, const Array& x, const Array& weight, py::object stride, py::object padding,
+         py::object dilation, py::object groups, py::object input_grad, py::object weight_grad, py::object bias_grad) {
+        const char* op = "conv2d_backward";
+        const Conv2dArgs args = conv_args(op, stride, padding, dilation, groups, py::none());
+        const bool gi = arg_bool(input_grad, "input_grad", op), gw = arg_bool(weight_grad, "weight_grad", op),
+                   gb = arg_bool(bias_grad, "bias_grad", op);
+        std::tuple<Array, Array, Array> g;
+        {
+          NoGil nogil;
+          g = hetnn::conv2d_backward(grad_output, x, weight, args, gi, gw, gb);
+        }
+        return py::make_tuple(maybe(std::get<0>(g)), maybe(std::get<1>(g)), maybe(std::get<2>(g)));
+      },
+      py::arg("grad_output"), py::arg("x"), py::arg("weight"), py::arg("stride") = 1, py::arg("padding") = 0,
+      py::arg("dilation") = 1, py::arg("groups") = 1, py::kw_only(), py::arg("input_grad") = true,
+      py::arg("weight_grad") = true, py::arg("bias_grad") = true,
+      R"doc((grad_input, grad_weight, grad_bias) of ``y = conv2d(x, weight, bias, stride, padding, dilation, groups)``
+from ``grad_output`` = dL/dy (the gradient before any activation: apply its backward first), as PyTorch's autograd
+computes them; each is None when its ``*_grad`` flag is False. Same dtypes and devices as conv2d.)doc");
   m.def(
       "conv2d",
       [](const Array& x, const Array& weight, const Array* bias, py::object stride, py::object padding,
          py::object dilation, py::object groups, py::object activation, const Array* out) {
-        const char* op = "conv2d";
-        Conv2dArgs args;
-        args.stride = arg_pair(stride, "stride", op);
-        args.dilation = arg_pair(dilation, "dilation", op);
-        if (py::isinstance<py::str>(padding)) {
-          const std::string p = padding.cast<std::string>();
-          if (p == "same") args.mode = Conv2dArgs::Padding::same;
-          else if (p == "valid") args.mode = Conv2dArgs::Padding::valid;
-          else throw ValueError("conv2d: padding must be an int, a pair of ints, 'same' or 'valid', got '" + p + "'");
-        } else {
-          args.padding = arg_pair(padding, "padding", op);
-        }
-        if (py::isinstance<py::sequence>(groups) || py::isinstance<py::bool_>(groups))
-          throw TypeError("conv2d: groups must be an int, got " + std::string(py::repr(groups)));
-        args.groups = arg_pair(groups, "groups", op)[0];
-        args.act = arg_activation(activation, op);
+        const Conv2dArgs args = conv_args("conv2d", stride, padding, dilation, groups, activation);
         NoGil nogil;
         return hetnn::conv2d(x, weight, bias, args, out);
       },

@@ -3,6 +3,7 @@
 // widened to float32 work areas, convolved, and rounded back once.
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -156,7 +157,190 @@ void conv_f64(const Conv2dDesc& d, const double* x, const double* w, const doubl
   });
 }
 
+// The backward primitives on the plain layouts (float32), made per call from a forward-training hint.
+struct ConvGeometry {
+  dnnl::memory::desc src, wei, dst, bias;
+  dnnl::memory::dims strides, dilates, pad_l, pad_r;
+  explicit ConvGeometry(const Conv2dDesc& d) {
+    using tag = dnnl::memory::format_tag;
+    const auto f32 = dnnl::memory::data_type::f32;
+    src = dnnl::memory::desc({d.N, d.C, d.H, d.W}, f32, tag::nchw);
+    wei = d.groups > 1 ? dnnl::memory::desc({d.groups, d.O / d.groups, d.C / d.groups, d.kh, d.kw}, f32, tag::goihw)
+                       : dnnl::memory::desc({d.O, d.C, d.kh, d.kw}, f32, tag::oihw);
+    dst = dnnl::memory::desc({d.N, d.O, d.OH, d.OW}, f32, tag::nchw);
+    bias = dnnl::memory::desc({d.O}, f32, tag::x);
+    strides = {d.sh, d.sw}, dilates = {d.dh - 1, d.dw - 1}, pad_l = {d.ph, d.pw}, pad_r = {d.pr, d.pw_r};
+  }
+  dnnl::convolution_forward::primitive_desc hint(const dnnl::engine& e) const {
+    return dnnl::convolution_forward::primitive_desc(e, dnnl::prop_kind::forward_training,
+                                                     dnnl::algorithm::convolution_direct, src, wei, bias, dst,
+                                                     strides, dilates, pad_l, pad_r);
+  }
+};
+
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // threads must not share oneDNN's
+  return attr;
+}
+
+void conv_bwd_data_f32(const dnnl::engine& engine, const Conv2dDesc& d, const float* gy, const float* w, float* gx) {
+  const ConvGeometry g(d);
+  const auto pd = dnnl::convolution_backward_data::primitive_desc(
+      engine, dnnl::algorithm::convolution_direct, g.src, g.wei, g.dst, g.strides, g.dilates, g.pad_l, g.pad_r,
+      g.hint(engine), user_scratchpad());
+  Work ws;
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_DIFF_DST, dnnl::memory(g.dst, engine, const_cast<float*>(gy))},
+      {DNNL_ARG_WEIGHTS, dnnl::memory(g.wei, engine, const_cast<float*>(w))},
+      {DNNL_ARG_DIFF_SRC, dnnl::memory(g.src, engine, gx)}};
+  if (const std::size_t n = pd.scratchpad_desc().get_size())
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(pd.scratchpad_desc(), engine, ws.get(n, "oneDNN's scratchpad")));
+  dnnl::stream stream(engine);
+  dnnl::convolution_backward_data(pd).execute(stream, args);
+  stream.wait();
+}
+
+void conv_bwd_weights_f32(const dnnl::engine& engine, const Conv2dDesc& d, const float* gy, const float* x,
+                          float* gw, float* gb) {
+  const ConvGeometry g(d);
+  const auto pd = gb ? dnnl::convolution_backward_weights::primitive_desc(
+                           engine, dnnl::algorithm::convolution_direct, g.src, g.wei, g.bias, g.dst, g.strides,
+                           g.dilates, g.pad_l, g.pad_r, g.hint(engine), user_scratchpad())
+                     : dnnl::convolution_backward_weights::primitive_desc(
+                           engine, dnnl::algorithm::convolution_direct, g.src, g.wei, g.dst, g.strides, g.dilates,
+                           g.pad_l, g.pad_r, g.hint(engine), user_scratchpad());
+  Work ws;
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_DIFF_DST, dnnl::memory(g.dst, engine, const_cast<float*>(gy))},
+      {DNNL_ARG_SRC, dnnl::memory(g.src, engine, const_cast<float*>(x))},
+      {DNNL_ARG_DIFF_WEIGHTS, dnnl::memory(g.wei, engine, gw)}};
+  if (gb) args.emplace(DNNL_ARG_DIFF_BIAS, dnnl::memory(g.bias, engine, gb));
+  if (const std::size_t n = pd.scratchpad_desc().get_size())
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(pd.scratchpad_desc(), engine, ws.get(n, "oneDNN's scratchpad")));
+  dnnl::stream stream(engine);
+  dnnl::convolution_backward_weights(pd).execute(stream, args);
+  stream.wait();
+}
+
+// float64 by direct summation: gx planes in parallel (each (n, c) owned by one thread), then the weights (each
+// (o, c') owned by one thread) and the bias.
+void conv_bwd_data_f64(const Conv2dDesc& d, const double* gy, const double* w, double* gx) {
+  const std::int64_t cg = d.C / d.groups, og = d.O / d.groups;
+  parallel_ranges(d.N * d.C, [&](std::int64_t p0, std::int64_t p1) {
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const std::int64_t n = p / d.C, c = p % d.C, g = c / cg, cl = c % cg;
+      double* gp = gx + p * d.H * d.W;
+      std::fill(gp, gp + d.H * d.W, 0.0);
+      for (std::int64_t o = g * og; o < (g + 1) * og; ++o) {
+        const double* yp = gy + (n * d.O + o) * d.OH * d.OW;
+        const double* wp = w + (o * cg + cl) * d.kh * d.kw;
+        for (std::int64_t oh = 0; oh < d.OH; ++oh)
+          for (std::int64_t ow = 0; ow < d.OW; ++ow) {
+            const double v = yp[oh * d.OW + ow];
+            for (int i = 0; i < d.kh; ++i) {
+              const std::int64_t ih = oh * d.sh - d.ph + std::int64_t{i} * d.dh;
+              if (ih < 0 || ih >= d.H) continue;
+              for (int j = 0; j < d.kw; ++j) {
+                const std::int64_t iw = ow * d.sw - d.pw + std::int64_t{j} * d.dw;
+                if (iw >= 0 && iw < d.W) gp[ih * d.W + iw] += v * wp[i * d.kw + j];
+              }
+            }
+          }
+      }
+    }
+  });
+}
+
+void conv_bwd_weights_f64(const Conv2dDesc& d, const double* gy, const double* x, double* gw, double* gb) {
+  const std::int64_t cg = d.C / d.groups, og = d.O / d.groups;
+  parallel_ranges(d.O * cg, [&](std::int64_t p0, std::int64_t p1) {
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const std::int64_t o = p / cg, cl = p % cg, c = (o / og) * cg + cl;
+      double* wp = gw + p * d.kh * d.kw;
+      for (int i = 0; i < d.kh; ++i)
+        for (int j = 0; j < d.kw; ++j) {
+          double s = 0;
+          for (std::int64_t n = 0; n < d.N; ++n) {
+            const double* yp = gy + (n * d.O + o) * d.OH * d.OW;
+            const double* xp = x + (n * d.C + c) * d.H * d.W;
+            for (std::int64_t oh = 0; oh < d.OH; ++oh) {
+              const std::int64_t ih = oh * d.sh - d.ph + std::int64_t{i} * d.dh;
+              if (ih < 0 || ih >= d.H) continue;
+              for (std::int64_t ow = 0; ow < d.OW; ++ow) {
+                const std::int64_t iw = ow * d.sw - d.pw + std::int64_t{j} * d.dw;
+                if (iw >= 0 && iw < d.W) s += yp[oh * d.OW + ow] * xp[ih * d.W + iw];
+              }
+            }
+          }
+          wp[i * d.kw + j] = s;
+        }
+    }
+  });
+  if (gb)
+    for (std::int64_t o = 0; o < d.O; ++o) {
+      double s = 0;
+      for (std::int64_t n = 0; n < d.N; ++n)
+        for (std::int64_t q = 0; q < d.OH * d.OW; ++q) s += gy[(n * d.O + o) * d.OH * d.OW + q];
+      gb[o] = s;
+    }
+}
+
 }  // namespace
+
+void CpuBackend::conv2d_backward_data(const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx) {
+  cpu_threads::apply();
+  const std::int64_t nx = d.N * d.C * d.H * d.W, nw = d.O * (d.C / d.groups) * d.kh * d.kw, ny = d.N * d.O * d.OH * d.OW;
+  timed("conv2d_backward_data", 0, [&] {
+    switch (d.dtype) {
+      case DType::f32:
+        conv_bwd_data_f32(engine_, d, static_cast<const float*>(gy.host_ptr()), static_cast<const float*>(w.host_ptr()),
+                          static_cast<float*>(gx.host_ptr()));
+        break;
+      case DType::f64:
+        conv_bwd_data_f64(d, static_cast<const double*>(gy.host_ptr()), static_cast<const double*>(w.host_ptr()),
+                          static_cast<double*>(gx.host_ptr()));
+        break;
+      case DType::f16:
+      case DType::bf16: {
+        F32Scratch gy32(*pool_, ny, d.dtype, gy.host_ptr()), w32(*pool_, nw, d.dtype, w.host_ptr()), gx32(*pool_, nx);
+        conv_bwd_data_f32(engine_, d, gy32.data(), w32.data(), gx32.data());
+        narrow_from_f32_parallel(d.dtype, gx32.data(), gx.host_ptr(), nx);
+        break;
+      }
+      default: throw TypeError(std::string("conv2d_backward: unsupported dtype ") + dtype_name(d.dtype));
+    }
+  });
+}
+
+void CpuBackend::conv2d_backward_weights(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,
+                                         Buffer* gb) {
+  cpu_threads::apply();
+  const std::int64_t nx = d.N * d.C * d.H * d.W, nw = d.O * (d.C / d.groups) * d.kh * d.kw, ny = d.N * d.O * d.OH * d.OW;
+  timed("conv2d_backward_weights", 0, [&] {
+    switch (d.dtype) {
+      case DType::f32:
+        conv_bwd_weights_f32(engine_, d, static_cast<const float*>(gy.host_ptr()),
+                             static_cast<const float*>(x.host_ptr()), static_cast<float*>(gw.host_ptr()),
+                             gb ? static_cast<float*>(gb->host_ptr()) : nullptr);
+        break;
+      case DType::f64:
+        conv_bwd_weights_f64(d, static_cast<const double*>(gy.host_ptr()), static_cast<const double*>(x.host_ptr()),
+                             static_cast<double*>(gw.host_ptr()), gb ? static_cast<double*>(gb->host_ptr()) : nullptr);
+        break;
+      case DType::f16:
+      case DType::bf16: {
+        F32Scratch gy32(*pool_, ny, d.dtype, gy.host_ptr()), x32(*pool_, nx, d.dtype, x.host_ptr()),
+            gw32(*pool_, nw), gb32(*pool_, gb ? d.O : 1);
+        conv_bwd_weights_f32(engine_, d, gy32.data(), x32.data(), gw32.data(), gb ? gb32.data() : nullptr);
+        narrow_from_f32_parallel(d.dtype, gw32.data(), gw.host_ptr(), nw);
+        if (gb) narrow_from_f32_parallel(d.dtype, gb32.data(), gb->host_ptr(), d.O);
+        break;
+      }
+      default: throw TypeError(std::string("conv2d_backward: unsupported dtype ") + dtype_name(d.dtype));
+    }
+  });
+}
 
 void CpuBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y) {
   cpu_threads::apply();

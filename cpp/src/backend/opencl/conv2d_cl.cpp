@@ -67,4 +67,37 @@ void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, co
   enqueue("conv2d", k, 3, global, local);
 }
 
+void ClBackend::conv2d_backward_data(const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string opts = common_options(d.dtype) + " -DKH=" + std::to_string(d.kh) + " -DKW=" + std::to_string(d.kw);
+  cl_kernel k = kernel("conv2d.cl", "conv2d_bwd_data", opts);
+  ArgSetter a{k, "conv2d_bwd_data"};
+  a(static_cast<cl_int>(d.C))(static_cast<cl_int>(d.H))(static_cast<cl_int>(d.W))(static_cast<cl_int>(d.O));
+  a(static_cast<cl_int>(d.OH))(static_cast<cl_int>(d.OW));
+  a(static_cast<cl_int>(d.C / d.groups))(static_cast<cl_int>(d.O / d.groups));
+  a(cl_int{d.sh})(cl_int{d.sw})(cl_int{d.ph})(cl_int{d.pw})(cl_int{d.dh})(cl_int{d.dw})(mem(gy))(mem(w))(mem(gx));
+  const bool gpu = gpu_kernels();
+  const std::size_t lx = gpu ? 32 : 16, ly = gpu ? 4 : 1;
+  const std::size_t local[3] = {lx, ly, 1};
+  const std::size_t global[3] = {round_up(static_cast<std::size_t>(d.W), lx),
+                                 round_up(static_cast<std::size_t>(d.H), ly), static_cast<std::size_t>(d.N * d.C)};
+  enqueue("conv2d_backward_data", k, 3, global, local);
+}
+
+void ClBackend::conv2d_backward_weights(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,
+                                        Buffer* gb) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string opts = common_options(d.dtype) + " -DKH=" + std::to_string(d.kh) + " -DKW=" + std::to_string(d.kw);
+  cl_kernel k = kernel("conv2d.cl", "conv2d_bwd_weights", opts);
+  ArgSetter a{k, "conv2d_bwd_weights"};
+  a(static_cast<cl_int>(d.N))(static_cast<cl_int>(d.C))(static_cast<cl_int>(d.H))(static_cast<cl_int>(d.W));
+  a(static_cast<cl_int>(d.O))(static_cast<cl_int>(d.OH))(static_cast<cl_int>(d.OW));
+  a(static_cast<cl_int>(d.C / d.groups))(static_cast<cl_int>(d.O / d.groups));
+  a(cl_int{d.sh})(cl_int{d.sw})(cl_int{d.ph})(cl_int{d.pw})(cl_int{d.dh})(cl_int{d.dw})(cl_int{gb != nullptr});
+  a(mem(gy))(mem(x))(mem(gw))(gb ? mem(*gb) : mem(gw));
+  const std::size_t global[3] = {static_cast<std::size_t>(d.kh * d.kw), static_cast<std::size_t>(d.C / d.groups),
+                                 static_cast<std::size_t>(d.O)};
+  enqueue("conv2d_backward_weights", k, 3, global, nullptr);
+}
+
 }  // namespace hetnn::opencl

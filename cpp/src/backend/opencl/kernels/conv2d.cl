@@ -66,3 +66,64 @@ __kernel void conv2d_bias_act(const int O, const int P, const int act, __global 
   const long i = (n * O + o) * P + p;
   STORE1(ACTIVATE(LOAD1(y, i) + LOAD1(bias, o), act), y, i);
 }
+
+// Backward, by gathering (no atomics): gx[n, c, ih, iw] = sum over the outputs o of c's group and the kernel taps
+// (i, j) whose window position lands on (ih, iw) of gy[n, o, oh, ow] * w[o, c', i, j]. global (W, H, N * C).
+__kernel void conv2d_bwd_data(const int C, const int H, const int W, const int O, const int OH, const int OW,
+                              const int CG, const int OG, const int SH, const int SW, const int PH, const int PW,
+                              const int DH, const int DW, __global const STORAGE* gy, __global const STORAGE* w,
+                              __global STORAGE* gx) {
+  const int iw = get_global_id(0), ih = get_global_id(1);
+  const long nc = get_global_id(2);
+  if (iw >= W || ih >= H) return;
+  const int c = (int)(nc % C);
+  const long n = nc / C;
+  const int g = c / CG, cl = c % CG;
+  REAL sum = 0;
+  for (int o = g * OG; o < (g + 1) * OG; ++o) {
+    __global const STORAGE* yp = gy + (n * O + o) * OH * OW;
+    __global const STORAGE* wp = w + ((long)o * CG + cl) * (KH * KW);
+    for (int i = 0; i < KH; ++i) {
+      const int th = ih + PH - i * DH;
+      if (th < 0 || th % SH) continue;
+      const int oh = th / SH;
+      if (oh >= OH) continue;
+      for (int j = 0; j < KW; ++j) {
+        const int tw = iw + PW - j * DW;
+        if (tw < 0 || tw % SW) continue;
+        const int ow = tw / SW;
+        if (ow < OW) sum += LOAD1(yp, oh * OW + ow) * LOAD1(wp, i * KW + j);
+      }
+    }
+  }
+  STORE1(sum, gx, (nc * H + ih) * W + iw);
+}
+
+// gw[o, c', i, j] = sum over n, oh, ow of gy[n, o, oh, ow] * x[n, c, ih, iw]; one work-item per weight element,
+// global (KH * KW, CG, O). gb[o] (has_bias) by the work-item (0, 0, o).
+__kernel void conv2d_bwd_weights(const int N, const int C, const int H, const int W, const int O, const int OH,
+                                 const int OW, const int CG, const int OG, const int SH, const int SW, const int PH,
+                                 const int PW, const int DH, const int DW, const int has_bias,
+                                 __global const STORAGE* gy, __global const STORAGE* x, __global STORAGE* gw,
+                                 __global STORAGE* gb) {
+  const int tap = get_global_id(0), cl = get_global_id(1), o = get_global_id(2);
+  if (tap >= KH * KW) return;
+  const int i = tap / KW, j = tap % KW, c = (o / OG) * CG + cl;
+  REAL sum = 0, bsum = 0;
+  for (int n = 0; n < N; ++n) {
+    __global const STORAGE* yp = gy + ((long)n * O + o) * OH * OW;
+    __global const STORAGE* xp = x + ((long)n * C + c) * H * W;
+    for (int oh = 0; oh < OH; ++oh) {
+      const int ih = oh * SH - PH + i * DH;
+      const int row_in = ih >= 0 && ih < H;
+      for (int ow = 0; ow < OW; ++ow) {
+        const REAL g = LOAD1(yp, oh * OW + ow);
+        bsum += g;
+        const int iw = ow * SW - PW + j * DW;
+        if (row_in && iw >= 0 && iw < W) sum += g * LOAD1(xp, ih * W + iw);
+      }
+    }
+  }
+  STORE1(sum, gw, ((long)o * CG + cl) * (KH * KW) + tap);
+  if (has_bias && tap == 0 && cl == 0) STORE1(bsum, gb, o);
+}
