@@ -56,11 +56,14 @@ def _find(directory: str, stem: str) -> str:
         f"installs it), or pass path= to a directory holding the four IDX files.")
 
 
-def fashion_mnist(path: Optional[PathLike] = None) -> Tuple[Tuple[np.ndarray, np.ndarray],
-                                                             Tuple[np.ndarray, np.ndarray]]:
+def fashion_mnist(path: Optional[PathLike] = None, images: bool = False) -> Tuple[Tuple[np.ndarray, np.ndarray],
+                                                                                Tuple[np.ndarray, np.ndarray]]:
     """``(x_train, y_train), (x_test, y_test)`` as Keras returns them: uint8 images of shape (n, 28, 28) and
     uint8 labels 0..9 (60,000 training and 10,000 test samples), read from the IDX files in ``path`` (default
-    /usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist)."""
+    /usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist). ``images=True``: the images as (n, 1, 28,
+    28) float32 in [0, 1], the NCHW layout convolutions take."""
+    if not isinstance(images, (bool, np.bool_)):
+        raise TypeError(f"fashion_mnist: images must be a bool, got {images!r}")
     d = os.fspath(path) if path is not None else FASHION_MNIST_DIR
     if not os.path.isdir(d):
         _find(d, "train-images-idx3-ubyte")  # raises the error naming the package
@@ -71,7 +74,7 @@ def fashion_mnist(path: Optional[PathLike] = None) -> Tuple[Tuple[np.ndarray, np
         if x.ndim != 3 or y.ndim != 1 or x.shape[0] != y.shape[0]:
             raise ValueError(f"fashion_mnist: {prefix} files have shapes {x.shape} and {y.shape}; expected "
                              f"(n, 28, 28) images and (n,) labels")
-        parts.append((x, y))
+        parts.append((x.reshape(-1, 1, *x.shape[1:]).astype(np.float32) / 255 if images else x, y))
     return parts[0], parts[1]
 
 
@@ -122,5 +125,46 @@ def solar_irradiance(n_samples: int = 20000, n_sensors: int = 50, horizon: int =
     series = np.maximum(series, 0.0)
     x = series[:n_sensors, :n_samples].T.astype(dtype)
     y = series[n_sensors, horizon:horizon + n_samples].reshape(-1, 1).astype(dtype)
+    split = int(round(n_samples * (1 - test_fraction)))
+    return (x[:split], y[:split]), (x[split:], y[split:])
+
+
+def radiation_maps(n_samples: int = 4096, size: int = 50, wind: Tuple[int, int] = (3, 2), test_fraction: float = 0.2,
+                   seed: int = 0, dtype: str = "float32") -> Tuple[Tuple[np.ndarray, np.ndarray],
+                                                                   Tuple[np.ndarray, np.ndarray]]:
+    """A synthetic stand-in for the classic CNN study's 50x50 solar-radiation maps: x (n, 1, size, size) irradiance
+    maps (kW/m^2) and y (n, 1), the irradiance at the map's centre one step later, after the clouds drift by
+    ``wind`` (rows, columns) pixels. Returns ``(x_train, y_train), (x_test, y_test)`` (the last ``test_fraction``
+    is the test set).
+
+    The model (seeded by ``seed``): a clear-sky field rising from 0.8 to 1.0 down the rows; 1 + Poisson(3) clouds
+    per map, Gaussian blobs of radius 3..10 pixels and opacity 0.3..0.9 centred anywhere within 10 pixels of the
+    map, transmitting ``prod(1 - opacity * blob)``; Gaussian noise of 0.01. The target is the noise-free
+    irradiance at the centre minus ``wind``: what the map shows upwind of the centre, so a convolution can learn it
+    and a model of the map's mean alone cannot."""
+    for v, name in ((n_samples, "n_samples"), (size, "size")):
+        if not is_int(v) or v <= 0:
+            raise ValueError(f"radiation_maps: {name} must be a positive int, got {v!r}")
+    if not (isinstance(wind, (tuple, list)) and len(wind) == 2 and all(is_int(v) for v in wind)) or \
+            max(abs(int(v)) for v in wind) >= size // 2 + 1:
+        raise ValueError(f"radiation_maps: wind must be a pair of ints smaller than half the map, got {wind!r}")
+    if not 0 < test_fraction < 1:
+        raise ValueError(f"radiation_maps: test_fraction must be in (0, 1), got {test_fraction!r}")
+    rng = np.random.default_rng(seed)
+    rows, cols = np.mgrid[0:size, 0:size].astype(np.float64)
+    clear = 0.8 + 0.2 * rows / max(1, size - 1)
+    c = size // 2
+    src = (c - int(wind[0]), c - int(wind[1]))
+    x = np.empty((n_samples, 1, size, size), dtype=dtype)
+    y = np.empty((n_samples, 1), dtype=dtype)
+    for i in range(n_samples):
+        k = 1 + rng.poisson(3)
+        cy, cx = rng.uniform(-10, size + 10, k), rng.uniform(-10, size + 10, k)
+        radius, opacity = rng.uniform(3, 10, k), rng.uniform(0.3, 0.9, k)
+        d2 = (rows[None] - cy[:, None, None]) ** 2 + (cols[None] - cx[:, None, None]) ** 2
+        transmit = np.prod(1 - opacity[:, None, None] * np.exp(-d2 / (2 * radius[:, None, None] ** 2)), axis=0)
+        field = clear * transmit
+        x[i, 0] = field + 0.01 * rng.standard_normal((size, size))
+        y[i, 0] = field[src]
     split = int(round(n_samples * (1 - test_fraction)))
     return (x[:split], y[:split]), (x[split:], y[split:])
