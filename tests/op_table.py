@@ -426,7 +426,7 @@ CONV_BAD = [
     ("bias-shape", _conv(CX, CW, np.zeros(4, np.float32)), ValueError, "bias"),
     ("bias-dtype", _conv(CX, CW, np.zeros(8, np.float64)), TypeError, "bias"),
     ("weight-dtype", _conv(CX, CW.astype(np.float64)), TypeError, "weight"),
-    ("int-input", _conv(CX.astype(np.int32), CW.astype(np.int32)), TypeError, "float"),
+    ("int-input", _conv(CX.astype(np.int32), CW.astype(np.int32)), TypeError, "conv2d takes"),
     ("activation", _conv(CX, CW, activation="gelu"), ValueError, "activation|gelu"),
 ]
 CONV_BWD_BAD = [
