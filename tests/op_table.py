@@ -161,6 +161,14 @@ def _conv_inputs(rng, dtype):
     return x, weight, bias, s, padding, d, groups, act
 
 
+def _conv_pads(padding, ekh, ekw):
+    """(top, bottom, left, right) for PyTorch's padding argument, given the dilated kernel's extent."""
+    if padding == "same":
+        return (ekh - 1) // 2, ekh - 1 - (ekh - 1) // 2, (ekw - 1) // 2, ekw - 1 - (ekw - 1) // 2
+    pad = (0, 0) if padding == "valid" else padding
+    return pad[0], pad[0], pad[1], pad[1]
+
+
 def _conv_run(dev, inp):
     x, weight, bias, s, padding, d, groups, act = inp
     return (hetnn.conv2d(x, weight, bias, s, padding, d, groups, act, device=dev),)
@@ -172,16 +180,10 @@ def _conv_ref(inp):
     x, weight = x.astype(np.float64), weight.astype(np.float64)
     n, c, h, w = x.shape
     o, cg, kh, kw = weight.shape
-    ekh, ekw = d[0] * (kh - 1) + 1, d[1] * (kw - 1) + 1
-    if padding == "same":
-        top, left = (ekh - 1) // 2, (ekw - 1) // 2
-        bottom, right = ekh - 1 - top, ekw - 1 - left
-    else:
-        pad = (0, 0) if padding == "valid" else padding
-        top = bottom = pad[0]
-        left = right = pad[1]
+    top, bottom, left, right = _conv_pads(padding, d[0] * (kh - 1) + 1, d[1] * (kw - 1) + 1)
     xp = np.zeros((n, c, h + top + bottom, w + left + right))
     xp[:, :, top:top + h, left:left + w] = x
+    ekh, ekw = d[0] * (kh - 1) + 1, d[1] * (kw - 1) + 1
     oh, ow = (h + top + bottom - ekh) // s[0] + 1, (w + left + right - ekw) // s[1] + 1
     y = np.zeros((n, o, oh, ow))
     og = o // groups
@@ -215,14 +217,7 @@ def _conv_bwd_ref(inp):
     gy, x, weight = gy.astype(np.float64), x.astype(np.float64), weight.astype(np.float64)
     n, c, h, w = x.shape
     o, cg, kh, kw = weight.shape
-    ekh, ekw = d[0] * (kh - 1) + 1, d[1] * (kw - 1) + 1
-    if padding == "same":
-        top, left = (ekh - 1) // 2, (ekw - 1) // 2
-        bottom, right = ekh - 1 - top, ekw - 1 - left
-    else:
-        pad = (0, 0) if padding == "valid" else padding
-        top = bottom = pad[0]
-        left = right = pad[1]
+    top, bottom, left, right = _conv_pads(padding, d[0] * (kh - 1) + 1, d[1] * (kw - 1) + 1)
     xp = np.zeros((n, c, h + top + bottom, w + left + right))
     xp[:, :, top:top + h, left:left + w] = x
     gxp = np.zeros_like(xp)

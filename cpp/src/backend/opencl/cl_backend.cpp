@@ -303,6 +303,16 @@ cl_mem ClBackend::scratch(int slot, std::size_t bytes) {
   return mem.get();
 }
 
+void ClBackend::enqueue_planes(const char* name, cl_kernel k, std::int64_t cols, std::int64_t rows,
+                               std::int64_t planes) {
+  const bool gpu = gpu_kernels();
+  const std::size_t lx = gpu ? 32 : 16, ly = gpu ? 4 : 1;
+  const std::size_t local[3] = {lx, ly, 1};
+  const std::size_t global[3] = {round_up(static_cast<std::size_t>(cols), lx),
+                                 round_up(static_cast<std::size_t>(rows), ly), static_cast<std::size_t>(planes)};
+  enqueue(name, k, 3, global, local);
+}
+
 void ClBackend::enqueue(const char* name, cl_kernel k, int dims, const std::size_t* global, const std::size_t* local) {
   cl_event ev = nullptr;
   const double t = host_seconds();

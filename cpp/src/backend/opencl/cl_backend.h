@@ -78,6 +78,9 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // A device scratch buffer (slot 0, 1, ...) of at least `bytes`, kept between calls (in-order queue: reuse is safe).
   cl_mem scratch(int slot, std::size_t bytes);
   void enqueue(const char* name, cl_kernel k, int dims, const std::size_t* global, const std::size_t* local);
+  // Enqueues k over (cols, rows, planes) work-items, one per element of `planes` row-major planes: GPUs a warp of
+  // consecutive columns per row (32 x 4 work-groups), CPU devices (PoCL) 16 columns, one AVX-512 float vector.
+  void enqueue_planes(const char* name, cl_kernel k, std::int64_t cols, std::int64_t rows, std::int64_t planes);
   void throttle();
   void matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias);
   void matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias);

@@ -58,13 +58,7 @@ void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, co
   a(static_cast<cl_int>(d.C / d.groups))(static_cast<cl_int>(d.O / d.groups));
   a(cl_int{d.sh})(cl_int{d.sw})(cl_int{d.ph})(cl_int{d.pw})(cl_int{d.dh})(cl_int{d.dw});
   a(cl_int{d.has_bias})(static_cast<cl_int>(d.act))(mem(x))(mem(w))(bias ? mem(*bias) : mem(w))(mem(y));
-  // GPUs: a warp of consecutive outputs per row; CPU devices (PoCL): 16 lanes, one AVX-512 float vector.
-  const bool gpu = gpu_kernels();
-  const std::size_t lx = gpu ? 32 : 16, ly = gpu ? 4 : 1;
-  const std::size_t local[3] = {lx, ly, 1};
-  const std::size_t global[3] = {round_up(static_cast<std::size_t>(d.OW), lx),
-                                 round_up(static_cast<std::size_t>(d.OH), ly), static_cast<std::size_t>(d.N * d.O)};
-  enqueue("conv2d", k, 3, global, local);
+  enqueue_planes("conv2d", k, d.OW, d.OH, d.N * d.O);
 }
 
 void ClBackend::conv2d_backward_data(const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx) {
@@ -76,12 +70,7 @@ void ClBackend::conv2d_backward_data(const Conv2dDesc& d, const Buffer& gy, cons
   a(static_cast<cl_int>(d.OH))(static_cast<cl_int>(d.OW));
   a(static_cast<cl_int>(d.C / d.groups))(static_cast<cl_int>(d.O / d.groups));
   a(cl_int{d.sh})(cl_int{d.sw})(cl_int{d.ph})(cl_int{d.pw})(cl_int{d.dh})(cl_int{d.dw})(mem(gy))(mem(w))(mem(gx));
-  const bool gpu = gpu_kernels();
-  const std::size_t lx = gpu ? 32 : 16, ly = gpu ? 4 : 1;
-  const std::size_t local[3] = {lx, ly, 1};
-  const std::size_t global[3] = {round_up(static_cast<std::size_t>(d.W), lx),
-                                 round_up(static_cast<std::size_t>(d.H), ly), static_cast<std::size_t>(d.N * d.C)};
-  enqueue("conv2d_backward_data", k, 3, global, local);
+  enqueue_planes("conv2d_backward_data", k, d.W, d.H, d.N * d.C);
 }
 
 void ClBackend::conv2d_backward_weights(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,
