@@ -22,29 +22,25 @@ void check_operand(const Array& a, const Array& x, const char* what) {
                     dtype_name(x.dtype()) + " (convert one with astype)");
 }
 
-// The descriptor of conv2d(x, weight, bias, args): every argument checked (op names the calling front).
-Conv2dDesc conv2d_plan(const Array& x, const Array& weight, const Array* bias, const Conv2dArgs& args, const char* op) {
-  if (x.ndim() != 4 && x.ndim() != 3)
-    throw ValueError(std::string(op) + ": x must be 4-D (N, C, H, W) or 3-D (C, H, W), got shape " +
-                     shape_str(x.shape()));
-  if (weight.ndim() != 4)
+// The geometry of a convolution of input shape xs (N, C, H, W or C, H, W) with weights ws: every shape and argument
+// rule checked (op names the calling front); dtype, devices and bias are the callers'.
+Conv2dDesc conv2d_geometry(const Shape& xs, const Shape& ws, const Conv2dArgs& args, const char* op) {
+  if (xs.size() != 4 && xs.size() != 3)
+    throw ValueError(std::string(op) + ": x must be 4-D (N, C, H, W) or 3-D (C, H, W), got shape " + shape_str(xs));
+  if (ws.size() != 4)
     throw ValueError(std::string(op) + ": weight must be 4-D (out_channels, in_channels/groups, kh, kw), got shape " +
-                     shape_str(weight.shape()));
-  const DType t = x.dtype();
-  if (t != DType::f32 && t != DType::f64 && t != DType::f16 && t != DType::bf16)
-    throw TypeError(std::string(op) + ": x is " + dtype_name(t) + "; conv2d takes float32, float64, float16 and "
-                    "bfloat16");
-  check_operand(weight, x, "weight");
-  const bool batched = x.ndim() == 4;
+                     shape_str(ws));
+  const bool batched = xs.size() == 4;
   Conv2dDesc d;
-  d.N = batched ? x.shape()[0] : 1;
-  d.C = x.shape()[batched ? 1 : 0];
-  d.H = x.shape()[batched ? 2 : 1];
-  d.W = x.shape()[batched ? 3 : 2];
-  d.O = weight.shape()[0];
-  d.kh = static_cast<int>(weight.shape()[2]);
-  d.kw = static_cast<int>(weight.shape()[3]);
-  d.dtype = t;
+  d.N = batched ? xs[0] : 1;
+  d.C = xs[batched ? 1 : 0];
+  d.H = xs[batched ? 2 : 1];
+  d.W = xs[batched ? 3 : 2];
+  d.O = ws[0];
+  if (ws[2] > (1 << 30) || ws[3] > (1 << 30))
+    throw ValueError(std::string(op) + ": weight's kernel size " + pair_str(ws[2], ws[3]) + " is too large");
+  d.kh = static_cast<int>(ws[2]);
+  d.kw = static_cast<int>(ws[3]);
   d.act = args.act;
   if (args.groups < 1) throw ValueError(std::string(op) + ": groups must be >= 1, got " + std::to_string(args.groups));
   d.groups = args.groups;
@@ -54,9 +50,9 @@ Conv2dDesc conv2d_plan(const Array& x, const Array& weight, const Array* bias, c
   if (d.O == 0 || d.O % d.groups)
     throw ValueError(std::string(op) + ": weight has " + std::to_string(d.O) + " output channels, which groups=" +
                      std::to_string(d.groups) + " must divide (and there must be at least one)");
-  if (weight.shape()[1] != d.C / d.groups)
-    throw ValueError(std::string(op) + ": weight of shape " + shape_str(weight.shape()) + " expects " +
-                     std::to_string(weight.shape()[1] * d.groups) + " input channels, x has " + std::to_string(d.C) +
+  if (ws[1] != d.C / d.groups)
+    throw ValueError(std::string(op) + ": weight of shape " + shape_str(ws) + " expects " +
+                     std::to_string(ws[1] * d.groups) + " input channels, x has " + std::to_string(d.C) +
                      (d.groups > 1 ? " (groups=" + std::to_string(d.groups) + ")" : std::string()));
   if (d.kh < 1 || d.kw < 1)
     throw ValueError(std::string(op) + ": weight's kernel size " + pair_str(d.kh, d.kw) + " must be at least 1x1");
@@ -87,6 +83,19 @@ Conv2dDesc conv2d_plan(const Array& x, const Array& weight, const Array* bias, c
                      pair_str(d.dh, d.dw) + "): the kernel cannot be larger than the padded input");
   d.OH = (ph - ekh) / d.sh + 1;
   d.OW = (pw - ekw) / d.sw + 1;
+  shape_size(Shape{d.N, d.O, d.OH, d.OW}, "conv2d output");
+  return d;
+}
+
+// The descriptor of conv2d(x, weight, bias, args): every argument checked (op names the calling front).
+Conv2dDesc conv2d_plan(const Array& x, const Array& weight, const Array* bias, const Conv2dArgs& args, const char* op) {
+  const DType t = x.dtype();
+  if (t != DType::f32 && t != DType::f64 && t != DType::f16 && t != DType::bf16)
+    throw TypeError(std::string(op) + ": x is " + dtype_name(t) + "; conv2d takes float32, float64, float16 and "
+                    "bfloat16");
+  check_operand(weight, x, "weight");
+  Conv2dDesc d = conv2d_geometry(x.shape(), weight.shape(), args, op);
+  d.dtype = t;
   if (bias) {
     check_operand(*bias, x, "bias");
     if (bias->shape() != Shape{d.O})
@@ -94,7 +103,6 @@ Conv2dDesc conv2d_plan(const Array& x, const Array& weight, const Array* bias, c
                        "channel, got " + shape_str(bias->shape()));
     d.has_bias = true;
   }
-  shape_size(Shape{d.N, d.O, d.OH, d.OW}, "conv2d output");
   return d;
 }
 
@@ -109,6 +117,13 @@ std::string conv2d_detail(const Array& x, const Array& weight, const Conv2dDesc&
 }
 
 }  // namespace
+
+Shape conv2d_output_shape(const Shape& sample, const Shape& weight_shape, const Conv2dArgs& args, const char* op) {
+  if (sample.size() != 3)
+    throw ValueError(std::string(op) + " takes (N, C, H, W) input, got per-sample shape " + shape_str(sample));
+  const Conv2dDesc d = conv2d_geometry(sample, weight_shape, args, op);
+  return {d.O, d.OH, d.OW};
+}
 
 Array conv2d(const Array& x, const Array& weight, const Array* bias, const Conv2dArgs& args, const Array* out) {
   const char* op = "conv2d";

@@ -184,6 +184,10 @@ struct Conv2dArgs {
 // (O, C/groups, kh, kw), bias (O,) or null; same device and dtype. `out`: optional y to write.
 Array conv2d(const Array& x, const Array& weight, const Array* bias, const Conv2dArgs& args, const Array* out);
 
+// The per-sample output shape (O, OH, OW) of conv2d on per-sample input (C, H, W) with weights of weight_shape; the
+// same checks as conv2d (op names the caller in messages). Layers ask it for their output shapes.
+Shape conv2d_output_shape(const Shape& sample, const Shape& weight_shape, const Conv2dArgs& args, const char* op);
+
 // The gradients of y = conv2d(x, weight, bias) (before any activation) from grad_output = dL/dy: (input (x's shape),
 // weight (weight's shape), bias ((O,))), each computed only when asked for (else an invalid Array).
 std::tuple<Array, Array, Array> conv2d_backward(const Array& grad_output, const Array& x, const Array& weight, const Conv2dArgs& args,

@@ -41,6 +41,21 @@ void Trainer::add_maxpool(const Pool2dArgs& args) {
   layers_.push_back(std::move(l));
 }
 
+void Trainer::add_conv(const Array& W, const Array* b, const Array& dW, const Array* db, const Conv2dArgs& args) {
+  Layer l{Layer::Kind::conv};
+  l.W = W;
+  l.dW = dW;
+  l.has_bias = b != nullptr;
+  if (b) {
+    if (!db) throw ValueError("Trainer.add_conv: a bias needs its gradient array");
+    l.b = *b;
+    l.db = *db;
+  }
+  l.conv = args;
+  l.act = args.act;
+  layers_.push_back(std::move(l));
+}
+
 Array Trainer::predict(const Array& x) {
   Array h = x;
   for (Layer& l : layers_) h = forward(l, h);
@@ -111,6 +126,17 @@ Array Trainer::forward(Layer& l, const Array& x) {
       l.idx = Array{};
       return max_pool2d(x, l.pool, nullptr, &l.idx);
     }
+    case Layer::Kind::conv: {
+      if (x.ndim() != 4)
+        throw ValueError("Conv2d takes (N, C, H, W) input, got shape " + shape_str(x.shape()));
+      Shape ys = conv2d_output_shape({x.shape()[1], x.shape()[2], x.shape()[3]}, l.W.shape(), l.conv, "Conv2d");
+      ys.insert(ys.begin(), n);
+      Array& y = buffer(l.y_buf, x, ys);
+      conv2d(x, l.W, l.has_bias ? &l.b : nullptr, l.conv, &y);
+      l.x = x;
+      l.y = y;
+      return y;
+    }
   }
   return x;
 }
@@ -144,6 +170,19 @@ Array Trainer::backward(Layer& l, const Array& g, bool need_input_grad) {
       return need_input_grad ? g.reshape(l.in_shape) : Array{};
     case Layer::Kind::maxpool:
       return need_input_grad ? max_pool2d_backward(g, l.idx, l.in_shape, l.pool, nullptr) : Array{};
+    case Layer::Kind::conv: {
+      Array dz = g;
+      if (l.act != Activation::none) {
+        dz = buffer(l.dz_buf, g, g.shape());
+        activation_backward(g, l.y, l.act, &dz);
+      }
+      Conv2dArgs linear = l.conv;
+      linear.act = Activation::none;
+      auto [dx, dW, db] = conv2d_backward(dz, l.x, l.W, linear, need_input_grad, true, l.has_bias);
+      l.dW.copy_from(dW);
+      if (l.has_bias) l.db.copy_from(db);
+      return dx;
+    }
   }
   return Array{};
 }

@@ -27,6 +27,9 @@ class Trainer {
   void set_loss(const std::string& kind);
   // A metric summed into acc each step: "correct_argmax" (against `labels`, the int64 labels gathered like the
   // targets), "correct_threshold" or "abs_error" (against the targets; with probs, on softmax of the output).
+  // A 2-D convolution layer: W (O, C/groups, kh, kw), optional bias b (O), their gradient arrays, and the
+  // convolution's arguments (args.act: the activation fused into the forward).
+  void add_conv(const Array& W, const Array* b, const Array& dW, const Array* db, const Conv2dArgs& args);
   void add_metric(const std::string& kind, const Array& acc, bool probs);
   // SGD: each parameter with its gradient (the arrays add_dense received) and velocity (when momentum != 0).
   void add_param(const Array& p, const Array& grad, const Array* velocity);
@@ -43,13 +46,14 @@ class Trainer {
 
  private:
   struct Layer {
-    enum class Kind { dense, activation, flatten, reshape, maxpool };
+    enum class Kind { dense, activation, flatten, reshape, maxpool, conv };
     explicit Layer(Kind k) : kind(k) {}
     Kind kind;
     Array W, b, dW, db;
     bool has_bias = false;
     Activation act = Activation::none;
     Pool2dArgs pool;
+    Conv2dArgs conv;  // its act is the layer's (fused into the forward)
     Array x, y, idx;  // what the backward needs from the forward
     Shape in_shape, to_shape;  // reshape: the per-sample target
     std::map<std::int64_t, Array> y_buf, dz_buf, dx_buf;  // by batch size

@@ -81,6 +81,26 @@ Activation arg_activation(py::handle v, const char* op) {
   return activation_from_name(v.cast<std::string>());
 }
 
+Conv2dArgs arg_conv2d(const char* op, py::object stride, py::object padding, py::object dilation, py::object groups,
+                     py::object activation) {
+  Conv2dArgs args;
+  args.stride = arg_pair(stride, "stride", op);
+  args.dilation = arg_pair(dilation, "dilation", op);
+  if (py::isinstance<py::str>(padding)) {
+    const std::string p = padding.cast<std::string>();
+    if (p == "same") args.mode = Conv2dArgs::Padding::same;
+    else if (p == "valid") args.mode = Conv2dArgs::Padding::valid;
+    else throw ValueError(std::string(op) + ": padding must be an int, a pair of ints, 'same' or 'valid', got '" + p + "'");
+  } else {
+    args.padding = arg_pair(padding, "padding", op);
+  }
+  if (py::isinstance<py::sequence>(groups) || py::isinstance<py::bool_>(groups))
+    throw TypeError(std::string(op) + ": groups must be an int, got " + std::string(py::repr(groups)));
+  args.groups = arg_pair(groups, "groups", op)[0];
+  args.act = arg_activation(activation, op);
+  return args;
+}
+
 std::array<int, 2> arg_pair(py::handle v, const char* name, const char* op) {
   if (PyTuple_Check(v.ptr()) || PyList_Check(v.ptr())) {
     const py::sequence seq = py::reinterpret_borrow<py::sequence>(v);

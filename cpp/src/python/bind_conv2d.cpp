@@ -11,37 +11,29 @@ namespace hetnn::python {
 
 namespace {
 
-Conv2dArgs conv_args(const char* op, py::object stride, py::object padding, py::object dilation, py::object groups,
-                     py::object activation) {
-  Conv2dArgs args;
-  args.stride = arg_pair(stride, "stride", op);
-  args.dilation = arg_pair(dilation, "dilation", op);
-  if (py::isinstance<py::str>(padding)) {
-    const std::string p = padding.cast<std::string>();
-    if (p == "same") args.mode = Conv2dArgs::Padding::same;
-    else if (p == "valid") args.mode = Conv2dArgs::Padding::valid;
-    else throw ValueError(std::string(op) + ": padding must be an int, a pair of ints, 'same' or 'valid', got '" + p + "'");
-  } else {
-    args.padding = arg_pair(padding, "padding", op);
-  }
-  if (py::isinstance<py::sequence>(groups) || py::isinstance<py::bool_>(groups))
-    throw TypeError(std::string(op) + ": groups must be an int, got " + std::string(py::repr(groups)));
-  args.groups = arg_pair(groups, "groups", op)[0];
-  args.act = arg_activation(activation, op);
-  return args;
-}
-
 py::object maybe(const Array& a) { return a.valid() ? py::cast(a) : py::none(); }
 
 }  // namespace
 
 void bind_conv2d(py::module_& m) {
   m.def(
+      "conv2d_output_shape",
+      [](const std::string& op, const py::sequence& sample, const py::sequence& weight_shape, py::object stride,
+         py::object padding, py::object dilation, py::object groups) {
+        const Conv2dArgs args = arg_conv2d(op.c_str(), stride, padding, dilation, groups, py::none());
+        return py::tuple(py::cast(hetnn::conv2d_output_shape(arg_shape(sample, "input shape", op.c_str()),
+                                                             arg_shape(weight_shape, "weight shape", op.c_str()),
+                                                             args, op.c_str())));
+      },
+      py::arg("op"), py::arg("sample"), py::arg("weight_shape"), py::arg("stride"), py::arg("padding"),
+      py::arg("dilation"), py::arg("groups"),
+      "The per-sample output shape (O, OH, OW) of a convolution on per-sample input (C, H, W): conv2d's rules.");
+  m.def(
       "conv2d_backward",
       [](const Array& grad_output, const Array& x, const Array& weight, py::object stride, py::object padding,
          py::object dilation, py::object groups, py::object input_grad, py::object weight_grad, py::object bias_grad) {
         const char* op = "conv2d_backward";
-        const Conv2dArgs args = conv_args(op, stride, padding, dilation, groups, py::none());
+        const Conv2dArgs args = arg_conv2d(op, stride, padding, dilation, groups, py::none());
         const bool gi = arg_bool(input_grad, "input_grad", op), gw = arg_bool(weight_grad, "weight_grad", op),
                    gb = arg_bool(bias_grad, "bias_grad", op);
         std::tuple<Array, Array, Array> g;
@@ -61,7 +53,7 @@ computes them; each is None when its ``*_grad`` flag is False. Same dtypes and d
       "conv2d",
       [](const Array& x, const Array& weight, const Array* bias, py::object stride, py::object padding,
          py::object dilation, py::object groups, py::object activation, const Array* out) {
-        const Conv2dArgs args = conv_args("conv2d", stride, padding, dilation, groups, activation);
+        const Conv2dArgs args = arg_conv2d("conv2d", stride, padding, dilation, groups, activation);
         NoGil nogil;
         return hetnn::conv2d(x, weight, bias, args, out);
       },

@@ -22,6 +22,13 @@ void bind_nn(py::module_& m) {
            [](Trainer& t, Pair k, Pair s, Pair p, Pair d, bool ceil_mode) {
              t.add_maxpool(Pool2dArgs{k, s, p, d, ceil_mode});
            })
+      .def("add_conv",
+           [](Trainer& t, const Array& W, const Array* b, const Array& dW, const Array* db, py::object stride,
+              py::object padding, py::object dilation, py::object groups, py::object act) {
+             t.add_conv(W, b, dW, db, arg_conv2d("Conv2d", stride, padding, dilation, groups, act));
+           },
+           py::arg("W"), py::arg("b").none(true), py::arg("dW"), py::arg("db").none(true), py::arg("stride"),
+           py::arg("padding"), py::arg("dilation"), py::arg("groups"), py::arg("act"))
       .def("set_loss", &Trainer::set_loss)
       .def(
           "predict",

@@ -1,11 +1,12 @@
-"""Dense networks trained on one device: layers, losses, Sequential (fit / evaluate / predict / save), load."""
-from ._layers import (Dense, Flatten, Layer, MaxPool2d, Parameter, ReLU, Reshape, Sigmoid, Softmax, Tanh,
-                      manual_seed)
+"""Dense and convolutional networks on one device: layers, losses, Sequential (fit, evaluate, predict, save), load."""
+from ._layers import (Conv2d, Dense, Flatten, Layer, MaxPool2d, Parameter, ReLU, Reshape, Sigmoid, Softmax,
+                      Tanh, manual_seed)
 from ._losses import CrossEntropyLoss, Loss, MSELoss
 from ._callbacks import Callback, EarlyStopping, History
 from ._model import Sequential, load
 
 __all__ = [
-    "Callback", "CrossEntropyLoss", "Dense", "EarlyStopping", "Flatten", "History", "Layer", "Loss", "MSELoss",
+    "Callback", "Conv2d", "CrossEntropyLoss", "Dense", "EarlyStopping", "Flatten", "History", "Layer", "Loss",
+    "MSELoss",
     "MaxPool2d", "Parameter", "ReLU", "Reshape", "Sequential", "Sigmoid", "Softmax", "Tanh", "load", "manual_seed",
 ]

@@ -207,6 +207,93 @@ class Dense(Layer):
                           self.activation or "")
 
 
+class Conv2d(Layer):
+    """``y = activation(conv2d(x, weight, bias, stride, padding, dilation, groups))`` on (N, C, H, W) input, as
+    torch.nn.Conv2d: weight (out_channels, in_channels/groups, kh, kw). ``padding``: an int, a pair, "same" or
+    "valid". ``init``: "uniform" (default: torch.nn.Conv2d's U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and
+    bias), "glorot_uniform", "he_uniform", "he_normal" (biases zero); ``seed`` as for Dense."""
+
+    kind = "conv2d"
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 dilation: Any = 1, groups: int = 1, activation: Optional[str] = None, bias: bool = True,
+                 init: str = "uniform", seed: Optional[int] = None) -> None:
+        super().__init__()
+        self.in_channels = _positive_int(in_channels, "Conv2d: in_channels")
+        self.out_channels = _positive_int(out_channels, "Conv2d: out_channels")
+        self.groups = _positive_int(groups, "Conv2d: groups")
+        kh, kw = _core.pool2d_window("Conv2d", kernel_size, None, 0, 1, False)[0]
+        self.kernel_size = (kh, kw)
+        self.stride, self.padding, self.dilation = stride, padding, dilation
+        if activation not in _ACTS:
+            raise ValueError(f"Conv2d: activation must be one of {_ACTS}, got {activation!r}")
+        if bias not in (True, False):
+            raise TypeError(f"Conv2d: bias must be a bool, got {bias!r}")
+        if init not in ("uniform", "glorot_uniform", "he_uniform", "he_normal"):
+            raise ValueError(f"Conv2d: init must be 'uniform', 'glorot_uniform', 'he_uniform' or 'he_normal', "
+                             f"got {init!r}")
+        if self.in_channels % self.groups or self.out_channels % self.groups:
+            raise ValueError(f"Conv2d: groups={self.groups} must divide in_channels ({self.in_channels}) and "
+                             f"out_channels ({self.out_channels})")
+        self.activation, self.use_bias, self.init = activation, bool(bias), init
+        shape = (self.out_channels, self.in_channels // self.groups, kh, kw)
+        # the core checks stride, padding and dilation now (and names them), on a large probe input
+        self._out((self.in_channels, 1 << 20, 1 << 20))
+        rng = np.random.default_rng(seed) if seed is not None else _GENERATOR
+        fan_in, fan_out = shape[1] * kh * kw, self.out_channels * kh * kw // self.groups
+        if init == "uniform":
+            w = rng.uniform(-1, 1, shape) / math.sqrt(fan_in)
+        elif init == "glorot_uniform":
+            w = rng.uniform(-1, 1, shape) * math.sqrt(6.0 / (fan_in + fan_out))
+        elif init == "he_uniform":
+            w = rng.uniform(-1, 1, shape) * math.sqrt(6.0 / fan_in)
+        else:
+            w = rng.normal(0.0, math.sqrt(2.0 / fan_in), shape)
+        self.weight = Parameter("weight", w.astype(np.float32))
+        b = rng.uniform(-1, 1, self.out_channels) / math.sqrt(fan_in) if init == "uniform" \
+            else np.zeros(self.out_channels)
+        self.bias = Parameter("bias", b.astype(np.float32)) if self.use_bias else None
+
+    def _out(self, sample: Tuple[int, ...]) -> Tuple[int, ...]:
+        return tuple(_core.conv2d_output_shape("Conv2d", list(sample), [self.out_channels,
+                                                                       self.in_channels // self.groups,
+                                                                       *self.kernel_size],
+                                               self.stride, self.padding, self.dilation, self.groups))
+
+    def parameters(self) -> List[Parameter]:
+        return [self.weight] + ([self.bias] if self.bias is not None else [])
+
+    def config(self) -> Dict[str, Any]:
+        def plain(v: Any) -> Any:
+            return list(v) if isinstance(v, tuple) else v
+        return {"in_channels": self.in_channels, "out_channels": self.out_channels,
+                "kernel_size": list(self.kernel_size), "stride": plain(self.stride), "padding": plain(self.padding),
+                "dilation": plain(self.dilation), "groups": self.groups, "activation": self.activation,
+                "bias": self.use_bias, "init": self.init}
+
+    @staticmethod
+    def param_shapes(cfg: Dict[str, Any]) -> List[Tuple[int, ...]]:
+        c: Any = cfg.get("in_channels")
+        o: Any = cfg.get("out_channels")
+        g: Any = cfg.get("groups", 1)
+        k: Any = cfg.get("kernel_size")
+        if not all(is_int(v) and v >= 1 for v in (c, o, g)) or not isinstance(k, list) or len(k) != 2 or \
+                not all(is_int(v) and v >= 1 for v in k) or c % g or o % g:
+            raise ValueError(f"Conv2d: bad channels, groups or kernel_size in {cfg!r}")
+        shapes: List[Tuple[int, ...]] = [(int(o), int(c) // int(g), int(k[0]), int(k[1]))]
+        return shapes + ([(int(o),)] if cfg.get("bias", True) else [])
+
+    def output_shape(self, input_shape: Tuple[int, ...]) -> Tuple[int, ...]:
+        if len(input_shape) != 3:
+            raise ValueError(f"Conv2d takes (N, C, H, W) input, got per-sample shape {input_shape}")
+        return self._out(input_shape)
+
+    def _to_trainer(self, trainer: Any) -> None:
+        b = self.bias
+        trainer.add_conv(self.weight.value, b.value if b else None, self.weight.grad, b.grad if b else None,
+                         self.stride, self.padding, self.dilation, self.groups, self.activation)
+
+
 class _Activation(Layer):
     act = ""
 
@@ -311,7 +398,7 @@ class MaxPool2d(Layer):
         trainer.add_maxpool(self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
 
 
-LAYERS = {cls.kind: cls for cls in (Dense, ReLU, Sigmoid, Tanh, Softmax, Flatten, Reshape, MaxPool2d)}
+LAYERS = {cls.kind: cls for cls in (Dense, Conv2d, ReLU, Sigmoid, Tanh, Softmax, Flatten, Reshape, MaxPool2d)}
 
 
 def layer_from_config(kind: str, cfg: Dict[str, Any]) -> Layer:
@@ -323,6 +410,9 @@ def layer_from_config(kind: str, cfg: Dict[str, Any]) -> Layer:
         return MaxPool2d(**kwargs)
     if cls is Reshape:
         return Reshape(*cfg["shape"])
+    if cls is Conv2d:
+        kw: Dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v) for k, v in cfg.items()}
+        return Conv2d(**kw)
     return cls(**cfg)
 
 
