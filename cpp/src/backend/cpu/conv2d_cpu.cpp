@@ -157,7 +157,7 @@ void conv_f64(const Conv2dDesc& d, const double* x, const double* w, const doubl
   });
 }
 
-// The backward primitives on the plain layouts (float32), made per call from a forward-training hint.
+// The backward primitives work on the plain layouts (float32), made from a forward-training hint.
 struct ConvGeometry {
   dnnl::memory::desc src, wei, dst, bias;
   dnnl::memory::dims strides, dilates, pad_l, pad_r;
@@ -184,43 +184,73 @@ dnnl::primitive_attr user_scratchpad() {
   return attr;
 }
 
-void conv_bwd_data_f32(const dnnl::engine& engine, const Conv2dDesc& d, const float* gy, const float* w, float* gx) {
-  const ConvGeometry g(d);
-  const auto pd = dnnl::convolution_backward_data::primitive_desc(
-      engine, dnnl::algorithm::convolution_direct, g.src, g.wei, g.dst, g.strides, g.dilates, g.pad_l, g.pad_r,
-      g.hint(engine), user_scratchpad());
+// A backward primitive (data: kind 1; weights: kind 2, + 1 with the bias gradient), cached like the forward's.
+struct BwdEntry {
+  explicit BwdEntry(const Conv2dDesc& d) : g(d) {}
+  ConvGeometry g;
+  dnnl::primitive prim;
+  dnnl::memory::desc scratch;
+};
+
+std::shared_ptr<const BwdEntry> bwd_entry(const dnnl::engine& engine, const Conv2dDesc& d, int kind) {
+  static std::mutex mu;
+  static std::map<ConvKey, std::shared_ptr<BwdEntry>> cache;
+  constexpr std::size_t kEntries = 128;
+  ConvKey key = conv_key(d);
+  key.back() = kind;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  auto e = std::make_shared<BwdEntry>(d);
+  const ConvGeometry& g = e->g;
+  if (kind == 1) {
+    const auto pd = dnnl::convolution_backward_data::primitive_desc(
+        engine, dnnl::algorithm::convolution_direct, g.src, g.wei, g.dst, g.strides, g.dilates, g.pad_l, g.pad_r,
+        g.hint(engine), user_scratchpad());
+    e->prim = dnnl::convolution_backward_data(pd);
+    e->scratch = pd.scratchpad_desc();
+  } else {
+    const auto pd = kind == 3 ? dnnl::convolution_backward_weights::primitive_desc(
+                                    engine, dnnl::algorithm::convolution_direct, g.src, g.wei, g.bias, g.dst,
+                                    g.strides, g.dilates, g.pad_l, g.pad_r, g.hint(engine), user_scratchpad())
+                              : dnnl::convolution_backward_weights::primitive_desc(
+                                    engine, dnnl::algorithm::convolution_direct, g.src, g.wei, g.dst, g.strides,
+                                    g.dilates, g.pad_l, g.pad_r, g.hint(engine), user_scratchpad());
+    e->prim = dnnl::convolution_backward_weights(pd);
+    e->scratch = pd.scratchpad_desc();
+  }
+  if (cache.size() >= kEntries) cache.clear();
+  cache.emplace(key, e);
+  return e;
+}
+
+void run_bwd(const dnnl::engine& engine, const BwdEntry& e, std::unordered_map<int, dnnl::memory>& args) {
   Work ws;
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_DIFF_DST, dnnl::memory(g.dst, engine, const_cast<float*>(gy))},
-      {DNNL_ARG_WEIGHTS, dnnl::memory(g.wei, engine, const_cast<float*>(w))},
-      {DNNL_ARG_DIFF_SRC, dnnl::memory(g.src, engine, gx)}};
-  if (const std::size_t n = pd.scratchpad_desc().get_size())
-    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(pd.scratchpad_desc(), engine, ws.get(n, "oneDNN's scratchpad")));
+  if (const std::size_t n = e.scratch.get_size())
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(e.scratch, engine, ws.get(n, "oneDNN's scratchpad")));
   dnnl::stream stream(engine);
-  dnnl::convolution_backward_data(pd).execute(stream, args);
+  e.prim.execute(stream, args);
   stream.wait();
+}
+
+void conv_bwd_data_f32(const dnnl::engine& engine, const Conv2dDesc& d, const float* gy, const float* w, float* gx) {
+  const std::shared_ptr<const BwdEntry> e = bwd_entry(engine, d, 1);
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_DIFF_DST, dnnl::memory(e->g.dst, engine, const_cast<float*>(gy))},
+      {DNNL_ARG_WEIGHTS, dnnl::memory(e->g.wei, engine, const_cast<float*>(w))},
+      {DNNL_ARG_DIFF_SRC, dnnl::memory(e->g.src, engine, gx)}};
+  run_bwd(engine, *e, args);
 }
 
 void conv_bwd_weights_f32(const dnnl::engine& engine, const Conv2dDesc& d, const float* gy, const float* x,
                           float* gw, float* gb) {
-  const ConvGeometry g(d);
-  const auto pd = gb ? dnnl::convolution_backward_weights::primitive_desc(
-                           engine, dnnl::algorithm::convolution_direct, g.src, g.wei, g.bias, g.dst, g.strides,
-                           g.dilates, g.pad_l, g.pad_r, g.hint(engine), user_scratchpad())
-                     : dnnl::convolution_backward_weights::primitive_desc(
-                           engine, dnnl::algorithm::convolution_direct, g.src, g.wei, g.dst, g.strides, g.dilates,
-                           g.pad_l, g.pad_r, g.hint(engine), user_scratchpad());
-  Work ws;
+  const std::shared_ptr<const BwdEntry> e = bwd_entry(engine, d, gb ? 3 : 2);
   std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_DIFF_DST, dnnl::memory(g.dst, engine, const_cast<float*>(gy))},
-      {DNNL_ARG_SRC, dnnl::memory(g.src, engine, const_cast<float*>(x))},
-      {DNNL_ARG_DIFF_WEIGHTS, dnnl::memory(g.wei, engine, gw)}};
-  if (gb) args.emplace(DNNL_ARG_DIFF_BIAS, dnnl::memory(g.bias, engine, gb));
-  if (const std::size_t n = pd.scratchpad_desc().get_size())
-    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(pd.scratchpad_desc(), engine, ws.get(n, "oneDNN's scratchpad")));
-  dnnl::stream stream(engine);
-  dnnl::convolution_backward_weights(pd).execute(stream, args);
-  stream.wait();
+      {DNNL_ARG_DIFF_DST, dnnl::memory(e->g.dst, engine, const_cast<float*>(gy))},
+      {DNNL_ARG_SRC, dnnl::memory(e->g.src, engine, const_cast<float*>(x))},
+      {DNNL_ARG_DIFF_WEIGHTS, dnnl::memory(e->g.wei, engine, gw)}};
+  if (gb) args.emplace(DNNL_ARG_DIFF_BIAS, dnnl::memory(e->g.bias, engine, gb));
+  run_bwd(engine, *e, args);
 }
 
 // float64 by direct summation: gx planes in parallel (each (n, c) owned by one thread), then the weights (each
