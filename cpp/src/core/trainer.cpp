@@ -1,23 +1,31 @@
 #include "core/trainer.h"
 
+#include <string>
+
 #include "core/errors.h"
 #include "core/matmul.h"
 #include "core/nn.h"
 
 namespace hetnn {
 
-void Trainer::add_dense(const Array& W, const Array* b, const Array& dW, const Array* db, Activation act) {
-  Layer l{Layer::Kind::dense};
+Trainer::Layer& Trainer::add_weighted(Layer::Kind kind, const Array& W, const Array* b, const Array& dW,
+                                       const Array* db, Activation act, const char* what) {
+  Layer l{kind};
   l.W = W;
   l.dW = dW;
   l.has_bias = b != nullptr;
   if (b) {
-    if (!db) throw ValueError("Trainer.add_dense: a bias needs its gradient array");
+    if (!db) throw ValueError(std::string(what) + ": a bias needs its gradient array");
     l.b = *b;
     l.db = *db;
   }
   l.act = act;
   layers_.push_back(std::move(l));
+  return layers_.back();
+}
+
+void Trainer::add_dense(const Array& W, const Array* b, const Array& dW, const Array* db, Activation act) {
+  add_weighted(Layer::Kind::dense, W, b, dW, db, act, "Trainer.add_dense");
 }
 
 void Trainer::add_activation(Activation act) {
@@ -42,18 +50,7 @@ void Trainer::add_maxpool(const Pool2dArgs& args) {
 }
 
 void Trainer::add_conv(const Array& W, const Array* b, const Array& dW, const Array* db, const Conv2dArgs& args) {
-  Layer l{Layer::Kind::conv};
-  l.W = W;
-  l.dW = dW;
-  l.has_bias = b != nullptr;
-  if (b) {
-    if (!db) throw ValueError("Trainer.add_conv: a bias needs its gradient array");
-    l.b = *b;
-    l.db = *db;
-  }
-  l.conv = args;
-  l.act = args.act;
-  layers_.push_back(std::move(l));
+  add_weighted(Layer::Kind::conv, W, b, dW, db, args.act, "Trainer.add_conv").conv = args;
 }
 
 Array Trainer::predict(const Array& x) {
@@ -141,15 +138,18 @@ Array Trainer::forward(Layer& l, const Array& x) {
   return x;
 }
 
+Array Trainer::pre_activation_grad(Layer& l, const Array& g) {
+  if (l.act == Activation::none) return g;
+  Array& dz = buffer(l.dz_buf, g, g.shape());
+  activation_backward(g, l.y, l.act, &dz);
+  return dz;
+}
+
 Array Trainer::backward(Layer& l, const Array& g, bool need_input_grad) {
   const std::int64_t n = g.shape()[0];
   switch (l.kind) {
     case Layer::Kind::dense: {
-      Array dz = g;
-      if (l.act != Activation::none) {
-        dz = buffer(l.dz_buf, g, g.shape());
-        activation_backward(g, l.y, l.act, &dz);
-      }
+      const Array dz = pre_activation_grad(l, g);
       MatmulArgs ta;
       ta.trans_a = true;
       matmul(dz, l.x, &l.dW, ta);  // dW = dz^T x
@@ -171,11 +171,7 @@ Array Trainer::backward(Layer& l, const Array& g, bool need_input_grad) {
     case Layer::Kind::maxpool:
       return need_input_grad ? max_pool2d_backward(g, l.idx, l.in_shape, l.pool, nullptr) : Array{};
     case Layer::Kind::conv: {
-      Array dz = g;
-      if (l.act != Activation::none) {
-        dz = buffer(l.dz_buf, g, g.shape());
-        activation_backward(g, l.y, l.act, &dz);
-      }
+      const Array dz = pre_activation_grad(l, g);
       Conv2dArgs linear = l.conv;
       linear.act = Activation::none;
       auto [dx, dW, db] = conv2d_backward(dz, l.x, l.W, linear, need_input_grad, true, l.has_bias);

@@ -67,6 +67,11 @@ class Trainer {
     Array p, g, v;
     bool has_v;
   };
+  // A layer with weights W (gradient dW), an optional bias and a fused activation, appended; returned for the rest.
+  Layer& add_weighted(Layer::Kind kind, const Array& W, const Array* b, const Array& dW, const Array* db,
+                      Activation act, const char* what);
+  // The gradient before the layer's fused activation (g itself without one).
+  Array pre_activation_grad(Layer& l, const Array& g);
   Array forward(Layer& l, const Array& x);
   Array backward(Layer& l, const Array& g, bool need_input_grad);
   static Array& buffer(std::map<std::int64_t, Array>& m, const Array& like, const Shape& shape);
