@@ -321,6 +321,61 @@ def _sgd_ref(inp):
     return p - 0.1 * (d + mom * vel if nest else vel), vel
 
 
+def _adam_inputs(rng, dtype):
+    shape = _shape(rng)
+    p, g, m = (rng.standard_normal(shape).astype(dtype) for _ in range(3))
+    v = (rng.standard_normal(shape) ** 2).astype(dtype)
+    vmax = v + (rng.standard_normal(shape) ** 2).astype(dtype) * rng.integers(0, 2, shape)
+    return (p, g, m, v, vmax.astype(dtype), float(rng.choice([0.0, 0.05])), int(rng.integers(1, 6)),
+            bool(rng.integers(2)), bool(rng.integers(2)))
+
+
+def _adam_run(dev, inp):
+    p, g, m, v, vmax, wd, step, ams, decoupled = inp
+    P, M, V, X = _up(dev, p), _up(dev, m), _up(dev, v), _up(dev, vmax)
+    _core.adam_update(P, _up(dev, g), M, V, X if ams else None, 0.01, 0.8, 0.95, 1e-3, wd, step, ams, decoupled)
+    return P.to_numpy(), M.to_numpy(), V.to_numpy(), (X.to_numpy() if ams else vmax)
+
+
+def adam_reference(inp, lr=0.01, b1=0.8, b2=0.95, eps=1e-3):
+    """torch.optim.Adam / AdamW's single-tensor step, transcribed in float64."""
+    p, g, m, v, vmax, wd, step, ams, decoupled = (x.astype(np.float64) if isinstance(x, np.ndarray) else x
+                                                  for x in inp)
+    if decoupled:
+        p = p * (1 - lr * wd)
+    else:
+        g = g + wd * p
+    m = m + (g - m) * (1 - b1)
+    v = v * b2 + (1 - b2) * g * g
+    bc1, bc2 = 1 - b1 ** step, 1 - b2 ** step
+    if ams:
+        vmax = np.maximum(vmax, v)
+    denom = np.sqrt(vmax if ams else v) / np.sqrt(bc2) + eps
+    return p - lr / bc1 * m / denom, m, v, vmax
+
+
+def dropout_keep(seed, n, p):
+    """The dropout mask (DropoutDesc in cpp/src/core/ops.h) transcribed: SplitMix64 of (seed, i), 24 bits against
+    round(p * 2^24)."""
+    with np.errstate(over="ignore"):
+        z = np.uint64(seed) + (np.arange(n, dtype=np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(40)) >= np.uint64(round(p * (1 << 24)))
+
+
+def _dropout_inputs(rng, dtype):
+    return (rng.standard_normal(_shape(rng, (1, 300))).astype(dtype), float(rng.choice([0.0, 0.1, 0.5, 0.9, 1.0])),
+            int(rng.integers(0, 2**64, dtype=np.uint64)))
+
+
+def _dropout_ref(inp):
+    x, p, seed = inp
+    keep = dropout_keep(seed, x.size, p).reshape(x.shape)
+    return (np.where(keep, x.astype(np.float64) / (1 - p) if p < 1 else 0.0, 0.0),)
+
+
 def _take_inputs(rng, dtype):
     rows, cols = _shape(rng)
     n = int(rng.integers(1, rows + 1))
@@ -480,6 +535,31 @@ OPS: Dict[str, Op] = {op.name: op for op in [
         ("momentum-without-velocity", lambda d: _core.sgd_update(_up(d, np.ones(2, np.float32)),
                                                                  _up(d, np.ones(2, np.float32)), None, 0.1, 0.9,
                                                                  0.0, False), ValueError, "velocity")]),
+    Op("adam_update", _adam_run, adam_reference, _adam_inputs, dtypes=F + ("float16", "bfloat16"),
+       tol={"float32": 2e-5, "float64": 1e-12, "float16": 2e-3, "bfloat16": 1.6e-2}, backend=["adam_update"], bad=[
+        ("amsgrad-without-vmax", lambda d: _core.adam_update(*(_up(d, np.ones(2, np.float32)) for _ in range(4)),
+                                                             None, 0.1, 0.9, 0.999, 1e-8, 0.0, 1, True, False),
+         ValueError, "vmax"),
+        ("beta1-one", lambda d: _core.adam_update(*(_up(d, np.ones(2, np.float32)) for _ in range(4)), None, 0.1,
+                                                  1.0, 0.999, 1e-8, 0.0, 1, False, False), ValueError, "beta1"),
+        ("step-zero", lambda d: _core.adam_update(*(_up(d, np.ones(2, np.float32)) for _ in range(4)), None, 0.1,
+                                                  0.9, 0.999, 1e-8, 0.0, 0, False, False), ValueError, "step"),
+        ("m-is-param", lambda d: (lambda P: _core.adam_update(P, _up(d, np.ones(2, np.float32)), P,
+                                                              _up(d, np.ones(2, np.float32)), None, 0.1, 0.9, 0.999,
+                                                              1e-8, 0.0, 1, False, False))(
+            _up(d, np.ones(2, np.float32))), ValueError, "param and m"),
+        ("v-wrong-shape", lambda d: _core.adam_update(*(_up(d, np.ones(2, np.float32)) for _ in range(3)),
+                                                      _up(d, np.ones(3, np.float32)), None, 0.1, 0.9, 0.999, 1e-8,
+                                                      0.0, 1, False, False), ValueError, "v has shape")]),
+    Op("dropout", lambda d, i: (_core.dropout(_up(d, i[0]), i[1], i[2]).to_numpy(),), _dropout_ref,
+       _dropout_inputs, dtypes=F + ("float16", "bfloat16"),
+       tol={"float32": 1e-6, "float64": 1e-14, "float16": 1e-3, "bfloat16": 8e-3}, backend=["dropout"], bad=[
+        ("p-above-one", lambda d: _core.dropout(_up(d, np.ones(2, np.float32)), 1.5, 0), ValueError, "p must"),
+        ("p-nan", lambda d: _core.dropout(_up(d, np.ones(2, np.float32)), float("nan"), 0), ValueError, "p must"),
+        ("int-input", lambda d: _core.dropout(_up(d, np.ones(2, np.int32)), 0.5, 0), TypeError, "int32"),
+        ("negative-seed", lambda d: _core.dropout(_up(d, np.ones(2, np.float32)), 0.5, -1), TypeError, ""),
+        ("out-wrong-shape", lambda d: _core.dropout(_up(d, np.ones(2, np.float32)), 0.5, 0,
+                                                    _up(d, np.ones(3, np.float32))), ValueError, "out")]),
     Op("sum_rows", lambda d, i: (_core.sum_rows(_up(d, i[0])).to_numpy(),),
        lambda i: (i[0].astype(np.float64).sum(axis=0),), lambda r, t: (r.standard_normal(_shape(r)).astype(t),),
        tol={"float32": 1e-5, "float64": 1e-13}, backend=["sum_rows"]),

@@ -415,6 +415,44 @@ void run_sgd_update(const DevicePtr& dev, std::mt19937& g) {
                            "momentum without velocity");
 }
 
+void run_adam_update(const DevicePtr& dev, std::mt19937& g) {
+  // AdamW with amsgrad, step 3, from nonzero moments: PyTorch's definition (AdamDesc in core/ops.h)
+  Batch b(dev, g);
+  const auto GR = randv(g, b.n()), M0 = randv(g, b.n());
+  std::vector<float> V0(b.n()), X0(b.n());
+  for (std::size_t i = 0; i < b.n(); ++i) V0[i] = GR[i] * GR[i], X0[i] = (i % 2) ? 2 * V0[i] : 0.5f * V0[i];
+  const Shape s{b.rows, b.cols};
+  Array grad = Array::from_host(dev, GR.data(), s, DType::f32), m = Array::from_host(dev, M0.data(), s, DType::f32);
+  Array v = Array::from_host(dev, V0.data(), s, DType::f32), vmax = Array::from_host(dev, X0.data(), s, DType::f32);
+  adam_update(b.pred, grad, m, v, &vmax, 0.01, 0.9, 0.99, 1e-3, 0.1, 3, true, true);
+  const auto Q = host(b.pred), M = host(m), V = host(v), X = host(vmax);
+  bool ok = true;
+  for (std::size_t i = 0; i < b.n(); ++i) {
+    const double p = b.P[i] * (1 - 0.01 * 0.1), gi = GR[i];
+    const double mi = 0.9 * M0[i] + 0.1 * gi, vi = 0.99 * V0[i] + 0.01 * gi * gi, xi = std::max<double>(X0[i], vi);
+    const double q = p - 0.01 / (1 - std::pow(0.9, 3)) * mi / (std::sqrt(xi) / std::sqrt(1 - std::pow(0.99, 3)) + 1e-3);
+    ok &= near(M[i], mi) && near(V[i], vi) && near(X[i], xi) && near(Q[i], q);
+  }
+  check(ok, dev->id() + " AdamW step (amsgrad)");
+  expect_throw<ValueError>([&] { adam_update(b.pred, grad, m, v, nullptr, 0.01, 0.9, 0.99, 1e-8, 0, 1, true, false); },
+                           "amsgrad without vmax");
+  expect_throw<ValueError>([&] { adam_update(b.pred, grad, m, m, nullptr, 0.01, 0.9, 0.99, 1e-8, 0, 1, false, false); },
+                           "m and v the same array");
+}
+
+void run_dropout(const DevicePtr& dev, std::mt19937& g) {
+  Batch b(dev, g);
+  const std::uint64_t seed = (std::uint64_t(g()) << 32) | g();
+  const auto Y = host(dropout(b.pred, 0.25, seed, nullptr));
+  bool ok = true;
+  for (std::size_t i = 0; i < b.n(); ++i) {
+    const bool keep = dropout_draw(seed, i) >= (1u << 22);  // p = 0.25 of 2^24
+    ok &= keep ? near(Y[i], b.P[i] / 0.75) : Y[i] == 0.0f;
+  }
+  check(ok, dev->id() + " dropout");
+  expect_throw<ValueError>([&] { dropout(b.pred, 1.5, seed, nullptr); }, "dropout p > 1");
+}
+
 void run_take_rows(const DevicePtr& dev, std::mt19937& g) {
   Batch b(dev, g);
   std::vector<std::int64_t> I(b.rows);
@@ -446,6 +484,8 @@ const OpCase kOps[] = {
     {"batch_loss", run_batch_loss},
     {"metric", run_metric},
     {"sgd_update", run_sgd_update},
+    {"adam_update", run_adam_update},
+    {"dropout", run_dropout},
     {"sum_rows", run_sum_rows},
     {"take_rows", run_take_rows},
 };

@@ -1,6 +1,7 @@
 #include "core/nn.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/errors.h"
 
@@ -199,6 +200,70 @@ void sgd_update(const Array& param, const Array& grad, const Array* velocity, do
                         [&] { return shape_str(param.shape()) + (momentum != 0 ? " momentum" : ""); });
   param.device()->backend().sgd_update(d, *param.buffer(), *grad.buffer(),
                                        momentum != 0 ? velocity->buffer().get() : nullptr);
+}
+
+void adam_update(const Array& param, const Array& grad, const Array& m, const Array& v, const Array* vmax, double lr,
+                 double beta1, double beta2, double eps, double weight_decay, std::int64_t step, bool amsgrad,
+                 bool decoupled) {
+  const char* op = decoupled ? "adamw_update" : "adam_update";
+  const auto fail = [&](const std::string& what) { throw ValueError(std::string(op) + ": " + what); };
+  trainable(param, op, "param");
+  like(grad, param, op, "grad", "param");
+  like(m, param, op, "m", "param");
+  like(v, param, op, "v", "param");
+  if (amsgrad && !vmax) fail("amsgrad needs a vmax array");
+  if (vmax) like(*vmax, param, op, "vmax", "param");
+  const Array* arrays[] = {&param, &grad, &m, &v, vmax};
+  const char* names[] = {"param", "grad", "m", "v", "vmax"};
+  for (int i = 0; i < 5; ++i)
+    for (int j = i + 1; j < 5; ++j)
+      if (arrays[i] && arrays[j] && arrays[i]->same_memory(*arrays[j]))
+        fail(std::string(names[i]) + " and " + names[j] + " must not share memory");
+  if (!(lr >= 0)) fail("lr must be >= 0, got " + std::to_string(lr));
+  if (!(beta1 >= 0 && beta1 < 1)) fail("beta1 must be in [0, 1), got " + std::to_string(beta1));
+  if (!(beta2 >= 0 && beta2 < 1)) fail("beta2 must be in [0, 1), got " + std::to_string(beta2));
+  if (!(eps >= 0)) fail("eps must be >= 0, got " + std::to_string(eps));
+  if (!(weight_decay >= 0)) fail("weight_decay must be >= 0, got " + std::to_string(weight_decay));
+  if (step < 1) fail("step must be >= 1 (the step being taken), got " + std::to_string(step));
+  AdamDesc d;
+  d.dtype = param.dtype();
+  d.n = param.size();
+  d.beta1 = beta1;
+  d.beta2 = beta2;
+  d.eps = eps;
+  const double t = static_cast<double>(step);
+  d.step_size = lr / (1.0 - std::pow(beta1, t));
+  d.bias2_sqrt = std::sqrt(1.0 - std::pow(beta2, t));
+  d.decay = decoupled ? 0.0 : weight_decay;
+  d.shrink = decoupled ? 1.0 - lr * weight_decay : 1.0;
+  if (d.n == 0) return;
+  const OpDetail detail(param.device()->backend().capturing(),
+                        [&] { return shape_str(param.shape()) + (amsgrad ? " amsgrad" : ""); });
+  param.device()->backend().adam_update(d, *param.buffer(), *grad.buffer(), *m.buffer(), *v.buffer(),
+                                        amsgrad ? vmax->buffer().get() : nullptr);
+}
+
+Array dropout(const Array& x, double p, std::uint64_t seed, const Array* out) {
+  const char* op = "dropout";
+  trainable(x, op, "x");
+  if (!(p >= 0 && p <= 1)) throw ValueError("dropout: p must be in [0, 1], got " + std::to_string(p));
+  Array o;
+  if (out) {
+    like(*out, x, op, "out", "x");  // out may be x: element i reads and writes only element i
+    o = *out;
+  } else {
+    o = Array::empty(x.device(), x.shape(), x.dtype());
+  }
+  DropoutDesc d;
+  d.dtype = x.dtype();
+  d.n = x.size();
+  d.seed = seed;
+  d.threshold = static_cast<std::uint32_t>(std::llround(p * double(1 << 24)));
+  d.scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
+  if (d.n == 0) return o;
+  const OpDetail detail(x.device()->backend().capturing(), [&] { return shape_str(x.shape()); });
+  x.device()->backend().dropout(d, *x.buffer(), *o.buffer());
+  return o;
 }
 
 Array sum_rows(const Array& x, const Array* out, double beta) {

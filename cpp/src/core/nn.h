@@ -34,6 +34,15 @@ void metric(const std::string& kind, const Array& pred, const Array& target, con
 // In-place SGD step on param (see SgdDesc); velocity (param's shape and dtype) is required when momentum != 0.
 void sgd_update(const Array& param, const Array& grad, const Array* velocity, double lr, double momentum,
                 double weight_decay, bool nesterov);
+// In-place Adam (decoupled = false) or AdamW (decoupled = true) step number `step` (1, 2, ...) on param with
+// PyTorch's definitions (see AdamDesc); m, v and, with amsgrad, vmax are param's shape and dtype (zeros before the
+// first step).
+void adam_update(const Array& param, const Array& grad, const Array& m, const Array& v, const Array* vmax, double lr,
+                 double beta1, double beta2, double eps, double weight_decay, std::int64_t step, bool amsgrad,
+                 bool decoupled);
+// Inverted dropout: out = x * mask / (1 - p), the mask drawn from (seed, element index) alone (see DropoutDesc), so
+// the same call on the gradient is the backward pass and every device draws the same mask. out may be x.
+Array dropout(const Array& x, double p, std::uint64_t seed, const Array* out);
 // out (cols,) = beta * out + column sums of x (rows, cols). beta != 0 needs out.
 Array sum_rows(const Array& x, const Array* out, double beta);
 // Rows idx[offset : offset + n] of src (first dimension indexed) into out (n, ...); idx is int64 on src's device.

@@ -99,6 +99,36 @@ struct SgdDesc {
   double lr = 0.01, momentum = 0.0, weight_decay = 0.0;
   bool nesterov = false;
 };
+// PyTorch's Adam / AdamW over n elements, one step (the front folds the step count into the scalars):
+//   AdamW: p *= 1 - lr * weight_decay      Adam: g = grad + weight_decay * p
+//   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2;  amsgrad: vmax = max(vmax, v), v' = vmax
+//   p -= step_size * m / (sqrt(v') / bias2_sqrt + eps)
+// with step_size = lr / (1 - beta1^t) and bias2_sqrt = sqrt(1 - beta2^t). vmax is null without amsgrad.
+struct AdamDesc {
+  DType dtype = DType::f32;
+  std::int64_t n = 0;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double step_size = 1e-3, bias2_sqrt = 1.0;
+  double decay = 0.0;        // Adam: weight_decay (added to the gradient)
+  double shrink = 1.0;       // AdamW: 1 - lr * weight_decay (applied to p first)
+};
+// Inverted dropout over n elements: out[i] = keep(seed, i) ? x[i] * scale : 0, where keep(seed, i) compares 24
+// bits of a 64-bit hash of (seed, i) with `threshold` (= round(p * 2^24)), the same integers on every device, so
+// a mask is a function of (seed, i) alone: the backward pass applies the same op to the gradient.
+// The draw: 24 bits of SplitMix64's output for element i (kernels/nn.cl has the same function).
+inline std::uint32_t dropout_draw(std::uint64_t seed, std::uint64_t i) {
+  std::uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return static_cast<std::uint32_t>((z ^ (z >> 31)) >> 40);
+}
+struct DropoutDesc {
+  DType dtype = DType::f32;
+  std::int64_t n = 0;
+  std::uint64_t seed = 0;
+  std::uint32_t threshold = 0;  // elements whose 24-bit draw is below it are dropped
+  double scale = 1.0;           // 1 / (1 - p), 0 when p = 1
+};
 
 // The ops every backend implements, listed once: X(name, (parameters)). Backend declares each pure virtual; a
 // backend class declares its overrides with HETNN_BACKEND_OPS(HETNN_OP_OVERRIDE), so a new op is one line here
@@ -119,6 +149,8 @@ struct SgdDesc {
 //                        1 - y^2).
 //   softmax              y = softmax of each row of x (rows, cols), computed stably (max subtracted).
 //   loss, metric, sgd_update   as their descriptors say (LossDesc, MetricDesc, SgdDesc).
+//   adam_update          as AdamDesc says (m, v, vmax: param's shape and dtype; vmax null without amsgrad).
+//   dropout              as DropoutDesc says (out may be x).
 //   sum_rows             out (cols) = beta * out + sum over the rows of x (rows, cols): the bias gradient.
 //   take_rows            row r of out = row idx[offset + r] of src (rows of row_bytes; n rows): minibatches gathered
 //                        on the device. Indices are clamped to [0, src_rows) (the front checks them where it can).
@@ -136,6 +168,8 @@ struct SgdDesc {
   X(loss, (const LossDesc& d, const Buffer& pred, const Buffer& target, Buffer& acc, Buffer* grad))              \
   X(metric, (const MetricDesc& d, const Buffer& pred, const Buffer& target, Buffer& acc))                        \
   X(sgd_update, (const SgdDesc& d, Buffer& param, const Buffer& grad, Buffer* velocity))                         \
+  X(adam_update, (const AdamDesc& d, Buffer& param, const Buffer& grad, Buffer& m, Buffer& v, Buffer* vmax))   \
+  X(dropout, (const DropoutDesc& d, const Buffer& x, Buffer& out))                                              \
   X(sum_rows, (DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& out, double beta))        \
   X(take_rows, (std::size_t row_bytes, std::int64_t src_rows, const Buffer& src, const Buffer& idx,              \
                 std::int64_t offset, std::int64_t n, Buffer& out))

@@ -49,13 +49,21 @@ void Trainer::add_maxpool(const Pool2dArgs& args) {
   layers_.push_back(std::move(l));
 }
 
+void Trainer::add_dropout(double p, std::uint64_t seed) {
+  if (!(p >= 0 && p <= 1)) throw ValueError("Dropout: p must be in [0, 1], got " + std::to_string(p));
+  Layer l{Layer::Kind::dropout};
+  l.drop_p = p;
+  l.drop_seed = seed;
+  layers_.push_back(std::move(l));
+}
+
 void Trainer::add_conv(const Array& W, const Array* b, const Array& dW, const Array* db, const Conv2dArgs& args) {
   add_weighted(Layer::Kind::conv, W, b, dW, db, args.act, "Trainer.add_conv").conv = args;
 }
 
 Array Trainer::predict(const Array& x) {
   Array h = x;
-  for (Layer& l : layers_) h = forward(l, h);
+  for (Layer& l : layers_) h = forward(l, h, false);
   return h;
 }
 
@@ -70,13 +78,47 @@ void Trainer::add_metric(const std::string& kind, const Array& acc, bool probs) 
 }
 
 void Trainer::add_param(const Array& p, const Array& grad, const Array* velocity) {
-  params_.push_back({p, grad, velocity ? *velocity : Array{}, velocity != nullptr});
+  if (adam_) throw ValueError("Trainer.add_param: the trainer runs Adam (add_adam_param)");
+  params_.push_back({p, grad, velocity ? *velocity : Array{}, Array{}, Array{}, velocity != nullptr, false});
 }
 
 void Trainer::set_sgd(double momentum, double weight_decay, bool nesterov) {
+  if (adam_) throw ValueError("Trainer.set_sgd: the trainer runs Adam");
   momentum_ = momentum;
   weight_decay_ = weight_decay;
   nesterov_ = nesterov;
+}
+
+void Trainer::add_adam_param(const Array& p, const Array& grad, const Array& m, const Array& v, const Array* vmax) {
+  if (!adam_) throw ValueError("Trainer.add_adam_param: call set_adam first");
+  if (amsgrad_ && !vmax) throw ValueError("Trainer.add_adam_param: amsgrad needs vmax");
+  params_.push_back({p, grad, m, v, vmax ? *vmax : Array{}, true, vmax != nullptr});
+}
+
+void Trainer::set_adam(double beta1, double beta2, double eps, double weight_decay, bool amsgrad, bool decoupled,
+                       std::int64_t steps_done) {
+  if (!params_.empty() && !adam_) throw ValueError("Trainer.set_adam: SGD parameters were added");
+  if (steps_done < 0) throw ValueError("Trainer.set_adam: steps_done must be >= 0");
+  adam_ = true;
+  beta1_ = beta1;
+  beta2_ = beta2;
+  eps_ = eps;
+  weight_decay_ = weight_decay;
+  amsgrad_ = amsgrad;
+  decoupled_ = decoupled;
+  adam_steps_ = steps_done;
+}
+
+void Trainer::update(double lr) {
+  if (!adam_) {
+    for (const Param& p : params_)
+      sgd_update(p.p, p.g, p.has_v ? &p.v : nullptr, lr, momentum_, weight_decay_, nesterov_);
+    return;
+  }
+  ++adam_steps_;
+  for (const Param& p : params_)
+    adam_update(p.p, p.g, p.v, p.v2, p.has_vmax ? &p.vmax : nullptr, lr, beta1_, beta2_, eps_, weight_decay_,
+                adam_steps_, amsgrad_, decoupled_);
 }
 
 Array& Trainer::buffer(std::map<std::int64_t, Array>& m, const Array& like, const Shape& shape) {
@@ -86,7 +128,7 @@ Array& Trainer::buffer(std::map<std::int64_t, Array>& m, const Array& like, cons
   return b;
 }
 
-Array Trainer::forward(Layer& l, const Array& x) {
+Array Trainer::forward(Layer& l, const Array& x, bool train) {
   const std::int64_t n = x.shape()[0];
   switch (l.kind) {
     case Layer::Kind::dense: {
@@ -122,6 +164,15 @@ Array Trainer::forward(Layer& l, const Array& x) {
       l.in_shape = x.shape();
       l.idx = Array{};
       return max_pool2d(x, l.pool, nullptr, &l.idx);
+    }
+    case Layer::Kind::dropout: {
+      if (!train || l.drop_p == 0) return x;
+      // SplitMix64 of (seed, call): each step's mask from its own well-mixed seed
+      std::uint64_t z = l.drop_seed + (++l.drop_calls) * 0x9E3779B97F4A7C15ull;
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      l.drop_step_seed = z ^ (z >> 31);
+      return dropout(x, l.drop_p, l.drop_step_seed, &buffer(l.y_buf, x, x.shape()));
     }
     case Layer::Kind::conv: {
       if (x.ndim() != 4)
@@ -170,6 +221,10 @@ Array Trainer::backward(Layer& l, const Array& g, bool need_input_grad) {
       return need_input_grad ? g.reshape(l.in_shape) : Array{};
     case Layer::Kind::maxpool:
       return need_input_grad ? max_pool2d_backward(g, l.idx, l.in_shape, l.pool, nullptr) : Array{};
+    case Layer::Kind::dropout:
+      if (!need_input_grad) return Array{};
+      if (l.drop_p == 0) return g;
+      return dropout(g, l.drop_p, l.drop_step_seed, &buffer(l.dx_buf, g, g.shape()));  // the same mask
     case Layer::Kind::conv: {
       const Array dz = pre_activation_grad(l, g);
       Conv2dArgs linear = l.conv;
@@ -210,7 +265,7 @@ void Trainer::run_epoch(const Array& X, const Array& Y, const Array* labels, con
     Array xb = take_rows(X, idx, start, m, &scratch(0, X, rows_like(X, m)));
     Array yb = take_rows(Y, idx, start, m, &scratch(1, Y, rows_like(Y, m)));
     Array h = xb;
-    for (Layer& l : layers_) h = forward(l, h);
+    for (Layer& l : layers_) h = forward(l, h, true);
     if (h.ndim() != 2) throw ValueError("Trainer.run_epoch: the last layer's output must be 2-D (rows, outputs)");
     Array& g = scratch(2, h, h.shape());
     batch_loss(loss_, h, yb, acc_loss, &g);
@@ -224,8 +279,7 @@ void Trainer::run_epoch(const Array& X, const Array& Y, const Array* labels, con
     }
     Array grad = g;
     for (std::size_t i = layers_.size(); i-- > 0;) grad = backward(layers_[i], grad, i > 0);
-    for (const Param& p : params_)
-      sgd_update(p.p, p.g, p.has_v ? &p.v : nullptr, lr, momentum_, weight_decay_, nesterov_);
+    update(lr);
   }
   if (progress) progress(n);
 }

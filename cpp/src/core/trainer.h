@@ -23,6 +23,9 @@ class Trainer {
   void add_flatten();
   void add_reshape(const Shape& per_sample);  // (n, ...) -> (n, *per_sample), a view
   void add_maxpool(const Pool2dArgs& args);
+  // Inverted dropout with probability p while training (identity in predict); step k's mask is drawn from a seed
+  // mixed from (seed, k), so a trainer built again with another seed draws other masks.
+  void add_dropout(double p, std::uint64_t seed);
   // Loss on the last layer's output: "cross_entropy" (targets: int64 labels or probability rows) or "mse".
   void set_loss(const std::string& kind);
   // A metric summed into acc each step: "correct_argmax" (against `labels`, the int64 labels gathered like the
@@ -34,6 +37,12 @@ class Trainer {
   // SGD: each parameter with its gradient (the arrays add_dense received) and velocity (when momentum != 0).
   void add_param(const Array& p, const Array& grad, const Array* velocity);
   void set_sgd(double momentum, double weight_decay, bool nesterov);
+  // Adam / AdamW (decoupled): each parameter with its gradient and moments (vmax with amsgrad); `steps_done`: the
+  // steps the moments have seen (the next update is step steps_done + 1).
+  void add_adam_param(const Array& p, const Array& grad, const Array& m, const Array& v, const Array* vmax);
+  void set_adam(double beta1, double beta2, double eps, double weight_decay, bool amsgrad, bool decoupled,
+                std::int64_t steps_done);
+  std::int64_t adam_steps() const { return adam_steps_; }
 
   // The layers' forward pass on x, as fit runs it (predict and evaluate use this, so inference and training run the
   // same code); the result lives in the trainer's buffers until the next call with the same batch size.
@@ -46,7 +55,7 @@ class Trainer {
 
  private:
   struct Layer {
-    enum class Kind { dense, activation, flatten, reshape, maxpool, conv };
+    enum class Kind { dense, activation, flatten, reshape, maxpool, conv, dropout };
     explicit Layer(Kind k) : kind(k) {}
     Kind kind;
     Array W, b, dW, db;
@@ -54,6 +63,8 @@ class Trainer {
     Activation act = Activation::none;
     Pool2dArgs pool;
     Conv2dArgs conv;  // its act is the layer's (fused into the forward)
+    double drop_p = 0;
+    std::uint64_t drop_seed = 0, drop_calls = 0, drop_step_seed = 0;
     Array x, y, idx;  // what the backward needs from the forward
     Shape in_shape, to_shape;  // reshape: the per-sample target
     std::map<std::int64_t, Array> y_buf, dz_buf, dx_buf;  // by batch size
@@ -64,15 +75,17 @@ class Trainer {
     bool probs;
   };
   struct Param {
-    Array p, g, v;
-    bool has_v;
+    Array p, g, v;      // SGD: v the velocity; Adam: v the first moment
+    Array v2, vmax;     // Adam: the second moment, its running maximum (amsgrad)
+    bool has_v, has_vmax;
   };
   // A layer with weights W (gradient dW), an optional bias and a fused activation, appended; returned for the rest.
   Layer& add_weighted(Layer::Kind kind, const Array& W, const Array* b, const Array& dW, const Array* db,
                       Activation act, const char* what);
   // The gradient before the layer's fused activation (g itself without one).
   Array pre_activation_grad(Layer& l, const Array& g);
-  Array forward(Layer& l, const Array& x);
+  Array forward(Layer& l, const Array& x, bool train);
+  void update(double lr);
   Array backward(Layer& l, const Array& g, bool need_input_grad);
   static Array& buffer(std::map<std::int64_t, Array>& m, const Array& like, const Shape& shape);
 
@@ -82,6 +95,9 @@ class Trainer {
   std::vector<Param> params_;
   double momentum_ = 0, weight_decay_ = 0;
   bool nesterov_ = false;
+  bool adam_ = false, amsgrad_ = false, decoupled_ = false;
+  double beta1_ = 0.9, beta2_ = 0.999, eps_ = 1e-8;
+  std::int64_t adam_steps_ = 0;
   std::map<std::pair<int, std::int64_t>, Array> scratch_;  // gathered batches, loss gradient, softmax: by batch size
 };
 

@@ -29,6 +29,7 @@ void bind_nn(py::module_& m) {
            },
            py::arg("W"), py::arg("b").none(true), py::arg("dW"), py::arg("db").none(true), py::arg("stride"),
            py::arg("padding"), py::arg("dilation"), py::arg("groups"), py::arg("act"))
+      .def("add_dropout", &Trainer::add_dropout, py::arg("p"), py::arg("seed"))
       .def("set_loss", &Trainer::set_loss)
       .def(
           "predict",
@@ -40,6 +41,11 @@ void bind_nn(py::module_& m) {
       .def("add_metric", &Trainer::add_metric, py::arg("kind"), py::arg("acc"), py::arg("probs"))
       .def("add_param", &Trainer::add_param, py::arg("p"), py::arg("grad"), py::arg("velocity").none(true))
       .def("set_sgd", &Trainer::set_sgd, py::arg("momentum"), py::arg("weight_decay"), py::arg("nesterov"))
+      .def("add_adam_param", &Trainer::add_adam_param, py::arg("p"), py::arg("grad"), py::arg("m"), py::arg("v"),
+           py::arg("vmax").none(true))
+      .def("set_adam", &Trainer::set_adam, py::arg("beta1"), py::arg("beta2"), py::arg("eps"),
+           py::arg("weight_decay"), py::arg("amsgrad"), py::arg("decoupled"), py::arg("steps_done"))
+      .def_property_readonly("adam_steps", &Trainer::adam_steps)
       .def(
           "run_epoch",
           [](Trainer& t, const Array& X, const Array& Y, const Array* labels, const Array& idx, std::int64_t batch,
@@ -112,6 +118,26 @@ void bind_nn(py::module_& m) {
       },
       py::arg("param"), py::arg("grad"), py::arg("velocity").none(true), py::arg("lr"), py::arg("momentum"),
       py::arg("weight_decay"), py::arg("nesterov"));
+  m.def(
+      "adam_update",
+      [](const Array& param, const Array& grad, const Array& m, const Array& v, const Array* vmax, double lr,
+         double beta1, double beta2, double eps, double weight_decay, std::int64_t step, bool amsgrad,
+         bool decoupled) {
+        NoGil nogil;
+        hetnn::adam_update(param, grad, m, v, vmax, lr, beta1, beta2, eps, weight_decay, step, amsgrad, decoupled);
+      },
+      py::arg("param"), py::arg("grad"), py::arg("m"), py::arg("v"), py::arg("vmax").none(true), py::arg("lr"),
+      py::arg("beta1"), py::arg("beta2"), py::arg("eps"), py::arg("weight_decay"), py::arg("step"),
+      py::arg("amsgrad"), py::arg("decoupled"));
+  m.def(
+      "dropout",
+      [](const Array& x, double p, std::uint64_t seed, const Array* out) {
+        NoGil nogil;
+        return hetnn::dropout(x, p, seed, out);
+      },
+      py::arg("x"), py::arg("p"), py::arg("seed"), py::arg("out").none(true) = nullptr,
+      "Inverted dropout: x * mask / (1 - p), the mask a function of (seed, element index) alone; the same call on "
+      "the gradient is the backward pass.");
   m.def(
       "sum_rows",
       [](const Array& x, const Array* out, double beta) {

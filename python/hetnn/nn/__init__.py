@@ -1,12 +1,12 @@
 """Dense and convolutional networks on one device: layers, losses, Sequential (fit, evaluate, predict, save), load."""
-from ._layers import (Conv2d, Dense, Flatten, Layer, MaxPool2d, Parameter, ReLU, Reshape, Sigmoid, Softmax,
+from ._layers import (Conv2d, Dense, Dropout, Flatten, Layer, MaxPool2d, Parameter, ReLU, Reshape, Sigmoid, Softmax,
                       Tanh, manual_seed)
 from ._losses import CrossEntropyLoss, Loss, MSELoss
 from ._callbacks import Callback, EarlyStopping, History
 from ._model import Sequential, load
 
 __all__ = [
-    "Callback", "Conv2d", "CrossEntropyLoss", "Dense", "EarlyStopping", "Flatten", "History", "Layer", "Loss",
-    "MSELoss",
-    "MaxPool2d", "Parameter", "ReLU", "Reshape", "Sequential", "Sigmoid", "Softmax", "Tanh", "load", "manual_seed",
+    "Callback", "Conv2d", "CrossEntropyLoss", "Dense", "Dropout", "EarlyStopping", "Flatten", "History", "Layer",
+    "Loss", "MSELoss", "MaxPool2d", "Parameter", "ReLU", "Reshape", "Sequential", "Sigmoid", "Softmax", "Tanh", "load",
+    "manual_seed",
 ]

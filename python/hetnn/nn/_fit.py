@@ -32,9 +32,10 @@ def _check_args(model: Any, loss: Any, optimizer: Any, epochs: Any, batch_size: 
     bs = batch_size_arg(batch_size, what)
     if not is_int(epochs) or epochs < 0:
         raise ValueError(f"{what}: epochs must be an int >= 0, got {epochs!r}")
-    from ..optim import SGD
-    if not isinstance(optimizer, SGD):
-        raise TypeError(f"{what}: optimizer must be a hetnn.optim optimizer (SGD), got {type(optimizer).__name__}")
+    from ..optim import Optimizer
+    if not isinstance(optimizer, Optimizer):
+        raise TypeError(f"{what}: optimizer must be a hetnn.optim optimizer (SGD, Adam, AdamW), got "
+                        f"{type(optimizer).__name__}")
     own = {id(p) for p in model.parameters()}
     if not own or any(id(p) not in own for p in optimizer.params):
         raise ValueError(f"{what}: the optimizer's parameters are not this model's (build it from "
@@ -80,14 +81,12 @@ def _validation(model: Any, validation_data: Any, out_shape: Tuple[int, ...], lo
 
 def _trainer(model: Any, loss_obj: Loss, plan: Sequence[Tuple[str, str]], accs: Sequence[Any],
              optimizer: Any) -> Any:
-    """The core Trainer: gather, forward, fused loss, metrics, backward and SGD per step, in C++."""
+    """The core Trainer: gather, forward, fused loss, metrics, backward and the update per step, in C++."""
     trainer, softmax_last = model._trainer_layers()  # a final Softmax is folded into the loss
     trainer.set_loss(loss_obj.kind)
     for (_, kind), a in zip(plan, accs):  # the logits' argmax is the probabilities' argmax
         trainer.add_metric(kind, a, softmax_last and kind != "correct_argmax")
-    for p in optimizer.params:
-        trainer.add_param(p.value, p.grad, optimizer._velocity_for(p))
-    trainer.set_sgd(optimizer.momentum, optimizer.weight_decay, optimizer.nesterov)
+    optimizer._to_trainer(trainer)
     return trainer
 
 
@@ -133,8 +132,11 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
                 idx.write_from(rng.permutation(n).astype(np.int64))
             for a in [acc_loss, *accs]:
                 a.write_from(zero1)
-            trainer.run_epoch(X, Y, step_labels, idx, bs, optimizer.lr, acc_loss,
-                              bars.within_epoch(epoch) if bars else None)
+            try:
+                trainer.run_epoch(X, Y, step_labels, idx, bs, optimizer.lr, acc_loss,
+                                  bars.within_epoch(epoch) if bars else None)
+            finally:  # the moments saw the steps taken, even when the epoch was cut short
+                optimizer._after_epoch(trainer)
             logs = _epoch_logs(model, n, c, plan, acc_loss, accs, val, loss_obj)  # reads back: the epoch is done
             logs["epoch_time"] = time.perf_counter() - t0
             for k, v in logs.items():

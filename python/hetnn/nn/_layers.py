@@ -317,6 +317,42 @@ class Tanh(_Activation):
     kind = act = "tanh"
 
 
+def _splitmix64(z: int) -> int:
+    z = (z + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return z ^ (z >> 31)
+
+
+class Dropout(Layer):
+    """Inverted dropout (torch.nn.Dropout): while ``fit`` trains, each element is zeroed with probability ``p`` and
+    the rest scaled by 1 / (1 - p); ``predict`` and ``evaluate`` pass the input through. The masks are drawn on the
+    device from ``seed`` (else a draw from hetnn.nn.manual_seed's generator) and the step, so a run is reproducible
+    and every device draws the same masks."""
+
+    kind = "dropout"
+
+    def __init__(self, p: float = 0.5, seed: Optional[int] = None) -> None:
+        super().__init__()
+        if isinstance(p, bool) or not isinstance(p, (int, float, np.floating, np.integer)) or not 0 <= p <= 1:
+            raise ValueError(f"Dropout: p must be a probability in [0, 1], got {p!r}")
+        if seed is not None and (not is_int(seed) or seed < 0):
+            raise ValueError(f"Dropout: seed must be an int >= 0, got {seed!r}")
+        self.p = float(p)
+        self.seed = int(seed) if seed is not None else int(_GENERATOR.integers(0, 2**63))
+        self._builds = 0  # each trainer built draws its own stream of masks
+
+    def config(self) -> Dict[str, Any]:
+        return {"p": self.p, "seed": self.seed}
+
+    def _to_trainer(self, trainer: Any) -> None:
+        trainer.add_dropout(self.p, _splitmix64((self.seed + self._builds * 0xD1B54A32D192ED03) % 2**64))
+        self._builds += 1
+
+    def __repr__(self) -> str:
+        return f"Dropout(p={self.p})"
+
+
 class Softmax(Layer):
     """Softmax over the features of each sample (2-D input). Only as a model's last layer: with
     :class:`CrossEntropyLoss` it is folded into the loss during training (the loss takes the logits before it), so
@@ -398,7 +434,8 @@ class MaxPool2d(Layer):
         trainer.add_maxpool(self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
 
 
-LAYERS = {cls.kind: cls for cls in (Dense, Conv2d, ReLU, Sigmoid, Tanh, Softmax, Flatten, Reshape, MaxPool2d)}
+LAYERS = {cls.kind: cls for cls in (Dense, Conv2d, ReLU, Sigmoid, Tanh, Softmax, Flatten, Reshape, MaxPool2d,
+                                     Dropout)}
 
 
 def layer_from_config(kind: str, cfg: Dict[str, Any]) -> Layer:
@@ -427,7 +464,7 @@ def check_sequence(layers: Sequence[Any]) -> List[Layer]:
                 raise ValueError(f"Sequential: layer {i} (Dense) has in_features={layer.in_features}, but the layers "
                                  f"before it produce {features} features")
             features = layer.out_features
-        elif not isinstance(layer, (ReLU, Sigmoid, Tanh, Softmax)):
+        elif not isinstance(layer, (ReLU, Sigmoid, Tanh, Softmax, Dropout)):
             features = None  # reshaping layers: the next Dense is checked when data arrives
         if isinstance(layer, Softmax) and i != len(layers) - 1:
             raise ValueError("Sequential: Softmax is supported only as the last layer (it is folded into "

@@ -83,6 +83,36 @@ inline __attribute__((always_inline)) void col_sums_chunk(std::int64_t rows, std
   }
 }
 
+template <class T>
+inline __attribute__((always_inline)) void adam_chunk(const AdamDesc& d, std::int64_t n, T* p, const T* g, T* m,
+                                                      T* v, T* vmax) {
+  const T b1 = static_cast<T>(d.beta1), b2 = static_cast<T>(d.beta2), eps = static_cast<T>(d.eps);
+  const T c1 = T(1) - b1, c2 = T(1) - b2, ss = static_cast<T>(d.step_size);
+  const T inv_bc2 = static_cast<T>(1.0 / d.bias2_sqrt), dec = static_cast<T>(d.decay);
+  const T shrink = static_cast<T>(d.shrink);
+  const T tiny = std::numeric_limits<T>::min();  // moments of gradients that stay 0 decay into subnormals (see sgd)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T pi = p[i] * shrink, gi = g[i] + dec * pi;
+    T mi = m[i] + c1 * (gi - m[i]);  // PyTorch's lerp_(grad, 1 - beta1)
+    T vi = b2 * v[i] + c2 * gi * gi;
+    mi = std::fabs(mi) < tiny ? T(0) : mi;
+    vi = vi < tiny ? T(0) : vi;
+    m[i] = mi;
+    v[i] = vi;
+    T vu = vi;
+    if (vmax) vu = vmax[i] = std::max(vmax[i], vi);
+    p[i] = pi - ss * mi / (std::sqrt(vu) * inv_bc2 + eps);
+  }
+}
+
+template <class T>
+inline __attribute__((always_inline)) void dropout_chunk(const DropoutDesc& d, std::int64_t i0, std::int64_t n,
+                                                         const T* x, T* y) {
+  const T scale = static_cast<T>(d.scale);
+  for (std::int64_t i = 0; i < n; ++i)
+    y[i] = x[i] * (dropout_draw(d.seed, static_cast<std::uint64_t>(i0 + i)) >= d.threshold ? scale : T(0));
+}
+
 #define HETNN_NN_ENTRIES(T, S)                                                                                 \
   HETNN_CLONES void act_fwd_##S(Activation a, std::int64_t n, const T* x, T* y) { act_fwd(a, n, x, y); }       \
   HETNN_CLONES void act_bwd_##S(Activation a, std::int64_t n, const T* dy, const T* y, T* dx) {                \
@@ -90,6 +120,12 @@ inline __attribute__((always_inline)) void col_sums_chunk(std::int64_t rows, std
   }                                                                                                            \
   HETNN_CLONES void sgd_##S(const SgdDesc& d, std::int64_t n, T* p, const T* g, T* v) {                       \
     sgd_chunk(d, n, p, g, v);                                                                                  \
+  }                                                                                                            \
+  HETNN_CLONES void adam_##S(const AdamDesc& d, std::int64_t n, T* p, const T* g, T* m, T* v, T* vmax) {     \
+    adam_chunk(d, n, p, g, m, v, vmax);                                                                        \
+  }                                                                                                            \
+  HETNN_CLONES void dropout_##S(const DropoutDesc& d, std::int64_t i0, std::int64_t n, const T* x, T* y) {     \
+    dropout_chunk(d, i0, n, x, y);                                                                             \
   }                                                                                                            \
   HETNN_CLONES void col_sums_##S(std::int64_t rows, std::int64_t cols, std::int64_t c0, std::int64_t c1,       \
                                  const T* x, T* out, T beta) {                                                 \
@@ -317,6 +353,58 @@ void CpuBackend::sgd_update(const SgdDesc& d, Buffer& param, const Buffer& grad,
         sgd_f64(d, e - b, ptr<double>(param) + b, ptr<double>(grad) + b, velocity ? ptr<double>(*velocity) + b : nullptr);
       else
         sgd_f32(d, e - b, ptr<float>(param) + b, ptr<float>(grad) + b, velocity ? ptr<float>(*velocity) + b : nullptr);
+    }, kParallelMin);
+  });
+}
+
+void CpuBackend::adam_update(const AdamDesc& d, Buffer& param, const Buffer& grad, Buffer& m, Buffer& v,
+                             Buffer* vmax) {
+  cpu_threads::apply();
+  timed("adam_update", (vmax ? 9 : 7) * d.n * dtype_size(d.dtype), [&] {
+    parallel_ranges(d.n, [&](std::int64_t b, std::int64_t e) {
+      if (is16(d.dtype)) {
+        float pb[kChunk], gb[kChunk], mb[kChunk], vb[kChunk], xb[kChunk];
+        for (std::int64_t i = b; i < e; i += kChunk) {
+          const std::int64_t c = std::min(kChunk, e - i);
+          widen_to_f32(d.dtype, at16(param, i), pb, c);
+          widen_to_f32(d.dtype, at16(grad, i), gb, c);
+          widen_to_f32(d.dtype, at16(m, i), mb, c);
+          widen_to_f32(d.dtype, at16(v, i), vb, c);
+          if (vmax) widen_to_f32(d.dtype, at16(*vmax, i), xb, c);
+          adam_f32(d, c, pb, gb, mb, vb, vmax ? xb : nullptr);
+          narrow_from_f32(d.dtype, pb, at16(param, i), c);
+          narrow_from_f32(d.dtype, mb, at16(m, i), c);
+          narrow_from_f32(d.dtype, vb, at16(v, i), c);
+          if (vmax) narrow_from_f32(d.dtype, xb, at16(*vmax, i), c);
+        }
+      } else if (d.dtype == DType::f64) {
+        adam_f64(d, e - b, ptr<double>(param) + b, ptr<double>(grad) + b, ptr<double>(m) + b, ptr<double>(v) + b,
+                 vmax ? ptr<double>(*vmax) + b : nullptr);
+      } else {
+        adam_f32(d, e - b, ptr<float>(param) + b, ptr<float>(grad) + b, ptr<float>(m) + b, ptr<float>(v) + b,
+                 vmax ? ptr<float>(*vmax) + b : nullptr);
+      }
+    }, kParallelMin);
+  });
+}
+
+void CpuBackend::dropout(const DropoutDesc& d, const Buffer& x, Buffer& out) {
+  cpu_threads::apply();
+  timed("dropout", 2 * d.n * dtype_size(d.dtype), [&] {
+    parallel_ranges(d.n, [&](std::int64_t b, std::int64_t e) {
+      if (is16(d.dtype)) {
+        float xb[kChunk];
+        for (std::int64_t i = b; i < e; i += kChunk) {
+          const std::int64_t c = std::min(kChunk, e - i);
+          widen_to_f32(d.dtype, at16(x, i), xb, c);
+          dropout_f32(d, i, c, xb, xb);
+          narrow_from_f32(d.dtype, xb, at16(out, i), c);
+        }
+      } else if (d.dtype == DType::f64) {
+        dropout_f64(d, b, e - b, ptr<double>(x) + b, ptr<double>(out) + b);
+      } else {
+        dropout_f32(d, b, e - b, ptr<float>(x) + b, ptr<float>(out) + b);
+      }
     }, kParallelMin);
   });
 }

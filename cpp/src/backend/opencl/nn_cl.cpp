@@ -84,6 +84,27 @@ void ClBackend::sgd_update(const SgdDesc& d, Buffer& param, const Buffer& grad, 
   enqueue("sgd_update", k, 1, g, l);
 }
 
+void ClBackend::adam_update(const AdamDesc& d, Buffer& param, const Buffer& grad, Buffer& m, Buffer& v,
+                            Buffer* vmax) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cl_kernel k = kernel("nn.cl", "adam", common_options(d.dtype));
+  ArgSetter a{k, "adam"};
+  a(cl_long{d.n}).real(d.beta1, d.dtype).real(d.beta2, d.dtype).real(d.eps, d.dtype).real(d.step_size, d.dtype);
+  a.real(1.0 / d.bias2_sqrt, d.dtype).real(d.decay, d.dtype).real(d.shrink, d.dtype)(cl_int{vmax != nullptr});
+  a(mem(param))(mem(grad))(mem(m))(mem(v))(vmax ? mem(*vmax) : mem(v));
+  const std::size_t g[1] = {grid(d.n)}, l[1] = {kLocal};
+  enqueue("adam_update", k, 1, g, l);
+}
+
+void ClBackend::dropout(const DropoutDesc& d, const Buffer& x, Buffer& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cl_kernel k = kernel("nn.cl", "dropout", common_options(d.dtype));
+  ArgSetter a{k, "dropout"};
+  a(cl_long{d.n})(cl_ulong{d.seed})(cl_uint{d.threshold}).real(d.scale, d.dtype)(mem(x))(mem(out));
+  const std::size_t g[1] = {grid(d.n)}, l[1] = {kLocal};
+  enqueue("dropout", k, 1, g, l);
+}
+
 void ClBackend::sum_rows(DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& out, double beta) {
   std::lock_guard<std::mutex> lock(mu_);
   cl_kernel k = kernel("nn.cl", "sum_rows", common_options(t));

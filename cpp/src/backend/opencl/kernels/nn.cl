@@ -144,6 +144,41 @@ __kernel void sgd(const long n, const REAL lr, const REAL mom, const REAL wd, co
   STORE1(pi - lr * (nesterov ? gi + mom * vi : vi), p, i);
 }
 
+// Adam / AdamW, one step (AdamDesc in core/ops.h; has_vmax: amsgrad).
+__kernel void adam(const long n, const REAL b1, const REAL b2, const REAL eps, const REAL step_size,
+                   const REAL inv_bc2, const REAL decay, const REAL shrink, const int has_vmax, __global STORAGE* p,
+                   __global const STORAGE* g, __global STORAGE* m, __global STORAGE* v, __global STORAGE* vmax) {
+  const long i = get_global_id(0);
+  if (i >= n) return;
+  const REAL pi = LOAD1(p, i) * shrink, gi = LOAD1(g, i) + decay * pi, m0 = LOAD1(m, i);
+  REAL mi = m0 + ((REAL)1 - b1) * (gi - m0);
+  REAL vi = b2 * LOAD1(v, i) + ((REAL)1 - b2) * gi * gi;
+  mi = fabs(mi) < (REAL)MIN_NORMAL ? (REAL)0 : mi;  // as in sgd
+  vi = vi < (REAL)MIN_NORMAL ? (REAL)0 : vi;
+  STORE1(mi, m, i);
+  STORE1(vi, v, i);
+  REAL vu = vi;
+  if (has_vmax) {
+    vu = fmax(LOAD1(vmax, i), vi);
+    STORE1(vu, vmax, i);
+  }
+  STORE1(pi - step_size * mi / (sqrt(vu) * inv_bc2 + eps), p, i);
+}
+
+// Inverted dropout (DropoutDesc): the draw is core/ops.h's dropout_draw, SplitMix64 over (seed, i).
+inline uint dropout_draw(const ulong seed, const ulong i) {
+  ulong z = seed + (i + 1) * 0x9E3779B97F4A7C15UL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9UL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
+  return (uint)((z ^ (z >> 31)) >> 40);
+}
+
+__kernel void dropout(const long n, const ulong seed, const uint threshold, const REAL scale,
+                      __global const STORAGE* x, __global STORAGE* y) {
+  const long i = get_global_id(0);
+  if (i < n) STORE1(LOAD1(x, i) * (dropout_draw(seed, (ulong)i) >= threshold ? scale : (REAL)0), y, i);
+}
+
 // A work-item per column: out[c] = beta * out[c] + sum_r x[r, c] (neighbouring work-items read neighbouring
 // addresses).
 __kernel void sum_rows(const int rows, const int cols, const REAL beta, __global const STORAGE* x,
