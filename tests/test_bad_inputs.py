@@ -134,7 +134,7 @@ CASES = [
      "fashion"),
     ("solar-negative-samples", lambda t: hetnn.datasets.solar_irradiance(n_samples=-5), ValueError, "n_samples"),
     # bench front
-    ("bench-run-unknown-suite", lambda t: hetnn.bench.run("conv"), ValueError, "suite"),
+    ("bench-run-unknown-suite", lambda t: hetnn.bench.run("convolutions"), ValueError, "suite"),
     ("bench-run-unknown-option", lambda t: hetnn.bench.run("matmul", fast=True), TypeError, "fast"),
     ("bench-run-bool-duration", lambda t: hetnn.bench.run("matmul", max_duration=True), ValueError,
      "max-duration"),

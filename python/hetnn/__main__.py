@@ -140,7 +140,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub.add_parser("devices", help="list the devices hetnn can use").set_defaults(func=_cmd_devices)
     b = sub.add_parser("bench", help="run a benchmark suite (default: matmul)")
     b.add_argument("suite", nargs="?",
-                   help="suite to run: matmul, maxpool, mlp, transfer, peak, all (default: matmul; all with --quick)")
+                   help="suite to run: matmul, maxpool, mlp, conv, transfer, peak, all (default: matmul; all with "
+                        "--quick)")
     b.add_argument("--quick", action="store_true", help="a short report of every suite on every device")
     b.add_argument("--shapes", help="matmul shape set: quick, square, resnet50")
     b.add_argument("--batch", type=int, default=1,

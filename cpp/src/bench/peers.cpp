@@ -126,6 +126,35 @@ RawMaxPool::RawMaxPool(const float* x, float* y, int N, int C, int H, int W, int
   args_ = {{DNNL_ARG_SRC, memory(src, eng_, const_cast<float*>(x))}, {DNNL_ARG_DST, memory(dst, eng_, y)}};
 }
 
+RawConv::RawConv(const float* x, const float* w, float* y, int N, int C, int H, int W, int O, int k, int s, int p) {
+  using namespace dnnl;
+  using tag = memory::format_tag;
+  if (N < 1 || C < 1 || O < 1 || k < 1 || s < 1 || p < 0 || H + 2 * p < k || W + 2 * p < k)
+    throw ValueError("RawConv: the kernel does not fit the input");
+  const int OH = (H + 2 * p - k) / s + 1, OW = (W + 2 * p - k) / s + 1;
+  const auto f32 = memory::data_type::f32;
+  const memory::desc usrc({N, C, H, W}, f32, tag::nchw), uwei({O, C, k, k}, f32, tag::oihw),
+      udst({N, O, OH, OW}, f32, tag::nchw);
+  const convolution_forward::primitive_desc pd(
+      eng_, prop_kind::forward_inference, algorithm::convolution_direct, memory::desc({N, C, H, W}, f32, tag::any),
+      memory::desc({O, C, k, k}, f32, tag::any), memory::desc({N, O, OH, OW}, f32, tag::any), {s, s}, {0, 0},
+      {p, p}, {p, p});
+  prim_ = convolution_forward(pd);
+  memory src(pd.src_desc(), eng_), wei(pd.weights_desc(), eng_);
+  dst_ = memory(pd.dst_desc(), eng_);
+  user_dst_ = memory(udst, eng_, y);
+  memory ux(usrc, eng_, const_cast<float*>(x)), uw(uwei, eng_, const_cast<float*>(w));
+  reorder(ux, src).execute(stream_, ux, src);
+  reorder(uw, wei).execute(stream_, uw, wei);
+  stream_.wait();
+  args_ = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst_}};
+}
+
+void RawConv::fetch() {
+  dnnl::reorder(dst_, user_dst_).execute(stream_, dst_, user_dst_);
+  stream_.wait();
+}
+
 std::pair<double, std::string> cpu_fma_peak(int threads, double seconds) {
   cpu_threads::apply();
   const int nt = threads > 0 ? threads : omp_get_max_threads();
@@ -208,6 +237,46 @@ std::vector<double> clblast_sgemm(const Array& a, const Array& b, Array& c, int 
   }
   return times;
 #else
+  throw ValueError("hetnn was built without CLBlast (install Debian's libclblast-dev and rebuild)");
+#endif
+}
+
+std::vector<double> clblast_convgemm(const Array& x, const Array& w, Array& y, int k, int s, int p, int n_warmup,
+                                     int n_repeat) {
+#ifdef HETNN_HAVE_CLBLAST
+  auto* cl = find_extension<opencl::RawHandles>(x.device()->backend());
+  if (!cl) throw ValueError("clblast_convgemm: the arrays are not on an OpenCL device");
+  if (x.dtype() != DType::f32 || w.dtype() != DType::f32 || y.dtype() != DType::f32 || x.ndim() != 4 ||
+      w.ndim() != 4 || y.ndim() != 4 || w.device() != x.device() || y.device() != x.device() ||
+      w.shape()[1] != x.shape()[1] || w.shape()[2] != k || w.shape()[3] != k || k < 1 || s < 1 || p < 0)
+    throw ValueError("clblast_convgemm: needs float32 x (N, C, H, W), w (O, C, k, k), y on one device");
+  const std::size_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3], O = w.shape()[0];
+  const std::int64_t OH = (static_cast<std::int64_t>(H) + 2 * p - k) / s + 1,
+                     OW = (static_cast<std::int64_t>(W) + 2 * p - k) / s + 1;
+  if (y.shape() != Shape{static_cast<std::int64_t>(N), static_cast<std::int64_t>(O), OH, OW})
+    throw ValueError("clblast_convgemm: y must be (N, O, OH, OW)");
+  cl_command_queue q = cl->queue();
+  using opencl::ClBackend;
+  cl_mem xm = ClBackend::mem(*x.buffer()), wm = ClBackend::mem(*w.buffer()), ym = ClBackend::mem(*y.buffer());
+  auto call = [&] {
+    cl_event ev = nullptr;
+    const CLBlastStatusCode st = CLBlastSconvgemm(CLBlastKernelModeCrossCorrelation, C, H, W, k, k, p, p, s, s, 1, 1,
+                                                  O, N, xm, 0, wm, 0, ym, 0, &q, &ev);
+    if (st != CLBlastSuccess) throw ValueError("CLBlastSconvgemm failed: status " + std::to_string(st));
+    if (ev) clReleaseEvent(ev);
+  };
+  for (int i = 0; i < n_warmup; ++i) call();
+  HETNN_CL_CHECK(clFinish(q));
+  std::vector<double> times;
+  for (int i = 0; i < n_repeat; ++i) {
+    const double t0 = now();
+    call();
+    HETNN_CL_CHECK(clFinish(q));
+    times.push_back(now() - t0);
+  }
+  return times;
+#else
+  (void)x, (void)w, (void)y, (void)k, (void)s, (void)p, (void)n_warmup, (void)n_repeat;
   throw ValueError("hetnn was built without CLBlast (install Debian's libclblast-dev and rebuild)");
 #endif
 }

@@ -32,6 +32,23 @@ class RawMatmul : public RawPrimitive {
   RawMatmul(const float* a, const float* b, float* c, int M, int N, int K);
 };
 
+// f32 convolution forward (inference) the way a oneDNN user writes the fastest loop: the layouts oneDNN picks
+// for the primitive (blocked), x and w reordered into them once here, so run() times the convolution alone;
+// fetch() reorders the last result into y (N, O, OH, OW) plain, outside the timing.
+class RawConv : public RawPrimitive {
+ public:
+  RawConv(const float* x, const float* w, float* y, int N, int C, int H, int W, int O, int k, int s, int p);
+  void fetch();
+
+ private:
+  dnnl::memory dst_, user_dst_;
+};
+
+// Seconds per call of CLBlast's Sconvgemm (im2col folded into its GEMM) on x (N, C, H, W), w (O, C, k, k), y on
+// one OpenCL device, each call bracketed by clFinish.
+std::vector<double> clblast_convgemm(const Array& x, const Array& w, Array& y, int k, int s, int p, int n_warmup,
+                                     int n_repeat);
+
 // FP32 FMA throughput (GFLOP/s) of `threads` threads (0: all OpenMP threads) running independent vector FMAs
 // on registers for about `seconds`. Returns {gflops, isa used}.
 std::pair<double, std::string> cpu_fma_peak(int threads, double seconds);

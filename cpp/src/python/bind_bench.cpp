@@ -98,6 +98,51 @@ void bind_bench(py::module_& m) {
         NoGil nogil;
         peer.impl->run();
       });
+  struct RawConvPeer {
+    py::array x, w, y;
+    std::unique_ptr<bench::RawConv> impl;
+  };
+  py::class_<RawConvPeer>(m, "_OnednnRawConv")
+      .def(py::init([](py::array x, py::array w, py::array y, int s, int p) {
+             for (const auto& [a, name, writable] : {std::tuple<const py::array&, const char*, bool>{x, "x", false},
+                                                     std::tuple<const py::array&, const char*, bool>{w, "w", false},
+                                                     std::tuple<const py::array&, const char*, bool>{y, "y", true}})
+               if (!py::isinstance<py::array_t<float>>(a) || a.ndim() != 4 || !(a.flags() & py::array::c_style) ||
+                   (writable && !a.writeable()))
+                 throw TypeError(std::string("_OnednnRawConv: ") + name + " must be a C-contiguous 4-D float32 array");
+             const int N = static_cast<int>(x.shape(0)), C = static_cast<int>(x.shape(1)),
+                       H = static_cast<int>(x.shape(2)), W = static_cast<int>(x.shape(3)),
+                       O = static_cast<int>(w.shape(0)), k = static_cast<int>(w.shape(2));
+             if (w.shape(1) != C || w.shape(3) != k || s < 1 || p < 0 || H + 2 * p < k || W + 2 * p < k)
+               throw ValueError("_OnednnRawConv: w must be (O, C, k, k) and fit the padded input");
+             const py::ssize_t want[4] = {N, O, (H + 2 * p - k) / s + 1, (W + 2 * p - k) / s + 1};
+             for (int i = 0; i < 4; ++i)
+               if (y.shape(i) != want[i]) throw ValueError("_OnednnRawConv: y has the wrong shape");
+             auto peer = std::make_unique<RawConvPeer>(RawConvPeer{x, w, y, nullptr});
+             peer->impl = std::make_unique<bench::RawConv>(static_cast<const float*>(x.data()),
+                                                           static_cast<const float*>(w.data()),
+                                                           static_cast<float*>(y.mutable_data()), N, C, H, W, O, k, s,
+                                                           p);
+             return peer;
+           }),
+           py::arg("x"), py::arg("w"), py::arg("y"), py::arg("stride"), py::arg("padding"))
+      .def("run",
+           [](RawConvPeer& peer) {
+             NoGil nogil;
+             peer.impl->run();
+           })
+      .def("fetch", [](RawConvPeer& peer) {
+        NoGil nogil;
+        peer.impl->fetch();
+      });
+  m.def(
+      "_clblast_convgemm",
+      [](const Array& x, const Array& w, Array& y, int k, int s, int p, int n_warmup, int n_repeat) {
+        NoGil nogil;
+        return bench::clblast_convgemm(x, w, y, k, s, p, n_warmup, n_repeat);
+      },
+      py::arg("x"), py::arg("w"), py::arg("y"), py::arg("k"), py::arg("stride"), py::arg("padding"),
+      py::arg("n_warmup"), py::arg("n_repeat"));
   m.def(
       "_clblast_sgemm",
       [](const Array& a, const Array& b, Array& c, int n_warmup, int n_repeat,

@@ -24,7 +24,7 @@ __all__ = ["run", "compare", "Report", "Options", "SUITES", "MATMUL_SHAPES", "RE
 
 def run(suite: _t.Optional[str] = None, *, verbose: bool = False, output: _t.Optional[str] = None,
         say: _t.Optional[_t.Callable[[str], None]] = None, **options: _t.Any) -> Report:
-    """Runs one benchmark suite ("peak", "matmul", "maxpool", "mlp", "transfer") or "all", as
+    """Runs one benchmark suite ("peak", "matmul", "maxpool", "mlp", "conv", "transfer") or "all", as
     ``python -m hetnn bench SUITE`` does, and returns its rows. With no suite, the command line's default: "all"
     with ``quick=True``, else "matmul".
 

@@ -324,6 +324,48 @@ def plot_transfer(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
     return fig
 
 
+def plot_conv(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
+    layers = [r for r in rows if r.get("part") == "layers"]
+    keras = [r for r in rows if r.get("part") == "keras-cnn"]
+    studies = [r for r in rows if r.get("part") == "studies"]
+    if not (layers or keras or studies):
+        return None
+    fig, ax = _figure(1, 3, (16, 4.8))
+    styles = _styles([_series(r) for r in layers + keras + studies])
+    if layers:
+        batch = max(r["batch"] for r in layers)
+        sel = [r for r in layers if r["batch"] == batch]
+        s: Dict[str, Dict[str, float]] = {}
+        for r in sel:
+            if _ok(r, "gflops"):
+                s.setdefault(_series(r), {})[r["layer"]] = r["gflops"]
+        _bars(ax[0][0], list(dict.fromkeys(r["layer"] for r in sel)), s, "GFLOP/s (median)", styles=styles)
+        ax[0][0].set_title(f"ResNet-50 conv layers, batch {batch}")
+    for name in dict.fromkeys(_series(r) for r in keras):
+        pts = sorted((r["batch"], r["samples_per_s"]) for r in keras if _series(r) == name)
+        color, _, marker = styles[name]
+        ax[0][1].plot(*zip(*pts), marker=marker, color=color, ms=4, label=name)
+    ax[0][1].set_xscale("log", base=2)
+    ax[0][1].set_xlabel("batch size")
+    ax[0][1].set_ylabel("training samples/s (one epoch)")
+    ax[0][1].set_title("Keras-style CNN, 50x50 maps")
+    ax[0][1].grid(alpha=0.3, which="both")
+    if studies:
+        st: Dict[str, Dict[str, float]] = {}
+        iqr: Dict[str, Dict[str, Tuple[float, float]]] = {}
+        for r in studies:
+            st.setdefault(_series(r), {})[r["model"]] = r["epoch_s"]
+            iv = _interval(r, "epoch_s")
+            if iv:
+                iqr.setdefault(_series(r), {})[r["model"]] = iv
+        _bars(ax[0][2], list(dict.fromkeys(r["model"] for r in studies)), st, "s/epoch (median)", log=True,
+              spread=iqr, styles=styles)
+        ax[0][2].set_title("Fashion-MNIST CNN training")
+    _legend(fig, [a for row in ax for a in row])
+    _footer(fig, env, "python -m hetnn bench conv; bars: medians, error bars: IQR of the epochs")
+    return fig
+
+
 def plot_compare(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
     if not rows:
         return None
@@ -338,7 +380,7 @@ def plot_compare(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
 
 
 _PLOTS = {"peak": plot_peak, "matmul": plot_matmul, "maxpool": plot_maxpool, "mlp": plot_mlp,
-          "transfer": plot_transfer, "compare": plot_compare}
+          "conv": plot_conv, "transfer": plot_transfer, "compare": plot_compare}
 
 
 def make_figures(rows: Rows, env: Dict[str, Any]) -> Dict[str, Any]:

@@ -17,7 +17,7 @@ import numpy as np
 from .._device import Device
 from .._check import is_int, is_real
 
-SUITES = ("peak", "matmul", "maxpool", "mlp", "transfer")
+SUITES = ("peak", "matmul", "maxpool", "mlp", "conv", "transfer")
 Say = Callable[[str], None]
 
 
@@ -330,6 +330,75 @@ def suite_mlp(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, An
         [{"part": "topology", **r} for r in topo]
 
 
+def suite_conv(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, Any]]:
+    """(a) ResNet-50 convolution layers, (b) the Keras-style CNN's epochs and inference, (c) LeNet and the AlexNet
+    variant on Fashion-MNIST: epochs and test accuracy (hetnn.bench.conv, hetnn.bench.cnn)."""
+    from . import cnn
+    from .conv import CONV_COLUMNS, QUICK_LAYERS, run_layers, summary
+    from .report import format_table
+
+    devs = opts.devices()
+    quick = opts.quick
+    compare = opts.peers("im2col,onednn,torch,clblast")
+    timing = opts.timing()
+    notes: List[str] = []
+    t0 = time.perf_counter()
+    say(f"hetnn convolution benchmark (float32); devices: {_devices_line(devs)}")
+    layer_rows = run_layers(devs, batches=(1,) if quick else (1, 32), layers=QUICK_LAYERS if quick else None,
+                            compare=compare, n_warmup=timing["n_warmup"], n_repeat=min(timing["n_repeat"], 5),
+                            max_duration=timing["max_duration"], progress=progress.callback(), notes=notes)
+    say("\n(a) ResNet-50 v1.5 convolution layers, forward (NCHW in and out); im2col+matmul: the same layer as a GEMM "
+        "through hetnn.matmul, im2col and the copy back included; onednn-c++: oneDNN's convolution on its own "
+        "layouts, inputs reordered once outside the timing:")
+    say(format_table(layer_rows, CONV_COLUMNS))
+    for line in summary(layer_rows):
+        say("  " + line)
+    epochs = opts.epochs if opts.epochs is not None else (1 if quick else 3)
+    n_maps = 160 if quick else 1024
+    (mx, my), _ = cnn.datasets.radiation_maps(n_samples=n_maps, size=50, seed=0)
+    batches = (32,) if quick else (2, 8, 32, 64, 128, 256, 512, 1024)
+    keras_rows: List[Dict[str, Any]] = []
+    progress.expect(len(batches))
+    for b in batches:
+        progress(f"keras-cnn batch {b}")
+        keras_rows += cnn.run_training("keras-cnn", devs, (mx, my), batch=b, epochs=1 if b < 32 else epochs,
+                                       loss="mse", compare=compare, notes=notes)
+    infer_rows = cnn.run_inference("keras-cnn", devs, mx, (2, 64) if quick else (2, 64, 512, 1024),
+                                   compare=compare, notes=notes)
+    say(f"\n(b) Keras-style CNN on {len(mx):,} radiation maps 50x50 (4,352,641 parameters), Adam lr 1e-3, MSE: one "
+        f"epoch per batch size:")
+    say(format_table(keras_rows, cnn.CNN_COLUMNS))
+    for line in cnn.ratios(keras_rows):
+        say("  " + line)
+    say("inference (predict, NumPy in and out):")
+    say(format_table(infer_rows, cnn.INFER_COLUMNS))
+    study_rows: List[Dict[str, Any]] = []
+    progress.expect(2)
+    try:
+        fm = cnn.fashion_images(28, 1024 if quick else None)
+        progress("lenet")
+        study_rows += cnn.run_training("lenet", devs, fm, batch=64, epochs=1 if quick else 5, loss="cross_entropy",
+                                       compare=compare, notes=notes)
+        fm32 = cnn.fashion_images(32, 256 if quick else 6400)
+        progress("alexnet32")
+        study_rows += cnn.run_training("alexnet32", devs, fm32, batch=256, epochs=1 if quick else 2,
+                                       loss="cross_entropy", compare=compare, notes=notes)
+    except FileNotFoundError as exc:
+        notes.append(str(exc))
+    if study_rows:
+        say("\n(c) LeNet (Adam lr 1e-3, batch 64) and the AlexNet variant (Fashion-MNIST zero-padded to 32x32, one "
+            "input channel, Adam lr 1e-3, batch 256, dropout 0.5) on Fashion-MNIST: epochs from the same initial "
+            "weights, test accuracy on the 10,000 test images after the last epoch:")
+        say(format_table(study_rows, cnn.CNN_COLUMNS))
+        for line in cnn.ratios(study_rows):
+            say("  " + line)
+    for line in dict.fromkeys(notes):
+        say(f"note: {line}")
+    say(f"({time.perf_counter() - t0:.1f} s in all)\n")
+    return [{"part": "layers", **r} for r in layer_rows] + [{"part": "keras-cnn", **r} for r in keras_rows] + \
+        [{"part": "keras-cnn inference", **r} for r in infer_rows] + [{"part": "studies", **r} for r in study_rows]
+
+
 def suite_transfer(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, Any]]:
     from .peak import measure_missing
     from .report import format_table
@@ -352,7 +421,7 @@ def suite_transfer(opts: Options, say: Say, progress: _Progress) -> List[Dict[st
 
 _RUNNERS: Dict[str, Callable[[Options, Say, _Progress], List[Dict[str, Any]]]] = {
     "peak": suite_peak, "matmul": suite_matmul, "maxpool": suite_maxpool, "mlp": suite_mlp,
-    "transfer": suite_transfer}
+    "conv": suite_conv, "transfer": suite_transfer}
 
 
 def default_suite(quick: bool) -> str:

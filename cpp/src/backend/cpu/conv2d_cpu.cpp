@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_loops.h"
@@ -157,23 +158,32 @@ void conv_f64(const Conv2dDesc& d, const double* x, const double* w, const doubl
   });
 }
 
-// The backward primitives work on the plain layouts (float32), made from a forward-training hint.
+// The backward primitives, like the forward, work in the layouts oneDNN picks (plain for pointwise convolutions):
+// with plain layouts it falls back to an im2col GEMM whose weight gradient took 40 % of a LeNet epoch.
 struct ConvGeometry {
-  dnnl::memory::desc src, wei, dst, bias;
+  dnnl::memory::desc src, wei, dst, bias;     // the user's plain layouts
+  dnnl::memory::desc asrc, awei, adst;        // what the primitive may choose from
   dnnl::memory::dims strides, dilates, pad_l, pad_r;
   explicit ConvGeometry(const Conv2dDesc& d) {
     using tag = dnnl::memory::format_tag;
     const auto f32 = dnnl::memory::data_type::f32;
-    src = dnnl::memory::desc({d.N, d.C, d.H, d.W}, f32, tag::nchw);
-    wei = d.groups > 1 ? dnnl::memory::desc({d.groups, d.O / d.groups, d.C / d.groups, d.kh, d.kw}, f32, tag::goihw)
-                       : dnnl::memory::desc({d.O, d.C, d.kh, d.kw}, f32, tag::oihw);
-    dst = dnnl::memory::desc({d.N, d.O, d.OH, d.OW}, f32, tag::nchw);
+    const dnnl::memory::dims sd{d.N, d.C, d.H, d.W}, dd{d.N, d.O, d.OH, d.OW};
+    const dnnl::memory::dims wd = d.groups > 1 ? dnnl::memory::dims{d.groups, d.O / d.groups, d.C / d.groups, d.kh, d.kw}
+                                               : dnnl::memory::dims{d.O, d.C, d.kh, d.kw};
+    const tag wt = d.groups > 1 ? tag::goihw : tag::oihw;
+    src = dnnl::memory::desc(sd, f32, tag::nchw);
+    wei = dnnl::memory::desc(wd, f32, wt);
+    dst = dnnl::memory::desc(dd, f32, tag::nchw);
     bias = dnnl::memory::desc({d.O}, f32, tag::x);
+    const bool pointwise = d.kh == 1 && d.kw == 1 && d.sh == 1 && d.sw == 1 && !d.ph && !d.pw && !d.pr && !d.pw_r;
+    asrc = pointwise ? src : dnnl::memory::desc(sd, f32, tag::any);
+    awei = pointwise ? wei : dnnl::memory::desc(wd, f32, tag::any);
+    adst = pointwise ? dst : dnnl::memory::desc(dd, f32, tag::any);
     strides = {d.sh, d.sw}, dilates = {d.dh - 1, d.dw - 1}, pad_l = {d.ph, d.pw}, pad_r = {d.pr, d.pw_r};
   }
   dnnl::convolution_forward::primitive_desc hint(const dnnl::engine& e) const {
     return dnnl::convolution_forward::primitive_desc(e, dnnl::prop_kind::forward_training,
-                                                     dnnl::algorithm::convolution_direct, src, wei, bias, dst,
+                                                     dnnl::algorithm::convolution_direct, asrc, awei, bias, adst,
                                                      strides, dilates, pad_l, pad_r);
   }
 };
@@ -184,12 +194,30 @@ dnnl::primitive_attr user_scratchpad() {
   return attr;
 }
 
+// One operand of a backward primitive: the user's plain layout, the primitive's, and the reorder between them.
+struct Operand {
+  int arg = 0;
+  bool output = false;
+  dnnl::memory::desc user, prim;
+  std::optional<dnnl::reorder> reorder;
+};
+
 // A backward primitive (data: kind 1; weights: kind 2, + 1 with the bias gradient), cached like the forward's.
 struct BwdEntry {
   explicit BwdEntry(const Conv2dDesc& d) : g(d) {}
   ConvGeometry g;
   dnnl::primitive prim;
   dnnl::memory::desc scratch;
+  std::vector<Operand> ops;  // diff_dst and weights or src in, diff_src or diff_weights out
+
+  void add(const dnnl::engine& engine, int arg, bool output, const dnnl::memory::desc& user,
+           const dnnl::memory::desc& prim_md) {
+    Operand o{arg, output, user, prim_md, std::nullopt};
+    if (user != prim_md)
+      o.reorder = output ? dnnl::reorder(dnnl::reorder::primitive_desc(engine, prim_md, engine, user))
+                         : dnnl::reorder(dnnl::reorder::primitive_desc(engine, user, engine, prim_md));
+    ops.push_back(std::move(o));
+  }
 };
 
 std::shared_ptr<const BwdEntry> bwd_entry(const dnnl::engine& engine, const Conv2dDesc& d, int kind) {
@@ -205,52 +233,67 @@ std::shared_ptr<const BwdEntry> bwd_entry(const dnnl::engine& engine, const Conv
   const ConvGeometry& g = e->g;
   if (kind == 1) {
     const auto pd = dnnl::convolution_backward_data::primitive_desc(
-        engine, dnnl::algorithm::convolution_direct, g.src, g.wei, g.dst, g.strides, g.dilates, g.pad_l, g.pad_r,
+        engine, dnnl::algorithm::convolution_direct, g.asrc, g.awei, g.adst, g.strides, g.dilates, g.pad_l, g.pad_r,
         g.hint(engine), user_scratchpad());
     e->prim = dnnl::convolution_backward_data(pd);
     e->scratch = pd.scratchpad_desc();
+    e->add(engine, DNNL_ARG_DIFF_DST, false, g.dst, pd.diff_dst_desc());
+    e->add(engine, DNNL_ARG_WEIGHTS, false, g.wei, pd.weights_desc());
+    e->add(engine, DNNL_ARG_DIFF_SRC, true, g.src, pd.diff_src_desc());
   } else {
     const auto pd = kind == 3 ? dnnl::convolution_backward_weights::primitive_desc(
-                                    engine, dnnl::algorithm::convolution_direct, g.src, g.wei, g.bias, g.dst,
+                                    engine, dnnl::algorithm::convolution_direct, g.asrc, g.awei, g.bias, g.adst,
                                     g.strides, g.dilates, g.pad_l, g.pad_r, g.hint(engine), user_scratchpad())
                               : dnnl::convolution_backward_weights::primitive_desc(
-                                    engine, dnnl::algorithm::convolution_direct, g.src, g.wei, g.dst, g.strides,
+                                    engine, dnnl::algorithm::convolution_direct, g.asrc, g.awei, g.adst, g.strides,
                                     g.dilates, g.pad_l, g.pad_r, g.hint(engine), user_scratchpad());
     e->prim = dnnl::convolution_backward_weights(pd);
     e->scratch = pd.scratchpad_desc();
+    e->add(engine, DNNL_ARG_DIFF_DST, false, g.dst, pd.diff_dst_desc());
+    e->add(engine, DNNL_ARG_SRC, false, g.src, pd.src_desc());
+    e->add(engine, DNNL_ARG_DIFF_WEIGHTS, true, g.wei, pd.diff_weights_desc());
   }
   if (cache.size() >= kEntries) cache.clear();
   cache.emplace(key, e);
   return e;
 }
 
-void run_bwd(const dnnl::engine& engine, const BwdEntry& e, std::unordered_map<int, dnnl::memory>& args) {
-  Work ws;
+// Runs e on the user's plain arrays (in the order of e.ops), reordering into and out of the primitive's layouts.
+void run_bwd(const dnnl::engine& engine, const BwdEntry& e, const std::vector<void*>& user_ptrs,
+             std::unordered_map<int, dnnl::memory> args) {
+  dnnl::stream stream(engine);
+  Work ws, work[3];
+  std::vector<std::pair<const Operand*, dnnl::memory>> outs;
+  for (std::size_t i = 0; i < e.ops.size(); ++i) {
+    const Operand& o = e.ops[i];
+    dnnl::memory user(o.user, engine, user_ptrs[i]);
+    if (!o.reorder) {
+      args.emplace(o.arg, user);
+      continue;
+    }
+    dnnl::memory prim(o.prim, engine, work[i].get(o.prim.get_size(), "a convolution operand's layout"));
+    if (o.output) outs.emplace_back(&o, user);
+    else o.reorder->execute(stream, user, prim);
+    args.emplace(o.arg, prim);
+  }
   if (const std::size_t n = e.scratch.get_size())
     args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(e.scratch, engine, ws.get(n, "oneDNN's scratchpad")));
-  dnnl::stream stream(engine);
   e.prim.execute(stream, args);
+  for (auto& [o, user] : outs) o->reorder->execute(stream, args.at(o->arg), user);
   stream.wait();
 }
 
 void conv_bwd_data_f32(const dnnl::engine& engine, const Conv2dDesc& d, const float* gy, const float* w, float* gx) {
   const std::shared_ptr<const BwdEntry> e = bwd_entry(engine, d, 1);
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_DIFF_DST, dnnl::memory(e->g.dst, engine, const_cast<float*>(gy))},
-      {DNNL_ARG_WEIGHTS, dnnl::memory(e->g.wei, engine, const_cast<float*>(w))},
-      {DNNL_ARG_DIFF_SRC, dnnl::memory(e->g.src, engine, gx)}};
-  run_bwd(engine, *e, args);
+  run_bwd(engine, *e, {const_cast<float*>(gy), const_cast<float*>(w), gx}, {});
 }
 
 void conv_bwd_weights_f32(const dnnl::engine& engine, const Conv2dDesc& d, const float* gy, const float* x,
                           float* gw, float* gb) {
   const std::shared_ptr<const BwdEntry> e = bwd_entry(engine, d, gb ? 3 : 2);
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_DIFF_DST, dnnl::memory(e->g.dst, engine, const_cast<float*>(gy))},
-      {DNNL_ARG_SRC, dnnl::memory(e->g.src, engine, const_cast<float*>(x))},
-      {DNNL_ARG_DIFF_WEIGHTS, dnnl::memory(e->g.wei, engine, gw)}};
+  std::unordered_map<int, dnnl::memory> args;
   if (gb) args.emplace(DNNL_ARG_DIFF_BIAS, dnnl::memory(e->g.bias, engine, gb));
-  run_bwd(engine, *e, args);
+  run_bwd(engine, *e, {const_cast<float*>(gy), const_cast<float*>(x), gw}, std::move(args));
 }
 
 // float64 by direct summation: gx planes in parallel (each (n, c) owned by one thread), then the weights (each

@@ -127,3 +127,53 @@ __kernel void conv2d_bwd_weights(const int N, const int C, const int H, const in
   STORE1(sum, gw, ((long)o * CG + cl) * (KH * KW) + tap);
   if (has_bias && tap == 0 && cl == 0) STORE1(bsum, gb, o);
 }
+
+// col2im for the GEMM backward: gx[n, c, ih, iw] = sum of dcols[n, (c*KH + i)*KW + j, oh*OW + ow] over the taps
+// (i, j) whose window position (oh, ow) lands on (ih, iw). Gathers (no atomics). global (W, H, N * C).
+__kernel void conv2d_col2im(const int C, const int H, const int W, const int OH, const int OW, const int SH,
+                            const int SW, const int PH, const int PW, const int DH, const int DW,
+                            __global const STORAGE* dcols, __global STORAGE* gx) {
+  const int iw = get_global_id(0), ih = get_global_id(1);
+  const long nc = get_global_id(2);
+  if (iw >= W || ih >= H) return;
+  const int c = (int)(nc % C);
+  const long n = nc / C;
+  const int ohw = OH * OW;
+  __global const STORAGE* base = dcols + (n * C + c) * (long)(KH * KW) * ohw;
+  REAL sum = 0;
+  for (int i = 0; i < KH; ++i) {
+    const int th = ih + PH - i * DH;
+    if (th < 0 || th % SH) continue;
+    const int oh = th / SH;
+    if (oh >= OH) continue;
+    for (int j = 0; j < KW; ++j) {
+      const int tw = iw + PW - j * DW;
+      if (tw < 0 || tw % SW) continue;
+      const int ow = tw / SW;
+      if (ow < OW) sum += LOAD1(base, (long)(i * KW + j) * ohw + oh * OW + ow);
+    }
+  }
+  STORE1(sum, gx, (nc * H + ih) * W + iw);
+}
+
+// gb[o] = sum over n and p of gy[n, o, p]; a work-group of LOCAL work-items per o, reduced in local memory.
+#ifndef BIAS_LOCAL
+#define BIAS_LOCAL 64
+#endif
+__kernel __attribute__((reqd_work_group_size(BIAS_LOCAL, 1, 1)))
+void conv2d_bias_grad(const int N, const int O, const int P, __global const STORAGE* gy, __global STORAGE* gb) {
+  __local REAL part[BIAS_LOCAL];
+  const int t = get_local_id(0), o = get_group_id(1);
+  REAL s = 0;
+  for (long k = t; k < (long)N * P; k += BIAS_LOCAL) {
+    const long n = k / P, p = k % P;
+    s += LOAD1(gy, (n * O + o) * P + p);
+  }
+  part[t] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int h = BIAS_LOCAL / 2; h > 0; h /= 2) {
+    if (t < h) part[t] += part[t + h];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (t == 0) STORE1(part[0], gb, o);
+}

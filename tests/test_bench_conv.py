@@ -1,0 +1,57 @@
+"""The conv suite's pieces (hetnn.bench.conv, hetnn.bench.cnn): the layer table against the matmul suite's GEMM
+shapes, im2col against a direct convolution, FLOP counts, the declared networks (parameter counts, PyTorch's copy
+computing the same function), a tiny run of each part with its results checked."""
+import numpy as np
+import pytest
+
+import hetnn
+from hetnn.bench import cnn, conv
+
+
+def test_layer_table_is_the_gemm_table():
+    conv._check_table()
+    assert len(conv.RESNET50_CONVS) == 20
+
+
+def test_im2col_gemm_is_the_convolution(rng):
+    x = rng.standard_normal((2, 3, 9, 9)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    for s, p in ((1, 1), (2, 0), (2, 1)):
+        oh = conv.out_size(9, 3, s, p)
+        cols = conv.im2col(x.astype(np.float64), 3, s, p)
+        y = (cols @ w.reshape(4, -1).T.astype(np.float64)).reshape(2, oh, oh, 4).transpose(0, 3, 1, 2)
+        np.testing.assert_allclose(y, hetnn.conv2d(x, w, stride=s, padding=p, device="cpu"), rtol=1e-4, atol=1e-4)
+
+
+def test_declared_networks_have_the_studies_sizes():
+    assert cnn.build(cnn.KERAS_CNN, "cpu", 0).count_params() == 4_352_641
+    assert cnn.build(cnn.LENET, "cpu", 0).count_params() == 61_706
+    assert cnn.build(cnn.ALEXNET32, "cpu", 0).predict(np.zeros((1, 1, 32, 32), np.float32)).shape == (1, 10)
+    # LeNet: per sample, 117,600 + 240,000 + 48,000 + 10,080 + 840 multiply-adds; training 2x each for the
+    # forward and the weight gradient, and 2x more for the input gradient of all but the first layer
+    macs = [117_600, 240_000, 48_000, 10_080, 840]
+    assert cnn.train_flops(cnn.LENET, (1, 28, 28), 10) == 10 * (4 * macs[0] + 6 * sum(macs[1:]))
+
+
+@pytest.mark.parametrize("name", ["lenet", "keras-cnn"])
+def test_the_pytorch_copy_computes_the_same_function(name, rng):
+    pytest.importorskip("torch")
+    spec, sample = cnn.MODELS[name]
+    model = cnn.build(spec, "cpu", 3)
+    tt = cnn.TorchTrainer(spec, [p.numpy() for p in model.parameters()], "mse", 1e-3, 4, 0)
+    x = rng.standard_normal((3, *sample)).astype(np.float32)
+    np.testing.assert_allclose(tt.predict(x), model.predict(x), rtol=1e-4, atol=1e-4)
+
+
+def test_a_tiny_run_of_each_part(rng):
+    devs = hetnn.devices()
+    rows = conv.run_layers(devs, batches=(1,), layers=(1,), compare=("im2col", "onednn", "clblast"), n_warmup=1,
+                           n_repeat=2, max_duration=0.5)
+    assert {r["library"] for r in rows} >= {"hetnn", "hetnn im2col+matmul", "onednn-c++"}
+    assert all(r["max_rel_err"] < 1e-4 for r in rows), [(r["library"], r["max_rel_err"]) for r in rows]
+    assert len(conv.summary(rows)) >= 2
+    (x, y), _ = hetnn.datasets.radiation_maps(n_samples=40, size=50, seed=0)
+    t = cnn.run_training("keras-cnn", devs[:1], (x, y), batch=16, epochs=1, loss="mse", compare=())
+    assert t[0]["samples"] == len(x) and t[0]["epoch_s"] > 0 and np.isfinite(t[0]["final_loss"])
+    inf = cnn.run_inference("keras-cnn", devs[:1], x, (2,), compare=(), repeat=2)
+    assert inf[0]["samples"] == 2 and inf[0]["latency_ms"] > 0
