@@ -55,3 +55,9 @@ def test_a_tiny_run_of_each_part(rng):
     assert t[0]["samples"] == len(x) and t[0]["epoch_s"] > 0 and np.isfinite(t[0]["final_loss"])
     inf = cnn.run_inference("keras-cnn", devs[:1], x, (2,), compare=(), repeat=2)
     assert inf[0]["samples"] == 2 and inf[0]["latency_ms"] > 0
+
+
+def test_conv_tuning_sizes_are_the_convolution_products():
+    from hetnn.bench.matmul import RESNET50_BS1
+
+    assert set(conv.conv_gemm_sizes()) == {(n, m, k) for m, n, k in RESNET50_BS1}

@@ -94,10 +94,12 @@ def test_bench_unwritable_output_fails_before_the_run(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [(("--sizes", "abc"), "--sizes: 'abc' is not N or MxNxK"),
+                                           (("--sizes", ""), "--sizes: '' is not N or MxNxK"),
                                            (("--budget", "-1"), "--budget must be a number of seconds > 0")])
 def test_tune_bad_values_name_the_option(args, message):
-    r = _run("tune", "gemm", *args)
-    assert r.returncode == 2 and message in r.stderr
+    for kernel in ("gemm", "conv"):
+        r = _run("tune", kernel, *args)
+        assert r.returncode == 2 and message in r.stderr, kernel
 
 
 def test_bench_unknown_suite():

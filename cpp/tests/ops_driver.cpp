@@ -284,6 +284,19 @@ void run_conv2d(const DevicePtr& dev, std::mt19937& g) {
     for (std::size_t i = 0; i < GW.size(); ++i) s_w += double(GW[i]) * Wt[i];
     for (float v : GB) s_b += v;
     check(near(s_x, s_y, 1e-4) && near(s_w, s_y, 1e-4) && near(s_b, s_gy, 1e-4), dev->id() + " conv2d_backward");
+    // into the caller's arrays (the Trainer's gradient buffers): the same values, in place
+    Array ox = Array::empty(dev, x.shape(), DType::f32), ow = Array::empty(dev, wt.shape(), DType::f32),
+          ob = Array::empty(dev, {wt.shape()[0]}, DType::f32);
+    const auto [rx, rw, rb] = conv2d_backward(gy, x, wt, lin, true, true, true, Conv2dGradOut{&ox, &ow, &ob});
+    check(rx.same_memory(ox) && rw.same_memory(ow) && rb.same_memory(ob) && host(ox) == GX && host(ow) == GW &&
+              host(ob) == GB,
+          dev->id() + " conv2d_backward into given arrays");
+    expect_throw<ValueError>(
+        [&] { conv2d_backward(gy, x, wt, lin, false, true, false, Conv2dGradOut{nullptr, &ob, nullptr}); },
+        "conv2d_backward weight gradient array of the wrong shape");
+    expect_throw<ValueError>(
+        [&] { conv2d_backward(gy, x, wt, lin, true, false, false, Conv2dGradOut{&x, nullptr, nullptr}); },
+        "conv2d_backward input gradient array that is x");
   }
   Conv2dArgs bad = a;
   bad.groups = 0;

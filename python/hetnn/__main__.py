@@ -74,14 +74,18 @@ def _doctor() -> int:
     return doctor_main()
 
 
+DEFAULT_TUNE_SIZES = "1024,512x512x2048,3136x64x576"
 MAX_TUNE_DIM = 32768  # a 32768^2 float64 reference is 8 GiB: larger problems do not fit a tuning run
 
 
 def _parse_sizes(text: str):
+    from .bench.conv import conv_gemm_sizes
     from .bench.matmul import RESNET50_BS1
 
     if text == "resnet50":
         return list(RESNET50_BS1)
+    if text == "resnet50-conv":
+        return conv_gemm_sizes()
     sizes = []
     for part in text.split(","):
         try:
@@ -101,10 +105,12 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     from . import _cache, device
     from .tune import tune_gemm
 
-    if args.kernel != "gemm":
-        print(f"hetnn tune: unknown kernel {args.kernel!r} (available: gemm)", file=sys.stderr)
+    if args.kernel not in ("gemm", "conv"):
+        print(f"hetnn tune: unknown kernel {args.kernel!r} (available: gemm, conv)", file=sys.stderr)
         return 2
-    sizes = _parse_sizes(args.sizes)
+    # conv: the GEMM kernels tuned on the products the OpenCL convolution issues (W @ columns per image)
+    sizes = _parse_sizes(args.sizes if args.sizes is not None else
+                         ("resnet50-conv" if args.kernel == "conv" else DEFAULT_TUNE_SIZES))
     if not 0 < args.budget < float("inf"):
         raise ValueError(f"--budget must be a number of seconds > 0, got {args.budget}")
     dev = device(args.device)
@@ -174,11 +180,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub.add_parser("doctor", help="is this machine fit to measure on now? (busy processes, load, steal, "
                    "frequency scaling, huge pages, thread pools)").set_defaults(func=lambda a: _doctor())
     t = sub.add_parser("tune", help="auto-tune a kernel family for one OpenCL device")
-    t.add_argument("kernel", help="gemm")
+    t.add_argument("kernel", help="gemm, or conv (the GEMM kernels on the convolutions' products)")
     t.add_argument("--device", default="opencl", help="device spec (default: the first OpenCL device)")
-    t.add_argument("--sizes", default="1024,512x512x2048,3136x64x576",
-                   help="comma-separated N (for NxNxN) or MxNxK, or 'resnet50' "
-                        "(default: 1024,512x512x2048,3136x64x576)")
+    t.add_argument("--sizes", default=None,
+                   help="comma-separated N (for NxNxN) or MxNxK, 'resnet50' (its convolutions as im2col GEMMs) or "
+                        f"'resnet50-conv' (as the OpenCL convolution multiplies: O x OH*OW x C*k*k); default: "
+                        f"{DEFAULT_TUNE_SIZES} for gemm, resnet50-conv for conv")
     t.add_argument("--budget", type=float, default=120.0, help="seconds to spend at most (default 120)")
     t.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     t.add_argument("-v", "--verbose", action="store_true", help="print every candidate")

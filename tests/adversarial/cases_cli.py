@@ -51,7 +51,7 @@ TUNE_BAD = [
     ("device-cpu", ["tune", "gemm", "--device", "cpu"], "OpenCL"),
     ("device-fpga", ["tune", "gemm", "--device", "fpga"], "device|fpga"),
     ("dtype-float16", ["tune", "gemm", "--dtype", "float16"], "dtype"),
-    ("unknown-kernel", ["tune", "conv"], "conv|kernel"),
+    ("unknown-kernel", ["tune", "winograd"], "winograd|kernel"),
 ]
 
 OTHER_BAD = [

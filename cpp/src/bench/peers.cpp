@@ -126,7 +126,9 @@ RawMaxPool::RawMaxPool(const float* x, float* y, int N, int C, int H, int W, int
   args_ = {{DNNL_ARG_SRC, memory(src, eng_, const_cast<float*>(x))}, {DNNL_ARG_DST, memory(dst, eng_, y)}};
 }
 
-RawConv::RawConv(const float* x, const float* w, float* y, int N, int C, int H, int W, int O, int k, int s, int p) {
+RawConv::RawConv(const float* x, const float* w, float* y, int N, int C, int H, int W, int O, int k, int s, int p,
+                 bool nchw_io)
+    : nchw_io_(nchw_io) {
   using namespace dnnl;
   using tag = memory::format_tag;
   if (N < 1 || C < 1 || O < 1 || k < 1 || s < 1 || p < 0 || H + 2 * p < k || W + 2 * p < k)
@@ -140,14 +142,24 @@ RawConv::RawConv(const float* x, const float* w, float* y, int N, int C, int H, 
       memory::desc({O, C, k, k}, f32, tag::any), memory::desc({N, O, OH, OW}, f32, tag::any), {s, s}, {0, 0},
       {p, p}, {p, p});
   prim_ = convolution_forward(pd);
-  memory src(pd.src_desc(), eng_), wei(pd.weights_desc(), eng_);
-  dst_ = memory(pd.dst_desc(), eng_);
+  src_ = memory(pd.src_desc(), eng_), wei_ = memory(pd.weights_desc(), eng_), dst_ = memory(pd.dst_desc(), eng_);
+  user_src_ = memory(usrc, eng_, const_cast<float*>(x));
+  user_wei_ = memory(uwei, eng_, const_cast<float*>(w));
   user_dst_ = memory(udst, eng_, y);
-  memory ux(usrc, eng_, const_cast<float*>(x)), uw(uwei, eng_, const_cast<float*>(w));
-  reorder(ux, src).execute(stream_, ux, src);
-  reorder(uw, wei).execute(stream_, uw, wei);
+  reorder(user_src_, src_).execute(stream_, user_src_, src_);
+  reorder(user_wei_, wei_).execute(stream_, user_wei_, wei_);
   stream_.wait();
-  args_ = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst_}};
+  args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, wei_}, {DNNL_ARG_DST, dst_}};
+}
+
+void RawConv::run() {
+  if (!nchw_io_) return RawPrimitive::run();
+  cpu_threads::apply();
+  dnnl::reorder(user_src_, src_).execute(stream_, user_src_, src_);
+  dnnl::reorder(user_wei_, wei_).execute(stream_, user_wei_, wei_);
+  prim_.execute(stream_, args_);
+  dnnl::reorder(dst_, user_dst_).execute(stream_, dst_, user_dst_);
+  stream_.wait();
 }
 
 void RawConv::fetch() {

@@ -34,14 +34,18 @@ class RawMatmul : public RawPrimitive {
 
 // f32 convolution forward (inference) the way a oneDNN user writes the fastest loop: the layouts oneDNN picks
 // for the primitive (blocked), x and w reordered into them once here, so run() times the convolution alone;
-// fetch() reorders the last result into y (N, O, OH, OW) plain, outside the timing.
+// fetch() reorders the last result into y (N, O, OH, OW) plain, outside the timing. With nchw_io, run() also does
+// what a call on plain NCHW/OIHW arrays needs: x and w reordered in, the result reordered out.
 class RawConv : public RawPrimitive {
  public:
-  RawConv(const float* x, const float* w, float* y, int N, int C, int H, int W, int O, int k, int s, int p);
+  RawConv(const float* x, const float* w, float* y, int N, int C, int H, int W, int O, int k, int s, int p,
+          bool nchw_io);
+  void run();
   void fetch();
 
  private:
-  dnnl::memory dst_, user_dst_;
+  bool nchw_io_;
+  dnnl::memory src_, wei_, dst_, user_src_, user_wei_, user_dst_;
 };
 
 // Seconds per call of CLBlast's Sconvgemm (im2col folded into its GEMM) on x (N, C, H, W), w (O, C, k, k), y on

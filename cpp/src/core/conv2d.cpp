@@ -142,8 +142,9 @@ Array conv2d(const Array& x, const Array& weight, const Array* bias, const Conv2
   return y;
 }
 
-std::tuple<Array, Array, Array> conv2d_backward(const Array& grad_output, const Array& x, const Array& weight, const Conv2dArgs& args,
-                            bool input_grad, bool weight_grad, bool bias_grad) {
+std::tuple<Array, Array, Array> conv2d_backward(const Array& grad_output, const Array& x, const Array& weight,
+                                                const Conv2dArgs& args, bool input_grad, bool weight_grad,
+                                                bool bias_grad, const Conv2dGradOut& out) {
   const char* op = "conv2d_backward";
   if (args.act != Activation::none)
     throw ValueError(std::string(op) + ": the gradients are of the convolution before any activation; apply the "
@@ -154,18 +155,29 @@ std::tuple<Array, Array, Array> conv2d_backward(const Array& grad_output, const 
   if (grad_output.shape() != ys)
     throw ValueError(std::string(op) + ": grad_output has shape " + shape_str(grad_output.shape()) + " but the "
                      "convolution's output has shape " + shape_str(ys));
+  // The result arrays: the caller's (checked) or new ones.
+  const auto result = [&](const Array* given, const Shape& shape, const char* what) {
+    if (!given) return Array::empty(x.device(), shape, d.dtype);
+    check_operand(*given, x, what);
+    if (given->shape() != shape)
+      throw ValueError(std::string(op) + ": " + what + " has shape " + shape_str(given->shape()) + " but the "
+                       "gradient has shape " + shape_str(shape));
+    if (given->same_memory(x) || given->same_memory(weight) || given->same_memory(grad_output))
+      throw ValueError(std::string(op) + ": " + what + " must not share memory with x, weight or grad_output");
+    return *given;
+  };
   struct {
     Array input, weight, bias;
   } g;
   Backend& be = x.device()->backend();
   const OpDetail detail(be.capturing(), [&] { return conv2d_detail(x, weight, d); });
   if (input_grad) {
-    g.input = Array::empty(x.device(), x.shape(), d.dtype);
+    g.input = result(out.input, x.shape(), "the input gradient's array");
     if (d.N) be.conv2d_backward_data(d, *grad_output.buffer(), *weight.buffer(), *g.input.buffer());
   }
   if (weight_grad || bias_grad) {
-    Array gw = Array::empty(x.device(), weight.shape(), d.dtype);
-    if (bias_grad) g.bias = Array::empty(x.device(), Shape{d.O}, d.dtype);
+    Array gw = result(weight_grad ? out.weight : nullptr, weight.shape(), "the weight gradient's array");
+    if (bias_grad) g.bias = result(out.bias, Shape{d.O}, "the bias gradient's array");
     if (d.N)
       be.conv2d_backward_weights(d, *grad_output.buffer(), *x.buffer(), *gw.buffer(),
                                  bias_grad ? g.bias.buffer().get() : nullptr);

@@ -224,7 +224,15 @@ Shape conv2d_output_shape(const Shape& sample, const Shape& weight_shape, const 
 
 // The gradients of y = conv2d(x, weight, bias) (before any activation) from grad_output = dL/dy: (input (x's shape),
 // weight (weight's shape), bias ((O,))), each computed only when asked for (else an invalid Array).
-std::tuple<Array, Array, Array> conv2d_backward(const Array& grad_output, const Array& x, const Array& weight, const Conv2dArgs& args,
-                            bool input_grad, bool weight_grad, bool bias_grad);
+// Where conv2d_backward writes each gradient asked for (null: a new array); each must have the gradient's shape,
+// dtype and device and share no memory with the operands.
+struct Conv2dGradOut {
+  const Array* input = nullptr;
+  const Array* weight = nullptr;
+  const Array* bias = nullptr;
+};
+std::tuple<Array, Array, Array> conv2d_backward(const Array& grad_output, const Array& x, const Array& weight,
+                                                const Conv2dArgs& args, bool input_grad, bool weight_grad,
+                                                bool bias_grad, const Conv2dGradOut& out = {});
 
 }  // namespace hetnn

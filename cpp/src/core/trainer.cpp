@@ -229,10 +229,11 @@ Array Trainer::backward(Layer& l, const Array& g, bool need_input_grad) {
       const Array dz = pre_activation_grad(l, g);
       Conv2dArgs linear = l.conv;
       linear.act = Activation::none;
-      auto [dx, dW, db] = conv2d_backward(dz, l.x, l.W, linear, need_input_grad, true, l.has_bias);
-      l.dW.copy_from(dW);
-      if (l.has_bias) l.db.copy_from(db);
-      return dx;
+      Conv2dGradOut out;
+      out.weight = &l.dW;
+      out.bias = l.has_bias ? &l.db : nullptr;
+      if (need_input_grad) out.input = &buffer(l.dx_buf, l.x, l.x.shape());
+      return std::get<0>(conv2d_backward(dz, l.x, l.W, linear, need_input_grad, true, l.has_bias, out));
     }
   }
   return Array{};

@@ -103,7 +103,7 @@ void bind_bench(py::module_& m) {
     std::unique_ptr<bench::RawConv> impl;
   };
   py::class_<RawConvPeer>(m, "_OnednnRawConv")
-      .def(py::init([](py::array x, py::array w, py::array y, int s, int p) {
+      .def(py::init([](py::array x, py::array w, py::array y, int s, int p, bool nchw_io) {
              for (const auto& [a, name, writable] : {std::tuple<const py::array&, const char*, bool>{x, "x", false},
                                                      std::tuple<const py::array&, const char*, bool>{w, "w", false},
                                                      std::tuple<const py::array&, const char*, bool>{y, "y", true}})
@@ -122,10 +122,11 @@ void bind_bench(py::module_& m) {
              peer->impl = std::make_unique<bench::RawConv>(static_cast<const float*>(x.data()),
                                                            static_cast<const float*>(w.data()),
                                                            static_cast<float*>(y.mutable_data()), N, C, H, W, O, k, s,
-                                                           p);
+                                                           p, nchw_io);
              return peer;
            }),
-           py::arg("x"), py::arg("w"), py::arg("y"), py::arg("stride"), py::arg("padding"))
+           py::arg("x"), py::arg("w"), py::arg("y"), py::arg("stride"), py::arg("padding"),
+           py::arg("nchw_io") = false)
       .def("run",
            [](RawConvPeer& peer) {
              NoGil nogil;

@@ -4,10 +4,11 @@ GEMM shapes, forward (inference), float32, at batch 1 and 32, per device.
 Rows per layer: hetnn.conv2d on each device (NCHW arrays on the device, output written into a preallocated array);
 the same layer as an im2col GEMM through hetnn.matmul on the CPU device (NumPy im2col, the GEMM, and the copy back to
 NCHW, all timed); oneDNN's own convolution in a C++ loop on the layouts it picks (input and weights reordered once,
-outside the timing: the fastest loop a oneDNN user writes); PyTorch's conv2d (CPU) when installed; CLBlast's
-convgemm on each OpenCL device when hetnn was built with CLBlast (timed in its own loop, clFinish per call). Every
-row's output is checked against hetnn's CPU result. The hetnn, im2col, oneDNN and PyTorch rows run in interleaved
-rounds.
+outside the timing: the fastest loop a oneDNN user writes), and the same loop on NCHW arrays ("onednn-c++ nchw":
+each call reorders x and w in and the result out, as a call on plain arrays must); PyTorch's conv2d (CPU) when
+installed; CLBlast's convgemm on each OpenCL device when hetnn was built with CLBlast (timed in its own loop, clFinish
+per call). Every row's output is checked against hetnn's CPU result. The hetnn, im2col, oneDNN and PyTorch rows run
+in interleaved rounds.
 """
 from __future__ import annotations
 
@@ -39,6 +40,12 @@ CONV_COLUMNS = [
     ("ms", "ms", ".3f"), ("gflops", "GFLOP/s", ".1f"), ("pct_peak", "% peak", ".0f"), ("max_rel_err", "rel err", ".1e"),
     ("noise", "flags", ""),
 ]
+
+
+def conv_gemm_sizes() -> List[Tuple[int, int, int]]:
+    """(M, N, K) of the products the OpenCL convolution runs for each layer at batch 1: W (O, C*k*k) @ columns
+    (C*k*k, OH*OW), i.e. M = O, N = OH*OW, K = C*k*k (the im2col view transposed); distinct shapes only."""
+    return list(dict.fromkeys((o, out_size(h, k, s, p) ** 2, c * k * k) for c, h, o, k, s, p in RESNET50_CONVS))
 
 
 def out_size(h: int, k: int, s: int, p: int) -> int:
@@ -128,6 +135,10 @@ def run_layers(devices: Sequence[Device], *, batches: Sequence[int] = (1, 32), l
                     raw.fetch()
                     return y
                 add(Case("onednn-c++", raw.run), {"library": "onednn-c++", "device": "cpu"}, fetched, peaks[None])
+                y_io = np.full(ref.shape, np.nan, np.float32)
+                raw_io = _core._OnednnRawConv(x, w, y_io, s, p, nchw_io=True)
+                add(Case("onednn-c++ nchw", raw_io.run), {"library": "onednn-c++ nchw", "device": "cpu"},
+                    lambda: y_io, peaks[None])
             if torch is not None:
                 tx, tw = torch.from_numpy(x), torch.from_numpy(w)
                 res: List[Any] = [None]
@@ -186,9 +197,10 @@ def summary(rows: List[Dict[str, Any]]) -> List[str]:
                     return
             out.append(f"batch {batch}: {name}: {tb / ta:.2f}x ({ta * 1e3:.1f} ms vs {tb * 1e3:.1f} ms in all)")
         cpu = series("hetnn", "cpu")
-        for lib in ("onednn-c++", "hetnn im2col+matmul", "torch"):
+        for lib in ("onednn-c++", "onednn-c++ nchw", "hetnn im2col+matmul", "torch"):
             ratio(f"hetnn cpu / {lib} (speed)", cpu, series(lib, "cpu"), True)
         for dev in dict.fromkeys(r["device"] for r in sel if r["device"].startswith("opencl")):
             ratio(f"hetnn {dev} / hetnn cpu (speed)", series("hetnn", dev), cpu, True)
-            ratio(f"hetnn {dev} / clblast convgemm (speed)", series("hetnn", dev), series("clblast", dev), False)
+            ratio(f"hetnn {dev} / clblast convgemm (speed)", series("hetnn", dev), series("clblast convgemm", dev),
+                  False)
     return out

@@ -89,6 +89,7 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // Whether conv2d's backward for d runs on the GEMM kernels (ungrouped, its work buffers of the columns and
   // extra_elems more elements within the limit) rather than the gathering kernels.
   bool conv2d_backward_gemm(const Conv2dDesc& d, std::size_t extra_elems) const;
+  std::size_t conv2d_work_limit() const;
 
   cl_device_id device_;
   DeviceInfo info_;

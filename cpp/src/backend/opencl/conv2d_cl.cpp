@@ -1,7 +1,8 @@
 // 2-D convolution on OpenCL devices (kernels/conv2d.cl, one program per kernel size and dtype, cached): ungrouped
 // convolutions as im2col and one batched GEMM on hetnn's tuned GEMM kernels, y[n] = W (O, C*kh*kw) @ cols[n]
 // (1x1 stride-1 unpadded ones need no im2col: x[n] is already (C, H*W)); grouped ones, and those whose column
-// buffer would pass kMaxColsBytes, a direct kernel.
+// buffer would pass conv2d_work_limit(), a direct kernel.
+#include <algorithm>
 #include <string>
 
 #include "backend/opencl/cl_args.h"
@@ -9,8 +10,10 @@
 
 namespace hetnn::opencl {
 
-namespace {
-constexpr std::size_t kMaxColsBytes = std::size_t{512} << 20;
+// The largest work buffer (im2col columns, per-image weight gradients) the GEMM paths may allocate: an eighth of the
+// device's memory (at least 512 MiB) within its largest allocation; beyond it the direct kernels run.
+std::size_t ClBackend::conv2d_work_limit() const {
+  return std::min<std::size_t>(info_.max_alloc, std::max<std::size_t>(std::size_t{512} << 20, info_.global_mem / 8));
 }
 
 void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y) {
@@ -18,7 +21,7 @@ void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, co
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
   const bool pointwise = d.kh == 1 && d.kw == 1 && d.sh == 1 && d.sw == 1 && !d.ph && !d.pw && !d.pr && !d.pw_r;
   const std::size_t cols_bytes = static_cast<std::size_t>(d.N * ck * ohw) * dtype_size(d.dtype);
-  if (d.groups == 1 && (pointwise || cols_bytes <= kMaxColsBytes)) {
+  if (d.groups == 1 && (pointwise || cols_bytes <= conv2d_work_limit())) {
     std::shared_ptr<Buffer> cols;
     if (!pointwise) {
       cols = alloc(cols_bytes);
@@ -72,11 +75,11 @@ std::string conv_options(const std::string& common, const Conv2dDesc& d) {
 
 // The backward passes of ungrouped convolutions run on the GEMM kernels like the forward (the gathering kernels
 // below them took 25x the CPU device's time on a Keras-style CNN): data = col2im(W^T @ gy[n]), weights = the sum
-// over n of gy[n] @ cols[n]^T. Grouped convolutions, and those whose work buffers would pass kMaxColsBytes, use the
+// over n of gy[n] @ cols[n]^T. Grouped convolutions, and those whose work buffers would pass the limit, use the
 // gathering kernels.
 bool ClBackend::conv2d_backward_gemm(const Conv2dDesc& d, std::size_t extra_elems) const {
   const std::size_t cols = static_cast<std::size_t>(d.N * d.C * d.kh * d.kw * d.OH * d.OW);
-  return d.groups == 1 && (cols + extra_elems) * dtype_size(d.dtype) <= kMaxColsBytes;
+  return d.groups == 1 && (cols + extra_elems) * dtype_size(d.dtype) <= conv2d_work_limit();
 }
 
 void ClBackend::conv2d_backward_data(const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx) {
