@@ -61,3 +61,19 @@ def test_conv_tuning_sizes_are_the_convolution_products():
     from hetnn.bench.matmul import RESNET50_BS1
 
     assert set(conv.conv_gemm_sizes()) == {(n, m, k) for m, n, k in RESNET50_BS1}
+
+
+def test_the_aggregates_leave_out_unreliable_layers():
+    def row(layer, lib, t, **kw):
+        return {"layer": layer, "batch": 1, "library": lib, "device": "cpu", "times_s": [t] * 3, "max_rel_err": 0.0,
+                **kw}
+    rows = [row("a", "hetnn", 1.0), row("a", "onednn-c++", 2.0), row("b", "hetnn", 1.0, unreliable=True),
+            row("b", "onednn-c++", 100.0)]
+    (line,) = conv.summary(rows)
+    assert "2.00x" in line and "1 of 2 layers left out" in line
+    rows[0]["unreliable"] = True
+    assert "left out (no layer" in conv.summary(rows)[0]
+    t = [{"model": "m", "batch": 8, "library": "hetnn", "device": "cpu", "epoch_s": 1.0, "times_s": [1.0]},
+         {"model": "m", "batch": 8, "library": "torch", "device": "cpu", "epoch_s": 2.0, "times_s": [2.0],
+          "unreliable": True, "noise": "preempted in 1 of 1 repeats"}]
+    assert cnn.ratios(t) == ["m batch 8: hetnn cpu / torch cpu (speed): left out (preempted in 1 of 1 repeats)"]

@@ -207,6 +207,26 @@ bool have_clblast() {
 #endif
 }
 
+#ifdef HETNN_HAVE_CLBLAST
+namespace {
+// Seconds per call of `call` (CLBlast enqueues), each bracketed by clFinish: every kernel CLBlast enqueued is
+// counted, not only the one its event covers.
+template <class Fn>
+std::vector<double> time_cl_calls(cl_command_queue q, Fn&& call, int n_warmup, int n_repeat) {
+  for (int i = 0; i < n_warmup; ++i) call();
+  HETNN_CL_CHECK(clFinish(q));
+  std::vector<double> times;
+  for (int i = 0; i < n_repeat; ++i) {
+    const double t0 = now();
+    call();
+    HETNN_CL_CHECK(clFinish(q));
+    times.push_back(now() - t0);
+  }
+  return times;
+}
+}  // namespace
+#endif
+
 std::vector<double> clblast_sgemm(const Array& a, const Array& b, Array& c, int n_warmup, int n_repeat,
                                   const std::vector<std::pair<std::string, std::size_t>>& params) {
 #ifdef HETNN_HAVE_CLBLAST
@@ -238,16 +258,7 @@ std::vector<double> clblast_sgemm(const Array& a, const Array& b, Array& c, int 
     if (st != CLBlastSuccess) throw ValueError("CLBlastSgemm failed: status " + std::to_string(st));
     if (ev) clReleaseEvent(ev);
   };
-  for (int i = 0; i < n_warmup; ++i) call();
-  HETNN_CL_CHECK(clFinish(q));
-  std::vector<double> times;
-  for (int i = 0; i < n_repeat; ++i) {
-    const double t0 = now();
-    call();
-    HETNN_CL_CHECK(clFinish(q));  // every kernel CLBlast enqueued, not only the one its event covers
-    times.push_back(now() - t0);
-  }
-  return times;
+  return time_cl_calls(q, call, n_warmup, n_repeat);
 #else
   throw ValueError("hetnn was built without CLBlast (install Debian's libclblast-dev and rebuild)");
 #endif
@@ -277,16 +288,7 @@ std::vector<double> clblast_convgemm(const Array& x, const Array& w, Array& y, i
     if (st != CLBlastSuccess) throw ValueError("CLBlastSconvgemm failed: status " + std::to_string(st));
     if (ev) clReleaseEvent(ev);
   };
-  for (int i = 0; i < n_warmup; ++i) call();
-  HETNN_CL_CHECK(clFinish(q));
-  std::vector<double> times;
-  for (int i = 0; i < n_repeat; ++i) {
-    const double t0 = now();
-    call();
-    HETNN_CL_CHECK(clFinish(q));
-    times.push_back(now() - t0);
-  }
-  return times;
+  return time_cl_calls(q, call, n_warmup, n_repeat);
 #else
   (void)x, (void)w, (void)y, (void)k, (void)s, (void)p, (void)n_warmup, (void)n_repeat;
   throw ValueError("hetnn was built without CLBlast (install Debian's libclblast-dev and rebuild)");

@@ -305,6 +305,9 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
             if r is ref:
                 continue
             name = f"{model} batch {batch}: hetnn cpu / {r['library']} {r['device']} (speed)"
+            if any(x.get("flagged") or x.get("unreliable") for x in (r, ref)):
+                out.append(f"{name}: left out ({r.get('noise') or ref.get('noise') or 'above the ceiling'})")
+                continue
             ci = ratio_interval([(ref["times_s"], r["times_s"])]) if len(r["times_s"]) > 1 else None
             text = ci.text(name) if ci else f"{name}: {r['epoch_s'] / ref['epoch_s']:.2f}x"
             out.append(f"{text} ({ref['epoch_s']:.3f} s vs {r['epoch_s']:.3f} s)")

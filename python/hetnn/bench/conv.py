@@ -181,26 +181,33 @@ def summary(rows: List[Dict[str, Any]]) -> List[str]:
         sel = [r for r in rows if r["batch"] == batch]
         layers = list(dict.fromkeys(r["layer"] for r in sel))
 
-        def series(lib: str, dev: str) -> Optional[List[List[float]]]:
+        def rows_of(lib: str, dev: str) -> Optional[Dict[str, Dict[str, Any]]]:
             got = {r["layer"]: r for r in sel if r["device"] == dev and
                    (r["library"] == lib or (lib == "torch" and r["library"].startswith("torch ")))}
-            return [got[lay]["times_s"] for lay in layers] if all(lay in got for lay in layers) else None
+            return got if all(lay in got for lay in layers) else None
 
-        def ratio(name: str, a: Optional[List[Any]], b: Optional[List[Any]], interleaved: bool) -> None:
+        def ratio(name: str, a: Optional[Dict[str, Dict[str, Any]]], b: Optional[Dict[str, Dict[str, Any]]],
+                  interleaved: bool) -> None:
             if a is None or b is None:
                 return
-            ta, tb = sum(float(np.median(t)) for t in a), sum(float(np.median(t)) for t in b)
-            if interleaved:
-                ci = ratio_interval(list(zip(a, b)))
-                if ci is not None:
-                    out.append(f"batch {batch}: {ci.text(name)} ({ta * 1e3:.1f} ms vs {tb * 1e3:.1f} ms in all)")
-                    return
-            out.append(f"batch {batch}: {name}: {tb / ta:.2f}x ({ta * 1e3:.1f} ms vs {tb * 1e3:.1f} ms in all)")
-        cpu = series("hetnn", "cpu")
+            # a layer where either side is unreliable, above its ceiling or wrong enters neither total
+            ok = [lay for lay in layers if not any(r.get("unreliable") or r.get("flagged") or
+                                                   not r.get("max_rel_err", 0) < 1e-3 for r in (a[lay], b[lay]))]
+            if not ok:
+                out.append(f"batch {batch}: {name}: left out (no layer measured reliably on both sides)")
+                return
+            ta = sum(float(np.median(a[lay]["times_s"])) for lay in ok)
+            tb = sum(float(np.median(b[lay]["times_s"])) for lay in ok)
+            left = f"; {len(layers) - len(ok)} of {len(layers)} layers left out as unreliable" if len(ok) < len(
+                layers) else ""
+            ci = ratio_interval([(a[lay]["times_s"], b[lay]["times_s"]) for lay in ok]) if interleaved else None
+            text = ci.text(name) if ci is not None else f"{name}: {tb / ta:.2f}x"
+            out.append(f"batch {batch}: {text} ({ta * 1e3:.1f} ms vs {tb * 1e3:.1f} ms in all{left})")
+        cpu = rows_of("hetnn", "cpu")
         for lib in ("onednn-c++", "onednn-c++ nchw", "hetnn im2col+matmul", "torch"):
-            ratio(f"hetnn cpu / {lib} (speed)", cpu, series(lib, "cpu"), True)
+            ratio(f"hetnn cpu / {lib} (speed)", cpu, rows_of(lib, "cpu"), True)
         for dev in dict.fromkeys(r["device"] for r in sel if r["device"].startswith("opencl")):
-            ratio(f"hetnn {dev} / hetnn cpu (speed)", series("hetnn", dev), cpu, True)
-            ratio(f"hetnn {dev} / clblast convgemm (speed)", series("hetnn", dev), series("clblast convgemm", dev),
+            ratio(f"hetnn {dev} / hetnn cpu (speed)", rows_of("hetnn", dev), cpu, True)
+            ratio(f"hetnn {dev} / clblast convgemm (speed)", rows_of("hetnn", dev), rows_of("clblast convgemm", dev),
                   False)
     return out

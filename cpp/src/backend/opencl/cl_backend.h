@@ -90,6 +90,7 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // extra_elems more elements within the limit) rather than the gathering kernels.
   bool conv2d_backward_gemm(const Conv2dDesc& d, std::size_t extra_elems) const;
   std::size_t conv2d_work_limit() const;
+  std::shared_ptr<Buffer> im2col(const Conv2dDesc& d, const Buffer& x, const std::string& options);
 
   cl_device_id device_;
   DeviceInfo info_;

@@ -16,6 +16,24 @@ std::size_t ClBackend::conv2d_work_limit() const {
   return std::min<std::size_t>(info_.max_alloc, std::max<std::size_t>(std::size_t{512} << 20, info_.global_mem / 8));
 }
 
+// The columns (N, C*kh*kw, OH*OW) of x for the GEMM paths, in a new work buffer.
+std::shared_ptr<Buffer> ClBackend::im2col(const Conv2dDesc& d, const Buffer& x, const std::string& opts) {
+  const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
+  std::shared_ptr<Buffer> cols = alloc(static_cast<std::size_t>(d.N * ck * ohw) * dtype_size(d.dtype));
+  std::lock_guard<std::mutex> lock(mu_);
+  cl_kernel k = kernel("conv2d.cl", "conv2d_im2col", opts);
+  ArgSetter a{k, "conv2d_im2col"};
+  a(static_cast<cl_int>(d.C))(static_cast<cl_int>(d.H))(static_cast<cl_int>(d.W));
+  a(static_cast<cl_int>(d.OH))(static_cast<cl_int>(d.OW))(cl_int{d.sh})(cl_int{d.sw})(cl_int{d.ph})(cl_int{d.pw});
+  a(cl_int{d.dh})(cl_int{d.dw})(mem(x))(mem(*cols));
+  const std::size_t lx = gpu_kernels() ? 64 : 16;
+  const std::size_t local[3] = {lx, 1, 1};
+  const std::size_t global[3] = {round_up(static_cast<std::size_t>(ohw), lx), static_cast<std::size_t>(ck),
+                                 static_cast<std::size_t>(d.N)};
+  enqueue("conv2d_im2col", k, 3, global, local);
+  return cols;
+}
+
 void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y) {
   const std::string opts = common_options(d.dtype) + " -DKH=" + std::to_string(d.kh) + " -DKW=" + std::to_string(d.kw);
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
@@ -23,20 +41,7 @@ void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, co
   const std::size_t cols_bytes = static_cast<std::size_t>(d.N * ck * ohw) * dtype_size(d.dtype);
   if (d.groups == 1 && (pointwise || cols_bytes <= conv2d_work_limit())) {
     std::shared_ptr<Buffer> cols;
-    if (!pointwise) {
-      cols = alloc(cols_bytes);
-      std::lock_guard<std::mutex> lock(mu_);
-      cl_kernel k = kernel("conv2d.cl", "conv2d_im2col", opts);
-      ArgSetter a{k, "conv2d_im2col"};
-      a(static_cast<cl_int>(d.C))(static_cast<cl_int>(d.H))(static_cast<cl_int>(d.W));
-      a(static_cast<cl_int>(d.OH))(static_cast<cl_int>(d.OW))(cl_int{d.sh})(cl_int{d.sw})(cl_int{d.ph})(cl_int{d.pw});
-      a(cl_int{d.dh})(cl_int{d.dw})(mem(x))(mem(*cols));
-      const std::size_t lx = gpu_kernels() ? 64 : 16;
-      const std::size_t local[3] = {lx, 1, 1};
-      const std::size_t global[3] = {round_up(static_cast<std::size_t>(ohw), lx), static_cast<std::size_t>(ck),
-                                     static_cast<std::size_t>(d.N)};
-      enqueue("conv2d_im2col", k, 3, global, local);
-    }
+    if (!pointwise) cols = im2col(d, x, opts);
     MatmulDesc g;
     g.batch = d.N, g.batch_a = 1, g.batch_b = d.N, g.M = d.O, g.N = ohw, g.K = ck, g.dtype = d.dtype;
     g.act = bias ? Activation::none : d.act;  // without a bias the activation is the GEMM's epilogue
@@ -120,20 +125,7 @@ void ClBackend::conv2d_backward_weights(const Conv2dDesc& d, const Buffer& gy, c
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
   if (conv2d_backward_gemm(d, static_cast<std::size_t>(d.N * d.O * ck))) {
     std::shared_ptr<Buffer> cols;
-    if (!pointwise(d)) {
-      cols = alloc(static_cast<std::size_t>(d.N * ck * ohw) * dtype_size(d.dtype));
-      std::lock_guard<std::mutex> lock(mu_);
-      cl_kernel k = kernel("conv2d.cl", "conv2d_im2col", opts);
-      ArgSetter a{k, "conv2d_im2col"};
-      a(static_cast<cl_int>(d.C))(static_cast<cl_int>(d.H))(static_cast<cl_int>(d.W));
-      a(static_cast<cl_int>(d.OH))(static_cast<cl_int>(d.OW))(cl_int{d.sh})(cl_int{d.sw})(cl_int{d.ph})(cl_int{d.pw});
-      a(cl_int{d.dh})(cl_int{d.dw})(mem(x))(mem(*cols));
-      const std::size_t lx = gpu_kernels() ? 64 : 16;
-      const std::size_t local[3] = {lx, 1, 1};
-      const std::size_t global[3] = {round_up(static_cast<std::size_t>(ohw), lx), static_cast<std::size_t>(ck),
-                                     static_cast<std::size_t>(d.N)};
-      enqueue("conv2d_im2col", k, 3, global, local);
-    }
+    if (!pointwise(d)) cols = im2col(d, x, opts);
     MatmulDesc g;  // per image (O, CK) = gy[n] (O, OHW) @ cols[n]^T, then summed over n
     g.batch = d.N, g.batch_a = d.N, g.batch_b = d.N, g.M = d.O, g.N = ck, g.K = ohw, g.trans_b = true;
     g.dtype = d.dtype;
