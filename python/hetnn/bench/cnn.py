@@ -110,11 +110,11 @@ def _torch_model(spec: Spec, weights: Sequence[np.ndarray]) -> Any:
     w = iter(weights)
     for s in spec:
         if s[0] in ("conv", "dense"):
-            m = torch.nn.Conv2d(s[1], s[2], s[3], stride=s[4], padding=s[5]) if s[0] == "conv" else \
+            m: Any = torch.nn.Conv2d(s[1], s[2], s[3], stride=s[4], padding=s[5]) if s[0] == "conv" else \
                 torch.nn.Linear(s[1], s[2])
             with torch.no_grad():
                 m.weight.copy_(torch.from_numpy(next(w)))
-                m.bias.copy_(torch.from_numpy(next(w)))  # type: ignore[union-attr]
+                m.bias.copy_(torch.from_numpy(next(w)))
             mods.append(m)
             if s[-1] == "relu":
                 mods.append(torch.nn.ReLU())
