@@ -115,12 +115,16 @@ struct AdamDesc {
 // Inverted dropout over n elements: out[i] = keep(seed, i) ? x[i] * scale : 0, where keep(seed, i) compares 24
 // bits of a 64-bit hash of (seed, i) with `threshold` (= round(p * 2^24)), the same integers on every device, so
 // a mask is a function of (seed, i) alone: the backward pass applies the same op to the gradient.
-// The draw: 24 bits of SplitMix64's output for element i (kernels/nn.cl has the same function).
-inline std::uint32_t dropout_draw(std::uint64_t seed, std::uint64_t i) {
-  std::uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+// SplitMix64's output for counter k of the stream `seed` (its state after k + 1 steps, mixed).
+inline std::uint64_t splitmix64(std::uint64_t seed, std::uint64_t k) {
+  std::uint64_t z = seed + (k + 1) * 0x9E3779B97F4A7C15ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return static_cast<std::uint32_t>((z ^ (z >> 31)) >> 40);
+  return z ^ (z >> 31);
+}
+// The draw: 24 bits of SplitMix64's output for element i (kernels/nn.cl has the same function).
+inline std::uint32_t dropout_draw(std::uint64_t seed, std::uint64_t i) {
+  return static_cast<std::uint32_t>(splitmix64(seed, i) >> 40);
 }
 struct DropoutDesc {
   DType dtype = DType::f32;

@@ -167,11 +167,7 @@ Array Trainer::forward(Layer& l, const Array& x, bool train) {
     }
     case Layer::Kind::dropout: {
       if (!train || l.drop_p == 0) return x;
-      // SplitMix64 of (seed, call): each step's mask from its own well-mixed seed
-      std::uint64_t z = l.drop_seed + (++l.drop_calls) * 0x9E3779B97F4A7C15ull;
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-      l.drop_step_seed = z ^ (z >> 31);
+      l.drop_step_seed = splitmix64(l.drop_seed, l.drop_calls++);  // each step's mask from its own mixed seed
       return dropout(x, l.drop_p, l.drop_step_seed, &buffer(l.y_buf, x, x.shape()));
     }
     case Layer::Kind::conv: {
