@@ -77,3 +77,21 @@ def test_the_aggregates_leave_out_unreliable_layers():
          {"model": "m", "batch": 8, "library": "torch", "device": "cpu", "epoch_s": 2.0, "times_s": [2.0],
           "unreliable": True, "noise": "preempted in 1 of 1 repeats"}]
     assert cnn.ratios(t) == ["m batch 8: hetnn cpu / torch cpu (speed): left out (preempted in 1 of 1 repeats)"]
+
+
+def test_gpu_rows_are_compared_with_pytorch_on_cuda():
+    # hetnn cpu against every row; another hetnn device against PyTorch's CUDA rows only (not its CPU row)
+    def row(lib, dev, t):
+        return {"model": "m", "batch": 8, "library": lib, "device": dev, "epoch_s": t, "times_s": [t, t, t]}
+    t = [row("hetnn", "cpu", 1.0), row("hetnn", "opencl:0:0", 0.5), row("torch 2.0", "cpu", 2.0),
+         row("torch 2.0", "cuda:0", 0.25)]
+    names = [line.split(":", 1)[1].split("(speed)")[0].strip() for line in cnn.ratios(t)]
+    assert names == ["hetnn cpu / hetnn opencl:0:0", "hetnn cpu / torch 2.0 cpu", "hetnn cpu / torch 2.0 cuda:0",
+                     "hetnn opencl:0:0 / torch 2.0 cuda:0"]
+    assert "0.50x" in cnn.ratios(t)[-1]
+
+    def layer(lib, dev, t):
+        return {"layer": "a", "batch": 1, "library": lib, "device": dev, "times_s": [t] * 3, "max_rel_err": 0.0}
+    lines = conv.summary([layer("hetnn", "cpu", 1.0), layer("hetnn", "opencl:0:0", 0.5),
+                          layer("torch 2.0", "cuda:0", 0.25)])
+    assert any("hetnn opencl:0:0 / torch cuda:0 (speed)" in s and "0.50x" in s for s in lines), lines

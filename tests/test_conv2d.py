@@ -96,6 +96,16 @@ def test_conv2d_backward_against_finite_differences(device, rng, case):
             assert abs(grad[idx] - numeric) <= 1e-6 * (1 + abs(numeric)), (which, idx, grad[idx], numeric)
 
 
+@pytest.mark.parametrize("n,o", [(7, 1), (5, 3), (1, 2), (33, 64)])
+def test_bias_gradient_sums_every_image(device, rng, n, o):
+    # Few output channels: the OpenCL reduction splits the images into groups (partial sums, then summed rows)
+    x = rng.standard_normal((n, 2, 6, 5)).astype(np.float32)
+    weight = rng.standard_normal((o, 2, 3, 3)).astype(np.float32)
+    gy = rng.standard_normal((n, o, 4, 3)).astype(np.float32)
+    gb = hetnn.conv2d_backward(gy, x, weight, input_grad=False, weight_grad=False, device=device)[2]
+    np.testing.assert_allclose(gb, gy.astype(np.float64).sum(axis=(0, 2, 3)), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
 def test_conv2d_backward_agrees_with_pytorch_autograd(device, rng):
     import torch

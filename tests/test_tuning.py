@@ -349,3 +349,36 @@ def test_the_search_winner_must_beat_the_incumbent_interleaved(monkeypatch, open
     assert 0.2 < r["speedup_interleaved"] < 5, r["speedup_interleaved"]  # not the search's 20x
     if r["speedup_interleaved"] <= 1.0:
         assert r["params"] == first
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-4), ("float64", 1e-12)])
+def test_tiled_split_k_is_correct(opencl_device, rng, dtype, tol):
+    # Few output tiles and a long K: the tiled kernel splits K over extra work-groups (partial products, then
+    # gemm_split_reduce with alpha, beta, bias and the activation) when there are fewer tiles than two per compute
+    # unit: a single 16x32 tile with K >= 512 is split on every device (two slices or more).
+    if dtype == "float64" and not opencl_device.fp64:
+        pytest.skip("no fp64")
+    old, source = _core.gemm_params(opencl_device._dev, dtype)
+    restore = "" if source.startswith(("database", "default")) else old
+    try:
+        _core.set_gemm_params(opencl_device._dev, dtype, "family=tiled ts_m=16 ts_n=32 ts_k=8 wpt_m=2 wpt_n=4", "test")
+        for m, n, k, ta, tb, batch in [(5, 7, 1500, False, False, 1), (16, 32, 2049, True, True, 1),
+                                       (3, 9, 777, False, True, 3), (1, 1, 4096, True, False, 2)]:
+            a = rng.uniform(-1, 1, (batch, k, m) if ta else (batch, m, k)).astype(dtype)
+            b = rng.uniform(-1, 1, (batch, n, k) if tb else (batch, k, n)).astype(dtype)
+            bias = rng.uniform(-1, 1, n).astype(dtype)
+            c0 = rng.uniform(-1, 1, (batch, m, n)).astype(dtype)
+            A, B, Bias = (hetnn.asarray(v, device=opencl_device) for v in (a, b, bias))
+            C = hetnn.asarray(c0, device=opencl_device)
+            with hetnn.profile(opencl_device) as prof:
+                hetnn.matmul(A, B, transpose_a=ta, transpose_b=tb, alpha=0.5, beta=-2.0, bias=Bias,
+                             activation="tanh", out=C)
+            assert "matmul:split_reduce" in [r["name"] for r in prof.records]
+            a64, b64 = a.astype(np.float64), b.astype(np.float64)
+            prod = (a64.transpose(0, 2, 1) if ta else a64) @ (b64.transpose(0, 2, 1) if tb else b64)
+            ref = np.tanh(0.5 * prod - 2.0 * c0 + bias)
+            assert np.max(np.abs(C.numpy() - ref)) < tol, (m, n, k, ta, tb, batch)
+            y = hetnn.matmul(A[0], B[0], transpose_a=ta, transpose_b=tb)  # no epilogue, beta 0 into a fresh array
+            assert np.max(np.abs(y.numpy() - prod[0])) < tol * np.sqrt(k), (m, n, k)
+    finally:
+        _core.set_gemm_params(opencl_device._dev, dtype, restore, source)

@@ -130,16 +130,19 @@ def _torch_model(spec: Spec, weights: Sequence[np.ndarray]) -> Any:
 
 
 class TorchTrainer:
-    """The same network, weights, data and optimizer in PyTorch (CPU); ``epoch()`` returns the mean loss."""
+    """The same network, weights, data and optimizer in PyTorch on ``device`` ("cpu", "cuda:0", ...); ``epoch()``
+    takes NumPy arrays as hetnn's fit does (the copy to the device is part of the epoch) and returns the mean loss."""
 
     def __init__(self, spec: Spec, weights: Sequence[np.ndarray], loss: str, lr: float, batch: int,
-                 seed: int) -> None:
+                 seed: int, device: str = "cpu") -> None:
         import torch
 
-        torch.set_num_threads(get_num_threads())
+        from .peers import torch_devices
+
+        self.sync = dict(torch_devices(torch))[device]
         torch.manual_seed(seed)
-        self.torch, self.batch, self.loss = torch, batch, loss
-        self.model = _torch_model(spec, weights)
+        self.torch, self.batch, self.loss, self.device = torch, batch, loss, device
+        self.model = _torch_model(spec, weights).to(device)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=lr)
         self.gen = torch.Generator().manual_seed(seed)
         self.version = torch.__version__
@@ -147,9 +150,9 @@ class TorchTrainer:
     def epoch(self, x: np.ndarray, y: np.ndarray) -> float:
         torch, F = self.torch, self.torch.nn.functional
         self.model.train()
-        X, Y = torch.from_numpy(x), torch.from_numpy(y)
-        perm = torch.randperm(len(x), generator=self.gen)
-        total = torch.zeros(())
+        X, Y = torch.from_numpy(x).to(self.device), torch.from_numpy(y).to(self.device)
+        perm = torch.randperm(len(x), generator=self.gen).to(self.device)
+        total = torch.zeros((), device=self.device)
         for s in range(0, len(x), self.batch):
             i = perm[s:s + self.batch]
             self.opt.zero_grad(set_to_none=True)
@@ -163,19 +166,23 @@ class TorchTrainer:
     def predict(self, x: np.ndarray) -> np.ndarray:
         self.model.eval()
         with self.torch.no_grad():
-            return self.model(self.torch.from_numpy(x)).numpy()
+            return self.model(self.torch.from_numpy(x).to(self.device)).cpu().numpy()
 
 
-def _torch_available(compare: Sequence[str], notes: Optional[List[str]]) -> bool:
+def _torch_devices(compare: Sequence[str], notes: Optional[List[str]]) -> List[str]:
+    """PyTorch's devices to compare with: the CPU and every CUDA device, or none when torch is not asked for or not
+    importable."""
     if "torch" not in compare:
-        return False
+        return []
     try:
-        import torch  # noqa: F401
-        return True
+        import torch
+
+        from .peers import torch_devices
+        return [d for d, _ in torch_devices(torch)]
     except ImportError as exc:
         if notes is not None:
             notes.append(f"torch: not used ({type(exc).__name__}: {exc})")
-        return False
+        return []
 
 
 def _accuracy(pred: np.ndarray, y: np.ndarray) -> float:
@@ -222,20 +229,25 @@ def run_training(name: str, devices: Sequence[Device], data: Tuple[np.ndarray, .
                         threads=get_num_threads() if dev.kind == "cpu" else None)
         cases.append(Case(f"hetnn {dev.id}", epoch, devices=[dev]))
         finish.append(row)
-    if _torch_available(compare, notes) and base is not None:
-        weights = base
+    weights: List[np.ndarray] = base or []
+    for tdev in _torch_devices(compare, notes) if weights else []:
         settle()
         t0 = time.perf_counter()
-        TorchTrainer(spec, weights, loss, lr, batch, seed).epoch(xt[:warm_n], yt[:warm_n])
+        TorchTrainer(spec, weights, loss, lr, batch, seed, tdev).epoch(xt[:warm_n], yt[:warm_n])
         tfirst = {"first_use_s": time.perf_counter() - t0}
-        tt = TorchTrainer(spec, weights, loss, lr, batch, seed)
+        tt = TorchTrainer(spec, weights, loss, lr, batch, seed, tdev)
         tlosses: List[float] = []
 
-        def trow(r: Any) -> Dict[str, Any]:
+        def trow(r: Any, tt: TorchTrainer = tt, tlosses: List[float] = tlosses,
+                 tfirst: Dict[str, Any] = tfirst) -> Dict[str, Any]:
             acc = _accuracy(tt.predict(test[0]), test[1]) if test is not None and loss == "cross_entropy" else None
-            return _row(common, f"torch {tt.version}", "cpu", r, tlosses, acc, tfirst, flops, peaks[None],
-                        threads=get_num_threads())
-        cases.append(Case("torch", lambda: tlosses.append(tt.epoch(xt, yt))))
+            cpu = tt.device == "cpu"
+            return _row(common, f"torch {tt.version}", tt.device, r, tlosses, acc, tfirst, flops,
+                        peaks[None] if cpu else None, threads=get_num_threads() if cpu else None)
+
+        def tepoch(tt: TorchTrainer = tt, tlosses: List[float] = tlosses) -> None:
+            tlosses.append(tt.epoch(xt, yt))
+        cases.append(Case(f"torch {tdev}", tepoch))
         finish.append(trow)
     results = interleave(cases, n_warmup=0, n_repeat=epochs)
     return [f(r) for f, r in zip(finish, results)]
@@ -257,21 +269,18 @@ def run_inference(name: str, devices: Sequence[Device], x: np.ndarray, sizes: Se
     """Latency of ``predict`` on the first n samples, per n in ``sizes``, NumPy in and out (transfers included)."""
     spec, _ = MODELS[name]
     models = {dev.id: build(spec, dev, seed) for dev in devices}
-    tt = None
-    if _torch_available(compare, notes) and devices:
-        tt = TorchTrainer(spec, [p.numpy() for p in models[devices[0].id].parameters()], "mse", 1e-3, 1, seed)
+    peers = [TorchTrainer(spec, [p.numpy() for p in models[devices[0].id].parameters()], "mse", 1e-3, 1, seed, d)
+             for d in (_torch_devices(compare, notes) if devices else [])]
     rows: List[Dict[str, Any]] = []
     for n in sizes:
         xs = np.ascontiguousarray(x[:n])
-        cases = [Case(f"hetnn {d.id}", _predictor(models[d.id], xs), devices=[d]) for d in devices]
-        if tt is not None:
-            cases.append(Case("torch", _predictor(tt, xs)))
-        for c, r in zip(cases, interleave(cases, n_warmup=1, n_repeat=repeat)):
+        cases = [Case(d.id, _predictor(models[d.id], xs), devices=[d]) for d in devices]
+        libs = ["hetnn"] * len(cases) + [f"torch {tt.version}" for tt in peers]
+        cases += [Case(tt.device, _predictor(tt, xs)) for tt in peers]
+        for lib, c, r in zip(libs, cases, interleave(cases, n_warmup=1, n_repeat=repeat)):
             med = float(np.median(r.wall_times))
-            lib, dev = ("hetnn", c.name.split(" ", 1)[1]) if c.name.startswith("hetnn") else \
-                (f"torch {tt.version}", "cpu")  # type: ignore[union-attr]
-            rows.append({"model": name, "library": lib, "device": dev, "samples": len(xs), "latency_ms": 1e3 * med,
-                         "samples_per_s": len(xs) / med, **r.flags})
+            rows.append({"model": name, "library": lib, "device": c.name, "samples": len(xs),
+                         "latency_ms": 1e3 * med, "samples_per_s": len(xs) / med, **r.flags})
     return rows
 
 
@@ -292,19 +301,18 @@ def fashion_images(pad_to: int = 28, n_train: Optional[int] = None) -> Tuple[np.
 
 
 def ratios(rows: List[Dict[str, Any]]) -> List[str]:
-    """Per model and batch: hetnn cpu's speed over every other row's, with the 95 % bootstrap interval over the
-    interleaved epochs."""
+    """Per model and batch: hetnn cpu's speed over every other row's, and each other hetnn device's over PyTorch's
+    on each CUDA device, with the 95 % bootstrap interval over the interleaved epochs."""
     out = []
     keys = dict.fromkeys((r["model"], r.get("batch")) for r in rows)
     for model, batch in keys:
         sel = [r for r in rows if r["model"] == model and r.get("batch") == batch]
-        ref = next((r for r in sel if r["library"] == "hetnn" and r["device"] == "cpu"), None)
-        if ref is None:
-            continue
-        for r in sel:
-            if r is ref:
-                continue
-            name = f"{model} batch {batch}: hetnn cpu / {r['library']} {r['device']} (speed)"
+        hetnn = [r for r in sel if r["library"] == "hetnn"]
+        cuda = [r for r in sel if r["library"].startswith("torch") and r["device"].startswith("cuda")]
+        pairs = [(ref, r) for ref in hetnn if ref["device"] == "cpu" for r in sel if r is not ref]
+        pairs += [(ref, r) for ref in hetnn if ref["device"] != "cpu" for r in cuda]
+        for ref, r in pairs:
+            name = f"{model} batch {batch}: hetnn {ref['device']} / {r['library']} {r['device']} (speed)"
             if any(x.get("flagged") or x.get("unreliable") for x in (r, ref)):
                 out.append(f"{name}: left out ({r.get('noise') or ref.get('noise') or 'above the ceiling'})")
                 continue

@@ -1,17 +1,18 @@
-"""Convolution layers benchmark: the 20 ResNet-50 v1.5 convolutions whose im2col views are the matmul suite's
-GEMM shapes, forward (inference), float32, at batch 1 and 32, per device.
+"""Convolution layers benchmark: the 20 ResNet-50 v1.5 convolutions whose im2col views are the matmul suite's GEMM
+shapes, forward (inference), float32, at batch 1 and 32, per device.
 
 Rows per layer: hetnn.conv2d on each device (NCHW arrays on the device, output written into a preallocated array);
 the same layer as an im2col GEMM through hetnn.matmul on the CPU device (NumPy im2col, the GEMM, and the copy back to
 NCHW, all timed); oneDNN's own convolution in a C++ loop on the layouts it picks (input and weights reordered once,
-outside the timing: the fastest loop a oneDNN user writes), and the same loop on NCHW arrays ("onednn-c++ nchw":
-each call reorders x and w in and the result out, as a call on plain arrays must); PyTorch's conv2d (CPU) when
-installed; CLBlast's convgemm on each OpenCL device when hetnn was built with CLBlast (timed in its own loop, clFinish
-per call). Every row's output is checked against hetnn's CPU result. The hetnn, im2col, oneDNN and PyTorch rows run
-in interleaved rounds.
+outside the timing: the fastest loop a oneDNN user writes), and the same loop on NCHW arrays ("onednn-c++ nchw": each
+call reorders x and w in and the result out, as a call on plain arrays must); PyTorch's conv2d on the CPU and on
+every CUDA device (cuDNN, TF32 off) when installed; CLBlast's convgemm on each OpenCL device when hetnn was built
+with CLBlast (timed in its own loop, clFinish per call). Every row's output is checked against hetnn's CPU result.
+The hetnn, im2col, oneDNN and PyTorch rows run in interleaved rounds.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -21,6 +22,7 @@ from .._loader import _core
 from .._timing import Case, interleave
 from .matmul import RESNET50_BS1, max_rel_error, settle
 from .mlp import _peaks, _with_peak
+from .peers import torch_devices
 from .progress import expect
 from .stats import ratio_interval
 
@@ -80,10 +82,12 @@ def run_layers(devices: Sequence[Device], *, batches: Sequence[int] = (1, 32), l
     _check_table()
     peaks = _peaks(devices)
     torch: Any = None
+    torch_devs: List[Tuple[str, Callable[[], None]]] = []
     if "torch" in compare:
         try:
             import torch as torch_module
             torch = torch_module
+            torch_devs = torch_devices(torch)
         except ImportError as exc:
             if notes is not None:
                 notes.append(f"torch: not used ({type(exc).__name__}: {exc})")
@@ -139,15 +143,16 @@ def run_layers(devices: Sequence[Device], *, batches: Sequence[int] = (1, 32), l
                 raw_io = _core._OnednnRawConv(x, w, y_io, s, p, nchw_io=True)
                 add(Case("onednn-c++ nchw", raw_io.run), {"library": "onednn-c++ nchw", "device": "cpu"},
                     lambda: y_io, peaks[None])
-            if torch is not None:
-                tx, tw = torch.from_numpy(x), torch.from_numpy(w)
+            for tdev, tsync in torch_devs:
+                tx, tw = torch.from_numpy(x).to(tdev), torch.from_numpy(w).to(tdev)
                 res: List[Any] = [None]
 
                 def tconv(tx: Any = tx, tw: Any = tw, res: List[Any] = res) -> None:
                     with torch.no_grad():
                         res[0] = torch.nn.functional.conv2d(tx, tw, stride=s, padding=p)
-                add(Case("torch", tconv), {"library": f"torch {torch.__version__}", "device": "cpu"},
-                    lambda: np.asarray(res[0].numpy()), peaks[None])
+                add(Case(f"torch {tdev}", tconv, sync=tsync), {"library": f"torch {torch.__version__}",
+                                                               "device": tdev},
+                    functools.partial(_fetch_torch, res), peaks[None] if tdev == "cpu" else None)
             settle()
             for f, r in zip(finish, interleave(cases, n_warmup=n_warmup, n_repeat=n_repeat,
                                                max_duration=max_duration)):
@@ -162,6 +167,10 @@ def run_layers(devices: Sequence[Device], *, batches: Sequence[int] = (1, 32), l
                     rows.append(_row({**base, "library": "clblast convgemm", "device": dev.id}, t, Y.numpy(), ref,
                                      peaks[dev.id], {}))
     return rows
+
+
+def _fetch_torch(res: List[Any]) -> np.ndarray:
+    return np.asarray(res[0].cpu().numpy())
 
 
 def _row(row: Dict[str, Any], times: Sequence[float], got: np.ndarray, ref: np.ndarray, peak: Optional[float],
@@ -206,8 +215,11 @@ def summary(rows: List[Dict[str, Any]]) -> List[str]:
         cpu = rows_of("hetnn", "cpu")
         for lib in ("onednn-c++", "onednn-c++ nchw", "hetnn im2col+matmul", "torch"):
             ratio(f"hetnn cpu / {lib} (speed)", cpu, rows_of(lib, "cpu"), True)
+        cuda = [d for d in dict.fromkeys(r["device"] for r in sel) if d.startswith("cuda")]
         for dev in dict.fromkeys(r["device"] for r in sel if r["device"].startswith("opencl")):
             ratio(f"hetnn {dev} / hetnn cpu (speed)", rows_of("hetnn", dev), cpu, True)
+            for cdev in cuda:
+                ratio(f"hetnn {dev} / torch {cdev} (speed)", rows_of("hetnn", dev), rows_of("torch", cdev), True)
             ratio(f"hetnn {dev} / clblast convgemm (speed)", rows_of("hetnn", dev), rows_of("clblast convgemm", dev),
                   False)
     return out

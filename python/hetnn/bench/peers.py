@@ -39,12 +39,23 @@ class PeerTarget:
     notes: List[str] = field(default_factory=list)
 
 
+def torch_devices(torch: Any) -> List[Tuple[str, Callable[[], None]]]:
+    """PyTorch's devices as (name, wait): the CPU with hetnn's thread count (PyTorch's default ignores the affinity
+    mask), then every CUDA device with TF32 off (float32 products and convolutions computed in float32)."""
+    torch.set_num_threads(get_num_threads())
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    out: List[Tuple[str, Callable[[], None]]] = [("cpu", lambda: None)]
+    if torch.cuda.is_available():
+        for i in range(torch.cuda.device_count()):
+            out.append((f"cuda:{i}", functools.partial(torch.cuda.synchronize, i)))
+    return out
+
+
 def _torch_targets() -> List[PeerTarget]:
     import torch
     import torch.nn.functional as F
 
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
     tdt = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
            "bfloat16": torch.bfloat16}
 
@@ -69,13 +80,7 @@ def _torch_targets() -> List[PeerTarget]:
                           threads=torch.get_num_threads if dev == "cpu" else lambda: None,
                           version=torch.__version__, notes=[] if dev == "cpu" else ["tf32 off"])
 
-    # The same number of CPU threads as hetnn's CPU device (PyTorch's default ignores the affinity mask).
-    torch.set_num_threads(get_num_threads())
-    out = [make("cpu", lambda: None)]
-    if torch.cuda.is_available():
-        for i in range(torch.cuda.device_count()):
-            out.append(make(f"cuda:{i}", lambda i=i: torch.cuda.synchronize(i)))  # type: ignore[misc]  # default-argument lambda (late binding)
-    return out
+    return [make(dev, sync) for dev, sync in torch_devices(torch)]
 
 
 def _cupy_targets() -> List[PeerTarget]:

@@ -397,6 +397,25 @@ void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a
   }
 }
 
+namespace {
+
+// Split-K slices for the tiled kernel (gemm.cl): when the output has fewer tiles than two per compute unit and K is
+// long, enough slices to give each unit two work-groups, each slice at least 256 deep, partials within 64 MiB.
+std::int64_t gemm_k_splits(const GemmParams& p, const MatmulDesc& d, int compute_units) {
+  if (d.dtype != DType::f32 && d.dtype != DType::f64) return 1;  // partials are stored in the data type
+  const std::int64_t tiles = ((d.M + p.ts_m - 1) / p.ts_m) * ((d.N + p.ts_n - 1) / p.ts_n) * d.batch;
+  if (compute_units <= 0 || tiles >= 2 * std::int64_t{compute_units}) return 1;
+  const std::int64_t min_chunk = std::max<std::int64_t>(256, 4 * p.ts_k);
+  std::int64_t s = std::min<std::int64_t>((2 * compute_units + tiles - 1) / tiles, d.K / min_chunk);
+  const std::int64_t max_partials = (std::int64_t{64} << 20) / static_cast<std::int64_t>(dtype_size(d.dtype));
+  s = std::min<std::int64_t>(s, max_partials / std::max<std::int64_t>(1, d.batch * d.M * d.N));
+  if (s <= 1) return 1;
+  const std::int64_t chunk = (d.K + s - 1) / s;
+  return (d.K + chunk - 1) / chunk;  // no empty slice
+}
+
+}  // namespace
+
 void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias) {
   const std::string opts = common_options(d.dtype) + " " + p.defines() + " -DTRANS_A=" +
                            std::to_string(d.trans_a) + " -DTRANS_B=" + std::to_string(d.trans_b);
@@ -404,14 +423,25 @@ void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a,
   const cl_int has_bias = d.has_bias, act = static_cast<cl_int>(d.act);
   const cl_int M = static_cast<cl_int>(d.M), N = static_cast<cl_int>(d.N), K = static_cast<cl_int>(d.K);
   const cl_long sa = d.batch_a == 1 ? 0 : d.M * d.K, sb = d.batch_b == 1 ? 0 : d.K * d.N;
+  const std::int64_t splits = gemm_k_splits(p, d, info_.compute_units);
+  const cl_int chunk = static_cast<cl_int>(splits > 1 ? (d.K + splits - 1) / splits : std::max<std::int64_t>(d.K, 1));
+  cl_mem out = splits > 1 ? scratch(2, static_cast<std::size_t>(splits * d.batch * d.M * d.N) * dtype_size(d.dtype))
+                          : c;
   ArgSetter set{k, "gemm_tiled"};
   set(M)(N)(K).real(d.alpha, d.dtype).real(d.beta, d.dtype);
-  set(a)(sa)(b)(sb)(c)(bias)(has_bias)(act);
+  set(a)(sa)(b)(sb)(out)(bias)(has_bias)(act)(chunk)(static_cast<cl_int>(splits));
   const std::size_t local[3] = {static_cast<std::size_t>(p.ts_n / p.wpt_n), static_cast<std::size_t>(p.ts_m / p.wpt_m), 1};
   const std::size_t global[3] = {static_cast<std::size_t>((d.N + p.ts_n - 1) / p.ts_n) * local[0],
                                  static_cast<std::size_t>((d.M + p.ts_m - 1) / p.ts_m) * local[1],
-                                 static_cast<std::size_t>(d.batch)};
+                                 static_cast<std::size_t>(d.batch * splits)};
   enqueue("matmul", k, 3, global, local);
+  if (splits == 1) return;
+  cl_kernel r = kernel("gemm.cl", "gemm_split_reduce", opts);
+  ArgSetter{r, "gemm_split_reduce"}(M)(N)(static_cast<cl_int>(splits)).real(d.alpha, d.dtype)
+      .real(d.beta, d.dtype)(out)(c)(bias)(has_bias)(act);
+  const std::size_t rl[2] = {64, 1};
+  const std::size_t rg[2] = {round_up(static_cast<std::size_t>(d.M * d.N), 64), static_cast<std::size_t>(d.batch)};
+  enqueue("matmul:split_reduce", r, 2, rg, rl);
 }
 
 std::string ClBackend::common_options(DType t) const {

@@ -91,6 +91,8 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   bool conv2d_backward_gemm(const Conv2dDesc& d, std::size_t extra_elems) const;
   std::size_t conv2d_work_limit() const;
   std::shared_ptr<Buffer> im2col(const Conv2dDesc& d, const Buffer& x, const std::string& options);
+  // gb[o] = sum of gy[n, o, :, :] over n (conv2d's bias gradient), spread over the compute units.
+  void bias_grad(const Conv2dDesc& d, const Buffer& gy, Buffer& gb, const std::string& options);
 
   cl_device_id device_;
   DeviceInfo info_;

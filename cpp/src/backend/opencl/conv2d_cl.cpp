@@ -119,6 +119,27 @@ void ClBackend::conv2d_backward_data(const Conv2dDesc& d, const Buffer& gy, cons
   enqueue_planes("conv2d_backward_data", k, d.W, d.H, d.N * d.C);
 }
 
+void ClBackend::bias_grad(const Conv2dDesc& d, const Buffer& gy, Buffer& gb, const std::string& opts) {
+  // Images split into G groups so that O x G work-groups give each compute unit about four; G partial rows summed.
+  const std::int64_t want = 4 * std::max(1, info_.compute_units);
+  const std::int64_t groups = std::clamp<std::int64_t>((want + d.O - 1) / d.O, 1, std::max<std::int64_t>(d.N, 1));
+  const std::int64_t per_group = (d.N + groups - 1) / groups;
+  const std::int64_t g = (d.N + per_group - 1) / std::max<std::int64_t>(per_group, 1);
+  std::shared_ptr<Buffer> part = g > 1 ? alloc(static_cast<std::size_t>(g * d.O) * dtype_size(d.dtype)) : nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cl_kernel k = kernel("conv2d.cl", "conv2d_bias_grad", opts);
+    ArgSetter a{k, "conv2d_bias_grad"};
+    a(static_cast<cl_int>(d.N))(static_cast<cl_int>(d.O))(static_cast<cl_int>(d.OH * d.OW));
+    a(static_cast<cl_int>(per_group))(mem(gy))(mem(part ? *part : gb));
+    const std::size_t local[2] = {64, 1};
+    const std::size_t global[2] = {64 * static_cast<std::size_t>(std::max<std::int64_t>(g, 1)),
+                                   static_cast<std::size_t>(d.O)};
+    enqueue("conv2d_bias_grad", k, 2, global, local);
+  }
+  if (part) sum_rows(d.dtype, g, d.O, *part, gb, 0.0);
+}
+
 void ClBackend::conv2d_backward_weights(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,
                                         Buffer* gb) {
   const std::string opts = conv_options(common_options(d.dtype), d);
@@ -137,13 +158,7 @@ void ClBackend::conv2d_backward_weights(const Conv2dDesc& d, const Buffer& gy, c
       matmul(g, gy, c, *part, nullptr);
       sum_rows(d.dtype, d.N, d.O * ck, *part, gw, 0.0);
     }
-    if (!gb) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    cl_kernel k = kernel("conv2d.cl", "conv2d_bias_grad", opts);
-    ArgSetter a{k, "conv2d_bias_grad"};
-    a(static_cast<cl_int>(d.N))(static_cast<cl_int>(d.O))(static_cast<cl_int>(ohw))(mem(gy))(mem(*gb));
-    const std::size_t local[2] = {64, 1}, global[2] = {64, static_cast<std::size_t>(d.O)};
-    enqueue("conv2d_bias_grad", k, 2, global, local);
+    if (gb) bias_grad(d, gy, *gb, opts);
     return;
   }
   std::lock_guard<std::mutex> lock(mu_);

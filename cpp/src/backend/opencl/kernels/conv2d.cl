@@ -156,24 +156,28 @@ __kernel void conv2d_col2im(const int C, const int H, const int W, const int OH,
   STORE1(sum, gx, (nc * H + ih) * W + iw);
 }
 
-// gb[o] = sum over n and p of gy[n, o, p]; a work-group of LOCAL work-items per o, reduced in local memory.
+// part[g * O + o] = sum over the images n of group g ([g * per_group, + per_group)) and positions p of gy[n, o, p]:
+// a work-group of BIAS_LOCAL work-items per (o, g), reduced in local memory. With one group (G = 1) part is gb;
+// otherwise the host sums the G rows.
 #ifndef BIAS_LOCAL
 #define BIAS_LOCAL 64
 #endif
 __kernel __attribute__((reqd_work_group_size(BIAS_LOCAL, 1, 1)))
-void conv2d_bias_grad(const int N, const int O, const int P, __global const STORAGE* gy, __global STORAGE* gb) {
-  __local REAL part[BIAS_LOCAL];
-  const int t = get_local_id(0), o = get_group_id(1);
+void conv2d_bias_grad(const int N, const int O, const int P, const int per_group, __global const STORAGE* gy,
+                      __global STORAGE* part) {
+  __local REAL acc[BIAS_LOCAL];
+  const int t = get_local_id(0), g = get_group_id(0), o = get_group_id(1);
+  const int n1 = min(N, (g + 1) * per_group);
   REAL s = 0;
-  for (long k = t; k < (long)N * P; k += BIAS_LOCAL) {
-    const long n = k / P, p = k % P;
-    s += LOAD1(gy, (n * O + o) * P + p);
+  for (int n = g * per_group; n < n1; ++n) {
+    const long base = ((long)n * O + o) * P;
+    for (int p = t; p < P; p += BIAS_LOCAL) s += LOAD1(gy, base + p);
   }
-  part[t] = s;
+  acc[t] = s;
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int h = BIAS_LOCAL / 2; h > 0; h /= 2) {
-    if (t < h) part[t] += part[t + h];
+    if (t < h) acc[t] += acc[t + h];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  if (t == 0) STORE1(part[0], gb, o);
+  if (t == 0) STORE1(acc[0], part, (long)g * O + o);
 }

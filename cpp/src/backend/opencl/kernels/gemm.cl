@@ -3,6 +3,10 @@
 // item accumulates a WPT_M x WPT_N register tile with a stride of (TS_M/WPT_M, TS_N/WPT_N) so that neighbouring
 // work items touch neighbouring elements. The GPU-shaped member of the GEMM family (gemm_packed.cl is the CPU
 // one). Tunables are overridden with -D by the host (per-device parameters).
+// Split-K (splits > 1): the z dimension runs batch x splits work-groups per tile; slice z % splits covers
+// K elements [slice * k_chunk, + k_chunk) and stores its raw partial sums at C + z * M * N, which
+// gemm_split_reduce then adds up with the epilogue. This keeps every compute unit busy on products with few output
+// tiles and a long K (a dense layer's forward pass on a flattened feature map).
 #include "common.cl"
 #ifndef TS_M
 #define TS_M 64
@@ -28,14 +32,15 @@ void gemm_tiled(const int M, const int N, const int K, const REAL alpha, const R
                 __global const STORAGE* restrict A, const long a_batch_stride,
                 __global const STORAGE* restrict B, const long b_batch_stride,
                 __global STORAGE* restrict C, __global const STORAGE* restrict bias, const int has_bias,
-                const int act) {
+                const int act, const int k_chunk, const int splits) {
   const int tn = get_local_id(0), tm = get_local_id(1);
   const int lid = tm * LN + tn;
   const int n0 = get_group_id(0) * TS_N, m0 = get_group_id(1) * TS_M;
-  const long batch = get_global_id(2);
+  const long z = get_global_id(2), batch = z / splits;
+  const int kb = (int)(z % splits) * k_chunk, ke = min(K, kb + k_chunk);
   A += batch * a_batch_stride;
   B += batch * b_batch_stride;
-  C += batch * (long)M * N;
+  C += z * (long)M * N;
 
   __local REAL As[TS_K][TS_M];
   __local REAL Bs[TS_K][TS_N];
@@ -43,27 +48,27 @@ void gemm_tiled(const int M, const int N, const int K, const REAL alpha, const R
   for (int i = 0; i < WPT_M; ++i)
     for (int j = 0; j < WPT_N; ++j) acc[i][j] = (REAL)0;
 
-  for (int k0 = 0; k0 < K; k0 += TS_K) {
+  for (int k0 = kb; k0 < ke; k0 += TS_K) {
     for (int i = lid; i < TS_M * TS_K; i += LSIZE) {
 #if TRANS_A  // A stored (K, M)
       const int mm = i % TS_M, kk = i / TS_M;
       const int gm = m0 + mm, gk = k0 + kk;
-      As[kk][mm] = (gm < M && gk < K) ? LOAD1(A, (long)gk * M + gm) : (REAL)0;
+      As[kk][mm] = (gm < M && gk < ke) ? LOAD1(A, (long)gk * M + gm) : (REAL)0;
 #else        // A stored (M, K)
       const int kk = i % TS_K, mm = i / TS_K;
       const int gm = m0 + mm, gk = k0 + kk;
-      As[kk][mm] = (gm < M && gk < K) ? LOAD1(A, (long)gm * K + gk) : (REAL)0;
+      As[kk][mm] = (gm < M && gk < ke) ? LOAD1(A, (long)gm * K + gk) : (REAL)0;
 #endif
     }
     for (int i = lid; i < TS_N * TS_K; i += LSIZE) {
 #if TRANS_B  // B stored (N, K)
       const int kk = i % TS_K, nn = i / TS_K;
       const int gn = n0 + nn, gk = k0 + kk;
-      Bs[kk][nn] = (gn < N && gk < K) ? LOAD1(B, (long)gn * K + gk) : (REAL)0;
+      Bs[kk][nn] = (gn < N && gk < ke) ? LOAD1(B, (long)gn * K + gk) : (REAL)0;
 #else        // B stored (K, N)
       const int nn = i % TS_N, kk = i / TS_N;
       const int gn = n0 + nn, gk = k0 + kk;
-      Bs[kk][nn] = (gn < N && gk < K) ? LOAD1(B, (long)gk * N + gn) : (REAL)0;
+      Bs[kk][nn] = (gn < N && gk < ke) ? LOAD1(B, (long)gk * N + gn) : (REAL)0;
 #endif
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -84,10 +89,30 @@ void gemm_tiled(const int M, const int N, const int K, const REAL alpha, const R
       const int n = n0 + tn + j * LN;
       if (n >= N) continue;
       const long idx = (long)m * N + n;
+      if (splits > 1) {
+        STORE1(acc[i][j], C, idx);
+        continue;
+      }
       // beta == 0 overwrites: C may hold garbage or NaN that must not leak into the result.
       REAL v = beta == (REAL)0 ? alpha * acc[i][j] : alpha * acc[i][j] + beta * LOAD1(C, idx);
       if (has_bias) v += LOAD1(bias, n);
       STORE1(ACTIVATE(v, act), C, idx);
     }
   }
+}
+
+// C[b] = act(alpha * (sum of the split-K partial products of batch b) + beta * C[b] + bias): one work-item per
+// element of C, the partials at part + (b * splits + slice) * M * N.
+__kernel void gemm_split_reduce(const int M, const int N, const int splits, const REAL alpha, const REAL beta,
+                                __global const STORAGE* restrict part, __global STORAGE* restrict C,
+                                __global const STORAGE* restrict bias, const int has_bias, const int act) {
+  const long mn = (long)M * N, idx = get_global_id(0), b = get_global_id(1);
+  if (idx >= mn) return;
+  part += b * splits * mn + idx;
+  C += b * mn;
+  REAL s = (REAL)0;
+  for (int i = 0; i < splits; ++i) s += LOAD1(part, i * mn);
+  REAL v = beta == (REAL)0 ? alpha * s : alpha * s + beta * LOAD1(C, idx);
+  if (has_bias) v += LOAD1(bias, idx % N);
+  STORE1(ACTIVATE(v, act), C, idx);
 }
