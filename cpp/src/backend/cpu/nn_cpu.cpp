@@ -83,9 +83,12 @@ inline __attribute__((always_inline)) void col_sums_chunk(std::int64_t rows, std
   }
 }
 
-template <class T>
-inline __attribute__((always_inline)) void adam_chunk(const AdamDesc& d, std::int64_t n, T* p, const T* g, T* m,
-                                                      T* v, T* vmax) {
+// One loop per amsgrad setting, free of branches, so that it vectorises (a test of vmax inside kept it scalar: 3.5 ns
+// an element, half of LeNet's step in the optimizer's small arrays).
+template <class T, bool AMSGRAD>
+inline __attribute__((always_inline)) void adam_loop(const AdamDesc& d, std::int64_t n, T* __restrict p,
+                                                     const T* __restrict g, T* __restrict m, T* __restrict v,
+                                                     T* __restrict vmax) {
   const T b1 = static_cast<T>(d.beta1), b2 = static_cast<T>(d.beta2), eps = static_cast<T>(d.eps);
   const T c1 = T(1) - b1, c2 = T(1) - b2, ss = static_cast<T>(d.step_size);
   const T inv_bc2 = static_cast<T>(1.0 / d.bias2_sqrt), dec = static_cast<T>(d.decay);
@@ -100,9 +103,16 @@ inline __attribute__((always_inline)) void adam_chunk(const AdamDesc& d, std::in
     m[i] = mi;
     v[i] = vi;
     T vu = vi;
-    if (vmax) vu = vmax[i] = std::max(vmax[i], vi);
+    if constexpr (AMSGRAD) vu = vmax[i] = std::max(vmax[i], vi);
     p[i] = pi - ss * mi / (std::sqrt(vu) * inv_bc2 + eps);
   }
+}
+
+template <class T>
+inline __attribute__((always_inline)) void adam_chunk(const AdamDesc& d, std::int64_t n, T* p, const T* g, T* m,
+                                                      T* v, T* vmax) {
+  if (vmax) adam_loop<T, true>(d, n, p, g, m, v, vmax);
+  else adam_loop<T, false>(d, n, p, g, m, v, nullptr);
 }
 
 template <class T>
