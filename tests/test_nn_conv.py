@@ -28,11 +28,14 @@ def test_conv_layer_gradients(device, rng, kw):
 
 
 @pytest.mark.requires("float64")
-def test_conv_pool_stack_gradients(device, rng):
+@pytest.mark.parametrize("head", ["fused relu, pool 2", "relu layer, overlapping pool"])
+def test_conv_pool_stack_gradients(device, rng, head):
+    # A ReLU before max pooling has its mask applied by the pool's backward (on the pooled gradient): both forms
     x = rng.standard_normal((2, 1, 8, 8))
     t = rng.standard_normal((2, 2))
-    model = nn.Sequential([nn.Conv2d(1, 3, 3, padding=1, activation="relu", seed=3), nn.MaxPool2d(2),
-                           nn.Conv2d(3, 2, 2, seed=4), nn.Flatten(), nn.Dense(2 * 3 * 3, 2, seed=5)],
+    first = [nn.Conv2d(1, 3, 3, padding=1, activation="relu", seed=3), nn.MaxPool2d(2)] if head.startswith("fused") \
+        else [nn.Conv2d(1, 3, 3, padding=1, seed=3), nn.ReLU(), nn.MaxPool2d(3, stride=2, padding=1)]
+    model = nn.Sequential(first + [nn.Conv2d(3, 2, 2, seed=4), nn.Flatten(), nn.Dense(2 * 3 * 3, 2, seed=5)],
                           device=device, dtype="float64")
     analytic = grads_after_one_batch(model, x, t, nn.MSELoss())
     numeric = numeric_grads(model, x, lambda o: mse_np(o, t))

@@ -163,7 +163,8 @@ Array Trainer::forward(Layer& l, const Array& x, bool train) {
     case Layer::Kind::maxpool: {
       l.in_shape = x.shape();
       l.idx = Array{};
-      return max_pool2d(x, l.pool, nullptr, &l.idx);
+      l.y = max_pool2d(x, l.pool, nullptr, &l.idx);
+      return l.y;
     }
     case Layer::Kind::dropout: {
       if (!train || l.drop_p == 0) return x;
@@ -185,8 +186,18 @@ Array Trainer::forward(Layer& l, const Array& x, bool train) {
   return x;
 }
 
+void Trainer::plan_relu_pool() {
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    Layer& l = layers_[i];
+    const bool relu = l.act == Activation::relu &&
+                      (l.kind == Layer::Kind::conv || l.kind == Layer::Kind::activation);
+    l.relu_in_pool = relu && i + 1 < layers_.size() && layers_[i + 1].kind == Layer::Kind::maxpool;
+    if (i + 1 < layers_.size()) layers_[i + 1].pool_masks_relu = l.relu_in_pool;
+  }
+}
+
 Array Trainer::pre_activation_grad(Layer& l, const Array& g) {
-  if (l.act == Activation::none) return g;
+  if (l.act == Activation::none || l.relu_in_pool) return g;
   Array& dz = buffer(l.dz_buf, g, g.shape());
   activation_backward(g, l.y, l.act, &dz);
   return dz;
@@ -208,6 +219,7 @@ Array Trainer::backward(Layer& l, const Array& g, bool need_input_grad) {
     }
     case Layer::Kind::activation: {
       if (!need_input_grad) return Array{};
+      if (l.relu_in_pool) return g;
       Array& dx = buffer(l.dx_buf, g, g.shape());
       activation_backward(g, l.y, l.act, &dx);
       return dx;
@@ -215,8 +227,13 @@ Array Trainer::backward(Layer& l, const Array& g, bool need_input_grad) {
     case Layer::Kind::flatten:
     case Layer::Kind::reshape:
       return need_input_grad ? g.reshape(l.in_shape) : Array{};
-    case Layer::Kind::maxpool:
-      return need_input_grad ? max_pool2d_backward(g, l.idx, l.in_shape, l.pool, nullptr) : Array{};
+    case Layer::Kind::maxpool: {
+      if (!need_input_grad) return Array{};
+      if (!l.pool_masks_relu) return max_pool2d_backward(g, l.idx, l.in_shape, l.pool, nullptr);
+      Array& gm = buffer(l.dz_buf, g, g.shape());
+      activation_backward(g, l.y, Activation::relu, &gm);
+      return max_pool2d_backward(gm, l.idx, l.in_shape, l.pool, nullptr);
+    }
     case Layer::Kind::dropout:
       if (!need_input_grad) return Array{};
       if (l.drop_p == 0) return g;
@@ -240,6 +257,7 @@ void Trainer::run_epoch(const Array& X, const Array& Y, const Array* labels, con
   if (batch <= 0) throw ValueError("Trainer.run_epoch: batch must be > 0");
   if (layers_.empty()) throw ValueError("Trainer.run_epoch: no layers");
   const std::int64_t n = idx.size();
+  plan_relu_pool();
   const auto scratch = [&](int tag, const Array& like, const Shape& shape) -> Array& {
     Array& b = scratch_[{tag, shape[0]}];
     if (!b.valid() || b.shape() != shape || b.dtype() != like.dtype())

@@ -66,6 +66,9 @@ class Trainer {
     double drop_p = 0;
     std::uint64_t drop_seed = 0, drop_calls = 0, drop_step_seed = 0;
     Array x, y, idx;  // what the backward needs from the forward
+    // A ReLU (fused or a layer) followed by max pooling: the pool's backward applies the ReLU's mask on its own,
+    // 4x smaller, gradient (at a window's argmax the ReLU's output is the pooled value) and the ReLU's is skipped.
+    bool relu_in_pool = false, pool_masks_relu = false;
     Shape in_shape, to_shape;  // reshape: the per-sample target
     std::map<std::int64_t, Array> y_buf, dz_buf, dx_buf;  // by batch size
   };
@@ -87,6 +90,8 @@ class Trainer {
   Array forward(Layer& l, const Array& x, bool train);
   void update(double lr);
   Array backward(Layer& l, const Array& g, bool need_input_grad);
+  // Marks each ReLU whose gradient mask the following max pooling applies (Layer::relu_in_pool).
+  void plan_relu_pool();
   static Array& buffer(std::map<std::int64_t, Array>& m, const Array& like, const Shape& shape);
 
   std::vector<Layer> layers_;
