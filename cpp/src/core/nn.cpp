@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "core/errors.h"
 
@@ -243,10 +244,18 @@ void adam_update(const Array& param, const Array& grad, const Array& m, const Ar
                                         amsgrad ? vmax->buffer().get() : nullptr);
 }
 
+void check_dropout_p(double p, const std::string& who) {
+  if (!(p >= 0 && p <= 1)) {
+    std::ostringstream s;
+    s << who << ": p must be a probability in [0, 1], got " << p;
+    throw ValueError(s.str());
+  }
+}
+
 Array dropout(const Array& x, double p, std::uint64_t seed, const Array* out) {
   const char* op = "dropout";
   trainable(x, op, "x");
-  if (!(p >= 0 && p <= 1)) throw ValueError("dropout: p must be in [0, 1], got " + std::to_string(p));
+  check_dropout_p(p, op);
   Array o;
   if (out) {
     like(*out, x, op, "out", "x");  // out may be x: element i reads and writes only element i

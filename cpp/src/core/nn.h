@@ -43,6 +43,9 @@ void adam_update(const Array& param, const Array& grad, const Array& m, const Ar
 // Inverted dropout: out = x * mask / (1 - p), the mask drawn from (seed, element index) alone (see DropoutDesc), so
 // the same call on the gradient is the backward pass and every device draws the same mask. out may be x.
 Array dropout(const Array& x, double p, std::uint64_t seed, const Array* out);
+// Raises ValueError("<who>: p must be a probability in [0, 1], got <p>") unless 0 <= p <= 1 (NaN fails): the one
+// check of a dropout probability (the op, the Trainer's layer, nn.Dropout's constructor).
+void check_dropout_p(double p, const std::string& who);
 // out (cols,) = beta * out + column sums of x (rows, cols). beta != 0 needs out.
 Array sum_rows(const Array& x, const Array* out, double beta);
 // Rows idx[offset : offset + n] of src (first dimension indexed) into out (n, ...); idx is int64 on src's device.

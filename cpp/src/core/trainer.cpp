@@ -50,7 +50,7 @@ void Trainer::add_maxpool(const Pool2dArgs& args) {
 }
 
 void Trainer::add_dropout(double p, std::uint64_t seed) {
-  if (!(p >= 0 && p <= 1)) throw ValueError("Dropout: p must be in [0, 1], got " + std::to_string(p));
+  check_dropout_p(p, "Dropout");
   Layer l{Layer::Kind::dropout};
   l.drop_p = p;
   l.drop_seed = seed;

@@ -138,6 +138,8 @@ void bind_nn(py::module_& m) {
       py::arg("x"), py::arg("p"), py::arg("seed"), py::arg("out").none(true) = nullptr,
       "Inverted dropout: x * mask / (1 - p), the mask a function of (seed, element index) alone; the same call on "
       "the gradient is the backward pass.");
+  m.def("check_dropout_p", &hetnn::check_dropout_p, py::arg("p"), py::arg("who"),
+        "Raises ValueError unless 0 <= p <= 1: the core's check of a dropout probability.");
   m.def(
       "sum_rows",
       [](const Array& x, const Array* out, double beta) {

@@ -334,8 +334,9 @@ class Dropout(Layer):
 
     def __init__(self, p: float = 0.5, seed: Optional[int] = None) -> None:
         super().__init__()
-        if isinstance(p, bool) or not isinstance(p, (int, float, np.floating, np.integer)) or not 0 <= p <= 1:
+        if isinstance(p, bool) or not isinstance(p, (int, float, np.floating, np.integer)):
             raise ValueError(f"Dropout: p must be a probability in [0, 1], got {p!r}")
+        _core.check_dropout_p(float(p), "Dropout")
         if seed is not None and (not is_int(seed) or seed < 0):
             raise ValueError(f"Dropout: seed must be an int >= 0, got {seed!r}")
         self.p = float(p)
