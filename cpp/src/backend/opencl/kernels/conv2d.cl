@@ -67,6 +67,15 @@ __kernel void conv2d_bias_act(const int O, const int P, const int act, __global 
   STORE1(ACTIVATE(LOAD1(y, i) + LOAD1(bias, o), act), y, i);
 }
 
+// The output position whose window reaches input position `in` through tap `t` (one axis), or -1 when none does:
+// in = out * stride - pad + t * dil. Shared by the two data-gradient kernels (gathering and col2im).
+inline int tap_output(const int in, const int pad, const int t, const int dil, const int stride, const int out_size) {
+  const int q = in + pad - t * dil;
+  if (q < 0 || q % stride) return -1;
+  const int out = q / stride;
+  return out < out_size ? out : -1;
+}
+
 // Backward, by gathering (no atomics): gx[n, c, ih, iw] = sum over the outputs o of c's group and the kernel taps
 // (i, j) whose window position lands on (ih, iw) of gy[n, o, oh, ow] * w[o, c', i, j]. global (W, H, N * C).
 __kernel void conv2d_bwd_data(const int C, const int H, const int W, const int O, const int OH, const int OW,
@@ -84,15 +93,11 @@ __kernel void conv2d_bwd_data(const int C, const int H, const int W, const int O
     __global const STORAGE* yp = gy + (n * O + o) * OH * OW;
     __global const STORAGE* wp = w + ((long)o * CG + cl) * (KH * KW);
     for (int i = 0; i < KH; ++i) {
-      const int th = ih + PH - i * DH;
-      if (th < 0 || th % SH) continue;
-      const int oh = th / SH;
-      if (oh >= OH) continue;
+      const int oh = tap_output(ih, PH, i, DH, SH, OH);
+      if (oh < 0) continue;
       for (int j = 0; j < KW; ++j) {
-        const int tw = iw + PW - j * DW;
-        if (tw < 0 || tw % SW) continue;
-        const int ow = tw / SW;
-        if (ow < OW) sum += LOAD1(yp, oh * OW + ow) * LOAD1(wp, i * KW + j);
+        const int ow = tap_output(iw, PW, j, DW, SW, OW);
+        if (ow >= 0) sum += LOAD1(yp, oh * OW + ow) * LOAD1(wp, i * KW + j);
       }
     }
   }
@@ -142,15 +147,11 @@ __kernel void conv2d_col2im(const int C, const int H, const int W, const int OH,
   __global const STORAGE* base = dcols + (n * C + c) * (long)(KH * KW) * ohw;
   REAL sum = 0;
   for (int i = 0; i < KH; ++i) {
-    const int th = ih + PH - i * DH;
-    if (th < 0 || th % SH) continue;
-    const int oh = th / SH;
-    if (oh >= OH) continue;
+    const int oh = tap_output(ih, PH, i, DH, SH, OH);
+    if (oh < 0) continue;
     for (int j = 0; j < KW; ++j) {
-      const int tw = iw + PW - j * DW;
-      if (tw < 0 || tw % SW) continue;
-      const int ow = tw / SW;
-      if (ow < OW) sum += LOAD1(base, (long)(i * KW + j) * ohw + oh * OW + ow);
+      const int ow = tap_output(iw, PW, j, DW, SW, OW);
+      if (ow >= 0) sum += LOAD1(base, (long)(i * KW + j) * ohw + oh * OW + ow);
     }
   }
   STORE1(sum, gx, (nc * H + ih) * W + iw);
