@@ -139,7 +139,7 @@ class TorchTrainer:
 
         from .peers import torch_devices
 
-        self.sync = dict(torch_devices(torch))[device]
+        self.sync = dict(torch_devices(torch))[device]  # waits for the device (the Case's sync)
         torch.manual_seed(seed)
         self.torch, self.batch, self.loss, self.device = torch, batch, loss, device
         self.model = _torch_model(spec, weights).to(device)
@@ -247,7 +247,7 @@ def run_training(name: str, devices: Sequence[Device], data: Tuple[np.ndarray, .
 
         def tepoch(tt: TorchTrainer = tt, tlosses: List[float] = tlosses) -> None:
             tlosses.append(tt.epoch(xt, yt))
-        cases.append(Case(f"torch {tdev}", tepoch))
+        cases.append(Case(f"torch {tdev}", tepoch, sync=tt.sync))
         finish.append(trow)
     results = interleave(cases, n_warmup=0, n_repeat=epochs)
     return [f(r) for f, r in zip(finish, results)]
