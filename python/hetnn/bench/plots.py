@@ -37,13 +37,17 @@ def require_matplotlib() -> None:
         raise ModuleNotFoundError(PLOTS_NEED, name="matplotlib") from None
 
 
-def _figure(nrows: int = 1, ncols: int = 1, size: Tuple[float, float] = (10, 4.5)) -> Tuple[Any, Any]:
+def _figure(nrows: int = 1, ncols: int = 1, size: Tuple[float, float] = (10, 4.5),
+            mosaic: Optional[List[List[str]]] = None) -> Tuple[Any, Any]:
+    """A constrained-layout figure and its axes: a (nrows, ncols) grid, or a dict by name for ``mosaic`` (an axes
+    may span several cells)."""
     require_matplotlib()
     from matplotlib.figure import Figure
 
     notebook_display()
     fig = Figure(figsize=size, layout="constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False)
+    layout: Any = mosaic  # matplotlib's stubs want its own list type
+    axes = fig.subplot_mosaic(layout) if mosaic else fig.subplots(nrows, ncols, squeeze=False)
     return fig, axes
 
 
@@ -330,7 +334,8 @@ def plot_conv(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
     studies = [r for r in rows if r.get("part") == "studies"]
     if not (layers or keras or studies):
         return None
-    fig, ax = _figure(1, 3, (16, 4.8))
+    # The 20 layers x up to 8 series take the whole top row; the networks share the bottom one.
+    fig, ax = _figure(size=(16, 9), mosaic=[["layers", "layers"], ["keras", "studies"]])
     styles = _styles([_series(r) for r in layers + keras + studies])
     if layers:
         batch = max(r["batch"] for r in layers)
@@ -339,17 +344,17 @@ def plot_conv(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
         for r in sel:
             if _ok(r, "gflops"):
                 s.setdefault(_series(r), {})[r["layer"]] = r["gflops"]
-        _bars(ax[0][0], list(dict.fromkeys(r["layer"] for r in sel)), s, "GFLOP/s (median)", styles=styles)
-        ax[0][0].set_title(f"ResNet-50 conv layers, batch {batch}")
+        _bars(ax["layers"], list(dict.fromkeys(r["layer"] for r in sel)), s, "GFLOP/s (median)", styles=styles)
+        ax["layers"].set_title(f"ResNet-50 conv layers, batch {batch}")
     for name in dict.fromkeys(_series(r) for r in keras):
         pts = sorted((r["batch"], r["samples_per_s"]) for r in keras if _series(r) == name)
         color, _, marker = styles[name]
-        ax[0][1].plot(*zip(*pts), marker=marker, color=color, ms=4, label=name)
-    ax[0][1].set_xscale("log", base=2)
-    ax[0][1].set_xlabel("batch size")
-    ax[0][1].set_ylabel("training samples/s (one epoch)")
-    ax[0][1].set_title("Keras-style CNN, 50x50 maps")
-    ax[0][1].grid(alpha=0.3, which="both")
+        ax["keras"].plot(*zip(*pts), marker=marker, color=color, ms=4, label=name)
+    ax["keras"].set_xscale("log", base=2)
+    ax["keras"].set_xlabel("batch size")
+    ax["keras"].set_ylabel("training samples/s (one epoch)")
+    ax["keras"].set_title("Keras-style CNN, 50x50 maps")
+    ax["keras"].grid(alpha=0.3, which="both")
     if studies:
         st: Dict[str, Dict[str, float]] = {}
         iqr: Dict[str, Dict[str, Tuple[float, float]]] = {}
@@ -358,10 +363,10 @@ def plot_conv(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
             iv = _interval(r, "epoch_s")
             if iv:
                 iqr.setdefault(_series(r), {})[r["model"]] = iv
-        _bars(ax[0][2], list(dict.fromkeys(r["model"] for r in studies)), st, "s/epoch (median)", log=True,
+        _bars(ax["studies"], list(dict.fromkeys(r["model"] for r in studies)), st, "s/epoch (median)", log=True,
               spread=iqr, styles=styles)
-        ax[0][2].set_title("Fashion-MNIST CNN training")
-    _legend(fig, [a for row in ax for a in row])
+        ax["studies"].set_title("Fashion-MNIST CNN training")
+    _legend(fig, list(ax.values()))
     _footer(fig, env, "python -m hetnn bench conv; bars: medians, error bars: IQR of the epochs")
     return fig
 
