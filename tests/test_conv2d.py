@@ -43,6 +43,19 @@ def test_conv2d_matches_float64(device, rng, case):
     assert got is out and rel_err(out.numpy(), ref) < 2e-5
 
 
+@pytest.mark.parametrize("case", [(2, 2, 3, 2, 3, (3, 3), (3, 2), (4, 3), (2, 2), 1),
+                                  (1, 3, 5, 11, 2, (2, 5), (2, 3), (3, 6), (1, 1), 1),
+                                  (2, 1, 6, 40, 4, (3, 3), (1, 1), (1, 1), (1, 1), 1)],
+                         ids=["pad-beyond-input", "wide-pad-stride3", "long-rows"])
+def test_im2col_edges(device, rng, case):
+    # Output rows and columns that see only padding, strides with partial stretches, rows longer than a vector:
+    # the edge arithmetic of the im2col kernels (per element on GPUs, per output row elsewhere)
+    n, c, h, w, o, k, stride, padding, dilation, groups = case
+    x, weight, bias = _inputs(rng, n, c, h, w, o, k, groups)
+    ref = _conv_ref((x, weight, bias, stride, padding, dilation, groups, None))[0]
+    assert rel_err(hetnn.conv2d(x, weight, bias, stride, padding, dilation, groups, device=device), ref) < 2e-5
+
+
 def test_unbatched_input_gives_unbatched_output(device, rng):
     x, weight, bias = _inputs(rng, 1, 3, 6, 6, 2, (3, 3))
     y = hetnn.conv2d(x[0], weight, bias, device=device)

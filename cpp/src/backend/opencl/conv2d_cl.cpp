@@ -21,15 +21,18 @@ std::shared_ptr<Buffer> ClBackend::im2col(const Conv2dDesc& d, const Buffer& x, 
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
   std::shared_ptr<Buffer> cols = alloc(static_cast<std::size_t>(d.N * ck * ohw) * dtype_size(d.dtype));
   std::lock_guard<std::mutex> lock(mu_);
-  cl_kernel k = kernel("conv2d.cl", "conv2d_im2col", opts);
-  ArgSetter a{k, "conv2d_im2col"};
+  // GPUs: a work-item per element (neighbours write neighbouring columns); CPU-like devices: one per output row.
+  const bool gpu = gpu_kernels();
+  const char* name = gpu ? "conv2d_im2col" : "conv2d_im2col_rows";
+  cl_kernel k = kernel("conv2d.cl", name, opts);
+  ArgSetter a{k, name};
   a(static_cast<cl_int>(d.C))(static_cast<cl_int>(d.H))(static_cast<cl_int>(d.W));
   a(static_cast<cl_int>(d.OH))(static_cast<cl_int>(d.OW))(cl_int{d.sh})(cl_int{d.sw})(cl_int{d.ph})(cl_int{d.pw});
   a(cl_int{d.dh})(cl_int{d.dw})(mem(x))(mem(*cols));
-  const std::size_t lx = gpu_kernels() ? 64 : 16;
+  const std::size_t lx = gpu ? 64 : 8;
   const std::size_t local[3] = {lx, 1, 1};
-  const std::size_t global[3] = {round_up(static_cast<std::size_t>(ohw), lx), static_cast<std::size_t>(ck),
-                                 static_cast<std::size_t>(d.N)};
+  const std::size_t global[3] = {round_up(static_cast<std::size_t>(gpu ? ohw : d.OH), lx),
+                                 static_cast<std::size_t>(ck), static_cast<std::size_t>(d.N)};
   enqueue("conv2d_im2col", k, 3, global, local);
   return cols;
 }

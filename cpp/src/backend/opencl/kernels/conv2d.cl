@@ -57,6 +57,35 @@ __kernel void conv2d_im2col(const int C, const int H, const int W, const int OH,
   STORE1(inside ? LOAD1(x, ((n * C + c) * H + ih) * W + iw) : (REAL)0, cols, dst);
 }
 
+// The same columns for CPU-like devices, one output row per work-item (global (OH, CK, N)): the row's inside
+// stretch [lo, hi) is a plain strided copy (contiguous for stride 1, which the compiler vectorises) and the rest
+// zeros. The one-element-per-work-item form spent most of its time on index arithmetic under PoCL (2.6 GB/s).
+__kernel void conv2d_im2col_rows(const int C, const int H, const int W, const int OH, const int OW, const int SH,
+                                 const int SW, const int PH, const int PW, const int DH, const int DW,
+                                 __global const STORAGE* x, __global STORAGE* cols) {
+  const int oh = get_global_id(0), r = get_global_id(1);
+  const long n = get_global_id(2);
+  if (oh >= OH) return;
+  const int j = r % KW, i = (r / KW) % KH, c = r / (KW * KH);
+  const int ih = oh * SH - PH + i * DH, off = j * DW - PW;  // column ow reads input column ow * SW + off
+  __global STORAGE* dst = cols + ((n * (C * KH * KW) + r) * OH + oh) * (long)OW;
+  int lo = OW, hi = OW;
+  if (ih >= 0 && ih < H) {
+    lo = off >= 0 ? 0 : min(OW, (-off + SW - 1) / SW);       // first ow with ow * SW + off >= 0
+    hi = W - off <= 0 ? 0 : min(OW, (W - off + SW - 1) / SW);  // first ow with ow * SW + off >= W
+    hi = max(hi, lo);
+  }
+  for (int ow = 0; ow < lo; ++ow) STORE1((REAL)0, dst, ow);
+  if (hi > lo) {
+    __global const STORAGE* src = x + ((n * C + c) * H + ih) * (long)W + off;
+    if (SW == 1)
+      for (int ow = lo; ow < hi; ++ow) STORE1(LOAD1(src, ow), dst, ow);
+    else
+      for (int ow = lo; ow < hi; ++ow) STORE1(LOAD1(src, (long)ow * SW), dst, ow);
+  }
+  for (int ow = hi; ow < OW; ++ow) STORE1((REAL)0, dst, ow);
+}
+
 // y (N, O, P) = act(y + bias[o]) in place, after the GEMM. global (P, O, N).
 __kernel void conv2d_bias_act(const int O, const int P, const int act, __global const STORAGE* bias,
                               __global STORAGE* y) {
