@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import hetnn
-from op_table import _conv_ref
+from op_table import _conv_bwd_ref, _conv_ref
 from conftest import rel_err
 
 
@@ -47,13 +47,19 @@ def test_conv2d_matches_float64(device, rng, case):
                                   (1, 3, 5, 11, 2, (2, 5), (2, 3), (3, 6), (1, 1), 1),
                                   (2, 1, 6, 40, 4, (3, 3), (1, 1), (1, 1), (1, 1), 1)],
                          ids=["pad-beyond-input", "wide-pad-stride3", "long-rows"])
-def test_im2col_edges(device, rng, case):
+def test_im2col_and_col2im_edges(device, rng, case):
     # Output rows and columns that see only padding, strides with partial stretches, rows longer than a vector:
-    # the edge arithmetic of the im2col kernels (per element on GPUs, per output row elsewhere)
+    # the edge arithmetic of the im2col and col2im kernels (per element on GPUs, per row elsewhere)
     n, c, h, w, o, k, stride, padding, dilation, groups = case
     x, weight, bias = _inputs(rng, n, c, h, w, o, k, groups)
     ref = _conv_ref((x, weight, bias, stride, padding, dilation, groups, None))[0]
     assert rel_err(hetnn.conv2d(x, weight, bias, stride, padding, dilation, groups, device=device), ref) < 2e-5
+    # and col2im's (the data gradient), with the weight gradient from the same columns
+    gy = rng.standard_normal(ref.shape).astype(np.float32)
+    want = _conv_bwd_ref((gy, x, weight, stride, padding, dilation, groups))
+    got = hetnn.conv2d_backward(gy, x, weight, stride, padding, dilation, groups, device=device)
+    for g, r in zip(got[:2], want[:2]):
+        assert rel_err(g, r) < 2e-5
 
 
 def test_unbatched_input_gives_unbatched_output(device, rng):

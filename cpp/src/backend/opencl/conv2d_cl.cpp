@@ -104,12 +104,23 @@ void ClBackend::conv2d_backward_data(const Conv2dDesc& d, const Buffer& gy, cons
     std::shared_ptr<Buffer> dcols = alloc(static_cast<std::size_t>(d.N * ck * ohw) * dtype_size(d.dtype));
     matmul(g, w, gy, *dcols, nullptr);
     std::lock_guard<std::mutex> lock(mu_);
-    cl_kernel k = kernel("conv2d.cl", "conv2d_col2im", opts);
-    ArgSetter a{k, "conv2d_col2im"};
+    // CPU-like devices: a work-item per input row (float32/64: the row accumulates in the data type); GPUs and
+    // 16-bit data: one per element, summing in the compute type.
+    const bool rows = !gpu_kernels() && (d.dtype == DType::f32 || d.dtype == DType::f64);
+    const char* name = rows ? "conv2d_col2im_rows" : "conv2d_col2im";
+    cl_kernel k = kernel("conv2d.cl", name, opts);
+    ArgSetter a{k, name};
     a(static_cast<cl_int>(d.C))(static_cast<cl_int>(d.H))(static_cast<cl_int>(d.W));
     a(static_cast<cl_int>(d.OH))(static_cast<cl_int>(d.OW))(cl_int{d.sh})(cl_int{d.sw})(cl_int{d.ph})(cl_int{d.pw});
     a(cl_int{d.dh})(cl_int{d.dw})(mem(*dcols))(mem(gx));
-    enqueue_planes("conv2d_col2im", k, d.W, d.H, d.N * d.C);
+    if (!rows) {
+      enqueue_planes("conv2d_col2im", k, d.W, d.H, d.N * d.C);
+      return;
+    }
+    const std::size_t local[3] = {8, 1, 1};
+    const std::size_t global[3] = {round_up(static_cast<std::size_t>(d.H), 8), static_cast<std::size_t>(d.C),
+                                   static_cast<std::size_t>(d.N)};
+    enqueue("conv2d_col2im", k, 3, global, local);
     return;
   }
   std::lock_guard<std::mutex> lock(mu_);

@@ -186,6 +186,38 @@ __kernel void conv2d_col2im(const int C, const int H, const int W, const int OH,
   STORE1(sum, gx, (nc * H + ih) * W + iw);
 }
 
+// col2im for CPU-like devices, used for float32 and float64 (the row accumulates in place, in the data type): one
+// input row (n, c, ih) per work-item, global (H, C, N). Each tap (i, j) adds a shifted run of its column row to the
+// input row, in the order of conv2d_col2im's sum (same result); for stride 1 the run is a contiguous add that
+// vectorises.
+__kernel void conv2d_col2im_rows(const int C, const int H, const int W, const int OH, const int OW, const int SH,
+                                 const int SW, const int PH, const int PW, const int DH, const int DW,
+                                 __global const STORAGE* dcols, __global STORAGE* gx) {
+  const int ih = get_global_id(0), c = get_global_id(1);
+  const long n = get_global_id(2);
+  if (ih >= H) return;
+  const int ohw = OH * OW;
+  __global const STORAGE* base = dcols + (n * C + c) * (long)(KH * KW) * ohw;
+  __global STORAGE* out = gx + ((n * C + c) * H + ih) * (long)W;
+  for (int iw = 0; iw < W; ++iw) STORE1((REAL)0, out, iw);
+  for (int i = 0; i < KH; ++i) {
+    const int oh = tap_output(ih, PH, i, DH, SH, OH);
+    if (oh < 0) continue;
+    for (int j = 0; j < KW; ++j) {
+      __global const STORAGE* src = base + (long)(i * KW + j) * ohw + oh * OW;
+      if (SW == 1) {  // ow = iw + shift
+        const int shift = PW - j * DW, lo = max(0, -shift), hi = min(W, OW - shift);
+        for (int iw = lo; iw < hi; ++iw) STORE1(LOAD1(out, iw) + LOAD1(src, iw + shift), out, iw);
+      } else {
+        for (int iw = 0; iw < W; ++iw) {
+          const int ow = tap_output(iw, PW, j, DW, SW, OW);
+          if (ow >= 0) STORE1(LOAD1(out, iw) + LOAD1(src, ow), out, iw);
+        }
+      }
+    }
+  }
+}
+
 // part[g * O + o] = sum over the images n of group g ([g * per_group, + per_group)) and positions p of gy[n, o, p]:
 // a work-group of BIAS_LOCAL work-items per (o, g), reduced in local memory. With one group (G = 1) part is gb;
 // otherwise the host sums the G rows.
