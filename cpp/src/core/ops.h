@@ -65,6 +65,10 @@ struct Conv2dDesc {
   bool has_bias = false;
   Activation act = Activation::none;
 };
+// A 1x1, stride-1, unpadded convolution: a matrix product per image, on the arrays as they are (both backends).
+inline bool conv_is_pointwise(const Conv2dDesc& d) {
+  return d.kh == 1 && d.kw == 1 && d.sh == 1 && d.sw == 1 && !d.ph && !d.pw && !d.pr && !d.pw_r;
+}
 
 // Training ops (core/nn.h validates their operands). Losses and metrics add into a one-element float32
 // accumulator on the device, so a training loop reads it back only when it reports.

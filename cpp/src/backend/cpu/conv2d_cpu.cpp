@@ -41,13 +41,11 @@ ConvKey conv_key(const Conv2dDesc& d) {
           static_cast<std::int64_t>(omp_get_max_threads()), 0};
 }
 
-// Whether the primitives run on the plain NCHW / OIHW arrays rather than layouts oneDNN chooses: a 1x1, stride-1,
-// unpadded convolution is a matrix product per image, fastest on the plain layouts themselves (measured on
-// 4x256x56x56 -> 64: 218 GFLOP/s plain, 93 with blocked layouts and reorders). Plain layouts everywhere (oneDNN's
-// GEMM convolution) measured 2.1x slower on LeNet's training step, also for its 1- and 6-channel layers.
-bool plain_layouts(const Conv2dDesc& d) {
-  return d.kh == 1 && d.kw == 1 && d.sh == 1 && d.sw == 1 && !d.ph && !d.pw && !d.pr && !d.pw_r;
-}
+// Whether the primitives run on the plain NCHW / OIHW arrays rather than layouts oneDNN chooses: only for pointwise
+// convolutions, fastest on the plain layouts themselves (measured on 4x256x56x56 -> 64: 218 GFLOP/s plain, 93 with
+// blocked layouts and reorders). Plain layouts everywhere (oneDNN's GEMM convolution) measured 2.1x slower on
+// LeNet's training step, also for its 1- and 6-channel layers.
+bool plain_layouts(const Conv2dDesc& d) { return conv_is_pointwise(d); }
 
 // The primitive for d (float32), created on first use; at most kEntries kept (each holds JIT code).
 std::shared_ptr<const ConvEntry> conv_entry(const dnnl::engine& engine, const Conv2dDesc& d) {

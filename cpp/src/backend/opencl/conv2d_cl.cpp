@@ -16,6 +16,12 @@ std::size_t ClBackend::conv2d_work_limit() const {
   return std::min<std::size_t>(info_.max_alloc, std::max<std::size_t>(std::size_t{512} << 20, info_.global_mem / 8));
 }
 
+namespace {
+std::string conv_options(const std::string& common, const Conv2dDesc& d) {
+  return common + " -DKH=" + std::to_string(d.kh) + " -DKW=" + std::to_string(d.kw);
+}
+}  // namespace
+
 // The columns (N, C*kh*kw, OH*OW) of x for the GEMM paths, in a new work buffer.
 std::shared_ptr<Buffer> ClBackend::im2col(const Conv2dDesc& d, const Buffer& x, const std::string& opts) {
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
@@ -38,9 +44,9 @@ std::shared_ptr<Buffer> ClBackend::im2col(const Conv2dDesc& d, const Buffer& x, 
 }
 
 void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y) {
-  const std::string opts = common_options(d.dtype) + " -DKH=" + std::to_string(d.kh) + " -DKW=" + std::to_string(d.kw);
+  const std::string opts = conv_options(common_options(d.dtype), d);
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
-  const bool pointwise = d.kh == 1 && d.kw == 1 && d.sh == 1 && d.sw == 1 && !d.ph && !d.pw && !d.pr && !d.pw_r;
+  const bool pointwise = conv_is_pointwise(d);
   const std::size_t cols_bytes = static_cast<std::size_t>(d.N * ck * ohw) * dtype_size(d.dtype);
   if (d.groups == 1 && (pointwise || cols_bytes <= conv2d_work_limit())) {
     std::shared_ptr<Buffer> cols;
@@ -72,15 +78,6 @@ void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, co
   enqueue_planes("conv2d", k, d.OW, d.OH, d.N * d.O);
 }
 
-namespace {
-bool pointwise(const Conv2dDesc& d) {
-  return d.kh == 1 && d.kw == 1 && d.sh == 1 && d.sw == 1 && !d.ph && !d.pw && !d.pr && !d.pw_r;
-}
-std::string conv_options(const std::string& common, const Conv2dDesc& d) {
-  return common + " -DKH=" + std::to_string(d.kh) + " -DKW=" + std::to_string(d.kw);
-}
-}  // namespace
-
 // The backward passes of ungrouped convolutions run on the GEMM kernels like the forward (the gathering kernels
 // below them took 25x the CPU device's time on a Keras-style CNN): data = col2im(W^T @ gy[n]), weights = the sum
 // over n of gy[n] @ cols[n]^T. Grouped convolutions, and those whose work buffers would pass the limit, use the
@@ -97,7 +94,7 @@ void ClBackend::conv2d_backward_data(const Conv2dDesc& d, const Buffer& gy, cons
     MatmulDesc g;  // dcols[n] (CK, OHW) = W^T (CK, O) @ gy[n] (O, OHW)
     g.batch = d.N, g.batch_a = 1, g.batch_b = d.N, g.M = ck, g.N = ohw, g.K = d.O, g.trans_a = true;
     g.dtype = d.dtype;
-    if (pointwise(d)) {  // the columns are gx itself
+    if (conv_is_pointwise(d)) {  // the columns are gx itself
       matmul(g, w, gy, gx, nullptr);
       return;
     }
@@ -160,11 +157,11 @@ void ClBackend::conv2d_backward_weights(const Conv2dDesc& d, const Buffer& gy, c
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
   if (conv2d_backward_gemm(d, static_cast<std::size_t>(d.N * d.O * ck))) {
     std::shared_ptr<Buffer> cols;
-    if (!pointwise(d)) cols = im2col(d, x, opts);
+    if (!conv_is_pointwise(d)) cols = im2col(d, x, opts);
     MatmulDesc g;  // per image (O, CK) = gy[n] (O, OHW) @ cols[n]^T, then summed over n
     g.batch = d.N, g.batch_a = d.N, g.batch_b = d.N, g.M = d.O, g.N = ck, g.K = ohw, g.trans_b = true;
     g.dtype = d.dtype;
-    const Buffer& c = pointwise(d) ? x : *cols;
+    const Buffer& c = conv_is_pointwise(d) ? x : *cols;
     if (d.N == 1) {
       matmul(g, gy, c, gw, nullptr);
     } else {
