@@ -640,6 +640,62 @@ void run_trainer(const DevicePtr& dev, std::mt19937& g) {
                                                   " -> " + std::to_string(last) + ")");
 }
 
+// A small CNN (conv 16 -> relu -> pool -> conv 16 -> relu layer -> overlapping pool -> dropout -> dense) with Adam:
+// on the CPU device its activations stay in oneDNN's blocked layouts (core/blocked.h) between the convolutions,
+// pools and activations, and are reordered around dropout and flatten; the loss must fall.
+void run_cnn_trainer(const DevicePtr& dev, std::mt19937& g) {
+  const int n = 24, c = 3, hw = 9, o1 = 16, o2 = 16, out = 3, batch = 8;
+  auto Xh = randv(g, std::size_t(n) * c * hw * hw);
+  std::vector<std::int64_t> Yh(n), I(n);
+  for (int i = 0; i < n; ++i) Yh[i] = i % out, I[i] = (i * 7) % n;
+  Array X = Array::from_host(dev, Xh.data(), {n, c, hw, hw}, DType::f32);
+  Array Y = Array::from_host(dev, Yh.data(), {n}, DType::i64);
+  Array idx = Array::from_host(dev, I.data(), {n}, DType::i64);
+  std::vector<Array> params, grads;
+  const auto param = [&](const Shape& s, float scale) {
+    std::int64_t sz = 1;
+    for (auto v : s) sz *= v;
+    auto h = randv(g, std::size_t(sz));
+    for (float& v : h) v *= scale;
+    params.push_back(Array::from_host(dev, h.data(), s, DType::f32));
+    grads.push_back(Array::empty(dev, s, DType::f32));
+  };
+  param({o1, c, 3, 3}, 0.3f), param({o1}, 0.1f), param({o2, o1, 3, 3}, 0.1f), param({o2}, 0.1f);
+  param({out, o2}, 0.2f), param({out}, 0.1f);  // 9x9 -> 9x9 -> 4x4 -> 2x2 -> 1x1
+  Trainer t;
+  Conv2dArgs a1, a2;
+  a1.padding = {1, 1}, a1.act = Activation::relu;
+  t.add_conv(params[0], &params[1], grads[0], &grads[1], a1);
+  Pool2dArgs p1, p2;
+  p1.kernel = {2, 2}, p1.stride = {2, 2};
+  t.add_maxpool(p1);
+  t.add_conv(params[2], &params[3], grads[2], &grads[3], a2);
+  t.add_activation(Activation::relu);
+  p2.kernel = {2, 2}, p2.stride = {1, 1};
+  t.add_maxpool(p2);
+  t.add_dropout(0.1, 7);
+  t.add_flatten();
+  t.add_dense(params[4], &params[5], grads[4], &grads[5], Activation::none);
+  t.set_loss("cross_entropy");
+  t.set_adam(0.9, 0.999, 1e-8, 0.0, false, false, 0);
+  std::vector<Array> moments;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    moments.push_back(Array::zeros(dev, params[i].shape(), DType::f32));
+    moments.push_back(Array::zeros(dev, params[i].shape(), DType::f32));
+    t.add_adam_param(params[i], grads[i], moments[2 * i], moments[2 * i + 1], nullptr);
+  }
+  float first = 0, last = 0;
+  for (int e = 0; e < 8; ++e) {
+    Array acc = Array::zeros(dev, {1}, DType::f32);
+    t.run_epoch(X, Y, nullptr, idx, batch, 0.01, acc);
+    const float l = host(acc)[0];
+    if (e == 0) first = l;
+    last = l;
+  }
+  check(std::isfinite(last) && last < first, dev->id() + " CNN trainer: the loss falls (" + std::to_string(first) +
+                                                  " -> " + std::to_string(last) + ")");
+}
+
 long resident_kib() {
   long pages = 0, res = 0;
   if (FILE* f = std::fopen("/proc/self/statm", "r")) {
@@ -667,6 +723,7 @@ int main(int argc, char** argv) {
           for (const OpCase& op : kOps)
             if (op.run) op.run(dev, g);
           run_trainer(dev, g);
+          run_cnn_trainer(dev, g);
           for (DType t : {DType::f16, DType::bf16})
             for (bool converted : {false, true}) run_half(dev, g, t, converted);
         }

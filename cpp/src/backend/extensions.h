@@ -2,6 +2,7 @@
 // backend's extra functions): callers hold no cast to a concrete backend, and the compute interface in backend.h
 // carries no tuning, diagnostic or benchmark hooks. find_extension<T>(backend) is nullptr where T is not offered.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -36,6 +37,33 @@ struct KernelTools {
   virtual std::pair<double, double> measure_peak(std::size_t triad_bytes, int repeats) = 0;
   // Where a kernel family has CPU- and GPU-shaped variants: "" the device's own, "cpu" or "gpu" (tests).
   virtual void set_kernel_variant(const std::string& variant) = 0;
+};
+
+// Activations in the layouts a device's float32 convolutions prefer, kept from layer to layer inside a network
+// (core/trainer.cpp), so that a convolution does not reorder its input from NCHW and its output back on every call
+// (measured: about 13 % of a Keras-style CNN step, 16 % of LeNet's oneDNN time). A layout is channel-blocked: the
+// logical (N, C, H, W) tensor stored as (N, ceil(C/b), H, W, b), channels past C zero; b = 1 is NCHW, b = C NHWC
+// (also oneDNN's nChw8c and nChw16c). Operands are validated by the caller (core/blocked.cpp).
+struct ConvLayouts {
+  static constexpr const char* kName = "conv_layouts";
+  virtual ~ConvLayouts() = default;
+  // The block the forward convolution d writes its output in fastest (1: NCHW).
+  virtual int conv2d_output_block(const Conv2dDesc& d) = 0;
+  // conv2d / its backward (core/ops.h) with x in block xb and y (gy) in block yb.
+  virtual void conv2d_blocked(const Conv2dDesc& d, int xb, const Buffer& x, const Buffer& w, const Buffer* bias,
+                              int yb, Buffer& y) = 0;
+  virtual void conv2d_backward_data_blocked(const Conv2dDesc& d, int yb, const Buffer& gy, const Buffer& w, int xb,
+                                            Buffer& gx) = 0;
+  virtual void conv2d_backward_weights_blocked(const Conv2dDesc& d, int yb, const Buffer& gy, int xb,
+                                               const Buffer& x, Buffer& gw, Buffer* gb) = 0;
+  // max_pool2d and its backward on x in block b (y, gy, idx in the same block); idx: int32, h * W + w of each
+  // output's argmax in its input plane (NaN wins, else the first maximum, as max_pool2d).
+  virtual void max_pool2d_blocked(const Pool2dDesc& d, int b, const Buffer& x, Buffer& y, Buffer& idx) = 0;
+  virtual void max_pool2d_backward_blocked(const Pool2dDesc& d, int b, const Buffer& gy, const Buffer& idx,
+                                           Buffer& gx) = 0;
+  // y (block to) = x (block from), logical shape (N, C, H, W).
+  virtual void reorder_blocked(const std::array<std::int64_t, 4>& shape, int from, const Buffer& x, int to,
+                               Buffer& y) = 0;
 };
 
 template <class T>

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "core/array.h"
+#include "core/blocked.h"
 #include "core/errors.h"
 #include "core/ops.h"
 #include "core/pool2d.h"
@@ -87,14 +88,18 @@ Conv2dDesc conv2d_geometry(const Shape& xs, const Shape& ws, const Conv2dArgs& a
   return d;
 }
 
-// The descriptor of conv2d(x, weight, bias, args): every argument checked (op names the calling front).
-Conv2dDesc conv2d_plan(const Array& x, const Array& weight, const Array* bias, const Conv2dArgs& args, const char* op) {
+}  // namespace
+
+// The descriptor of conv2d(x, weight, bias, args) for x of (logical) shape xs: every argument checked (op names the
+// calling front).
+Conv2dDesc conv2d_plan(const Shape& xs, const Array& x, const Array& weight, const Array* bias,
+                       const Conv2dArgs& args, const char* op) {
   const DType t = x.dtype();
   if (t != DType::f32 && t != DType::f64 && t != DType::f16 && t != DType::bf16)
     throw TypeError(std::string(op) + ": x is " + dtype_name(t) + "; conv2d takes float32, float64, float16 and "
                     "bfloat16");
   check_operand(weight, x, "weight");
-  Conv2dDesc d = conv2d_geometry(x.shape(), weight.shape(), args, op);
+  Conv2dDesc d = conv2d_geometry(xs, weight.shape(), args, op);
   d.dtype = t;
   if (bias) {
     check_operand(*bias, x, "bias");
@@ -104,6 +109,12 @@ Conv2dDesc conv2d_plan(const Array& x, const Array& weight, const Array* bias, c
     d.has_bias = true;
   }
   return d;
+}
+
+namespace {
+
+Conv2dDesc conv2d_plan(const Array& x, const Array& weight, const Array* bias, const Conv2dArgs& args, const char* op) {
+  return conv2d_plan(x.shape(), x, weight, bias, args, op);
 }
 
 Shape conv2d_output_shape(const Array& x, const Conv2dDesc& d) {

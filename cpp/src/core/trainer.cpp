@@ -61,10 +61,23 @@ void Trainer::add_conv(const Array& W, const Array* b, const Array& dW, const Ar
   add_weighted(Layer::Kind::conv, W, b, dW, db, args.act, "Trainer.add_conv").conv = args;
 }
 
+void Trainer::begin_forward(const Array& x) {
+  layouts_ = device_layouts_ ? conv_layouts_for(x) : nullptr;
+  block_ = 1;
+}
+
+Array Trainer::end_forward(const Array& h) {
+  if (block_ == 1) return h;
+  const Array out = reorder_blocked(*layouts_, {h, logical_, block_}, 1, &out_buf_[logical_[0]]).a;
+  block_ = 1;
+  return out;
+}
+
 Array Trainer::predict(const Array& x) {
   Array h = x;
+  begin_forward(x);
   for (Layer& l : layers_) h = forward(l, h, false);
-  return h;
+  return end_forward(h);
 }
 
 void Trainer::set_loss(const std::string& kind) {
@@ -128,8 +141,19 @@ Array& Trainer::buffer(std::map<std::int64_t, Array>& m, const Array& like, cons
   return b;
 }
 
-Array Trainer::forward(Layer& l, const Array& x, bool train) {
+Array Trainer::forward(Layer& l, const Array& x_in, bool train) {
+  Array x = x_in;
   const std::int64_t n = x.shape()[0];
+  // Layers that take any block: convolutions, elementwise activations, max pooling. The others get NCHW.
+  const bool any_block = l.kind == Layer::Kind::conv || l.kind == Layer::Kind::activation ||
+                         l.kind == Layer::Kind::maxpool;
+  l.in_block = block_;
+  l.reordered_in = block_ != 1 && !any_block;
+  if (l.reordered_in) {
+    l.in_logical = logical_;
+    x = reorder_blocked(*layouts_, {x, logical_, block_}, 1, &l.plain_buf[n]).a;
+    block_ = 1;
+  }
   switch (l.kind) {
     case Layer::Kind::dense: {
       Array& y = buffer(l.y_buf, x, {n, l.W.shape()[0]});
@@ -161,6 +185,14 @@ Array Trainer::forward(Layer& l, const Array& x, bool train) {
       return x.reshape(s);  // the core checks the sizes
     }
     case Layer::Kind::maxpool: {
+      if (block_ != 1) {
+        l.in_shape = logical_;
+        const BlockedAct y = max_pool2d_blocked(*layouts_, {x, logical_, block_}, l.pool, &l.y_buf[n], &l.idx_buf[n]);
+        l.y = y.a;
+        l.idx = l.idx_buf[n];
+        logical_ = y.shape;
+        return y.a;
+      }
       l.in_shape = x.shape();
       l.idx = Array{};
       l.y = max_pool2d(x, l.pool, nullptr, &l.idx);
@@ -172,8 +204,18 @@ Array Trainer::forward(Layer& l, const Array& x, bool train) {
       return dropout(x, l.drop_p, l.drop_step_seed, &buffer(l.y_buf, x, x.shape()));
     }
     case Layer::Kind::conv: {
-      if (x.ndim() != 4)
+      if (block_ == 1 && x.ndim() != 4)
         throw ValueError("Conv2d takes (N, C, H, W) input, got shape " + shape_str(x.shape()));
+      l.blocked_conv = layouts_ != nullptr;
+      if (l.blocked_conv) {
+        l.bx = {x, block_ == 1 ? x.shape() : logical_, block_};
+        l.by = conv2d_blocked(*layouts_, l.bx, l.W, l.has_bias ? &l.b : nullptr, l.conv, &l.y_buf[n]);
+        l.x = x;
+        l.y = l.by.a;
+        block_ = l.by.block;
+        logical_ = l.by.shape;
+        return l.y;
+      }
       Shape ys = conv2d_output_shape({x.shape()[1], x.shape()[2], x.shape()[3]}, l.W.shape(), l.conv, "Conv2d");
       ys.insert(ys.begin(), n);
       Array& y = buffer(l.y_buf, x, ys);
@@ -204,6 +246,12 @@ Array Trainer::pre_activation_grad(Layer& l, const Array& g) {
 }
 
 Array Trainer::backward(Layer& l, const Array& g, bool need_input_grad) {
+  const Array dx = backward_layer(l, g, need_input_grad);
+  if (!l.reordered_in || !dx.valid()) return dx;
+  return reorder_blocked(*layouts_, {dx, l.in_logical, 1}, l.in_block, &l.grad_buf[l.in_logical[0]]).a;
+}
+
+Array Trainer::backward_layer(Layer& l, const Array& g, bool need_input_grad) {
   const std::int64_t n = g.shape()[0];
   switch (l.kind) {
     case Layer::Kind::dense: {
@@ -229,10 +277,15 @@ Array Trainer::backward(Layer& l, const Array& g, bool need_input_grad) {
       return need_input_grad ? g.reshape(l.in_shape) : Array{};
     case Layer::Kind::maxpool: {
       if (!need_input_grad) return Array{};
-      if (!l.pool_masks_relu) return max_pool2d_backward(g, l.idx, l.in_shape, l.pool, nullptr);
-      Array& gm = buffer(l.dz_buf, g, g.shape());
-      activation_backward(g, l.y, Activation::relu, &gm);
-      return max_pool2d_backward(gm, l.idx, l.in_shape, l.pool, nullptr);
+      Array gm = g;
+      if (l.pool_masks_relu) {
+        gm = buffer(l.dz_buf, g, g.shape());
+        activation_backward(g, l.y, Activation::relu, &gm);
+      }
+      if (l.in_block == 1) return max_pool2d_backward(gm, l.idx, l.in_shape, l.pool, nullptr);
+      const Shape ys{l.in_shape[0], l.in_shape[1], l.y.shape()[2], l.y.shape()[3]};
+      return max_pool2d_backward_blocked(*layouts_, {gm, ys, l.in_block}, l.idx, l.in_shape, l.pool,
+                                         &l.dx_buf[n]).a;
     }
     case Layer::Kind::dropout:
       if (!need_input_grad) return Array{};
@@ -240,6 +293,10 @@ Array Trainer::backward(Layer& l, const Array& g, bool need_input_grad) {
       return dropout(g, l.drop_p, l.drop_step_seed, &buffer(l.dx_buf, g, g.shape()));  // the same mask
     case Layer::Kind::conv: {
       const Array dz = pre_activation_grad(l, g);
+      if (l.blocked_conv)
+        return conv2d_backward_blocked(*layouts_, {dz, l.by.shape, l.by.block}, l.bx, l.W, l.conv,
+                                       need_input_grad ? &l.dx_buf[n] : nullptr, l.dW, l.has_bias ? &l.db : nullptr)
+            .a;
       Conv2dArgs linear = l.conv;
       linear.act = Activation::none;
       Conv2dGradOut out;
@@ -280,7 +337,9 @@ void Trainer::run_epoch(const Array& X, const Array& Y, const Array* labels, con
     Array xb = take_rows(X, idx, start, m, &scratch(0, X, rows_like(X, m)));
     Array yb = take_rows(Y, idx, start, m, &scratch(1, Y, rows_like(Y, m)));
     Array h = xb;
+    begin_forward(xb);
     for (Layer& l : layers_) h = forward(l, h, true);
+    h = end_forward(h);
     if (h.ndim() != 2) throw ValueError("Trainer.run_epoch: the last layer's output must be 2-D (rows, outputs)");
     Array& g = scratch(2, h, h.shape());
     batch_loss(loss_, h, yb, acc_loss, &g);

@@ -11,6 +11,7 @@
 
 #include "backend/backend.h"
 #include "core/array.h"
+#include "core/blocked.h"
 #include "core/pool2d.h"
 
 namespace hetnn {
@@ -43,6 +44,10 @@ class Trainer {
   void set_adam(double beta1, double beta2, double eps, double weight_decay, bool amsgrad, bool decoupled,
                 std::int64_t steps_done);
   std::int64_t adam_steps() const { return adam_steps_; }
+  // Whether convolution chains keep their activations in the layouts the device's convolutions prefer (core/blocked.h;
+  // on by default where the device offers them: the CPU device in float32). Off: NCHW between all layers.
+  void set_device_layouts(bool on) { device_layouts_ = on; }
+  bool device_layouts() const { return device_layouts_; }
 
   // The layers' forward pass on x, as fit runs it (predict and evaluate use this, so inference and training run the
   // same code); the result lives in the trainer's buffers until the next call with the same batch size.
@@ -66,6 +71,15 @@ class Trainer {
     double drop_p = 0;
     std::uint64_t drop_seed = 0, drop_calls = 0, drop_step_seed = 0;
     Array x, y, idx;  // what the backward needs from the forward
+    // Device layouts (core/blocked.h): the block of the layer's input (the block of the gradient it returns) and,
+    // where the layer needs NCHW and got a blocked input, that input's logical shape (reordered in the forward, its
+    // gradient reordered back in the backward). Convolutions: input and output as held.
+    int in_block = 1;
+    bool reordered_in = false;
+    Shape in_logical;
+    bool blocked_conv = false;
+    BlockedAct bx, by;
+    std::map<std::int64_t, Array> idx_buf, plain_buf, grad_buf;
     // A ReLU (fused or a layer) followed by max pooling: the pool's backward applies the ReLU's mask on its own,
     // 4x smaller, gradient (at a window's argmax the ReLU's output is the pooled value) and the ReLU's is skipped.
     bool relu_in_pool = false, pool_masks_relu = false;
@@ -90,6 +104,10 @@ class Trainer {
   Array forward(Layer& l, const Array& x, bool train);
   void update(double lr);
   Array backward(Layer& l, const Array& g, bool need_input_grad);
+  Array backward_layer(Layer& l, const Array& g, bool need_input_grad);
+  // The start and end of a forward pass: the device's layouts looked up for x; the output back in NCHW.
+  void begin_forward(const Array& x);
+  Array end_forward(const Array& h);
   // Marks each ReLU whose gradient mask the following max pooling applies (Layer::relu_in_pool).
   void plan_relu_pool();
   static Array& buffer(std::map<std::int64_t, Array>& m, const Array& like, const Shape& shape);
@@ -103,6 +121,11 @@ class Trainer {
   bool adam_ = false, amsgrad_ = false, decoupled_ = false;
   double beta1_ = 0.9, beta2_ = 0.999, eps_ = 1e-8;
   std::int64_t adam_steps_ = 0;
+  bool device_layouts_ = true;
+  ConvLayouts* layouts_ = nullptr;  // this pass's, when device_layouts_
+  int block_ = 1;                   // the block of the activation the forward pass holds, and its logical shape
+  Shape logical_;
+  std::map<std::int64_t, Array> out_buf_;
   std::map<std::pair<int, std::int64_t>, Array> scratch_;  // gathered batches, loss gradient, softmax: by batch size
 };
 

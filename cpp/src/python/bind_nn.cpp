@@ -46,6 +46,7 @@ void bind_nn(py::module_& m) {
       .def("set_adam", &Trainer::set_adam, py::arg("beta1"), py::arg("beta2"), py::arg("eps"),
            py::arg("weight_decay"), py::arg("amsgrad"), py::arg("decoupled"), py::arg("steps_done"))
       .def_property_readonly("adam_steps", &Trainer::adam_steps)
+      .def_property("device_layouts", &Trainer::device_layouts, &Trainer::set_device_layouts)
       .def(
           "run_epoch",
           [](Trainer& t, const Array& X, const Array& Y, const Array* labels, const Array& idx, std::int64_t batch,

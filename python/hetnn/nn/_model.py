@@ -56,6 +56,10 @@ class Sequential:
         self.dtype = np.dtype(name)
         self.stop_training = False
         self.loss: Optional[Loss] = None
+        # Convolution chains keep activations in the device's preferred layouts (oneDNN's blocked nChw16c on the
+        # CPU device) between layers; False: NCHW between all layers (to measure what the layouts give). None: the
+        # core's default (on where the device offers them).
+        self.device_layouts: Optional[bool] = None
         self._device: Device = _resolve_device("cpu")  # replaced by to() at once
         self.to(device)
 
@@ -249,6 +253,8 @@ class Sequential:
         there was one."""
         softmax_last = isinstance(self.layers[-1], Softmax)
         trainer = _core.Trainer()
+        if self.device_layouts is not None:
+            trainer.device_layouts = bool(self.device_layouts)
         for layer in (self.layers[:-1] if softmax_last else self.layers):
             layer._to_trainer(trainer)
         return trainer, softmax_last

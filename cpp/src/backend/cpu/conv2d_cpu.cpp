@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/cpu/activation_layout.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_loops.h"
 #include "backend/cpu/cpu_threads.h"
@@ -23,22 +24,24 @@ namespace hetnn {
 
 namespace {
 
-// The primitive works in the layouts oneDNN picks for it (blocked, e.g. nChw16c): the plain NCHW/OIHW arrays are
-// reordered into them and back around each call where they differ (reorders cached beside the primitive).
+// The primitive works in the layouts oneDNN picks for it (blocked, e.g. nChw16c): the caller's arrays (NCHW / OIHW,
+// or activations in a channel-blocked layout, backend/extensions.h ConvLayouts) are reordered into them and back
+// around each call where they differ (reorders cached beside the primitive).
 struct ConvEntry {
   dnnl::convolution_forward prim;
-  dnnl::memory::desc src, wei, bias, dst, scratch;  // the user's plain layouts
+  dnnl::memory::desc src, wei, bias, dst, scratch;  // the caller's layouts
   dnnl::memory::desc psrc, pwei, pdst;               // the primitive's
   std::optional<dnnl::reorder> to_src, to_wei, from_dst;
 };
 
-using ConvKey = std::array<std::int64_t, 22>;
+using ConvKey = std::array<std::int64_t, 24>;
 
-ConvKey conv_key(const Conv2dDesc& d) {
+// xb, yb: the channel blocks of the caller's input and output (1: NCHW).
+ConvKey conv_key(const Conv2dDesc& d, int xb, int yb) {
   return {d.N, d.C, d.H, d.W, d.O, d.OH, d.OW, d.kh, d.kw, d.sh, d.sw, d.ph, d.pw, d.pr, d.pw_r, d.dh, d.dw, d.groups,
           d.has_bias, static_cast<std::int64_t>(d.act),
           // oneDNN fixes a primitive's thread count when it is created
-          static_cast<std::int64_t>(omp_get_max_threads()), 0};
+          static_cast<std::int64_t>(omp_get_max_threads()), xb, yb, 0};
 }
 
 // Whether the primitives run on the plain NCHW / OIHW arrays rather than layouts oneDNN chooses: only for pointwise
@@ -48,11 +51,11 @@ ConvKey conv_key(const Conv2dDesc& d) {
 bool plain_layouts(const Conv2dDesc& d) { return conv_is_pointwise(d); }
 
 // The primitive for d (float32), created on first use; at most kEntries kept (each holds JIT code).
-std::shared_ptr<const ConvEntry> conv_entry(const dnnl::engine& engine, const Conv2dDesc& d) {
+std::shared_ptr<const ConvEntry> conv_entry(const dnnl::engine& engine, const Conv2dDesc& d, int xb, int yb) {
   static std::mutex mu;
   static std::map<ConvKey, std::shared_ptr<ConvEntry>> cache;
   constexpr std::size_t kEntries = 64;
-  const ConvKey key = conv_key(d);
+  const ConvKey key = conv_key(d, xb, yb);
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
@@ -60,11 +63,11 @@ std::shared_ptr<const ConvEntry> conv_entry(const dnnl::engine& engine, const Co
   using dims = dnnl::memory::dims;
   const auto f32 = dnnl::memory::data_type::f32;
   auto e = std::make_shared<ConvEntry>();
-  e->src = dnnl::memory::desc({d.N, d.C, d.H, d.W}, f32, tag::nchw);
+  e->src = activation_desc({d.N, d.C, d.H, d.W}, xb);
   const dims wdims = d.groups > 1 ? dims{d.groups, d.O / d.groups, d.C / d.groups, d.kh, d.kw}
                                   : dims{d.O, d.C, d.kh, d.kw};
   e->wei = dnnl::memory::desc(wdims, f32, d.groups > 1 ? tag::goihw : tag::oihw);
-  e->dst = dnnl::memory::desc({d.N, d.O, d.OH, d.OW}, f32, tag::nchw);
+  e->dst = activation_desc({d.N, d.O, d.OH, d.OW}, yb);
   const bool pointwise = plain_layouts(d);
   const tag t_src = pointwise ? tag::nchw : tag::any, t_dst = t_src;
   const dnnl::memory::desc asrc({d.N, d.C, d.H, d.W}, f32, t_src),
@@ -119,9 +122,9 @@ struct Work {
   std::size_t cap_ = 0;
 };
 
-void conv_f32(HostAllocator& pool, const dnnl::engine& engine, const Conv2dDesc& d, const float* x, const float* w, const float* bias,
-              float* y) {
-  const std::shared_ptr<const ConvEntry> e = conv_entry(engine, d);
+void conv_f32(HostAllocator& pool, const dnnl::engine& engine, const Conv2dDesc& d, const float* x, const float* w,
+              const float* bias, float* y, int xb = 1, int yb = 1) {
+  const std::shared_ptr<const ConvEntry> e = conv_entry(engine, d, xb, yb);
   dnnl::stream stream(engine);
   dnnl::memory ux(e->src, engine, const_cast<float*>(x)), uw(e->wei, engine, const_cast<float*>(w)),
       uy(e->dst, engine, y);
@@ -176,24 +179,24 @@ void conv_f64(const Conv2dDesc& d, const double* x, const double* w, const doubl
 // The backward primitives, like the forward, work in the layouts oneDNN picks (plain for pointwise convolutions):
 // with plain layouts it falls back to an im2col GEMM whose weight gradient took 40 % of a LeNet epoch.
 struct ConvGeometry {
-  dnnl::memory::desc src, wei, dst, bias;     // the user's plain layouts
+  dnnl::memory::desc src, wei, dst, bias;     // the caller's layouts
   dnnl::memory::desc asrc, awei, adst;        // what the primitive may choose from
   dnnl::memory::dims strides, dilates, pad_l, pad_r;
-  explicit ConvGeometry(const Conv2dDesc& d) {
+  ConvGeometry(const Conv2dDesc& d, int xb, int yb) {
     using tag = dnnl::memory::format_tag;
     const auto f32 = dnnl::memory::data_type::f32;
     const dnnl::memory::dims sd{d.N, d.C, d.H, d.W}, dd{d.N, d.O, d.OH, d.OW};
     const dnnl::memory::dims wd = d.groups > 1 ? dnnl::memory::dims{d.groups, d.O / d.groups, d.C / d.groups, d.kh, d.kw}
                                                : dnnl::memory::dims{d.O, d.C, d.kh, d.kw};
     const tag wt = d.groups > 1 ? tag::goihw : tag::oihw;
-    src = dnnl::memory::desc(sd, f32, tag::nchw);
+    src = activation_desc({d.N, d.C, d.H, d.W}, xb);
     wei = dnnl::memory::desc(wd, f32, wt);
-    dst = dnnl::memory::desc(dd, f32, tag::nchw);
+    dst = activation_desc({d.N, d.O, d.OH, d.OW}, yb);
     bias = dnnl::memory::desc({d.O}, f32, tag::x);
     const bool pointwise = plain_layouts(d);
-    asrc = pointwise ? src : dnnl::memory::desc(sd, f32, tag::any);
+    asrc = dnnl::memory::desc(sd, f32, pointwise ? tag::nchw : tag::any);
     awei = pointwise ? wei : dnnl::memory::desc(wd, f32, tag::any);
-    adst = pointwise ? dst : dnnl::memory::desc(dd, f32, tag::any);
+    adst = dnnl::memory::desc(dd, f32, pointwise ? tag::nchw : tag::any);
     strides = {d.sh, d.sw}, dilates = {d.dh - 1, d.dw - 1}, pad_l = {d.ph, d.pw}, pad_r = {d.pr, d.pw_r};
   }
   dnnl::convolution_forward::primitive_desc hint(const dnnl::engine& e) const {
@@ -219,7 +222,7 @@ struct Operand {
 
 // A backward primitive (data: kind 1; weights: kind 2, + 1 with the bias gradient), cached like the forward's.
 struct BwdEntry {
-  explicit BwdEntry(const Conv2dDesc& d) : g(d) {}
+  BwdEntry(const Conv2dDesc& d, int xb, int yb) : g(d, xb, yb) {}
   ConvGeometry g;
   dnnl::primitive prim;
   dnnl::memory::desc scratch;
@@ -235,16 +238,17 @@ struct BwdEntry {
   }
 };
 
-std::shared_ptr<const BwdEntry> bwd_entry(const dnnl::engine& engine, const Conv2dDesc& d, int kind) {
+std::shared_ptr<const BwdEntry> bwd_entry(const dnnl::engine& engine, const Conv2dDesc& d, int kind, int xb,
+                                          int yb) {
   static std::mutex mu;
   static std::map<ConvKey, std::shared_ptr<BwdEntry>> cache;
   constexpr std::size_t kEntries = 128;
-  ConvKey key = conv_key(d);
+  ConvKey key = conv_key(d, xb, yb);
   key.back() = kind;
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  auto e = std::make_shared<BwdEntry>(d);
+  auto e = std::make_shared<BwdEntry>(d, xb, yb);
   const ConvGeometry& g = e->g;
   if (kind == 1) {
     const auto pd = dnnl::convolution_backward_data::primitive_desc(
@@ -298,14 +302,15 @@ void run_bwd(HostAllocator& pool, const dnnl::engine& engine, const BwdEntry& e,
   stream.wait();
 }
 
-void conv_bwd_data_f32(HostAllocator& pool, const dnnl::engine& engine, const Conv2dDesc& d, const float* gy, const float* w, float* gx) {
-  const std::shared_ptr<const BwdEntry> e = bwd_entry(engine, d, 1);
+void conv_bwd_data_f32(HostAllocator& pool, const dnnl::engine& engine, const Conv2dDesc& d, const float* gy,
+                       const float* w, float* gx, int xb = 1, int yb = 1) {
+  const std::shared_ptr<const BwdEntry> e = bwd_entry(engine, d, 1, xb, yb);
   run_bwd(pool, engine, *e, {const_cast<float*>(gy), const_cast<float*>(w), gx}, {});
 }
 
-void conv_bwd_weights_f32(HostAllocator& pool, const dnnl::engine& engine, const Conv2dDesc& d, const float* gy, const float* x,
-                          float* gw, float* gb) {
-  const std::shared_ptr<const BwdEntry> e = bwd_entry(engine, d, gb ? 3 : 2);
+void conv_bwd_weights_f32(HostAllocator& pool, const dnnl::engine& engine, const Conv2dDesc& d, const float* gy,
+                          const float* x, float* gw, float* gb, int xb = 1, int yb = 1) {
+  const std::shared_ptr<const BwdEntry> e = bwd_entry(engine, d, gb ? 3 : 2, xb, yb);
   std::unordered_map<int, dnnl::memory> args;
   if (gb) args.emplace(DNNL_ARG_DIFF_BIAS, dnnl::memory(e->g.bias, engine, gb));
   run_bwd(pool, engine, *e, {const_cast<float*>(gy), const_cast<float*>(x), gw}, std::move(args));
@@ -456,6 +461,43 @@ void CpuBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, c
       }
       default: throw TypeError(std::string("conv2d: unsupported dtype ") + dtype_name(d.dtype));
     }
+  });
+}
+
+// The primitive's own output layout when it pads no channels; else NCHW (also for layouts outside the family).
+// Padded blocks (6 channels in nChw16c) measured slower on LeNet: the pooling and elementwise passes between the
+// convolutions run over 2.7x the data and the next convolution reorders the padded layout slowly.
+int CpuBackend::conv2d_output_block(const Conv2dDesc& d) {
+  const std::shared_ptr<const ConvEntry> e = conv_entry(engine_, d, 1, 1);
+  const int b = activation_block(e->pdst);
+  return b > 1 && d.O % b == 0 ? b : 1;
+}
+
+void CpuBackend::conv2d_blocked(const Conv2dDesc& d, int xb, const Buffer& x, const Buffer& w, const Buffer* bias,
+                                int yb, Buffer& y) {
+  cpu_threads::apply();
+  timed("conv2d", 0, [&] {
+    conv_f32(*pool_, engine_, d, static_cast<const float*>(x.host_ptr()), static_cast<const float*>(w.host_ptr()),
+             bias ? static_cast<const float*>(bias->host_ptr()) : nullptr, static_cast<float*>(y.host_ptr()), xb, yb);
+  });
+}
+
+void CpuBackend::conv2d_backward_data_blocked(const Conv2dDesc& d, int yb, const Buffer& gy, const Buffer& w, int xb,
+                                              Buffer& gx) {
+  cpu_threads::apply();
+  timed("conv2d_backward_data", 0, [&] {
+    conv_bwd_data_f32(*pool_, engine_, d, static_cast<const float*>(gy.host_ptr()),
+                      static_cast<const float*>(w.host_ptr()), static_cast<float*>(gx.host_ptr()), xb, yb);
+  });
+}
+
+void CpuBackend::conv2d_backward_weights_blocked(const Conv2dDesc& d, int yb, const Buffer& gy, int xb,
+                                                 const Buffer& x, Buffer& gw, Buffer* gb) {
+  cpu_threads::apply();
+  timed("conv2d_backward_weights", 0, [&] {
+    conv_bwd_weights_f32(*pool_, engine_, d, static_cast<const float*>(gy.host_ptr()),
+                         static_cast<const float*>(x.host_ptr()), static_cast<float*>(gw.host_ptr()),
+                         gb ? static_cast<float*>(gb->host_ptr()) : nullptr, xb, yb);
   });
 }
 

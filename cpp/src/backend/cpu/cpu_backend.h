@@ -8,11 +8,12 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backend/backend.h"
+#include "backend/extensions.h"
 #include "backend/cpu/host_allocator.h"
 
 namespace hetnn {
 
-class CpuBackend final : public Backend {
+class CpuBackend final : public Backend, public ConvLayouts {
  public:
   CpuBackend();
   std::shared_ptr<Buffer> alloc(std::size_t nbytes) override;
@@ -25,6 +26,21 @@ class CpuBackend final : public Backend {
   std::size_t release_cached_memory() override;
   FirstUseStats first_use_stats() const override;
   HETNN_BACKEND_OPS(HETNN_OP_OVERRIDE)  // core/ops.h; implemented in <op>_cpu.cpp
+  void* extension(const std::string& name) override;
+
+  // ConvLayouts (backend/extensions.h): conv2d_cpu.cpp and layouts_cpu.cpp.
+  int conv2d_output_block(const Conv2dDesc& d) override;
+  void conv2d_blocked(const Conv2dDesc& d, int xb, const Buffer& x, const Buffer& w, const Buffer* bias, int yb,
+                      Buffer& y) override;
+  void conv2d_backward_data_blocked(const Conv2dDesc& d, int yb, const Buffer& gy, const Buffer& w, int xb,
+                                    Buffer& gx) override;
+  void conv2d_backward_weights_blocked(const Conv2dDesc& d, int yb, const Buffer& gy, int xb, const Buffer& x,
+                                       Buffer& gw, Buffer* gb) override;
+  void max_pool2d_blocked(const Pool2dDesc& d, int b, const Buffer& x, Buffer& y, Buffer& idx) override;
+  void max_pool2d_backward_blocked(const Pool2dDesc& d, int b, const Buffer& gy, const Buffer& idx,
+                                   Buffer& gx) override;
+  void reorder_blocked(const std::array<std::int64_t, 4>& shape, int from, const Buffer& x, int to,
+                       Buffer& y) override;
 
  private:
   // Runs `fn` (synchronous host work) and records it as one command when a capture is open.
