@@ -23,10 +23,14 @@ NETS = {
                                          nn.Tanh(), nn.Conv2d(16, 32, 3, stride=2, padding=1, seed=6),
                                          nn.MaxPool2d(2, stride=1, dilation=2), nn.Dropout(0.0), nn.Flatten(),
                                          nn.Dense(32 * 1 * 1, 5, seed=7)],
-    # 6 channels (a padded block: kept in NCHW) next to 16
+    # 6 channels in a padded block (nChw16c) next to 16
     "lenet-like": lambda: [nn.Conv2d(3, 6, 5, padding=2, activation="relu", seed=8), nn.MaxPool2d(2),
                            nn.Conv2d(6, 16, 3, activation="relu", seed=9), nn.MaxPool2d(2), nn.Flatten(),
                            nn.Dense(16, 5, seed=10)],
+    # padded blocks through sigmoid (0.5 in the padding channels) and tanh layers
+    "padded-sigmoid-tanh": lambda: [nn.Conv2d(3, 6, 3, padding=1, seed=13), nn.Sigmoid(), nn.MaxPool2d(2),
+                                    nn.Conv2d(6, 10, 3, seed=14), nn.Tanh(), nn.Conv2d(10, 4, 2, seed=15),
+                                    nn.Flatten(), nn.Dense(4, 5, seed=16)],
 }
 
 
