@@ -7,6 +7,8 @@ import pytest
 import hetnn
 from hetnn.bench import cnn, conv
 
+from conftest import rel_err
+
 
 def test_layer_table_is_the_gemm_table():
     conv._check_table()
@@ -47,14 +49,45 @@ def test_a_tiny_run_of_each_part(rng):
     devs = hetnn.devices()
     rows = conv.run_layers(devs, batches=(1,), layers=(1,), compare=("im2col", "onednn", "clblast"), n_warmup=1,
                            n_repeat=2, max_duration=0.5)
-    assert {r["library"] for r in rows} >= {"hetnn", "hetnn im2col+matmul", "onednn-c++"}
+    assert {r["library"] for r in rows} >= {"hetnn", "hetnn layouts", "hetnn im2col+matmul", "onednn-c++"}
     assert all(r["max_rel_err"] < 1e-4 for r in rows), [(r["library"], r["max_rel_err"]) for r in rows]
-    assert len(conv.summary(rows)) >= 2
+    assert len(conv.summary(rows)) >= 3 and any("device layouts" in line for line in conv.summary(rows))
     (x, y), _ = hetnn.datasets.radiation_maps(n_samples=40, size=50, seed=0)
     t = cnn.run_training("keras-cnn", devs[:1], (x, y), batch=16, epochs=1, loss="mse", compare=())
     assert t[0]["samples"] == len(x) and t[0]["epoch_s"] > 0 and np.isfinite(t[0]["final_loss"])
     inf = cnn.run_inference("keras-cnn", devs[:1], x, (2,), compare=(), repeat=2)
     assert inf[0]["samples"] == 2 and inf[0]["latency_ms"] > 0
+
+
+@pytest.mark.parametrize("shape,wshape,stride,padding", [((2, 16, 9, 9), (32, 16, 3, 3), 1, 1),
+                                                          ((3, 6, 8, 8), (16, 6, 5, 5), 2, 2),
+                                                          ((2, 3, 7, 7), (8, 3, 1, 1), 1, 0)])
+def test_a_resident_convolution_is_the_convolution(rng, shape, wshape, stride, padding):
+    """The "hetnn layouts" row: the layer with its input in the layout it reads, against float64 NumPy."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal(wshape).astype(np.float32)
+    cpu = hetnn.device("cpu")
+    r = hetnn._core._ResidentConv(hetnn.asarray(x, device=cpu)._a, hetnn.asarray(w, device=cpu)._a, stride, padding)
+    with pytest.raises(ValueError, match="run"):
+        r.fetch()
+    r.run()
+    k = wshape[2]
+    ref = np.einsum("nchwij,ocij->nohw", _windows(x.astype(np.float64), k, stride, padding), w.astype(np.float64))
+    assert rel_err(r.fetch().to_numpy(), ref) < 1e-5
+    with pytest.raises(ValueError, match="float32"):
+        hetnn._core._ResidentConv(hetnn.asarray(x.astype(np.float64), device=cpu)._a,
+                                  hetnn.asarray(w.astype(np.float64), device=cpu)._a, stride, padding)
+
+
+def _windows(x, k, s, p):
+    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
+    oh = (xp.shape[2] - k) // s + 1
+    ow = (xp.shape[3] - k) // s + 1
+    out = np.empty(x.shape[:2] + (oh, ow, k, k))
+    for i in range(k):
+        for j in range(k):
+            out[..., i, j] = xp[:, :, i:i + s * oh:s, j:j + s * ow:s]
+    return out
 
 
 def test_conv_tuning_sizes_are_the_convolution_products():

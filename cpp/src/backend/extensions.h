@@ -47,7 +47,8 @@ struct KernelTools {
 struct ConvLayouts {
   static constexpr const char* kName = "conv_layouts";
   virtual ~ConvLayouts() = default;
-  // The block the forward convolution d writes its output in fastest (1: NCHW).
+  // The blocks the forward convolution d reads its input in and writes its output in fastest (1: NCHW).
+  virtual int conv2d_input_block(const Conv2dDesc& d) = 0;
   virtual int conv2d_output_block(const Conv2dDesc& d) = 0;
   // conv2d / its backward (core/ops.h) with x in block xb and y (gy) in block yb.
   virtual void conv2d_blocked(const Conv2dDesc& d, int xb, const Buffer& x, const Buffer& w, const Buffer* bias,

@@ -140,4 +140,21 @@ BlockedAct reorder_blocked(ConvLayouts& cl, const BlockedAct& x, int to, Array* 
   return {y, x.shape, to};
 }
 
+ResidentConv::ResidentConv(const Array& x, const Array& weight, const Conv2dArgs& args)
+    : cl_(conv_layouts_for(x)), w_(weight), args_(args) {
+  if (!cl_ || x.ndim() != 4)
+    throw ValueError("ResidentConv: needs a float32 (N, C, H, W) x on a device that keeps convolution layouts "
+                     "(the CPU device); x is " + std::string(dtype_name(x.dtype())) + " " + shape_str(x.shape()) +
+                     " on " + x.device()->id());
+  const Conv2dDesc d = conv2d_plan(x.shape(), x, weight, nullptr, args, "ResidentConv");
+  x_ = reorder_blocked(*cl_, {x, x.shape(), 1}, d.N ? cl_->conv2d_input_block(d) : 1, &x_buf_);
+}
+
+void ResidentConv::run() { y_ = conv2d_blocked(*cl_, x_, w_, nullptr, args_, &y_buf_); }
+
+Array ResidentConv::fetch() {
+  if (!y_.a.valid()) throw ValueError("ResidentConv.fetch: run() has not been called");
+  return reorder_blocked(*cl_, y_, 1, &out_buf_).a;
+}
+
 }  // namespace hetnn

@@ -41,4 +41,20 @@ BlockedAct max_pool2d_backward_blocked(ConvLayouts& cl, const BlockedAct& gy, co
 // x in block `to` (x itself when it is already).
 BlockedAct reorder_blocked(ConvLayouts& cl, const BlockedAct& x, int to, Array* out_buf);
 
+// One convolution layer as it runs inside a network with device layouts: x reordered once into the block the
+// layer's primitive reads, then run() convolves it into the block it writes (weights reordered per call, as in
+// training, where they change every step). For the benchmarks (bench conv: "hetnn layouts").
+class ResidentConv {
+ public:
+  ResidentConv(const Array& x, const Array& weight, const Conv2dArgs& args);
+  void run();
+  Array fetch();  // the last result in NCHW
+
+ private:
+  ConvLayouts* cl_;
+  Array w_, x_buf_, y_buf_, out_buf_;
+  Conv2dArgs args_;
+  BlockedAct x_, y_;
+};
+
 }  // namespace hetnn

@@ -10,6 +10,7 @@
 
 #include "bench/peers.h"
 #include "core/array.h"
+#include "core/blocked.h"
 #include "core/errors.h"
 
 #include "python/bindings.h"
@@ -135,6 +136,25 @@ void bind_bench(py::module_& m) {
       .def("fetch", [](RawConvPeer& peer) {
         NoGil nogil;
         peer.impl->fetch();
+      });
+  // A convolution layer as it runs inside a network with device layouts (core/blocked.h).
+  py::class_<ResidentConv>(m, "_ResidentConv")
+      .def(py::init([](const Array& x, const Array& w, int s, int p) {
+             Conv2dArgs args;
+             args.stride = {s, s};
+             args.padding = {p, p};
+             NoGil nogil;
+             return std::make_unique<ResidentConv>(x, w, args);
+           }),
+           py::arg("x"), py::arg("w"), py::arg("stride"), py::arg("padding"))
+      .def("run",
+           [](ResidentConv& c) {
+             NoGil nogil;
+             c.run();
+           })
+      .def("fetch", [](ResidentConv& c) {
+        NoGil nogil;
+        return c.fetch();
       });
   m.def(
       "_clblast_convgemm",

@@ -121,6 +121,13 @@ def run_layers(devices: Sequence[Device], *, batches: Sequence[int] = (1, 32), l
                     conv2d(X, W, stride=s, padding=p, out=Y)
                 add(Case(f"hetnn {dev.id}", run, devices=[dev]), {"library": "hetnn", "device": dev.id}, Y.numpy,
                     peaks[dev.id])
+            if cpu is not None:  # the same layer inside a network, its input already in the layout it reads
+                resident = _core._ResidentConv(asarray(x, device=cpu)._a, asarray(w, device=cpu)._a, s, p)
+
+                def resident_out(r: Any = resident) -> np.ndarray:
+                    return np.asarray(r.fetch().to_numpy())
+                add(Case("hetnn cpu layouts", resident.run, devices=[cpu]),
+                    {"library": "hetnn layouts", "device": "cpu"}, resident_out, peaks[cpu.id])
             if "im2col" in compare and cpu is not None:
                 wm = np.ascontiguousarray(w.reshape(o, -1).T)
                 g = np.empty((batch * oh * oh, o), np.float32)
@@ -215,6 +222,9 @@ def summary(rows: List[Dict[str, Any]]) -> List[str]:
         cpu = rows_of("hetnn", "cpu")
         for lib in ("onednn-c++", "onednn-c++ nchw", "hetnn im2col+matmul", "torch"):
             ratio(f"hetnn cpu / {lib} (speed)", cpu, rows_of(lib, "cpu"), True)
+        # inside a network (activations in the layouts the layers read and write): against the resident raw loop
+        ratio("hetnn cpu in a network (device layouts) / onednn-c++ (speed)", rows_of("hetnn layouts", "cpu"),
+              rows_of("onednn-c++", "cpu"), True)
         cuda = [d for d in dict.fromkeys(r["device"] for r in sel) if d.startswith("cuda")]
         for dev in dict.fromkeys(r["device"] for r in sel if r["device"].startswith("opencl")):
             ratio(f"hetnn {dev} / hetnn cpu (speed)", rows_of("hetnn", dev), cpu, True)

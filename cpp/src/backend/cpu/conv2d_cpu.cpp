@@ -472,6 +472,10 @@ int CpuBackend::conv2d_output_block(const Conv2dDesc& d) {
   return std::max(activation_block(e->pdst), 1);
 }
 
+int CpuBackend::conv2d_input_block(const Conv2dDesc& d) {
+  return std::max(activation_block(conv_entry(engine_, d, 1, 1)->psrc), 1);
+}
+
 void CpuBackend::conv2d_blocked(const Conv2dDesc& d, int xb, const Buffer& x, const Buffer& w, const Buffer* bias,
                                 int yb, Buffer& y) {
   cpu_threads::apply();

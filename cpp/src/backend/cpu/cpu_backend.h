@@ -29,6 +29,7 @@ class CpuBackend final : public Backend, public ConvLayouts {
   void* extension(const std::string& name) override;
 
   // ConvLayouts (backend/extensions.h): conv2d_cpu.cpp and layouts_cpu.cpp.
+  int conv2d_input_block(const Conv2dDesc& d) override;
   int conv2d_output_block(const Conv2dDesc& d) override;
   void conv2d_blocked(const Conv2dDesc& d, int xb, const Buffer& x, const Buffer& w, const Buffer* bias, int yb,
                       Buffer& y) override;
