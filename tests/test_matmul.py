@@ -377,6 +377,14 @@ def test_batched_with_column_counts_that_allow_in_place_reads(device, rng, a_sha
     assert rel_err(C.numpy(), _ref(a, b, ta)) < TOL["float32"]
 
 
+def test_a_batch_in_several_packing_chunks(device, rng):
+    """A batch whose packed B panels (N = 999: not read in place) pass the CPU-shaped OpenCL kernel's 64 MiB of
+    scratch per enqueue (about 4 MB an entry): it runs in chunks of entries, each one enqueue per kernel."""
+    a, b = _operands(rng, (8, 1000), (17, 1000, 999), "float32")
+    C = hetnn.matmul(hetnn.asarray(a, device=device), hetnn.asarray(b, device=device))
+    assert C.shape == (17, 8, 999) and rel_err(C.numpy(), _ref(a, b)) < TOL["float32"]
+
+
 def test_numpy_out_aliasing_an_operand_is_refused(device):
     x = np.ones((4, 4), np.float32)
     with pytest.raises(ValueError, match="share memory"):

@@ -102,10 +102,19 @@ def _copy_conv(layers, layouts, inf_channel=None):
     return m
 
 
-def test_blocked_max_pool_keeps_nan_and_the_first_maximum(rng):
+@pytest.fixture(params=[2, 1, 0], ids=["avx512", "avx2", "scalar"])
+def pool_level(request):
+    """Blocked pooling with at most AVX-512, AVX2 or no vector registers (the processor's own where it has fewer)."""
+    hetnn._core._force_blocked_pool_level(request.param)
+    yield request.param
+    hetnn._core._force_blocked_pool_level(-1)
+
+
+def test_blocked_max_pool_keeps_nan_and_the_first_maximum(rng, pool_level):
     """Max pooling in the blocked layout against NumPy and the NCHW kernel: NaN propagates; a tie takes the first
     maximum in window order, which decides where the gradient goes (small integers make many ties)."""
     x = rng.integers(0, 3, (2, 16, 8, 8)).astype(np.float32)
+    x[:, 5, :2, :2], x[:, 5, 2, 2] = 2, 0  # channel 5: a window without a zero (infinity), one with (NaN)
     grads, outs = [], []
     for layouts in (True, False):
         m = _copy_conv([nn.MaxPool2d(2), nn.Conv2d(16, 16, 3, padding=1, seed=1), nn.Flatten(),

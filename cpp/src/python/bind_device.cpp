@@ -103,6 +103,7 @@ void bind_device(py::module_& m) {
   m.def("opencl_status", &opencl_status);
   // Tests: run the CPU device's float16/bfloat16 ops through the converted path on any processor.
   m.def("_force_cpu_half_conversion", &force_cpu_half_conversion, py::arg("on"));
+  m.def("_force_blocked_pool_level", &force_blocked_pool_level, py::arg("level"));
   m.def("describe_devices", &describe_devices);
 #ifdef HETNN_HAVE_OPENCL
   m.attr("with_opencl") = true;

@@ -91,6 +91,9 @@ class CpuBackend final : public Backend, public ConvLayouts {
 // force_cpu_half_conversion(true) takes the converted path everywhere, so tests run it on processors of either kind.
 bool native_matmul(DType t);
 void force_cpu_half_conversion(bool on);
+// Test hook: the widest registers blocked max pooling (layouts_cpu.cpp) may use: 2 AVX-512, 1 AVX2, 0 none (one lane
+// at a time); -1: what the processor has.
+void force_blocked_pool_level(int level);
 
 // Own float64 GEMM (oneDNN's CPU matmul has no f64): C = alpha*op(A)@op(B) + beta*C for one batch entry.
 void gemm_f64(std::int64_t M, std::int64_t N, std::int64_t K, double alpha, const double* A, std::int64_t a_rs,

@@ -7,6 +7,7 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -26,6 +27,8 @@ void* CpuBackend::extension(const std::string& name) {
 }
 
 namespace {
+
+std::atomic<int> pool_level_limit{2};  // force_blocked_pool_level
 
 // Every input position (ih, iw) of output (oh, ow)'s window, in window order, as `pos` = ih * W + iw.
 #define HETNN_FOR_TAPS(d, oh, ow, ...)                                                         \
@@ -62,58 +65,57 @@ inline void pool_lanes_scalar(const Pool2dDesc& d, std::int64_t b, std::int64_t 
   }
 }
 
+// The body of pool_planes_<isa> (arguments d, b, x, y, idx, p0, p1): every output of planes [p0, p1), WIDTH lanes
+// at a time by the statements given (input plane xp, output offset o, first lane l), the lanes left one at a time.
+#define HETNN_POOL_PLANES(WIDTH, ...)                                                                  \
+  const std::int64_t in = d.H * d.W * b, out = d.OH * d.OW * b;                                        \
+  for (std::int64_t p = p0; p < p1; ++p)                                                               \
+    for (std::int64_t oh = 0; oh < d.OH; ++oh)                                                         \
+      for (std::int64_t ow = 0; ow < d.OW; ++ow) {                                                     \
+        const float* xp = x + p * in;                                                                  \
+        const std::int64_t o = p * out + (oh * d.OW + ow) * b;                                         \
+        std::int64_t l = 0;                                                                            \
+        for (; l + (WIDTH) <= b; l += (WIDTH)) {                                                       \
+          __VA_ARGS__                                                                                  \
+        }                                                                                              \
+        if (l < b) pool_lanes_scalar(d, b, l, xp, y + p * out, idx + p * out, oh, ow);                 \
+        (void)o;                                                                                       \
+      }
+
 #if defined(__x86_64__) && defined(__GNUC__)
 // The same, 16 lanes to a register.
 __attribute__((target("avx512f"))) void pool_planes_avx512(const Pool2dDesc& d, std::int64_t b, const float* x,
                                                             float* y, std::int32_t* idx, std::int64_t p0,
                                                             std::int64_t p1) {
-  const std::int64_t in = d.H * d.W * b, out = d.OH * d.OW * b;
-  for (std::int64_t p = p0; p < p1; ++p)
-    for (std::int64_t oh = 0; oh < d.OH; ++oh)
-      for (std::int64_t ow = 0; ow < d.OW; ++ow) {
-        const float* xp = x + p * in;
-        const std::int64_t o = p * out + (oh * d.OW + ow) * b;
-        std::int64_t l = 0;
-        for (; l + 16 <= b; l += 16) {
-          __m512 best = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-          __m512i arg = _mm512_set1_epi32(first_pos(d, oh, ow));
-          HETNN_FOR_TAPS(d, oh, ow, {
-            const __m512 v = _mm512_loadu_ps(xp + pos * b + l);
-            const __mmask16 t = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-            best = _mm512_mask_mov_ps(best, t, v);
-            arg = _mm512_mask_mov_epi32(arg, t, _mm512_set1_epi32(static_cast<std::int32_t>(pos)));
-          })
-          _mm512_storeu_ps(y + o + l, best);
-          _mm512_storeu_si512(idx + o + l, arg);
-        }
-        if (l < b) pool_lanes_scalar(d, b, l, xp, y + p * out, idx + p * out, oh, ow);
-      }
+  HETNN_POOL_PLANES(16, {
+    __m512 best = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    __m512i arg = _mm512_set1_epi32(first_pos(d, oh, ow));
+    HETNN_FOR_TAPS(d, oh, ow, {
+      const __m512 v = _mm512_loadu_ps(xp + pos * b + l);
+      const __mmask16 t = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+      best = _mm512_mask_mov_ps(best, t, v);
+      arg = _mm512_mask_mov_epi32(arg, t, _mm512_set1_epi32(static_cast<std::int32_t>(pos)));
+    })
+    _mm512_storeu_ps(y + o + l, best);
+    _mm512_storeu_si512(idx + o + l, arg);
+  })
 }
 
 // 8 lanes to a register.
 __attribute__((target("avx2"))) void pool_planes_avx2(const Pool2dDesc& d, std::int64_t b, const float* x, float* y,
                                                       std::int32_t* idx, std::int64_t p0, std::int64_t p1) {
-  const std::int64_t in = d.H * d.W * b, out = d.OH * d.OW * b;
-  for (std::int64_t p = p0; p < p1; ++p)
-    for (std::int64_t oh = 0; oh < d.OH; ++oh)
-      for (std::int64_t ow = 0; ow < d.OW; ++ow) {
-        const float* xp = x + p * in;
-        const std::int64_t o = p * out + (oh * d.OW + ow) * b;
-        std::int64_t l = 0;
-        for (; l + 8 <= b; l += 8) {
-          __m256 best = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-          __m256 arg = _mm256_castsi256_ps(_mm256_set1_epi32(first_pos(d, oh, ow)));
-          HETNN_FOR_TAPS(d, oh, ow, {
-            const __m256 v = _mm256_loadu_ps(xp + pos * b + l);
-            const __m256 t = _mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-            best = _mm256_blendv_ps(best, v, t);
-            arg = _mm256_blendv_ps(arg, _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<std::int32_t>(pos))), t);
-          })
-          _mm256_storeu_ps(y + o + l, best);
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(idx + o + l), _mm256_castps_si256(arg));
-        }
-        if (l < b) pool_lanes_scalar(d, b, l, xp, y + p * out, idx + p * out, oh, ow);
-      }
+  HETNN_POOL_PLANES(8, {
+    __m256 best = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+    __m256 arg = _mm256_castsi256_ps(_mm256_set1_epi32(first_pos(d, oh, ow)));
+    HETNN_FOR_TAPS(d, oh, ow, {
+      const __m256 v = _mm256_loadu_ps(xp + pos * b + l);
+      const __m256 t = _mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+      best = _mm256_blendv_ps(best, v, t);
+      arg = _mm256_blendv_ps(arg, _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<std::int32_t>(pos))), t);
+    })
+    _mm256_storeu_ps(y + o + l, best);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(idx + o + l), _mm256_castps_si256(arg));
+  })
 }
 #endif
 
@@ -121,15 +123,14 @@ __attribute__((target("avx2"))) void pool_planes_avx2(const Pool2dDesc& d, std::
 void pool_planes(const Pool2dDesc& d, std::int64_t b, const float* x, float* y, std::int32_t* idx, std::int64_t p0,
                  std::int64_t p1) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const int level = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
+  static const int have = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
+  const int level = std::min(have, pool_level_limit.load(std::memory_order_relaxed));
   if (level == 2) return pool_planes_avx512(d, b, x, y, idx, p0, p1);
   if (level == 1) return pool_planes_avx2(d, b, x, y, idx, p0, p1);
 #endif
-  const std::int64_t in = d.H * d.W * b, out = d.OH * d.OW * b;
-  for (std::int64_t p = p0; p < p1; ++p)
-    for (std::int64_t oh = 0; oh < d.OH; ++oh)
-      for (std::int64_t ow = 0; ow < d.OW; ++ow) pool_lanes_scalar(d, b, 0, x + p * in, y + p * out, idx + p * out, oh, ow);
+  HETNN_POOL_PLANES(b + 1, {})  // every lane one at a time
 }
+#undef HETNN_POOL_PLANES
 #undef HETNN_FOR_TAPS
 
 // Each plane's gradient: zeros, then every output's lanes added at their argmax (one thread per plane: overlapping
@@ -150,6 +151,8 @@ HETNN_CLONES void pool_planes_backward(const Pool2dDesc& d, std::int64_t b, cons
 std::int64_t planes(const Pool2dDesc& d, int b) { return d.N * ((d.C + b - 1) / b); }
 
 }  // namespace
+
+void force_blocked_pool_level(int level) { pool_level_limit = level < 0 ? 2 : level; }
 
 void CpuBackend::max_pool2d_blocked(const Pool2dDesc& d, int b, const Buffer& x, Buffer& y, Buffer& idx) {
   cpu_threads::apply();

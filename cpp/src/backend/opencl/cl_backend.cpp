@@ -360,21 +360,35 @@ void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a
   const bool direct_b = native && p.pack_b == 0 && !d.trans_b && d.N % rn == 0;
   cl_kernel ka = direct_a ? nullptr : kernel("pack.cl", "pack_a", pack_opts);
   cl_kernel kb = direct_b ? nullptr : kernel("pack.cl", "pack_b", pack_opts);
-  cl_mem ap = direct_a ? nullptr : scratch(0, static_cast<std::size_t>(panels_m * d.K * p.rm) * elt);
-  cl_mem bp = direct_b ? nullptr : scratch(1, static_cast<std::size_t>(panels_n * d.K * rn) * elt);
+  // The batch runs in chunks of entries, one enqueue per kernel each; a chunk's packed panels (of the operands that
+  // differ per entry) stay within kChunkBytes of scratch.
+  const std::size_t pa = direct_a ? 0 : static_cast<std::size_t>(panels_m * d.K * p.rm) * elt;  // one entry's
+  const std::size_t pb = direct_b ? 0 : static_cast<std::size_t>(panels_n * d.K * rn) * elt;
+  const bool per_a = d.batch_a != 1, per_b = d.batch_b != 1;
+  const std::size_t per_entry = (per_a ? pa : 0) + (per_b ? pb : 0);
+  constexpr std::size_t kChunkBytes = std::size_t{64} << 20;
+  const std::int64_t chunk =
+      per_entry ? std::clamp<std::int64_t>(static_cast<std::int64_t>(kChunkBytes / per_entry), 1, d.batch) : d.batch;
+  cl_mem ap = direct_a ? nullptr : scratch(0, pa * static_cast<std::size_t>(per_a ? chunk : 1));
+  cl_mem bp = direct_b ? nullptr : scratch(1, pb * static_cast<std::size_t>(per_b ? chunk : 1));
   cl_kernel kg = kernel("gemm_packed.cl", "gemm_packed",
                         base + " -DDIRECT_A=" + std::to_string(direct_a) + " -DDIRECT_B=" + std::to_string(direct_b));
-  for (std::int64_t i = 0; i < d.batch; ++i) {
-    const cl_long a_off = d.batch_a == 1 ? 0 : i * d.M * d.K, b_off = d.batch_b == 1 ? 0 : i * d.K * d.N;
-    if (!direct_a && K > 0 && (i == 0 || d.batch_a != 1)) {
-      ArgSetter{ka, "pack_a"}(M)(K)(a)(a_off)(ap);
-      const std::size_t g[2] = {static_cast<std::size_t>(K), static_cast<std::size_t>(panels_m)};
-      enqueue("matmul:pack_a", ka, 2, g, nullptr);
+  const cl_long a_es = per_a ? d.M * d.K : 0, b_es = per_b ? d.K * d.N : 0;  // operand strides between entries
+  const cl_long pa_es = per_a ? static_cast<cl_long>(pa / elt) : 0, pb_es = per_b ? static_cast<cl_long>(pb / elt) : 0;
+  for (std::int64_t i = 0; i < d.batch; i += chunk) {
+    const std::int64_t nz = std::min(chunk, d.batch - i);
+    const cl_long a_off = i * a_es, b_off = i * b_es;
+    if (!direct_a && K > 0 && (i == 0 || per_a)) {
+      ArgSetter{ka, "pack_a"}(M)(K)(a)(a_off)(ap)(a_es)(pa_es);
+      const std::size_t g[3] = {static_cast<std::size_t>(K), static_cast<std::size_t>(panels_m),
+                                static_cast<std::size_t>(per_a ? nz : 1)};
+      enqueue("matmul:pack_a", ka, 3, g, nullptr);
     }
-    if (!direct_b && K > 0 && (i == 0 || d.batch_b != 1)) {
-      ArgSetter{kb, "pack_b"}(K)(N)(b)(b_off)(bp);
-      const std::size_t g[2] = {static_cast<std::size_t>(K), static_cast<std::size_t>(panels_n)};
-      enqueue("matmul:pack_b", kb, 2, g, nullptr);
+    if (!direct_b && K > 0 && (i == 0 || per_b)) {
+      ArgSetter{kb, "pack_b"}(K)(N)(b)(b_off)(bp)(b_es)(pb_es);
+      const std::size_t g[3] = {static_cast<std::size_t>(K), static_cast<std::size_t>(panels_n),
+                                static_cast<std::size_t>(per_b ? nz : 1)};
+      enqueue("matmul:pack_b", kb, 3, g, nullptr);
     }
     const cl_long rm = p.rm;
     cl_long a_ps = K * rm, a_is = 1, a_ks = rm, ao = 0;  // packed panels
@@ -385,15 +399,16 @@ void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a
     }
     const cl_long b_ps = direct_b ? rn : K * rn, b_ks = direct_b ? static_cast<cl_long>(N) : rn;
     const cl_long bo = direct_b ? b_off : 0;
-    const cl_long c_off = i * d.M * d.N;
+    const cl_long a_bs = direct_a ? a_es : pa_es, b_bs = direct_b ? b_es : pb_es;
     ArgSetter set{kg, "gemm_packed"};
     set(M)(N)(K).real(d.alpha, d.dtype).real(d.beta, d.dtype);
-    set(direct_a ? a : ap)(ao)(a_ps)(a_is)(a_ks)(direct_b ? b : bp)(bo)(b_ps)(b_ks)(c)(c_off)(bias)(has_bias)(act);
+    set(direct_a ? a : ap)(ao)(a_ps)(a_is)(a_ks)(direct_b ? b : bp)(bo)(b_ps)(b_ks)(c)(cl_long{i * d.M * d.N});
+    set(bias)(has_bias)(act)(a_bs)(b_bs)(cl_long{d.M * d.N});
     const std::size_t lx = static_cast<std::size_t>(p.lx), ly = static_cast<std::size_t>(p.ly);
-    const std::size_t g[2] = {round_up(static_cast<std::size_t>(panels_m), lx),
-                              round_up(static_cast<std::size_t>(panels_n), lx ? ly : 1)};
-    const std::size_t l[2] = {lx, ly};
-    enqueue("matmul", kg, 2, g, lx ? l : nullptr);
+    const std::size_t g[3] = {round_up(static_cast<std::size_t>(panels_m), lx),
+                              round_up(static_cast<std::size_t>(panels_n), lx ? ly : 1), static_cast<std::size_t>(nz)};
+    const std::size_t l[3] = {lx, ly, 1};
+    enqueue("matmul", kg, 3, g, lx ? l : nullptr);
   }
 }
 

@@ -9,7 +9,9 @@
 #define VLOAD HETNN_CAT(vload, VW)
 #define VSTORE HETNN_CAT(vstore, VW)
 
-// C tile (pm, pn). Global size: (ceil(M/RM), ceil(N/RN)) rounded up to the local size.
+// C tile (pm, pn) of batch entry z. Global size: (ceil(M/RM), ceil(N/RN)) rounded up to the local size, and the
+// batch entries: entry z reads A at a_off + z * a_bs, B at b_off + z * b_bs, writes C at c_off + z * c_bs (one
+// enqueue for a whole batch: per-entry enqueues cost PoCL about 45 us each).
 // A addressing: element (row r = pm*RM + i, k) at Ap[a_off + a_ps*pm + a_is*min(i, rows - 1) + a_ks*k], where
 // rows = RM or what is left of M (rows past M repeat the last one; their results are never stored).
 //   packed panels: a_off = 0, a_ps = K*RM, a_is = 1, a_ks = RM;  A (M, K): a_ps = RM*K, a_is = K, a_ks = 1;
@@ -20,11 +22,13 @@ __kernel void gemm_packed(const int M, const int N, const int K, const REAL alph
                           __global const REAL* restrict Ap, const long a_off, const long a_ps, const long a_is,
                           const long a_ks, __global const REAL* restrict Bp, const long b_off, const long b_ps,
                           const long b_ks, __global STORAGE* restrict C, const long c_off,
-                          __global const STORAGE* restrict bias, const int has_bias, const int act) {
+                          __global const STORAGE* restrict bias, const int has_bias, const int act, const long a_bs,
+                          const long b_bs, const long c_bs) {
   const int pm = get_global_id(0), pn = get_global_id(1);
   if (pm * RM >= M || pn * RN >= N) return;
-  const __global REAL* a = Ap + a_off + a_ps * pm;
-  const __global REAL* b = Bp + b_off + b_ps * pn;
+  const long z = get_global_id(2);
+  const __global REAL* a = Ap + a_off + z * a_bs + a_ps * pm;
+  const __global REAL* b = Bp + b_off + z * b_bs + b_ps * pn;
 #if DIRECT_A
   const int rows = min(RM, M - pm * RM);
   long a_row[RM];
@@ -59,7 +63,7 @@ __kernel void gemm_packed(const int M, const int N, const int K, const REAL alph
       for (int j = 0; j < NV; ++j) acc[i][j] = fma(av, bv[j], acc[i][j]);
     }
   }
-  C += c_off;
+  C += c_off + z * c_bs;
 #pragma unroll
   for (int i = 0; i < RM; ++i) {
     const int m = pm * RM + i;
