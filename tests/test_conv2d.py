@@ -140,3 +140,26 @@ def test_conv2d_backward_agrees_with_pytorch_autograd(device, rng):
     only = hetnn.conv2d_backward(gy, x, weight, (2, 1), (1, 0), (1, 2), 2, weight_grad=False, bias_grad=False,
                                  device=device)
     assert only[1] is None and only[2] is None and rel_err(only[0], tx.grad.numpy()) < 2e-5
+
+
+@pytest.mark.parametrize("device", [d for d in hetnn.devices() if d.kind == "opencl"][:1] or
+                         [pytest.param(None, marks=pytest.mark.skip(reason="no OpenCL device"))])
+def test_a_batch_past_the_work_limit_runs_in_chunks(device, rng):
+    """The batch's GEMM work buffers (the columns, the per-image weight gradients) past the limit, here a device of
+    64 MiB (limit 8 MiB): the GEMM paths run on chunks of images, not the 10-25x slower direct kernels."""
+    k, padding = 3, 1
+    x, weight, bias = _inputs(rng, 11, 32, 30, 30, 16, (k, k))
+    gy = rng.standard_normal((11, 16, 30, 30)).astype(np.float32)
+    device._dev._set_memory_limit(64 << 20)
+    try:
+        with hetnn.profile(device) as prof:
+            y = hetnn.conv2d(x, weight, bias, padding=padding, device=device)
+            gx, gw, gb = hetnn.conv2d_backward(gy, x, weight, padding=padding, device=device)
+    finally:
+        device._dev._set_memory_limit(0)
+    names = {r["name"] for r in prof.records}
+    assert "matmul" in names and not names & {"conv2d", "conv2d_backward_data", "conv2d_backward_weights"}, names
+    one, pad = (1, 1), (padding, padding)
+    assert rel_err(y, _conv_ref((x, weight, bias, one, pad, one, 1, None))[0]) < 1e-5
+    for got, ref in zip((gx, gw, gb), _conv_bwd_ref((gy, x, weight, one, pad, one, 1))):
+        assert rel_err(got, ref) < 1e-5

@@ -374,7 +374,8 @@ void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a
   cl_kernel kg = kernel("gemm_packed.cl", "gemm_packed",
                         base + " -DDIRECT_A=" + std::to_string(direct_a) + " -DDIRECT_B=" + std::to_string(direct_b));
   const cl_long a_es = per_a ? d.M * d.K : 0, b_es = per_b ? d.K * d.N : 0;  // operand strides between entries
-  const cl_long pa_es = per_a ? static_cast<cl_long>(pa / elt) : 0, pb_es = per_b ? static_cast<cl_long>(pb / elt) : 0;
+  const cl_long pa_es = per_a ? static_cast<cl_long>(pa / elt) : 0;  // packed panel strides between entries
+  const cl_long pb_es = per_b ? static_cast<cl_long>(pb / elt) : 0;
   for (std::int64_t i = 0; i < d.batch; i += chunk) {
     const std::int64_t nz = std::min(chunk, d.batch - i);
     const cl_long a_off = i * a_es, b_off = i * b_es;

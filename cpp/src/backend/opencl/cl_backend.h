@@ -90,7 +90,12 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // extra_elems more elements within the limit) rather than the gathering kernels.
   bool conv2d_backward_gemm(const Conv2dDesc& d, std::size_t extra_elems) const;
   std::size_t conv2d_work_limit() const;
+  // Images per chunk when the GEMM paths' work buffers for the whole batch (per_image bytes an image) pass
+  // conv2d_work_limit(): d.N when they fit, 0 when one image alone passes it (the direct kernels run).
+  std::int64_t conv2d_images_per_chunk(const Conv2dDesc& d, std::size_t per_image) const;
   std::shared_ptr<Buffer> im2col(const Conv2dDesc& d, const Buffer& x, const std::string& options);
+  // Images [n0, n0 + n) of src (image_bytes each) copied into a new buffer.
+  std::shared_ptr<Buffer> image_chunk(const Buffer& src, std::int64_t n0, std::int64_t n, std::size_t image_bytes);
   // gb[o] = sum of gy[n, o, :, :] over n (conv2d's bias gradient), spread over the compute units.
   void bias_grad(const Conv2dDesc& d, const Buffer& gy, Buffer& gb, const std::string& options);
 

@@ -1,7 +1,8 @@
 // 2-D convolution on OpenCL devices (kernels/conv2d.cl, one program per kernel size and dtype, cached): ungrouped
 // convolutions as im2col and one batched GEMM on hetnn's tuned GEMM kernels, y[n] = W (O, C*kh*kw) @ cols[n]
-// (1x1 stride-1 unpadded ones need no im2col: x[n] is already (C, H*W)); grouped ones, and those whose column
-// buffer would pass conv2d_work_limit(), a direct kernel.
+// (1x1 stride-1 unpadded ones need no im2col: x[n] is already (C, H*W)); batches whose work buffers would pass
+// conv2d_work_limit() in chunks of images; grouped ones, and those of which one image alone passes it, a direct
+// kernel.
 #include <algorithm>
 #include <string>
 
@@ -13,14 +14,41 @@ namespace hetnn::opencl {
 // The largest work buffer (im2col columns, per-image weight gradients) the GEMM paths may allocate: an eighth of the
 // device's memory (at least 512 MiB) within its largest allocation; beyond it the direct kernels run.
 std::size_t ClBackend::conv2d_work_limit() const {
+  if (memory_limit_) return std::min<std::size_t>(info_.max_alloc, memory_limit_ / 8);  // the tests' small device
   return std::min<std::size_t>(info_.max_alloc, std::max<std::size_t>(std::size_t{512} << 20, info_.global_mem / 8));
+}
+
+std::int64_t ClBackend::conv2d_images_per_chunk(const Conv2dDesc& d, std::size_t per_image) const {
+  if (d.groups != 1) return 0;
+  if (per_image == 0) return d.N;
+  return std::min<std::int64_t>(d.N, static_cast<std::int64_t>(conv2d_work_limit() / per_image));
 }
 
 namespace {
 std::string conv_options(const std::string& common, const Conv2dDesc& d) {
   return common + " -DKH=" + std::to_string(d.kh) + " -DKW=" + std::to_string(d.kw);
 }
+
+// A batch whose GEMM work buffers pass the limit runs the GEMM path on chunks of `per_chunk` images (their operands
+// copied into and out of contiguous chunk buffers) instead of falling to the direct kernels, which are 10-25x slower
+// (measured on PoCL: a Keras-style CNN's weight gradient at batch 655 took 16 s that way). fn(chunk desc, first image).
+template <class Fn>
+void for_image_chunks(const Conv2dDesc& d, std::int64_t per_chunk, Fn&& fn) {
+  Conv2dDesc c = d;
+  for (std::int64_t n0 = 0; n0 < d.N; n0 += per_chunk) {
+    c.N = std::min(per_chunk, d.N - n0);
+    fn(c, n0);
+  }
+}
 }  // namespace
+
+// The bytes of images [n0, n0 + c.N) of an (N, planes, rows, cols) array in a new contiguous buffer, and back.
+std::shared_ptr<Buffer> ClBackend::image_chunk(const Buffer& src, std::int64_t n0, std::int64_t n,
+                                               std::size_t image_bytes) {
+  std::shared_ptr<Buffer> b = alloc(static_cast<std::size_t>(n) * image_bytes);
+  copy(src, static_cast<std::size_t>(n0) * image_bytes, *b, 0, static_cast<std::size_t>(n) * image_bytes);
+  return b;
+}
 
 // The columns (N, C*kh*kw, OH*OW) of x for the GEMM paths, in a new work buffer.
 std::shared_ptr<Buffer> ClBackend::im2col(const Conv2dDesc& d, const Buffer& x, const std::string& opts) {
@@ -47,6 +75,20 @@ void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, co
   const std::string opts = conv_options(common_options(d.dtype), d);
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
   const bool pointwise = conv_is_pointwise(d);
+  const std::size_t elt = dtype_size(d.dtype);
+  const std::int64_t per_chunk =
+      conv2d_images_per_chunk(d, pointwise ? 0 : static_cast<std::size_t>(ck * ohw) * elt);
+  if (per_chunk >= 1 && per_chunk < d.N) {
+    const std::size_t x_img = static_cast<std::size_t>(d.C * d.H * d.W) * elt;
+    const std::size_t y_img = static_cast<std::size_t>(d.O * ohw) * elt;
+    for_image_chunks(d, per_chunk, [&](const Conv2dDesc& c, std::int64_t n0) {
+      const std::shared_ptr<Buffer> xc = image_chunk(x, n0, c.N, x_img);
+      const std::shared_ptr<Buffer> yc = alloc(static_cast<std::size_t>(c.N) * y_img);
+      conv2d(c, *xc, w, bias, *yc);
+      copy(*yc, 0, y, static_cast<std::size_t>(n0) * y_img, static_cast<std::size_t>(c.N) * y_img);
+    });
+    return;
+  }
   const std::size_t cols_bytes = static_cast<std::size_t>(d.N * ck * ohw) * dtype_size(d.dtype);
   if (d.groups == 1 && (pointwise || cols_bytes <= conv2d_work_limit())) {
     std::shared_ptr<Buffer> cols;
@@ -90,6 +132,20 @@ bool ClBackend::conv2d_backward_gemm(const Conv2dDesc& d, std::size_t extra_elem
 void ClBackend::conv2d_backward_data(const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx) {
   const std::string opts = conv_options(common_options(d.dtype), d);
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
+  const std::size_t elt = dtype_size(d.dtype);
+  const std::int64_t per_chunk =
+      conv2d_images_per_chunk(d, conv_is_pointwise(d) ? 0 : static_cast<std::size_t>(ck * ohw) * elt);
+  if (per_chunk >= 1 && per_chunk < d.N) {
+    const std::size_t x_img = static_cast<std::size_t>(d.C * d.H * d.W) * elt;
+    const std::size_t y_img = static_cast<std::size_t>(d.O * ohw) * elt;
+    for_image_chunks(d, per_chunk, [&](const Conv2dDesc& c, std::int64_t n0) {
+      const std::shared_ptr<Buffer> gyc = image_chunk(gy, n0, c.N, y_img);
+      const std::shared_ptr<Buffer> gxc = alloc(static_cast<std::size_t>(c.N) * x_img);
+      conv2d_backward_data(c, *gyc, w, *gxc);
+      copy(*gxc, 0, gx, static_cast<std::size_t>(n0) * x_img, static_cast<std::size_t>(c.N) * x_img);
+    });
+    return;
+  }
   if (conv2d_backward_gemm(d, 0)) {
     MatmulDesc g;  // dcols[n] (CK, OHW) = W^T (CK, O) @ gy[n] (O, OHW)
     g.batch = d.N, g.batch_a = 1, g.batch_b = d.N, g.M = ck, g.N = ohw, g.K = d.O, g.trans_a = true;
@@ -155,6 +211,26 @@ void ClBackend::conv2d_backward_weights(const Conv2dDesc& d, const Buffer& gy, c
                                         Buffer* gb) {
   const std::string opts = conv_options(common_options(d.dtype), d);
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
+  const std::size_t elt = dtype_size(d.dtype);
+  const std::int64_t per_chunk = conv2d_images_per_chunk(
+      d, (static_cast<std::size_t>(conv_is_pointwise(d) ? 0 : ck * ohw) + static_cast<std::size_t>(d.O * ck)) * elt);
+  if (per_chunk >= 1 && per_chunk < d.N) {  // the chunks' gradients summed into gw (gb)
+    const std::size_t x_img = static_cast<std::size_t>(d.C * d.H * d.W) * elt;
+    const std::size_t y_img = static_cast<std::size_t>(d.O * ohw) * elt;
+    std::shared_ptr<Buffer> gwc, gbc;
+    for_image_chunks(d, per_chunk, [&](const Conv2dDesc& c, std::int64_t n0) {
+      const std::shared_ptr<Buffer> gyc = image_chunk(gy, n0, c.N, y_img), xc = image_chunk(x, n0, c.N, x_img);
+      if (n0 == 0) return conv2d_backward_weights(c, *gyc, *xc, gw, gb);
+      if (!gwc) {
+        gwc = alloc(static_cast<std::size_t>(d.O * ck) * elt);
+        if (gb) gbc = alloc(static_cast<std::size_t>(d.O) * elt);
+      }
+      conv2d_backward_weights(c, *gyc, *xc, *gwc, gbc.get());
+      sum_rows(d.dtype, 1, d.O * ck, *gwc, gw, 1.0);
+      if (gb) sum_rows(d.dtype, 1, d.O, *gbc, *gb, 1.0);
+    });
+    return;
+  }
   if (conv2d_backward_gemm(d, static_cast<std::size_t>(d.N * d.O * ck))) {
     std::shared_ptr<Buffer> cols;
     if (!conv_is_pointwise(d)) cols = im2col(d, x, opts);
