@@ -94,8 +94,6 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // conv2d_work_limit(): d.N when they fit, 0 when one image alone passes it (the direct kernels run).
   std::int64_t conv2d_images_per_chunk(const Conv2dDesc& d, std::size_t per_image) const;
   std::shared_ptr<Buffer> im2col(const Conv2dDesc& d, const Buffer& x, const std::string& options);
-  // Images [n0, n0 + n) of src (image_bytes each) copied into a new buffer.
-  std::shared_ptr<Buffer> image_chunk(const Buffer& src, std::int64_t n0, std::int64_t n, std::size_t image_bytes);
   // gb[o] = sum of gy[n, o, :, :] over n (conv2d's bias gradient), spread over the compute units.
   void bias_grad(const Conv2dDesc& d, const Buffer& gy, Buffer& gb, const std::string& options);
 

@@ -40,15 +40,28 @@ void for_image_chunks(const Conv2dDesc& d, std::int64_t per_chunk, Fn&& fn) {
     fn(c, n0);
   }
 }
-}  // namespace
 
-// The bytes of images [n0, n0 + c.N) of an (N, planes, rows, cols) array in a new contiguous buffer, and back.
-std::shared_ptr<Buffer> ClBackend::image_chunk(const Buffer& src, std::int64_t n0, std::int64_t n,
-                                               std::size_t image_bytes) {
-  std::shared_ptr<Buffer> b = alloc(static_cast<std::size_t>(n) * image_bytes);
-  copy(src, static_cast<std::size_t>(n0) * image_bytes, *b, 0, static_cast<std::size_t>(n) * image_bytes);
+// Images [n0, n0 + n) of src (image_bytes each) copied into a new buffer.
+std::shared_ptr<Buffer> image_chunk(Backend& be, const Buffer& src, std::int64_t n0, std::int64_t n,
+                                    std::size_t image_bytes) {
+  std::shared_ptr<Buffer> b = be.alloc(static_cast<std::size_t>(n) * image_bytes);
+  be.copy(src, static_cast<std::size_t>(n0) * image_bytes, *b, 0, static_cast<std::size_t>(n) * image_bytes);
   return b;
 }
+
+// op(chunk desc, input chunk, output chunk) on the chunks of `in` (in_img bytes an image), each output chunk
+// (out_img bytes an image) copied into its place in `out`.
+template <class Op>
+void map_image_chunks(Backend& be, const Conv2dDesc& d, std::int64_t per_chunk, const Buffer& in, std::size_t in_img,
+                      Buffer& out, std::size_t out_img, Op&& op) {
+  for_image_chunks(d, per_chunk, [&](const Conv2dDesc& c, std::int64_t n0) {
+    const std::shared_ptr<Buffer> ic = image_chunk(be, in, n0, c.N, in_img);
+    const std::shared_ptr<Buffer> oc = be.alloc(static_cast<std::size_t>(c.N) * out_img);
+    op(c, *ic, *oc);
+    be.copy(*oc, 0, out, static_cast<std::size_t>(n0) * out_img, static_cast<std::size_t>(c.N) * out_img);
+  });
+}
+}  // namespace
 
 // The columns (N, C*kh*kw, OH*OW) of x for the GEMM paths, in a new work buffer.
 std::shared_ptr<Buffer> ClBackend::im2col(const Conv2dDesc& d, const Buffer& x, const std::string& opts) {
@@ -81,12 +94,8 @@ void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, co
   if (per_chunk >= 1 && per_chunk < d.N) {
     const std::size_t x_img = static_cast<std::size_t>(d.C * d.H * d.W) * elt;
     const std::size_t y_img = static_cast<std::size_t>(d.O * ohw) * elt;
-    for_image_chunks(d, per_chunk, [&](const Conv2dDesc& c, std::int64_t n0) {
-      const std::shared_ptr<Buffer> xc = image_chunk(x, n0, c.N, x_img);
-      const std::shared_ptr<Buffer> yc = alloc(static_cast<std::size_t>(c.N) * y_img);
-      conv2d(c, *xc, w, bias, *yc);
-      copy(*yc, 0, y, static_cast<std::size_t>(n0) * y_img, static_cast<std::size_t>(c.N) * y_img);
-    });
+    map_image_chunks(*this, d, per_chunk, x, x_img, y, y_img,
+                     [&](const Conv2dDesc& c, const Buffer& xc, Buffer& yc) { conv2d(c, xc, w, bias, yc); });
     return;
   }
   const std::size_t cols_bytes = static_cast<std::size_t>(d.N * ck * ohw) * dtype_size(d.dtype);
@@ -138,12 +147,8 @@ void ClBackend::conv2d_backward_data(const Conv2dDesc& d, const Buffer& gy, cons
   if (per_chunk >= 1 && per_chunk < d.N) {
     const std::size_t x_img = static_cast<std::size_t>(d.C * d.H * d.W) * elt;
     const std::size_t y_img = static_cast<std::size_t>(d.O * ohw) * elt;
-    for_image_chunks(d, per_chunk, [&](const Conv2dDesc& c, std::int64_t n0) {
-      const std::shared_ptr<Buffer> gyc = image_chunk(gy, n0, c.N, y_img);
-      const std::shared_ptr<Buffer> gxc = alloc(static_cast<std::size_t>(c.N) * x_img);
-      conv2d_backward_data(c, *gyc, w, *gxc);
-      copy(*gxc, 0, gx, static_cast<std::size_t>(n0) * x_img, static_cast<std::size_t>(c.N) * x_img);
-    });
+    map_image_chunks(*this, d, per_chunk, gy, y_img, gx, x_img,
+                     [&](const Conv2dDesc& c, const Buffer& g, Buffer& out) { conv2d_backward_data(c, g, w, out); });
     return;
   }
   if (conv2d_backward_gemm(d, 0)) {
@@ -219,7 +224,8 @@ void ClBackend::conv2d_backward_weights(const Conv2dDesc& d, const Buffer& gy, c
     const std::size_t y_img = static_cast<std::size_t>(d.O * ohw) * elt;
     std::shared_ptr<Buffer> gwc, gbc;
     for_image_chunks(d, per_chunk, [&](const Conv2dDesc& c, std::int64_t n0) {
-      const std::shared_ptr<Buffer> gyc = image_chunk(gy, n0, c.N, y_img), xc = image_chunk(x, n0, c.N, x_img);
+      const std::shared_ptr<Buffer> gyc = image_chunk(*this, gy, n0, c.N, y_img);
+      const std::shared_ptr<Buffer> xc = image_chunk(*this, x, n0, c.N, x_img);
       if (n0 == 0) return conv2d_backward_weights(c, *gyc, *xc, gw, gb);
       if (!gwc) {
         gwc = alloc(static_cast<std::size_t>(d.O * ck) * elt);
