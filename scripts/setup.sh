@@ -35,5 +35,5 @@ fi
 # rebuilds). `pip install .` alone (isolated) works as well.
 .venv/bin/python -m pip install -q "scikit-build-core>=0.8" "pybind11>=2.11" "onednn-devel-cpu-gomp==2023.2.0"
 echo "setup: building and installing hetnn"
-.venv/bin/python -m pip install -q --no-build-isolation ".[test,bench]"
+.venv/bin/python -m pip install -q --no-build-isolation ".[test,bench,distributed]"
 .venv/bin/python -c "import hetnn; print('setup: hetnn', hetnn.__version__, 'devices:', ', '.join(d.id for d in hetnn.devices()))"
