@@ -86,9 +86,6 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias);
   std::string common_options(DType t) const;
   std::string pool_options(const Pool2dDesc& d) const;
-  // Whether conv2d's backward for d runs on the GEMM kernels (ungrouped, its work buffers of the columns and
-  // extra_elems more elements within the limit) rather than the gathering kernels.
-  bool conv2d_backward_gemm(const Conv2dDesc& d, std::size_t extra_elems) const;
   std::size_t conv2d_work_limit() const;
   // Images per chunk when the GEMM paths' work buffers for the whole batch (per_image bytes an image) pass
   // conv2d_work_limit(): d.N when they fit, 0 when one image alone passes it (the direct kernels run).

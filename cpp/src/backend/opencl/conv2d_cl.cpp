@@ -55,6 +55,7 @@ template <class Op>
 void map_image_chunks(Backend& be, const Conv2dDesc& d, std::int64_t per_chunk, const Buffer& in, std::size_t in_img,
                       Buffer& out, std::size_t out_img, Op&& op) {
   for_image_chunks(d, per_chunk, [&](const Conv2dDesc& c, std::int64_t n0) {
+    if (n0 == 0) return op(c, in, out);  // the first images: the arrays themselves (the op reads and writes c.N)
     const std::shared_ptr<Buffer> ic = image_chunk(be, in, n0, c.N, in_img);
     const std::shared_ptr<Buffer> oc = be.alloc(static_cast<std::size_t>(c.N) * out_img);
     op(c, *ic, *oc);
@@ -98,8 +99,7 @@ void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, co
                      [&](const Conv2dDesc& c, const Buffer& xc, Buffer& yc) { conv2d(c, xc, w, bias, yc); });
     return;
   }
-  const std::size_t cols_bytes = static_cast<std::size_t>(d.N * ck * ohw) * dtype_size(d.dtype);
-  if (d.groups == 1 && (pointwise || cols_bytes <= conv2d_work_limit())) {
+  if (d.groups == 1 && per_chunk >= d.N) {
     std::shared_ptr<Buffer> cols;
     if (!pointwise) cols = im2col(d, x, opts);
     MatmulDesc g;
@@ -131,12 +131,8 @@ void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, co
 
 // The backward passes of ungrouped convolutions run on the GEMM kernels like the forward (the gathering kernels
 // below them took 25x the CPU device's time on a Keras-style CNN): data = col2im(W^T @ gy[n]), weights = the sum
-// over n of gy[n] @ cols[n]^T. Grouped convolutions, and those whose work buffers would pass the limit, use the
-// gathering kernels.
-bool ClBackend::conv2d_backward_gemm(const Conv2dDesc& d, std::size_t extra_elems) const {
-  const std::size_t cols = static_cast<std::size_t>(d.N * d.C * d.kh * d.kw * d.OH * d.OW);
-  return d.groups == 1 && (cols + extra_elems) * dtype_size(d.dtype) <= conv2d_work_limit();
-}
+// over n of gy[n] @ cols[n]^T (in chunks of images where the work buffers would pass the limit). Grouped
+// convolutions, and those of which one image's buffers pass the limit, use the gathering kernels.
 
 void ClBackend::conv2d_backward_data(const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx) {
   const std::string opts = conv_options(common_options(d.dtype), d);
@@ -151,7 +147,7 @@ void ClBackend::conv2d_backward_data(const Conv2dDesc& d, const Buffer& gy, cons
                      [&](const Conv2dDesc& c, const Buffer& g, Buffer& out) { conv2d_backward_data(c, g, w, out); });
     return;
   }
-  if (conv2d_backward_gemm(d, 0)) {
+  if (d.groups == 1 && per_chunk >= d.N) {
     MatmulDesc g;  // dcols[n] (CK, OHW) = W^T (CK, O) @ gy[n] (O, OHW)
     g.batch = d.N, g.batch_a = 1, g.batch_b = d.N, g.M = ck, g.N = ohw, g.K = d.O, g.trans_a = true;
     g.dtype = d.dtype;
@@ -224,9 +220,9 @@ void ClBackend::conv2d_backward_weights(const Conv2dDesc& d, const Buffer& gy, c
     const std::size_t y_img = static_cast<std::size_t>(d.O * ohw) * elt;
     std::shared_ptr<Buffer> gwc, gbc;
     for_image_chunks(d, per_chunk, [&](const Conv2dDesc& c, std::int64_t n0) {
+      if (n0 == 0) return conv2d_backward_weights(c, gy, x, gw, gb);  // the first images: the arrays themselves
       const std::shared_ptr<Buffer> gyc = image_chunk(*this, gy, n0, c.N, y_img);
       const std::shared_ptr<Buffer> xc = image_chunk(*this, x, n0, c.N, x_img);
-      if (n0 == 0) return conv2d_backward_weights(c, *gyc, *xc, gw, gb);
       if (!gwc) {
         gwc = alloc(static_cast<std::size_t>(d.O * ck) * elt);
         if (gb) gbc = alloc(static_cast<std::size_t>(d.O) * elt);
@@ -237,7 +233,7 @@ void ClBackend::conv2d_backward_weights(const Conv2dDesc& d, const Buffer& gy, c
     });
     return;
   }
-  if (conv2d_backward_gemm(d, static_cast<std::size_t>(d.N * d.O * ck))) {
+  if (d.groups == 1 && per_chunk >= d.N) {
     std::shared_ptr<Buffer> cols;
     if (!conv_is_pointwise(d)) cols = im2col(d, x, opts);
     MatmulDesc g;  // per image (O, CK) = gy[n] (O, OHW) @ cols[n]^T, then summed over n
