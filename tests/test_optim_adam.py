@@ -41,10 +41,13 @@ def test_step_matches_numpy_over_several_steps(device, rng, cls, kw):
 
 
 def test_fit_matches_step_by_step_numpy(device, rng):
-    """fit's C++ loop: 3 minibatches of Adam from the gradients of a linear MSE model, computed in NumPy."""
+    """fit's C++ loop: 3 minibatches of Adam from the gradients of a linear MSE model, computed in NumPy. In float64
+    where the device has it: in float32, Adam's normalised steps amplify rounding (up to ~7e-6 of the distance lr *
+    steps over 300 seeds), so a tight float32 bound fails on some inputs and a loose one hides little."""
+    fp64 = "float64" in device.dtypes
     x = rng.standard_normal((12, 4)).astype(np.float32)
     t = rng.standard_normal((12, 2)).astype(np.float32)
-    model = nn.Sequential([nn.Dense(4, 2, seed=3)], device=device)
+    model = nn.Sequential([nn.Dense(4, 2, seed=3)], device=device, dtype="float64" if fp64 else "float32")
     opt = optim.AdamW(model.parameters(), lr=0.05, weight_decay=0.1)
     w, b = (p.numpy().astype(np.float64) for p in model.parameters())
     st = {"w": [w, np.zeros_like(w), np.zeros_like(w), np.zeros_like(w)],
@@ -61,7 +64,10 @@ def test_fit_matches_step_by_step_numpy(device, rng):
                                               b1=0.9, b2=0.999, eps=1e-8))
     assert opt.steps == 6  # the second fit went on from step 3: bias corrections carried over
     got = [p.numpy() for p in model.parameters()]
-    assert rel_err(got[0], st["w"][0]) < 1e-5 and rel_err(got[1], st["b"][0]) < 1e-5
+    for g, ref in zip(got, (st["w"][0], st["b"][0])):
+        # a bias may end near zero: measure against its size plus the distance six steps of lr can move it
+        err = np.max(np.abs(g.astype(np.float64) - ref)) / (np.max(np.abs(ref)) + 0.05 * 6)
+        assert err < (1e-12 if fp64 else 1e-4)
 
 
 def test_matches_torch_when_installed(rng):
