@@ -53,6 +53,11 @@ def init() -> None:
         _excepthook_installed = True
 
 
+def is_initialized() -> bool:
+    """Whether init() has run in this process."""
+    return _comm is not None
+
+
 def _world() -> Any:
     if _comm is None:
         raise RuntimeError("hetnn.distributed: call hetnn.distributed.init() first")
@@ -136,4 +141,4 @@ def allgather(x: Any) -> Any:
     return _like(x, out)
 
 
-__all__ = ["init", "rank", "world_size", "barrier", "allreduce", "broadcast", "allgather"]
+__all__ = ["init", "is_initialized", "rank", "world_size", "barrier", "allreduce", "broadcast", "allgather"]

@@ -66,8 +66,146 @@ def one_rank_raises():
     dist.allreduce(np.ones(4, np.float32))
 
 
-if __name__ == "__main__":
+def _mlp(device, dtype, dropout=False):
+    from hetnn import nn
+    layers = [nn.Dense(6, 8, activation="tanh", seed=1)] + ([nn.Dropout(0.3, seed=4)] if dropout else []) + \
+        [nn.Dense(8, 3, seed=2)]
+    return nn.Sequential(layers, device=device, dtype=dtype)
+
+
+class _Snapshots:
+    """A callback keeping the weights after every epoch."""
+
+    def __init__(self):
+        self.seen = []
+
+    def on_epoch_end(self, epoch, logs, model):
+        self.seen.append(np.concatenate([p.numpy().reshape(-1) for p in model.parameters()]).astype(np.float64))
+
+
+def fit_matches_single_process():
+    """2 ranks x batch 5 against one process at batch 10 on the same shuffled data: after every epoch the replicas
+    hold the same weights, equal to single-process training's (float64: to rounding; float32: to its tolerance).
+    37 samples: three global batches of 10 and a last one of 7 split 3 + 4 across the ranks (a weighted mean)."""
+    from hetnn import optim
+    rng = np.random.default_rng(7)  # the same data on every rank
+    x = rng.standard_normal((37, 6))
+    y = rng.integers(0, 3, 37)
+    optimizers = {"sgd": lambda m: optim.SGD(m.parameters(), lr=0.1, momentum=0.9),
+                  "adam": lambda m: optim.Adam(m.parameters(), lr=0.01)}
+    for dev in hetnn.devices():
+        for dtype, tol in (("float64", 1e-12), ("float32", 2e-5)):
+            if dtype not in dev.dtypes:
+                continue
+            for name, make in optimizers.items():
+                what = f"{dev.id} {dtype} {name}"
+                model = _mlp(dev, dtype)
+                if dist.rank() == 1:  # rank 0's initial weights must win
+                    for p in model.parameters():
+                        p.value.write_from(np.full(p.value.shape, 5.0, p.value.dtype))
+                snaps, ref = _Snapshots(), _Snapshots()
+                hist = model.fit(x, y, loss="cross_entropy", optimizer=make(model), epochs=3, batch_size=5, seed=11,
+                                 metrics=["accuracy"], callbacks=[snaps], distributed=True)
+                single = _mlp(dev, dtype)
+                sh = single.fit(x, y, loss="cross_entropy", optimizer=make(single), epochs=3, batch_size=10,
+                                seed=11, metrics=["accuracy"], callbacks=[ref])
+                for e, (w, want) in enumerate(zip(snaps.seen, ref.seen)):
+                    every = dist.allgather(w)
+                    assert np.array_equal(every[0], every[1]), f"{what} epoch {e}: the replicas differ"
+                    err = np.max(np.abs(w - want)) / np.max(np.abs(want))
+                    assert err < tol, f"{what} epoch {e}: distributed vs single process {err:.3g}"
+                for k in ("loss", "accuracy"):
+                    np.testing.assert_allclose(hist.history[k], sh.history[k], rtol=max(tol, 1e-6), err_msg=what)
+                assert hist.params["ranks"] == 2 and hist.params["global_batch_size"] == 10, hist.params
+                assert len(hist.history["comm_time"]) == 3
+
+
+def _cnn(device, dropout):
+    from hetnn import nn
+    return nn.Sequential([nn.Conv2d(1, 3, 3, padding=1, activation="relu", seed=1), nn.MaxPool2d(2), nn.Flatten(),
+                          *([nn.Dropout(0.4, seed=3)] if dropout else []), nn.Dense(3 * 4 * 4, 4, seed=2)],
+                         device=device)
+
+
+def cnn_and_dropout():
+    """A CNN (convolution, pooling, dropout) with AdamW on every device: without dropout equal to single-process
+    training; with dropout the replicas stay identical (each rank draws its own masks) and the loss falls."""
+    from hetnn import optim
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((40, 1, 8, 8)).astype(np.float32)
+    y = rng.integers(0, 4, 40)
+    for dev in hetnn.devices():
+        runs = []
+        for dropout, distributed, bs in ((False, True, 4), (False, False, 8), (True, True, 4)):
+            model = _cnn(dev, dropout)
+            snaps = _Snapshots()
+            h = model.fit(x, y, loss="cross_entropy", optimizer=optim.AdamW(model.parameters(), lr=0.01), epochs=4,
+                          batch_size=bs, seed=5, callbacks=[snaps], distributed=distributed)
+            runs.append((snaps.seen[-1], h.history["loss"]))
+            if distributed:
+                for e, w in enumerate(snaps.seen):
+                    every = dist.allgather(w)
+                    assert np.array_equal(every[0], every[1]), f"{dev.id} dropout={dropout} epoch {e}: replicas differ"
+        err = np.max(np.abs(runs[0][0] - runs[1][0])) / np.max(np.abs(runs[1][0]))
+        assert err < 1e-4, f"{dev.id}: CNN distributed vs single process {err:.3g}"
+        assert runs[2][1][-1] < runs[2][1][0], f"{dev.id}: with dropout the loss did not fall: {runs[2][1]}"
+
+
+def fit_arguments_differ():
+    """A rank calling fit with another batch size: every rank raises a ValueError naming it (no hang)."""
+    from hetnn import optim
+    model = _mlp("cpu", "float32")
+    x, y = np.zeros((20, 6), np.float32), np.zeros(20, np.int64)
+    try:
+        model.fit(x, y, loss="cross_entropy", optimizer=optim.SGD(model.parameters(), lr=0.1),
+                  batch_size=4 + dist.rank(), distributed=True)
+    except ValueError as exc:
+        assert "batch_size (rank 0: 4, rank 1: 5)" in str(exc), exc
+        print(f"rank {dist.rank()}: differing arguments refused", flush=True)
+        return
+    raise AssertionError("ranks with different batch sizes trained")
+
+
+def rank_raises_in_fit():
+    """Rank 1 fails in a callback after the first epoch while rank 0 goes on into the next epoch's reduction."""
+    from hetnn import optim
+
+    class Fail:
+        def on_epoch_end(self, epoch, logs, model):
+            if dist.rank() == 1:
+                raise RuntimeError("rank 1 fails in fit on purpose")
+    model = _mlp("cpu", "float32")
+    rng = np.random.default_rng(0)
+    model.fit(rng.standard_normal((64, 6)), rng.integers(0, 3, 64), loss="cross_entropy",
+              optimizer=optim.SGD(model.parameters(), lr=0.1), epochs=3, batch_size=8, callbacks=[Fail()],
+              distributed=True)
+
+
+def fit_single():
+    """No mpirun: fit(distributed=True) before init() is refused; after it a world of one trains as fit does."""
+    import pytest
+    from hetnn import optim
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal((30, 6)), rng.integers(0, 3, 30)
+    model = _mlp("cpu", "float64")
+    with pytest.raises(RuntimeError, match="hetnn.distributed.init"):
+        model.fit(x, y, loss="cross_entropy", optimizer=optim.SGD(model.parameters(), lr=0.1), distributed=True)
+    with pytest.raises(TypeError, match="distributed must be a bool"):
+        model.fit(x, y, loss="cross_entropy", optimizer=optim.SGD(model.parameters(), lr=0.1), distributed=1)
     dist.init()
-    {"collectives": collectives, "mismatch": mismatch, "single": single,
-     "one_rank_raises": one_rank_raises}[sys.argv[1]]()
+    a, b = _mlp("cpu", "float64"), _mlp("cpu", "float64")
+    for m, d in ((a, True), (b, False)):
+        m.fit(x, y, loss="cross_entropy", optimizer=optim.SGD(m.parameters(), lr=0.1), epochs=2, batch_size=7,
+              seed=2, distributed=d)
+    for p, q in zip(a.parameters(), b.parameters()):
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-13)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] != "fit_single":
+        dist.init()
+    {"collectives": collectives, "mismatch": mismatch, "single": single, "one_rank_raises": one_rank_raises,
+     "fit_matches_single_process": fit_matches_single_process, "cnn_and_dropout": cnn_and_dropout,
+     "fit_arguments_differ": fit_arguments_differ, "rank_raises_in_fit": rank_raises_in_fit,
+     "fit_single": fit_single}[sys.argv[1]]()
     print(f"rank {dist.rank()}: {sys.argv[1]} ok", flush=True)

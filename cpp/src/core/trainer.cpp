@@ -200,7 +200,9 @@ Array Trainer::forward(Layer& l, const Array& x_in, bool train) {
     }
     case Layer::Kind::dropout: {
       if (!train || l.drop_p == 0) return x;
-      l.drop_step_seed = splitmix64(l.drop_seed, l.drop_calls++);  // each step's mask from its own mixed seed
+      // each step's mask from its own mixed seed (and the replica's stream)
+      l.drop_step_seed = splitmix64(dropout_stream_ ? splitmix64(l.drop_seed, dropout_stream_) : l.drop_seed,
+                                    l.drop_calls++);
       return dropout(x, l.drop_p, l.drop_step_seed, &buffer(l.y_buf, x, x.shape()));
     }
     case Layer::Kind::conv: {
@@ -353,6 +355,7 @@ void Trainer::run_epoch(const Array& X, const Array& Y, const Array* labels, con
     }
     Array grad = g;
     for (std::size_t i = layers_.size(); i-- > 0;) grad = backward(layers_[i], grad, i > 0);
+    if (step_hook_) step_hook_(m);
     update(lr);
   }
   if (progress) progress(n);

@@ -48,6 +48,24 @@ void bind_nn(py::module_& m) {
       .def_property_readonly("adam_steps", &Trainer::adam_steps)
       .def_property("device_layouts", &Trainer::device_layouts, &Trainer::set_device_layouts)
       .def(
+          "set_step_hook",
+          [](Trainer& t, const py::object& hook) {
+            if (hook.is_none()) return t.set_step_hook(nullptr);
+            // Held by a shared_ptr released with the GIL: the trainer may be destroyed from C++ code without it.
+            auto* ref = new py::object(hook);
+            std::shared_ptr<py::object> f(ref, [](py::object* p) {
+              if (!Py_IsInitialized()) return;
+              py::gil_scoped_acquire gil;
+              delete p;
+            });
+            t.set_step_hook([f](std::int64_t rows) {
+              py::gil_scoped_acquire gil;
+              (*f)(rows);
+            });
+          },
+          py::arg("hook"), "hook(rows) after each step's backward pass, before the update (None: no hook).")
+      .def("set_dropout_stream", &Trainer::set_dropout_stream, py::arg("stream"))
+      .def(
           "run_epoch",
           [](Trainer& t, const Array& X, const Array& Y, const Array* labels, const Array& idx, std::int64_t batch,
              double lr, const Array& acc_loss, const py::object& progress) {

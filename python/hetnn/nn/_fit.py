@@ -92,8 +92,11 @@ def _trainer(model: Any, loss_obj: Loss, plan: Sequence[Tuple[str, str]], accs: 
 
 def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: int, batch_size: int, shuffle: bool,
             validation_data: Optional[Tuple[Any, Any]], validation_split: Optional[float], metrics: Sequence[str],
-            callbacks: Optional[Sequence[Callback]], verbose: bool, seed: Optional[int]) -> History:
+            callbacks: Optional[Sequence[Callback]], verbose: bool, seed: Optional[int],
+            distributed: bool = False) -> History:
     loss_obj, bs, metric_names, cbs = _check_args(model, loss, optimizer, epochs, batch_size, metrics, callbacks)
+    if not isinstance(distributed, (bool, np.bool_)):
+        raise TypeError(f"fit: distributed must be a bool, got {distributed!r}")
     x, y, validation_data = split_validation(x, y, validation_split, validation_data)
     X, out_shape, keep_x = model._x(x, "fit")
     n = X.shape[0]
@@ -106,21 +109,34 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
     model.loss = loss_obj
     model.stop_training = False
     dev = model._device._dev
+    dp = None
+    if distributed:
+        from ._data_parallel import DataParallel
+        dp = DataParallel(model, optimizer, n, bs, shuffle, seed, _fingerprint(model, loss_obj, optimizer, epochs,
+                                                                               plan, val is not None))
+        seed = dp.seed
     rng = np.random.default_rng(seed)
     hist = History()
     hist.params = {"epochs": epochs, "batch_size": bs, "samples": n, "device": model._device.id}
+    if dp is not None:
+        hist.params.update(ranks=dp.size, global_batch_size=bs * dp.size)
     idx = _core.Array.from_numpy(dev, np.arange(n, dtype=np.int64))
     acc_loss = _core.Array.zeros(dev, [1], "float32")
     accs = [_core.Array.zeros(dev, [1], "float32") for _ in plan]
     zero1 = np.zeros(1, np.float32)
     trainer = _trainer(model, loss_obj, plan, accs, optimizer)
+    if dp is not None:
+        dp.synchronise(optimizer)
+        trainer.set_step_hook(dp.step_hook())
+        trainer.set_dropout_stream(dp.rank)
     step_labels = labels if any(k == "correct_argmax" for _, k in plan) else None
     keys = ["loss", *(nm for nm, _ in plan)]
     keys += [f"val_{k}" for k in keys] if val is not None else []
+    extra = ["epoch_time"] + (["comm_time"] if dp is not None else [])
     for cb in cbs:
         if hasattr(cb, "on_train_begin"):
-            cb.on_train_begin(keys + ["epoch_time"], model)
-    bars = _progress(verbose, epochs, n, bs)
+            cb.on_train_begin(keys + extra, model)
+    bars = _progress(verbose and (dp is None or dp.rank == 0), epochs, n, bs)
     capture = _Capture([model._device])
     capture.open()
     try:
@@ -128,17 +144,26 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
             t0 = time.perf_counter()
             if hasattr(optimizer, "_begin_epoch"):
                 optimizer._begin_epoch(epoch)
-            if shuffle:
+            if dp is not None:
+                idx = _core.Array.from_numpy(dev, dp.epoch_rows(rng))
+            elif shuffle:
                 idx.write_from(rng.permutation(n).astype(np.int64))
             for a in [acc_loss, *accs]:
                 a.write_from(zero1)
             try:
                 trainer.run_epoch(X, Y, step_labels, idx, bs, optimizer.lr, acc_loss,
-                                  bars.within_epoch(epoch) if bars else None)
+                                  bars.within_epoch(epoch, dp.size if dp else 1) if bars else None)
             finally:  # the moments saw the steps taken, even when the epoch was cut short
                 optimizer._after_epoch(trainer)
-            logs = _epoch_logs(model, n, c, plan, acc_loss, accs, val, loss_obj)  # reads back: the epoch is done
-            logs["epoch_time"] = time.perf_counter() - t0
+            sums = [float(a.to_numpy()[0]) for a in [acc_loss, *accs]]  # reads back: the epoch is done
+            epoch_time, samples = time.perf_counter() - t0, n
+            if dp is not None:
+                sums, epoch_time, comm_time = dp.reduce_sums(sums, epoch_time)
+                samples = dp.samples
+            logs = _epoch_logs(model, samples, c, plan, sums, val, loss_obj)
+            logs["epoch_time"] = epoch_time
+            if dp is not None:
+                logs["comm_time"] = comm_time
             for k, v in logs.items():
                 hist._add(k, v)
             hist.epochs.append(epoch)
@@ -147,7 +172,10 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
             stop = False
             for cb in cbs:
                 stop = bool(cb.on_epoch_end(epoch, dict(logs), model)) or stop
-            if stop or model.stop_training:
+            stop = stop or bool(model.stop_training)
+            if dp is not None:
+                stop = dp.any_rank(stop)  # a rank that left the loop would leave the others waiting
+            if stop:
                 break
     finally:
         records = capture.close()
@@ -161,11 +189,19 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
     return hist
 
 
-def _epoch_logs(model: Any, n: int, c: int, plan: Sequence[Tuple[str, str]], acc_loss: Any, accs: Sequence[Any],
+def _fingerprint(model: Any, loss_obj: Loss, optimizer: Any, epochs: int, plan: Sequence[Tuple[str, str]],
+                 validation: bool) -> Dict[str, Any]:
+    """What every rank of a distributed fit must agree on, besides the data size and batch."""
+    return {"layers": [type(layer).__name__ for layer in model.layers], "loss": loss_obj.kind, "epochs": epochs,
+            "metrics": list(plan), "validation": validation, "optimizer": repr(optimizer),
+            "optimizer steps": getattr(optimizer, "steps", None)}
+
+
+def _epoch_logs(model: Any, n: int, c: int, plan: Sequence[Tuple[str, str]], sums: Sequence[float],
                 val: Optional[Tuple], loss_obj: Loss) -> Dict[str, float]:
-    logs = {"loss": float(acc_loss.to_numpy()[0]) / n}
-    for (name, kind), a in zip(plan, accs):
-        v = float(a.to_numpy()[0])
+    """The epoch's means from the loss and metric sums over its n samples."""
+    logs = {"loss": sums[0] / n}
+    for (name, kind), v in zip(plan, sums[1:]):
         logs[name] = v / n if kind == "correct_argmax" else v / (n * c)
     if val is not None:
         vres = model._evaluate(val[0], val[1], val[2], loss_obj, [nm for nm, _ in plan], 1024)
@@ -182,10 +218,10 @@ class _Bar:
 
         self.n, self.bar = n, tqdm_class()(total=epochs * n, unit="sample", desc="fit", dynamic_ncols=True)
 
-    def within_epoch(self, epoch: int) -> Callable[[int], None]:
-        def report(done: int) -> None:
+    def within_epoch(self, epoch: int, ranks: int = 1) -> Callable[[int], None]:
+        def report(done: int) -> None:  # done: this rank's samples; the others' progress alike
             self.bar.set_description(f"fit, epoch {epoch + 1}", refresh=False)
-            self.bar.update(epoch * self.n + done - self.bar.n)
+            self.bar.update(epoch * self.n + min(done * ranks, self.n) - self.bar.n)
         return report
 
     def set_postfix(self, logs: Dict[str, str]) -> None:

@@ -295,16 +295,23 @@ class Sequential:
             shuffle: bool = True, validation_data: Optional[Tuple[Any, Any]] = None,
             validation_split: Optional[float] = None, metrics: Sequence[str] = (),
             callbacks: Optional[Sequence[Callback]] = None, verbose: bool = False,
-            seed: Optional[int] = None) -> History:
+            seed: Optional[int] = None, distributed: bool = False) -> History:
         """Trains on (x, y) and returns a :class:`History`. ``loss``: CrossEntropyLoss() (integer labels or
         one-hot / probability rows) or MSELoss(); ``optimizer``: a hetnn.optim optimizer over this model's
         parameters; ``metrics``: any of "accuracy" (argmax of the outputs against the labels; one output: a 0.5
         threshold; MSELoss with one-hot targets counts too), "mae"; ``validation_data`` (x_val, y_val) or
         ``validation_split`` (the last fraction of x and y, held out before shuffling) adds "val_*" entries;
-        ``seed`` fixes the shuffling (the run is then reproducible on a device)."""
+        ``seed`` fixes the shuffling (the run is then reproducible on a device).
+
+        ``distributed=True`` (after hetnn.distributed.init(), under ``mpirun -np N``): data-parallel training, every
+        rank calling fit with the same model, data and arguments. Rank 0's weights and optimizer state start every
+        replica; ``batch_size`` is per rank (a step trains on ``batch_size * N`` rows of a permutation all ranks
+        share); gradients are averaged across ranks in every step; the History (loss, metrics, the slowest rank's
+        "epoch_time", the mean "comm_time" spent reducing gradients) is the same on every rank; only rank 0 shows
+        progress. A step equals a step of single-process training on the global batch."""
         return run_fit(self, x, y, loss=loss, optimizer=optimizer, epochs=epochs, batch_size=batch_size,
                        shuffle=shuffle, validation_data=validation_data, validation_split=validation_split,
-                       metrics=metrics, callbacks=callbacks, verbose=verbose, seed=seed)
+                       metrics=metrics, callbacks=callbacks, verbose=verbose, seed=seed, distributed=distributed)
 
     def _evaluate(self, X: Any, Y: Any, labels: Any, loss_obj: Optional[Loss], metrics: Sequence[str],
                   batch_size: int) -> Dict[str, float]:

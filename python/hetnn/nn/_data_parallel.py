@@ -1,0 +1,154 @@
+"""fit(..., distributed=True): data-parallel training over MPI ranks, as in Horovod and PyTorch DDP. Each rank holds a
+replica; rank 0's weights and optimizer state are broadcast at the start; each epoch a permutation from a seed every
+rank shares is cut into global batches of ``batch_size * world_size`` rows, each rank taking its part; after every
+step's backward pass (inside the C++ loop) the gradients are averaged across ranks, weighted by the rows each rank
+had, so that a step equals one step of single-process training on the global batch."""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .._loader import _core
+
+_ALIGN = 16  # elements: every gradient's view of the flat buffer starts on a 64-byte boundary
+
+
+class DataParallel:
+    """The rank's part of one distributed fit: checks the ranks agree, synchronises the replicas, plans each epoch's
+    shards and reduces gradients (the Trainer's step hook) and the epoch's sums."""
+
+    def __init__(self, model: Any, optimizer: Any, n: int, batch_size: int, shuffle: bool, seed: Optional[int],
+                 fingerprint: Dict[str, Any]) -> None:
+        from .. import distributed as dist
+
+        if not dist.is_initialized():
+            raise RuntimeError("fit(distributed=True): call hetnn.distributed.init() first (and launch the script "
+                               "with mpirun -np N)")
+        self.comm = dist._world()
+        self.MPI = dist._mpi()
+        self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        self.n, self.bs, self.shuffle = n, batch_size, shuffle
+        self.params = list(model.parameters())
+        fingerprint = dict(fingerprint, samples=n, batch_size=batch_size, shuffle=shuffle,
+                           parameters=[(tuple(p.value.shape), str(p.value.dtype)) for p in self.params])
+        self._agree(fingerprint)
+        if n < self.size:
+            raise ValueError(f"fit(distributed=True): {n} samples cannot be shared by {self.size} ranks")
+        self.seed = int(self.comm.bcast(int(np.random.SeedSequence().entropy % 2**63) if seed is None else seed, 0))
+        self.device = model._device
+        self.flat, self.views, self.zero_copy = self._gradient_buffer(model)
+        self.comm_time = 0.0
+        self.steps_done = 0
+        self.totals: List[int] = []
+
+    # -- set-up
+    def _agree(self, mine: Dict[str, Any]) -> None:
+        """Every rank must train the same model on as many samples with the same settings; a rank that differs
+        would wait in a collective the others never enter (a hang) or reduce mismatched buffers."""
+        every = self.comm.allgather(mine)
+        for key in mine:
+            vals = [e.get(key) for e in every]
+            if any(v != vals[0] for v in vals):
+                shown = ", ".join(f"rank {i}: {v!r}" for i, v in enumerate(vals))
+                raise ValueError(f"fit(distributed=True): the ranks differ in {key} ({shown}); every rank must call "
+                                 f"fit with the same model, data size and arguments")
+
+    def _gradient_buffer(self, model: Any) -> Tuple[np.ndarray, List[np.ndarray], bool]:
+        """One flat host buffer holding every gradient, so a step's reduction is one MPI call. On a host-memory
+        device (the CPU device) the gradients the backward pass writes are views of it (nothing is copied);
+        elsewhere the hook copies them in and out."""
+        dt = np.dtype(str(self.params[0].value.dtype))
+        sizes = [int(np.prod(p.value.shape, dtype=np.int64)) for p in self.params]
+        offsets, total = [], 0
+        for s in sizes:
+            offsets.append(total)
+            total += -(-s // _ALIGN) * _ALIGN
+        cached = getattr(model, "_dp_grads", None)
+        if cached is not None and cached[0].dtype == dt and cached[0].size == total and \
+                all(p.grad is g for p, g in zip(self.params, cached[2])):
+            return cached[0], cached[1], True
+        raw = np.zeros(total + _ALIGN, dt)  # the flat buffer, its start aligned within this allocation
+        shift = (-(raw.ctypes.data // dt.itemsize)) % _ALIGN
+        flat = raw[shift:shift + total]
+        views = [flat[o:o + s].reshape(p.value.shape) for o, s, p in zip(offsets, sizes, self.params)]
+        dev = model._device._dev
+        wrapped = [_core.Array.wrap_numpy(dev, v) for v in views]
+        if any(w is None for w in wrapped):
+            return flat, views, False
+        for p, w, v in zip(self.params, wrapped, views):
+            v[...] = p.grad.to_numpy()
+            p.grad = w
+        model._dp_grads = (flat, views, [p.grad for p in self.params])
+        return flat, views, True
+
+    def synchronise(self, optimizer: Any) -> None:
+        """Rank 0's parameters and optimizer state (the arrays the Trainer holds) on every rank."""
+        arrays = [p.value for p in self.params] + [optimizer._state[k] for k in sorted(optimizer._state)]
+        host = [a.to_numpy() for a in arrays]
+        flat = np.concatenate([h.reshape(-1) for h in host]) if host else np.zeros(0)
+        self.comm.Bcast(flat, root=0)
+        if self.rank != 0:
+            o = 0
+            for a, h in zip(arrays, host):
+                a.write_from(flat[o:o + h.size].reshape(h.shape).astype(h.dtype, copy=False))
+                o += h.size
+
+    # -- each epoch
+    def epoch_rows(self, rng: np.random.Generator) -> np.ndarray:
+        """This rank's rows for the epoch, in step order: global batches of bs * world_size rows of the shared
+        permutation; the last, shorter one split as evenly as the ranks allow (dropped when it has fewer rows than
+        ranks, so that every rank runs the same number of steps)."""
+        order = rng.permutation(self.n) if self.shuffle else np.arange(self.n)
+        g = self.bs * self.size
+        full, rem = divmod(self.n, g)
+        parts = [order[k * g + self.rank * self.bs:k * g + (self.rank + 1) * self.bs] for k in range(full)]
+        self.totals = [g] * full
+        if rem >= self.size:
+            cuts = [full * g + (rem * r) // self.size for r in range(self.size + 1)]
+            parts.append(order[cuts[self.rank]:cuts[self.rank + 1]])
+            self.totals.append(rem)
+        self.steps_done = 0
+        return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+
+    @property
+    def samples(self) -> int:
+        """The rows the last planned epoch trains on, over all ranks."""
+        return int(sum(self.totals))
+
+    def step_hook(self) -> Callable[[int], None]:
+        flat, views, params, comm, SUM = self.flat, self.views, self.params, self.comm, self.MPI.SUM
+        in_place, copies = self.MPI.IN_PLACE, not self.zero_copy
+
+        def reduce(rows: int) -> None:
+            t0 = time.perf_counter()
+            total = self.totals[self.steps_done]
+            self.steps_done += 1
+            if copies:
+                for v, p in zip(views, params):
+                    v[...] = p.grad.to_numpy()
+            if rows * self.size != total:  # the last, uneven step: weight each rank's mean by its rows
+                np.multiply(flat, rows / total, out=flat)
+            comm.Allreduce(in_place, flat, op=SUM)
+            if rows * self.size == total:
+                np.multiply(flat, 1.0 / self.size, out=flat)
+            if copies:
+                for v, p in zip(views, params):
+                    p.grad.write_from(v)
+            self.comm_time += time.perf_counter() - t0
+        return reduce
+
+    def reduce_sums(self, sums: Sequence[float], epoch_time: float) -> Tuple[List[float], float, float]:
+        """The epoch's loss and metric sums over all ranks; the slowest rank's epoch time and the ranks' mean time
+        in gradient reduction."""
+        buf = np.array([*sums, self.comm_time], np.float64)
+        self.comm.Allreduce(self.MPI.IN_PLACE, buf, op=self.MPI.SUM)
+        slowest = self.comm.allreduce(epoch_time, op=self.MPI.MAX)
+        comm_time = float(buf[-1]) / self.size
+        self.comm_time = 0.0
+        return [float(v) for v in buf[:-1]], float(slowest), comm_time
+
+    def any_rank(self, flag: bool) -> bool:
+        """True on every rank when it is on any (a callback stopping one rank stops all)."""
+        return bool(self.comm.allreduce(bool(flag), op=self.MPI.LOR))
