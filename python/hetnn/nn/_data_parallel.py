@@ -36,7 +36,8 @@ class DataParallel:
         self._agree(fingerprint)
         if n < self.size:
             raise ValueError(f"fit(distributed=True): {n} samples cannot be shared by {self.size} ranks")
-        self.seed = int(self.comm.bcast(int(np.random.SeedSequence().entropy % 2**63) if seed is None else seed, 0))
+        drawn = int(np.random.default_rng().integers(0, 2**63)) if seed is None else seed
+        self.seed = int(self.comm.bcast(drawn, 0))  # rank 0's: the ranks shuffle alike
         self.device = model._device
         self.flat, self.views, self.zero_copy = self._gradient_buffer(model)
         self.comm_time = 0.0
