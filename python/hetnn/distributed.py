@@ -10,6 +10,7 @@ Arrays on an OpenCL device are staged through host memory; CPU-device arrays are
 returns a new array of the kind it was given (a hetnn Array on the same device, or NumPy)."""
 from __future__ import annotations
 
+import os
 import sys
 import types
 from typing import Any, Optional
@@ -25,6 +26,11 @@ _excepthook_installed = False
 
 
 def _mpi() -> Any:
+    if "mpi4py.MPI" not in sys.modules and "OMPI_MCA_osc" not in os.environ:
+        # Open MPI's UCX one-sided component prints "Error: OSC UCX component priority set inside component query
+        # failed" on every window where UCX finds no network (a laptop, a VM); hetnn's windows are shared memory.
+        # Set OMPI_MCA_osc yourself to choose otherwise.
+        os.environ["OMPI_MCA_osc"] = "^ucx"
     try:
         from mpi4py import MPI
     except ImportError as exc:

@@ -84,9 +84,12 @@ class _Snapshots:
 
 
 def fit_matches_single_process():
-    """2 ranks x batch 5 against one process at batch 10 on the same shuffled data: after every epoch the replicas
+    """N ranks x batch 5 against one process at batch 5N on the same shuffled data: after every epoch the replicas
     hold the same weights, equal to single-process training's (float64: to rounding; float32: to its tolerance).
-    37 samples: three global batches of 10 and a last one of 7 split 3 + 4 across the ranks (a weighted mean)."""
+    37 samples on 2 ranks: three global batches of 10 and a last one of 7 split 3 + 4 (a weighted mean). The
+    reduction the test expects (shared memory, hierarchical, MPI_Allreduce) comes in HETNN_TEST_REDUCTION."""
+    import os
+    n_ranks = dist.world_size()
     from hetnn import optim
     rng = np.random.default_rng(7)  # the same data on every rank
     x = rng.standard_normal((37, 6))
@@ -107,16 +110,17 @@ def fit_matches_single_process():
                 hist = model.fit(x, y, loss="cross_entropy", optimizer=make(model), epochs=3, batch_size=5, seed=11,
                                  metrics=["accuracy"], callbacks=[snaps], distributed=True)
                 single = _mlp(dev, dtype)
-                sh = single.fit(x, y, loss="cross_entropy", optimizer=make(single), epochs=3, batch_size=10,
+                sh = single.fit(x, y, loss="cross_entropy", optimizer=make(single), epochs=3, batch_size=5 * n_ranks,
                                 seed=11, metrics=["accuracy"], callbacks=[ref])
                 for e, (w, want) in enumerate(zip(snaps.seen, ref.seen)):
                     every = dist.allgather(w)
-                    assert np.array_equal(every[0], every[1]), f"{what} epoch {e}: the replicas differ"
+                    assert all(np.array_equal(every[0], o) for o in every), f"{what} epoch {e}: the replicas differ"
                     err = np.max(np.abs(w - want)) / np.max(np.abs(want))
                     assert err < tol, f"{what} epoch {e}: distributed vs single process {err:.3g}"
                 for k in ("loss", "accuracy"):
                     np.testing.assert_allclose(hist.history[k], sh.history[k], rtol=max(tol, 1e-6), err_msg=what)
-                assert hist.params["ranks"] == 2 and hist.params["global_batch_size"] == 10, hist.params
+                assert hist.params["ranks"] == n_ranks and hist.params["global_batch_size"] == 5 * n_ranks
+                assert hist.params["reduction"] == os.environ["HETNN_TEST_REDUCTION"], hist.params
                 assert len(hist.history["comm_time"]) == 3
 
 

@@ -12,8 +12,6 @@ import numpy as np
 
 from .._loader import _core
 
-_ALIGN = 16  # elements: every gradient's view of the flat buffer starts on a 64-byte boundary
-
 
 class DataParallel:
     """The rank's part of one distributed fit: checks the ranks agree, synchronises the replicas, plans each epoch's
@@ -39,10 +37,11 @@ class DataParallel:
         drawn = int(np.random.default_rng().integers(0, 2**63)) if seed is None else seed
         self.seed = int(self.comm.bcast(drawn, 0))  # rank 0's: the ranks shuffle alike
         self.device = model._device
-        self.flat, self.views, self.zero_copy = self._gradient_buffer(model)
+        self.reducer, self.views, self.zero_copy = self._gradient_buffer(model)
         self.comm_time = 0.0
         self.steps_done = 0
         self.totals: List[int] = []
+        self.last_rows: List[int] = []
 
     # -- set-up
     def _agree(self, mine: Dict[str, Any]) -> None:
@@ -56,33 +55,37 @@ class DataParallel:
                 raise ValueError(f"fit(distributed=True): the ranks differ in {key} ({shown}); every rank must call "
                                  f"fit with the same model, data size and arguments")
 
-    def _gradient_buffer(self, model: Any) -> Tuple[np.ndarray, List[np.ndarray], bool]:
-        """One flat host buffer holding every gradient, so a step's reduction is one MPI call. On a host-memory
-        device (the CPU device) the gradients the backward pass writes are views of it (nothing is copied);
-        elsewhere the hook copies them in and out."""
+    def _gradient_buffer(self, model: Any) -> Tuple[Any, List[np.ndarray], bool]:
+        """The reducer's flat buffer holding every gradient, so a step's reduction is one pass (hetnn._shared_reduce).
+        On a host-memory device (the CPU device) the gradients the backward pass writes are views of it (nothing is
+        copied); elsewhere the hook copies them in and out."""
+        from .._shared_reduce import ALIGN, GradientReducer
+
         dt = np.dtype(str(self.params[0].value.dtype))
+        if dt not in (np.float32, np.float64):
+            raise TypeError(f"fit(distributed=True): the model's parameters are {dt}; data-parallel training "
+                            f"reduces float32 or float64 gradients (build the model with dtype='float32')")
         sizes = [int(np.prod(p.value.shape, dtype=np.int64)) for p in self.params]
         offsets, total = [], 0
-        for s in sizes:
+        for n in sizes:
             offsets.append(total)
-            total += -(-s // _ALIGN) * _ALIGN
+            total += -(-n // ALIGN) * ALIGN
         cached = getattr(model, "_dp_grads", None)
-        if cached is not None and cached[0].dtype == dt and cached[0].size == total and \
-                all(p.grad is g for p, g in zip(self.params, cached[2])):
+        if cached is not None and cached[0].comm is self.comm and cached[0].buffer.dtype == dt and \
+                cached[0].size == total and all(p.grad is g for p, g in zip(self.params, cached[2])):
             return cached[0], cached[1], True
-        raw = np.zeros(total + _ALIGN, dt)  # the flat buffer, its start aligned within this allocation
-        shift = (-(raw.ctypes.data // dt.itemsize)) % _ALIGN
-        flat = raw[shift:shift + total]
-        views = [flat[o:o + s].reshape(p.value.shape) for o, s, p in zip(offsets, sizes, self.params)]
+        reducer = GradientReducer(self.comm, self.MPI, total, dt)
+        flat = reducer.buffer
+        views = [flat[o:o + n].reshape(p.value.shape) for o, n, p in zip(offsets, sizes, self.params)]
         dev = model._device._dev
         wrapped = [_core.Array.wrap_numpy(dev, v) for v in views]
         if any(w is None for w in wrapped):
-            return flat, views, False
+            return reducer, views, False
         for p, w, v in zip(self.params, wrapped, views):
             v[...] = p.grad.to_numpy()
             p.grad = w
-        model._dp_grads = (flat, views, [p.grad for p in self.params])
-        return flat, views, True
+        model._dp_grads = (reducer, views, [p.grad for p in self.params])  # the memory lives as long as the model
+        return reducer, views, True
 
     def synchronise(self, optimizer: Any) -> None:
         """Rank 0's parameters and optimizer state (the arrays the Trainer holds) on every rank."""
@@ -109,6 +112,7 @@ class DataParallel:
         if rem >= self.size:
             cuts = [full * g + (rem * r) // self.size for r in range(self.size + 1)]
             parts.append(order[cuts[self.rank]:cuts[self.rank + 1]])
+            self.last_rows = [cuts[r + 1] - cuts[r] for r in range(self.size)]
             self.totals.append(rem)
         self.steps_done = 0
         return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
@@ -118,22 +122,23 @@ class DataParallel:
         """The rows the last planned epoch trains on, over all ranks."""
         return int(sum(self.totals))
 
-    def step_hook(self) -> Callable[[int], None]:
-        flat, views, params, comm, SUM = self.flat, self.views, self.params, self.comm, self.MPI.SUM
-        in_place, copies = self.MPI.IN_PLACE, not self.zero_copy
+    def step_hook(self) -> Optional[Callable[[int], None]]:
+        """The Trainer's hook: this step's gradients averaged over the ranks (None in a world of one)."""
+        if self.size == 1:
+            return None
+        views, params, reducer, copies = self.views, self.params, self.reducer, not self.zero_copy
+        even = [1.0 / self.size] * self.size
 
         def reduce(rows: int) -> None:
             t0 = time.perf_counter()
-            total = self.totals[self.steps_done]
+            k = self.steps_done
             self.steps_done += 1
             if copies:
                 for v, p in zip(views, params):
                     v[...] = p.grad.to_numpy()
-            if rows * self.size != total:  # the last, uneven step: weight each rank's mean by its rows
-                np.multiply(flat, rows / total, out=flat)
-            comm.Allreduce(in_place, flat, op=SUM)
-            if rows * self.size == total:
-                np.multiply(flat, 1.0 / self.size, out=flat)
+            # each rank's mean weighted by its rows (all equal but in the last, uneven step)
+            reducer.reduce(even if self.totals[k] == self.bs * self.size else
+                           [r / self.totals[k] for r in self.last_rows])
             if copies:
                 for v, p in zip(views, params):
                     p.grad.write_from(v)

@@ -119,7 +119,7 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
     hist = History()
     hist.params = {"epochs": epochs, "batch_size": bs, "samples": n, "device": model._device.id}
     if dp is not None:
-        hist.params.update(ranks=dp.size, global_batch_size=bs * dp.size)
+        hist.params.update(ranks=dp.size, global_batch_size=bs * dp.size, reduction=dp.reducer.mode)
     idx = _core.Array.from_numpy(dev, np.arange(n, dtype=np.int64))
     acc_loss = _core.Array.zeros(dev, [1], "float32")
     accs = [_core.Array.zeros(dev, [1], "float32") for _ in plan]
@@ -127,7 +127,8 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
     trainer = _trainer(model, loss_obj, plan, accs, optimizer)
     if dp is not None:
         dp.synchronise(optimizer)
-        trainer.set_step_hook(dp.step_hook())
+        if dp.size > 1:
+            trainer.set_step_hook(dp.step_hook())
         trainer.set_dropout_stream(dp.rank)
     step_labels = labels if any(k == "correct_argmax" for _, k in plan) else None
     keys = ["loss", *(nm for nm, _ in plan)]
