@@ -19,6 +19,13 @@ from ._loader import _core
 ALIGN = 16  # elements: segments and the gradients' views start on 64-byte boundaries
 
 
+def aligned_zeros(n: int, dtype: Any) -> np.ndarray:
+    """n zeros of dtype starting on a 64-byte boundary."""
+    raw = np.zeros(n + ALIGN, dtype)
+    shift = (-(raw.ctypes.data // raw.itemsize)) % ALIGN
+    return raw[shift:shift + n]
+
+
 def _reduction_mode() -> str:
     mode = os.environ.get("HETNN_DIST_REDUCTION", "auto")
     if mode not in ("auto", "allreduce"):
@@ -53,9 +60,7 @@ class GradientReducer:
         self.mode = ("shared memory" if len(sizes) == self.local_size else "hierarchical") if self.shared else \
             "MPI_Allreduce"
         if not self.shared:
-            raw = np.zeros(self.size + ALIGN, dtype)
-            shift = (-(raw.ctypes.data // raw.itemsize)) % ALIGN
-            self.buffer = raw[shift:shift + self.size]
+            self.buffer = aligned_zeros(self.size, dtype)
             return
         itemsize = np.dtype(dtype).itemsize
         self.win = MPI.Win.Allocate_shared(self.size * itemsize, itemsize, comm=self.node)

@@ -336,6 +336,7 @@ void Trainer::run_epoch(const Array& X, const Array& Y, const Array* labels, con
       progress(start);
       last_report = clock::now();
     }
+    if (before_step_hook_) before_step_hook_(m);
     Array xb = take_rows(X, idx, start, m, &scratch(0, X, rows_like(X, m)));
     Array yb = take_rows(Y, idx, start, m, &scratch(1, Y, rows_like(Y, m)));
     Array h = xb;

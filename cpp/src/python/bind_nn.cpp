@@ -6,6 +6,25 @@
 
 namespace hetnn::python {
 
+namespace {
+
+// A Python callable as a trainer hook (empty for None): called with the GIL; the reference is held by a shared_ptr
+// released with the GIL, as the trainer may be destroyed from C++ code without it.
+std::function<void(std::int64_t)> python_hook(const py::object& hook) {
+  if (hook.is_none()) return nullptr;
+  std::shared_ptr<py::object> f(new py::object(hook), [](py::object* p) {
+    if (!Py_IsInitialized()) return;
+    py::gil_scoped_acquire gil;
+    delete p;
+  });
+  return [f](std::int64_t rows) {
+    py::gil_scoped_acquire gil;
+    (*f)(rows);
+  };
+}
+
+}  // namespace
+
 void bind_nn(py::module_& m) {
   using Pair = std::array<int, 2>;
   py::class_<Trainer>(m, "Trainer", "The C++ epoch loop of hetnn.nn.Sequential.fit (core/trainer.h).")
@@ -48,22 +67,12 @@ void bind_nn(py::module_& m) {
       .def_property_readonly("adam_steps", &Trainer::adam_steps)
       .def_property("device_layouts", &Trainer::device_layouts, &Trainer::set_device_layouts)
       .def(
-          "set_step_hook",
-          [](Trainer& t, const py::object& hook) {
-            if (hook.is_none()) return t.set_step_hook(nullptr);
-            // Held by a shared_ptr released with the GIL: the trainer may be destroyed from C++ code without it.
-            auto* ref = new py::object(hook);
-            std::shared_ptr<py::object> f(ref, [](py::object* p) {
-              if (!Py_IsInitialized()) return;
-              py::gil_scoped_acquire gil;
-              delete p;
-            });
-            t.set_step_hook([f](std::int64_t rows) {
-              py::gil_scoped_acquire gil;
-              (*f)(rows);
-            });
+          "set_step_hooks",
+          [](Trainer& t, const py::object& before_update, const py::object& before_step) {
+            t.set_step_hooks(python_hook(before_update), python_hook(before_step));
           },
-          py::arg("hook"), "hook(rows) after each step's backward pass, before the update (None: no hook).")
+          py::arg("before_update"), py::arg("before_step") = py::none(),
+          "before_update(rows) after each step's backward pass, before_step(rows) before its forward (None: none).")
       .def("set_dropout_stream", &Trainer::set_dropout_stream, py::arg("stream"))
       .def(
           "run_epoch",

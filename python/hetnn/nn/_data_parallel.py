@@ -13,6 +13,31 @@ import numpy as np
 from .._loader import _core
 
 
+def flat_size(params: Sequence[Any]) -> int:
+    """Elements of a flat buffer holding every parameter's gradient, each starting on a 64-byte boundary."""
+    from .._shared_reduce import ALIGN
+    return sum(-(-int(np.prod(p.value.shape, dtype=np.int64)) // ALIGN) * ALIGN for p in params)
+
+
+def flat_gradients(params: Sequence[Any], dev: Any, flat: np.ndarray) -> Tuple[List[np.ndarray], bool]:
+    """Each parameter's gradient as a view of ``flat`` (flat_size elements), and whether the gradients now live
+    there: on a host-memory device (the CPU device) the gradient arrays the backward pass writes become those views,
+    so a reduction reads and writes them in place; elsewhere the caller copies in and out."""
+    from .._shared_reduce import ALIGN
+    views, o = [], 0
+    for p in params:
+        n = int(np.prod(p.value.shape, dtype=np.int64))
+        views.append(flat[o:o + n].reshape(p.value.shape))
+        o += -(-n // ALIGN) * ALIGN
+    wrapped = [_core.Array.wrap_numpy(dev, v) for v in views]
+    if any(w is None for w in wrapped):
+        return views, False
+    for p, w, v in zip(params, wrapped, views):
+        v[...] = p.grad.to_numpy()
+        p.grad = w
+    return views, True
+
+
 class DataParallel:
     """The rank's part of one distributed fit: checks the ranks agree, synchronises the replicas, plans each epoch's
     shards and reduces gradients (the Trainer's step hook) and the epoch's sums."""
@@ -57,35 +82,23 @@ class DataParallel:
 
     def _gradient_buffer(self, model: Any) -> Tuple[Any, List[np.ndarray], bool]:
         """The reducer's flat buffer holding every gradient, so a step's reduction is one pass (hetnn._shared_reduce).
-        On a host-memory device (the CPU device) the gradients the backward pass writes are views of it (nothing is
-        copied); elsewhere the hook copies them in and out."""
-        from .._shared_reduce import ALIGN, GradientReducer
+        """
+        from .._shared_reduce import GradientReducer
 
         dt = np.dtype(str(self.params[0].value.dtype))
         if dt not in (np.float32, np.float64):
             raise TypeError(f"fit(distributed=True): the model's parameters are {dt}; data-parallel training "
                             f"reduces float32 or float64 gradients (build the model with dtype='float32')")
-        sizes = [int(np.prod(p.value.shape, dtype=np.int64)) for p in self.params]
-        offsets, total = [], 0
-        for n in sizes:
-            offsets.append(total)
-            total += -(-n // ALIGN) * ALIGN
+        total = flat_size(self.params)
         cached = getattr(model, "_dp_grads", None)
         if cached is not None and cached[0].comm is self.comm and cached[0].buffer.dtype == dt and \
                 cached[0].size == total and all(p.grad is g for p, g in zip(self.params, cached[2])):
             return cached[0], cached[1], True
         reducer = GradientReducer(self.comm, self.MPI, total, dt)
-        flat = reducer.buffer
-        views = [flat[o:o + n].reshape(p.value.shape) for o, n, p in zip(offsets, sizes, self.params)]
-        dev = model._device._dev
-        wrapped = [_core.Array.wrap_numpy(dev, v) for v in views]
-        if any(w is None for w in wrapped):
-            return reducer, views, False
-        for p, w, v in zip(self.params, wrapped, views):
-            v[...] = p.grad.to_numpy()
-            p.grad = w
-        model._dp_grads = (reducer, views, [p.grad for p in self.params])  # the memory lives as long as the model
-        return reducer, views, True
+        views, zero_copy = flat_gradients(self.params, model._device._dev, reducer.buffer)
+        if zero_copy:  # the window's memory lives as long as the model's gradients
+            model._dp_grads = (reducer, views, [p.grad for p in self.params])
+        return reducer, views, zero_copy
 
     def synchronise(self, optimizer: Any) -> None:
         """Rank 0's parameters and optimizer state (the arrays the Trainer holds) on every rank."""

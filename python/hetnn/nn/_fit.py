@@ -81,19 +81,21 @@ def _validation(model: Any, validation_data: Any, out_shape: Tuple[int, ...], lo
 
 def _trainer(model: Any, loss_obj: Loss, plan: Sequence[Tuple[str, str]], accs: Sequence[Any],
              optimizer: Any) -> Any:
-    """The core Trainer: gather, forward, fused loss, metrics, backward and the update per step, in C++."""
+    """The core Trainer: gather, forward, fused loss, metrics, backward and the update per step, in C++ (no update
+    without an optimizer: a replica that takes its weights from another)."""
     trainer, softmax_last = model._trainer_layers()  # a final Softmax is folded into the loss
     trainer.set_loss(loss_obj.kind)
     for (_, kind), a in zip(plan, accs):  # the logits' argmax is the probabilities' argmax
         trainer.add_metric(kind, a, softmax_last and kind != "correct_argmax")
-    optimizer._to_trainer(trainer)
+    if optimizer is not None:
+        optimizer._to_trainer(trainer)
     return trainer
 
 
 def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: int, batch_size: int, shuffle: bool,
             validation_data: Optional[Tuple[Any, Any]], validation_split: Optional[float], metrics: Sequence[str],
             callbacks: Optional[Sequence[Callback]], verbose: bool, seed: Optional[int],
-            distributed: bool = False) -> History:
+            distributed: bool = False, devices: Any = None, device_split: Any = "even") -> History:
     loss_obj, bs, metric_names, cbs = _check_args(model, loss, optimizer, epochs, batch_size, metrics, callbacks)
     if not isinstance(distributed, (bool, np.bool_)):
         raise TypeError(f"fit: distributed must be a bool, got {distributed!r}")
@@ -109,7 +111,15 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
     model.loss = loss_obj
     model.stop_training = False
     dev = model._device._dev
-    dp = None
+    dp = mirror = None
+    if devices is not None:
+        from ._mirrored import Mirrored, resolve_devices
+        if distributed:
+            raise ValueError("fit: distributed=True with devices= is not supported (one device per rank: launch a "
+                             "rank per device)")
+        devs = resolve_devices(model, devices)
+        if len(devs) > 1:
+            mirror = Mirrored(model, devs, device_split, bs)
     if distributed:
         from ._data_parallel import DataParallel
         dp = DataParallel(model, optimizer, n, bs, shuffle, seed, _fingerprint(model, loss_obj, optimizer, epochs,
@@ -125,12 +135,16 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
     accs = [_core.Array.zeros(dev, [1], "float32") for _ in plan]
     zero1 = np.zeros(1, np.float32)
     trainer = _trainer(model, loss_obj, plan, accs, optimizer)
+    step_labels = labels if any(k == "correct_argmax" for _, k in plan) else None
+    if mirror is not None:
+        mirror.build(x, y, n, out_shape, loss_obj, plan, (trainer, X, Y, step_labels, [acc_loss, *accs]),
+                     lambda replica, raccs: _trainer(replica, loss_obj, plan, raccs, None))
+        hist.params.update(devices=[d.id for d in mirror.devices], rows_per_device=list(mirror.step_rows))
     if dp is not None:
         dp.synchronise(optimizer)
         if dp.size > 1:
-            trainer.set_step_hook(dp.step_hook())
+            trainer.set_step_hooks(dp.step_hook())
         trainer.set_dropout_stream(dp.rank)
-    step_labels = labels if any(k == "correct_argmax" for _, k in plan) else None
     keys = ["loss", *(nm for nm, _ in plan)]
     keys += [f"val_{k}" for k in keys] if val is not None else []
     extra = ["epoch_time"] + (["comm_time"] if dp is not None else [])
@@ -145,19 +159,28 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
             t0 = time.perf_counter()
             if hasattr(optimizer, "_begin_epoch"):
                 optimizer._begin_epoch(epoch)
+            samples, scale = n, 1.0
             if dp is not None:
                 idx = _core.Array.from_numpy(dev, dp.epoch_rows(rng))
+                scale = dp.size
+            elif mirror is not None:
+                samples = mirror.epoch_rows(rng.permutation(n) if shuffle else np.arange(n), n)
+                scale = bs / mirror.step_rows[0]
             elif shuffle:
                 idx.write_from(rng.permutation(n).astype(np.int64))
-            for a in [acc_loss, *accs]:
+            for a in [acc_loss, *accs] + ([a for m in mirror.members[1:] for a in m.accs] if mirror else []):
                 a.write_from(zero1)
+            report = bars.within_epoch(epoch, scale) if bars else None
             try:
-                trainer.run_epoch(X, Y, step_labels, idx, bs, optimizer.lr, acc_loss,
-                                  bars.within_epoch(epoch, dp.size if dp else 1) if bars else None)
+                if mirror is not None:
+                    sums = mirror.run_epoch(optimizer.lr, report)
+                else:
+                    trainer.run_epoch(X, Y, step_labels, idx, bs, optimizer.lr, acc_loss, report)
             finally:  # the moments saw the steps taken, even when the epoch was cut short
                 optimizer._after_epoch(trainer)
-            sums = [float(a.to_numpy()[0]) for a in [acc_loss, *accs]]  # reads back: the epoch is done
-            epoch_time, samples = time.perf_counter() - t0, n
+            if mirror is None:
+                sums = [float(a.to_numpy()[0]) for a in [acc_loss, *accs]]  # reads back: the epoch is done
+            epoch_time = time.perf_counter() - t0
             if dp is not None:
                 sums, epoch_time, comm_time = dp.reduce_sums(sums, epoch_time)
                 samples = dp.samples
@@ -219,10 +242,10 @@ class _Bar:
 
         self.n, self.bar = n, tqdm_class()(total=epochs * n, unit="sample", desc="fit", dynamic_ncols=True)
 
-    def within_epoch(self, epoch: int, ranks: int = 1) -> Callable[[int], None]:
-        def report(done: int) -> None:  # done: this rank's samples; the others' progress alike
+    def within_epoch(self, epoch: int, scale: float = 1.0) -> Callable[[int], None]:
+        def report(done: int) -> None:  # done: this replica's samples (x scale: all replicas', roughly)
             self.bar.set_description(f"fit, epoch {epoch + 1}", refresh=False)
-            self.bar.update(epoch * self.n + min(done * ranks, self.n) - self.bar.n)
+            self.bar.update(epoch * self.n + min(int(done * scale), self.n) - self.bar.n)
         return report
 
     def set_postfix(self, logs: Dict[str, str]) -> None:

@@ -295,7 +295,8 @@ class Sequential:
             shuffle: bool = True, validation_data: Optional[Tuple[Any, Any]] = None,
             validation_split: Optional[float] = None, metrics: Sequence[str] = (),
             callbacks: Optional[Sequence[Callback]] = None, verbose: bool = False,
-            seed: Optional[int] = None, distributed: bool = False) -> History:
+            seed: Optional[int] = None, distributed: bool = False, devices: Any = None,
+            device_split: Any = "even") -> History:
         """Trains on (x, y) and returns a :class:`History`. ``loss``: CrossEntropyLoss() (integer labels or
         one-hot / probability rows) or MSELoss(); ``optimizer``: a hetnn.optim optimizer over this model's
         parameters; ``metrics``: any of "accuracy" (argmax of the outputs against the labels; one output: a 0.5
@@ -308,10 +309,17 @@ class Sequential:
         replica; ``batch_size`` is per rank (a step trains on ``batch_size * N`` rows of a permutation all ranks
         share); gradients are averaged across ranks in every step; the History (loss, metrics, the slowest rank's
         "epoch_time", the mean "comm_time" spent reducing gradients) is the same on every rank; only rank 0 shows
-        progress. A step equals a step of single-process training on the global batch."""
+        progress. A step equals a step of single-process training on the global batch.
+
+        ``devices`` (a list of devices including the model's, or "all"): one replica per device in this process,
+        each step's ``batch_size`` rows split across them (``device_split``: "even", "measured" in proportion to each
+        device's speed on one step, or one weight per device, the model's first), their passes run at once, the
+        gradients summed weighted by rows; the model's own device takes the update and the replicas copy its
+        weights, so the result equals training on the model's device alone (to its rounding)."""
         return run_fit(self, x, y, loss=loss, optimizer=optimizer, epochs=epochs, batch_size=batch_size,
                        shuffle=shuffle, validation_data=validation_data, validation_split=validation_split,
-                       metrics=metrics, callbacks=callbacks, verbose=verbose, seed=seed, distributed=distributed)
+                       metrics=metrics, callbacks=callbacks, verbose=verbose, seed=seed, distributed=distributed,
+                       devices=devices, device_split=device_split)
 
     def _evaluate(self, X: Any, Y: Any, labels: Any, loss_obj: Optional[Loss], metrics: Sequence[str],
                   batch_size: int) -> Dict[str, float]:
