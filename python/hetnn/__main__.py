@@ -5,7 +5,7 @@ import argparse
 import os
 import sys
 import time
-from typing import List, Optional
+from typing import Any, List, Optional
 
 
 def _cmd_devices(args: argparse.Namespace) -> int:
@@ -24,7 +24,19 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     opts = Options(device=args.device, compare=args.compare, quick=args.quick, repeat=args.repeat,
                    warmup=args.warmup, max_duration=args.max_duration, shapes=args.shapes, batch=args.batch,
                    dtype=args.dtype, sweep_max=args.sweep_max, max_width=args.max_width, epochs=args.epochs,
-                   clblast_tuning=args.clblast_tuning, threads=args.threads, progress=args.progress)
+                   clblast_tuning=args.clblast_tuning, threads=args.threads, progress=args.progress,
+                   ranks=args.ranks, hostfile=args.hostfile)
+    if suite == "scaling" and not args.distributed:  # this process starts no MPI: the ranks are launched
+        from .bench import launch
+
+        from .bench.suites import scaling_threads
+
+        ranks = launch.check_ranks(args.ranks, args.hostfile)
+        opts.check()
+        scaling_threads(opts)
+        return launch.run(_strip_launch_flags(args.bench_argv), ranks, args.hostfile, args.threads).returncode
+    if args.ranks is not None or args.hostfile is not None:
+        raise ValueError("--ranks and --hostfile launch the scaling suite; under mpirun the job's ranks are used")
     default_name = f"{suite}-{time.strftime('%Y%m%d-%H%M%S')}"
     if args.output is not None and not args.output.strip():
         raise ValueError("--output: empty; give a PREFIX (PREFIX.csv, PREFIX.json, PREFIX-*.png) or a directory")
@@ -35,22 +47,97 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     else:
         prefix = args.output
     opts.check()  # every option before any work
+    if args.distributed:
+        return _bench_distributed(suite, opts, args, prefix)
     if not args.no_output:
         _check_writable(prefix)  # before the run, not after it: the results would be lost
     rows = run_suites(suite, opts, lambda text: print(text, flush=True))
     if not args.no_output:
-        result = Report(suite, rows, "", environment())
-        for p in result.save(prefix):
-            print(f"wrote {p}")
-        excluded = [r for r in result.excluded() if not r.get("flagged")]
-        if excluded:
-            print(f"warning: {len(excluded)} row(s) kept out of every ratio and aggregate (a wrong result, or "
-                  f"preempted in at least half of the repeats: see the flags column)", file=sys.stderr)
-        flagged = result.flagged()
-        if flagged:
-            print(f"warning: {len(flagged)} figure(s) above their device's measured ceiling, printed as ERR>peak "
-                  f"(see the ceiling_error column): measurement errors, not results", file=sys.stderr)
+        _save(Report(suite, rows, "", environment()), prefix)
     return 0
+
+
+def _strip_launch_flags(argv: List[str]) -> List[str]:
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in ("--ranks", "--hostfile"):
+            skip = True
+        elif not a.startswith(("--ranks=", "--hostfile=")):
+            out.append(a)
+    return out
+
+
+def _bench_distributed(suite: str, opts: Any, args: argparse.Namespace, prefix: str) -> int:
+    """Under mpirun: every rank runs the suite on its own devices (ranks on one machine in turn, machines at once;
+    the scaling suite spans the ranks); rank 0 prints one table with host and rank per row and writes the files.
+    Any rank's error ends every rank (a rank left waiting would hang the job)."""
+    import socket
+
+    from . import distributed as dist
+    from .bench import Report
+    from .bench.report import environment, format_table
+    from .bench.suites import main_columns, run_suites
+
+    dist.init()
+    world = dist._world()
+    rank = world.Get_rank()
+    try:
+        say = (lambda text: print(text, flush=True)) if rank == 0 else (lambda text: None)
+        if rank == 0 and not args.no_output:
+            _check_writable(prefix)
+        if suite == "scaling":
+            rows = run_suites(suite, opts, say)
+        else:
+            from mpi4py import MPI
+
+            node = world.Split_type(MPI.COMM_TYPE_SHARED, key=rank)
+            lines: List[str] = []
+            rows = []
+
+            def tee(text: str) -> None:
+                lines.append(text)
+                say(text)
+            for turn in range(node.Get_size()):  # ranks sharing a machine must not disturb each other's timings
+                if node.Get_rank() == turn:
+                    rows = run_suites(suite, opts, tee)
+                dist._idle_barrier(node)
+            host = socket.gethostname()
+            rows = [{"host": host, "rank": rank, **r} for r in rows]
+            gathered = world.gather((host, rank, rows, "\n".join(lines)), root=0)
+            if rank == 0:
+                for h, r, _, text in gathered[1:]:
+                    print(f"\n=== rank {r} on {h} ===\n{text}", flush=True)
+                rows = [row for g in gathered for row in g[2]]
+                print(f"\nall {world.Get_size()} ranks:")
+                for name in dict.fromkeys(r["suite"] for r in rows):
+                    cols = [("host", "host", ""), ("rank", "rank", "d")] + main_columns(name)
+                    print(f"[{name}]\n" + format_table([r for r in rows if r["suite"] == name], cols), flush=True)
+        envs = world.gather(environment(), root=0)
+        if rank == 0 and not args.no_output:
+            env = dict(envs[0], ranks=[{"rank": i, "host": e.get("host"), "devices": e.get("devices")}
+                                       for i, e in enumerate(envs)], world_size=world.Get_size())
+            _save(Report(suite, rows, "", env), prefix)
+        dist._idle_barrier(world)
+    except BaseException as exc:  # noqa: B902 - every rank must end, not wait for this one
+        print(f"hetnn: rank {rank}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        world.Abort(2)
+    return 0
+
+
+def _save(result: Any, prefix: str) -> None:
+    """Writes the run's files and warns about rows kept out of the ratios."""
+    for p in result.save(prefix):
+        print(f"wrote {p}")
+    excluded = [r for r in result.excluded() if not r.get("flagged")]
+    if excluded:
+        print(f"warning: {len(excluded)} row(s) kept out of every ratio and aggregate (a wrong result, or "
+              f"preempted in at least half of the repeats: see the flags column)", file=sys.stderr)
+    flagged = result.flagged()
+    if flagged:
+        print(f"warning: {len(flagged)} figure(s) above their device's measured ceiling, printed as ERR>peak "
+              f"(see the ceiling_error column): measurement errors, not results", file=sys.stderr)
 
 
 def _check_writable(prefix: str, what: str = "--output", hint: str = "choose another PREFIX or --no-output",
@@ -147,7 +234,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     b = sub.add_parser("bench", help="run a benchmark suite (default: matmul)")
     b.add_argument("suite", nargs="?",
                    help="suite to run: matmul, maxpool, mlp, conv, transfer, peak, all (default: matmul; all with "
-                        "--quick)")
+                        "--quick), or scaling (data-parallel training on 1..N MPI ranks)")
     b.add_argument("--quick", action="store_true", help="a short report of every suite on every device")
     b.add_argument("--shapes", help="matmul shape set: quick, square, resnet50")
     b.add_argument("--batch", type=int, default=1,
@@ -174,6 +261,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     b.add_argument("--output", help="write PREFIX.csv, PREFIX.json (rows and full metadata) and PREFIX-*.png plots "
                    "(default: bench-results/SUITE-DATE-TIME)")
     b.add_argument("--no-output", action="store_true", help="print the report only, write no files")
+    b.add_argument("--distributed", action="store_true",
+                   help="under mpirun: every rank runs the suite on its own devices (ranks on one machine in turn), "
+                        "rank 0 prints one table with host and rank per row and writes the files; the scaling "
+                        "suite trains over the ranks")
+    b.add_argument("--ranks", type=int, default=None,
+                   help="scaling suite: MPI ranks to launch (default: this machine's cores, at least 2)")
+    b.add_argument("--hostfile", default=None, help="scaling suite: Open MPI hostfile for ranks on several machines")
     b.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bars on stderr (default: when stderr is a terminal)")
     b.set_defaults(func=_cmd_bench)
@@ -190,7 +284,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     t.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     t.add_argument("-v", "--verbose", action="store_true", help="print every candidate")
     t.set_defaults(func=_cmd_tune)
-    args = p.parse_args(argv)
+    raw = list(sys.argv[1:] if argv is None else argv)
+    args = p.parse_args(raw)
+    args.bench_argv = raw[raw.index("bench") + 1:] if "bench" in raw else []
     try:
         return args.func(args)
     except (ValueError, TypeError) as exc:

@@ -10,10 +10,12 @@ Arrays on an OpenCL device are staged through host memory; CPU-device arrays are
 returns a new array of the kind it was given (a hetnn Array on the same device, or NumPy)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import time
 import types
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import numpy as np
 
@@ -83,6 +85,26 @@ def world_size() -> int:
 def barrier() -> None:
     """Waits until every rank has reached it."""
     _world().Barrier()
+
+
+@contextlib.contextmanager
+def _within(comm: Any) -> Iterator[None]:
+    """Collectives and distributed fit over ``comm`` (a sub-communicator of the world) inside the block: the scaling
+    suite trains on the first k ranks while the others wait."""
+    global _comm
+    before, _comm = _world(), comm
+    try:
+        yield
+    finally:
+        _comm = before
+
+
+def _idle_barrier(comm: Any, poll: float = 0.002) -> None:
+    """A barrier whose waiting sleeps instead of spinning (MPI_Barrier polls at full speed: a rank waiting for a
+    measurement on the same machine would take a core from it)."""
+    req = comm.Ibarrier()
+    while not req.Test():
+        time.sleep(poll)
 
 
 def _host(x: Any, what: str) -> np.ndarray:

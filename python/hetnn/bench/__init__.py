@@ -24,14 +24,15 @@ __all__ = ["run", "compare", "Report", "Options", "SUITES", "MATMUL_SHAPES", "RE
 
 def run(suite: _t.Optional[str] = None, *, verbose: bool = False, output: _t.Optional[str] = None,
         say: _t.Optional[_t.Callable[[str], None]] = None, **options: _t.Any) -> Report:
-    """Runs one benchmark suite ("peak", "matmul", "maxpool", "mlp", "conv", "transfer") or "all", as
+    """Runs one benchmark suite ("peak", "matmul", "maxpool", "mlp", "conv", "transfer", "scaling") or "all", as
     ``python -m hetnn bench SUITE`` does, and returns its rows. With no suite, the command line's default: "all"
     with ``quick=True``, else "matmul".
 
     ``options`` are the command line's flags: ``device`` ("all", "cpu,opencl:0:0" or a list of devices),
     ``compare`` ("numpy,torch" or a list), ``quick``, ``repeat``, ``warmup``, ``max_duration``, ``shapes``,
     ``batch``, ``dtype``, ``sweep_max``, ``max_width``, ``epochs``, ``clblast_tuning``, ``threads``, ``progress``
-    (tqdm bars; default: when stderr is a terminal or in Jupyter, as on the command line).
+    (tqdm bars; default: when stderr is a terminal or in Jupyter, as on the command line); for "scaling", ``ranks``
+    and ``hostfile`` (the suite runs in an MPI job launched with mpirun, its report read back).
     ``verbose`` prints the report while it runs (else it is in ``.text``); ``output`` writes PREFIX.csv,
     PREFIX.json and PREFIX-*.png. Unknown options and bad values raise ValueError/TypeError before anything runs.
     """
@@ -52,6 +53,16 @@ def run(suite: _t.Optional[str] = None, *, verbose: bool = False, output: _t.Opt
             print(text, flush=True)
 
     name = suite if suite is not None else default_suite(bool(opts.quick))
+    from .. import distributed as _dist
+    if name == "scaling" and not _dist.is_initialized():  # MPI is started in the launched ranks, not here
+        from .launch import report
+        from .suites import scaling_threads
+        opts.check()
+        scaling_threads(opts)
+        result = report(opts, collect)
+        if output:
+            result.save(output)
+        return result
     rows = run_suites(name, opts, collect)
     result = Report(name, rows, "\n".join(lines), environment())
     if output:

@@ -384,8 +384,62 @@ def plot_compare(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
     return fig
 
 
+def plot_scaling(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
+    """Strong scaling's speedup against ranks (ideal and Amdahl's fit drawn), and the efficiency of strong and weak
+    scaling; error bars: the speedups' 95 % intervals."""
+    import numpy as np
+
+    from .scaling import amdahl
+
+    sel = [r for r in rows if _ok(r, "speedup")]
+    if not sel:
+        return None
+    fig, ax = _figure(1, 2, (10, 4.2))
+    ks = sorted({r["ranks"] for r in sel})
+    ax[0][0].plot(ks, ks, ls=":", color="gray", label="ideal")
+    styles = _styles([r["workload"] for r in sel])
+    for w in dict.fromkeys(r["workload"] for r in sel):
+        color, _, marker = styles[w]
+        for j, mode in enumerate(("strong", "weak")):
+            pts = sorted((r for r in sel if r["workload"] == w and r["mode"] == mode), key=lambda r: r["ranks"])
+            if not pts:
+                continue
+            lo_hi = [tuple(float(v) for v in str(r.get("speedup_ci", "")).split("-")) if r.get("speedup_ci")
+                     else (r["speedup"], r["speedup"]) for r in pts]
+            if mode == "strong":
+                ax[0][0].errorbar([r["ranks"] for r in pts], [r["speedup"] for r in pts],
+                                  yerr=[[r["speedup"] - a for r, (a, _) in zip(pts, lo_hi)],
+                                        [b - r["speedup"] for r, (_, b) in zip(pts, lo_hi)]],
+                                  color=color, marker=marker, capsize=3, label=f"{w} (strong)")
+                f = amdahl(pts)
+                if f is not None and len(ks) > 1:
+                    xs = np.linspace(1, max(ks), 50)
+                    ax[0][0].plot(xs, 1 / (f + (1 - f) / xs), ls="--", color=color, lw=0.8,
+                                  label=f"{w}: Amdahl f={f:.3f}")
+            ax[0][1].errorbar([r["ranks"] for r in pts], [r["efficiency"] for r in pts],
+                              yerr=[[(r["speedup"] - a) / r["ranks"] for r, (a, _) in zip(pts, lo_hi)],
+                                    [(b - r["speedup"]) / r["ranks"] for r, (_, b) in zip(pts, lo_hi)]],
+                              color=color, marker=marker, ls=("-", "--")[j], capsize=3, label=f"{w} ({mode})")
+    ax[0][0].set_xlabel("MPI ranks")
+    ax[0][0].set_ylabel("speedup over 1 rank (samples/s)")
+    ax[0][0].set_title("strong scaling (fixed global batch)")
+    ax[0][1].set_xlabel("MPI ranks")
+    ax[0][1].set_ylabel("efficiency")
+    ax[0][1].set_ylim(0, 1.15)
+    ax[0][1].axhline(1.0, ls=":", color="gray")
+    ax[0][1].set_title("efficiency: strong (solid), weak (dashed)")
+    for a in ax[0]:
+        a.set_xticks(ks)
+        a.grid(alpha=0.3)
+    _legend(fig, ax[0])
+    threads = sorted({int(r.get("threads") or 0) for r in sel})
+    _footer(fig, env, f"python -m hetnn bench scaling; {threads[0] if len(threads) == 1 else threads} thread(s) per "
+                      f"rank; medians over interleaved rounds")
+    return fig
+
+
 _PLOTS = {"peak": plot_peak, "matmul": plot_matmul, "maxpool": plot_maxpool, "mlp": plot_mlp,
-          "conv": plot_conv, "transfer": plot_transfer, "compare": plot_compare}
+          "conv": plot_conv, "transfer": plot_transfer, "compare": plot_compare, "scaling": plot_scaling}
 
 
 def make_figures(rows: Rows, env: Dict[str, Any]) -> Dict[str, Any]:

@@ -53,7 +53,7 @@ def environment() -> Dict[str, Any]:
                 "OMP_PROC_BIND", "OMP_PLACES", "HETNN_DEVICE", "HETNN_CACHE_DIR", "POCL_DEVICES",
                 "POCL_MAX_PTHREAD_COUNT", "DNNL_MAX_CPU_ISA", "CUDA_VISIBLE_DEVICES", "CUPY_TF32")
     return {
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(),
         "hetnn": __version__, "onednn": _core.onednn_version, "numpy": np.__version__,
         "python": sys.version.split()[0], "platform": platform.platform(), "processor": platform.processor(),
         "cpu_count": os.cpu_count(), "threads": _threads(), "thread_pools": thread_pools(), "libraries": _versions(),

@@ -17,7 +17,8 @@ import numpy as np
 from .._device import Device
 from .._check import is_int, is_real
 
-SUITES = ("peak", "matmul", "maxpool", "mlp", "conv", "transfer")
+SUITES = ("peak", "matmul", "maxpool", "mlp", "conv", "transfer", "scaling")
+ALL = SUITES[:-1]  # "all": every suite on this process's devices (scaling runs over MPI ranks: named alone)
 Say = Callable[[str], None]
 
 
@@ -39,6 +40,8 @@ class Options:
     clblast_tuning: Optional[str] = None
     progress: Optional[bool] = None     # tqdm progress bars; None: when stderr is a terminal or in Jupyter
     threads: Any = None                 # CPU thread counts, "1,2" or [1, 2]; None: each library's default
+    ranks: Optional[int] = None         # scaling: MPI ranks to launch (default: the machine's cores, at least 2)
+    hostfile: Optional[str] = None      # scaling: Open MPI hostfile (ranks on several machines)
     notes: List[str] = field(default_factory=list)
 
     def check(self) -> None:
@@ -67,6 +70,9 @@ class Options:
         if self.epochs is not None and self.epochs < 1:
             raise ValueError(f"--epochs must be >= 1, got {self.epochs}")
         self.thread_counts()
+        if self.ranks is not None or self.hostfile is not None:
+            from .launch import check_ranks
+            check_ranks(self.ranks if self.ranks is not None else 2, self.hostfile)
         if self.clblast_tuning is not None:
             from .matmul import clblast_params
             try:
@@ -419,9 +425,72 @@ def suite_transfer(opts: Options, say: Say, progress: _Progress) -> List[Dict[st
     return rows
 
 
+def scaling_threads(opts: Options) -> Optional[int]:
+    """The scaling suite's one --threads value per rank (None: its default)."""
+    counts = opts.thread_counts()
+    if len(counts) > 1:
+        raise ValueError(f"--threads: the scaling suite takes one thread count per rank, got {opts.threads!r}")
+    return counts[0]
+
+
+def suite_scaling(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, Any]]:
+    """Data-parallel training on 1..N MPI ranks (hetnn.bench.scaling); every rank runs this, rank 0 reports."""
+    from .. import distributed as dist
+    from .._threads import num_threads
+    from .report import format_table
+    from .scaling import SCALING_COLUMNS, WORKLOADS, default_threads, describe, rank_counts, run_scaling, summary
+
+    if not dist.is_initialized():
+        raise ValueError("the scaling suite runs over MPI ranks: python -m hetnn bench scaling [--ranks N] launches "
+                         "them (or mpirun -np N python -m hetnn bench scaling --distributed)")
+    world = dist._world()
+    threads = scaling_threads(opts) or default_threads(world)
+    spec = opts.device if not (isinstance(opts.device, str) and opts.device == "all") else "cpu"
+    devs = Options(device=spec).devices()
+    if len(devs) != 1:
+        raise ValueError(f"--device: the scaling suite trains on one device per rank, got {spec!r}")
+    workloads = list(WORKLOADS)
+    rounds = 3 if opts.quick else min(opts.repeat, 10)
+    t0 = time.perf_counter()
+    say(f"hetnn scaling benchmark: data-parallel training on {', '.join(map(str, rank_counts(world.Get_size())))} of "
+        f"{world.Get_size()} MPI ranks, {threads} thread(s) per rank, device {devs[0].id} ({devs[0].name}); "
+        f"{rounds} interleaved rounds")
+    for line in describe(workloads):
+        say("  " + line)
+    with num_threads(threads):
+        rows = run_scaling(world, workloads, devs[0], opts.quick, rounds, threads, progress.callback())
+    if rows:
+        say(format_table(rows, SCALING_COLUMNS))
+        for line in summary(rows):
+            say("  " + line)
+    say(f"(s/epoch: median over rounds of the slowest rank's epoch after a warm-up epoch; speedup: samples/s over "
+        f"1 rank's, per-round ratios with a 95 % bootstrap interval; comm: mean time in gradient reduction per step, "
+        f"waiting for the slowest rank included; {time.perf_counter() - t0:.1f} s in all)\n")
+    return rows
+
+
 _RUNNERS: Dict[str, Callable[[Options, Say, _Progress], List[Dict[str, Any]]]] = {
     "peak": suite_peak, "matmul": suite_matmul, "maxpool": suite_maxpool, "mlp": suite_mlp,
-    "conv": suite_conv, "transfer": suite_transfer}
+    "conv": suite_conv, "transfer": suite_transfer, "scaling": suite_scaling}
+
+
+def main_columns(suite: str) -> List[Any]:
+    """The columns of a suite's main table (the one-table view of a distributed run)."""
+    if suite == "peak":
+        from .peak import PEAK_COLUMNS as cols
+    elif suite == "matmul":
+        from .matmul import MATMUL_COLUMNS as cols
+    elif suite == "maxpool":
+        from .maxpool import MAXPOOL_COLUMNS as cols
+    elif suite == "mlp":
+        from .mlp import MLP_MNIST_COLUMNS as cols
+    elif suite == "conv":
+        from .conv import CONV_COLUMNS as cols
+    elif suite == "transfer":
+        from .transfer import TRANSFER_COLUMNS as cols
+    else:
+        from .scaling import SCALING_COLUMNS as cols
+    return list(cols)
 
 
 def default_suite(quick: bool) -> str:
@@ -448,7 +517,7 @@ def run_suites(suite: Optional[str], opts: Options, say: Say) -> List[Dict[str, 
             say(f"--- {n} CPU thread(s): hetnn, BLAS and PyTorch ---")
         with _thread_limit(n):
             for name in SUITES:
-                if suite not in (name, "all"):
+                if not (suite == name or (suite == "all" and name in ALL)):
                     continue
                 progress = _Progress(opts.show_progress(), name)
                 try:
