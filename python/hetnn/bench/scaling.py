@@ -186,8 +186,9 @@ def summary(rows: Sequence[Dict[str, Any]]) -> List[str]:
         top = max(strong, key=lambda r: r["ranks"], default=None)
         if top is not None and top.get("speedup"):
             f = amdahl(strong)
-            fit = f"; Amdahl serial fraction {f:.3f}" + (f" (speedup bound {1 / f:.1f}x)" if f and f > 0 else "") \
-                if f is not None else ""
+            over = ", ".join(str(r["ranks"]) for r in strong if r["ranks"] > 1 and r.get("speedup"))
+            fit = (f"; Amdahl serial fraction {f:.3f}, fitted over {over} ranks" +
+                   (f" (speedup bound {1 / f:.1f}x)" if f > 0 else "")) if f is not None else ""
             out.append(f"{w} strong scaling: {top['ranks']} ranks = {top['speedup']:.2f}x ({top['speedup_ci']}) the "
                        f"samples/s of 1 rank at global batch {top['global_batch']}, efficiency "
                        f"{top['efficiency']:.2f}; gradient reduction {top['comm_us']:.0f} us a step "
