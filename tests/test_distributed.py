@@ -82,6 +82,12 @@ def test_a_rank_that_raises_in_fit_ends_the_job_instead_of_a_hang():
     assert "rank 1 fails in fit on purpose" in p.stderr and "aborting every rank" in p.stderr
 
 
+def test_a_rank_that_dies_in_fit_ends_the_job_instead_of_a_hang():
+    p = _mpirun("rank_dies_in_fit", timeout=90)  # a hang fails with TimeoutExpired
+    assert p.returncode != 0
+    assert "rank 0: rank_dies_in_fit ok" not in p.stdout
+
+
 def test_fit_distributed_before_init_and_in_a_world_of_one():
     p = subprocess.run([sys.executable, str(WORKER), "fit_single"], capture_output=True, text=True, timeout=90,
                        env=dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"))

@@ -185,6 +185,23 @@ def rank_raises_in_fit():
               distributed=True)
 
 
+def rank_dies_in_fit():
+    """Rank 1's process ends without a word (os._exit) after the first epoch; rank 0 goes on into the next epoch."""
+    import os
+
+    from hetnn import optim
+
+    class Die:
+        def on_epoch_end(self, epoch, logs, model):
+            if dist.rank() == 1:
+                os._exit(3)
+    model = _mlp("cpu", "float32")
+    rng = np.random.default_rng(0)
+    model.fit(rng.standard_normal((64, 6)), rng.integers(0, 3, 64), loss="cross_entropy",
+              optimizer=optim.SGD(model.parameters(), lr=0.1), epochs=3, batch_size=8, callbacks=[Die()],
+              distributed=True)
+
+
 def fit_single():
     """No mpirun: fit(distributed=True) before init() is refused; after it a world of one trains as fit does."""
     import pytest
@@ -211,5 +228,6 @@ if __name__ == "__main__":
     {"collectives": collectives, "mismatch": mismatch, "single": single, "one_rank_raises": one_rank_raises,
      "fit_matches_single_process": fit_matches_single_process, "cnn_and_dropout": cnn_and_dropout,
      "fit_arguments_differ": fit_arguments_differ, "rank_raises_in_fit": rank_raises_in_fit,
+     "rank_dies_in_fit": rank_dies_in_fit,
      "fit_single": fit_single}[sys.argv[1]]()
     print(f"rank {dist.rank()}: {sys.argv[1]} ok", flush=True)
