@@ -108,9 +108,6 @@ class Mirrored:
               make_trainer: Callable[..., Any]) -> None:
         """The replicas: the primary (trainer, X, Y, labels, accumulators as fit built them) and one copy of the
         model per other device, with the data uploaded to it."""
-        from ._layers import layer_from_config
-        from ._model import Sequential
-
         trainer, X, Y, labels, accs = primary
         self.loss_kind = loss_obj.kind
         needs_labels = labels is not None
@@ -120,9 +117,7 @@ class Mirrored:
             y = y.numpy()
         self.members = [_Member(self.model, self._primary_grads, trainer, (X, Y, labels), accs)]
         for i, dev in enumerate(self.devices[1:], start=1):
-            replica = Sequential([layer_from_config(layer.kind, layer.config()) for layer in self.model.layers],
-                                 device=dev, dtype=self.model.dtype)
-            replica.device_layouts = self.model.device_layouts
+            replica = self.model._replica(dev)
             RX, _, keep_x = replica._x(x, "fit")
             RY, rlabels, keep_y = replica._y(y, n, out_shape, loss_obj, "fit")
             raccs = [_core.Array.zeros(dev._dev, [1], "float32") for _ in plan]

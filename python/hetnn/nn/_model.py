@@ -78,6 +78,13 @@ class Sequential:
         self._device = dev
         return self
 
+    def _replica(self, device: DeviceLike) -> "Sequential":
+        """The same architecture on ``device`` (its own parameters: values as built, not copied)."""
+        replica = Sequential([layer_from_config(layer.kind, layer.config()) for layer in self.layers], device=device,
+                             dtype=self.dtype)
+        replica.device_layouts = self.device_layouts
+        return replica
+
     def parameters(self) -> List[Parameter]:
         return [p for layer in self.layers for p in layer.parameters()]
 
