@@ -170,36 +170,33 @@ def fit_arguments_differ():
     raise AssertionError("ranks with different batch sizes trained")
 
 
-def rank_raises_in_fit():
-    """Rank 1 fails in a callback after the first epoch while rank 0 goes on into the next epoch's reduction."""
+def _fit_while_rank1_ends(end):
+    """Three epochs of distributed fit where rank 1 calls end() after its first epoch and rank 0 goes on into the
+    next epoch's reduction."""
     from hetnn import optim
 
-    class Fail:
+    class Ending:
         def on_epoch_end(self, epoch, logs, model):
             if dist.rank() == 1:
-                raise RuntimeError("rank 1 fails in fit on purpose")
+                end()
     model = _mlp("cpu", "float32")
     rng = np.random.default_rng(0)
     model.fit(rng.standard_normal((64, 6)), rng.integers(0, 3, 64), loss="cross_entropy",
-              optimizer=optim.SGD(model.parameters(), lr=0.1), epochs=3, batch_size=8, callbacks=[Fail()],
+              optimizer=optim.SGD(model.parameters(), lr=0.1), epochs=3, batch_size=8, callbacks=[Ending()],
               distributed=True)
+
+
+def rank_raises_in_fit():
+    """Rank 1 raises in a callback."""
+    def fail():
+        raise RuntimeError("rank 1 fails in fit on purpose")
+    _fit_while_rank1_ends(fail)
 
 
 def rank_dies_in_fit():
-    """Rank 1's process ends without a word (os._exit) after the first epoch; rank 0 goes on into the next epoch."""
+    """Rank 1's process ends without a word (os._exit)."""
     import os
-
-    from hetnn import optim
-
-    class Die:
-        def on_epoch_end(self, epoch, logs, model):
-            if dist.rank() == 1:
-                os._exit(3)
-    model = _mlp("cpu", "float32")
-    rng = np.random.default_rng(0)
-    model.fit(rng.standard_normal((64, 6)), rng.integers(0, 3, 64), loss="cross_entropy",
-              optimizer=optim.SGD(model.parameters(), lr=0.1), epochs=3, batch_size=8, callbacks=[Die()],
-              distributed=True)
+    _fit_while_rank1_ends(lambda: os._exit(3))
 
 
 def fit_single():
