@@ -70,12 +70,28 @@ def _mm_ref(inp):
 
 
 # ---- max pooling ---------------------------------------------------------------------------------------------------
+INTS = ("int8", "uint8", "int32", "int64")
+
+
+def int_image(rng, shape, dtype):
+    """Integers of ``dtype``: digits 0-9 (the max-pooling study's images: many ties) or the type's whole range
+    (int64 within +-2^52 and its lowest value, so that the float64 reference holds them exactly)."""
+    if rng.integers(2) == 0:
+        return rng.integers(0, 10, shape).astype(dtype)
+    info = np.iinfo(dtype)
+    lo, hi = max(int(info.min), -2**52), min(int(info.max), 2**52)
+    x = rng.integers(lo, hi, shape, endpoint=True).astype(dtype)
+    if x.size:
+        x.flat[rng.integers(x.size)] = info.min
+    return x
+
+
 def _pool_inputs(rng, dtype):
     k = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
     s = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
     p = (int(rng.integers(0, k[0] // 2 + 1)), int(rng.integers(0, k[1] // 2 + 1)))
-    x = rng.standard_normal((int(rng.integers(1, 3)), int(rng.integers(1, 4)), int(rng.integers(k[0], 19)),
-                             int(rng.integers(k[1], 19)))).astype(dtype)
+    shape = (int(rng.integers(1, 3)), int(rng.integers(1, 4)), int(rng.integers(k[0], 19)), int(rng.integers(k[1], 19)))
+    x = int_image(rng, shape, dtype) if dtype in INTS else rng.standard_normal(shape).astype(dtype)
     return x, k, s, p
 
 
@@ -440,7 +456,7 @@ POOL_BAD = [
     ("padding-negative", _pool(X4, 2, 1, -1), ValueError, "padding"),
     ("dilation-zero", _pool(X4, 2, dilation=0), ValueError, "dilation"),
     ("window-larger-than-input", _pool(X4, 7), ValueError, "output|window|kernel"),
-    ("int-dtype", _pool(X4.astype(np.int32), 2), TypeError, "int32"),
+    ("bool-dtype", _pool(X4.astype(bool), 2), TypeError, "bool"),
     ("ceil-string", _pool(X4, 2, ceil_mode="yes"), TypeError, "ceil_mode"),
     ("empty-channel", _pool(np.ones((1, 0, 4, 4), np.float32), 2), ValueError, "empty"),
 ]
@@ -503,7 +519,7 @@ AVG_BAD = [
 
 OPS: Dict[str, Op] = {op.name: op for op in [
     Op("matmul", _mm_run, _mm_ref, _mm_inputs, backend=["matmul"], bad=MATMUL_BAD),
-    Op("max_pool2d", _pool_run, _pool_ref, _pool_inputs, tol={"float32": 0.0, "float64": 0.0},
+    Op("max_pool2d", _pool_run, _pool_ref, _pool_inputs, dtypes=F + INTS, tol=dict.fromkeys(F + INTS, 0.0),
        backend=["max_pool2d"], bad=POOL_BAD),
     Op("max_pool2d_backward", _pool_bwd_run, _pool_bwd_ref, _pool_bwd_inputs, tol={"float32": 1e-6, "float64": 1e-14},
        backend=["max_pool2d_backward"], bad=POOL_BWD_BAD),

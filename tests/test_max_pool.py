@@ -253,16 +253,23 @@ def test_empty_non_batch_dimension(device, shape):
         hetnn.max_pool2d(np.zeros(shape, np.float32), 1, device=device)
 
 
-@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8", "bool", "complex64"])
-def test_non_float_input(device, dtype):
-    with pytest.raises(TypeError):
+@pytest.mark.parametrize("dtype", ["bool", "complex64", "int16", "uint16"])
+def test_input_of_a_dtype_hetnn_does_not_hold(device, dtype):
+    with pytest.raises(TypeError, match=f"{dtype} is not supported"):
         hetnn.max_pool2d(np.zeros((1, 1, 4, 4), dtype), 2, device=device)
 
 
-def test_non_float_array_input(device):
-    X = hetnn.asarray(np.zeros((1, 1, 4, 4), np.int32), device=device)
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int32", "int64"])
+def test_integer_images_pool_exactly(device, dtype):
+    """The max-pooling study's images: digits 0-9, 2x2 windows, stride 2; the same dtype out, the first maximum's
+    index (ties everywhere); the integer backward is refused (gradients are floating-point)."""
+    x = np.array([[[[3, 9, 9, 0], [9, 1, 2, 2], [0, 0, 7, 7], [0, 0, 7, 7]]]], dtype)
+    y, idx = hetnn.max_pool2d(hetnn.asarray(x, device=device), 2, return_indices=True)
+    assert y.dtype == dtype
+    np.testing.assert_array_equal(y.numpy(), np.array([[[[9, 9], [0, 7]]]], dtype))
+    np.testing.assert_array_equal(idx.numpy(), [[[[1, 2], [8, 10]]]])
     with pytest.raises(TypeError, match="max pooling takes float32"):
-        hetnn.max_pool2d(X, 2)
+        hetnn.max_pool2d_backward(y, idx, x.shape, 2)
 
 
 def test_backward_rejects_corrupt_indices(device, rng):

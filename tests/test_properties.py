@@ -132,6 +132,30 @@ def test_max_pool2d_backward_of_a_window_outside_the_input(device):
     np.testing.assert_array_equal(gx, np.zeros_like(x))
 
 
+def test_max_pool2d_integer_images(device):
+    """Integer images on drawn windows (dilation, ceil_mode, padding, windows outside the input): exact maxima in
+    the input's dtype, the reference's indices, and the type's lowest value where the reference has -inf."""
+    from op_table import INTS, int_image
+
+    @SETTINGS
+    @given(pool_case(["float32"]), st.sampled_from(INTS), st.integers(0, 2**32 - 1))
+    def prop(case, dtype, seed):
+        x, k, s, p, d, ceil = case
+        COUNT["examples"] += 1
+        x = int_image(np.random.default_rng(seed), x.shape, dtype)
+        if ref.out_size(x.shape[2], k[0], s[0], p[0], d[0], ceil) < 1 or \
+                ref.out_size(x.shape[3], k[1], s[1], p[1], d[1], ceil) < 1:
+            return
+        want, want_idx = ref.max_pool2d(x, k, s, p, d, ceil)
+        want[np.isneginf(want)] = np.iinfo(dtype).min
+        y, idx = hetnn.max_pool2d(hetnn.asarray(x, device=device), k, s, p, d, ceil, return_indices=True)
+        assert y.dtype == x.dtype
+        np.testing.assert_array_equal(y.numpy().astype(np.float64), want)
+        np.testing.assert_array_equal(idx.numpy(), want_idx)
+        np.testing.assert_array_equal(hetnn.max_pool2d(x, k, s, p, d, ceil, device=device).astype(np.float64), want)
+    prop()
+
+
 def test_max_pool2d_properties(device):
     @SETTINGS
     @given(pool_case(supported_dtypes(device)))
@@ -294,7 +318,7 @@ def test_op_table_row_matches_its_float64_reference(device, name):
     """Each op-table row on fresh random inputs from drawn seeds, in every dtype the row and the device take: every
     output against the row's float64 reference (new hetnn arrays start as NaN bytes: HETNN_POISON)."""
     op = OPS[name]
-    dtypes = [d for d in op.dtypes if d in supported_dtypes(device)]
+    dtypes = supported_dtypes(device, op.dtypes)
 
     @SETTINGS
     @given(st.integers(0, 2**32 - 1), st.sampled_from(dtypes))

@@ -9,7 +9,7 @@ namespace hetnn {
 
 Array max_pool2d(const Array& x, const Pool2dArgs& args, const Array* out, Array* indices) {
   const char* op = "max_pool2d";
-  const Pool2dDesc d = pool2d_plan(x.shape(), x.dtype(), *x.device(), args, op);
+  const Pool2dDesc d = pool2d_plan(x.shape(), x.dtype(), *x.device(), args, op, true);
   const Shape ys = pool_output_shape(x.shape(), d);
   if (out) pool_check_out(*out, ys, d.dtype, x, op, "out");
   if (indices && indices->valid()) {

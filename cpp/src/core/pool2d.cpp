@@ -16,11 +16,12 @@ std::string pair_str(const std::array<int, 2>& v) {
 
 }  // namespace
 
-void pool_require_float(DType t, const Device& dev, const char* op, const char* what) {
+void pool_require_float(DType t, const Device& dev, const char* op, const char* what, bool integers) {
   if (t != DType::f32 && t != DType::f64 && t != DType::f16 && t != DType::bf16)
     throw TypeError(std::string(op) + ": " + what + " has dtype " + dtype_name(t) +
                     "; " + (std::string(op).rfind("avg", 0) == 0 ? "average" : "max") +
-                    " pooling takes float32, float64, float16 or bfloat16");
+                    " pooling takes float32, float64, float16" +
+                    (integers ? ", bfloat16, int8, uint8, int32 or int64" : " or bfloat16"));
   dev.require(t, op);
 }
 
@@ -34,9 +35,13 @@ std::int64_t pool_output_size(std::int64_t in, int k, int s, int p, int d, bool 
   return out;
 }
 
-Pool2dDesc pool2d_plan(const Shape& s, DType t, const Device& dev, const Pool2dArgs& a, const char* op) {
+Pool2dDesc pool2d_plan(const Shape& s, DType t, const Device& dev, const Pool2dArgs& a, const char* op,
+                       bool integers) {
   Pool2dDesc d = pool2d_geometry(s, a, op);
-  pool_require_float(t, dev, op, "input");
+  if (!integers || is_floating(t))
+    pool_require_float(t, dev, op, "input", integers);
+  else
+    dev.require(t, op);
   d.dtype = t;
   return d;
 }

@@ -13,11 +13,13 @@ namespace hetnn {
 std::int64_t pool_output_size(std::int64_t in, int k, int s, int p, int d, bool ceil_mode);
 
 // TypeError unless t is a floating-point dtype the device has.
-void pool_require_float(DType t, const Device& dev, const char* op, const char* what);
+void pool_require_float(DType t, const Device& dev, const char* op, const char* what, bool integers = false);
 
 // Checks an input of shape `s` (4-D NCHW, or 3-D CHW as N = 1) and dtype `t` on `dev`, and the window
 // parameters; throws ValueError / TypeError.
-Pool2dDesc pool2d_plan(const Shape& s, DType t, const Device& dev, const Pool2dArgs& args, const char* op);
+// integers: the op also takes int8, uint8, int32 and int64 (max pooling: a max selects, so integers pool exactly).
+Pool2dDesc pool2d_plan(const Shape& s, DType t, const Device& dev, const Pool2dArgs& args, const char* op,
+                       bool integers = false);
 // The same without the dtype (layers check their shapes before any data arrives); dtype left float32.
 Pool2dDesc pool2d_geometry(const Shape& s, const Pool2dArgs& args, const char* op);
 

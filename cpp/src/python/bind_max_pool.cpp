@@ -38,7 +38,8 @@ implicit -inf; ``dilation`` spaces the window's taps; the output size is
 input or the left padding. NaN wins a window; otherwise the first maximum in row-major window order.
 With ``return_indices`` also returns int64 indices: flat ``h * W + w`` positions in each input plane, the input
 of :func:`max_pool2d_backward`. ``out`` / ``indices_out``: arrays to write the results into.
-float32, float64, float16 and bfloat16.)doc");
+float32, float64, float16, bfloat16, and int8, uint8, int32, int64 images (exact, the same dtype out; an
+empty window's maximum is the type's lowest value where a float's is -inf).)doc");
   m.def(
       "max_pool2d_backward",
       [](const Array& grad_output, const Array& indices, py::object input_shape, py::object kernel_size,

@@ -73,6 +73,19 @@ struct BF16 {
   static S neg_inf() { return 0xFF80; }
 };
 
+// Integers compare as themselves; the maximum of an empty window is the type's lowest value (the float types' -inf).
+template <class T>
+struct Int {
+  using S = T;
+  using V = T;
+  static V val(S s) { return s; }
+  static S neg_inf() { return std::numeric_limits<T>::lowest(); }
+};
+using I8 = Int<std::int8_t>;
+using U8 = Int<std::uint8_t>;
+using I32 = Int<std::int32_t>;
+using I64 = Int<std::int64_t>;
+
 // Exact float -> bfloat16 narrowing of values that came from bfloat16 (a max selects, so every result does).
 inline std::uint16_t narrow_bf16(float f) {
   std::uint32_t b;
@@ -442,6 +455,14 @@ HETNN_POOL_FWD(fwd_f16, F16, false)
 HETNN_POOL_FWD(fwd_f16_idx, F16, true)
 HETNN_POOL_FWD(fwd_bf16, BF16, false)
 HETNN_POOL_FWD(fwd_bf16_idx, BF16, true)
+HETNN_POOL_FWD(fwd_i8, I8, false)
+HETNN_POOL_FWD(fwd_i8_idx, I8, true)
+HETNN_POOL_FWD(fwd_u8, U8, false)
+HETNN_POOL_FWD(fwd_u8_idx, U8, true)
+HETNN_POOL_FWD(fwd_i32, I32, false)
+HETNN_POOL_FWD(fwd_i32_idx, I32, true)
+HETNN_POOL_FWD(fwd_i64, I64, false)
+HETNN_POOL_FWD(fwd_i64_idx, I64, true)
 #undef HETNN_POOL_FWD
 
 using FwdFn = void (*)(const Pool2dDesc&, const void*, void*, std::int64_t*, std::int64_t, std::int64_t);
@@ -452,6 +473,10 @@ FwdFn fwd_fn(DType t, bool idx) {
     case DType::f64: return idx ? fwd_f64_idx : fwd_f64;
     case DType::f16: return idx ? fwd_f16_idx : fwd_f16;
     case DType::bf16: return idx ? fwd_bf16_idx : fwd_bf16;
+    case DType::i8: return idx ? fwd_i8_idx : fwd_i8;
+    case DType::u8: return idx ? fwd_u8_idx : fwd_u8;
+    case DType::i32: return idx ? fwd_i32_idx : fwd_i32;
+    case DType::i64: return idx ? fwd_i64_idx : fwd_i64;
     default: throw TypeError(std::string("max_pool2d: unsupported dtype ") + dtype_name(t));
   }
 }

@@ -29,7 +29,14 @@ constexpr std::size_t kOne[2] = {1, 1};  // work-groups of one (row kernels)
 }  // namespace
 
 std::string ClBackend::pool_options(const Pool2dDesc& d) const {
-  std::string o = common_options(d.dtype);
+  std::string o;
+  switch (d.dtype) {  // integer images (max pooling): the element type and its lowest value
+    case DType::i8: o = "-cl-std=CL1.2 -DINT_T=char -DINT_LOWEST=(-128)"; break;
+    case DType::u8: o = "-cl-std=CL1.2 -DINT_T=uchar -DINT_LOWEST=0"; break;
+    case DType::i32: o = "-cl-std=CL1.2 -DINT_T=int -DINT_LOWEST=(-2147483647-1)"; break;
+    case DType::i64: o = "-cl-std=CL1.2 -DINT_T=long -DINT_LOWEST=(-9223372036854775807L-1)"; break;
+    default: o = common_options(d.dtype);
+  }
   auto def = [&o](const char* k, int v) { o += std::string(" -D") + k + "=" + std::to_string(v); };
   def("KH", d.kh), def("KW", d.kw);
   return o;
@@ -53,7 +60,7 @@ void ClBackend::max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buff
   const std::size_t OH = static_cast<std::size_t>(d.OH), OW = static_cast<std::size_t>(d.OW);
   // Values only, windows of 3+ rows: the column-wise maximum first (max_pool2d_fwd_rows_sep), with a row and an
   // output row of local memory per work-item (PoCL, 32x64x112x112 k3s2: 11-13 -> 6.6-7.5 ms; two rows: no faster).
-  const std::size_t acc = d.dtype == DType::f64 ? 8 : 4;
+  const std::size_t acc = d.dtype == DType::f64 || d.dtype == DType::i64 ? 8 : 4;  // the compare type
   const std::size_t local_bytes = (static_cast<std::size_t>(d.W) + OW) * acc;
   if (rows && !indices && d.kh >= 3 && local_bytes <= info_.local_mem / 2) {
     cl_kernel k = kernel("max_pool.cl", "max_pool2d_fwd_rows_sep", pool_options(d));

@@ -23,7 +23,18 @@
 #endif
 // Storage and compare types. 16-bit data is compared in float and copied bit-exact (a max selects, never rounds);
 // gradients are summed in float and rounded once.
-#if defined(STORE_HALF)
+#if defined(INT_T)
+// Integer images (int8, uint8, int32, int64): compared as themselves, no NaN, an empty window's maximum the type's
+// lowest value (INT_LOWEST). Max pooling only: the backward takes floating-point gradients.
+#define STORAGE INT_T
+#define VAL(p, i) ((p)[i])
+#define ACC INT_T
+#define STORE_ACC(v, p, i) ((p)[i] = (v))
+#define NEG_INF_STORAGE ((INT_T)(INT_LOWEST))
+#define ACC_LOWEST ((INT_T)(INT_LOWEST))
+#define IS_NAN(v) 0
+#define NEG_ZERO(v) 0
+#elif defined(STORE_HALF)
 #define STORAGE ushort
 #define VAL(p, i) vload_half((i), (__global const half*)(p))
 #define ACC float
@@ -45,6 +56,11 @@
 #define ACC REAL
 #define STORE_ACC(v, p, i) ((p)[i] = (v))
 #define NEG_INF_STORAGE ((REAL)(-INFINITY))
+#endif
+#ifndef ACC_LOWEST
+#define ACC_LOWEST (-INFINITY)
+#define IS_NAN(v) isnan(v)
+#define NEG_ZERO(v) (((v) == 0) & signbit(v))
 #endif
 
 // First in-bounds position of a dilated window starting at `s` (PyTorch's initial index).
@@ -92,7 +108,7 @@ __kernel void max_pool2d_fwd(POOL_ARGS, const int with_indices, __global const S
   __global const STORAGE* xp = x + plane * H * W;
   const int hs = oh * SH - PH, ws = ow * SW - PW;
   STORAGE best = NEG_INF_STORAGE;
-  ACC bestv = -INFINITY;
+  ACC bestv = ACC_LOWEST;
   int where = first_inside(hs, DH) * W + first_inside(ws, DW);
 TAPS_UNROLL
   for (int i = 0; i < KH; ++i) {
@@ -105,7 +121,7 @@ TAPS_UNROLL
       const int at = ih * W + iw;
       const STORAGE s = xp[at];
       const ACC v = VAL(xp, at);
-      if (v > bestv || isnan(v)) {  // NaN propagates; ties keep the first maximum
+      if (v > bestv || IS_NAN(v)) {  // NaN propagates; ties keep the first maximum
         bestv = v;
         best = s;
         where = at;
@@ -169,14 +185,14 @@ TAPS_UNROLL
     const int at = ih * W + ow * (STRIDE) + off;           \
     const STORAGE s = xp[at];                              \
     const ACC v = VAL(xp, at), cur = VAL(yr, ow);          \
-    yr[ow] = ((v > cur) | isnan(v)) ? s : yr[ow];          \
+    yr[ow] = ((v > cur) | IS_NAN(v)) ? s : yr[ow];          \
   }
 #define ROW_SCAN_IDX(STRIDE)                               \
   for (int ow = lo; ow < hi; ++ow) {                       \
     const int at = ih * W + ow * (STRIDE) + off;           \
     const STORAGE s = xp[at];                              \
     const ACC v = VAL(xp, at), cur = VAL(yr, ow);          \
-    const int take = (v > cur) | isnan(v);                 \
+    const int take = (v > cur) | IS_NAN(v);                 \
     yr[ow] = take ? s : yr[ow];                            \
     ir[ow] = take ? (long)at : ir[ow];                     \
   }
@@ -242,14 +258,14 @@ __kernel void max_pool2d_fwd_rows(POOL_ARGS, const int with_indices, __global co
 #define VB_SCAN(STRIDE)                                   \
   for (int ow = lo; ow < hi; ++ow) {                      \
     const ACC v = vb[ow * (STRIDE) + off], cur = hb[ow];  \
-    hb[ow] = ((v > cur) | isnan(v)) ? v : cur;            \
+    hb[ow] = ((v > cur) | IS_NAN(v)) ? v : cur;            \
   }
 #define VB_FUSED(STRIDE)                                  \
   for (int ow = lo_all; ow < hi_all; ++ow) {              \
     ACC b = vb[ow * (STRIDE) + off0];                     \
     _Pragma("unroll") for (int j = 1; j < KW; ++j) {      \
       const ACC v = vb[ow * (STRIDE) + off0 + j * DW];    \
-      b = ((v > b) | isnan(v)) ? v : b;                   \
+      b = ((v > b) | IS_NAN(v)) ? v : b;                   \
     }                                                     \
     STORE_ACC(b, yr, ow);                                 \
   }
@@ -275,12 +291,12 @@ TAPS_UNROLL
   int negzero = 0;
   for (int iw = 0; iw < W; ++iw) {
     ACC v = VAL(r[0], iw);
-    negzero |= (v == 0) & signbit(v);
+    negzero |= NEG_ZERO(v);
 TAPS_UNROLL
     for (int i = 1; i < KH; ++i) {
       const ACC u = VAL(r[i], iw);
-      negzero |= (u == 0) & signbit(u);
-      v = ((u > v) | isnan(u)) ? u : v;
+      negzero |= NEG_ZERO(u);
+      v = ((u > v) | IS_NAN(u)) ? u : v;
     }
     vb[iw] = v;
   }
@@ -297,7 +313,7 @@ TAPS_UNROLL
     hi_all = min(hi_all, tap_hi(j * DW - PW, W, OW, SW));
   }
   if (lo_all >= hi_all) lo_all = hi_all = 0;  // narrow rows: all outputs go through the tap loops
-  for (int ow = 0; ow < OW; ++ow) hb[ow] = -INFINITY;
+  for (int ow = 0; ow < OW; ++ow) hb[ow] = ACC_LOWEST;
 TAPS_UNROLL
   for (int j = 0; j < KW; ++j) {  // edge outputs, one tap at a time
     const int off = j * DW - PW;
