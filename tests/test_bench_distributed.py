@@ -114,3 +114,14 @@ def test_amdahl_fit_recovers_the_serial_fraction():
 def test_rank_counts():
     assert rank_counts(1) == [1] and rank_counts(2) == [1, 2] and rank_counts(6) == [1, 2, 4, 6]
     assert rank_counts(8) == [1, 2, 4, 8]
+
+
+def test_scaling_plot_with_an_interval_printed_below_its_speedup():
+    """CI found it: a speedup of 1.7013 whose interval's upper bound is 1.7013 printed as "0.71-1.70"; the plot read
+    the printed bounds and matplotlib refused the negative error bar."""
+    pytest.importorskip("matplotlib")
+    from hetnn.bench.plots import plot_scaling
+    rows = [dict(suite="scaling", workload="mlp", mode=m, ranks=k, threads=1, speedup=s, efficiency=s / k,
+                 speedup_ci=f"{lo:.2f}-{hi:.2f}", speedup_low=lo, speedup_high=hi)
+            for m in ("strong", "weak") for k, s, lo, hi in ((1, 1.0, 1.0, 1.0), (2, 1.7013, 0.7132, 1.7013))]
+    assert plot_scaling(rows, {}) is not None

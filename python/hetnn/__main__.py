@@ -236,7 +236,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="suite to run: matmul, maxpool, mlp, conv, transfer, peak, all (default: matmul; all with "
                         "--quick), or scaling (data-parallel training on 1..N MPI ranks)")
     b.add_argument("--quick", action="store_true", help="a short report of every suite on every device")
-    b.add_argument("--shapes", help="matmul shape set: quick, square, resnet50")
+    b.add_argument("--shapes", help="matmul shape set: quick, square, resnet50, or your own MxNxK list "
+                   "(e.g. 1000x1000x1000,256x3136x576)")
     b.add_argument("--batch", type=int, default=1,
                    help="batch size of the resnet50 matmul shapes (M scales with it); maxpool adds it to 1 and 32")
     b.add_argument("--sweep-max", type=int, help="largest image of the maxpool sweep (power of two; default 8192, "

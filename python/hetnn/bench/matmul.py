@@ -259,9 +259,10 @@ def blas_threads() -> Optional[int]:
 
 
 def aggregate(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """Per (library, device): total FLOP over total median time across the shapes (the 'aggregate' rows). Rows
-    that are excluded (above the ceiling, wrong, unreliable) stay out; the aggregate names how many shapes it
-    covers."""
+    """Per (library, device): total FLOP over total median time across the shapes (the 'aggregate' rows; large
+    shapes weigh most), and ``mean_gflops``, the arithmetic mean of the shapes' GFLOP/s (the published GEMM study's
+    aggregate; every shape weighs alike). Rows that are excluded (above the ceiling, wrong, unreliable) stay out;
+    the aggregate names how many shapes it covers."""
     groups: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
     for r in rows:
         if "wall_ms" in r and not excluded(r):
@@ -275,6 +276,7 @@ def aggregate(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
         out.append(_checked({
             "shape": f"aggregate ({len(rs)})", "M": None, "N": None, "K": None, "dtype": rs[0]["dtype"],
             "device": dev, "library": lib, "wall_ms": secs * 1e3, "gflops": g, "pct_peak": 100 * share(g, peak),
+            "mean_gflops": sum(r["gflops"] for r in rs) / len(rs),
             "peak_gflops": peak, "max_rel_err": max((r.get("max_rel_err", math.nan) for r in rs), default=math.nan),
             "shapes": [r["shape"] for r in rs]}))
     return out
@@ -348,7 +350,8 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
 
 MATMUL_COLUMNS = [("shape", "shape", ""), ("M", "M", "d"), ("N", "N", "d"), ("K", "K", "d"),
                   ("library", "library", ""), ("device", "device", ""), ("wall_ms", "wall ms", ".3f"),
-                  ("device_ms", "device ms", ".3f"), ("gflops", "GFLOP/s", ".1f"), ("pct_peak", "% peak", ".0f"),
+                  ("device_ms", "device ms", ".3f"), ("gflops", "GFLOP/s", ".1f"),
+                  ("mean_gflops", "mean GFLOP/s", ".1f"), ("pct_peak", "% peak", ".0f"),
                   ("max_rel_err", "max rel err", ".1e"), ("spread_pct", "IQR %", ".0f"), ("repeats", "n", "d"),
                   ("threads", "threads", ""), ("first_use", "first use", ""), ("noise", "flags", ""),
                   ("note", "note", "")]

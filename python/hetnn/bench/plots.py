@@ -96,9 +96,11 @@ def _styles(names: Sequence[str]) -> Dict[str, Tuple[str, str, str]]:
 
 def _bars(ax: Any, categories: Sequence[str], series: Dict[str, Dict[str, float]], ylabel: str,
           log: bool = False, spread: Optional[Dict[str, Dict[str, Tuple[float, float]]]] = None,
-          cached: Optional[Dict[str, set]] = None, styles: Optional[Dict[str, Tuple[str, str, str]]] = None) -> None:
+          cached: Optional[Dict[str, set]] = None, styles: Optional[Dict[str, Tuple[str, str, str]]] = None,
+          labels: str = "") -> None:
     """Grouped bars: one colour and hatch per series, IQR error bars where ``spread`` has them, bars of rows whose
-    working set fits the cache (``cached``) drawn hollow."""
+    working set fits the cache (``cached``) drawn hollow; ``labels``: a format for each bar's value written on it
+    (the published studies label their bars; "" for none)."""
     n = max(1, len(series))
     width = 0.8 / n
     styles = styles or _styles(list(series))
@@ -107,6 +109,9 @@ def _bars(ax: Any, categories: Sequence[str], series: Dict[str, Dict[str, float]
         ys = [vals.get(cat, math.nan) for cat in categories]
         color, hatch, _ = styles[name]
         bars = ax.bar(xs, ys, width, label=name, color=color, hatch=hatch, edgecolor="white", lw=0)
+        if labels:
+            ax.bar_label(bars, labels=["" if math.isnan(y) else format(y, labels) for y in ys], fontsize=5,
+                         rotation=90, padding=2)
         for cat, bar in zip(categories, bars):
             if cat in (cached or {}).get(name, set()):
                 bar.set_facecolor("none")
@@ -195,7 +200,7 @@ def plot_matmul(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
                 iv = _interval(r, "pct_peak")
                 if iv:
                     iqr_pct.setdefault(_series(r), {})[r["shape"]] = iv
-        _bars(ax[0][j], shapes, g, "GFLOP/s (median, IQR bars)", spread=iqr)
+        _bars(ax[0][j], shapes, g, "GFLOP/s (median, IQR bars)", spread=iqr, labels=".0f")
         peaks = {(r["device"], r["peak_gflops"]) for r in sel if r.get("peak_gflops") and r["library"] == "hetnn"}
         _ceilings(ax[0][j], [(f"{dev} ceiling", pk) for dev, pk in peaks], "GFLOP/s")
         ax[0][j].set_title(f"matmul {dt}: GFLOP/s per shape and library")
@@ -404,8 +409,9 @@ def plot_scaling(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
             pts = sorted((r for r in sel if r["workload"] == w and r["mode"] == mode), key=lambda r: r["ranks"])
             if not pts:
                 continue
-            lo_hi = [tuple(float(v) for v in str(r.get("speedup_ci", "")).split("-")) if r.get("speedup_ci")
-                     else (r["speedup"], r["speedup"]) for r in pts]
+            # the interval's bounds as measured (the printed "1.70" may round below a speedup of 1.701)
+            lo_hi = [(min(r.get("speedup_low", r["speedup"]), r["speedup"]),
+                      max(r.get("speedup_high", r["speedup"]), r["speedup"])) for r in pts]
             if mode == "strong":
                 ax[0][0].errorbar([r["ranks"] for r in pts], [r["speedup"] for r in pts],
                                   yerr=[[r["speedup"] - a for r, (a, _) in zip(pts, lo_hi)],

@@ -162,6 +162,7 @@ def _rows(times: Dict[Tuple[str, str, int], List[Dict[str, Any]]], ks: Sequence[
                     if ci is not None:
                         row["speedup"] = ci.value
                         row["speedup_ci"] = f"{ci.low:.2f}-{ci.high:.2f}"
+                        row["speedup_low"], row["speedup_high"] = ci.low, ci.high
                         row["efficiency"] = ci.value / k
                 rows.append(row)
     return rows

@@ -208,6 +208,18 @@ def _shape_list(shapes: Any) -> List[Any]:
     return out
 
 
+def _parse_mnk(text: str, sets: Sequence[str]) -> List[Any]:
+    """--shapes 1000x1000x1000,256x3136x576: (M, N, K) triples from the command line."""
+    out = []
+    for part in (p.strip() for p in text.split(",")):
+        dims = part.lower().split("x")
+        if len(dims) != 3 or not all(d.strip().isdigit() and int(d) >= 1 for d in dims):
+            raise ValueError(f"--shapes: {part!r} is not MxNxK with sizes >= 1 (e.g. 1000x1000x1000,256x3136x576), "
+                             f"and not a shape set ({', '.join(sets)})")
+        out.append(tuple(int(d) for d in dims))
+    return out
+
+
 def suite_matmul(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, Any]]:
     from .matmul import MATMUL_COLUMNS, MATMUL_SHAPES, precision_table, ratios, resnet50_shapes, run_matmul
     from .peak import cpu_fma_peak_gflops, measure_missing
@@ -215,6 +227,8 @@ def suite_matmul(opts: Options, say: Say, progress: _Progress) -> List[Dict[str,
 
     if opts.shapes is not None and not isinstance(opts.shapes, str):  # from Python: (M, N, K) or (label, M, N, K)
         shapes_name, custom = "custom", _shape_list(opts.shapes)
+    elif isinstance(opts.shapes, str) and opts.shapes not in MATMUL_SHAPES and "x" in opts.shapes.lower():
+        shapes_name, custom = "custom", _shape_list(_parse_mnk(opts.shapes, list(MATMUL_SHAPES)))
     else:
         shapes_name, custom = "quick" if opts.quick and not opts.shapes else (opts.shapes or "square"), None
         if shapes_name not in MATMUL_SHAPES:
@@ -253,7 +267,8 @@ def suite_matmul(opts: Options, say: Say, progress: _Progress) -> List[Dict[str,
         cols += [(f"{dt} compute", f"{dt} compute", "") for dt in dtypes if dt in ("float16", "bfloat16")]
         cols += [(f"{dt}/float32", f"{dt}/f32", ".2f") for dt in dtypes if dt != "float32" and "float32" in dtypes]
         say(format_table(precision_table(rows, dtypes), cols))
-    say(f"({_timing_line(timing)}; max rel err = max|C - C64| / max|C64| against float64 NumPy (the result-agreement "
+    say(f"({_timing_line(timing)}; aggregate: GFLOP/s = total FLOP / total time, mean GFLOP/s = the shapes' "
+        f"arithmetic mean; max rel err = max|C - C64| / max|C64| against float64 NumPy (the result-agreement "
         f"column); {time.perf_counter() - t0:.1f} s in all)\n")
     return rows
 

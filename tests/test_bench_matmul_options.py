@@ -1,0 +1,54 @@
+"""The matmul suite's options for the published GEMM study: MxNxK shapes on the command line, both aggregates (total
+FLOP over total time, and the arithmetic mean of GFLOP/s), and value labels on the plot's bars."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from hetnn.bench import run
+
+FAST = dict(device="cpu", compare="numpy", repeat=3, warmup=1, max_duration=0.2, progress=False)
+
+
+def test_shapes_given_as_mxnxk_on_the_command_line():
+    env = dict(os.environ)
+    env.pop("HETNN_POISON", None)
+    p = subprocess.run([sys.executable, "-m", "hetnn", "bench", "matmul", "--shapes", "64x48x32,17X5x9", "--device",
+                        "cpu", "--compare", "none", "--repeat", "3", "--warmup", "1", "--no-output", "--no-progress"],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "custom shapes" in p.stdout
+    lines = [ln.split() for ln in p.stdout.splitlines()]
+    assert any(ln[:4] == ["64x48x32", "64", "48", "32"] for ln in lines if len(ln) > 4), p.stdout
+    assert any(ln[:4] == ["17x5x9", "17", "5", "9"] for ln in lines if len(ln) > 4), p.stdout
+
+
+@pytest.mark.parametrize("bad", ["3x4", "0x4x4", "axbxc", "64x48x32,", "huge"])
+def test_bad_shapes_on_the_command_line(bad):
+    p = subprocess.run([sys.executable, "-m", "hetnn", "bench", "matmul", "--shapes", bad, "--device", "cpu",
+                        "--no-output"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "--shapes" in p.stderr, p.stderr
+
+
+def test_both_aggregates():
+    res = run("matmul", shapes=[(96, 64, 80), (300, 20, 40), (8, 8, 8)], **FAST)
+    for lib in ("hetnn", "numpy"):
+        shapes = [r for r in res.rows if r["library"] == lib and not r["shape"].startswith("aggregate")]
+        (agg,) = [r for r in res.rows if r["library"] == lib and r["shape"].startswith("aggregate")]
+        kept = [r for r in shapes if r["shape"] in agg["shapes"]]
+        assert agg["mean_gflops"] == pytest.approx(np.mean([r["gflops"] for r in kept]))
+        flops = sum(2.0 * r["M"] * r["N"] * r["K"] for r in kept)
+        assert agg["gflops"] == pytest.approx(flops / (sum(r["wall_ms"] for r in kept) / 1e3) / 1e9)
+    assert "mean GFLOP/s" in res.text
+
+
+def test_bars_carry_their_values():
+    pytest.importorskip("matplotlib")
+    res = run("matmul", shapes=[(96, 64, 80), (128, 128, 128)], **FAST)
+    fig = res.plot()["matmul"]
+    ax = fig.axes[0]
+    texts = {t.get_text() for t in ax.texts}  # bar_label writes annotations
+    want = {format(r["gflops"], ".0f") for r in res.rows if not r["shape"].startswith("aggregate")}
+    assert want <= texts, (want, texts)
