@@ -19,23 +19,37 @@ def flat_size(params: Sequence[Any]) -> int:
     return sum(-(-int(np.prod(p.value.shape, dtype=np.int64)) // ALIGN) * ALIGN for p in params)
 
 
-def flat_gradients(params: Sequence[Any], dev: Any, flat: np.ndarray) -> Tuple[List[np.ndarray], bool]:
-    """Each parameter's gradient as a view of ``flat`` (flat_size elements), and whether the gradients now live
-    there: on a host-memory device (the CPU device) the gradient arrays the backward pass writes become those views,
-    so a reduction reads and writes them in place; elsewhere the caller copies in and out."""
-    from .._shared_reduce import ALIGN
-    views, o = [], 0
-    for p in params:
-        n = int(np.prod(p.value.shape, dtype=np.int64))
-        views.append(flat[o:o + n].reshape(p.value.shape))
-        o += -(-n // ALIGN) * ALIGN
-    wrapped = [_core.Array.wrap_numpy(dev, v) for v in views]
-    if any(w is None for w in wrapped):
-        return views, False
-    for p, w, v in zip(params, wrapped, views):
-        v[...] = p.grad.to_numpy()
-        p.grad = w
-    return views, True
+class FlatGradients:
+    """Each parameter's gradient as a view of ``flat`` (flat_size elements). On a host-memory device (the CPU device)
+    the gradient arrays the backward pass writes become those views (``zero_copy``), so a reduction reads and writes
+    them in place; elsewhere ``gather`` and ``scatter`` copy them in and out."""
+
+    def __init__(self, params: Sequence[Any], dev: Any, flat: np.ndarray) -> None:
+        from .._shared_reduce import ALIGN
+        self.params, self.flat, self.views = list(params), flat, []
+        o = 0
+        for p in self.params:
+            n = int(np.prod(p.value.shape, dtype=np.int64))
+            self.views.append(flat[o:o + n].reshape(p.value.shape))
+            o += -(-n // ALIGN) * ALIGN
+        wrapped = [_core.Array.wrap_numpy(dev, v) for v in self.views]
+        self.zero_copy = all(w is not None for w in wrapped)
+        if self.zero_copy:
+            for p, w, v in zip(self.params, wrapped, self.views):
+                v[...] = p.grad.to_numpy()
+                p.grad = w
+
+    def gather(self) -> None:
+        """The gradients into the flat buffer (nothing to do when they live there)."""
+        if not self.zero_copy:
+            for v, p in zip(self.views, self.params):
+                v[...] = p.grad.to_numpy()
+
+    def scatter(self) -> None:
+        """The flat buffer back into the gradients."""
+        if not self.zero_copy:
+            for v, p in zip(self.views, self.params):
+                p.grad.write_from(v)
 
 
 class DataParallel:
@@ -61,8 +75,7 @@ class DataParallel:
             raise ValueError(f"fit(distributed=True): {n} samples cannot be shared by {self.size} ranks")
         drawn = int(np.random.default_rng().integers(0, 2**63)) if seed is None else seed
         self.seed = int(self.comm.bcast(drawn, 0))  # rank 0's: the ranks shuffle alike
-        self.device = model._device
-        self.reducer, self.views, self.zero_copy = self._gradient_buffer(model)
+        self.reducer, self.grads = self._gradient_buffer(model)
         self.comm_time = 0.0
         self.steps_done = 0
         self.totals: List[int] = []
@@ -80,7 +93,7 @@ class DataParallel:
                 raise ValueError(f"fit(distributed=True): the ranks differ in {key} ({shown}); every rank must call "
                                  f"fit with the same model, data size and arguments")
 
-    def _gradient_buffer(self, model: Any) -> Tuple[Any, List[np.ndarray], bool]:
+    def _gradient_buffer(self, model: Any) -> Tuple[Any, FlatGradients]:
         """The reducer's flat buffer holding every gradient, so a step's reduction is one pass (hetnn._shared_reduce).
         """
         from .._shared_reduce import GradientReducer
@@ -93,12 +106,12 @@ class DataParallel:
         cached = getattr(model, "_dp_grads", None)
         if cached is not None and cached[0].comm is self.comm and cached[0].buffer.dtype == dt and \
                 cached[0].size == total and all(p.grad is g for p, g in zip(self.params, cached[2])):
-            return cached[0], cached[1], True
+            return cached[0], cached[1]
         reducer = GradientReducer(self.comm, self.MPI, total, dt)
-        views, zero_copy = flat_gradients(self.params, model._device._dev, reducer.buffer)
-        if zero_copy:  # the window's memory lives as long as the model's gradients
-            model._dp_grads = (reducer, views, [p.grad for p in self.params])
-        return reducer, views, zero_copy
+        grads = FlatGradients(self.params, model._device._dev, reducer.buffer)
+        if grads.zero_copy:  # the window's memory lives as long as the model's gradients
+            model._dp_grads = (reducer, grads, [p.grad for p in self.params])
+        return reducer, grads
 
     def synchronise(self, optimizer: Any) -> None:
         """Rank 0's parameters and optimizer state (the arrays the Trainer holds) on every rank."""
@@ -139,22 +152,18 @@ class DataParallel:
         """The Trainer's hook: this step's gradients averaged over the ranks (None in a world of one)."""
         if self.size == 1:
             return None
-        views, params, reducer, copies = self.views, self.params, self.reducer, not self.zero_copy
+        grads, reducer = self.grads, self.reducer
         even = [1.0 / self.size] * self.size
 
         def reduce(rows: int) -> None:
             t0 = time.perf_counter()
             k = self.steps_done
             self.steps_done += 1
-            if copies:
-                for v, p in zip(views, params):
-                    v[...] = p.grad.to_numpy()
+            grads.gather()
             # each rank's mean weighted by its rows (all equal but in the last, uneven step)
             reducer.reduce(even if self.totals[k] == self.bs * self.size else
                            [r / self.totals[k] for r in self.last_rows])
-            if copies:
-                for v, p in zip(views, params):
-                    p.grad.write_from(v)
+            grads.scatter()
             self.comm_time += time.perf_counter() - t0
         return reduce
 

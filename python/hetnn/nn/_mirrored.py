@@ -14,7 +14,7 @@ import numpy as np
 from .._device import devices as _all_devices, device as _resolve_device
 from .._loader import _core
 from .._shared_reduce import aligned_zeros
-from ._data_parallel import flat_gradients, flat_size
+from ._data_parallel import FlatGradients, flat_size
 
 
 def resolve_devices(model: Any, devices: Any) -> List[Any]:
@@ -73,7 +73,7 @@ def _rows(total: int, shares: Sequence[float]) -> List[int]:
 class _Member:
     """One replica: its model, data on its device, trainer, accumulators and gradient buffer."""
 
-    def __init__(self, model: Any, grads: "_FlatGrads", trainer: Any, data: Tuple[Any, Any, Any],
+    def __init__(self, model: Any, grads: FlatGradients, trainer: Any, data: Tuple[Any, Any, Any],
                  accs: List[Any], keep: Any = None) -> None:
         self.model, self.grads, self.trainer, self.data, self.accs = model, grads, trainer, data, accs
         self.params = model.parameters()
@@ -82,12 +82,10 @@ class _Member:
         self.idx: Any = None
 
 
-class _FlatGrads:
-    """A model's gradients in one flat host buffer (their own memory on the CPU device; copies elsewhere)."""
-
-    def __init__(self, model: Any) -> None:
-        self.flat = aligned_zeros(flat_size(model.parameters()), np.dtype(model.dtype))
-        self.views, self.zero_copy = flat_gradients(model.parameters(), model._device._dev, self.flat)
+def _flat_grads(model: Any) -> FlatGradients:
+    """The model's gradients in one flat host buffer of its own."""
+    return FlatGradients(model.parameters(), model._device._dev,
+                         aligned_zeros(flat_size(model.parameters()), np.dtype(model.dtype)))
 
 
 class Mirrored:
@@ -101,7 +99,7 @@ class Mirrored:
                              f"global batch: at least one row per device)")
         self.split, self.shares = split, _shares(split, self.k)
         self.members: List[_Member] = []
-        self._primary_grads = _FlatGrads(model)  # before the primary's trainer is built: it writes into them
+        self._primary_grads = _flat_grads(model)  # before the primary's trainer is built: it writes into them
 
     def build(self, x: Any, y: Any, n: int, out_shape: Tuple[int, ...], loss_obj: Any,
               plan: Sequence[Tuple[str, str]], primary: Tuple[Any, Any, Any, Any, List[Any]],
@@ -122,7 +120,7 @@ class Mirrored:
             RY, rlabels, keep_y = replica._y(y, n, out_shape, loss_obj, "fit")
             raccs = [_core.Array.zeros(dev._dev, [1], "float32") for _ in plan]
             acc_loss = _core.Array.zeros(dev._dev, [1], "float32")
-            grads = _FlatGrads(replica)
+            grads = _flat_grads(replica)
             m = _Member(replica, grads, make_trainer(replica, raccs), (RX, RY, rlabels if needs_labels else None),
                         [acc_loss, *raccs], (keep_x, keep_y))
             m.trainer.set_dropout_stream(i)
@@ -174,18 +172,14 @@ class Mirrored:
 
             def hook(rows: int) -> None:
                 g = member.grads
-                if not g.zero_copy:
-                    for v, p in zip(g.views, member.params):
-                        v[...] = p.grad.to_numpy()
+                g.gather()
                 member.rows = rows
                 self.grads_ready.wait()
                 if i == 0:
                     total = sum(m.rows for m in self.members)
                     _core._reduce_slices([m.grads.flat for m in self.members],
                                          [m.rows / total for m in self.members], 0, g.flat.size, [g.flat])
-                    if not g.zero_copy:
-                        for v, p in zip(g.views, member.params):
-                            p.grad.write_from(v)
+                    g.scatter()
             return hook
 
         for i, m in enumerate(self.members):
