@@ -159,6 +159,35 @@ def _avg(x, *args, **kwargs):
     return lambda d: hetnn.avg_pool2d(x, *args, device=d, **kwargs)
 
 
+def _avg_bwd_inputs(rng, dtype):
+    x, k, s, p, ceil, include_pad, divisor = _avg_inputs(rng, dtype)
+    (y,) = _avg_ref((x, k, s, p, ceil, include_pad, divisor))
+    return rng.standard_normal(y.shape).astype(dtype), x.shape, k, s, p, ceil, include_pad, divisor
+
+
+def _avg_bwd_run(dev, inp):
+    g, shape, k, s, p, ceil, include_pad, divisor = inp
+    return (hetnn.avg_pool2d_backward(g, shape, k, s, p, ceil, include_pad, divisor, device=dev),)
+
+
+def _avg_bwd_ref(inp):
+    """The adjoint of the forward reference: each window's gradient over its divisor, added to its input positions."""
+    g, (n, c, h, w), k, s, p, ceil, include_pad, divisor = inp
+    gx = np.zeros((n, c, h, w))
+    for i in range(g.shape[2]):
+        for j in range(g.shape[3]):
+            r0, c0 = i * s[0] - p[0], j * s[1] - p[1]
+            r1, c1 = min(r0 + k[0], h + p[0]), min(c0 + k[1], w + p[1])
+            a0, a1, b0, b1 = max(r0, 0), min(r1, h), max(c0, 0), min(c1, w)
+            size = divisor or ((r1 - r0) * (c1 - c0) if include_pad else (a1 - a0) * (b1 - b0))
+            gx[:, :, a0:a1, b0:b1] += g[:, :, i:i + 1, j:j + 1].astype(np.float64) / size
+    return (gx,)
+
+
+def _avg_bwd(g, shape, *args, **kwargs):
+    return lambda d: hetnn.avg_pool2d_backward(g, shape, *args, device=d, **kwargs)
+
+
 
 
 def _conv_inputs(rng, dtype):
@@ -515,6 +544,18 @@ AVG_BAD = [
     ("int-dtype", _avg(X4.astype(np.int32), 2), TypeError, "int32"),
     ("out-wrong-shape", _avg(X4, 2, out=np.empty((1, 1, 2, 2), np.float32)), ValueError, "out"),
 ]
+G4 = np.ones((1, 2, 3, 3), np.float32)  # avg_pool2d(X4, 2)'s output shape
+AVG_BWD_BAD = [
+    ("wrong-grad-shape", _avg_bwd(G4[:, :, :2], X4.shape, 2), ValueError, "grad_output has shape"),
+    ("input-shape-2d", _avg_bwd(G4, (6, 6), 2), ValueError, "input_shape"),
+    ("input-shape-negative", _avg_bwd(G4, (1, 2, -6, 6), 2), ValueError, "input_shape"),
+    ("input-shape-text", _avg_bwd(G4, "1,2,6,6", 2), TypeError, "input_shape"),
+    ("no-kernel", _avg_bwd(G4, X4.shape, None), TypeError, "kernel_size"),
+    ("divisor-zero", _avg_bwd(G4, X4.shape, 2, divisor_override=0), ValueError, "divisor_override"),
+    ("int-grad", _avg_bwd(G4.astype(np.int32), X4.shape, 2), TypeError, "int32"),
+    ("include-pad-text", _avg_bwd(G4, X4.shape, 2, count_include_pad="yes"), TypeError, "count_include_pad"),
+    ("out-wrong-shape", _avg_bwd(G4, X4.shape, 2, out=np.empty((1, 2, 3, 3), np.float32)), ValueError, "out"),
+]
 
 
 OPS: Dict[str, Op] = {op.name: op for op in [
@@ -526,6 +567,9 @@ OPS: Dict[str, Op] = {op.name: op for op in [
     Op("avg_pool2d", _avg_run, _avg_ref, _avg_inputs, dtypes=F + ("float16", "bfloat16"),
        tol={"float32": 1e-6, "float64": 1e-14, "float16": 1e-3, "bfloat16": 8e-3}, backend=["avg_pool2d"],
        bad=AVG_BAD),
+    Op("avg_pool2d_backward", _avg_bwd_run, _avg_bwd_ref, _avg_bwd_inputs, dtypes=F + ("float16", "bfloat16"),
+       tol={"float32": 1e-6, "float64": 1e-14, "float16": 2e-3, "bfloat16": 1.6e-2}, backend=["avg_pool2d_backward"],
+       bad=AVG_BWD_BAD),
     Op("conv2d", _conv_run, _conv_ref, _conv_inputs, dtypes=F + ("float16", "bfloat16"),
        tol={"float32": 2e-5, "float64": 1e-12, "float16": 2e-3, "bfloat16": 1.6e-2}, backend=["conv2d"], bad=CONV_BAD),
     Op("conv2d_backward", _conv_bwd_run, _conv_bwd_ref, _conv_bwd_inputs, dtypes=F + ("float16", "bfloat16"),

@@ -226,6 +226,29 @@ void run_avg_pool(const DevicePtr& dev, std::mt19937& g) {
       }
   check(ok, dev->id() + " avg_pool2d");
   expect_throw<ValueError>([&] { avg_pool2d(x, p, true, 0, nullptr); }, "avg_pool2d divisor 0");
+  // backward: each window's gradient spread over the input positions it averaged, divided alike
+  auto G = randv(g, std::size_t(n) * c * OH * OW);
+  Array gy = Array::from_host(dev, G.data(), y.shape(), DType::f32);
+  Array gx = avg_pool2d_backward(gy, x.shape(), p, include_pad, divisor, nullptr);
+  std::vector<double> want(X.size(), 0.0);
+  for (int plane = 0; plane < n * c; ++plane)
+    for (std::int64_t oh = 0; oh < OH; ++oh)
+      for (std::int64_t ow = 0; ow < OW; ++ow) {
+        const std::int64_t r0 = oh * p.stride[0] - p.padding[0], q0 = ow * p.stride[1] - p.padding[1];
+        const std::int64_t r1 = std::min<std::int64_t>(r0 + p.kernel[0], h + p.padding[0]);
+        const std::int64_t q1 = std::min<std::int64_t>(q0 + p.kernel[1], w + p.padding[1]);
+        const std::int64_t a0 = std::max<std::int64_t>(r0, 0), a1 = std::min<std::int64_t>(r1, h);
+        const std::int64_t b0 = std::max<std::int64_t>(q0, 0), b1 = std::min<std::int64_t>(q1, w);
+        const double div = divisor ? *divisor : include_pad ? double((r1 - r0) * (q1 - q0)) : (a1 - a0) * (b1 - b0);
+        for (std::int64_t r = a0; r < a1; ++r)
+          for (std::int64_t q = b0; q < b1; ++q) want[(plane * h + r) * w + q] += G[(plane * OH + oh) * OW + ow] / div;
+      }
+  const auto GX = host(gx);
+  bool back_ok = true;
+  for (std::size_t i = 0; i < want.size(); ++i) back_ok &= near(GX[i], want[i]);
+  check(back_ok, dev->id() + " avg_pool2d backward");
+  expect_throw<ValueError>([&] { avg_pool2d_backward(gy, {n, c, h + 40, w}, p, true, std::nullopt, nullptr); },
+                           "avg_pool2d_backward wrong input_shape");
 }
 
 void run_conv2d(const DevicePtr& dev, std::mt19937& g) {
@@ -489,6 +512,7 @@ const OpCase kOps[] = {
     {"max_pool2d", run_pool},
     {"max_pool2d_backward", nullptr},  // in run_pool, on the forward's indices
     {"avg_pool2d", run_avg_pool},
+    {"avg_pool2d_backward", nullptr},  // in run_avg_pool, on the forward's shapes
     {"conv2d", run_conv2d},
     {"conv2d_backward", nullptr},  // in run_conv2d, on the forward's operands
     {"activation", run_activation},

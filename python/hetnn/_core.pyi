@@ -129,6 +129,10 @@ def max_pool2d_backward(grad_output: Any, indices: Any, input_shape: Sequence[in
 def avg_pool2d(x: Any, kernel_size: _IntOrPair, stride: Optional[_IntOrPair] = ..., padding: _IntOrPair = ...,
                ceil_mode: bool = ..., count_include_pad: bool = ..., divisor_override: Optional[int] = ..., *,
                out: Any = ...) -> Any: ...
+def avg_pool2d_backward(grad_output: Any, input_shape: Sequence[int], kernel_size: _IntOrPair,
+                        stride: Optional[_IntOrPair] = ..., padding: _IntOrPair = ..., ceil_mode: bool = ...,
+                        count_include_pad: bool = ..., divisor_override: Optional[int] = ..., *,
+                        out: Any = ...) -> Any: ...
 def conv2d(x: Any, weight: Any, bias: Any = ..., stride: _IntOrPair = ..., padding: Union[_IntOrPair, str] = ...,
            dilation: _IntOrPair = ..., groups: int = ..., activation: Optional[str] = ..., *,
            out: Any = ...) -> Any: ...

@@ -10,7 +10,9 @@ matmul = placed(_core.matmul, "a", "b", optional=("bias",), reads_out=lambda kw:
 max_pool2d = placed(_core.max_pool2d, "x", outs=("out", "indices_out"))
 max_pool2d_backward = placed(_core.max_pool2d_backward, "grad_output", "indices")
 avg_pool2d = placed(_core.avg_pool2d, "x")
+avg_pool2d_backward = placed(_core.avg_pool2d_backward, "grad_output")
 conv2d = placed(_core.conv2d, "x", "weight", optional=("bias",), positional_optional=True)
 conv2d_backward = placed(_core.conv2d_backward, "grad_output", "x", "weight", outs=())
 
-__all__ = ["avg_pool2d", "conv2d", "conv2d_backward", "matmul", "max_pool2d", "max_pool2d_backward"]
+__all__ = ["avg_pool2d", "avg_pool2d_backward", "conv2d", "conv2d_backward", "matmul", "max_pool2d",
+           "max_pool2d_backward"]

@@ -52,6 +52,17 @@ def max_pool2d_backward(grad_output: _Host, indices: _Host, input_shape: Sequenc
                         device: DeviceLike = ...) -> np.ndarray: ...
 
 @overload
+def avg_pool2d_backward(grad_output: Array, input_shape: Sequence[int], kernel_size: _IntOrPair,
+                        stride: Optional[_IntOrPair] = ..., padding: _IntOrPair = ..., ceil_mode: bool = ...,
+                        count_include_pad: bool = ..., divisor_override: Optional[int] = ..., *,
+                        out: Optional[Array] = ..., device: DeviceLike = ...) -> Array: ...
+@overload
+def avg_pool2d_backward(grad_output: _Host, input_shape: Sequence[int], kernel_size: _IntOrPair,
+                        stride: Optional[_IntOrPair] = ..., padding: _IntOrPair = ..., ceil_mode: bool = ...,
+                        count_include_pad: bool = ..., divisor_override: Optional[int] = ..., *,
+                        out: Optional[np.ndarray] = ..., device: DeviceLike = ...) -> np.ndarray: ...
+
+@overload
 def avg_pool2d(x: Array, kernel_size: _IntOrPair, stride: Optional[_IntOrPair] = ..., padding: _IntOrPair = ...,
                ceil_mode: bool = ..., count_include_pad: bool = ..., divisor_override: Optional[int] = ..., *,
                out: Optional[Array] = ..., device: DeviceLike = ...) -> Array: ...

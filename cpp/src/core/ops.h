@@ -147,6 +147,8 @@ struct DropoutDesc {
 //   max_pool2d_backward  gx (N, C, H, W) = sum of gy over the windows whose index points at each position; throws
 //                        ValueError when an index does not point inside its own window (corrupt or foreign indices).
 //   avg_pool2d           y (N, C, OH, OW) = window averages of x (N, C, H, W), as the AvgPool2dDesc says.
+//   avg_pool2d_backward  gx (N, C, H, W) = sum over the windows holding each input position of gy / the window's
+//                        divisor (the AvgPool2dDesc's); positions in no window get 0.
 //   conv2d               y (N, O, OH, OW) = act(x (*) w + bias), as the Conv2dDesc says; bias is null without one.
 //   conv2d_backward_data     gx (N, C, H, W) = d(sum gy . y_pre)/dx: gy convolved back through w (no activation).
 //   conv2d_backward_weights  gw (O, C/groups, kh, kw) = d(sum gy . y_pre)/dw over the batch; gb (O) = sum of gy
@@ -167,6 +169,7 @@ struct DropoutDesc {
   X(max_pool2d, (const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices))                              \
   X(max_pool2d_backward, (const Pool2dDesc& d, const Buffer& gy, const Buffer& indices, Buffer& gx))             \
   X(avg_pool2d, (const AvgPool2dDesc& d, const Buffer& x, Buffer& y))                                         \
+  X(avg_pool2d_backward, (const AvgPool2dDesc& d, const Buffer& gy, Buffer& gx))                              \
   X(conv2d, (const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y))             \
   X(conv2d_backward_data, (const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx))                  \
   X(conv2d_backward_weights, (const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw, Buffer* gb))   \
@@ -214,6 +217,11 @@ Array max_pool2d_backward(const Array& grad_output, const Array& indices, const 
 // divisor_override: set -> divide every window's sum by it (not 0). `out`: optional y to write.
 Array avg_pool2d(const Array& x, const Pool2dArgs& args, bool count_include_pad, std::optional<int> divisor_override,
                  const Array* out);
+
+// grad_input of avg_pool2d: each window's gradient spread evenly over the input positions it averaged (divided by
+// the same divisor as the forward). input_shape: the forward input's shape. `out`: optional grad_input to write.
+Array avg_pool2d_backward(const Array& grad_output, const Shape& input_shape, const Pool2dArgs& args,
+                          bool count_include_pad, std::optional<int> divisor_override, const Array* out);
 
 struct Conv2dArgs {
   std::array<int, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};  // (h, w)

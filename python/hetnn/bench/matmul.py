@@ -156,11 +156,15 @@ def _shape_cases(a: np.ndarray, b: np.ndarray, ref: np.ndarray, base: Dict[str, 
         cases.append(Case("onednn-c++", raw.run, flops=flops))
         finish.append(lambda r, c32=c32: _result_row({**base, "device": "cpu", "library": "onednn-c++"}, flops,  # type: ignore[misc]  # default-argument lambda (late binding)
                                                      r, cpu_peak, c32, ref, threads=threads))
-    if "numpy" in compare and dtype in ("float32", "float64"):  # NumPy has no fast 16-bit matmul
+    if "numpy" in compare and dtype in ("float32", "float64", "float16"):
+        # float16: NumPy has no BLAS for it and multiplies in element loops, single-threaded (the slow path the
+        # published GEMM study shows); its rows say so
         out = np.full((m, n), np.nan, dtype=dtype)
         cases.append(Case("numpy", lambda out=out: np.matmul(a, b, out=out), flops=flops))  # type: ignore[misc]  # default-argument lambda (late binding)
-        finish.append(lambda r, out=out: _result_row({**base, "device": "host", "library": "numpy"}, flops, r,  # type: ignore[misc]  # default-argument lambda (late binding)
-                                                     cpu_peak, out, ref, threads=blas_threads()))
+        slow = {"compute": "emulated (no BLAS, slow)", "threads": 1} if dtype == "float16" else \
+            {"threads": blas_threads()}
+        finish.append(lambda r, out=out, slow=slow: _result_row({**base, "device": "host", "library": "numpy"},  # type: ignore[misc]  # default-argument lambda (late binding)
+                                                                flops, r, cpu_peak, out, ref, **slow))
     for pt in peer_targets:
         if dtype not in pt.dtypes:
             continue
@@ -319,7 +323,9 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
     cls = sorted({r["device"] for r in usable if r["library"] == "hetnn" and is_cl(r["device"])})
     pairs += [(f"hetnn {cl} / hetnn cpu", times("hetnn", lambda d, cl=cl: d == cl), times("hetnn", is_cpu))  # type: ignore[misc]  # default-argument lambda (late binding)
               for cl in cls]
-    for lib in ARRAY_PEERS:
+    peer_libs = [lib for lib in dict.fromkeys(r["library"] for r in usable) if lib in ARRAY_PEERS or
+                 lib.startswith(ARRAY_PEERS)]  # numba-parallel as well as numba
+    for lib in peer_libs:
         for dev in sorted({r["device"] for r in usable if r["library"] == lib}):
             y = times(lib, lambda d, dev=dev: d == dev)  # type: ignore[misc]  # default-argument lambda (late binding)
             if dev.startswith("cpu"):

@@ -18,7 +18,9 @@ import numpy as np
 from .._threads import get_num_threads
 
 # Names accepted by --compare that this module provides (NumPy and the C++ peers live in the suites themselves).
-ARRAY_PEERS = ("torch", "cupy", "jax")
+# numba: ``np.dot`` inside ``@njit`` and inside ``@njit(parallel=True)`` (two rows); jax-nojit: ``jnp.matmul``
+# called eagerly, op by op, as the published GEMM study ran it (jax: the same under ``jax.jit``).
+ARRAY_PEERS = ("torch", "cupy", "jax", "jax-nojit", "numba")
 
 
 @dataclass
@@ -152,8 +154,53 @@ def _jax_targets() -> List[PeerTarget]:
     return out
 
 
+def _jax_nojit_targets() -> List[PeerTarget]:
+    import jax
+    import jax.numpy as jnp
+
+    out = []
+    for t in _jax_targets():
+        def matmul(a: Any, b: Any) -> Any:
+            with jax.disable_jit():
+                return jnp.matmul(a, b).block_until_ready()
+        out.append(PeerTarget("jax-nojit", t.device, t.put, t.get, t.sync, matmul, version=t.version,
+                              notes=["eager, no jit"] + t.notes))
+    return out
+
+
+def _numba_targets() -> List[PeerTarget]:
+    """np.dot compiled by Numba: as written in the published GEMM study, serial and with parallel=True (Numba
+    calls the BLAS NumPy links for np.dot on contiguous float arrays; parallel=True lets its own thread pool run
+    whatever else the function does). Compiled on the first call per dtype, which warm-up absorbs."""
+    import numba
+
+    @numba.njit(cache=False)
+    def dot(a: Any, b: Any) -> Any:
+        return np.dot(a, b)
+
+    @numba.njit(parallel=True, cache=False)
+    def dot_parallel(a: Any, b: Any) -> Any:
+        return np.dot(a, b)
+
+    def put(x: np.ndarray, dtype: str) -> np.ndarray:
+        if dtype not in ("float32", "float64"):
+            raise TypeError(f"numba's np.dot takes float32/float64, not {dtype}")
+        return np.ascontiguousarray(x, dtype=dtype)
+
+    def get(a: Any) -> np.ndarray:
+        return np.asarray(a, dtype=np.float64)
+
+    def threads() -> Optional[int]:
+        return int(numba.get_num_threads())
+    return [PeerTarget("numba", "cpu", put, get, lambda: None, dot, threads=threads,
+                       dtypes=("float32", "float64"), version=numba.__version__, notes=["@njit"]),
+            PeerTarget("numba-parallel", "cpu", put, get, lambda: None, dot_parallel, threads=threads,
+                       dtypes=("float32", "float64"), version=numba.__version__, notes=["@njit(parallel=True)"])]
+
+
 _FACTORIES: Dict[str, Callable[[], List[PeerTarget]]] = {
-    "torch": _torch_targets, "cupy": _cupy_targets, "jax": _jax_targets}
+    "torch": _torch_targets, "cupy": _cupy_targets, "jax": _jax_targets, "jax-nojit": _jax_nojit_targets,
+    "numba": _numba_targets}
 
 
 def find_peers(names: Sequence[str]) -> Tuple[List[PeerTarget], List[str]]:

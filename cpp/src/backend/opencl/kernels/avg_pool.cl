@@ -37,3 +37,32 @@ __kernel void avg_pool2d_fwd(const int H, const int W, const int OH, const int O
   const REAL div = divisor != 0 ? (REAL)divisor : (REAL)(count_include_pad ? padded : inside);
   STORE1(inside > 0 ? sum / div : (REAL)0, y, (plane * OH + oh) * OW + ow);
 }
+
+// The divisor of the window starting at (hs, ws) in padded coordinates: the forward's rule.
+inline REAL avg_divisor(const int hs, const int ws, const int H, const int W, const int PH, const int PW,
+                        const int count_include_pad, const int divisor) {
+  if (divisor != 0) return (REAL)divisor;
+  const int he = min(hs + KH, H + PH), we = min(ws + KW, W + PW);
+  if (count_include_pad) return (REAL)((he - hs) * (we - ws));
+  return (REAL)((min(he, H) - max(hs, 0)) * (min(we, W) - max(ws, 0)));
+}
+
+// The backward gathers: one work-item per input element sums gy / divisor over the windows that hold it (no two
+// work-items write the same element, so no atomics).
+__kernel void avg_pool2d_bwd(const int H, const int W, const int OH, const int OW, const int SH, const int SW,
+                             const int PH, const int PW, const int count_include_pad, const int divisor,
+                             __global const STORAGE* gy, __global STORAGE* gx) {
+  const int iw = get_global_id(0), ih = get_global_id(1);
+  const long plane = get_global_id(2);
+  if (iw >= W || ih >= H) return;
+  const int qh = ih + PH - KH + 1, qw = iw + PW - KW + 1;
+  const int oh0 = qh <= 0 ? 0 : (qh + SH - 1) / SH, oh1 = min((ih + PH) / SH, OH - 1);
+  const int ow0 = qw <= 0 ? 0 : (qw + SW - 1) / SW, ow1 = min((iw + PW) / SW, OW - 1);
+  __global const STORAGE* gp = gy + plane * OH * OW;
+  REAL sum = 0;
+  for (int oh = oh0; oh <= oh1; ++oh)
+    for (int ow = ow0; ow <= ow1; ++ow)
+      sum += LOAD1(gp, oh * OW + ow) /
+             avg_divisor(oh * SH - PH, ow * SW - PW, H, W, PH, PW, count_include_pad, divisor);
+  STORE1(sum, gx, (plane * H + ih) * W + iw);
+}
