@@ -37,15 +37,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         return launch.run(_strip_launch_flags(args.bench_argv), ranks, args.hostfile, args.threads).returncode
     if args.ranks is not None or args.hostfile is not None:
         raise ValueError("--ranks and --hostfile launch the scaling suite; under mpirun the job's ranks are used")
-    default_name = f"{suite}-{time.strftime('%Y%m%d-%H%M%S')}"
-    if args.output is not None and not args.output.strip():
-        raise ValueError("--output: empty; give a PREFIX (PREFIX.csv, PREFIX.json, PREFIX-*.png) or a directory")
-    if args.output is None:
-        prefix = os.path.join("bench-results", default_name)
-    elif args.output.endswith(os.sep) or os.path.isdir(args.output):  # a directory: the default names inside it
-        prefix = os.path.join(args.output, default_name)
-    else:
-        prefix = args.output
+    prefix = _output_prefix(args.output, f"{suite}-{time.strftime('%Y%m%d-%H%M%S')}")
     opts.check()  # every option before any work
     if args.distributed:
         return _bench_distributed(suite, opts, args, prefix)
@@ -153,6 +145,40 @@ def _check_writable(prefix: str, what: str = "--output", hint: str = "choose ano
         os.remove(probe)
     except OSError as exc:
         raise ValueError(f"{what}: cannot write {prefix}{files} ({exc.strerror or exc}); {hint}") from None
+
+
+def _cmd_study(args: argparse.Namespace) -> int:
+    from . import study
+
+    if args.list or not args.name:
+        print(study.describe())
+        if not args.list:
+            print("\npython -m hetnn study NAME [--quick] [--config FILE.json]; --describe NAME lists its settings")
+        return 0
+    if args.describe:
+        print(study.describe(args.name))
+        return 0
+    study.get(args.name)  # an unknown name before anything else
+    default_name = f"study-{args.name}{'-quick' if args.quick else ''}-{time.strftime('%Y%m%d-%H%M%S')}"
+    prefix = _output_prefix(args.output, default_name)
+    if not args.no_output:
+        _check_writable(prefix)
+    report = study.run(args.name, quick=args.quick, config=args.config, progress=args.progress,
+                       say=lambda text: print(text, flush=True), **({"device": args.device} if args.device else {}))
+    if not args.no_output:
+        _save(report, prefix)
+    return 0
+
+
+def _output_prefix(output: Optional[str], default_name: str) -> str:
+    """--output: a PREFIX, a directory (the default name inside it), or None (bench-results/DEFAULT)."""
+    if output is not None and not output.strip():
+        raise ValueError("--output: empty; give a PREFIX (PREFIX.csv, PREFIX.json, PREFIX-*.png) or a directory")
+    if output is None:
+        return os.path.join("bench-results", default_name)
+    if output.endswith(os.sep) or os.path.isdir(output):
+        return os.path.join(output, default_name)
+    return output
 
 
 def _doctor() -> int:
@@ -272,6 +298,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     b.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bars on stderr (default: when stderr is a terminal)")
     b.set_defaults(func=_cmd_bench)
+    st = sub.add_parser("study", help="reproduce a published study (gemm-libraries, maxpool, mlp-topology, cnn, "
+                        "nn-library): its set-up by default, --quick for a short form")
+    st.add_argument("name", nargs="?", help="the study (--list names them)")
+    st.add_argument("--list", action="store_true", help="list the studies")
+    st.add_argument("--describe", action="store_true", help="print the study's set-up and settings, run nothing")
+    st.add_argument("--quick", action="store_true", help="a short form of the study (minutes, not hours)")
+    st.add_argument("--config", help="a JSON run-configuration file: an object of settings (--describe lists them), "
+                    "optionally with \"study\" and \"quick\"")
+    st.add_argument("--device", default=None, help="'all', or comma-separated device specs (default: all)")
+    st.add_argument("--output", help="write PREFIX.csv, PREFIX.json and PREFIX-*.png (default: "
+                    "bench-results/study-NAME-DATE-TIME)")
+    st.add_argument("--no-output", action="store_true", help="print the report only, write no files")
+    st.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                    help="progress bars on stderr (default: when stderr is a terminal)")
+    st.set_defaults(func=_cmd_study)
     sub.add_parser("doctor", help="is this machine fit to measure on now? (busy processes, load, steal, "
                    "frequency scaling, huge pages, thread pools)").set_defaults(func=lambda a: _doctor())
     t = sub.add_parser("tune", help="auto-tune a kernel family for one OpenCL device")

@@ -7,7 +7,7 @@ import io
 import json
 import os
 import warnings
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from .._loader import _core
 
@@ -18,8 +18,10 @@ class Report:
     ``environment`` (devices, drivers, versions, threads, environment variables, timing method,
     date)."""
 
-    def __init__(self, suite: str, rows: List[Dict[str, Any]], text: str, environment: Dict[str, Any]) -> None:
+    def __init__(self, suite: str, rows: List[Dict[str, Any]], text: str, environment: Dict[str, Any],
+                 figures: Optional[Callable[[List[Dict[str, Any]], Dict[str, Any]], Dict[str, Any]]] = None) -> None:
         self.suite, self.rows, self.text, self.environment = suite, rows, text, environment
+        self._figures = figures  # {name: Figure} from rows and environment; None: the suites' plots
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -70,7 +72,7 @@ class Report:
         from .plots import make_figures, require_matplotlib
 
         require_matplotlib()
-        figs = make_figures(self.rows, self.environment)
+        figs = (self._figures or make_figures)(self.rows, self.environment)
         if prefix:
             for name, fig in figs.items():
                 path = f"{prefix}-{name}.png"

@@ -1,0 +1,163 @@
+"""The CNN studies: (a) the Keras CNN on 50x50 radiation maps, one epoch per device at batch sizes 2 to 1024 and
+inference latency at 2, 64, 512 and 1024 maps; (b) the AlexNet variant on 32x32 inputs trained with Adam at batch
+256, test accuracy after 25 and 50 epochs. The networks are hetnn.bench.cnn's declarations (built in hetnn on
+every device and, for (a), in PyTorch when installed, from the same initial weights)."""
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+
+from .. import datasets, optim
+from .._table import format_table
+from ..bench import cnn
+from ..bench.mlp import _peaks, _with_peak
+from ._base import Context, Rows, Study, positive
+
+ALEX_COLUMNS = [("device", "device", ""), ("epoch", "epoch", "d"), ("samples", "samples", ","),
+                ("epoch_s", "s/epoch (median so far)", ".2f"), ("gflops", "GFLOP/s", ".1f"),
+                ("pct_peak", "% peak", ".0f"), ("test_accuracy", "test acc", ".4f"),
+                ("train_loss", "train loss", ".4f")]
+
+
+def run_keras(ctx: Context) -> Rows:
+    cfg = ctx.cfg
+    (mx, my), _ = datasets.radiation_maps(n_samples=cfg["maps"], size=50, seed=cfg["seed"])
+    rows: Rows = []
+    for b in cfg["keras_batches"]:
+        ctx.step(f"keras-cnn batch {b}")
+        rows += [{"part": "keras-cnn", **r} for r in cnn.run_training(
+            "keras-cnn", ctx.devices, (mx, my), batch=b, epochs=cfg["keras_epochs"], loss="mse",
+            compare=cfg["peers"], seed=cfg["seed"], notes=ctx.notes)]
+    ctx.step("keras-cnn inference")
+    infer = [{"part": "keras-cnn inference", **r} for r in cnn.run_inference(
+        "keras-cnn", ctx.devices, mx, cfg["infer_sizes"], compare=cfg["peers"], seed=cfg["seed"], notes=ctx.notes)]
+    ctx.say(f"\n(a) Keras-style CNN (4,352,641 parameters) on {len(mx):,} radiation maps 50x50 "
+            f"(hetnn.datasets.radiation_maps, the study's maps are not available), Adam lr 1e-3, MSE; s/epoch: median "
+            f"of {cfg['keras_epochs']} interleaved epoch(s) per batch size:")
+    ctx.say(format_table(rows, cnn.CNN_COLUMNS))
+    for line in cnn.ratios(rows):
+        ctx.say("  " + line)
+    ctx.say("inference latency (predict, NumPy in and out):")
+    ctx.say(format_table(infer, cnn.INFER_COLUMNS))
+    return rows + infer
+
+
+def run_alexnet(ctx: Context) -> Rows:
+    """Epochs of the AlexNet variant on every device in turn (epoch e on each, then e + 1), from the same initial
+    weights; the test accuracy at each checkpoint epoch."""
+    cfg = ctx.cfg
+    xt, yt, xe, ye = cnn.fashion_images(32, cfg["alexnet_samples"] or None)
+    xe, ye = xe[:cfg["test_samples"] or None], ye[:cfg["test_samples"] or None]
+    spec, sample = cnn.MODELS["alexnet32"]
+    flops = cnn.train_flops(spec, sample, len(xt))
+    peaks = _peaks(ctx.devices)
+    bs, seed = cfg["alexnet_batch"], cfg["seed"]
+    state: List[Tuple[Any, Any, Any, List[float]]] = []
+    for dev in ctx.devices:  # first use (kernels, primitives) on a throw-away copy, untimed
+        warm = cnn.build(spec, dev, seed)
+        warm.fit(xt[:2 * bs], yt[:2 * bs], loss="cross_entropy", optimizer=optim.Adam(warm.parameters()), epochs=1,
+                 batch_size=bs)
+        model = cnn.build(spec, dev, seed)
+        state.append((dev, model, optim.Adam(model.parameters(), lr=cfg["lr"]), []))
+    rows: Rows = []
+    last = max(cfg["alexnet_checkpoints"])
+    for e in range(1, last + 1):
+        for dev, model, opt, times in state:
+            ctx.step(f"alexnet32 epoch {e}/{last} on {dev.id}")
+            t0 = time.perf_counter()
+            hist = model.fit(xt, yt, loss="cross_entropy", optimizer=opt, epochs=1, batch_size=bs, seed=seed + e)
+            times.append(time.perf_counter() - t0)
+            if e in cfg["alexnet_checkpoints"]:
+                acc = float(np.mean(np.argmax(model.predict(xe), axis=1) == ye))
+                med = float(np.median(times))
+                rows.append(_with_peak({"part": "alexnet32", "model": "alexnet32", "library": "hetnn",
+                                        "device": dev.id, "epoch": e, "batch": bs, "samples": len(xt),
+                                        "epoch_s": med, "times_s": list(times), "test_accuracy": acc,
+                                        "train_loss": float(hist.history["loss"][-1])},
+                                       flops, med, peaks[dev.id]))
+    ctx.say(f"\n(b) AlexNet variant on 32x32 inputs (Fashion-MNIST zero-padded from 28x28, one input channel: the "
+            f"study's MRI set is not available), Adam lr {cfg['lr']}, batch {bs}, cross-entropy, dropout 0.5, "
+            f"{len(xt):,} training images; test accuracy on {len(xe):,} test images at each checkpoint:")
+    ctx.say(format_table(rows, ALEX_COLUMNS))
+    return rows
+
+
+def run(ctx: Context) -> Rows:
+    cfg = ctx.cfg
+    positive("cnn", cfg, "keras_batches", "keras_epochs", "maps", "infer_sizes", "alexnet_checkpoints",
+             "alexnet_batch", "lr")
+    for key in ("alexnet_samples", "test_samples"):
+        if cfg[key] < 0:
+            raise ValueError(f"study cnn: {key} must be >= 0 (0: all of them), got {cfg[key]}")
+    rows = run_keras(ctx) if cfg["keras"] else []
+    if cfg["alexnet"]:
+        try:
+            rows += run_alexnet(ctx)
+        except FileNotFoundError as exc:
+            ctx.notes.append(str(exc))
+    return rows
+
+
+def plot(rows: Rows, env: Dict[str, Any]) -> Any:
+    from ..bench.plots import _bars, _figure, _footer, _legend
+
+    keras = [r for r in rows if r.get("part") == "keras-cnn" and r.get("samples_per_s")]
+    infer = [r for r in rows if r.get("part") == "keras-cnn inference"]
+    alex = [r for r in rows if r.get("part") == "alexnet32"]
+    if not (keras or alex):
+        return None
+    fig, ax = _figure(1, 3, (16, 4.5))
+    for key in dict.fromkeys((r["library"], r["device"]) for r in keras):
+        pts = sorted((r["batch"], r["epoch_s"]) for r in keras if (r["library"], r["device"]) == key)
+        ax[0][0].plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=" ".join(key))
+    ax[0][0].set(xscale="log", yscale="log", xlabel="batch size", ylabel="s per epoch")
+    ax[0][0].set_title("Keras-style CNN: one epoch", fontsize=9)
+    cats = [str(n) for n in dict.fromkeys(r["samples"] for r in infer)]
+    series: Dict[str, Dict[str, float]] = {}
+    for r in infer:
+        series.setdefault(f"{r['library']} {r['device']}", {})[str(r["samples"])] = r["latency_ms"]
+    if series:
+        _bars(ax[0][1], cats, series, "latency ms", log=True, labels=".1f")
+    ax[0][1].set_title("Keras-style CNN: inference latency by samples", fontsize=9)
+    for dev in dict.fromkeys(r["device"] for r in alex):
+        pts = [(r["epoch"], r["test_accuracy"]) for r in alex if r["device"] == dev]
+        ax[0][2].plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"hetnn {dev}")
+    ax[0][2].set(xlabel="epoch", ylabel="test accuracy")
+    ax[0][2].set_title("AlexNet variant, 32x32", fontsize=9)
+    _legend(fig, [ax[0][0], ax[0][1], ax[0][2]])
+    _footer(fig, env, "python -m hetnn study cnn")
+    return fig
+
+
+STUDY = Study(
+    name="cnn",
+    title="the Keras CNN on 50x50 maps (batch 2..1024, inference) and the AlexNet variant on 32x32 (25, 50 epochs)",
+    setup="Published: a Keras CNN on 50x50x1 solar-radiation maps (Conv 32@3x3 relu, Conv 64@3x3 relu, max pool 2, "
+          "Dropout 0.25, Dense 128 relu, Dropout 0.5, Dense 1; 4,352,641 parameters; Adam), one epoch per device at "
+          "batch 2, 8, 32, 64, 128, 256, 512, 1024, inference latency at 2, 64, 512, 1024 maps; an AlexNet variant "
+          "on 32x32 inputs in PyTorch, Adam lr 1e-3, cross-entropy, batch 256, test accuracy after 25 and 50 epochs "
+          "(on a small MRI set). hetnn: the same networks; the maps are hetnn.datasets.radiation_maps (seeded, with "
+          "a learnable target), the AlexNet variant trains on Fashion-MNIST zero-padded to 32x32 with one input "
+          "channel; PyTorch as the peer of (a) when installed.",
+    defaults={"keras": True, "maps": 4096, "keras_batches": [2, 8, 32, 64, 128, 256, 512, 1024], "keras_epochs": 1,
+              "infer_sizes": [2, 64, 512, 1024], "alexnet": True, "alexnet_checkpoints": [25, 50],
+              "alexnet_samples": 0, "test_samples": 0, "alexnet_batch": 256, "lr": 1e-3, "peers": ["torch"]},
+    doc={"keras": "run part (a)", "maps": "radiation maps generated (80 % train)",
+         "keras_batches": "batch sizes of (a)", "keras_epochs": "interleaved epochs per batch size",
+         "infer_sizes": "maps per inference call", "alexnet": "run part (b)",
+         "alexnet_checkpoints": "epochs after which the test accuracy is taken (the last: epochs trained)",
+         "alexnet_samples": "training images of (b) (0: all 60,000)",
+         "test_samples": "test images of (b) (0: all 10,000)", "alexnet_batch": "batch size of (b)",
+         "lr": "Adam learning rate of (b)", "peers": "peers of (a): torch, or none"},
+    quick={"maps": 160, "keras_batches": [32], "infer_sizes": [2, 64], "alexnet_checkpoints": [1],
+           "alexnet_samples": 256, "test_samples": 512},
+    run=run,
+    published=[{"model": "Keras CNN", "what": "one epoch, batch 1024, GTX 1080", "figure": "21.9 s"},
+               {"model": "AlexNet variant", "what": "test accuracy after 25 epochs (MRI set)", "figure": "87.9 %"},
+               {"model": "AlexNet variant", "what": "test accuracy after 50 epochs (MRI set)", "figure": "95.0 %"}],
+    published_columns=[("model", "model", ""), ("what", "what", ""), ("figure", "figure", "")],
+    published_source="the CNN studies (a GTX 1080; the MRI set and the radiation maps are not available here)",
+    plot=plot,
+)

@@ -1,0 +1,169 @@
+"""The MLP topology study: 30 pyramids on the solar-sensor regression (50 inputs, 1 output, MSE, Adam), hidden
+layers of widths 50*2^k, 25*2^k and 13*2^k (k = 0..9; one, two or three of them), trained per device and batch
+size; inference latency at 2, 64, 512 and 1024 samples; the test error against the batch size."""
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, List
+
+import numpy as np
+
+from .. import datasets, optim
+from .._table import format_table
+from ..bench.matmul import settle
+from ..bench.mlp import _mlp, _peaks, _with_peak, train_flops
+from ._base import Context, Rows, Study, positive
+
+BASE_WIDTHS = (50, 25, 13)  # k-th pyramid: 50*2^k, 25*2^k, 13*2^k
+TRAIN_COLUMNS = [("widths", "hidden", ""), ("params", "params", ","), ("device", "device", ""),
+                 ("batch", "batch", "d"), ("train_s", "train s/epoch", ".3f"),
+                 ("train_samples_per_s", "samples/s", ",.0f"), ("gflops", "GFLOP/s", ".1f"),
+                 ("pct_peak", "% peak", ".0f"), ("test_mse", "test MSE", ".5f"), ("test_r2", "test R2", ".3f")]
+INFER_COLUMNS = [("widths", "hidden", ""), ("device", "device", ""), ("samples", "samples", "d"),
+                 ("latency_ms", "latency ms (median)", ".3f"), ("samples_per_s", "samples/s", ",.0f")]
+
+
+def pyramids(k_max: int = 9, depths: List[int] = [1, 2, 3]) -> List[List[int]]:  # noqa: B006 - read only
+    """The hidden widths of every model: for k = 0..k_max and each depth, the first `depth` of 50*2^k, 25*2^k,
+    13*2^k (30 models for k_max 9 and depths 1, 2, 3)."""
+    return [[w << k for w in BASE_WIDTHS[:d]] for k in range(k_max + 1) for d in depths]
+
+
+def param_count(hidden: List[int], inputs: int = 50, outputs: int = 1) -> int:
+    sizes = [inputs, *hidden, outputs]
+    return sum(a * b + b for a, b in zip(sizes, sizes[1:]))
+
+
+def run(ctx: Context) -> Rows:
+    cfg = ctx.cfg
+    positive("mlp-topology", cfg, "batches", "depths", "infer_sizes", "samples", "epochs", "lr")
+    if cfg["k_max"] < 0 or any(d > 3 for d in cfg["depths"]):
+        raise ValueError(f"study mlp-topology: k_max must be >= 0 and depths 1..3, got {cfg['k_max']!r}, "
+                         f"{cfg['depths']!r}")
+    (x, y), (xe, ye) = datasets.solar_irradiance(n_samples=cfg["samples"], seed=cfg["seed"], test_fraction=0.2)
+    whole = len(x) // max(cfg["batches"]) * max(cfg["batches"]) or len(x)  # whole batches: one shape per step
+    x, y = x[:whole], y[:whole]
+    var = float(np.var(ye))
+    peaks = _peaks(ctx.devices)
+    models = pyramids(cfg["k_max"], cfg["depths"])
+    rows: Rows = []
+    for hidden in models:
+        label = "-".join(map(str, hidden))
+        params = param_count(hidden)
+        for dev in ctx.devices:
+            for bs in cfg["batches"]:
+                ctx.step(f"{label} on {dev.id}, batch {bs}")
+                settle(0.1)
+                model = _mlp(50, hidden, 1, dev, cfg["seed"])
+                opt = optim.Adam(model.parameters(), lr=cfg["lr"])
+                warm = _mlp(50, hidden, 1, dev, cfg["seed"])  # kernels built and memory touched, untimed
+                warm.fit(x[:2 * bs], y[:2 * bs], loss="mse", optimizer=optim.Adam(warm.parameters()), epochs=1,
+                         batch_size=bs)
+                del warm
+                hist = model.fit(x, y, loss="mse", optimizer=opt, epochs=cfg["epochs"], batch_size=bs,
+                                 seed=cfg["seed"])
+                times = [float(t) for t in hist.history["epoch_time"]]
+                train = float(np.median(times))
+                mse = float(model.evaluate(xe, ye, loss="mse", metrics=())["loss"])
+                rows.append(_with_peak(
+                    {"part": "training", "widths": label, "layers": len(hidden), "params": params, "library": "hetnn",
+                     "device": dev.id, "batch": bs, "samples": len(x), "epochs": cfg["epochs"], "train_s": train,
+                     "times_s": times, "train_samples_per_s": len(x) / train if train > 0 else float("nan"),
+                     "test_mse": mse, "test_r2": 1 - mse / var if var > 0 else float("nan")},
+                    train_flops([50, *hidden, 1], len(x)), train, peaks[dev.id]))
+                if bs == cfg["batches"][-1]:
+                    rows += _latency(model, xe, cfg["infer_sizes"], label, params, dev.id, cfg["infer_repeat"])
+                del model, opt
+    train_rows = [r for r in rows if r["part"] == "training"]
+    published = {p["widths"]: p["params"] for p in STUDY.published}
+    for hidden in models:
+        label = "-".join(map(str, hidden))
+        if label in published:
+            ok = "the published count" if param_count(hidden) == published[label] else "NOT the published count"
+            ctx.say(f"  {label}: {param_count(hidden):,} parameters ({ok}, {published[label]:,})")
+    ctx.say(f"\ntraining: {len(models)} models, 50 inputs (synthetic solar sensors), ReLU hidden layers, 1 output, "
+            f"MSE, Adam lr {cfg['lr']}, {len(x):,} samples; s/epoch: median of {cfg['epochs']} epoch(s) after a "
+            f"warm-up on a throw-away copy; test MSE and R2 on the {len(xe):,} later samples after training:")
+    ctx.say(format_table(train_rows, TRAIN_COLUMNS))
+    ctx.say(f"\ninference latency (predict on the first n test samples, NumPy in and out, median of "
+            f"{cfg['infer_repeat']}; models trained at batch {cfg['batches'][-1]}):")
+    ctx.say(format_table([r for r in rows if r["part"] == "inference"], INFER_COLUMNS))
+    return rows
+
+
+def _latency(model: Any, x: np.ndarray, sizes: List[int], label: str, params: int, device: str,
+             repeat: int) -> Rows:
+    out = []
+    for n in sizes:
+        xs = np.ascontiguousarray(x[:n])
+        model.predict(xs, batch_size=max(1, len(xs)))  # first use of this shape
+        ts = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            model.predict(xs, batch_size=max(1, len(xs)))
+            ts.append(time.perf_counter() - t0)
+        med = float(np.median(ts))
+        out.append({"part": "inference", "widths": label, "params": params, "library": "hetnn", "device": device,
+                    "samples": len(xs), "latency_ms": med * 1e3, "times_ms": [t * 1e3 for t in ts],
+                    "samples_per_s": len(xs) / med if med > 0 else float("nan")})
+    return out
+
+
+def plot(rows: Rows, env: Dict[str, Any]) -> Any:
+    from ..bench.plots import _figure, _footer, _legend, _styles
+
+    train = [r for r in rows if r.get("part") == "training"]
+    infer = [r for r in rows if r.get("part") == "inference"]
+    if not train:
+        return None
+    fig, ax = _figure(1, 3, (16, 4.5))
+    names = [f"{r['device']} batch {r['batch']} ({r['layers']} layers)" for r in train]
+    styles = _styles(names)
+    for name in dict.fromkeys(names):
+        pts = sorted((r["params"], r["train_s"], r["test_mse"]) for r, n in zip(train, names) if n == name)
+        color, _, marker = styles[name]
+        ax[0][0].plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, color=color, label=name, lw=1)
+    ax[0][0].set(xscale="log", yscale="log", xlabel="parameters", ylabel="s per epoch")
+    ax[0][0].set_title("training time by model size", fontsize=9)
+    for dev in dict.fromkeys(r["device"] for r in train):
+        by_batch: Dict[int, List[float]] = {}
+        for r in train:
+            if r["device"] == dev:
+                by_batch.setdefault(r["batch"], []).append(r["test_mse"])
+        bs = sorted(by_batch)
+        ax[0][1].plot(bs, [float(np.median(by_batch[b])) for b in bs], marker="o", label=f"{dev} (median of models)")
+    ax[0][1].set(xscale="log", xlabel="batch size", ylabel="test MSE")
+    ax[0][1].set_title("test error against batch size", fontsize=9)
+    for key in dict.fromkeys((r["device"], r["samples"]) for r in infer):
+        lat = sorted((r["params"], r["latency_ms"]) for r in infer if (r["device"], r["samples"]) == key)
+        ax[0][2].plot([p[0] for p in lat], [p[1] for p in lat], marker=".", label=f"{key[0]}, {key[1]} samples")
+    ax[0][2].set(xscale="log", yscale="log", xlabel="parameters", ylabel="inference latency ms")
+    ax[0][2].set_title("inference latency", fontsize=9)
+    _legend(fig, [ax[0][0], ax[0][1], ax[0][2]])
+    _footer(fig, env, "python -m hetnn study mlp-topology")
+    return fig
+
+
+STUDY = Study(
+    name="mlp-topology",
+    title="30 MLP pyramids (widths 50*2^k, 25*2^k, 13*2^k) trained with Adam, inference at 2-1024 samples",
+    setup="Published: MLPs on 50 solar sensors predicting one, hidden layers 50*2^k, 25*2^k and 13*2^k wide (k = "
+          "0..9; one, two or three layers: 30 models, 444,817 / 1,696,033 / 6,617,665 parameters among them), Adam, "
+          "MSE, timed per device and batch size; inference timed at 2, 64, 512 and 1024 samples; accuracy against "
+          "batch size. hetnn: the same models on hetnn.datasets.solar_irradiance (a seeded synthetic stand-in for "
+          "the sensor series), ReLU hidden layers, Adam lr 1e-3; 'accuracy' of this regression is the test MSE and "
+          "R2 on the later 20 % of the series; the sample count, epochs and batch sizes are hetnn's choices.",
+    defaults={"k_max": 9, "depths": [1, 2, 3], "batches": [32, 256, 1024], "samples": 5000, "epochs": 1,
+              "lr": 1e-3, "infer_sizes": [2, 64, 512, 1024], "infer_repeat": 5},
+    doc={"k_max": "largest k of the widths 50*2^k, 25*2^k, 13*2^k", "depths": "hidden layers (1..3)",
+         "batches": "training batch sizes", "samples": "samples in the series (80 % train, 20 % test)",
+         "epochs": "timed epochs per model, device and batch", "lr": "Adam learning rate",
+         "infer_sizes": "samples per inference call", "infer_repeat": "inference calls timed per size"},
+    quick={"k_max": 1, "batches": [64, 256], "samples": 1500, "infer_sizes": [2, 64], "infer_repeat": 3},
+    run=run,
+    published=[{"widths": "800-400-208", "params": 444_817}, {"widths": "1600-800-416", "params": 1_696_033},
+               {"widths": "3200-1600-832", "params": 6_617_665}],
+    published_columns=[("widths", "hidden", ""), ("params", "params", ",")],
+    published_source="the MLP topology study's parameter counts (the models with k = 4, 5, 6 and three layers)",
+    plot=plot,
+)

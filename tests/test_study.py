@@ -1,0 +1,176 @@
+"""The published studies (hetnn.study, ``python -m hetnn study``): their set-ups (the topology study's 30 models and
+published parameter counts, the 25 sigmoid topologies, Amdahl's law), run configurations and their errors, the XOR
+recipe's NumPy transcription, the new peers, and a study run end to end from the command line. Every study's quick
+form also runs in the notebooks (tests/test_notebooks.py)."""
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import hetnn
+from hetnn import study
+from hetnn.study import maxpool as pool_study
+from hetnn.study import mlp_topology, nn_library
+
+
+def _run(*args, timeout=600):
+    env = dict(os.environ)
+    env.pop("HETNN_POISON", None)
+    return subprocess.run([sys.executable, "-m", "hetnn", "study", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def test_the_topology_study_has_30_models_with_the_published_counts():
+    models = mlp_topology.pyramids()
+    assert len(models) == 30 and len({tuple(m) for m in models}) == 30
+    counts = {"-".join(map(str, m)): mlp_topology.param_count(m) for m in models}
+    for p in mlp_topology.STUDY.published:  # 444,817 / 1,696,033 / 6,617,665
+        assert counts[p["widths"]] == p["params"]
+    assert {444_817, 1_696_033, 6_617_665} <= set(counts.values())
+    assert models[0] == [50] and models[-1] == [25600, 12800, 6656]
+    # the count is the model's own
+    m = hetnn.nn.Sequential([hetnn.nn.Dense(50, 800, "relu"), hetnn.nn.Dense(800, 400, "relu"),
+                             hetnn.nn.Dense(400, 208, "relu"), hetnn.nn.Dense(208, 1)])
+    assert m.count_params() == 444_817
+
+
+def test_the_25_sigmoid_topologies():
+    tops = nn_library.sigmoid_topologies()
+    assert len(tops) == 25 and len(set(tops)) == 25
+    assert [len(t) for t in tops].count(1) == 5 and [len(t) for t in tops].count(3) == 10
+    for t in tops:
+        assert set(t) <= set(nn_library.WIDTHS) and list(t) == sorted(t, reverse=True) and len(set(t)) == len(t)
+
+
+@pytest.mark.parametrize("speedup,workers,f", [(1.6, 2, 0.25), (2.0, 2, 0.0), (1.0, 4, 1.0), (2.5, 4, 0.2)])
+def test_amdahl_serial_fraction(speedup, workers, f):
+    got, top = pool_study.amdahl(speedup, workers)
+    assert got == pytest.approx(f)
+    assert 1 / (got + (1 - got) / workers) == pytest.approx(speedup)  # the law, back again
+    assert top == pytest.approx(1 / f) if f else math.isinf(top)
+
+
+@pytest.mark.parametrize("speedup,workers", [(2.5, 2), (0.5, 2), (1.5, 1)])
+def test_amdahl_outside_the_law_is_nan(speedup, workers):
+    assert all(math.isnan(v) for v in pool_study.amdahl(speedup, workers))
+
+
+def test_numpy_xor_transcription_matches_hetnn_in_float64(rng):
+    """The study's float64 NumPy transcription is the recipe hetnn trains (so its verdict on a run means something):
+    the same weights after 200 epochs of full-batch SGD on MSE, to 1e-10."""
+    x, y = hetnn.datasets.xor("float64")
+    for seed in range(3):
+        model = hetnn.nn.Sequential([hetnn.nn.Dense(2, 2, "tanh", seed=seed), hetnn.nn.Dense(2, 1, "tanh",
+                                                                                            seed=seed + 7)],
+                                    device="cpu", dtype="float64")
+        start = {k: np.array(v) for k, v in model.state_dict().items()}
+        model.fit(x, y, loss="mse", optimizer=hetnn.optim.SGD(model.parameters(), lr=0.5), epochs=200,
+                  batch_size=4)
+        want = nn_library.numpy_xor(start, x, y, 200, 0.5)
+        for k, v in model.state_dict().items():
+            np.testing.assert_allclose(np.array(v), want[k], rtol=0, atol=1e-10)
+        assert nn_library.xor_accuracy(want, x, y) == model.evaluate(x, y, metrics=["accuracy"])["accuracy"]
+
+
+def test_config_resolution_and_its_errors(tmp_path):
+    s = study.get("maxpool")
+    assert s.resolve()["batch"] == 256 and s.resolve(True)["batch"] == 32
+    cfg = s.resolve(True, {"batch": 8}, {"repeat": 2})
+    assert (cfg["batch"], cfg["repeat"], cfg["layers"]) == (8, 2, [[64, 16, 16], [192, 8, 8], [256, 4, 4]])
+    with pytest.raises(ValueError, match="unknown config key 'batchsize'"):
+        s.resolve(False, {"batchsize": 8})
+    with pytest.raises(TypeError, match="batch must be like 256, got '8'"):
+        s.resolve(False, {"batch": "8"})
+    with pytest.raises(TypeError, match="layers"):
+        s.resolve(False, {}, {"layers": [["a"]]})
+    with pytest.raises(ValueError, match="max_duration must not be empty|must be > 0"):
+        study.run("maxpool", max_duration=0.0)
+    with pytest.raises(ValueError, match="unknown study 'maxpooling'"):
+        study.run("maxpooling")
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"study": "cnn", "batch": 8}))
+    with pytest.raises(ValueError, match="for study 'cnn', not 'maxpool'"):
+        study.run("maxpool", config=str(path))
+    path.write_text("[1, 2]")
+    with pytest.raises(TypeError, match="JSON object"):
+        study.run("maxpool", config=str(path))
+    path.write_text("{")
+    with pytest.raises(ValueError, match="not JSON"):
+        study.run("maxpool", config=str(path))
+    with pytest.raises(ValueError, match="cannot read"):
+        study.run("maxpool", config=str(tmp_path / "missing.json"))
+    with pytest.raises(ValueError, match="unknown argument key 'epochs'"):
+        study.run("maxpool", epochs=3)
+
+
+def test_a_study_from_the_command_line_with_a_config_file(tmp_path):
+    cfg = tmp_path / "topology.json"
+    cfg.write_text(json.dumps({"study": "mlp-topology", "quick": True, "k_max": 0, "depths": [1, 3],
+                               "batches": [64], "samples": 600, "infer_sizes": [2]}))
+    r = _run("mlp-topology", "--config", str(cfg), "--output", str(tmp_path / "t"))
+    assert r.returncode == 0, r.stderr
+    with open(tmp_path / "t.csv") as f:
+        rows = list(csv.DictReader(f))
+    env = json.loads((tmp_path / "t.json").read_text())["environment"]
+    assert env["quick"] is True and env["config"]["k_max"] == 0 and env["config"]["samples"] == 600
+    with open(tmp_path / "t-study-mlp-topology.png", "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    train = [x for x in rows if x["part"] == "training"]
+    assert {(x["widths"], x["device"]) for x in train} == {(w, d.id) for w in ("50", "50-25-13")
+                                                         for d in hetnn.devices()}
+    for x in train:
+        assert float(x["train_s"]) > 0 and math.isfinite(float(x["test_mse"]))
+    assert {x["params"] for x in train} == {str(mlp_topology.param_count([50])),
+                                            str(mlp_topology.param_count([50, 25, 13]))}
+    assert "PUBLISHED figures" in r.stdout and "444,817" in r.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (["nosuch", "--quick"], "unknown study 'nosuch'"),
+    (["maxpool", "--config", "/nonexistent/run.json", "--no-output"], "cannot read /nonexistent/run.json"),
+    (["maxpool", "--device", "tpu", "--no-output"], "tpu"),
+])
+def test_command_line_errors_name_what_is_wrong(args, message):
+    r = _run(*args, timeout=120)
+    assert r.returncode == 2 and message in r.stderr, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr
+
+
+def test_list_and_describe():
+    r = _run("--list", timeout=120)
+    assert r.returncode == 0 and all(n in r.stdout for n in study.names())
+    assert len(study.names()) == 5
+    r = _run("nn-library", "--describe", timeout=120)
+    assert r.returncode == 0 and "xor_runs = 100" in r.stdout and "[quick: 10]" in r.stdout
+
+
+def test_numpy_float16_matmul_is_measured_and_marked():
+    from hetnn.bench import run_matmul
+
+    rows = run_matmul([("s", 48, 40, 64)], [hetnn.device("cpu")], dtype="float16", compare=["numpy"], n_warmup=1,
+                      n_repeat=3)
+    (row,) = [r for r in rows if r["library"] == "numpy"]
+    assert row["compute"].startswith("emulated") and row["gflops"] > 0 and not row.get("wrong")
+
+
+@pytest.mark.parametrize("peer", ["numba", "jax-nojit"])
+def test_optional_matmul_peers_compute_the_product(peer):
+    pytest.importorskip("numba" if peer == "numba" else "jax")
+    from hetnn.bench import run_matmul
+
+    rows = run_matmul([("s", 70, 33, 51)], [hetnn.device("cpu")], compare=[peer], n_warmup=1, n_repeat=3)
+    mine = [r for r in rows if r["library"].startswith(peer)]
+    assert mine and all(r["max_rel_err"] < 1e-5 and not r.get("wrong") for r in mine)
+
+
+def test_a_missing_peer_is_a_note_not_an_error(monkeypatch):
+    from hetnn.bench import peers
+
+    monkeypatch.setitem(sys.modules, "numba", None)  # as if not installed
+    targets, notes = peers.find_peers(["numba"])
+    assert targets == [] and "numba: not used" in notes[0]
