@@ -174,3 +174,22 @@ def test_a_missing_peer_is_a_note_not_an_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "numba", None)  # as if not installed
     targets, notes = peers.find_peers(["numba"])
     assert targets == [] and "numba: not used" in notes[0]
+
+
+@pytest.mark.parametrize("name", ["lenet", "keras-cnn", "alexnet32"])
+def test_the_keras_peer_builds_the_same_network(name, rng):
+    """Keras 3 from hetnn's initial weights computes hetnn's forward pass (layouts, kernel transposes, flatten
+    order): the peer trains the same model."""
+    from hetnn.bench import cnn
+    from hetnn.bench.keras_peer import KerasTrainer, keras_module
+
+    keras = keras_module()
+    if keras is None:
+        pytest.skip("Keras 3 with a backend is not installed")
+    spec, sample = cnn.MODELS[name]
+    model = cnn.build(spec, "cpu", seed=3)
+    weights = [p.numpy() for p in model.parameters()]
+    kt = KerasTrainer(keras, spec, sample, weights, "mse", 1e-3, 8, 0)
+    x = rng.standard_normal((4, *sample)).astype(np.float32)
+    np.testing.assert_allclose(kt.predict(x), model.predict(x), rtol=1e-4, atol=1e-4 * float(np.abs(
+        model.predict(x)).max()))

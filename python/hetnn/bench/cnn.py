@@ -26,6 +26,7 @@ from .. import datasets, nn, optim
 from .._device import Device
 from .._threads import get_num_threads
 from .._timing import Case, _first_use_totals, interleave
+from .keras_peer import KerasTrainer, keras_module
 from .matmul import settle
 from .mlp import _peaks, _with_peak
 from .progress import expect
@@ -249,6 +250,21 @@ def run_training(name: str, devices: Sequence[Device], data: Tuple[np.ndarray, .
             tlosses.append(tt.epoch(xt, yt))
         cases.append(Case(f"torch {tdev}", tepoch, sync=tt.sync))
         finish.append(trow)
+    keras = keras_module(notes) if "keras" in compare and weights else None
+    if keras is not None:
+        settle()
+        t0 = time.perf_counter()
+        kt = KerasTrainer(keras, spec, sample, weights, loss, lr, batch, seed)
+        kt.warm_up(xt, yt)
+        kfirst = {"first_use_s": time.perf_counter() - t0}
+        klosses: List[float] = []
+
+        def krow(r: Any) -> Dict[str, Any]:
+            acc = _accuracy(kt.predict(test[0]), test[1]) if test is not None and loss == "cross_entropy" else None
+            return _row(common, f"keras {kt.version}", kt.device, r, klosses, acc, kfirst, flops, peaks[None],
+                        threads=None)
+        cases.append(Case("keras", lambda: klosses.append(kt.epoch(xt, yt))))
+        finish.append(krow)
     results = interleave(cases, n_warmup=0, n_repeat=epochs)
     return [f(r) for f, r in zip(finish, results)]
 
@@ -269,13 +285,19 @@ def run_inference(name: str, devices: Sequence[Device], x: np.ndarray, sizes: Se
     """Latency of ``predict`` on the first n samples, per n in ``sizes``, NumPy in and out (transfers included)."""
     spec, _ = MODELS[name]
     models = {dev.id: build(spec, dev, seed) for dev in devices}
-    peers = [TorchTrainer(spec, [p.numpy() for p in models[devices[0].id].parameters()], "mse", 1e-3, 1, seed, d)
-             for d in (_torch_devices(compare, notes) if devices else [])]
+    spec_sample = MODELS[name][1]
+    weights = [p.numpy() for p in models[devices[0].id].parameters()] if devices else []
+    peers: List[Any] = [TorchTrainer(spec, weights, "mse", 1e-3, 1, seed, d)
+                        for d in (_torch_devices(compare, notes) if devices else [])]
+    keras = keras_module(notes) if "keras" in compare and devices else None
+    if keras is not None:
+        peers.append(KerasTrainer(keras, spec, spec_sample, weights, "mse", 1e-3, 1, seed))
     rows: List[Dict[str, Any]] = []
     for n in sizes:
         xs = np.ascontiguousarray(x[:n])
         cases = [Case(d.id, _predictor(models[d.id], xs), devices=[d]) for d in devices]
-        libs = ["hetnn"] * len(cases) + [f"torch {tt.version}" for tt in peers]
+        libs = ["hetnn"] * len(cases) + [f"{'keras' if isinstance(tt, KerasTrainer) else 'torch'} {tt.version}"
+                                         for tt in peers]
         cases += [Case(tt.device, _predictor(tt, xs)) for tt in peers]
         for lib, c, r in zip(libs, cases, interleave(cases, n_warmup=1, n_repeat=repeat)):
             med = float(np.median(r.wall_times))

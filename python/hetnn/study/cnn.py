@@ -140,17 +140,17 @@ STUDY = Study(
           "on 32x32 inputs in PyTorch, Adam lr 1e-3, cross-entropy, batch 256, test accuracy after 25 and 50 epochs "
           "(on a small MRI set). hetnn: the same networks; the maps are hetnn.datasets.radiation_maps (seeded, with "
           "a learnable target), the AlexNet variant trains on Fashion-MNIST zero-padded to 32x32 with one input "
-          "channel; PyTorch as the peer of (a) when installed.",
+          "channel; PyTorch and Keras 3 (any backend) as peers of (a) when installed, from the same initial weights.",
     defaults={"keras": True, "maps": 4096, "keras_batches": [2, 8, 32, 64, 128, 256, 512, 1024], "keras_epochs": 1,
               "infer_sizes": [2, 64, 512, 1024], "alexnet": True, "alexnet_checkpoints": [25, 50],
-              "alexnet_samples": 0, "test_samples": 0, "alexnet_batch": 256, "lr": 1e-3, "peers": ["torch"]},
+              "alexnet_samples": 0, "test_samples": 0, "alexnet_batch": 256, "lr": 1e-3, "peers": ["torch", "keras"]},
     doc={"keras": "run part (a)", "maps": "radiation maps generated (80 % train)",
          "keras_batches": "batch sizes of (a)", "keras_epochs": "interleaved epochs per batch size",
          "infer_sizes": "maps per inference call", "alexnet": "run part (b)",
          "alexnet_checkpoints": "epochs after which the test accuracy is taken (the last: epochs trained)",
          "alexnet_samples": "training images of (b) (0: all 60,000)",
          "test_samples": "test images of (b) (0: all 10,000)", "alexnet_batch": "batch size of (b)",
-         "lr": "Adam learning rate of (b)", "peers": "peers of (a): torch, or none"},
+         "lr": "Adam learning rate of (b)", "peers": "peers of (a): torch, keras (each when installed), or none"},
     quick={"maps": 160, "keras_batches": [32], "infer_sizes": [2, 64], "alexnet_checkpoints": [1],
            "alexnet_samples": 256, "test_samples": 512},
     run=run,

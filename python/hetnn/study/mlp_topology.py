@@ -10,12 +10,14 @@ import numpy as np
 
 from .. import datasets, optim
 from .._table import format_table
+from ..bench.keras_peer import KerasTrainer, keras_module
 from ..bench.matmul import settle
 from ..bench.mlp import _mlp, _peaks, _with_peak, train_flops
 from ._base import Context, Rows, Study, positive
 
 BASE_WIDTHS = (50, 25, 13)  # k-th pyramid: 50*2^k, 25*2^k, 13*2^k
-TRAIN_COLUMNS = [("widths", "hidden", ""), ("params", "params", ","), ("device", "device", ""),
+TRAIN_COLUMNS = [("widths", "hidden", ""), ("params", "params", ","), ("library", "library", ""),
+                 ("device", "device", ""),
                  ("batch", "batch", "d"), ("train_s", "train s/epoch", ".3f"),
                  ("train_samples_per_s", "samples/s", ",.0f"), ("gflops", "GFLOP/s", ".1f"),
                  ("pct_peak", "% peak", ".0f"), ("test_mse", "test MSE", ".5f"), ("test_r2", "test R2", ".3f")]
@@ -46,6 +48,10 @@ def run(ctx: Context) -> Rows:
     var = float(np.var(ye))
     peaks = _peaks(ctx.devices)
     models = pyramids(cfg["k_max"], cfg["depths"])
+    unknown = [p for p in cfg["peers"] if p not in ("keras", "none")]
+    if unknown:
+        raise ValueError(f"study mlp-topology: peers take keras (or none), got {unknown}")
+    keras = keras_module(ctx.notes) if "keras" in cfg["peers"] else None
     rows: Rows = []
     for hidden in models:
         label = "-".join(map(str, hidden))
@@ -73,6 +79,10 @@ def run(ctx: Context) -> Rows:
                     train_flops([50, *hidden, 1], len(x)), train, peaks[dev.id]))
                 if bs == cfg["batches"][-1]:
                     rows += _latency(model, xe, cfg["infer_sizes"], label, params, dev.id, cfg["infer_repeat"])
+                if keras is not None and dev is ctx.devices[0]:  # from the same initial weights
+                    init = _mlp(50, hidden, 1, dev, cfg["seed"])
+                    rows.append(_keras_row(keras, hidden, [p.numpy() for p in init.parameters()], x, y, xe, ye, bs,
+                                           cfg, var, peaks[None], label, params))
                 del model, opt
     train_rows = [r for r in rows if r["part"] == "training"]
     published = {p["widths"]: p["params"] for p in STUDY.published}
@@ -89,6 +99,29 @@ def run(ctx: Context) -> Rows:
             f"{cfg['infer_repeat']}; models trained at batch {cfg['batches'][-1]}):")
     ctx.say(format_table([r for r in rows if r["part"] == "inference"], INFER_COLUMNS))
     return rows
+
+
+def _keras_row(keras: Any, hidden: List[int], weights: List[np.ndarray], x: np.ndarray, y: np.ndarray,
+               xe: np.ndarray, ye: np.ndarray, bs: int, cfg: Dict[str, Any], var: float, peak: Any, label: str,
+               params: int) -> Dict[str, Any]:
+    """The same model, weights, optimizer and data in Keras 3: the median of its epochs after a warm-up."""
+    sizes = [50, *hidden]
+    spec = [("dense", a, b, "relu") for a, b in zip(sizes, sizes[1:])] + [("dense", sizes[-1], 1, None)]
+    kt = KerasTrainer(keras, spec, (50,), weights, "mse", cfg["lr"], bs, cfg["seed"])
+    kt.warm_up(x, y)
+    times = []
+    for _ in range(cfg["epochs"]):
+        t0 = time.perf_counter()
+        kt.epoch(x, y)
+        times.append(time.perf_counter() - t0)
+    train = float(np.median(times))
+    mse = float(np.mean((kt.predict(xe) - ye) ** 2))
+    return _with_peak({"part": "training", "widths": label, "layers": len(hidden), "params": params,
+                       "library": f"keras {kt.version}", "device": "cpu", "batch": bs, "samples": len(x),
+                       "epochs": cfg["epochs"], "train_s": train, "times_s": times,
+                       "train_samples_per_s": len(x) / train if train > 0 else float("nan"), "test_mse": mse,
+                       "test_r2": 1 - mse / var if var > 0 else float("nan")},
+                      train_flops([50, *hidden, 1], len(x)), train, peak)
 
 
 def _latency(model: Any, x: np.ndarray, sizes: List[int], label: str, params: int, device: str,
@@ -117,7 +150,7 @@ def plot(rows: Rows, env: Dict[str, Any]) -> Any:
     if not train:
         return None
     fig, ax = _figure(1, 3, (16, 4.5))
-    names = [f"{r['device']} batch {r['batch']} ({r['layers']} layers)" for r in train]
+    names = [f"{r['library'].split(' (')[0]} {r['device']} batch {r['batch']} ({r['layers']} layers)" for r in train]
     styles = _styles(names)
     for name in dict.fromkeys(names):
         pts = sorted((r["params"], r["train_s"], r["test_mse"]) for r, n in zip(train, names) if n == name)
@@ -125,13 +158,14 @@ def plot(rows: Rows, env: Dict[str, Any]) -> Any:
         ax[0][0].plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, color=color, label=name, lw=1)
     ax[0][0].set(xscale="log", yscale="log", xlabel="parameters", ylabel="s per epoch")
     ax[0][0].set_title("training time by model size", fontsize=9)
-    for dev in dict.fromkeys(r["device"] for r in train):
+    for lib, dev in dict.fromkeys((r["library"], r["device"]) for r in train):
         by_batch: Dict[int, List[float]] = {}
         for r in train:
-            if r["device"] == dev:
+            if (r["library"], r["device"]) == (lib, dev):
                 by_batch.setdefault(r["batch"], []).append(r["test_mse"])
         bs = sorted(by_batch)
-        ax[0][1].plot(bs, [float(np.median(by_batch[b])) for b in bs], marker="o", label=f"{dev} (median of models)")
+        ax[0][1].plot(bs, [float(np.median(by_batch[b])) for b in bs], marker="o",
+                      label=f"{lib.split(' (')[0]} {dev} (median of models)")
     ax[0][1].set(xscale="log", xlabel="batch size", ylabel="test MSE")
     ax[0][1].set_title("test error against batch size", fontsize=9)
     for key in dict.fromkeys((r["device"], r["samples"]) for r in infer):
@@ -152,13 +186,15 @@ STUDY = Study(
           "MSE, timed per device and batch size; inference timed at 2, 64, 512 and 1024 samples; accuracy against "
           "batch size. hetnn: the same models on hetnn.datasets.solar_irradiance (a seeded synthetic stand-in for "
           "the sensor series), ReLU hidden layers, Adam lr 1e-3; 'accuracy' of this regression is the test MSE and "
-          "R2 on the later 20 % of the series; the sample count, epochs and batch sizes are hetnn's choices.",
+          "R2 on the later 20 % of the series; the sample count, epochs and batch sizes are hetnn's choices; Keras 3 "
+          "trains the same models from the same weights when installed (timed after hetnn, not interleaved).",
     defaults={"k_max": 9, "depths": [1, 2, 3], "batches": [32, 256, 1024], "samples": 5000, "epochs": 1,
-              "lr": 1e-3, "infer_sizes": [2, 64, 512, 1024], "infer_repeat": 5},
+              "lr": 1e-3, "infer_sizes": [2, 64, 512, 1024], "infer_repeat": 5, "peers": ["keras"]},
     doc={"k_max": "largest k of the widths 50*2^k, 25*2^k, 13*2^k", "depths": "hidden layers (1..3)",
          "batches": "training batch sizes", "samples": "samples in the series (80 % train, 20 % test)",
          "epochs": "timed epochs per model, device and batch", "lr": "Adam learning rate",
-         "infer_sizes": "samples per inference call", "infer_repeat": "inference calls timed per size"},
+         "infer_sizes": "samples per inference call", "infer_repeat": "inference calls timed per size",
+         "peers": "keras (Keras 3 on any installed backend, when installed), or none"},
     quick={"k_max": 1, "batches": [64, 256], "samples": 1500, "infer_sizes": [2, 64], "infer_repeat": 3},
     run=run,
     published=[{"widths": "800-400-208", "params": 444_817}, {"widths": "1600-800-416", "params": 1_696_033},
