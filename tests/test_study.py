@@ -37,6 +37,9 @@ def test_the_topology_study_has_30_models_with_the_published_counts():
     m = hetnn.nn.Sequential([hetnn.nn.Dense(50, 800, "relu"), hetnn.nn.Dense(800, 400, "relu"),
                              hetnn.nn.Dense(400, 208, "relu"), hetnn.nn.Dense(208, 1)])
     assert m.count_params() == 444_817
+    from hetnn.bench.mlp import _hidden  # the bench's topology rows are the same pyramids
+
+    assert [_hidden(50 << 4, d) for d in (1, 2, 3)] == [m for m in models if m[0] == 800]
 
 
 def test_the_25_sigmoid_topologies():

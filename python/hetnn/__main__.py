@@ -275,9 +275,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     b.add_argument("--device", default="all", help="'all', or comma-separated device specs (default: all)")
     b.add_argument("--compare", default=None,
                    help="peers run in the same process, comma-separated: numpy, onednn (a raw oneDNN C++ "
-                        "loop), clblast, torch, cupy, jax (each on every device it sees; skipped with a note when "
-                        "not installed), or none. Default: numpy for matmul; numpy,onednn,torch,cupy for "
-                        "maxpool; numpy,torch for mlp")
+                        "loop), clblast, torch, cupy, jax, jax-nojit, numba (matmul), keras (conv) (each on every "
+                        "device it sees; skipped with a note when not installed), or none. Default: numpy for "
+                        "matmul; numpy,onednn,torch,cupy for maxpool; numpy,torch for mlp")
     b.add_argument("--dtype", default="float32",
                    help="float32, float64, float16, bfloat16, or several comma-separated (a precision study)")
     b.add_argument("--repeat", type=int, default=20, help="timed repeats per row (default 20)")

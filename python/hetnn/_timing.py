@@ -166,8 +166,10 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
     first gets ``n_warmup`` untimed calls (first use: compilation, JIT, page faults; its cost is kept apart in
     ``first_use``); with ``settle``, before each timed call the other thread pools of the process are left to go
     idle (:func:`hetnn._oscounters.quiesce`) so that no library pays for another's spinning workers. Stops after
-    ``n_repeat`` rounds; a case that spent ``max_duration`` seconds timed sits out the remaining rounds (each case
-    is timed at least once).
+    ``n_repeat`` rounds; a case whose turns took ``max_duration`` seconds sits out the remaining rounds (each case
+    is timed at least once). A turn is the timed call and what precedes it (the settling, a short case's untimed
+    calls): the budget bounds the run's wall time, which settling (12 ms or more a turn) would otherwise multiply
+    for fast calls and many repeats.
     Every repeat records the OS counters of :mod:`hetnn._oscounters`."""
     cases = list(cases)
     if not cases:
@@ -194,6 +196,7 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
             break
         for j in active:
             c, cap = cases[j], caps[j]
+            turn0 = time.perf_counter()
             if settle and len(active) > 1:
                 quiesce()
                 # Waking from idle costs: on a 2-vCPU VM the first call after 12 ms of sleep waited ~1.2 ms for a
@@ -218,7 +221,7 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
             devt[j].append(sum(r["duration"] for r in recs) if recs else math.nan)
             counters[j].append(Probe.delta(s0, s1, wall=t1 - t0))
             commands[j] = len(recs)
-            spent[j] += t1 - t0
+            spent[j] += t1 - turn0
     span = Probe.delta(span0, probe.read())
     probe.close()
     out = [BenchmarkResult(c.name, np.array(walls[j]), np.array(devt[j]), c.devices, c.flops, c.nbytes, n_warmup,

@@ -1,8 +1,9 @@
 """MLP benchmark: training and inference time of dense networks per device.
 
-(a) Topology study: 50 inputs (hetnn.datasets.solar_irradiance), 1-3 hidden ReLU layers, the first of width w in
-    50, 100, 200, ... and each next one half the previous, one output (MSE); one epoch of plain SGD and one inference
-    pass over the data per device and batch size. Time and parameter count per model.
+(a) Topology study: 50 inputs (hetnn.datasets.solar_irradiance), 1-3 hidden ReLU layers of widths w, w/2 and
+    13w/50 for w in 50, 100, 200, ... (the published pyramids 50*2^k, 25*2^k, 13*2^k), one output (MSE); one
+    epoch of plain SGD and one inference pass over the data per device and batch size. Time and parameter count
+    per model.
 (b) Fashion-MNIST table: 784 inputs, hidden ReLU layers of 16..256 in 1-3 layers, 10 outputs, softmax
     cross-entropy, SGD lr 0.1 momentum 0.9, batch 64: seconds per epoch and test accuracy per device, with PyTorch
     (when installed: same data, same initial weights, same hyperparameters, in this process) and a hand-written
@@ -75,7 +76,8 @@ def topology_widths(max_width: int, min_width: int = 50) -> List[int]:
 
 
 def _hidden(first: int, layers: int) -> List[int]:
-    return [max(1, first >> i) for i in range(layers)]
+    """The published pyramid's widths from the first: w, w/2, then 13/50 of w (50*2^k, 25*2^k, 13*2^k)."""
+    return [max(1, first * r // 50) for r in (50, 25, 13)[:layers]]
 
 
 def _mlp(inputs: int, hidden: Sequence[int], outputs: int, device: Device, seed: int,

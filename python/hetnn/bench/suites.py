@@ -343,8 +343,8 @@ def suite_mlp(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, An
         say(format_table(mnist, MLP_MNIST_COLUMNS))
         for line in mnist_ratios(mnist):
             say("  " + line)
-    say("\ntopology study: 50 inputs (synthetic solar sensors), hidden ReLU layers halving in width, 1 output, MSE, "
-        "plain SGD; one training epoch and one inference pass over the samples:")
+    say("\ntopology study: 50 inputs (synthetic solar sensors), hidden ReLU layers of widths w, w/2, 13w/50, 1 output, "
+        "MSE, plain SGD; one training epoch and one inference pass over the samples:")
     say(format_table(topo, MLP_TOPOLOGY_COLUMNS))
     say(f"({time.perf_counter() - t0:.1f} s in all)\n")
     return [{"part": "fashion-mnist", **{k: v for k, v in r.items() if k != "device_time"}} for r in mnist] + \

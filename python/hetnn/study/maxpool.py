@@ -147,24 +147,26 @@ def _max_vs_avg(rows: Rows) -> List[str]:
 
 
 def plot(rows: Rows, env: Dict[str, Any]) -> Any:
-    from ..bench.plots import _bars, _figure, _footer, _legend
+    from ..bench.plots import _bars, _figure, _footer, _legend, _styles
 
     sel = [r for r in rows if r.get("part") == "pooling"]
     if not sel:
         return None
-    fig, ax = _figure(1, 2, (13, 4.5))
+    fig, ax = _figure(1, 2, (15, 5))
     first = sel[0]["dtype"]
-    cats = list(dict.fromkeys(r["layer"] for r in sel))
+    cats = list(dict.fromkeys(f"{r['layer']} {r['op']} {r['dtype']}" for r in sel))
+    styles = _styles([f"{r['library']} {r['device']}" for r in sel])
     t: Dict[str, Dict[str, float]] = {}
     sp: Dict[str, Dict[str, float]] = {}
     for r in sel:
-        name = f"{r['op']} {r['dtype']} {r['library']} {r['device']}"
-        t.setdefault(name, {})[r["layer"]] = r["ms"]
+        name = f"{r['library']} {r['device']}"
+        t.setdefault(name, {})[f"{r['layer']} {r['op']} {r['dtype']}"] = r["ms"]
         if r["dtype"] == first and r["op"] == "max" and "speedup" in r:
-            sp.setdefault(f"{r['library']} {r['device']}", {})[r["layer"]] = r["speedup"]
-    _bars(ax[0][0], cats, t, "ms per batch (median)", log=True, labels=".2f")
-    ax[0][0].set_title("pooling time per layer", fontsize=9)
-    _bars(ax[0][1], cats, sp, f"speedup over the serial version (max, {first})", labels=".2f")
+            sp.setdefault(name, {})[r["layer"]] = r["speedup"]
+    _bars(ax[0][0], cats, t, "ms per batch (median)", log=True, labels=".2f", styles=styles)
+    ax[0][0].set_title("pooling time per layer, op and dtype", fontsize=9)
+    _bars(ax[0][1], list(dict.fromkeys(r["layer"] for r in sel)), sp,
+          f"speedup over the serial version (max, {first})", labels=".2f", styles=styles)
     ax[0][1].axhline(1.0, ls="--", lw=1, color="dimgray")
     ax[0][1].set_title("parallel speedup", fontsize=9)
     _legend(fig, [ax[0][0], ax[0][1]])
