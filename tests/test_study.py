@@ -33,6 +33,7 @@ def test_the_topology_study_has_30_models_with_the_published_counts():
         assert counts[p["widths"]] == p["params"]
     assert {444_817, 1_696_033, 6_617_665} <= set(counts.values())
     assert models[0] == [50] and models[-1] == [25600, 12800, 6656]
+    assert mlp_topology.pyramids(9, [3], k_min=9) == [[25600, 12800, 6656]]  # a part of the study on its own
     # the count is the model's own
     m = hetnn.nn.Sequential([hetnn.nn.Dense(50, 800, "relu"), hetnn.nn.Dense(800, 400, "relu"),
                              hetnn.nn.Dense(400, 208, "relu"), hetnn.nn.Dense(208, 1)])

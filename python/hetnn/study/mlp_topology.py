@@ -25,10 +25,10 @@ INFER_COLUMNS = [("widths", "hidden", ""), ("device", "device", ""), ("samples",
                  ("latency_ms", "latency ms (median)", ".3f"), ("samples_per_s", "samples/s", ",.0f")]
 
 
-def pyramids(k_max: int = 9, depths: List[int] = [1, 2, 3]) -> List[List[int]]:  # noqa: B006 - read only
-    """The hidden widths of every model: for k = 0..k_max and each depth, the first `depth` of 50*2^k, 25*2^k,
-    13*2^k (30 models for k_max 9 and depths 1, 2, 3)."""
-    return [[w << k for w in BASE_WIDTHS[:d]] for k in range(k_max + 1) for d in depths]
+def pyramids(k_max: int = 9, depths: List[int] = [1, 2, 3], k_min: int = 0) -> List[List[int]]:  # noqa: B006
+    """The hidden widths of every model: for k = k_min..k_max and each depth, the first `depth` of 50*2^k, 25*2^k,
+    13*2^k (30 models for k 0..9 and depths 1, 2, 3)."""
+    return [[w << k for w in BASE_WIDTHS[:d]] for k in range(k_min, k_max + 1) for d in depths]
 
 
 def param_count(hidden: List[int], inputs: int = 50, outputs: int = 1) -> int:
@@ -39,15 +39,15 @@ def param_count(hidden: List[int], inputs: int = 50, outputs: int = 1) -> int:
 def run(ctx: Context) -> Rows:
     cfg = ctx.cfg
     positive("mlp-topology", cfg, "batches", "depths", "infer_sizes", "samples", "epochs", "lr")
-    if cfg["k_max"] < 0 or any(d > 3 for d in cfg["depths"]):
-        raise ValueError(f"study mlp-topology: k_max must be >= 0 and depths 1..3, got {cfg['k_max']!r}, "
-                         f"{cfg['depths']!r}")
+    if not 0 <= cfg["k_min"] <= cfg["k_max"] or any(d > 3 for d in cfg["depths"]):
+        raise ValueError(f"study mlp-topology: 0 <= k_min <= k_max and depths 1..3, got k_min {cfg['k_min']!r}, "
+                         f"k_max {cfg['k_max']!r}, depths {cfg['depths']!r}")
     (x, y), (xe, ye) = datasets.solar_irradiance(n_samples=cfg["samples"], seed=cfg["seed"], test_fraction=0.2)
     whole = len(x) // max(cfg["batches"]) * max(cfg["batches"]) or len(x)  # whole batches: one shape per step
     x, y = x[:whole], y[:whole]
     var = float(np.var(ye))
     peaks = _peaks(ctx.devices)
-    models = pyramids(cfg["k_max"], cfg["depths"])
+    models = pyramids(cfg["k_max"], cfg["depths"], cfg["k_min"])
     unknown = [p for p in cfg["peers"] if p not in ("keras", "none")]
     if unknown:
         raise ValueError(f"study mlp-topology: peers take keras (or none), got {unknown}")
@@ -188,9 +188,10 @@ STUDY = Study(
           "the sensor series), ReLU hidden layers, Adam lr 1e-3; 'accuracy' of this regression is the test MSE and "
           "R2 on the later 20 % of the series; the sample count, epochs and batch sizes are hetnn's choices; Keras 3 "
           "trains the same models from the same weights when installed (timed after hetnn, not interleaved).",
-    defaults={"k_max": 9, "depths": [1, 2, 3], "batches": [32, 256, 1024], "samples": 5000, "epochs": 1,
+    defaults={"k_min": 0, "k_max": 9, "depths": [1, 2, 3], "batches": [32, 256, 1024], "samples": 5000, "epochs": 1,
               "lr": 1e-3, "infer_sizes": [2, 64, 512, 1024], "infer_repeat": 5, "peers": ["keras"]},
-    doc={"k_max": "largest k of the widths 50*2^k, 25*2^k, 13*2^k", "depths": "hidden layers (1..3)",
+    doc={"k_min": "smallest k of the widths 50*2^k, 25*2^k, 13*2^k", "k_max": "largest k",
+         "depths": "hidden layers (1..3)",
          "batches": "training batch sizes", "samples": "samples in the series (80 % train, 20 % test)",
          "epochs": "timed epochs per model, device and batch", "lr": "Adam learning rate",
          "infer_sizes": "samples per inference call", "infer_repeat": "inference calls timed per size",
