@@ -75,13 +75,14 @@ def run(ctx: Context) -> Rows:
 
 
 def plot(rows: Rows, env: Dict[str, Any]) -> Any:
-    from ..bench.plots import _bars, _figure, _footer, _legend
+    from ..bench.plots import _bars, _figure, _footer, _legend, _styles
 
     sel = [r for r in rows if r.get("part") == "shapes" and "gflops" in r and not r.get("flagged")]
     groups = list(dict.fromkeys((r["batch"], r["dtype"]) for r in sel))
     if not groups:
         return None
     fig, ax = _figure(len(groups), 2, (16, 4.8 * len(groups)))
+    styles = _styles([f"{r['library']} {r['device']}" for r in sel])  # one style per library in every panel
     for i, (batch, dt) in enumerate(groups):
         part = [r for r in sel if r["batch"] == batch and r["dtype"] == dt]
         shapes = [r for r in part if not str(r["shape"]).startswith("aggregate")]
@@ -89,13 +90,13 @@ def plot(rows: Rows, env: Dict[str, Any]) -> Any:
         series: Dict[str, Dict[str, float]] = {}
         for r in shapes:
             series.setdefault(f"{r['library']} {r['device']}", {})[r["shape"]] = r["gflops"]
-        _bars(ax[i][0], cats, series, "GFLOP/s (median)", labels=".0f")
+        _bars(ax[i][0], cats, series, "GFLOP/s (median)", labels=".0f", styles=styles)
         ax[i][0].set_title(f"batch {batch}, {dt}: GFLOP/s per shape", fontsize=9)
         aggs = [r for r in part if str(r["shape"]).startswith("aggregate")]
         cats2 = ["mean GFLOP/s (study)", "total FLOP / total time"]
         series2 = {f"{r['library']} {r['device']}": {cats2[0]: r["mean_gflops"], cats2[1]: r["gflops"]}
                    for r in aggs}
-        _bars(ax[i][1], cats2, series2, "GFLOP/s", labels=".0f")
+        _bars(ax[i][1], cats2, series2, "GFLOP/s", labels=".0f", styles=styles)
         ax[i][1].set_title(f"batch {batch}, {dt}: both aggregates", fontsize=9)
     _legend(fig, [a for row in ax for a in row])
     _footer(fig, env, "python -m hetnn study gemm-libraries; operands on the device, synchronised, median of repeats")
