@@ -13,7 +13,7 @@ from .matmul import MATMUL_SHAPES, RESNET50_BS1, run_matmul
 from .maxpool import LAYERS, MAXPOOL_COLUMNS, SWEEP_COLUMNS, numpy_max_pool, run_maxpool, sweep_cases
 from .mlp import MLP_TOPOLOGY_COLUMNS, run_topology
 from .plots import notebook_display
-from .report import environment, format_table
+from .report import collector, environment, format_table
 from .result import Report
 from .suites import SUITES, Options, default_suite, run_suites
 
@@ -43,14 +43,7 @@ def run(suite: _t.Optional[str] = None, *, verbose: bool = False, output: _t.Opt
     if suite is not None and not isinstance(suite, str):
         raise TypeError(f"hetnn.bench.run: suite must be a string, got {type(suite).__name__}")
     opts = Options(**options)
-    lines = []
-
-    def collect(text: str) -> None:
-        lines.append(text)
-        if say is not None:
-            say(text)
-        elif verbose:
-            print(text, flush=True)
+    lines, collect = collector(say, verbose)
 
     name = suite if suite is not None else default_suite(bool(opts.quick))
     from .. import distributed as _dist

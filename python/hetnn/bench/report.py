@@ -5,9 +5,22 @@ import os
 import platform
 import sys
 import time
-from typing import Any, Dict
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .._table import format_table  # noqa: F401  (re-exported: hetnn.bench.format_table)
+
+
+def collector(say: Optional[Callable[[str], None]], verbose: bool) -> Tuple[List[str], Callable[[str], None]]:
+    """(lines, collect): collect(text) keeps a report's line and hands it to ``say``, or prints it when verbose."""
+    lines: List[str] = []
+
+    def collect(text: str) -> None:
+        lines.append(text)
+        if say is not None:
+            say(text)
+        elif verbose:
+            print(text, flush=True)
+    return lines, collect
 
 
 def _versions() -> Dict[str, str]:

@@ -65,7 +65,7 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
     run-configuration file; ``settings``: any of the study's settings (``describe(name)`` lists them), applied
     last. ``verbose`` prints the report as it runs; ``output`` writes PREFIX.csv, PREFIX.json and PREFIX-*.png.
     Unknown settings and bad values raise ValueError/TypeError before anything runs."""
-    from ..bench.report import environment
+    from ..bench.report import collector, environment
     from ..bench.result import Report
     from ..bench.suites import Options, _Progress
     from ..doctor import warnings as doctor_warnings
@@ -76,14 +76,7 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
     cfg = study.resolve(quick, data, settings)
     opts = Options(device=cfg["device"], progress=progress)
     devs = opts.devices()
-    lines: List[str] = []
-
-    def collect(text: str) -> None:
-        lines.append(text)
-        if say is not None:
-            say(text)
-        elif verbose:
-            print(text, flush=True)
+    lines, collect = collector(say, verbose)
 
     t0 = time.perf_counter()
     collect(f"hetnn study {study.name}{' (quick)' if quick else ''}: {study.title}")
