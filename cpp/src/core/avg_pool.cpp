@@ -40,11 +40,7 @@ Array avg_pool2d(const Array& x, const Pool2dArgs& args, bool count_include_pad,
 Array avg_pool2d_backward(const Array& gy, const Shape& input_shape, const Pool2dArgs& args, bool count_include_pad,
                           std::optional<int> divisor_override, const Array* out) {
   const char* op = "avg_pool2d_backward";
-  if (input_shape.size() != 4 && input_shape.size() != 3)
-    throw ValueError(std::string(op) + ": input_shape must have 4 entries (N, C, H, W) or 3 (C, H, W), got " +
-                     shape_str(input_shape));
-  for (auto v : input_shape)
-    if (v < 0) throw ValueError(std::string(op) + ": input_shape " + shape_str(input_shape) + " has a negative entry");
+  pool_check_input_shape(input_shape, op);
   pool_require_float(gy.dtype(), *gy.device(), op, "grad_output");
   const AvgPool2dDesc d =
       avg_plan(input_shape, gy.dtype(), *gy.device(), args, count_include_pad, divisor_override, op);

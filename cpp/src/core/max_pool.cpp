@@ -27,11 +27,7 @@ Array max_pool2d(const Array& x, const Pool2dArgs& args, const Array* out, Array
 Array max_pool2d_backward(const Array& gy, const Array& idx, const Shape& input_shape, const Pool2dArgs& args,
                           const Array* out) {
   const char* op = "max_pool2d_backward";
-  if (input_shape.size() != 4 && input_shape.size() != 3)
-    throw ValueError(std::string(op) + ": input_shape must have 4 entries (N, C, H, W) or 3 (C, H, W), got " +
-                     shape_str(input_shape));
-  for (auto v : input_shape)
-    if (v < 0) throw ValueError(std::string(op) + ": input_shape " + shape_str(input_shape) + " has a negative entry");
+  pool_check_input_shape(input_shape, op);
   if (input_shape.size() == 3 && (gy.ndim() != 3 || idx.ndim() != 3))
     throw ValueError(std::string(op) + ": input_shape " + shape_str(input_shape) + " is 3-D (C, H, W), so "
                      "grad_output and indices must be 3-D too; got shapes " + shape_str(gy.shape()) + " and " +

@@ -162,4 +162,12 @@ Shape pool_output_shape(const Shape& input, const Pool2dDesc& d) {
   return {d.N, d.C, d.OH, d.OW};
 }
 
+void pool_check_input_shape(const Shape& input_shape, const char* op) {
+  if (input_shape.size() != 4 && input_shape.size() != 3)
+    throw ValueError(std::string(op) + ": input_shape must have 4 entries (N, C, H, W) or 3 (C, H, W), got " +
+                     shape_str(input_shape));
+  for (auto v : input_shape)
+    if (v < 0) throw ValueError(std::string(op) + ": input_shape " + shape_str(input_shape) + " has a negative entry");
+}
+
 }  // namespace hetnn

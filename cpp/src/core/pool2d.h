@@ -22,6 +22,8 @@ Pool2dDesc pool2d_plan(const Shape& s, DType t, const Device& dev, const Pool2dA
                        bool integers = false);
 // The same without the dtype (layers check their shapes before any data arrives); dtype left float32.
 Pool2dDesc pool2d_geometry(const Shape& s, const Pool2dArgs& args, const char* op);
+// ValueError unless a backward pass's input_shape is (N, C, H, W) or (C, H, W) with no negative entry.
+void pool_check_input_shape(const Shape& input_shape, const char* op);
 
 // Index checks shared by the backends' backward passes: whether flat index v lies on window (oh, ow)'s grid
 // inside the plane; whether a window holds no input position at all (possible with dilation > 1 on tiny inputs:
