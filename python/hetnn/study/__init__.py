@@ -11,9 +11,9 @@ import textwrap
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-from ._base import COMMON_DOC, Context, Study, published_text, read_config
+from ._base import COMMON, COMMON_DOC, Context, Study, published_text, read_config
 
-__all__ = ["run", "describe", "names", "STUDIES", "Study"]
+__all__ = ["run", "describe", "get", "names", "STUDIES", "Study"]
 
 
 def _registry() -> Dict[str, Study]:
@@ -46,7 +46,7 @@ def describe(name: Optional[str] = None) -> str:
     s = get(name)
     lines = [f"{s.name}: {s.title}", "", textwrap.fill(s.setup, 110), "",
              "settings (default = the published set-up; --quick value):"]
-    for key, default in {"device": "all", "seed": 0, **s.defaults}.items():
+    for key, default in {**COMMON, **s.defaults}.items():
         q = f"  [quick: {s.quick[key]!r}]" if key in s.quick else ""
         lines.append(f"  {key} = {default!r}{q}: {s.doc.get(key) or COMMON_DOC.get(key, '')}")
     if s.full_run:
