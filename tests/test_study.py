@@ -110,6 +110,10 @@ def test_config_resolution_and_its_errors(tmp_path):
         study.run("maxpool", config=str(tmp_path / "missing.json"))
     with pytest.raises(ValueError, match="unknown argument key 'epochs'"):
         study.run("maxpool", epochs=3)
+    with pytest.raises(ValueError, match="alexnet_devices takes 'first' or 'all', got 'gpu'"):
+        study.run("cnn", alexnet_devices="gpu", output=None)
+    with pytest.raises(ValueError, match=r"nn-library: peers take keras \(or none\), got \['tf'\]"):
+        study.run("nn-library", peers=["tf"], output=None)
 
 
 def test_a_study_from_the_command_line_with_a_config_file(tmp_path):
@@ -197,3 +201,29 @@ def test_the_keras_peer_builds_the_same_network(name, rng):
     x = rng.standard_normal((4, *sample)).astype(np.float32)
     np.testing.assert_allclose(kt.predict(x), model.predict(x), rtol=1e-4, atol=1e-4 * float(np.abs(
         model.predict(x)).max()))
+
+
+def test_the_keras_sgd_peer_trains_the_xor_recipe_like_the_numpy_transcription(rng):
+    """The nn-library study's Keras rows: reset to a run's weights (not the constructor's), plain SGD on MSE, the
+    four points as one batch; after 50 epochs the weights equal the float64 NumPy transcription's (float32
+    tolerance), and a second reset starts again from the given weights, with the optimizer state fresh."""
+    from hetnn.bench.keras_peer import KerasTrainer, keras_module
+    from hetnn.study.nn_library import numpy_xor
+
+    keras = keras_module()
+    if keras is None:
+        pytest.skip("Keras 3 with a backend is not installed")
+    x, y = hetnn.datasets.xor()
+    spec = [("dense", 2, 3, "tanh"), ("dense", 3, 1, "tanh")]
+    names = ("0.weight", "0.bias", "1.weight", "1.bias")
+    first, run = ({k: (rng.standard_normal(s) * 0.8).astype(np.float32) for k, s in
+                   zip(names, [(3, 2), (3,), (1, 3), (1,)])} for _ in range(2))
+    kt = KerasTrainer(keras, spec, (2,), [first[k] for k in names], "mse", 0.5, len(x), 0, optimizer="sgd")
+    kt.warm_up(x, y)
+    for _ in range(2):
+        kt.reset([run[k] for k in names])
+        kt.fit(x, y, 50, shuffle=False)
+        want = numpy_xor(run, x, y, 50, 0.5)
+        got = kt.model.get_weights()
+        for k, g in zip(names, got):
+            np.testing.assert_allclose(g.T if k.endswith("weight") else g, want[k], rtol=1e-4, atol=1e-5)

@@ -1,5 +1,5 @@
 """Keras 3 as a training peer (any backend): the networks of hetnn.bench.cnn's declarations (and dense stacks) built
-in Keras from the same initial weights, trained with the same optimizer, loss, batch size and data.
+in Keras from the same initial weights, trained with the same optimizer (Adam, or plain SGD), loss, batch size and data.
 
 Layouts: images stay NCHW (``data_format="channels_first"``), Flatten keeps (C, H, W) order as hetnn and PyTorch
 do, convolution kernels are transposed from (O, C, kh, kw) to Keras's (kh, kw, C, O) and dense ones from (out, in)
@@ -61,26 +61,33 @@ def _model(keras: Any, spec: Spec, sample: Tuple[int, ...], weights: Sequence[np
         elif s[0] == "dropout":
             layers.append(keras.layers.Dropout(s[1]))
     model = keras.Sequential(layers)
+    model.set_weights(_model_weights(spec, weights))
+    return model
+
+
+def _model_weights(spec: Spec, weights: Sequence[np.ndarray]) -> List[np.ndarray]:
+    """hetnn's parameters (conv (O, C, kh, kw), dense (out, in), biases) in Keras's layouts."""
     mine, it = [], iter(weights)
     for s in spec:
         if s[0] in ("conv", "dense"):
             w, b = next(it), next(it)
             mine += [w.transpose(2, 3, 1, 0) if s[0] == "conv" else w.T, b]
-    model.set_weights([np.ascontiguousarray(w, dtype=np.float32) for w in mine])
-    return model
+    return [np.ascontiguousarray(w, dtype=np.float32) for w in mine]
 
 
 class KerasTrainer:
     """The TorchTrainer interface (epoch, predict, sync, version, device) on Keras 3."""
 
     def __init__(self, keras: Any, spec: Spec, sample: Tuple[int, ...], weights: Sequence[np.ndarray], loss: str,
-                 lr: float, batch: int, seed: int) -> None:
+                 lr: float, batch: int, seed: int, optimizer: str = "adam") -> None:
         keras.utils.set_random_seed(seed)
-        self.keras, self.batch = keras, batch
+        self.keras, self.batch, self.spec = keras, batch, spec
         self.model = _model(keras, spec, sample, weights)
         lossf = keras.losses.SparseCategoricalCrossentropy(from_logits=True) if loss == "cross_entropy" else \
             keras.losses.MeanSquaredError()
-        self.model.compile(optimizer=keras.optimizers.Adam(learning_rate=lr, epsilon=1e-8), loss=lossf)
+        opt = keras.optimizers.SGD(learning_rate=lr) if optimizer == "sgd" else \
+            keras.optimizers.Adam(learning_rate=lr, epsilon=1e-8)
+        self.model.compile(optimizer=opt, loss=lossf)
         self.version = f"{keras.__version__} ({keras.backend.backend()})"
         self.device = "cpu"
         self._initial = self.model.get_weights()
@@ -94,6 +101,13 @@ class KerasTrainer:
         rest = len(x) % self.batch
         n = min(len(x), self.batch + rest)
         self.model.fit(x[:n], y[:n], batch_size=self.batch, epochs=1, shuffle=False, verbose=0)
+        self.reset()
+
+    def reset(self, weights: Optional[Sequence[np.ndarray]] = None) -> None:
+        """Back to the initial weights (or to ``weights``, hetnn-ordered as the constructor's) with a fresh
+        optimizer state, keeping the compiled steps."""
+        if weights is not None:
+            self._initial = _model_weights(self.spec, weights)
         self.model.set_weights(self._initial)
         opt = self.model.optimizer
         for v in opt.variables:  # the step count and the moments; the learning rate is a variable too: kept
@@ -101,7 +115,11 @@ class KerasTrainer:
                 v.assign(np.zeros(v.shape, dtype=v.dtype))
 
     def epoch(self, x: np.ndarray, y: np.ndarray) -> float:
-        hist = self.model.fit(x, y, batch_size=self.batch, epochs=1, shuffle=True, verbose=0)
+        return self.fit(x, y, 1)
+
+    def fit(self, x: np.ndarray, y: np.ndarray, epochs: int, shuffle: bool = True) -> float:
+        """``epochs`` epochs in one Keras fit call; the last epoch's loss."""
+        hist = self.model.fit(x, y, batch_size=self.batch, epochs=epochs, shuffle=shuffle, verbose=0)
         return float(hist.history["loss"][-1])
 
     def predict(self, x: np.ndarray) -> np.ndarray:

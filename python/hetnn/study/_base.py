@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from .._check import is_int, is_real
 from .._device import Device
 from .._table import format_table
+from ..bench.keras_peer import keras_module
 
 Say = Callable[[str], None]
 Rows = List[Dict[str, Any]]
@@ -135,6 +136,14 @@ def positive(study: str, cfg: Dict[str, Any], *keys: str) -> None:
         vals = v if isinstance(v, list) else [v]
         if any(isinstance(x, (int, float)) and not x > 0 for x in vals):
             raise ValueError(f"study {study}: {key} must be > 0, got {v!r}")
+
+
+def keras_peer(study: str, ctx: Context) -> Any:
+    """Keras 3 when the study's ``peers`` setting asks for it and it can be used (else None, with a note)."""
+    unknown = [p for p in ctx.cfg["peers"] if p not in ("keras", "none")]
+    if unknown:
+        raise ValueError(f"study {study}: peers take keras (or none), got {unknown}")
+    return keras_module(ctx.notes) if "keras" in ctx.cfg["peers"] else None
 
 
 def published_text(study: Study) -> List[str]:

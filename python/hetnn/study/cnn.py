@@ -55,7 +55,8 @@ def run_alexnet(ctx: Context) -> Rows:
     peaks = _peaks(ctx.devices)
     bs, seed = cfg["alexnet_batch"], cfg["seed"]
     state: List[Tuple[Any, Any, Any, List[float]]] = []
-    for dev in ctx.devices:  # first use (kernels, primitives) on a throw-away copy, untimed
+    devices = ctx.devices if cfg["alexnet_devices"] == "all" else ctx.devices[:1]
+    for dev in devices:  # first use (kernels, primitives) on a throw-away copy, untimed
         warm = cnn.build(spec, dev, seed)
         warm.fit(xt[:2 * bs], yt[:2 * bs], loss="cross_entropy", optimizer=optim.Adam(warm.parameters()), epochs=1,
                  batch_size=bs)
@@ -88,6 +89,8 @@ def run(ctx: Context) -> Rows:
     cfg = ctx.cfg
     positive("cnn", cfg, "keras_batches", "keras_epochs", "maps", "infer_sizes", "alexnet_checkpoints",
              "alexnet_batch", "lr")
+    if cfg["alexnet_devices"] not in ("first", "all"):
+        raise ValueError(f"study cnn: alexnet_devices takes 'first' or 'all', got {cfg['alexnet_devices']!r}")
     for key in ("alexnet_samples", "test_samples"):
         if cfg[key] < 0:
             raise ValueError(f"study cnn: {key} must be >= 0 (0: all of them), got {cfg[key]}")
@@ -140,19 +143,23 @@ STUDY = Study(
           "on 32x32 inputs in PyTorch, Adam lr 1e-3, cross-entropy, batch 256, test accuracy after 25 and 50 epochs "
           "(on a small MRI set). hetnn: the same networks; the maps are hetnn.datasets.radiation_maps (seeded, with "
           "a learnable target), the AlexNet variant trains on Fashion-MNIST zero-padded to 32x32 with one input "
-          "channel; PyTorch and Keras 3 (any backend) as peers of (a) when installed, from the same initial weights.",
+          "channel, on the first selected device (alexnet_devices); PyTorch and Keras 3 (any backend) as peers of "
+          "(a) when installed, from the same initial weights.",
     defaults={"keras": True, "maps": 4096, "keras_batches": [2, 8, 32, 64, 128, 256, 512, 1024], "keras_epochs": 1,
               "infer_sizes": [2, 64, 512, 1024], "alexnet": True, "alexnet_checkpoints": [25, 50],
-              "alexnet_samples": 0, "test_samples": 0, "alexnet_batch": 256, "lr": 1e-3, "peers": ["torch", "keras"]},
+              "alexnet_samples": 0, "test_samples": 0, "alexnet_devices": "first",
+              "alexnet_batch": 256, "lr": 1e-3, "peers": ["torch", "keras"]},
     doc={"keras": "run part (a)", "maps": "radiation maps generated (80 % train)",
          "keras_batches": "batch sizes of (a)", "keras_epochs": "interleaved epochs per batch size",
          "infer_sizes": "maps per inference call", "alexnet": "run part (b)",
          "alexnet_checkpoints": "epochs after which the test accuracy is taken (the last: epochs trained)",
          "alexnet_samples": "training images of (b) (0: all 60,000)",
+         "alexnet_devices": "devices of (b): 'first' of the selected ones (the CPU device under 'all'; the study "
+                            "trained on one GPU), or 'all' (each device from the same weights)",
          "test_samples": "test images of (b) (0: all 10,000)", "alexnet_batch": "batch size of (b)",
          "lr": "Adam learning rate of (b)", "peers": "peers of (a): torch, keras (each when installed), or none"},
     quick={"maps": 160, "keras_batches": [32], "infer_sizes": [2, 64], "alexnet_checkpoints": [1],
-           "alexnet_samples": 256, "test_samples": 512},
+           "alexnet_devices": "all", "alexnet_samples": 256, "test_samples": 512},
     run=run,
     published=[{"model": "Keras CNN", "what": "one epoch, batch 1024, GTX 1080", "figure": "21.9 s"},
                {"model": "AlexNet variant", "what": "test accuracy after 25 epochs (MRI set)", "figure": "87.9 %"},

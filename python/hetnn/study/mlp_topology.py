@@ -10,10 +10,10 @@ import numpy as np
 
 from .. import datasets, optim
 from .._table import format_table
-from ..bench.keras_peer import KerasTrainer, keras_module
+from ..bench.keras_peer import KerasTrainer
 from ..bench.matmul import settle
 from ..bench.mlp import _mlp, _peaks, _with_peak, train_flops
-from ._base import Context, Rows, Study, positive
+from ._base import Context, Rows, Study, keras_peer, positive
 
 BASE_WIDTHS = (50, 25, 13)  # k-th pyramid: 50*2^k, 25*2^k, 13*2^k
 TRAIN_COLUMNS = [("widths", "hidden", ""), ("params", "params", ","), ("library", "library", ""),
@@ -48,10 +48,7 @@ def run(ctx: Context) -> Rows:
     var = float(np.var(ye))
     peaks = _peaks(ctx.devices)
     models = pyramids(cfg["k_max"], cfg["depths"], cfg["k_min"])
-    unknown = [p for p in cfg["peers"] if p not in ("keras", "none")]
-    if unknown:
-        raise ValueError(f"study mlp-topology: peers take keras (or none), got {unknown}")
-    keras = keras_module(ctx.notes) if "keras" in cfg["peers"] else None
+    keras = keras_peer("mlp-topology", ctx)
     rows: Rows = []
     for hidden in models:
         label = "-".join(map(str, hidden))

@@ -1,6 +1,7 @@
 """The OpenCL neural-network library study: (a) XOR with a 2-2-1 network, tanh in both layers, MSE, the four points
 as the training set, 100 runs per device; (b) 25 all-sigmoid topologies on handwritten digits, MSE on one-hot
-targets, minibatch SGD, 5 runs each: time and accuracy per device.
+targets, minibatch SGD, 5 runs each: time and accuracy per device, and in Keras 3 (when installed) from the same
+initial weights.
 
 Measured for (a): a 2-2-1 tanh network trained on XOR with MSE ends some runs in the known local minimum (loss
 0.125: two of the four points at 0.5) whatever the library: the float64 NumPy transcription of the same recipe,
@@ -20,7 +21,8 @@ import numpy as np
 from .. import datasets, nn, optim
 from .._device import Device
 from .._table import format_table
-from ._base import Context, Rows, Study, positive
+from ..bench.keras_peer import KerasTrainer
+from ._base import Context, Rows, Study, keras_peer, positive
 
 XOR_COLUMNS = [("recipe", "recipe", ""), ("library", "library", ""), ("device", "device", ""),
                ("runs", "runs", "d"), ("s_per_run", "s/run (mean)", ".4f"), ("accuracy", "accuracy (mean)", ".3f"),
@@ -83,7 +85,7 @@ def _xor_run(hidden: int, dev: Device, seed: int, epochs: int, lr: float, x: np.
     return float(acc), float(hist.history["loss"][-1]), state
 
 
-def run_xor(ctx: Context) -> Rows:
+def run_xor(ctx: Context, keras: Any = None) -> Rows:
     cfg = ctx.cfg
     x, y = datasets.xor()
     runs, epochs, lr, hidden, seed = cfg["xor_runs"], cfg["xor_epochs"], cfg["xor_lr"], cfg["xor_hidden"], cfg["seed"]
@@ -93,6 +95,7 @@ def run_xor(ctx: Context) -> Rows:
         _xor_run(hidden, dev, seed, 2, lr, x, y)
     stats: Dict[str, Dict[str, Any]] = {d.id: {"t": [], "acc": [], "loss": [], "np": []} for d in devs}
     numpy_t: List[float] = []
+    states: List[Dict[str, np.ndarray]] = []
     for i in range(runs):  # run i on every device in turn: a drift of the machine reaches all alike
         ctx.step(f"xor run {i + 1}/{runs}")
         for dev in devs:
@@ -103,6 +106,7 @@ def run_xor(ctx: Context) -> Rows:
             st["acc"].append(acc)
             st["loss"].append(loss)
             if dev is devs[0]:
+                states.append(state)
                 t0 = time.perf_counter()
                 st["np"].append(xor_accuracy(numpy_xor(state, x, y, epochs, lr), x, y))
                 numpy_t.append(time.perf_counter() - t0)
@@ -122,9 +126,38 @@ def run_xor(ctx: Context) -> Rows:
         out.append({**base, "library": "numpy float64", "device": "host", "runs": runs,
                     "s_per_run": float(np.mean(numpy_t)), "times_s": numpy_t, "accuracy": float(a.mean()),
                     "runs_at_1": int((a == 1).sum()), "same_as_numpy": "-"})
+    if keras is not None:
+        out.append(_keras_xor(ctx, keras, x, y, states, first["np"]))
     if cfg["xor_restarts"] > 0:
         out += _xor_restarts(ctx, x, y)
     return out
+
+
+def _keras_xor(ctx: Context, keras: Any, x: np.ndarray, y: np.ndarray, states: List[Dict[str, np.ndarray]],
+               numpy_acc: List[float]) -> Dict[str, Any]:
+    """The published recipe in Keras from each run's initial weights: one model, compiled once (untimed), reset to
+    run i's weights and a fresh optimizer, then ``xor_epochs`` full-batch epochs in one fit call."""
+    cfg = ctx.cfg
+    h = cfg["xor_hidden"]
+    spec = [("dense", 2, h, "tanh"), ("dense", h, 1, "tanh")]
+    weights = [[st[k] for k in ("0.weight", "0.bias", "1.weight", "1.bias")] for st in states]
+    kt = KerasTrainer(keras, spec, (2,), weights[0], "mse", cfg["xor_lr"], len(x), cfg["seed"], optimizer="sgd")
+    kt.warm_up(x, y)
+    times, accs, losses = [], [], []
+    for i, w in enumerate(weights):
+        ctx.step(f"xor run {i + 1}/{len(weights)} in keras")
+        kt.reset(w)
+        t0 = time.perf_counter()
+        losses.append(kt.fit(x, y, cfg["xor_epochs"], shuffle=False))
+        accs.append(float(np.mean((kt.predict(x) > 0.5) == (y > 0.5))))
+        times.append(time.perf_counter() - t0)
+    a = np.array(accs)
+    stuck = [lo for ac, lo in zip(accs, losses) if ac < 1]
+    same = "" if not numpy_acc else ("yes" if [v == 1 for v in accs] == [v == 1 for v in numpy_acc] else "no")
+    return {"part": "xor", "recipe": "published", "library": f"keras {kt.version}", "device": "cpu",
+            "runs": len(accs), "s_per_run": float(np.mean(times)), "times_s": times, "accuracy": float(a.mean()),
+            "runs_at_1": int(np.count_nonzero(a == 1)), "stuck_loss": float(np.mean(stuck)) if stuck else
+            float("nan"), "same_as_numpy": same}
 
 
 def _xor_restarts(ctx: Context, x: np.ndarray, y: np.ndarray) -> Rows:
@@ -161,7 +194,7 @@ def _digits(cfg: Dict[str, Any]) -> Tuple[np.ndarray, ...]:
     return xt, eye[yt[:n]], xe, eye[ye]
 
 
-def run_topologies(ctx: Context) -> Rows:
+def run_topologies(ctx: Context, keras: Any = None) -> Rows:
     cfg = ctx.cfg
     xt, yt, xe, ye = _digits(cfg)
     tops = sigmoid_topologies(cfg["widths"])[:cfg["topologies"] or None]
@@ -169,11 +202,14 @@ def run_topologies(ctx: Context) -> Rows:
     for hidden in tops:
         sizes = [784, *hidden, 10]
         per: Dict[str, Dict[str, List[float]]] = {d.id: {"t": [], "acc": []} for d in ctx.devices}
+        kt = None
         for r in range(cfg["runs"]):
-            for dev in ctx.devices:  # run r on every device in turn
+            for dev in ctx.devices:  # run r on every device in turn, then in Keras
                 ctx.step(f"{'-'.join(map(str, hidden))} run {r + 1} on {dev.id}")
                 model = nn.Sequential([nn.Dense(a, b, "sigmoid", seed=cfg["seed"] + 10 * r + i)
                                        for i, (a, b) in enumerate(zip(sizes, sizes[1:]))], device=dev)
+                if keras is not None and dev is ctx.devices[0]:
+                    weights = [p.numpy() for p in model.parameters()]
                 opt = optim.SGD(model.parameters(), lr=cfg["lr"])
                 if r == 0:  # kernels built and memory touched before the first timed run
                     model.fit(xt[:2 * cfg["batch"]], yt[:2 * cfg["batch"]], loss="mse",
@@ -183,11 +219,25 @@ def run_topologies(ctx: Context) -> Rows:
                           seed=cfg["seed"] + r)
                 per[dev.id]["t"].append(time.perf_counter() - t0)
                 per[dev.id]["acc"].append(model.evaluate(xe, ye, metrics=["accuracy"])["accuracy"])
+            if keras is not None:  # the same weights, batches' size, loss and optimizer
+                ctx.step(f"{'-'.join(map(str, hidden))} run {r + 1} in keras")
+                if kt is None:
+                    spec = [("dense", a, b, "sigmoid") for a, b in zip(sizes, sizes[1:])]
+                    kt = KerasTrainer(keras, spec, (784,), weights, "mse", cfg["lr"], cfg["batch"], cfg["seed"],
+                                      optimizer="sgd")
+                    kt.warm_up(xt, yt)  # its train step compiled, untimed
+                    per["keras"] = {"t": [], "acc": []}
+                kt.reset(weights)
+                t0 = time.perf_counter()
+                kt.fit(xt, yt, cfg["epochs"])
+                per["keras"]["t"].append(time.perf_counter() - t0)
+                per["keras"]["acc"].append(float(np.mean(np.argmax(kt.predict(xe), 1) == np.argmax(ye, 1))))
         params = sum(a * b + b for a, b in zip(sizes, sizes[1:]))
-        for dev in ctx.devices:
-            t, a = np.array(per[dev.id]["t"]), np.array(per[dev.id]["acc"])
+        for key in per:
+            t, a = np.array(per[key]["t"]), np.array(per[key]["acc"])
+            lib, dev_id = (f"keras {kt.version}", "cpu") if key == "keras" and kt is not None else ("hetnn", key)
             rows.append({"part": "topologies", "widths": "-".join(map(str, hidden)), "params": params,
-                         "library": "hetnn", "device": dev.id, "runs": len(t), "train_s": float(t.mean()),
+                         "library": lib, "device": dev_id, "runs": len(t), "train_s": float(t.mean()),
                          "train_s_sd": float(t.std(ddof=1)) if len(t) > 1 else float("nan"), "times_s": t.tolist(),
                          "accuracy": float(a.mean()), "accuracy_sd": float(a.std(ddof=1)) if len(a) > 1 else
                          float("nan"), "epochs": cfg["epochs"], "samples": len(xt)})
@@ -200,49 +250,58 @@ def run(ctx: Context) -> Rows:
              "widths")
     if cfg["xor_restarts"] < 0 or cfg["topologies"] < 0 or cfg["train_samples"] < 0:
         raise ValueError("study nn-library: xor_restarts, topologies and train_samples must be >= 0")
-    rows = run_xor(ctx)
+    keras = keras_peer("nn-library", ctx)
+    rows = run_xor(ctx, keras)
     ctx.say(f"\n(a) XOR: {cfg['xor_runs']} runs per device of a 2-{cfg['xor_hidden']}-1 network, tanh in both "
             f"layers, MSE, full-batch SGD lr {cfg['xor_lr']}, {cfg['xor_epochs']} epochs on the four points; each "
             f"run from its own initial weights (run i: seed + 2i on every device); accuracy: outputs thresholded at "
-            f"0.5. s/run: model built, trained and evaluated.")
+            f"0.5. s/run: model built, trained and evaluated"
+            + ("; Keras: one model compiled once (untimed), reset to run i's weights and a fresh optimizer, trained "
+               "in one fit call and evaluated." if keras is not None else "."))
     ctx.say(format_table(rows, XOR_COLUMNS))
     pub = [r for r in rows if r["recipe"] == "published" and r["library"] == "hetnn"]
     if pub and any(r["runs_at_1"] < r["runs"] for r in pub):
         ctx.say("  runs below 1.0 end at loss ~0.125 (two points at 0.5): the recipe's local minimum; the float64 "
                 "NumPy transcription from the same initial weights ends the same runs there (column 'same runs').")
     try:
-        topo = run_topologies(ctx)
+        topo = run_topologies(ctx, keras)
     except FileNotFoundError as exc:
         ctx.notes.append(str(exc))
         return rows
     ctx.say(f"\n(b) all-sigmoid MLPs on Fashion-MNIST (the study's MNIST is not packaged for offline use here): "
             f"784 inputs, {len({r['widths'] for r in topo})} hidden topologies, 10 sigmoid outputs, MSE on one-hot "
             f"targets, SGD lr {cfg['lr']}, batch {cfg['batch']}, {cfg['epochs']} epoch(s) on {topo[0]['samples']:,} "
-            f"images, {cfg['runs']} run(s) each (seeded); test accuracy (argmax) on the 10,000 test images:")
+            f"images, {cfg['runs']} run(s) each (seeded; Keras from the same initial weights, its own shuffling); test "
+            f"accuracy (argmax) on the 10,000 test images:")
     ctx.say(format_table(topo, TOPO_COLUMNS))
     return rows + topo
 
 
 def plot(rows: Rows, env: Dict[str, Any]) -> Any:
-    from ..bench.plots import _bars, _figure, _footer, _legend
+    from ..bench.plots import _bars, _figure, _footer, _legend, _styles
 
     topo = [r for r in rows if r.get("part") == "topologies"]
     xor = [r for r in rows if r.get("part") == "xor"]
-    fig, ax = _figure(1, 2, (12, 4.5))
+    fig, ax = _figure(1, 3, (17, 4.5))
+    recipes = list(dict.fromkeys(r["recipe"] for r in xor))
+    names = [f"hetnn {r['device']}" if r["library"] == "hetnn" else r["library"] for r in topo]
+    styles = _styles([f"XOR: {rec}" for rec in recipes] + names)  # one style per series across the panels
     if xor:
         cats = list(dict.fromkeys(f"{r['library']} {r['device']}" for r in xor))
-        series = {rec: {f"{r['library']} {r['device']}": r["s_per_run"] for r in xor if r["recipe"] == rec}
-                  for rec in dict.fromkeys(r["recipe"] for r in xor)}
-        _bars(ax[0][0], cats, series, "seconds per run (mean)", log=True, labels=".3g")
+        per_recipe = {f"XOR: {rec}": {f"{r['library']} {r['device']}": r["s_per_run"] for r in xor
+                                      if r["recipe"] == rec} for rec in recipes}
+        _bars(ax[0][0], cats, per_recipe, "seconds per run (mean)", log=True, labels=".3g", styles=styles)
         ax[0][0].set_title("XOR 2-2-1, tanh, MSE", fontsize=9)
-    if topo:
-        cats = list(dict.fromkeys(r["widths"] for r in topo))
-        series = {r["device"]: {} for r in topo}
-        for r in topo:
-            series[r["device"]][r["widths"]] = r["accuracy"]
-        _bars(ax[0][1], cats, series, "test accuracy (mean of runs)", labels=".3f")
-        ax[0][1].set_title("all-sigmoid MLPs, MSE, Fashion-MNIST", fontsize=9)
-    _legend(fig, [ax[0][0], ax[0][1]])
+    cats = list(dict.fromkeys(r["widths"] for r in topo))
+    for panel, key, label, log in ((1, "train_s", "training s per run (mean)", True),
+                                   (2, "accuracy", "test accuracy (mean of runs)", False)):
+        series: Dict[str, Dict[str, float]] = {}
+        for name, r in zip(names, topo):
+            series.setdefault(name, {})[r["widths"]] = r[key]
+        if series:
+            _bars(ax[0][panel], cats, series, label, log=log, labels=".3g", styles=styles)
+            ax[0][panel].set_title(f"all-sigmoid MLPs, MSE, Fashion-MNIST: {label.split(' (')[0]}", fontsize=9)
+    _legend(fig, [ax[0][0], ax[0][1], ax[0][2]])
     _footer(fig, env, "python -m hetnn study nn-library")
     return fig
 
@@ -255,17 +314,19 @@ STUDY = Study(
           "and 3 layers), MSE, minibatch SGD, 5 runs each. hetnn: the same recipes; the digits are Fashion-MNIST "
           "(MNIST is not packaged for offline use here); the 25 topologies are each width alone and every strictly "
           "decreasing pair and triple of 16, 32, 64, 128, 256; learning rates, epochs and batch are hetnn's choices "
-          "(settings below). The 2-2-1 XOR recipe has a local minimum that some runs end in (in any library): the "
+          "(settings below); Keras 3 (any backend) trains the same models from the same initial weights when "
+          "installed. The 2-2-1 XOR recipe has a local minimum that some runs end in (in any library): the "
           "study reports it and runs the recipe with restarts beside it.",
     defaults={"xor_runs": 100, "xor_hidden": 2, "xor_epochs": 2000, "xor_lr": 0.5, "xor_restarts": 10,
               "widths": list(WIDTHS), "topologies": 0, "runs": 5, "epochs": 5, "batch": 32, "lr": 3.0,
-              "train_samples": 0},
+              "train_samples": 0, "peers": ["keras"]},
     doc={"xor_runs": "XOR runs per device", "xor_hidden": "hidden units of the XOR network",
          "xor_epochs": "full-batch epochs per XOR run", "xor_lr": "SGD learning rate for XOR",
          "xor_restarts": "restarts allowed per run in the 'restarts' recipe (0: only the published recipe)",
          "widths": "the widths the topologies are made of", "topologies": "how many of the topologies (0: all 25)",
          "runs": "runs per topology and device", "epochs": "epochs per run", "batch": "minibatch size",
-         "lr": "SGD learning rate", "train_samples": "training images (0: all 60,000)"},
+         "lr": "SGD learning rate", "train_samples": "training images (0: all 60,000)",
+         "peers": "keras (Keras 3 on any installed backend, when installed), or none"},
     quick={"xor_runs": 10, "xor_epochs": 1000, "xor_restarts": 10, "topologies": 1, "runs": 1, "epochs": 1,
            "train_samples": 4000},
     run=run,
