@@ -227,3 +227,36 @@ def test_the_keras_sgd_peer_trains_the_xor_recipe_like_the_numpy_transcription(r
         got = kt.model.get_weights()
         for k, g in zip(names, got):
             np.testing.assert_allclose(g.T if k.endswith("weight") else g, want[k], rtol=1e-4, atol=1e-5)
+
+
+def test_the_topology_sweep_holds_one_model_at_a_time(monkeypatch):
+    """The full form's largest models need 7 GB each: a warm-up copy built while the timed model lived, or Keras's
+    copy built beside hetnn's, got the run killed for memory on a 24 GiB machine. Every model (and the Keras peer)
+    must be built with no other model of the sweep alive, and nothing may stay cached after the run."""
+    import weakref
+
+    from hetnn.study._base import Context
+
+    alive: "weakref.WeakSet" = weakref.WeakSet()
+    seen = []
+    make = mlp_topology._mlp
+
+    def counted(*args, **kwargs):
+        seen.append(len(alive))
+        model = make(*args, **kwargs)
+        alive.add(model)
+        return model
+
+    def keras_row(*args, **kwargs):
+        seen.append(len(alive))
+        return {"part": "keras"}
+
+    monkeypatch.setattr(mlp_topology, "_mlp", counted)
+    monkeypatch.setattr(mlp_topology, "_keras_row", keras_row)
+    monkeypatch.setattr(mlp_topology, "keras_peer", lambda study, ctx: object())
+    cfg = mlp_topology.STUDY.resolve(True, {"k_min": 5, "k_max": 5, "depths": [2], "batches": [64, 128],
+                                            "samples": 600, "infer_sizes": [2]})
+    devices = hetnn.devices()
+    mlp_topology.run(Context(cfg, devices, lambda line: None))
+    assert len(seen) == 1 + 4 * len(devices) + 2 and seen == [0] * len(seen), seen
+    assert hetnn.empty_cache() == 0  # the 1600x800 weights' blocks were given back
