@@ -161,12 +161,16 @@ def plot(rows: Rows, env: Dict[str, Any]) -> Any:
     if not train:
         return None
     fig, ax = _figure(1, 3, (16, 4.5))
-    names = [f"{r['library'].split(' (')[0]} {r['device']} batch {r['batch']} ({r['layers']} layers)" for r in train]
-    styles = _styles(names)
-    for name in dict.fromkeys(names):
-        pts = sorted((r["params"], r["train_s"], r["test_mse"]) for r, n in zip(train, names) if n == name)
-        color, _, marker = styles[name]
-        ax[0][0].plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, color=color, label=name, lw=1)
+    # colour: library and device; line style: batch size; the models of every depth along one line by size
+    who = [f"{r['library'].split(' (')[0]} {r['device']}" for r in train]
+    styles = _styles(who)
+    batches = sorted({r["batch"] for r in train})
+    for name, bs in [(n, b) for n in dict.fromkeys(who) for b in batches]:
+        pts = sorted((r["params"], r["train_s"]) for r, n in zip(train, who) if n == name and r["batch"] == bs)
+        if pts:
+            color, _, marker = styles[name]
+            ax[0][0].plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, ms=3, color=color, lw=1,
+                          ls=("-", "--", ":", "-.")[batches.index(bs) % 4], label=f"{name} batch {bs}")
     ax[0][0].set(xscale="log", yscale="log", xlabel="parameters", ylabel="s per epoch")
     ax[0][0].set_title("training time by model size", fontsize=9)
     for lib, dev in dict.fromkeys((r["library"], r["device"]) for r in train):
