@@ -75,7 +75,13 @@ std::shared_ptr<Buffer> CpuBackend::alloc(std::size_t nbytes) {
                       std::to_string(phys) + " bytes of memory");
   std::size_t capacity = 0;
   void* p = pool_->acquire(nbytes, &capacity);
-  if (!p) throw OutOfMemory("cannot allocate " + std::to_string(nbytes) + " bytes on cpu");
+  if (!p) {
+    const std::uint64_t avail = available_memory();
+    throw OutOfMemory("cannot allocate " + std::to_string(nbytes) + " bytes on cpu" +
+                      (avail ? ": the machine has " + std::to_string(avail) + " bytes available now (of " +
+                                   std::to_string(phys) + "); free arrays you no longer need"
+                             : std::string()));
+  }
   return std::make_shared<HostBuffer>(p, nbytes, pool_, capacity);
 }
 

@@ -2,12 +2,31 @@
 
 #include <sys/mman.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 namespace hetnn {
 
 namespace {
 constexpr std::size_t kHuge = 2 << 20;
+}
+
+std::uint64_t available_memory() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kb = 0, avail = 0, swap = 0;
+  bool found = false;
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+      avail = kb;
+      found = true;
+    } else if (std::sscanf(line, "SwapFree: %llu kB", &kb) == 1) {
+      swap = kb;
+    }
+  }
+  std::fclose(f);
+  return found ? (static_cast<std::uint64_t>(avail) + swap) * 1024 : 0;
 }
 
 HostAllocator::~HostAllocator() { trim(); }
@@ -28,6 +47,14 @@ void* HostAllocator::acquire(std::size_t n, std::size_t* capacity) {
       *capacity = cap;
       return p;
     }
+  }
+  if (cap >= kCheckAvailable) {
+    std::uint64_t avail = available_memory();
+    if (avail && cap > avail) {  // the cached blocks are memory the system counts as used
+      trim();
+      avail = available_memory();
+    }
+    if (avail && cap > avail) return nullptr;
   }
   void* p = std::aligned_alloc(kHuge, cap);
   if (!p) {  // let cached blocks go and try once more

@@ -7,6 +7,7 @@
 // by size up to a byte cap; smaller ones go straight to malloc.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,13 +23,16 @@ class HostAllocator : public std::enable_shared_from_this<HostAllocator> {
   HostAllocator& operator=(const HostAllocator&) = delete;
 
   // Memory for n bytes (64-byte aligned), or nullptr when the system has none. `capacity` receives the block size
-  // to pass back to release().
+  // to pass back to release(). A fresh block of kCheckAvailable bytes or more is first held to what the system can
+  // still give (available_memory(), after letting the cached blocks go): Linux overcommits, so an allocation it
+  // cannot back succeeds and the process is killed later, when the pages are first written.
   void* acquire(std::size_t n, std::size_t* capacity);
   void release(void* p, std::size_t capacity) noexcept;
   void trim() noexcept;  // frees every cached block
   std::size_t cached_bytes() const;
 
   static constexpr std::size_t kMinPooled = 1 << 20;
+  static constexpr std::size_t kCheckAvailable = std::size_t{64} << 20;
 
  private:
   mutable std::mutex mu_;
@@ -36,5 +40,9 @@ class HostAllocator : public std::enable_shared_from_this<HostAllocator> {
   std::size_t cached_ = 0;
   const std::size_t cap_;
 };
+
+// Bytes the system can still hand out before it must kill a process: MemAvailable plus free swap (Linux's
+// /proc/meminfo); 0 when unknown (no check is made then).
+std::uint64_t available_memory();
 
 }  // namespace hetnn
