@@ -128,4 +128,5 @@ STUDY = Study(
            "init_shape": "256x256x256", "repeat": 3, "warmup": 1, "max_duration": 0.1},
     run=run,
     plot=plot,
+    full_run="17 min on 2 vCPUs of an AMD EPYC (Zen 4), CPU device, PoCL and five peers (docs/studies.md)",
 )
