@@ -299,8 +299,12 @@ def plot(rows: Rows, env: Dict[str, Any]) -> Any:
         for name, r in zip(names, topo):
             series.setdefault(name, {})[r["widths"]] = r[key]
         if series:
-            _bars(ax[0][panel], cats, series, label, log=log, labels=".3g", styles=styles)
+            # values written on the bars while they stay readable (the full form has 25 topologies x 3 series)
+            _bars(ax[0][panel], cats, series, label, log=log, labels=".3g" if len(cats) <= 8 else "", styles=styles)
             ax[0][panel].set_title(f"all-sigmoid MLPs, MSE, Fashion-MNIST: {label.split(' (')[0]}", fontsize=9)
+            if not log:  # accuracies differ in the second decimal: start the axis below the lowest
+                vals = [v for ser in series.values() for v in ser.values()]
+                ax[0][panel].set_ylim(max(0.0, min(vals) - 0.05), min(1.0, max(vals) + 0.02))
     _legend(fig, [ax[0][0], ax[0][1], ax[0][2]])
     _footer(fig, env, "python -m hetnn study nn-library")
     return fig
