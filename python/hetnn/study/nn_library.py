@@ -344,4 +344,5 @@ STUDY = Study(
                        ("accuracy", "accuracy", ".4f")],
     published_source="the OpenCL NN library study; XOR times are the mean of 100 runs, MNIST on MNIST itself",
     plot=plot,
+    full_run="27 min on 2 vCPUs of an AMD EPYC (Zen 4), both devices and Keras (docs/studies.md)",
 )
