@@ -114,13 +114,8 @@ def run_xor(ctx: Context, keras: Any = None) -> Rows:
     first = stats[devs[0].id]
     for dev in devs:
         st = stats[dev.id]
-        accs = np.array(st["acc"])
-        stuck = [lo for a, lo in zip(st["acc"], st["loss"]) if a < 1]
-        same = "" if not first["np"] else ("yes" if [a == 1 for a in st["acc"]] == [a == 1 for a in first["np"]]
-                                            else "no")
         out.append({**base, "library": "hetnn", "device": dev.id, "runs": runs, "s_per_run": float(np.mean(st["t"])),
-                    "times_s": st["t"], "accuracy": float(accs.mean()), "runs_at_1": int(np.count_nonzero(accs == 1)),
-                    "stuck_loss": float(np.mean(stuck)) if stuck else float("nan"), "same_as_numpy": same})
+                    "times_s": st["t"], **_verdicts(st["acc"], st["loss"], first["np"])})
     if first["np"]:
         a = np.array(first["np"])
         out.append({**base, "library": "numpy float64", "device": "host", "runs": runs,
@@ -151,13 +146,19 @@ def _keras_xor(ctx: Context, keras: Any, x: np.ndarray, y: np.ndarray, states: L
         losses.append(kt.fit(x, y, cfg["xor_epochs"], shuffle=False))
         accs.append(float(np.mean((kt.predict(x) > 0.5) == (y > 0.5))))
         times.append(time.perf_counter() - t0)
+    return {"part": "xor", "recipe": "published", "library": f"keras {kt.version}", "device": "cpu",
+            "runs": len(accs), "s_per_run": float(np.mean(times)), "times_s": times,
+            **_verdicts(accs, losses, numpy_acc)}
+
+
+def _verdicts(accs: List[float], losses: List[float], numpy_acc: List[float]) -> Dict[str, Any]:
+    """A published-recipe row's results: mean accuracy, runs at 1.0, the mean final loss of the others, and whether
+    the same runs reached 1.0 as in the float64 NumPy transcription ("" when it did not run)."""
     a = np.array(accs)
     stuck = [lo for ac, lo in zip(accs, losses) if ac < 1]
     same = "" if not numpy_acc else ("yes" if [v == 1 for v in accs] == [v == 1 for v in numpy_acc] else "no")
-    return {"part": "xor", "recipe": "published", "library": f"keras {kt.version}", "device": "cpu",
-            "runs": len(accs), "s_per_run": float(np.mean(times)), "times_s": times, "accuracy": float(a.mean()),
-            "runs_at_1": int(np.count_nonzero(a == 1)), "stuck_loss": float(np.mean(stuck)) if stuck else
-            float("nan"), "same_as_numpy": same}
+    return {"accuracy": float(a.mean()), "runs_at_1": int(np.count_nonzero(a == 1)),
+            "stuck_loss": float(np.mean(stuck)) if stuck else float("nan"), "same_as_numpy": same}
 
 
 def _xor_restarts(ctx: Context, x: np.ndarray, y: np.ndarray) -> Rows:

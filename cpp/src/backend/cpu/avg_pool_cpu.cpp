@@ -31,6 +31,13 @@ Span span(std::int64_t o, int k, int s, int p, std::int64_t in) {
   return {std::max<std::int64_t>(start, 0), std::min(end, in), end - start};
 }
 
+// The divisor of window (oh, ow), forward and backward alike.
+template <class A>
+A divisor(const AvgPool2dDesc& d, const Span& h, const Span& w) {
+  if (d.divisor_override) return A(d.divisor_override);
+  return A(d.count_include_pad ? h.padded * w.padded : (h.hi - h.lo) * (w.hi - w.lo));
+}
+
 // The output columns [c0, c1) whose windows lie wholly inside the input (lo >= 0, lo + kw <= W): their sums need
 // no clipping and share one divisor per row, so they run as one loop the compiler vectorises; the columns outside
 // it (padding) take the clipped path.
@@ -64,15 +71,12 @@ inline __attribute__((always_inline)) void avg_row(const AvgPool2dDesc& d, const
     const Span w = span(ow, d.kw, d.sw, d.pw, d.W);
     A sum = 0;
     for (std::int64_t iw = w.lo; iw < w.hi; ++iw) sum += acc[iw];
-    const std::int64_t inside = (h.hi - h.lo) * (w.hi - w.lo);
-    const A div = d.divisor_override ? A(d.divisor_override) : A(d.count_include_pad ? h.padded * w.padded : inside);
-    o[ow] = inside > 0 ? sum / div : A(0);
+    o[ow] = (h.hi - h.lo) * (w.hi - w.lo) > 0 ? sum / divisor<A>(d, h, w) : A(0);
   };
   for (std::int64_t ow = 0; ow < in.c0; ++ow) edge(ow);
   if (h.hi > h.lo) {
     const int kw = KW > 0 ? KW : d.kw;
-    const A div = d.divisor_override ? A(d.divisor_override)
-                                     : A((d.count_include_pad ? h.padded : h.hi - h.lo) * kw);
+    const A div = divisor<A>(d, h, Span{0, kw, kw});  // an inside window: kw columns, none of them padding
     const std::int64_t sw = d.sw, pw = d.pw;
     for (std::int64_t ow = in.c0; ow < in.c1; ++ow) {
       A sum = 0;  // from +0, as the clipped path and PyTorch (a window of -0.0 averages to +0)
@@ -145,13 +149,6 @@ std::pair<std::int64_t, std::int64_t> windows_holding(std::int64_t i, int k, int
   const std::int64_t q = i + p - k + 1;
   const std::int64_t first = q <= 0 ? 0 : (q + s - 1) / s;
   return {first, std::min<std::int64_t>((i + p) / s, out - 1)};
-}
-
-// The divisor of window (oh, ow): the same rule as the forward's.
-template <class A>
-A divisor(const AvgPool2dDesc& d, const Span& h, const Span& w) {
-  if (d.divisor_override) return A(d.divisor_override);
-  return A(d.count_include_pad ? h.padded * w.padded : (h.hi - h.lo) * (w.hi - w.lo));
 }
 
 // gx rows [r0, r1) of the flattened (N*C*H) input gradient: first the sum over the row's windows oh of
