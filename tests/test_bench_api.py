@@ -32,6 +32,44 @@ def test_run_transfer_rows_text_and_files(tmp_path):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
 
 
+def test_a_run_stopped_part_way_keeps_the_suites_that_finished(tmp_path, monkeypatch):
+    """Ctrl-C in the fifth suite of "all" lost the four before it: they must survive, on the exception and in
+    PREFIX-partial.*, with the original exception still raised."""
+    from hetnn.bench import suites
+
+    def stop(*args):
+        raise KeyboardInterrupt("stopped by the test")
+
+    monkeypatch.setitem(suites._RUNNERS, "peak", suites._RUNNERS["transfer"])  # a real suite first, then Ctrl-C
+    monkeypatch.setitem(suites._RUNNERS, "matmul", stop)
+    prefix = str(tmp_path / "all")
+    with pytest.raises(KeyboardInterrupt) as info:
+        run("all", quick=True, repeat=2, warmup=0, max_duration=0.05, device="cpu", output=prefix)
+    partial = info.value.partial_report
+    assert partial.rows and all(r["gbps"] > 0 and r["device"] == "cpu" for r in partial.rows)
+    assert partial.environment["partial"] is True
+    with open(prefix + "-partial.json") as f:
+        assert [r["gbps"] for r in json.load(f)["rows"]] == [r["gbps"] for r in partial.rows]
+
+
+def test_the_command_line_writes_the_suites_that_finished_when_stopped(tmp_path, monkeypatch, capsys):
+    from hetnn.__main__ import main
+    from hetnn.bench import suites
+
+    def stop(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(suites._RUNNERS, "peak", suites._RUNNERS["transfer"])
+    monkeypatch.setitem(suites._RUNNERS, "matmul", stop)
+    prefix = str(tmp_path / "cli")
+    rc = main(["bench", "all", "--quick", "--device", "cpu", "--repeat", "2", "--warmup", "0", "--max-duration",
+               "0.05", "--output", prefix])
+    assert rc == 130 and "interrupted" in capsys.readouterr().err
+    with open(prefix + "-partial.json") as f:
+        data = json.load(f)
+    assert data["rows"] and all(r["gbps"] > 0 for r in data["rows"]) and data["environment"]["partial"] is True
+
+
 def test_run_matmul_every_device_agrees_with_float64():
     res = run("matmul", shapes="quick", repeat=2, warmup=1, max_duration=0.2, compare="numpy")
     for dev in hetnn.devices():

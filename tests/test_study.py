@@ -262,3 +262,102 @@ def test_the_topology_sweep_holds_one_model_at_a_time(monkeypatch):
     mlp_topology.run(Context(cfg, devices, lambda line: None))
     assert len(seen) == 1 + 4 * len(devices) + 2 and seen == [0] * len(seen), seen
     assert hetnn.empty_cache() == 0  # the 1600x800 weights' blocks were given back
+
+
+def _stop_after(monkeypatch, n, exc=KeyboardInterrupt):
+    """Context.keep raising ``exc`` once ``n`` rows are kept: a run stopped part-way (Ctrl-C, a failure)."""
+    from hetnn.study._base import Context
+
+    keep = Context.keep
+
+    def stopping(self, row):
+        keep(self, row)
+        if len(self.kept) >= n:
+            raise exc("stopped by the test")
+        return row
+
+    monkeypatch.setattr(Context, "keep", stopping)
+
+
+SMALL_POOL = {"layers": [[8, 8, 8], [4, 4, 4]], "batch": 4, "repeat": 3, "warmup": 1, "max_duration": 0.05}
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, MemoryError])
+def test_a_study_stopped_part_way_keeps_the_rows_it_measured(monkeypatch, tmp_path, exc):
+    """Hours into a full study, Ctrl-C or an error lost every row measured so far: they must survive, on the
+    exception and in PREFIX-partial.*, with the original exception still raised."""
+    _stop_after(monkeypatch, 3, exc)
+    prefix = str(tmp_path / "pool")
+    lines = []
+    with pytest.raises(exc) as info:
+        study.run("maxpool", quick=True, output=prefix, say=lines.append, **SMALL_POOL)
+    partial = info.value.partial_report
+    assert len(partial.rows) == 3 and partial.environment["partial"] is True
+    for row in partial.rows:
+        assert row["ms"] > 0 and row["max_abs_err"] == 0 and row["layer"] == "8x8x8"
+    assert not os.path.exists(prefix + ".json")
+    with open(prefix + "-partial.json") as f:
+        saved = json.load(f)
+    assert [r["ms"] for r in saved["rows"]] == [r["ms"] for r in partial.rows]
+    with open(prefix + "-partial.csv") as f:
+        assert len(list(csv.DictReader(f))) == 3
+    assert any("3 row(s) measured so far" in line and "pool-partial.json" in line for line in lines)
+
+
+def test_the_command_line_writes_the_partial_rows_of_an_interrupted_study(monkeypatch, tmp_path, capsys):
+    from hetnn.__main__ import main
+
+    _stop_after(monkeypatch, 2)
+    prefix = tmp_path / "cli"
+    rc = main(["study", "maxpool", "--quick", "--output", str(prefix), "--config",
+               _write_config(tmp_path, SMALL_POOL)])
+    out, err = capsys.readouterr()
+    assert rc == 130 and "interrupted" in err
+    with open(f"{prefix}-partial.json") as f:
+        assert len(json.load(f)["rows"]) == 2
+    assert not os.path.exists(f"{prefix}.json")
+
+
+def test_a_study_stopped_before_any_row_raises_as_it_was(monkeypatch, tmp_path):
+    def broken(ctx):
+        raise RuntimeError("the runner failed")
+
+    monkeypatch.setattr(study.get("maxpool"), "run", broken)
+    with pytest.raises(RuntimeError, match="the runner failed") as info:
+        study.run("maxpool", quick=True, output=str(tmp_path / "x"))
+    assert not hasattr(info.value, "partial_report") and not os.listdir(tmp_path)
+
+
+def _write_config(tmp_path, cfg):
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(cfg))
+    return str(path)
+
+
+def test_sigterm_ends_a_study_with_its_rows_written(monkeypatch, tmp_path, capsys):
+    """`timeout`, a scheduler's end of job or `kill` send SIGTERM, whose default ends the process with nothing
+    written: the command line turns it into the same early stop as Ctrl-C (exit status 143), then restores the
+    handler it found."""
+    import signal
+
+    from hetnn.__main__ import main
+    from hetnn.study._base import Context
+
+    keep = Context.keep
+
+    def killed(self, row):
+        keep(self, row)
+        if len(self.kept) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return row
+
+    monkeypatch.setattr(Context, "keep", killed)
+    before = signal.getsignal(signal.SIGTERM)
+    prefix = tmp_path / "term"
+    rc = main(["study", "maxpool", "--quick", "--output", str(prefix), "--config",
+               _write_config(tmp_path, SMALL_POOL)])
+    assert rc == 143 and "SIGTERM" in capsys.readouterr().err
+    with open(f"{prefix}-partial.json") as f:
+        data = json.load(f)
+    assert len(data["rows"]) == 2 and "Terminated" in data["environment"]["stopped_by"]
+    assert signal.getsignal(signal.SIGTERM) is before

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
 import time
-from typing import Any, List, Optional
+from typing import Any, Iterator, List, Optional
 
 
 def _cmd_devices(args: argparse.Namespace) -> int:
@@ -43,7 +46,15 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         return _bench_distributed(suite, opts, args, prefix)
     if not args.no_output:
         _check_writable(prefix)  # before the run, not after it: the results would be lost
-    rows = run_suites(suite, opts, lambda text: print(text, flush=True))
+    try:
+        rows = run_suites(suite, opts, lambda text: print(text, flush=True))
+    except BaseException as exc:
+        done = getattr(exc, "partial_rows", None)
+        if done and not args.no_output:
+            print(f"stopped by {type(exc).__name__}: the {len(done)} row(s) of the suites that finished:", flush=True)
+            _save(Report(suite, done, "", dict(environment(), partial=True, stopped_by=repr(exc))),
+                  prefix + "-partial")
+        raise
     if not args.no_output:
         _save(Report(suite, rows, "", environment()), prefix)
     return 0
@@ -164,7 +175,8 @@ def _cmd_study(args: argparse.Namespace) -> int:
     if not args.no_output:
         _check_writable(prefix)
     report = study.run(args.name, quick=args.quick, config=args.config, progress=args.progress,
-                       say=lambda text: print(text, flush=True), **({"device": args.device} if args.device else {}))
+                       say=lambda text: print(text, flush=True), partial_output=None if args.no_output else prefix,
+                       **({"device": args.device} if args.device else {}))
     if not args.no_output:
         _save(report, prefix)
     return 0
@@ -250,6 +262,33 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
+class Terminated(BaseException):
+    """SIGTERM (``timeout``, a batch scheduler's end of job, ``kill``) during a run: raised like Ctrl-C's
+    KeyboardInterrupt, so that what the run measured is written before the process ends."""
+
+
+@contextlib.contextmanager
+def _sigterm_ends_like_ctrl_c(active: bool) -> Iterator[None]:
+    """While a run measures, SIGTERM raises Terminated in the main thread (the default would end the process with
+    nothing written); a handler someone else installed is left alone, and the previous one comes back after."""
+    if not active or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is not signal.SIG_DFL:
+        yield
+        return
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise Terminated("terminated (SIGTERM)")
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     from . import __version__
 
@@ -330,10 +369,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = p.parse_args(raw)
     args.bench_argv = raw[raw.index("bench") + 1:] if "bench" in raw else []
     try:
-        return args.func(args)
+        with _sigterm_ends_like_ctrl_c(args.command in ("bench", "study")):
+            return args.func(args)
+    except Terminated as exc:
+        print(f"hetnn: {exc}", file=sys.stderr)
+        return 128 + int(signal.SIGTERM)
     except (ValueError, TypeError) as exc:
         print(f"hetnn: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: what was measured is saved by the command itself; no traceback
+        print("hetnn: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # `python -m hetnn devices | head`: the reader left; say nothing more
         try:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

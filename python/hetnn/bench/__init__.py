@@ -35,6 +35,8 @@ def run(suite: _t.Optional[str] = None, *, verbose: bool = False, output: _t.Opt
     and ``hostfile`` (the suite runs in an MPI job launched with mpirun, its report read back).
     ``verbose`` prints the report while it runs (else it is in ``.text``); ``output`` writes PREFIX.csv,
     PREFIX.json and PREFIX-*.png. Unknown options and bad values raise ValueError/TypeError before anything runs.
+    A run that stops early (Ctrl-C, an error) raises as it would, with the rows of the suites that finished as the
+    exception's ``partial_report`` (and in PREFIX-partial.* with ``output``).
     """
     known = set(Options.__dataclass_fields__) - {"notes"}
     unknown = sorted(set(options) - known)
@@ -56,7 +58,16 @@ def run(suite: _t.Optional[str] = None, *, verbose: bool = False, output: _t.Opt
         if output:
             result.save(output)
         return result
-    rows = run_suites(name, opts, collect)
+    try:
+        rows = run_suites(name, opts, collect)
+    except BaseException as exc:  # the suites that finished, on the exception and (with output) on disk
+        done = getattr(exc, "partial_rows", None)
+        if done:
+            exc.partial_report = Report(name, done, "\n".join(lines),  # type: ignore[attr-defined]
+                                        dict(environment(), partial=True, stopped_by=repr(exc)))
+            if output:
+                exc.partial_report.save(output + "-partial")  # type: ignore[attr-defined]
+        raise
     result = Report(name, rows, "\n".join(lines), environment())
     if output:
         result.save(output)

@@ -527,19 +527,23 @@ def run_suites(suite: Optional[str], opts: Options, say: Say) -> List[Dict[str, 
     for line in doctor_warnings():
         say(f"doctor: {line}")
     rows: List[Dict[str, Any]] = []
-    for n in opts.thread_counts():
-        if n is not None:
-            say(f"--- {n} CPU thread(s): hetnn, BLAS and PyTorch ---")
-        with _thread_limit(n):
-            for name in SUITES:
-                if not (suite == name or (suite == "all" and name in ALL)):
-                    continue
-                progress = _Progress(opts.show_progress(), name)
-                try:
-                    rows.extend({"suite": name, "thread_setting": n or "default", **r}
-                                for r in _RUNNERS[name](opts, say, progress))
-                finally:
-                    progress.close()
+    try:
+        for n in opts.thread_counts():
+            if n is not None:
+                say(f"--- {n} CPU thread(s): hetnn, BLAS and PyTorch ---")
+            with _thread_limit(n):
+                for name in SUITES:
+                    if not (suite == name or (suite == "all" and name in ALL)):
+                        continue
+                    progress = _Progress(opts.show_progress(), name)
+                    try:
+                        rows.extend({"suite": name, "thread_setting": n or "default", **r}
+                                    for r in _RUNNERS[name](opts, say, progress))
+                    finally:
+                        progress.close()
+    except BaseException as exc:  # Ctrl-C or a failure in a later suite: the suites already run survive
+        exc.partial_rows = rows  # type: ignore[attr-defined]
+        raise
     return rows
 
 

@@ -60,11 +60,16 @@ def _figures(study: Study, rows: List[Dict[str, Any]], env: Dict[str, Any]) -> D
 
 
 def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = False, output: Optional[str] = None,
-        progress: Optional[bool] = None, say: Optional[Callable[[str], None]] = None, **settings: Any) -> Any:
+        progress: Optional[bool] = None, say: Optional[Callable[[str], None]] = None,
+        partial_output: Optional[str] = None, **settings: Any) -> Any:
     """Runs study ``name`` and returns its :class:`hetnn.bench.Report`. ``config``: a dict or the path of a JSON
     run-configuration file; ``settings``: any of the study's settings (``describe(name)`` lists them), applied
     last. ``verbose`` prints the report as it runs; ``output`` writes PREFIX.csv, PREFIX.json and PREFIX-*.png.
-    Unknown settings and bad values raise ValueError/TypeError before anything runs."""
+    Unknown settings and bad values raise ValueError/TypeError before anything runs.
+
+    A run that stops early (Ctrl-C, an error) raises as it would, carrying the rows measured so far as the
+    exception's ``partial_report``, also written as PREFIX-partial.* (PREFIX: ``partial_output``, else
+    ``output``)."""
     from ..bench.report import collector, environment
     from ..bench.result import Report
     from ..bench.suites import Options, _Progress
@@ -86,20 +91,58 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
         collect(f"doctor: {line}")
     bar = _Progress(opts.show_progress(), study.name)
     ctx = Context(cfg, devs, collect, bar.callback())
+
+    def report(rows: List[Dict[str, Any]], **extra: Any) -> Any:
+        elapsed = time.perf_counter() - t0
+        env = dict(environment(), study=study.name, quick=quick, config=cfg, seconds=elapsed, **extra)
+        return Report(f"study-{study.name}", [{"suite": f"study-{study.name}", **r} for r in rows],
+                      "\n".join(lines), env, figures=lambda rows, env: _figures(study, rows, env))
+
     try:
         rows = study.run(ctx)
-    finally:
+    except BaseException as exc:  # Ctrl-C, a failure or MemoryError hours in: the rows measured so far survive
         bar.close()
+        if ctx.kept:
+            try:
+                collect(_keep_partial(exc, report(ctx.kept, partial=True, stopped_by=repr(exc)),
+                                      partial_output or output))
+            except Exception:  # noqa: BLE001 - the run's own exception is the one to raise
+                pass
+        raise
+    bar.close()
     for line in dict.fromkeys(ctx.notes):
         collect(f"note: {line}")
     collect("")
     for line in published_text(study):
         collect(line)
-    elapsed = time.perf_counter() - t0
-    collect(f"({elapsed:.1f} s in all)")
-    env = dict(environment(), study=study.name, quick=quick, config=cfg, seconds=elapsed)
-    report = Report(f"study-{study.name}", [{"suite": f"study-{study.name}", **r} for r in rows], "\n".join(lines),
-                    env, figures=lambda rows, env: _figures(study, rows, env))
+    collect(f"({time.perf_counter() - t0:.1f} s in all)")
+    done = report(rows)
     if output:
-        report.save(output)
-    return report
+        done.save(output)
+    return done
+
+
+def _keep_partial(exc: BaseException, partial: Any, output: Optional[str]) -> str:
+    """Attaches the partial report to ``exc`` (as ``exc.partial_report``) and, with ``output``, writes it as
+    OUTPUT-partial.*; returns the line that says where it is. The original exception is what propagates, whatever
+    happens here."""
+    how = f"stopped by {type(exc).__name__}: the {len(partial.rows)} row(s) measured so far"
+    try:
+        exc.partial_report = partial  # type: ignore[attr-defined]
+    except AttributeError:
+        pass
+    if output:
+        prefix = f"{output}-partial"
+        try:
+            try:
+                partial.save(prefix)
+            except Exception:  # noqa: BLE001 - a plot of partial rows must not hide the data
+                partial.save(prefix, plots=False)
+            how += f" are in {prefix}.csv and {prefix}.json"
+        except Exception as err:  # noqa: BLE001
+            how += f" could not be written to {prefix}.* ({err})"
+    else:
+        how += " are in the exception's partial_report"
+    if hasattr(exc, "add_note"):  # Python >= 3.11: the traceback says it too
+        exc.add_note(how)
+    return how

@@ -28,16 +28,27 @@ COMMON_DOC = {"device": "'all', or comma-separated device specs", "seed": "seed 
 @dataclass
 class Context:
     """What a runner gets: the resolved configuration, the devices, where to write its report, a progress
-    callback (or None) and the notes to print after its tables."""
+    callback (or None) and the notes to print after its tables. A runner hands each row to :meth:`keep` as soon as
+    it is measured: when the run is interrupted, the rows kept so far are what survives."""
     cfg: Dict[str, Any]
     devices: List[Device]
     say: Say
     progress: Optional[Callable[[str], None]] = None
     notes: List[str] = field(default_factory=list)
+    kept: Rows = field(default_factory=list)
 
     def step(self, msg: str) -> None:
         if self.progress is not None:
             self.progress(msg)
+
+    def keep(self, row: Dict[str, Any]) -> Dict[str, Any]:
+        """``row``, kept for a partial report should the run stop before it ends."""
+        self.kept.append(row)
+        return row
+
+    def keep_all(self, rows: Rows) -> Rows:
+        self.kept.extend(rows)
+        return rows
 
 
 @dataclass

@@ -27,12 +27,12 @@ def run_keras(ctx: Context) -> Rows:
     rows: Rows = []
     for b in cfg["keras_batches"]:
         ctx.step(f"keras-cnn batch {b}")
-        rows += [{"part": "keras-cnn", **r} for r in cnn.run_training(
+        rows += ctx.keep_all([{"part": "keras-cnn", **r} for r in cnn.run_training(
             "keras-cnn", ctx.devices, (mx, my), batch=b, epochs=cfg["keras_epochs"], loss="mse",
-            compare=cfg["peers"], seed=cfg["seed"], notes=ctx.notes)]
+            compare=cfg["peers"], seed=cfg["seed"], notes=ctx.notes)])
     ctx.step("keras-cnn inference")
-    infer = [{"part": "keras-cnn inference", **r} for r in cnn.run_inference(
-        "keras-cnn", ctx.devices, mx, cfg["infer_sizes"], compare=cfg["peers"], seed=cfg["seed"], notes=ctx.notes)]
+    infer = ctx.keep_all([{"part": "keras-cnn inference", **r} for r in cnn.run_inference(
+        "keras-cnn", ctx.devices, mx, cfg["infer_sizes"], compare=cfg["peers"], seed=cfg["seed"], notes=ctx.notes)])
     ctx.say(f"\n(a) Keras-style CNN (4,352,641 parameters) on {len(mx):,} radiation maps 50x50 "
             f"(hetnn.datasets.radiation_maps, the study's maps are not available), Adam lr 1e-3, MSE; s/epoch: median "
             f"of {cfg['keras_epochs']} interleaved epoch(s) per batch size:")
@@ -73,11 +73,10 @@ def run_alexnet(ctx: Context) -> Rows:
             if e in cfg["alexnet_checkpoints"]:
                 acc = float(np.mean(np.argmax(model.predict(xe), axis=1) == ye))
                 med = float(np.median(times))
-                rows.append(_with_peak({"part": "alexnet32", "model": "alexnet32", "library": "hetnn",
-                                        "device": dev.id, "epoch": e, "batch": bs, "samples": len(xt),
-                                        "epoch_s": med, "times_s": list(times), "test_accuracy": acc,
-                                        "train_loss": float(hist.history["loss"][-1])},
-                                       flops, med, peaks[dev.id]))
+                row = {"part": "alexnet32", "model": "alexnet32", "library": "hetnn", "device": dev.id, "epoch": e,
+                       "batch": bs, "samples": len(xt), "epoch_s": med, "times_s": list(times),
+                       "test_accuracy": acc, "train_loss": float(hist.history["loss"][-1])}
+                rows.append(ctx.keep(_with_peak(row, flops, med, peaks[dev.id])))
     ctx.say(f"\n(b) AlexNet variant on 32x32 inputs (Fashion-MNIST zero-padded from 28x28, one input channel: the "
             f"study's MRI set is not available), Adam lr {cfg['lr']}, batch {bs}, cross-entropy, dropout 0.5, "
             f"{len(xt):,} training images; test accuracy on {len(xe):,} test images at each checkpoint:")

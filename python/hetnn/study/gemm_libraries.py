@@ -44,7 +44,7 @@ def run(ctx: Context) -> Rows:
         ctx.step(f"initialisation {cfg['init_shape']}")
         for r in run_matmul([(f"init {cfg['init_shape']}", *init[0])], ctx.devices, compare=peers,
                             notes=ctx.notes, **timing):
-            rows.append({**r, "part": "initialisation (left out)"})
+            rows.append(ctx.keep({**r, "part": "initialisation (left out)"}))
     for batch in cfg["batches"]:
         for dt in cfg["dtypes"]:
             if dt == "float16" and batch not in cfg["float16_batches"]:
@@ -54,7 +54,7 @@ def run(ctx: Context) -> Rows:
             dt_peers = [p for p in peers if dt != "float16" or p in cfg["float16_peers"]]
             part = run_matmul(shapes, ctx.devices, dtype=dt, compare=dt_peers, notes=ctx.notes,
                               progress=ctx.progress, **timing)
-            rows += [{**r, "part": "shapes", "batch": batch} for r in part]
+            rows += ctx.keep_all([{**r, "part": "shapes", "batch": batch} for r in part])
     shape_rows = [r for r in rows if r.get("part") == "shapes"]
     agg = [dict(r, shapes_n=len(r["shapes"])) for r in shape_rows if str(r["shape"]).startswith("aggregate")]
     ctx.say("\nper shape (median of up to {repeat} synchronized repeats after {warmup} warm-up calls, at most "

@@ -72,20 +72,22 @@ def run(ctx: Context) -> Rows:
                 times = [float(t) for t in hist.history["epoch_time"]]
                 train = float(np.median(times))
                 mse = float(model.evaluate(xe, ye, loss="mse", metrics=())["loss"])
-                rows.append(_with_peak(
+                rows.append(ctx.keep(_with_peak(
                     {"part": "training", "widths": label, "layers": len(hidden), "params": params, "library": "hetnn",
                      "device": dev.id, "batch": bs, "samples": len(x), "epochs": cfg["epochs"], "train_s": train,
                      "times_s": times, "train_samples_per_s": len(x) / train if train > 0 else float("nan"),
                      "test_mse": mse, "test_r2": 1 - mse / var if var > 0 else float("nan")},
-                    train_flops([50, *hidden, 1], len(x)), train, peaks[dev.id]))
+                    train_flops([50, *hidden, 1], len(x)), train, peaks[dev.id])))
                 if bs == cfg["batches"][-1]:
-                    rows += _latency(model, xe, cfg["infer_sizes"], label, params, dev.id, cfg["infer_repeat"])
+                    rows += ctx.keep_all(_latency(model, xe, cfg["infer_sizes"], label, params, dev.id,
+                                                   cfg["infer_repeat"]))
                 del model, opt
         if keras is not None:  # from the same initial weights, with hetnn's models gone (the largest needs 13 GB)
             for bs in cfg["batches"]:
                 ctx.step(f"{label} in keras, batch {bs}")
                 _release(ctx.devices)
-                rows.append(_keras_row(keras, hidden, init, x, y, xe, ye, bs, cfg, var, peaks[None], label, params))
+                rows.append(ctx.keep(_keras_row(keras, hidden, init, x, y, xe, ye, bs, cfg, var, peaks[None], label,
+                                                params)))
     _release(ctx.devices)
     train_rows = [r for r in rows if r["part"] == "training"]
     published = {p["widths"]: p["params"] for p in STUDY.published}

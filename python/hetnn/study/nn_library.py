@@ -123,6 +123,7 @@ def run_xor(ctx: Context, keras: Any = None) -> Rows:
                     "runs_at_1": int((a == 1).sum()), "same_as_numpy": "-"})
     if keras is not None:
         out.append(_keras_xor(ctx, keras, x, y, states, first["np"]))
+    ctx.keep_all(out)
     if cfg["xor_restarts"] > 0:
         out += _xor_restarts(ctx, x, y)
     return out
@@ -180,9 +181,10 @@ def _xor_restarts(ctx: Context, x: np.ndarray, y: np.ndarray) -> Rows:
             times.append(time.perf_counter() - t0)
             accs.append(acc)
         a = np.array(accs)
-        rows.append({"part": "xor", "recipe": f"restarts (<= {cfg['xor_restarts']})", "library": "hetnn",
-                     "device": dev.id, "runs": runs, "s_per_run": float(np.mean(times)), "times_s": times,
-                     "accuracy": float(a.mean()), "runs_at_1": int((a == 1).sum()), "restarts": restarts})
+        rows.append(ctx.keep({"part": "xor", "recipe": f"restarts (<= {cfg['xor_restarts']})", "library": "hetnn",
+                              "device": dev.id, "runs": runs, "s_per_run": float(np.mean(times)), "times_s": times,
+                              "accuracy": float(a.mean()), "runs_at_1": int((a == 1).sum()),
+                              "restarts": restarts}))
     return rows
 
 
@@ -237,12 +239,15 @@ def run_topologies(ctx: Context, keras: Any = None) -> Rows:
         for key in per:
             t, a = np.array(per[key]["t"]), np.array(per[key]["acc"])
             lib, dev_id = (f"keras {kt.version}", "cpu") if key == "keras" and kt is not None else ("hetnn", key)
-            rows.append({"part": "topologies", "widths": "-".join(map(str, hidden)), "params": params,
-                         "library": lib, "device": dev_id, "runs": len(t), "train_s": float(t.mean()),
-                         "train_s_sd": float(t.std(ddof=1)) if len(t) > 1 else float("nan"), "times_s": t.tolist(),
-                         "accuracy": float(a.mean()), "accuracy_sd": float(a.std(ddof=1)) if len(a) > 1 else
-                         float("nan"), "epochs": cfg["epochs"], "samples": len(xt)})
+            rows.append(ctx.keep({"part": "topologies", "widths": "-".join(map(str, hidden)), "params": params,
+                                  "library": lib, "device": dev_id, "runs": len(t), "train_s": float(t.mean()),
+                                  "train_s_sd": _sd(t), "times_s": t.tolist(), "accuracy": float(a.mean()),
+                                  "accuracy_sd": _sd(a), "epochs": cfg["epochs"], "samples": len(xt)}))
     return rows
+
+
+def _sd(v: np.ndarray) -> float:
+    return float(v.std(ddof=1)) if len(v) > 1 else float("nan")
 
 
 def run(ctx: Context) -> Rows:
