@@ -243,8 +243,34 @@ def test_suite_runners_announce_their_totals():
     opts = hetnn.bench.Options(progress=True)
     from hetnn.bench.suites import _Progress
 
-    bar = _Progress(opts.show_progress(), "t")
+    bar = _Progress(opts.progress_mode(), "t")
     bar.expect(3)
     bar.expect(2)
     assert bar.bar is None or bar.bar.total == 5
     bar.close()
+
+
+def test_without_a_terminal_progress_is_a_line_now_and_then(monkeypatch, capsys):
+    """A study of hours run under nohup or a scheduler (stderr a file) showed nothing until its end: it gets a
+    plain line at most every LOG_EVERY_S seconds; progress=False stays silent."""
+    from hetnn.bench import suites
+
+    monkeypatch.setattr(suites.sys.stderr, "isatty", lambda: False, raising=False)
+    monkeypatch.delitem(suites.sys.modules, "ipykernel", raising=False)
+    assert hetnn.bench.Options().progress_mode() == "log"
+    assert hetnn.bench.Options(progress=False).progress_mode() is None
+    assert hetnn.bench.Options(progress=True).progress_mode() == "bar"
+    log = suites._Progress("log", "study-x")
+    log.expect(4)
+    log("first")  # within the first LOG_EVERY_S seconds: nothing
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(suites, "LOG_EVERY_S", 0.0)
+    cb = log.callback()
+    assert cb is not None
+    cb("epoch 2/4 on cpu")
+    err = capsys.readouterr().err
+    assert err.startswith("[study-x 0:0") and err.rstrip().endswith("step 2 of 4: epoch 2/4 on cpu"), err
+    silent = suites._Progress(None, "x")
+    assert silent.callback() is None
+    silent("a")
+    assert capsys.readouterr().err == ""

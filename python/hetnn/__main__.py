@@ -335,7 +335,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="scaling suite: MPI ranks to launch (default: this machine's cores, at least 2)")
     b.add_argument("--hostfile", default=None, help="scaling suite: Open MPI hostfile for ranks on several machines")
     b.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bars on stderr (default: when stderr is a terminal)")
+                   help="progress bars on stderr (default: when stderr is a terminal, else a line a minute; "
+                   "--no-progress: nothing)")
     b.set_defaults(func=_cmd_bench)
     st = sub.add_parser("study", help="reproduce a published study (gemm-libraries, maxpool, mlp-topology, cnn, "
                         "nn-library): its set-up by default, --quick for a short form")
@@ -350,7 +351,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                     "bench-results/study-NAME-DATE-TIME)")
     st.add_argument("--no-output", action="store_true", help="print the report only, write no files")
     st.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                    help="progress bars on stderr (default: when stderr is a terminal)")
+                    help="progress bars on stderr (default: when stderr is a terminal, else a line a minute; "
+                    "--no-progress: nothing)")
     st.set_defaults(func=_cmd_study)
     sub.add_parser("doctor", help="is this machine fit to measure on now? (busy processes, load, steal, "
                    "frequency scaling, huge pages, thread pools)").set_defaults(func=lambda a: _doctor())

@@ -126,6 +126,13 @@ class Options:
             return bool(self.progress)
         return sys.stderr.isatty() or "ipykernel" in sys.modules
 
+    def progress_mode(self) -> Optional[str]:
+        """"bar" (tqdm) when shown, else "log" (a plain line now and then: a run of hours written to a file shows
+        where it is) unless progress=False asked for silence (None)."""
+        if self.show_progress():
+            return "bar"
+        return "log" if self.progress is None else None
+
     def timing(self) -> Dict[str, Any]:
         repeat, warmup, max_duration = self.repeat, self.warmup, self.max_duration
         if self.quick:
@@ -133,12 +140,18 @@ class Options:
         return {"n_repeat": repeat, "n_warmup": warmup, "max_duration": max_duration}
 
 
-class _Progress:
-    """A tqdm bar for one suite (when asked for): each callback names the row being measured."""
+LOG_EVERY_S = 60.0  # "log" progress: at most a line a minute, none in a run's first minute
 
-    def __init__(self, enabled: bool, desc: str) -> None:
+
+class _Progress:
+    """Progress of one suite or study, each callback naming the step that starts: a tqdm bar ("bar"), a plain
+    stderr line at most every LOG_EVERY_S seconds ("log": for runs written to a file), or nothing (None)."""
+
+    def __init__(self, mode: Optional[str], desc: str) -> None:
         self.bar = None
-        if enabled:
+        self.desc, self.log, self.steps, self.total = desc, mode == "log", 0, 0
+        self.t0 = self.last = time.monotonic()
+        if mode == "bar":
             try:
                 from .._bars import tqdm_class
 
@@ -149,21 +162,29 @@ class _Progress:
 
     def expect(self, n: int) -> None:
         """n more steps to come (the runners announce their step counts, so the bar shows a total)."""
+        self.total += n
         if self.bar is not None:
             self.bar.total = (self.bar.total or 0) + n
             self.bar.refresh()
 
     def __call__(self, msg: str) -> None:
+        self.steps += 1
         if self.bar is not None:
             self.bar.set_postfix_str(msg, refresh=False)
             self.bar.update(1)
+        elif self.log and time.monotonic() - self.last >= LOG_EVERY_S:
+            self.last = time.monotonic()
+            minutes, seconds = divmod(int(self.last - self.t0), 60)
+            of = f" of {self.total}" if self.total else ""
+            print(f"[{self.desc} {minutes}:{seconds:02d}] step {self.steps}{of}: {msg}", file=sys.stderr,
+                  flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
 
     def callback(self) -> Optional[Callable[[str], None]]:
-        return self if self.bar is not None else None
+        return self if self.bar is not None or self.log else None
 
 
 def _devices_line(devs: Sequence[Device]) -> str:
@@ -535,7 +556,7 @@ def run_suites(suite: Optional[str], opts: Options, say: Say) -> List[Dict[str, 
                 for name in SUITES:
                     if not (suite == name or (suite == "all" and name in ALL)):
                         continue
-                    progress = _Progress(opts.show_progress(), name)
+                    progress = _Progress(opts.progress_mode(), name)
                     try:
                         rows.extend({"suite": name, "thread_setting": n or "default", **r}
                                     for r in _RUNNERS[name](opts, say, progress))

@@ -89,7 +89,7 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
     collect("settings: " + ", ".join(f"{k}={v!r}" for k, v in cfg.items()))
     for line in doctor_warnings():
         collect(f"doctor: {line}")
-    bar = _Progress(opts.show_progress(), study.name)
+    bar = _Progress(opts.progress_mode(), study.name)
     ctx = Context(cfg, devs, collect, bar.callback())
 
     def report(rows: List[Dict[str, Any]], **extra: Any) -> Any:
