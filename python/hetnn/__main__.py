@@ -21,6 +21,7 @@ def _cmd_devices(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .bench import Report, Options
     from .bench.report import environment
+    from .bench.result import keep_partial
     from .bench.suites import default_suite, run_suites
 
     suite = args.suite or default_suite(args.quick)
@@ -51,9 +52,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     except BaseException as exc:
         done = getattr(exc, "partial_rows", None)
         if done and not args.no_output:
-            print(f"stopped by {type(exc).__name__}: the {len(done)} row(s) of the suites that finished:", flush=True)
-            _save(Report(suite, done, "", dict(environment(), partial=True, stopped_by=repr(exc))),
-                  prefix + "-partial")
+            print(keep_partial(exc, Report(suite, done, "", environment()), prefix), flush=True)
         raise
     if not args.no_output:
         _save(Report(suite, rows, "", environment()), prefix)

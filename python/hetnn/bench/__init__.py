@@ -63,10 +63,8 @@ def run(suite: _t.Optional[str] = None, *, verbose: bool = False, output: _t.Opt
     except BaseException as exc:  # the suites that finished, on the exception and (with output) on disk
         done = getattr(exc, "partial_rows", None)
         if done:
-            exc.partial_report = Report(name, done, "\n".join(lines),  # type: ignore[attr-defined]
-                                        dict(environment(), partial=True, stopped_by=repr(exc)))
-            if output:
-                exc.partial_report.save(output + "-partial")  # type: ignore[attr-defined]
+            from .result import keep_partial
+            collect(keep_partial(exc, Report(name, done, "\n".join(lines), environment()), output))
         raise
     result = Report(name, rows, "\n".join(lines), environment())
     if output:

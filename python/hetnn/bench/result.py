@@ -98,6 +98,30 @@ class Report:
         return paths
 
 
+def keep_partial(exc: BaseException, report: Report, prefix: Optional[str]) -> str:
+    """``report`` holds the rows a run measured before ``exc`` stopped it: marked partial, attached as
+    ``exc.partial_report`` and, with ``prefix``, written as PREFIX-partial.*. Returns the line that says where the
+    rows are; raises nothing (the run's own exception is the one to propagate)."""
+    how = f"stopped by {type(exc).__name__}: the {len(report.rows)} row(s) measured so far"
+    try:
+        report.environment.update(partial=True, stopped_by=repr(exc))
+        exc.partial_report = report  # type: ignore[attr-defined]
+        if prefix:
+            path = f"{prefix}-partial"
+            try:
+                report.save(path)
+            except Exception:  # noqa: BLE001 - a plot of partial rows must not cost the data
+                report.save(path, plots=False)
+            how += f" are in {path}.csv and {path}.json"
+        else:
+            how += " are in the exception's partial_report"
+    except Exception as err:  # noqa: BLE001
+        how += f" could not be kept ({err})"
+    if hasattr(exc, "add_note"):  # Python >= 3.11: the traceback says it too
+        exc.add_note(how)
+    return how
+
+
 def _write_atomic(path: str, text: str) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     _core.write_file_atomic(path, text.encode())

@@ -71,7 +71,7 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
     exception's ``partial_report``, also written as PREFIX-partial.* (PREFIX: ``partial_output``, else
     ``output``)."""
     from ..bench.report import collector, environment
-    from ..bench.result import Report
+    from ..bench.result import Report, keep_partial
     from ..bench.suites import Options, _Progress
     from ..doctor import warnings as doctor_warnings
 
@@ -92,9 +92,8 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
     bar = _Progress(opts.progress_mode(), study.name)
     ctx = Context(cfg, devs, collect, bar.callback())
 
-    def report(rows: List[Dict[str, Any]], **extra: Any) -> Any:
-        elapsed = time.perf_counter() - t0
-        env = dict(environment(), study=study.name, quick=quick, config=cfg, seconds=elapsed, **extra)
+    def report(rows: List[Dict[str, Any]]) -> Any:
+        env = dict(environment(), study=study.name, quick=quick, config=cfg, seconds=time.perf_counter() - t0)
         return Report(f"study-{study.name}", [{"suite": f"study-{study.name}", **r} for r in rows],
                       "\n".join(lines), env, figures=lambda rows, env: _figures(study, rows, env))
 
@@ -103,11 +102,7 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
     except BaseException as exc:  # Ctrl-C, a failure or MemoryError hours in: the rows measured so far survive
         bar.close()
         if ctx.kept:
-            try:
-                collect(_keep_partial(exc, report(ctx.kept, partial=True, stopped_by=repr(exc)),
-                                      partial_output or output))
-            except Exception:  # noqa: BLE001 - the run's own exception is the one to raise
-                pass
+            collect(keep_partial(exc, report(ctx.kept), partial_output or output))
         raise
     bar.close()
     for line in dict.fromkeys(ctx.notes):
@@ -120,29 +115,3 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
     if output:
         done.save(output)
     return done
-
-
-def _keep_partial(exc: BaseException, partial: Any, output: Optional[str]) -> str:
-    """Attaches the partial report to ``exc`` (as ``exc.partial_report``) and, with ``output``, writes it as
-    OUTPUT-partial.*; returns the line that says where it is. The original exception is what propagates, whatever
-    happens here."""
-    how = f"stopped by {type(exc).__name__}: the {len(partial.rows)} row(s) measured so far"
-    try:
-        exc.partial_report = partial  # type: ignore[attr-defined]
-    except AttributeError:
-        pass
-    if output:
-        prefix = f"{output}-partial"
-        try:
-            try:
-                partial.save(prefix)
-            except Exception:  # noqa: BLE001 - a plot of partial rows must not hide the data
-                partial.save(prefix, plots=False)
-            how += f" are in {prefix}.csv and {prefix}.json"
-        except Exception as err:  # noqa: BLE001
-            how += f" could not be written to {prefix}.* ({err})"
-    else:
-        how += " are in the exception's partial_report"
-    if hasattr(exc, "add_note"):  # Python >= 3.11: the traceback says it too
-        exc.add_note(how)
-    return how
