@@ -321,8 +321,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     b.add_argument("--repeat", type=int, default=20, help="timed repeats per row (default 20)")
     b.add_argument("--warmup", type=int, default=3, help="untimed warm-up calls per row (default 3)")
     b.add_argument("--max-duration", type=float, default=2.0, help="seconds of timing per row at most")
-    b.add_argument("--threads", help="CPU thread counts to run every suite with, comma-separated (e.g. 1,2): "
-                   "hetnn, BLAS and PyTorch alike; recorded per row (default: each library's own default)")
+    b.add_argument("--threads", help="CPU threads for hetnn and every peer alike (BLAS, OpenMP, PyTorch): auto "
+                   "(default: as many as CPUs are free now, pinned to them, said in the header), default (each "
+                   "library's own), or counts to run every suite with, comma-separated (e.g. 1,2)")
     b.add_argument("--output", help="write PREFIX.csv, PREFIX.json (rows and full metadata) and PREFIX-*.png plots "
                    "(default: bench-results/SUITE-DATE-TIME)")
     b.add_argument("--no-output", action="store_true", help="print the report only, write no files")

@@ -40,7 +40,8 @@ class BenchmarkResult:
 
     def __init__(self, name: str, wall_times: np.ndarray, device_times: np.ndarray, devices: List[Device],
                  flops: Optional[float], nbytes: Optional[float], n_warmup: int, commands: int,
-                 counters: Optional[List[Counters]] = None, first_use: Optional[Dict[str, Any]] = None) -> None:
+                 counters: Optional[List[Counters]] = None, first_use: Optional[Dict[str, Any]] = None,
+                 rounds: Optional[np.ndarray] = None) -> None:
         self.name = name
         self.counters: List[Counters] = list(counters or [])
         #: OS view of the repeats: preempted (count), unreliable, noise (text), runqueue/steal/others_pct
@@ -50,6 +51,8 @@ class BenchmarkResult:
         self.first_use: Dict[str, Any] = dict(first_use or {})
         self.wall_times = wall_times
         self.device_times = device_times
+        #: the interleaved round of each repeat (cases timed in one round ran side by side: ratios pair them)
+        self.rounds = np.arange(wall_times.size) if rounds is None else rounds
         self.devices = devices
         self.flops = flops
         self.nbytes = nbytes
@@ -65,8 +68,9 @@ class BenchmarkResult:
 
     @property
     def flags(self) -> Dict[str, Any]:
-        """The fields a benchmark row carries about noise: ``preempted`` (count), ``unreliable``, ``noise`` (text)."""
-        return {k: self.noise[k] for k in ("preempted", "unreliable", "noise")}
+        """The fields a benchmark row carries about noise: ``preempted`` (count), ``unreliable``, ``noise`` (text),
+        ``rerun`` (preempted repeats dropped and run again)."""
+        return {k: self.noise.get(k, 0) for k in ("preempted", "unreliable", "noise", "rerun")}
 
     @property
     def unreliable(self) -> bool:

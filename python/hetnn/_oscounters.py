@@ -31,6 +31,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 PREEMPTED_WAIT_SHARE = 0.5   # run-queue wait / wall time at which a repeat counts as having waited
 OWN_CPU_SHARE = 0.9          # ... while the process ran on less than this share of CPUs x wall time
 UNRELIABLE_SHARE = 0.5       # share of preempted repeats at which a row is unreliable
+# Steal over this share of the CPUs' time marks a repeat: /proc/stat counts in 10 ms ticks, so any steal marks a
+# call shorter than 0.2 s, while one tick in a 2-second epoch is not a preemption.
+STEAL_SHARE = 0.05
 _TICK = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
 
 
@@ -49,7 +52,7 @@ class Counters:
     def preempted(self) -> bool:
         if self.wall <= 0:
             return False
-        if self.steal > 0:
+        if self.steal > STEAL_SHARE * self.wall * _cpu_count():
             return True
         own = max(self.run, self.cpu)  # schedstat lags for running threads; getrusage counts this one precisely
         return self.runqueue >= PREEMPTED_WAIT_SHARE * self.wall and own < OWN_CPU_SHARE * _cpu_count() * self.wall
@@ -58,18 +61,35 @@ class Counters:
         return asdict(self)
 
 
-def _proc_stat() -> Tuple[float, float]:
-    """(busy, steal) seconds of the whole machine since boot; zeros where /proc/stat does not exist."""
+def _proc_stat(cpus: Optional[Sequence[int]] = None) -> Tuple[float, float]:
+    """(busy, steal) seconds since boot of the whole machine, or of ``cpus`` alone (the CPUs this process may run
+    on: a neighbour pinned elsewhere takes nothing from a run pinned here); zeros where /proc/stat does not
+    exist."""
     try:
         with open("/proc/stat", "rb") as f:
-            fields = f.readline().split()[1:]
+            if cpus is None:
+                rows = [f.readline().split()[1:]]
+            else:
+                f.readline()
+                want = {b"cpu%d" % c for c in cpus}
+                rows = []
+                for raw in f:
+                    if not raw.startswith(b"cpu"):
+                        break
+                    fields = raw.split()
+                    if fields[0] in want:
+                        rows.append(fields[1:])
     except OSError:
         return 0.0, 0.0
-    v = [int(x) for x in fields]
-    idle = v[3] + (v[4] if len(v) > 4 else 0)
-    steal = v[7] if len(v) > 7 else 0
-    guest = sum(v[8:10]) if len(v) > 9 else 0  # already inside user/nice
-    return (sum(v) - idle - guest - steal) * _TICK, steal * _TICK
+    busy = steal = 0
+    for fields in rows:
+        v = [int(x) for x in fields]
+        idle = v[3] + (v[4] if len(v) > 4 else 0)
+        st = v[7] if len(v) > 7 else 0
+        guest = sum(v[8:10]) if len(v) > 9 else 0  # already inside user/nice
+        busy += sum(v) - idle - guest - st
+        steal += st
+    return busy * _TICK, steal * _TICK
 
 
 class Probe:
@@ -78,11 +98,17 @@ class Probe:
 
     def __init__(self) -> None:
         self._fds: List[int] = []
+        self._cpus: Optional[List[int]] = None
         self.available = os.path.exists("/proc/self/task")
         self.refresh()
 
     def refresh(self) -> None:
         self.close()
+        try:  # machine-wide counters unless the process is held to some of the CPUs (hetnn._cpus.use)
+            mine = sorted(os.sched_getaffinity(0))
+            self._cpus = mine if len(mine) < (os.cpu_count() or len(mine)) else None
+        except (AttributeError, OSError):
+            self._cpus = None
         if not self.available:
             return
         for tid in os.listdir("/proc/self/task"):
@@ -116,7 +142,7 @@ class Probe:
 
     def read(self) -> Tuple[float, ...]:
         ru = resource.getrusage(resource.RUSAGE_SELF)
-        busy, steal = _proc_stat()
+        busy, steal = _proc_stat(self._cpus)
         run, wait = self._schedstat()
         return (time.perf_counter(), ru.ru_utime + ru.ru_stime, wait, ru.ru_nivcsw, steal, busy, run)
 
@@ -141,7 +167,7 @@ def machine_was_quiet(span: Dict[str, float]) -> bool:
 def preempted(counters: Sequence[Counters], quiet: bool = False) -> List[bool]:
     """Per repeat of one row: whether it was preempted (see the module doc); on a ``quiet`` machine only steal
     counts."""
-    return [c.steal > 0 if quiet else c.preempted for c in counters]
+    return [c.steal > STEAL_SHARE * c.wall * _cpu_count() if quiet else c.preempted for c in counters]
 
 
 def summarize(counters: Sequence[Counters], quiet: bool = False) -> Dict[str, Any]:

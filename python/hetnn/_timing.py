@@ -12,7 +12,7 @@ import numpy as np
 from ._device import Device, DeviceLike, device as _resolve_device, devices as _all_devices, get_default_device
 from ._check import is_int, is_real
 from ._measurement import BenchmarkResult
-from ._oscounters import (Counters, Probe, machine_was_quiet, quiesce, span_noise,
+from ._oscounters import (Counters, Probe, machine_was_quiet, preempted, quiesce, span_noise,
                           summarize)
 
 PRECALL_BELOW_S = 0.02  # interleaved cases faster than this get untimed calls right before each timed one ...
@@ -158,18 +158,28 @@ def _warm_up(c: Case, n_warmup: int) -> Dict[str, Any]:
             "build_s": after["seconds"] - before["seconds"]}
 
 
+RERUN_BUDGET = 2.0  # a case may spend this many times max_duration when its preempted repeats are re-run ...
+RERUN_ROUNDS = 3    # ... and run this many times n_repeat rounds at most
+
+
 def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
-               max_duration: Optional[float] = None, settle: bool = True) -> List[BenchmarkResult]:
+               max_duration: Optional[float] = None, settle: bool = True, rerun: bool = True) -> List[BenchmarkResult]:
     """Times several cases in rounds instead of one block each: round 1 runs A B C, round 2 C B A, and so on, so
     that a drift of the machine (a neighbour starting, the clock changing) reaches every case alike and their
     ratio per round stays comparable (:func:`hetnn.bench.stats.ratio_interval` bootstraps over rounds). Each case
     first gets ``n_warmup`` untimed calls (first use: compilation, JIT, page faults; its cost is kept apart in
     ``first_use``); with ``settle``, before each timed call the other thread pools of the process are left to go
-    idle (:func:`hetnn._oscounters.quiesce`) so that no library pays for another's spinning workers. Stops after
-    ``n_repeat`` rounds; a case whose turns took ``max_duration`` seconds sits out the remaining rounds (each case
-    is timed at least once). A turn is the timed call and what precedes it (the settling, a short case's untimed
-    calls): the budget bounds the run's wall time, which settling (12 ms or more a turn) would otherwise multiply
-    for fast calls and many repeats.
+    idle (:func:`hetnn._oscounters.quiesce`) so that no library pays for another's spinning workers.
+
+    Stops after ``n_repeat`` rounds; a case whose turns took ``max_duration`` seconds sits out the remaining rounds
+    (each case is timed at least once). A turn is the timed call and what precedes it (the settling, a short case's
+    untimed calls): the budget bounds the run's wall time, which settling (12 ms or more a turn) would otherwise
+    multiply for fast calls and many repeats. With ``rerun``, a repeat the OS shows preempted
+    (:mod:`hetnn._oscounters`) is run again in a further round rather than kept, within RERUN_BUDGET x
+    ``max_duration`` and RERUN_ROUNDS x ``n_repeat`` rounds per case; the cases still within their budget join
+    those rounds, so that every clean repeat has partners in its round. The results hold the clean repeats (their
+    rounds in ``rounds``, the dropped ones counted in ``noise["rerun"]``); a case left with fewer than half of its
+    repeats clean keeps them all and is flagged as before (``preempted``, ``unreliable``).
     Every repeat records the OS counters of :mod:`hetnn._oscounters`."""
     cases = list(cases)
     if not cases:
@@ -183,15 +193,40 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
     probe.refresh()  # the warm-ups may have started thread pools
     span0 = probe.read()
     caps = [_Capture(c.devices) for c in cases]
+    n = len(cases)
     walls: List[List[float]] = [[] for _ in cases]
     devt: List[List[float]] = [[] for _ in cases]
     counters: List[List[Counters]] = [[] for _ in cases]
-    commands = [0] * len(cases)
-    spent = [0.0] * len(cases)
-    for rnd in range(n_repeat):
-        order = range(len(cases)) if rnd % 2 == 0 else range(len(cases) - 1, -1, -1)
-        # a case that spent its max_duration drops out; the others go on (ratios pair the common rounds)
-        active = [j for j in order if max_duration is None or not walls[j] or spent[j] < max_duration]
+    rounds: List[List[int]] = [[] for _ in cases]
+    commands = [0] * n
+    spent = [0.0] * n
+    target = [0] * n  # repeats each case had by the end of the first n_repeat rounds: what re-runs restore
+    quiet = False
+
+    def clean(j: int) -> int:
+        return len(counters[j]) - sum(preempted(counters[j], quiet))
+
+    def within_budget(j: int) -> bool:
+        if len(walls[j]) >= RERUN_ROUNDS * n_repeat:
+            return False
+        return max_duration is None or spent[j] < RERUN_BUDGET * max_duration
+
+    rnd = 0
+    first_rounds = True
+    while True:
+        order = range(n) if rnd % 2 == 0 else range(n - 1, -1, -1)
+        active: List[int] = []
+        if first_rounds and rnd < n_repeat:
+            # a case that spent its max_duration drops out; the others go on (ratios pair the common rounds)
+            active = [j for j in order if max_duration is None or not walls[j] or spent[j] < max_duration]
+        if not active and first_rounds:
+            first_rounds = False
+            target = [len(w) for w in walls]
+            # whether waiting for a CPU was someone else's doing: the run so far says
+            quiet = machine_was_quiet(span_noise(Probe.delta(span0, probe.read())))
+        if not first_rounds and rerun and any(clean(j) < target[j] and within_budget(j) for j in range(n)):
+            # re-runs of preempted repeats: every case within its budget, so that the re-run ones have partners
+            active = [j for j in order if within_budget(j)]
         if not active:
             break
         for j in active:
@@ -220,17 +255,34 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
             walls[j].append(t1 - t0)
             devt[j].append(sum(r["duration"] for r in recs) if recs else math.nan)
             counters[j].append(Probe.delta(s0, s1, wall=t1 - t0))
+            rounds[j].append(rnd)
             commands[j] = len(recs)
-            spent[j] += t1 - turn0
+            spent[j] += time.perf_counter() - turn0
+        rnd += 1
+        if not first_rounds:
+            quiet = machine_was_quiet(span_noise(Probe.delta(span0, probe.read())))
     span = Probe.delta(span0, probe.read())
     probe.close()
-    out = [BenchmarkResult(c.name, np.array(walls[j]), np.array(devt[j]), c.devices, c.flops, c.nbytes, n_warmup,
-                           commands[j], counters[j], first[j]) for j, c in enumerate(cases)]
     load = span_noise(span)
     quiet = machine_was_quiet(load)
-    for r in out:
+    out = []
+    for j, c in enumerate(cases):
+        keep = list(range(len(walls[j])))
+        dropped = 0
+        if rerun:
+            marks = preempted(counters[j], quiet)
+            ok = [i for i, m in enumerate(marks) if not m]
+            # enough clean repeats: those are the measurement; else all of them, flagged as before
+            if ok and 2 * len(ok) >= (target[j] or len(walls[j])):
+                keep, dropped = ok, len(walls[j]) - len(ok)
+        r = BenchmarkResult(c.name, np.array([walls[j][i] for i in keep]), np.array([devt[j][i] for i in keep]),
+                            c.devices, c.flops, c.nbytes, n_warmup, commands[j], [counters[j][i] for i in keep],
+                            first[j], rounds=np.array([rounds[j][i] for i in keep], dtype=np.int64))
         r.quiet_machine = quiet
-        r.noise = {**summarize(r.counters, quiet), **load, "quiet_machine": quiet}
+        r.noise = {**summarize(r.counters, quiet), **load, "quiet_machine": quiet, "rerun": dropped}
+        if dropped and not r.noise["noise"]:
+            r.noise["noise"] = f"re-ran {dropped} preempted"
+        out.append(r)
     return out
 
 

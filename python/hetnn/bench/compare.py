@@ -17,7 +17,7 @@ from .._timing import Case, interleave
 from .peak import check_ceiling, fp32_peak_gflops, share
 from .matmul import AGREEMENT_TOLERANCE, max_rel_error
 from .peers import ARRAY_PEERS, find_peers
-from .stats import ratio_interval
+from .stats import ratio_interval, row_pair
 from .report import environment, format_table
 from .result import Report
 from .._check import is_int
@@ -139,7 +139,7 @@ def _row(base: Dict[str, Any], e: Dict[str, Any], r: Any, flops: Optional[float]
     result = np.asarray(e["result"](), dtype=np.float64)
     row = {**base, "library": e["library"], "device": e["device"], "median_ms": t * 1e3,
            "min_ms": float(np.min(times)) * 1e3, "spread_pct": spread_pct(times), "repeats": len(times),
-           "times_ms": [x * 1e3 for x in times], **r.flags,
+           "times_ms": [x * 1e3 for x in times], "rounds": [int(i) for i in r.rounds], **r.flags,
            **({"note": e["note"]} if e.get("note") else {}),
            **({"threads": e["threads"]} if e.get("threads") is not None else {})}
     if e["library"] == "hetnn":
@@ -169,7 +169,7 @@ def _ratio_lines(rows: List[Dict[str, Any]], dev: Any, dtype: str) -> List[str]:
         if own.get("unreliable") or row.get("unreliable") or own.get("flagged") or row.get("flagged"):
             lines.append(f"{name}: not compared ({row.get('noise') or own.get('noise') or 'above the ceiling'})")
             continue
-        ratio = ratio_interval([(own["times_ms"], row["times_ms"])])
+        ratio = ratio_interval([row_pair(own, row)])
         if ratio is not None:
             lines.append(ratio.text(name))
     return lines

@@ -77,7 +77,8 @@ def report(opts: Any, say: Optional[Callable[[str], None]] = None) -> Any:
     args = ["scaling", "--repeat", str(opts.repeat), "--no-progress"]
     if opts.quick:
         args.append("--quick")
-    threads = ",".join(str(t) for t in opts.thread_counts()) if opts.threads is not None else None
+    counts = [t for t in opts.thread_counts() if t is not None]
+    threads = ",".join(str(t) for t in counts) if counts else None
     if threads:
         args += ["--threads", threads]
     if not (isinstance(opts.device, str) and opts.device == "all"):

@@ -20,7 +20,7 @@ from .._timing import Case, interleave
 from .progress import expect
 from .peak import check_ceiling, fp32_peak_gflops, share
 from .peers import ARRAY_PEERS, find_peers
-from .stats import ratio_interval
+from .stats import ratio_interval, row_pair
 
 Shape = Tuple[str, int, int, int]  # label, M, N, K
 
@@ -115,8 +115,9 @@ def _result_row(base: Dict[str, Any], flops: float, r: Any, peak: Optional[float
                 ref: np.ndarray, **extra: Any) -> Dict[str, Any]:
     err = max_rel_error(result, ref)
     row = _row(base, flops, r.wall_times, peak, max_rel_err=err, times_ms=[t * 1e3 for t in r.wall_times],
-               **{k: r.noise[k] for k in ("preempted", "unreliable", "noise", "runqueue_pct", "steal_pct",
-                                          "others_pct")},
+               rounds=[int(i) for i in r.rounds],
+               **{k: r.noise.get(k, 0) for k in ("preempted", "unreliable", "noise", "runqueue_pct", "steal_pct",
+                                                 "others_pct", "rerun")},
                first_call_ms=r.first_use.get("call_s", math.nan) * 1e3, first_use=r.first_use_text,
                built=r.first_use.get("built"),
                disk_hits=r.first_use.get("disk_hits"), **extra)
@@ -313,8 +314,8 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
     left_out = [r for r in shape_rows if excluded(r)]
     usable = [r for r in shape_rows if not excluded(r)]
 
-    def times(lib: str, dev_pred: Callable[[str], bool]) -> Dict[str, List[float]]:
-        return {r["shape"]: r["times_ms"] for r in usable if r["library"] == lib and dev_pred(r["device"])}
+    def times(lib: str, dev_pred: Callable[[str], bool]) -> Dict[str, Dict[str, Any]]:
+        return {r["shape"]: r for r in usable if r["library"] == lib and dev_pred(r["device"])}
 
     is_cpu = lambda d: d == "cpu"  # noqa: E731
     is_cl = lambda d: d.startswith("opencl")  # noqa: E731
@@ -342,7 +343,7 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
             out.append(f"{name}: only {len(common)} of {total} shapes measured reliably by both: no conclusion "
                        f"from this run")
             continue
-        r = ratio_interval([(x[sh], y[sh]) for sh in common]) if common else None
+        r = ratio_interval([row_pair(x[sh], y[sh]) for sh in common]) if common else None
         if r is not None:
             cover = f" [{len(common)} of {total} shapes]" if len(common) < total else ""
             out.append(r.text(name) + cover)

@@ -22,7 +22,7 @@ from .progress import expect
 from .matmul import settle
 from .peak import check_ceiling, host_cache_size, mem_peak_gbps, on_host, stream_gbps
 from .peers import find_peers
-from .stats import ratio_interval
+from .stats import ratio_interval, row_pair
 
 # (label, C, H, W, kernel, stride, padding): pooling layers of the classic CNNs, plus the two inputs the README's
 # targets are stated on.
@@ -250,7 +250,8 @@ def _fwd_row(base: Dict[str, Any], library: str, device: str, r: Any, result: np
     err = float(np.max(np.abs(np.asarray(result, dtype=np.float64) - ref))) if ref.size else 0.0
     row = {**base, "library": library, "device": device, "fwd_ms": r.median * 1e3, "max_abs_err": err,
            "spread_pct": r.spread_pct, "repeats": r.n_repeat, "times_ms": [t * 1e3 for t in r.wall_times],
-           "first_use": r.first_use_text, **r.flags, **{k: v for k, v in extra.items() if v is not None}}
+           "rounds": [int(i) for i in r.rounds], "first_use": r.first_use_text, **r.flags,
+           **{k: v for k, v in extra.items() if v is not None}}
     if not err == 0.0:  # max pooling selects, it does not round: any difference is a wrong result
         row["wrong"] = True
         row["noise"] = "; ".join(x for x in (row["noise"], f"WRONG: error {err:.1e}") if x)
@@ -296,7 +297,7 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
         for peer in ("torch nchw", "torch channels_last", "onednn-c++ nchw", "onednn-c++ nhwc", "numpy"):
             pr = by.get((r["case"], peer, "cpu")) or by.get((r["case"], peer, "host"))
             if pr and r["device"] == "cpu" and not (pr.get("unreliable") or pr.get("wrong")):
-                ci = ratio_interval([(r["times_ms"], pr["times_ms"])]) if "times_ms" in pr else None
+                ci = ratio_interval([row_pair(r, pr)]) if "times_ms" in pr else None
                 line += f"; vs {peer} " + (f"{ci.value:.2f}x ({ci.low:.2f}-{ci.high:.2f})" if ci else
                                            f"{pr['fwd_ms'] / r['fwd_ms']:.2f}x")
         out.append(line)

@@ -58,7 +58,7 @@ def environment() -> Dict[str, Any]:
     variables, the ceilings "% of peak" refers to, the timing method, the date."""
     import numpy as np
 
-    from .. import __version__, devices, thread_pools
+    from .. import __version__, _cpus, devices, thread_pools
     from .._loader import _core
     from .peak import stored_peaks
 
@@ -73,6 +73,7 @@ def environment() -> Dict[str, Any]:
         "numpy_blas": _numpy_blas(),
         "devices": [d.info() for d in devices()],
         "ceilings": stored_peaks(),
+        "cpu_plan": _cpus.last_plan.as_dict() if _cpus.last_plan is not None else None,
         "environment": {k: os.environ[k] for k in env_keys if k in os.environ},
         "timing": "median of repeats after warm-up; wall = host clock around call + synchronize; "
                   "device = sum of device command durations (OpenCL profiling events / oneDNN primitive time); "

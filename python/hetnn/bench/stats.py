@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -30,6 +30,24 @@ class Ratio:
     def text(self, name: str) -> str:
         s = f"{name}: {self.value:.2f}x ({self.low:.2f}-{self.high:.2f}, {self.level:.0%} CI)"
         return s if self.shows_difference else s + ": no difference shown"
+
+
+def paired(x: Sequence[float], y: Sequence[float], x_rounds: Optional[Sequence[int]] = None,
+           y_rounds: Optional[Sequence[int]] = None) -> Pair:
+    """The times of x and y from the rounds both were timed in, in round order: by round index where both sides
+    say which round each repeat ran in (preempted repeats re-run in later rounds leave gaps), else the common
+    prefix (rounds 0, 1, 2, ... of both)."""
+    if x_rounds is None or y_rounds is None or len(x_rounds) != len(x) or len(y_rounds) != len(y):
+        n = min(len(x), len(y))
+        return list(x[:n]), list(y[:n])
+    at = {int(r): t for r, t in zip(y_rounds, y)}
+    common = [(t, at[int(r)]) for r, t in zip(x_rounds, x) if int(r) in at]
+    return [a for a, _ in common], [b for _, b in common]
+
+
+def row_pair(x: Dict[str, Any], y: Dict[str, Any], key: str = "times_ms") -> Pair:
+    """:func:`paired` for two benchmark rows (their ``key`` times and ``rounds``)."""
+    return paired(x[key], y[key], x.get("rounds"), y.get("rounds"))
 
 
 def _medians(times: np.ndarray, idx: np.ndarray) -> np.ndarray:

@@ -10,10 +10,11 @@ import contextlib
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
+from .. import _cpus
 from .._device import Device
 from .._check import is_int, is_real
 
@@ -39,7 +40,8 @@ class Options:
     epochs: Optional[int] = None        # mlp: Fashion-MNIST epochs
     clblast_tuning: Optional[str] = None
     progress: Optional[bool] = None     # tqdm progress bars; None: when stderr is a terminal or in Jupyter
-    threads: Any = None                 # CPU thread counts, "1,2" or [1, 2]; None: each library's default
+    threads: Any = None                 # CPU thread counts "1,2" or [1, 2]; None or "auto": the CPUs found free
+                                        # (hetnn._cpus); "default": each library's own default
     ranks: Optional[int] = None         # scaling: MPI ranks to launch (default: the machine's cores, at least 2)
     hostfile: Optional[str] = None      # scaling: Open MPI hostfile (ranks on several machines)
     notes: List[str] = field(default_factory=list)
@@ -94,9 +96,13 @@ class Options:
             raise ValueError(f"--device: expected 'all' or device specs, got {spec!r}")
         return [d if isinstance(d, Device) else device(d) for d in items]
 
+    def auto_threads(self) -> bool:
+        """Whether the thread count is chosen per run from the CPUs found free (the default)."""
+        return self.threads is None or (isinstance(self.threads, str) and self.threads.strip() == "auto")
+
     def thread_counts(self) -> List[Optional[int]]:
-        """The --threads values ([None]: the libraries' defaults)."""
-        if self.threads is None:
+        """The --threads values ([None]: none set by the user: "auto" or "default")."""
+        if self.threads is None or (isinstance(self.threads, str) and self.threads.strip() in ("auto", "default")):
             return [None]
         items = self.threads.split(",") if isinstance(self.threads, str) else (
             [self.threads] if isinstance(self.threads, (int, np.integer)) else list(self.threads))
@@ -107,10 +113,12 @@ class Options:
             except ValueError:
                 n = 0
             if n < 1 or isinstance(t, bool):
-                raise ValueError(f"--threads: expected thread counts >= 1 such as 1,2, got {self.threads!r}")
+                raise ValueError(f"--threads: expected auto, default or thread counts >= 1 such as 1,2, got "
+                                 f"{self.threads!r}")
             out.append(n)
         if not out:
-            raise ValueError(f"--threads: expected thread counts >= 1 such as 1,2, got {self.threads!r}")
+            raise ValueError(f"--threads: expected auto, default or thread counts >= 1 such as 1,2, got "
+                             f"{self.threads!r}")
         return out
 
     def peers(self, default: str) -> List[str]:
@@ -550,15 +558,17 @@ def run_suites(suite: Optional[str], opts: Options, say: Say) -> List[Dict[str, 
     rows: List[Dict[str, Any]] = []
     try:
         for n in opts.thread_counts():
-            if n is not None:
-                say(f"--- {n} CPU thread(s): hetnn, BLAS and PyTorch ---")
-            with _thread_limit(n):
+            plan = cpu_plan(opts, n, suite)
+            if plan is not None:
+                say(plan.header() + (" -- hetnn, BLAS, PyTorch and every peer alike" if n is None else ""))
+            with _cpus.use(plan) if plan is not None else contextlib.nullcontext():
                 for name in SUITES:
                     if not (suite == name or (suite == "all" and name in ALL)):
                         continue
                     progress = _Progress(opts.progress_mode(), name)
+                    setting = n if n is not None else (f"auto {plan.threads}" if plan is not None else "default")
                     try:
-                        rows.extend({"suite": name, "thread_setting": n or "default", **r}
+                        rows.extend({"suite": name, "thread_setting": setting, **r}
                                     for r in _RUNNERS[name](opts, say, progress))
                     finally:
                         progress.close()
@@ -568,24 +578,16 @@ def run_suites(suite: Optional[str], opts: Options, say: Say) -> List[Dict[str, 
     return rows
 
 
-@contextlib.contextmanager
-def _thread_limit(n: Optional[int]) -> Iterator[None]:
-    """Every CPU thread pool limited to ``n`` threads (hetnn's, the BLAS and OpenMP pools threadpoolctl finds,
-    PyTorch's when imported); nothing changes for None."""
-    if n is None:
-        yield
-        return
-    from threadpoolctl import threadpool_limits
+def cpu_plan(opts: Options, n: Optional[int], suite: Optional[str] = None) -> Optional["_cpus.CpuPlan"]:
+    """The CPUs and thread count a run takes: the user's count ``n``; else, by default ("auto"), the CPUs found
+    free now (:func:`hetnn._cpus.plan`); None for "default" (each library's own), for the scaling suite and
+    under MPI (ranks sharing a machine are each other's load: the scaling suite sets threads per rank)."""
+    from .. import distributed as dist
 
-    from .._threads import num_threads
-
-    torch = sys.modules.get("torch")
-    before = torch.get_num_threads() if torch is not None else None
-    with threadpool_limits(n), num_threads(n):
-        if torch is not None:
-            torch.set_num_threads(n)
-        try:
-            yield
-        finally:
-            if torch is not None and before is not None:
-                torch.set_num_threads(before)
+    if n is not None:
+        return _cpus.plan(fixed=n)
+    if not opts.auto_threads() or suite == "scaling" or dist.is_initialized():
+        return None
+    p = _cpus.plan()
+    _cpus.last_plan = p
+    return p

@@ -7,6 +7,7 @@ file (or a dict) changes any of its settings; ``describe(name)`` lists them with
 """
 from __future__ import annotations
 
+import contextlib
 import textwrap
 import time
 from typing import Any, Callable, Dict, List, Optional
@@ -72,7 +73,8 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
     ``output``)."""
     from ..bench.report import collector, environment
     from ..bench.result import Report, keep_partial
-    from ..bench.suites import Options, _Progress
+    from .. import _cpus
+    from ..bench.suites import Options, _Progress, cpu_plan
     from ..doctor import warnings as doctor_warnings
 
     study = get(name)
@@ -89,6 +91,9 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
     collect("settings: " + ", ".join(f"{k}={v!r}" for k, v in cfg.items()))
     for line in doctor_warnings():
         collect(f"doctor: {line}")
+    plan = cpu_plan(opts, None)
+    if plan is not None:
+        collect(plan.header() + " -- hetnn and every peer alike")
     bar = _Progress(opts.progress_mode(), study.name)
     ctx = Context(cfg, devs, collect, bar.callback())
 
@@ -98,7 +103,8 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
                       "\n".join(lines), env, figures=lambda rows, env: _figures(study, rows, env))
 
     try:
-        rows = study.run(ctx)
+        with _cpus.use(plan) if plan is not None else contextlib.nullcontext():
+            rows = study.run(ctx)
     except BaseException as exc:  # Ctrl-C, a failure or MemoryError hours in: the rows measured so far survive
         bar.close()
         if ctx.kept:

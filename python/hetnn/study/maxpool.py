@@ -16,7 +16,7 @@ from .._table import format_table
 from .._threads import get_num_threads, num_threads
 from .._timing import Case, interleave
 from ..bench.matmul import settle
-from ..bench.stats import ratio_interval
+from ..bench.stats import paired, ratio_interval
 from ._base import Context, Rows, Study, positive
 
 COLUMNS = [("layer", "layer", ""), ("op", "op", ""), ("dtype", "dtype", ""), ("library", "library", ""),
@@ -113,7 +113,8 @@ def run(ctx: Context) -> Rows:
                     row["wrong"] = True
                     row["noise"] = "; ".join(x for x in (row.get("noise"), f"WRONG: error {err:.1e}") if x)
                 if serial is not None and case.name != "serial":
-                    ci = ratio_interval([(list(r.wall_times), list(serial.wall_times))])
+                    ci = ratio_interval([paired(list(r.wall_times), list(serial.wall_times), list(r.rounds),
+                                                    list(serial.rounds))])
                     if ci is not None:
                         row["speedup"] = ci.value
                         row["speedup_ci"] = f"{ci.low:.2f}-{ci.high:.2f}"
