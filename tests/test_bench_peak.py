@@ -3,11 +3,20 @@
 import json
 import time
 
+import pytest
+
 import hetnn
 from hetnn.bench import peak
 
 
-def test_run_peak_stores_and_reads_back(tmp_path, monkeypatch):
+@pytest.fixture
+def stores(monkeypatch):
+    """Measurements count as quiet whatever the machine's load (CI may run beside other work): these tests are
+    about what is stored, not about the load check, which has tests of its own."""
+    monkeypatch.setattr(peak, "LOAD_PCT", float("inf"))
+
+
+def test_run_peak_stores_and_reads_back(tmp_path, monkeypatch, stores):
     monkeypatch.setenv("HETNN_CACHE_DIR", str(tmp_path))
     devs = hetnn.devices()
     rows = peak.run_peak(devs)
@@ -43,11 +52,10 @@ def test_without_stored_peaks(tmp_path, monkeypatch):
             assert peak.fp32_peak_gflops(dev) == expect
 
 
-def test_corrupt_peaks_file_warns_and_is_replaced(tmp_path, monkeypatch):
+def test_corrupt_peaks_file_warns_and_is_replaced(tmp_path, monkeypatch, stores):
     monkeypatch.setenv("HETNN_CACHE_DIR", str(tmp_path))
     (tmp_path / "peaks.json").write_text("{not json")
     peak._warned.clear()
-    import pytest
     with pytest.warns(RuntimeWarning, match="ignoring the stored ceilings"):
         assert peak.stored_peaks() == {}
     peak.run_peak([hetnn.device("cpu")])  # rewritten whole
@@ -61,7 +69,8 @@ def test_memory_ceiling_of_cpu_type_devices_is_the_best_for_the_processor(tmp_pa
     cl_cpu = [d for d in hetnn.devices() if d.kind == "opencl" and d.type == "cpu"]
     stream = peak.stream_gbps()
     data = {peak._key(d): {"device": d.id, "type": "cpu", "fp32_gflops": 1.0, "mem_gbps": stream / 2} for d in cl_cpu}
-    data["cpu|same processor|x"] = {"device": "cpu", "type": "cpu", "fp32_gflops": 1.0, "mem_gbps": 3 * stream}
+    data["cpu|same processor|x"] = {"device": "cpu", "type": "cpu", "fp32_gflops": 1.0, "mem_gbps": 3 * stream,
+                                    "threads": hetnn.get_num_threads()}
     (tmp_path / "peaks.json").write_text(json.dumps(data))
     for dev in [hetnn.device("cpu"), *cl_cpu]:
         assert peak.mem_peak_gbps(dev) == 3 * stream
@@ -71,7 +80,7 @@ def test_memory_ceiling_of_cpu_type_devices_is_the_best_for_the_processor(tmp_pa
         assert peak.mem_peak_gbps(dev) == stream
 
 
-def test_a_lower_measurement_never_replaces_a_stored_ceiling(tmp_path, monkeypatch):
+def test_a_lower_measurement_never_replaces_a_stored_ceiling(tmp_path, monkeypatch, stores):
     """A ceiling measured while the machine was busy must not poison the store: each field keeps its best."""
     monkeypatch.setenv("HETNN_CACHE_DIR", str(tmp_path))
     cpu = hetnn.device("cpu")
@@ -100,13 +109,47 @@ def test_a_ceiling_measured_under_load_never_replaces_a_quiet_one():
     busy_high = {"fp32_gflops": 230.0, "date": "2026-02-01", "under_load": True}
     kept = peak._keep_best(quiet, busy_high)
     assert kept["fp32_gflops"] == 200.0 and kept["fp32_gflops_under_load"] is False
-    # with nothing better stored, a busy measurement is kept, flagged
-    first = peak._keep_best({}, loaded)
-    assert first["fp32_gflops"] == 180.0 and first["fp32_gflops_under_load"] is True
-    # and a quiet one replaces a flagged one
+    # with nothing stored, a busy measurement is not stored either: its figures are lower bounds
+    assert peak._keep_best({}, loaded) == {}
+    # an older file's flagged figure: a higher quiet one replaces it, a lower one does not
+    first = {"fp32_gflops": 180.0, "fp32_gflops_under_load": True}
     assert peak._keep_best(first, {"fp32_gflops": 150.0, "date": "d", "under_load": False})["fp32_gflops"] == 180.0
     assert peak._keep_best(first, {"fp32_gflops": 190.0, "date": "d", "under_load": False})[
         "fp32_gflops_under_load"] is False
+
+
+def test_a_ceiling_holds_for_its_thread_count_boot_and_processor(tmp_path, monkeypatch):
+    """With --threads 1 the header named the 1-thread ceiling while the rows divided by a stored 2-thread one; a
+    ceiling from before the machine's boot or of another processor bounds nothing either."""
+    monkeypatch.setenv("HETNN_CACHE_DIR", str(tmp_path))
+    cpu = hetnn.device("cpu")
+    native = peak.cpu_fma_peak_gflops()
+    n = hetnn.get_num_threads()
+    entry = {"device": "cpu", "type": "cpu", "fp32_gflops": 10 * native, "mem_gbps": 1.0, "threads": n + 1,
+             "boot": peak._boot_time(), "processor": peak.processor_name()}
+    (tmp_path / "peaks.json").write_text(json.dumps({"cpu|x|threads=other": entry}))
+    assert peak.fp32_peak_gflops(cpu) == native          # stored for another thread count
+    entry["threads"] = n
+    (tmp_path / "peaks.json").write_text(json.dumps({"cpu|x|threads=same": entry}))
+    assert peak.fp32_peak_gflops(cpu) == 10 * native     # the same count: it bounds
+    for stale in ({"boot": 1}, {"processor": "another processor"}):
+        (tmp_path / "peaks.json").write_text(json.dumps({"cpu|x|threads=same": {**entry, **stale}}))
+        assert peak.fp32_peak_gflops(cpu) == native
+    assert peak._key(cpu).endswith(f"|threads={n}")
+
+
+def test_the_header_names_the_thread_count_and_the_nominal_peak():
+    line = peak.ceiling_line()
+    assert f"with {hetnn.get_num_threads()} thread(s)" in line
+    if peak._flop_per_cycle() is not None:
+        assert "nominal" in line and "FLOP/cycle" in line and "implies" in line
+
+
+def test_a_ceiling_measured_under_load_is_not_stored(tmp_path, monkeypatch):
+    monkeypatch.setenv("HETNN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(peak, "span_noise", lambda span: {"others_pct": 50.0, "steal_pct": 0.0})
+    rows = peak.run_peak([hetnn.device("cpu")])
+    assert rows[0]["under_load"] and peak.stored_peaks() == {}
 
 
 def test_measure_device_records_the_load(tmp_path, monkeypatch):

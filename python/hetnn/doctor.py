@@ -6,9 +6,10 @@ of the process, each with advice. ``bench`` prints the warnings at the top of it
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional
+
+from . import _cpus
 
 
 @dataclass
@@ -24,85 +25,43 @@ class Finding:
 
 
 def _read(path: str) -> Optional[str]:
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return None
+    text = _cpus._read(path)
+    return None if text is None else text.strip()
 
 
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def _process_times() -> Dict[int, Tuple[str, float]]:
-    """CPU seconds per process (utime + stime from /proc/PID/stat), with its command name."""
-    tick = os.sysconf("SC_CLK_TCK")
-    out: Dict[int, Tuple[str, float]] = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        st = _read(f"/proc/{pid}/stat")
-        if not st:
-            continue
-        name = st[st.find("(") + 1:st.rfind(")")]
-        fields = st[st.rfind(")") + 2:].split()
-        out[int(pid)] = (name, (int(fields[11]) + int(fields[12])) / tick)
-    return out
-
-
-def _stat_cpu() -> List[int]:
-    line = (_read("/proc/stat") or "cpu 0 0 0 0").splitlines()[0]
-    return [int(x) for x in line.split()[1:]]
-
-
-def busy_and_steal(seconds: float = 0.5) -> Tuple[List[Tuple[str, int, float]], float]:
-    """Processes other than this one that used more than 10 % of a CPU over ``seconds`` (name, pid, percent),
-    and the machine's steal time over the same window (percent of all CPUs)."""
-    if not os.path.isdir("/proc/self"):
-        return [], 0.0
-    p0, s0 = _process_times(), _stat_cpu()
-    time.sleep(seconds)
-    p1, s1 = _process_times(), _stat_cpu()
-    me = os.getpid()
-    busy = []
-    for pid, (name, t) in p1.items():
-        if pid != me and pid in p0:
-            pct = 100 * (t - p0[pid][1]) / seconds
-            if pct > 10:
-                busy.append((name, pid, pct))
-    total = sum(s1) - sum(s0)
-    steal = 100 * (s1[7] - s0[7]) / total if len(s1) > 7 and total > 0 else 0.0
-    return sorted(busy, key=lambda x: -x[2]), steal
-
-
-def check(seconds: float = 0.5) -> List[Finding]:
-    """Every check, each a :class:`Finding` ("warn" where measurements would suffer)."""
+def check(seconds: float = 0.5, plan: Optional[_cpus.CpuPlan] = None) -> List[Finding]:
+    """Every check, each a :class:`Finding` ("warn" where measurements would suffer); ``plan``: a sample of the
+    machine already taken (:func:`hetnn._cpus.plan`), else one of ``seconds``."""
     from ._threads import thread_pools
 
     out: List[Finding] = []
-    cpus = _cpus()
-    busy, steal = busy_and_steal(seconds)
-    if busy:
-        names = ", ".join(f"{n} (pid {p}, {pct:.0f} %)" for n, p, pct in busy[:5])
+    if plan is None or plan.fixed is not None:
+        plan = _cpus.plan(seconds)
+    cpus = len(plan.allowed)
+    if plan.busy:
+        names = ", ".join(f"{n} (pid {p}, {pct:.0f} %)" for n, p, pct in plan.busy[:5])
         out.append(Finding("warn", "other processes", f"busy over {seconds} s: {names}",
-                           "stop them, or expect rows flagged 'preempted'"))
+                           f"the bench and the studies run on the CPUs left free ({plan.header()}); for figures "
+                           f"with every CPU, stop them"))
     else:
         out.append(Finding("ok", "other processes", "none used more than 10 % of a CPU"))
+    steal = 100 * plan.steal / max(cpus, 1)
     if steal > 2:
         out.append(Finding("warn", "steal", f"{steal:.1f} % of the CPUs went to other guests of the host",
-                           "a shared VM: compare only figures measured interleaved in one run"))
+                           "a shared VM: preempted repeats are run again and flagged; compare only figures "
+                           "measured interleaved in one run"))
     else:
         out.append(Finding("ok", "steal", f"{steal:.1f} %"))
+    if plan.quota is not None and plan.quota < cpus:
+        out.append(Finding("info", "cgroup quota", f"{plan.quota:g} CPUs' worth of time for {cpus} CPUs",
+                           "the bench runs as many threads as the quota allows"))
     try:
         load1 = os.getloadavg()[0]
     except OSError:
         load1 = float("nan")
-    out.append(Finding("warn" if load1 > 0.5 * cpus else "ok", "load", f"1-minute load {load1:.2f} on {cpus} CPUs",
-                       "wait for the load to drop" if load1 > 0.5 * cpus else ""))
+    out.append(Finding("info" if load1 > 0.5 * cpus else "ok", "load", f"1-minute load {load1:.2f} on {cpus} CPUs",
+                       "a past average: the busy processes above are what holds the CPUs now"
+                       if load1 > 0.5 * cpus else ""))
     gov = _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
     if gov is None:
         out.append(Finding("info", "frequency scaling", "not visible here (usual in VMs): the host decides"))
@@ -136,9 +95,9 @@ def check(seconds: float = 0.5) -> List[Finding]:
     return out
 
 
-def warnings(seconds: float = 0.3) -> List[str]:
+def warnings(seconds: float = 0.3, plan: Optional[_cpus.CpuPlan] = None) -> List[str]:
     """The "warn" findings as lines, for the top of a benchmark report."""
-    return [f.line() for f in check(seconds) if f.level == "warn"]
+    return [f.line() for f in check(seconds, plan) if f.level == "warn"]
 
 
 def main() -> int:

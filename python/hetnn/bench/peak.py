@@ -8,7 +8,7 @@ import json
 import math
 import os
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .._device import Device
 from .._loader import _core
@@ -21,27 +21,151 @@ _warned: set = set()
 
 
 def cpu_fma_peak_gflops(trials: int = 6, seconds: float = 0.05) -> float:
-    """FP32 GFLOP/s of all OpenMP threads running independent vector FMAs, measured once per process: the best of
-    ``trials`` short runs (each the best of 3). A ceiling is a maximum: a busy neighbour on a shared machine only
-    lowers a run (seen here: single runs from 209 to 348 GFLOP/s a second apart), so many short tries find it."""
+    """FP32 GFLOP/s of all OpenMP threads running independent vector FMAs, measured once per process and thread
+    count: the best of ``trials`` short runs (each the best of 3). A ceiling is a maximum: a busy neighbour on a
+    shared machine only lowers a run (seen here: single runs from 209 to 348 GFLOP/s a second apart), so many
+    short tries find it. Whether other processes used this process's CPUs meanwhile is kept
+    (:func:`ceiling_under_load`)."""
     key = f"cpu:{_core.get_num_threads()}"  # per thread count (--threads, hetnn.set_num_threads)
     if key not in _cache:
         best, isa = 0.0, "?"
+        probe = Probe()
+        start = probe.read()
         for _ in range(max(1, trials)):
             g, isa = _core._cpu_fma_peak(0, seconds)
             best = max(best, float(g))
+        load = span_noise(Probe.delta(start, probe.read()))
+        probe.close()
         _cache[key], _cache["cpu_isa"] = best, isa
+        _cache[key + ":under_load"] = bool(load["others_pct"] > LOAD_PCT or load["steal_pct"] > LOAD_PCT)
     return float(_cache[key])
 
 
+def ceiling_under_load() -> bool:
+    """Whether this process's native FMA ceiling (at the thread count in force) was measured while other processes
+    or the hypervisor used its CPUs: then it is a lower bound, and "% peak" may read high."""
+    cpu_fma_peak_gflops()
+    return bool(_cache.get(f"cpu:{_core.get_num_threads()}:under_load"))
+
+
+# FP32 FLOP per cycle and core of the host's vector FMA units, by vendor, CPU family and widest ISA: (FLOP, what).
+# Zen 2-4 run two 256-bit FMA pipes (AVX-512 on Zen 4 in two halves), Zen 5 two 512-bit ones; Intel's server
+# cores with AVX-512 two 512-bit FMA units (some models one: then the nominal figure is twice the truth).
+def _flop_per_cycle() -> Optional[Tuple[int, str]]:
+    info: Dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip():
+                    break
+                k, _, v = line.partition(":")
+                info[k.strip()] = v.strip()
+    except OSError:
+        return None
+    flags = set(info.get("flags", "").split())
+    vendor, family = info.get("vendor_id", ""), int(info.get("cpu family", "0") or 0)
+    if vendor == "AuthenticAMD":
+        if family >= 26:
+            return 64, "Zen 5: two 512-bit FMA pipes"
+        if family in (23, 25) and "fma" in flags:
+            return 32, "Zen 2-4: two 256-bit FMA pipes"
+        return None
+    if vendor == "GenuineIntel":
+        if "avx512f" in flags:
+            return 64, "AVX-512: two 512-bit FMA units assumed"
+        if "fma" in flags:
+            return 32, "AVX2: two 256-bit FMA units"
+    return None
+
+
+def _reported_ghz() -> Optional[float]:
+    """The clock the OS reports: cpufreq's maximum where visible, else /proc/cpuinfo's current figure (in a VM
+    usually the base clock: boost is not visible there)."""
+    for path in ("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq",):
+        try:
+            with open(path) as f:
+                return int(f.read()) / 1e6
+        except (OSError, ValueError):
+            pass
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("cpu MHz"):
+                    return float(line.split(":", 1)[1]) / 1e3
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def nominal_line(threads: Optional[int] = None) -> str:
+    """The nominal FP32 peak beside the measured ceiling: cores x FLOP/cycle x reported clock, and the clock the
+    measured ceiling implies ('' where the FMA units are not known)."""
+    fpc, ghz = _flop_per_cycle(), _reported_ghz()
+    if fpc is None:
+        return ""
+    n = threads if threads is not None else _core.get_num_threads()
+    measured = cpu_fma_peak_gflops()
+    text = f"nominal {n} core(s) x {fpc[0]} FLOP/cycle ({fpc[1]})"
+    if ghz:
+        text += f" x {ghz:.2f} GHz reported = {n * fpc[0] * ghz:.1f} GFLOP/s"
+    return text + f"; the measured ceiling implies {measured / (n * fpc[0]):.2f} GHz"
+
+
+def ceiling_line() -> str:
+    """The host's measured FP32 ceiling for a report's header: thread count, nominal peak, and a mark when it
+    was measured under load."""
+    n = _core.get_num_threads()
+    line = f"measured FP32 FMA peak of the host CPU: {cpu_fma_peak_gflops():.1f} GFLOP/s with {n} thread(s)"
+    if ceiling_under_load():
+        line += " [MEASURED UNDER LOAD: a lower bound; % peak may read high]"
+    nominal = nominal_line(n)
+    return line + (f" ({nominal})" if nominal else "")
+
+
 def _host_cpu_peaks(field: str = "fp32_gflops") -> List[float]:
-    """Ceilings (``field``) stored for the host's processor: the CPU device's and CPU-type OpenCL devices' (the
-    same cores and memory, measured by another route)."""
+    """Ceilings (``field``) stored for the host's processor at the thread count in force: the CPU device's and
+    CPU-type OpenCL devices' (the same cores and memory, measured by another route). A ceiling with another
+    thread count, from before the machine's boot or of another processor bounds nothing here."""
     out = []
     for v in stored_peaks().values():
-        if v.get(field) and (v.get("device") == "cpu" or v.get("type") == "cpu"):
+        if v.get(field) and (v.get("device") == "cpu" or v.get("type") == "cpu") and current(v) and \
+                v.get("threads") == _core.get_num_threads():
             out.append(float(v[field]))
     return out
+
+
+def _boot_time() -> Optional[int]:
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                if line.startswith("btime "):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def processor_name() -> str:
+    """The host processor's model name (/proc/cpuinfo; the platform's word elsewhere)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine()
+
+
+def current(entry: Dict[str, Any]) -> bool:
+    """Whether a stored ceiling still holds: measured since the machine's last boot (a VM may come back on other
+    hardware) on the same processor. Entries that do not say (older files) are taken as they are."""
+    boot, proc = entry.get("boot"), entry.get("processor")
+    if boot is not None and boot != _boot_time():
+        return False
+    return proc is None or proc == processor_name()
 
 
 def on_host(device: Device) -> bool:
@@ -57,7 +181,7 @@ def fp32_peak_gflops(device: Device) -> Optional[float]:
     if on_host(device):
         return max([cpu_fma_peak_gflops(), *_host_cpu_peaks()])
     stored = stored_peaks().get(_key(device))
-    return float(stored["fp32_gflops"]) if stored and stored.get("fp32_gflops") else None
+    return float(stored["fp32_gflops"]) if stored and stored.get("fp32_gflops") and current(stored) else None
 
 
 def share(gflops: float, peak: Optional[float]) -> float:
@@ -75,7 +199,7 @@ def mem_peak_gbps(device: Device) -> Optional[float]:
     if on_host(device):
         return max([stream_gbps(), *_host_cpu_peaks("mem_gbps")])
     stored = stored_peaks().get(_key(device))
-    return float(stored["mem_gbps"]) if stored and stored.get("mem_gbps") else None
+    return float(stored["mem_gbps"]) if stored and stored.get("mem_gbps") and current(stored) else None
 
 
 def host_cache_size() -> int:
@@ -148,7 +272,10 @@ def _store_path() -> Optional[str]:
 
 
 def _key(device: Device) -> str:
-    return f"{device.id}|{device.identity}"
+    """A device's entry in peaks.json; the host's processor has one per thread count (a ceiling bounds only
+    figures measured with as many threads)."""
+    key = f"{device.id}|{device.identity}"
+    return f"{key}|threads={_core.get_num_threads()}" if on_host(device) else key
 
 
 def stored_peaks() -> Dict[str, Dict[str, Any]]:
@@ -178,7 +305,9 @@ def measure_device(device: Device, triad_mib: int = 64, repeats: int = 5) -> Dic
     """The measured ceilings of one device: FP32 FMA throughput, memory bandwidth (STREAM triad) and, for OpenCL
     devices, host<->device transfer bandwidth at 64 MiB."""
     row: Dict[str, Any] = {"device": device.id, "type": device.type, "name": device.name,
-                           "driver": device.driver_version}
+                           "driver": device.driver_version, "boot": _boot_time(), "processor": processor_name()}
+    if on_host(device):
+        row["threads"] = _core.get_num_threads()
     probe = Probe()
     start = probe.read()
     try:
@@ -214,20 +343,23 @@ CEILING_FIELDS = ("fp32_gflops", "mem_gbps", "h2d_gbps", "d2h_gbps")
 
 def _keep_best(old: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
     """The stored entry after a new measurement: each ceiling is the best measured (a busy neighbour only lowers a
-    run, so a lower figure never replaces a higher one), with the date it was measured (``<field>_date``)."""
+    run, so a lower figure never replaces a higher one), with the date it was measured (``<field>_date``). A
+    measurement under load is never stored (its figures are lower bounds, not ceilings); an entry from before the
+    machine's boot or of another processor is replaced whole."""
+    if new.get("under_load"):
+        return dict(old)
+    if old and not current(old):
+        old = {}
     out = dict(new)
     for f in CEILING_FIELDS:
         before, after = old.get(f), new.get(f)
-        # a measurement under load replaces nothing measured quietly, even a lower figure
-        quiet_before = isinstance(before, (int, float)) and not old.get(f"{f}_under_load")
-        if isinstance(before, (int, float)) and (not isinstance(after, (int, float)) or before > after or
-                                                 (quiet_before and new.get("under_load"))):
+        if isinstance(before, (int, float)) and (not isinstance(after, (int, float)) or before > after):
             out[f] = before
             out[f"{f}_date"] = old.get(f"{f}_date", old.get("date"))
-            out[f"{f}_under_load"] = bool(old.get(f"{f}_under_load"))
+            out[f"{f}_under_load"] = bool(old.get(f"{f}_under_load"))  # older files stored busy figures
         elif after is not None:
             out[f"{f}_date"] = new.get("date")
-            out[f"{f}_under_load"] = bool(new.get("under_load"))
+            out[f"{f}_under_load"] = False
     return out
 
 
@@ -236,7 +368,8 @@ def measure_missing(devices: Sequence[Device], say: Optional[Callable[[str], Non
     that have none stored, so that a suite's "% peak" columns and summaries have their own device's ceiling to
     compare with rather than none (the host's ceilings are measured wherever they are needed). Returns them."""
     stored = stored_peaks()
-    todo = [d for d in devices if not on_host(d) and not stored.get(_key(d), {}).get("mem_gbps")]
+    todo = [d for d in devices if not on_host(d) and not (stored.get(_key(d), {}).get("mem_gbps") and
+                                                          current(stored[_key(d)]))]
     if todo and _store_path():
         if say:
             say(f"measuring the ceilings of {', '.join(d.id for d in todo)} (none stored; `python -m hetnn bench "
@@ -264,7 +397,9 @@ def run_peak(devices: Sequence[Device], store: bool = True,
         data = stored_peaks()
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         for dev, r in zip(devices, rows):
-            data[_key(dev)] = _keep_best(data.get(_key(dev), {}), {**r, "date": now})
+            entry = _keep_best(data.get(_key(dev), {}), {**r, "date": now})
+            if entry:
+                data[_key(dev)] = entry
         os.makedirs(os.path.dirname(path), exist_ok=True)
         _core.write_file_atomic(path, json.dumps(data, indent=1).encode())  # readers see the old or the new file
     return rows

@@ -251,7 +251,7 @@ def _parse_mnk(text: str, sets: Sequence[str]) -> List[Any]:
 
 def suite_matmul(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, Any]]:
     from .matmul import MATMUL_COLUMNS, MATMUL_SHAPES, precision_table, ratios, resnet50_shapes, run_matmul
-    from .peak import cpu_fma_peak_gflops, measure_missing
+    from .peak import ceiling_line, measure_missing
     from .report import format_table
 
     if opts.shapes is not None and not isinstance(opts.shapes, str):  # from Python: (M, N, K) or (label, M, N, K)
@@ -274,7 +274,7 @@ def suite_matmul(opts: Options, say: Say, progress: _Progress) -> List[Dict[str,
         f"NumPy {np.__version__}")
     shapes = custom or (resnet50_shapes(opts.batch) if shapes_name == "resnet50" else MATMUL_SHAPES[shapes_name])
     measure_missing(devs, say)
-    say(f"measured FP32 FMA peak of the host CPU: {cpu_fma_peak_gflops():.1f} GFLOP/s")
+    say(ceiling_line())
     rows: List[Dict[str, Any]] = []
     notes: List[str] = []
     for dt in dtypes:
@@ -553,12 +553,14 @@ def run_suites(suite: Optional[str], opts: Options, say: Say) -> List[Dict[str, 
     opts.devices()  # an unknown device spec fails before anything runs
     from ..doctor import warnings as doctor_warnings
 
-    for line in doctor_warnings():
+    counts = opts.thread_counts()
+    auto = cpu_plan(opts, None, suite) if counts == [None] else None  # one sample serves the doctor and the plan
+    for line in doctor_warnings(plan=auto):
         say(f"doctor: {line}")
     rows: List[Dict[str, Any]] = []
     try:
-        for n in opts.thread_counts():
-            plan = cpu_plan(opts, n, suite)
+        for n in counts:
+            plan = auto if n is None else cpu_plan(opts, n, suite)
             if plan is not None:
                 say(plan.header() + (" -- hetnn, BLAS, PyTorch and every peer alike" if n is None else ""))
             with _cpus.use(plan) if plan is not None else contextlib.nullcontext():

@@ -89,9 +89,9 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
     collect(f"hetnn study {study.name}{' (quick)' if quick else ''}: {study.title}")
     collect(f"devices: {', '.join(f'{d.id} ({d.name})' for d in devs)}")
     collect("settings: " + ", ".join(f"{k}={v!r}" for k, v in cfg.items()))
-    for line in doctor_warnings():
-        collect(f"doctor: {line}")
     plan = cpu_plan(opts, None)
+    for line in doctor_warnings(plan=plan):
+        collect(f"doctor: {line}")
     if plan is not None:
         collect(plan.header() + " -- hetnn and every peer alike")
     bar = _Progress(opts.progress_mode(), study.name)
