@@ -228,8 +228,36 @@ def test_excluded_rows_enter_no_ratio():
     assert [excluded(r) for r in rows] == ["", "", "unreliable", "", "", "wrong result", "", ""]
     lines = ratios(rows)
     assert lines[0].startswith("hetnn cpu / NumPy: 2.00x") and "[2 of 4 shapes]" in lines[0]
-    assert any("left out: hetnn cpu s2 (unreliable: preempted in 5 of 5 repeats)" in s for s in lines)
-    assert any("left out: numpy host s3 (wrong result)" in s for s in lines)
+    # one line for all the rows left out, by reason and by library
+    (left,) = [s for s in lines if s.startswith("left out")]
+    assert left.startswith("left out: 2 of 8 rows (1 unreliable, 1 wrong result; hetnn cpu x1, numpy host x1)")
+    listed = ratios(rows, verbose=True)
+    assert any("left out: hetnn cpu s2 (unreliable: preempted in 5 of 5 repeats)" in s for s in listed)
+    assert any("left out: numpy host s3 (wrong result)" in s for s in listed)
+
+
+def _mm(lib, dev, shape, ms, **kw):
+    return {**_row(lib, dev, shape, [ms] * 5, **kw), "M": 100, "N": 100, "K": 100, "dtype": "float32",
+            "gflops": 2e6 / ms / 1e6}
+
+
+def test_an_aggregate_covers_only_the_shapes_every_library_measured_cleanly():
+    """An aggregate of each library's own clean shapes compared NumPy's 5 shapes with hetnn's 1; it now covers the
+    shapes both measured cleanly, and says how many of all."""
+    from hetnn.bench.matmul import aggregate
+    rows = [_mm("hetnn", "cpu", "s1", 1.0), _mm("numpy", "host", "s1", 2.0),
+            _mm("hetnn", "cpu", "s2", 1.0, unreliable=True, noise="unreliable"), _mm("numpy", "host", "s2", 20.0),
+            _mm("hetnn", "cpu", "s3", 1.0), _mm("numpy", "host", "s3", 2.0)]
+    aggs = aggregate(rows)
+    assert {(a["library"], a["shape"]) for a in aggs} == {("hetnn", "aggregate (2 of 3 shapes)"),
+                                                           ("numpy", "aggregate (2 of 3 shapes)")}
+    assert all(a["shapes"] == ["s1", "s3"] for a in aggs)
+    (np_agg,) = [a for a in aggs if a["library"] == "numpy"]
+    assert np_agg["wall_ms"] == pytest.approx(4.0)  # s2's 20 ms is not in it
+    # below half of the shapes, no aggregate at all, and the report says why
+    rows[0]["unreliable"] = True
+    assert aggregate(rows) == []
+    assert any(s.startswith("no aggregate") for s in ratios(rows))
 
 
 def test_a_ratio_over_a_minority_of_the_shapes_draws_no_conclusion():

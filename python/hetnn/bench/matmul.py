@@ -263,28 +263,66 @@ def blas_threads() -> Optional[int]:
     return counts[0] if counts else None
 
 
+AGGREGATE_COVERAGE = 0.5  # an aggregate needs the shapes measured cleanly by every side to be at least this share
+
+
 def aggregate(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """Per (library, device): total FLOP over total median time across the shapes (the 'aggregate' rows; large
     shapes weigh most), and ``mean_gflops``, the arithmetic mean of the shapes' GFLOP/s (the published GEMM study's
-    aggregate; every shape weighs alike). Rows that are excluded (above the ceiling, wrong, unreliable) stay out;
-    the aggregate names how many shapes it covers."""
-    groups: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
-    for r in rows:
-        if "wall_ms" in r and not excluded(r):
-            groups.setdefault((r["library"], r["device"]), []).append(r)
+    aggregate; every shape weighs alike), per dtype. An aggregate compares libraries, so it covers only the shapes
+    that every library and device measured cleanly (none above the ceiling, wrong or unreliable), and says so
+    ("aggregate (17 of 20 shapes)"); with fewer than AGGREGATE_COVERAGE of the shapes left there is none."""
     out = []
-    for (lib, dev), rs in groups.items():
-        flops = sum(2.0 * r["M"] * r["N"] * r["K"] for r in rs)
-        secs = sum(r["wall_ms"] for r in rs) / 1e3
-        g = flops / secs / 1e9
-        peak = rs[0].get("peak_gflops")
-        out.append(_checked({
-            "shape": f"aggregate ({len(rs)})", "M": None, "N": None, "K": None, "dtype": rs[0]["dtype"],
-            "device": dev, "library": lib, "wall_ms": secs * 1e3, "gflops": g, "pct_peak": 100 * share(g, peak),
-            "mean_gflops": sum(r["gflops"] for r in rs) / len(rs),
-            "peak_gflops": peak, "max_rel_err": max((r.get("max_rel_err", math.nan) for r in rs), default=math.nan),
-            "shapes": [r["shape"] for r in rs]}))
+    for dtype in dict.fromkeys(r.get("dtype") for r in rows if "wall_ms" in r):
+        mine = [r for r in rows if "wall_ms" in r and r.get("dtype") == dtype and
+                not str(r.get("shape")).startswith("aggregate")]
+        shapes = list(dict.fromkeys(r["shape"] for r in mine))
+        sides = list(dict.fromkeys((r["library"], r["device"]) for r in mine))
+        clean = {(r["library"], r["device"], r["shape"]) for r in mine if not excluded(r)}
+        common = [sh for sh in shapes if all((lib, dev, sh) in clean for lib, dev in sides)]
+        if not common or len(common) < AGGREGATE_COVERAGE * len(shapes):
+            continue
+        cover = f"{len(common)} of {len(shapes)} shapes" if len(common) < len(shapes) else f"{len(common)}"
+        for lib, dev in sides:
+            rs = [r for r in mine if r["library"] == lib and r["device"] == dev and r["shape"] in common]
+            flops = sum(2.0 * r["M"] * r["N"] * r["K"] for r in rs)
+            secs = sum(r["wall_ms"] for r in rs) / 1e3
+            g = flops / secs / 1e9
+            peak = rs[0].get("peak_gflops")
+            out.append(_checked({
+                "shape": f"aggregate ({cover})", "M": None, "N": None, "K": None, "dtype": dtype, "device": dev,
+                "library": lib, "wall_ms": secs * 1e3, "gflops": g, "pct_peak": 100 * share(g, peak),
+                "mean_gflops": sum(r["gflops"] for r in rs) / len(rs), "peak_gflops": peak,
+                "max_rel_err": max((r.get("max_rel_err", math.nan) for r in rs), default=math.nan),
+                "shapes": [r["shape"] for r in rs], "coverage": f"{len(common)}/{len(shapes)}"}))
     return out
+
+
+def aggregate_note(rows: List[Dict[str, Any]]) -> str:
+    """Why a run with several shapes has no aggregate rows ('' when it has them or needs none)."""
+    shapes = {r["shape"] for r in rows if "wall_ms" in r and not str(r["shape"]).startswith("aggregate")}
+    if len(shapes) < 2 or any(str(r.get("shape")).startswith("aggregate") for r in rows):
+        return ""
+    return (f"no aggregate: fewer than {AGGREGATE_COVERAGE:.0%} of the {len(shapes)} shapes were measured cleanly "
+            f"by every library and device (see the flags)")
+
+
+def left_out_line(rows: List[Dict[str, Any]], verbose: bool = False) -> List[str]:
+    """The rows kept out of ratios and aggregates, in one line (by reason and by library and device); with
+    ``verbose``, one line each."""
+    bad = [r for r in rows if excluded(r)]
+    if not bad:
+        return []
+    if verbose:
+        return [f"left out: {r['library']} {r['device']} {r['shape']} ({r.get('noise') or excluded(r)})"
+                for r in bad]
+    why: Dict[str, int] = {}
+    who: Dict[str, int] = {}
+    for r in bad:
+        why[excluded(r)] = why.get(excluded(r), 0) + 1
+        who[f"{r['library']} {r['device']}"] = who.get(f"{r['library']} {r['device']}", 0) + 1
+    return [f"left out: {len(bad)} of {len(rows)} rows ({', '.join(f'{n} {k}' for k, n in why.items())}; "
+            f"{', '.join(f'{k} x{n}' for k, n in who.items())}): see the flags column, or --verbose for the list"]
 
 
 def precision_table(rows: List[Dict[str, Any]], dtypes: Sequence[str]) -> List[Dict[str, Any]]:
@@ -304,14 +342,14 @@ def precision_table(rows: List[Dict[str, Any]], dtypes: Sequence[str]) -> List[D
     return list(table.values())
 
 
-def ratios(rows: List[Dict[str, Any]]) -> List[str]:
+def ratios(rows: List[Dict[str, Any]], verbose: bool = False) -> List[str]:
     """The comparisons the README reports, over the shapes both sides measured reliably: the ratio of aggregate
     throughputs with its 95 % bootstrap interval over the interleaved rounds, e.g. "hetnn cpu / NumPy: 1.23x
     (1.15-1.31, 95% CI)"; an interval containing 1 says that no difference was shown. Rows above the ceiling, with
     a wrong result or dominated by preemption are left out, and the line says how many shapes it covers; with
-    fewer than half of the shapes left, it draws no conclusion."""
+    fewer than half of the shapes left, it draws no conclusion. The rows left out are summed up in one line
+    (``verbose``: listed)."""
     shape_rows = [r for r in rows if "times_ms" in r]
-    left_out = [r for r in shape_rows if excluded(r)]
     usable = [r for r in shape_rows if not excluded(r)]
 
     def times(lib: str, dev_pred: Callable[[str], bool]) -> Dict[str, Dict[str, Any]]:
@@ -350,9 +388,7 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
     for name, libs in (("hetnn cpu / NumPy", (("hetnn", "cpu"), ("numpy", "host"))),):
         if all(s in sides for s in libs) and not any(line.startswith(name + ":") for line in out):
             out.append(f"{name}: no shape measured reliably by both: no conclusion from this run")
-    for row in left_out:
-        out.append(f"left out: {row['library']} {row['device']} {row['shape']} ({row.get('noise') or excluded(row)})")
-    return out
+    return out + left_out_line(shape_rows, verbose) + ([note] if (note := aggregate_note(rows)) else [])
 
 
 MATMUL_COLUMNS = [("shape", "shape", ""), ("M", "M", "d"), ("N", "N", "d"), ("K", "K", "d"),

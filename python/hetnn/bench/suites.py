@@ -44,6 +44,7 @@ class Options:
                                         # (hetnn._cpus); "default": each library's own default
     ranks: Optional[int] = None         # scaling: MPI ranks to launch (default: the machine's cores, at least 2)
     hostfile: Optional[str] = None      # scaling: Open MPI hostfile (ranks on several machines)
+    list_left_out: bool = False         # every row kept out of the ratios, one line each (else one line in all)
     notes: List[str] = field(default_factory=list)
 
     def check(self) -> None:
@@ -56,7 +57,7 @@ class Options:
         if not is_real(self.max_duration) or \
                 not self.max_duration > 0:
             raise ValueError(f"--max-duration must be a number of seconds > 0, got {self.max_duration!r}")
-        for name in ("quick", "progress"):
+        for name in ("quick", "progress", "list_left_out"):
             v = getattr(self, name)
             if not isinstance(v, (bool, np.bool_)) and not (name == "progress" and v is None):
                 raise TypeError(f"--{name} must be a bool, got {v!r}")
@@ -287,7 +288,7 @@ def suite_matmul(opts: Options, say: Say, progress: _Progress) -> List[Dict[str,
         columns = columns[:-1] + [("compute", "compute", "")] + columns[-1:]
     say(format_table(rows, columns))
     for dt in dtypes:
-        for line in ratios([r for r in rows if r["dtype"] == dt]):
+        for line in ratios([r for r in rows if r["dtype"] == dt], opts.list_left_out):
             say(f"  [{dt}] " + line)
     if len(dtypes) > 1:
         say("\nprecision study (hetnn GFLOP/s per dtype; ratios to float32):")
