@@ -414,6 +414,10 @@ def test_interleave_bad_inputs():
         interleave([Case("a", lambda: None)], max_duration=0)
     with pytest.raises(TypeError, match="must be callable"):
         Case("a", 3)
+    with pytest.raises(TypeError, match="rerun must be a bool"):
+        interleave([Case("a", lambda: None)], rerun="yes")
+    with pytest.raises(TypeError, match="rerun must be a bool"):
+        hetnn.benchmark(lambda: None, rerun=1)
 
 
 def test_on_a_quiet_machine_only_steal_marks_a_repeat():

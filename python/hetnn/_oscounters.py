@@ -245,3 +245,83 @@ def quiesce(max_wait: float = 0.3, window: float = 0.012) -> float:
                 break
             last, t_last = now, now_t
     return time.perf_counter() - t0
+
+
+class Watch:
+    """The OS's view of work timed outside :func:`hetnn.interleave` (a training epoch, a study's pass), so that its
+    rows carry the same flags as every other row: ``with w.block(): ...`` records one repeat (wall time and
+    counters); ``w.epochs()`` is a ``fit`` callback that records one repeat per epoch; ``w.flags()`` gives the
+    fields a row takes (``preempted``, ``unreliable``, ``noise``), judged as interleave judges: over the whole
+    watch, whether other processes used this process's CPUs decides whether waiting was someone else's doing."""
+
+    def __init__(self) -> None:
+        self.probe = Probe()
+        self.walls: List[float] = []
+        self.counters: List[Counters] = []
+        self._first: Optional[Tuple[float, ...]] = None
+        self._last: Optional[Tuple[float, ...]] = None
+
+    def _read(self) -> Tuple[float, ...]:
+        now = self.probe.read()
+        if self._first is None:
+            self._first = now
+        self._last = now
+        return now
+
+    def block(self) -> "_Block":
+        """A context manager timing one repeat."""
+        return _Block(self)
+
+    def add(self, start: Tuple[float, ...], end: Tuple[float, ...]) -> Counters:
+        c = Probe.delta(start, end)
+        self.walls.append(c.wall)
+        self.counters.append(c)
+        return c
+
+    def epochs(self) -> Any:
+        """A ``Sequential.fit`` callback: one repeat per epoch."""
+        return _EpochWatch(self)
+
+    def quiet(self) -> bool:
+        if self._first is None or self._last is None:
+            return False
+        return machine_was_quiet(span_noise(Probe.delta(self._first, self._last)))
+
+    def flags(self, counters: Optional[Sequence[Counters]] = None) -> Dict[str, Any]:
+        """``preempted``, ``unreliable`` and ``noise`` of the repeats recorded (or of ``counters``, a part of
+        them)."""
+        s = summarize(self.counters if counters is None else counters, self.quiet())
+        return {k: s[k] for k in ("preempted", "unreliable", "noise")}
+
+    def close(self) -> None:
+        self.probe.close()
+
+
+class _Block:
+    def __init__(self, watch: Watch) -> None:
+        self.watch = watch
+        self.counters: Optional[Counters] = None
+
+    def __enter__(self) -> "_Block":
+        self.watch.probe.refresh()  # threads started since (a library's pool) are counted too
+        self._start = self.watch._read()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.counters = self.watch.add(self._start, self.watch._read())
+
+
+class _EpochWatch:
+    def __init__(self, watch: Watch) -> None:
+        self.watch = watch
+        self._start: Optional[Tuple[float, ...]] = None
+
+    def on_train_begin(self, keys: Sequence[str], model: Any) -> None:
+        self.watch.probe.refresh()
+        self._start = self.watch._read()
+
+    def on_epoch_end(self, epoch: int, logs: Dict[str, float], model: Any) -> None:
+        end = self.watch._read()
+        if self._start is not None:
+            self.watch.add(self._start, end)
+        self._start = end

@@ -11,8 +11,33 @@ def _cell(v: Any, fmt: str) -> str:
     return format(v, fmt) if fmt else str(v)
 
 
+FLAG_KEYS = ("noise", "unreliable", "wrong", "preempted", "rerun", "flagged")
+
+
+def row_flags(r: Dict[str, Any]) -> str:
+    """What a row says about how far to trust it, in one cell: its ``noise`` text (preempted repeats, re-runs,
+    unreliable, WRONG), else what its other flag fields say ('' for a clean row)."""
+    text = str(r.get("noise") or "")
+    if not text:
+        if r.get("wrong"):
+            text = "WRONG"
+        elif r.get("unreliable"):
+            text = "unreliable"
+        elif r.get("preempted"):
+            text = f"preempted {r['preempted']}"
+        elif r.get("rerun"):
+            text = f"re-ran {r['rerun']} preempted"
+    if r.get("flagged") and "ERR>peak" not in text:
+        text = "; ".join(x for x in (text, "ERR>peak") if x)
+    return text
+
+
 def format_table(rows: List[Dict[str, Any]], columns: Sequence[Tuple[str, str, str]]) -> str:
-    """``columns``: (key, header, format spec). Numbers right-aligned."""
+    """``columns``: (key, header, format spec). Numbers right-aligned. A table of rows that carry flags always
+    shows them: a ``flags`` column is added when ``columns`` has none."""
+    if not any(k == "noise" for k, _, _ in columns) and any(row_flags(r) for r in rows):
+        rows = [{**r, "noise": row_flags(r)} for r in rows]
+        columns = [*columns, ("noise", "flags", "")]
     head = [h for _, h, _ in columns]
     # a figure above its device's measured ceiling is a measurement error: never printed as a result
     # ("CEIL@load" when the ceiling itself was measured on a busy machine: then the ceiling is what is wrong)

@@ -188,6 +188,9 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
     if bad:
         raise TypeError(f"interleave: cases must be hetnn.Case objects, got {', '.join(bad)}")
     _check_counts(n_warmup, n_repeat, max_duration, where="interleave")
+    for nm, v in (("settle", settle), ("rerun", rerun)):
+        if not isinstance(v, (bool, np.bool_)):
+            raise TypeError(f"interleave: {nm} must be a bool, got {v!r}")
     probe = Probe()
     first = [_warm_up(c, n_warmup) for c in cases]
     probe.refresh()  # the warm-ups may have started thread pools
@@ -302,18 +305,22 @@ def _check_counts(n_warmup: Any, n_repeat: Any, max_duration: Any, where: str = 
 def benchmark(fn: Callable[..., Any], args: Sequence[Any] = (), kwargs: Optional[Dict[str, Any]] = None, *,
               n_warmup: int = 10, n_repeat: int = 100, max_duration: Optional[float] = None,
               flops: Optional[float] = None, nbytes: Optional[float] = None, device: DevicesLike = None,
-              name: Optional[str] = None) -> BenchmarkResult:
+              name: Optional[str] = None, rerun: bool = True) -> BenchmarkResult:
     """Times ``fn(*args, **kwargs)`` honestly: ``n_warmup`` untimed calls, then up to ``n_repeat`` timed calls,
     each preceded and followed by a device synchronize; stops early once ``max_duration`` seconds were spent
     timing (at least one call is timed). ``device``: the device(s) to synchronize and read device times from
     (default: every device in use after the warm-up). ``flops``/``nbytes`` per call give GFLOP/s and GB/s.
     The result also carries the OS's view of every repeat (``noise``, ``preempted``, ``unreliable``) and the
-    warm-up's cost (``first_use``); :func:`interleave` times several functions against each other.
+    warm-up's cost (``first_use``); with ``rerun``, repeats the OS shows preempted are run again (more calls than
+    ``n_repeat``, within twice ``max_duration``) and the result holds the clean ones (see :func:`interleave`).
+    :func:`interleave` times several functions against each other.
     """
     if not callable(fn):
         raise TypeError(f"benchmark: fn must be callable, got {type(fn).__name__}")
     kwargs = {} if kwargs is None else dict(kwargs)
     _check_counts(n_warmup, n_repeat, max_duration)
+    if not isinstance(rerun, (bool, np.bool_)):
+        raise TypeError(f"benchmark: rerun must be a bool, got {rerun!r}")
     for nm, v in (("flops", flops), ("nbytes", nbytes)):
         if v is not None and (not is_real(v) or v < 0):
             raise ValueError(f"benchmark: {nm} must be a non-negative number, got {v!r}")
@@ -322,8 +329,8 @@ def benchmark(fn: Callable[..., Any], args: Sequence[Any] = (), kwargs: Optional
         case = Case(label, lambda: fn(*args, **kwargs), flops=flops, nbytes=nbytes)
         first = _warm_up(case, n_warmup) if n_warmup else {}
         case.devices = _device_list(None)
-        r = interleave([case], n_warmup=0, n_repeat=n_repeat, max_duration=max_duration)[0]
+        r = interleave([case], n_warmup=0, n_repeat=n_repeat, max_duration=max_duration, rerun=rerun)[0]
         r.first_use, r.n_warmup = first, n_warmup
         return r
     case = Case(label, lambda: fn(*args, **kwargs), devices=_device_list(device), flops=flops, nbytes=nbytes)
-    return interleave([case], n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)[0]
+    return interleave([case], n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration, rerun=rerun)[0]

@@ -22,6 +22,7 @@ import numpy as np
 from .. import datasets, nn, optim
 from .._device import Device
 from .._threads import get_num_threads
+from .._oscounters import Watch
 from .._timing import Case, _first_use_totals, interleave
 from .progress import expect
 from .matmul import blas_threads, settle
@@ -116,17 +117,22 @@ def run_topology(devices: Sequence[Device], *, max_width: int = 6400, batches: S
                     # warm-up: two batches (kernels compiled, buffers allocated), not timed
                     model.fit(x[:2 * bs], y[:2 * bs], loss=nn.MSELoss(), optimizer=opt, epochs=1, batch_size=bs)
                     model.predict(x[:bs], batch_size=bs)
-                    hist = model.fit(x, y, loss=nn.MSELoss(), optimizer=opt, epochs=epochs, batch_size=bs, seed=seed)
-                    t0 = time.perf_counter()
-                    model.predict(x, batch_size=bs)
-                    infer = time.perf_counter() - t0
+                    watch = Watch()
+                    hist = model.fit(x, y, loss=nn.MSELoss(), optimizer=opt, epochs=epochs, batch_size=bs, seed=seed,
+                                     callbacks=[watch.epochs()])
+                    with watch.block() as inference:
+                        model.predict(x, batch_size=bs)
+                    watch.close()
+                    infer = watch.walls[-1]
                     times = [float(t) for t in hist.history["epoch_time"]]
                     train = float(np.median(times))
                     rows.append(_with_peak(
                         {"layers": depth, "widths": "-".join(map(str, hidden)), "params": model.count_params(),
                          "library": "hetnn", "device": dev.id, "batch": bs, "samples": len(x), "train_s": train,
                          "times_s": times,
-                         "infer_s": infer, "train_samples_per_s": len(x) / train if train > 0 else float("nan")},
+                         "infer_s": infer, "train_samples_per_s": len(x) / train if train > 0 else float("nan"),
+                         **watch.flags(watch.counters[:-1]),
+                         "infer_noise": watch.flags([inference.counters] if inference.counters else [])["noise"]},
                         train_flops([50, *hidden, 1], len(x)), train, peaks[dev.id]))
                     del model, opt
     return rows
@@ -379,7 +385,9 @@ def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False
             case, row = _peer_mnist_case(name, make, params, ctx)
             cases.append(case)
             finish.append(row)
-        results = interleave(cases, n_warmup=0, n_repeat=epochs)
+        # an epoch changes the model: one re-run would train more epochs than the row says (and its accuracy
+        # with them), so preempted epochs are flagged, not re-run
+        results = interleave(cases, n_warmup=0, n_repeat=epochs, rerun=False)
         rows.extend(f(r) for f, r in zip(finish, results))
     return rows
 

@@ -4,12 +4,12 @@ size; inference latency at 2, 64, 512 and 1024 samples; the test error against t
 from __future__ import annotations
 
 import gc
-import time
 from typing import Any, Dict, List
 
 import numpy as np
 
 from .. import datasets, optim
+from .._oscounters import Watch
 from .._timing import empty_cache
 from .._table import format_table
 from ..bench.keras_peer import KerasTrainer
@@ -67,8 +67,10 @@ def run(ctx: Context) -> Rows:
                 del warm
                 model = _mlp(50, hidden, 1, dev, cfg["seed"])
                 opt = optim.Adam(model.parameters(), lr=cfg["lr"])
+                watch = Watch()
                 hist = model.fit(x, y, loss="mse", optimizer=opt, epochs=cfg["epochs"], batch_size=bs,
-                                 seed=cfg["seed"])
+                                 seed=cfg["seed"], callbacks=[watch.epochs()])
+                watch.close()
                 times = [float(t) for t in hist.history["epoch_time"]]
                 train = float(np.median(times))
                 mse = float(model.evaluate(xe, ye, loss="mse", metrics=())["loss"])
@@ -76,7 +78,7 @@ def run(ctx: Context) -> Rows:
                     {"part": "training", "widths": label, "layers": len(hidden), "params": params, "library": "hetnn",
                      "device": dev.id, "batch": bs, "samples": len(x), "epochs": cfg["epochs"], "train_s": train,
                      "times_s": times, "train_samples_per_s": len(x) / train if train > 0 else float("nan"),
-                     "test_mse": mse, "test_r2": 1 - mse / var if var > 0 else float("nan")},
+                     "test_mse": mse, "test_r2": 1 - mse / var if var > 0 else float("nan"), **watch.flags()},
                     train_flops([50, *hidden, 1], len(x)), train, peaks[dev.id])))
                 if bs == cfg["batches"][-1]:
                     rows += ctx.keep_all(_latency(model, xe, cfg["infer_sizes"], label, params, dev.id,
@@ -122,18 +124,19 @@ def _keras_row(keras: Any, hidden: List[int], weights: List[np.ndarray], x: np.n
     spec = [("dense", a, b, "relu") for a, b in zip(sizes, sizes[1:])] + [("dense", sizes[-1], 1, None)]
     kt = KerasTrainer(keras, spec, (50,), weights, "mse", cfg["lr"], bs, cfg["seed"])
     kt.warm_up(x, y)
-    times = []
+    watch = Watch()
     for _ in range(cfg["epochs"]):
-        t0 = time.perf_counter()
-        kt.epoch(x, y)
-        times.append(time.perf_counter() - t0)
+        with watch.block():
+            kt.epoch(x, y)
+    watch.close()
+    times = list(watch.walls)
     train = float(np.median(times))
     mse = float(np.mean((kt.predict(xe) - ye) ** 2))
     return _with_peak({"part": "training", "widths": label, "layers": len(hidden), "params": params,
                        "library": f"keras {kt.version}", "device": "cpu", "batch": bs, "samples": len(x),
                        "epochs": cfg["epochs"], "train_s": train, "times_s": times,
                        "train_samples_per_s": len(x) / train if train > 0 else float("nan"), "test_mse": mse,
-                       "test_r2": 1 - mse / var if var > 0 else float("nan")},
+                       "test_r2": 1 - mse / var if var > 0 else float("nan"), **watch.flags()},
                       train_flops([50, *hidden, 1], len(x)), train, peak)
 
 
@@ -143,15 +146,16 @@ def _latency(model: Any, x: np.ndarray, sizes: List[int], label: str, params: in
     for n in sizes:
         xs = np.ascontiguousarray(x[:n])
         model.predict(xs, batch_size=max(1, len(xs)))  # first use of this shape
-        ts = []
+        watch = Watch()
         for _ in range(repeat):
-            t0 = time.perf_counter()
-            model.predict(xs, batch_size=max(1, len(xs)))
-            ts.append(time.perf_counter() - t0)
+            with watch.block():
+                model.predict(xs, batch_size=max(1, len(xs)))
+        watch.close()
+        ts = list(watch.walls)
         med = float(np.median(ts))
         out.append({"part": "inference", "widths": label, "params": params, "library": "hetnn", "device": device,
                     "samples": len(xs), "latency_ms": med * 1e3, "times_ms": [t * 1e3 for t in ts],
-                    "samples_per_s": len(xs) / med if med > 0 else float("nan")})
+                    "samples_per_s": len(xs) / med if med > 0 else float("nan"), **watch.flags()})
     return out
 
 

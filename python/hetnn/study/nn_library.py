@@ -13,7 +13,6 @@ times; its time includes the restarts), which reaches 1.0 on every run.
 from __future__ import annotations
 
 import itertools
-import time
 from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
@@ -22,6 +21,7 @@ from .. import datasets, nn, optim
 from .._device import Device
 from .._table import format_table
 from ..bench.keras_peer import KerasTrainer
+from .._oscounters import Watch
 from ._base import Context, Rows, Study, keras_peer, positive
 
 XOR_COLUMNS = [("recipe", "recipe", ""), ("library", "library", ""), ("device", "device", ""),
@@ -94,33 +94,37 @@ def run_xor(ctx: Context, keras: Any = None) -> Rows:
     for dev in devs:  # first use (kernels built) outside the timed runs
         _xor_run(hidden, dev, seed, 2, lr, x, y)
     stats: Dict[str, Dict[str, Any]] = {d.id: {"t": [], "acc": [], "loss": [], "np": []} for d in devs}
-    numpy_t: List[float] = []
+    watch = {d.id: Watch() for d in devs}
+    numpy_watch = Watch()
     states: List[Dict[str, np.ndarray]] = []
     for i in range(runs):  # run i on every device in turn: a drift of the machine reaches all alike
         ctx.step(f"xor run {i + 1}/{runs}")
         for dev in devs:
-            t0 = time.perf_counter()
-            acc, loss, state = _xor_run(hidden, dev, seed + 2 * i, epochs, lr, x, y)
+            with watch[dev.id].block():
+                acc, loss, state = _xor_run(hidden, dev, seed + 2 * i, epochs, lr, x, y)
             st = stats[dev.id]
-            st["t"].append(time.perf_counter() - t0)
             st["acc"].append(acc)
             st["loss"].append(loss)
             if dev is devs[0]:
                 states.append(state)
-                t0 = time.perf_counter()
-                st["np"].append(xor_accuracy(numpy_xor(state, x, y, epochs, lr), x, y))
-                numpy_t.append(time.perf_counter() - t0)
+                with numpy_watch.block():
+                    st["np"].append(xor_accuracy(numpy_xor(state, x, y, epochs, lr), x, y))
+    for d in devs:
+        stats[d.id]["t"] = list(watch[d.id].walls)
+        watch[d.id].close()
+    numpy_t = list(numpy_watch.walls)
+    numpy_watch.close()
     base = {"part": "xor", "recipe": "published"}
     first = stats[devs[0].id]
     for dev in devs:
         st = stats[dev.id]
         out.append({**base, "library": "hetnn", "device": dev.id, "runs": runs, "s_per_run": float(np.mean(st["t"])),
-                    "times_s": st["t"], **_verdicts(st["acc"], st["loss"], first["np"])})
+                    "times_s": st["t"], **_verdicts(st["acc"], st["loss"], first["np"]), **watch[dev.id].flags()})
     if first["np"]:
         a = np.array(first["np"])
         out.append({**base, "library": "numpy float64", "device": "host", "runs": runs,
                     "s_per_run": float(np.mean(numpy_t)), "times_s": numpy_t, "accuracy": float(a.mean()),
-                    "runs_at_1": int((a == 1).sum()), "same_as_numpy": "-"})
+                    "runs_at_1": int((a == 1).sum()), "same_as_numpy": "-", **numpy_watch.flags()})
     if keras is not None:
         out.append(_keras_xor(ctx, keras, x, y, states, first["np"]))
     ctx.keep_all(out)
@@ -139,17 +143,19 @@ def _keras_xor(ctx: Context, keras: Any, x: np.ndarray, y: np.ndarray, states: L
     weights = [[st[k] for k in ("0.weight", "0.bias", "1.weight", "1.bias")] for st in states]
     kt = KerasTrainer(keras, spec, (2,), weights[0], "mse", cfg["xor_lr"], len(x), cfg["seed"], optimizer="sgd")
     kt.warm_up(x, y)
-    times, accs, losses = [], [], []
+    accs, losses = [], []
+    watch = Watch()
     for i, w in enumerate(weights):
         ctx.step(f"xor run {i + 1}/{len(weights)} in keras")
         kt.reset(w)
-        t0 = time.perf_counter()
-        losses.append(kt.fit(x, y, cfg["xor_epochs"], shuffle=False))
-        accs.append(float(np.mean((kt.predict(x) > 0.5) == (y > 0.5))))
-        times.append(time.perf_counter() - t0)
+        with watch.block():
+            losses.append(kt.fit(x, y, cfg["xor_epochs"], shuffle=False))
+            accs.append(float(np.mean((kt.predict(x) > 0.5) == (y > 0.5))))
+    watch.close()
+    times = list(watch.walls)
     return {"part": "xor", "recipe": "published", "library": f"keras {kt.version}", "device": "cpu",
             "runs": len(accs), "s_per_run": float(np.mean(times)), "times_s": times,
-            **_verdicts(accs, losses, numpy_acc)}
+            **_verdicts(accs, losses, numpy_acc), **watch.flags()}
 
 
 def _verdicts(accs: List[float], losses: List[float], numpy_acc: List[float]) -> Dict[str, Any]:
@@ -168,23 +174,25 @@ def _xor_restarts(ctx: Context, x: np.ndarray, y: np.ndarray) -> Rows:
     runs, epochs, lr, hidden, seed = cfg["xor_runs"], cfg["xor_epochs"], cfg["xor_lr"], cfg["xor_hidden"], cfg["seed"]
     rows: Rows = []
     for dev in ctx.devices:
-        times, accs, restarts = [], [], 0
+        accs, restarts = [], 0
+        watch = Watch()
         for i in range(runs):
             ctx.step(f"xor with restarts, run {i + 1}/{runs} on {dev.id}")
-            t0 = time.perf_counter()
-            acc, _, _ = _xor_run(hidden, dev, seed + 2 * i, epochs, lr, x, y)
-            tries = 0
-            while acc < 1 and tries < cfg["xor_restarts"]:
-                tries += 1
-                acc, _, _ = _xor_run(hidden, dev, seed + 1_000_003 * tries + 2 * i, epochs, lr, x, y)
+            with watch.block():
+                acc, _, _ = _xor_run(hidden, dev, seed + 2 * i, epochs, lr, x, y)
+                tries = 0
+                while acc < 1 and tries < cfg["xor_restarts"]:
+                    tries += 1
+                    acc, _, _ = _xor_run(hidden, dev, seed + 1_000_003 * tries + 2 * i, epochs, lr, x, y)
             restarts += tries
-            times.append(time.perf_counter() - t0)
             accs.append(acc)
+        watch.close()
+        times = list(watch.walls)
         a = np.array(accs)
         rows.append(ctx.keep({"part": "xor", "recipe": f"restarts (<= {cfg['xor_restarts']})", "library": "hetnn",
                               "device": dev.id, "runs": runs, "s_per_run": float(np.mean(times)), "times_s": times,
                               "accuracy": float(a.mean()), "runs_at_1": int((a == 1).sum()),
-                              "restarts": restarts}))
+                              "restarts": restarts, **watch.flags()}))
     return rows
 
 
@@ -204,7 +212,8 @@ def run_topologies(ctx: Context, keras: Any = None) -> Rows:
     rows: Rows = []
     for hidden in tops:
         sizes = [784, *hidden, 10]
-        per: Dict[str, Dict[str, List[float]]] = {d.id: {"t": [], "acc": []} for d in ctx.devices}
+        per: Dict[str, Dict[str, List[float]]] = {d.id: {"acc": []} for d in ctx.devices}
+        watches = {d.id: Watch() for d in ctx.devices}
         kt = None
         for r in range(cfg["runs"]):
             for dev in ctx.devices:  # run r on every device in turn, then in Keras
@@ -217,10 +226,9 @@ def run_topologies(ctx: Context, keras: Any = None) -> Rows:
                 if r == 0:  # kernels built and memory touched before the first timed run
                     model.fit(xt[:2 * cfg["batch"]], yt[:2 * cfg["batch"]], loss="mse",
                               optimizer=optim.SGD(model.parameters(), lr=0.0), epochs=1, batch_size=cfg["batch"])
-                t0 = time.perf_counter()
-                model.fit(xt, yt, loss="mse", optimizer=opt, epochs=cfg["epochs"], batch_size=cfg["batch"],
-                          seed=cfg["seed"] + r)
-                per[dev.id]["t"].append(time.perf_counter() - t0)
+                with watches[dev.id].block():
+                    model.fit(xt, yt, loss="mse", optimizer=opt, epochs=cfg["epochs"], batch_size=cfg["batch"],
+                              seed=cfg["seed"] + r)
                 per[dev.id]["acc"].append(model.evaluate(xe, ye, metrics=["accuracy"])["accuracy"])
             if keras is not None:  # the same weights, batches' size, loss and optimizer
                 ctx.step(f"{'-'.join(map(str, hidden))} run {r + 1} in keras")
@@ -229,20 +237,22 @@ def run_topologies(ctx: Context, keras: Any = None) -> Rows:
                     kt = KerasTrainer(keras, spec, (784,), weights, "mse", cfg["lr"], cfg["batch"], cfg["seed"],
                                       optimizer="sgd")
                     kt.warm_up(xt, yt)  # its train step compiled, untimed
-                    per["keras"] = {"t": [], "acc": []}
+                    per["keras"] = {"acc": []}
+                    watches["keras"] = Watch()
                 kt.reset(weights)
-                t0 = time.perf_counter()
-                kt.fit(xt, yt, cfg["epochs"])
-                per["keras"]["t"].append(time.perf_counter() - t0)
+                with watches["keras"].block():
+                    kt.fit(xt, yt, cfg["epochs"])
                 per["keras"]["acc"].append(float(np.mean(np.argmax(kt.predict(xe), 1) == np.argmax(ye, 1))))
         params = sum(a * b + b for a, b in zip(sizes, sizes[1:]))
         for key in per:
-            t, a = np.array(per[key]["t"]), np.array(per[key]["acc"])
+            t, a = np.array(watches[key].walls), np.array(per[key]["acc"])
+            watches[key].close()
             lib, dev_id = (f"keras {kt.version}", "cpu") if key == "keras" and kt is not None else ("hetnn", key)
             rows.append(ctx.keep({"part": "topologies", "widths": "-".join(map(str, hidden)), "params": params,
                                   "library": lib, "device": dev_id, "runs": len(t), "train_s": float(t.mean()),
                                   "train_s_sd": _sd(t), "times_s": t.tolist(), "accuracy": float(a.mean()),
-                                  "accuracy_sd": _sd(a), "epochs": cfg["epochs"], "samples": len(xt)}))
+                                  "accuracy_sd": _sd(a), "epochs": cfg["epochs"], "samples": len(xt),
+                                  **watches[key].flags()}))
     return rows
 
 
