@@ -277,7 +277,10 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
             ok = [i for i, m in enumerate(marks) if not m]
             # enough clean repeats: those are the measurement; else all of them, flagged as before
             if ok and 2 * len(ok) >= (target[j] or len(walls[j])):
-                keep, dropped = ok, len(walls[j]) - len(ok)
+                # as many as the first rounds gave (a repeat judged preempted while the run was short may read
+                # clean once the whole run shows a quiet machine)
+                keep = ok[:target[j] or len(ok)]
+                dropped = len(walls[j]) - len(ok)
         r = BenchmarkResult(c.name, np.array([walls[j][i] for i in keep]), np.array([devt[j][i] for i in keep]),
                             c.devices, c.flops, c.nbytes, n_warmup, commands[j], [counters[j][i] for i in keep],
                             first[j], rounds=np.array([rounds[j][i] for i in keep], dtype=np.int64))
