@@ -5,7 +5,7 @@ its ceiling (a flagged row) is left out of the plot, never drawn as a result."""
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 Rows = List[Dict[str, Any]]
 
@@ -57,6 +57,31 @@ def _ok(r: Dict[str, Any], key: str) -> bool:
         key not in str(r.get("flagged") or "").split(",")
 
 
+UNRELIABLE = "x / hatched: unreliable or wrong (see the flags column)"
+
+
+def _bad(r: Dict[str, Any]) -> bool:
+    """A row whose figure is not a result: most of its repeats preempted, or a wrong result."""
+    return bool(r.get("unreliable") or r.get("wrong"))
+
+
+def _mark(ax: Any, xs: Sequence[float], ys: Sequence[float]) -> None:
+    """Red crosses over the points of unreliable or wrong rows, labelled for the legend."""
+    pts = [(x, y) for x, y in zip(xs, ys) if isinstance(y, (int, float)) and not math.isnan(y)]
+    if pts:
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], ls="none", marker="x", ms=9, mew=2, color="red",
+                label=UNRELIABLE, zorder=5)
+
+
+def _bad_cells(rows: Rows, category: Callable[[Dict[str, Any]], str]) -> Dict[str, set]:
+    """{series: categories} of the unreliable or wrong rows, for :func:`_bars`."""
+    out: Dict[str, set] = {}
+    for r in rows:
+        if _bad(r):
+            out.setdefault(_series(r), set()).add(category(r))
+    return out
+
+
 def _series(r: Dict[str, Any]) -> str:
     return f"{r.get('library')} {r.get('device')}"
 
@@ -97,10 +122,11 @@ def _styles(names: Sequence[str]) -> Dict[str, Tuple[str, str, str]]:
 def _bars(ax: Any, categories: Sequence[str], series: Dict[str, Dict[str, float]], ylabel: str,
           log: bool = False, spread: Optional[Dict[str, Dict[str, Tuple[float, float]]]] = None,
           cached: Optional[Dict[str, set]] = None, styles: Optional[Dict[str, Tuple[str, str, str]]] = None,
-          labels: str = "") -> None:
+          labels: str = "", bad: Optional[Dict[str, set]] = None) -> None:
     """Grouped bars: one colour and hatch per series, IQR error bars where ``spread`` has them, bars of rows whose
-    working set fits the cache (``cached``) drawn hollow; ``labels``: a format for each bar's value written on it
-    (the published studies label their bars; "" for none)."""
+    working set fits the cache (``cached``) drawn hollow, bars of unreliable or wrong rows (``bad``) hatched with
+    a red edge and labelled; ``labels``: a format for each bar's value written on it (the published studies label
+    their bars; "" for none)."""
     n = max(1, len(series))
     width = 0.8 / n
     styles = styles or _styles(list(series))
@@ -117,12 +143,18 @@ def _bars(ax: Any, categories: Sequence[str], series: Dict[str, Dict[str, float]
                 bar.set_facecolor("none")
                 bar.set_edgecolor(bars.patches[0].get_facecolor() if bars.patches else "gray")
                 bar.set_linewidth(1.2)
+            if cat in (bad or {}).get(name, set()):
+                bar.set_hatch("xxxx")
+                bar.set_edgecolor("red")
+                bar.set_linewidth(1.0)
         iv = (spread or {}).get(name, {})
         pts = [(x, y, iv[c]) for x, y, c in zip(xs, ys, categories) if c in iv and not math.isnan(y)]
         if pts:
             ax.errorbar([p[0] for p in pts], [p[1] for p in pts],
                         yerr=[[p[1] - p[2][0] for p in pts], [p[2][1] - p[1] for p in pts]],
                         fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+    if any(bad.get(name) for name in series) if bad else False:
+        ax.bar([], [], color="none", hatch="xxxx", edgecolor="red", label=UNRELIABLE)
     ax.set_xticks(range(len(categories)))
     ax.set_xticklabels(categories, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel(ylabel)
@@ -163,13 +195,20 @@ def plot_peak(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
         return None
     fig, ax = _figure(1, 2, (10, 4))
     devs = [r["device"] for r in rows]
-    ax[0][0].bar(devs, [r.get("fp32_gflops") or math.nan for r in rows], color="tab:blue")
+    bars = ax[0][0].bar(devs, [r.get("fp32_gflops") or math.nan for r in rows], color="tab:blue")
+    for r, bar in zip(rows, bars):
+        if r.get("under_load"):  # a lower bound, not a ceiling (and not stored)
+            bar.set_hatch("xxxx")
+            bar.set_edgecolor("red")
+            bar.set_label("x / hatched: measured under load (a lower bound, not stored)")
+    if any(r.get("under_load") for r in rows):
+        ax[0][0].legend(fontsize=7)
     ax[0][0].set_ylabel("FP32 GFLOP/s")
     ax[0][0].set_title("measured FP32 FMA ceiling")
     mem = {"memory (triad)": {r["device"]: r.get("mem_gbps") or math.nan for r in rows},
            "H2D 64 MiB": {r["device"]: r.get("h2d_gbps") or math.nan for r in rows},
            "D2H 64 MiB": {r["device"]: r.get("d2h_gbps") or math.nan for r in rows}}
-    _bars(ax[0][1], devs, mem, "GB/s")
+    _bars(ax[0][1], devs, mem, "GB/s", bad={k: {r["device"] for r in rows if r.get("under_load")} for k in mem})
     ax[0][1].set_title("measured bandwidth ceilings")
     ax[0][1].legend(fontsize=8)
     _footer(fig, env, "python -m hetnn bench peak")
@@ -200,11 +239,12 @@ def plot_matmul(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
                 iv = _interval(r, "pct_peak")
                 if iv:
                     iqr_pct.setdefault(_series(r), {})[r["shape"]] = iv
-        _bars(ax[0][j], shapes, g, "GFLOP/s (median, IQR bars)", spread=iqr, labels=".0f")
+        bad = _bad_cells(sel, lambda r: r["shape"])
+        _bars(ax[0][j], shapes, g, "GFLOP/s (median, IQR bars)", spread=iqr, labels=".0f", bad=bad)
         peaks = {(r["device"], r["peak_gflops"]) for r in sel if r.get("peak_gflops") and r["library"] == "hetnn"}
         _ceilings(ax[0][j], [(f"{dev} ceiling", pk) for dev, pk in peaks], "GFLOP/s")
         ax[0][j].set_title(f"matmul {dt}: GFLOP/s per shape and library")
-        _bars(ax[1][j], shapes, pct, "% of the device's measured FP32 peak", spread=iqr_pct)
+        _bars(ax[1][j], shapes, pct, "% of the device's measured FP32 peak", spread=iqr_pct, bad=bad)
         _ceilings(ax[1][j], [("measured ceiling", 100.0)], "%")
         ax[1][j].set_title("share of peak")
     _legend(fig, [a for row in ax for a in row])
@@ -228,6 +268,7 @@ def plot_maxpool(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
         ivs = [_interval(r, "fwd_ms") or (y, y) for r, y in zip(sel, ys)]
         err = [[y - v[0] for y, v in zip(ys, ivs)], [v[1] - y for y, v in zip(ys, ivs)]]
         ax[0][0].errorbar(px, ys, yerr=err, color=color, marker=marker, ms=4, capsize=2, elinewidth=0.7, label=name)
+        _mark(ax[0][0], [p for p, r in zip(px, sel) if _bad(r)], [y for y, r in zip(ys, sel) if _bad(r)])
         tot = [(p, r["total_ms"]) for p, r in zip(px, sel) if _ok(r, "total_ms")]
         if tot:
             ax[0][0].plot(*zip(*tot), ls="--", color=color, marker=marker, mfc="none", ms=4,
@@ -250,7 +291,8 @@ def plot_maxpool(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
                 iqr.setdefault(_series(r), {})[r["case"]] = iv
             if r.get("in_cache"):
                 cached.setdefault(_series(r), set()).add(r["case"])
-    _bars(ax[0][1], cases, g, "forward GB/s (input + output bytes)", spread=iqr, cached=cached, styles=styles)
+    _bars(ax[0][1], cases, g, "forward GB/s (input + output bytes)", spread=iqr, cached=cached, styles=styles,
+          bad=_bad_cells(layers, lambda r: r["case"]))
     _ceilings(ax[0][1], [(f"{r['device']} memory ({r['mem_peak_what']})", float(r["mem_peak_gbps"]))
                          for r in layers if r.get("mem_peak_gbps") and r.get("library") == "hetnn"], "GB/s")
     ax[0][1].set_title("max-pool layers: forward bandwidth")
@@ -272,13 +314,14 @@ def plot_mlp(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
         sel = [r for r in topo if r["batch"] == bs]
         for di, dev in enumerate(dict.fromkeys(r["device"] for r in sel)):
             for k, depth in enumerate(sorted({r["layers"] for r in sel})):
-                pts = sorted(((r["params"], r["train_s"], _interval(r, "train_s") or (r["train_s"],) * 2)
+                pts = sorted(((r["params"], r["train_s"], _interval(r, "train_s") or (r["train_s"],) * 2, _bad(r))
                               for r in sel if r["device"] == dev and r["layers"] == depth), key=lambda p: p[0])
                 if pts:
                     ax[0][j].errorbar([p[0] for p in pts], [p[1] for p in pts],
                                       yerr=[[p[1] - p[2][0] for p in pts], [p[2][1] - p[1] for p in pts]],
                                       marker=_MARKERS[k % len(_MARKERS)], ms=4, capsize=2, elinewidth=0.7,
                                       ls=("-", "--", ":", "-.")[di % 4], label=f"{dev}, {depth} hidden")
+                    _mark(ax[0][j], [p[0] for p in pts if p[3]], [p[1] for p in pts if p[3]])
         ax[0][j].set_xscale("log")
         ax[0][j].set_yscale("log")
         ax[0][j].set_xlabel("parameters")
@@ -295,7 +338,8 @@ def plot_mlp(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
             if iv:
                 iqr.setdefault(_series(r), {})[f"784-{r['widths']}-10"] = iv
         a = ax[0][ncols - 1]
-        _bars(a, [f"784-{w}-10" for w in widths], s, "s/epoch (median)", spread=iqr)
+        _bars(a, [f"784-{w}-10" for w in widths], s, "s/epoch (median)", spread=iqr,
+              bad=_bad_cells(mnist, lambda r: f"784-{r['widths']}-10"))
         a.set_title("Fashion-MNIST training, batch 64")
     _legend(fig, [a for row in ax for a in row])
     _footer(fig, env, "python -m hetnn bench mlp; topology points: median of the timed epochs, bars: their IQR")
@@ -319,6 +363,10 @@ def plot_transfer(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
             ax[0][0].plot(*zip(*dev_bw), marker=mk, mfc="none", ms=4, ls=":", lw=0.9,
                           color=line.get_color() if line is not None else None)
         ax[0][1].plot([r["bytes"] for r in sel], [r["wall_ms"] * 1e3 for r in sel], marker=mk, ms=4, label=name)
+        bad = [r for r in sel if _bad(r)]
+        _mark(ax[0][0], [r["bytes"] for r in bad if _ok(r, "wall_gbps")], [r["wall_gbps"] for r in bad
+                                                                             if _ok(r, "wall_gbps")])
+        _mark(ax[0][1], [r["bytes"] for r in bad], [r["wall_ms"] * 1e3 for r in bad])
     ax[0][0].plot([], [], "k:", marker="o", mfc="none", label="dotted, hollow: device time of the copy alone")
     for a, ylabel, title in ((ax[0][0], "GB/s (solid: from wall time)", "bandwidth against size"),
                              (ax[0][1], "wall time per copy, us", "latency against size")):
@@ -349,12 +397,15 @@ def plot_conv(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
         for r in sel:
             if _ok(r, "gflops"):
                 s.setdefault(_series(r), {})[r["layer"]] = r["gflops"]
-        _bars(ax["layers"], list(dict.fromkeys(r["layer"] for r in sel)), s, "GFLOP/s (median)", styles=styles)
+        _bars(ax["layers"], list(dict.fromkeys(r["layer"] for r in sel)), s, "GFLOP/s (median)", styles=styles,
+              bad=_bad_cells(sel, lambda r: r["layer"]))
         ax["layers"].set_title(f"ResNet-50 conv layers, batch {batch}")
     for name in dict.fromkeys(_series(r) for r in keras):
         pts = sorted((r["batch"], r["samples_per_s"]) for r in keras if _series(r) == name)
         color, _, marker = styles[name]
         ax["keras"].plot(*zip(*pts), marker=marker, color=color, ms=4, label=name)
+        bad = sorted((r["batch"], r["samples_per_s"]) for r in keras if _series(r) == name and _bad(r))
+        _mark(ax["keras"], [b[0] for b in bad], [b[1] for b in bad])
     ax["keras"].set_xscale("log", base=2)
     ax["keras"].set_xlabel("batch size")
     ax["keras"].set_ylabel("training samples/s (one epoch)")
@@ -369,7 +420,7 @@ def plot_conv(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
             if iv:
                 iqr.setdefault(_series(r), {})[r["model"]] = iv
         _bars(ax["studies"], list(dict.fromkeys(r["model"] for r in studies)), st, "s/epoch (median)", log=True,
-              spread=iqr, styles=styles)
+              spread=iqr, styles=styles, bad=_bad_cells(studies, lambda r: r["model"]))
         ax["studies"].set_title("Fashion-MNIST CNN training")
     _legend(fig, list(ax.values()))
     _footer(fig, env, "python -m hetnn bench conv; bars: medians, error bars: IQR of the epochs")
@@ -381,7 +432,14 @@ def plot_compare(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
         return None
     fig, ax = _figure(1, 1, (7, 4))
     names = [_series(r) for r in rows]
-    ax[0][0].bar(names, [r["median_ms"] for r in rows], color="tab:blue")
+    bars = ax[0][0].bar(names, [r["median_ms"] for r in rows], color="tab:blue")
+    for r, bar in zip(rows, bars):
+        if _bad(r):
+            bar.set_hatch("xxxx")
+            bar.set_edgecolor("red")
+            bar.set_label(UNRELIABLE)
+    if any(_bad(r) for r in rows):
+        ax[0][0].legend(fontsize=7)
     ax[0][0].set_ylabel("median ms")
     ax[0][0].set_title(f"{rows[0].get('op')} {rows[0].get('shape')} {rows[0].get('dtype')}")
     ax[0][0].tick_params(axis="x", rotation=30, labelsize=8)
@@ -422,6 +480,8 @@ def plot_scaling(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
                     xs = np.linspace(1, max(ks), 50)
                     ax[0][0].plot(xs, 1 / (f + (1 - f) / xs), ls="--", color=color, lw=0.8,
                                   label=f"{w}: Amdahl f={f:.3f}")
+            _mark(ax[0][0] if mode == "strong" else ax[0][1], [r["ranks"] for r in pts if _bad(r)],
+                  [r["speedup" if mode == "strong" else "efficiency"] for r in pts if _bad(r)])
             ax[0][1].errorbar([r["ranks"] for r in pts], [r["efficiency"] for r in pts],
                               yerr=[[(r["speedup"] - a) / r["ranks"] for r, (a, _) in zip(pts, lo_hi)],
                                     [(b - r["speedup"]) / r["ranks"] for r, (_, b) in zip(pts, lo_hi)]],

@@ -106,7 +106,7 @@ def run(ctx: Context) -> Rows:
 
 
 def plot(rows: Rows, env: Dict[str, Any]) -> Any:
-    from ..bench.plots import _bars, _figure, _footer, _legend
+    from ..bench.plots import _bad, _bad_cells, _bars, _figure, _footer, _legend, _mark
 
     keras = [r for r in rows if r.get("part") == "keras-cnn" and r.get("samples_per_s")]
     infer = [r for r in rows if r.get("part") == "keras-cnn inference"]
@@ -117,6 +117,8 @@ def plot(rows: Rows, env: Dict[str, Any]) -> Any:
     for key in dict.fromkeys((r["library"], r["device"]) for r in keras):
         pts = sorted((r["batch"], r["epoch_s"]) for r in keras if (r["library"], r["device"]) == key)
         ax[0][0].plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=" ".join(key))
+        bad = [(r["batch"], r["epoch_s"]) for r in keras if (r["library"], r["device"]) == key and _bad(r)]
+        _mark(ax[0][0], [p[0] for p in bad], [p[1] for p in bad])
     ax[0][0].set(xscale="log", yscale="log", xlabel="batch size", ylabel="s per epoch")
     ax[0][0].set_title("Keras-style CNN: one epoch", fontsize=9)
     cats = [str(n) for n in dict.fromkeys(r["samples"] for r in infer)]
@@ -124,11 +126,14 @@ def plot(rows: Rows, env: Dict[str, Any]) -> Any:
     for r in infer:
         series.setdefault(f"{r['library']} {r['device']}", {})[str(r["samples"])] = r["latency_ms"]
     if series:
-        _bars(ax[0][1], cats, series, "latency ms", log=True, labels=".1f")
+        _bars(ax[0][1], cats, series, "latency ms", log=True, labels=".1f",
+              bad=_bad_cells(infer, lambda r: str(r["samples"])))
     ax[0][1].set_title("Keras-style CNN: inference latency by samples", fontsize=9)
     for dev in dict.fromkeys(r["device"] for r in alex):
         pts = [(r["epoch"], r["test_accuracy"]) for r in alex if r["device"] == dev]
         ax[0][2].plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"hetnn {dev}")
+        bad = [(r["epoch"], r["test_accuracy"]) for r in alex if r["device"] == dev and _bad(r)]
+        _mark(ax[0][2], [p[0] for p in bad], [p[1] for p in bad])
     if alex:  # the published figures, for scale: another data set (MRI), other hardware
         ax[0][2].plot(list(PUBLISHED_ACCURACY), list(PUBLISHED_ACCURACY.values()), marker="s", linestyle=":",
                       color="gray", label="published (MRI set)")

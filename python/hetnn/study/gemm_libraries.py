@@ -75,7 +75,7 @@ def run(ctx: Context) -> Rows:
 
 
 def plot(rows: Rows, env: Dict[str, Any]) -> Any:
-    from ..bench.plots import _bars, _figure, _footer, _legend, _styles
+    from ..bench.plots import _bad_cells, _bars, _figure, _footer, _legend, _styles
 
     sel = [r for r in rows if r.get("part") == "shapes" and "gflops" in r and not r.get("flagged")]
     groups = list(dict.fromkeys((r["batch"], r["dtype"]) for r in sel))
@@ -90,14 +90,17 @@ def plot(rows: Rows, env: Dict[str, Any]) -> Any:
         series: Dict[str, Dict[str, float]] = {}
         for r in shapes:
             series.setdefault(f"{r['library']} {r['device']}", {})[r["shape"]] = r["gflops"]
-        _bars(ax[i][0], cats, series, "GFLOP/s (median)", labels=".0f", styles=styles)
+        _bars(ax[i][0], cats, series, "GFLOP/s (median)", labels=".0f", styles=styles,
+              bad=_bad_cells(shapes, lambda r: r["shape"]))
         ax[i][0].set_title(f"batch {batch}, {dt}: GFLOP/s per shape", fontsize=9)
         aggs = [r for r in part if str(r["shape"]).startswith("aggregate")]
         cats2 = ["mean GFLOP/s (study)", "total FLOP / total time"]
         series2 = {f"{r['library']} {r['device']}": {cats2[0]: r["mean_gflops"], cats2[1]: r["gflops"]}
                    for r in aggs}
         _bars(ax[i][1], cats2, series2, "GFLOP/s", labels=".0f", styles=styles)
-        ax[i][1].set_title(f"batch {batch}, {dt}: both aggregates", fontsize=9)
+        cover = aggs[0]["shape"].replace("aggregate ", "") if aggs else "none: too few clean shapes"
+        ax[i][1].set_title(f"batch {batch}, {dt}: both aggregates, over the shapes every library measured cleanly "
+                           f"{cover}", fontsize=9)
     _legend(fig, [a for row in ax for a in row])
     _footer(fig, env, "python -m hetnn study gemm-libraries; operands on the device, synchronised, median of repeats")
     return fig

@@ -148,7 +148,7 @@ def _max_vs_avg(rows: Rows) -> List[str]:
 
 
 def plot(rows: Rows, env: Dict[str, Any]) -> Any:
-    from ..bench.plots import _bars, _figure, _footer, _legend, _styles
+    from ..bench.plots import _bad_cells, _bars, _figure, _footer, _legend, _styles
 
     sel = [r for r in rows if r.get("part") == "pooling"]
     if not sel:
@@ -159,15 +159,20 @@ def plot(rows: Rows, env: Dict[str, Any]) -> Any:
     styles = _styles([f"{r['library']} {r['device']}" for r in sel])
     t: Dict[str, Dict[str, float]] = {}
     sp: Dict[str, Dict[str, float]] = {}
+    ci: Dict[str, Dict[str, Tuple[float, float]]] = {}
     for r in sel:
         name = f"{r['library']} {r['device']}"
         t.setdefault(name, {})[f"{r['layer']} {r['op']} {r['dtype']}"] = r["ms"]
         if r["dtype"] == first and r["op"] == "max" and "speedup" in r:
             sp.setdefault(name, {})[r["layer"]] = r["speedup"]
-    _bars(ax[0][0], cats, t, "ms per batch (median)", log=True, labels=".2f", styles=styles)
+            if "speedup_low" in r:
+                ci.setdefault(name, {})[r["layer"]] = (r["speedup_low"], r["speedup_high"])
+    _bars(ax[0][0], cats, t, "ms per batch (median)", log=True, labels=".2f", styles=styles,
+          bad=_bad_cells(sel, lambda r: f"{r['layer']} {r['op']} {r['dtype']}"))
     ax[0][0].set_title("pooling time per layer, op and dtype", fontsize=9)
     _bars(ax[0][1], list(dict.fromkeys(r["layer"] for r in sel)), sp,
-          f"speedup over the serial version (max, {first})", labels=".2f", styles=styles)
+          f"speedup over the serial version (max, {first}; 95 % CI)", labels=".2f", styles=styles, spread=ci,
+          bad=_bad_cells([r for r in sel if r["dtype"] == first and r["op"] == "max"], lambda r: r["layer"]))
     ax[0][1].axhline(1.0, ls="--", lw=1, color="dimgray")
     ax[0][1].set_title("parallel speedup", fontsize=9)
     _legend(fig, [ax[0][0], ax[0][1]])

@@ -160,7 +160,7 @@ def _latency(model: Any, x: np.ndarray, sizes: List[int], label: str, params: in
 
 
 def plot(rows: Rows, env: Dict[str, Any]) -> Any:
-    from ..bench.plots import _figure, _footer, _legend, _styles
+    from ..bench.plots import _bad, _figure, _footer, _legend, _mark, _styles
 
     train = [r for r in rows if r.get("part") == "training"]
     infer = [r for r in rows if r.get("part") == "inference"]
@@ -177,6 +177,9 @@ def plot(rows: Rows, env: Dict[str, Any]) -> Any:
             color, _, marker = styles[name]
             ax[0][0].plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, ms=3, color=color, lw=1,
                           ls=("-", "--", ":", "-.")[batches.index(bs) % 4], label=f"{name} batch {bs}")
+            bad = [(r["params"], r["train_s"]) for r, n in zip(train, who)
+                   if n == name and r["batch"] == bs and _bad(r)]
+            _mark(ax[0][0], [p[0] for p in bad], [p[1] for p in bad])
     ax[0][0].set(xscale="log", yscale="log", xlabel="parameters", ylabel="s per epoch")
     ax[0][0].set_title("training time by model size", fontsize=9)
     for lib, dev in dict.fromkeys((r["library"], r["device"]) for r in train):
@@ -192,6 +195,8 @@ def plot(rows: Rows, env: Dict[str, Any]) -> Any:
     for key in dict.fromkeys((r["device"], r["samples"]) for r in infer):
         lat = sorted((r["params"], r["latency_ms"]) for r in infer if (r["device"], r["samples"]) == key)
         ax[0][2].plot([p[0] for p in lat], [p[1] for p in lat], marker=".", label=f"{key[0]}, {key[1]} samples")
+        bad = [(r["params"], r["latency_ms"]) for r in infer if (r["device"], r["samples"]) == key and _bad(r)]
+        _mark(ax[0][2], [p[0] for p in bad], [p[1] for p in bad])
     ax[0][2].set(xscale="log", yscale="log", xlabel="parameters", ylabel="inference latency ms")
     ax[0][2].set_title("inference latency", fontsize=9)
     _legend(fig, [ax[0][0], ax[0][1], ax[0][2]])

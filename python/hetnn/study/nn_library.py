@@ -294,7 +294,7 @@ def run(ctx: Context) -> Rows:
 
 
 def plot(rows: Rows, env: Dict[str, Any]) -> Any:
-    from ..bench.plots import _bars, _figure, _footer, _legend, _styles
+    from ..bench.plots import _bad, _bars, _figure, _footer, _legend, _styles
 
     topo = [r for r in rows if r.get("part") == "topologies"]
     xor = [r for r in rows if r.get("part") == "xor"]
@@ -306,17 +306,30 @@ def plot(rows: Rows, env: Dict[str, Any]) -> Any:
         cats = list(dict.fromkeys(f"{r['library']} {r['device']}" for r in xor))
         per_recipe = {f"XOR: {rec}": {f"{r['library']} {r['device']}": r["s_per_run"] for r in xor
                                       if r["recipe"] == rec} for rec in recipes}
-        _bars(ax[0][0], cats, per_recipe, "seconds per run (mean)", log=True, labels=".3g", styles=styles)
+        bad_xor: Dict[str, set] = {}
+        for r in xor:
+            if _bad(r):
+                bad_xor.setdefault(f"XOR: {r['recipe']}", set()).add(f"{r['library']} {r['device']}")
+        _bars(ax[0][0], cats, per_recipe, "seconds per run (mean)", log=True, labels=".3g", styles=styles,
+              bad=bad_xor)
         ax[0][0].set_title("XOR 2-2-1, tanh, MSE", fontsize=9)
     cats = list(dict.fromkeys(r["widths"] for r in topo))
     for panel, key, label, log in ((1, "train_s", "training s per run (mean)", True),
                                    (2, "accuracy", "test accuracy (mean of runs)", False)):
         series: Dict[str, Dict[str, float]] = {}
+        sd: Dict[str, Dict[str, Tuple[float, float]]] = {}
+        bad: Dict[str, set] = {}
         for name, r in zip(names, topo):
             series.setdefault(name, {})[r["widths"]] = r[key]
+            spread = r.get(f"{key}_sd")
+            if isinstance(spread, float) and spread == spread:  # the runs' standard deviation, where several
+                sd.setdefault(name, {})[r["widths"]] = (r[key] - spread, r[key] + spread)
+            if _bad(r):
+                bad.setdefault(name, set()).add(r["widths"])
         if series:
             # values written on the bars while they stay readable (the full form has 25 topologies x 3 series)
-            _bars(ax[0][panel], cats, series, label, log=log, labels=".3g" if len(cats) <= 8 else "", styles=styles)
+            _bars(ax[0][panel], cats, series, label, log=log, labels=".3g" if len(cats) <= 8 else "", styles=styles,
+                  spread=sd, bad=bad)
             ax[0][panel].set_title(f"all-sigmoid MLPs, MSE, Fashion-MNIST: {label.split(' (')[0]}", fontsize=9)
             if not log:  # accuracies differ in the second decimal: start the axis below the lowest
                 vals = [v for ser in series.values() for v in ser.values()]
