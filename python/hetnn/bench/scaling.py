@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import distributed as dist
 from .. import nn, optim
+from .._oscounters import Watch, noise_note, preempted
 from .stats import ratio_interval
 
 SCALING_COLUMNS = [
@@ -91,13 +92,18 @@ def _one_run(world: Any, k: int, build: Builder, device: Any, make_opt: Callable
     sub = world.Split(0 if rank < k else MPI.UNDEFINED, rank)
     out = None
     if rank < k:
+        watch = Watch()
         with dist._within(sub):
             model = build(seed, device)
             h = model.fit(x, y, loss="cross_entropy", optimizer=make_opt(model), epochs=2, batch_size=batch_per_rank,
-                          seed=seed, distributed=True)
+                          seed=seed, distributed=True, callbacks=[watch.epochs()])
+        watch.close()
+        # the timed epoch was preempted when any rank's was (the slowest rank sets the epoch's time)
+        mine = bool(len(watch.counters) > 1 and preempted(watch.counters[1:2])[0])
+        flags = sub.gather(mine, root=0)
         if rank == 0:
             out = {"epoch_s": h.history["epoch_time"][1], "comm_s": h.history["comm_time"][1],
-                   "reduction": h.params.get("reduction") if k > 1 else "-"}
+                   "reduction": h.params.get("reduction") if k > 1 else "-", "preempted": any(flags or [])}
         sub.Free()
     dist._idle_barrier(world)
     return out
@@ -144,6 +150,8 @@ def _rows(times: Dict[Tuple[str, str, int], List[Dict[str, Any]]], ks: Sequence[
                     continue
                 ts = [x["epoch_s"] for x in runs]
                 med = float(np.median(ts))
+                hit = sum(bool(x.get("preempted")) for x in runs)
+                base_bad = bool(base) and 2 * sum(bool(x.get("preempted")) for x in base or []) >= len(base or [])
                 comm = float(np.median([x["comm_s"] / x["steps"] for x in runs])) * 1e6
                 row: Dict[str, Any] = {
                     "workload": w, "mode": mode, "ranks": k, "threads": threads,
@@ -151,7 +159,10 @@ def _rows(times: Dict[Tuple[str, str, int], List[Dict[str, Any]]], ks: Sequence[
                     "epoch_s": med, "times_s": ts, "samples_per_s": runs[0]["samples"] / med,
                     "comm_us": comm if k > 1 else None,
                     "comm_share": float(np.median([x["comm_s"] / x["epoch_s"] for x in runs])) if k > 1 else None,
-                    "reduction": runs[0]["reduction"], "host": socket.gethostname()}
+                    "reduction": runs[0]["reduction"], "host": socket.gethostname(), "preempted": hit,
+                    "unreliable": 2 * hit >= len(runs) or (k > 1 and base_bad),
+                    "noise": noise_note(hit, len(runs)) or ("1-rank baseline unreliable" if k > 1 and base_bad
+                                                            else "")}
                 if base:
                     # speed ratios per round (interleaved), weak scaling's on equal work per rank
                     bt = [x["epoch_s"] for x in base]
@@ -170,8 +181,9 @@ def _rows(times: Dict[Tuple[str, str, int], List[Dict[str, Any]]], ks: Sequence[
 
 def amdahl(rows: Sequence[Dict[str, Any]]) -> Optional[float]:
     """Amdahl's serial fraction f fitted to strong-scaling speedups S(k) = 1 / (f + (1 - f) / k), by least squares
-    on 1/S - 1/k = f (1 - 1/k); None without a speedup at k > 1."""
-    pts = [(r["ranks"], r["speedup"]) for r in rows if r.get("speedup") and r["ranks"] > 1]
+    on 1/S - 1/k = f (1 - 1/k), over the unflagged points only; None without a clean speedup at k > 1."""
+    pts = [(r["ranks"], r["speedup"]) for r in rows if r.get("speedup") and r["ranks"] > 1 and
+           not r.get("unreliable")]
     if not pts:
         return None
     a = np.array([1 - 1 / k for k, _ in pts])
@@ -187,9 +199,13 @@ def summary(rows: Sequence[Dict[str, Any]]) -> List[str]:
         top = max(strong, key=lambda r: r["ranks"], default=None)
         if top is not None and top.get("speedup"):
             f = amdahl(strong)
-            over = ", ".join(str(r["ranks"]) for r in strong if r["ranks"] > 1 and r.get("speedup"))
+            over = ", ".join(str(r["ranks"]) for r in strong if r["ranks"] > 1 and r.get("speedup") and
+                             not r.get("unreliable"))
             fit = (f"; Amdahl serial fraction {f:.3f}, fitted over {over} ranks" +
-                   (f" (speedup bound {1 / f:.1f}x)" if f > 0 else "")) if f is not None else ""
+                   (f" (speedup bound {1 / f:.1f}x)" if f > 0 else "")) if f is not None else \
+                "; Amdahl: not enough clean points"
+            if top.get("unreliable"):
+                fit += f" [{top.get('noise')}]"
             out.append(f"{w} strong scaling: {top['ranks']} ranks = {top['speedup']:.2f}x ({top['speedup_ci']}) the "
                        f"samples/s of 1 rank at global batch {top['global_batch']}, efficiency "
                        f"{top['efficiency']:.2f}; gradient reduction {top['comm_us']:.0f} us a step "

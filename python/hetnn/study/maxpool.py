@@ -119,7 +119,10 @@ def run(ctx: Context) -> Rows:
                         row["speedup"] = ci.value
                         row["speedup_ci"] = f"{ci.low:.2f}-{ci.high:.2f}"
                         row["speedup_low"], row["speedup_high"] = ci.low, ci.high
-                        row["amdahl_serial"], row["amdahl_max"] = amdahl(ci.value, base["workers"])
+                        if r.unreliable or serial.unreliable or row.get("wrong"):  # a fit from clean points only
+                            row["amdahl"] = "not enough clean points"
+                        else:
+                            row["amdahl_serial"], row["amdahl_max"] = amdahl(ci.value, base["workers"])
                 rows.append(ctx.keep(row))
     ctx.say(f"\nmax (and average) pooling, {k}x{k} windows, stride {s}, batch {cfg['batch']}, images of integers "
             f"{lo}-{hi} ({cfg['dtype']}; the float32 rows pool the same values as float32). Serial version: hetnn's "
