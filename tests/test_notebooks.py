@@ -1,10 +1,36 @@
 """Executes every notebook in notebooks/ with small sizes (HETNN_NB_SIZE), so a broken notebook fails the suite, and
-checks that every plot cell rendered an image (a bare Figure once printed "<Figure size 1000x350 with 2 Axes>")."""
+checks that every plot cell rendered an image (a bare Figure once printed "<Figure size 1000x350 with 2 Axes>") and
+that every ratio a notebook prints comes with its interval (or says why it has none) and its flags."""
 import pathlib
+import re
 
 import pytest
 
 NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+
+
+RATIO = re.compile(r"(?<![\w.])\d+\.\d+x\b|-> \d")  # "1.23x", or a bare "-> 0.68"
+INTERVAL = ("CI", "no interval", "not compared", "no conclusion")
+
+
+def _printed(nb):
+    """Every line the notebook printed (stream outputs and text results)."""
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            text = out.get("text") or out.get("data", {}).get("text/plain") or ""
+            yield from ("".join(text) if isinstance(text, list) else text).splitlines()
+
+
+def _qualified(line):
+    """A ratio line that says its interval (or why it has none, or that nothing was compared) and its flags."""
+    return any(k in line for k in INTERVAL) and "flags" in line
+
+
+def test_the_ratio_check_catches_a_bare_ratio():
+    assert RATIO.search("cpu 1.23x") and RATIO.search("batch 100: 0.9 ms, 1.1 ms  -> 0.68")
+    assert not _qualified("hetnn cpu / numpy: 1.23x (1.10-1.35, 95% CI)")  # no flags
+    assert _qualified("hetnn cpu / numpy: 1.23x (1.10-1.35, 95% CI); flags: none")
+    assert not RATIO.search("784x128x512") and not RATIO.search("GFLOP/s 12.5")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -20,6 +46,8 @@ def test_notebook_runs(path, monkeypatch):
     client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
                                      resources={"metadata": {"path": str(path.parent)}})
     client.execute()
+    bare = [line for line in _printed(nb) if RATIO.search(line) and not _qualified(line)]
+    assert not bare, f"{path.name}: ratios printed without their interval and flags: {bare[:5]}"
     plots = [c for c in nb.cells if c.cell_type == "code" and ("Figure(" in c.source or ".plot()" in c.source)]
     for cell in plots:
         kinds = [k for o in cell.get("outputs", []) for k in o.get("data", {})]

@@ -10,14 +10,17 @@ import typing as _t
 from .._device import devices_table
 from .compare import compare
 from .matmul import MATMUL_SHAPES, RESNET50_BS1, run_matmul
+from .matmul import ratios as matmul_ratios
 from .maxpool import LAYERS, MAXPOOL_COLUMNS, SWEEP_COLUMNS, numpy_max_pool, run_maxpool, sweep_cases
 from .mlp import MLP_TOPOLOGY_COLUMNS, run_topology
 from .plots import notebook_display
 from .report import collector, environment, format_table
 from .result import Report
+from .stats import ratio
 from .suites import SUITES, Options, default_suite, run_suites
 
-__all__ = ["run", "compare", "Report", "Options", "SUITES", "MATMUL_SHAPES", "RESNET50_BS1", "run_matmul",
+__all__ = ["run", "compare", "ratio", "matmul_ratios", "Report", "Options", "SUITES", "MATMUL_SHAPES",
+           "RESNET50_BS1", "run_matmul",
            "LAYERS", "MAXPOOL_COLUMNS", "SWEEP_COLUMNS", "numpy_max_pool", "run_maxpool", "sweep_cases",
            "MLP_TOPOLOGY_COLUMNS", "run_topology", "format_table", "devices_table", "notebook_display"]
 

@@ -30,7 +30,7 @@ from .keras_peer import KerasTrainer, keras_module
 from .matmul import settle
 from .mlp import _peaks, _with_peak
 from .progress import expect
-from .stats import ratio_interval
+from .stats import flags_text, no_interval, ratio_interval
 
 # A layer declaration: ("conv", in, out, k, stride, padding, act), ("pool", k), ("relu",), ("flatten",),
 # ("dense", in, out, act), ("dropout", p). act: "relu" or None.
@@ -341,7 +341,9 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
                 out.append(f"{name}: left out ({r.get('noise') or ref.get('noise') or 'above the ceiling'})")
                 continue
             ci = ratio_interval([(ref["times_s"], r["times_s"])]) if len(r["times_s"]) > 1 else None
-            text = ci.text(name) if ci else f"{name}: {r['epoch_s'] / ref['epoch_s']:.2f}x"
+            flags = flags_text([ref, r])
+            text = ci.text(name, flags) if ci else no_interval(name, r["epoch_s"] / ref["epoch_s"], "one epoch each",
+                                                               flags)
             out.append(f"{text} ({ref['epoch_s']:.3f} s vs {r['epoch_s']:.3f} s)")
     return out
 

@@ -17,7 +17,7 @@ from .._timing import Case, interleave
 from .peak import check_ceiling, fp32_peak_gflops, share
 from .matmul import AGREEMENT_TOLERANCE, max_rel_error
 from .peers import ARRAY_PEERS, find_peers
-from .stats import ratio_interval, row_pair
+from .stats import flags_text, ratio_interval, row_pair
 from .report import environment, format_table
 from .result import Report
 from .._check import is_int
@@ -171,7 +171,7 @@ def _ratio_lines(rows: List[Dict[str, Any]], dev: Any, dtype: str) -> List[str]:
             continue
         ratio = ratio_interval([row_pair(own, row)])
         if ratio is not None:
-            lines.append(ratio.text(name))
+            lines.append(ratio.text(name, flags_text([own, row])))
     return lines
 
 

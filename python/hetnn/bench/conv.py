@@ -24,7 +24,7 @@ from .matmul import RESNET50_BS1, max_rel_error, settle
 from .mlp import _peaks, _with_peak
 from .peers import torch_devices
 from .progress import expect
-from .stats import ratio_interval
+from .stats import flags_text, no_interval, ratio_interval
 
 # (C, H, O, k, stride, padding) of each ResNet-50 v1.5 convolution, in the order of matmul.RESNET50_BS1 (its im2col
 # GEMM: M = OH * OW, N = O, K = C * k * k).
@@ -217,7 +217,8 @@ def summary(rows: List[Dict[str, Any]]) -> List[str]:
             left = f"; {len(layers) - len(ok)} of {len(layers)} layers left out as unreliable" if len(ok) < len(
                 layers) else ""
             ci = ratio_interval([(a[lay]["times_s"], b[lay]["times_s"]) for lay in ok]) if interleaved else None
-            text = ci.text(name) if ci is not None else f"{name}: {tb / ta:.2f}x"
+            flags = flags_text([a[lay] for lay in ok] + [b[lay] for lay in ok])
+            text = ci.text(name, flags) if ci is not None else no_interval(name, tb / ta, "timed apart", flags)
             out.append(f"batch {batch}: {text} ({ta * 1e3:.1f} ms vs {tb * 1e3:.1f} ms in all{left})")
         cpu = rows_of("hetnn", "cpu")
         for lib in ("onednn-c++", "onednn-c++ nchw", "hetnn im2col+matmul", "torch"):

@@ -20,7 +20,7 @@ from .._timing import Case, interleave
 from .progress import expect
 from .peak import check_ceiling, fp32_peak_gflops, share
 from .peers import ARRAY_PEERS, find_peers
-from .stats import ratio_interval, row_pair
+from .stats import flags_text, ratio_interval, row_pair
 
 Shape = Tuple[str, int, int, int]  # label, M, N, K
 
@@ -384,7 +384,8 @@ def ratios(rows: List[Dict[str, Any]], verbose: bool = False) -> List[str]:
         r = ratio_interval([row_pair(x[sh], y[sh]) for sh in common]) if common else None
         if r is not None:
             cover = f" [{len(common)} of {total} shapes]" if len(common) < total else ""
-            out.append(r.text(name) + cover)
+            flags = flags_text([x[sh] for sh in common] + [y[sh] for sh in common])
+            out.append(r.text(name) + cover + f"; flags: {flags}")
     for name, libs in (("hetnn cpu / NumPy", (("hetnn", "cpu"), ("numpy", "host"))),):
         if all(s in sides for s in libs) and not any(line.startswith(name + ":") for line in out):
             out.append(f"{name}: no shape measured reliably by both: no conclusion from this run")

@@ -22,7 +22,7 @@ from .progress import expect
 from .matmul import settle
 from .peak import check_ceiling, host_cache_size, mem_peak_gbps, on_host, stream_gbps
 from .peers import find_peers
-from .stats import ratio_interval, row_pair
+from .stats import flags_text, ratio_interval, row_pair
 
 # (label, C, H, W, kernel, stride, padding): pooling layers of the classic CNNs, plus the two inputs the README's
 # targets are stated on.
@@ -293,14 +293,16 @@ def ratios(rows: List[Dict[str, Any]]) -> List[str]:
         line = f"{r['case']} on {r['device']}: forward {r['fwd_gbps']:.1f} GB/s = {_against_memory(r)}"
         if "bwd_ms" in r:
             line += f"; backward/forward {r['bwd_over_fwd']:.2f}x (backward/indexed forward " \
-                    f"{r['bwd_ms'] / r['fwd_idx_ms']:.2f}x)"
+                    f"{r['bwd_ms'] / r['fwd_idx_ms']:.2f}x; medians, no interval)"
+        used = [r]
         for peer in ("torch nchw", "torch channels_last", "onednn-c++ nchw", "onednn-c++ nhwc", "numpy"):
             pr = by.get((r["case"], peer, "cpu")) or by.get((r["case"], peer, "host"))
             if pr and r["device"] == "cpu" and not (pr.get("unreliable") or pr.get("wrong")):
                 ci = ratio_interval([row_pair(r, pr)]) if "times_ms" in pr else None
-                line += f"; vs {peer} " + (f"{ci.value:.2f}x ({ci.low:.2f}-{ci.high:.2f})" if ci else
-                                           f"{pr['fwd_ms'] / r['fwd_ms']:.2f}x")
-        out.append(line)
+                line += f"; vs {peer} " + (f"{ci.value:.2f}x ({ci.low:.2f}-{ci.high:.2f}, 95% CI)" if ci else
+                                           f"{pr['fwd_ms'] / r['fwd_ms']:.2f}x (no interval)")
+                used.append(pr)
+        out.append(f"{line}; flags: {flags_text(used)}")
     return out
 
 

@@ -26,7 +26,7 @@ from .._oscounters import Watch
 from .._timing import Case, _first_use_totals, interleave
 from .progress import expect
 from .matmul import blas_threads, settle
-from .stats import ratio_interval
+from .stats import flags_text, no_interval, ratio_interval
 from .peak import check_ceiling, cpu_fma_peak_gflops, fp32_peak_gflops, share
 
 MLP_TOPOLOGY_COLUMNS = [
@@ -406,6 +406,8 @@ def mnist_ratios(rows: List[Dict[str, Any]]) -> List[str]:
             out.append(f"{name}: left out ({r.get('noise') or hetnn_cpu.get('noise') or 'above the ceiling'})")
             continue
         ci = ratio_interval([(hetnn_cpu["times_s"], r["times_s"])]) if len(r.get("times_s", [])) > 1 else None
-        text = ci.text(name) if ci else f"{name}: {r['epoch_s'] / hetnn_cpu['epoch_s']:.2f}x"
+        flags = flags_text([hetnn_cpu, r])
+        text = ci.text(name, flags) if ci else no_interval(name, r["epoch_s"] / hetnn_cpu["epoch_s"], "one epoch each",
+                                                           flags)
         out.append(f"{text} ({hetnn_cpu['epoch_s']:.3f} s vs {r['epoch_s']:.3f} s)")
     return out

@@ -26,7 +26,7 @@ import numpy as np
 from .. import distributed as dist
 from .. import nn, optim
 from .._oscounters import Watch, noise_note, preempted
-from .stats import ratio_interval
+from .stats import flags_text, ratio_interval
 
 SCALING_COLUMNS = [
     ("workload", "workload", ""), ("mode", "mode", ""), ("ranks", "ranks", "d"), ("threads", "threads/rank", "d"),
@@ -206,7 +206,8 @@ def summary(rows: Sequence[Dict[str, Any]]) -> List[str]:
                 "; Amdahl: not enough clean points"
             if top.get("unreliable"):
                 fit += f" [{top.get('noise')}]"
-            out.append(f"{w} strong scaling: {top['ranks']} ranks = {top['speedup']:.2f}x ({top['speedup_ci']}) the "
+            out.append(f"{w} strong scaling: {top['ranks']} ranks = {top['speedup']:.2f}x ({top['speedup_ci']}, "
+                       f"95% CI; flags: {flags_text([top])}) the "
                        f"samples/s of 1 rank at global batch {top['global_batch']}, efficiency "
                        f"{top['efficiency']:.2f}; gradient reduction {top['comm_us']:.0f} us a step "
                        f"({top['comm_share']:.1%} of the epoch, {top['reduction']}){fit}")

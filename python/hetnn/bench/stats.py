@@ -27,9 +27,65 @@ class Ratio:
     def shows_difference(self) -> bool:
         return not (self.low <= 1.0 <= self.high)
 
-    def text(self, name: str) -> str:
+    def text(self, name: str, flags: Optional[str] = None) -> str:
+        """``name: 1.23x (1.10-1.35, 95% CI)``, with ``: no difference shown`` when the interval holds 1 and, given
+        ``flags`` (:func:`flags_text` of the rows it rests on), ``; flags: ...``."""
         s = f"{name}: {self.value:.2f}x ({self.low:.2f}-{self.high:.2f}, {self.level:.0%} CI)"
-        return s if self.shows_difference else s + ": no difference shown"
+        s = s if self.shows_difference else s + ": no difference shown"
+        return s if flags is None else f"{s}; flags: {flags}"
+
+
+def flags_text(rows: Sequence[Dict[str, Any]]) -> str:
+    """The flags of the rows a figure rests on, in a few words: 'none' when every row is clean, else each row's
+    flags (two rows), or how many rows carry which (more)."""
+    from .._table import row_flags
+
+    notes = [row_flags(r) for r in rows]
+    hit = [n for n in notes if n]
+    if not hit:
+        return "none"
+    if len(rows) <= 2:
+        return " | ".join(hit)
+    kinds: Dict[str, int] = {}
+    for n in hit:
+        kind = "unreliable" if n.startswith("unreliable") else n.split(" ")[0]
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return f"{len(hit)} of {len(rows)} rows flagged (" + ", ".join(f"{k} {v}" for k, v in kinds.items()) + ")"
+
+
+def no_interval(name: str, value: float, why: str, flags: Optional[str] = None) -> str:
+    """A ratio that has no interval, saying why (one repeat each, not interleaved)."""
+    s = f"{name}: {value:.2f}x (no interval: {why})"
+    return s if flags is None else f"{s}; flags: {flags}"
+
+
+def _timed(v: Any) -> Tuple[List[float], Optional[List[int]], Dict[str, Any]]:
+    """(times, rounds, the row's flag fields) of a BenchmarkResult or a benchmark row."""
+    if isinstance(v, dict):
+        times = v.get("times_ms") or v.get("times_s") or []
+        return list(times), v.get("rounds"), v
+    flags = dict(getattr(v, "noise", {}) or {})
+    return list(v.wall_times), [int(i) for i in v.rounds], flags
+
+
+def ratio(name: str, x: Any, y: Any, level: float = 0.95) -> str:
+    """How many times faster ``x`` ran than ``y``, in one line with its interval and both sides' flags: each a
+    :class:`hetnn.BenchmarkResult` (from :func:`hetnn.interleave`, whose rounds pair the two) or a row of a
+    benchmark report (with ``times_ms``/``times_s``). An unreliable or wrong side is not compared; one repeat
+    each gives the ratio of the two times and says it has no interval."""
+    (tx, rx, fx), (ty, ry, fy) = _timed(x), _timed(y)
+    flags = flags_text([fx, fy])
+    bad = [f for f in (fx, fy) if f.get("unreliable") or f.get("wrong") or f.get("flagged")]
+    if bad:
+        return f"{name}: not compared; flags: {flags}"
+    if not tx or not ty:
+        return f"{name}: not compared (no timed repeats); flags: {flags}"
+    if min(len(tx), len(ty)) < 2:
+        return no_interval(name, float(np.median(ty)) / float(np.median(tx)), "one repeat", flags)
+    r = ratio_interval([paired(tx, ty, rx, ry)], level=level)
+    if r is None:
+        return f"{name}: not compared (no common rounds); flags: {flags}"
+    return r.text(name, flags)
 
 
 def paired(x: Sequence[float], y: Sequence[float], x_rounds: Optional[Sequence[int]] = None,

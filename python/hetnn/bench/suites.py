@@ -218,7 +218,8 @@ def suite_peak(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, A
     for r in rows:
         if r["device"] != "cpu":
             say(f"  {r['device']}: FMA kernel {r['fp32_gflops']:.1f} GFLOP/s = {r['fp32_gflops'] / host:.2f}x the "
-                f"host CPU's native FMA loop ({host:.1f})")
+                f"host CPU's native FMA loop ({host:.1f}; ceilings are best runs: no interval; flags: "
+                f"{'measured under load' if r.get('under_load') else 'none'})")
     say(f"(stored in the cache directory for the other suites; {time.perf_counter() - t0:.1f} s in all)\n")
     return rows
 

@@ -16,7 +16,7 @@ from .._table import format_table
 from .._threads import get_num_threads, num_threads
 from .._timing import Case, interleave
 from ..bench.matmul import settle
-from ..bench.stats import paired, ratio_interval
+from ..bench.stats import paired, ratio, ratio_interval
 from ._base import Context, Rows, Study, positive
 
 COLUMNS = [("layer", "layer", ""), ("op", "op", ""), ("dtype", "dtype", ""), ("library", "library", ""),
@@ -144,9 +144,9 @@ def _max_vs_avg(rows: Rows) -> List[str]:
             continue
         a = next((q for q in rows if q["op"] == "avg" and q["layer"] == r["layer"] and q["library"] == r["library"]
                   and q["device"] == r["device"]), None)
-        if a is not None:
-            out.append(f"{r['layer']} {r['library']} {r['device']}: average pooling takes {a['ms'] / r['ms']:.2f}x "
-                       f"the time of max pooling")
+        if a is not None:  # timed in separate runs: the interval is over each side's repeats
+            out.append(ratio(f"{r['layer']} {r['library']} {r['device']}: max / average pooling (speed; average takes "
+                             f"{a['ms'] / r['ms']:.2f} of max's time)", r, a))
     return out
 
 
