@@ -274,3 +274,37 @@ def test_without_a_terminal_progress_is_a_line_now_and_then(monkeypatch, capsys)
     assert silent.callback() is None
     silent("a")
     assert capsys.readouterr().err == ""
+
+
+# ---- any parameter as a sweep ----
+
+def test_sweep_options_parse_lists_and_refuse_bad_values():
+    from hetnn.bench import Options
+
+    o = Options(batch="16,32, 64", widths=[50, 100], depths=2, sizes="8,16")
+    o.check()
+    assert o.batches() == [16, 32, 64] and o.widths_list() == [50, 100] and o.depths_list() == [2]
+    assert o.sizes_list() == [8, 16] and Options().batches() is None
+    for kw, msg in (({"batch": "16,0"}, "--batch"), ({"batch": "x"}, "--batch"), ({"depths": "4"}, "--depths"),
+                    ({"widths": [1.5]}, "--widths"), ({"sizes": "1"}, "--sizes"), ({"batch": True}, "--batch")):
+        with pytest.raises(ValueError, match=msg):
+            Options(**kw).check()
+    with pytest.raises(TypeError, match="--batch"):
+        Options(batch={"a": 1}).check()
+
+
+def test_the_maxpool_sweep_takes_the_sizes_and_batches_asked_for():
+    res = run("maxpool", quick=True, sizes="8,24", batch="2", device="cpu", compare="none", repeat=2, warmup=0,
+              max_duration=0.05, progress=False)
+    sweep = [r for r in res.rows if r.get("part") == "sweep"]
+    assert [r["case"] for r in sweep] == ["8x8", "24x24"]
+    layers = {r["case"].split(" bs")[-1] for r in res.rows if r.get("part") == "layers" and " bs" in r["case"]}
+    assert layers == {"2"}
+
+
+def test_the_topology_study_takes_widths_depths_and_batches():
+    from hetnn.bench import run_topology
+
+    rows = run_topology([hetnn.device("cpu")], batches=(8, 32), widths=[20, 40], depths=(2,), n_samples=64, epochs=1)
+    assert [(r["widths"], r["batch"]) for r in rows] == [("20-10", 8), ("20-10", 32), ("40-20", 8), ("40-20", 32)]
+    assert all("noise" in r and "unreliable" in r for r in rows)

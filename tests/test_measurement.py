@@ -94,6 +94,10 @@ def test_span_noise_needs_a_long_enough_window():
     ncpu = len(os.sched_getaffinity(0))
     got = span_noise(Counters(wall=2.0, steal=0.2 * ncpu, others=0.4 * ncpu))
     assert got["steal_pct"] == pytest.approx(10.0) and got["others_pct"] == pytest.approx(20.0)
+    # a short span with not one tick of anyone else's: quiet; with some: too short to tell
+    assert span_noise(Counters(wall=0.2))["others_pct"] == 0.0
+    assert np.isnan(span_noise(Counters(wall=0.2, others=0.05 * ncpu))["others_pct"])
+    assert np.isnan(span_noise(Counters(wall=0.05))["others_pct"])
 
 
 def test_a_busy_neighbour_is_detected_on_this_machine():

@@ -27,6 +27,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     suite = args.suite or default_suite(args.quick)
     opts = Options(device=args.device, compare=args.compare, quick=args.quick, repeat=args.repeat,
                    warmup=args.warmup, max_duration=args.max_duration, shapes=args.shapes, batch=args.batch,
+                   widths=args.widths, depths=args.depths, sizes=args.sizes,
                    dtype=args.dtype, sweep_max=args.sweep_max, max_width=args.max_width, epochs=args.epochs,
                    clblast_tuning=args.clblast_tuning, threads=args.threads, progress=args.progress,
                    ranks=args.ranks, hostfile=args.hostfile, list_left_out=args.verbose)
@@ -302,8 +303,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     b.add_argument("--quick", action="store_true", help="a short report of every suite on every device")
     b.add_argument("--shapes", help="matmul shape set: quick, square, resnet50, or your own MxNxK list "
                    "(e.g. 1000x1000x1000,256x3136x576)")
-    b.add_argument("--batch", type=int, default=1,
-                   help="batch size of the resnet50 matmul shapes (M scales with it); maxpool adds it to 1 and 32")
+    b.add_argument("--batch", default=None,
+                   help="batch sizes to sweep, comma-separated (e.g. 16,32,64,128): the resnet50 matmul shapes (M "
+                        "scales with them; default 1), the maxpool layers (default 1,32), the mlp topology study "
+                        "and Fashion-MNIST table (default 100,500,1000 and 64), the conv suite's Keras-style CNN")
+    b.add_argument("--widths", default=None,
+                   help="mlp: first hidden widths of the topology study, comma-separated (default: 50 doubling up "
+                        "to --max-width)")
+    b.add_argument("--depths", default=None, help="mlp: hidden layers of the topology study, e.g. 1,2 (default 1,2,3)")
+    b.add_argument("--sizes", default=None,
+                   help="maxpool: sweep image sizes, comma-separated (e.g. 64,128,512; default: powers of two up "
+                        "to --sweep-max)")
     b.add_argument("--sweep-max", type=int, help="largest image of the maxpool sweep (power of two; default 8192, "
                    "1024 with --quick)")
     b.add_argument("--max-width", type=int, help="widest first hidden layer of the mlp topology study (default "

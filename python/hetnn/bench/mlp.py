@@ -36,8 +36,8 @@ MLP_TOPOLOGY_COLUMNS = [
     ("gflops", "train GFLOP/s", ".1f"), ("pct_peak", "% peak", ".0f"),
 ]
 MLP_MNIST_COLUMNS = [
-    ("widths", "hidden", ""), ("params", "params", ","), ("library", "library", ""), ("device", "device", ""),
-    ("epochs", "epochs", ""), ("epoch_s", "s/epoch", ".3f"), ("gflops", "GFLOP/s", ".1f"),
+    ("widths", "hidden", ""), ("params", "params", ","), ("batch", "batch", ""), ("library", "library", ""),
+    ("device", "device", ""), ("epochs", "epochs", ""), ("epoch_s", "s/epoch", ".3f"), ("gflops", "GFLOP/s", ".1f"),
     ("pct_peak", "% peak", ".0f"), ("first_epoch_s", "1st epoch s", ".3f"),
     ("first_use_s", "first use s", ".3f"), ("built", "built", ""), ("disk_hits", "disk hits", ""),
     ("test_accuracy", "test acc", ".4f"), ("final_loss", "train loss", ".4f"),
@@ -91,9 +91,11 @@ def _mlp(inputs: int, hidden: Sequence[int], outputs: int, device: Device, seed:
 
 def run_topology(devices: Sequence[Device], *, max_width: int = 6400, batches: Sequence[int] = (100, 500, 1000),
                  depths: Sequence[int] = (1, 2, 3), n_samples: int = 5000, seed: int = 0, epochs: int = 3,
-                 progress: Optional[Callable[[str], None]] = None) -> List[Dict[str, Any]]:
+                 progress: Optional[Callable[[str], None]] = None,
+                 widths: Optional[Sequence[int]] = None) -> List[Dict[str, Any]]:
     """Training (``epochs`` timed epochs per point: the median, and ``times_s`` for the spread) and inference time of
-    the MLP topology study per depth, width, device and batch."""
+    the MLP topology study per depth, width, device and batch; ``widths``: the first hidden widths (default: 50
+    doubling up to ``max_width``)."""
     if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 1:
         raise ValueError(f"run_topology: epochs must be an int >= 1, got {epochs!r}")
     (x, y), _ = datasets.solar_irradiance(n_samples=n_samples, seed=seed, test_fraction=0.01)
@@ -103,9 +105,10 @@ def run_topology(devices: Sequence[Device], *, max_width: int = 6400, batches: S
     x, y = x[:whole], y[:whole]
     peaks = _peaks(devices)
     rows: List[Dict[str, Any]] = []
-    expect(progress, len(depths) * len(topology_widths(max_width)) * len(devices) * len(batches))
+    firsts = list(widths) if widths else topology_widths(max_width)
+    expect(progress, len(depths) * len(firsts) * len(devices) * len(batches))
     for depth in depths:
-        for w in topology_widths(max_width):
+        for w in firsts:
             hidden = _hidden(w, depth)
             for dev in devices:
                 for bs in batches:
@@ -302,7 +305,8 @@ def _hetnn_mnist_case(dev: Device, hidden: Sequence[int],
         times = r.wall_times
         device_s = float(np.mean(state["device_s"]))
         return _with_peak(
-            {"widths": ctx["widths"], "params": model.count_params(), "library": "hetnn", "device": dev.id,
+            {"widths": ctx["widths"], "batch": ctx["batch"], "params": model.count_params(), "library": "hetnn",
+             "device": dev.id,
              "epochs": ctx["epochs"], "epoch_s": float(np.median(times)), "first_epoch_s": float(times[0]),
              "times_s": [float(t) for t in times],
              "test_accuracy": model.evaluate(ctx["xe"], ctx["ye"], metrics=("accuracy",))["accuracy"],
@@ -327,7 +331,7 @@ def _peer_mnist_case(name: str, make: Callable[[], Any], params: int,
         acc = _numpy_accuracy(net.weights, ctx["xe"], ctx["ye"]) if name == "numpy" else net.accuracy(ctx["xe"],
                                                                                                       ctx["ye"])
         return _with_peak(
-            {"widths": ctx["widths"], "params": params,
+            {"widths": ctx["widths"], "batch": ctx["batch"], "params": params,
              "library": "numpy" if name == "numpy" else f"torch {net.version}",
              "device": "host" if name == "numpy" else "cpu", "epochs": ctx["epochs"],
              "epoch_s": float(np.median(times)), "first_epoch_s": float(times[0]),
@@ -339,12 +343,21 @@ def _peer_mnist_case(name: str, make: Callable[[], Any], params: int,
 
 def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False, compare: Sequence[str] = ("numpy",),
               seed: int = 0, progress: Optional[Callable[[str], None]] = None,
-              notes: Optional[List[str]] = None) -> List[Dict[str, Any]]:
-    """Per topology, hetnn on every device and each peer (NumPy loop, PyTorch) train from the same initial weights;
-    their epochs run in interleaved rounds (epoch 1 of each, then epoch 2 in reverse order, ...) after each
-    warmed up on a throw-away copy, so a drift of the machine reaches all alike."""
+              notes: Optional[List[str]] = None, batches: Sequence[int] = (64,)) -> List[Dict[str, Any]]:
+    """Per topology and batch size, hetnn on every device and each peer (NumPy loop, PyTorch) train from the same
+    initial weights; their epochs run in interleaved rounds (epoch 1 of each, then epoch 2 in reverse order, ...)
+    after each warmed up on a throw-away copy, so a drift of the machine reaches all alike."""
+    rows: List[Dict[str, Any]] = []
+    for batch in batches:
+        rows += _run_mnist_batch(devices, batch, epochs=epochs, quick=quick, compare=compare, seed=seed,
+                                 progress=progress, notes=notes)
+    return rows
+
+
+def _run_mnist_batch(devices: Sequence[Device], batch: int, *, epochs: int, quick: bool, compare: Sequence[str],
+                     seed: int, progress: Optional[Callable[[str], None]],
+                     notes: Optional[List[str]]) -> List[Dict[str, Any]]:
     xt, yt, xe, ye = _load_fashion()
-    batch = 64
     ctx: Dict[str, Any] = {"xt": xt, "yt": yt, "xe": xe, "ye": ye, "batch": batch, "lr": 0.1, "momentum": 0.9,
                            "seed": seed, "epochs": epochs, "steps": -(-len(xt) // batch), "peaks": _peaks(devices)}
     use_torch = False
@@ -361,7 +374,7 @@ def run_mnist(devices: Sequence[Device], *, epochs: int = 1, quick: bool = False
         ctx["widths"] = "-".join(map(str, hidden))
         ctx["flops"] = train_flops([784, *hidden, 10], len(xt))
         if progress:
-            progress(f"fashion-mnist {ctx['widths']}")
+            progress(f"fashion-mnist {ctx['widths']} batch {batch}")
         cases: List[Case] = []
         finish: List[Callable[[Any], Dict[str, Any]]] = []
         models = []
@@ -396,12 +409,20 @@ def mnist_ratios(rows: List[Dict[str, Any]]) -> List[str]:
     """The comparisons the README reports, for the 784-128-10 model (one run): epoch time of each row over hetnn
     cpu's, with the 95 % bootstrap interval over the interleaved epochs (one epoch: no interval)."""
     out = []
-    sel = [r for r in rows if r["widths"] == "128"]
+    batches = list(dict.fromkeys(r.get("batch") for r in rows))
+    for batch in batches:
+        out += _mnist_ratios([r for r in rows if r["widths"] == "128" and r.get("batch") == batch],
+                             f" batch {batch}" if batch != 64 or len(batches) > 1 else "")
+    return out
+
+
+def _mnist_ratios(sel: List[Dict[str, Any]], at: str) -> List[str]:
+    out = []
     hetnn_cpu = next((r for r in sel if r["library"] == "hetnn" and r["device"] == "cpu"), None)
     for r in sel:
         if r is hetnn_cpu or hetnn_cpu is None:
             continue
-        name = f"784-128-10 epoch: hetnn cpu / {r['library']} {r['device']} (speed)"
+        name = f"784-128-10 epoch{at}: hetnn cpu / {r['library']} {r['device']} (speed)"
         if any(x.get("flagged") or x.get("unreliable") for x in (r, hetnn_cpu)):
             out.append(f"{name}: left out ({r.get('noise') or hetnn_cpu.get('noise') or 'above the ceiling'})")
             continue

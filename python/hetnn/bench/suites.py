@@ -33,7 +33,11 @@ class Options:
     warmup: int = 3
     max_duration: float = 2.0
     shapes: Any = None                  # matmul: quick, square, resnet50, or a list of (M, N, K) / (label, M, N, K)
-    batch: int = 1                      # matmul resnet50 batch; maxpool adds it to 1 and 32
+    batch: Any = None                   # batch sizes, 16 or "16,32,64" or [16, 32]: matmul resnet50 (M scales with
+                                        # them), maxpool layers, mlp (topology and Fashion-MNIST), conv (Keras CNN)
+    widths: Any = None                  # mlp: first hidden widths of the topology study ("50,100,200")
+    depths: Any = None                  # mlp: hidden layers of the topology study ("1,2,3")
+    sizes: Any = None                   # maxpool: sweep image sizes ("64,128,256")
     dtype: str = "float32"              # matmul: one dtype or several, comma-separated
     sweep_max: Optional[int] = None     # maxpool: largest sweep image
     max_width: Optional[int] = None     # mlp: widest first hidden layer of the topology study
@@ -48,10 +52,13 @@ class Options:
     notes: List[str] = field(default_factory=list)
 
     def check(self) -> None:
-        for name in ("repeat", "batch"):
-            v = getattr(self, name)
-            if not is_int(v) or v < 1:
-                raise ValueError(f"--{name} must be an integer >= 1, got {v!r}")
+        v = self.repeat
+        if not is_int(v) or v < 1:
+            raise ValueError(f"--repeat must be an integer >= 1, got {v!r}")
+        self.batches()
+        self.widths_list()
+        self.depths_list()
+        self.sizes_list()
         if not is_int(self.warmup) or self.warmup < 0:
             raise ValueError(f"--warmup must be an integer >= 0, got {self.warmup!r}")
         if not is_real(self.max_duration) or \
@@ -96,6 +103,45 @@ class Options:
         if not items:
             raise ValueError(f"--device: expected 'all' or device specs, got {spec!r}")
         return [d if isinstance(d, Device) else device(d) for d in items]
+
+    @staticmethod
+    def _ints(value: Any, flag: str, low: int = 1, high: Optional[int] = None) -> Optional[List[int]]:
+        """A sweep from the command line or Python: "16,32,64", 16 or [16, 32] as a list of ints (None: not set)."""
+        if value is None:
+            return None
+        if isinstance(value, bool):
+            items: List[Any] = [value]
+        elif isinstance(value, str):
+            items = [p.strip() for p in value.split(",") if p.strip()]
+        elif is_int(value):
+            items = [value]
+        elif isinstance(value, (list, tuple)):
+            items = list(value)
+        else:
+            raise TypeError(f"{flag} takes integers such as 16,32,64 (or a list of them), got {value!r}")
+        out = []
+        for v in items:
+            n = int(v) if (isinstance(v, str) and v.isdigit()) or (is_int(v) and not isinstance(v, bool)) else None
+            if n is None or n < low or (high is not None and n > high):
+                limit = f">= {low}" + (f" and <= {high}" if high is not None else "")
+                raise ValueError(f"{flag} takes integers {limit} such as 16,32,64, got {value!r}")
+            out.append(n)
+        if not out:
+            raise ValueError(f"{flag} takes integers such as 16,32,64, got {value!r}")
+        return out
+
+    def batches(self) -> Optional[List[int]]:
+        """--batch as a list (None: each suite's default)."""
+        return self._ints(self.batch, "--batch")
+
+    def widths_list(self) -> Optional[List[int]]:
+        return self._ints(self.widths, "--widths", low=2)
+
+    def depths_list(self) -> Optional[List[int]]:
+        return self._ints(self.depths, "--depths", high=3)
+
+    def sizes_list(self) -> Optional[List[int]]:
+        return self._ints(self.sizes, "--sizes", low=2)
 
     def auto_threads(self) -> bool:
         """Whether the thread count is chosen per run from the CPUs found free (the default)."""
@@ -274,7 +320,12 @@ def suite_matmul(opts: Options, say: Say, progress: _Progress) -> List[Dict[str,
     t0 = time.perf_counter()
     say(f"hetnn matmul benchmark ({shapes_name} shapes, {opts.dtype}); devices: {_devices_line(devs)}; "
         f"NumPy {np.__version__}")
-    shapes = custom or (resnet50_shapes(opts.batch) if shapes_name == "resnet50" else MATMUL_SHAPES[shapes_name])
+    batches = opts.batches() or [1]
+    if shapes_name == "resnet50":
+        shapes = [(f"{sh[0]} bs{b}" if len(batches) > 1 else sh[0], *sh[1:]) for b in batches
+                  for sh in resnet50_shapes(b)]
+    else:
+        shapes = custom or MATMUL_SHAPES[shapes_name]
     measure_missing(devs, say)
     say(ceiling_line())
     rows: List[Dict[str, Any]] = []
@@ -310,8 +361,9 @@ def suite_maxpool(opts: Options, say: Say, progress: _Progress) -> List[Dict[str
     from .peak import measure_missing, stream_gbps
     from .report import format_table
 
-    batches = [1] if opts.quick else sorted({1, 32, opts.batch})
+    batches = opts.batches() or ([1] if opts.quick else [1, 32])
     sweep_max = opts.sweep_max if opts.sweep_max is not None else (1024 if opts.quick else 8192)
+    sweep = [(f"{n}x{n}", 1, 1, n, n, 2, 2, 0) for n in opts.sizes_list() or []] or sweep_cases(sweep_max)
     devs = opts.devices()
     compare = [c for c in opts.peers("numpy,onednn,torch,cupy") if c in POOL_PEERS]
     timing = opts.timing()
@@ -322,7 +374,7 @@ def suite_maxpool(opts: Options, say: Say, progress: _Progress) -> List[Dict[str
     notes: List[str] = []
     kw = dict(progress=progress.callback(), notes=notes, **timing)
     layer_rows = run_maxpool(target_cases() + layer_cases(batches), devs, compare=compare, **kw)
-    sweep_rows = run_maxpool(sweep_cases(sweep_max), devs, compare=[c for c in compare if c != "onednn"],
+    sweep_rows = run_maxpool(sweep, devs, compare=[c for c in compare if c != "onednn"],
                              backward=False, transfers=True, **kw)
     for r in layer_rows:
         r["part"] = "layers"
@@ -357,11 +409,13 @@ def suite_mlp(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, An
     notes: List[str] = []
     try:
         mnist = run_mnist(devs, epochs=epochs, quick=opts.quick, compare=compare, progress=progress.callback(),
-                          notes=notes)
+                          notes=notes, batches=opts.batches() or (64,))
     except FileNotFoundError as exc:
         mnist = []
         notes.append(str(exc))
-    topo = run_topology(devs, max_width=max_width, batches=(100, 1000) if opts.quick else (100, 500, 1000),
+    topo = run_topology(devs, max_width=max_width, batches=opts.batches() or ((100, 1000) if opts.quick else
+                                                                             (100, 500, 1000)),
+                        widths=opts.widths_list(), depths=opts.depths_list() or (1, 2, 3),
                         n_samples=2000 if opts.quick else 5000, epochs=3,
                         progress=progress.callback())
     for line in dict.fromkeys(notes):
@@ -408,7 +462,7 @@ def suite_conv(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, A
     epochs = opts.epochs if opts.epochs is not None else (1 if quick else 3)
     n_maps = 160 if quick else 1024
     (mx, my), _ = cnn.datasets.radiation_maps(n_samples=n_maps, size=50, seed=0)
-    batches = (32,) if quick else (2, 8, 32, 64, 128, 256, 512, 1024)
+    batches = opts.batches() or ((32,) if quick else (2, 8, 32, 64, 128, 256, 512, 1024))
     keras_rows: List[Dict[str, Any]] = []
     progress.expect(len(batches))
     for b in batches:
