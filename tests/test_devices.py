@@ -280,4 +280,8 @@ def test_global_mem_is_the_same_in_every_process(device):
     outs = {_run(code).stdout.strip() for _ in range(2)}
     assert len(outs) == 1
     a, b = outs.pop().split()
-    assert int(a) == int(b) == device.global_mem > 0
+    assert int(a) == int(b) > 0
+    if device.kind == "cpu":
+        assert int(a) == device.global_mem
+    else:  # PoCL sizes its global memory from the memory free when it starts: this process started minutes ago
+        assert abs(int(a) - device.global_mem) <= 0.1 * device.global_mem
