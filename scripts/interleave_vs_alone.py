@@ -1,9 +1,13 @@
 """Interleaving check: per ResNet-50 GEMM shape, hetnn's CPU matmul and NumPy's timed alone (2 warm-ups,
 7 repeats; twice, before and after) and interleaved with each other (2 warm-ups, 7 rounds). Prints each ratio and
-how many shapes stay within 1.15x. Usage: .venv/bin/python scripts/interleave_vs_alone.py"""
+how many shapes stay within 1.15x. Runs on the CPUs found free, as the bench does (hetnn._cpus; --threads N or
+--threads default to choose). Usage: .venv/bin/python scripts/interleave_vs_alone.py [--threads auto]"""
+import sys
+
 import numpy as np
 
 import hetnn
+from hetnn import _cpus
 from hetnn._oscounters import quiesce
 from hetnn._timing import Case, interleave
 from hetnn.bench.matmul import resnet50_shapes
@@ -45,4 +49,11 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    arg = sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv else "auto"
+    plan = None if arg == "default" else _cpus.plan(fixed=None if arg == "auto" else int(arg))
+    if plan is None:
+        main()
+    else:
+        print(plan.header(), flush=True)
+        with _cpus.use(plan):
+            main()
