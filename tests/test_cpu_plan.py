@@ -45,8 +45,20 @@ def test_a_cpu_kept_busy_by_another_process_is_left_out():
 
 
 def test_the_users_thread_count_is_taken_as_it_is():
-    p = _cpus.plan(fixed=3)
-    assert p.threads == 3 and p.cpus == ALLOWED and "set by the user" in p.header()
+    p = _cpus.plan(seconds=0.05, fixed=len(ALLOWED) + 1)
+    assert p.threads == len(ALLOWED) + 1 and p.cpus == ALLOWED and "set by the user" in p.header()
+    assert "more threads than the" in p.header()
+
+
+@pytest.mark.skipif(len(ALLOWED) < 2, reason="needs two CPUs")
+def test_a_users_count_below_the_cpus_runs_every_library_on_that_many():
+    """--threads 1 left PoCL's own threads on both CPUs while hetnn's CPU device had one: the OpenCL/CPU ratio
+    read 0.92x where the same comparison on one CPU each reads 0.71x. A user's count is now CPUs as well."""
+    p = _cpus.plan(seconds=0.05, fixed=1)
+    assert p.threads == 1 and len(p.cpus) == 1 and "pinned to cpu" in p.header()
+    with _cpus.use(p):
+        assert os.sched_getaffinity(0) == set(p.cpus) and hetnn.get_num_threads() == 1
+    assert os.sched_getaffinity(0) == set(ALLOWED)
 
 
 def test_a_plan_never_goes_below_one_cpu_nor_above_the_quota(monkeypatch):

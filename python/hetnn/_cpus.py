@@ -156,20 +156,21 @@ class CpuPlan:
     def header(self) -> str:
         """One line for a report's top: ``threads: 1 of 2 (cpu 0 busy: python pid 6956 99 %)``."""
         n = len(self.allowed)
-        if self.fixed is not None:
-            return f"threads: {self.fixed} of {n} (set by the user; no CPUs chosen)"
-        why = []
+        why = ["set by the user"] if self.fixed is not None else []
         left = [c for c in self.allowed if c not in self.cpus]
-        if left:
+        busy = [c for c in left if self.used.get(c, 0.0) > 0.3] if self.fixed is not None else left
+        if busy:
             who = ", ".join(f"{name} pid {pid} {pct:.0f} %" for name, pid, pct in self.busy[:3])
-            cpus = ", ".join(str(c) for c in left)
+            cpus = ", ".join(str(c) for c in busy)
             why.append(f"cpu {cpus} busy: {who or f'{100 * self.others:.0f} % of a CPU used outside this process'}")
+        if self.fixed is not None and self.fixed > n:
+            why.append(f"more threads than the {n} CPUs this process may use")
         if self.steal >= 0.05:
             why.append(f"steal {100 * self.steal / max(n, 1):.0f} % of the CPUs")
         if self.quota is not None and self.quota < n:
             why.append(f"cgroup quota {self.quota:g} CPUs")
         pinned = f", pinned to cpu {','.join(map(str, self.cpus))}" if left and pin_supported() else ""
-        return f"threads: {len(self.cpus)} of {n}{pinned}" + (f" ({'; '.join(why)})" if why else " (all free)")
+        return f"threads: {self.threads} of {n}{pinned}" + (f" ({'; '.join(why)})" if why else " (all free)")
 
     def as_dict(self) -> Dict[str, Any]:
         return {"threads": self.threads, "cpus": self.cpus, "allowed": self.allowed, "others_cpus": self.others,
@@ -180,12 +181,12 @@ class CpuPlan:
 def plan(seconds: float = SAMPLE_S, fixed: Optional[int] = None) -> CpuPlan:
     """Samples the machine for ``seconds`` and chooses the CPUs to run on: every allowed CPU less one for each
     (whole or partial, past FREE_SLACK) CPU's worth that other processes and the hypervisor used, at most the
-    cgroup's quota, at least one; the least used CPUs. ``fixed``: the user's thread count (nothing is sampled)."""
+    cgroup's quota, at least one; the least used CPUs. ``fixed``: the user's thread count, on as many of the least
+    used CPUs (so that every library in a comparison, PoCL's own threads included, has that many CPUs)."""
     allowed = allowed_cpus()
-    if fixed is not None:
-        return CpuPlan(allowed, allowed, math.nan, {}, math.nan, fixed=int(fixed))
     if not os.path.isdir("/proc/self/task"):
-        return CpuPlan(allowed, allowed, 0.0, {}, 0.0, seconds=0.0)
+        n = len(allowed) if fixed is None else min(int(fixed), len(allowed))
+        return CpuPlan(allowed, allowed[:n], 0.0, {}, 0.0, seconds=0.0, fixed=fixed)
     c0, p0, o0, t0 = cpu_times(allowed), _process_times(), _own_thread_times(), time.perf_counter()
     time.sleep(seconds)
     c1, p1, o1, t1 = cpu_times(allowed), _process_times(), _own_thread_times(), time.perf_counter()
@@ -210,9 +211,9 @@ def plan(seconds: float = SAMPLE_S, fixed: Optional[int] = None) -> CpuPlan:
     n = len(allowed) - max(0, math.ceil(others - FREE_SLACK))
     if quota is not None:
         n = min(n, int(math.floor(quota + 1e-9)))
-    n = max(1, min(n, len(allowed)))
+    n = max(1, min(n, len(allowed))) if fixed is None else min(int(fixed), len(allowed))
     cpus = sorted(sorted(allowed, key=lambda c: (used.get(c, 0.0), c))[:n])
-    return CpuPlan(allowed, cpus, others, used, steal, quota, busy_procs, wall)
+    return CpuPlan(allowed, cpus, others, used, steal, quota, busy_procs, wall, fixed=fixed)
 
 
 def pin_supported() -> bool:
@@ -284,10 +285,10 @@ def thread_limit(n: Optional[int]) -> Iterator[None]:
 
 @contextlib.contextmanager
 def use(p: CpuPlan, pin: bool = True) -> Iterator[CpuPlan]:
-    """Runs the block on plan ``p``: every pool at ``p.threads`` threads and, with ``pin`` (and a chosen plan),
-    every thread on ``p.cpus``."""
+    """Runs the block on plan ``p``: every pool at ``p.threads`` threads and, with ``pin``, every thread on
+    ``p.cpus`` when they are fewer than the CPUs allowed."""
     with contextlib.ExitStack() as stack:
-        if pin and p.fixed is None and len(p.cpus) < len(p.allowed):
+        if pin and len(p.cpus) < len(p.allowed):
             stack.enter_context(pinned(p.cpus))
         stack.enter_context(thread_limit(p.threads))
         yield p

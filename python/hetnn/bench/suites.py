@@ -7,6 +7,7 @@ option, before anything is measured.
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 import time
 from dataclasses import dataclass, field
@@ -637,14 +638,18 @@ def run_suites(suite: Optional[str], opts: Options, say: Say) -> List[Dict[str, 
 
 
 def cpu_plan(opts: Options, n: Optional[int], suite: Optional[str] = None) -> Optional["_cpus.CpuPlan"]:
-    """The CPUs and thread count a run takes: the user's count ``n``; else, by default ("auto"), the CPUs found
-    free now (:func:`hetnn._cpus.plan`); None for "default" (each library's own), for the scaling suite and
-    under MPI (ranks sharing a machine are each other's load: the scaling suite sets threads per rank)."""
+    """The CPUs and thread count a run takes: the user's count ``n`` on as many of the least used CPUs; else, by
+    default ("auto"), the CPUs found free now (:func:`hetnn._cpus.plan`); None for "default" (each library's own).
+    For the scaling suite and under MPI nothing is sampled or pinned (ranks sharing a machine are each other's
+    load; the scaling suite sets threads per rank)."""
     from .. import distributed as dist
 
+    if suite == "scaling" or dist.is_initialized():  # ranks on one machine: no sampling, no pinning
+        allowed = _cpus.allowed_cpus()
+        return None if n is None else _cpus.CpuPlan(allowed, allowed, math.nan, {}, math.nan, fixed=n)
     if n is not None:
         return _cpus.plan(fixed=n)
-    if not opts.auto_threads() or suite == "scaling" or dist.is_initialized():
+    if not opts.auto_threads():
         return None
     p = _cpus.plan()
     _cpus.last_plan = p
