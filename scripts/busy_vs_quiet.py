@@ -40,6 +40,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--order", default="quiet,busy")
     ap.add_argument("--limit", type=float, default=1800.0, help="seconds a run and its busy loop may take")
+    ap.add_argument("--save", help="write each run's output to SAVE-MODE-N.txt")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd
@@ -50,6 +51,9 @@ def main() -> int:
         for i in range(a.runs):
             r = run_once(cmd, mode == "busy", a.limit)
             runs[(mode, i)] = r
+            if a.save:
+                with open(f"{a.save}-{mode}-{i + 1}.txt", "w") as f:
+                    f.write("\n".join(r["lines"]) + "\n")
             print(f"== {mode} run {i + 1}: {r['wall']:.1f} s, exit {r['rc']}; {' | '.join(r['threads'])}")
             for name, v, lo, hi in r["ratios"]:
                 print(f"   {name}: {v}x ({lo}-{hi})")

@@ -96,9 +96,10 @@ class Probe:
     """Reads the counters around timed calls. The schedstat files of the process's threads stay open between
     reads (a read is one pread per thread); ``refresh()`` picks up threads started since (call it between rows)."""
 
-    def __init__(self) -> None:
+    def __init__(self, machine: bool = False) -> None:
         self._fds: List[int] = []
         self._cpus: Optional[List[int]] = None
+        self.machine = machine  # the whole machine's other load, even when this process is held to some CPUs
         self.available = os.path.exists("/proc/self/task")
         self.refresh()
 
@@ -106,7 +107,7 @@ class Probe:
         self.close()
         try:  # machine-wide counters unless the process is held to some of the CPUs (hetnn._cpus.use)
             mine = sorted(os.sched_getaffinity(0))
-            self._cpus = mine if len(mine) < (os.cpu_count() or len(mine)) else None
+            self._cpus = mine if len(mine) < (os.cpu_count() or len(mine)) and not self.machine else None
         except (AttributeError, OSError):
             self._cpus = None
         if not self.available:
@@ -162,6 +163,24 @@ def machine_was_quiet(span: Dict[str, float]) -> bool:
     """Whether a run's :func:`span_noise` shows a quiet machine (False when the run was too short to tell)."""
     o, st = span.get("others_pct", math.nan), span.get("steal_pct", math.nan)
     return o < QUIET_OTHERS_PCT and st < QUIET_STEAL_PCT  # NaN compares False
+
+
+QUIET_SPAN_S = 0.1  # the shortest span /proc/stat's ticks can call quiet
+
+
+def quiet_since(probe: "Probe", start: Tuple[float, ...]) -> bool:
+    """Whether other processes and the hypervisor left this process's CPUs alone since ``start`` (a
+    ``probe.read()``). A span shorter than QUIET_SPAN_S is too short to tell: it is extended to that by keeping the
+    calling thread busy (an idle vCPU is slow to come back for the next timed call), during which a neighbour's use
+    shows as before. Tiny parallel calls (a 64x64 product on two threads) wait for their own workers' wake-up for
+    half their time: judged on a busy machine's rule they read as preempted in every repeat."""
+    span = Probe.delta(start, probe.read())
+    if span.wall < QUIET_SPAN_S:
+        end = time.perf_counter() + QUIET_SPAN_S - span.wall
+        while time.perf_counter() < end:
+            pass
+        span = Probe.delta(start, probe.read())
+    return machine_was_quiet(span_noise(span))
 
 
 def preempted(counters: Sequence[Counters], quiet: bool = False) -> List[bool]:
@@ -289,20 +308,13 @@ class Watch:
         """A ``Sequential.fit`` callback: one repeat per epoch."""
         return _EpochWatch(self)
 
-    QUIET_SPAN_S = 0.1
-
     def quiet(self) -> bool:
-        """Whether other processes left this process's CPUs alone over the watch. A watch shorter than
-        QUIET_SPAN_S is too short to tell at /proc/stat's 10 ms ticks: it is extended by that much of idling
-        (a neighbour's use shows as before), once."""
+        """Whether other processes left this process's CPUs alone over the watch (:func:`quiet_since`: a short
+        watch is extended to be judged)."""
         if self._first is None or self._last is None:
             return False
         if self._quiet is None:
-            span = Probe.delta(self._first, self._last)
-            if span.wall < self.QUIET_SPAN_S:
-                time.sleep(self.QUIET_SPAN_S - span.wall)
-                span = Probe.delta(self._first, self.probe.read())
-            self._quiet = machine_was_quiet(span_noise(span))
+            self._quiet = quiet_since(self.probe, self._first)
         return self._quiet
 
     def flags(self, counters: Optional[Sequence[Counters]] = None) -> Dict[str, Any]:

@@ -12,7 +12,7 @@ import numpy as np
 from ._device import Device, DeviceLike, device as _resolve_device, devices as _all_devices, get_default_device
 from ._check import is_int, is_real
 from ._measurement import BenchmarkResult
-from ._oscounters import (Counters, Probe, machine_was_quiet, preempted, quiesce, span_noise,
+from ._oscounters import (Counters, Probe, machine_was_quiet, preempted, quiesce, quiet_since, span_noise,
                           summarize)
 
 PRECALL_BELOW_S = 0.02  # interleaved cases faster than this get untimed calls right before each timed one ...
@@ -225,8 +225,8 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
         if not active and first_rounds:
             first_rounds = False
             target = [len(w) for w in walls]
-            # whether waiting for a CPU was someone else's doing: the run so far says
-            quiet = machine_was_quiet(span_noise(Probe.delta(span0, probe.read())))
+            # whether waiting for a CPU was someone else's doing: the run so far says (a short one extended)
+            quiet = quiet_since(probe, span0)
         if not first_rounds and rerun and any(clean(j) < target[j] and within_budget(j) for j in range(n)):
             # re-runs of preempted repeats: every case within its budget, so that the re-run ones have partners
             active = [j for j in order if within_budget(j)]

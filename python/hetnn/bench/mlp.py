@@ -27,7 +27,7 @@ from .._timing import Case, _first_use_totals, interleave
 from .progress import expect
 from .matmul import blas_threads, settle
 from .stats import flags_text, no_interval, ratio_interval
-from .peak import check_ceiling, cpu_fma_peak_gflops, fp32_peak_gflops, share
+from .peak import check_ceiling, fp32_peak_gflops, host_peak_gflops, share
 
 MLP_TOPOLOGY_COLUMNS = [
     ("layers", "hidden", ""), ("widths", "widths", ""), ("params", "params", ","), ("library", "library", ""),
@@ -57,7 +57,7 @@ def train_flops(sizes: Sequence[int], samples: int) -> float:
 
 def _peaks(devices: Sequence[Device]) -> Dict[Optional[str], Optional[float]]:
     """FP32 ceilings by device id (None: the host, for the NumPy and PyTorch rows), read once per run."""
-    return {None: cpu_fma_peak_gflops(), **{d.id: fp32_peak_gflops(d) for d in devices}}
+    return {None: host_peak_gflops(), **{d.id: fp32_peak_gflops(d) for d in devices}}
 
 
 def _with_peak(row: Dict[str, Any], flops: float, seconds: float, peak: Optional[float]) -> Dict[str, Any]:
