@@ -318,7 +318,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                    "1024 with --quick)")
     b.add_argument("--max-width", type=int, help="widest first hidden layer of the mlp topology study (default "
                    "6400, 800 with --quick; 25600 for the full classic study: tens of minutes)")
-    b.add_argument("--epochs", type=int, help="Fashion-MNIST epochs of the mlp suite (default 3, 1 with --quick)")
+    b.add_argument("--epochs", type=int, help="timed epochs of the mlp suite's Fashion-MNIST table and the conv "
+                   "suite's Keras-style CNN (default 3, --quick too: a ratio needs repeats for its interval)")
     b.add_argument("--clblast-tuning", help="JSON written by clblast_tuner_xgemm, applied to the CLBlast peer")
     b.add_argument("--device", default="all", help="'all', or comma-separated device specs (default: all)")
     b.add_argument("--compare", default=None,

@@ -69,8 +69,13 @@ class BenchmarkResult:
     @property
     def flags(self) -> Dict[str, Any]:
         """The fields a benchmark row carries about noise: ``preempted`` (count), ``unreliable``, ``noise`` (text),
-        ``rerun`` (preempted repeats dropped and run again)."""
-        return {k: self.noise.get(k, 0) for k in ("preempted", "unreliable", "noise", "rerun")}
+        ``rerun`` (preempted repeats dropped and run again), and what they were judged from: ``runqueue_pct`` (the
+        share of the wall time its threads waited for a CPU), ``others_pct`` and ``steal_pct`` (other processes'
+        and the hypervisor's use of this process's CPUs over the run) and ``quiet_machine``."""
+        out = {k: self.noise.get(k, 0) for k in ("preempted", "unreliable", "noise", "rerun")}
+        out.update({k: self.noise[k] for k in ("runqueue_pct", "others_pct", "steal_pct", "quiet_machine")
+                    if k in self.noise})
+        return out
 
     @property
     def unreliable(self) -> bool:

@@ -402,7 +402,9 @@ def suite_mlp(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, An
 
     # None means the default; 0 is a bad value, not a request for the default
     max_width = opts.max_width if opts.max_width is not None else (800 if opts.quick else 6400)
-    epochs = opts.epochs if opts.epochs is not None else (1 if opts.quick else 3)
+    # three epochs even in the quick form: a ratio needs repeats for its interval, and one epoch preempted (steal on
+    # a shared VM) no longer leaves the row out
+    epochs = opts.epochs if opts.epochs is not None else 3
     devs = opts.devices()
     compare = [c for c in opts.peers("numpy,torch") if c in ("numpy", "torch")]
     t0 = time.perf_counter()
@@ -460,7 +462,7 @@ def suite_conv(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, A
     say(format_table(layer_rows, CONV_COLUMNS))
     for line in summary(layer_rows):
         say("  " + line)
-    epochs = opts.epochs if opts.epochs is not None else (1 if quick else 3)
+    epochs = opts.epochs if opts.epochs is not None else 3  # as the mlp suite: intervals need repeats
     n_maps = 160 if quick else 1024
     (mx, my), _ = cnn.datasets.radiation_maps(n_samples=n_maps, size=50, seed=0)
     batches = opts.batches() or ((32,) if quick else (2, 8, 32, 64, 128, 256, 512, 1024))
@@ -484,7 +486,7 @@ def suite_conv(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, A
     try:
         fm = cnn.fashion_images(28, 1024 if quick else None)
         progress("lenet")
-        study_rows += cnn.run_training("lenet", devs, fm, batch=64, epochs=1 if quick else 5, loss="cross_entropy",
+        study_rows += cnn.run_training("lenet", devs, fm, batch=64, epochs=3 if quick else 5, loss="cross_entropy",
                                        compare=compare, notes=notes)
         fm32 = cnn.fashion_images(32, 256 if quick else 6400)
         progress("alexnet32")
