@@ -308,3 +308,14 @@ def test_the_topology_study_takes_widths_depths_and_batches():
     rows = run_topology([hetnn.device("cpu")], batches=(8, 32), widths=[20, 40], depths=(2,), n_samples=64, epochs=1)
     assert [(r["widths"], r["batch"]) for r in rows] == [("20-10", 8), ("20-10", 32), ("40-20", 8), ("40-20", 32)]
     assert all("noise" in r and "unreliable" in r for r in rows)
+
+
+def test_compare_runs_on_the_free_cpus_and_checks_threads():
+    a = np.random.default_rng(0).random((32, 16), dtype=np.float32)
+    rep = compare("matmul", a, a.T.copy(), against=("numpy",), device="cpu", n_repeat=3, n_warmup=1)
+    assert any(line.startswith("threads: ") for line in rep.text.splitlines())
+    one = compare("matmul", a, a.T.copy(), against=("numpy",), device="cpu", n_repeat=3, n_warmup=1, threads=1)
+    assert "threads: 1 of" in one.text
+    for bad in (0, "many", 1.5, True):
+        with pytest.raises(ValueError, match="threads"):
+            compare("matmul", a, a.T.copy(), against=("numpy",), device="cpu", n_repeat=1, threads=bad)

@@ -5,6 +5,7 @@ over repeats (see :func:`hetnn.benchmark`). ``run(suite, **options)`` returns a 
 ``.text``, ``.to_csv()``, ``.to_json()``, ``.plot()``); ``compare(op, *args)`` times one op on hetnn and on each
 importable peer library and reports how far their results are apart.
 """
+import contextlib as _contextlib
 import typing as _t
 
 from .._device import devices_table
@@ -19,10 +20,24 @@ from .result import Report
 from .stats import ratio
 from .suites import SUITES, Options, default_suite, run_suites
 
-__all__ = ["run", "compare", "ratio", "matmul_ratios", "Report", "Options", "SUITES", "MATMUL_SHAPES",
+__all__ = ["run", "compare", "ratio", "matmul_ratios", "free_cpus", "Report", "Options", "SUITES", "MATMUL_SHAPES",
            "RESNET50_BS1", "run_matmul",
            "LAYERS", "MAXPOOL_COLUMNS", "SWEEP_COLUMNS", "numpy_max_pool", "run_maxpool", "sweep_cases",
            "MLP_TOPOLOGY_COLUMNS", "run_topology", "format_table", "devices_table", "notebook_display"]
+
+
+@_contextlib.contextmanager
+def free_cpus(threads: _t.Optional[int] = None) -> _t.Iterator[_t.Any]:
+    """``with hetnn.bench.free_cpus() as plan: ...``: the block runs as ``run`` runs its suites, on the CPUs found
+    free now (or on ``threads`` of the least used ones), every thread pool (hetnn's, the BLAS, PyTorch's) limited to
+    that many threads and every thread pinned to them; ``plan.header()`` says what was chosen and why. For the
+    measuring functions called directly (``run_maxpool``, ``run_topology``, ``hetnn.interleave``)."""
+    from .. import _cpus
+
+    plan = _cpus.plan(fixed=threads)
+    _cpus.last_plan = plan
+    with _cpus.use(plan):
+        yield plan
 
 
 def run(suite: _t.Optional[str] = None, *, verbose: bool = False, output: _t.Optional[str] = None,

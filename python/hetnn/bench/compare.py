@@ -3,11 +3,13 @@ same way (operands already on the device, synchronised around each repeat, after
 and checked against a float64 NumPy reference and against hetnn's own result."""
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .. import _cpus
 from .._array import _foreign_to_host, asarray, empty
 from .._device import device as _resolve_device
 from .._ops import matmul
@@ -183,12 +185,15 @@ _CHECK_COLUMNS = [("max_rel_diff", "max rel diff vs hetnn", ".1e"), ("max_rel_er
 
 
 def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "torch"), device: Any = None,
-            n_warmup: int = 3, n_repeat: int = 20, max_duration: float = 1.0, **kwargs: Any) -> Report:
+            n_warmup: int = 3, n_repeat: int = 20, max_duration: float = 1.0, threads: Any = "auto",
+            **kwargs: Any) -> Report:
     """Runs ``op`` ("matmul": ``compare("matmul", a, b)``; "max_pool2d": ``compare("max_pool2d", x, kernel_size,
     stride=None, padding=0)``) on hetnn's ``device`` (default device if None) and on each library of ``against``
     that is importable (numpy, torch, cupy, jax; each on every device it sees), with the same host inputs (NumPy, or
     arrays of those libraries).
 
+    ``threads``: "auto" (the CPUs found free now, every library alike, pinned; see :func:`hetnn.bench.free_cpus`),
+    a count, or "default" (each library's own).
     All libraries are timed in interleaved rounds (:func:`hetnn.interleave`); ``.text`` ends with each peer's
     speed ratio to hetnn and its 95 % bootstrap interval over the rounds (unreliable rows are not compared).
     Returns a :class:`Report` whose rows hold per library and device: ``median_ms`` (synchronised wall time,
@@ -223,11 +228,20 @@ def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "tor
             notes.append(f"{pt.library}: no max_pool2d in the peer adapter")
         else:
             pairs.append(_peer_case(op, case, pt, flops, host_peak))
-    results = interleave([c for c, _ in pairs], n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
+    if threads == "default":
+        plan = None
+    elif threads == "auto" or (is_int(threads) and not isinstance(threads, bool) and int(threads) >= 1):
+        plan = _cpus.plan(fixed=None if threads == "auto" else int(threads))
+    else:
+        raise ValueError(f"hetnn.bench.compare: threads must be 'auto', 'default' or a count >= 1, got {threads!r}")
+    with _cpus.use(plan) if plan is not None else contextlib.nullcontext():
+        results = interleave([c for c, _ in pairs], n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
     mine = pairs[0][1]["result"]().astype(np.float64)
     base = {"op": op, "shape": case["shape"], "dtype": dtype}
     rows = [_row(base, e, r, flops, dtype, mine, case["reference"]) for (_, e), r in zip(pairs, results)]
     text = [f"{op} {case['shape']} {dtype}: hetnn on {dev.id} ({dev.name}) against {', '.join(against) or 'nothing'}"]
+    if plan is not None:
+        text.append(plan.header())
     text += [f"note: {n}" for n in dict.fromkeys(notes)]
     text.append(format_table(rows, _COLUMNS + (_FLOP_COLUMNS if flops else []) + _CHECK_COLUMNS))
     text += ["  " + line for line in _ratio_lines(rows, dev, dtype)]
