@@ -36,8 +36,9 @@ def test_a_cpu_kept_busy_by_another_process_is_left_out():
     finally:
         hog.kill()
         hog.wait()
-    assert busy not in p.cpus and 1 <= p.threads < len(ALLOWED)
-    assert p.used[busy] > 0.7 and p.others >= 0.7
+    assert 1 <= p.threads < len(ALLOWED) and p.used[busy] > 0.7 and p.others >= 0.7
+    # the least used CPUs are taken: the hog's is left out unless the machine's other load was as heavy
+    assert busy not in p.cpus or min(p.used[c] for c in ALLOWED if c != busy) > 0.6
     assert any(pid == hog.pid for _, pid, _ in p.busy)
     head = p.header()
     assert head.startswith(f"threads: {p.threads} of {len(ALLOWED)}") and f"pid {hog.pid}" in head
@@ -153,7 +154,8 @@ def test_a_case_preempted_every_time_stays_flagged_and_bounded(monkeypatch):
     r = rs[0]
     # no clean repeat: it keeps them all and says so
     assert r.noise["rerun"] == 0 and r.n_repeat == len(calls) and r.unreliable
-    assert r.noise["noise"] == f"unreliable: preempted in {len(calls)} of {len(calls)} repeats"
+    assert r.noise["noise"] == (f"unreliable: preempted in {len(calls)} of {len(calls)} repeats; re-run budget "
+                                f"spent (0 clean of the 4 asked for; --max-duration sets it)")
 
 
 def test_every_other_repeat_preempted_is_made_up_for(monkeypatch):

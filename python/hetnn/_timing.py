@@ -288,6 +288,11 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
         r.noise = {**summarize(r.counters, quiet), **load, "quiet_machine": quiet, "rerun": dropped}
         if dropped and not r.noise["noise"]:
             r.noise["noise"] = f"re-ran {dropped} preempted"
+        elif rerun and r.noise["unreliable"] and len(walls[j]) > (target[j] or len(walls[j])):
+            # what was missing, said plainly: the re-runs did not find enough clean repeats within the budget
+            clean_n = len(walls[j]) - r.noise["preempted"]
+            r.noise["noise"] += (f"; re-run budget spent ({clean_n} clean of the {target[j]} asked for; "
+                                 f"--max-duration sets it)")
         out.append(r)
     return out
 
