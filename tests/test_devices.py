@@ -283,5 +283,6 @@ def test_global_mem_is_the_same_in_every_process(device):
     assert int(a) == int(b) > 0
     if device.kind == "cpu":
         assert int(a) == device.global_mem
-    else:  # PoCL sizes its global memory from the memory free when it starts: this process started minutes ago
-        assert abs(int(a) - device.global_mem) <= 0.1 * device.global_mem
+    # an OpenCL driver's figure is its own: PoCL sizes its global memory from the memory free when it starts (7.6 GB
+    # in this process, 6.8 GB in one started minutes later during a test run), so only processes started together
+    # are compared
