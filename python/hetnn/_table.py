@@ -38,6 +38,9 @@ def format_table(rows: List[Dict[str, Any]], columns: Sequence[Tuple[str, str, s
     if not any(k == "noise" for k, _, _ in columns) and any(row_flags(r) for r in rows):
         rows = [{**r, "noise": row_flags(r)} for r in rows]
         columns = [*columns, ("noise", "flags", "")]
+    if rows:  # a column no row fills (a note no peer had, a device time no row measured) says nothing: left out
+        columns = [c for c in columns if c[0] in ("noise", "flagged") or
+                   any(_cell(r.get(c[0]), c[2]) not in ("-", "") for r in rows)]
     head = [h for _, h, _ in columns]
     # a figure above its device's measured ceiling is a measurement error: never printed as a result
     # ("CEIL@load" when the ceiling itself was measured on a busy machine: then the ceiling is what is wrong)
