@@ -69,27 +69,13 @@ def cgroup_quota() -> Optional[float]:
 
 def cpu_times(cpus: Optional[List[int]] = None) -> Dict[int, Tuple[float, float, float]]:
     """Per CPU (all when ``cpus`` is None): (busy, steal, total) seconds since boot from ``/proc/stat``."""
+    from ._oscounters import per_cpu_ticks
+
     tick = 1.0 / os.sysconf("SC_CLK_TCK")
-    out: Dict[int, Tuple[float, float, float]] = {}
     try:
-        with open("/proc/stat", "rb") as f:
-            f.readline()  # the all-CPU line
-            for raw in f:
-                if not raw.startswith(b"cpu"):
-                    break
-                fields = raw.split()
-                c = int(fields[0][3:])
-                if cpus is not None and c not in cpus:
-                    continue
-                v = [int(x) for x in fields[1:]]
-                idle = v[3] + (v[4] if len(v) > 4 else 0)
-                steal = v[7] if len(v) > 7 else 0
-                guest = sum(v[8:10]) if len(v) > 9 else 0  # already inside user and nice
-                total = sum(v) - guest
-                out[c] = ((total - idle - steal) * tick, steal * tick, total * tick)
+        return {c: (b * tick, st * tick, t * tick) for c, (b, st, t) in per_cpu_ticks(cpus).items()}
     except (OSError, ValueError, IndexError):
         return {}
-    return out
 
 
 def _proc_stat_fields(path: str) -> Optional[Tuple[str, List[str]]]:

@@ -26,7 +26,7 @@ import os
 import resource
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
 
 PREEMPTED_WAIT_SHARE = 0.5   # run-queue wait / wall time at which a repeat counts as having waited
 OWN_CPU_SHARE = 0.9          # ... while the process ran on less than this share of CPUs x wall time
@@ -61,34 +61,45 @@ class Counters:
         return asdict(self)
 
 
+def _cpu_line(fields: Sequence[bytes]) -> Tuple[int, int, int]:
+    """(busy, steal, total) ticks of one ``/proc/stat`` cpu line's counters: idle and iowait are not busy, and guest
+    time is already counted in user and nice."""
+    v = [int(x) for x in fields]
+    idle = v[3] + (v[4] if len(v) > 4 else 0)
+    steal = v[7] if len(v) > 7 else 0
+    total = sum(v) - (sum(v[8:10]) if len(v) > 9 else 0)
+    return total - idle - steal, steal, total
+
+
+def per_cpu_ticks(cpus: Optional[Collection[int]] = None) -> Dict[int, Tuple[int, int, int]]:
+    """(busy, steal, total) ticks since boot of each CPU in ``cpus`` (every CPU when None), from ``/proc/stat``;
+    raises OSError where it cannot be read."""
+    out: Dict[int, Tuple[int, int, int]] = {}
+    with open("/proc/stat", "rb") as f:
+        f.readline()  # the all-CPU line
+        for raw in f:
+            if not raw.startswith(b"cpu"):
+                break
+            fields = raw.split()
+            c = int(fields[0][3:])
+            if cpus is None or c in cpus:
+                out[c] = _cpu_line(fields[1:])
+    return out
+
+
 def _proc_stat(cpus: Optional[Sequence[int]] = None) -> Tuple[float, float]:
     """(busy, steal) seconds since boot of the whole machine, or of ``cpus`` alone (the CPUs this process may run
     on: a neighbour pinned elsewhere takes nothing from a run pinned here); zeros where /proc/stat does not
     exist."""
     try:
-        with open("/proc/stat", "rb") as f:
-            if cpus is None:
-                rows = [f.readline().split()[1:]]
-            else:
-                f.readline()
-                want = {b"cpu%d" % c for c in cpus}
-                rows = []
-                for raw in f:
-                    if not raw.startswith(b"cpu"):
-                        break
-                    fields = raw.split()
-                    if fields[0] in want:
-                        rows.append(fields[1:])
+        if cpus is None:
+            with open("/proc/stat", "rb") as f:
+                busy, steal, _ = _cpu_line(f.readline().split()[1:])
+        else:
+            ticks = per_cpu_ticks(set(cpus)).values()
+            busy, steal = sum(t[0] for t in ticks), sum(t[1] for t in ticks)
     except OSError:
         return 0.0, 0.0
-    busy = steal = 0
-    for fields in rows:
-        v = [int(x) for x in fields]
-        idle = v[3] + (v[4] if len(v) > 4 else 0)
-        st = v[7] if len(v) > 7 else 0
-        guest = sum(v[8:10]) if len(v) > 9 else 0  # already inside user/nice
-        busy += sum(v) - idle - guest - st
-        steal += st
     return busy * _TICK, steal * _TICK
 
 
