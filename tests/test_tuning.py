@@ -39,15 +39,22 @@ def test_clearing_an_override_returns_to_the_database(opencl_device):
                                     "family=tiled ts_m=32 ts_n=16 ts_k=16 wpt_m=4 wpt_n=2",
                                     # the database's H100 entries
                                     "family=tiled ts_m=32 ts_n=64 ts_k=32 wpt_m=4 wpt_n=2",
-                                    "family=tiled ts_m=128 ts_n=128 ts_k=8 wpt_m=8 wpt_n=8"])
+                                    "family=tiled ts_m=128 ts_n=128 ts_k=8 wpt_m=8 wpt_n=8",
+                                    # vtiled: vector widths 1-8, tiles larger than the problems, uneven tiles
+                                    "family=vtiled ts_m=128 ts_n=128 ts_k=16 wpt_m=8 wpt_n=8 vwm=4 vwn=4",
+                                    "family=vtiled ts_m=64 ts_n=32 ts_k=16 wpt_m=4 wpt_n=2 vwm=4 vwn=2",
+                                    "family=vtiled ts_m=16 ts_n=16 ts_k=8 wpt_m=2 wpt_n=2 vwm=1 vwn=2",
+                                    "family=vtiled ts_m=64 ts_n=128 ts_k=8 wpt_m=8 wpt_n=8 vwm=8 vwn=8"])
 @pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("float16", 2e-3), ("bfloat16", 1.6e-2)])
 def test_every_family_member_is_correct(opencl_device, rng, params, dtype, tol):
     old, source = _core.gemm_params(opencl_device._dev, dtype)
     restore = "" if source.startswith(("database", "default")) else old
     try:
         _core.set_gemm_params(opencl_device._dev, dtype, params, "test")
+        # (32, 48, 64) and (64, 32, 48): every dimension a multiple of 4, so vtiled loads and stores whole vectors
         for m, n, k, ta, tb in [(1, 1, 1, False, False), (37, 19, 23, True, False), (64, 65, 9, False, True),
-                                (13, 7, 40, True, True), (29, 64, 33, False, False), (50, 96, 20, True, False)]:
+                                (13, 7, 40, True, True), (29, 64, 33, False, False), (50, 96, 20, True, False),
+                                (32, 48, 64, False, False), (64, 32, 48, True, True), (3, 5, 0, False, False)]:
             a = rng.uniform(-1, 1, (k, m) if ta else (m, k)).astype(dtype)
             b = rng.uniform(-1, 1, (n, k) if tb else (k, n)).astype(dtype)
             bias = rng.uniform(-1, 1, n).astype(dtype)
@@ -65,7 +72,9 @@ def test_every_family_member_is_correct(opencl_device, rng, params, dtype, tol):
                                  "nonsense", "family=packed lx=0 ly=4", "family=packed zz=1",
                                  # passed validation once, then aborted PoCL or segfaulted on the first matmul:
                                  "family=tiled ts_k=1048576", "family=tiled ts_m=1073741824 wpt_m=1073741824",
-                                 "family=tiled ts_m=1024 ts_n=1024 ts_k=1024 wpt_m=32 wpt_n=32"])
+                                 "family=tiled ts_m=1024 ts_n=1024 ts_k=1024 wpt_m=32 wpt_n=32",
+                                 "family=vtiled vwm=3", "family=vtiled wpt_n=2 vwn=4", "family=tiled vwm=x",
+                                 "family=vtiled ts_m=16 ts_n=16 ts_k=1 wpt_m=1 wpt_n=1 vwm=1 vwn=1"])
 def test_bad_parameters_are_value_errors(opencl_device, bad):
     with pytest.raises(ValueError):
         _core.set_gemm_params(opencl_device._dev, "float32", bad, "test")
@@ -351,8 +360,10 @@ def test_the_search_winner_must_beat_the_incumbent_interleaved(monkeypatch, open
         assert r["params"] == first
 
 
+@pytest.mark.parametrize("params", ["family=tiled ts_m=16 ts_n=32 ts_k=8 wpt_m=2 wpt_n=4",
+                                    "family=vtiled ts_m=16 ts_n=32 ts_k=8 wpt_m=2 wpt_n=4 vwm=2 vwn=4"])
 @pytest.mark.parametrize("dtype,tol", [("float32", 1e-4), ("float64", 1e-12)])
-def test_tiled_split_k_is_correct(opencl_device, rng, dtype, tol):
+def test_tiled_split_k_is_correct(opencl_device, rng, dtype, tol, params):
     # Few output tiles and a long K: the tiled kernel splits K over extra work-groups (partial products, then
     # gemm_split_reduce with alpha, beta, bias and the activation) when there are fewer tiles than two per compute
     # unit: a single 16x32 tile with K >= 512 is split on every device (two slices or more).
@@ -361,9 +372,11 @@ def test_tiled_split_k_is_correct(opencl_device, rng, dtype, tol):
     old, source = _core.gemm_params(opencl_device._dev, dtype)
     restore = "" if source.startswith(("database", "default")) else old
     try:
-        _core.set_gemm_params(opencl_device._dev, dtype, "family=tiled ts_m=16 ts_n=32 ts_k=8 wpt_m=2 wpt_n=4", "test")
+        _core.set_gemm_params(opencl_device._dev, dtype, params, "test")
+        # (8, 12, 2048): K and N multiples of 4, so the slices' vector loads start aligned
         for m, n, k, ta, tb, batch in [(5, 7, 1500, False, False, 1), (16, 32, 2049, True, True, 1),
-                                       (3, 9, 777, False, True, 3), (1, 1, 4096, True, False, 2)]:
+                                       (3, 9, 777, False, True, 3), (1, 1, 4096, True, False, 2),
+                                       (8, 12, 2048, False, False, 2)]:
             a = rng.uniform(-1, 1, (batch, k, m) if ta else (batch, m, k)).astype(dtype)
             b = rng.uniform(-1, 1, (batch, n, k) if tb else (batch, k, n)).astype(dtype)
             bias = rng.uniform(-1, 1, n).astype(dtype)

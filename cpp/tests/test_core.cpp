@@ -287,3 +287,45 @@ TEST(HalfConvert, MatchesScalarConversions) {
     check_widen(back, want, std::string(dtype_name(t)) + " widen");
   }
 }
+
+#if HETNN_HAVE_OPENCL
+#include "backend/opencl/gemm_params.h"
+
+// The GEMM parameter table matches the architecture first: an H200 runs what was tuned on an H100 (both sm_90),
+// a driver that reports no architecture still finds the entry by name, another NVIDIA GPU gets the vendor's entry.
+TEST(GemmParams, TableMatchesArchitectureThenNameThenVendor) {
+  DeviceInfo d;
+  d.type = "gpu";
+  d.vendor = "NVIDIA Corporation";
+  d.max_work_group_size = 1024;
+  d.local_mem = 49152;
+  const auto source = [&](const char* name, const char* arch, std::int64_t macs = -1) {
+    d.name = name;
+    d.arch = arch;
+    return opencl::gemm_database_lookup(d, DType::f32, macs).source;
+  };
+  EXPECT_NE(source("NVIDIA H200", "sm_90").find("arch:sm_90"), std::string::npos);
+  EXPECT_NE(source("NVIDIA GH200 480GB", "sm_90").find("arch:sm_90"), std::string::npos);
+  EXPECT_NE(source("NVIDIA H100 80GB HBM3", "").find("arch:sm_90"), std::string::npos);  // by name
+  EXPECT_EQ(source("NVIDIA H100 80GB HBM3", "sm_90", 1000).find("ResNet"), source("NVIDIA H200", "sm_90", 1000).find("ResNet"));
+  EXPECT_NE(source("NVIDIA GeForce RTX 4090", "sm_89").find("vendor:nvidia"), std::string::npos);
+  d.vendor = "Advanced Micro Devices, Inc.";
+  EXPECT_NE(source("gfx90a:sramecc+:xnack-", "gfx90a").find("vendor:advanced"), std::string::npos);
+  d.vendor = "Some Vendor";
+  EXPECT_EQ(source("Accelerator X", "").rfind("database:*", 0), 0u);
+}
+
+TEST(GemmParams, VtiledParsesPrintsAndValidates) {
+  DeviceInfo d;
+  d.max_work_group_size = 1024;
+  d.local_mem = 49152;
+  const auto p = opencl::GemmParams::parse("family=vtiled ts_m=128 ts_n=64 ts_k=16 wpt_m=8 wpt_n=4 vwm=4 vwn=2");
+  EXPECT_EQ(p.str(), "family=vtiled ts_m=128 ts_n=64 ts_k=16 wpt_m=8 wpt_n=4 vwm=4 vwn=2");
+  EXPECT_NE(p.defines().find("-DVWN=2"), std::string::npos);
+  EXPECT_NO_THROW(p.validate(d, 4));
+  for (const char* bad : {"family=vtiled vwm=3", "family=vtiled wpt_m=2 vwm=4",
+                          "family=vtiled ts_m=16 ts_n=16 ts_k=1 wpt_m=1 wpt_n=1 vwm=1 vwn=1",
+                          "family=vtiled ts_m=256 ts_n=256 ts_k=32 wpt_m=8 wpt_n=8"})  // 2 x 32 KiB of local memory
+    EXPECT_THROW(opencl::GemmParams::parse(bad).validate(d, 4), ValueError) << bad;
+}
+#endif

@@ -65,6 +65,12 @@ class Device:
         return self._info["vendor"]
 
     @property
+    def arch(self) -> str:
+        """Hardware architecture where the driver says it: ``"sm_90"`` on NVIDIA (compute capability), ``"gfx90a"``
+        on AMD; ``""`` elsewhere."""
+        return self._info["arch"]
+
+    @property
     def driver_version(self) -> str:
         return self._info["driver_version"]
 

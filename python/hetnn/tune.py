@@ -35,11 +35,25 @@ def _params(device: Device, dtype: str, macs: int = -1) -> Tuple[str, str]:
     return got
 
 
+# vtiled members tried first on GPUs, in this order: the register tiles and work-group shapes the fast SIMT SGEMMs
+# use (128x128 tiles of 8x8 per work item, then narrower and smaller ones for fewer output tiles).
+_VTILED_FIRST = ["128 128 16 8 8 4 4", "128 128 8 8 8 4 4", "128 64 16 8 4 4 4", "64 128 16 4 8 4 4",
+                 "64 64 16 4 4 4 4", "64 64 16 8 4 4 4", "128 128 16 8 4 4 4", "256 128 8 8 8 4 4",
+                 "128 256 8 8 8 4 4", "64 64 32 4 4 4 4", "32 64 32 4 2 2 2", "64 32 32 4 2 4 2"]
+
+
+def _vtiled(spec: str) -> str:
+    ts_m, ts_n, ts_k, wm, wn, vm, vn = spec.split()
+    return f"family=vtiled ts_m={ts_m} ts_n={ts_n} ts_k={ts_k} wpt_m={wm} wpt_n={wn} vwm={vm} vwn={vn}"
+
+
 def candidates(device: Device, dtype: str, first: Optional[str] = None) -> List[str]:
     """Parameter strings to try, ``first`` (default: the entry in force for large problems) first."""
     current = first or _params(device, dtype)[0]
+    real = 8 if dtype == "float64" else 4
     packed: List[str] = []
     tiled: List[str] = []
+    vtiled: List[str] = []
     for rm, vw, nv, lx, pa, pb in itertools.product((4, 6, 8, 12, 16), (8, 16), (1, 2, 3, 4), (0, 4, 16), (0, 1),
                                                     (0, 1)):
         if rm * nv <= 32 and vw * nv <= 64:
@@ -49,14 +63,25 @@ def candidates(device: Device, dtype: str, first: Optional[str] = None) -> List[
         wg = (ts_m // wm) * (ts_n // wn)
         if ts_m % wm or ts_n % wn or wg > device.max_work_group_size or wg < 16:
             continue
-        if 2 * ts_k * (ts_m + ts_n) * (8 if dtype == "float64" else 4) > device.local_mem:
+        if ts_k * (ts_m + ts_n) * real <= device.local_mem:
+            tiled.append(f"family=tiled ts_m={ts_m} ts_n={ts_n} ts_k={ts_k} wpt_m={wm} wpt_n={wn}")
+        # vtiled double-buffers: twice the local memory; its vectors are min(4, wpt) wide, or 2 / 1 as variants
+        if 2 * ts_k * (ts_m + ts_n) * real > device.local_mem or (ts_m * ts_k) % wg or (ts_n * ts_k) % wg:
             continue
-        tiled.append(f"family=tiled ts_m={ts_m} ts_n={ts_n} ts_k={ts_k} wpt_m={wm} wpt_n={wn}")
+        for vm, vn in {(min(4, wm), min(4, wn)), (min(2, wm), min(2, wn)), (1, 1)}:
+            vtiled.append(_vtiled(f"{ts_m} {ts_n} {ts_k} {wm} {wn} {vm} {vn}"))
+    for spec in (256, 128, 8), (128, 256, 8):  # the 256-wide tiles, beyond the grid above
+        ts_m, ts_n, ts_k = spec
+        if 2 * ts_k * (ts_m + ts_n) * real <= device.local_mem and device.max_work_group_size >= 512:
+            vtiled.append(_vtiled(f"{ts_m} {ts_n} {ts_k} 8 8 4 4"))
     rng = random.Random(0)
     rng.shuffle(packed)
     rng.shuffle(tiled)
-    # The family shaped for the device first: packed for CPU devices, tiled for GPUs.
-    out = packed + tiled if device.type == "cpu" else tiled + packed
+    rng.shuffle(vtiled)
+    first_vtiled = [c for c in map(_vtiled, _VTILED_FIRST) if c in vtiled]
+    vtiled = first_vtiled + [c for c in vtiled if c not in first_vtiled]
+    # The family shaped for the device first: packed for CPU devices, vtiled then tiled for GPUs.
+    out = packed + vtiled + tiled if device.type == "cpu" else vtiled + tiled + packed
     return [current] + [c for c in out if c != current]
 
 

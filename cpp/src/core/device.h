@@ -17,6 +17,9 @@ struct DeviceInfo {
   std::string kind;     // the backend: "cpu" (oneDNN and hetnn's loops, host memory) or "opencl"
   std::string type;     // hardware: "cpu", "gpu", "accelerator", "other"
   std::string name, vendor, driver_version, version, platform, platform_version;
+  // Hardware architecture where the driver says it: "sm_90" (NVIDIA compute capability), "gfx90a" (AMD); else "".
+  // The GEMM parameter table matches it before the device name (an H200 runs what was tuned on an H100).
+  std::string arch;
   int platform_index = -1, device_index = -1, ordinal = -1;  // ordinal: N in "opencl:N"
   int compute_units = 0;
   int clock_mhz = 0;
@@ -37,7 +40,7 @@ struct DeviceInfo {
 // tests/test_devices.py fails when a field has no Python property.
 template <class F>
 void for_each_field(const DeviceInfo& i, F&& f) {
-  f("id", i.id), f("kind", i.kind), f("type", i.type), f("name", i.name);
+  f("id", i.id), f("kind", i.kind), f("type", i.type), f("name", i.name), f("arch", i.arch);
   f("vendor", i.vendor), f("driver_version", i.driver_version), f("version", i.version), f("platform", i.platform);
   f("platform_version", i.platform_version), f("platform_index", i.platform_index);
   f("device_index", i.device_index), f("ordinal", i.ordinal), f("compute_units", i.compute_units);

@@ -433,17 +433,38 @@ std::int64_t gemm_k_splits(const GemmParams& p, const MatmulDesc& d, int compute
 }  // namespace
 
 void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias) {
-  const std::string opts = common_options(d.dtype) + " " + p.defines() + " -DTRANS_A=" +
-                           std::to_string(d.trans_a) + " -DTRANS_B=" + std::to_string(d.trans_b);
-  cl_kernel k = kernel("gemm.cl", "gemm_tiled", opts);
+  const bool vt = p.family == GemmParams::Family::vtiled;
+  const char* file = vt ? "gemm_vtiled.cl" : "gemm.cl";
+  const char* name = vt ? "gemm_vtiled" : "gemm_tiled";
+  std::string opts = common_options(d.dtype) + " " + p.defines() + " -DTRANS_A=" + std::to_string(d.trans_a) +
+                     " -DTRANS_B=" + std::to_string(d.trans_b);
+  if (vt) {
+    // Vector global loads along an operand's contiguous dimension when it is a multiple of 4 (then a vector lies
+    // wholly inside or outside the matrix, and every row starts aligned) and each work item moves whole vectors.
+    const bool native = d.dtype == DType::f32 || d.dtype == DType::f64;
+    const std::int64_t wg = static_cast<std::int64_t>(p.ts_m / p.wpt_m) * (p.ts_n / p.wpt_n);
+    const bool va = native && (d.trans_a ? d.M : d.K) % 4 == 0 && (p.ts_m * p.ts_k) % (4 * wg) == 0 &&
+                    (d.trans_a ? p.ts_m : p.ts_k) % 4 == 0;
+    const bool vb = native && (d.trans_b ? d.K : d.N) % 4 == 0 && (p.ts_n * p.ts_k) % (4 * wg) == 0 &&
+                    (d.trans_b ? p.ts_k : p.ts_n) % 4 == 0;
+    const bool vc = native && p.vwn > 1 && d.N % p.vwn == 0;
+    opts += std::string(" -DVA=") + (va ? "4" : "1") + " -DVB=" + (vb ? "4" : "1") + " -DVC=" + (vc ? "1" : "0");
+  }
+  cl_kernel k = kernel(file, name, opts);
   const cl_int has_bias = d.has_bias, act = static_cast<cl_int>(d.act);
   const cl_int M = static_cast<cl_int>(d.M), N = static_cast<cl_int>(d.N), K = static_cast<cl_int>(d.K);
   const cl_long sa = d.batch_a == 1 ? 0 : d.M * d.K, sb = d.batch_b == 1 ? 0 : d.K * d.N;
-  const std::int64_t splits = gemm_k_splits(p, d, info_.compute_units);
-  const cl_int chunk = static_cast<cl_int>(splits > 1 ? (d.K + splits - 1) / splits : std::max<std::int64_t>(d.K, 1));
+  std::int64_t splits = gemm_k_splits(p, d, info_.compute_units);
+  // slices start at multiples of ts_k: vector loads along K stay aligned and inside the matrix
+  const std::int64_t chunk64 =
+      splits > 1 ? static_cast<std::int64_t>(round_up(static_cast<std::size_t>((d.K + splits - 1) / splits),
+                                                      static_cast<std::size_t>(p.ts_k)))
+                 : std::max<std::int64_t>(d.K, 1);
+  if (splits > 1) splits = (d.K + chunk64 - 1) / chunk64;  // no empty slice
+  const cl_int chunk = static_cast<cl_int>(chunk64);
   cl_mem out = splits > 1 ? scratch(2, static_cast<std::size_t>(splits * d.batch * d.M * d.N) * dtype_size(d.dtype))
                           : c;
-  ArgSetter set{k, "gemm_tiled"};
+  ArgSetter set{k, name};
   set(M)(N)(K).real(d.alpha, d.dtype).real(d.beta, d.dtype);
   set(a)(sa)(b)(sb)(out)(bias)(has_bias)(act)(chunk)(static_cast<cl_int>(splits));
   const std::size_t local[3] = {static_cast<std::size_t>(p.ts_n / p.wpt_n), static_cast<std::size_t>(p.ts_m / p.wpt_m), 1};
@@ -452,7 +473,7 @@ void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a,
                                  static_cast<std::size_t>(d.batch * splits)};
   enqueue("matmul", k, 3, global, local);
   if (splits == 1) return;
-  cl_kernel r = kernel("gemm.cl", "gemm_split_reduce", opts);
+  cl_kernel r = kernel("gemm.cl", "gemm_split_reduce", common_options(d.dtype));
   ArgSetter{r, "gemm_split_reduce"}(M)(N)(static_cast<cl_int>(splits)).real(d.alpha, d.dtype)
       .real(d.beta, d.dtype)(out)(c)(bias)(has_bias)(act);
   const std::size_t rl[2] = {64, 1};

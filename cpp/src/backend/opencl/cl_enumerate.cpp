@@ -62,6 +62,23 @@ bool has_extension(const std::string& exts, const std::string& name) {
   return false;
 }
 
+// The architecture the driver reports: NVIDIA's compute capability (cl_nv_device_attribute_query), AMD's gfx name
+// (its device name, or cl_amd_device_attribute_query's gfx IP version); "" when the driver says nothing.
+std::string device_arch(cl_device_id d, const std::string& name, const std::string& exts) {
+  constexpr cl_device_info kCcMajorNv = 0x4000, kCcMinorNv = 0x4001;     // cl_nv_device_attribute_query
+  constexpr cl_device_info kGfxMajorAmd = 0x404A, kGfxMinorAmd = 0x404B;  // cl_amd_device_attribute_query
+  if (has_extension(exts, "cl_nv_device_attribute_query")) {
+    const auto major = device_value<cl_uint>(d, kCcMajorNv), minor = device_value<cl_uint>(d, kCcMinorNv);
+    if (major) return "sm_" + std::to_string(major) + std::to_string(minor);
+  }
+  if (name.rfind("gfx", 0) == 0) return name.substr(0, name.find_first_of(": "));
+  if (has_extension(exts, "cl_amd_device_attribute_query")) {
+    const auto major = device_value<cl_uint>(d, kGfxMajorAmd), minor = device_value<cl_uint>(d, kGfxMinorAmd);
+    if (major) return "gfx" + std::to_string(major) + std::to_string(minor);
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string opencl_status() { return g_status; }
@@ -180,6 +197,7 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() {
       i.cache_size = device_value<cl_ulong>(dev, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE);
       i.max_work_group_size = device_value<std::size_t>(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE);
       i.extensions = device_string(dev, CL_DEVICE_EXTENSIONS);
+      i.arch = device_arch(dev, i.name, i.extensions);
       i.fp64 = has_extension(i.extensions, "cl_khr_fp64") || device_value<cl_ulong>(dev, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
       i.fp16 = has_extension(i.extensions, "cl_khr_fp16");
       // hetnn's kernels load 16-bit storage into float (vload_half, bit shifts) and compute in float32 everywhere.

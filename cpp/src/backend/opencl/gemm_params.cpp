@@ -11,8 +11,9 @@ namespace hetnn::opencl {
 
 namespace {
 
-// match: "name:<substring>", "vendor:<substring>", "type:<cpu|gpu|accelerator>" (case-insensitive), "*" default.
-// Entries are tried in order; the first matching one for the dtype wins.
+// match: "arch:<architecture>" (exact: "sm_90", "gfx90a"), "name:<substring>", "vendor:<substring>",
+// "type:<cpu|gpu|accelerator>" (case-insensitive), "*" default. Entries are tried in order (architecture, then name,
+// vendor, type, default); the first matching one for the dtype wins.
 struct Entry {
   const char* match;
   DType dtype;
@@ -37,9 +38,10 @@ const Entry kDatabase[] = {
     // GPUs: local-memory tiled kernel. NVIDIA H100 (driver 580.159.04, OpenCL 3.0 CUDA 13.0): the tuner's winners
     // per size class (docs/gpu.md, 2026-11-22); against CuPy in the same run, ResNet-50 bs=1 0.60x and 256^3-2048^3
     // 0.58x, from 0.38x and 0.42x with the untuned entry below.
-    {"name:h100", DType::f32, "family=tiled ts_m=32 ts_n=64 ts_k=32 wpt_m=4 wpt_n=2", "tuned on ResNet-50 bs=1, H100",
+    // Matched by architecture: sm_90 is the H100 and the H200 alike.
+    {"arch:sm_90|name:h100|name:h200", DType::f32, "family=tiled ts_m=32 ts_n=64 ts_k=32 wpt_m=4 wpt_n=2", "tuned on ResNet-50 bs=1, H100",
      GemmTuning::kSmallMacs},
-    {"name:h100", DType::f32, "family=tiled ts_m=128 ts_n=128 ts_k=8 wpt_m=8 wpt_n=8", "tuned at 512-4096, H100"},
+    {"arch:sm_90|name:h100|name:h200", DType::f32, "family=tiled ts_m=128 ts_n=128 ts_k=8 wpt_m=8 wpt_n=8", "tuned at 512-4096, H100"},
     // Other GPUs: untuned starting points; `python -m hetnn tune gemm` finds better ones.
     {"vendor:nvidia", DType::f32, "family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4", "untuned"},
     {"vendor:advanced micro devices", DType::f32, "family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4", "untuned"},
@@ -55,12 +57,26 @@ std::string lower(std::string s) {
   return s;
 }
 
-bool matches(const std::string& match, const DeviceInfo& dev) {
+bool matches_one(const std::string& match, const DeviceInfo& dev) {
   if (match == "*") return true;
   const auto colon = match.find(':');
   const std::string what = match.substr(0, colon), pattern = match.substr(colon + 1);
-  const std::string field = what == "name" ? dev.name : what == "vendor" ? dev.vendor : dev.type;
-  return what == "type" ? lower(field) == pattern : lower(field).find(pattern) != std::string::npos;
+  const std::string field = what == "arch"   ? dev.arch
+                            : what == "name" ? dev.name
+                            : what == "vendor" ? dev.vendor
+                                               : dev.type;
+  return what == "type" || what == "arch" ? lower(field) == pattern : lower(field).find(pattern) != std::string::npos;
+}
+
+// "a|b": either (a driver that reports no architecture still finds the entry by the device's name)
+bool matches(const std::string& match, const DeviceInfo& dev) {
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t bar = match.find('|', start);
+    if (matches_one(match.substr(start, bar - start), dev)) return true;
+    if (bar == std::string::npos) return false;
+    start = bar + 1;
+  }
 }
 
 bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
@@ -73,6 +89,7 @@ std::string GemmParams::defines() const {
     os << "-DRM=" << rm << " -DVW=" << vw << " -DNV=" << nv << " -DKU=" << ku;
   else
     os << "-DTS_M=" << ts_m << " -DTS_N=" << ts_n << " -DTS_K=" << ts_k << " -DWPT_M=" << wpt_m << " -DWPT_N=" << wpt_n;
+  if (family == Family::vtiled) os << " -DVWM=" << vwm << " -DVWN=" << vwn;
   return os.str();
 }
 
@@ -82,8 +99,9 @@ std::string GemmParams::str() const {
     os << "family=packed rm=" << rm << " vw=" << vw << " nv=" << nv << " lx=" << lx << " ly=" << ly << " ku=" << ku
        << " pack_a=" << pack_a << " pack_b=" << pack_b;
   else
-    os << "family=tiled ts_m=" << ts_m << " ts_n=" << ts_n << " ts_k=" << ts_k << " wpt_m=" << wpt_m
-       << " wpt_n=" << wpt_n;
+    os << "family=" << (family == Family::vtiled ? "vtiled" : "tiled") << " ts_m=" << ts_m << " ts_n=" << ts_n
+       << " ts_k=" << ts_k << " wpt_m=" << wpt_m << " wpt_n=" << wpt_n;
+  if (family == Family::vtiled) os << " vwm=" << vwm << " vwn=" << vwn;
   return os.str();
 }
 
@@ -98,7 +116,8 @@ GemmParams GemmParams::parse(const std::string& text) {
     if (key == "family") {
       if (val == "packed") p.family = Family::packed;
       else if (val == "tiled") p.family = Family::tiled;
-      else throw ValueError("gemm parameters: family must be packed or tiled, got '" + val + "'");
+      else if (val == "vtiled") p.family = Family::vtiled;
+      else throw ValueError("gemm parameters: family must be packed, tiled or vtiled, got '" + val + "'");
       continue;
     }
     int v = 0;
@@ -111,7 +130,8 @@ GemmParams GemmParams::parse(const std::string& text) {
     }
     int* slot = key == "rm" ? &p.rm : key == "vw" ? &p.vw : key == "nv" ? &p.nv : key == "lx" ? &p.lx : key == "ly" ? &p.ly : key == "ku" ? &p.ku : key == "pack_a" ? &p.pack_a : key == "pack_b" ? &p.pack_b
               : key == "ts_m" ? &p.ts_m : key == "ts_n" ? &p.ts_n : key == "ts_k" ? &p.ts_k
-              : key == "wpt_m" ? &p.wpt_m : key == "wpt_n" ? &p.wpt_n : nullptr;
+              : key == "wpt_m" ? &p.wpt_m : key == "wpt_n" ? &p.wpt_n : key == "vwm" ? &p.vwm : key == "vwn" ? &p.vwn
+              : nullptr;
     if (!slot) throw ValueError("gemm parameters: unknown key '" + key + "'");
     *slot = v;
   }
@@ -136,11 +156,20 @@ void GemmParams::validate(const DeviceInfo& dev, std::size_t real_bytes) const {
     if (ts_m > 1024 || ts_n > 1024 || ts_k > 1024) fail("ts_m, ts_n and ts_k must be at most 1024");
     if (wpt_m > 32 || wpt_n > 32) fail("wpt_m and wpt_n must be at most 32");
     if (ts_m % wpt_m || ts_n % wpt_n) fail("ts_m/ts_n must be multiples of wpt_m/wpt_n");
-    const std::uint64_t local = static_cast<std::uint64_t>(ts_k) * (ts_m + ts_n) * real_bytes;
+    const std::uint64_t wg = static_cast<std::uint64_t>(ts_m / wpt_m) * (ts_n / wpt_n);
+    if (family == Family::vtiled) {
+      for (int v : {vwm, vwn})
+        if (v != 1 && v != 2 && v != 4 && v != 8) fail("vwm and vwn must be 1, 2, 4 or 8");
+      if (wpt_m % vwm || wpt_n % vwn) fail("wpt_m/wpt_n must be multiples of vwm/vwn");
+      // every work item moves the same number of elements of each slice
+      if ((static_cast<std::uint64_t>(ts_m) * ts_k) % wg || (static_cast<std::uint64_t>(ts_n) * ts_k) % wg)
+        fail("ts_m * ts_k and ts_n * ts_k must be multiples of the work-group size (" + std::to_string(wg) + ")");
+    }
+    const std::uint64_t buffers = family == Family::vtiled ? 2 : 1;  // vtiled double-buffers its slices
+    const std::uint64_t local = buffers * ts_k * (ts_m + ts_n) * real_bytes;
     if (dev.local_mem && local > dev.local_mem)
       fail("its tiles need " + std::to_string(local) + " bytes of local memory, the device has " +
            std::to_string(dev.local_mem));
-    const std::uint64_t wg = static_cast<std::uint64_t>(ts_m / wpt_m) * (ts_n / wpt_n);
     if (wg > dev.max_work_group_size) fail("work-group of " + std::to_string(wg) + " exceeds the device's maximum");
   }
 }
@@ -152,7 +181,7 @@ GemmParams gemm_database_lookup(const DeviceInfo& dev, DType dtype, std::int64_t
     GemmParams p = GemmParams::parse(e.params);
     p.source = std::string("database:") + e.match + " (" + e.note + ")";
     p.max_macs = e.max_macs;
-    if (p.family == GemmParams::Family::tiled) {  // shrink to the device's work-group limit
+    if (p.family != GemmParams::Family::packed) {  // shrink to the device's work-group limit
       while (static_cast<std::uint64_t>(p.ts_m / p.wpt_m) * (p.ts_n / p.wpt_n) > dev.max_work_group_size &&
              p.ts_m > p.wpt_m) {
         p.ts_m /= 2;

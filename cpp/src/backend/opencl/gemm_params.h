@@ -1,5 +1,5 @@
-// GEMM kernel parameters per device: which member of the kernel family runs (packed for CPU devices, tiled for
-// GPUs) and its tunables, passed to the .cl files as -D options. Looked up device name -> vendor -> device type ->
+// GEMM kernel parameters per device: which member of the kernel family runs (packed for CPU devices, tiled or
+// vtiled for GPUs) and its tunables, passed to the .cl files as -D options. Looked up device name -> vendor -> device type ->
 // default (like CLBlast's database); a tuned entry from the user cache (python -m hetnn tune gemm) overrides.
 #pragma once
 #include <cstdint>
@@ -11,13 +11,16 @@
 namespace hetnn::opencl {
 
 struct GemmParams {
-  enum class Family { packed, tiled } family = Family::tiled;
+  enum class Family { packed, tiled, vtiled } family = Family::tiled;
   // packed (gemm_packed.cl): RM x (VW*NV) register tile per work item; a work-group of LX x LY work items (LX = 0:
   // the runtime chooses) runs on one CPU thread, so its A and B panels are reused from cache LY and LX times
   int rm = 8, vw = 16, nv = 2, lx = 0, ly = 1, ku = 1;  // ly: work items per group along N; ku: k-loop unroll
   int pack_a = 1, pack_b = 1;  // 0: read the operand in place when its layout allows (float32/64)
   // tiled (gemm.cl): TS_M x TS_N tile per work-group, TS_K deep slices in local memory, WPT_M x WPT_N per work item
   int ts_m = 64, ts_n = 64, ts_k = 16, wpt_m = 4, wpt_n = 4;
+  // vtiled (gemm_vtiled.cl): the tiled parameters, plus the widths of the register tile's vectors along M and N
+  // (local-memory reads and C stores); double-buffered slices, vector global loads where the layout allows
+  int vwm = 4, vwn = 4;
   std::string source;  // where the entry came from: "database:<match>", "tuned", "default"
   std::int64_t max_macs = -1;  // applies to problems of at most this many multiply-adds (M*N*K); -1: any size
 

@@ -1,0 +1,281 @@
+// gemm_vtiled.cl: C[b] = act(alpha * op(A[b]) * op(B[b]) + beta * C[b] + bias), row-major, any M, N, K: the GPU
+// member of the GEMM family built for the FMA pipes' limit (gemm.cl is the plain tiled one, gemm_packed.cl the CPU
+// one). Same arguments, launch shape and split-K contract as gemm_tiled, so the host runs either.
+//  - A work-group computes a TS_M x TS_N tile of C; each work item a WPT_M x WPT_N register tile made of vectors
+//    of VWM rows and VWN columns, spaced LM*VWM rows and LN*VWN columns apart: a quarter-warp's vector reads of local
+//    memory are consecutive (no bank conflicts) and its stores to C are coalesced.
+//  - TS_K-deep slices of A and B live in two local buffers: the next slice's global loads are issued into
+//    registers before the current slice is multiplied, and stored to the other buffer after it (one barrier a
+//    slice).
+//  - Global loads are VA / VB wide along the operand's contiguous dimension; the host sets 4 where that dimension is
+//    a multiple of 4 (so every vector is aligned: buffers start aligned) and the storage is the arithmetic type,
+//    else 1. C is stored VWN wide where VC is set (N a
+//    multiple of VWN).
+#include "common.cl"
+#ifndef TS_M
+#define TS_M 128
+#endif
+#ifndef TS_N
+#define TS_N 128
+#endif
+#ifndef TS_K
+#define TS_K 16
+#endif
+#ifndef WPT_M
+#define WPT_M 8
+#endif
+#ifndef WPT_N
+#define WPT_N 8
+#endif
+#ifndef VWM
+#define VWM 4
+#endif
+#ifndef VWN
+#define VWN 4
+#endif
+#ifndef VA
+#define VA 1
+#endif
+#ifndef VB
+#define VB 1
+#endif
+#ifndef VC
+#define VC 0
+#endif
+#define LM (TS_M / WPT_M)  // work items along M
+#define LN (TS_N / WPT_N)  // work items along N
+#define LSIZE (LM * LN)
+#define VM (WPT_M / VWM)   // vectors per work item along M
+#define VN (WPT_N / VWN)
+
+#if VWM == 1
+#define REALM REAL
+#else
+#define REALM HETNN_CAT(REAL, VWM)
+#endif
+#if VWN == 1
+#define REALN REAL
+#else
+#define REALN HETNN_CAT(REAL, VWN)
+#endif
+#if VA == 1
+#define REALA REAL
+#else
+#define REALA HETNN_CAT(REAL, VA)
+#endif
+#if VB == 1
+#define REALB REAL
+#else
+#define REALB HETNN_CAT(REAL, VB)
+#endif
+
+// The components of a vector of width W into a scalar array (OpenCL has no run-time component index).
+#define UNPACK1(v, arr, o) (arr)[o] = (v);
+#define UNPACK2(v, arr, o) (arr)[o] = (v).s0; (arr)[(o) + 1] = (v).s1;
+#define UNPACK4(v, arr, o) (arr)[o] = (v).s0; (arr)[(o) + 1] = (v).s1; (arr)[(o) + 2] = (v).s2; (arr)[(o) + 3] = (v).s3;
+#define UNPACK8(v, arr, o) UNPACK4((v).lo, arr, o) UNPACK4((v).hi, arr, (o) + 4)
+#define UNPACK(W, v, arr, o) HETNN_CAT(UNPACK, W)(v, arr, o)
+
+#define A_LOADS (TS_M * TS_K / (VA * LSIZE))  // vectors of A each work item moves per slice
+#define B_LOADS (TS_N * TS_K / (VB * LSIZE))
+
+// Global -> registers: slice k0 of A as A_LOADS vectors of VA. A vector lies wholly inside or outside the matrix,
+// since the host sets VA > 1 only when the contiguous dimension is a multiple of VA and slices start at multiples of
+// TS_K; outside elements read as 0.
+inline void load_a(__global const STORAGE* restrict A, const int M, const int K, const int m0, const int k0,
+                   const int ke, const int lid, REALA* ra) {
+#pragma unroll
+  for (int l = 0; l < A_LOADS; ++l) {
+    const int i = lid + l * LSIZE;
+#if TRANS_A  // A stored (K, M): vectors along M
+    const int mv = i % (TS_M / VA), kk = i / (TS_M / VA);
+    const int gm = m0 + mv * VA, gk = k0 + kk;
+    const bool in = gm < M && gk < ke;
+    const long at = (long)gk * M + gm;
+#else  // A stored (M, K): vectors along K
+    const int kv = i % (TS_K / VA), mm = i / (TS_K / VA);
+    const int gm = m0 + mm, gk = k0 + kv * VA;
+    const bool in = gm < M && gk < ke;
+    const long at = (long)gm * K + gk;
+#endif
+#if VA == 1
+    ra[l] = in ? LOAD1(A, at) : (REAL)0;
+#else
+    ra[l] = in ? *(__global const REALA*)(A + at) : (REALA)0;
+#endif
+  }
+}
+
+inline void load_b(__global const STORAGE* restrict B, const int N, const int K, const int n0, const int k0,
+                   const int ke, const int lid, REALB* rb) {
+#pragma unroll
+  for (int l = 0; l < B_LOADS; ++l) {
+    const int i = lid + l * LSIZE;
+#if TRANS_B  // B stored (N, K): vectors along K
+    const int kv = i % (TS_K / VB), nn = i / (TS_K / VB);
+    const int gn = n0 + nn, gk = k0 + kv * VB;
+    const bool in = gn < N && gk < ke;
+    const long at = (long)gn * K + gk;
+#else  // B stored (K, N): vectors along N
+    const int nv = i % (TS_N / VB), kk = i / (TS_N / VB);
+    const int gn = n0 + nv * VB, gk = k0 + kk;
+    const bool in = gn < N && gk < ke;
+    const long at = (long)gk * N + gn;
+#endif
+#if VB == 1
+    rb[l] = in ? LOAD1(B, at) : (REAL)0;
+#else
+    rb[l] = in ? *(__global const REALB*)(B + at) : (REALB)0;
+#endif
+  }
+}
+
+// Registers -> local: As[k][m] and Bs[k][n] (k-major, so the multiply loop reads rows of both).
+inline void store_a(__local REAL* as, const int lid, const REALA* ra) {
+#pragma unroll
+  for (int l = 0; l < A_LOADS; ++l) {
+    const int i = lid + l * LSIZE;
+    REAL v[VA];
+    UNPACK(VA, ra[l], v, 0)
+#if TRANS_A
+    const int mv = i % (TS_M / VA), kk = i / (TS_M / VA);
+#pragma unroll
+    for (int e = 0; e < VA; ++e) as[kk * TS_M + mv * VA + e] = v[e];
+#else
+    const int kv = i % (TS_K / VA), mm = i / (TS_K / VA);
+#pragma unroll
+    for (int e = 0; e < VA; ++e) as[(kv * VA + e) * TS_M + mm] = v[e];
+#endif
+  }
+}
+
+inline void store_b(__local REAL* bs, const int lid, const REALB* rb) {
+#pragma unroll
+  for (int l = 0; l < B_LOADS; ++l) {
+    const int i = lid + l * LSIZE;
+    REAL v[VB];
+    UNPACK(VB, rb[l], v, 0)
+#if TRANS_B
+    const int kv = i % (TS_K / VB), nn = i / (TS_K / VB);
+#pragma unroll
+    for (int e = 0; e < VB; ++e) bs[(kv * VB + e) * TS_N + nn] = v[e];
+#else
+    const int nv = i % (TS_N / VB), kk = i / (TS_N / VB);
+#pragma unroll
+    for (int e = 0; e < VB; ++e) bs[kk * TS_N + nv * VB + e] = v[e];
+#endif
+  }
+}
+
+__kernel __attribute__((reqd_work_group_size(LN, LM, 1)))
+void gemm_vtiled(const int M, const int N, const int K, const REAL alpha, const REAL beta,
+                 __global const STORAGE* restrict A, const long a_batch_stride,
+                 __global const STORAGE* restrict B, const long b_batch_stride,
+                 __global STORAGE* restrict C, __global const STORAGE* restrict bias, const int has_bias,
+                 const int act, const int k_chunk, const int splits) {
+  const int tn = get_local_id(0), tm = get_local_id(1);
+  const int lid = tm * LN + tn;
+  const int n0 = get_group_id(0) * TS_N, m0 = get_group_id(1) * TS_M;
+  const long z = get_global_id(2), batch = z / splits;
+  const int kb = (int)(z % splits) * k_chunk, ke = min(K, kb + k_chunk);
+  A += batch * a_batch_stride;
+  B += batch * b_batch_stride;
+  C += z * (long)M * N;
+
+  __local REALM As[2][TS_K][TS_M / VWM];
+  __local REALN Bs[2][TS_K][TS_N / VWN];
+  REAL acc[WPT_M][WPT_N];
+#pragma unroll
+  for (int i = 0; i < WPT_M; ++i)
+#pragma unroll
+    for (int j = 0; j < WPT_N; ++j) acc[i][j] = (REAL)0;
+
+  REALA ra[A_LOADS];
+  REALB rb[B_LOADS];
+  if (kb < ke) {
+    load_a(A, M, K, m0, kb, ke, lid, ra);
+    load_b(B, N, K, n0, kb, ke, lid, rb);
+    store_a((__local REAL*)As[0], lid, ra);
+    store_b((__local REAL*)Bs[0], lid, rb);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+
+  int buf = 0;
+  for (int k0 = kb; k0 < ke; k0 += TS_K) {
+    const int next = k0 + TS_K;
+    if (next < ke) {  // in flight while this slice is multiplied
+      load_a(A, M, K, m0, next, ke, lid, ra);
+      load_b(B, N, K, n0, next, ke, lid, rb);
+    }
+#pragma unroll
+    for (int kk = 0; kk < TS_K; ++kk) {
+      REAL a[WPT_M], b[WPT_N];
+#pragma unroll
+      for (int i = 0; i < VM; ++i) {
+        const REALM v = As[buf][kk][tm + i * LM];
+        UNPACK(VWM, v, a, i * VWM)
+      }
+#pragma unroll
+      for (int j = 0; j < VN; ++j) {
+        const REALN v = Bs[buf][kk][tn + j * LN];
+        UNPACK(VWN, v, b, j * VWN)
+      }
+#pragma unroll
+      for (int i = 0; i < WPT_M; ++i)
+#pragma unroll
+        for (int j = 0; j < WPT_N; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+    }
+    if (next < ke) {
+      store_a((__local REAL*)As[buf ^ 1], lid, ra);
+      store_b((__local REAL*)Bs[buf ^ 1], lid, rb);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    buf ^= 1;
+  }
+
+  // Epilogue. Work item (tm, tn) holds rows (tm + i * LM) * VWM + e and columns (tn + j * LN) * VWN + f.
+#pragma unroll
+  for (int i = 0; i < VM; ++i) {
+#pragma unroll
+    for (int e = 0; e < VWM; ++e) {
+      const int m = m0 + (tm + i * LM) * VWM + e;
+      if (m >= M) continue;
+#pragma unroll
+      for (int j = 0; j < VN; ++j) {
+        const int nb = n0 + (tn + j * LN) * VWN;
+        if (nb >= N) continue;
+        const long row = (long)m * N;
+#if VC && VWN > 1  // N is a multiple of VWN: the whole vector is inside
+        REALN v;
+        REAL s[VWN];
+#pragma unroll
+        for (int f = 0; f < VWN; ++f) s[f] = acc[i * VWM + e][j * VWN + f];
+        v = HETNN_CAT(vload, VWN)(0, s);
+        __global REALN* cv = (__global REALN*)(C + row + nb);  // aligned: N and nb are multiples of VWN
+        if (splits > 1) {
+          *cv = v;
+          continue;
+        }
+        // beta == 0 overwrites: C may hold garbage or NaN that must not leak into the result.
+        v = beta == (REAL)0 ? alpha * v : alpha * v + beta * *cv;
+        if (has_bias) v += *(__global const REALN*)(bias + nb);
+        *cv = ACTIVATE(v, act);
+#else
+#pragma unroll
+        for (int f = 0; f < VWN; ++f) {
+          const int n = nb + f;
+          if (n >= N) continue;
+          const REAL r = acc[i * VWM + e][j * VWN + f];
+          if (splits > 1) {
+            STORE1(r, C, row + n);
+            continue;
+          }
+          REAL v = beta == (REAL)0 ? alpha * r : alpha * r + beta * LOAD1(C, row + n);
+          if (has_bias) v += LOAD1(bias, n);
+          STORE1(ACTIVATE(v, act), C, row + n);
+        }
+#endif
+      }
+    }
+  }
+}

@@ -1,0 +1,87 @@
+"""float32 GEMMs on an NVIDIA GPU: hetnn with each of several GEMM parameter sets against cuBLAS through CuPy and
+PyTorch (TF32 off), interleaved round by round per shape, in one run. Each parameter set is checked against a
+float64 product first (on the GPU, through CuPy). Prints, per shape, GFLOP/s and each set's ratio to CuPy and torch
+with its interval and flags; then the geometric mean over the shapes.
+
+    python scripts/gemm_vs_vendor.py --shapes 1024,2048,4096 --params "db=;v128=family=vtiled ts_m=128 ..."
+
+--params: ';'-separated LABEL=PARAMS ('LABEL=' alone: the parameters the database or the tuning cache give)."""
+import argparse
+import os
+import sys
+
+os.environ["CUPY_TF32"] = "0"
+import cupy as cp  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import hetnn  # noqa: E402
+from hetnn import Case, _core, interleave  # noqa: E402
+from hetnn.bench import ratio  # noqa: E402
+from hetnn.bench.matmul import resnet50_shapes  # noqa: E402
+
+torch.backends.cuda.matmul.allow_tf32 = False
+ap = argparse.ArgumentParser()
+ap.add_argument("--shapes", default="1024,2048,4096", help="N or MxNxK list, or resnet50")
+ap.add_argument("--params", default="db=")
+ap.add_argument("--rounds", type=int, default=20)
+ap.add_argument("--device", default="gpu")
+args = ap.parse_args()
+
+dev = hetnn.device(args.device)
+print("device:", dev.id, dev.name, dev.arch, dev.driver_version, "| torch", torch.__version__, "cupy", cp.__version__)
+sets = [tuple(s.split("=", 1)) for s in args.params.split(";") if s]
+if args.shapes == "resnet50":
+    shapes = [(f"{m}x{n}x{k}", m, n, k) for _, m, n, k in resnet50_shapes(1)]
+else:
+    shapes = []
+    for s in args.shapes.split(","):
+        m, n, k = (int(s),) * 3 if "x" not in s else map(int, s.split("x"))
+        shapes.append((f"{m}x{n}x{k}", m, n, k))
+rng = np.random.default_rng(0)
+logs = {label: [] for label, _ in sets}
+logs.update(cupy=[], torch=[])
+for name, m, n, k in shapes:
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+    A, B, C = hetnn.asarray(a, device=dev), hetnn.asarray(b, device=dev), hetnn.empty((m, n), device=dev)
+    ca, cb = cp.asarray(a), cp.asarray(b)
+    ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+    ref = cp.asnumpy(ca.astype(cp.float64) @ cb.astype(cp.float64))
+    fl = 2.0 * m * n * k
+
+    def run(params):
+        return lambda: (_core.set_gemm_params(dev._dev, "float32", params, "script"), hetnn.matmul(A, B, out=C))
+
+    cases = []
+    for label, params in sets:
+        try:
+            run(params)()
+            err = np.max(np.abs(C.numpy() - ref)) / np.max(np.abs(ref))
+            if not err < 1e-5:
+                print(f"  {name} {label}: WRONG (relative error {err:.1e})", file=sys.stderr)
+                continue
+        except Exception as exc:  # a set the driver refuses is reported, the others still run
+            print(f"  {name} {label}: {type(exc).__name__}: {str(exc).splitlines()[0][:150]}", file=sys.stderr)
+            continue
+        cases.append(Case(label, run(params), devices=[dev], flops=fl))
+    sync = torch.cuda.synchronize
+    cases += [Case("cupy", lambda: ca @ cb, sync=cp.cuda.Device().synchronize, flops=fl),
+              Case("torch", lambda: ta @ tb, sync=sync, flops=fl)]
+    res = {r.name: r for r in interleave(cases, n_warmup=3, n_repeat=args.rounds)}
+    _core.set_gemm_params(dev._dev, "float32", "", "")
+    line = ", ".join(f"{lab} {fl / np.median(r.wall_times) / 1e9:,.0f}" for lab, r in res.items())
+    print(f"{name}: GFLOP/s {line}", flush=True)
+    for label, _ in sets:
+        if label in res:
+            print("   ", ratio(f"{label}/cupy", res[label], res["cupy"]))
+            print("   ", ratio(f"{label}/torch", res[label], res["torch"]))
+    for lab, r in res.items():
+        logs[lab].append(np.median(r.wall_times))
+if len(shapes) > 1:
+    g = lambda v: float(np.exp(np.mean(np.log(v))))  # noqa: E731
+    for label, _ in sets:
+        t = np.array(logs[label])
+        if len(t) == len(shapes):
+            print(f"geometric mean over {len(shapes)} shapes: {label}/cupy {g(np.array(logs['cupy']) / t):.2f}x, "
+                  f"{label}/torch {g(np.array(logs['torch']) / t):.2f}x")
