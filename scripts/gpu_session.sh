@@ -42,11 +42,13 @@ for s in ${STAGES//,/ }; do
     check) run check 120 python3 -m pytest -x -q -n 8 -p no:cacheprovider tests/test_tuning.py \
       -k "family_member or split_k or database or bad_param" ;;
     square) run square 180 python3 scripts/gemm_vs_vendor.py --shapes 1024,2048,4096 --rounds 15 --params "$LARGE" ;;
+    square-short) run square 100 python3 scripts/gemm_vs_vendor.py --shapes 1024,2048,4096 --rounds 15 \
+      --params "${LARGE%%;v128x64*};v128vw2=${LARGE##*;v128vw2=}" ;;
     resnet50) run resnet50 180 python3 scripts/gemm_vs_vendor.py --shapes resnet50 --rounds 10 --params "$SMALL" ;;
-    tune) run tune 240 python3 -m hetnn tune gemm --device gpu --sizes 1024,2048,4096,3136x64x576,196x256x2304,49x512x4608 \
-      --budget 200 -v ;;
-    bench) run bench 240 python3 -m hetnn bench matmul --shapes resnet50 --device gpu --compare cupy,torch ;;
-    conv) run conv 240 python3 -m hetnn bench conv --device gpu --compare torch ;;
+    tune) run tune 250 python3 -m hetnn tune gemm --device gpu --budget 200 -v \
+      --sizes 1024,2048,4096,3136x64x576,784x128x1152,196x256x2304,49x512x4608,12544x64x147 ;;
+    bench) run bench 120 python3 -m hetnn bench matmul --shapes resnet50 --device gpu --compare cupy,torch ;;
+    conv) run conv 150 python3 scripts/conv_vs_torch.py ;;
     *) echo "unknown stage $s" ;;
   esac
 done

@@ -415,12 +415,15 @@ void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a
 
 namespace {
 
-// Split-K slices for the tiled kernel (gemm.cl): when the output has fewer tiles than two per compute unit and K is
-// long, enough slices to give each unit two work-groups, each slice at least 256 deep, partials within 64 MiB.
+// Split-K slices for the tiled kernels (gemm.cl, gemm_vtiled.cl): when the output's tiles leave more than a tenth of
+// two work-groups per compute unit idle and K is long, enough slices to give each unit two work-groups, each slice
+// at least 256 deep, partials within 64 MiB. Tiles that nearly fill the units are not split (H200, 2048^3 in 128x128
+// tiles: 256 tiles for 264 places; two slices each made two waves and a reduction pass).
 std::int64_t gemm_k_splits(const GemmParams& p, const MatmulDesc& d, int compute_units) {
   if (d.dtype != DType::f32 && d.dtype != DType::f64) return 1;  // partials are stored in the data type
   const std::int64_t tiles = ((d.M + p.ts_m - 1) / p.ts_m) * ((d.N + p.ts_n - 1) / p.ts_n) * d.batch;
-  if (compute_units <= 0 || tiles >= 2 * std::int64_t{compute_units}) return 1;
+  const std::int64_t places = 2 * std::int64_t{compute_units};
+  if (compute_units <= 0 || tiles >= places || 10 * tiles >= 9 * places) return 1;
   const std::int64_t min_chunk = std::max<std::int64_t>(256, 4 * p.ts_k);
   std::int64_t s = std::min<std::int64_t>((2 * compute_units + tiles - 1) / tiles, d.K / min_chunk);
   const std::int64_t max_partials = (std::int64_t{64} << 20) / static_cast<std::int64_t>(dtype_size(d.dtype));
