@@ -49,6 +49,8 @@ for s in ${STAGES//,/ }; do
       --sizes 1024,2048,4096,3136x64x576,784x128x1152,196x256x2304,49x512x4608,12544x64x147 ;;
     bench) run bench 120 python3 -m hetnn bench matmul --shapes resnet50 --device gpu --compare cupy,torch ;;
     conv) run conv 150 python3 scripts/conv_vs_torch.py ;;
+    conv-check) run conv-check 150 python3 -m pytest -x -q -n 8 -p no:cacheprovider tests/test_conv_implicit.py \
+      tests/test_conv2d.py -k "opencl or implicit" ;;
     *) echo "unknown stage $s" ;;
   esac
 done

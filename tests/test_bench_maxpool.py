@@ -52,6 +52,8 @@ def test_unknown_peer():
 def test_ratio_lines_name_stream():
     rows = run_maxpool([("large k2s2", 1, 2, 16, 16, 2, 2, 0)], [hetnn.device("cpu")], compare=["onednn"],
                        n_warmup=1, n_repeat=2)
+    for row in rows:
+        row.pop("unreliable", None)  # a preempted repeat on a busy machine would leave the row out of the summary
     lines = ratios(rows)
     assert len(lines) == 1 and "STREAM triad" in lines[0] and "backward/forward" in lines[0]
     assert "vs onednn-c++ nchw" in lines[0]
@@ -65,6 +67,7 @@ def test_an_accelerator_is_compared_with_its_own_memory_ceiling(tmp_path, monkey
     from hetnn.bench import peak
 
     monkeypatch.setenv("HETNN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(peak, "LOAD_PCT", 101.0)  # ceilings stored also beside a busy neighbour (tested apart)
     acc = as_accelerator(opencl_device)
     case = [("large k2s2", 1, 2, 64, 64, 2, 2, 0)]
 

@@ -37,11 +37,14 @@ def test_clearing_an_override_returns_to_the_database(opencl_device):
                                     "family=packed rm=5 vw=4 nv=3 lx=2 ly=3 ku=2",
                                     "family=tiled ts_m=16 ts_n=32 ts_k=8 wpt_m=2 wpt_n=4",
                                     "family=tiled ts_m=32 ts_n=16 ts_k=16 wpt_m=4 wpt_n=2",
-                                    # the database's H100 entries
+                                    # the H100's tuned entries before vtiled
                                     "family=tiled ts_m=32 ts_n=64 ts_k=32 wpt_m=4 wpt_n=2",
                                     "family=tiled ts_m=128 ts_n=128 ts_k=8 wpt_m=8 wpt_n=8",
-                                    # vtiled: vector widths 1-8, tiles larger than the problems, uneven tiles
+                                    # vtiled: the database's sm_90 and NVIDIA entries, vector widths 1-8, tiles
+                                    # larger than the problems, uneven tiles
                                     "family=vtiled ts_m=128 ts_n=128 ts_k=16 wpt_m=8 wpt_n=8 vwm=4 vwn=4",
+                                    "family=vtiled ts_m=32 ts_n=64 ts_k=16 wpt_m=8 wpt_n=2 vwm=4 vwn=2",
+                                    "family=vtiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4 vwm=4 vwn=4",
                                     "family=vtiled ts_m=64 ts_n=32 ts_k=16 wpt_m=4 wpt_n=2 vwm=4 vwn=2",
                                     "family=vtiled ts_m=16 ts_n=16 ts_k=8 wpt_m=2 wpt_n=2 vwm=1 vwn=2",
                                     "family=vtiled ts_m=64 ts_n=128 ts_k=8 wpt_m=8 wpt_n=8 vwm=8 vwn=8"])

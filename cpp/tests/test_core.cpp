@@ -315,6 +315,26 @@ TEST(GemmParams, TableMatchesArchitectureThenNameThenVendor) {
   EXPECT_EQ(source("Accelerator X", "").rfind("database:*", 0), 0u);
 }
 
+// A tile is halved along M or N while the problem fills at most half of it; what stays valid stays valid.
+TEST(GemmParams, TileFittedToTheProblem) {
+  DeviceInfo d;
+  d.max_work_group_size = 1024;
+  d.local_mem = 49152;
+  const auto p = opencl::GemmParams::parse("family=vtiled ts_m=128 ts_n=128 ts_k=16 wpt_m=8 wpt_n=8 vwm=4 vwn=4");
+  const auto shape = [&](std::int64_t m, std::int64_t n) {
+    const auto q = p.fitted(m, n);
+    EXPECT_NO_THROW(q.validate(d, 4)) << m << "x" << n;
+    return std::to_string(q.ts_m) + "x" + std::to_string(q.ts_n);
+  };
+  EXPECT_EQ(shape(4096, 4096), "128x128");
+  EXPECT_EQ(shape(65, 100352), "128x128");
+  EXPECT_EQ(shape(64, 100352), "64x128");
+  EXPECT_EQ(shape(1, 100), "8x128");  // never below the work per item
+  EXPECT_EQ(shape(3136, 9), "128x16");
+  const auto packed = opencl::GemmParams::parse("family=packed rm=8 vw=16 nv=2");
+  EXPECT_EQ(packed.fitted(1, 1).str(), packed.str());
+}
+
 TEST(GemmParams, VtiledParsesPrintsAndValidates) {
   DeviceInfo d;
   d.max_work_group_size = 1024;

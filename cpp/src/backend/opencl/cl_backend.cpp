@@ -435,8 +435,10 @@ std::int64_t gemm_k_splits(const GemmParams& p, const MatmulDesc& d, int compute
 
 }  // namespace
 
-void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias) {
+void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias,
+                             const Conv2dDesc* conv) {
   const bool vt = p.family == GemmParams::Family::vtiled;
+  if (conv && (!vt || d.trans_b)) throw ValueError("implicit-GEMM convolution needs the vtiled GEMM kernel");
   const char* file = vt ? "gemm_vtiled.cl" : "gemm.cl";
   const char* name = vt ? "gemm_vtiled" : "gemm_tiled";
   std::string opts = common_options(d.dtype) + " " + p.defines() + " -DTRANS_A=" + std::to_string(d.trans_a) +
@@ -448,15 +450,17 @@ void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a,
     const std::int64_t wg = static_cast<std::int64_t>(p.ts_m / p.wpt_m) * (p.ts_n / p.wpt_n);
     const bool va = native && (d.trans_a ? d.M : d.K) % 4 == 0 && (p.ts_m * p.ts_k) % (4 * wg) == 0 &&
                     (d.trans_a ? p.ts_m : p.ts_k) % 4 == 0;
-    const bool vb = native && (d.trans_b ? d.K : d.N) % 4 == 0 && (p.ts_n * p.ts_k) % (4 * wg) == 0 &&
+    const bool vb = !conv && native && (d.trans_b ? d.K : d.N) % 4 == 0 && (p.ts_n * p.ts_k) % (4 * wg) == 0 &&
                     (d.trans_b ? p.ts_k : p.ts_n) % 4 == 0;
     const bool vc = native && p.vwn > 1 && d.N % p.vwn == 0;
     opts += std::string(" -DVA=") + (va ? "4" : "1") + " -DVB=" + (vb ? "4" : "1") + " -DVC=" + (vc ? "1" : "0");
+    if (conv) opts += " -DCONV_B=1 -DKH=" + std::to_string(conv->kh) + " -DKW=" + std::to_string(conv->kw);
   }
   cl_kernel k = kernel(file, name, opts);
   const cl_int has_bias = d.has_bias, act = static_cast<cl_int>(d.act);
   const cl_int M = static_cast<cl_int>(d.M), N = static_cast<cl_int>(d.N), K = static_cast<cl_int>(d.K);
-  const cl_long sa = d.batch_a == 1 ? 0 : d.M * d.K, sb = d.batch_b == 1 ? 0 : d.K * d.N;
+  const cl_long sa = d.batch_a == 1 ? 0 : d.M * d.K;
+  const cl_long sb = d.batch_b == 1 ? 0 : conv ? conv->C * conv->H * conv->W : d.K * d.N;  // conv: an input image
   std::int64_t splits = gemm_k_splits(p, d, info_.compute_units);
   // slices start at multiples of ts_k: vector loads along K stay aligned and inside the matrix
   const std::int64_t chunk64 =
@@ -470,6 +474,11 @@ void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a,
   ArgSetter set{k, name};
   set(M)(N)(K).real(d.alpha, d.dtype).real(d.beta, d.dtype);
   set(a)(sa)(b)(sb)(out)(bias)(has_bias)(act)(chunk)(static_cast<cl_int>(splits));
+  if (conv) {
+    set(static_cast<cl_int>(conv->C))(static_cast<cl_int>(conv->H))(static_cast<cl_int>(conv->W));
+    set(static_cast<cl_int>(conv->OW))(cl_int{conv->sh})(cl_int{conv->sw})(cl_int{conv->ph})(cl_int{conv->pw});
+    set(cl_int{conv->dh})(cl_int{conv->dw});
+  }
   const std::size_t local[3] = {static_cast<std::size_t>(p.ts_n / p.wpt_n), static_cast<std::size_t>(p.ts_m / p.wpt_m), 1};
   const std::size_t global[3] = {static_cast<std::size_t>((d.N + p.ts_n - 1) / p.ts_n) * local[0],
                                  static_cast<std::size_t>((d.M + p.ts_m - 1) / p.ts_m) * local[1],
@@ -501,7 +510,7 @@ void ClBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Bu
     if (q.family == GemmParams::Family::packed)
       matmul_packed(q, d, mem_of(a), mem_of(b), mem_of(c), bm);
     else
-      matmul_tiled(q, d, mem_of(a), mem_of(b), mem_of(c), bm);
+      matmul_tiled(q.fitted(d.M, d.N), d, mem_of(a), mem_of(b), mem_of(c), bm);
   };
   try {
     if (gemm_faults_ > 0 && override_for(d.dtype, d.M * d.N * d.K)) {

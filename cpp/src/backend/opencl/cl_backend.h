@@ -83,7 +83,12 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void enqueue_planes(const char* name, cl_kernel k, std::int64_t cols, std::int64_t rows, std::int64_t planes);
   void throttle();
   void matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias);
-  void matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias);
+  // conv: B is the im2col matrix of the convolution's input images, gathered by the kernel (vtiled only)
+  void matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias,
+                    const Conv2dDesc* conv = nullptr);
+  // The forward of an ungrouped convolution as one implicit GEMM when the GEMM parameters in force for it are
+  // vtiled; false (nothing done) otherwise.
+  bool conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buffer& w, Buffer& y);
   std::string common_options(DType t) const;
   std::string pool_options(const Pool2dDesc& d) const;
   std::size_t conv2d_work_limit() const;
@@ -91,6 +96,7 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // conv2d_work_limit(): d.N when they fit, 0 when one image alone passes it (the direct kernels run).
   std::int64_t conv2d_images_per_chunk(const Conv2dDesc& d, std::size_t per_image) const;
   std::shared_ptr<Buffer> im2col(const Conv2dDesc& d, const Buffer& x, const std::string& options);
+  void conv2d_bias_act(const Conv2dDesc& d, const Buffer& bias, Buffer& y, const std::string& options);
   // gb[o] = sum of gy[n, o, :, :] over n (conv2d's bias gradient), spread over the compute units.
   void bias_grad(const Conv2dDesc& d, const Buffer& gy, Buffer& gb, const std::string& options);
 

@@ -1,13 +1,16 @@
 // 2-D convolution on OpenCL devices (kernels/conv2d.cl, one program per kernel size and dtype, cached): ungrouped
-// convolutions as im2col and one batched GEMM on hetnn's tuned GEMM kernels, y[n] = W (O, C*kh*kw) @ cols[n]
-// (1x1 stride-1 unpadded ones need no im2col: x[n] is already (C, H*W)); batches whose work buffers would pass
-// conv2d_work_limit() in chunks of images; grouped ones, and those of which one image alone passes it, a direct
-// kernel.
+// convolutions as one batched GEMM on hetnn's tuned GEMM kernels, y[n] = W (O, C*kh*kw) @ cols[n]. Where the GEMM
+// parameters in force are vtiled (GPUs), the forward is an implicit GEMM: the kernel gathers cols[n] from x[n] as it
+// loads B, with no column buffer. Elsewhere im2col writes the columns first (1x1 stride-1 unpadded convolutions need
+// none: x[n] is already (C, H*W)); batches whose work buffers would pass conv2d_work_limit() run in chunks of
+// images; grouped ones, and those of which one image alone passes it, a direct kernel.
 #include <algorithm>
 #include <string>
 
 #include "backend/opencl/cl_args.h"
 #include "backend/opencl/cl_backend.h"
+#include "core/errors.h"
+#include "core/warn.h"
 
 namespace hetnn::opencl {
 
@@ -64,6 +67,20 @@ void map_image_chunks(Backend& be, const Conv2dDesc& d, std::int64_t per_chunk, 
 }
 }  // namespace
 
+// y[n, o] = act(y[n, o] + bias[o]) after a GEMM path's product.
+void ClBackend::conv2d_bias_act(const Conv2dDesc& d, const Buffer& bias, Buffer& y, const std::string& opts) {
+  const std::int64_t ohw = d.OH * d.OW;
+  std::lock_guard<std::mutex> lock(mu_);
+  cl_kernel k = kernel("conv2d.cl", "conv2d_bias_act", opts);
+  ArgSetter a{k, "conv2d_bias_act"};
+  a(static_cast<cl_int>(d.O))(static_cast<cl_int>(ohw))(static_cast<cl_int>(d.act))(mem(bias))(mem(y));
+  const std::size_t lx = gpu_kernels() ? 64 : 16;
+  const std::size_t local[3] = {lx, 1, 1};
+  const std::size_t global[3] = {round_up(static_cast<std::size_t>(ohw), lx), static_cast<std::size_t>(d.O),
+                                 static_cast<std::size_t>(d.N)};
+  enqueue("conv2d_bias_act", k, 3, global, local);
+}
+
 // The columns (N, C*kh*kw, OH*OW) of x for the GEMM paths, in a new work buffer.
 std::shared_ptr<Buffer> ClBackend::im2col(const Conv2dDesc& d, const Buffer& x, const std::string& opts) {
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
@@ -85,10 +102,37 @@ std::shared_ptr<Buffer> ClBackend::im2col(const Conv2dDesc& d, const Buffer& x, 
   return cols;
 }
 
+bool ClBackend::conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buffer& w, Buffer& y) {
+  const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
+  if (d.groups != 1 || conv_is_pointwise(d)) return false;
+  const GemmParams p = gemm_params(d.dtype, d.O * ohw * ck).fitted(d.O, ohw);
+  if (p.family != GemmParams::Family::vtiled) return false;
+  MatmulDesc g;
+  g.batch = d.N, g.batch_a = 1, g.batch_b = d.N, g.M = d.O, g.N = ohw, g.K = ck, g.dtype = d.dtype;
+  g.act = d.has_bias ? Activation::none : d.act;  // without a bias the activation is the GEMM's epilogue
+  std::lock_guard<std::mutex> lock(mu_);
+  try {
+    matmul_tiled(p, g, mem(w), mem(x), mem(y), mem(y), &d);
+  } catch (const OutOfMemory&) {
+    throw;
+  } catch (const Error& e) {  // before any kernel ran (build, launch): the im2col path, whose GEMM handles it
+    std::string why = e.what();
+    warn("implicit-GEMM convolution on " + info_.id + " failed (" + why.substr(0, why.find('\n')) +
+         "); using im2col and a GEMM");
+    return false;
+  }
+  return true;
+}
+
 void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y) {
   const std::string opts = conv_options(common_options(d.dtype), d);
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
   const bool pointwise = conv_is_pointwise(d);
+  // Implicit GEMM (the vtiled kernel gathers the columns): no work buffer, so no chunks either.
+  if (conv2d_implicit(d, x, w, y)) {
+    if (bias) conv2d_bias_act(d, *bias, y, opts);
+    return;
+  }
   const std::size_t elt = dtype_size(d.dtype);
   const std::int64_t per_chunk =
       conv2d_images_per_chunk(d, pointwise ? 0 : static_cast<std::size_t>(ck * ohw) * elt);
@@ -106,16 +150,7 @@ void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, co
     g.batch = d.N, g.batch_a = 1, g.batch_b = d.N, g.M = d.O, g.N = ohw, g.K = ck, g.dtype = d.dtype;
     g.act = bias ? Activation::none : d.act;  // without a bias the activation is the GEMM's epilogue
     matmul(g, w, pointwise ? x : *cols, y, nullptr);
-    if (!bias) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    cl_kernel k = kernel("conv2d.cl", "conv2d_bias_act", opts);
-    ArgSetter a{k, "conv2d_bias_act"};
-    a(static_cast<cl_int>(d.O))(static_cast<cl_int>(ohw))(static_cast<cl_int>(d.act))(mem(*bias))(mem(y));
-    const std::size_t lx = gpu_kernels() ? 64 : 16;
-    const std::size_t local[3] = {lx, 1, 1};
-    const std::size_t global[3] = {round_up(static_cast<std::size_t>(ohw), lx), static_cast<std::size_t>(d.O),
-                                   static_cast<std::size_t>(d.N)};
-    enqueue("conv2d_bias_act", k, 3, global, local);
+    if (bias) conv2d_bias_act(d, *bias, y, opts);
     return;
   }
   std::lock_guard<std::mutex> lock(mu_);

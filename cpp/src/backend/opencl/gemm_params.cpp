@@ -35,15 +35,18 @@ const Entry kDatabase[] = {
     {"type:cpu", DType::f64, "family=packed rm=12 vw=8 nv=2 lx=4 ly=4", "measured, PoCL 3.1 AVX-512"},
     {"type:cpu", DType::f16, "family=packed rm=12 vw=16 nv=2 lx=4 ly=4", "as float32 (computes in float32)"},
     {"type:cpu", DType::bf16, "family=packed rm=12 vw=16 nv=2 lx=4 ly=4", "as float32 (computes in float32)"},
-    // GPUs: local-memory tiled kernel. NVIDIA H100 (driver 580.159.04, OpenCL 3.0 CUDA 13.0): the tuner's winners
-    // per size class (docs/gpu.md, 2026-11-22); against CuPy in the same run, ResNet-50 bs=1 0.60x and 256^3-2048^3
-    // 0.58x, from 0.38x and 0.42x with the untuned entry below.
-    // Matched by architecture: sm_90 is the H100 and the H200 alike.
-    {"arch:sm_90|name:h100|name:h200", DType::f32, "family=tiled ts_m=32 ts_n=64 ts_k=32 wpt_m=4 wpt_n=2", "tuned on ResNet-50 bs=1, H100",
-     GemmTuning::kSmallMacs},
-    {"arch:sm_90|name:h100|name:h200", DType::f32, "family=tiled ts_m=128 ts_n=128 ts_k=8 wpt_m=8 wpt_n=8", "tuned at 512-4096, H100"},
-    // Other GPUs: untuned starting points; `python -m hetnn tune gemm` finds better ones.
-    {"vendor:nvidia", DType::f32, "family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4", "untuned"},
+    // GPUs. NVIDIA sm_90 (H100, H200; driver 580.159.04, OpenCL 3.0 CUDA 13.0): the vtiled members `python -m hetnn
+    // tune gemm` chose on an H200 (2026-11-26, docs/gpu.md), each confirmed interleaved against the tiled entries
+    // before them (1.42x on five ResNet-50 shapes, 1.83x at 1024-4096); against cuBLAS in the same session
+    // 0.77-0.81x at 1024^3-4096^3, from 0.42-0.53x.
+    {"arch:sm_90|name:h100|name:h200", DType::f32, "family=vtiled ts_m=32 ts_n=64 ts_k=16 wpt_m=8 wpt_n=2 vwm=4 vwn=2",
+     "tuned on ResNet-50 shapes, H200", GemmTuning::kSmallMacs},
+    {"arch:sm_90|name:h100|name:h200", DType::f32,
+     "family=vtiled ts_m=128 ts_n=128 ts_k=16 wpt_m=8 wpt_n=8 vwm=4 vwn=4", "tuned at 1024-4096, H200"},
+    // Other GPUs: starting points; `python -m hetnn tune gemm` finds better ones. NVIDIA's is the vtiled member
+    // that ran 0.68x cuBLAS's speed over the 20 ResNet-50 shapes on an H200 (the tiled one 0.53x).
+    {"vendor:nvidia", DType::f32, "family=vtiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4 vwm=4 vwn=4",
+     "measured on sm_90 only"},
     {"vendor:advanced micro devices", DType::f32, "family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4", "untuned"},
     {"vendor:intel", DType::f32, "family=tiled ts_m=32 ts_n=32 ts_k=16 wpt_m=4 wpt_n=4", "untuned"},
     {"*", DType::f64, "family=tiled ts_m=32 ts_n=32 ts_k=16 wpt_m=2 wpt_n=2", "default"},
@@ -82,6 +85,14 @@ bool matches(const std::string& match, const DeviceInfo& dev) {
 bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
 }  // namespace
+
+GemmParams GemmParams::fitted(std::int64_t M, std::int64_t N) const {
+  GemmParams p = *this;
+  if (family == Family::packed) return p;
+  while (p.ts_m / 2 >= p.wpt_m && M <= p.ts_m / 2) p.ts_m /= 2;
+  while (p.ts_n / 2 >= p.wpt_n && N <= p.ts_n / 2) p.ts_n /= 2;
+  return p;
+}
 
 std::string GemmParams::defines() const {
   std::ostringstream os;

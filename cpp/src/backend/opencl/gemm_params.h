@@ -24,6 +24,10 @@ struct GemmParams {
   std::string source;  // where the entry came from: "database:<match>", "tuned", "default"
   std::int64_t max_macs = -1;  // applies to problems of at most this many multiply-adds (M*N*K); -1: any size
 
+  // The tiled families' tile fitted to an M x N output: halved along a dimension while the problem fills at most
+  // half of it (H200, 64 x 100352 x 576: a 128 x 128 tile with 8 x 8 per work item ran 0.44x cuBLAS's speed, the
+  // same as 64 x 128 0.77x). The work per item and the vector widths stay; packed parameters are returned as given.
+  GemmParams fitted(std::int64_t M, std::int64_t N) const;
   std::string defines() const;  // "-DRM=8 -DVW=16 ..."
   std::string str() const;      // "family=packed rm=8 vw=16 nv=2 lx=0"
   static GemmParams parse(const std::string& text);  // inverse of str(); throws ValueError

@@ -7,6 +7,8 @@
 //  - TS_K-deep slices of A and B live in two local buffers: the next slice's global loads are issued into
 //    registers before the current slice is multiplied, and stored to the other buffer after it (one barrier a
 //    slice).
+//  - CONV_B: B is the im2col matrix of a convolution's input image, gathered by the loader from x (C, H, W) itself
+//    (implicit GEMM: no column buffer); KH, KW are compile-time, the rest of the geometry kernel arguments.
 //  - Global loads are VA / VB wide along the operand's contiguous dimension; the host sets 4 where that dimension is
 //    a multiple of 4 (so every vector is aligned: buffers start aligned) and the storage is the arithmetic type,
 //    else 1. C is stored VWN wide where VC is set (N a
@@ -41,6 +43,12 @@
 #endif
 #ifndef VC
 #define VC 0
+#endif
+#ifndef CONV_B
+#define CONV_B 0
+#endif
+#if CONV_B && (VB != 1 || TRANS_B)
+#error "CONV_B gathers B element by element, untransposed (VB = 1, TRANS_B = 0)"
 #endif
 #define LM (TS_M / WPT_M)  // work items along M
 #define LN (TS_N / WPT_N)  // work items along N
@@ -106,12 +114,32 @@ inline void load_a(__global const STORAGE* restrict A, const int M, const int K,
   }
 }
 
+#if CONV_B
+// Column p = oh * OW + ow of the im2col matrix starts at input row ihb = oh * SH - PH and column iwb = ow * SW - PW;
+// each work item's B columns are fixed for the whole K loop, so their positions are computed once (ihb = INT_MIN / 2
+// for columns past N: every row lands outside the image).
+typedef struct {
+  int C, H, W, sh, sw, ph, pw, dh, dw;
+} ConvGeom;
+#define CONV_PARAMS , const ConvGeom g, const int* ihb, const int* iwb
+#define CONV_ARGS , g, ihb, iwb
+#else
+#define CONV_PARAMS
+#define CONV_ARGS
+#endif
+
 inline void load_b(__global const STORAGE* restrict B, const int N, const int K, const int n0, const int k0,
-                   const int ke, const int lid, REALB* rb) {
+                   const int ke, const int lid, REALB* rb CONV_PARAMS) {
 #pragma unroll
   for (int l = 0; l < B_LOADS; ++l) {
     const int i = lid + l * LSIZE;
-#if TRANS_B  // B stored (N, K): vectors along K
+#if CONV_B  // B[k][p] = x[c, ihb + ki * DH, iwb + kj * DW] for k = (c * KH + ki) * KW + kj
+    const int gk = k0 + i / TS_N;
+    const int c = gk / (KH * KW), r = gk - c * (KH * KW), ki = r / KW, kj = r - ki * KW;
+    const int ih = ihb[l] + ki * g.dh, iw = iwb[l] + kj * g.dw;
+    const bool in = gk < ke && ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+    const long at = ((long)c * g.H + ih) * g.W + iw;
+#elif TRANS_B  // B stored (N, K): vectors along K
     const int kv = i % (TS_K / VB), nn = i / (TS_K / VB);
     const int gn = n0 + nn, gk = k0 + kv * VB;
     const bool in = gn < N && gk < ke;
@@ -172,7 +200,12 @@ void gemm_vtiled(const int M, const int N, const int K, const REAL alpha, const 
                  __global const STORAGE* restrict A, const long a_batch_stride,
                  __global const STORAGE* restrict B, const long b_batch_stride,
                  __global STORAGE* restrict C, __global const STORAGE* restrict bias, const int has_bias,
-                 const int act, const int k_chunk, const int splits) {
+                 const int act, const int k_chunk, const int splits
+#if CONV_B
+                 , const int conv_c, const int conv_h, const int conv_w, const int conv_ow, const int sh,
+                 const int sw, const int ph, const int pw, const int dh, const int dw
+#endif
+) {
   const int tn = get_local_id(0), tm = get_local_id(1);
   const int lid = tm * LN + tn;
   const int n0 = get_group_id(0) * TS_N, m0 = get_group_id(1) * TS_M;
@@ -190,11 +223,21 @@ void gemm_vtiled(const int M, const int N, const int K, const REAL alpha, const 
 #pragma unroll
     for (int j = 0; j < WPT_N; ++j) acc[i][j] = (REAL)0;
 
+#if CONV_B
+  const ConvGeom g = {conv_c, conv_h, conv_w, sh, sw, ph, pw, dh, dw};
+  int ihb[B_LOADS], iwb[B_LOADS];
+#pragma unroll
+  for (int l = 0; l < B_LOADS; ++l) {
+    const int gn = n0 + (lid + l * LSIZE) % TS_N, oh = gn / conv_ow;
+    ihb[l] = gn < N ? oh * sh - ph : INT_MIN / 2;
+    iwb[l] = (gn - oh * conv_ow) * sw - pw;
+  }
+#endif
   REALA ra[A_LOADS];
   REALB rb[B_LOADS];
   if (kb < ke) {
     load_a(A, M, K, m0, kb, ke, lid, ra);
-    load_b(B, N, K, n0, kb, ke, lid, rb);
+    load_b(B, N, K, n0, kb, ke, lid, rb CONV_ARGS);
     store_a((__local REAL*)As[0], lid, ra);
     store_b((__local REAL*)Bs[0], lid, rb);
   }
@@ -205,7 +248,7 @@ void gemm_vtiled(const int M, const int N, const int K, const REAL alpha, const 
     const int next = k0 + TS_K;
     if (next < ke) {  // in flight while this slice is multiplied
       load_a(A, M, K, m0, next, ke, lid, ra);
-      load_b(B, N, K, n0, next, ke, lid, rb);
+      load_b(B, N, K, n0, next, ke, lid, rb CONV_ARGS);
     }
 #pragma unroll
     for (int kk = 0; kk < TS_K; ++kk) {

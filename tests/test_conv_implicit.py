@@ -1,0 +1,63 @@
+"""The OpenCL forward convolution as an implicit GEMM: where the GEMM parameters in force are vtiled (GPUs), the
+vtiled kernel gathers the im2col columns from the input as it loads them. Run here on the first OpenCL device with
+vtiled parameters set, against the op table's float64 reference."""
+import numpy as np
+import pytest
+
+import hetnn
+from hetnn import _core
+from op_table import _conv_inputs, _conv_ref
+
+VTILED = ["family=vtiled ts_m=16 ts_n=32 ts_k=8 wpt_m=2 wpt_n=4 vwm=2 vwn=4",
+          "family=vtiled ts_m=32 ts_n=64 ts_k=16 wpt_m=8 wpt_n=2 vwm=4 vwn=2",
+          "family=vtiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4 vwm=4 vwn=4"]
+
+# (x shape, O, kernel, stride, padding, dilation, bias, activation): edge tiles, strides, dilation, asymmetric
+# ("same" with an even kernel) and no padding, 1xk and kx1 kernels, a K long enough for split-K (64 * 9 deep, one
+# tile), batch 0
+CASES = [((2, 3, 9, 7), 5, (3, 3), (1, 1), (1, 1), (1, 1), True, "relu"),
+         ((3, 4, 11, 10), 7, (3, 2), (2, 1), (0, 1), (1, 2), False, None),
+         ((1, 6, 8, 8), 33, (2, 2), (1, 1), "same", (1, 1), True, "tanh"),
+         ((2, 2, 13, 5), 3, (1, 3), (1, 2), "valid", (1, 1), False, "sigmoid"),
+         ((1, 64, 4, 4), 8, (3, 3), (1, 1), (1, 1), (1, 1), True, None),
+         ((2, 5, 6, 6), 4, (5, 5), (3, 3), (2, 2), (1, 1), True, None),
+         ((0, 3, 5, 5), 4, (3, 3), (1, 1), (1, 1), (1, 1), True, None)]
+
+
+@pytest.fixture
+def vtiled_device(opencl_device):
+    old, source = _core.gemm_params(opencl_device._dev, "float32")
+    yield opencl_device
+    _core.set_gemm_params(opencl_device._dev, "float32", "" if source.startswith(("database", "default")) else old,
+                          source)
+
+
+@pytest.mark.parametrize("params", VTILED)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-o{c[1]}-k{c[2][0]}{c[2][1]}")
+def test_implicit_gemm_forward_matches_float64(vtiled_device, rng, params, case):
+    shape, o, (kh, kw), s, padding, d, with_bias, act = case
+    _core.set_gemm_params(vtiled_device._dev, "float32", params, "test")
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = (rng.standard_normal((o, shape[1], kh, kw)) / np.sqrt(shape[1] * kh * kw)).astype(np.float32)
+    bias = rng.standard_normal(o).astype(np.float32) if with_bias else None
+    with hetnn.profile(vtiled_device) as prof:
+        y = hetnn.conv2d(x, w, bias, s, padding, d, 1, act, device=vtiled_device)
+    names = [r["name"] for r in prof.records]
+    assert "conv2d_im2col" not in names and (shape[0] == 0 or "matmul" in names), names
+    (ref,) = _conv_ref((x, w, bias, s, padding, d, 1, act))
+    assert y.shape == ref.shape
+    if ref.size:
+        assert np.max(np.abs(y.astype(np.float64) - ref)) < 1e-5 * max(1.0, np.sqrt(shape[1] * kh * kw))
+
+
+def test_implicit_gemm_on_drawn_convolutions(vtiled_device):
+    """The op table's input generator (groups, padding modes, dilation, empty batches), 40 draws."""
+    _core.set_gemm_params(vtiled_device._dev, "float32", VTILED[0], "test")
+    rng = np.random.default_rng()
+    for _ in range(40):
+        inp = _conv_inputs(rng, np.float32)
+        x, w, bias, s, padding, d, groups, act = inp
+        y = hetnn.conv2d(x, w, bias, s, padding, d, groups, act, device=vtiled_device)
+        (ref,) = _conv_ref(inp)
+        if ref.size:
+            assert np.max(np.abs(y.astype(np.float64) - ref)) < 1e-4, (x.shape, w.shape, s, padding, d, groups)
