@@ -48,9 +48,9 @@ for s in ${STAGES//,/ }; do
     tune) run tune 250 python3 -m hetnn tune gemm --device gpu --budget 200 -v \
       --sizes 1024,2048,4096,3136x64x576,784x128x1152,196x256x2304,49x512x4608,12544x64x147 ;;
     bench) run bench 120 python3 -m hetnn bench matmul --shapes resnet50 --device gpu --compare cupy,torch ;;
-    conv) run conv 150 python3 scripts/conv_vs_torch.py ;;
+    conv) run conv 180 python3 scripts/conv_vs_torch.py --algorithms auto,winograd,im2col ;;
     conv-check) run conv-check 150 python3 -m pytest -x -q -n 8 -p no:cacheprovider tests/test_conv_implicit.py \
-      tests/test_conv2d.py -k "opencl or implicit" ;;
+      tests/test_conv_winograd.py tests/test_conv2d.py -k "opencl or implicit or winograd" ;;
     *) echo "unknown stage $s" ;;
   esac
 done

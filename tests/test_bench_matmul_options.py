@@ -52,3 +52,25 @@ def test_bars_carry_their_values():
     texts = {t.get_text() for t in ax.texts}  # bar_label writes annotations
     want = {format(r["gflops"], ".0f") for r in res.rows if not r["shape"].startswith("aggregate")}
     assert want <= texts, (want, texts)
+
+
+@pytest.mark.parametrize("user_value", [None, "25"])
+def test_measuring_commands_run_with_short_openblas_spins(tmp_path, user_value):
+    """OpenBLAS's threads spun 0.1 s after each NumPy call, and every interleaved turn after NumPy's waited for them:
+    `bench` and `study` run in a fresh interpreter with OPENBLAS_THREAD_TIMEOUT=20 unless the user set a value,
+    which the report's environment records."""
+    env = dict(os.environ)
+    env.pop("HETNN_POISON", None)
+    env.pop("OPENBLAS_THREAD_TIMEOUT", None)
+    if user_value:
+        env["OPENBLAS_THREAD_TIMEOUT"] = user_value
+    prefix = tmp_path / "r"
+    p = subprocess.run([sys.executable, "-m", "hetnn", "bench", "matmul", "--shapes", "32x32x32", "--device", "cpu",
+                        "--compare", "numpy", "--repeat", "3", "--warmup", "1", "--no-progress", "--output",
+                        str(prefix)], capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stderr
+    import json
+
+    (path,) = tmp_path.glob("r*.json")
+    got = json.loads(path.read_text())["environment"]["environment"].get("OPENBLAS_THREAD_TIMEOUT")
+    assert got == (user_value or "20"), got

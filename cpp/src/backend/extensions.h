@@ -37,6 +37,9 @@ struct KernelTools {
   virtual std::pair<double, double> measure_peak(std::size_t triad_bytes, int repeats) = 0;
   // Where a kernel family has CPU- and GPU-shaped variants: "" the device's own, "cpu" or "gpu" (tests).
   virtual void set_kernel_variant(const std::string& variant) = 0;
+  // The forward convolution's algorithm where it applies: "" the device's choice, "winograd" (3x3 stride 1),
+  // "implicit" (vtiled GEMM parameters) or "im2col" (tests and measurements).
+  virtual void set_conv_algorithm(const std::string& algorithm) = 0;
 };
 
 // Activations in the layouts a device's float32 convolutions prefer, kept from layer to layer inside a network

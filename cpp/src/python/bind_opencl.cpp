@@ -93,6 +93,12 @@ void bind_opencl(py::module_& m) {
       },
       py::arg("device"), py::arg("variant"));
   m.def(
+      "_set_conv_algorithm",  // tests and measurements: "winograd", "implicit", "im2col", or "" (the device's)
+      [](Device& d, const std::string& a) {
+        need<KernelTools>(d, "_set_conv_algorithm").set_conv_algorithm(a);
+      },
+      py::arg("device"), py::arg("algorithm"));
+  m.def(
       "_inject_gemm_faults",  // test hook: the next n GEMMs running a tuned override fail as a bad launch would
       [](Device& d, int n) {
         need<GemmTuning>(d, "_inject_gemm_faults").inject_faults(n);

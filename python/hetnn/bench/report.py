@@ -64,7 +64,8 @@ def environment() -> Dict[str, Any]:
 
     env_keys = ("OMP_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                 "OMP_PROC_BIND", "OMP_PLACES", "HETNN_DEVICE", "HETNN_CACHE_DIR", "POCL_DEVICES",
-                "POCL_MAX_PTHREAD_COUNT", "DNNL_MAX_CPU_ISA", "CUDA_VISIBLE_DEVICES", "CUPY_TF32")
+                "POCL_MAX_PTHREAD_COUNT", "DNNL_MAX_CPU_ISA", "CUDA_VISIBLE_DEVICES", "CUPY_TF32",
+                "OPENBLAS_THREAD_TIMEOUT", "GOMP_SPINCOUNT", "OMP_WAIT_POLICY")
     return {
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(),
         "hetnn": __version__, "onednn": _core.onednn_version, "numpy": np.__version__,

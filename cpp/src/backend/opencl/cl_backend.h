@@ -66,6 +66,7 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void build_source(const std::string& source, const std::string& options) override;
   std::pair<double, double> measure_peak(std::size_t triad_bytes, int repeats) override;  // peak_cl.cpp
   void set_kernel_variant(const std::string& v) override;  // max_pool_cl.cpp
+  void set_conv_algorithm(const std::string& a) override;  // conv2d_cl.cpp
   // GEMM parameters in force for a dtype (an override: set here, or tuned and stored in the cache; else the
   // database), and the override itself.
   GemmParams gemm_params(DType t, std::int64_t macs = -1);
@@ -89,6 +90,9 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // The forward of an ungrouped convolution as one implicit GEMM when the GEMM parameters in force for it are
   // vtiled; false (nothing done) otherwise.
   bool conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buffer& w, Buffer& y);
+  // 3x3 stride-1 ungrouped forward as Winograd F(2x2, 3x3) (kernels/winograd.cl); false (nothing done) where it
+  // does not apply or its work buffers pass conv2d_work_limit().
+  bool conv2d_winograd(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y);
   std::string common_options(DType t) const;
   std::string pool_options(const Pool2dDesc& d) const;
   std::size_t conv2d_work_limit() const;
@@ -114,6 +118,7 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   const GemmParams* override_for(DType t, std::int64_t macs) const;  // under mu_; nullptr: the database decides
   int gemm_faults_ = 0;  // inject_gemm_faults
   std::string kernel_variant_;  // set_kernel_variant
+  std::string conv_algorithm_;  // set_conv_algorithm
   bool gpu_kernels() const;
   std::vector<std::pair<Mem, std::size_t>> scratch_;
   std::shared_ptr<ClAllocator> pool_;  // freed buffers kept for reuse (cl_allocator.h)

@@ -124,12 +124,68 @@ bool ClBackend::conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buff
   return true;
 }
 
+void ClBackend::set_conv_algorithm(const std::string& a) {
+  if (a != "" && a != "winograd" && a != "implicit" && a != "im2col")
+    throw ValueError("conv algorithm must be 'winograd', 'implicit', 'im2col' or '' (the device's), got '" + a + "'");
+  std::lock_guard<std::mutex> lock(mu_);
+  conv_algorithm_ = a;
+}
+
+bool ClBackend::conv2d_winograd(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias,
+                                Buffer& y) {
+  if (d.groups != 1 || d.kh != 3 || d.kw != 3 || d.sh != 1 || d.sw != 1 || d.dh != 1 || d.dw != 1) return false;
+  const std::int64_t th = (d.OH + 1) / 2, tw = (d.OW + 1) / 2, P = d.N * th * tw;
+  const DType real = d.dtype == DType::f64 ? DType::f64 : DType::f32;  // the transforms' and GEMM's type
+  const std::size_t rb = dtype_size(real);
+  const std::size_t u_bytes = static_cast<std::size_t>(16 * d.O * d.C) * rb;
+  const std::size_t v_bytes = static_cast<std::size_t>(16 * d.C * P) * rb, m_bytes = static_cast<std::size_t>(16 * d.O * P) * rb;
+  if (std::max({u_bytes, v_bytes, m_bytes}) > conv2d_work_limit()) return false;
+  const std::shared_ptr<Buffer> u = alloc(u_bytes), v = alloc(v_bytes), m = alloc(m_bytes);
+  const std::string opts = common_options(d.dtype);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cl_kernel k = kernel("winograd.cl", "winograd_filter", opts);
+    ArgSetter{k, "winograd_filter"}(static_cast<cl_int>(d.O))(static_cast<cl_int>(d.C))(mem(w))(mem(*u));
+    const std::size_t local[2] = {16, 1};
+    const std::size_t global[2] = {round_up(static_cast<std::size_t>(d.C), 16), static_cast<std::size_t>(d.O)};
+    enqueue("conv2d:winograd_filter", k, 2, global, local);
+    cl_kernel ki = kernel("winograd.cl", "winograd_input", opts);
+    ArgSetter a{ki, "winograd_input"};
+    a(static_cast<cl_int>(d.C))(static_cast<cl_int>(d.H))(static_cast<cl_int>(d.W))(static_cast<cl_int>(th));
+    a(static_cast<cl_int>(tw))(cl_int{d.ph})(cl_int{d.pw})(static_cast<cl_long>(P))(mem(x))(mem(*v));
+    const std::size_t il[3] = {64, 1, 1};
+    const std::size_t ig[3] = {round_up(static_cast<std::size_t>(th * tw), 64), static_cast<std::size_t>(d.C),
+                               static_cast<std::size_t>(d.N)};
+    enqueue("conv2d:winograd_input", ki, 3, ig, il);
+  }
+  MatmulDesc g;
+  g.batch = 16, g.batch_a = 16, g.batch_b = 16, g.M = d.O, g.N = P, g.K = d.C, g.dtype = real;
+  matmul(g, *u, *v, *m, nullptr);
+  std::lock_guard<std::mutex> lock(mu_);
+  cl_kernel ko = kernel("winograd.cl", "winograd_output", opts);
+  ArgSetter a{ko, "winograd_output"};
+  a(static_cast<cl_int>(d.O))(static_cast<cl_int>(d.OH))(static_cast<cl_int>(d.OW))(static_cast<cl_int>(th));
+  a(static_cast<cl_int>(tw))(static_cast<cl_long>(P))(mem(*m))(bias ? mem(*bias) : mem(*m))(cl_int{bias != nullptr});
+  a(static_cast<cl_int>(d.act))(mem(y));
+  const std::size_t ol[3] = {64, 1, 1};
+  const std::size_t og[3] = {round_up(static_cast<std::size_t>(th * tw), 64), static_cast<std::size_t>(d.O),
+                             static_cast<std::size_t>(d.N)};
+  enqueue("conv2d:winograd_output", ko, 3, og, ol);
+  return true;
+}
+
 void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y) {
   const std::string opts = conv_options(common_options(d.dtype), d);
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
   const bool pointwise = conv_is_pointwise(d);
+  std::string algorithm;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    algorithm = conv_algorithm_;
+  }
+  if (algorithm == "winograd" && d.N > 0 && conv2d_winograd(d, x, w, bias, y)) return;
   // Implicit GEMM (the vtiled kernel gathers the columns): no work buffer, so no chunks either.
-  if (conv2d_implicit(d, x, w, y)) {
+  if (algorithm != "im2col" && conv2d_implicit(d, x, w, y)) {
     if (bias) conv2d_bias_act(d, *bias, y, opts);
     return;
   }

@@ -1,0 +1,73 @@
+"""The OpenCL forward convolution as Winograd F(2x2, 3x3) (kernels/winograd.cl), chosen with
+hetnn._core._set_conv_algorithm, run here on the first OpenCL device. Its error bound, elementwise against the float64
+direct sum: |y - y64| <= (C + 16) u (|w| * |x|) in the arithmetic type (u its unit roundoff, * the convolution),
+plus the rounding of the result to a 16-bit storage type. The transforms' entries are 0, +-1 and +-1/2: measured,
+the error stays within 2.2 u (|w| * |x|) for C up to 256."""
+import numpy as np
+import pytest
+
+import hetnn
+from hetnn import _core
+from op_table import _conv_ref
+
+# (x shape, O, padding, bias, activation): odd output sizes (partial tiles), no padding, one output row, many
+# channels, batch 0
+CASES = [((2, 3, 9, 7), 5, (1, 1), True, "relu"),
+         ((3, 16, 8, 5), 4, (0, 0), False, None),
+         ((1, 64, 14, 14), 32, (1, 1), True, "tanh"),
+         ((2, 5, 3, 11), 7, (0, 2), True, "sigmoid"),
+         ((1, 256, 7, 7), 8, "same", False, None),
+         ((0, 4, 6, 6), 3, (1, 1), True, None)]
+UNIT = {"float32": 2.0 ** -24, "float64": 2.0 ** -53, "float16": 2.0 ** -24, "bfloat16": 2.0 ** -24}
+STORE = {"float32": 0.0, "float64": 0.0, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
+
+
+@pytest.fixture
+def winograd_device(opencl_device):
+    _core._set_conv_algorithm(opencl_device._dev, "winograd")
+    yield opencl_device
+    _core._set_conv_algorithm(opencl_device._dev, "")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-o{c[1]}")
+def test_winograd_forward_within_its_error_bound(winograd_device, rng, dtype, case):
+    if dtype == "float64" and not winograd_device.fp64:
+        pytest.skip("no fp64")
+    shape, o, padding, with_bias, act = case
+    x = rng.standard_normal(shape).astype(dtype)
+    w = (rng.standard_normal((o, shape[1], 3, 3)) / np.sqrt(9 * shape[1])).astype(dtype)
+    bias = rng.standard_normal(o).astype(dtype) if with_bias else None
+    with hetnn.profile(winograd_device) as prof:
+        y = hetnn.conv2d(x, w, bias, 1, padding, 1, 1, act, device=winograd_device)
+    names = [r["name"] for r in prof.records]
+    assert shape[0] == 0 or "conv2d:winograd_input" in names, names
+    (ref,) = _conv_ref((x, w, bias, (1, 1), padding, (1, 1), 1, None))
+    (mag,) = _conv_ref((np.abs(x), np.abs(w), None if bias is None else np.abs(bias), (1, 1), padding, (1, 1), 1,
+                        None))
+    # the activations are 1-Lipschitz: the bound before them holds after them
+    want = ref if act is None else {"relu": lambda v: np.maximum(v, 0), "tanh": np.tanh,
+                                    "sigmoid": lambda v: 1 / (1 + np.exp(-v))}[act](ref)
+    assert y.shape == ref.shape
+    if ref.size:
+        bound = (shape[1] + 16) * UNIT[dtype] * mag + STORE[dtype] * np.abs(want) + 1e-300
+        err = np.abs(np.asarray(y, np.float64) - want)
+        assert (err <= bound).all(), float(np.max(err / bound))
+
+
+def test_winograd_leaves_other_convolutions_to_the_other_paths(winograd_device, rng):
+    # stride 2, a 5x5 kernel, dilation, groups: not F(2x2, 3x3); they run as before, and right
+    for s, k, d, groups in [((2, 2), 3, (1, 1), 1), ((1, 1), 5, (1, 1), 1), ((1, 1), 3, (2, 2), 1),
+                            ((1, 1), 3, (1, 1), 2)]:
+        x = rng.standard_normal((2, 4, 11, 10)).astype(np.float32)
+        w = rng.standard_normal((6, 4 // groups, k, k)).astype(np.float32)
+        with hetnn.profile(winograd_device) as prof:
+            y = hetnn.conv2d(x, w, None, s, 1, d, groups, device=winograd_device)
+        assert not any(r["name"].startswith("conv2d:winograd") for r in prof.records)
+        (ref,) = _conv_ref((x, w, None, s, (1, 1), d, groups, None))
+        assert np.max(np.abs(y - ref)) < 1e-4
+
+
+def test_conv_algorithm_names_are_checked(opencl_device):
+    with pytest.raises(ValueError, match="conv algorithm must be"):
+        _core._set_conv_algorithm(opencl_device._dev, "fft")
