@@ -44,6 +44,7 @@ def test_implicit_gemm_forward_matches_float64(vtiled_device, rng, params, case)
         y = hetnn.conv2d(x, w, bias, s, padding, d, 1, act, device=vtiled_device)
     names = [r["name"] for r in prof.records]
     assert "conv2d_im2col" not in names and (shape[0] == 0 or "matmul" in names), names
+    assert "conv2d_bias_act" not in names, names  # bias and activation in the GEMM's epilogue (per output channel)
     (ref,) = _conv_ref((x, w, bias, s, padding, d, 1, act))
     assert y.shape == ref.shape
     if ref.size:

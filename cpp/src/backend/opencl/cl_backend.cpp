@@ -457,7 +457,7 @@ void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a,
     if (conv) opts += " -DCONV_B=1 -DKH=" + std::to_string(conv->kh) + " -DKW=" + std::to_string(conv->kw);
   }
   cl_kernel k = kernel(file, name, opts);
-  const cl_int has_bias = d.has_bias, act = static_cast<cl_int>(d.act);
+  const cl_int has_bias = d.has_bias ? (conv ? 2 : 1) : 0, act = static_cast<cl_int>(d.act);  // conv: per row
   const cl_int M = static_cast<cl_int>(d.M), N = static_cast<cl_int>(d.N), K = static_cast<cl_int>(d.K);
   const cl_long sa = d.batch_a == 1 ? 0 : d.M * d.K;
   const cl_long sb = d.batch_b == 1 ? 0 : conv ? conv->C * conv->H * conv->W : d.K * d.N;  // conv: an input image

@@ -88,8 +88,8 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias,
                     const Conv2dDesc* conv = nullptr);
   // The forward of an ungrouped convolution as one implicit GEMM when the GEMM parameters in force for it are
-  // vtiled; false (nothing done) otherwise.
-  bool conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buffer& w, Buffer& y);
+  // vtiled, bias and activation in its epilogue; false (nothing done) otherwise.
+  bool conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y);
   // 3x3 stride-1 ungrouped forward as Winograd F(2x2, 3x3) (kernels/winograd.cl); false (nothing done) where it
   // does not apply or its work buffers pass conv2d_work_limit().
   bool conv2d_winograd(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y);

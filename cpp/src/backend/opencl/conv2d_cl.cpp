@@ -102,17 +102,19 @@ std::shared_ptr<Buffer> ClBackend::im2col(const Conv2dDesc& d, const Buffer& x, 
   return cols;
 }
 
-bool ClBackend::conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buffer& w, Buffer& y) {
+bool ClBackend::conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias,
+                                Buffer& y) {
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
   if (d.groups != 1 || conv_is_pointwise(d)) return false;
   const GemmParams p = gemm_params(d.dtype, d.O * ohw * ck).fitted(d.O, ohw);
   if (p.family != GemmParams::Family::vtiled) return false;
   MatmulDesc g;
   g.batch = d.N, g.batch_a = 1, g.batch_b = d.N, g.M = d.O, g.N = ohw, g.K = ck, g.dtype = d.dtype;
-  g.act = d.has_bias ? Activation::none : d.act;  // without a bias the activation is the GEMM's epilogue
+  g.act = d.act;
+  g.has_bias = bias != nullptr;  // a bias per output channel: a row of the product (has_bias 2 in the kernels)
   std::lock_guard<std::mutex> lock(mu_);
   try {
-    matmul_tiled(p, g, mem(w), mem(x), mem(y), mem(y), &d);
+    matmul_tiled(p, g, mem(w), mem(x), mem(y), bias ? mem(*bias) : mem(y), &d);
   } catch (const OutOfMemory&) {
     throw;
   } catch (const Error& e) {  // before any kernel ran (build, launch): the im2col path, whose GEMM handles it
@@ -185,10 +187,7 @@ void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, co
   }
   if (algorithm == "winograd" && d.N > 0 && conv2d_winograd(d, x, w, bias, y)) return;
   // Implicit GEMM (the vtiled kernel gathers the columns): no work buffer, so no chunks either.
-  if (algorithm != "im2col" && conv2d_implicit(d, x, w, y)) {
-    if (bias) conv2d_bias_act(d, *bias, y, opts);
-    return;
-  }
+  if (algorithm != "im2col" && conv2d_implicit(d, x, w, bias, y)) return;
   const std::size_t elt = dtype_size(d.dtype);
   const std::int64_t per_chunk =
       conv2d_images_per_chunk(d, pointwise ? 0 : static_cast<std::size_t>(ck * ohw) * elt);

@@ -101,7 +101,8 @@ void gemm_tiled(const int M, const int N, const int K, const REAL alpha, const R
   }
 }
 
-// C[b] = act(alpha * (sum of the split-K partial products of batch b) + beta * C[b] + bias): one work-item per
+// C[b] = act(alpha * (sum of the split-K partial products of batch b) + beta * C[b] + bias) (has_bias 1: bias[n],
+// 2: bias[m], as gemm_vtiled): one work-item per
 // element of C, the partials at part + (b * splits + slice) * M * N.
 __kernel void gemm_split_reduce(const int M, const int N, const int splits, const REAL alpha, const REAL beta,
                                 __global const STORAGE* restrict part, __global STORAGE* restrict C,
@@ -113,6 +114,6 @@ __kernel void gemm_split_reduce(const int M, const int N, const int splits, cons
   REAL s = (REAL)0;
   for (int i = 0; i < splits; ++i) s += LOAD1(part, i * mn);
   REAL v = beta == (REAL)0 ? alpha * s : alpha * s + beta * LOAD1(C, idx);
-  if (has_bias) v += LOAD1(bias, idx % N);
+  if (has_bias) v += LOAD1(bias, has_bias == 2 ? idx / N : idx % N);  // 2: a bias per row
   STORE1(ACTIVATE(v, act), C, idx);
 }

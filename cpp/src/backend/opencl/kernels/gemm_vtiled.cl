@@ -7,6 +7,7 @@
 //  - TS_K-deep slices of A and B live in two local buffers: the next slice's global loads are issued into
 //    registers before the current slice is multiplied, and stored to the other buffer after it (one barrier a
 //    slice).
+//  - has_bias: 1 adds bias[n] to each column (a dense layer), 2 bias[m] to each row (a convolution's channels).
 //  - CONV_B: B is the im2col matrix of a convolution's input image, gathered by the loader from x (C, H, W) itself
 //    (implicit GEMM: no column buffer); KH, KW are compile-time, the rest of the geometry kernel arguments.
 //  - Global loads are VA / VB wide along the operand's contiguous dimension; the host sets 4 where that dimension is
@@ -301,7 +302,8 @@ void gemm_vtiled(const int M, const int N, const int K, const REAL alpha, const 
         }
         // beta == 0 overwrites: C may hold garbage or NaN that must not leak into the result.
         v = beta == (REAL)0 ? alpha * v : alpha * v + beta * *cv;
-        if (has_bias) v += *(__global const REALN*)(bias + nb);
+        if (has_bias == 1) v += *(__global const REALN*)(bias + nb);
+        if (has_bias == 2) v += (REALN)LOAD1(bias, m);
         *cv = ACTIVATE(v, act);
 #else
 #pragma unroll
@@ -314,7 +316,7 @@ void gemm_vtiled(const int M, const int N, const int K, const REAL alpha, const 
             continue;
           }
           REAL v = beta == (REAL)0 ? alpha * r : alpha * r + beta * LOAD1(C, row + n);
-          if (has_bias) v += LOAD1(bias, n);
+          if (has_bias) v += LOAD1(bias, has_bias == 2 ? m : n);
           STORE1(ACTIVATE(v, act), C, row + n);
         }
 #endif
