@@ -8,9 +8,9 @@ import hetnn
 from hetnn import _core
 from op_table import _conv_inputs, _conv_ref
 
+# small tiles (many edge tiles, split-K) and 8-wide vectors; the gather itself is the same code in every member
 VTILED = ["family=vtiled ts_m=16 ts_n=32 ts_k=8 wpt_m=2 wpt_n=4 vwm=2 vwn=4",
-          "family=vtiled ts_m=32 ts_n=64 ts_k=16 wpt_m=8 wpt_n=2 vwm=4 vwn=2",
-          "family=vtiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4 vwm=4 vwn=4"]
+          "family=vtiled ts_m=32 ts_n=16 ts_k=8 wpt_m=8 wpt_n=1 vwm=8 vwn=1"]
 
 # (x shape, O, kernel, stride, padding, dilation, bias, activation): edge tiles, strides, dilation, asymmetric
 # ("same" with an even kernel) and no padding, 1xk and kx1 kernels, a K long enough for split-K (64 * 9 deep, one
