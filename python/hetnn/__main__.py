@@ -291,11 +291,12 @@ def _sigterm_ends_like_ctrl_c(active: bool) -> Iterator[None]:
 
 # OpenBLAS's threads spin for 2^28 cycles (about 0.1 s) after each call, and take another value only before the
 # library loads. Interleaved rounds wait for a peer's pool to go quiet before the next case's turn (its spinning
-# threads would take the CPUs the next case is timed on): on 2 vCPUs a ResNet-50 comparison with NumPy spent most
-# of its time waiting 0.11 s after each NumPy turn, 0.014 s with 2^20 cycles. The measuring commands therefore run in
-# a fresh interpreter with that setting, unless the user set it; each timed call follows untimed ones, so the pool is
-# awake when it is timed. The report's environment records the value.
-SHORT_SPINS = {"OPENBLAS_THREAD_TIMEOUT": "20"}
+# threads would take the CPUs the next case is timed on): on 2 vCPUs `bench matmul --shapes resnet50 --compare numpy`
+# took 63 s, most of it waiting 0.11 s after each NumPy turn. The measuring commands therefore run in a fresh
+# interpreter with 2^24 cycles (a few ms), unless the user set a value: 23 s, and the same answer (hetnn / NumPy
+# 1.09x (1.06-1.12) with 2^28, 1.09x (1.06-1.13) and 1.10x (1.04-1.14) with 2^24, alternating runs on a quiet Zen 4);
+# 2^20 cycles read NumPy slower (1.13x and 1.21x against 1.09x and 1.14x). The report's environment records it.
+SHORT_SPINS = {"OPENBLAS_THREAD_TIMEOUT": "24"}
 _MPI_ENV = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
 
 
