@@ -74,3 +74,20 @@ def test_measuring_commands_run_with_short_openblas_spins(tmp_path, user_value):
     (path,) = tmp_path.glob("r*.json")
     got = json.loads(path.read_text())["environment"]["environment"].get("OPENBLAS_THREAD_TIMEOUT")
     assert got == (user_value or "24"), got
+
+
+def test_in_process_runs_say_how_to_shorten_openblas_spins(monkeypatch):
+    """In a notebook NumPy's OpenBLAS keeps its 0.1 s spin, and each interleaved turn after NumPy's waits for it:
+    the report says what to set, where that applies (OpenBLAS, more than one thread, nothing set)."""
+    from threadpoolctl import threadpool_info
+
+    from hetnn import _cpus
+
+    if not any(p.get("internal_api") == "openblas" for p in threadpool_info()):
+        pytest.skip("NumPy's BLAS here is not OpenBLAS")
+    monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
+    note = _cpus.spin_note(2)
+    assert note is not None and "OPENBLAS_THREAD_TIMEOUT=24" in note and "before NumPy is imported" in note
+    assert _cpus.spin_note(1) is None  # one thread: no workers to wait for
+    monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "28")
+    assert _cpus.spin_note(2) is None  # the user chose

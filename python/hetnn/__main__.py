@@ -289,18 +289,13 @@ def _sigterm_ends_like_ctrl_c(active: bool) -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-# OpenBLAS's threads spin for 2^28 cycles (about 0.1 s) after each call, and take another value only before the
-# library loads. Interleaved rounds wait for a peer's pool to go quiet before the next case's turn (its spinning
-# threads would take the CPUs the next case is timed on): on 2 vCPUs `bench matmul --shapes resnet50 --compare numpy`
-# took 63 s, most of it waiting 0.11 s after each NumPy turn. The measuring commands therefore run in a fresh
-# interpreter with 2^24 cycles (a few ms), unless the user set a value: 23 s, and the same answer (hetnn / NumPy
-# 1.09x (1.06-1.12) with 2^28, 1.09x (1.06-1.13) and 1.10x (1.04-1.14) with 2^24, alternating runs on a quiet Zen 4);
-# 2^20 cycles read NumPy slower (1.13x and 1.21x against 1.09x and 1.14x). The report's environment records it.
-SHORT_SPINS = {"OPENBLAS_THREAD_TIMEOUT": "24"}
+# bench and study run with OpenBLAS's short spin (_cpus.SHORT_SPINS says why), in a fresh interpreter.
 _MPI_ENV = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
 
 
 def _reexec_with_short_spins(raw: List[str]) -> None:
+    from ._cpus import SHORT_SPINS
+
     if (os.name != "posix" or not sys.executable or any(k in os.environ for k in SHORT_SPINS)
             or any(k in os.environ for k in _MPI_ENV)):  # an MPI rank is not replaced under its launcher
         return

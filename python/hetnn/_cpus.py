@@ -202,6 +202,34 @@ def plan(seconds: float = SAMPLE_S, fixed: Optional[int] = None) -> CpuPlan:
     return CpuPlan(allowed, cpus, others, used, steal, quota, busy_procs, wall, fixed=fixed)
 
 
+# OpenBLAS's threads spin for 2^28 cycles (about 0.1 s) after each call, and take another value only before the
+# library loads. Interleaved rounds wait for a peer's pool to go quiet before the next case's turn (its spinning
+# threads would take the CPUs the next case is timed on): on 2 vCPUs `bench matmul --shapes resnet50 --compare numpy`
+# took 63 s, most of it waiting 0.11 s after each NumPy turn. The measuring commands therefore run in a fresh
+# interpreter with 2^24 cycles (a few ms), unless the user set a value: 23 s, and the same answer (hetnn / NumPy
+# 1.09x (1.06-1.12) with 2^28, 1.09x (1.06-1.13) and 1.10x (1.04-1.14) with 2^24, alternating runs on a quiet Zen 4);
+# 2^20 cycles read NumPy slower (1.13x and 1.21x against 1.09x and 1.14x). The report's environment records it.
+SHORT_SPINS = {"OPENBLAS_THREAD_TIMEOUT": "24"}
+
+
+def spin_note(threads: int) -> Optional[str]:
+    """A line for a report run in a process whose OpenBLAS keeps its own spin (a notebook, a script), where the
+    interleaved rounds wait for it: what to do about it. None where it does not apply (one thread: no workers)."""
+    if threads <= 1 or any(k in os.environ for k in SHORT_SPINS):
+        return None
+    try:
+        from threadpoolctl import threadpool_info
+        openblas = any(p.get("internal_api") == "openblas" for p in threadpool_info())
+    except Exception:  # threadpoolctl cannot read the pools here: say nothing rather than guess
+        return None
+    if not openblas:
+        return None
+    setting = " ".join(f"{k}={v}" for k, v in SHORT_SPINS.items())
+    return (f"note: OpenBLAS's threads spin about 0.1 s after each call here, and each interleaved turn after a "
+            f"BLAS one waits for them; {setting} set before NumPy is imported (or `python -m hetnn bench`, which "
+            f"sets it) makes such runs about 3x shorter")
+
+
 def pin_supported() -> bool:
     return hasattr(os, "sched_setaffinity") and os.path.isdir("/proc/self/task")
 

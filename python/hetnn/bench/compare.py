@@ -242,6 +242,9 @@ def compare(op: str, *args: Any, against: Sequence[str] = ("numpy", "cupy", "tor
     text = [f"{op} {case['shape']} {dtype}: hetnn on {dev.id} ({dev.name}) against {', '.join(against) or 'nothing'}"]
     if plan is not None:
         text.append(plan.header())
+        spin = _cpus.spin_note(plan.threads)
+        if spin:
+            text.append(spin)
     text += [f"note: {n}" for n in dict.fromkeys(notes)]
     text.append(format_table(rows, _COLUMNS + (_FLOP_COLUMNS if flops else []) + _CHECK_COLUMNS))
     text += ["  " + line for line in _ratio_lines(rows, dev, dtype)]

@@ -622,6 +622,9 @@ def run_suites(suite: Optional[str], opts: Options, say: Say) -> List[Dict[str, 
             plan = auto if n is None else cpu_plan(opts, n, suite)
             if plan is not None:
                 say(plan.header() + (" -- hetnn, BLAS, PyTorch and every peer alike" if n is None else ""))
+                note = _cpus.spin_note(plan.threads)
+                if note and n is None:
+                    say(note)
             with _cpus.use(plan) if plan is not None else contextlib.nullcontext():
                 for name in SUITES:
                     if not (suite == name or (suite == "all" and name in ALL)):

@@ -94,6 +94,9 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
         collect(f"doctor: {line}")
     if plan is not None:
         collect(plan.header() + " -- hetnn and every peer alike")
+        spin = _cpus.spin_note(plan.threads)
+        if spin:
+            collect(spin)
     bar = _Progress(opts.progress_mode(), study.name)
     ctx = Context(cfg, devs, collect, bar.callback())
 
