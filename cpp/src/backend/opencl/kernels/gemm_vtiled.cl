@@ -12,8 +12,7 @@
 //    (implicit GEMM: no column buffer); KH, KW are compile-time, the rest of the geometry kernel arguments.
 //  - Global loads are VA / VB wide along the operand's contiguous dimension; the host sets 4 where that dimension is
 //    a multiple of 4 (so every vector is aligned: buffers start aligned) and the storage is the arithmetic type,
-//    else 1. C is stored VWN wide where VC is set (N a
-//    multiple of VWN).
+//    else 1. C is stored VWN wide where VC is set (N a multiple of VWN).
 #include "common.cl"
 #ifndef TS_M
 #define TS_M 128
