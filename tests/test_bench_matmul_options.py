@@ -1,5 +1,6 @@
 """The matmul suite's options for the published GEMM study: MxNxK shapes on the command line, both aggregates (total
 FLOP over total time, and the arithmetic mean of GFLOP/s), and value labels on the plot's bars."""
+import json
 import os
 import subprocess
 import sys
@@ -69,8 +70,6 @@ def test_measuring_commands_run_with_short_openblas_spins(tmp_path, user_value):
                         "--compare", "numpy", "--repeat", "3", "--warmup", "1", "--no-progress", "--output",
                         str(prefix)], capture_output=True, text=True, timeout=300, env=env)
     assert p.returncode == 0, p.stderr
-    import json
-
     (path,) = tmp_path.glob("r*.json")
     got = json.loads(path.read_text())["environment"]["environment"].get("OPENBLAS_THREAD_TIMEOUT")
     assert got == (user_value or "24"), got

@@ -422,8 +422,7 @@ namespace {
 std::int64_t gemm_k_splits(const GemmParams& p, const MatmulDesc& d, int compute_units) {
   if (d.dtype != DType::f32 && d.dtype != DType::f64) return 1;  // partials are stored in the data type
   const std::int64_t tiles = ((d.M + p.ts_m - 1) / p.ts_m) * ((d.N + p.ts_n - 1) / p.ts_n) * d.batch;
-  const std::int64_t places = 2 * std::int64_t{compute_units};
-  if (compute_units <= 0 || tiles >= places || 10 * tiles >= 9 * places) return 1;
+  if (compute_units <= 0 || 10 * tiles >= 9 * 2 * std::int64_t{compute_units}) return 1;
   const std::int64_t min_chunk = std::max<std::int64_t>(256, 4 * p.ts_k);
   std::int64_t s = std::min<std::int64_t>((2 * compute_units + tiles - 1) / tiles, d.K / min_chunk);
   const std::int64_t max_partials = (std::int64_t{64} << 20) / static_cast<std::int64_t>(dtype_size(d.dtype));
@@ -463,17 +462,16 @@ void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a,
   const cl_long sb = d.batch_b == 1 ? 0 : conv ? conv->C * conv->H * conv->W : d.K * d.N;  // conv: an input image
   std::int64_t splits = gemm_k_splits(p, d, info_.compute_units);
   // slices start at multiples of ts_k: vector loads along K stay aligned and inside the matrix
-  const std::int64_t chunk64 =
-      splits > 1 ? static_cast<std::int64_t>(round_up(static_cast<std::size_t>((d.K + splits - 1) / splits),
-                                                      static_cast<std::size_t>(p.ts_k)))
-                 : std::max<std::int64_t>(d.K, 1);
-  if (splits > 1) splits = (d.K + chunk64 - 1) / chunk64;  // no empty slice
-  const cl_int chunk = static_cast<cl_int>(chunk64);
+  std::int64_t chunk = std::max<std::int64_t>(d.K, 1);
+  if (splits > 1) {
+    chunk = ((d.K + splits - 1) / splits + p.ts_k - 1) / p.ts_k * p.ts_k;
+    splits = (d.K + chunk - 1) / chunk;  // no empty slice
+  }
   cl_mem out = splits > 1 ? scratch(2, static_cast<std::size_t>(splits * d.batch * d.M * d.N) * dtype_size(d.dtype))
                           : c;
   ArgSetter set{k, name};
   set(M)(N)(K).real(d.alpha, d.dtype).real(d.beta, d.dtype);
-  set(a)(sa)(b)(sb)(out)(bias)(has_bias)(act)(chunk)(static_cast<cl_int>(splits));
+  set(a)(sa)(b)(sb)(out)(bias)(has_bias)(act)(static_cast<cl_int>(chunk))(static_cast<cl_int>(splits));
   if (conv) {
     set(static_cast<cl_int>(conv->C))(static_cast<cl_int>(conv->H))(static_cast<cl_int>(conv->W));
     set(static_cast<cl_int>(conv->OW))(cl_int{conv->sh})(cl_int{conv->sw})(cl_int{conv->ph})(cl_int{conv->pw});

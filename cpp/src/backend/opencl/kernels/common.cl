@@ -40,3 +40,16 @@
 // Works on scalars and vectors. ReLU keeps NaN (NaN < 0 is false), as PyTorch does.
 #define ACTIVATE(x, act) \
   ((act) == 1 ? ((x) < 0 ? 0 : (x)) : (act) == 2 ? 1 / (1 + exp(-(x))) : (act) == 3 ? tanh(x) : (x))
+
+// The tiled kernels' work-group (gemm.cl, gemm_vtiled.cl; global (N tiles * LN, M tiles * LM, batch * splits)):
+// work item (tn, tm), number lid, of the TS_M x TS_N tile at (m0, n0); z = batch * splits + slice covers K elements
+// [kb, ke) of its batch's A and B and writes C + z * M * N (split-K partials, or C itself when splits = 1).
+#define TILED_GEMM_PROLOGUE                                                 \
+  const int tn = get_local_id(0), tm = get_local_id(1);                     \
+  const int lid = tm * LN + tn;                                             \
+  const int n0 = get_group_id(0) * TS_N, m0 = get_group_id(1) * TS_M;       \
+  const long z = get_global_id(2), batch = z / splits;                      \
+  const int kb = (int)(z % splits) * k_chunk, ke = min(K, kb + k_chunk);    \
+  A += batch * a_batch_stride;                                              \
+  B += batch * b_batch_stride;                                              \
+  C += z * (long)M * N;

@@ -33,14 +33,7 @@ void gemm_tiled(const int M, const int N, const int K, const REAL alpha, const R
                 __global const STORAGE* restrict B, const long b_batch_stride,
                 __global STORAGE* restrict C, __global const STORAGE* restrict bias, const int has_bias,
                 const int act, const int k_chunk, const int splits) {
-  const int tn = get_local_id(0), tm = get_local_id(1);
-  const int lid = tm * LN + tn;
-  const int n0 = get_group_id(0) * TS_N, m0 = get_group_id(1) * TS_M;
-  const long z = get_global_id(2), batch = z / splits;
-  const int kb = (int)(z % splits) * k_chunk, ke = min(K, kb + k_chunk);
-  A += batch * a_batch_stride;
-  B += batch * b_batch_stride;
-  C += z * (long)M * N;
+  TILED_GEMM_PROLOGUE
 
   __local REAL As[TS_K][TS_M];
   __local REAL Bs[TS_K][TS_N];

@@ -206,14 +206,7 @@ void gemm_vtiled(const int M, const int N, const int K, const REAL alpha, const 
                  const int sw, const int ph, const int pw, const int dh, const int dw
 #endif
 ) {
-  const int tn = get_local_id(0), tm = get_local_id(1);
-  const int lid = tm * LN + tn;
-  const int n0 = get_group_id(0) * TS_N, m0 = get_group_id(1) * TS_M;
-  const long z = get_global_id(2), batch = z / splits;
-  const int kb = (int)(z % splits) * k_chunk, ke = min(K, kb + k_chunk);
-  A += batch * a_batch_stride;
-  B += batch * b_batch_stride;
-  C += z * (long)M * N;
+  TILED_GEMM_PROLOGUE
 
   __local REALM As[2][TS_K][TS_M / VWM];
   __local REALN Bs[2][TS_K][TS_N / VWN];
