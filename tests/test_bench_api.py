@@ -106,6 +106,39 @@ def test_check_ceiling_flags_only_above_tolerance():
     assert "ERR>peak" in text and "100.0" not in text  # never printed as a result
 
 
+def test_every_table_shows_flags_spread_and_first_use_and_details_only_when_asked():
+    """One row model: a table whose rows carry flags, repeat times or a first-use cost shows them whatever its
+    columns say; the columns marked "detail" are printed only with details (-v)."""
+    rng = np.random.default_rng()
+    times = list(rng.uniform(1.0, 2.0, 8))
+    rows = [{"name": "a", "ms": 1.5, "extra": 7, "times_s": times, "first_use_s": 0.25, "noise": "re-ran 2 preempted"},
+            {"name": "b", "ms": 2.5, "extra": 8, "times_ms": [1.0, 1.0, 1.0, 3.0, 1.0]}]
+    cols = [("name", "name", ""), ("ms", "ms", ".2f"), ("extra", "extra", "d", "detail")]
+    head = format_table(rows, cols).splitlines()[0].split()
+    assert head[:2] == ["name", "ms"] and "extra" not in head
+    assert {"flags", "IQR", "first"} <= set(head)
+    text = format_table(rows, cols)
+    q1, q3 = np.percentile(times, [25, 75])
+    assert f"{100 * (q3 - q1) / np.median(times):.0f}" in text.splitlines()[2]  # the spread, from the times
+    assert "250.0 ms" in text and "re-ran 2 preempted" in text
+    assert "extra" in format_table(rows, cols, details=True).splitlines()[0]
+    bare = format_table([{"name": "c", "ms": 1.0}], cols)  # nothing to trust or distrust: no empty columns
+    assert bare.splitlines()[0].split() == ["name", "ms"]
+
+
+def test_the_matmul_table_is_narrow_unless_asked(capsys):
+    from hetnn.__main__ import main
+
+    args = ["bench", "matmul", "--shapes", "64x64x64", "--device", "cpu", "--compare", "none", "--repeat", "4",
+            "--warmup", "0", "--max-duration", "0.05", "--no-output", "--no-progress", "--threads", "1"]
+    main(args)
+    brief = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("shape"))
+    main(args + ["-v"])
+    full = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("shape"))
+    assert "device ms" not in brief and " n " not in brief and "IQR %" in brief and "first use" in brief
+    assert "device ms" in full and " M " in full
+
+
 def test_unsynchronised_timing_would_be_flagged():
     """What the flag is for: timing an asynchronous OpenCL matmul without synchronising reports an impossible
     rate; check_ceiling catches it against the device's ceiling."""

@@ -80,13 +80,44 @@ def test_in_process_runs_say_how_to_shorten_openblas_spins(monkeypatch):
     the report says what to set, where that applies (OpenBLAS, more than one thread, nothing set)."""
     from threadpoolctl import threadpool_info
 
-    from hetnn import _cpus
+    from hetnn import _cpus, _openblas
 
     if not any(p.get("internal_api") == "openblas" for p in threadpool_info()):
         pytest.skip("NumPy's BLAS here is not OpenBLAS")
     monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
+    monkeypatch.setattr(_openblas, "can_shorten", lambda: False)  # an OpenBLAS without the calls to shorten it
     note = _cpus.spin_note(2)
     assert note is not None and "OPENBLAS_THREAD_TIMEOUT=24" in note and "before NumPy is imported" in note
     assert _cpus.spin_note(1) is None  # one thread: no workers to wait for
     monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "28")
     assert _cpus.spin_note(2) is None  # the user chose
+
+
+def test_in_process_runs_shorten_openblas_spins(monkeypatch):
+    """A notebook's NumPy loaded OpenBLAS with its 0.1 s spin: a run on a plan of two threads (as the suites,
+    the studies, compare and free_cpus run) ends the workers and restarts them with the short spin, so a NumPy
+    call leaves no worker busy after it; the default is back after the run."""
+    import time
+
+    from hetnn import _cpus, _openblas
+
+    monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
+    if not _openblas.can_shorten():
+        pytest.skip("no OpenBLAS here that exports openblas_read_env and blas_thread_shutdown_")
+    assert _cpus.spin_note(2) is None  # nothing to tell the user: the run does it
+    allowed = _cpus.allowed_cpus()
+    plan = _cpus.CpuPlan(allowed, allowed, 0.0, {}, 0.0, fixed=2)
+    a = np.random.default_rng().standard_normal((384, 384))
+    with _cpus.use(plan, pin=False):
+        assert _openblas.timeouts() and set(_openblas.timeouts()) == {24}
+        spun = []
+        for _ in range(3):
+            a @ a
+            t0 = time.process_time()
+            time.sleep(0.25)
+            spun.append(time.process_time() - t0)
+        assert "OPENBLAS_THREAD_TIMEOUT" not in os.environ
+    # 2^24 cycles are a few ms; 2^28 were 0.05 s of a worker's CPU after each call on a quiet Zen 4 (a busy
+    # machine only shortens a spin)
+    assert min(spun) < 0.02, spun
+    assert set(_openblas.timeouts()) == {28}  # the library's own default again

@@ -30,7 +30,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                    widths=args.widths, depths=args.depths, sizes=args.sizes,
                    dtype=args.dtype, sweep_max=args.sweep_max, max_width=args.max_width, epochs=args.epochs,
                    clblast_tuning=args.clblast_tuning, threads=args.threads, progress=args.progress,
-                   ranks=args.ranks, hostfile=args.hostfile, list_left_out=args.verbose)
+                   ranks=args.ranks, hostfile=args.hostfile, details=args.verbose)
     if suite == "scaling" and not args.distributed:  # this process starts no MPI: the ranks are launched
         from .bench import launch
 
@@ -357,7 +357,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                    "(default: bench-results/SUITE-DATE-TIME)")
     b.add_argument("--no-output", action="store_true", help="print the report only, write no files")
     b.add_argument("-v", "--verbose", action="store_true",
-                   help="list every row left out of the ratios and aggregates (default: one line in all)")
+                   help="every column of every table, and every row left out of the ratios and aggregates listed "
+                        "(default: the columns the question needs, and one line for the rows left out)")
     b.add_argument("--distributed", action="store_true",
                    help="under mpirun: every rank runs the suite on its own devices (ranks on one machine in turn), "
                         "rank 0 prints one table with host and rank per row and writes the files; the scaling "

@@ -209,6 +209,7 @@ def plan(seconds: float = SAMPLE_S, fixed: Optional[int] = None) -> CpuPlan:
 # interpreter with 2^24 cycles (a few ms), unless the user set a value: 23 s, and the same answer (hetnn / NumPy
 # 1.09x (1.06-1.12) with 2^28, 1.09x (1.06-1.13) and 1.10x (1.04-1.14) with 2^24, alternating runs on a quiet Zen 4);
 # 2^20 cycles read NumPy slower (1.13x and 1.21x against 1.09x and 1.14x). The report's environment records it.
+# In a process that loaded OpenBLAS already (a notebook), use() shortens the spin for the run (hetnn._openblas).
 SHORT_SPINS = {"OPENBLAS_THREAD_TIMEOUT": "24"}
 
 
@@ -217,12 +218,14 @@ def spin_note(threads: int) -> Optional[str]:
     interleaved rounds wait for it: what to do about it. None where it does not apply (one thread: no workers)."""
     if threads <= 1 or any(k in os.environ for k in SHORT_SPINS):
         return None
+    from . import _openblas
+
     try:
         from threadpoolctl import threadpool_info
         openblas = any(p.get("internal_api") == "openblas" for p in threadpool_info())
     except Exception:  # threadpoolctl cannot read the pools here: say nothing rather than guess
         return None
-    if not openblas:
+    if not openblas or _openblas.can_shorten():  # use() shortens it for the run
         return None
     setting = " ".join(f"{k}={v}" for k, v in SHORT_SPINS.items())
     return (f"note: OpenBLAS's threads spin about 0.1 s after each call here, and each interleaved turn after a "
@@ -299,10 +302,15 @@ def thread_limit(n: Optional[int]) -> Iterator[None]:
 
 @contextlib.contextmanager
 def use(p: CpuPlan, pin: bool = True) -> Iterator[CpuPlan]:
-    """Runs the block on plan ``p``: every pool at ``p.threads`` threads and, with ``pin``, every thread on
-    ``p.cpus`` when they are fewer than the CPUs allowed."""
+    """Runs the block on plan ``p``: every pool at ``p.threads`` threads, OpenBLAS's idle spin short (as in the
+    measuring commands: :mod:`hetnn._openblas`) and, with ``pin``, every thread on ``p.cpus`` when they are fewer
+    than the CPUs allowed."""
+    from ._openblas import short_spins
+
     with contextlib.ExitStack() as stack:
         if pin and len(p.cpus) < len(p.allowed):
             stack.enter_context(pinned(p.cpus))
         stack.enter_context(thread_limit(p.threads))
+        if p.threads > 1:  # one thread: no workers to spin
+            stack.enter_context(short_spins(SHORT_SPINS["OPENBLAS_THREAD_TIMEOUT"]))
         yield p

@@ -32,12 +32,44 @@ def row_flags(r: Dict[str, Any]) -> str:
     return text
 
 
-def format_table(rows: List[Dict[str, Any]], columns: Sequence[Tuple[str, str, str]]) -> str:
-    """``columns``: (key, header, format spec). Numbers right-aligned. A table of rows that carry flags always
-    shows them: a ``flags`` column is added when ``columns`` has none."""
-    if not any(k == "noise" for k, _, _ in columns) and any(row_flags(r) for r in rows):
-        rows = [{**r, "noise": row_flags(r)} for r in rows]
-        columns = [*columns, ("noise", "flags", "")]
+def row_spread(r: Dict[str, Any]) -> Any:
+    """A row's spread over its repeats (IQR over the median, in %): its ``spread_pct``, else from the repeat times
+    it carries (``times_s``, ``times_ms``); None for a row that has neither (an aggregate, a single timing)."""
+    if r.get("spread_pct") is not None:
+        return r["spread_pct"]
+    times = r.get("times_s", r.get("times_ms"))
+    if isinstance(times, (list, tuple)) and times:
+        from ._measurement import spread_pct
+
+        return spread_pct(times)
+    return None
+
+
+def row_first_use(r: Dict[str, Any]) -> Any:
+    """What a row's first call cost (compile, allocation, disk cache), as text: ``first_use``, else
+    ``first_use_s``."""
+    if r.get("first_use"):
+        return r["first_use"]
+    s = r.get("first_use_s")
+    return f"{s * 1e3:.1f} ms" if isinstance(s, (int, float)) and not math.isnan(s) else None
+
+
+# what every table shows when its rows carry it, whatever the table's columns say: how far to trust a figure
+# (flags), how much it moved between repeats (spread) and what its first call cost (first use)
+_TRUST = (("noise", "flags", "", row_flags, ("noise",)),
+          ("spread_pct", "IQR %", ".0f", row_spread, ("spread_pct", "speedup_ci")),
+          ("first_use", "first use", "", row_first_use, ("first_use", "first_use_s")))
+
+
+def format_table(rows: List[Dict[str, Any]], columns: Sequence[Tuple[str, ...]], details: bool = False) -> str:
+    """``columns``: (key, header, format spec) or (key, header, format spec, "detail"): a detail column is shown
+    only with ``details`` (``-v``). Numbers right-aligned. A table of rows that carry flags, repeat times or a
+    first-use cost always shows them: the columns are added when ``columns`` has none of their kind."""
+    columns = [c[:3] for c in columns if details or len(c) < 4 or c[3] != "detail"]
+    for key, title, spec, get, kinds in _TRUST:
+        if not any(k in kinds for k, _, _ in columns) and any(get(r) not in (None, "") for r in rows):
+            rows = [{**r, key: get(r)} for r in rows]
+            columns = [*columns, (key, title, spec)]
     if rows:  # a column no row fills (a note no peer had, a device time no row measured) says nothing: left out
         columns = [c for c in columns if c[0] in ("noise", "flagged") or
                    any(_cell(r.get(c[0]), c[2]) not in ("-", "") for r in rows)]

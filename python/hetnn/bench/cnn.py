@@ -51,7 +51,7 @@ MODELS: Dict[str, Tuple[Spec, Tuple[int, int, int]]] = {
 
 CNN_COLUMNS = [
     ("model", "model", ""), ("library", "library", ""), ("device", "device", ""), ("batch", "batch", ""),
-    ("samples", "samples", ","), ("epochs", "epochs", ""), ("epoch_s", "s/epoch", ".3f"),
+    ("samples", "samples", ",", "detail"), ("epochs", "epochs", "", "detail"), ("epoch_s", "s/epoch", ".3f"),
     ("samples_per_s", "samples/s", ",.0f"), ("gflops", "GFLOP/s", ".1f"), ("pct_peak", "% peak", ".0f"),
     ("first_use_s", "first use s", ".2f"), ("test_accuracy", "test acc", ".4f"), ("final_loss", "train loss", ".4f"),
     ("noise", "flags", ""),

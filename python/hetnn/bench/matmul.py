@@ -392,10 +392,11 @@ def ratios(rows: List[Dict[str, Any]], verbose: bool = False) -> List[str]:
     return out + left_out_line(shape_rows, verbose) + ([note] if (note := aggregate_note(rows)) else [])
 
 
-MATMUL_COLUMNS = [("shape", "shape", ""), ("M", "M", "d"), ("N", "N", "d"), ("K", "K", "d"),
-                  ("library", "library", ""), ("device", "device", ""), ("wall_ms", "wall ms", ".3f"),
-                  ("device_ms", "device ms", ".3f"), ("gflops", "GFLOP/s", ".1f"),
-                  ("mean_gflops", "mean GFLOP/s", ".1f"), ("pct_peak", "% peak", ".0f"),
-                  ("max_rel_err", "max rel err", ".1e"), ("spread_pct", "IQR %", ".0f"), ("repeats", "n", "d"),
-                  ("threads", "threads", ""), ("first_use", "first use", ""), ("noise", "flags", ""),
-                  ("note", "note", "")]
+# "detail": shown with -v (the shape's label names M, N and K; the header, the thread count)
+MATMUL_COLUMNS = [("shape", "shape", ""), ("M", "M", "d", "detail"), ("N", "N", "d", "detail"),
+                  ("K", "K", "d", "detail"), ("library", "library", ""), ("device", "device", ""),
+                  ("wall_ms", "wall ms", ".3f"), ("device_ms", "device ms", ".3f", "detail"),
+                  ("gflops", "GFLOP/s", ".1f"), ("mean_gflops", "mean GFLOP/s", ".1f", "detail"),
+                  ("pct_peak", "% peak", ".0f"), ("max_rel_err", "max rel err", ".1e"), ("spread_pct", "IQR %", ".0f"),
+                  ("repeats", "n", "d", "detail"), ("threads", "threads", "", "detail"),
+                  ("first_use", "first use", ""), ("noise", "flags", ""), ("note", "note", "")]

@@ -38,10 +38,11 @@ MLP_TOPOLOGY_COLUMNS = [
 MLP_MNIST_COLUMNS = [
     ("widths", "hidden", ""), ("params", "params", ","), ("batch", "batch", ""), ("library", "library", ""),
     ("device", "device", ""), ("epochs", "epochs", ""), ("epoch_s", "s/epoch", ".3f"), ("gflops", "GFLOP/s", ".1f"),
-    ("pct_peak", "% peak", ".0f"), ("first_epoch_s", "1st epoch s", ".3f"),
-    ("first_use_s", "first use s", ".3f"), ("built", "built", ""), ("disk_hits", "disk hits", ""),
+    ("pct_peak", "% peak", ".0f"), ("first_epoch_s", "1st epoch s", ".3f", "detail"),
+    ("first_use_s", "first use s", ".3f"), ("built", "built", "", "detail"), ("disk_hits", "disk hits", "", "detail"),
     ("test_accuracy", "test acc", ".4f"), ("final_loss", "train loss", ".4f"),
-    ("device_s", "device s/epoch", ".3f"), ("host_us_per_step", "host us/step", ".1f"), ("noise", "flags", ""),
+    ("device_s", "device s/epoch", ".3f", "detail"), ("host_us_per_step", "host us/step", ".1f", "detail"),
+    ("noise", "flags", ""),
 ]
 
 

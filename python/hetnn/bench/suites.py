@@ -49,7 +49,8 @@ class Options:
                                         # (hetnn._cpus); "default": each library's own default
     ranks: Optional[int] = None         # scaling: MPI ranks to launch (default: the machine's cores, at least 2)
     hostfile: Optional[str] = None      # scaling: Open MPI hostfile (ranks on several machines)
-    list_left_out: bool = False         # every row kept out of the ratios, one line each (else one line in all)
+    details: bool = False               # -v: every column of every table, and every row kept out of the ratios
+                                        # one line each (else the columns the question needs, and one line)
     notes: List[str] = field(default_factory=list)
 
     def check(self) -> None:
@@ -65,7 +66,7 @@ class Options:
         if not is_real(self.max_duration) or \
                 not self.max_duration > 0:
             raise ValueError(f"--max-duration must be a number of seconds > 0, got {self.max_duration!r}")
-        for name in ("quick", "progress", "list_left_out"):
+        for name in ("quick", "progress", "details"):
             v = getattr(self, name)
             if not isinstance(v, (bool, np.bool_)) and not (name == "progress" and v is None):
                 raise TypeError(f"--{name} must be a bool, got {v!r}")
@@ -260,7 +261,7 @@ def suite_peak(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, A
     t0 = time.perf_counter()
     say(f"hetnn peak benchmark (measured ceilings); devices: {_devices_line(devs)}")
     rows = run_peak(devs, progress=progress.callback())
-    say(format_table(rows, PEAK_COLUMNS))
+    say(format_table(rows, PEAK_COLUMNS, opts.details))
     host = cpu_fma_peak_gflops()
     for r in rows:
         if r["device"] != "cpu":
@@ -339,9 +340,9 @@ def suite_matmul(opts: Options, say: Say, progress: _Progress) -> List[Dict[str,
     columns = MATMUL_COLUMNS if len(dtypes) == 1 else MATMUL_COLUMNS[:4] + [("dtype", "dtype", "")] + MATMUL_COLUMNS[4:]
     if any(dt in ("float16", "bfloat16") for dt in dtypes):  # native 16-bit arithmetic, or float32 on converted data
         columns = columns[:-1] + [("compute", "compute", "")] + columns[-1:]
-    say(format_table(rows, columns))
+    say(format_table(rows, columns, opts.details))
     for dt in dtypes:
-        for line in ratios([r for r in rows if r["dtype"] == dt], opts.list_left_out):
+        for line in ratios([r for r in rows if r["dtype"] == dt], opts.details):
             say(f"  [{dt}] " + line)
     if len(dtypes) > 1:
         say("\nprecision study (hetnn GFLOP/s per dtype; ratios to float32):")
@@ -384,10 +385,10 @@ def suite_maxpool(opts: Options, say: Say, progress: _Progress) -> List[Dict[str
     for line in dict.fromkeys(notes):
         say(f"note: {line}")
     say("\nlayers (forward without indices = inference; fwd+idx = training forward; bwd from the indices):")
-    say(format_table(layer_rows, MAXPOOL_COLUMNS))
+    say(format_table(layer_rows, MAXPOOL_COLUMNS, opts.details))
     say("\nsweep: square single-channel images, 2x2 windows, stride 2 (transfers of the input and the output "
         "timed separately):")
-    say(format_table(sweep_rows, SWEEP_COLUMNS))
+    say(format_table(sweep_rows, SWEEP_COLUMNS, opts.details))
     for line in ratios(layer_rows):
         say("  " + line)
     say(f"({_timing_line(timing)}; GB/s counts input + output bytes; % mem peak: forward GB/s over the device's "
@@ -428,12 +429,12 @@ def suite_mlp(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, An
             f"momentum 0.9, batch 64, {epochs} epoch(s) from the same initial weights (s/epoch: median; GFLOP/s: "
             f"the FLOP an epoch needs (forward, weight gradients, input gradients but the first layer's) over its "
             f"time):")
-        say(format_table(mnist, MLP_MNIST_COLUMNS))
+        say(format_table(mnist, MLP_MNIST_COLUMNS, opts.details))
         for line in mnist_ratios(mnist):
             say("  " + line)
     say("\ntopology study: 50 inputs (synthetic solar sensors), hidden ReLU layers of widths w, w/2, 13w/50, 1 output, "
         "MSE, plain SGD; one training epoch and one inference pass over the samples:")
-    say(format_table(topo, MLP_TOPOLOGY_COLUMNS))
+    say(format_table(topo, MLP_TOPOLOGY_COLUMNS, opts.details))
     say(f"({time.perf_counter() - t0:.1f} s in all)\n")
     return [{"part": "fashion-mnist", **{k: v for k, v in r.items() if k != "device_time"}} for r in mnist] + \
         [{"part": "topology", **r} for r in topo]
@@ -459,7 +460,7 @@ def suite_conv(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, A
     say("\n(a) ResNet-50 v1.5 convolution layers, forward (NCHW in and out); im2col+matmul: the same layer as a GEMM "
         "through hetnn.matmul, im2col and the copy back included; onednn-c++: oneDNN's convolution on its own "
         "layouts, inputs reordered once outside the timing:")
-    say(format_table(layer_rows, CONV_COLUMNS))
+    say(format_table(layer_rows, CONV_COLUMNS, opts.details))
     for line in summary(layer_rows):
         say("  " + line)
     epochs = opts.epochs if opts.epochs is not None else 3  # as the mlp suite: intervals need repeats
@@ -476,11 +477,11 @@ def suite_conv(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, A
                                    compare=compare, notes=notes)
     say(f"\n(b) Keras-style CNN on {len(mx):,} radiation maps 50x50 (4,352,641 parameters), Adam lr 1e-3, MSE: one "
         f"epoch per batch size:")
-    say(format_table(keras_rows, cnn.CNN_COLUMNS))
+    say(format_table(keras_rows, cnn.CNN_COLUMNS, opts.details))
     for line in cnn.ratios(keras_rows):
         say("  " + line)
     say("inference (predict, NumPy in and out):")
-    say(format_table(infer_rows, cnn.INFER_COLUMNS))
+    say(format_table(infer_rows, cnn.INFER_COLUMNS, opts.details))
     study_rows: List[Dict[str, Any]] = []
     progress.expect(2)
     try:
@@ -498,7 +499,7 @@ def suite_conv(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, A
         say("\n(c) LeNet (Adam lr 1e-3, batch 64) and the AlexNet variant (Fashion-MNIST zero-padded to 32x32, one "
             "input channel, Adam lr 1e-3, batch 256, dropout 0.5) on Fashion-MNIST: epochs from the same initial "
             "weights, test accuracy on the 10,000 test images after the last epoch:")
-        say(format_table(study_rows, cnn.CNN_COLUMNS))
+        say(format_table(study_rows, cnn.CNN_COLUMNS, opts.details))
         for line in cnn.ratios(study_rows):
             say("  " + line)
     for line in dict.fromkeys(notes):
@@ -520,7 +521,7 @@ def suite_transfer(opts: Options, say: Say, progress: _Progress) -> List[Dict[st
     say(f"hetnn transfer benchmark; devices: {_devices_line(devs)}")
     measure_missing(devs, say)
     rows = run_transfer(devs, transfer_sizes(max_bytes), progress=progress.callback(), **timing)
-    say(format_table(rows, TRANSFER_COLUMNS))
+    say(format_table(rows, TRANSFER_COLUMNS, opts.details))
     for line in summary(rows):
         say("  " + line)
     say(f"({_timing_line(timing)}; device-timed where the device times its copies; "
@@ -563,7 +564,7 @@ def suite_scaling(opts: Options, say: Say, progress: _Progress) -> List[Dict[str
     with num_threads(threads):
         rows = run_scaling(world, workloads, devs[0], opts.quick, rounds, threads, progress.callback())
     if rows:
-        say(format_table(rows, SCALING_COLUMNS))
+        say(format_table(rows, SCALING_COLUMNS, opts.details))
         for line in summary(rows):
             say("  " + line)
     say(f"(s/epoch: median over rounds of the slowest rank's epoch after a warm-up epoch; speedup: samples/s over "
@@ -579,21 +580,12 @@ _RUNNERS: Dict[str, Callable[[Options, Say, _Progress], List[Dict[str, Any]]]] =
 
 def main_columns(suite: str) -> List[Any]:
     """The columns of a suite's main table (the one-table view of a distributed run)."""
-    if suite == "peak":
-        from .peak import PEAK_COLUMNS as cols
-    elif suite == "matmul":
-        from .matmul import MATMUL_COLUMNS as cols
-    elif suite == "maxpool":
-        from .maxpool import MAXPOOL_COLUMNS as cols
-    elif suite == "mlp":
-        from .mlp import MLP_MNIST_COLUMNS as cols
-    elif suite == "conv":
-        from .conv import CONV_COLUMNS as cols
-    elif suite == "transfer":
-        from .transfer import TRANSFER_COLUMNS as cols
-    else:
-        from .scaling import SCALING_COLUMNS as cols
-    return list(cols)
+    from . import conv, matmul, maxpool, mlp, peak, scaling, transfer
+
+    tables: Dict[str, List[Any]] = {
+        "peak": peak.PEAK_COLUMNS, "matmul": matmul.MATMUL_COLUMNS, "maxpool": maxpool.MAXPOOL_COLUMNS,
+        "mlp": mlp.MLP_MNIST_COLUMNS, "conv": conv.CONV_COLUMNS, "transfer": transfer.TRANSFER_COLUMNS}
+    return list(tables.get(suite, scaling.SCALING_COLUMNS))
 
 
 def default_suite(quick: bool) -> str:

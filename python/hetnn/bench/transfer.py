@@ -17,7 +17,7 @@ from .copies import copy_seconds, measure_copies
 from .peak import _key, check_ceiling, host_cache_size, mem_peak_gbps, on_host, stored_peaks, stream_gbps
 
 TRANSFER_COLUMNS = [
-    ("device", "device", ""), ("direction", "direction", ""), ("size", "size", ""), ("bytes", "bytes", ","),
+    ("device", "device", ""), ("direction", "direction", ""), ("size", "size", ""), ("bytes", "bytes", ",", "detail"),
     ("wall_ms", "wall ms", ".4f"), ("wall_gbps", "wall GB/s", ".2f"), ("ms", "device ms", ".4f"),
     ("gbps", "device GB/s", ".2f"), ("pct_peak", "% peak", ".0f"), ("in_cache", "fits cache", ""),
     ("noise", "flags", ""),
