@@ -523,6 +523,9 @@ CONV_BAD = [
     ("weight-dtype", _conv(CX, CW.astype(np.float64)), TypeError, "weight"),
     ("int-input", _conv(CX.astype(np.int32), CW.astype(np.int32)), TypeError, "conv2d takes"),
     ("activation", _conv(CX, CW, activation="gelu"), ValueError, "activation|gelu"),
+    # a 60001 x 80001 output plane from a 1x1 input: 32-bit in-plane offsets gave zeros on OpenCL
+    ("output-plane-beyond-int", _conv(np.zeros((1, 1, 1, 1), np.float32), np.zeros((1, 1, 1, 1), np.float32),
+                                      padding=(30000, 40000)), ValueError, "output plane of more than 2\\^31-1"),
 ]
 CONV_BWD_BAD = [
     ("grad-shape", lambda d: hetnn.conv2d_backward(np.zeros((1, 8, 3, 3), np.float32), CX, CW, device=d), ValueError,
@@ -531,6 +534,9 @@ CONV_BWD_BAD = [
      "grad_output"),
     ("flag-not-bool", lambda d: hetnn.conv2d_backward(np.zeros((1, 8, 4, 4), np.float32), CX, CW, input_grad=1,
                                                       device=d), TypeError, "input_grad"),
+    ("output-plane-beyond-int", lambda d: hetnn.conv2d_backward(
+        np.zeros((1, 1, 1, 1), np.float32), np.zeros((1, 1, 1, 1), np.float32), np.zeros((1, 1, 1, 1), np.float32),
+        padding=(30000, 40000), device=d), ValueError, "output plane of more than 2\\^31-1"),
 ]
 AVG_BAD = [
     ("kernel-zero", _avg(X4, 0), ValueError, "kernel_size"),

@@ -23,13 +23,58 @@ def _model():
     return nn.Sequential([nn.Dense(4, 3, "relu", seed=0), nn.Dense(3, 2, seed=1)], device=CPU)
 
 
-def _fit(**kw):
-    m = _model()
+def _fit(model=False, **kw):
+    m = _MODEL if model else _model()
     args = dict(x=np.ones((8, 4), np.float32), y=np.zeros(8, np.int64), loss=nn.CrossEntropyLoss(),
                 optimizer=optim.SGD(m.parameters(), lr=0.1), epochs=1, batch_size=4)
     args.update(kw)
     x, y = args.pop("x"), args.pop("y")
     return m.fit(x, y, **args)
+
+
+_MODEL = _model()
+
+
+def _npy_header(descr, shape):
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": descr, "fortran_order": False, "shape": shape})
+    return buf.getvalue()
+
+
+def _architecture_bomb(tmp):
+    """A model file whose architecture member inflates to 64 MiB from a few KiB (compressed)."""
+    import zipfile
+
+    p = tmp / "bomb.npz"
+    with zipfile.ZipFile(p, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("__architecture__.npy", _npy_header("<U16777216", ()) + b"\0" * (64 << 20))
+    return str(p)
+
+
+def _claims_more(tmp):
+    """A saved model whose parameter member's header claims a 4 TB array in 100 bytes."""
+    import zipfile
+
+    p = tmp / "claims.npz"
+    _model().save(str(p))
+    with zipfile.ZipFile(p) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    members["param_0.npy"] = _npy_header("<f4", (1000000, 1000000)) + b"\0" * 100
+    with zipfile.ZipFile(p, "w") as z:
+        for n, data in members.items():
+            z.writestr(n, data)
+    return str(p)
+
+
+def _short_message(call):
+    """call()'s exception, after checking its message is short (a 100,000-character value was echoed whole)."""
+    try:
+        call()
+    except Exception as exc:
+        assert len(str(exc)) < 1000, len(str(exc))
+        raise
 
 
 def _write(tmp, name, data):
@@ -127,6 +172,32 @@ CASES = [
     ("load-truncated-zip", lambda t: nn.load(_write(t, "z.npz", b"PK\x03\x04" + b"\0" * 40)), ValueError, "z.npz"),
     ("load-foreign-npz", lambda t: nn.load(_foreign_npz(t)), ValueError, "foreign.npz"),
     ("load-directory", lambda t: nn.load(str(t)), (ValueError, IsADirectoryError, PermissionError), str),
+    ("load-architecture-bomb", lambda t: nn.load(_architecture_bomb(t)), ValueError, "architecture entry is"),
+    ("load-member-claims-4tb", lambda t: nn.load(_claims_more(t)), ValueError, "claims shape"),
+    # issue 35's round: each once a crash, a wrong answer or a message naming no argument
+    ("fit-empty-validation", lambda t: _fit(validation_data=(np.ones((0, 4), np.float32), np.zeros(0, np.int64))),
+     ValueError, "validation_data has no samples"),
+    ("fit-seed-negative", lambda t: _fit(seed=-5), ValueError, "seed"),
+    ("fit-seed-float", lambda t: _fit(seed=1.5), TypeError, "seed"),
+    ("fit-batch-beyond-int64", lambda t: _fit(batch_size=2**63), ValueError, "batch_size"),
+    ("fit-x-beyond-float32", lambda t: _fit(x=np.full((8, 4), 1e300)), ValueError, "x holds 1e\\+300 .*float32"),
+    ("fit-y-beyond-float32", lambda t: _fit(y=np.full((8, 2), -1e300), loss="mse"), ValueError, "y holds"),
+    ("sgd-infinite-lr", lambda t: optim.SGD(_model().parameters(), lr=float("inf")), ValueError, "lr .*finite"),
+    ("adam-huge-int-lr", lambda t: optim.Adam(_model().parameters(), lr=10**400), ValueError, "lr .*finite"),
+    ("adamw-infinite-decay", lambda t: optim.AdamW(_model().parameters(), weight_decay=float("inf")), ValueError,
+     "weight_decay .*finite"),
+    ("schedule-returns-inf", lambda t: _fit(optimizer=optim.SGD(_MODEL.parameters(), lr=0.1,
+                                                                lr_schedule=lambda e, lr: float("inf")), model=True),
+     ValueError, "schedule"),
+    ("schedule-returns-10-400", lambda t: _fit(optimizer=optim.SGD(_MODEL.parameters(), lr=0.1,
+                                                                   lr_schedule=lambda e, lr: 10**400), model=True),
+     ValueError, "schedule.*finite"),
+    ("state-dict-ragged", lambda t: _model().load_state_dict({"0.weight": [[1.0, 2.0], [3.0]]}, strict=False),
+     ValueError, "0.weight"),
+    ("maxpool-layer-padding", lambda t: nn.MaxPool2d(2, padding=5), ValueError, "padding"),
+    ("maxpool-layer-dilation", lambda t: nn.MaxPool2d(2, dilation=0), ValueError, "dilation"),
+    ("asarray-copy-false-other-dtype", lambda t: np.asarray(hetnn.asarray(F32, device=CPU), dtype=np.float64,
+                                                            copy=False), ValueError, "copy"),
     # datasets
     ("read-idx-garbage", lambda t: hetnn.datasets.read_idx(_write(t, "x.idx", b"\x01\x02\x03")), ValueError,
      "x.idx"),
@@ -148,6 +219,8 @@ CASES = [
     ("bench-compare-unknown-op", lambda t: hetnn.bench.compare("conv2d", F32), ValueError, "op"),
     ("bench-compare-unknown-peer", lambda t: hetnn.bench.compare("matmul", F32, F32, against="matlab"), ValueError,
      "matlab"),
+    ("bench-run-long-unknown-peer", lambda t: _short_message(lambda: hetnn.bench.run("matmul", compare="x" * 100000)),
+     ValueError, "100000 characters"),
 ]
 
 if OTHER is not None:

@@ -86,6 +86,7 @@ def test_a_failing_rank_ends_the_distributed_benchmark():
 
 @pytest.mark.parametrize("args,message", [
     (["scaling", "--ranks", "0"], "--ranks must be an integer >= 1"),
+    (["scaling", "--ranks", "100000"], "ranks per core"),  # once launched 100,000 processes
     (["scaling", "--hostfile", "/nonexistent/hosts"], "--hostfile: no such file"),
     (["matmul", "--ranks", "2"], "--ranks and --hostfile launch the scaling suite"),
     (["scaling", "--threads", "1,2"], "one thread count per rank"),

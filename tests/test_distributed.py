@@ -76,6 +76,12 @@ def test_ranks_calling_fit_differently_get_a_clear_error():
     assert "rank 0: differing arguments refused" in p.stdout and "rank 1: differing arguments refused" in p.stdout
 
 
+def test_ranks_building_different_models_get_a_clear_error():
+    p = _mpirun("fit_models_differ")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "rank 0: differing models refused" in p.stdout and "rank 1: differing models refused" in p.stdout
+
+
 def test_a_rank_that_raises_in_fit_ends_the_job_instead_of_a_hang():
     p = _mpirun("rank_raises_in_fit", timeout=90)
     assert p.returncode != 0

@@ -269,6 +269,92 @@ def test_a_save_that_fails_part_way_keeps_the_previous_model(tmp_path, monkeypat
     np.testing.assert_array_equal(nn.load(path).predict(x), new.predict(x))
 
 
+def _special_files(tmp_path):
+    """Paths that are not regular files, made in tmp_path (never the system's own: the defect replaced /dev/full)."""
+    import os
+    import socket
+    import stat
+
+    out = {"directory": tmp_path / "dir", "fifo": tmp_path / "fifo", "dangling link": tmp_path / "dangling"}
+    out["directory"].mkdir()
+    os.mkfifo(out["fifo"])
+    os.symlink(tmp_path / "nowhere", out["dangling link"])
+    out["link to a fifo"] = tmp_path / "to-fifo"
+    os.symlink(out["fifo"], out["link to a fifo"])
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(str(tmp_path / "sock"))
+        out["socket"] = tmp_path / "sock"
+    finally:
+        sock.close()
+    if os.geteuid() == 0:  # a character device like /dev/null (1, 3), in tmp_path
+        os.mknod(tmp_path / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        out["character device"] = tmp_path / "null"
+    return out
+
+
+def test_a_save_never_replaces_what_is_not_a_regular_file(tmp_path):
+    """Sequential.save, the reports' writer and the caches write a temporary file and rename it over the target:
+    renaming over a device node replaced it (as root, /dev/full became a regular file). Such a target, a FIFO, a
+    directory or a dangling link is refused with OSError naming it, and left as it was; a link to a regular file
+    keeps being a link, with the new model in the file it names."""
+    import os
+    import stat
+
+    from hetnn._loader import _core
+
+    model = nn.Sequential([nn.Dense(4, 3, seed=1)], device="cpu")
+    for what, path in _special_files(tmp_path).items():
+        before = os.lstat(path)
+        with pytest.raises(OSError, match="(?i)cannot write .*" + what.split()[-1]) as err:
+            model.save(path)
+        assert str(path) in str(err.value)
+        with pytest.raises(OSError, match="cannot write"):
+            _core.write_file_atomic(str(path), b"data")
+        after = os.lstat(path)
+        assert (stat.S_IFMT(after.st_mode), after.st_ino) == (stat.S_IFMT(before.st_mode), before.st_ino), what
+    assert not [p.name for p in tmp_path.rglob("*.tmp*")]  # nothing left behind
+    real, link = tmp_path / "real.npz", tmp_path / "link.npz"
+    model.save(real)
+    os.symlink(real, link)
+    other = nn.Sequential([nn.Dense(4, 3, seed=2)], device="cpu")
+    other.save(link)
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    x = np.random.default_rng().random((5, 4)).astype(np.float32)
+    np.testing.assert_array_equal(nn.load(real).predict(x), other.predict(x))
+
+
+def test_a_write_beyond_the_file_size_limit_surfaces_and_keeps_the_old_file(tmp_path):
+    """A full disk or a quota fails a write part-way: the writers check every write and the fsync, raise OSError
+    naming the file, leave the previous file and no temporary (RLIMIT_FSIZE stands in for a full disk)."""
+    import subprocess
+    import sys
+
+    code = f"""
+import os, resource, signal, numpy as np
+from hetnn import nn
+from hetnn._loader import _core
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+path = {str(tmp_path / "m.npz")!r}
+nn.Sequential([nn.Dense(4, 3, seed=1)], device="cpu").save(path)
+before = open(path, "rb").read()
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))
+for write in (lambda: nn.Sequential([nn.Dense(400, 300, seed=2)], device="cpu").save(path),
+              lambda: _core.write_file_atomic(path, b"x" * 100000)):
+    try:
+        write()
+    except OSError as e:
+        assert "cannot write " + path in str(e) and e.errno is not None, e
+    else:
+        raise SystemExit("no error")
+    assert open(path, "rb").read() == before
+print(sorted(os.listdir(os.path.dirname(path))))
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip() == "['m.npz']"
+
+
 def test_load_rejects_foreign_and_corrupt_files(tmp_path):
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a zip at all")
@@ -340,9 +426,11 @@ def test_bad_inputs_raise_clear_errors(device, rng):
         nn.Dense(0, 3)
     with pytest.raises(ValueError, match="Softmax is supported only as the last layer"):
         nn.Sequential([nn.Softmax(), nn.Dense(3, 3)])
-    with pytest.raises(ValueError, match=r"layer 0 \(MaxPool2d\).*padding"):
-        nn.Sequential([nn.MaxPool2d(2, padding=2), nn.Flatten(), nn.Dense(9, 1)], device=device).predict(
-            np.zeros((2, 1, 4, 4), np.float32))
+    with pytest.raises(ValueError, match=r"MaxPool2d: padding \(2, 2\) must be at most half"):
+        nn.MaxPool2d(2, padding=2)  # at construction, not at the first batch
+    with pytest.raises(ValueError, match=r"layer 0 \(MaxPool2d\).*too small"):
+        nn.Sequential([nn.MaxPool2d(3), nn.Flatten(), nn.Dense(9, 1)], device=device).predict(
+            np.zeros((2, 1, 2, 2), np.float32))
 
 
 def test_datasets(tmp_path):

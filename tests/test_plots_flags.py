@@ -101,3 +101,28 @@ def test_every_study_plot_marks_an_unreliable_row(name):
     assert not _marked(plot(rows, ENV))
     fig = plot([{**r, **BAD} for r in rows], ENV)
     assert _marked(fig), name
+
+
+def test_a_plot_of_ones_own_marks_unreliable_points_as_hetnn_does():
+    """``hetnn.bench.mark_unreliable`` (what the notebooks' own plots use) crosses exactly the unreliable or wrong
+    points, from rows or from BenchmarkResults."""
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    import hetnn
+    from hetnn.bench import mark_unreliable
+
+    clean = hetnn.benchmark(lambda: None, n_warmup=0, n_repeat=3, rerun=False)
+    shaky = hetnn.benchmark(lambda: None, n_warmup=0, n_repeat=3, rerun=False)
+    shaky.noise = {**shaky.noise, "unreliable": True}
+    xs = list(np.random.default_rng().uniform(1, 2, 4))
+    rows = [{"noise": ""}, {**BAD}, {"wrong": True}, {}]
+    fig = Figure()
+    ax = fig.subplots()
+    mark_unreliable(ax, xs, [1.0, 2.0, 3.0, 4.0], rows)
+    mark_unreliable(ax, [5.0, 6.0], [5.0, 6.0], [clean, shaky])
+    crosses = [ln for ln in ax.get_lines() if ln.get_marker() == "x" and ln.get_color() == "red"]
+    assert [list(ln.get_xdata()) for ln in crosses] == [[xs[1], xs[2]], [6.0]]
+    assert all(ln.get_label() == UNRELIABLE for ln in crosses)
+    mark_unreliable(ax, [7.0], [7.0], [{}])  # nothing to mark: nothing drawn
+    assert len(ax.get_lines()) == 2

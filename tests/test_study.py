@@ -361,3 +361,120 @@ def test_sigterm_ends_a_study_with_its_rows_written(monkeypatch, tmp_path, capsy
         data = json.load(f)
     assert len(data["rows"]) == 2 and "Terminated" in data["environment"]["stopped_by"]
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+@pytest.mark.parametrize("second", ["SIGINT", "SIGTERM"])
+def test_a_second_signal_while_the_rows_are_written_does_not_lose_them(monkeypatch, tmp_path, capsys, second):
+    """A supervisor signals the process and then its group, a wrapper forwards Ctrl-C: a second signal arrives
+    while the partial rows are being written, and used to interrupt the writing (nothing written in 4 of 4 tries).
+    The second is noted and the rows are written; the handlers found are back after."""
+    import signal
+
+    from hetnn.__main__ import main
+    from hetnn.bench.result import Report
+    from hetnn.study._base import Context
+
+    keep, to_json = Context.keep, Report.to_json
+
+    def killed(self, row):
+        keep(self, row)
+        if len(self.kept) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return row
+
+    def interrupted_write(self, path=None):
+        if path and not getattr(interrupted_write, "sent", False):
+            interrupted_write.sent = True
+            os.kill(os.getpid(), getattr(signal, second))  # lands in the middle of the write
+        return to_json(self, path)
+
+    monkeypatch.setattr(Context, "keep", killed)
+    monkeypatch.setattr(Report, "to_json", interrupted_write)
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    prefix = tmp_path / "term2"
+    rc = main(["study", "maxpool", "--quick", "--output", str(prefix), "--config",
+               _write_config(tmp_path, SMALL_POOL)])
+    assert rc == 143 and "writing what was measured" in capsys.readouterr().err
+    with open(f"{prefix}-partial.json") as f:
+        assert len(json.load(f)["rows"]) == 2
+    assert {s: signal.getsignal(s) for s in before} == before
+
+
+def test_a_finished_run_whose_output_fails_at_the_end_keeps_its_rows(monkeypatch, tmp_path, capsys):
+    """The disk fills (or is remounted read-only) while a study runs: its rows go to a rescue file named in the
+    message, exit status 1, no traceback; PREFIX.json being a directory is refused before the run."""
+    import errno
+    import re
+
+    from hetnn.__main__ import main
+    from hetnn.bench.result import Report
+
+    prefix = str(tmp_path / "out" / "run")
+    to_json = Report.to_json
+
+    def full_disk(self, path=None):
+        if path and path.startswith(prefix):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return to_json(self, path)
+
+    monkeypatch.setattr(Report, "to_json", full_disk)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "rescue"))
+    os.makedirs(tmp_path / "rescue")
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)  # TMPDIR read again
+    rc = main(["study", "maxpool", "--quick", "--output", prefix, "--config", _write_config(tmp_path, SMALL_POOL)])
+    err = capsys.readouterr().err
+    assert rc == 1 and "No space left on device" in err and "Traceback" not in err, err
+    (path,) = re.findall(r"the rows are in (\S+\.json)", err)
+    assert path.startswith(str(tmp_path / "rescue"))
+    with open(path) as f:
+        data = json.load(f)
+    assert data["rows"] and all(r["suite"] == "study-maxpool" for r in data["rows"])
+    monkeypatch.undo()
+    os.makedirs(str(tmp_path / "dir" / "run.json"))
+    rc = main(["study", "maxpool", "--quick", "--output", str(tmp_path / "dir" / "run"), "--config",
+               _write_config(tmp_path, SMALL_POOL)])
+    err = capsys.readouterr()
+    assert rc == 2 and "directory" in err.err and "hetnn study maxpool" not in err.out  # refused before the run
+
+
+@pytest.mark.parametrize("name,settings,named", [
+    ("maxpool", {"batch": 10**12}, "batch"),
+    ("mlp-topology", {"k_min": 30, "k_max": 30}, "k_max"),
+    ("mlp-topology", {"k_max": 10**9}, "k_max"),
+    ("mlp-topology", {"samples": 10**12}, "samples"),
+    ("cnn", {"maps": 10**11}, "maps"),
+    ("cnn", {"keras_batches": [10**12]}, "keras_batches"),
+    ("gemm-libraries", {"shapes": ["200000x200000x200000"]}, "shapes"),
+    ("nn-library", {"batch": 10**12}, "batch"),
+    ("nn-library", {"widths": [10**7]}, "widths"),
+    ("maxpool", {"seed": -1}, "seed"),
+    ("cnn", {"peers": ["matlab"]}, "peers"),
+])
+def test_a_configuration_beyond_the_machine_is_refused_before_the_run(monkeypatch, name, settings, named):
+    """Sizes no machine here can hold end in a ValueError naming the setting before anything runs (they ended in
+    NumPy's MemoryError, or allocated what overcommit allowed); so do a negative seed and unknown peers."""
+    from hetnn.study._base import Context
+
+    def measured(self, row):
+        raise AssertionError("the run started")
+    monkeypatch.setattr(Context, "keep", measured)
+    with pytest.raises(ValueError, match=named) as err:
+        study.run(name, quick=True, config=settings, device="cpu")
+    assert len(str(err.value)) < 400
+
+
+def test_unreadable_configuration_files_are_named(tmp_path):
+    utf16 = tmp_path / "utf16.json"
+    utf16.write_text('{"batch": 8}', encoding="utf-16")
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"layers": ' + "[" * 100000 + "]" * 100000 + "}")
+    for path, what in ((utf16, "not UTF-8"), (deep, "nested too deeply")):
+        with pytest.raises(ValueError, match=what) as err:
+            study.run("maxpool", quick=True, config=str(path))
+        assert str(path) in str(err.value)
+    with pytest.raises(ValueError, match="nested too deeply"):  # the same nesting from Python
+        nested: list = []
+        for _ in range(100000):
+            nested = [nested]
+        study.run("maxpool", quick=True, config={"layers": nested})

@@ -135,7 +135,7 @@ import warnings, numpy as np, hetnn
 from hetnn import _cache
 warnings.simplefilter("always")
 d = hetnn.device(%r)
-_cache.save_entry(d, "float32", {"params": "family=tiled ts_k=1048576", "gflops": 0.0, "date": "x"})
+_cache.save_entry(d, "float32", {"params": %r, "gflops": 0.0, "date": "x"})
 """
 
 USE = r"""
@@ -147,17 +147,24 @@ print("OK")
 """
 
 
-def test_a_tuning_entry_beyond_the_device_is_dropped_with_a_warning(tmp_path, opencl_device):
-    """A stored entry with tiles beyond the device's limits once aborted every later process's first matmul."""
+@pytest.mark.parametrize("params,why", [
+    ("family=tiled ts_k=1048576", "at most 1024"),
+    # within every range, yet 4096 work items x 16 KiB of accumulators: under PoCL it overflowed the work-group's
+    # stack and took down every later process; its unroll (ku=16) took 70-88 s to build
+    ("family=packed rm=32 vw=16 nv=8 ku=16 lx=64 ly=64", "unrolled"),
+    ("family=packed rm=32 vw=16 nv=8 ku=1 lx=64 ly=64", "private memory"),
+])
+def test_a_tuning_entry_beyond_the_device_is_dropped_with_a_warning(tmp_path, opencl_device, params, why):
+    """A stored entry beyond the device's limits once aborted (or crashed) every later process's first matmul."""
     env = dict(os.environ, HETNN_CACHE_DIR=str(tmp_path))
     env.pop("HETNN_POISON", None)
-    r = subprocess.run([sys.executable, "-c", BAD_ENTRY % opencl_device.id], capture_output=True, text=True,
-                       env=env, timeout=300)
+    r = subprocess.run([sys.executable, "-c", BAD_ENTRY % (opencl_device.id, params)], capture_output=True,
+                       text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     r = subprocess.run([sys.executable, "-c", USE % opencl_device.id], capture_output=True, text=True, env=env,
                        timeout=300)
     assert r.returncode == 0 and "OK" in r.stdout, (r.returncode, r.stderr[-2000:])
-    assert "ignoring tuned float32 GEMM parameters" in r.stderr and "at most 1024" in r.stderr
+    assert "ignoring tuned float32 GEMM parameters" in r.stderr and why in r.stderr
 
 
 @pytest.mark.parametrize("beta", [0.0, 1.0])

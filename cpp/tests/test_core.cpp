@@ -348,4 +348,44 @@ TEST(GemmParams, VtiledParsesPrintsAndValidates) {
                           "family=vtiled ts_m=256 ts_n=256 ts_k=32 wpt_m=8 wpt_n=8"})  // 2 x 32 KiB of local memory
     EXPECT_THROW(opencl::GemmParams::parse(bad).validate(d, 4), ValueError) << bad;
 }
+
+// An entry within the parameters' ranges but beyond a work item's private memory, a CPU work-group's stack or a
+// sane unroll is refused before it is built (under PoCL the first crashed every process once cached, the last took
+// 70-88 s to build); every member of the table and of the tuner's space passes.
+TEST(GemmParams, PrivateMemoryAndUnrollAreBounded) {
+  DeviceInfo cpu;
+  cpu.type = "cpu";
+  cpu.vendor = "GenuineIntel";
+  cpu.name = "pthread-skylake-avx512";
+  cpu.max_work_group_size = 4096;
+  cpu.local_mem = 4 << 20;
+  const auto why = [&](const char* text, std::size_t bytes = 4) -> std::string {
+    try {
+      opencl::GemmParams::parse(text).validate(cpu, bytes);
+    } catch (const ValueError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(why("family=packed rm=32 vw=16 nv=8 ku=16 lx=64 ly=64"), "");  // the entry that crashed PoCL
+  EXPECT_NE(why("family=packed rm=32 vw=16 nv=8 ku=1 lx=64 ly=64").find("private memory"), std::string::npos);
+  EXPECT_NE(why("family=packed rm=16 vw=16 nv=4 ku=1 lx=64 ly=64").find("stack"), std::string::npos);
+  EXPECT_NE(why("family=packed rm=32 vw=4 nv=8 ku=16 lx=0 ly=1").find("unrolled"), std::string::npos);
+  EXPECT_NE(why("family=tiled ts_m=256 ts_n=256 ts_k=8 wpt_m=32 wpt_n=32", 8).find("private memory"),
+            std::string::npos);
+  for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16}) {  // the table's CPU entries
+    const auto p = opencl::gemm_database_lookup(cpu, t, 1000);
+    EXPECT_EQ(why(p.str().c_str(), t == DType::f64 ? 8 : 4), "") << p.str();
+    EXPECT_EQ(why(opencl::gemm_database_lookup(cpu, t).str().c_str(), t == DType::f64 ? 8 : 4), "");
+  }
+  for (int rm : {4, 6, 8, 12, 16})  // the tuner's packed space (python/hetnn/tune.py)
+    for (int vw : {8, 16})
+      for (int nv : {1, 2, 3, 4})
+        for (int lx : {0, 4, 16}) {
+          if (rm * nv > 32 || vw * nv > 64) continue;
+          const std::string p = "family=packed rm=" + std::to_string(rm) + " vw=" + std::to_string(vw) + " nv=" +
+                                std::to_string(nv) + " lx=" + std::to_string(lx) + " ly=" + (lx == 4 ? "4" : "1");
+          EXPECT_EQ(why(p.c_str(), 8), "") << p;
+        }
+}
 #endif

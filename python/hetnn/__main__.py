@@ -147,6 +147,8 @@ def _check_writable(prefix: str, what: str = "--output", hint: str = "choose ano
                     files: str = ".csv/.json/.png") -> None:
     """Raises ValueError naming the option when files beside PREFIX cannot be written (tried for real: root may
     write where access() says no, and not where a path component is a file)."""
+    from ._loader import _core
+
     directory = os.path.dirname(os.path.abspath(prefix))
     try:
         os.makedirs(directory, exist_ok=True)
@@ -154,6 +156,9 @@ def _check_writable(prefix: str, what: str = "--output", hint: str = "choose ano
         with open(probe, "w"):
             pass
         os.remove(probe)
+        for ext in files.split("/"):  # a directory or a FIFO named PREFIX.json is found now, not after the run
+            if ext.startswith(".") and "*" not in ext and ext != ".png":
+                _core.atomic_target(prefix + ext)
     except OSError as exc:
         raise ValueError(f"{what}: cannot write {prefix}{files} ({exc.strerror or exc}); {hint}") from None
 
@@ -268,25 +273,37 @@ class Terminated(BaseException):
 
 
 @contextlib.contextmanager
-def _sigterm_ends_like_ctrl_c(active: bool) -> Iterator[None]:
+def _signals_end_the_run(active: bool) -> Iterator[None]:
     """While a run measures, SIGTERM raises Terminated in the main thread (the default would end the process with
-    nothing written); a handler someone else installed is left alone, and the previous one comes back after."""
+    nothing written) and SIGINT KeyboardInterrupt, as Python's own handler does. After the first, the run is ending
+    and writes what it measured: a second signal is noted and does not interrupt that (a supervisor signalling the
+    process then its group, a wrapper forwarding Ctrl-C, 1-10 ms apart, once cost the partial rows); a third
+    abandons the writing. A handler someone else installed is left alone; the previous ones come back after."""
     if not active or threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.getsignal(signal.SIGTERM)
-    if previous is not signal.SIG_DFL:
-        yield
-        return
+    ours = {signal.SIGTERM: signal.SIG_DFL, signal.SIGINT: signal.default_int_handler}
+    previous = {s: signal.getsignal(s) for s in ours}
+    mine = [s for s in ours if previous[s] is ours[s]]
+    received: List[int] = []
 
-    def terminate(signum: int, frame: Any) -> None:
-        raise Terminated("terminated (SIGTERM)")
+    def stop(signum: int, frame: Any) -> None:
+        received.append(signum)
+        if len(received) == 2:
+            print("hetnn: stopping: writing what was measured (signal again to abandon it)", file=sys.stderr,
+                  flush=True)
+            return
+        if signum == signal.SIGTERM:
+            raise Terminated("terminated (SIGTERM)")
+        raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, terminate)
+    for s in mine:
+        signal.signal(s, stop)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for s in mine:
+            signal.signal(s, previous[s])
 
 
 # bench and study run with OpenBLAS's short spin (_cpus.SHORT_SPINS says why), in a fresh interpreter.
@@ -405,7 +422,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         _reexec_with_short_spins(raw)
     args.bench_argv = raw[raw.index("bench") + 1:] if "bench" in raw else []
     try:
-        with _sigterm_ends_like_ctrl_c(args.command in ("bench", "study")):
+        with _signals_end_the_run(args.command in ("bench", "study")):
             return args.func(args)
     except Terminated as exc:
         print(f"hetnn: {exc}", file=sys.stderr)
@@ -422,6 +439,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         except (OSError, ValueError):
             pass
         return 141  # 128 + SIGPIPE, as a shell reports a command ended by the closed pipe
+    except OSError as exc:  # the results could not be written (a full disk at the end of a run): said, no traceback
+        print(f"hetnn: {exc.strerror if exc.filename is None and exc.strerror else exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -117,7 +117,12 @@ class Array:
                 raise TypeError(f"implicit copy of a hetnn.Array on {self._a.device.id} to the host refused "
                                 f"(hetnn.set_implicit_host_copies(False)); call .numpy() to copy explicitly")
             view = self.numpy()
-        return view if dtype is None else view.astype(dtype, copy=bool(copy))
+        if dtype is None or np.dtype(dtype) == view.dtype:
+            return view  # copy=True: .numpy() made one
+        if copy is False:  # as NumPy: another dtype is a copy, which copy=False forbids
+            raise ValueError(f"np.asarray(copy=False): this hetnn.Array holds {view.dtype}; {np.dtype(dtype)} needs "
+                             f"a copy (copy=None allows it)")
+        return view.astype(dtype)
 
     def __dlpack_device__(self) -> Tuple[int, int]:
         dev = self.device

@@ -14,3 +14,13 @@ def is_int(v: Any) -> bool:
 
 def is_real(v: Any) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+
+
+def shown(v: Any, limit: int = 60) -> str:
+    """``repr(v)`` for an error message, cut to ``limit`` characters with its length said (a 100,000-character
+    option was once echoed whole)."""
+    text = repr(v)
+    if len(text) <= limit:
+        return text
+    size = f" ({len(v)} characters)" if isinstance(v, str) else ""
+    return text[:limit] + "..." + size

@@ -2,6 +2,7 @@
 parameters' device; ``fit`` hands the same arrays to the C++ step loop, so ``step()`` and ``fit`` share one state."""
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ._loader import _core
@@ -36,9 +37,14 @@ class Optimizer:
         what = type(self).__name__
         if not is_real(v):
             raise TypeError(f"{what}: {name} must be a real number, got {type(v).__name__} ({v!r})")
-        v = float(v)
+        try:
+            v = float(v)
+        except OverflowError:  # an int beyond a double (a schedule returning 10**400)
+            raise ValueError(f"{what}: {name} must be a finite number, got an int of {len(str(abs(v)))} digits")
         if not v >= minimum:  # also refuses NaN
             raise ValueError(f"{what}: {name} must be >= {minimum}, got {v}")
+        if math.isinf(v):  # one epoch of an infinite lr or weight decay left the model all NaN, silently
+            raise ValueError(f"{what}: {name} must be a finite number, got {v}")
         if below is not None and not v < below:
             raise ValueError(f"{what}: {name} must be < {below}, got {v}")
         return v

@@ -170,6 +170,31 @@ def fit_arguments_differ():
     raise AssertionError("ranks with different batch sizes trained")
 
 
+def fit_models_differ():
+    """Ranks that built different models of the same shapes (another activation, another dropout rate) would average
+    the gradients of two functions: every rank raises a ValueError naming the layers; ranks differing only in their
+    dropout seeds (each draws its own masks) and initialisers (rank 0's weights are broadcast) train."""
+    from hetnn import nn, optim
+    r = dist.rank()
+    x, y = np.zeros((20, 6), np.float32), np.zeros(20, np.int64)
+    for a, b in ((nn.Dense(6, 5, "relu"), nn.Dense(6, 5, "tanh")), (nn.Dropout(0.2), nn.Dropout(0.7))):
+        mine = a if r == 0 else b
+        model = nn.Sequential([nn.Dense(6, 6), mine, nn.Dense(6 if isinstance(mine, nn.Dropout) else 5, 3)],
+                              device="cpu")
+        try:
+            model.fit(x, y, loss="cross_entropy", optimizer=optim.SGD(model.parameters(), lr=0.1), batch_size=4,
+                      distributed=True)
+        except ValueError as exc:
+            assert "the ranks differ in layers" in str(exc) and ("tanh" in str(exc) or "0.7" in str(exc)), exc
+            continue
+        raise AssertionError(f"ranks with different models trained: {a!r} / {b!r}")
+    model = nn.Sequential([nn.Dense(6, 6, init="uniform" if r else "glorot_uniform"), nn.Dropout(0.5, seed=r),
+                           nn.Dense(6, 3)], device="cpu")
+    model.fit(x, y, loss="cross_entropy", optimizer=optim.SGD(model.parameters(), lr=0.1), batch_size=4,
+              distributed=True)
+    print(f"rank {r}: differing models refused", flush=True)
+
+
 def _fit_while_rank1_ends(end):
     """Three epochs of distributed fit where rank 1 calls end() after its first epoch and rank 0 goes on into the
     next epoch's reduction."""
@@ -224,7 +249,8 @@ if __name__ == "__main__":
         dist.init()
     {"collectives": collectives, "mismatch": mismatch, "single": single, "one_rank_raises": one_rank_raises,
      "fit_matches_single_process": fit_matches_single_process, "cnn_and_dropout": cnn_and_dropout,
-     "fit_arguments_differ": fit_arguments_differ, "rank_raises_in_fit": rank_raises_in_fit,
+     "fit_arguments_differ": fit_arguments_differ, "fit_models_differ": fit_models_differ,
+     "rank_raises_in_fit": rank_raises_in_fit,
      "rank_dies_in_fit": rank_dies_in_fit,
      "fit_single": fit_single}[sys.argv[1]]()
     print(f"rank {dist.rank()}: {sys.argv[1]} ok", flush=True)

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <random>
@@ -133,28 +132,75 @@ std::string hex64(std::uint64_t v) {
   return buf;
 }
 
-bool write_file_atomic(const std::string& path, const std::string& data) {
+std::optional<std::string> atomic_target(const std::string& path, std::string* why) {
+  auto refuse = [&](int err, const std::string& what) -> std::optional<std::string> {
+    if (why) *why = path + ": " + what + "; hetnn writes a new file only where none is or a regular file was";
+    errno = err;
+    return std::nullopt;
+  };
+  if (path.empty()) return refuse(ENOENT, "an empty path");
+  if (path.find('\0') != std::string::npos) return refuse(EINVAL, "a path with a NUL byte in it");
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return path;  // a new file
+    return refuse(errno, std::strerror(errno));
+  }
+  std::string target = path;
+  if (S_ISLNK(st.st_mode)) {  // the file the link names gets the new contents; the link stays a link
+    char* real = realpath(path.c_str(), nullptr);
+    if (real == nullptr) return refuse(ENOENT, "a symbolic link to nothing");
+    target = real;
+    std::free(real);
+    if (stat(target.c_str(), &st) != 0) return refuse(errno, std::strerror(errno));
+  }
+  if (S_ISREG(st.st_mode)) return target;
+  if (S_ISDIR(st.st_mode)) return refuse(EISDIR, "a directory");
+  const char* kind = S_ISCHR(st.st_mode)    ? "a character device"
+                     : S_ISBLK(st.st_mode)  ? "a block device"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                                            : "not a regular file";
+  return refuse(EINVAL, kind);  // renaming over it would replace the node itself (as root: /dev/null)
+}
+
+bool write_file_atomic(const std::string& path, const std::string& data, std::string* why) {
   static std::mt19937_64 rng{std::random_device{}()};
   static std::mutex mu;
+  const auto target = atomic_target(path, why);
+  if (!target) return false;
   std::string tmp;
   {
     std::lock_guard<std::mutex> lock(mu);
-    tmp = path + ".tmp." + std::to_string(getpid()) + "." + hex64(rng());
+    tmp = *target + ".tmp." + std::to_string(getpid()) + "." + hex64(rng());
   }
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return false;
-    f.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!f.good()) {
-      f.close();
-      std::remove(tmp.c_str());
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
+  auto fail = [&](int fd) {  // the first error's errno survives the clean-up
+    const int err = errno;
+    if (why) *why = path + ": " + std::strerror(err);
+    if (fd >= 0) close(fd);
+    unlink(tmp.c_str());
+    errno = err;
+    return false;
+  };
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    const int err = errno;
+    if (why) *why = path + ": " + std::strerror(err);
+    errno = err;
     return false;
   }
+  std::size_t done = 0;
+  while (done < data.size()) {  // every write checked: a full disk or a quota surfaces here, not at rename
+    const ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = EIO;
+      return fail(fd);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (fsync(fd) != 0 && errno != EINVAL) return fail(fd);  // the data is on disk before the name points at it
+  if (close(fd) != 0) return fail(-1);
+  if (std::rename(tmp.c_str(), target->c_str()) != 0) return fail(-1);
   return true;
 }
 

@@ -1,4 +1,6 @@
 // conv2d front (core/ops.h): PyTorch's conv2d argument rules and output size, checked once, then the backend.
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include "core/array.h"
@@ -84,6 +86,21 @@ Conv2dDesc conv2d_geometry(const Shape& xs, const Shape& ws, const Conv2dArgs& a
                      pair_str(d.dh, d.dw) + "): the kernel cannot be larger than the padded input");
   d.OH = (ph - ekh) / d.sh + 1;
   d.OW = (pw - ekw) / d.sw + 1;
+  // The kernels index within a plane, and within one image's columns, in 32-bit integers (as pooling does): a
+  // larger plane once gave zeros on OpenCL and an error from inside oneDNN on the CPU. Factor by factor, so that
+  // the products of huge sizes cannot overflow.
+  constexpr std::int64_t kMax = std::numeric_limits<int>::max();
+  auto over = [&](std::int64_t a, std::int64_t b) { return a > kMax || b > kMax || (b > 0 && a > kMax / b); };
+  const char* what = over(d.H, d.W)                             ? "an input plane"
+                     : over(d.OH, d.OW)                         ? "an output plane"
+                     : over(d.N, d.C) || over(d.N, d.O)         ? "the planes"
+                     : over(d.C, std::int64_t{d.kh} * d.kw) ? "a column of kernel taps"
+                                                                : nullptr;
+  if (what)
+    throw ValueError(std::string(op) + ": input " + shape_str(xs) + " with weight " + shape_str(ws) + " gives " +
+                     what + " of more than 2^31-1 elements (output " + std::to_string(d.OH) + "x" +
+                     std::to_string(d.OW) + "); planes of more than 2^31-1 elements, more than 2^31-1 planes, " +
+                     "and more than 2^31-1 kernel taps per output are not supported");
   shape_size(Shape{d.N, d.O, d.OH, d.OW}, "conv2d output");
   return d;
 }

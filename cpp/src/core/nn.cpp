@@ -172,15 +172,21 @@ void metric(const std::string& kind, const Array& pred, const Array& target, con
   pred.device()->backend().metric(d, *pred.buffer(), *target.buffer(), *acc.buffer());
 }
 
+namespace {
+bool finite_nonnegative(double v) { return v >= 0 && std::isfinite(v); }
+}  // namespace
+
 void sgd_update(const Array& param, const Array& grad, const Array* velocity, double lr, double momentum,
                 double weight_decay, bool nesterov) {
   const char* op = "sgd_update";
   trainable(param, op, "param");
   like(grad, param, op, "grad", "param");
-  if (!(lr >= 0)) throw ValueError("sgd_update: lr must be >= 0, got " + std::to_string(lr));
-  if (!(momentum >= 0)) throw ValueError("sgd_update: momentum must be >= 0, got " + std::to_string(momentum));
-  if (!(weight_decay >= 0))
-    throw ValueError("sgd_update: weight_decay must be >= 0, got " + std::to_string(weight_decay));
+  // finite too: one epoch of an infinite lr or weight decay left the model all NaN, silently
+  if (!finite_nonnegative(lr)) throw ValueError("sgd_update: lr must be finite and >= 0, got " + std::to_string(lr));
+  if (!finite_nonnegative(momentum))
+    throw ValueError("sgd_update: momentum must be finite and >= 0, got " + std::to_string(momentum));
+  if (!finite_nonnegative(weight_decay))
+    throw ValueError("sgd_update: weight_decay must be finite and >= 0, got " + std::to_string(weight_decay));
   if (nesterov && momentum == 0) throw ValueError("sgd_update: nesterov needs momentum > 0");
   if (momentum != 0 && !velocity) throw ValueError("sgd_update: momentum needs a velocity array");
   if (velocity) {
@@ -220,11 +226,11 @@ void adam_update(const Array& param, const Array& grad, const Array& m, const Ar
     for (int j = i + 1; j < 5; ++j)
       if (arrays[i] && arrays[j] && arrays[i]->same_memory(*arrays[j]))
         fail(std::string(names[i]) + " and " + names[j] + " must not share memory");
-  if (!(lr >= 0)) fail("lr must be >= 0, got " + std::to_string(lr));
+  if (!finite_nonnegative(lr)) fail("lr must be finite and >= 0, got " + std::to_string(lr));
   if (!(beta1 >= 0 && beta1 < 1)) fail("beta1 must be in [0, 1), got " + std::to_string(beta1));
   if (!(beta2 >= 0 && beta2 < 1)) fail("beta2 must be in [0, 1), got " + std::to_string(beta2));
-  if (!(eps >= 0)) fail("eps must be >= 0, got " + std::to_string(eps));
-  if (!(weight_decay >= 0)) fail("weight_decay must be >= 0, got " + std::to_string(weight_decay));
+  if (!finite_nonnegative(eps)) fail("eps must be finite and >= 0, got " + std::to_string(eps));
+  if (!finite_nonnegative(weight_decay)) fail("weight_decay must be finite and >= 0, got " + std::to_string(weight_decay));
   if (step < 1) fail("step must be >= 1 (the step being taken), got " + std::to_string(step));
   AdamDesc d;
   d.dtype = param.dtype();

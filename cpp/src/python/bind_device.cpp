@@ -7,6 +7,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_threads.h"
+#include "backend/cpu/host_allocator.h"
 #include "core/cache_dir.h"
 #include "core/device.h"
 #include "core/errors.h"
@@ -119,15 +120,29 @@ void bind_device(py::module_& m) {
   m.def(
       "write_file_atomic",  // the one atomic writer of hetnn's files (temporary file beside it, then rename)
       [](const std::string& path, const py::bytes& data) {
-        if (!write_file_atomic(path, std::string(data))) {
+        std::string why;
+        if (!write_file_atomic(path, std::string(data), &why)) {
           const int err = errno;
-          PyErr_SetObject(PyExc_OSError, py::make_tuple(err, std::string("cannot write ") + path +
-                                                                  (err ? std::string(": ") + std::strerror(err) : ""))
-                                             .ptr());
+          PyErr_SetObject(PyExc_OSError, py::make_tuple(err, "cannot write " + why).ptr());
           throw py::error_already_set();
         }
       },
       py::arg("path"), py::arg("data"));
+  m.def("available_memory", &available_memory,
+        "Bytes the system can still hand out (MemAvailable plus free swap); 0 when unknown.");
+  m.def(
+      "atomic_target",  // where write_file_atomic (and the model writer) renames a new file onto; OSError if nowhere
+      [](const std::string& path) {
+        std::string why;
+        auto target = atomic_target(path, &why);
+        if (!target) {
+          const int err = errno;
+          PyErr_SetObject(PyExc_OSError, py::make_tuple(err, "cannot write " + why).ptr());
+          throw py::error_already_set();
+        }
+        return *target;
+      },
+      py::arg("path"));
   m.def("cache_dir", []() -> py::object {  // hetnn's cache directory (not created); None when disabled
     if (auto p = cache_base()) return py::str(*p);
     return py::none();

@@ -1,5 +1,7 @@
 // hetnn._core: max_pool2d and its backward (core/max_pool.cpp). Arguments as the user gives them; the Python
 // front (hetnn._placement) only converts the arrays and applies the placement rule.
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "core/ops.h"
@@ -59,8 +61,13 @@ empty window's maximum is the type's lowest value where a float's is -inf).)doc"
       [](const std::string& op, py::object kernel_size, py::object stride, py::object padding, py::object dilation,
          py::object ceil_mode) {
         const Pool2dArgs a = arg_pool2d(op.c_str(), kernel_size, stride, padding, dilation, ceil_mode);
-        (void)pool2d_geometry({1, 1, a.kernel[0], a.kernel[1]}, Pool2dArgs{a.kernel, a.stride, {0, 0}, {1, 1}},
-                              op.c_str());  // ranges of kernel and stride
+        // every argument's range on the smallest input the window fits (padding and dilation included: a layer
+        // once took padding=5 or dilation=0 and failed at its first batch)
+        // (the ranges are checked before the input's size: a dilation below 1 is refused as such)
+        const auto span = [&](int i) {
+          return std::max<std::int64_t>(1, (std::int64_t{a.kernel[i]} - 1) * std::max<std::int64_t>(a.dilation[i], 1) + 1);
+        };
+        (void)pool2d_geometry({1, 1, span(0), span(1)}, a, op.c_str());
         return py::make_tuple(py::make_tuple(a.kernel[0], a.kernel[1]), py::make_tuple(a.stride[0], a.stride[1]),
                               py::make_tuple(a.padding[0], a.padding[1]), py::make_tuple(a.dilation[0], a.dilation[1]),
                               a.ceil_mode);

@@ -28,6 +28,11 @@ def default_ranks() -> int:
     return max(2, cores)
 
 
+# Ranks launched on this machine (no hostfile: Open MPI is told to oversubscribe) per core it may use: beyond a few
+# per core a scaling run measures the scheduler, and `--ranks 100000` started 100,000 processes.
+RANKS_PER_CORE = 4
+
+
 def check_ranks(ranks: Optional[int], hostfile: Optional[str]) -> int:
     if ranks is None:
         ranks = default_ranks()
@@ -35,6 +40,12 @@ def check_ranks(ranks: Optional[int], hostfile: Optional[str]) -> int:
         raise ValueError(f"--ranks must be an integer >= 1, got {ranks!r}")
     if hostfile is not None and not os.path.isfile(hostfile):
         raise ValueError(f"--hostfile: no such file {hostfile!r}")
+    cores = default_ranks() if hostfile is None else 0
+    if hostfile is None and ranks > RANKS_PER_CORE * cores:
+        raise ValueError(f"--ranks {ranks}: this machine lets hetnn use {cores} core(s), and at most "
+                         f"{RANKS_PER_CORE} ranks per core ({RANKS_PER_CORE * cores}) are launched on one machine; "
+                         f"for more ranks give a --hostfile with the machines' slots (Open MPI then refuses more "
+                         f"ranks than slots)")
     return ranks
 
 

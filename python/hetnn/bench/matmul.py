@@ -396,7 +396,7 @@ def ratios(rows: List[Dict[str, Any]], verbose: bool = False) -> List[str]:
 MATMUL_COLUMNS = [("shape", "shape", ""), ("M", "M", "d", "detail"), ("N", "N", "d", "detail"),
                   ("K", "K", "d", "detail"), ("library", "library", ""), ("device", "device", ""),
                   ("wall_ms", "wall ms", ".3f"), ("device_ms", "device ms", ".3f", "detail"),
-                  ("gflops", "GFLOP/s", ".1f"), ("mean_gflops", "mean GFLOP/s", ".1f", "detail"),
+                  ("gflops", "GFLOP/s", ".1f"), ("mean_gflops", "mean GFLOP/s", ".1f"),
                   ("pct_peak", "% peak", ".0f"), ("max_rel_err", "max rel err", ".1e"), ("spread_pct", "IQR %", ".0f"),
                   ("repeats", "n", "d", "detail"), ("threads", "threads", "", "detail"),
                   ("first_use", "first use", ""), ("noise", "flags", ""), ("note", "note", "")]

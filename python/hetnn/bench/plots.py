@@ -73,6 +73,14 @@ def _mark(ax: Any, xs: Sequence[float], ys: Sequence[float]) -> None:
                 label=UNRELIABLE, zorder=5)
 
 
+def mark_unreliable(ax: Any, xs: Sequence[float], ys: Sequence[float], rows: Sequence[Any]) -> None:
+    """How every hetnn plot marks a figure that is not a result, for a plot of your own: red crosses, labelled for
+    the legend, over the points (``xs[i]``, ``ys[i]``) whose row (a benchmark row, or a
+    :class:`hetnn.BenchmarkResult`) is unreliable (most repeats preempted) or wrong."""
+    bad = [_bad(r if isinstance(r, dict) else dict(getattr(r, "noise", {}) or {})) for r in rows]
+    _mark(ax, [x for x, b in zip(xs, bad) if b], [y for y, b in zip(ys, bad) if b])
+
+
 def _bad_cells(rows: Rows, category: Callable[[Dict[str, Any]], str]) -> Dict[str, set]:
     """{series: categories} of the unreliable or wrong rows, for :func:`_bars`."""
     out: Dict[str, set] = {}

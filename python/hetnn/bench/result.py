@@ -82,11 +82,16 @@ class Report:
 
     def save(self, prefix: str, plots: bool = True) -> List[str]:
         """Writes PREFIX.csv, PREFIX.json and (with matplotlib installed) PREFIX-*.png; returns the paths. Without
-        matplotlib the PNGs are skipped with a warning that says how to get them."""
-        os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
+        matplotlib the PNGs are skipped with a warning that says how to get them. Where the rows cannot be written
+        (a full disk, a read-only file system, a directory in the way) they are written to a rescue file first, and
+        the OSError raised names both."""
         paths = [prefix + ".csv", prefix + ".json"]
-        self.to_csv(paths[0])
-        self.to_json(paths[1])
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
+            self.to_json(paths[1])
+            self.to_csv(paths[0])
+        except OSError as exc:
+            raise rescue(self, prefix, exc) from exc
         if plots:
             from .plots import PLOTS_NEED
             try:
@@ -120,6 +125,32 @@ def keep_partial(exc: BaseException, report: Report, prefix: Optional[str]) -> s
     if hasattr(exc, "add_note"):  # Python >= 3.11: the traceback says it too
         exc.add_note(how)
     return how
+
+
+def rescue(report: Report, prefix: str, exc: OSError) -> OSError:
+    """The rows of a run that could not be written at ``prefix`` (hours of measurement), written as JSON to the first
+    place that takes them: the temporary directory, hetnn's cache, the home directory. Returns the OSError to raise,
+    naming what failed and where the rows are (or that nowhere took them: the printed report is all there is)."""
+    import tempfile
+
+    from .._cache import cache_dir
+
+    name = f"hetnn-rescued-{os.path.basename(prefix) or 'report'}-{os.getpid()}.json"
+    tried = []
+    for place in (tempfile.gettempdir(), cache_dir(), os.path.expanduser("~")):
+        if not place or place in tried:
+            continue
+        tried.append(place)
+        path = os.path.join(place, name)
+        try:
+            report.to_json(path)
+        except OSError:
+            continue
+        where = f"the rows are in {path}"
+        break
+    else:
+        where = f"and nowhere else took them ({', '.join(tried)}): the printed report is all that is left"
+    return OSError(exc.errno, f"cannot write {prefix}.json/.csv ({exc.strerror or exc}); {where}")
 
 
 def _write_atomic(path: str, text: str) -> None:

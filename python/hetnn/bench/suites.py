@@ -94,6 +94,8 @@ class Options:
                                  f"{exc})") from None
         if not isinstance(self.dtype, str):
             raise TypeError(f"--dtype must be a string such as 'float32' or 'float32,float16', got {self.dtype!r}")
+        self.peers("")  # every name known, before anything runs
+
 
     def devices(self) -> List[Device]:
         from .. import device, devices
@@ -172,9 +174,21 @@ class Options:
 
     def peers(self, default: str) -> List[str]:
         """The peer libraries to run ("none": hetnn alone)."""
+        from .._check import shown
+        from .matmul import PEERS
+        from .maxpool import POOL_PEERS
+
         text = self.compare if self.compare is not None else default
+        if not isinstance(text, str) and not (isinstance(text, (list, tuple)) and
+                                              all(isinstance(c, str) for c in text)):
+            raise TypeError(f"--compare must be names separated by commas or a list of names, got {shown(text)}")
         items = text.split(",") if isinstance(text, str) else list(text)
         out = [c.strip() for c in items if c.strip()]
+        known = dict.fromkeys([*PEERS, *POOL_PEERS, "im2col", "keras", "all", "none"])
+        unknown = [c for c in out if c not in known]
+        if unknown:  # here, before any suite runs (a suite found it after the others had run)
+            raise ValueError(f"--compare: unknown peer(s) {shown(', '.join(unknown))}; the suites compare with "
+                             f"{', '.join(known)}")
         return [] if out == ["none"] else out
 
     def show_progress(self) -> bool:

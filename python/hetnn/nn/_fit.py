@@ -19,6 +19,19 @@ from ._losses import CrossEntropyLoss, Loss, as_loss
 def batch_size_arg(v: Any, what: str) -> int:
     if not is_int(v) or v <= 0:
         raise ValueError(f"{what}: batch_size must be a positive int, got {v!r}")
+    if v > 2**63 - 1:  # the core counts in int64 (2**63 once surfaced as pybind11's "incompatible arguments")
+        raise ValueError(f"{what}: batch_size must be at most 2**63-1, got {v!r}")
+    return int(v)
+
+
+def seed_arg(v: Any, what: str) -> Optional[int]:
+    """A seed: None (drawn) or an int >= 0 (NumPy's SeedSequence refused others in words naming no argument)."""
+    if v is None:
+        return None
+    if not is_int(v):
+        raise TypeError(f"{what}: seed must be an int >= 0 or None, got {type(v).__name__} ({v!r})")
+    if v < 0:
+        raise ValueError(f"{what}: seed must be an int >= 0 or None, got {v!r}")
     return int(v)
 
 
@@ -75,6 +88,8 @@ def _validation(model: Any, validation_data: Any, out_shape: Tuple[int, ...], lo
         raise ValueError("fit: validation_data must be a pair (x_val, y_val)")
     vx, vy = validation_data
     VX, _, keep_vx = model._x(vx, "fit (validation_data)")
+    if VX.shape[0] == 0:  # its means would be over no samples: once a ZeroDivisionError after an epoch's training
+        raise ValueError("fit: validation_data has no samples; pass at least one, or none")
     VY, vlabels, keep_vy = model._y(vy, VX.shape[0], out_shape, loss_obj, "fit (validation_data)")
     return VX, VY, vlabels, keep_vx, keep_vy
 
@@ -97,6 +112,7 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
             callbacks: Optional[Sequence[Callback]], verbose: bool, seed: Optional[int],
             distributed: bool = False, devices: Any = None, device_split: Any = "even") -> History:
     loss_obj, bs, metric_names, cbs = _check_args(model, loss, optimizer, epochs, batch_size, metrics, callbacks)
+    seed = seed_arg(seed, "fit")
     if not isinstance(distributed, (bool, np.bool_)):
         raise TypeError(f"fit: distributed must be a bool, got {distributed!r}")
     x, y, validation_data = split_validation(x, y, validation_split, validation_data)
@@ -216,7 +232,12 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
 def _fingerprint(model: Any, loss_obj: Loss, optimizer: Any, epochs: int, plan: Sequence[Tuple[str, str]],
                  validation: bool) -> Dict[str, Any]:
     """What every rank of a distributed fit must agree on, besides the data size and batch."""
-    return {"layers": [type(layer).__name__ for layer in model.layers], "loss": loss_obj.kind, "epochs": epochs,
+    # every layer's configuration: ranks whose models differ only in an activation or a dropout rate have the same
+    # parameter shapes and would average the gradients of two functions. Not the dropout seed (each rank draws its
+    # own masks) nor the initialiser (rank 0's weights are broadcast).
+    layers = [(type(layer).__name__, {k: v for k, v in layer.config().items() if k not in ("seed", "init")})
+              for layer in model.layers]
+    return {"layers": layers, "loss": loss_obj.kind, "epochs": epochs,
             "metrics": list(plan), "validation": validation, "optimizer": repr(optimizer),
             "optimizer steps": getattr(optimizer, "steps", None)}
 

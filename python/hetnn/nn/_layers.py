@@ -237,8 +237,10 @@ class Conv2d(Layer):
                              f"out_channels ({self.out_channels})")
         self.activation, self.use_bias, self.init = activation, bool(bias), init
         shape = (self.out_channels, self.in_channels // self.groups, kh, kw)
-        # the core checks stride, padding and dilation now (and names them), on a large probe input
-        self._out((self.in_channels, 1 << 20, 1 << 20))
+        # the core checks stride, padding and dilation now (and names them), on the smallest input the kernel
+        # spans (a larger probe would meet the 2^31-element plane limit)
+        dh, dw = _core.pool2d_window("Conv2d", kernel_size, None, 0, dilation, False)[3]  # (h, w), checked
+        self._out((self.in_channels, dh * (kh - 1) + 1, dw * (kw - 1) + 1))
         rng = np.random.default_rng(seed) if seed is not None else _GENERATOR
         fan_in, fan_out = shape[1] * kh * kw, self.out_channels * kh * kw // self.groups
         if init == "uniform":

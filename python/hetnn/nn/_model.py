@@ -31,6 +31,24 @@ def _numeric(dtype: np.dtype) -> bool:
     return dtype.kind in "fiub" or dtype.name == "bfloat16"  # ml_dtypes' bfloat16 has kind "V"
 
 
+
+def _operand(arr: np.ndarray, dtype: np.dtype, what: str, name: str) -> np.ndarray:
+    """``arr`` as the C-contiguous, aligned ``dtype`` array the core reads (a copy where needed: a view at an odd
+    offset into a buffer, a memory-mapped file with an odd header). NaN, infinity and finite values beyond
+    ``dtype``'s range (which the conversion would make infinite) are refused, naming the first index."""
+    if arr.dtype.kind in "fc" and arr.size:
+        finite = np.isfinite(arr)
+        if not finite.all():
+            bad = np.argwhere(~finite)[0]
+            raise ValueError(f"{what}: {name} holds NaN or infinity (first at index {tuple(int(i) for i in bad)})")
+        top = float(np.finfo(dtype).max)
+        if arr.dtype.itemsize > np.dtype(dtype).itemsize and float(np.max(np.abs(arr))) > top:
+            bad = np.argwhere(np.abs(arr) > top)[0]
+            at, value = tuple(int(i) for i in bad), float(arr[tuple(bad)])
+            raise ValueError(f"{what}: {name} holds {value!r} at index {at}, beyond {np.dtype(dtype).name}'s "
+                             f"range (+-{top:.4g}), the model's dtype")
+    return np.require(arr, dtype=dtype, requirements=["C", "A"])
+
 class Sequential:
     """Layers applied in order, on one device (``device``: the default device when None)::
 
@@ -160,12 +178,16 @@ class Sequential:
         for k, p in params.items():
             if k not in state:
                 continue
-            v = np.asarray(_foreign_to_host(state[k]))
+            try:
+                v = np.asarray(_foreign_to_host(state[k]))
+            except (ValueError, TypeError) as exc:  # a ragged nested list: NumPy's words named no key
+                raise ValueError(f"load_state_dict: {k} cannot be read as an array of shape {p.shape} "
+                                 f"({type(exc).__name__}: {exc})") from None
             if v.shape != p.shape:
                 raise ValueError(f"load_state_dict: {k} has shape {v.shape}, the parameter {p.shape}")
             if not _numeric(v.dtype):
                 raise TypeError(f"load_state_dict: {k} has dtype {v.dtype}, not numeric")
-            values[k] = np.ascontiguousarray(v.astype(self.dtype))
+            values[k] = _operand(v, self.dtype, "load_state_dict", k)
         for k, v in values.items():
             params[k].value.write_from(v)
         return missing, unexpected
@@ -203,10 +225,7 @@ class Sequential:
             raise TypeError(f"{what}: x must be numeric, got dtype {arr.dtype}")
         if arr.ndim < 2:
             raise ValueError(f"{what}: x must have a batch dimension and features, got shape {arr.shape}")
-        arr = np.ascontiguousarray(arr, dtype=self.dtype)
-        if not np.isfinite(arr).all():
-            bad = np.argwhere(~np.isfinite(arr))[0]
-            raise ValueError(f"{what}: x holds NaN or infinity (first at index {tuple(int(i) for i in bad)})")
+        arr = _operand(arr, self.dtype, what, "x")
         out_shape = self._output_shape(arr.shape[1:])
         dev = self._device._dev
         if self._device.kind == "cpu":
@@ -236,21 +255,19 @@ class Sequential:
             if arr.size and (arr.min() < 0 or arr.max() >= c):
                 bad = int(arr[(arr < 0) | (arr >= c)][0])
                 raise ValueError(f"{what}: label {bad} is out of range for {c} classes (expected 0..{c - 1})")
-            t = np.ascontiguousarray(arr, dtype=np.int64)
+            t = np.require(arr, dtype=np.int64, requirements=["C", "A"])
             dev_t = _core.Array.from_numpy(dev, t)
             return dev_t, dev_t, t
         if not _numeric(arr.dtype):
             raise TypeError(f"{what}: y must be numeric, got dtype {arr.dtype}")
-        t = np.ascontiguousarray(arr, dtype=self.dtype)
+        t = _operand(arr, self.dtype, what, "y")
         if t.ndim == 1 and c == 1:
             t = t.reshape(n, 1)
         if t.shape != (n, c):
             raise ValueError(f"{what}: targets must have shape ({n}, {c}) for this model's output, got {arr.shape}")
-        if not np.isfinite(t).all():
-            raise ValueError(f"{what}: y holds NaN or infinity")
         one_hot = c > 1 and bool(np.all((t == 0) | (t == 1))) and bool(np.all(t.sum(axis=1) == 1))
         if isinstance(loss, CrossEntropyLoss) or one_hot:  # accuracy against the targets' argmax
-            lab = np.ascontiguousarray(np.argmax(t, axis=1), dtype=np.int64)
+            lab = np.require(np.argmax(t, axis=1), dtype=np.int64, requirements=["C", "A"])
             labels = _core.Array.from_numpy(dev, lab)
         return _core.Array.from_numpy(dev, t), labels, t
 

@@ -3,6 +3,7 @@ and read back without pickle, every entry checked against the architecture befor
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import zipfile
@@ -32,12 +33,22 @@ def _file_mode(path: str) -> int:
     return 0o666 & ~umask
 
 
+# The architecture is a few KiB of JSON (a 1000-layer model is under 1 MiB); a member inflating to 1.6 GB cost 5 s
+# and 1.6 GB of memory before any check.
+MAX_ARCHITECTURE_BYTES = 16 << 20
+
+
 def _npz_headers(path: Union[str, os.PathLike]) -> Dict[str, Tuple[Tuple[int, ...], np.dtype]]:
-    """Shape and dtype of every member of an .npz archive, from the .npy headers alone (nothing is loaded)."""
+    """Shape and dtype of every member of an .npz archive, from the .npy headers alone (nothing is loaded). A member
+    whose header claims more bytes than it holds (a 100-byte member claiming 4 TB made NumPy allocate them) and an
+    architecture beyond MAX_ARCHITECTURE_BYTES are refused here."""
     out: Dict[str, Tuple[Tuple[int, ...], np.dtype]] = {}
     with zipfile.ZipFile(path) as z:
         for info in z.infolist():
             name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+            if name == "__architecture__" and info.file_size > MAX_ARCHITECTURE_BYTES:
+                raise ValueError(f"hetnn.nn.load: {path}: the architecture entry is {info.file_size} bytes (at most "
+                                 f"{MAX_ARCHITECTURE_BYTES} are read): not a saved model")
             try:
                 with z.open(info) as f:
                     version = np.lib.format.read_magic(f)
@@ -47,9 +58,14 @@ def _npz_headers(path: Union[str, os.PathLike]) -> Dict[str, Tuple[Tuple[int, ..
                         shape, _, dtype = np.lib.format.read_array_header_2_0(f)
                     else:
                         raise ValueError(f".npy format version {version}")
+                    held = info.file_size - f.tell()
             except Exception as exc:  # a truncated or foreign member: what an interrupted write leaves
                 raise ValueError(f"hetnn.nn.load: {path}: entry {name!r} is not a readable .npy array "
                                  f"({type(exc).__name__}: {exc})") from None
+            claimed = np.dtype(dtype).itemsize * math.prod(int(d) for d in shape)
+            if claimed > held:
+                raise ValueError(f"hetnn.nn.load: {path}: entry {name!r} claims shape {tuple(shape)} ({claimed} "
+                                 f"bytes) but holds {held}: a damaged or crafted file")
             out[name] = (tuple(shape), np.dtype(dtype))
     return out
 
@@ -60,7 +76,11 @@ def write_model(path: Union[str, os.PathLike], arch: Dict[str, Any], params: Lis
     arrays: Dict[str, Any] = {"__architecture__": np.array(json.dumps(arch))}
     for i, p in enumerate(params):
         arrays[f"param_{i}"] = p
-    target = os.fspath(path)
+    from .._loader import _core
+
+    # the file a link names, or the path itself; OSError for a directory, a device node, a FIFO, a socket (renaming
+    # over one replaces the node: as root, /dev/null)
+    target = _core.atomic_target(os.fsdecode(os.fspath(path)))
     # The name first, the file inside the try: a Ctrl-C landing between mkstemp's return and the try left the
     # temporary file behind.
     tmp = os.path.join(os.path.dirname(os.path.abspath(target)),
@@ -79,6 +99,8 @@ def write_model(path: Union[str, os.PathLike], arch: Dict[str, Any], params: Lis
                 os.unlink(tmp)
             except OSError:
                 pass
+        if isinstance(exc, OSError) and exc.errno is not None:  # a full disk, a quota: which file, and why
+            raise OSError(exc.errno, f"cannot write {target}: {exc.strerror}") from exc
         raise
 
 

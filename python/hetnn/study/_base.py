@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .._check import is_int, is_real
+from .._check import is_int, is_real, shown
 from .._device import Device
 from .._table import format_table
 from ..bench.keras_peer import keras_module
@@ -65,6 +65,9 @@ class Study:
     published_source: str = ""            # where they come from and on what hardware
     plot: Optional[Callable[[Rows, Dict[str, Any]], Any]] = None
     full_run: str = ""                    # the full form's measured run time on the reference machine
+    # (setting, bytes) of what a configuration must allocate at the least (its data, its largest model or batch):
+    # checked against the memory available before the run (a batch of 10**12 once ended in NumPy's MemoryError)
+    memory: Optional[Callable[[Dict[str, Any]], List[Tuple[str, float]]]] = None
 
     def resolve(self, quick: bool = False, config: Optional[Mapping[str, Any]] = None,
                 overrides: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
@@ -80,8 +83,28 @@ class Study:
                 if key not in known:
                     raise ValueError(f"study {self.name}: unknown {source} key {key!r} (known: "
                                      f"{', '.join(sorted(known))})")
-                cfg[key] = _checked(self.name, key, value, known[key])
+                try:
+                    cfg[key] = _checked(self.name, key, value, known[key])
+                except RecursionError:  # a list nested thousands deep
+                    raise ValueError(f"study {self.name}: {key} is nested too deeply") from None
+        if not is_int(cfg["seed"]) or cfg["seed"] < 0:
+            raise ValueError(f"study {self.name}: seed must be an int >= 0, got {cfg['seed']!r}")
+        self.check_memory(cfg)
         return cfg
+
+    def check_memory(self, cfg: Dict[str, Any]) -> None:
+        """ValueError naming the setting when what the run must allocate at the least exceeds the memory this
+        machine has available (MemAvailable plus free swap, as the CPU allocator counts it)."""
+        if self.memory is None:
+            return
+        from .._loader import _core
+
+        available = _core.available_memory()
+        for what, need in self.memory(cfg):
+            if need > (available or 2**62):
+                have = f"the {available / 2**30:.1f} GiB available here" if available else "any machine's memory"
+                raise ValueError(f"study {self.name}: {what} needs at least {need / 2**30:,.1f} GiB, more than "
+                                 f"{have}; choose a smaller value")
 
 
 def read_config(config: Any, name: str) -> Tuple[Dict[str, Any], Optional[bool]]:
@@ -98,6 +121,10 @@ def read_config(config: Any, name: str) -> Tuple[Dict[str, Any], Optional[bool]]
             raise ValueError(f"--config: cannot read {path} ({exc.strerror or exc})") from None
         except json.JSONDecodeError as exc:
             raise ValueError(f"--config: {path} is not JSON ({exc})") from None
+        except UnicodeDecodeError as exc:  # UTF-16, a binary file: NumPy-like words without the file's name
+            raise ValueError(f"--config: {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        except RecursionError:
+            raise ValueError(f"--config: {path} is nested too deeply to be a run configuration") from None
         where = path
     else:
         data, where = config, "config"
@@ -130,7 +157,7 @@ def _checked(study: str, key: str, value: Any, default: Any) -> Any:
             return not d or all(kind_ok(x, d[0]) for x in v)
         return True
     if not kind_ok(value, default):
-        raise TypeError(f"study {study}: {key} must be like {json.dumps(default)}, got {value!r}")
+        raise TypeError(f"study {study}: {key} must be like {json.dumps(default)}, got {shown(value)}")
     if isinstance(default, (list, tuple)):
         if not value:
             raise ValueError(f"study {study}: {key} must not be empty")

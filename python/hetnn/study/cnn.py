@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 
 from .. import datasets, optim
+from .._check import is_int
 from .._table import format_table
 from ..bench import cnn
 from ..bench.mlp import _peaks, _with_peak
@@ -91,6 +92,9 @@ def run(ctx: Context) -> Rows:
     cfg = ctx.cfg
     positive("cnn", cfg, "keras_batches", "keras_epochs", "maps", "infer_sizes", "alexnet_checkpoints",
              "alexnet_batch", "lr")
+    unknown = [p for p in cfg["peers"] if p not in ("torch", "keras", "none")]
+    if unknown:
+        raise ValueError(f"study cnn: peers take torch, keras (or none), got {unknown}")
     if cfg["alexnet_devices"] not in ("first", "all"):
         raise ValueError(f"study cnn: alexnet_devices takes 'first' or 'all', got {cfg['alexnet_devices']!r}")
     for key in ("alexnet_samples", "test_samples"):
@@ -146,6 +150,15 @@ def plot(rows: Rows, env: Dict[str, Any]) -> Any:
     return fig
 
 
+def memory(cfg: Dict[str, Any]) -> List[Tuple[str, float]]:
+    """The radiation maps (50x50 float32), and the input and first two convolutions' outputs of the Keras-style
+    CNN for the largest batch (float32)."""
+    per_sample = (50 * 50 + 48 * 48 * 32 + 46 * 46 * 64) * 4
+    batch = max([abs(int(b)) for b in [*cfg["keras_batches"], *cfg["infer_sizes"]] if is_int(b)] or [0])
+    return [(f"maps {cfg['maps']}", abs(cfg["maps"]) * 50 * 50 * 4),
+            (f"keras_batches / infer_sizes up to {batch}", batch * per_sample if cfg["keras"] else 0),
+            (f"alexnet_batch {cfg['alexnet_batch']}", abs(cfg["alexnet_batch"]) * 16 * 16 * 64 * 4)]
+
 STUDY = Study(
     name="cnn",
     title="the Keras CNN on 50x50 maps (batch 2..1024, inference) and the AlexNet variant on 32x32 (25, 50 epochs)",
@@ -173,6 +186,7 @@ STUDY = Study(
     quick={"maps": 160, "keras_batches": [32], "infer_sizes": [2, 64], "alexnet_checkpoints": [1],
            "alexnet_devices": "all", "alexnet_samples": 256, "test_samples": 512},
     run=run,
+    memory=memory,
     published=[{"model": "Keras CNN", "what": "one epoch, batch 1024, GTX 1080", "figure": "21.9 s"},
                *[{"model": "AlexNet variant", "what": f"test accuracy after {e} epochs (MRI set)",
                   "figure": f"{100 * a:.1f} %"} for e, a in PUBLISHED_ACCURACY.items()]],

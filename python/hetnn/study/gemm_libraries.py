@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
+from .._check import is_int
 from .._table import format_table
 from ..bench.matmul import RESNET50_BS1, ratios, run_matmul
 from ..bench.suites import _parse_mnk
@@ -106,6 +107,16 @@ def plot(rows: Rows, env: Dict[str, Any]) -> Any:
     return fig
 
 
+def memory(cfg: Dict[str, Any]) -> List[Tuple[str, float]]:
+    """Per shape at the largest batch: float32 operands and result, and the float64 reference of the result."""
+    batch = max([int(b) for b in cfg["batches"] if is_int(b)] or [1])
+    try:
+        shapes = _shapes(cfg, max(batch, 1))
+    except ValueError:  # a malformed shape: the run says so
+        return []
+    need = max(((m * k + k * n) * 4 + m * n * 12 for _, m, n, k in shapes), default=0)
+    return [(f"batches {cfg['batches']} with shapes {cfg['shapes'] if len(cfg['shapes']) < 4 else '...'}", need)]
+
 STUDY = Study(
     name="gemm-libraries",
     title="ResNet-50's convolutions as GEMMs across libraries (batch 1 and 128)",
@@ -130,6 +141,7 @@ STUDY = Study(
     quick={"batches": [1], "dtypes": ["float32"], "shapes": ["784x128x1152", "196x256x2304", "49x512x4608"],
            "init_shape": "256x256x256", "repeat": 3, "warmup": 1, "max_duration": 0.1},
     run=run,
+    memory=memory,
     plot=plot,
     full_run="17 min on 2 vCPUs of an AMD EPYC (Zen 4), CPU device, PoCL and five peers (docs/studies.md)",
 )

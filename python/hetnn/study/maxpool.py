@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, List, Tuple
 import numpy as np
 
 from .._array import asarray, empty
+from .._check import is_int
 from .._device import Device
 from .._ops import avg_pool2d, max_pool2d
 from .._table import format_table
@@ -183,6 +184,13 @@ def plot(rows: Rows, env: Dict[str, Any]) -> Any:
     return fig
 
 
+def memory(cfg: Dict[str, Any]) -> List[Tuple[str, float]]:
+    """The largest layer's batch of input, in the study's dtype."""
+    size = {"int8": 1, "uint8": 1, "int32": 4, "float32": 4}.get(cfg["dtype"], 8)
+    biggest = max((math.prod(abs(int(v)) for v in layer) for layer in cfg["layers"]
+                   if all(is_int(v) for v in layer)), default=0)
+    return [(f"batch {cfg['batch']} of layers {cfg['layers']}", abs(int(cfg["batch"])) * biggest * size)]
+
 STUDY = Study(
     name="maxpool",
     title="max pooling, serial against parallel: the AlexNet variant's pools on integer images",
@@ -202,6 +210,7 @@ STUDY = Study(
          "max_duration": "seconds of timing per layer at most"},
     quick={"batch": 32, "repeat": 5, "warmup": 1, "max_duration": 0.1},
     run=run,
+    memory=memory,
     plot=plot,
     full_run="1 min 19 s on 2 vCPUs of an AMD EPYC (Zen 4), both devices (docs/studies.md)",
 )

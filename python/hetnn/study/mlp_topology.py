@@ -4,11 +4,12 @@ size; inference latency at 2, 64, 512 and 1024 samples; the test error against t
 from __future__ import annotations
 
 import gc
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
 from .. import datasets, optim
+from .._check import is_int
 from .._oscounters import Watch
 from .._timing import empty_cache
 from .._table import format_table
@@ -25,6 +26,9 @@ TRAIN_COLUMNS = [("widths", "hidden", ""), ("params", "params", ","), ("library"
                  ("pct_peak", "% peak", ".0f"), ("test_mse", "test MSE", ".5f"), ("test_r2", "test R2", ".3f")]
 INFER_COLUMNS = [("widths", "hidden", ""), ("device", "device", ""), ("samples", "samples", "d"),
                  ("latency_ms", "latency ms (median)", ".3f"), ("samples_per_s", "samples/s", ",.0f")]
+
+
+MAX_K = 40  # 50*2^40 units: far beyond any machine; larger k_max would only build huge integers
 
 
 def pyramids(k_max: int = 9, depths: List[int] = [1, 2, 3], k_min: int = 0) -> List[List[int]]:  # noqa: B006
@@ -204,6 +208,14 @@ def plot(rows: Rows, env: Dict[str, Any]) -> Any:
     return fig
 
 
+def memory(cfg: Dict[str, Any]) -> List[Tuple[str, float]]:
+    """The series (50 float32 features a sample) and the widest model's weights and gradients."""
+    if not is_int(cfg["k_max"]) or cfg["k_max"] > MAX_K:
+        raise ValueError(f"study mlp-topology: k_max must be at most {MAX_K} (the widest layer is 50*2^k_max), "
+                         f"got {cfg['k_max']!r}")
+    widest = param_count([w << max(int(cfg["k_max"]), 0) for w in BASE_WIDTHS])
+    return [(f"samples {cfg['samples']}", abs(cfg["samples"]) * 51 * 4), (f"k_max {cfg['k_max']}", widest * 8)]
+
 STUDY = Study(
     name="mlp-topology",
     title="30 MLP pyramids (widths 50*2^k, 25*2^k, 13*2^k) trained with Adam, inference at 2-1024 samples",
@@ -224,6 +236,7 @@ STUDY = Study(
          "peers": "keras (Keras 3 on any installed backend, when installed), or none"},
     quick={"k_max": 1, "batches": [64, 256], "samples": 1500, "infer_sizes": [2, 64], "infer_repeat": 3},
     run=run,
+    memory=memory,
     published=[{"widths": "800-400-208", "params": 444_817}, {"widths": "1600-800-416", "params": 1_696_033},
                {"widths": "3200-1600-832", "params": 6_617_665}],
     published_columns=[("widths", "hidden", ""), ("params", "params", ",")],

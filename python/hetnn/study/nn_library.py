@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 import numpy as np
 
 from .. import datasets, nn, optim
+from .._check import is_int
 from .._device import Device
 from .._table import format_table
 from ..bench.keras_peer import KerasTrainer
@@ -339,6 +340,12 @@ def plot(rows: Rows, env: Dict[str, Any]) -> Any:
     return fig
 
 
+def memory(cfg: Dict[str, Any]) -> List[Tuple[str, float]]:
+    """A batch of images (784 float32 each) and the widest topology's first layer."""
+    widest = max([abs(int(w)) for w in cfg["widths"] if is_int(w)] or [0])
+    return [(f"batch {cfg['batch']}", abs(cfg["batch"]) * 784 * 4),
+            (f"widths up to {widest}", (784 * widest + widest * widest) * 8)]
+
 STUDY = Study(
     name="nn-library",
     title="an OpenCL NN library: XOR 2-2-1 (100 runs per device) and 25 all-sigmoid topologies, MSE",
@@ -363,6 +370,7 @@ STUDY = Study(
     quick={"xor_runs": 10, "xor_epochs": 1000, "xor_restarts": 10, "topologies": 1, "runs": 1, "epochs": 1,
            "train_samples": 4000},
     run=run,
+    memory=memory,
     published=[{"task": "XOR 2-2-1", "implementation": "native", "time": "0.063 s", "accuracy": 1.0},
                {"task": "XOR 2-2-1", "implementation": "OpenCL CPU", "time": "9.264 s", "accuracy": 1.0},
                {"task": "XOR 2-2-1", "implementation": "OpenCL GPU", "time": "28.3 s", "accuracy": 1.0},

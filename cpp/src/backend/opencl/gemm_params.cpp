@@ -149,8 +149,25 @@ GemmParams GemmParams::parse(const std::string& text) {
   return p;
 }
 
+// What a work item may hold in private memory (its accumulators), and what a work-group's items may hold together
+// on a CPU-type device, where a work-group runs on one thread's stack: under PoCL `rm=32 vw=16 nv=8 lx=64 ly=64`
+// (4096 items x 16 KiB) overflowed it and took the process down in every later process once cached. The tuner's
+// and the table's members need at most 2 KiB and 128 KiB.
+constexpr std::uint64_t kMaxPrivateBytes = 4096, kMaxGroupPrivateBytes = 256 * 1024;
+// Vector multiply-adds unrolled per k step of the packed kernel (ku * rm * nv): its code size, hence its build time
+// (`ku=16` with `rm=32 nv=8` took 70-88 s under PoCL; the tuner's members are at most 32).
+constexpr int kMaxUnrolledFmas = 256;
+
 void GemmParams::validate(const DeviceInfo& dev, std::size_t real_bytes) const {
   auto fail = [&](const std::string& why) { throw ValueError("gemm parameters '" + str() + "': " + why); };
+  auto check_private = [&](std::uint64_t per_item, std::uint64_t items) {
+    if (per_item > kMaxPrivateBytes)
+      fail("a work item's accumulators need " + std::to_string(per_item) + " bytes of private memory; at most " +
+           std::to_string(kMaxPrivateBytes) + " are allowed");
+    if (dev.type == "cpu" && per_item * items > kMaxGroupPrivateBytes)
+      fail("a work-group's accumulators need " + std::to_string(per_item * items) + " bytes on one CPU thread's " +
+           "stack; at most " + std::to_string(kMaxGroupPrivateBytes) + " are allowed on a CPU device");
+  };
   if (family == Family::packed) {
     if (rm < 1 || rm > 32) fail("rm must be in 1..32");
     if (vw != 1 && vw != 2 && vw != 4 && vw != 8 && vw != 16) fail("vw must be 1, 2, 4, 8 or 16");
@@ -160,6 +177,11 @@ void GemmParams::validate(const DeviceInfo& dev, std::size_t real_bytes) const {
     if ((pack_a != 0 && pack_a != 1) || (pack_b != 0 && pack_b != 1)) fail("pack_a and pack_b must be 0 or 1");
     if (ly < 1 || (lx == 0 && ly != 1)) fail("ly must be >= 1, and 1 when lx = 0");
     if (static_cast<std::uint64_t>(lx) * ly > dev.max_work_group_size) fail("lx * ly exceeds the work-group size");
+    if (ku * rm * nv > kMaxUnrolledFmas)
+      fail("ku * rm * nv = " + std::to_string(ku * rm * nv) + " unrolled multiply-adds per step; at most " +
+           std::to_string(kMaxUnrolledFmas) + " are allowed (the build time grows with them)");
+    check_private(static_cast<std::uint64_t>(rm) * vw * nv * real_bytes,
+                  static_cast<std::uint64_t>(std::max(lx, 1)) * ly);
   } else {
     for (int v : {ts_m, ts_n, ts_k, wpt_m, wpt_n})
       if (!pow2(v)) fail("tile sizes must be powers of two");
@@ -182,6 +204,7 @@ void GemmParams::validate(const DeviceInfo& dev, std::size_t real_bytes) const {
       fail("its tiles need " + std::to_string(local) + " bytes of local memory, the device has " +
            std::to_string(dev.local_mem));
     if (wg > dev.max_work_group_size) fail("work-group of " + std::to_string(wg) + " exceeds the device's maximum");
+    check_private(static_cast<std::uint64_t>(wpt_m) * wpt_n * real_bytes, wg);
   }
 }
 
