@@ -66,8 +66,30 @@ def _file(tmp):
     (tmp / "file").write_text("not a directory, not JSON")
 
 
+# Every size-like setting of every study set beyond any machine: refused before the run (exit 2, the setting named,
+# within seconds), never NumPy's MemoryError or an allocation overcommit allows.
+SIZES = {"gemm-libraries": {"batches": [10**9], "shapes": ["200000x200000x200000"],
+                            "init_shape": "200000x200000x200000"},
+         "maxpool": {"batch": 10**12, "layers": [[10**5, 10**5, 10**5]]},
+         "mlp-topology": {"samples": 10**12, "k_max": 30},  # (batches and infer_sizes beyond the samples: all of them)
+         "cnn": {"maps": 10**11, "keras_batches": [10**12], "infer_sizes": [10**12], "alexnet_batch": 10**12},
+         "nn-library": {"batch": 10**12, "widths": [10**9], "xor_hidden": 10**12}}
+
+
+def _config(study, key, value):
+    def write(tmp):
+        import json
+        (tmp / "config.json").write_text(json.dumps({"study": study, key: value}))
+    return write
+
+
 def cases(devs: List[str]) -> List[Case]:
     out: List[Case] = []
+    for study, settings in SIZES.items():
+        for key, value in settings.items():
+            out.append(Case(f"cli/study-{study}-{key}-beyond-the-machine", "cli",
+                            argv=["study", study, "--quick", "--config", "{tmp}/config.json", "--no-output"], rc=2,
+                            stderr=key, within=30, setup=_config(study, key, value)))
     for opt, values in NUMERIC.items():
         suite = "mlp" if opt in ("--epochs", "--max-width") else "maxpool" if opt == "--sweep-max" else "matmul"
         for v in values:

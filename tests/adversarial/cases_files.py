@@ -192,6 +192,64 @@ TUNING_BAD = {
     "a-directory": "os.makedirs(path)",
 }
 
+# Tuning entries inside every range GemmParams::parse accepts, drawn at random: each is refused with a warning (beyond
+# a bound) or computes right; none may take the process down (one such entry overflowed PoCL's work-group stack) or
+# build for minutes (one took 70-88 s).
+TUNING_IN_RANGE = """
+draw = np.random.default_rng()
+vw = [1, 2, 4, 8, 16]
+picked = []
+for wide in (True, False, False):  # one from the whole ranges (mostly refused), two from what builds
+    lx = int(draw.choice([0, 1, 4, 16, 64]))
+    rm, nv, ku = (draw.integers(1, 33), draw.integers(1, 9), draw.integers(1, 17)) if wide else \
+        (draw.integers(1, 13), draw.integers(1, 5), draw.choice([1, 2, 4]))
+    picked.append(f"family=packed rm={rm} vw={draw.choice(vw)} nv={nv} ku={ku} lx={lx} "
+                  f"ly={1 if lx == 0 else draw.choice([1, 4, 64])}")
+from hetnn import _cache, tune
+for d in hetnn.devices():
+    if d.kind == "opencl":  # stored as the tuner stores them, under the device's identity
+        _cache.save_entry(d, "float32", {"params": picked[0], "by_size": [
+            {"max_macs": 10**5, "params": picked[1]}, {"max_macs": 10**6, "params": picked[2]}], "gflops": 1.0,
+            "date": "x"})
+print("entries:", picked, [tune._params(d, "float32", 67 * 45 * 29) for d in hetnn.devices() if d.kind == "opencl"],
+      file=sys.stderr)
+"""
+
+# Every writer of a file hetnn replaces, aimed at what is not a regular file: refused with OSError naming the path,
+# the node left as it was (as root, saving to /dev/full turned it into a regular file). Made in the case's own
+# directory, never the system's.
+SPECIAL = """
+import os, socket, stat, numpy as np, hetnn
+from hetnn import nn
+from hetnn._loader import _core
+from hetnn.bench import Report
+targets = {"fifo": os.path.join(TMP, "fifo"), "dir": os.path.join(TMP, "dir"), "dangling": os.path.join(TMP, "dl"),
+           "link-to-fifo": os.path.join(TMP, "lf")}
+os.mkfifo(targets["fifo"]); os.mkdir(targets["dir"]); os.symlink(os.path.join(TMP, "none"), targets["dangling"])
+os.symlink(targets["fifo"], targets["link-to-fifo"])
+if os.geteuid() == 0:
+    targets["char-device"] = os.path.join(TMP, "null")
+    os.mknod(targets["char-device"], 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+s = socket.socket(socket.AF_UNIX); s.bind(os.path.join(TMP, "sock")); s.close()
+targets["socket"] = os.path.join(TMP, "sock")
+model = nn.Sequential([nn.Dense(3, 2)], device="cpu")
+report = Report("x", [{"a": 1}], "", {})
+writers = {"Sequential.save": lambda p: model.save(p), "write_file_atomic": lambda p: _core.write_file_atomic(p, b"x"),
+           "Report.to_json": lambda p: report.to_json(p), "Report.to_csv": lambda p: report.to_csv(p)}
+for kind, path in targets.items():
+    for name, write in writers.items():
+        before = os.lstat(path)
+        with expect_error(OSError, "cannot write"):
+            write(path)
+        after = os.lstat(path)
+        if (stat.S_IFMT(after.st_mode), after.st_ino) != (stat.S_IFMT(before.st_mode), before.st_ino):
+            data_loss(f"{name} replaced the {kind} at {path}")
+left = [f for f in os.listdir(TMP) if ".tmp" in f]
+if left:
+    bad_error(f"temporary files left behind: {left}")
+done()
+"""
+
 KERNEL_CACHE = """
 import os, sys, stat, subprocess, struct, numpy as np, hetnn
 CACHE = os.path.join(TMP, "cache")
@@ -302,6 +360,10 @@ def cases(devs: List[str]) -> List[Case]:
     cache_env = {"HETNN_CACHE_DIR": "{tmp}/cache"}
     for name, body in TUNING_BAD.items():
         out.append(Case(f"files/tuning-file-{name}", "files", fill(TUNING, body), env=cache_env))
+    for i in range(3):  # three random draws of three entries each, every run
+        out.append(Case(f"files/tuning-entries-in-range-{i}", "files", fill(TUNING, TUNING_IN_RANGE), env=cache_env,
+                        timeout=180))
+    out.append(Case("files/writers-refuse-special-files", "files", SPECIAL))
     for dev in (d for d in devs if d != "cpu"):
         for name, body in KERNEL_BAD.items():
             out.append(Case(f"files/kernel-cache-{name}/{dev}", "files", fill(KERNEL_CACHE, body), device=dev,

@@ -1,5 +1,7 @@
 """Lifecycle: the interpreter exiting with work in flight, fork and multiprocessing, Ctrl-C in long loops,
 finalisation, threads."""
+import sys
+from pathlib import Path
 from typing import List
 
 from .harness import Case
@@ -215,6 +217,76 @@ done()
 """
 
 
+# Two signals in quick succession while a study measures (a supervisor signalling the process, then its group; a
+# wrapper forwarding Ctrl-C): the rows measured so far must be written (once lost in 4 of 4 tries).
+SIGNAL_PAIR = """
+import json, os, signal, subprocess, sys, time
+cfg = os.path.join(TMP, "c.json")
+json.dump({{"layers": [[16, 16, 16], [32, 8, 8], [16, 4, 4], [8, 16, 16]], "batch": 8, "repeat": 40,
+           "max_duration": 0.4}}, open(cfg, "w"))
+prefix = os.path.join(TMP, "run")
+p = subprocess.Popen([sys.executable, "-m", "hetnn", "study", "maxpool", "--quick", "--no-progress", "--config", cfg,
+                      "--output", prefix], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+for line in p.stdout:
+    if line.startswith("settings:"):
+        break
+time.sleep(4.0)  # rows kept by now
+os.kill(p.pid, signal.{first})
+time.sleep({gap})
+os.kill(p.pid, signal.{second})
+out, err = p.communicate(timeout=120)
+if "Traceback" in err:
+    bad_error("a traceback after two signals: " + err[-1500:])
+done_path = [q for q in (prefix + "-partial.json", prefix + ".json") if os.path.exists(q)]
+if not done_path:
+    data_loss("{first} then {second} {gap} s later: no rows written (exit %s): %s" % (p.returncode, err[-800:]))
+rows = json.load(open(done_path[0]))["rows"]
+if not rows:
+    data_loss("the partial file holds no rows")
+done()
+"""
+
+
+# Ranks that built different models of the same parameter shapes (an activation, a dropout rate, a padding mode)
+# would average the gradients of two functions and report one History: every rank must refuse, and the job end.
+RANKS_SCRIPT = """
+import numpy as np, hetnn
+from hetnn import nn, optim, distributed as dist
+dist.init()
+r = dist.rank()
+layers = {{"activation": lambda: [nn.Dense(6, 5, "relu" if r == 0 else "sigmoid"), nn.Dense(5, 3)],
+          "dropout": lambda: [nn.Dense(6, 5), nn.Dropout(0.2 if r == 0 else 0.7), nn.Dense(5, 3)],
+          "padding": lambda: [nn.Reshape((1, 2, 3)), nn.Conv2d(1, 2, 3, padding="same" if r == 0 else 1),
+                              nn.Flatten(), nn.Dense(12, 3)]}}["{variant}"]()
+model = nn.Sequential(layers, device="cpu")
+x, y = np.zeros((16, 6), np.float32), np.zeros(16, np.int64)
+try:
+    model.fit(x, y, loss="cross_entropy", optimizer=optim.SGD(model.parameters(), lr=0.1), batch_size=4,
+              distributed=True)
+except ValueError as exc:
+    assert "the ranks differ in layers" in str(exc), exc
+    print("rank", r, "refused", flush=True)
+else:
+    print("rank", r, "TRAINED", flush=True)
+"""
+
+RANKS_DISAGREE = """
+import os, subprocess, sys
+from pathlib import Path
+script = Path(TMP) / "ranks.py"
+script.write_text({script})
+mpirun = Path(sys.executable).with_name("mpirun")
+env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+p = subprocess.run([str(mpirun), "--oversubscribe", "-np", "2", sys.executable, str(script)], capture_output=True,
+                   text=True, timeout=120, env=env)
+if "TRAINED" in p.stdout:
+    wrong("ranks with different models ({variant}) trained together: " + p.stdout[-500:])
+if p.stdout.count("refused") != 2:
+    bad_error("not every rank refused ({variant}): " + (p.stdout + p.stderr)[-1500:])
+done()
+"""
+
+
 def cases(devs: List[str]) -> List[Case]:
     out: List[Case] = []
     for dev in devs:
@@ -240,6 +312,15 @@ def cases(devs: List[str]) -> List[Case]:
                 out.append(Case(f"lifecycle/multiprocessing-{method}-{tag}/{dev}", "lifecycle",
                                 POOL.format(method=method, warm=warm), device=dev, timeout=120,
                                 as_file=True))
+    for first, second, gap in (("SIGTERM", "SIGINT", 0.001), ("SIGTERM", "SIGTERM", 0.005),
+                               ("SIGINT", "SIGINT", 0.01), ("SIGINT", "SIGTERM", 0.003)):
+        out.append(Case(f"lifecycle/{first.lower()}-then-{second.lower()}-{gap * 1000:.0f}ms-while-a-study-runs",
+                        "lifecycle", SIGNAL_PAIR.format(first=first, second=second, gap=gap), timeout=150))
+    if Path(sys.executable).with_name("mpirun").exists():
+        for variant in ("activation", "dropout", "padding"):
+            script = repr(RANKS_SCRIPT.format(variant=variant))
+            out.append(Case(f"lifecycle/ranks-build-different-models-{variant}", "lifecycle",
+                            RANKS_DISAGREE.format(script=script, variant=variant), timeout=150))
     befores = {"after-import": "", "after-cpu-op": "hetnn.matmul(a, a, device='cpu')",
                "after-enumeration": "hetnn.devices()",
                "after-every-device": "[hetnn.matmul(a, a, device=d) for d in ['cpu'] + cl]"}

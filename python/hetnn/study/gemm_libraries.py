@@ -115,7 +115,12 @@ def memory(cfg: Dict[str, Any]) -> List[Tuple[str, float]]:
     except ValueError:  # a malformed shape: the run says so
         return []
     need = max(((m * k + k * n) * 4 + m * n * 12 for _, m, n, k in shapes), default=0)
-    return [(f"batches {cfg['batches']} with shapes {cfg['shapes'] if len(cfg['shapes']) < 4 else '...'}", need)]
+    out = [(f"batches {cfg['batches']} with shapes {cfg['shapes'] if len(cfg['shapes']) < 4 else '...'}", need)]
+    try:
+        init = _parse_mnk(cfg["init_shape"], []) if cfg["init_shape"] else []
+    except ValueError:
+        init = []
+    return out + [(f"init_shape {cfg['init_shape']}", (m * k + k * n) * 4 + m * n * 12) for m, n, k in init]
 
 STUDY = Study(
     name="gemm-libraries",

@@ -344,7 +344,8 @@ def memory(cfg: Dict[str, Any]) -> List[Tuple[str, float]]:
     """A batch of images (784 float32 each) and the widest topology's first layer."""
     widest = max([abs(int(w)) for w in cfg["widths"] if is_int(w)] or [0])
     return [(f"batch {cfg['batch']}", abs(cfg["batch"]) * 784 * 4),
-            (f"widths up to {widest}", (784 * widest + widest * widest) * 8)]
+            (f"widths up to {widest}", (784 * widest + widest * widest) * 8),
+            (f"xor_hidden {cfg['xor_hidden']}", abs(cfg["xor_hidden"]) * 4 * 8)]
 
 STUDY = Study(
     name="nn-library",
