@@ -187,7 +187,7 @@ class Sequential:
                 raise ValueError(f"load_state_dict: {k} has shape {v.shape}, the parameter {p.shape}")
             if not _numeric(v.dtype):
                 raise TypeError(f"load_state_dict: {k} has dtype {v.dtype}, not numeric")
-            values[k] = _operand(v, self.dtype, "load_state_dict", k)
+            values[k] = np.require(v.astype(self.dtype), requirements=["C", "A"])  # NaN kept: a diverged model loads
         for k, v in values.items():
             params[k].value.write_from(v)
         return missing, unexpected
