@@ -43,12 +43,23 @@ def test_the_topology_study_has_30_models_with_the_published_counts():
     assert [_hidden(50 << 4, d) for d in (1, 2, 3)] == [m for m in models if m[0] == 800]
 
 
-def test_the_25_sigmoid_topologies():
+def test_the_25_sigmoid_topologies_are_table_6s():
+    """The paper's table 6: 16..256 alone, the 15 pairs whose first layer is at most the second, the 5 triples of
+    one width (the study ran strictly decreasing pairs and triples before)."""
     tops = nn_library.sigmoid_topologies()
     assert len(tops) == 25 and len(set(tops)) == 25
-    assert [len(t) for t in tops].count(1) == 5 and [len(t) for t in tops].count(3) == 10
-    for t in tops:
-        assert set(t) <= set(nn_library.WIDTHS) and list(t) == sorted(t, reverse=True) and len(set(t)) == len(t)
+    assert [len(t) for t in tops].count(1) == 5 and [len(t) for t in tops].count(2) == 15
+    assert sorted(t for t in tops if len(t) == 3) == [(w, w, w) for w in nn_library.WIDTHS]
+    assert all(set(t) <= set(nn_library.WIDTHS) and t[0] <= t[1] for t in tops if len(t) == 2)
+    assert (16, 256) in tops and (256, 16) not in tops and (32, 32) in tops
+
+
+def test_the_published_mnist_row_carries_its_own_label():
+    """The stored h=16 figures: 98.958 s / 0.9238 is the paper's Rust native row, not OpenCL CPU's."""
+    rows = {(r["task"], r["implementation"]): r for r in study.get("nn-library").published}
+    assert rows[("MNIST h=16", "Rust native")]["time"] == "98.958 s"
+    assert rows[("MNIST h=16", "OpenCL CPU")]["time"] == "66.326 s"
+    assert rows[("MNIST h=16", "OpenCL GPU")]["accuracy"] == 0.9141
 
 
 @pytest.mark.parametrize("speedup,workers,f", [(1.6, 2, 0.25), (2.0, 2, 0.0), (1.0, 4, 1.0), (2.5, 4, 0.2)])
