@@ -64,3 +64,16 @@ def test_notebooks_use_only_the_public_api(path):
     code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
     private = re.findall(r"hetnn\._\w+|from hetnn\.bench\.\w+ import|hetnn\.bench\.(?!run|compare)\w+\.\w+", code)
     assert not private, private
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_each_study_runs_once_per_notebook(path):
+    """Notebooks 02, 03, 04 and 06 once held their study's cells twice, so each ran its study twice; no code cell
+    may repeat another, and a study is run by one cell."""
+    import json
+
+    cells = ["".join(c["source"]).strip() for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    repeated = [c[:60] for i, c in enumerate(cells) if c and c in cells[:i]]
+    assert not repeated, f"{path.name}: code cells repeated: {repeated}"
+    runs = re.findall(r"study\.run\(\s*\"([\w-]+)\"", "\n".join(cells))
+    assert len(runs) == len(set(runs)), f"{path.name}: a study run more than once: {runs}"
