@@ -5,8 +5,17 @@
 #      Fashion-MNIST files (hetnn.datasets.fashion_mnist);
 #   2. a virtual environment at .venv in the repository root;
 #   3. hetnn itself with its test and bench extras (pip builds the C++ core with CMake; build/ is kept between runs,
-#      so a second run only rebuilds what changed).
+#      so a second run only rebuilds what changed);
+#   4. with --peers, the peer libraries the benchmarks and studies compare with: PyTorch, JAX, Numba and Keras 3,
+#      from PyPI (PyPI's PyTorch wheel brings its CUDA libraries: about 3 GB in all, usable on a CPU-only machine).
 set -euo pipefail
+PEERS=0
+for arg in "$@"; do
+  case "$arg" in
+    --peers) PEERS=1 ;;
+    *) echo "setup: unknown option $arg (known: --peers)" >&2; exit 2 ;;
+  esac
+done
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PY=${PYTHON:-python3}
@@ -35,5 +44,7 @@ fi
 # rebuilds). `pip install .` alone (isolated) works as well.
 .venv/bin/python -m pip install -q "scikit-build-core>=0.8" "pybind11>=2.11" "onednn-devel-cpu-gomp==2023.2.0"
 echo "setup: building and installing hetnn"
-.venv/bin/python -m pip install -q --no-build-isolation ".[test,bench,distributed]"
+EXTRAS="test,bench,distributed"
+if ((PEERS)); then EXTRAS+=",peers"; echo "setup: with the peers (PyTorch, JAX, Numba, Keras 3)"; fi
+.venv/bin/python -m pip install -q --no-build-isolation ".[$EXTRAS]"
 .venv/bin/python -c "import hetnn; print('setup: hetnn', hetnn.__version__, 'devices:', ', '.join(d.id for d in hetnn.devices()))"

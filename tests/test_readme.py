@@ -43,3 +43,14 @@ def test_readme_links_and_commands_exist():
     for nb in re.findall(r"`(0\d_\w+)`", README):
         assert (ROOT / "notebooks" / f"{nb}.ipynb").exists(), nb
     assert len(README.splitlines()) <= 260
+
+
+def test_setup_refuses_an_unknown_option_before_doing_anything():
+    """`scripts/setup.sh --peers` adds the peer libraries; any other option is refused before apt or pip runs."""
+    root = pathlib.Path(__file__).resolve().parent.parent
+    p = subprocess.run(["bash", str(root / "scripts" / "setup.sh"), "--peer"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 2 and "unknown option --peer (known: --peers)" in p.stderr, p.stderr
+    extras = (root / "pyproject.toml").read_text()
+    for peer in ("torch", "jax", "numba", "keras"):  # what the README says --peers adds
+        assert f'"{peer}>=' in extras.split("peers = [")[1].split("]")[0], peer
