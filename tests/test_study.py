@@ -299,7 +299,8 @@ def _stop_after(monkeypatch, n, exc=KeyboardInterrupt):
     monkeypatch.setattr(Context, "keep", stopping)
 
 
-SMALL_POOL = {"layers": [[8, 8, 8], [4, 4, 4]], "batch": 4, "repeat": 3, "warmup": 1, "max_duration": 0.05}
+SMALL_POOL = {"sizes": [4, 8], "variants": ["k2s2"], "layers": [[8, 8, 8], [4, 4, 4]], "batch": 4, "repeat": 3,
+              "warmup": 1, "max_duration": 0.05}
 
 
 @pytest.mark.parametrize("exc", [KeyboardInterrupt, MemoryError])
@@ -460,6 +461,7 @@ def test_a_finished_run_whose_output_fails_at_the_end_keeps_its_rows(monkeypatch
 
 @pytest.mark.parametrize("name,settings,named", [
     ("maxpool", {"batch": 10**12}, "batch"),
+    ("maxpool", {"sizes": [10**7]}, "sizes"),
     ("mlp-topology", {"k_min": 30, "k_max": 30}, "k_max"),
     ("mlp-topology", {"k_max": 10**9}, "k_max"),
     ("mlp-topology", {"samples": 10**12}, "samples"),
@@ -498,3 +500,24 @@ def test_unreadable_configuration_files_are_named(tmp_path):
         for _ in range(100000):
             nested = [nested]
         study.run("maxpool", quick=True, config={"layers": nested})
+
+
+def test_maxpool_runs_the_published_sweep_by_default():
+    """The paper times single-channel n x n images of integers 0-9, n = 4 .. 2048, k2s2 and the overlapping and
+    zero-padded variants, serial against parallel per size; the AlexNet layers are hetnn's extra part."""
+    d = study.get("maxpool").defaults
+    assert d["sizes"] == [4 * 2**i for i in range(10)] and d["sizes"][-1] == 2048 and d["values"] == [0, 9]
+    assert [pool_study.parse_variant(v) for v in d["variants"]] == [(2, 2, 0, 0), (2, 1, 1, 0), (2, 2, 0, 2)]
+    res = study.run("maxpool", quick=True, device="all", config={**SMALL_POOL, "variants": d["variants"],
+                                                                 "alexnet": False})
+    sweep = [r for r in res.rows if r["part"] == "sweep"]
+    assert {(r["size"], r["variant"]) for r in sweep} == {(n, v) for n in (4, 8) for v in d["variants"]}
+    assert not [r for r in sweep if r.get("wrong")], "a pooled result differs from the float64 reference"
+    libs = {r["library"] for r in sweep}
+    assert {"hetnn", "hetnn (serial)", "numpy"} <= libs
+    if any(dev.kind == "opencl" for dev in hetnn.devices()):
+        assert "hetnn (with transfers)" in libs
+    assert all("speedup" in r for r in sweep if r["library"] == "hetnn")
+    for bad in ("k2", "k2s0", "k2s1p2", "2x2"):
+        with pytest.raises(ValueError, match="variant"):
+            pool_study.parse_variant(bad)

@@ -70,7 +70,7 @@ def _file(tmp):
 # within seconds), never NumPy's MemoryError or an allocation overcommit allows.
 SIZES = {"gemm-libraries": {"batches": [10**9], "shapes": ["200000x200000x200000"],
                             "init_shape": "200000x200000x200000"},
-         "maxpool": {"batch": 10**12, "layers": [[10**5, 10**5, 10**5]]},
+         "maxpool": {"batch": 10**12, "layers": [[10**5, 10**5, 10**5]], "sizes": [10**7]},
          "mlp-topology": {"samples": 10**12, "k_max": 30},  # (batches and infer_sizes beyond the samples: all of them)
          "cnn": {"maps": 10**11, "keras_batches": [10**12], "infer_sizes": [10**12], "alexnet_batch": 10**12},
          "nn-library": {"batch": 10**12, "widths": [10**9], "xor_hidden": 10**12}}
