@@ -521,3 +521,24 @@ def test_maxpool_runs_the_published_sweep_by_default():
     for bad in ("k2", "k2s0", "k2s1p2", "2x2"):
         with pytest.raises(ValueError, match="variant"):
             pool_study.parse_variant(bad)
+
+
+def _write_idx(path, a):
+    import struct
+
+    code = {np.dtype(np.uint8): 0x08}[a.dtype]
+    path.write_bytes(struct.pack(">BBBB", 0, 0, code, a.ndim) + struct.pack(f">{a.ndim}I", *a.shape) + a.tobytes())
+
+
+def test_nn_library_reads_mnist_from_a_data_directory(tmp_path):
+    """`data` points the study at MNIST's four IDX files (MNIST is not packaged offline); the report names them."""
+    rng = np.random.default_rng()
+    for prefix, n in (("train", 64), ("t10k", 32)):
+        _write_idx(tmp_path / f"{prefix}-images-idx3-ubyte", rng.integers(0, 256, (n, 28, 28), dtype=np.uint8))
+        _write_idx(tmp_path / f"{prefix}-labels-idx1-ubyte", rng.integers(0, 10, n, dtype=np.uint8))
+    res = study.run("nn-library", quick=True, device="cpu", data=str(tmp_path), hidden=[[16]], xor_runs=1,
+                    xor_epochs=10, train_samples=0, peers=["none"])
+    topo = [r for r in res.rows if r["part"] == "topologies"]
+    assert [r["widths"] for r in topo] == ["16"] and f"the digits in {tmp_path}" in res.text
+    with pytest.raises(ValueError, match="data must be a directory"):
+        study.run("nn-library", quick=True, device="cpu", data=str(tmp_path / "none"))

@@ -13,6 +13,7 @@ times; its time includes the restarts), which reaches 1.0 on every run.
 from __future__ import annotations
 
 import itertools
+import os
 from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
@@ -198,7 +199,7 @@ def _xor_restarts(ctx: Context, x: np.ndarray, y: np.ndarray) -> Rows:
 
 
 def _digits(cfg: Dict[str, Any]) -> Tuple[np.ndarray, ...]:
-    (xt, yt), (xe, ye) = datasets.fashion_mnist()
+    (xt, yt), (xe, ye) = datasets.fashion_mnist(cfg["data"] or None)  # any directory of the four MNIST-format files
     n = cfg["train_samples"] or len(xt)
     xt = xt[:n].reshape(min(n, len(xt)), -1).astype(np.float32) / 255
     xe = xe.reshape(len(xe), -1).astype(np.float32) / 255
@@ -268,6 +269,9 @@ def run(ctx: Context) -> Rows:
              "widths")
     if cfg["xor_restarts"] < 0 or cfg["topologies"] < 0 or cfg["train_samples"] < 0:
         raise ValueError("study nn-library: xor_restarts, topologies and train_samples must be >= 0")
+    if cfg["data"] and not os.path.isdir(cfg["data"]):
+        raise ValueError(f"study nn-library: data must be a directory holding MNIST's four IDX files "
+                         f"(train-images-idx3-ubyte, ...), got {cfg['data']!r}")
     if any(not isinstance(t, list) or not t or any(not is_int(w) or w < 1 for w in t) for t in cfg["hidden"]):
         raise ValueError(f"study nn-library: hidden is a list of topologies, each a list of widths >= 1 (e.g. "
                          f"[[16], [32, 64]]), got {cfg['hidden']!r}")
@@ -289,7 +293,10 @@ def run(ctx: Context) -> Rows:
     except FileNotFoundError as exc:
         ctx.notes.append(str(exc))
         return rows
-    ctx.say(f"\n(b) all-sigmoid MLPs on Fashion-MNIST (the study's MNIST is not packaged for offline use here): "
+    digits = (f"the digits in {cfg['data']}" if cfg["data"] else
+              "Fashion-MNIST (the study's MNIST is not packaged for offline use here; `data` takes a directory of "
+              "MNIST's four IDX files)")
+    ctx.say(f"\n(b) all-sigmoid MLPs on {digits}: "
             f"784 inputs, {len({r['widths'] for r in topo})} hidden topologies, 10 sigmoid outputs, MSE on one-hot "
             f"targets, SGD lr {cfg['lr']}, batch {cfg['batch']}, {cfg['epochs']} epoch(s) on {topo[0]['samples']:,} "
             f"images, {cfg['runs']} run(s) each (seeded; Keras from the same initial weights, its own shuffling); test "
@@ -366,7 +373,7 @@ STUDY = Study(
     defaults={"xor_runs": 100, "xor_hidden": 2, "xor_epochs": 2000, "xor_lr": 0.5, "xor_restarts": 10,
               "widths": list(WIDTHS), "hidden": [], "topologies": 0, "runs": 5, "epochs": 5, "batch": 32,
               "lr": 3.0,
-              "train_samples": 0, "peers": ["keras"]},
+              "train_samples": 0, "data": "", "peers": ["keras"]},
     doc={"xor_runs": "XOR runs per device", "xor_hidden": "hidden units of the XOR network",
          "xor_epochs": "full-batch epochs per XOR run", "xor_lr": "SGD learning rate for XOR",
          "xor_restarts": "restarts allowed per run in the 'restarts' recipe (0: only the published recipe)",
@@ -375,6 +382,7 @@ STUDY = Study(
          "topologies": "how many of the topologies (0: all)",
          "runs": "runs per topology and device", "epochs": "epochs per run", "batch": "minibatch size",
          "lr": "SGD learning rate", "train_samples": "training images (0: all 60,000)",
+         "data": "a directory of MNIST's four IDX files (optionally .gz; '': Debian's Fashion-MNIST)",
          "peers": "keras (Keras 3 on any installed backend, when installed), or none"},
     quick={"xor_runs": 10, "xor_epochs": 1000, "xor_restarts": 10, "topologies": 1, "runs": 1, "epochs": 1,
            "train_samples": 4000},
