@@ -176,8 +176,11 @@ def test_bad_arguments(device, rng):
         _core.loss("hinge", x, x, acc, None, 1.0, 1.0)
     with pytest.raises(ValueError, match="acc must be a float32 array of one element"):
         _core.loss("mse", x, x.copy(), put(device, np.zeros(2, np.float32)), None, 1.0, 1.0)
-    with pytest.raises(ValueError, match="lr must be >= 0"):
+    with pytest.raises(ValueError, match="lr must be finite and >= 0"):
         _core.sgd_update(x, x.copy(), None, -1.0, 0.0, 0.0, False)
+    for lr, wd in ((float("inf"), 0.0), (0.1, float("inf"))):  # one epoch of either left the model all NaN
+        with pytest.raises(ValueError, match="must be finite and >= 0"):
+            _core.sgd_update(x, x.copy(), None, lr, 0.0, wd, False)
     with pytest.raises(ValueError, match="momentum needs a velocity"):
         _core.sgd_update(x, x.copy(), None, 0.1, 0.9, 0.0, False)
     with pytest.raises(ValueError, match="outside its"):

@@ -32,6 +32,16 @@ def _numeric(dtype: np.dtype) -> bool:
 
 
 
+def _finfo(dtype: Any) -> Any:
+    """np.finfo, or ml_dtypes' for bfloat16 (NumPy's own does not know it)."""
+    try:
+        return np.finfo(dtype)
+    except ValueError:
+        import ml_dtypes
+
+        return ml_dtypes.finfo(dtype)
+
+
 def _operand(arr: np.ndarray, dtype: np.dtype, what: str, name: str) -> np.ndarray:
     """``arr`` as the C-contiguous, aligned ``dtype`` array the core reads (a copy where needed: a view at an odd
     offset into a buffer, a memory-mapped file with an odd header). NaN, infinity and finite values beyond
@@ -41,7 +51,7 @@ def _operand(arr: np.ndarray, dtype: np.dtype, what: str, name: str) -> np.ndarr
         if not finite.all():
             bad = np.argwhere(~finite)[0]
             raise ValueError(f"{what}: {name} holds NaN or infinity (first at index {tuple(int(i) for i in bad)})")
-        top = float(np.finfo(dtype).max)
+        top = float(_finfo(dtype).max)
         if arr.dtype.itemsize > np.dtype(dtype).itemsize and float(np.max(np.abs(arr))) > top:
             bad = np.argwhere(np.abs(arr) > top)[0]
             at, value = tuple(int(i) for i in bad), float(arr[tuple(bad)])
