@@ -10,7 +10,7 @@ from ._measurement import BenchmarkResult
 from ._timing import Case, Stopwatch, benchmark, empty_cache, interleave, synchronize
 from ._threads import get_num_threads, num_threads, set_num_threads, thread_pools
 from ._profile import profile
-from . import datasets, nn, optim  # noqa: E402  (after the core names they use)
+from . import datasets, nn, optim, transforms  # noqa: E402  (after the core names they use)
 
 try:  # one source: the installed distribution's metadata (pyproject.toml's version)
     from importlib.metadata import PackageNotFoundError as _NotFound, version as _version
@@ -21,7 +21,7 @@ except _NotFound:  # pragma: no cover - run from a source tree without installin
 
 __all__ = [
     "Array", "BenchmarkResult", "Case", "CompileError", "Device", "HetnnError", "OpenCLError", "Stopwatch",
-    "TransposedArray", "asarray", "benchmark", "datasets", "default_device", "device", "devices", "empty",
+    "TransposedArray", "asarray", "benchmark", "datasets", "transforms", "default_device", "device", "devices", "empty",
     "empty_cache", "get_default_device", "get_num_threads", "interleave", "nn", "num_threads", "optim", "profile",
     "set_default_device", "set_implicit_host_copies", "set_num_threads", "synchronize", "thread_pools", "zeros",
     "__version__",

@@ -1,10 +1,10 @@
 """Datasets for the examples and benchmarks: Fashion-MNIST from Debian's files, an IDX reader, XOR, and a seeded
-synthetic stand-in for the solar-sensor regression."""
+synthetic stand-in for the solar-sensor regression, and images from a folder per class."""
 from __future__ import annotations
 
 import gzip
 import os
-from typing import Optional, Tuple, Union
+from typing import List, Optional, Tuple, Union
 
 import numpy as np
 from ._check import is_int
@@ -76,6 +76,56 @@ def fashion_mnist(path: Optional[PathLike] = None, images: bool = False) -> Tupl
                              f"(n, 28, 28) images and (n,) labels")
         parts.append((x.reshape(-1, 1, *x.shape[1:]).astype(np.float32) / 255 if images else x, y))
     return parts[0], parts[1]
+
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff")
+
+
+def image_folder(path: PathLike, size: Optional[Tuple[int, int]] = None, grayscale: bool = False
+                 ) -> Tuple[np.ndarray, np.ndarray, List[str]]:
+    """``(x, y, classes)`` from a folder per class (``path/<class>/<image>``, PNG, JPEG, BMP, GIF, TIFF), as the
+    AlexNet/MRI study feeds its images: x float32 (N, C, H, W) in [0, 1] (C = 1 with ``grayscale``, else 3), y int64
+    class indices, classes the folder names sorted. ``size`` (H, W): every image resized to it (bilinear); None:
+    the images must share one size. Needs Pillow (installed with hetnn's bench extra)."""
+    try:
+        from PIL import Image
+    except ImportError:
+        raise ImportError("image_folder needs Pillow: pip install pillow (or hetnn's bench extra)") from None
+    root = os.fspath(path)
+    if not os.path.isdir(root):
+        raise FileNotFoundError(f"image_folder: {root} is not a directory")
+    if size is not None and (not isinstance(size, (tuple, list)) or len(size) != 2
+                             or not all(is_int(v) and v >= 1 for v in size)):
+        raise ValueError(f"image_folder: size must be (H, W) of ints >= 1 or None, got {size!r}")
+    if not isinstance(grayscale, (bool, np.bool_)):
+        raise TypeError(f"image_folder: grayscale must be a bool, got {grayscale!r}")
+    classes = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+    xs: List[np.ndarray] = []
+    ys: List[int] = []
+    for label, name in enumerate(classes):
+        folder = os.path.join(root, name)
+        for f in sorted(os.listdir(folder)):
+            if not f.lower().endswith(IMAGE_SUFFIXES):
+                continue
+            p = os.path.join(folder, f)
+            try:
+                with Image.open(p) as im:
+                    im = im.convert("L" if grayscale else "RGB")
+                    if size is not None:
+                        im = im.resize((int(size[1]), int(size[0])), Image.Resampling.BILINEAR)
+                    a = np.asarray(im, dtype=np.float32) / 255
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"image_folder: cannot read {p} ({exc})") from None
+            a = a[None] if a.ndim == 2 else a.transpose(2, 0, 1)
+            if xs and a.shape != xs[0].shape:
+                raise ValueError(f"image_folder: {p} is {a.shape[1]}x{a.shape[2]}, the first image "
+                                 f"{xs[0].shape[1]}x{xs[0].shape[2]}; pass size=(H, W) to resize them all")
+            xs.append(a)
+            ys.append(label)
+    if not xs:
+        raise ValueError(f"image_folder: no images under {root} (a folder per class holding "
+                         f"{', '.join(IMAGE_SUFFIXES)} files)")
+    return np.stack(xs), np.array(ys, dtype=np.int64), classes
 
 
 def xor(dtype: str = "float32") -> Tuple[np.ndarray, np.ndarray]:

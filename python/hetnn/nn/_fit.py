@@ -110,13 +110,17 @@ def _trainer(model: Any, loss_obj: Loss, plan: Sequence[Tuple[str, str]], accs: 
 def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: int, batch_size: int, shuffle: bool,
             validation_data: Optional[Tuple[Any, Any]], validation_split: Optional[float], metrics: Sequence[str],
             callbacks: Optional[Sequence[Callback]], verbose: bool, seed: Optional[int],
-            distributed: bool = False, devices: Any = None, device_split: Any = "even") -> History:
+            distributed: bool = False, devices: Any = None, device_split: Any = "even",
+            transform: Any = None) -> History:
     loss_obj, bs, metric_names, cbs = _check_args(model, loss, optimizer, epochs, batch_size, metrics, callbacks)
     seed = seed_arg(seed, "fit")
     if not isinstance(distributed, (bool, np.bool_)):
         raise TypeError(f"fit: distributed must be a bool, got {distributed!r}")
     x, y, validation_data = split_validation(x, y, validation_split, validation_data)
     X, out_shape, keep_x = model._x(x, "fit")
+    host_x = _augmented(model, X, transform, distributed, devices)
+    if host_x is not None:  # the epochs' images go to a buffer of their own: the user's array is never written
+        X = _core.Array.from_numpy(model._device._dev, host_x)
     n = X.shape[0]
     if n == 0:
         raise ValueError("fit: x has no samples")
@@ -142,6 +146,7 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
                                                                                plan, val is not None))
         seed = dp.seed
     rng = np.random.default_rng(seed)
+    trng = np.random.default_rng(None if seed is None else [seed, 1])  # the transforms' draws: a stream of their own
     hist = History()
     hist.params = {"epochs": epochs, "batch_size": bs, "samples": n, "device": model._device.id}
     if dp is not None:
@@ -175,6 +180,8 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
             t0 = time.perf_counter()
             if hasattr(optimizer, "_begin_epoch"):
                 optimizer._begin_epoch(epoch)
+            if host_x is not None:
+                X.write_from(_transformed(transform, host_x, trng))
             samples, scale = n, 1.0
             if dp is not None:
                 idx = _core.Array.from_numpy(dev, dp.epoch_rows(rng))
@@ -227,6 +234,29 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
     for r in records:
         hist.device_time[r["name"]] = hist.device_time.get(r["name"], 0.0) + r["duration"]
     return hist
+
+
+def _augmented(model: Any, X: Any, transform: Any, distributed: Any, devices: Any) -> Optional[np.ndarray]:
+    """The training images on the host, for ``transform`` to draw each epoch's from (None without one)."""
+    if transform is None:
+        return None
+    if not callable(transform):
+        raise TypeError(f"fit: transform must be callable as t(x, rng) -> x (hetnn.transforms), got "
+                        f"{type(transform).__name__}")
+    if distributed or devices is not None:
+        raise ValueError("fit: transform is applied on one device; it does not combine with distributed=True or "
+                         "devices=")
+    return np.array(X.to_numpy())
+
+
+def _transformed(transform: Any, host_x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    out = np.asarray(transform(host_x, rng))
+    if out.shape != host_x.shape:
+        raise ValueError(f"fit: transform returned shape {out.shape}; the training images are {host_x.shape} (a "
+                         f"transform that changes the size belongs before fit, e.g. Resize when loading)")
+    if out.dtype.kind == "f" and not np.isfinite(out).all():
+        raise ValueError("fit: transform returned NaN or infinity")
+    return np.require(out.astype(host_x.dtype, copy=False), requirements=["C", "A"])
 
 
 def _fingerprint(model: Any, loss_obj: Loss, optimizer: Any, epochs: int, plan: Sequence[Tuple[str, str]],

@@ -330,7 +330,7 @@ class Sequential:
             validation_split: Optional[float] = None, metrics: Sequence[str] = (),
             callbacks: Optional[Sequence[Callback]] = None, verbose: bool = False,
             seed: Optional[int] = None, distributed: bool = False, devices: Any = None,
-            device_split: Any = "even") -> History:
+            device_split: Any = "even", transform: Any = None) -> History:
         """Trains on (x, y) and returns a :class:`History`. ``loss``: CrossEntropyLoss() (integer labels or
         one-hot / probability rows) or MSELoss(); ``optimizer``: a hetnn.optim optimizer over this model's
         parameters; ``metrics``: any of "accuracy" (argmax of the outputs against the labels; one output: a 0.5
@@ -349,11 +349,15 @@ class Sequential:
         each step's ``batch_size`` rows split across them (``device_split``: "even", "measured" in proportion to each
         device's speed on one step, or one weight per device, the model's first), their passes run at once, the
         gradients summed weighted by rows; the model's own device takes the update and the replicas copy its
-        weights, so the result equals training on the model's device alone (to its rounding)."""
+        weights, so the result equals training on the model's device alone (to its rounding).
+
+        ``transform`` (one device): ``t(x, rng) -> x`` applied to the training images at the start of every epoch
+        (hetnn.transforms: flips, crops, rotations, Compose), drawing from a generator of its own (seeded by
+        ``seed``); ``x`` itself is never written."""
         return run_fit(self, x, y, loss=loss, optimizer=optimizer, epochs=epochs, batch_size=batch_size,
                        shuffle=shuffle, validation_data=validation_data, validation_split=validation_split,
                        metrics=metrics, callbacks=callbacks, verbose=verbose, seed=seed, distributed=distributed,
-                       devices=devices, device_split=device_split)
+                       devices=devices, device_split=device_split, transform=transform)
 
     def _evaluate(self, X: Any, Y: Any, labels: Any, loss_obj: Optional[Loss], metrics: Sequence[str],
                   batch_size: int) -> Dict[str, float]:
