@@ -41,10 +41,10 @@ def confusion_matrix(model: Any, x: Any, y: Any, *, batch_size: int = 1024) -> n
 def plot_confusion_matrix(cm: Any, labels: Optional[Sequence[str]] = None, normalize: bool = True) -> Any:
     """A matplotlib Figure of ``cm`` (from :func:`confusion_matrix`): rows the true class, columns the predicted
     one, each cell's count written in it; ``normalize`` colours each row by its share (the per-class recall)."""
-    from ..bench.plots import require_matplotlib
-
-    require_matplotlib()
-    from matplotlib.figure import Figure
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise ImportError("plot_confusion_matrix needs matplotlib: pip install 'hetnn[bench]'") from None
 
     m = np.asarray(cm)
     if m.ndim != 2 or m.shape[0] != m.shape[1] or m.dtype.kind not in "iu":
