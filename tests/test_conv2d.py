@@ -33,14 +33,21 @@ def test_conv2d_matches_float64(device, rng, case):
     n, c, h, w, o, k, stride, padding, dilation, groups = case
     x, weight, bias = _inputs(rng, n, c, h, w, o, k, groups)
     ref = _conv_ref((x, weight, bias, stride, padding, dilation, groups, "relu"))[0]
+    # each output's error bounded by its own sum of |x||w| + |b| (a norm-wise bound failed where an output was a
+    # small difference of large products: case 6, one output of 0.006 from 18 products of order 1)
+    scale = _conv_ref((np.abs(x), np.abs(weight), np.abs(bias), stride, padding, dilation, groups, None))[0]
+    terms = c // groups * k[0] * k[1] + 1
+
+    def within(got):
+        return np.all(np.abs(np.asarray(got, np.float64) - ref) <= 4 * terms * 2.0**-24 * scale + 1e-30)
     y = hetnn.conv2d(x, weight, bias, stride, padding, dilation, groups, "relu", device=device)
     assert y.shape == ref.shape
-    assert rel_err(y, ref) < 2e-5
+    assert within(y)
     X, Wt, B = (hetnn.asarray(a, device=device) for a in (x, weight, bias))
     out = hetnn.empty(ref.shape, device=device)
     got = hetnn.conv2d(X, Wt, bias=B, stride=stride, padding=padding, dilation=dilation, groups=groups,
                        activation="relu", out=out)
-    assert got is out and rel_err(out.numpy(), ref) < 2e-5
+    assert got is out and within(out.numpy())
 
 
 @pytest.mark.parametrize("case", [(2, 2, 3, 2, 3, (3, 3), (3, 2), (4, 3), (2, 2), 1),
