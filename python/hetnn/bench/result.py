@@ -113,10 +113,11 @@ def keep_partial(exc: BaseException, report: Report, prefix: Optional[str]) -> s
         exc.partial_report = report  # type: ignore[attr-defined]
         if prefix:
             path = f"{prefix}-partial"
+            report.save(path, plots=False)  # the rows first: save rescues them itself where they cannot be written
             try:
-                report.save(path)
+                report.plot(path)
             except Exception:  # noqa: BLE001 - a plot of partial rows must not cost the data
-                report.save(path, plots=False)
+                pass
             how += f" are in {path}.csv and {path}.json"
         else:
             how += " are in the exception's partial_report"
