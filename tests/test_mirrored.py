@@ -28,17 +28,19 @@ OPTIMIZERS = {"sgd-momentum": lambda m: optim.SGD(m.parameters(), lr=0.1, moment
               "adamw": lambda m: optim.AdamW(m.parameters(), lr=0.01)}
 
 
+@pytest.mark.parametrize("strategy", ["central", "mirrored"])
 @pytest.mark.parametrize("split", ["even", "measured", [1, 3]], ids=["even", "measured", "weights"])
 @pytest.mark.parametrize("opt", list(OPTIMIZERS))
 @pytest.mark.parametrize("dtype,tol", [("float64", 1e-12), ("float32", 1e-5)])
-def test_mirrored_equals_training_on_one_device(rng, split, opt, dtype, tol):
+def test_several_devices_equal_training_on_one(rng, split, opt, dtype, tol, strategy):
     """37 samples at global batch 10: three full steps and a last one of 7 split across the devices."""
     x, y = rng.standard_normal((37, 6)), rng.integers(0, 3, 37)
     runs = []
     for devices in (["cpu", OTHER], None):
         model = _mlp(dtype)
         h = model.fit(x, y, loss="cross_entropy", optimizer=OPTIMIZERS[opt](model), epochs=3, batch_size=10, seed=4,
-                      metrics=["accuracy"], devices=devices, device_split=split)
+                      metrics=["accuracy"], devices=devices, device_split=split,
+                      **({"strategy": strategy} if devices else {}))
         runs.append((_weights(model), h))
     (w, h), (want, ref) = runs
     assert rel_err(w, want) < tol
@@ -48,6 +50,33 @@ def test_mirrored_equals_training_on_one_device(rng, split, opt, dtype, tol):
     assert sum(rows) == 10 and min(rows) >= 1 and h.params["devices"] == ["cpu", OTHER]
     if split == [1, 3]:
         assert rows == [3, 7]
+    assert h.params["strategy"] == strategy
+
+
+@pytest.mark.parametrize("strategy", ["central", "mirrored"])
+@pytest.mark.parametrize("opt", ["sgd-momentum", "adam"])
+def test_a_warm_optimizer_and_a_partial_one_carry_over(rng, strategy, opt):
+    """A second fit on two devices continues the optimizer state of a first fit on one (mirrored: copied to every
+    replica), and an optimizer over the last layer alone leaves the first layer as it was on every device."""
+    make = {"sgd-momentum": lambda ps: optim.SGD(ps, lr=0.05, momentum=0.9),
+            "adam": lambda ps: optim.Adam(ps, lr=0.02)}[opt]
+    x, y = rng.standard_normal((40, 6)), rng.integers(0, 3, 40)
+    got = []
+    for devices in (["cpu", OTHER], None):
+        model = _mlp("float64")
+        o = make(model.parameters())
+        model.fit(x, y, loss="cross_entropy", optimizer=o, epochs=2, batch_size=8, seed=1)
+        model.fit(x, y, loss="cross_entropy", optimizer=o, epochs=2, batch_size=8, seed=2,
+                  **({"devices": devices, "strategy": strategy} if devices else {}))
+        got.append(_weights(model))
+    assert rel_err(got[0], got[1]) < 1e-12
+    model = _mlp("float64")
+    first = [p.numpy().copy() for p in model.layers[0].parameters()]
+    last = [p.numpy().copy() for p in model.layers[-1].parameters()]
+    model.fit(x, y, loss="cross_entropy", optimizer=make(model.layers[-1].parameters()), epochs=2, batch_size=8,
+              seed=3, devices=["cpu", OTHER], strategy=strategy)
+    assert all(np.array_equal(a, p.numpy()) for a, p in zip(first, model.layers[0].parameters()))
+    assert not any(np.array_equal(a, p.numpy()) for a, p in zip(last, model.layers[-1].parameters()))
 
 
 def test_all_devices_and_a_cnn_with_dropout(rng):
@@ -74,7 +103,8 @@ def test_all_devices_and_a_cnn_with_dropout(rng):
     assert h.history["loss"][-1] < h.history["loss"][0] and np.isfinite(_weights(model)).all()
 
 
-def test_a_failure_in_one_replica_is_raised_not_a_hang(rng, monkeypatch):
+@pytest.mark.parametrize("strategy", ["central", "mirrored"])
+def test_a_failure_in_one_replica_is_raised_not_a_hang(rng, monkeypatch, strategy):
     """The reduction fails in the second step: the error reaches the caller and every replica's thread ends."""
     from hetnn._loader import _core
     calls = []
@@ -92,7 +122,8 @@ def test_a_failure_in_one_replica_is_raised_not_a_hang(rng, monkeypatch):
     def run():
         try:
             model.fit(rng.standard_normal((40, 6)), rng.integers(0, 3, 40), loss="cross_entropy",
-                      optimizer=optim.SGD(model.parameters(), lr=0.1), batch_size=8, devices=["cpu", OTHER])
+                      optimizer=optim.SGD(model.parameters(), lr=0.1), batch_size=8, devices=["cpu", OTHER],
+                      strategy=strategy)
         except RuntimeError as exc:
             result.append(exc)
     t = threading.Thread(target=run, daemon=True)
@@ -115,6 +146,9 @@ def test_a_failure_in_one_replica_is_raised_not_a_hang(rng, monkeypatch):
     (dict(devices=["cpu", OTHER], device_split=[1, 2, 3]), ValueError, "needs 2 positive weights"),
     (dict(devices=["cpu", OTHER], device_split=3), TypeError, "device_split must be"),
     (dict(devices=["cpu", OTHER], distributed=True), ValueError, "distributed=True with devices="),
+    (dict(devices=["cpu", OTHER], strategy="central_storage"), ValueError, "strategy must be 'central'"),
+    (dict(devices=["cpu", OTHER], strategy=None), ValueError, "strategy must be 'central'"),
+    (dict(strategy="mirrored"), ValueError, "strategy='mirrored' applies to training on several devices"),
 ])
 def test_bad_arguments(kw, exc, match):
     model = _mlp("float32")

@@ -90,6 +90,10 @@ def _study_rows(name):
                  "samples_per_s": 100.0} for b in (2, 8)] + \
                [{"part": "keras-cnn inference", "library": "hetnn", "device": "cpu", "samples": 2,
                  "latency_ms": 1.0}, {"part": "alexnet32", "device": "cpu", "epoch": 1, "test_accuracy": 0.8}]
+    if name == "cnn-devices":  # part (c) alone
+        return [{"part": "devices", "devices": d, "strategy": st, "batch": 64, "epoch_s": 1.0}
+                for d, st in (("cpu", "one device"), ("cpu + opencl:0:0", "central"),
+                              ("cpu + opencl:0:0", "mirrored"))]
     if name == "nn-library":
         return [{"part": "xor", "recipe": "published", "library": "hetnn", "device": "cpu", "s_per_run": 0.1},
                 {"part": "topologies", "widths": "16", "library": "hetnn", "device": "cpu", "train_s": 1.0,
@@ -97,9 +101,10 @@ def _study_rows(name):
     raise AssertionError(name)
 
 
-@pytest.mark.parametrize("name", ["gemm-libraries", "maxpool", "maxpool-sweep", "mlp-topology", "cnn", "nn-library"])
+@pytest.mark.parametrize("name", ["gemm-libraries", "maxpool", "maxpool-sweep", "mlp-topology", "cnn", "cnn-devices",
+                                  "nn-library"])
 def test_every_study_plot_marks_an_unreliable_row(name):
-    plot = study.get(name.replace("-sweep", "")).plot
+    plot = study.get(name.replace("-sweep", "").replace("-devices", "")).plot
     rows = _study_rows(name)
     assert not _marked(plot(rows, ENV))
     fig = plot([{**r, **BAD} for r in rows], ENV)

@@ -61,6 +61,7 @@ def test_mlp_topology_defaults_are_the_papers_setup():
     assert sorted(d["batches"]) == [100, 500, 1000] and d["batches"][-1] == 1000
     assert d["epochs"] == 1 and d["infer_sizes"] == [2, 64, 512, 1024] and (d["k_min"], d["k_max"]) == (0, 9)
     assert "1000, 500 and 100" in " ".join(study.describe("mlp-topology").split())
+    assert d["compare_epochs"] == 2  # table 4.3: two epochs per device at batch 1000
 
 
 def test_the_published_mnist_row_carries_its_own_label():
@@ -156,6 +157,13 @@ def test_a_study_from_the_command_line_with_a_config_file(tmp_path):
     assert {x["params"] for x in train} == {str(mlp_topology.param_count([50])),
                                             str(mlp_topology.param_count([50, 25, 13]))}
     assert "PUBLISHED figures" in r.stdout and "444,817" in r.stdout
+    if len(hetnn.devices()) > 1:  # table 4.3: two epochs per device, the first device's time over the others'
+        two = [x for x in rows if x["part"] == "two epochs"]
+        assert {(x["widths"], x["device"]) for x in two} == {(w, d.id) for w in ("50", "50-25-13")
+                                                            for d in hetnn.devices()}
+        assert all(x["epochs"] == "2" and float(x["train_s"]) > 0 for x in two)
+        other = hetnn.devices()[1].id
+        assert f"50-25-13: cpu time / {other} time: " in r.stdout and "95% CI" in r.stdout
 
 
 @pytest.mark.parametrize("args,message", [
@@ -277,11 +285,37 @@ def test_the_topology_sweep_holds_one_model_at_a_time(monkeypatch):
     monkeypatch.setattr(mlp_topology, "_keras_row", keras_row)
     monkeypatch.setattr(mlp_topology, "keras_peer", lambda study, ctx: object())
     cfg = mlp_topology.STUDY.resolve(True, {"k_min": 5, "k_max": 5, "depths": [2], "batches": [64, 128],
-                                            "samples": 600, "infer_sizes": [2]})
+                                            "samples": 600, "infer_sizes": [2], "compare_epochs": 0})
     devices = hetnn.devices()
     mlp_topology.run(Context(cfg, devices, lambda line: None))
     assert len(seen) == 1 + 4 * len(devices) + 2 and seen == [0] * len(seen), seen
     assert hetnn.empty_cache() == 0  # the 1600x800 weights' blocks were given back
+
+
+@pytest.mark.skipif(len(hetnn.devices()) < 2, reason="one device on this machine")
+def test_cnn_part_c_trains_on_one_and_two_devices_with_each_strategy():
+    """Part (c): every device alone, then the first two together under each strategy, from the same weights; the
+    speed-up over the first device alone with its interval; the replicas split the global batch."""
+    from hetnn.study import cnn as cnn_study
+    from hetnn.study._base import Context
+
+    cfg = cnn_study.STUDY.resolve(True, {"keras": False, "alexnet": False, "maps": 48, "multi_batch": 12,
+                                         "multi_epochs": 2, "multi_split": "even"})
+    devices = hetnn.devices()[:2]
+    out: list = []
+    rows = cnn_study.run(Context(cfg, devices, out.append))
+    pair = f"{devices[0].id} + {devices[1].id}"
+    assert [(r["devices"], r["strategy"]) for r in rows] == [(devices[0].id, "one device"),
+                                                            (devices[1].id, "one device"),
+                                                            (pair, "central"), (pair, "mirrored")]
+    for r in rows:
+        assert len(r["times_s"]) == 2 and r["epoch_s"] > 0 and r["batch"] == 12
+        assert r["rows_per_device"] == ("6/6" if "+" in r["devices"] else "12")
+    assert rows[0]["speedup"] == "1 (reference)" and all("x (" in r["speedup"] for r in rows[1:])
+    text = "\n".join(out)
+    assert "(c) the CNN of (a) on 1, 2 and 3 devices" in text and "mirrored" in text
+    with pytest.raises(ValueError, match="multi_split takes 'even' or 'measured'"):
+        study.run("cnn", multi_split="fast", output=None)
 
 
 def _stop_after(monkeypatch, n, exc=KeyboardInterrupt):
@@ -467,6 +501,7 @@ def test_a_finished_run_whose_output_fails_at_the_end_keeps_its_rows(monkeypatch
     ("mlp-topology", {"samples": 10**12}, "samples"),
     ("cnn", {"maps": 10**11}, "maps"),
     ("cnn", {"keras_batches": [10**12]}, "keras_batches"),
+    ("cnn", {"multi_batch": 10**12}, "multi_batch"),
     ("gemm-libraries", {"shapes": ["200000x200000x200000"]}, "shapes"),
     ("nn-library", {"batch": 10**12}, "batch"),
     ("nn-library", {"widths": [10**7]}, "widths"),

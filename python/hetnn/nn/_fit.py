@@ -111,7 +111,7 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
             validation_data: Optional[Tuple[Any, Any]], validation_split: Optional[float], metrics: Sequence[str],
             callbacks: Optional[Sequence[Callback]], verbose: bool, seed: Optional[int],
             distributed: bool = False, devices: Any = None, device_split: Any = "even",
-            transform: Any = None) -> History:
+            transform: Any = None, strategy: str = "central") -> History:
     loss_obj, bs, metric_names, cbs = _check_args(model, loss, optimizer, epochs, batch_size, metrics, callbacks)
     seed = seed_arg(seed, "fit")
     if not isinstance(distributed, (bool, np.bool_)):
@@ -132,6 +132,10 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
     model.stop_training = False
     dev = model._device._dev
     dp = mirror = None
+    from ._mirrored import strategy_arg
+    strategy = strategy_arg(strategy)
+    if devices is None and strategy != "central":
+        raise ValueError(f"fit: strategy={strategy!r} applies to training on several devices; pass devices= too")
     if devices is not None:
         from ._mirrored import Mirrored, resolve_devices
         if distributed:
@@ -139,7 +143,7 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
                              "rank per device)")
         devs = resolve_devices(model, devices)
         if len(devs) > 1:
-            mirror = Mirrored(model, devs, device_split, bs)
+            mirror = Mirrored(model, devs, device_split, bs, strategy)
     if distributed:
         from ._data_parallel import DataParallel
         dp = DataParallel(model, optimizer, n, bs, shuffle, seed, _fingerprint(model, loss_obj, optimizer, epochs,
@@ -159,8 +163,9 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
     step_labels = labels if any(k == "correct_argmax" for _, k in plan) else None
     if mirror is not None:
         mirror.build(x, y, n, out_shape, loss_obj, plan, (trainer, X, Y, step_labels, [acc_loss, *accs]),
-                     lambda replica, raccs: _trainer(replica, loss_obj, plan, raccs, None))
-        hist.params.update(devices=[d.id for d in mirror.devices], rows_per_device=list(mirror.step_rows))
+                     lambda replica, raccs, opt: _trainer(replica, loss_obj, plan, raccs, opt), optimizer)
+        hist.params.update(devices=[d.id for d in mirror.devices], rows_per_device=list(mirror.step_rows),
+                           strategy=strategy)
     if dp is not None:
         dp.synchronise(optimizer)
         if dp.size > 1:

@@ -1,10 +1,18 @@
 """fit(..., devices=[...]): one model trained on several devices of this process. Each step's batch (``batch_size``
 rows, the global batch) is split across one replica per device; every replica runs its forward and backward pass in
-its own thread (the devices work at once); the gradients are summed on the host, each weighted by its replica's rows;
-the model on its own device (the primary) takes the update, and the others copy its weights before their next
-step, so that every replica computes with the same bits whatever its device's rounding."""
+its own thread (the devices work at once); the gradients are summed on the host, each weighted by its replica's rows.
+Then, by ``strategy``:
+
+- "central" (TensorFlow's central storage): the variables live on the model's own device (the primary), which alone
+  takes the update; the others copy its weights before their next step, so every replica computes with the same
+  bits whatever its device's rounding.
+- "mirrored" (TensorFlow's mirrored strategy): every replica holds its own copy of the variables and of the optimizer
+  state and applies the same summed gradient itself, at once; no weights travel, and the copies agree to the
+  rounding of each device's update.
+"""
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from typing import Any, Callable, List, Optional, Sequence, Tuple
@@ -41,6 +49,32 @@ def resolve_devices(model: Any, devices: Any) -> List[Any]:
         raise TypeError(f"fit: training on several devices reduces float32 or float64 gradients; the model is "
                         f"{model.dtype}")
     return [model.device] + [d for d in found if d.id != model.device.id]
+
+
+STRATEGIES = ("central", "mirrored")
+
+
+def strategy_arg(strategy: Any) -> str:
+    if not isinstance(strategy, str) or strategy not in STRATEGIES:
+        raise ValueError(f"fit: strategy must be 'central' (the model's device holds the variables and takes the "
+                         f"update) or 'mirrored' (every device holds a copy and updates it), got {strategy!r}")
+    return strategy
+
+
+def replica_optimizer(optimizer: Any, model: Any, replica: Any) -> Any:
+    """The optimizer over the replica's parameters that match ``optimizer``'s in ``model``, with the same settings,
+    step count and state (momentum buffers, moments) copied to the replica's device."""
+    index = {id(p): i for i, p in enumerate(model.parameters())}
+    theirs = replica.parameters()
+    out = copy.copy(optimizer)
+    out.params = [theirs[index[id(p)]] for p in optimizer.params]
+    out._state = {}
+    for p, q in zip(optimizer.params, out.params):
+        for kind in ("velocity", "m", "v", "vmax"):
+            b = optimizer._state.get((id(p), kind))
+            if b is not None and tuple(b.shape) == tuple(q.value.shape):
+                out._buffer(q, kind).write_from(b.to_numpy())
+    return out
 
 
 def _shares(split: Any, k: int) -> Optional[List[float]]:
@@ -91,8 +125,9 @@ def _flat_grads(model: Any) -> FlatGradients:
 class Mirrored:
     """The replicas of one fit and their step protocol (two barriers a step)."""
 
-    def __init__(self, model: Any, devices: Sequence[Any], split: Any, batch_size: int) -> None:
-        self.model, self.devices, self.bs = model, list(devices), batch_size
+    def __init__(self, model: Any, devices: Sequence[Any], split: Any, batch_size: int,
+                 strategy: str = "central") -> None:
+        self.model, self.devices, self.bs, self.strategy = model, list(devices), batch_size, strategy
         self.k = len(self.devices)
         if batch_size < self.k:
             raise ValueError(f"fit: batch_size {batch_size} cannot be split across {self.k} devices (it is the "
@@ -103,9 +138,10 @@ class Mirrored:
 
     def build(self, x: Any, y: Any, n: int, out_shape: Tuple[int, ...], loss_obj: Any,
               plan: Sequence[Tuple[str, str]], primary: Tuple[Any, Any, Any, Any, List[Any]],
-              make_trainer: Callable[..., Any]) -> None:
+              make_trainer: Callable[..., Any], optimizer: Any) -> None:
         """The replicas: the primary (trainer, X, Y, labels, accumulators as fit built them) and one copy of the
-        model per other device, with the data uploaded to it."""
+        model per other device, with the data uploaded to it (mirrored: its weights and an optimizer of its own,
+        copied from the model's)."""
         trainer, X, Y, labels, accs = primary
         self.loss_kind = loss_obj.kind
         needs_labels = labels is not None
@@ -116,12 +152,17 @@ class Mirrored:
         self.members = [_Member(self.model, self._primary_grads, trainer, (X, Y, labels), accs)]
         for i, dev in enumerate(self.devices[1:], start=1):
             replica = self.model._replica(dev)
+            ropt = None
+            if self.strategy == "mirrored":
+                for p, q in zip(replica.parameters(), self.model.parameters()):
+                    p.value.write_from(q.value.to_numpy())
+                ropt = replica_optimizer(optimizer, self.model, replica)
             RX, _, keep_x = replica._x(x, "fit")
             RY, rlabels, keep_y = replica._y(y, n, out_shape, loss_obj, "fit")
             raccs = [_core.Array.zeros(dev._dev, [1], "float32") for _ in plan]
             acc_loss = _core.Array.zeros(dev._dev, [1], "float32")
             grads = _flat_grads(replica)
-            m = _Member(replica, grads, make_trainer(replica, raccs), (RX, RY, rlabels if needs_labels else None),
+            m = _Member(replica, grads, make_trainer(replica, raccs, ropt), (RX, RY, rlabels if needs_labels else None),
                         [acc_loss, *raccs], (keep_x, keep_y))
             m.trainer.set_dropout_stream(i)
             self.members.append(m)
@@ -154,8 +195,11 @@ class Mirrored:
         k = self.k
         self.start = threading.Barrier(k)
         self.grads_ready = threading.Barrier(k)
+        self.reduced = threading.Barrier(k)
         primary = self.members[0]
         host_params = [p.value.host_numpy() if hasattr(p.value, "host_numpy") else None for p in primary.params]
+        size = self.members[0].grads.flat.size
+        bounds = [size * i // k for i in range(k + 1)]
 
         def before_step(i: int) -> Callable[[int], None]:
             member = self.members[i]
@@ -175,15 +219,20 @@ class Mirrored:
                 g.gather()
                 member.rows = rows
                 self.grads_ready.wait()
-                if i == 0:
-                    total = sum(m.rows for m in self.members)
-                    _core._reduce_slices([m.grads.flat for m in self.members],
-                                         [m.rows / total for m in self.members], 0, g.flat.size, [g.flat])
+                total = sum(m.rows for m in self.members)
+                weights = [m.rows / total for m in self.members]
+                flats = [m.grads.flat for m in self.members]
+                if self.strategy == "mirrored":  # each replica sums its own slice into every copy, then updates
+                    _core._reduce_slices(flats, weights, bounds[i], bounds[i + 1], flats)
+                    self.reduced.wait()
+                    g.scatter()
+                elif i == 0:
+                    _core._reduce_slices(flats, weights, 0, g.flat.size, [g.flat])
                     g.scatter()
             return hook
 
         for i, m in enumerate(self.members):
-            m.trainer.set_step_hooks(before_update(i), before_step(i))
+            m.trainer.set_step_hooks(before_update(i), None if self.strategy == "mirrored" else before_step(i))
 
     def epoch_rows(self, order: np.ndarray, n: int) -> int:
         """Each replica's rows for the epoch from the shared order; returns the samples trained on."""
@@ -204,12 +253,14 @@ class Mirrored:
         """One epoch on every replica at once; the loss and metric sums over all of them."""
         self.start.reset()
         self.grads_ready.reset()
+        self.reduced.reset()
         errors: List[BaseException] = []
 
         def fail(exc: BaseException) -> None:
             errors.append(exc)
             self.start.abort()
             self.grads_ready.abort()
+            self.reduced.abort()
 
         def work(m: _Member, report: Any) -> None:
             X, Y, labels = m.data

@@ -330,7 +330,7 @@ class Sequential:
             validation_split: Optional[float] = None, metrics: Sequence[str] = (),
             callbacks: Optional[Sequence[Callback]] = None, verbose: bool = False,
             seed: Optional[int] = None, distributed: bool = False, devices: Any = None,
-            device_split: Any = "even", transform: Any = None) -> History:
+            device_split: Any = "even", transform: Any = None, strategy: str = "central") -> History:
         """Trains on (x, y) and returns a :class:`History`. ``loss``: CrossEntropyLoss() (integer labels or
         one-hot / probability rows) or MSELoss(); ``optimizer``: a hetnn.optim optimizer over this model's
         parameters; ``metrics``: any of "accuracy" (argmax of the outputs against the labels; one output: a 0.5
@@ -348,8 +348,11 @@ class Sequential:
         ``devices`` (a list of devices including the model's, or "all"): one replica per device in this process,
         each step's ``batch_size`` rows split across them (``device_split``: "even", "measured" in proportion to each
         device's speed on one step, or one weight per device, the model's first), their passes run at once, the
-        gradients summed weighted by rows; the model's own device takes the update and the replicas copy its
-        weights, so the result equals training on the model's device alone (to its rounding).
+        gradients summed weighted by rows. ``strategy="central"`` (TensorFlow's central storage): the model's own
+        device holds the variables and takes the update, the replicas copy its weights before each step, so the
+        result equals training on the model's device alone (to its rounding). ``strategy="mirrored"``: every
+        device holds a copy of the variables and of the optimizer state and applies the summed gradient itself
+        (no weights travel; the copies agree to the rounding of each device's update; the model keeps its own).
 
         ``transform`` (one device): ``t(x, rng) -> x`` applied to the training images at the start of every epoch
         (hetnn.transforms: flips, crops, rotations, Compose), drawing from a generator of its own (seeded by
@@ -357,7 +360,7 @@ class Sequential:
         return run_fit(self, x, y, loss=loss, optimizer=optimizer, epochs=epochs, batch_size=batch_size,
                        shuffle=shuffle, validation_data=validation_data, validation_split=validation_split,
                        metrics=metrics, callbacks=callbacks, verbose=verbose, seed=seed, distributed=distributed,
-                       devices=devices, device_split=device_split, transform=transform)
+                       devices=devices, device_split=device_split, transform=transform, strategy=strategy)
 
     def _evaluate(self, X: Any, Y: Any, labels: Any, loss_obj: Optional[Loss], metrics: Sequence[str],
                   batch_size: int) -> Dict[str, float]:

@@ -12,8 +12,10 @@ import numpy as np
 from .. import datasets, optim
 from .._check import is_int
 from .._table import format_table
+from .._oscounters import Watch
 from ..bench import cnn
 from ..bench.mlp import _peaks, _with_peak
+from ..bench.stats import flags_text, ratio_interval
 from ._base import Context, Rows, Study, positive
 
 ALEX_COLUMNS = [("device", "device", ""), ("epoch", "epoch", "d"), ("samples", "samples", ","),
@@ -21,6 +23,10 @@ ALEX_COLUMNS = [("device", "device", ""), ("epoch", "epoch", "d"), ("samples", "
                 ("pct_peak", "% peak", ".0f"), ("test_accuracy", "test acc", ".4f"),
                 ("train_loss", "train loss", ".4f")]
 
+
+MULTI_COLUMNS = [("devices", "devices", ""), ("strategy", "strategy", ""), ("rows_per_device", "rows per device", ""),
+                 ("epoch_s", "s/epoch", ".3f"), ("speedup", "speed-up", ""),
+                 ("samples_per_s", "samples/s", ",.0f")]
 
 PUBLISHED_ACCURACY = {25: 0.879, 50: 0.950}  # the AlexNet variant's test accuracy by epoch, on the study's MRI set
 
@@ -88,10 +94,72 @@ def run_alexnet(ctx: Context) -> Rows:
     return rows
 
 
+def run_multi(ctx: Context) -> Rows:
+    """(c) One epoch of (a)'s CNN at the global batch ``multi_batch`` on each device alone, then on the first 2 (and
+    3) devices together under each strategy (fit(devices=..., strategy=...)), every configuration from the same
+    initial weights, interleaved over ``multi_epochs`` rounds; the speed-up over the first device alone."""
+    cfg = ctx.cfg
+    if len(ctx.devices) < 2:
+        ctx.notes.append("part (c) needs two devices; one was selected")
+        return []
+    (mx, my), _ = datasets.radiation_maps(n_samples=cfg["maps"], size=50, seed=cfg["seed"])
+    spec, _sample = cnn.MODELS["keras-cnn"]
+    bs, seed = cfg["multi_batch"], cfg["seed"]
+    configs: List[Tuple[List[Any], str]] = [([d], "one device") for d in ctx.devices]
+    for k in range(2, min(3, len(ctx.devices)) + 1):
+        configs += [(ctx.devices[:k], s) for s in ("central", "mirrored")]
+    runs: List[Tuple[Any, Any, Dict[str, Any], Watch, Dict[str, Any]]] = []
+    for devs, strategy in configs:
+        model = cnn.build(spec, devs[0], seed)
+        kw: Dict[str, Any] = {} if len(devs) == 1 else {"devices": devs, "strategy": strategy,
+                                                         "device_split": cfg["multi_split"]}
+        runs.append((model, optim.Adam(model.parameters(), lr=1e-3), kw, Watch(), {}))
+    # round r runs every configuration once, in turn (reversed every other round), after an untimed first epoch
+    # each (kernels built, memory touched); a row's repeats are its fit's epoch times, with the OS's counters
+    for r in range(cfg["multi_epochs"] + 1):
+        order = list(enumerate(runs)) if r % 2 else list(enumerate(runs))[::-1]
+        for i, (model, opt, kw, watch, info) in order:
+            ctx.step(f"(c) round {r}/{cfg['multi_epochs']}: {' + '.join(d.id for d in configs[i][0])}")
+            h = model.fit(mx, my, loss="mse", optimizer=opt, epochs=1, batch_size=bs, seed=seed + r,
+                          callbacks=[watch.epochs()] if r else None, **kw)
+            info.update(h.params)
+    rows: Rows = []
+    for (devs, strategy), (_, _, _, watch, info) in zip(configs, runs):
+        watch.close()
+        t = [float(v) for v in watch.walls]
+        row = {"part": "devices", "model": "keras-cnn", "library": "hetnn", "device": devs[0].id,
+               "devices": " + ".join(d.id for d in devs), "strategy": strategy, "batch": bs, "samples": len(mx),
+               "rows_per_device": "/".join(str(v) for v in info.get("rows_per_device", [bs])),
+               "epoch_s": float(np.median(t)), "times_s": t, "samples_per_s": len(mx) / float(np.median(t)),
+               **watch.flags()}
+        rows.append(row)
+    base = rows[0]
+    for row in rows:
+        ci = ratio_interval([(row["times_s"], base["times_s"])]) if row is not base else None
+        bad = row.get("unreliable") or base.get("unreliable")
+        row["speedup"] = ("1 (reference)" if ci is None else
+                          f"{ci.value:.2f}x ({ci.low:.2f}-{ci.high:.2f})" + (" unreliable" if bad else ""))
+        row["speedup_flags"] = flags_text([row, base])
+    ctx.keep_all(rows)
+    three = "" if len(ctx.devices) >= 3 else (" (the paper's third device: this run selected two; a third appears "
+                                              "with a third device)")
+    ctx.say(f"\n(c) the CNN of (a) on 1, 2 and 3 devices{three}: Adam, MSE, global batch {bs} split "
+            f"{cfg['multi_split']} across the devices, {len(mx):,} maps; s/epoch: median of {cfg['multi_epochs']} "
+            f"interleaved epoch(s) after an untimed one (the epoch alone, without building replicas or uploading "
+            f"data); speed-up "
+            f"over {base['devices']} alone with its 95 % interval over the rounds. 'central': the variables on the "
+            f"first device, which alone updates them, the others copying its weights every step; 'mirrored': a copy "
+            f"of the variables and of the optimizer on every device, each updating its own:")
+    ctx.say(format_table(rows, MULTI_COLUMNS))
+    return rows
+
+
 def run(ctx: Context) -> Rows:
     cfg = ctx.cfg
     positive("cnn", cfg, "keras_batches", "keras_epochs", "maps", "infer_sizes", "alexnet_checkpoints",
-             "alexnet_batch", "lr")
+             "alexnet_batch", "lr", "multi_batch", "multi_epochs")
+    if cfg["multi_split"] not in ("even", "measured"):
+        raise ValueError(f"study cnn: multi_split takes 'even' or 'measured', got {cfg['multi_split']!r}")
     unknown = [p for p in cfg["peers"] if p not in ("torch", "keras", "none")]
     if unknown:
         raise ValueError(f"study cnn: peers take torch, keras (or none), got {unknown}")
@@ -106,6 +174,8 @@ def run(ctx: Context) -> Rows:
             rows += run_alexnet(ctx)
         except FileNotFoundError as exc:
             ctx.notes.append(str(exc))
+    if cfg["multi"]:
+        rows += run_multi(ctx)
     return rows
 
 
@@ -115,9 +185,10 @@ def plot(rows: Rows, env: Dict[str, Any]) -> Any:
     keras = [r for r in rows if r.get("part") == "keras-cnn" and r.get("samples_per_s")]
     infer = [r for r in rows if r.get("part") == "keras-cnn inference"]
     alex = [r for r in rows if r.get("part") == "alexnet32"]
-    if not (keras or alex):
+    multi = [r for r in rows if r.get("part") == "devices"]
+    if not (keras or alex or multi):
         return None
-    fig, ax = _figure(1, 3, (16, 4.5))
+    fig, ax = _figure(1, 4, (21, 4.5))
     for key in dict.fromkeys((r["library"], r["device"]) for r in keras):
         pts = sorted((r["batch"], r["epoch_s"]) for r in keras if (r["library"], r["device"]) == key)
         ax[0][0].plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=" ".join(key))
@@ -145,7 +216,17 @@ def plot(rows: Rows, env: Dict[str, Any]) -> Any:
         ax[0][2].set_ylim(max(0.0, low - 0.1), 1.0)
     ax[0][2].set(xlabel="epoch", ylabel="test accuracy")
     ax[0][2].set_title("AlexNet variant, 32x32", fontsize=9)
-    _legend(fig, [ax[0][0], ax[0][1], ax[0][2]])
+    if multi:
+        cats = [r["devices"].replace(" + ", "\n+ ") for r in multi]
+        per: Dict[str, Dict[str, float]] = {}
+        worse: Dict[str, set] = {}
+        for r, c in zip(multi, cats):
+            per.setdefault(r["strategy"], {})[c] = r["epoch_s"]
+            if _bad(r):
+                worse.setdefault(r["strategy"], set()).add(c)
+        _bars(ax[0][3], list(dict.fromkeys(cats)), per, "s per epoch", labels=".2f", bad=worse)
+        ax[0][3].set_title(f"(a)'s CNN on several devices, global batch {multi[0]['batch']}", fontsize=9)
+    _legend(fig, [ax[0][0], ax[0][1], ax[0][2], ax[0][3]])
     _footer(fig, env, "python -m hetnn study cnn")
     return fig
 
@@ -155,7 +236,9 @@ def memory(cfg: Dict[str, Any]) -> List[Tuple[str, float]]:
     CNN for the largest batch (float32)."""
     per_sample = (50 * 50 + 48 * 48 * 32 + 46 * 46 * 64) * 4
     batch = max([abs(int(b)) for b in [*cfg["keras_batches"], *cfg["infer_sizes"]] if is_int(b)] or [0])
+    multi = abs(int(cfg["multi_batch"])) if is_int(cfg["multi_batch"]) and cfg["multi"] else 0
     return [(f"maps {cfg['maps']}", abs(cfg["maps"]) * 50 * 50 * 4),
+            (f"multi_batch {cfg['multi_batch']}", multi * per_sample),
             (f"keras_batches / infer_sizes up to {batch}", batch * per_sample if cfg["keras"] else 0),
             (f"alexnet_batch {cfg['alexnet_batch']}", abs(cfg["alexnet_batch"]) * 16 * 16 * 64 * 4)]
 
@@ -169,11 +252,15 @@ STUDY = Study(
           "(on a small MRI set). hetnn: the same networks; the maps are hetnn.datasets.radiation_maps (seeded, with "
           "a learnable target), the AlexNet variant trains on Fashion-MNIST zero-padded to 32x32 with one input "
           "channel, on the first selected device (alexnet_devices); PyTorch and Keras 3 (any backend) as peers of "
-          "(a) when installed, from the same initial weights.",
+          "(a) when installed, from the same initial weights. Published too: the CNN trained on 1, 2 and 3 devices "
+          "with TensorFlow's mirrored and central-storage strategies; hetnn's part (c) runs (a)'s CNN on each "
+          "selected device alone and on the first 2 (and 3) together with fit(devices=, strategy='central' | "
+          "'mirrored') (this machine kind: the CPU device and PoCL; with a GPU: the GPU and the CPU).",
     defaults={"keras": True, "maps": 4096, "keras_batches": [2, 8, 32, 64, 128, 256, 512, 1024], "keras_epochs": 1,
               "infer_sizes": [2, 64, 512, 1024], "alexnet": True, "alexnet_checkpoints": [25, 50],
               "alexnet_samples": 0, "test_samples": 0, "alexnet_devices": "first",
-              "alexnet_batch": 256, "lr": 1e-3, "peers": ["torch", "keras"]},
+              "alexnet_batch": 256, "lr": 1e-3, "peers": ["torch", "keras"], "multi": True, "multi_batch": 1024,
+              "multi_epochs": 3, "multi_split": "measured"},
     doc={"keras": "run part (a)", "maps": "radiation maps generated (80 % train)",
          "keras_batches": "batch sizes of (a)", "keras_epochs": "interleaved epochs per batch size",
          "infer_sizes": "maps per inference call", "alexnet": "run part (b)",
@@ -182,8 +269,12 @@ STUDY = Study(
          "alexnet_devices": "devices of (b): 'first' of the selected ones (the CPU device under 'all'; the study "
                             "trained on one GPU), or 'all' (each device from the same weights)",
          "test_samples": "test images of (b) (0: all 10,000)", "alexnet_batch": "batch size of (b)",
-         "lr": "Adam learning rate of (b)", "peers": "peers of (a): torch, keras (each when installed), or none"},
-    quick={"maps": 160, "keras_batches": [32], "infer_sizes": [2, 64], "alexnet_checkpoints": [1],
+         "lr": "Adam learning rate of (b)", "peers": "peers of (a): torch, keras (each when installed), or none",
+         "multi": "run part (c): (a)'s CNN on 1, 2 and 3 devices, central storage and mirrored",
+         "multi_batch": "global batch of (c)", "multi_epochs": "interleaved epochs per configuration of (c)",
+         "multi_split": "how (c) splits each batch: 'even' or 'measured' (by each device's speed)"},
+    quick={"maps": 160, "keras_batches": [32], "infer_sizes": [2, 64], "alexnet_checkpoints": [1], "multi_batch": 32,
+           "multi_epochs": 2,
            "alexnet_devices": "all", "alexnet_samples": 256, "test_samples": 512},
     run=run,
     memory=memory,

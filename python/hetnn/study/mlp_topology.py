@@ -11,11 +11,12 @@ import numpy as np
 from .. import datasets, optim
 from .._check import is_int
 from .._oscounters import Watch
-from .._timing import empty_cache
+from .._timing import Case, empty_cache, interleave
 from .._table import format_table
 from ..bench.keras_peer import KerasTrainer
 from ..bench.matmul import settle
 from ..bench.mlp import _mlp, _peaks, _with_peak, train_flops
+from ..bench.stats import flags_text, no_interval, ratio_interval
 from ._base import Context, Rows, Study, keras_peer, positive
 
 BASE_WIDTHS = (50, 25, 13)  # k-th pyramid: 50*2^k, 25*2^k, 13*2^k
@@ -44,7 +45,10 @@ def param_count(hidden: List[int], inputs: int = 50, outputs: int = 1) -> int:
 
 def run(ctx: Context) -> Rows:
     cfg = ctx.cfg
-    positive("mlp-topology", cfg, "batches", "depths", "infer_sizes", "samples", "epochs", "lr")
+    positive("mlp-topology", cfg, "batches", "depths", "infer_sizes", "samples", "epochs", "lr", "compare_rounds")
+    if cfg["compare_epochs"] < 0:
+        raise ValueError(f"study mlp-topology: compare_epochs must be >= 0 (0: no comparison), got "
+                         f"{cfg['compare_epochs']!r}")
     if not 0 <= cfg["k_min"] <= cfg["k_max"] or any(d > 3 for d in cfg["depths"]):
         raise ValueError(f"study mlp-topology: 0 <= k_min <= k_max and depths 1..3, got k_min {cfg['k_min']!r}, "
                          f"k_max {cfg['k_max']!r}, depths {cfg['depths']!r}")
@@ -109,6 +113,59 @@ def run(ctx: Context) -> Rows:
     ctx.say(f"\ninference latency (predict on the first n test samples, NumPy in and out, median of "
             f"{cfg['infer_repeat']}; models trained at batch {cfg['batches'][-1]}):")
     ctx.say(format_table([r for r in rows if r["part"] == "inference"], INFER_COLUMNS))
+    if cfg["compare_epochs"] and len(ctx.devices) > 1:
+        rows += _two_epochs(ctx, models, x, y)
+    return rows
+
+
+def _two_epochs(ctx: Context, models: List[List[int]], x: np.ndarray, y: np.ndarray) -> Rows:
+    """Table 4.3: ``compare_epochs`` epochs at the comparison batch on every device, from the same initial weights,
+    interleaved over ``compare_rounds`` rounds; the first device's time over each other's."""
+    from .._loader import _core
+
+    cfg = ctx.cfg
+    bs, n_ep, first = cfg["batches"][-1], cfg["compare_epochs"], ctx.devices[0]
+    rows: Rows = []
+    lines: List[str] = []
+    for hidden in models:
+        label = "-".join(map(str, hidden))
+        # weights, gradients and Adam's two moments on every device at once, and room to spare
+        need = 4 * param_count(hidden) * 4 * len(ctx.devices)
+        if need > (_core.available_memory() or 2**62) / 2:
+            lines.append(f"  {label}: not compared ({need / 2**30:.1f} GiB on {len(ctx.devices)} devices at once is "
+                         f"more than half the memory available)")
+            continue
+        ctx.step(f"table 4.3: {label}, {n_ep} epochs at batch {bs} on every device")
+        _release(ctx.devices)
+        cases = []
+        for dev in ctx.devices:
+            model = _mlp(50, hidden, 1, dev, cfg["seed"])
+            opt = optim.Adam(model.parameters(), lr=cfg["lr"])
+
+            def fit(model: Any = model, opt: Any = opt) -> None:
+                model.fit(x, y, loss="mse", optimizer=opt, epochs=n_ep, batch_size=bs, seed=cfg["seed"])
+            cases.append(Case(dev.id, fit, devices=[dev]))
+        results = interleave(cases, n_warmup=1, n_repeat=cfg["compare_rounds"], rerun=False)
+        mine = []
+        for dev, r in zip(ctx.devices, results):
+            times = [float(t) for t in r.wall_times]
+            mine.append({"part": "two epochs", "widths": label, "params": param_count(hidden), "library": "hetnn",
+                         "device": dev.id, "batch": bs, "epochs": n_ep, "samples": len(x),
+                         "train_s": float(np.median(times)), "times_s": times, **r.flags})
+        rows += ctx.keep_all(mine)
+        for other in mine[1:]:
+            name = f"  {label}: {first.id} time / {other['device']} time"
+            flags = flags_text([mine[0], other])
+            if len(other["times_s"]) < 2:
+                lines.append(no_interval(name, mine[0]["train_s"] / other["train_s"], "one round", flags))
+                continue
+            ci = ratio_interval([(other["times_s"], mine[0]["times_s"])])
+            lines.append(ci.text(name, flags) if ci else f"{name}: not compared; flags: {flags}")
+    ctx.say(f"\ntable 4.3: {n_ep} epochs at batch {bs}, each device from the same initial weights, "
+            f"{cfg['compare_rounds']} interleaved rounds (a ratio above 1: {first.id} took longer; the interval "
+            f"spans the rounds):")
+    for line in lines:
+        ctx.say(line)
     return rows
 
 
@@ -226,18 +283,23 @@ STUDY = Study(
           "batch size. hetnn: the same models on hetnn.datasets.solar_irradiance (a seeded synthetic stand-in for "
           "the sensor series), ReLU hidden layers, Adam lr 1e-3; 'accuracy' of this regression is the test MSE and "
           "R2 on the later 20 % of the series; batch sizes 100, 500 and 1000 as published (devices and inference "
-          "compared on the models trained at 1000); the sample count is hetnn's choice; Keras 3 "
+          "compared on the models trained at 1000; table 4.3's two epochs at batch 1000 per device, interleaved); "
+          "the sample count is hetnn's choice; Keras 3 "
           "trains the same models from the same weights when installed (timed after hetnn, not interleaved).",
     defaults={"k_min": 0, "k_max": 9, "depths": [1, 2, 3], "batches": [100, 500, 1000], "samples": 5000, "epochs": 1,
-              "lr": 1e-3, "infer_sizes": [2, 64, 512, 1024], "infer_repeat": 5, "peers": ["keras"]},
+              "lr": 1e-3, "infer_sizes": [2, 64, 512, 1024], "infer_repeat": 5, "peers": ["keras"],
+              "compare_epochs": 2, "compare_rounds": 2},
     doc={"k_min": "smallest k of the widths 50*2^k, 25*2^k, 13*2^k", "k_max": "largest k",
          "depths": "hidden layers (1..3)",
          "batches": "training batch sizes (the last: the models inference and the devices are compared on)",
          "samples": "samples in the series (80 % train, 20 % test)",
          "epochs": "timed epochs per model, device and batch", "lr": "Adam learning rate",
          "infer_sizes": "samples per inference call", "infer_repeat": "inference calls timed per size",
-         "peers": "keras (Keras 3 on any installed backend, when installed), or none"},
+         "peers": "keras (Keras 3 on any installed backend, when installed), or none",
+         "compare_epochs": "epochs of table 4.3's device comparison at the last batch size (0: no comparison)",
+         "compare_rounds": "interleaved rounds of table 4.3's comparison"},
     quick={"k_max": 1, "batches": [64, 256], "samples": 1500, "infer_sizes": [2, 64], "infer_repeat": 3},
+    # table 4.3 at its published two epochs even in the short form: its models are the quick ones
     run=run,
     memory=memory,
     published=[{"widths": "800-400-208", "params": 444_817}, {"widths": "1600-800-416", "params": 1_696_033},
