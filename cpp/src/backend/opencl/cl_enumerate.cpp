@@ -13,6 +13,7 @@
 
 #include "backend/opencl/cl_backend.h"
 #include "backend/opencl/cl_check.h"
+#include "backend/opencl/cl_loader.h"
 #include "core/device.h"
 #include "core/warn.h"
 
@@ -148,6 +149,14 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() {
   if (const std::string fault = icd_file_fault(); !fault.empty()) {
     g_status = "OpenCL not loaded: " + fault + "; remove or repair that file";
     warn(g_status);
+    return out;
+  }
+  if (const std::string why = opencl::loader_error(); !why.empty()) {
+    const bool asked = why.rfind("HETNN_OPENCL_LIBRARY is 'none'", 0) == 0;
+    g_status = "OpenCL not loaded: " + why +
+               (asked ? " (unset it to look for an ICD loader)"
+                      : "; install an ICD loader (Debian/Ubuntu: ocl-icd-libopencl1) and a driver (pocl-opencl-icd "
+                        "for the CPU, a GPU vendor's), or name the loader in HETNN_OPENCL_LIBRARY");
     return out;
   }
   cl_uint np = 0;

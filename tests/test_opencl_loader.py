@@ -1,0 +1,55 @@
+"""hetnn opens the OpenCL ICD loader at run time: with none (HETNN_OPENCL_LIBRARY naming nothing that loads, or a
+library that is not a loader), `import hetnn` works, the CPU device alone is listed and computes, and the device
+table says why there is no OpenCL device; naming the system's loader finds the same devices as the default."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import hetnn
+
+PROBE = r"""
+import json, numpy as np, hetnn
+rng = np.random.default_rng(int(__import__("sys").argv[1]))
+a, b = rng.standard_normal((37, 19)), rng.standard_normal((19, 11))
+out = np.asarray(hetnn.matmul(a.astype(np.float32), b.astype(np.float32), device="cpu"), np.float64)
+err = float(np.abs(out - a @ b).max() / np.abs(a @ b).max())
+print(json.dumps({"devices": [d.id for d in hetnn.devices()], "err": err}))
+"""
+
+
+def _probe(value, seed):
+    env = dict(os.environ, HETNN_OPENCL_LIBRARY=value)
+    r = subprocess.run([sys.executable, "-c", PROBE, str(seed)], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    r = subprocess.run([sys.executable, "-m", "hetnn", "devices"], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    got["table"] = r.stdout
+    return got
+
+
+@pytest.mark.parametrize("value,why", [
+    ("none", "HETNN_OPENCL_LIBRARY is 'none'"),
+    ("/nonexistent/libOpenCL.so.1", "/nonexistent/libOpenCL.so.1: cannot open shared object file"),
+    ("libm.so.6", "libm.so.6 has no clGetPlatformIDs"),
+])
+def test_without_a_loader_the_cpu_device_works_and_the_table_says_why(value, why, rng):
+    got = _probe(value, int(rng.integers(2**31)))
+    assert got["devices"] == ["cpu"]
+    assert got["err"] < 1e-5
+    assert "(OpenCL: OpenCL not loaded: " in got["table"] and why in got["table"]
+    assert ("unset it to look for an ICD loader" if value == "none" else "ocl-icd-libopencl1") in got["table"]
+
+
+@pytest.mark.skipif(not any(d.kind == "opencl" for d in hetnn.devices()), reason="no OpenCL device here")
+def test_naming_the_systems_loader_finds_the_same_devices(rng):
+    import ctypes.util
+
+    name = ctypes.util.find_library("OpenCL")
+    assert name, "an OpenCL device is listed, so a loader is installed"
+    got = _probe(name, int(rng.integers(2**31)))
+    assert got["devices"] == [d.id for d in hetnn.devices()]
