@@ -392,7 +392,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     st.add_argument("name", nargs="?", help="the study (--list names them)")
     st.add_argument("--list", action="store_true", help="list the studies")
     st.add_argument("--describe", action="store_true", help="print the study's set-up and settings, run nothing")
-    st.add_argument("--quick", action="store_true", help="a short form of the study (minutes, not hours)")
+    st.add_argument("--quick", action="store_true", help="a short form of the study (under a minute each on 2 vCPUs)")
     st.add_argument("--config", help="a JSON run-configuration file: an object of settings (--describe lists them), "
                     "optionally with \"study\" and \"quick\"")
     st.add_argument("--device", default=None, help="'all', or comma-separated device specs (default: all)")
