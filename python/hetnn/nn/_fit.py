@@ -231,6 +231,8 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
                 break
     finally:
         records = capture.close()
+        if mirror is not None:
+            mirror.close()
         if bars:
             bars.close()
         for cb in cbs:

@@ -249,6 +249,13 @@ class Mirrored:
             m.batch = self.step_rows[i]
         return full * self.bs + (rem if last else 0)
 
+    def close(self) -> None:
+        """Drops the step hooks: each trainer (a C++ object) holds its hooks, which hold this object and through it
+        every trainer, a cycle Python's collector cannot see; left in place, each fit kept its replicas, their data
+        and their batch workspaces alive for good."""
+        for m in self.members:
+            m.trainer.set_step_hooks(None, None)
+
     def run_epoch(self, lr: float, progress: Any) -> List[float]:
         """One epoch on every replica at once; the loss and metric sums over all of them."""
         self.start.reset()
