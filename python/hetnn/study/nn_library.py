@@ -400,6 +400,6 @@ STUDY = Study(
                        ("accuracy", "accuracy", ".4f")],
     published_source="the OpenCL NN library study; XOR times are the mean of 100 runs, MNIST on MNIST itself",
     plot=plot,
-    full_run="16 min 31 s on 2 vCPUs of an AMD EPYC (Zen 4), both devices, without Keras (which added about 10 min "
-             "to the earlier topology set); 1.1 GB of memory at its peak (docs/studies.md)",
+    full_run="16 min 31 s on 2 vCPUs of an AMD EPYC (Zen 4), both devices, without Keras (with Keras, the "
+             "earlier topology set took 27 min); 1.1 GB of memory at its peak (docs/studies.md)",
 )

@@ -2,7 +2,7 @@
 // `import hetnn` and the CPU device work on a machine with no OpenCL loader, and opencl_status() says why there is
 // no OpenCL device. The loader is $HETNN_OPENCL_LIBRARY when set (alone: "none" runs without OpenCL), else the one
 // already in the process (so hetnn and a peer such as CLBlast share it), else libOpenCL.so.1 / libOpenCL.so from
-// the library path.
+// the library path, else the one a binary wheel ships beside the module.
 //
 // These definitions carry the headers' names and types, declared hidden (the pragma before the headers): they bind
 // hetnn's own calls when linked into its module and are not exported to other libraries of the process.
@@ -27,6 +27,16 @@ struct Loader {
   void* handle = nullptr;
   std::string error;
 };
+
+// <the folder of the module holding this code>/_opencl/libOpenCL.so.1: where a binary wheel ships an ICD loader
+// (ocl-icd, which reads the system's /etc/OpenCL/vendors and $OCL_ICD_VENDORS) for machines that have none.
+std::string bundled() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&bundled), &info) || !info.dli_fname) return "";
+  std::string path = info.dli_fname;
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash) + "/_opencl/libOpenCL.so.1";
+}
 
 Loader open_loader() {
   Loader l;
@@ -56,6 +66,7 @@ Loader open_loader() {
     attempt("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);  // already loaded (a peer library linked it)
     attempt("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
     attempt("libOpenCL.so", RTLD_NOW | RTLD_LOCAL);
+    attempt(bundled().c_str(), RTLD_NOW | RTLD_LOCAL);  // a binary wheel's own, for machines without one
   }
   if (!l.handle) l.error = "no OpenCL ICD loader could be loaded (" + tried + ")";
   return l;
