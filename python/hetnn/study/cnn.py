@@ -285,5 +285,6 @@ STUDY = Study(
     published_source="the CNN studies (a GTX 1080; the MRI set and the radiation maps are not available here)",
     plot=plot,
     full_run="1 h 43 min on 2 vCPUs of an AMD EPYC (Zen 4): part (a) on both devices and in Keras about 19 min, "
-             "part (b) 50 epochs on the CPU device, 99 s each; 14.3 GB of memory at its peak (docs/studies.md)",
+             "part (b) 50 epochs on the CPU device, 99 s each; 14.3 GB of memory at its peak; part (c), measured "
+             "alone: 9 min 26 s, 9.9 GB (docs/studies.md)",
 )
