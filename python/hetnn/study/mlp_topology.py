@@ -301,6 +301,6 @@ STUDY = Study(
     published_columns=[("widths", "hidden", ""), ("params", "params", ",")],
     published_source="the MLP topology study's parameter counts (the models with k = 4, 5, 6 and three layers)",
     plot=plot,
-    full_run="40 min on 2 vCPUs of an AMD EPYC (Zen 4), both devices and Keras; 14.4 GB of memory at its "
-             "peak (docs/studies.md)",
+    full_run="42 min 16 s on 2 vCPUs of an AMD EPYC (Zen 4), both devices, without Keras (which trains every model "
+             "again after them); 10.6 GB of memory at its peak (docs/studies.md)",
 )
