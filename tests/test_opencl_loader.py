@@ -53,3 +53,17 @@ def test_naming_the_systems_loader_finds_the_same_devices(rng):
     assert name, "an OpenCL device is listed, so a loader is installed"
     got = _probe(name, int(rng.integers(2**31)))
     assert got["devices"] == [d.id for d in hetnn.devices()]
+
+
+@pytest.mark.skipif(not any("Portable" in d.platform for d in hetnn.devices()), reason="no PoCL device here")
+def test_pocl_without_ld_on_path_is_left_out_not_a_crash(rng, tmp_path):
+    """PoCL links every kernel with the system's ld and aborts the process building one its cache lacks when ld is
+    not on PATH (a venv-only PATH did that): its devices are left out, and the device table says why."""
+    env = dict(os.environ, PATH=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", PROBE.replace('device="cpu"', "device=hetnn.devices()[-1]"),
+                        str(int(rng.integers(2**31)))], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert json.loads(r.stdout.strip().splitlines()[-1])["devices"] == ["cpu"]
+    table = subprocess.run([sys.executable, "-m", "hetnn", "devices"], env=env, capture_output=True, text=True,
+                           timeout=120).stdout
+    assert "PoCL's devices are left out" in table and "'ld'" in table

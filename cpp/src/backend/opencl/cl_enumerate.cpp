@@ -142,6 +142,23 @@ std::string icd_file_fault() {
   return "";
 }
 
+// Whether an executable `tool` is in one of $PATH's directories (unset: /bin:/usr/bin, as execvp searches).
+bool on_path(const std::string& tool) {
+  const char* env = std::getenv("PATH");
+  const std::string path = env ? env : "/bin:/usr/bin";
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string dir = end == start ? "." : path.substr(start, end - start);
+    const std::string file = dir + "/" + tool;
+    struct stat st {};
+    if (stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(file.c_str(), X_OK) == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() {
@@ -171,7 +188,15 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() {
   clGetPlatformIDs(np, platforms.data(), nullptr);
   int ordinal = 0;
   std::vector<cl_platform_id> empty;  // platforms that list no device (said even when others do)
+  std::string unlinkable;  // PoCL links each kernel with the system's ld (through clang's driver) and aborts the
+                           // process building one when ld is not on PATH: its devices are not offered then
   for (cl_uint p = 0; p < np; ++p) {
+    if (platform_string(platforms[p], CL_PLATFORM_NAME).find("Portable Computing Language") != std::string::npos &&
+        !on_path("ld")) {
+      unlinkable = "PoCL's devices are left out: PoCL links every kernel with 'ld' (binutils), which is not on "
+                   "PATH, and would abort the process building one; put ld's directory (e.g. /usr/bin) on PATH";
+      continue;
+    }
     cl_uint nd = 0;
     if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) {
       empty.push_back(platforms[p]);
@@ -231,6 +256,7 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() {
       g_status += "; PoCL lists no device when it cannot write its kernel cache, and " + dir +
                   " cannot be written: set POCL_CACHE_DIR (or XDG_CACHE_HOME, HOME) to a writable directory";
   }
+  if (!unlinkable.empty()) g_status = g_status.empty() ? unlinkable : g_status + "; " + unlinkable;
   return out;
 }
 
