@@ -15,7 +15,7 @@ from .._table import format_table
 from .._oscounters import Watch
 from ..bench import cnn
 from ..bench.mlp import _peaks, _with_peak
-from ..bench.stats import flags_text, ratio_interval
+from ..bench.stats import ratio, ratio_interval
 from ._base import Context, Rows, Study, positive
 
 ALEX_COLUMNS = [("device", "device", ""), ("epoch", "epoch", "d"), ("samples", "samples", ","),
@@ -25,8 +25,7 @@ ALEX_COLUMNS = [("device", "device", ""), ("epoch", "epoch", "d"), ("samples", "
 
 
 MULTI_COLUMNS = [("devices", "devices", ""), ("strategy", "strategy", ""), ("rows_per_device", "rows per device", ""),
-                 ("epoch_s", "s/epoch", ".3f"), ("speedup", "speed-up", ""),
-                 ("samples_per_s", "samples/s", ",.0f")]
+                 ("epoch_s", "s/epoch", ".3f"), ("samples_per_s", "samples/s", ",.0f")]
 
 PUBLISHED_ACCURACY = {25: 0.879, 50: 0.950}  # the AlexNet variant's test accuracy by epoch, on the study's MRI set
 
@@ -134,23 +133,25 @@ def run_multi(ctx: Context) -> Rows:
                **watch.flags()}
         rows.append(row)
     base = rows[0]
-    for row in rows:
-        ci = ratio_interval([(row["times_s"], base["times_s"])]) if row is not base else None
-        bad = row.get("unreliable") or base.get("unreliable")
-        row["speedup"] = ("1 (reference)" if ci is None else
-                          f"{ci.value:.2f}x ({ci.low:.2f}-{ci.high:.2f})" + (" unreliable" if bad else ""))
-        row["speedup_flags"] = flags_text([row, base])
+    lines = []
+    for row in rows[1:]:  # each configuration's speed over the first device alone, with its interval and flags
+        lines.append(ratio(f"  {row['devices']} ({row['strategy']}) / {base['devices']} alone (speed)", row, base))
+        ci = ratio_interval([(row["times_s"], base["times_s"])])
+        if ci is not None:
+            row.update(speedup=ci.value, speedup_low=ci.low, speedup_high=ci.high)
     ctx.keep_all(rows)
     three = "" if len(ctx.devices) >= 3 else (" (the paper's third device: this run selected two; a third appears "
                                               "with a third device)")
     ctx.say(f"\n(c) the CNN of (a) on 1, 2 and 3 devices{three}: Adam, MSE, global batch {bs} split "
             f"{cfg['multi_split']} across the devices, {len(mx):,} maps; s/epoch: median of {cfg['multi_epochs']} "
             f"interleaved epoch(s) after an untimed one (the epoch alone, without building replicas or uploading "
-            f"data); speed-up "
+            f"data); below, the speed "
             f"over {base['devices']} alone with its 95 % interval over the rounds. 'central': the variables on the "
             f"first device, which alone updates them, the others copying its weights every step; 'mirrored': a copy "
             f"of the variables and of the optimizer on every device, each updating its own:")
     ctx.say(format_table(rows, MULTI_COLUMNS))
+    for line in lines:
+        ctx.say(line)
     return rows
 
 
