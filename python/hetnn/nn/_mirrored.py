@@ -69,11 +69,11 @@ def replica_optimizer(optimizer: Any, model: Any, replica: Any) -> Any:
     out = copy.copy(optimizer)
     out.params = [theirs[index[id(p)]] for p in optimizer.params]
     out._state = {}
-    for p, q in zip(optimizer.params, out.params):
-        for kind in ("velocity", "m", "v", "vmax"):
-            b = optimizer._state.get((id(p), kind))
-            if b is not None and tuple(b.shape) == tuple(q.value.shape):
-                out._buffer(q, kind).write_from(b.to_numpy())
+    mine = {id(p): q for p, q in zip(optimizer.params, out.params)}
+    for (pid, kind), b in optimizer._state.items():  # whatever state the optimizer keeps, by its own names
+        q = mine.get(pid)
+        if q is not None and tuple(b.shape) == tuple(q.value.shape):
+            out._buffer(q, kind).write_from(b.to_numpy())
     return out
 
 
