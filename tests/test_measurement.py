@@ -453,3 +453,100 @@ def test_compare_keeps_a_wrong_peer_out_of_the_ratios(monkeypatch):
                               n_warmup=1)
     assert "hetnn cpu / torch cpu: not compared (wrong result: torch error" in res.text
     assert "hetnn cpu / numpy host: " in res.text and "numpy host: not compared (wrong" not in res.text
+
+
+# ---- rounds spread over the run ----
+
+def test_spread_order_is_nested_and_spreads_every_prefix():
+    from hetnn._timing import spread_order
+
+    for n in (1, 2, 3, 7, 20, 33):
+        order = spread_order(n)
+        assert sorted(order) == list(range(n))
+        for p in range(1, n + 1):
+            chosen = sorted(order[:p])
+            gaps = [b - a for a, b in zip([-1] + chosen, chosen + [n])]
+            assert max(gaps) <= 2 * n / p + 1, (n, p, chosen)
+
+
+def test_a_case_that_affords_few_repeats_samples_the_whole_run():
+    """Its warm-up says it affords about 5 of 30 rounds: it takes 5 spread over the run, not the first 5 (the
+    machine drifts over seconds, and repeats bunched at the start gave intervals the next run's excluded)."""
+    slow = Case("slow", lambda: time.sleep(0.02))
+    slower = Case("slower", lambda: time.sleep(0.026))
+    fast = Case("fast", lambda: None)
+    rs = interleave([slow, slower, fast], n_warmup=2, n_repeat=30, max_duration=0.12, settle=False, rerun=False)
+    r_slow, r_slower, r_fast = (set(int(i) for i in r.rounds) for r in rs)
+    assert 1 <= len(r_slow) <= 7 and len(r_fast) == 30
+    if len(r_slow) >= 3:
+        assert max(r_slow) >= 15, sorted(r_slow)
+    # the rounds of the one that affords fewer are among the other's: their ratio pairs them all
+    small, big = sorted((r_slow, r_slower), key=len)
+    assert small <= big
+
+
+def test_on_round_reports_every_first_round():
+    seen = []
+    interleave([Case("a", lambda: None)], n_warmup=0, n_repeat=5, settle=False,
+               on_round=lambda r, n: seen.append((r, n)))
+    assert seen == [(r, 5) for r in range(5)]
+    with pytest.raises(TypeError, match="on_round must be callable"):
+        interleave([Case("a", lambda: None)], on_round=3)
+
+
+def _calls_of(monkeypatch, module):
+    """The number of cases of each interleave call a bench module makes."""
+    sizes = []
+    real = module.interleave
+
+    def spy(cases, **kw):
+        sizes.append(len(cases))
+        return real(cases, **kw)
+    monkeypatch.setattr(module, "interleave", spy)
+    return sizes
+
+
+def test_suites_interleave_their_shapes_layers_and_cases_in_one_run(monkeypatch):
+    from hetnn.bench import conv, matmul, maxpool
+
+    cpu = hetnn.device("cpu")
+    sizes = _calls_of(monkeypatch, matmul)
+    rows = matmul.run_matmul([("a", 8, 8, 8), ("b", 16, 8, 4), ("c", 4, 4, 4)], [cpu], compare=["numpy"],
+                             n_warmup=1, n_repeat=3)
+    assert sizes == [6]
+    assert [r["shape"] for r in rows if not r["shape"].startswith("aggregate")] == ["a", "a", "b", "b", "c", "c"]
+    sizes = _calls_of(monkeypatch, maxpool)
+    rows = maxpool.run_maxpool([("p", 1, 2, 8, 8, 2, 2, 0), ("q", 1, 1, 16, 16, 3, 2, 1)], [cpu],
+                               compare=["numpy"], n_warmup=1, n_repeat=2)
+    assert sizes == [4] and [r["case"] for r in rows] == ["p", "p", "q", "q"]
+    sizes = _calls_of(monkeypatch, conv)
+    rows = conv.run_layers([cpu], batches=(1,), layers=(1, 2), compare=("im2col",), n_warmup=1, n_repeat=2)
+    assert sizes == [6]
+    assert [r["layer"] for r in rows] == [rows[0]["layer"]] * 3 + [rows[3]["layer"]] * 3 != [rows[0]["layer"]] * 6
+    assert all(len(r["rounds"]) == len(r["times_s"]) for r in rows)
+
+
+def test_one_interleaved_run_per_memory_budget(monkeypatch):
+    from hetnn.bench import grouping
+
+    assert grouping.by_bytes([5, 5, 5, 20, 1], lambda b: b, limit=10) == [[5, 5], [5], [20], [1]]
+    assert grouping.by_bytes([], lambda b: b) == []
+
+
+def test_the_topology_devices_alternate_epoch_by_epoch(monkeypatch):
+    from hetnn.bench import run_topology
+    from hetnn.nn import Sequential
+
+    devs = (hetnn.devices() + [hetnn.device("cpu")])[:2]  # two devices, or the CPU twice
+    models = []
+    real = Sequential.fit
+
+    def spy(self, x, *a, **kw):
+        if len(x) == 64:  # the timed epochs (the warm-up fits two batches of 16)
+            models.append(id(self))
+        return real(self, x, *a, **kw)
+    monkeypatch.setattr(Sequential, "fit", spy)
+    rows = run_topology(devs, batches=(16,), widths=[20], depths=(1,), n_samples=70, epochs=3)
+    first, second = dict.fromkeys(models)
+    assert models == [first, second, second, first, first, second]
+    assert len(rows) == 2 and all(r["rounds"] == [0, 1, 2] and len(r["times_s"]) == 3 for r in rows)

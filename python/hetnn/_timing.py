@@ -145,17 +145,37 @@ def _warm_up(c: Case, n_warmup: int) -> Dict[str, Any]:
     read from the disk cache on any device meanwhile)."""
     before = _first_use_totals()
     t0 = time.perf_counter()
-    first_call = math.nan
+    first_call = best = math.nan
     for i in range(n_warmup):
+        t1 = time.perf_counter()
         c.fn()
         c.wait()
+        t2 = time.perf_counter()
         if i == 0:
-            first_call = time.perf_counter() - t0
+            first_call = t2 - t0
+        if i == 1 or (i > 1 and t2 - t1 < best):  # the first call pays for first use: not an estimate of a call
+            best = t2 - t1
     after = _first_use_totals()
-    return {"call_s": first_call, "warmup_s": time.perf_counter() - t0,
+    return {"call_s": first_call, "best_call_s": first_call if n_warmup == 1 else best,
+            "warmup_s": time.perf_counter() - t0,
             "built": int(after["built"] - before["built"]),
             "disk_hits": int(after["disk_hits"] - before["disk_hits"]),
             "build_s": after["seconds"] - before["seconds"]}
+
+
+SETTLE_S = 0.012        # a settled turn's wait for the other pools (quiesce's window): a turn's cost beyond its call
+
+
+def spread_order(n: int) -> List[int]:
+    """The rounds 0..n-1 in van der Corput order (bit-reversed counting): the first p of them are spread evenly over
+    the n rounds for every p, and they are nested, the first p among the first p + 1. A case that can afford p
+    repeats takes the first p, so its repeats sample the whole run, and two cases with different budgets share the
+    rounds of the smaller one (their ratio pairs by round)."""
+    if n <= 0:
+        return []
+    bits = max(1, (n - 1).bit_length())
+    rev = [int(format(i, f"0{bits}b")[::-1], 2) for i in range(1 << bits)]
+    return [r for r in rev if r < n]
 
 
 RERUN_BUDGET = 2.0  # a case may spend this many times max_duration when its preempted repeats are re-run ...
@@ -163,7 +183,8 @@ RERUN_ROUNDS = 3    # ... and run this many times n_repeat rounds at most
 
 
 def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
-               max_duration: Optional[float] = None, settle: bool = True, rerun: bool = True) -> List[BenchmarkResult]:
+               max_duration: Optional[float] = None, settle: bool = True, rerun: bool = True,
+               on_round: Optional[Callable[[int, int], None]] = None) -> List[BenchmarkResult]:
     """Times several cases in rounds instead of one block each: round 1 runs A B C, round 2 C B A, and so on, so
     that a drift of the machine (a neighbour starting, the clock changing) reaches every case alike and their
     ratio per round stays comparable (:func:`hetnn.bench.stats.ratio_interval` bootstraps over rounds). Each case
@@ -171,10 +192,15 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
     ``first_use``); with ``settle``, before each timed call the other thread pools of the process are left to go
     idle (:func:`hetnn._oscounters.quiesce`) so that no library pays for another's spinning workers.
 
-    Stops after ``n_repeat`` rounds; a case whose turns took ``max_duration`` seconds sits out the remaining rounds
-    (each case is timed at least once). A turn is the timed call and what precedes it (the settling, a short case's
+    Stops after ``n_repeat`` rounds. A case whose ``max_duration`` affords fewer turns (estimated from its warm-up
+    calls) takes that many rounds spread over the whole run (:func:`spread_order`), not the first ones: the machine
+    drifts over seconds, and repeats bunched in one stretch of the run gave intervals that the next run's excluded.
+    For the same reason many things to compare (shapes, layers) are best one call's cases rather than one call each.
+    A case whose turns took ``max_duration`` seconds sits out the remaining rounds all the same (each case is timed
+    at least once). A turn is the timed call and what precedes it (the settling, a short case's
     untimed calls): the budget bounds the run's wall time, which settling (12 ms or more a turn) would otherwise
-    multiply for fast calls and many repeats. With ``rerun``, a repeat the OS shows preempted
+    multiply for fast calls and many repeats. ``on_round(r, n_repeat)`` is called before each of the first rounds
+    (a progress bar). With ``rerun``, a repeat the OS shows preempted
     (:mod:`hetnn._oscounters`) is run again in a further round rather than kept, within RERUN_BUDGET x
     ``max_duration`` and RERUN_ROUNDS x ``n_repeat`` rounds per case; the cases still within their budget join
     those rounds, so that every clean repeat has partners in its round. The results hold the clean repeats (their
@@ -214,6 +240,21 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
             return False
         return max_duration is None or spent[j] < RERUN_BUDGET * max_duration
 
+    if on_round is not None and not callable(on_round):
+        raise TypeError(f"interleave: on_round must be callable, got {type(on_round).__name__}")
+    # the rounds each case can afford within max_duration, taken spread over the run
+    rank = {r: i for i, r in enumerate(spread_order(n_repeat))}
+    planned = [n_repeat] * n
+    if max_duration is not None:
+        for j, f in enumerate(first):
+            best = f.get("best_call_s", math.nan)
+            if math.isfinite(best):
+                turn = best + (SETTLE_S if settle and n > 1 else 0.0) + (PRECALL_S if best < PRECALL_BELOW_S else 0.0)
+                planned[j] = max(1, min(n_repeat, int(max_duration / max(turn, 1e-9))))
+
+    def affordable(j: int) -> bool:
+        return max_duration is None or not walls[j] or spent[j] < max_duration
+
     rnd = 0
     first_rounds = True
     while True:
@@ -221,7 +262,14 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
         active: List[int] = []
         if first_rounds and rnd < n_repeat:
             # a case that spent its max_duration drops out; the others go on (ratios pair the common rounds)
-            active = [j for j in order if max_duration is None or not walls[j] or spent[j] < max_duration]
+            active = [j for j in order if rank[rnd] < planned[j] and affordable(j)]
+            later = not active and any(affordable(j) and any(rank[r] < planned[j] for r in range(rnd + 1, n_repeat))
+                                       for j in range(n))
+            if (active or later) and on_round is not None:
+                on_round(rnd, n_repeat)
+            if later:
+                rnd += 1  # a round none of the cases planned: the later rounds still hold some
+                continue
         if not active and first_rounds:
             first_rounds = False
             target = [len(w) for w in walls]

@@ -23,8 +23,9 @@ from .._timing import Case, interleave
 from .matmul import RESNET50_BS1, max_rel_error, settle
 from .mlp import _peaks, _with_peak
 from .peers import torch_devices
+from .grouping import by_bytes
 from .progress import expect
-from .stats import flags_text, no_interval, ratio_interval
+from .stats import flags_text, no_interval, ratio_interval, row_pair
 
 # (C, H, O, k, stride, padding) of each ResNet-50 v1.5 convolution, in the order of matmul.RESNET50_BS1 (its im2col
 # GEMM: M = OH * OW, N = O, K = C * k * k).
@@ -93,86 +94,110 @@ def run_layers(devices: Sequence[Device], *, batches: Sequence[int] = (1, 32), l
                 notes.append(f"torch: not used ({type(exc).__name__}: {exc})")
     rng = np.random.default_rng(seed)
     idx = list(layers) if layers is not None else list(range(len(RESNET50_CONVS)))
-    expect(progress, len(idx) * len(batches))
+    expect(progress, len(batches) * n_repeat)
     cpu = next((d for d in devices if d.kind == "cpu"), None)
     rows: List[Dict[str, Any]] = []
-    for batch in batches:
-        for i in idx:
-            c, h, o, k, s, p = RESNET50_CONVS[i]
-            label = layer_label(c, h, o, k, s, p)
-            if progress:
-                progress(f"conv {label} batch {batch}")
-            oh = out_size(h, k, s, p)
-            flops = 2.0 * batch * o * oh * oh * c * k * k
-            x = rng.standard_normal((batch, c, h, h), dtype=np.float32)
-            w = (rng.standard_normal((o, c, k, k), dtype=np.float32) / np.sqrt(c * k * k)).astype(np.float32)
-            ref = np.asarray(conv2d(x, w, stride=s, padding=p, device="cpu"), dtype=np.float64)
-            base = {"layer": label, "batch": batch, "flops": flops}
-            cases: List[Case] = []
-            finish: List[Callable[[Any], Dict[str, Any]]] = []
+    def layer(batch: int, i: int) -> Tuple[List[Case], List[Callable[[Any], Dict[str, Any]]], Callable[[], None]]:
+        """One layer's cases (hetnn on every device, every peer), the functions making their rows, and the
+        CLBlast rows it adds after the rounds (CLBlast times itself)."""
+        c, h, o, k, s, p = RESNET50_CONVS[i]
+        label = layer_label(c, h, o, k, s, p)
+        oh = out_size(h, k, s, p)
+        flops = 2.0 * batch * o * oh * oh * c * k * k
+        x = rng.standard_normal((batch, c, h, h), dtype=np.float32)
+        w = (rng.standard_normal((o, c, k, k), dtype=np.float32) / np.sqrt(c * k * k)).astype(np.float32)
+        ref = np.asarray(conv2d(x, w, stride=s, padding=p, device="cpu"), dtype=np.float64)
+        base = {"layer": label, "batch": batch, "flops": flops}
+        cases: List[Case] = []
+        finish: List[Callable[[Any], Dict[str, Any]]] = []
 
-            def add(case: Case, row: Dict[str, Any], result: Callable[[], np.ndarray], peak: Optional[float]) -> None:
-                cases.append(case)
-                finish.append(lambda r: _row({**base, **row}, r.wall_times, result(), ref, peak, r.flags))
+        def add(case: Case, row: Dict[str, Any], result: Callable[[], np.ndarray], peak: Optional[float]) -> None:
+            cases.append(case)
+            finish.append(lambda r: _row({**base, **row}, r.wall_times, result(), ref, peak, r.flags,
+                                         rounds=[int(v) for v in r.rounds]))
+        for dev in devices:
+            X, W = asarray(x, device=dev), asarray(w, device=dev)
+            Y = empty(ref.shape, dtype="float32", device=dev)
+
+            def run(X: Any = X, W: Any = W, Y: Any = Y) -> None:
+                conv2d(X, W, stride=s, padding=p, out=Y)
+            add(Case(f"hetnn {dev.id}", run, devices=[dev]), {"library": "hetnn", "device": dev.id}, Y.numpy,
+                peaks[dev.id])
+        if cpu is not None:  # the same layer inside a network, its input already in the layout it reads
+            resident = _core._ResidentConv(asarray(x, device=cpu)._a, asarray(w, device=cpu)._a, s, p)
+
+            def resident_out(r: Any = resident) -> np.ndarray:
+                return np.asarray(r.fetch().to_numpy())
+            add(Case("hetnn cpu layouts", resident.run, devices=[cpu]),
+                {"library": "hetnn layouts", "device": "cpu"}, resident_out, peaks[cpu.id])
+        if "im2col" in compare and cpu is not None:
+            wm = np.ascontiguousarray(w.reshape(o, -1).T)
+            g = np.empty((batch * oh * oh, o), np.float32)
+            y_i2c = np.empty(ref.shape, np.float32)
+
+            def gemm(g: np.ndarray = g, wm: np.ndarray = wm, y: np.ndarray = y_i2c) -> None:
+                matmul(im2col(x, k, s, p), wm, out=g, device=cpu)
+                y[...] = g.reshape(batch, oh, oh, o).transpose(0, 3, 1, 2)
+            add(Case("im2col+matmul", gemm, devices=[cpu]), {"library": "hetnn im2col+matmul", "device": "cpu"},
+                lambda: y_i2c, peaks[cpu.id])
+        if "onednn" in compare:
+            y_raw = np.full(ref.shape, np.nan, np.float32)
+            raw = _core._OnednnRawConv(x, w, y_raw, s, p)
+
+            def fetched(raw: Any = raw, y: np.ndarray = y_raw) -> np.ndarray:
+                raw.fetch()
+                return y
+            add(Case("onednn-c++", raw.run), {"library": "onednn-c++", "device": "cpu"}, fetched, peaks[None])
+            y_io = np.full(ref.shape, np.nan, np.float32)
+            raw_io = _core._OnednnRawConv(x, w, y_io, s, p, nchw_io=True)
+            add(Case("onednn-c++ nchw", raw_io.run), {"library": "onednn-c++ nchw", "device": "cpu"},
+                lambda: y_io, peaks[None])
+        for tdev, tsync in torch_devs:
+            tx, tw = torch.from_numpy(x).to(tdev), torch.from_numpy(w).to(tdev)
+            res: List[Any] = [None]
+
+            def tconv(tx: Any = tx, tw: Any = tw, res: List[Any] = res) -> None:
+                with torch.no_grad():
+                    res[0] = torch.nn.functional.conv2d(tx, tw, stride=s, padding=p)
+            add(Case(f"torch {tdev}", tconv, sync=tsync), {"library": f"torch {torch.__version__}",
+                                                           "device": tdev},
+                functools.partial(_fetch_torch, res), peaks[None] if tdev == "cpu" else None)
+
+        def clblast() -> None:
+            if "clblast" not in compare or not _core.have_clblast:
+                return
             for dev in devices:
+                if dev.kind != "opencl":
+                    continue
                 X, W = asarray(x, device=dev), asarray(w, device=dev)
                 Y = empty(ref.shape, dtype="float32", device=dev)
-                def run(X: Any = X, W: Any = W, Y: Any = Y) -> None:
-                    conv2d(X, W, stride=s, padding=p, out=Y)
-                add(Case(f"hetnn {dev.id}", run, devices=[dev]), {"library": "hetnn", "device": dev.id}, Y.numpy,
-                    peaks[dev.id])
-            if cpu is not None:  # the same layer inside a network, its input already in the layout it reads
-                resident = _core._ResidentConv(asarray(x, device=cpu)._a, asarray(w, device=cpu)._a, s, p)
+                t = _core._clblast_convgemm(X._a, W._a, Y._a, k, s, p, min(n_warmup, 1), n_repeat)
+                rows.append(_row({**base, "library": "clblast convgemm", "device": dev.id}, t, Y.numpy(), ref,
+                                 peaks[dev.id], {}))
+        return cases, finish, clblast
 
-                def resident_out(r: Any = resident) -> np.ndarray:
-                    return np.asarray(r.fetch().to_numpy())
-                add(Case("hetnn cpu layouts", resident.run, devices=[cpu]),
-                    {"library": "hetnn layouts", "device": "cpu"}, resident_out, peaks[cpu.id])
-            if "im2col" in compare and cpu is not None:
-                wm = np.ascontiguousarray(w.reshape(o, -1).T)
-                g = np.empty((batch * oh * oh, o), np.float32)
-                y_i2c = np.empty(ref.shape, np.float32)
-
-                def gemm(g: np.ndarray = g, wm: np.ndarray = wm, y: np.ndarray = y_i2c) -> None:
-                    matmul(im2col(x, k, s, p), wm, out=g, device=cpu)
-                    y[...] = g.reshape(batch, oh, oh, o).transpose(0, 3, 1, 2)
-                add(Case("im2col+matmul", gemm, devices=[cpu]), {"library": "hetnn im2col+matmul", "device": "cpu"},
-                    lambda: y_i2c, peaks[cpu.id])
-            if "onednn" in compare:
-                y_raw = np.full(ref.shape, np.nan, np.float32)
-                raw = _core._OnednnRawConv(x, w, y_raw, s, p)
-
-                def fetched(raw: Any = raw, y: np.ndarray = y_raw) -> np.ndarray:
-                    raw.fetch()
-                    return y
-                add(Case("onednn-c++", raw.run), {"library": "onednn-c++", "device": "cpu"}, fetched, peaks[None])
-                y_io = np.full(ref.shape, np.nan, np.float32)
-                raw_io = _core._OnednnRawConv(x, w, y_io, s, p, nchw_io=True)
-                add(Case("onednn-c++ nchw", raw_io.run), {"library": "onednn-c++ nchw", "device": "cpu"},
-                    lambda: y_io, peaks[None])
-            for tdev, tsync in torch_devs:
-                tx, tw = torch.from_numpy(x).to(tdev), torch.from_numpy(w).to(tdev)
-                res: List[Any] = [None]
-
-                def tconv(tx: Any = tx, tw: Any = tw, res: List[Any] = res) -> None:
-                    with torch.no_grad():
-                        res[0] = torch.nn.functional.conv2d(tx, tw, stride=s, padding=p)
-                add(Case(f"torch {tdev}", tconv, sync=tsync), {"library": f"torch {torch.__version__}",
-                                                               "device": tdev},
-                    functools.partial(_fetch_torch, res), peaks[None] if tdev == "cpu" else None)
+    sides = len(devices) + len(compare) + 4  # every side's input and output, the im2col columns, the reference
+    for batch in batches:
+        def size(i: int, batch: int = batch) -> int:
+            c, h, o, k, s, p = RESNET50_CONVS[i]
+            return batch * (c * h * h + o * out_size(h, k, s, p) ** 2 * (1 + c * k * k // o)) * 4 * sides
+        for group in by_bytes(idx, size):  # one interleaved run each (hetnn.bench.grouping says why)
+            cases, finish, after = [], [], []
+            for i in group:
+                cs, fs, cl = layer(batch, i)
+                cases += cs
+                finish += fs
+                after.append(cl)
+            name = f"conv batch {batch}: {len(group)} layer(s)"
             settle()
-            for f, r in zip(finish, interleave(cases, n_warmup=n_warmup, n_repeat=n_repeat,
-                                               max_duration=max_duration)):
-                rows.append(f(r))
-            if "clblast" in compare and _core.have_clblast:
-                for dev in devices:
-                    if dev.kind != "opencl":
-                        continue
-                    X, W = asarray(x, device=dev), asarray(w, device=dev)
-                    Y = empty(ref.shape, dtype="float32", device=dev)
-                    t = _core._clblast_convgemm(X._a, W._a, Y._a, k, s, p, min(n_warmup, 1), n_repeat)
-                    rows.append(_row({**base, "library": "clblast convgemm", "device": dev.id}, t, Y.numpy(), ref,
-                                     peaks[dev.id], {}))
+            results = interleave(cases, n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration,
+                                 on_round=(lambda r, t, name=name: progress(f"{name}, round {r + 1}"))  # type: ignore[misc]
+                                 if progress else None)
+            rows.extend(f(r) for f, r in zip(finish, results))
+            for cl in after:
+                cl()
+    order = [layer_label(*RESNET50_CONVS[i]) for i in idx]  # the table's order: by batch, then layer, as listed
+    rows.sort(key=lambda r: (list(batches).index(r["batch"]), order.index(r["layer"])))
     return rows
 
 
@@ -181,10 +206,12 @@ def _fetch_torch(res: List[Any]) -> np.ndarray:
 
 
 def _row(row: Dict[str, Any], times: Sequence[float], got: np.ndarray, ref: np.ndarray, peak: Optional[float],
-         flags: Dict[str, Any]) -> Dict[str, Any]:
+         flags: Dict[str, Any], rounds: Optional[List[int]] = None) -> Dict[str, Any]:
     ts = [float(t) for t in times]
     med = float(np.median(ts))
     row.update(ms=med * 1e3, times_s=ts, max_rel_err=max_rel_error(np.asarray(got, np.float64), ref), **flags)
+    if rounds is not None:
+        row["rounds"] = rounds  # which interleaved round each repeat ran in: ratios pair by it
     return _with_peak(row, row.pop("flops"), med, peak)
 
 
@@ -216,7 +243,7 @@ def summary(rows: List[Dict[str, Any]]) -> List[str]:
             tb = sum(float(np.median(b[lay]["times_s"])) for lay in ok)
             left = f"; {len(layers) - len(ok)} of {len(layers)} layers left out as unreliable" if len(ok) < len(
                 layers) else ""
-            ci = ratio_interval([(a[lay]["times_s"], b[lay]["times_s"]) for lay in ok]) if interleaved else None
+            ci = ratio_interval([row_pair(a[lay], b[lay], "times_s") for lay in ok]) if interleaved else None
             flags = flags_text([a[lay] for lay in ok] + [b[lay] for lay in ok])
             text = ci.text(name, flags) if ci is not None else no_interval(name, tb / ta, "timed apart", flags)
             out.append(f"batch {batch}: {text} ({ta * 1e3:.1f} ms vs {tb * 1e3:.1f} ms in all{left})")

@@ -17,6 +17,7 @@ from .._oscounters import quiesce
 from .._threads import get_num_threads
 from .._measurement import spread_pct
 from .._timing import Case, interleave
+from .grouping import by_bytes
 from .progress import expect
 from .peak import check_ceiling, fp32_peak_gflops, share
 from .peers import ARRAY_PEERS, find_peers
@@ -233,21 +234,31 @@ def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str
         d.kind == "cpu" for d in devices) else None
     threads = get_num_threads()
     rows: List[Dict[str, Any]] = []
-    expect(progress, len(shapes))
-    for label, m, n, k in shapes:
-        a = rng.uniform(-1, 1, (m, k)).astype(dtype)
-        b = rng.uniform(-1, 1, (k, n)).astype(dtype)
-        ref = a.astype(np.float64) @ b.astype(np.float64)
-        base = {"shape": label, "M": m, "N": n, "K": k, "dtype": dtype}
-        if progress:
-            progress(f"{label}")
-        cases, finish = _shape_cases(a, b, ref, base, devices, compare, peer_targets, peaks, cpu_peak, threads, dtype,
-                                     rows)
+    per_element = np.dtype(dtype).itemsize * (len(devices) + 2 + len(compare)) + 8  # every side's A, B, C; C64
+    groups = by_bytes(shapes, lambda sh: (sh[1] * sh[3] + sh[3] * sh[2] + sh[1] * sh[2]) * per_element)
+    expect(progress, len(groups) * n_repeat)
+    for group in groups:  # one interleaved run each (hetnn.bench.grouping says why)
+        cases, finish, after = [], [], []
+        for label, m, n, k in group:
+            a = rng.uniform(-1, 1, (m, k)).astype(dtype)
+            b = rng.uniform(-1, 1, (k, n)).astype(dtype)
+            ref = a.astype(np.float64) @ b.astype(np.float64)
+            base = {"shape": label, "M": m, "N": n, "K": k, "dtype": dtype}
+            cs, fs = _shape_cases(a, b, ref, base, devices, compare, peer_targets, peaks, cpu_peak, threads, dtype,
+                                  rows)
+            cases += cs
+            finish += fs
+            after.append((a, b, ref, base))
+        label = group[0][0] if len(group) == 1 else f"{len(group)} shapes"
         if cases:
-            results = interleave(cases, n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
+            results = interleave(cases, n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration,
+                                 on_round=(lambda r, t, label=label: progress(f"{label}: round {r + 1}"))  # type: ignore[misc]
+                                 if progress else None)
             rows.extend(f(r) for f, r in zip(finish, results))
         if "clblast" in compare and dtype == "float32" and _core.have_clblast:
-            rows += _clblast_rows(a, b, ref, base, devices, peaks, cl_params, n_warmup, n_repeat)
+            for a, b, ref, base in after:
+                rows += _clblast_rows(a, b, ref, base, devices, peaks, cl_params, n_warmup, n_repeat)
+    rows.sort(key=lambda r: [sh[0] for sh in shapes].index(r["shape"]))  # the shapes' order, as listed
     if len(shapes) > 1:
         rows.extend(aggregate(rows))
     return rows

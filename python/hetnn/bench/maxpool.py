@@ -18,6 +18,7 @@ from .._loader import _core
 from .._ops import max_pool2d, max_pool2d_backward
 from .._threads import get_num_threads
 from .._timing import Case, benchmark, interleave
+from .grouping import by_bytes
 from .progress import expect
 from .matmul import settle
 from .peak import check_ceiling, host_cache_size, mem_peak_gbps, on_host, stream_gbps
@@ -204,25 +205,38 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
     timing: Dict[str, Any] = dict(n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
     ceilings = _ceilings(devices, stream)
     rows: List[Dict[str, Any]] = []
-    expect(progress, len(cases))
-    for label, n, c, h, w, k, s, p in cases:
-        if progress:
-            progress(label)
-        x = rng.standard_normal((n, c, h, w), dtype=np.float32)
-        ref = reference_max_pool(x, k, s, p)
-        windows = ref.size
-        base = {"case": label, "shape": f"{n}x{c}x{h}x{w}", "kernel": k, "stride": s, "padding": p,
-                "windows": windows, "stream_gbps": stream}
-        arrays: Dict[str, Any] = {}
-        fwd_cases, finish = _forward_cases(x, k, s, p, ref, base, devices, compare, peer_targets, arrays)
+    sides = len(devices) + len(compare) + 2  # every side's input (the output is smaller); the float64 reference
+    groups = by_bytes(cases, lambda cs: cs[1] * cs[2] * cs[3] * cs[4] * 4 * sides)
+    expect(progress, len(groups) * n_repeat + len(cases))
+    for group in groups:  # each group's forwards in one interleaved run (hetnn.bench.grouping says why)
+        made, fwd_cases, finish = [], [], []
+        for label, n, c, h, w, k, s, p in group:
+            x = rng.standard_normal((n, c, h, w), dtype=np.float32)
+            ref = reference_max_pool(x, k, s, p)
+            base = {"case": label, "shape": f"{n}x{c}x{h}x{w}", "kernel": k, "stride": s, "padding": p,
+                    "windows": ref.size, "stream_gbps": stream}
+            arrays: Dict[str, Any] = {}
+            cs, fs = _forward_cases(x, k, s, p, ref, base, devices, compare, peer_targets, arrays)
+            made.append((label, x, ref.size, k, s, p, arrays, len(cs)))
+            fwd_cases += cs
+            finish += fs
         settle()
-        fwd_rows = [f(r) for f, r in zip(finish, interleave(fwd_cases, **timing))]
-        for dev, row in zip(devices, fwd_rows):
-            _training_figures(row, dev, arrays[dev.id], x, k, s, p, backward, transfers, rng, timing)
-        arrays.clear()
-        for row in fwd_rows:
-            _derive(row, ceilings, stream, x.nbytes, windows * 4, windows * 8)
-            rows.append(row)
+        name = group[0][0] if len(group) == 1 else f"{len(group)} cases"
+        results = interleave(fwd_cases, **timing,
+                             on_round=(lambda r, t, name=name: progress(f"{name}: round {r + 1}"))  # type: ignore[misc]
+                             if progress else None)
+        at = 0
+        for label, x, windows, k, s, p, arrays, count in made:
+            if progress:
+                progress(label)
+            fwd_rows = [f(r) for f, r in zip(finish[at:at + count], results[at:at + count])]
+            at += count
+            for dev, row in zip(devices, fwd_rows):
+                _training_figures(row, dev, arrays[dev.id], x, k, s, p, backward, transfers, rng, timing)
+            arrays.clear()
+            for row in fwd_rows:
+                _derive(row, ceilings, stream, x.nbytes, windows * 4, windows * 8)
+                rows.append(row)
     return rows
 
 

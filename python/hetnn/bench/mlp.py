@@ -107,38 +107,48 @@ def run_topology(devices: Sequence[Device], *, max_width: int = 6400, batches: S
     peaks = _peaks(devices)
     rows: List[Dict[str, Any]] = []
     firsts = list(widths) if widths else topology_widths(max_width)
-    expect(progress, len(depths) * len(firsts) * len(devices) * len(batches))
+    expect(progress, len(depths) * len(firsts) * len(batches))
     for depth in depths:
         for w in firsts:
             hidden = _hidden(w, depth)
-            for dev in devices:
-                for bs in batches:
-                    settle(0.1)
-                    if progress:
-                        progress(f"topology {hidden} on {dev.id}, batch {bs}")
+            for bs in batches:
+                settle(0.1)
+                if progress:
+                    progress(f"topology {hidden}, batch {bs}")
+                # the devices' epochs alternate (A B, B A, ...): a drift of the machine reaches both, and their
+                # ratio pairs by epoch (timed one device after the other, the same command's intervals excluded
+                # each other from run to run)
+                models: List[Tuple[Device, Any, Any, Watch, List[float]]] = []
+                for dev in devices:
                     model = _mlp(50, hidden, 1, dev, seed)
                     opt = optim.SGD(model.parameters(), lr=0.01)
                     # warm-up: two batches (kernels compiled, buffers allocated), not timed
                     model.fit(x[:2 * bs], y[:2 * bs], loss=nn.MSELoss(), optimizer=opt, epochs=1, batch_size=bs)
                     model.predict(x[:bs], batch_size=bs)
-                    watch = Watch()
-                    hist = model.fit(x, y, loss=nn.MSELoss(), optimizer=opt, epochs=epochs, batch_size=bs, seed=seed,
-                                     callbacks=[watch.epochs()])
+                    models.append((dev, model, opt, Watch(), []))
+                for e in range(epochs):
+                    for dev, model, opt, watch, times in (models if e % 2 == 0 else models[::-1]):
+                        hist = model.fit(x, y, loss=nn.MSELoss(), optimizer=opt, epochs=1, batch_size=bs,
+                                         seed=seed + e, callbacks=[watch.epochs()])
+                        times.append(float(hist.history["epoch_time"][0]))
+                for dev, model, opt, watch, times in models:
                     with watch.block() as inference:
                         model.predict(x, batch_size=bs)
                     watch.close()
                     infer = watch.walls[-1]
-                    times = [float(t) for t in hist.history["epoch_time"]]
                     train = float(np.median(times))
                     rows.append(_with_peak(
                         {"layers": depth, "widths": "-".join(map(str, hidden)), "params": model.count_params(),
                          "library": "hetnn", "device": dev.id, "batch": bs, "samples": len(x), "train_s": train,
-                         "times_s": times,
+                         "times_s": times, "rounds": list(range(epochs)),
                          "infer_s": infer, "train_samples_per_s": len(x) / train if train > 0 else float("nan"),
                          **watch.flags(watch.counters[:-1]),
                          "infer_noise": watch.flags([inference.counters] if inference.counters else [])["noise"]},
                         train_flops([50, *hidden, 1], len(x)), train, peaks[dev.id]))
-                    del model, opt
+                del models
+    ids = [d.id for d in devices]  # the table's order: depth, width, device, batch
+    rows.sort(key=lambda r: (list(depths).index(r["layers"]), firsts.index(int(r["widths"].split("-")[0])),
+                             ids.index(r["device"])))
     return rows
 
 
