@@ -1,6 +1,7 @@
 """The report plots: IQR error bars from the repeats, one legend per figure, coinciding ceilings labelled once,
 series told apart by hatch or marker as well as colour, cache-resident rows drawn hollow, transfer bandwidth from
 wall time with the device time beside it."""
+import numpy as np
 import pytest
 
 pytest.importorskip("matplotlib")
@@ -88,3 +89,17 @@ def test_run_topology_times_several_epochs():
     assert rows and all(len(r["times_s"]) == 3 and r["train_s"] == sorted(r["times_s"])[1] for r in rows)
     with pytest.raises(ValueError, match="epochs"):
         run_topology([hetnn.device("cpu")], epochs=0)
+
+
+def test_an_interval_always_holds_the_row_value():
+    """Four repeats: the row's median is the mean of the middle two, the quartile an order statistic equal to one of
+    them; the rate's lower end came out a rounding above the value and matplotlib refused the negative error bar
+    (a --processes 2 run with 2 repeats each failed so)."""
+    from hetnn.bench.plots import _interval
+
+    rng = np.random.default_rng(3)
+    for _ in range(2000):
+        times = list(rng.uniform(0.001, 0.01, 4))
+        for key, v in (("gflops", 1e-3 / float(np.median(times))), ("wall_ms", float(np.median(times)))):
+            lo, hi = _interval({"times_ms": times, key: v}, key)
+            assert lo <= v <= hi, (times, key, lo, v, hi)

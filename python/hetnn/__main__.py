@@ -30,7 +30,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                    widths=args.widths, depths=args.depths, sizes=args.sizes,
                    dtype=args.dtype, sweep_max=args.sweep_max, max_width=args.max_width, epochs=args.epochs,
                    clblast_tuning=args.clblast_tuning, threads=args.threads, progress=args.progress,
-                   ranks=args.ranks, hostfile=args.hostfile, details=args.verbose)
+                   ranks=args.ranks, hostfile=args.hostfile, details=args.verbose, processes=args.processes)
     if suite == "scaling" and not args.distributed:  # this process starts no MPI: the ranks are launched
         from .bench import launch
 
@@ -370,6 +370,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     b.add_argument("--threads", help="CPU threads for hetnn and every peer alike (BLAS, OpenMP, PyTorch): auto "
                    "(default: as many as CPUs are free now, pinned to them, said in the header), default (each "
                    "library's own), or counts to run every suite with, comma-separated (e.g. 1,2)")
+    b.add_argument("--processes", type=int, default=None,
+                   help="processes the matmul and maxpool suites' repeats are spread over, run one after another as "
+                        "pyperf does, so that an interval covers what a rerun would see (default 3 while each "
+                        "gets 3 repeats; 1: this process alone)")
     b.add_argument("--output", help="write PREFIX.csv, PREFIX.json (rows and full metadata) and PREFIX-*.png plots "
                    "(default: bench-results/SUITE-DATE-TIME)")
     b.add_argument("--no-output", action="store_true", help="print the report only, write no files")

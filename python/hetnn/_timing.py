@@ -9,6 +9,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Unio
 
 import numpy as np
 
+from . import _workers
 from ._device import Device, DeviceLike, device as _resolve_device, devices as _all_devices, get_default_device
 from ._check import is_int, is_real
 from ._measurement import BenchmarkResult
@@ -342,7 +343,7 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
             r.noise["noise"] += (f"; re-run budget spent ({clean_n} clean of the {target[j]} asked for; "
                                  f"--max-duration sets it)")
         out.append(r)
-    return out
+    return _workers.after_interleave(cases, out)  # a worker process records them, the reporting one merges
 
 
 def _check_counts(n_warmup: Any, n_repeat: Any, max_duration: Any, where: str = "benchmark") -> None:

@@ -50,14 +50,15 @@ def run(suite: _t.Optional[str] = None, *, verbose: bool = False, output: _t.Opt
     ``options`` are the command line's flags: ``device`` ("all", "cpu,opencl:0:0" or a list of devices),
     ``compare`` ("numpy,torch" or a list), ``quick``, ``repeat``, ``warmup``, ``max_duration``, ``shapes``,
     ``batch``, ``dtype``, ``sweep_max``, ``max_width``, ``epochs``, ``clblast_tuning``, ``threads``, ``progress``
-    (tqdm bars; default: when stderr is a terminal or in Jupyter, as on the command line); for "scaling", ``ranks``
-    and ``hostfile`` (the suite runs in an MPI job launched with mpirun, its report read back).
+    (tqdm bars; default: when stderr is a terminal or in Jupyter, as on the command line), ``processes`` (the
+    processes the matmul and maxpool suites' repeats are spread over, default 3: hetnn._workers); for "scaling",
+    ``ranks`` and ``hostfile`` (the suite runs in an MPI job launched with mpirun, its report read back).
     ``verbose`` prints the report while it runs (else it is in ``.text``); ``output`` writes PREFIX.csv,
     PREFIX.json and PREFIX-*.png. Unknown options and bad values raise ValueError/TypeError before anything runs.
     A run that stops early (Ctrl-C, an error) raises as it would, with the rows of the suites that finished as the
     exception's ``partial_report`` (and in PREFIX-partial.* with ``output``).
     """
-    known = set(Options.__dataclass_fields__) - {"notes"}
+    known = {k for k in Options.__dataclass_fields__ if not k.startswith("_")} - {"notes"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise TypeError(f"hetnn.bench.run: unknown option(s) {unknown}; available: {', '.join(sorted(known))}")

@@ -116,9 +116,10 @@ def _interval(r: Dict[str, Any], key: str) -> Optional[Tuple[float, float]]:
     med, lo, hi = q(0.5), q(0.25), q(0.75)
     if med <= 0 or lo <= 0:
         return None
-    if key.endswith(("_ms", "_s")):
-        return v * lo / med, v * hi / med
-    return v * med / hi, v * med / lo
+    a, b = (v * lo / med, v * hi / med) if key.endswith(("_ms", "_s")) else (v * med / hi, v * med / lo)
+    # the row's value is NumPy's median (even counts: the mean of the middle two), the quartiles are order
+    # statistics: v * med / hi with med == hi came out a rounding below v, a negative error bar matplotlib refuses
+    return min(a, v), max(b, v)
 
 
 def _styles(names: Sequence[str]) -> Dict[str, Tuple[str, str, str]]:

@@ -2,18 +2,33 @@
 
 :func:`hetnn._timing.interleave` times every case once per round, so round ``i`` of two cases ran side by side
 under the same machine state. A ratio of medians is bootstrapped over rounds (the same resampled rounds for both
-sides, which keeps what they shared), shape by shape for an aggregate over several shapes. The interval says how
-far the ratio moved with the rounds measured; one that contains 1 shows no difference.
+sides, which keeps what they shared), shape by shape for an aggregate over several shapes. Repeats from several
+processes (``--processes``) are resampled in two stages, processes first (the same for every shape: a process's
+state reaches all of them) and rounds within each, so that the interval holds what moves from run to run. The
+interval says how far the ratio moved with the rounds measured; one that contains 1 shows no difference.
 """
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-Pair = Tuple[Sequence[float], Sequence[float]]  # (times of x, times of y) of one shape, per round
+from .._workers import process_of
+
+
+
+class Pair(tuple):
+    """(times of x, times of y) of one shape, per common round, and ``processes``: the process each round ran in
+    when the repeats come from several (hetnn._workers; None: one process)."""
+    processes: Optional[List[int]]
+
+    def __new__(cls, x: Sequence[float], y: Sequence[float], processes: Optional[List[int]] = None) -> "Pair":
+        self = super().__new__(cls, (x, y))
+        self.processes = processes
+        return self
 
 
 @dataclass
@@ -95,10 +110,11 @@ def paired(x: Sequence[float], y: Sequence[float], x_rounds: Optional[Sequence[i
     prefix (rounds 0, 1, 2, ... of both)."""
     if x_rounds is None or y_rounds is None or len(x_rounds) != len(x) or len(y_rounds) != len(y):
         n = min(len(x), len(y))
-        return list(x[:n]), list(y[:n])
+        return Pair(list(x[:n]), list(y[:n]))
     at = {int(r): t for r, t in zip(y_rounds, y)}
-    common = [(t, at[int(r)]) for r, t in zip(x_rounds, x) if int(r) in at]
-    return [a for a, _ in common], [b for _, b in common]
+    common = [(t, at[int(r)], int(r)) for r, t in zip(x_rounds, x) if int(r) in at]
+    procs = [int(p) for p in process_of([r for _, _, r in common])]
+    return Pair([a for a, _, _ in common], [b for _, b, _ in common], procs if len(set(procs)) > 1 else None)
 
 
 def row_pair(x: Dict[str, Any], y: Dict[str, Any], key: str = "times_ms") -> Pair:
@@ -110,31 +126,58 @@ def _medians(times: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return np.median(times[idx], axis=-1)
 
 
-def ratio_interval(pairs: Sequence[Pair], *, level: float = 0.95, n_boot: int = 2000,
-                   seed: int = 0) -> Optional[Ratio]:
+def ratio_interval(pairs: Sequence[Union[Pair, Tuple[Sequence[float], Sequence[float]]]], *, level: float = 0.95,
+                   n_boot: int = 2000, seed: int = 0) -> Optional[Ratio]:
     """Speed ratio of x over y across shapes (total time of y's medians over total of x's, i.e. the ratio of
     aggregate throughputs) and its bootstrap percentile interval. Per shape, rounds are resampled with
     replacement and the same indices taken from x and y (paired: both ran in that round); where the two sides
     have different numbers of rounds, the common prefix is used. None when a shape has no timed round."""
     if not 0 < level < 1:
         raise ValueError(f"ratio_interval: level must be in (0, 1), got {level}")
-    arrays: List[Tuple[np.ndarray, np.ndarray]] = []
-    for x, y in pairs:
+    arrays: List[Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]] = []
+    for pair in pairs:
+        x, y = pair[0], pair[1]
         n = min(len(x), len(y))
         if n == 0:
             return None
-        arrays.append((np.asarray(x[:n], dtype=np.float64), np.asarray(y[:n], dtype=np.float64)))
+        procs = getattr(pair, "processes", None)
+        arrays.append((np.asarray(x[:n], dtype=np.float64), np.asarray(y[:n], dtype=np.float64),
+                       np.asarray(procs[:n], dtype=np.int64) if procs is not None and len(procs) >= n else None))
     if not arrays:
         return None
-    value = sum(float(np.median(y)) for _, y in arrays) / sum(float(np.median(x)) for x, _ in arrays)
+    value = sum(float(np.median(y)) for _, y, _ in arrays) / sum(float(np.median(x)) for x, _, _ in arrays)
     rng = np.random.default_rng(seed)
     num = np.zeros(n_boot)
     den = np.zeros(n_boot)
-    for xs, ys in arrays:
-        idx = rng.integers(0, len(xs), size=(n_boot, len(xs)))
-        num += _medians(ys, idx)
-        den += _medians(xs, idx)
+    every = sorted({int(p) for _, _, ps in arrays if ps is not None for p in ps})
+    chosen = rng.choice(np.array(every), size=(n_boot, len(every))) if every else None  # processes, per replicate
+    for xs, ys, ps in arrays:
+        if ps is None or chosen is None:
+            idx = rng.integers(0, len(xs), size=(n_boot, len(xs)))
+            num += _medians(ys, idx)
+            den += _medians(xs, idx)
+            continue
+        # two stages: the chosen processes, then as many rounds from each as the largest holds, with replacement
+        order = np.argsort(ps, kind="stable")
+        xs, ys, ps = xs[order], ys[order], ps[order]
+        start = {p: int(np.searchsorted(ps, p)) for p in every}
+        size = {p: int(np.searchsorted(ps, p, side="right")) - start[p] for p in every}
+        m = max(size.values())
+        starts = np.vectorize(start.get)(chosen)
+        sizes = np.vectorize(size.get)(chosen)
+        draw = rng.integers(0, 1 << 30, size=(n_boot, len(every), m))
+        idx = starts[:, :, None] + draw % np.maximum(sizes, 1)[:, :, None]
+        missing = np.broadcast_to((sizes == 0)[:, :, None], idx.shape)  # a process without this shape's repeats
+        xv = np.where(missing, np.nan, xs[idx]).reshape(n_boot, -1)
+        yv = np.where(missing, np.nan, ys[idx]).reshape(n_boot, -1)
+        with warnings.catch_warnings():  # a replicate of processes none of which timed this shape: NaN, left out
+            warnings.simplefilter("ignore", RuntimeWarning)
+            num += np.nanmedian(yv, axis=1)
+            den += np.nanmedian(xv, axis=1)
     boots = num / den
+    boots = boots[np.isfinite(boots)]
+    if boots.size < n_boot // 2:
+        return None
     lo, hi = np.percentile(boots, [50 * (1 - level), 50 * (1 + level)])
     if math.isnan(lo) or math.isnan(hi):
         return None

@@ -15,12 +15,17 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from .. import _cpus
+from .. import _cpus, _workers
 from .._device import Device
 from .._check import is_int, is_real
 
 SUITES = ("peak", "matmul", "maxpool", "mlp", "conv", "transfer", "scaling")
 ALL = SUITES[:-1]  # "all": every suite on this process's devices (scaling runs over MPI ranks: named alone)
+# the suites whose every timing goes through hetnn.interleave run in worker processes too (hetnn._workers); the
+# others time training epochs, which a worker would have to train again
+IN_PROCESSES = ("matmul", "maxpool")
+DEFAULT_PROCESSES = 3
+MIN_SHARE = 3  # repeats per process at least, for the default
 Say = Callable[[str], None]
 
 
@@ -51,9 +56,28 @@ class Options:
     hostfile: Optional[str] = None      # scaling: Open MPI hostfile (ranks on several machines)
     details: bool = False               # -v: every column of every table, and every row kept out of the ratios
                                         # one line each (else the columns the question needs, and one line)
+    processes: Optional[int] = None     # processes the matmul and maxpool suites' repeats are spread over, one after
+                                        # another (hetnn._workers); None: DEFAULT_PROCESSES
     notes: List[str] = field(default_factory=list)
+    _share: int = field(default=1, repr=False, compare=False)  # the processes the running suite's repeats span
+
+    def process_count(self) -> int:
+        """--processes; when not set, DEFAULT_PROCESSES as long as each gets MIN_SHARE repeats (a process with
+        fewer shows no spread of its own: a run of a few repeats stays in one process)."""
+        if self.processes is not None:
+            return int(self.processes)
+        share = self._share
+        self._share = 1
+        try:
+            repeats = self.timing()["n_repeat"]
+        finally:
+            self._share = share
+        return max(1, min(DEFAULT_PROCESSES, repeats // MIN_SHARE))
 
     def check(self) -> None:
+        v = self.processes
+        if v is not None and (not is_int(v) or v < 1 or v > 64):
+            raise ValueError(f"--processes must be an integer from 1 to 64, got {v!r}")
         v = self.repeat
         if not is_int(v) or v < 1:
             raise ValueError(f"--repeat must be an integer >= 1, got {v!r}")
@@ -208,7 +232,9 @@ class Options:
         repeat, warmup, max_duration = self.repeat, self.warmup, self.max_duration
         if self.quick:
             repeat, warmup, max_duration = min(repeat, 10), min(warmup, 2), min(max_duration or 1.0, 1.0)
-        return {"n_repeat": repeat, "n_warmup": warmup, "max_duration": max_duration}
+        # spread over processes: each takes its share of the repeats and of the time (warm-up calls in every one)
+        share = max(1, int(self._share))
+        return {"n_repeat": _workers.split(repeat, share), "n_warmup": warmup, "max_duration": max_duration / share}
 
 
 LOG_EVERY_S = 60.0  # "log" progress: at most a line a minute, none in a run's first minute
@@ -262,9 +288,18 @@ def _devices_line(devs: Sequence[Device]) -> str:
     return ", ".join(f"{d.id} ({d.name})" for d in devs)
 
 
-def _timing_line(t: Dict[str, Any]) -> str:
+def _timing_line(t: Dict[str, Any], processes: int = 1) -> str:
+    if processes > 1:
+        return (f"median of up to {t['n_repeat'] * processes} synchronized repeats, {t['n_repeat']} in each of "
+                f"{processes} processes run one after another, after {t['n_warmup']} warm-up calls in each, at most "
+                f"{t['max_duration'] * processes:.3g} s per row in all")
     return (f"median of up to {t['n_repeat']} synchronized repeats after {t['n_warmup']} warm-up calls, at most "
-            f"{t['max_duration']} s per row")
+            f"{t['max_duration']:.3g} s per row")
+
+
+def _elapsed(t0: float, opts: Options) -> str:
+    took = time.perf_counter() - t0
+    return f"{took:.1f} s in this process" if opts._share > 1 else f"{took:.1f} s in all"
 
 
 def suite_peak(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, Any]]:
@@ -365,9 +400,9 @@ def suite_matmul(opts: Options, say: Say, progress: _Progress) -> List[Dict[str,
         cols += [(f"{dt} compute", f"{dt} compute", "") for dt in dtypes if dt in ("float16", "bfloat16")]
         cols += [(f"{dt}/float32", f"{dt}/f32", ".2f") for dt in dtypes if dt != "float32" and "float32" in dtypes]
         say(format_table(precision_table(rows, dtypes), cols))
-    say(f"({_timing_line(timing)}; aggregate: GFLOP/s = total FLOP / total time, mean GFLOP/s = the shapes' "
-        f"arithmetic mean; max rel err = max|C - C64| / max|C64| against float64 NumPy (the result-agreement "
-        f"column); {time.perf_counter() - t0:.1f} s in all)\n")
+    say(f"({_timing_line(timing, opts._share)}; aggregate: GFLOP/s = total FLOP / total time, mean GFLOP/s = the "
+        f"shapes' arithmetic mean; max rel err = max|C - C64| / max|C64| against float64 NumPy (the result-agreement "
+        f"column); {_elapsed(t0, opts)})\n")
     return rows
 
 
@@ -405,9 +440,9 @@ def suite_maxpool(opts: Options, say: Say, progress: _Progress) -> List[Dict[str
     say(format_table(sweep_rows, SWEEP_COLUMNS, opts.details))
     for line in ratios(layer_rows):
         say("  " + line)
-    say(f"({_timing_line(timing)}; GB/s counts input + output bytes; % mem peak: forward GB/s over the device's "
-        f"measured memory ceiling (it bounds working sets beyond the last-level cache only); "
-        f"{time.perf_counter() - t0:.1f} s in all)\n")
+    say(f"({_timing_line(timing, opts._share)}; GB/s counts input + output bytes; % mem peak: forward GB/s over the "
+        f"device's measured memory ceiling (it bounds working sets beyond the last-level cache only); "
+        f"{_elapsed(t0, opts)})\n")
     return layer_rows + sweep_rows
 
 
@@ -607,9 +642,13 @@ def default_suite(quick: bool) -> str:
     return "all" if quick else "matmul"
 
 
-def run_suites(suite: Optional[str], opts: Options, say: Say) -> List[Dict[str, Any]]:
+def run_suites(suite: Optional[str], opts: Options, say: Say, worker: bool = False) -> List[Dict[str, Any]]:
     """Runs ``suite`` ("all": every suite, peak first since the others read the ceilings it stores; None: the
-    default suite); returns the rows of all of them, each tagged with ``suite``."""
+    default suite); returns the rows of all of them, each tagged with ``suite``. The suites of IN_PROCESSES spread
+    their repeats over ``opts.processes`` processes: the workers run first, one after another, and this process
+    merges their repeats into its rows (hetnn._workers). ``worker``: this process is one of those workers."""
+    from .. import distributed as dist
+
     if suite is None:
         suite = default_suite(bool(opts.quick))
     if suite not in SUITES + ("all",):
@@ -618,34 +657,71 @@ def run_suites(suite: Optional[str], opts: Options, say: Say) -> List[Dict[str, 
     opts.devices()  # an unknown device spec fails before anything runs
     from ..doctor import warnings as doctor_warnings
 
+    names = [name for name in SUITES if suite == name or (suite == "all" and name in ALL)]
+    shared = [name for name in names if name in IN_PROCESSES]
+    processes = opts.process_count() if shared and not dist.is_initialized() else 1
     counts = opts.thread_counts()
     auto = cpu_plan(opts, None, suite) if counts == [None] else None  # one sample serves the doctor and the plan
-    for line in doctor_warnings(plan=auto):
-        say(f"doctor: {line}")
+    if not worker:
+        for line in doctor_warnings(plan=auto):
+            say(f"doctor: {line}")
     rows: List[Dict[str, Any]] = []
     try:
-        for n in counts:
+        if processes > 1 and not worker:
+            _start_workers(opts, auto, shared, processes, say)
+        for at, n in enumerate(counts):
             plan = auto if n is None else cpu_plan(opts, n, suite)
-            if plan is not None:
+            if plan is not None and not worker:
                 say(plan.header() + (" -- hetnn, BLAS, PyTorch and every peer alike" if n is None else ""))
                 note = _cpus.spin_note(plan.threads)
                 if note and n is None:
                     say(note)
             with _cpus.use(plan) if plan is not None else contextlib.nullcontext():
-                for name in SUITES:
-                    if not (suite == name or (suite == "all" and name in ALL)):
+                for name in names:
+                    if worker and name not in shared:
                         continue
-                    progress = _Progress(opts.progress_mode(), name)
+                    progress = _Progress(None if worker else opts.progress_mode(), name)
                     setting = n if n is not None else (f"auto {plan.threads}" if plan is not None else "default")
+                    opts._share = processes if name in shared else 1
+                    _workers.set_key(f"{name} #{at}")  # the same in every process (a worker's count is fixed)
                     try:
                         rows.extend({"suite": name, "thread_setting": setting, **r}
                                     for r in _RUNNERS[name](opts, say, progress))
                     finally:
                         progress.close()
+                        opts._share = 1
+        merger = _workers._merger
+        if merger is not None and merger.unmatched:
+            say(f"note: {merger.unmatched} timed run(s) differed between the processes and hold this process's "
+                f"repeats alone")
     except BaseException as exc:  # Ctrl-C or a failure in a later suite: the suites already run survive
         exc.partial_rows = rows  # type: ignore[attr-defined]
         raise
+    finally:
+        if not worker:
+            _workers._merger = None
     return rows
+
+
+def _start_workers(opts: Options, auto: Optional["_cpus.CpuPlan"], shared: List[str], processes: int,
+                   say: Say) -> None:
+    """Runs the worker processes of ``shared`` suites (each process's share of the repeats) and leaves their
+    recordings for this process to merge."""
+    from dataclasses import fields
+
+    spec: Dict[str, Any] = {f.name: getattr(opts, f.name) for f in fields(opts) if not f.name.startswith("_")}
+    devs = opts.devices()
+    spec.update(device=[d.id for d in devs], progress=False, notes=[], ranks=None, hostfile=None)
+    if auto is not None:  # the thread count this process found free, for every process alike
+        spec["threads"] = str(auto.threads)
+    share = _workers.split(opts.timing()["n_repeat"], processes)
+    say(f"processes: {processes}, one after another ({processes - 1} worker(s) first, then this one), each timing "
+        f"{share} of the repeats of every {' and '.join(shared)} row: the intervals cover what a rerun sees "
+        f"(--processes sets it)")
+    recordings, notes = _workers.run_workers(spec, "all" if len(shared) > 1 else shared[0], processes - 1)
+    for line in notes:
+        say(f"note: {line}")
+    _workers._merger = _workers._Merger(recordings) if recordings else None
 
 
 def cpu_plan(opts: Options, n: Optional[int], suite: Optional[str] = None) -> Optional["_cpus.CpuPlan"]:
