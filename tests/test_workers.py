@@ -115,3 +115,18 @@ def test_the_default_spreads_only_runs_with_repeats_enough_for_each_process():
     assert Options(repeat=5).process_count() == 1              # a process would hold fewer than 3
     assert Options(repeat=7).process_count() == 2
     assert Options(repeat=2, processes=2).process_count() == 2  # asked for: as asked
+
+
+def test_few_repeats_get_an_interval_that_covers():
+    """Three paired epochs: the bootstrap of medians covered the true ratio in 75 % of these draws (five repeats:
+    92.5 %), a 95 % interval in name only; Student's t over the log ratios covers it in 94.5 % (94.3 %)."""
+    rng = np.random.default_rng(11)
+    hits = {3: 0, 5: 0}
+    trials = 400
+    for n in hits:
+        for _ in range(trials):
+            x = np.exp(rng.normal(0.0, 0.1, n))
+            y = 2.0 * np.exp(rng.normal(0.0, 0.1, n))
+            r = ratio_interval([(list(x), list(y))])
+            hits[n] += r.low <= 2.0 <= r.high
+    assert all(h >= 0.9 * trials for h in hits.values()), hits

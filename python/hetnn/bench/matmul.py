@@ -212,9 +212,10 @@ def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str
     """One row per (shape, device or peer): median time, GFLOP/s, % of the measured peak, error vs float64, and
     the OS's view of the repeats (preempted, unreliable).
 
-    Per shape, hetnn on every device and every peer are timed interleaved in rounds (:func:`hetnn.interleave`),
-    on the same operands, already on the device, into preallocated outputs wherever the library can write into
-    one (JAX cannot: its arrays are immutable, so its rows allocate, as noted). Every result is checked against
+    The shapes (as many as fit in memory together: hetnn.bench.grouping), hetnn on every device and every peer, are
+    timed in one set of interleaved rounds (:func:`hetnn.interleave`); per shape all sides work on the same operands,
+    already on the device, into preallocated outputs wherever the library can write into one (JAX cannot: its
+    arrays are immutable, so its rows allocate, as noted). Every result is checked against
     float64; a wrong one is marked and enters no ratio. CLBlast times itself in C++ and runs after the rounds.
     Peers that cannot run here are skipped with a line appended to ``notes``.
     """

