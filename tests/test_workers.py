@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import hetnn
+import hetnn.study
 from hetnn import _workers
 from hetnn._timing import Case, interleave
 from hetnn.bench.stats import paired, ratio_interval
@@ -102,9 +103,9 @@ def test_the_command_spreads_its_repeats_over_processes(tmp_path):
 def test_a_failing_worker_is_said_and_its_repeats_missing(monkeypatch):
     monkeypatch.setattr(sys, "executable", sys.executable + "-missing")
     with pytest.raises(FileNotFoundError):
-        _workers.run_workers({}, "matmul", 1)
+        _workers.run_workers({}, 1)
     monkeypatch.undo()
-    recs, notes = _workers.run_workers({"bogus_option": 1}, "matmul", 1)
+    recs, notes = _workers.run_workers({"options": {"bogus_option": 1}, "suite": "matmul"}, 1)
     assert recs == [] and len(notes) == 1 and "worker process 1 failed" in notes[0]
 
 
@@ -130,3 +131,19 @@ def test_few_repeats_get_an_interval_that_covers():
             r = ratio_interval([(list(x), list(y))])
             hits[n] += r.low <= 2.0 <= r.high
     assert all(h >= 0.9 * trials for h in hits.values()), hits
+
+
+def test_a_study_spreads_its_repeats_over_processes():
+    rep = hetnn.study.run("maxpool", quick=True, processes=2, repeat=4, max_duration=4.0, sizes=[4, 16],
+                          device="cpu")
+    assert "processes: 2, one after another" in rep.text and "differed between the processes" not in rep.text
+    timed = [r for r in rep.rows if r.get("times_ms")]
+    assert timed and all(len(r["times_ms"]) == 4 for r in timed)  # 2 repeats in each process
+    assert rep.environment["processes"] == 2 and rep.environment["config"]["repeat"] == 4
+
+
+def test_studies_that_train_take_one_process():
+    with pytest.raises(ValueError, match="trains networks"):
+        hetnn.study.run("cnn", quick=True, processes=2)
+    with pytest.raises(ValueError, match="processes must be an integer"):
+        hetnn.study.run("maxpool", quick=True, processes=0)

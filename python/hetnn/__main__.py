@@ -181,6 +181,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
         _check_writable(prefix)
     report = study.run(args.name, quick=args.quick, config=args.config, progress=args.progress,
                        say=lambda text: print(text, flush=True), partial_output=None if args.no_output else prefix,
+                       processes=args.processes,
                        **({"device": args.device} if args.device else {}))
     if not args.no_output:
         _save(report, prefix)
@@ -403,6 +404,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     st.add_argument("--output", help="write PREFIX.csv, PREFIX.json and PREFIX-*.png (default: "
                     "bench-results/study-NAME-DATE-TIME)")
     st.add_argument("--no-output", action="store_true", help="print the report only, write no files")
+    st.add_argument("--processes", type=int, default=None,
+                    help="maxpool and gemm-libraries: processes the repeats are spread over, one after another, so "
+                         "that an interval covers what a rerun would see (default 3 while each gets 3 repeats)")
     st.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                     help="progress bars on stderr (default: when stderr is a terminal, else a line a minute; "
                     "--no-progress: nothing)")

@@ -137,22 +137,20 @@ def split(total: int, processes: int) -> int:
     return max(1, -(-int(total) // int(processes)))
 
 
-def run_workers(options: Dict[str, Any], suite: str, count: int,
-                say: Any = None) -> Tuple[List[Dict[str, List[Dict[str, Any]]]], List[str]]:
-    """Runs ``count`` workers of ``suite`` one after another, each with ``options`` (the Options fields, JSON-ready);
-    returns their recordings and a note per worker that failed (its repeats are then missing, said so)."""
+def run_workers(spec: Dict[str, Any], count: int,
+                module: str = "hetnn.bench.worker") -> Tuple[List[Dict[str, List[Dict[str, Any]]]], List[str]]:
+    """Runs ``count`` workers one after another, ``python -m MODULE SPEC.json OUT.json`` with ``spec`` (what to run:
+    JSON-ready); returns their recordings and a note per worker that failed (its repeats are then missing, said
+    so)."""
     recordings: List[Dict[str, List[Dict[str, Any]]]] = []
     notes: List[str] = []
     with tempfile.TemporaryDirectory(prefix="hetnn-workers-") as tmp:
-        spec = os.path.join(tmp, "options.json")
-        with open(spec, "w") as f:
-            json.dump({"options": options, "suite": suite}, f)
+        spec_path = os.path.join(tmp, "spec.json")
+        with open(spec_path, "w") as f:
+            json.dump(spec, f)
         for w in range(count):
             out = os.path.join(tmp, f"worker-{w}.json")
-            if say is not None:
-                say(f"worker process {w + 1} of {count + 1} ...")
-            p = subprocess.run([sys.executable, "-m", "hetnn.bench.worker", spec, out], capture_output=True,
-                               text=True)
+            p = subprocess.run([sys.executable, "-m", module, spec_path, out], capture_output=True, text=True)
             if p.returncode != 0 or not os.path.exists(out):
                 tail = (p.stderr or p.stdout).strip().splitlines()[-1:] or ["no output"]
                 notes.append(f"worker process {w + 1} failed (exit {p.returncode}: {tail[0]}): its repeats are "

@@ -718,7 +718,8 @@ def _start_workers(opts: Options, auto: Optional["_cpus.CpuPlan"], shared: List[
     say(f"processes: {processes}, one after another ({processes - 1} worker(s) first, then this one), each timing "
         f"{share} of the repeats of every {' and '.join(shared)} row: the intervals cover what a rerun sees "
         f"(--processes sets it)")
-    recordings, notes = _workers.run_workers(spec, "all" if len(shared) > 1 else shared[0], processes - 1)
+    recordings, notes = _workers.run_workers({"options": spec, "suite": "all" if len(shared) > 1 else shared[0]},
+                                             processes - 1)
     for line in notes:
         say(f"note: {line}")
     _workers._merger = _workers._Merger(recordings) if recordings else None

@@ -60,13 +60,38 @@ def _figures(study: Study, rows: List[Dict[str, Any]], env: Dict[str, Any]) -> D
     return {} if fig is None else {f"study-{study.name}": fig}
 
 
+_FIXED_THREADS: Optional[int] = None  # a worker process runs with the thread count of the process it works for
+
+
+def process_count(study: Study, cfg: Dict[str, Any], processes: Optional[int]) -> int:
+    """The processes a run spreads its repeats over: ``processes`` as asked; by default, for a study whose timings
+    all go through interleave, 3 while each gets 3 repeats (hetnn.bench.suites' rule); 1 otherwise."""
+    from .._check import is_int
+    from ..bench.suites import DEFAULT_PROCESSES, MIN_SHARE
+
+    if processes is not None:
+        if not is_int(processes) or not 1 <= processes <= 64:
+            raise ValueError(f"hetnn.study.run: processes must be an integer from 1 to 64, got {processes!r}")
+        if processes > 1 and not study.in_processes:
+            raise ValueError(f"hetnn.study.run: study {study.name} trains networks, which a worker process would "
+                             f"have to train again; processes applies to "
+                             f"{', '.join(s.name for s in STUDIES.values() if s.in_processes)}")
+        return int(processes)
+    if not study.in_processes:
+        return 1
+    return max(1, min(DEFAULT_PROCESSES, int(cfg["repeat"]) // MIN_SHARE))
+
+
 def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = False, output: Optional[str] = None,
         progress: Optional[bool] = None, say: Optional[Callable[[str], None]] = None,
-        partial_output: Optional[str] = None, **settings: Any) -> Any:
+        partial_output: Optional[str] = None, processes: Optional[int] = None, **settings: Any) -> Any:
     """Runs study ``name`` and returns its :class:`hetnn.bench.Report`. ``config``: a dict or the path of a JSON
     run-configuration file; ``settings``: any of the study's settings (``describe(name)`` lists them), applied
     last. ``verbose`` prints the report as it runs; ``output`` writes PREFIX.csv, PREFIX.json and PREFIX-*.png.
-    Unknown settings and bad values raise ValueError/TypeError before anything runs.
+    Unknown settings and bad values raise ValueError/TypeError before anything runs. ``processes``: for the studies
+    whose timings are all interleaved (maxpool, gemm-libraries), the processes their repeats are spread over, one
+    after another (default 3 while each gets 3 repeats; hetnn._workers), so that an interval covers what a rerun
+    sees.
 
     A run that stops early (Ctrl-C, an error) raises as it would, carrying the rows measured so far as the
     exception's ``partial_report``, also written as PREFIX-partial.* (PREFIX: ``partial_output``, else
@@ -81,6 +106,8 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
     data, config_quick = read_config(config, study.name)
     quick = quick or bool(config_quick)
     cfg = study.resolve(quick, data, settings)
+    full_cfg = cfg
+    n_proc = process_count(study, cfg, processes)
     opts = Options(device=cfg["device"], progress=progress)
     devs = opts.devices()
     lines, collect = collector(say, verbose)
@@ -89,7 +116,7 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
     collect(f"hetnn study {study.name}{' (quick)' if quick else ''}: {study.title}")
     collect(f"devices: {', '.join(f'{d.id} ({d.name})' for d in devs)}")
     collect("settings: " + ", ".join(f"{k}={v!r}" for k, v in cfg.items()))
-    plan = cpu_plan(opts, None)
+    plan = cpu_plan(opts, _FIXED_THREADS)
     for line in doctor_warnings(plan=plan):
         collect(f"doctor: {line}")
     if plan is not None:
@@ -97,11 +124,14 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
         spin = _cpus.spin_note(plan.threads)
         if spin:
             collect(spin)
+    if n_proc > 1:
+        cfg = _spread(study, cfg, n_proc, plan, quick, collect)
     bar = _Progress(opts.progress_mode(), study.name)
     ctx = Context(cfg, devs, collect, bar.callback())
 
     def report(rows: List[Dict[str, Any]]) -> Any:
-        env = dict(environment(), study=study.name, quick=quick, config=cfg, seconds=time.perf_counter() - t0)
+        env = dict(environment(), study=study.name, quick=quick, config=full_cfg, processes=n_proc,
+                   seconds=time.perf_counter() - t0)
         return Report(f"study-{study.name}", [{"suite": f"study-{study.name}", **r} for r in rows],
                       "\n".join(lines), env, figures=lambda rows, env: _figures(study, rows, env))
 
@@ -113,6 +143,14 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
         if ctx.kept:
             collect(keep_partial(exc, report(ctx.kept), partial_output or output))
         raise
+    finally:
+        from .. import _workers
+
+        if n_proc > 1:
+            if _workers._merger is not None and _workers._merger.unmatched:
+                ctx.notes.append(f"{_workers._merger.unmatched} timed run(s) differed between the processes and "
+                                 f"hold this process's repeats alone")
+            _workers._merger = None
     bar.close()
     for line in dict.fromkeys(ctx.notes):
         collect(f"note: {line}")
@@ -124,3 +162,25 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
     if output:
         done.save(output)
     return done
+
+
+def _spread(study: Study, cfg: Dict[str, Any], n: int, plan: Any, quick: bool,
+            collect: Callable[[str], None]) -> Dict[str, Any]:
+    """Runs ``n - 1`` worker processes of the study first, each with its share of the repeats, and leaves their
+    recordings for this process to merge (hetnn._workers); returns this process's configuration."""
+    from .. import _workers
+
+    share = dict(cfg, repeat=_workers.split(cfg["repeat"], n))
+    if "max_duration" in share:
+        share["max_duration"] = cfg["max_duration"] / n
+    collect(f"processes: {n}, one after another ({n - 1} worker(s) first, then this one), each timing "
+            f"{share['repeat']} of the {cfg['repeat']} repeats of every row: the intervals cover what a rerun "
+            f"sees (processes= sets it)")
+    spec = {"study": study.name, "quick": quick, "config": share,
+            "threads": plan.threads if plan is not None else None}
+    recordings, notes = _workers.run_workers(spec, n - 1, module="hetnn.study.worker")
+    for line in notes:
+        collect(f"note: {line}")
+    _workers._merger = _workers._Merger(recordings) if recordings else None
+    _workers.set_key(f"study {study.name}")
+    return share

@@ -68,6 +68,9 @@ class Study:
     # (setting, bytes) of what a configuration must allocate at the least (its data, its largest model or batch):
     # checked against the memory available before the run (a batch of 10**12 once ended in NumPy's MemoryError)
     memory: Optional[Callable[[Dict[str, Any]], List[Tuple[str, float]]]] = None
+    # every timing goes through hetnn.interleave, governed by the settings "repeat" and "max_duration": the run
+    # can spread its repeats over worker processes (hetnn._workers)
+    in_processes: bool = False
 
     def resolve(self, quick: bool = False, config: Optional[Mapping[str, Any]] = None,
                 overrides: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:

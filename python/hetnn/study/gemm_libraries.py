@@ -123,6 +123,7 @@ def memory(cfg: Dict[str, Any]) -> List[Tuple[str, float]]:
     return out + [(f"init_shape {cfg['init_shape']}", (m * k + k * n) * 4 + m * n * 12) for m, n, k in init]
 
 STUDY = Study(
+    in_processes=True,
     name="gemm-libraries",
     title="ResNet-50's convolutions as GEMMs across libraries (batch 1 and 128)",
     setup="Published: the 20 ResNet-50 v1.5 convolution GEMMs (im2col: M = output pixels x batch, N = output "

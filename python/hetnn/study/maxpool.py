@@ -327,6 +327,7 @@ def memory(cfg: Dict[str, Any]) -> List[Tuple[str, float]]:
             (f"sizes up to {side}", side * side * (size + 8))]
 
 STUDY = Study(
+    in_processes=True,
     name="maxpool",
     title="max pooling, serial against parallel: the published sweep of n x n integer images, and AlexNet's pools",
     setup="Published: max pooling of single-channel n x n images of integers 0-9 (n = 4, 8, ..., 1024, 2048), "
@@ -351,7 +352,7 @@ STUDY = Study(
          "avg": "also average pooling (and max pooling on float32) of the same images (extra part)",
          "repeat": "timed repeats per row at most", "warmup": "untimed calls per row",
          "max_duration": "seconds of timing per row at most"},
-    quick={"sizes": [4, 16, 64, 256], "batch": 32, "repeat": 5, "warmup": 1, "max_duration": 0.1},
+    quick={"sizes": [4, 16, 64, 256], "batch": 32, "repeat": 9, "warmup": 1, "max_duration": 0.1},
     run=run,
     memory=memory,
     plot=plot,
