@@ -150,7 +150,13 @@ def run_workers(spec: Dict[str, Any], count: int,
             json.dump(spec, f)
         for w in range(count):
             out = os.path.join(tmp, f"worker-{w}.json")
-            p = subprocess.run([sys.executable, "-m", module, spec_path, out], capture_output=True, text=True)
+            try:
+                p = subprocess.run([sys.executable, "-m", module, spec_path, out], capture_output=True, text=True)
+            except BaseException:  # Ctrl-C, SIGTERM: the worker is stopped (subprocess kills it) and said so
+                print(f"hetnn: interrupted while worker process {w + 1} of {count} ran: the repeats the workers "
+                      f"measured are not kept (they join the rows only in the last process)", file=sys.stderr,
+                      flush=True)
+                raise
             if p.returncode != 0 or not os.path.exists(out):
                 tail = (p.stderr or p.stdout).strip().splitlines()[-1:] or ["no output"]
                 notes.append(f"worker process {w + 1} failed (exit {p.returncode}: {tail[0]}): its repeats are "

@@ -64,10 +64,10 @@ _FIXED_THREADS: Optional[int] = None  # a worker process runs with the thread co
 
 
 def process_count(study: Study, cfg: Dict[str, Any], processes: Optional[int]) -> int:
-    """The processes a run spreads its repeats over: ``processes`` as asked; by default, for a study whose timings
-    all go through interleave, 3 while each gets 3 repeats (hetnn.bench.suites' rule); 1 otherwise."""
+    """The processes a run spreads its repeats over: ``processes`` as asked (studies whose timings all go through
+    interleave), else 1. Not by default: a study may run for hours and keeps its rows when interrupted, and a
+    worker's rows reach the report only once the last process runs (an interrupt before loses them)."""
     from .._check import is_int
-    from ..bench.suites import DEFAULT_PROCESSES, MIN_SHARE
 
     if processes is not None:
         if not is_int(processes) or not 1 <= processes <= 64:
@@ -77,9 +77,7 @@ def process_count(study: Study, cfg: Dict[str, Any], processes: Optional[int]) -
                              f"have to train again; processes applies to "
                              f"{', '.join(s.name for s in STUDIES.values() if s.in_processes)}")
         return int(processes)
-    if not study.in_processes:
-        return 1
-    return max(1, min(DEFAULT_PROCESSES, int(cfg["repeat"]) // MIN_SHARE))
+    return 1
 
 
 def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = False, output: Optional[str] = None,
@@ -90,8 +88,7 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
     last. ``verbose`` prints the report as it runs; ``output`` writes PREFIX.csv, PREFIX.json and PREFIX-*.png.
     Unknown settings and bad values raise ValueError/TypeError before anything runs. ``processes``: for the studies
     whose timings are all interleaved (maxpool, gemm-libraries), the processes their repeats are spread over, one
-    after another (default 3 while each gets 3 repeats; hetnn._workers), so that an interval covers what a rerun
-    sees.
+    after another (hetnn._workers), so that an interval covers what a rerun sees; default 1 (see process_count).
 
     A run that stops early (Ctrl-C, an error) raises as it would, carrying the rows measured so far as the
     exception's ``partial_report``, also written as PREFIX-partial.* (PREFIX: ``partial_output``, else
