@@ -21,7 +21,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -135,6 +135,21 @@ def set_key(key: str) -> None:
 def split(total: int, processes: int) -> int:
     """Each process's share of ``total`` repeats (at least one)."""
     return max(1, -(-int(total) // int(processes)))
+
+
+def work(spec_path: str, out_path: str, body: Callable[[Dict[str, Any]], None]) -> int:
+    """A worker process's main: ``body(spec)`` (the spec run_workers wrote) runs with every interleave call
+    recorded, and the recording is written to ``out_path``."""
+    global _recorder
+    with open(spec_path) as f:
+        spec = json.load(f)
+    _recorder = _Recorder(out_path)
+    try:
+        body(spec)
+        _recorder.write()
+    finally:
+        _recorder = None
+    return 0
 
 
 def run_workers(spec: Dict[str, Any], count: int,

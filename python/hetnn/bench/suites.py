@@ -11,7 +11,7 @@ import math
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -66,13 +66,7 @@ class Options:
         fewer shows no spread of its own: a run of a few repeats stays in one process)."""
         if self.processes is not None:
             return int(self.processes)
-        share = self._share
-        self._share = 1
-        try:
-            repeats = self.timing()["n_repeat"]
-        finally:
-            self._share = share
-        return max(1, min(DEFAULT_PROCESSES, repeats // MIN_SHARE))
+        return max(1, min(DEFAULT_PROCESSES, self._timing_in_all()[0] // MIN_SHARE))
 
     def check(self) -> None:
         v = self.processes
@@ -228,10 +222,15 @@ class Options:
             return "bar"
         return "log" if self.progress is None else None
 
-    def timing(self) -> Dict[str, Any]:
+    def _timing_in_all(self) -> Tuple[int, int, float]:
+        """(repeats, warm-up calls, max_duration) of a row over all its processes."""
         repeat, warmup, max_duration = self.repeat, self.warmup, self.max_duration
         if self.quick:
             repeat, warmup, max_duration = min(repeat, 10), min(warmup, 2), min(max_duration or 1.0, 1.0)
+        return repeat, warmup, max_duration
+
+    def timing(self) -> Dict[str, Any]:
+        repeat, warmup, max_duration = self._timing_in_all()
         # spread over processes: each takes its share of the repeats and of the time (warm-up calls in every one)
         share = max(1, int(self._share))
         return {"n_repeat": _workers.split(repeat, share), "n_warmup": warmup, "max_duration": max_duration / share}
@@ -714,7 +713,7 @@ def _start_workers(opts: Options, auto: Optional["_cpus.CpuPlan"], shared: List[
     spec.update(device=[d.id for d in devs], progress=False, notes=[], ranks=None, hostfile=None)
     if auto is not None:  # the thread count this process found free, for every process alike
         spec["threads"] = str(auto.threads)
-    share = _workers.split(opts.timing()["n_repeat"], processes)
+    share = _workers.split(opts._timing_in_all()[0], processes)
     say(f"processes: {processes}, one after another ({processes - 1} worker(s) first, then this one), each timing "
         f"{share} of the repeats of every {' and '.join(shared)} row: the intervals cover what a rerun sees "
         f"(--processes sets it)")
