@@ -147,3 +147,111 @@ def test_studies_that_train_take_one_process():
         hetnn.study.run("cnn", quick=True, processes=2)
     with pytest.raises(ValueError, match="processes must be an integer"):
         hetnn.study.run("maxpool", quick=True, processes=0)
+
+
+def test_a_worker_writes_its_recording_after_every_call(tmp_path, clean_workers):
+    path = tmp_path / "w.json"
+    _workers._recorder = _workers._Recorder(str(path))
+    _workers.set_key("matmul #0")
+    interleave(_cases([]), n_warmup=0, n_repeat=2, settle=False)
+    assert [c["names"] for c in json.loads(path.read_text())["matmul #0"]] == [["a", "b"]]
+    interleave(_cases([]), n_warmup=0, n_repeat=2, settle=False)
+    assert len(json.loads(path.read_text())["matmul #0"]) == 2
+
+
+def test_a_replay_returns_what_the_workers_timed_and_ends_where_they_stopped(tmp_path, clean_workers):
+    path = tmp_path / "w.json"
+    _workers._recorder = _workers._Recorder(str(path))
+    _workers.set_key("s")
+    for n in (3, 2):
+        interleave(_cases([]), n_warmup=0, n_repeat=n, settle=False)
+    _workers._recorder = None
+    full = json.loads(path.read_text())
+    cut = {"s": full["s"][:1]}  # the second worker was stopped after its first call
+    _workers._merger = _workers._Merger([full, cut], replay=True)
+    _workers.set_key("s")
+    calls = []
+    a, b = interleave(_cases(calls), n_warmup=5, n_repeat=50, settle=False)
+    assert calls == ["a", "b"]  # called once each (what a check reads), not timed
+    assert a.n_repeat == 6 and list(_workers.process_of(a.rounds)) == [0] * 3 + [1] * 3
+    assert a.noise["processes"] == 2 and a.wall_times.tolist() == \
+        full["s"][0]["results"][0]["wall"] + cut["s"][0]["results"][0]["wall"]
+    a, _ = interleave(_cases(calls), n_warmup=0, n_repeat=50, settle=False)
+    assert a.n_repeat == 2 and a.noise["processes"] == 1
+    with pytest.raises(_workers.ReplayEnd):
+        interleave(_cases(calls), n_warmup=0, n_repeat=50, settle=False)
+
+
+def _stopped_after(first_calls, monkeypatch):
+    """subprocess.run for the workers: the first worker runs, its recording is cut to its first ``first_calls``
+    calls, and the run is interrupted there (as Ctrl-C during the worker would)."""
+    real = subprocess.run
+
+    def run(args, **kw):
+        real(args, **kw)
+        out = args[-1]
+        rec = json.loads(open(out).read())
+        json.dump({k: v[:first_calls] for k, v in rec.items()}, open(out, "w"))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_workers.subprocess, "run", run)
+
+
+def test_an_interrupt_while_the_workers_run_keeps_the_study_rows_they_timed(monkeypatch, tmp_path, capfd):
+    _stopped_after(2, monkeypatch)
+    with pytest.raises(KeyboardInterrupt) as info:
+        hetnn.study.run("maxpool", quick=True, processes=3, repeat=6, sizes=[4, 8, 16], variants=["k2s2"],
+                        alexnet=False, device="cpu", output=str(tmp_path / "r"))
+    assert "making rows of the 2 timed run(s) the workers finished" in capfd.readouterr().err
+    rep = info.value.partial_report
+    timed = [r for r in rep.rows if r.get("times_ms")]
+    assert sorted({r["size"] for r in timed}) == [4, 8]  # the two calls the worker finished, nothing of size 16
+    assert all(len(r["times_ms"]) == 2 for r in timed)  # 6 repeats over 3 processes: the first worker's 2
+    assert all(r.get("max_abs_err") == 0 for r in timed)  # checked against the reference in this process
+    assert "interrupted while the worker processes ran" in rep.text
+    assert json.loads((tmp_path / "r-partial.json").read_text())["rows"]
+
+
+def test_an_interrupt_while_the_workers_run_keeps_the_bench_suites_they_finished(monkeypatch):
+    _stopped_after(99, monkeypatch)
+    with pytest.raises(KeyboardInterrupt) as info:
+        hetnn.bench.run("matmul", processes=2, shapes=[(8, 8, 8), (16, 8, 4)], device="cpu", compare="numpy",
+                        repeat=4, warmup=1, threads="1", progress=False)
+    rows = [r for r in info.value.partial_report.rows if r.get("times_ms")]
+    assert rows and all(len(r["times_ms"]) == 2 for r in rows)  # the worker's share alone
+
+
+def test_a_benchmark_function_spreads_its_repeats_over_processes():
+    notes = []
+    cpu = hetnn.device("cpu")
+    rows = hetnn.bench.run_maxpool([("t", 1, 2, 16, 16, 2, 2, 0)], [cpu], compare=["numpy"], backward=False,
+                                   n_warmup=1, n_repeat=4, max_duration=None, processes=2, notes=notes)
+    assert rows and not notes
+    for r in rows:
+        assert len(r["times_ms"]) == 4 and list(_workers.process_of(r["rounds"])) == [0, 0, 1, 1], r
+        assert r["max_abs_err"] == 0
+    rows = hetnn.bench.run_matmul([("s", 8, 8, 8)], [cpu], compare=["numpy"], n_warmup=1, n_repeat=6, max_duration=None,
+                                  processes=3, notes=notes)
+    assert not notes and all(sorted(set(_workers.process_of(r["rounds"]))) == [0, 1, 2] for r in rows)
+    assert _workers._merger is None
+
+
+@pytest.mark.parametrize("bad", [0, 65, 2.5, "2"])
+def test_a_benchmark_function_refuses_bad_process_counts(bad):
+    with pytest.raises(ValueError, match="run_maxpool: processes must be an integer from 1 to 64"):
+        hetnn.bench.run_maxpool([("t", 1, 1, 4, 4, 2, 2, 0)], [hetnn.device("cpu")], processes=bad)
+
+
+@pytest.mark.parametrize("fn, items, what", [
+    ("run_matmul", [(8, 8, 8)], r"shapes\[0\] must be \(label, M, N, K\)"),
+    ("run_matmul", [("s", 8, 0, 8)], r"shapes\[0\] must be"),
+    ("run_matmul", "8x8x8", r"shapes must be a non-empty list"),
+    ("run_maxpool", [("t", 1, 2, 16)], r"cases\[0\] must be \(label, N, C, H, W, kernel, stride, padding\)"),
+    ("run_maxpool", [("t", 1, 2, 16, 16, 2, 2, -1)], r"cases\[0\] must be"),
+    ("run_maxpool", [("t", 1, 2, 16, 16, 2, 0, 0)], r"cases\[0\] must be .*stride >= 1"),
+    ("run_maxpool", [("t", 1, 1, 4, 4, 5, 1, 0)], r"case 't': max_pool2d: input .* is too small"),
+    ("run_maxpool", [("t", 1, 1, 4, 4, 2, 2, 3)], r"case 't': max_pool2d: padding .* at most half"),
+])
+def test_bad_shapes_and_cases_name_what_is_wrong(fn, items, what):
+    with pytest.raises(ValueError, match=what):
+        getattr(hetnn.bench, fn)(items, [hetnn.device("cpu")], compare=["numpy"], n_repeat=1, n_warmup=0)

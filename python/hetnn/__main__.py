@@ -406,8 +406,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     st.add_argument("--no-output", action="store_true", help="print the report only, write no files")
     st.add_argument("--processes", type=int, default=None,
                     help="maxpool and gemm-libraries: processes the repeats are spread over, one after another, so "
-                         "that an interval covers what a rerun would see (default 1: an interrupt during the "
-                         "workers loses their rows)")
+                         "that an interval covers what a rerun would see (default 3 while each gets 3 repeats; 1: "
+                         "this process alone)")
     st.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                     help="progress bars on stderr (default: when stderr is a terminal, else a line a minute; "
                     "--no-progress: nothing)")

@@ -3,7 +3,7 @@ layers): an int is an int or a NumPy integer but never a bool; a real number lik
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -24,3 +24,17 @@ def shown(v: Any, limit: int = 60) -> str:
         return text
     size = f" ({len(v)} characters)" if isinstance(v, str) else ""
     return text[:limit] + "..." + size
+
+
+def check_records(where: str, arg: str, items: Any, fields: Sequence[str], at_least: Sequence[int]) -> None:
+    """Each of ``items`` is a (label, int, ...) tuple or list whose entries are ``fields``, the ints at least
+    ``at_least`` (one bound per int field): else a ValueError naming the function, the argument and the item."""
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence) or not items:
+        raise ValueError(f"{where}: {arg} must be a non-empty list of ({', '.join(fields)}) tuples, got {shown(items)}")
+    for i, it in enumerate(items):
+        ok = isinstance(it, (tuple, list)) and len(it) == len(fields) and isinstance(it[0], str) and \
+            all(is_int(v) and v >= low for v, low in zip(it[1:], at_least))
+        if not ok:
+            bounds = ", ".join(f"{f} >= {low}" for f, low in zip(fields[1:], at_least))
+            raise ValueError(f"{where}: {arg}[{i}] must be ({', '.join(fields)}) with a str label and ints ({bounds}), "
+                             f"got {shown(it)}")

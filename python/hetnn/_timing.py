@@ -218,6 +218,11 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
     for nm, v in (("settle", settle), ("rerun", rerun)):
         if not isinstance(v, (bool, np.bool_)):
             raise TypeError(f"interleave: {nm} must be a bool, got {v!r}")
+    if on_round is not None and not callable(on_round):
+        raise TypeError(f"interleave: on_round must be callable, got {type(on_round).__name__}")
+    replay = _workers.replayed(cases, n_warmup)  # the workers' recorded results, after an interrupt
+    if replay is not None:
+        return replay
     probe = Probe()
     first = [_warm_up(c, n_warmup) for c in cases]
     probe.refresh()  # the warm-ups may have started thread pools
@@ -241,8 +246,6 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
             return False
         return max_duration is None or spent[j] < RERUN_BUDGET * max_duration
 
-    if on_round is not None and not callable(on_round):
-        raise TypeError(f"interleave: on_round must be callable, got {type(on_round).__name__}")
     # the rounds each case can afford within max_duration, taken spread over the run
     rank = {r: i for i, r in enumerate(spread_order(n_repeat))}
     planned = [n_repeat] * n

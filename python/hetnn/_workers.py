@@ -8,13 +8,21 @@ two runs of ``bench matmul --shapes resnet50 --compare numpy`` read hetnn cpu / 
 first and rounds within them, so that the interval covers what a rerun would see.
 
 How: every :func:`hetnn.interleave` call of a worker (``python -m hetnn.bench.worker``) is recorded (its cases'
-names and results); the last process (the one that reports) merges the workers' results of the same call into its
-own, call by call, per suite. The suites build the same cases in the same order in every process (same seeds,
-devices, peers); a call whose case names differ is not merged and the report says so. Process ``p``'s round ``r``
-becomes round ``p * ROUND_STRIDE + r``, so that ratios still pair repeats of the same round of the same process.
+names and results; the recording is rewritten after each call); the last process (the one that reports) merges the
+workers' results of the same call into its own, call by call, per suite. The suites build the same cases in the same
+order in every process (same seeds, devices, peers); a call whose case names differ is not merged and the report says
+so. Process ``p``'s round ``r`` becomes round ``p * ROUND_STRIDE + r``, so that ratios still pair repeats of the same
+round of the same process.
+
+An interrupt (Ctrl-C, SIGTERM) while the workers run keeps what they measured: the reporting process runs the suite
+again in replay, where each interleave call returns the recorded results of that call instead of timing (the cases
+are called once, for the checks that read their output) and the first call no worker finished raises
+:class:`ReplayEnd`, which the caller turns back into the interrupt, with the rows made so far.
 """
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import math
 import os
@@ -36,8 +44,12 @@ def process_of(rounds: Sequence[int]) -> np.ndarray:
     return np.asarray(rounds, dtype=np.int64) // ROUND_STRIDE
 
 
+class ReplayEnd(BaseException):
+    """A replay reached an interleave call that no worker had finished: the run stopped there."""
+
+
 def _result_dict(r: Any) -> Dict[str, Any]:
-    return {"name": r.name, "wall": [float(t) for t in r.wall_times],
+    return {"name": r.name, "commands": int(r.commands_per_call), "wall": [float(t) for t in r.wall_times],
             "device": [None if math.isnan(t) else float(t) for t in r.device_times],
             "rounds": [int(v) for v in r.rounds], "counters": [c.as_dict() for c in r.counters],
             "noise": {k: v for k, v in r.noise.items() if isinstance(v, (int, float, str, bool)) or v is None},
@@ -45,7 +57,8 @@ def _result_dict(r: Any) -> Dict[str, Any]:
 
 
 class _Recorder:
-    """In a worker: the results of every interleave call, per suite, written to ``path`` at the end."""
+    """In a worker: the results of every interleave call, per suite, written to ``path`` after each call (so that
+    an interrupt keeps the calls finished)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -55,6 +68,7 @@ class _Recorder:
     def add(self, cases: Sequence[Any], results: Sequence[Any]) -> None:
         self.calls.setdefault(self.key, []).append({"names": [c.name for c in cases],
                                                    "results": [_result_dict(r) for r in results]})
+        self.write()
 
     def write(self) -> None:
         tmp = self.path + ".part"
@@ -64,54 +78,87 @@ class _Recorder:
 
 
 class _Merger:
-    """In the reporting process: the workers' recordings, merged into each interleave call's results in turn."""
+    """In the reporting process: the workers' recordings, merged into each interleave call's results in turn; with
+    ``replay``, the recorded results stand for the call (:func:`replayed`)."""
 
-    def __init__(self, recordings: List[Dict[str, List[Dict[str, Any]]]]) -> None:
+    def __init__(self, recordings: List[Dict[str, List[Dict[str, Any]]]], replay: bool = False) -> None:
         self.recordings = recordings
+        self.replay = replay
         self.key = ""
         self.at: Dict[str, int] = {}
         self.unmatched = 0
 
-    def merge(self, cases: Sequence[Any], results: List[Any]) -> List[Any]:
+    def _next(self, cases: Sequence[Any]) -> Tuple[List[List[Dict[str, Any]]], int]:
+        """The recorded results of this call (the next one of the current key) with the same case names, and how
+        many recordings lack it."""
         k = self.at.get(self.key, 0)
         self.at[self.key] = k + 1
         names = [c.name for c in cases]
         calls = []
         for rec in self.recordings:
             got = rec.get(self.key, [])
-            if k >= len(got) or got[k]["names"] != names:
-                self.unmatched += 1
-                return results  # a process built other cases: this call stays its own
-            calls.append(got[k]["results"])
+            if k < len(got) and got[k]["names"] == names:
+                calls.append(got[k]["results"])
+        return calls, len(self.recordings) - len(calls)
+
+    def merge(self, cases: Sequence[Any], results: List[Any]) -> List[Any]:
+        calls, missing = self._next(cases)
+        if missing:
+            self.unmatched += 1
+            return results  # a process built other cases: this call stays its own
         return [_merged(r, [c[j] for c in calls]) for j, r in enumerate(results)]
 
 
 def _merged(own: Any, others: List[Dict[str, Any]]) -> Any:
     """``own`` (this process's result, the last process) with the repeats of ``others`` (earlier processes)."""
+    return _combined(own.name, own.devices, own.flops, own.nbytes, own.n_warmup, own.commands_per_call,
+                     own.first_use, others + [_result_dict(own)], own.noise)
+
+
+def _combined(name: str, devices: Any, flops: Any, nbytes: Any, n_warmup: int, commands: int,
+              first_use: Dict[str, Any], parts: List[Dict[str, Any]], noise0: Dict[str, Any]) -> Any:
+    """One result holding the repeats of ``parts`` (recorded results, in process order); ``noise0``: the noise
+    entries of the last one, which the merged counters' summary updates."""
     from ._measurement import BenchmarkResult
     from ._oscounters import Counters, summarize
 
-    n = len(others)
-    wall = [t for o in others for t in o["wall"]] + [float(t) for t in own.wall_times]
-    dev = [math.nan if t is None else t for o in others for t in o["device"]] + [float(t) for t in own.device_times]
-    rounds = [p * ROUND_STRIDE + r for p, o in enumerate(others) for r in o["rounds"]] + \
-        [n * ROUND_STRIDE + int(r) for r in own.rounds]
-    counters = [Counters(**c) for o in others for c in o["counters"]] + list(own.counters)
-    out = BenchmarkResult(own.name, np.array(wall), np.array(dev), own.devices, own.flops, own.nbytes, own.n_warmup,
-                          own.commands_per_call, counters, own.first_use, rounds=np.array(rounds, dtype=np.int64))
-    quiet = bool(own.quiet_machine) and all(o["quiet"] for o in others)
+    wall = [t for o in parts for t in o["wall"]]
+    dev = [math.nan if t is None else t for o in parts for t in o["device"]]
+    rounds = [p * ROUND_STRIDE + r for p, o in enumerate(parts) for r in o["rounds"]]
+    counters = [Counters(**c) for o in parts for c in o["counters"]]
+    out = BenchmarkResult(name, np.array(wall), np.array(dev), devices, flops, nbytes, n_warmup, commands, counters,
+                          first_use, rounds=np.array(rounds, dtype=np.int64))
+    quiet = all(o["quiet"] for o in parts)
     out.quiet_machine = quiet
-    noise = {**own.noise, **summarize(counters, quiet), "quiet_machine": quiet,
-             "rerun": int(own.noise.get("rerun", 0)) + sum(int(o["noise"].get("rerun", 0)) for o in others),
-             "processes": n + 1}
+    noise = {**noise0, **summarize(counters, quiet), "quiet_machine": quiet,
+             "rerun": sum(int(o["noise"].get("rerun", 0)) for o in parts), "processes": len(parts)}
     for key in ("others_pct", "steal_pct"):  # the busiest process's load
-        vals = [v for v in [own.noise.get(key)] + [o["noise"].get(key) for o in others]
-                if isinstance(v, float) and not math.isnan(v)]
+        vals = [v for v in [o["noise"].get(key) for o in parts] if isinstance(v, float) and not math.isnan(v)]
         if vals:
             noise[key] = max(vals)
     if noise["rerun"] and not noise["noise"]:
         noise["noise"] = f"re-ran {noise['rerun']} preempted"
     out.noise = noise
+    return out
+
+
+def replayed(cases: Sequence[Any], n_warmup: int) -> Optional[List[Any]]:
+    """In a replay (the workers were interrupted): the recorded results of this interleave call, each case called
+    once for the checks that read its output; ReplayEnd when no worker finished the call. None outside a replay."""
+    m = _merger
+    if m is None or not m.replay:
+        return None
+    calls, _ = m._next(cases)
+    if not calls:
+        raise ReplayEnd
+    for c in cases:
+        c.fn()
+        c.wait()
+    out = []
+    for j, c in enumerate(cases):
+        parts = [call[j] for call in calls]
+        out.append(_combined(c.name, c.devices, c.flops, c.nbytes, n_warmup, int(parts[-1].get("commands", 0)),
+                             dict(parts[0]["first_use"]), parts, dict(parts[-1]["noise"])))
     return out
 
 
@@ -152,6 +199,83 @@ def work(spec_path: str, out_path: str, body: Callable[[Dict[str, Any]], None]) 
     return 0
 
 
+def _encode(v: Any) -> Any:
+    """A call's arguments as JSON: devices by id, tuples as lists."""
+    from ._device import Device
+
+    if isinstance(v, Device):
+        return {"__device__": v.id}
+    if isinstance(v, (list, tuple)):
+        return [_encode(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _encode(x) for k, x in v.items()}
+    return v
+
+
+def _decode(v: Any) -> Any:
+    from ._device import device
+
+    if isinstance(v, dict):
+        return device(v["__device__"]) if set(v) == {"__device__"} else {k: _decode(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_decode(x) for x in v]
+    return v
+
+
+def call(spec: Dict[str, Any]) -> Any:
+    """A worker's side of :func:`spread_call`: the function of ``spec`` with its share of the repeats, on the thread
+    count of the process it works for (its CPU mask it inherited)."""
+    from ._cpus import SHORT_SPINS, thread_limit
+    from ._openblas import short_spins
+
+    module, name = spec["call"].split(":")
+    set_key(f"call {name}")
+    threads = spec.get("threads")
+    with thread_limit(threads), short_spins(SHORT_SPINS["OPENBLAS_THREAD_TIMEOUT"]) if threads and threads > 1 \
+            else contextlib.nullcontext():
+        return getattr(importlib.import_module(module), name)(**_decode(spec["kwargs"]))
+
+
+def spread_call(target: str, kwargs: Dict[str, Any], processes: int) -> Any:
+    """``target`` ("module:function", a function whose timings all go through interleave, with ``n_repeat`` and
+    ``max_duration`` arguments) run in ``processes`` processes one after another, each with its share of the
+    repeats: the workers first (``python -m hetnn.bench.worker``), then this process, whose result it returns with
+    the workers' repeats merged into its rows. Callables (progress) stay in this process; ``notes`` gets a line per
+    worker that failed. An interrupt while the workers run is raised as it is (a function keeps no partial rows)."""
+    global _merger
+    from ._check import is_int
+
+    module, name = target.split(":")
+    if not is_int(processes) or not 1 <= processes <= 64:
+        raise ValueError(f"{name}: processes must be an integer from 1 to 64, got {processes!r}")
+    fn = getattr(importlib.import_module(module), name)
+    share = dict(kwargs, n_repeat=split(kwargs["n_repeat"], processes))
+    if share.get("max_duration") is not None:
+        share["max_duration"] = float(share["max_duration"]) / processes
+    if processes == 1:
+        return fn(**share)
+    if _recorder is not None or _merger is not None:
+        raise ValueError(f"{name}: processes > 1 inside a run already spread over processes")
+    sent = {k: v for k, v in share.items() if not callable(v) and k != "notes"}
+    from ._threads import get_num_threads
+
+    recordings, failed = run_workers({"call": target, "kwargs": _encode(sent), "threads": get_num_threads()},
+                                     processes - 1)
+    notes = kwargs.get("notes")
+    if isinstance(notes, list):
+        notes.extend(failed)
+    _merger = _Merger(recordings) if recordings else None
+    set_key(f"call {name}")
+    try:
+        out = fn(**share)
+        if _merger is not None and _merger.unmatched and isinstance(notes, list):
+            notes.append(f"{_merger.unmatched} timed run(s) differed between the processes and hold this "
+                         f"process's repeats alone")
+        return out
+    finally:
+        _merger = None
+
+
 def run_workers(spec: Dict[str, Any], count: int,
                 module: str = "hetnn.bench.worker") -> Tuple[List[Dict[str, List[Dict[str, Any]]]], List[str]]:
     """Runs ``count`` workers one after another, ``python -m MODULE SPEC.json OUT.json`` with ``spec`` (what to run:
@@ -167,10 +291,19 @@ def run_workers(spec: Dict[str, Any], count: int,
             out = os.path.join(tmp, f"worker-{w}.json")
             try:
                 p = subprocess.run([sys.executable, "-m", module, spec_path, out], capture_output=True, text=True)
-            except BaseException:  # Ctrl-C, SIGTERM: the worker is stopped (subprocess kills it) and said so
-                print(f"hetnn: interrupted while worker process {w + 1} of {count} ran: the repeats the workers "
-                      f"measured are not kept (they join the rows only in the last process)", file=sys.stderr,
-                      flush=True)
+            except BaseException as exc:  # Ctrl-C, SIGTERM: the worker is stopped (subprocess kills it)
+                got = list(recordings)
+                if os.path.exists(out):  # the calls it finished (written after each, atomically)
+                    try:
+                        with open(out) as f:
+                            got.append(json.load(f))
+                    except (OSError, ValueError):
+                        pass
+                calls = max((sum(len(v) for v in rec.values()) for rec in got), default=0)
+                print(f"hetnn: interrupted while worker process {w + 1} of {count} ran: "
+                      + (f"making rows of the {calls} timed run(s) the workers finished" if calls else
+                         "no timed run had finished"), file=sys.stderr, flush=True)
+                exc.worker_recordings = got if calls else []  # type: ignore[attr-defined]
                 raise
             if p.returncode != 0 or not os.path.exists(out):
                 tail = (p.stderr or p.stdout).strip().splitlines()[-1:] or ["no output"]

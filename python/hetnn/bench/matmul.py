@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .._array import asarray, empty
+from .._check import check_records
 from .._device import Device
 from .._loader import _core
 from .._ops import matmul
@@ -208,9 +209,11 @@ def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str
                compare: Sequence[str] = ("numpy",), n_warmup: int = 3, n_repeat: int = 20,
                max_duration: Optional[float] = 2.0, seed: int = 0, clblast_tuning: Optional[str] = None,
                progress: Optional[Callable[[str], None]] = None,
-               notes: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+               notes: Optional[List[str]] = None, processes: int = 1) -> List[Dict[str, Any]]:
     """One row per (shape, device or peer): median time, GFLOP/s, % of the measured peak, error vs float64, and
-    the OS's view of the repeats (preempted, unreliable).
+    the OS's view of the repeats (preempted, unreliable). ``processes``: the repeats spread over that many
+    processes run one after another (hetnn._workers), so that an interval covers what a rerun sees; ``n_repeat``
+    and ``max_duration`` are over all of them.
 
     The shapes (as many as fit in memory together: hetnn.bench.grouping), hetnn on every device and every peer, are
     timed in one set of interleaved rounds (:func:`hetnn.interleave`); per shape all sides work on the same operands,
@@ -222,6 +225,14 @@ def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str
     unknown = [c for c in compare if c not in PEERS]
     if unknown:
         raise ValueError(f"unknown peer(s) {unknown}; available: {', '.join(PEERS)}")
+    check_records("run_matmul", "shapes", shapes, ("label", "M", "N", "K"), (1, 1, 1))
+    if processes != 1:
+        from .._workers import spread_call
+
+        args = dict(shapes=shapes, devices=devices, dtype=dtype, compare=compare, n_warmup=n_warmup,
+                    n_repeat=n_repeat, max_duration=max_duration, seed=seed, clblast_tuning=clblast_tuning,
+                    progress=progress, notes=notes)
+        return spread_call("hetnn.bench.matmul:run_matmul", args, processes)
     rng = np.random.default_rng(seed)
     cl_params = clblast_params(clblast_tuning) if "clblast" in compare else []
     peer_targets, peer_notes = find_peers(compare)

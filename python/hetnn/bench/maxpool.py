@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .._array import asarray
+from .._check import check_records
 from .._device import Device
 from .._loader import _core
 from .._ops import max_pool2d, max_pool2d_backward
@@ -184,8 +185,10 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
                 compare: Sequence[str] = ("numpy",), backward: bool = True, transfers: bool = False,
                 n_warmup: int = 3, n_repeat: int = 20, max_duration: Optional[float] = 2.0, seed: int = 0,
                 progress: Optional[Callable[[str], None]] = None,
-                notes: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+                notes: Optional[List[str]] = None, processes: int = 1) -> List[Dict[str, Any]]:
     """One row per (case, device or peer). cases: (label, N, C, H, W, kernel, stride, padding), float32.
+    ``processes``: the repeats spread over that many processes run one after another (hetnn._workers), so that an
+    interval covers what a rerun sees; ``n_repeat`` and ``max_duration`` are over all of them.
 
     Row keys: fwd_ms / fwd_gbps (inference forward), fwd_idx_ms (forward returning indices, the training forward),
     bwd_ms / bwd_gbps, bwd_over_fwd (backward time / inference forward time), pct_stream (forward GB/s over the
@@ -197,6 +200,15 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
     unknown = [c for c in compare if c not in POOL_PEERS]
     if unknown:
         raise ValueError(f"unknown peer(s) {unknown}; available for maxpool: {', '.join(POOL_PEERS)}")
+    check_records("run_maxpool", "cases", cases, ("label", "N", "C", "H", "W", "kernel", "stride", "padding"),
+                  (1, 1, 1, 1, 1, 1, 0))
+    if processes != 1:
+        from .._workers import spread_call
+
+        args = dict(cases=cases, devices=devices, compare=compare, backward=backward, transfers=transfers,
+                    n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration, seed=seed, progress=progress,
+                    notes=notes)
+        return spread_call("hetnn.bench.maxpool:run_maxpool", args, processes)
     rng = np.random.default_rng(seed)
     stream = stream_gbps()
     peer_targets, peer_notes = find_peers([c for c in compare if c in ("torch", "cupy", "jax")])
@@ -212,6 +224,10 @@ def run_maxpool(cases: Sequence[Tuple[str, int, int, int, int, int, int, int]], 
         made, fwd_cases, finish = [], [], []
         for label, n, c, h, w, k, s, p in group:
             x = rng.standard_normal((n, c, h, w), dtype=np.float32)
+            try:  # the window against the image, as the op checks it, before the reference is computed
+                max_pool2d(asarray(x[:1, :1], device="cpu"), k, s, p)
+            except ValueError as exc:
+                raise ValueError(f"run_maxpool: case {label!r}: {exc}") from None
             ref = reference_max_pool(x, k, s, p)
             base = {"case": label, "shape": f"{n}x{c}x{h}x{w}", "kernel": k, "stride": s, "padding": p,
                     "windows": ref.size, "stream_gbps": stream}

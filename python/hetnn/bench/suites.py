@@ -665,9 +665,16 @@ def run_suites(suite: Optional[str], opts: Options, say: Say, worker: bool = Fal
         for line in doctor_warnings(plan=auto):
             say(f"doctor: {line}")
     rows: List[Dict[str, Any]] = []
+    stopped: Optional[BaseException] = None  # an interrupt while the workers ran: their rows are made, then raised
     try:
         if processes > 1 and not worker:
-            _start_workers(opts, auto, shared, processes, say)
+            try:
+                _start_workers(opts, auto, shared, processes, say)
+            except BaseException as exc:
+                if not getattr(exc, "worker_recordings", None):
+                    raise
+                stopped = exc
+                _workers._merger = _workers._Merger(exc.worker_recordings, replay=True)  # type: ignore[attr-defined]
         for at, n in enumerate(counts):
             plan = auto if n is None else cpu_plan(opts, n, suite)
             if plan is not None and not worker:
@@ -677,7 +684,7 @@ def run_suites(suite: Optional[str], opts: Options, say: Say, worker: bool = Fal
                     say(note)
             with _cpus.use(plan) if plan is not None else contextlib.nullcontext():
                 for name in names:
-                    if worker and name not in shared:
+                    if (worker or stopped is not None) and name not in shared:
                         continue
                     progress = _Progress(None if worker else opts.progress_mode(), name)
                     setting = n if n is not None else (f"auto {plan.threads}" if plan is not None else "default")
@@ -686,9 +693,14 @@ def run_suites(suite: Optional[str], opts: Options, say: Say, worker: bool = Fal
                     try:
                         rows.extend({"suite": name, "thread_setting": setting, **r}
                                     for r in _RUNNERS[name](opts, say, progress))
+                    except _workers.ReplayEnd:
+                        assert stopped is not None
+                        raise stopped from None  # the rows of the suites the workers finished go with it
                     finally:
                         progress.close()
                         opts._share = 1
+        if stopped is not None:
+            raise stopped
         merger = _workers._merger
         if merger is not None and merger.unmatched:
             say(f"note: {merger.unmatched} timed run(s) differed between the processes and hold this process's "

@@ -10,8 +10,9 @@ from __future__ import annotations
 import contextlib
 import textwrap
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from .. import _workers
 from ._base import COMMON, COMMON_DOC, Context, Study, published_text, read_config
 
 __all__ = ["run", "describe", "get", "names", "STUDIES", "Study"]
@@ -65,9 +66,10 @@ _FIXED_THREADS: Optional[int] = None  # a worker process runs with the thread co
 
 def process_count(study: Study, cfg: Dict[str, Any], processes: Optional[int]) -> int:
     """The processes a run spreads its repeats over: ``processes`` as asked (studies whose timings all go through
-    interleave), else 1. Not by default: a study may run for hours and keeps its rows when interrupted, and a
-    worker's rows reach the report only once the last process runs (an interrupt before loses them)."""
+    interleave); by default, for those studies, as many as the bench suites take (DEFAULT_PROCESSES while each
+    gets MIN_SHARE repeats); else 1."""
     from .._check import is_int
+    from ..bench.suites import DEFAULT_PROCESSES, MIN_SHARE
 
     if processes is not None:
         if not is_int(processes) or not 1 <= processes <= 64:
@@ -77,7 +79,9 @@ def process_count(study: Study, cfg: Dict[str, Any], processes: Optional[int]) -
                              f"have to train again; processes applies to "
                              f"{', '.join(s.name for s in STUDIES.values() if s.in_processes)}")
         return int(processes)
-    return 1
+    if not study.in_processes or not is_int(cfg.get("repeat")):
+        return 1
+    return max(1, min(DEFAULT_PROCESSES, int(cfg["repeat"]) // MIN_SHARE))
 
 
 def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = False, output: Optional[str] = None,
@@ -88,7 +92,8 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
     last. ``verbose`` prints the report as it runs; ``output`` writes PREFIX.csv, PREFIX.json and PREFIX-*.png.
     Unknown settings and bad values raise ValueError/TypeError before anything runs. ``processes``: for the studies
     whose timings are all interleaved (maxpool, gemm-libraries), the processes their repeats are spread over, one
-    after another (hetnn._workers), so that an interval covers what a rerun sees; default 1 (see process_count).
+    after another (hetnn._workers), so that an interval covers what a rerun sees (default: 3 while each process gets 3
+    repeats; process_count). An interrupt while the workers run keeps the rows of what they timed.
 
     A run that stops early (Ctrl-C, an error) raises as it would, carrying the rows measured so far as the
     exception's ``partial_report``, also written as PREFIX-partial.* (PREFIX: ``partial_output``, else
@@ -121,8 +126,9 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
         spin = _cpus.spin_note(plan.threads)
         if spin:
             collect(spin)
+    stopped: Optional[BaseException] = None  # an interrupt while the workers ran: their rows are made, then raised
     if n_proc > 1:
-        cfg = _spread(study, cfg, n_proc, plan, quick, collect)
+        cfg, stopped = _spread(study, cfg, n_proc, plan, quick, collect)
     bar = _Progress(opts.progress_mode(), study.name)
     ctx = Context(cfg, devs, collect, bar.callback())
 
@@ -134,6 +140,14 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
 
     try:
         with _cpus.use(plan) if plan is not None else contextlib.nullcontext():
+            if stopped is not None:
+                try:
+                    study.run(ctx)
+                except _workers.ReplayEnd:
+                    pass
+                collect("note: interrupted while the worker processes ran: the rows hold the repeats of the workers "
+                        "that timed them")
+                raise stopped
             rows = study.run(ctx)
     except BaseException as exc:  # Ctrl-C, a failure or MemoryError hours in: the rows measured so far survive
         bar.close()
@@ -141,8 +155,6 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
             collect(keep_partial(exc, report(ctx.kept), partial_output or output))
         raise
     finally:
-        from .. import _workers
-
         if n_proc > 1:
             if _workers._merger is not None and _workers._merger.unmatched:
                 ctx.notes.append(f"{_workers._merger.unmatched} timed run(s) differed between the processes and "
@@ -162,11 +174,11 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
 
 
 def _spread(study: Study, cfg: Dict[str, Any], n: int, plan: Any, quick: bool,
-            collect: Callable[[str], None]) -> Dict[str, Any]:
+            collect: Callable[[str], None]) -> Tuple[Dict[str, Any], Optional[BaseException]]:
     """Runs ``n - 1`` worker processes of the study first, each with its share of the repeats, and leaves their
-    recordings for this process to merge (hetnn._workers); returns this process's configuration."""
-    from .. import _workers
-
+    recordings for this process to merge (hetnn._workers); returns this process's configuration, and the interrupt
+    that stopped the workers if one did after they finished a timed run (the study then replays what they
+    recorded)."""
     share = dict(cfg, repeat=_workers.split(cfg["repeat"], n))
     if "max_duration" in share:
         share["max_duration"] = cfg["max_duration"] / n
@@ -175,9 +187,16 @@ def _spread(study: Study, cfg: Dict[str, Any], n: int, plan: Any, quick: bool,
             f"sees (processes= sets it)")
     spec = {"study": study.name, "quick": quick, "config": share,
             "threads": plan.threads if plan is not None else None}
-    recordings, notes = _workers.run_workers(spec, n - 1, module="hetnn.study.worker")
+    stopped: Optional[BaseException] = None
+    try:
+        recordings, notes = _workers.run_workers(spec, n - 1, module="hetnn.study.worker")
+    except BaseException as exc:
+        recordings, notes = getattr(exc, "worker_recordings", None) or [], []
+        if not recordings:
+            raise
+        stopped = exc
     for line in notes:
         collect(f"note: {line}")
-    _workers._merger = _workers._Merger(recordings) if recordings else None
+    _workers._merger = _workers._Merger(recordings, replay=stopped is not None) if recordings else None
     _workers.set_key(f"study {study.name}")
-    return share
+    return share, stopped
