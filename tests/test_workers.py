@@ -255,3 +255,30 @@ def test_a_benchmark_function_refuses_bad_process_counts(bad):
 def test_bad_shapes_and_cases_name_what_is_wrong(fn, items, what):
     with pytest.raises(ValueError, match=what):
         getattr(hetnn.bench, fn)(items, [hetnn.device("cpu")], compare=["numpy"], n_repeat=1, n_warmup=0)
+
+
+def test_one_paired_repeat_has_no_interval():
+    """Two repeats each, one common round: the ratio of that round, said to have no interval (once printed as
+    52.63x (52.63-52.63, 95% CI))."""
+    from hetnn.bench.stats import ratio
+    x = {"times_ms": [1.0, 1.1], "rounds": [0, 2]}
+    y = {"times_ms": [50.0, 52.0], "rounds": [0, 1]}
+    line = ratio("x / y", x, y)
+    assert "50.00x" in line and "one paired repeat" in line and "CI" not in line, line
+    assert ratio_interval([paired([1.0], [50.0])]) is None
+
+
+def test_few_repeats_from_several_processes_get_an_interval_over_the_processes():
+    """Three processes of three rounds each, the processes' state moving the ratio more than the rounds within one
+    do: Student's t over the processes' means covers the true ratio; over the nine rounds as if independent, or the
+    two-stage bootstrap of so few, it does not as often."""
+    rng = np.random.default_rng(5)
+    hits, trials = 0, 400
+    rounds = [p * _workers.ROUND_STRIDE + r for p in range(3) for r in range(3)]
+    for _ in range(trials):
+        state = np.repeat(rng.normal(0.0, 0.1, 3), 3)
+        x = np.exp(rng.normal(0.0, 0.01, 9))
+        y = 2.0 * np.exp(state + rng.normal(0.0, 0.01, 9))
+        r = ratio_interval([paired(list(x), list(y), rounds, rounds)])
+        hits += r.low <= 2.0 <= r.high
+    assert hits >= 0.9 * trials, hits

@@ -97,7 +97,10 @@ def ratio(name: str, x: Any, y: Any, level: float = 0.95) -> str:
         return f"{name}: not compared (no timed repeats); flags: {flags}"
     if min(len(tx), len(ty)) < 2:
         return no_interval(name, float(np.median(ty)) / float(np.median(tx)), "one repeat", flags)
-    r = ratio_interval([paired(tx, ty, rx, ry)], level=level)
+    pair = paired(tx, ty, rx, ry)
+    if len(pair[0]) == 1:  # timed in one common round only (the others' repeats fell in different rounds)
+        return no_interval(name, pair[1][0] / pair[0][0], "one paired repeat", flags)
+    r = ratio_interval([pair], level=level)
     if r is None:
         return f"{name}: not compared (no common rounds); flags: {flags}"
     return r.text(name, flags)
@@ -138,7 +141,8 @@ def ratio_interval(pairs: Sequence[Union[Pair, Tuple[Sequence[float], Sequence[f
     replacement and the same indices taken from x and y (paired: both ran in that round); where the two sides
     have different numbers of rounds, the common prefix is used. None when a shape has no timed round. One
     comparison of fewer than SMALL_N paired repeats gets Student's t interval of the per-round log ratios instead
-    (three epochs: the bootstrap covered the true ratio in 75 % of simulated draws, the t interval in 94.5 %)."""
+    (three epochs: the bootstrap covered the true ratio in 75 % of simulated draws, the t interval in 94.5 %), of
+    the processes' mean log ratios where they come from several; one comparison of one paired repeat, None."""
     if not 0 < level < 1:
         raise ValueError(f"ratio_interval: level must be in (0, 1), got {level}")
     arrays: List[Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]] = []
@@ -153,12 +157,18 @@ def ratio_interval(pairs: Sequence[Union[Pair, Tuple[Sequence[float], Sequence[f
     if not arrays:
         return None
     value = sum(float(np.median(y)) for _, y, _ in arrays) / sum(float(np.median(x)) for x, _, _ in arrays)
-    if len(arrays) == 1 and arrays[0][2] is None and 2 <= len(arrays[0][0]) < SMALL_N and level in T_975 and \
+    if len(arrays) == 1 and len(arrays[0][0]) < 2:
+        return None  # one paired repeat: a ratio, but nothing to give an interval from
+    if len(arrays) == 1 and len(arrays[0][0]) < SMALL_N and level in T_975 and \
             bool(np.all(arrays[0][0] > 0)) and bool(np.all(arrays[0][1] > 0)):
         # a few paired repeats (three epochs, five calls): resampling them gives a handful of distinct medians and
         # an interval far too narrow (three-epoch intervals of the same command excluded each other run after
-        # run); Student's t over the per-round log ratios is what so few repeats support
+        # run); Student's t over the per-round log ratios is what so few repeats support, over the processes'
+        # mean log ratios where the repeats come from several (a process's rounds share its state)
         d = np.log(arrays[0][1] / arrays[0][0])
+        ps = arrays[0][2]
+        if ps is not None:
+            d = np.array([float(np.mean(d[ps == p])) for p in np.unique(ps)])
         n = len(d)
         half = T_975[level][n - 1] * float(np.std(d, ddof=1)) / math.sqrt(n)
         lo, hi = math.exp(float(np.mean(d)) - half), math.exp(float(np.mean(d)) + half)
