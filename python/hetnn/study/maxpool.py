@@ -356,6 +356,6 @@ STUDY = Study(
     run=run,
     memory=memory,
     plot=plot,
-    full_run="6 min 42 s on 2 vCPUs of an AMD EPYC (Zen 4), both devices, the sweep and the extra part; 0.7 GB of "
-             "memory at its peak (docs/studies.md)",
+    full_run="6 min 46 s on 2 vCPUs of an AMD EPYC (Zen 4), in 3 processes, both devices, the sweep and the extra "
+             "part; 0.7 GB of memory at its peak (docs/studies.md)",
 )
