@@ -116,6 +116,39 @@ def test_training_with_dropout_differs_from_without_and_learns(device, rng):
     assert a.evaluate(x, y, metrics=["accuracy"])["accuracy"] > 0.9
 
 
+def test_predict_and_evaluate_do_not_change_what_the_next_fit_draws(device, rng):
+    """The weights a fit gives depend on the seeds and the data alone: one 8-row predict (or an evaluate) before
+    the fit once moved the dropout masks on and changed them. Two fits in a row still draw different masks."""
+    x = rng.standard_normal((96, 8)).astype(np.float32)
+    y = rng.integers(0, 2, 96)
+
+    def model():
+        return nn.Sequential([nn.Dense(8, 16, "relu", seed=3), nn.Dropout(0.5, seed=21), nn.Dense(16, 2, seed=4)],
+                             device=device)
+
+    def fit(m):
+        m.fit(x, y, loss="cross_entropy", optimizer=optim.SGD(m.parameters(), lr=0.1), epochs=1, batch_size=16,
+              shuffle=False)
+        return m.state_dict()
+
+    def trained(before):
+        m = model()
+        before(m)
+        return fit(m)["0.weight"]
+
+    plain = trained(lambda m: None)
+    np.testing.assert_array_equal(trained(lambda m: m.predict(x[:8])), plain)
+    np.testing.assert_array_equal(trained(lambda m: m.evaluate(x, y, loss="cross_entropy")), plain)
+    # a second fit draws new masks: from the same weights, a fresh model's first fit (the first masks) differs
+    m = model()
+    first = fit(m)
+    m.predict(x[:8])
+    second = fit(m)["0.weight"]
+    fresh = model()
+    fresh.load_state_dict(first)
+    assert not np.array_equal(fit(fresh)["0.weight"], second)
+
+
 def test_every_device_draws_the_same_masks(rng):
     ocl = [d for d in hetnn.devices() if d.kind == "opencl"]
     if not ocl:

@@ -98,7 +98,7 @@ def _trainer(model: Any, loss_obj: Loss, plan: Sequence[Tuple[str, str]], accs: 
              optimizer: Any) -> Any:
     """The core Trainer: gather, forward, fused loss, metrics, backward and the update per step, in C++ (no update
     without an optimizer: a replica that takes its weights from another)."""
-    trainer, softmax_last = model._trainer_layers()  # a final Softmax is folded into the loss
+    trainer, softmax_last = model._trainer_layers(training=True)  # a final Softmax is folded into the loss
     trainer.set_loss(loss_obj.kind)
     for (_, kind), a in zip(plan, accs):  # the logits' argmax is the probabilities' argmax
         trainer.add_metric(kind, a, softmax_last and kind != "correct_argmax")

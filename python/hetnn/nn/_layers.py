@@ -343,14 +343,13 @@ class Dropout(Layer):
             raise ValueError(f"Dropout: seed must be an int >= 0, got {seed!r}")
         self.p = float(p)
         self.seed = int(seed) if seed is not None else int(_GENERATOR.integers(0, 2**63))
-        self._builds = 0  # each trainer built draws its own stream of masks
+        self._fits = 0  # each fit draws its own stream of masks (predict and evaluate use none)
 
     def config(self) -> Dict[str, Any]:
         return {"p": self.p, "seed": self.seed}
 
     def _to_trainer(self, trainer: Any) -> None:
-        trainer.add_dropout(self.p, _splitmix64((self.seed + self._builds * 0xD1B54A32D192ED03) % 2**64))
-        self._builds += 1
+        trainer.add_dropout(self.p, _splitmix64((self.seed + self._fits * 0xD1B54A32D192ED03) % 2**64))
 
     def __repr__(self) -> str:
         return f"Dropout(p={self.p})"

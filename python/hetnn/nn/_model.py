@@ -19,7 +19,7 @@ from .._device import Device, DeviceLike, device as _resolve_device, get_default
 from .._loader import _core
 from ._callbacks import Callback, History
 from ._fit import batch_size_arg, run_fit
-from ._layers import Layer, Parameter, Softmax, check_sequence, layer_from_config
+from ._layers import Dropout, Layer, Parameter, Softmax, check_sequence, layer_from_config
 from ._losses import CrossEntropyLoss, Loss, MSELoss, as_loss
 from ._saving import FORMAT, read_model, write_model
 from ._summary import format_summary
@@ -282,15 +282,20 @@ class Sequential:
         return _core.Array.from_numpy(dev, t), labels, t
 
     # -- the step pieces
-    def _trainer_layers(self) -> Tuple[Any, bool]:
+    def _trainer_layers(self, training: bool = False) -> Tuple[Any, bool]:
         """A core Trainer holding the layers (a final Softmax left out: fit folds it into the loss), and whether
-        there was one."""
+        there was one. ``training``: the trainer of a fit, after which each Dropout layer's masks move on to a new
+        stream (a predict or evaluate in between must not change what the next fit draws)."""
         softmax_last = isinstance(self.layers[-1], Softmax)
         trainer = _core.Trainer()
         if self.device_layouts is not None:
             trainer.device_layouts = bool(self.device_layouts)
         for layer in (self.layers[:-1] if softmax_last else self.layers):
             layer._to_trainer(trainer)
+        if training:
+            for layer in self.layers:
+                if isinstance(layer, Dropout):
+                    layer._fits += 1
         return trainer, softmax_last
 
     def _forward(self, x: Any, stop_before_softmax: bool) -> Any:
