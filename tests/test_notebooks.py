@@ -77,3 +77,12 @@ def test_each_study_runs_once_per_notebook(path):
     assert not repeated, f"{path.name}: code cells repeated: {repeated}"
     runs = re.findall(r"study\.run\(\s*\"([\w-]+)\"", "\n".join(cells))
     assert len(runs) == len(set(runs)), f"{path.name}: a study run more than once: {runs}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_cell_has_a_unique_id(path):
+    """nbformat 4.5 requires cell ids (a missing one is a warning now, an error in later nbformat versions)."""
+    import json
+
+    ids = [c.get("id") for c in json.loads(path.read_text())["cells"]]
+    assert all(ids) and len(set(ids)) == len(ids), f"{path.name}: cell ids {ids}"
