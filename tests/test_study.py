@@ -236,7 +236,9 @@ def test_the_keras_peer_builds_the_same_network(name, rng):
 def test_the_keras_sgd_peer_trains_the_xor_recipe_like_the_numpy_transcription(rng):
     """The nn-library study's Keras rows: reset to a run's weights (not the constructor's), plain SGD on MSE, the
     four points as one batch; after 50 epochs the weights equal the float64 NumPy transcription's (float32
-    tolerance), and a second reset starts again from the given weights, with the optimizer state fresh."""
+    tolerance), and a second reset starts again from the given weights, with the optimizer state fresh. At the
+    study's lr 0.5 some initial weights make the 50 steps ill-conditioned: float32 NumPy itself then ended up to 0.24
+    from float64 (7 % of 1,000 draws), so the test failed at random; at lr 0.1 float32 stayed within 1e-7 on all."""
     from hetnn.bench.keras_peer import KerasTrainer, keras_module
     from hetnn.study.nn_library import numpy_xor
 
@@ -248,12 +250,12 @@ def test_the_keras_sgd_peer_trains_the_xor_recipe_like_the_numpy_transcription(r
     names = ("0.weight", "0.bias", "1.weight", "1.bias")
     first, run = ({k: (rng.standard_normal(s) * 0.8).astype(np.float32) for k, s in
                    zip(names, [(3, 2), (3,), (1, 3), (1,)])} for _ in range(2))
-    kt = KerasTrainer(keras, spec, (2,), [first[k] for k in names], "mse", 0.5, len(x), 0, optimizer="sgd")
+    kt = KerasTrainer(keras, spec, (2,), [first[k] for k in names], "mse", 0.1, len(x), 0, optimizer="sgd")
     kt.warm_up(x, y)
     for _ in range(2):
         kt.reset([run[k] for k in names])
         kt.fit(x, y, 50, shuffle=False)
-        want = numpy_xor(run, x, y, 50, 0.5)
+        want = numpy_xor(run, x, y, 50, 0.1)
         got = kt.model.get_weights()
         for k, g in zip(names, got):
             np.testing.assert_allclose(g.T if k.endswith("weight") else g, want[k], rtol=1e-4, atol=1e-5)
