@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up (scripts/setup.sh, idempotent) and runs the whole test suite: the C++ unit tests (GoogleTest via CTest)
 # and the ops driver (every op on every device, with a leak check), the sanitizer and fuzzing step
-# (scripts/sanitize.sh), ruff and mypy, then the Python tests (pytest) on every device found.
+# (scripts/sanitize.sh), ruff and mypy, the Python tests (pytest) on every device found, then the binary wheel:
+# built (scripts/build_wheel.sh) and tried in a fresh virtual environment (scripts/test_wheel.sh: with this machine's
+# OpenCL, without any, and through the wheel's own ICD loader with the system's hidden).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
@@ -21,3 +23,7 @@ echo "test: ruff and mypy (configured in pyproject.toml)"
 
 echo "test: Python tests"
 .venv/bin/python -m pytest tests "$@"
+
+echo "test: the binary wheel"
+bash scripts/build_wheel.sh
+bash scripts/test_wheel.sh

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs wheelhouse/hetnn-*manylinux*.whl (scripts/build_wheel.sh) into a fresh virtual environment, with no
 # compiler on PATH and run from outside the source tree, and runs the smoke checks of scripts/wheel_smoke.py: with
-# OpenCL as this machine has it, then without any ICD loader (HETNN_OPENCL_LIBRARY=none: the CPU-only path).
+# OpenCL as this machine has it, then without any ICD loader (HETNN_OPENCL_LIBRARY=none: the CPU-only path), then
+# as on a machine with OpenCL drivers but no loader installed (the system's libOpenCL files hidden in a private mount
+# namespace: the wheel's own loader must serve; needs root and util-linux's unshare, else said and skipped).
 # Prints the wheel's size, the install and import times.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,3 +29,12 @@ cd "$env_dir"
 PATH="$env_dir/venv/bin:$env_dir/bin" "$env_dir/venv/bin/python" -I "$root/scripts/wheel_smoke.py"
 PATH="$env_dir/venv/bin:$env_dir/bin" HETNN_OPENCL_LIBRARY=none "$env_dir/venv/bin/python" -I \
   "$root/scripts/wheel_smoke.py" --cpu-only
+# the system's loader files (every name ldconfig knows, and their targets) bound to /dev/null in this namespace alone
+mapfile -t libs < <(ldconfig -p | awk '/libOpenCL\.so/ {print $NF}' | xargs -r readlink -f | sort -u)
+if [ "${#libs[@]}" -gt 0 ] && unshare -m --propagation private true 2>/dev/null; then
+  PATH="$env_dir/venv/bin:$env_dir/bin" "$(command -v unshare)" -m --propagation private "$(command -v bash)" -c \
+    'set -e; for f in "${@:4}"; do "$3" --bind /dev/null "$f"; done; exec "$1" -I "$2" --bundled-loader' \
+    hide "$env_dir/venv/bin/python" "$root/scripts/wheel_smoke.py" "$(command -v mount)" "${libs[@]}"
+else
+  echo "test_wheel: the wheel's own loader not tried: no system loader to hide, or no unshare -m here (root)"
+fi

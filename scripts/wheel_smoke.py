@@ -1,7 +1,9 @@
 """Smoke checks of an installed hetnn wheel (scripts/test_wheel.sh runs it in a fresh virtual environment): the
 import time, the module coming from site-packages, one OpenMP runtime in the process whose threads
 hetnn.set_num_threads governs, every device found, matmul, max pooling and conv2d on every device against float64
-NumPy, and a short fit. ``--cpu-only``: the CPU device alone must be listed, and the device table says why."""
+NumPy, and a short fit. ``--cpu-only``: the CPU device alone must be listed, and the device table says why.
+``--bundled-loader``: the machine has no ICD loader of its own (test_wheel.sh hides it), so the OpenCL devices must
+come through the wheel's own, hetnn/_opencl/libOpenCL.so.1, the only libOpenCL mapped into the process."""
 from __future__ import annotations
 
 import subprocess
@@ -11,6 +13,7 @@ import time
 
 def main() -> int:
     cpu_only = "--cpu-only" in sys.argv
+    bundled = "--bundled-loader" in sys.argv
     t0 = time.perf_counter()
     import hetnn
 
@@ -29,6 +32,12 @@ def main() -> int:
         table = subprocess.run([sys.executable, "-m", "hetnn", "devices"], capture_output=True, text=True,
                                check=True).stdout
         assert "OpenCL not loaded" in table, table
+    if bundled:
+        assert any(i != "cpu" for i in ids), f"no OpenCL device through the bundled loader: {ids}"
+        with open("/proc/self/maps") as f:
+            mapped = {line.split()[-1] for line in f if "libOpenCL" in line}
+        assert len(mapped) == 1 and next(iter(mapped)).endswith("/hetnn/_opencl/libOpenCL.so.1"), mapped
+        print(f"wheel_smoke: OpenCL through the wheel's own loader {next(iter(mapped))}")
     omp = [p for p in threadpool_info() if p["user_api"] == "openmp"]
     assert len(omp) == 1, f"OpenMP runtimes in the process: {[p['filepath'] for p in omp]}"
     hetnn.set_num_threads(1)
