@@ -230,7 +230,8 @@ def test_a_benchmark_function_spreads_its_repeats_over_processes():
     for r in rows:
         assert len(r["times_ms"]) == 4 and list(_workers.process_of(r["rounds"])) == [0, 0, 1, 1], r
         assert r["max_abs_err"] == 0
-    rows = hetnn.bench.run_matmul([("s", 8, 8, 8)], [cpu], compare=["numpy"], n_warmup=1, n_repeat=6, max_duration=None,
+    m = np.int64(8)  # NumPy integers travel to the workers as numbers
+    rows = hetnn.bench.run_matmul([("s", m, m, m)], [cpu], compare=["numpy"], n_warmup=1, n_repeat=6, max_duration=None,
                                   processes=3, notes=notes)
     assert not notes and all(sorted(set(_workers.process_of(r["rounds"]))) == [0, 1, 2] for r in rows)
     assert _workers._merger is None

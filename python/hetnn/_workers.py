@@ -200,11 +200,13 @@ def work(spec_path: str, out_path: str, body: Callable[[Dict[str, Any]], None]) 
 
 
 def _encode(v: Any) -> Any:
-    """A call's arguments as JSON: devices by id, tuples as lists."""
+    """A call's arguments as JSON: devices by id, tuples as lists, NumPy scalars as Python numbers."""
     from ._device import Device
 
     if isinstance(v, Device):
         return {"__device__": v.id}
+    if isinstance(v, np.generic):
+        return v.item()
     if isinstance(v, (list, tuple)):
         return [_encode(x) for x in v]
     if isinstance(v, dict):
