@@ -84,3 +84,14 @@ def test_the_native_module_stub_is_complete():
         declared |= {t.id for t in targets if isinstance(t, ast.Name)}
     exported = {n for n in dir(_core) if not n.startswith("__")}
     assert exported - declared == set()
+
+
+def test_no_function_of_the_training_package_is_over_80_lines():
+    """fit once mixed one device, several devices and MPI ranks in one 134-line function; each is now a strategy
+    object (nn/_strategies.py) under one epoch loop."""
+    long = []
+    for path in sorted((PKG / "nn").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
+                long.append(f"{path.name}:{node.name} ({node.end_lineno - node.lineno + 1} lines)")
+    assert not long, long

@@ -163,7 +163,9 @@ def test_a_study_from_the_command_line_with_a_config_file(tmp_path):
                                                             for d in hetnn.devices()}
         assert all(x["epochs"] == "2" and float(x["train_s"]) > 0 for x in two)
         other = hetnn.devices()[1].id
-        assert f"50-25-13: cpu time / {other} time: " in r.stdout and "95% CI" in r.stdout
+        line = next(ln for ln in r.stdout.splitlines() if f"50-25-13: cpu time / {other} time: " in ln)
+        # an interval, or (on a machine busy enough to flag a side) "not compared" with the flags: never a bare ratio
+        assert "95% CI" in line or ("not compared" in line and "flags: " in line), line
 
 
 @pytest.mark.parametrize("args,message", [

@@ -125,114 +125,28 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
     if n == 0:
         raise ValueError("fit: x has no samples")
     Y, labels, keep_y = model._y(y, n, out_shape, loss_obj, "fit")
-    c = out_shape[0]
-    plan = model._metric_plan(metric_names, c, labels, "fit", y_is_labels=len(Y.shape) == 1)
+    plan = model._metric_plan(metric_names, out_shape[0], labels, "fit", y_is_labels=len(Y.shape) == 1)
     val = _validation(model, validation_data, out_shape, loss_obj)
     model.loss = loss_obj
     model.stop_training = False
-    dev = model._device._dev
-    dp = mirror = None
-    from ._mirrored import strategy_arg
-    strategy = strategy_arg(strategy)
-    if devices is None and strategy != "central":
-        raise ValueError(f"fit: strategy={strategy!r} applies to training on several devices; pass devices= too")
-    if devices is not None:
-        from ._mirrored import Mirrored, resolve_devices
-        if distributed:
-            raise ValueError("fit: distributed=True with devices= is not supported (one device per rank: launch a "
-                             "rank per device)")
-        devs = resolve_devices(model, devices)
-        if len(devs) > 1:
-            mirror = Mirrored(model, devs, device_split, bs, strategy)
-    if distributed:
-        from ._data_parallel import DataParallel
-        dp = DataParallel(model, optimizer, n, bs, shuffle, seed, _fingerprint(model, loss_obj, optimizer, epochs,
-                                                                               plan, val is not None))
-        seed = dp.seed
-    rng = np.random.default_rng(seed)
-    trng = np.random.default_rng(None if seed is None else [seed, 1])  # the transforms' draws: a stream of their own
+    how, seed = _strategy(model, optimizer, (x, y, X, Y, labels), out_shape, loss_obj, plan,
+                          (bs, shuffle, seed, epochs), (distributed, devices, device_split, strategy), val is not None)
     hist = History()
-    hist.params = {"epochs": epochs, "batch_size": bs, "samples": n, "device": model._device.id}
-    if dp is not None:
-        hist.params.update(ranks=dp.size, global_batch_size=bs * dp.size, reduction=dp.reducer.mode)
-    idx = _core.Array.from_numpy(dev, np.arange(n, dtype=np.int64))
-    acc_loss = _core.Array.zeros(dev, [1], "float32")
-    accs = [_core.Array.zeros(dev, [1], "float32") for _ in plan]
-    zero1 = np.zeros(1, np.float32)
-    trainer = _trainer(model, loss_obj, plan, accs, optimizer)
-    step_labels = labels if any(k == "correct_argmax" for _, k in plan) else None
-    if mirror is not None:
-        mirror.build(x, y, n, out_shape, loss_obj, plan, (trainer, X, Y, step_labels, [acc_loss, *accs]),
-                     lambda replica, raccs, opt: _trainer(replica, loss_obj, plan, raccs, opt), optimizer)
-        hist.params.update(devices=[d.id for d in mirror.devices], rows_per_device=list(mirror.step_rows),
-                           strategy=strategy)
-    if dp is not None:
-        dp.synchronise(optimizer)
-        if dp.size > 1:
-            trainer.set_step_hooks(dp.step_hook())
-        trainer.set_dropout_stream(dp.rank)
+    hist.params = {"epochs": epochs, "batch_size": bs, "samples": n, "device": model._device.id, **how.params}
     keys = ["loss", *(nm for nm, _ in plan)]
     keys += [f"val_{k}" for k in keys] if val is not None else []
-    extra = ["epoch_time"] + (["comm_time"] if dp is not None else [])
     for cb in cbs:
         if hasattr(cb, "on_train_begin"):
-            cb.on_train_begin(keys + extra, model)
-    bars = _progress(verbose and (dp is None or dp.rank == 0), epochs, n, bs)
+            cb.on_train_begin(keys + ["epoch_time"] + how.extra_logs, model)
+    bars = _progress(verbose and how.reports, epochs, n, bs)
     capture = _Capture([model._device])
     capture.open()
     try:
-        for epoch in range(epochs):
-            t0 = time.perf_counter()
-            if hasattr(optimizer, "_begin_epoch"):
-                optimizer._begin_epoch(epoch)
-            if host_x is not None:
-                X.write_from(_transformed(transform, host_x, trng))
-            samples, scale = n, 1.0
-            if dp is not None:
-                idx = _core.Array.from_numpy(dev, dp.epoch_rows(rng))
-                scale = dp.size
-            elif mirror is not None:
-                samples = mirror.epoch_rows(rng.permutation(n) if shuffle else np.arange(n), n)
-                scale = bs / mirror.step_rows[0]
-            elif shuffle:
-                idx.write_from(rng.permutation(n).astype(np.int64))
-            for a in [acc_loss, *accs] + ([a for m in mirror.members[1:] for a in m.accs] if mirror else []):
-                a.write_from(zero1)
-            report = bars.within_epoch(epoch, scale) if bars else None
-            try:
-                if mirror is not None:
-                    sums = mirror.run_epoch(optimizer.lr, report)
-                else:
-                    trainer.run_epoch(X, Y, step_labels, idx, bs, optimizer.lr, acc_loss, report)
-            finally:  # the moments saw the steps taken, even when the epoch was cut short
-                optimizer._after_epoch(trainer)
-            if mirror is None:
-                sums = [float(a.to_numpy()[0]) for a in [acc_loss, *accs]]  # reads back: the epoch is done
-            epoch_time = time.perf_counter() - t0
-            if dp is not None:
-                sums, epoch_time, comm_time = dp.reduce_sums(sums, epoch_time)
-                samples = dp.samples
-            logs = _epoch_logs(model, samples, c, plan, sums, val, loss_obj)
-            logs["epoch_time"] = epoch_time
-            if dp is not None:
-                logs["comm_time"] = comm_time
-            for k, v in logs.items():
-                hist._add(k, v)
-            hist.epochs.append(epoch)
-            if bars:
-                bars.set_postfix({k: f"{v:.4f}" for k, v in logs.items() if k != "epoch_time"})
-            stop = False
-            for cb in cbs:
-                stop = bool(cb.on_epoch_end(epoch, dict(logs), model)) or stop
-            stop = stop or bool(model.stop_training)
-            if dp is not None:
-                stop = dp.any_rank(stop)  # a rank that left the loop would leave the others waiting
-            if stop:
-                break
+        _epochs(model, how, optimizer, hist, cbs, bars, (plan, val, loss_obj, out_shape[0]), (X, host_x, transform),
+                epochs, seed)
     finally:
         records = capture.close()
-        if mirror is not None:
-            mirror.close()
+        how.close()
         if bars:
             bars.close()
         for cb in cbs:
@@ -241,6 +155,88 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
     for r in records:
         hist.device_time[r["name"]] = hist.device_time.get(r["name"], 0.0) + r["duration"]
     return hist
+
+
+def _strategy(model: Any, optimizer: Any, data: Tuple[Any, ...], out_shape: Tuple[int, ...], loss_obj: Loss,
+              plan: Sequence[Tuple[str, str]], loop: Tuple[int, bool, Optional[int], int], spread: Tuple[Any, ...],
+              validating: bool) -> Tuple[Any, Optional[int]]:
+    """How the epochs run (hetnn.nn._strategies: one device, several devices, MPI ranks), with its trainer built
+    and ready; and the seed of the row order (the ranks agree on one)."""
+    from ._mirrored import Mirrored, resolve_devices, strategy_arg
+    from ._strategies import Devices, OneDevice, Ranks
+
+    x, y, X, Y, labels = data
+    bs, shuffle, seed, epochs = loop
+    distributed, devices, device_split, strategy = spread
+    strategy = strategy_arg(strategy)
+    if devices is None and strategy != "central":
+        raise ValueError(f"fit: strategy={strategy!r} applies to training on several devices; pass devices= too")
+    devs = None
+    if devices is not None:
+        if distributed:
+            raise ValueError("fit: distributed=True with devices= is not supported (one device per rank: launch a "
+                             "rank per device)")
+        devs = resolve_devices(model, devices)
+    mirror = Mirrored(model, devs, device_split, bs, strategy) if devs is not None and len(devs) > 1 else None
+    dp = None
+    if distributed:
+        from ._data_parallel import DataParallel
+        dp = DataParallel(model, optimizer, X.shape[0], bs, shuffle, seed,
+                          _fingerprint(model, loss_obj, optimizer, epochs, plan, validating))
+        seed = dp.seed
+    dev = model._device._dev
+    accs = [_core.Array.zeros(dev, [1], "float32") for _ in range(1 + len(plan))]  # the loss's, then the metrics'
+    trainer = _trainer(model, loss_obj, plan, accs[1:], optimizer)
+    step_labels = labels if any(k == "correct_argmax" for _, k in plan) else None
+    args = (model, trainer, (X, Y, step_labels), accs, X.shape[0], bs, shuffle)
+    how: OneDevice = Ranks(dp, *args) if dp is not None else Devices(mirror, *args) if mirror is not None else \
+        OneDevice(*args)
+    if isinstance(how, Devices):
+        how.build(x, y, out_shape, loss_obj, plan, lambda replica, raccs, opt: _trainer(replica, loss_obj, plan, raccs,
+                                                                                         opt), optimizer, strategy)
+    how.begin(optimizer)
+    return how, seed
+
+
+def _epochs(model: Any, how: Any, optimizer: Any, hist: History, cbs: List[Callback], bars: Any,
+            logs_of: Tuple[Any, ...], images: Tuple[Any, Optional[np.ndarray], Any], epochs: int,
+            seed: Optional[int]) -> None:
+    """The epoch loop, the same for every strategy: the row order, the steps, the logs, the callbacks."""
+    plan, val, loss_obj, c = logs_of
+    X, host_x, transform = images
+    rng = np.random.default_rng(seed)
+    trng = np.random.default_rng(None if seed is None else [seed, 1])  # the transforms' draws: a stream of their own
+    zero1 = np.zeros(1, np.float32)
+    for epoch in range(epochs):
+        t0 = time.perf_counter()
+        if hasattr(optimizer, "_begin_epoch"):
+            optimizer._begin_epoch(epoch)
+        if host_x is not None:
+            X.write_from(_transformed(transform, host_x, trng))
+        samples, scale = how.rows(rng)
+        for a in how.accumulators():
+            a.write_from(zero1)
+        report = bars.within_epoch(epoch, scale) if bars else None
+        try:
+            sums = how.run(optimizer.lr, report)
+        finally:  # the moments saw the steps taken, even when the epoch was cut short
+            optimizer._after_epoch(how.trainer)
+        if sums is None:
+            sums = how.sums()
+        sums, epoch_time, samples, extra = how.reduce(sums, time.perf_counter() - t0, samples)
+        logs = _epoch_logs(model, samples, c, plan, sums, val, loss_obj)
+        logs["epoch_time"] = epoch_time
+        logs.update(extra)
+        for k, v in logs.items():
+            hist._add(k, v)
+        hist.epochs.append(epoch)
+        if bars:
+            bars.set_postfix({k: f"{v:.4f}" for k, v in logs.items() if k != "epoch_time"})
+        stop = False
+        for cb in cbs:
+            stop = bool(cb.on_epoch_end(epoch, dict(logs), model)) or stop
+        if how.stop(stop or bool(model.stop_training)):
+            break
 
 
 def _augmented(model: Any, X: Any, transform: Any, distributed: Any, devices: Any) -> Optional[np.ndarray]:
