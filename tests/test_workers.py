@@ -29,14 +29,14 @@ def test_a_worker_records_and_the_reporting_process_merges(tmp_path, clean_worke
     path = str(tmp_path / "w.json")
     _workers._recorder = _workers._Recorder(path)
     _workers.set_key("matmul #0")
-    interleave(_cases([]), n_warmup=0, n_repeat=3, settle=False)
+    interleave(_cases([]), n_warmup=0, n_repeat=3, settle=False, rerun=False)
     _workers._recorder.write()
     _workers._recorder = None
     with open(path) as f:
         recording = json.load(f)
     _workers._merger = _workers._Merger([recording, recording])
     _workers.set_key("matmul #0")
-    a, b = interleave(_cases([]), n_warmup=0, n_repeat=4, settle=False)
+    a, b = interleave(_cases([]), n_warmup=0, n_repeat=4, settle=False, rerun=False)
     assert a.n_repeat == b.n_repeat == 3 + 3 + 4
     procs = list(_workers.process_of(a.rounds))
     assert procs == [0] * 3 + [1] * 3 + [2] * 4
@@ -50,10 +50,10 @@ def test_a_call_with_other_cases_is_not_merged(tmp_path, clean_workers):
     recording = {"maxpool #0": [{"names": ["other"], "results": []}]}
     _workers._merger = _workers._Merger([recording])
     _workers.set_key("maxpool #0")
-    a, _ = interleave(_cases([]), n_warmup=0, n_repeat=2, settle=False)
+    a, _ = interleave(_cases([]), n_warmup=0, n_repeat=2, settle=False, rerun=False)
     assert a.n_repeat == 2 and _workers._merger.unmatched == 1
     _workers.set_key("matmul #0")  # a key the worker never ran
-    a, _ = interleave(_cases([]), n_warmup=0, n_repeat=2, settle=False)
+    a, _ = interleave(_cases([]), n_warmup=0, n_repeat=2, settle=False, rerun=False)
     assert a.n_repeat == 2 and _workers._merger.unmatched == 2
 
 
@@ -96,8 +96,9 @@ def test_the_command_spreads_its_repeats_over_processes(tmp_path):
     assert "median of up to 4 synchronized repeats, 2 in each of 2 processes" in p.stdout
     assert "differed between the processes" not in p.stdout and "failed" not in p.stdout
     rows = [r for r in json.loads((tmp_path / "r.json").read_text())["rows"] if "times_ms" in r]
+    # both processes' repeats in every row (how many: 2 each, more where preempted ones were re-run on a busy machine)
     assert rows and all(sorted(set(_workers.process_of(r["rounds"]))) == [0, 1] for r in rows)
-    assert all(len(r["times_ms"]) == 4 for r in rows)
+    assert all(len(r["times_ms"]) == len(r["rounds"]) >= 2 for r in rows)
 
 
 def test_a_failing_worker_is_said_and_its_repeats_missing(monkeypatch):
@@ -138,7 +139,8 @@ def test_a_study_spreads_its_repeats_over_processes():
                           device="cpu")
     assert "processes: 2, one after another" in rep.text and "differed between the processes" not in rep.text
     timed = [r for r in rep.rows if r.get("times_ms")]
-    assert timed and all(len(r["times_ms"]) == 4 for r in timed)  # 2 repeats in each process
+    # 2 repeats in each process (more where a busy machine preempted some and they were re-run)
+    assert timed and all(len(r["times_ms"]) >= 2 for r in timed)
     assert rep.environment["processes"] == 2 and rep.environment["config"]["repeat"] == 4
 
 
@@ -153,9 +155,9 @@ def test_a_worker_writes_its_recording_after_every_call(tmp_path, clean_workers)
     path = tmp_path / "w.json"
     _workers._recorder = _workers._Recorder(str(path))
     _workers.set_key("matmul #0")
-    interleave(_cases([]), n_warmup=0, n_repeat=2, settle=False)
+    interleave(_cases([]), n_warmup=0, n_repeat=2, settle=False, rerun=False)
     assert [c["names"] for c in json.loads(path.read_text())["matmul #0"]] == [["a", "b"]]
-    interleave(_cases([]), n_warmup=0, n_repeat=2, settle=False)
+    interleave(_cases([]), n_warmup=0, n_repeat=2, settle=False, rerun=False)
     assert len(json.loads(path.read_text())["matmul #0"]) == 2
 
 
@@ -164,7 +166,7 @@ def test_a_replay_returns_what_the_workers_timed_and_ends_where_they_stopped(tmp
     _workers._recorder = _workers._Recorder(str(path))
     _workers.set_key("s")
     for n in (3, 2):
-        interleave(_cases([]), n_warmup=0, n_repeat=n, settle=False)
+        interleave(_cases([]), n_warmup=0, n_repeat=n, settle=False, rerun=False)
     _workers._recorder = None
     full = json.loads(path.read_text())
     cut = {"s": full["s"][:1]}  # the second worker was stopped after its first call
@@ -206,7 +208,7 @@ def test_an_interrupt_while_the_workers_run_keeps_the_study_rows_they_timed(monk
     rep = info.value.partial_report
     timed = [r for r in rep.rows if r.get("times_ms")]
     assert sorted({r["size"] for r in timed}) == [4, 8]  # the two calls the worker finished, nothing of size 16
-    assert all(len(r["times_ms"]) == 2 for r in timed)  # 6 repeats over 3 processes: the first worker's 2
+    assert all(len(r["times_ms"]) >= 1 for r in timed)  # the first worker's (2 of the 6, more if re-run)
     assert all(r.get("max_abs_err") == 0 for r in timed)  # checked against the reference in this process
     assert "interrupted while the worker processes ran" in rep.text
     assert json.loads((tmp_path / "r-partial.json").read_text())["rows"]
@@ -227,8 +229,9 @@ def test_a_benchmark_function_spreads_its_repeats_over_processes():
     rows = hetnn.bench.run_maxpool([("t", 1, 2, 16, 16, 2, 2, 0)], [cpu], compare=["numpy"], backward=False,
                                    n_warmup=1, n_repeat=4, max_duration=None, processes=2, notes=notes)
     assert rows and not notes
-    for r in rows:
-        assert len(r["times_ms"]) == 4 and list(_workers.process_of(r["rounds"])) == [0, 0, 1, 1], r
+    for r in rows:  # 2 repeats from each process (more where preempted ones were re-run on a busy machine)
+        procs = list(_workers.process_of(r["rounds"]))
+        assert len(r["times_ms"]) == len(procs) and sorted(set(procs)) == [0, 1] and procs == sorted(procs), r
         assert r["max_abs_err"] == 0
     m = np.int64(8)  # NumPy integers travel to the workers as numbers
     rows = hetnn.bench.run_matmul([("s", m, m, m)], [cpu], compare=["numpy"], n_warmup=1, n_repeat=6, max_duration=None,
