@@ -1,6 +1,8 @@
 """hetnn.nn.Dropout and the dropout op: masks against the transcribed draw, statistics, the backward as the same op,
 a float64 finite-difference check of a network through a known mask, predict/evaluate without dropout, the same
 masks on every device, save/load, bad arguments."""
+import pickle
+
 import numpy as np
 import pytest
 
@@ -139,6 +141,14 @@ def test_predict_and_evaluate_do_not_change_what_the_next_fit_draws(device, rng)
     plain = trained(lambda m: None)
     np.testing.assert_array_equal(trained(lambda m: m.predict(x[:8])), plain)
     np.testing.assert_array_equal(trained(lambda m: m.evaluate(x, y, loss="cross_entropy")), plain)
+
+    def everything(m):  # in an order of its own, and a pickled copy used too
+        m.summary(input_shape=(8,), print_fn=lambda line: None)
+        m.state_dict()
+        pickle.loads(pickle.dumps(m)).predict(x[:4])
+        m.evaluate(x[:16], y[:16], loss="cross_entropy")
+        m.predict(x[:8])
+    np.testing.assert_array_equal(trained(everything), plain)
     # a second fit draws new masks: from the same weights, a fresh model's first fit (the first masks) differs
     m = model()
     first = fit(m)
