@@ -195,6 +195,7 @@ def ratio_interval(pairs: Sequence[Union[Pair, Tuple[Sequence[float], Sequence[f
         draw = rng.integers(0, 1 << 30, size=(n_boot, len(every), m))
         idx = starts[:, :, None] + draw % np.maximum(sizes, 1)[:, :, None]
         missing = np.broadcast_to((sizes == 0)[:, :, None], idx.shape)  # a process without this shape's repeats
+        idx = np.minimum(idx, len(xs) - 1)  # a missing process after this shape's last one starts past its end
         xv = np.where(missing, np.nan, xs[idx]).reshape(n_boot, -1)
         yv = np.where(missing, np.nan, ys[idx]).reshape(n_boot, -1)
         with warnings.catch_warnings():  # a replicate of processes none of which timed this shape: NaN, left out
