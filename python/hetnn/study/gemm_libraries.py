@@ -149,5 +149,6 @@ STUDY = Study(
     run=run,
     memory=memory,
     plot=plot,
-    full_run="17 min on 2 vCPUs of an AMD EPYC (Zen 4), CPU device, PoCL and five peers (docs/studies.md)",
+    full_run="17 min on 2 vCPUs of an AMD EPYC (Zen 4), CPU device, PoCL and five peers, in one process; 31.6 min in "
+             "3 processes with six (docs/studies.md)",
 )
