@@ -8,7 +8,7 @@ two runs of ``bench matmul --shapes resnet50 --compare numpy`` read hetnn cpu / 
 first and rounds within them, so that the interval covers what a rerun would see.
 
 How: every :func:`hetnn.interleave` call of a worker (``python -m hetnn.bench.worker``) is recorded (its cases'
-names and results; the recording is rewritten after each call); the last process (the one that reports) merges the
+names and results, a line appended after each call); the last process (the one that reports) merges the
 workers' results of the same call into its own, call by call, per suite. The suites build the same cases in the same
 order in every process (same seeds, devices, peers); a call whose case names differ is not merged and the report says
 so. Process ``p``'s round ``r`` becomes round ``p * ROUND_STRIDE + r``, so that ratios still pair repeats of the same
@@ -57,24 +57,32 @@ def _result_dict(r: Any) -> Dict[str, Any]:
 
 
 class _Recorder:
-    """In a worker: the results of every interleave call, per suite, written to ``path`` after each call (so that
-    an interrupt keeps the calls finished)."""
+    """In a worker: the results of every interleave call, a JSON line each appended to ``path`` as the call ends
+    (so that an interrupt keeps the calls finished; a line cut by the kill is skipped on reading)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.calls: Dict[str, List[Dict[str, Any]]] = {}
         self.key = ""
+        open(path, "w").close()  # a worker that timed nothing still leaves its (empty) recording
 
     def add(self, cases: Sequence[Any], results: Sequence[Any]) -> None:
-        self.calls.setdefault(self.key, []).append({"names": [c.name for c in cases],
-                                                   "results": [_result_dict(r) for r in results]})
-        self.write()
+        line = json.dumps({"key": self.key, "names": [c.name for c in cases],
+                           "results": [_result_dict(r) for r in results]})
+        with open(self.path, "a") as f:
+            f.write(line + "\n")
 
-    def write(self) -> None:
-        tmp = self.path + ".part"
-        with open(tmp, "w") as f:
-            json.dump(self.calls, f)
-        os.replace(tmp, self.path)
+
+def read_recording(path: str) -> Dict[str, List[Dict[str, Any]]]:
+    """A worker's recording: its calls per key, in order (a last line cut short by a kill left out)."""
+    calls: Dict[str, List[Dict[str, Any]]] = {}
+    with open(path) as f:
+        for line in f:
+            try:
+                call = json.loads(line)
+            except ValueError:
+                break
+            calls.setdefault(call.pop("key"), []).append(call)
+    return calls
 
 
 class _Merger:
@@ -184,16 +192,33 @@ def split(total: int, processes: int) -> int:
     return max(1, -(-int(total) // int(processes)))
 
 
+def shares(n_repeat: int, max_duration: Optional[float], processes: int) -> Tuple[int, Optional[float]]:
+    """Each process's share of a row's repeats and of its seconds of timing (warm-up calls in every one)."""
+    return split(n_repeat, processes), None if max_duration is None else float(max_duration) / int(processes)
+
+
+def start(spec: Dict[str, Any], count: int, module: str, note: Callable[[str], None]) -> Optional[BaseException]:
+    """Runs ``count`` workers (:func:`run_workers`) and sets up this process's merging of their recordings, ``note``
+    getting a line per worker that failed. Returns the interrupt that stopped the workers once some timed run had
+    finished: the recordings are then replayed (the caller runs its work again, which ends in ReplayEnd or after the
+    last recorded call, and raises the interrupt); an interrupt before that is raised here."""
+    global _merger
+    recordings, notes, stopped = run_workers(spec, count, module)
+    for line in notes:
+        note(line)
+    _merger = _Merger(recordings, replay=stopped is not None) if recordings else None
+    return stopped
+
+
 def work(spec_path: str, out_path: str, body: Callable[[Dict[str, Any]], None]) -> int:
     """A worker process's main: ``body(spec)`` (the spec run_workers wrote) runs with every interleave call
-    recorded, and the recording is written to ``out_path``."""
+    recorded in ``out_path``."""
     global _recorder
     with open(spec_path) as f:
         spec = json.load(f)
     _recorder = _Recorder(out_path)
     try:
         body(spec)
-        _recorder.write()
     finally:
         _recorder = None
     return 0
@@ -246,27 +271,25 @@ def spread_call(target: str, kwargs: Dict[str, Any], processes: int) -> Any:
     worker that failed. An interrupt while the workers run is raised as it is (a function keeps no partial rows)."""
     global _merger
     from ._check import is_int
+    from ._threads import get_num_threads
 
     module, name = target.split(":")
     if not is_int(processes) or not 1 <= processes <= 64:
         raise ValueError(f"{name}: processes must be an integer from 1 to 64, got {processes!r}")
     fn = getattr(importlib.import_module(module), name)
-    share = dict(kwargs, n_repeat=split(kwargs["n_repeat"], processes))
-    if share.get("max_duration") is not None:
-        share["max_duration"] = float(share["max_duration"]) / processes
+    n_repeat, max_duration = shares(kwargs["n_repeat"], kwargs.get("max_duration"), processes)
+    share = dict(kwargs, n_repeat=n_repeat, max_duration=max_duration)
     if processes == 1:
         return fn(**share)
     if _recorder is not None or _merger is not None:
         raise ValueError(f"{name}: processes > 1 inside a run already spread over processes")
-    sent = {k: v for k, v in share.items() if not callable(v) and k != "notes"}
-    from ._threads import get_num_threads
-
-    recordings, failed = run_workers({"call": target, "kwargs": _encode(sent), "threads": get_num_threads()},
-                                     processes - 1)
     notes = kwargs.get("notes")
-    if isinstance(notes, list):
-        notes.extend(failed)
-    _merger = _Merger(recordings) if recordings else None
+    sent = {k: v for k, v in share.items() if not callable(v) and k != "notes"}
+    stopped = start({"call": target, "kwargs": _encode(sent), "threads": get_num_threads()}, processes - 1,
+                    "hetnn.bench.worker", notes.append if isinstance(notes, list) else lambda line: None)
+    if stopped is not None:
+        _merger = None
+        raise stopped  # a function keeps no partial rows
     set_key(f"call {name}")
     try:
         out = fn(**share)
@@ -278,11 +301,12 @@ def spread_call(target: str, kwargs: Dict[str, Any], processes: int) -> Any:
         _merger = None
 
 
-def run_workers(spec: Dict[str, Any], count: int,
-                module: str = "hetnn.bench.worker") -> Tuple[List[Dict[str, List[Dict[str, Any]]]], List[str]]:
+def run_workers(spec: Dict[str, Any], count: int, module: str = "hetnn.bench.worker") -> Tuple[
+        List[Dict[str, List[Dict[str, Any]]]], List[str], Optional[BaseException]]:
     """Runs ``count`` workers one after another, ``python -m MODULE SPEC.json OUT.json`` with ``spec`` (what to run:
-    JSON-ready); returns their recordings and a note per worker that failed (its repeats are then missing, said
-    so)."""
+    JSON-ready); returns their recordings, a note per worker that failed (its repeats are then missing, said so),
+    and the interrupt (Ctrl-C, SIGTERM) that stopped them once a timed run had finished (None otherwise; an
+    interrupt before that is raised)."""
     recordings: List[Dict[str, List[Dict[str, Any]]]] = []
     notes: List[str] = []
     with tempfile.TemporaryDirectory(prefix="hetnn-workers-") as tmp:
@@ -293,25 +317,20 @@ def run_workers(spec: Dict[str, Any], count: int,
             out = os.path.join(tmp, f"worker-{w}.json")
             try:
                 p = subprocess.run([sys.executable, "-m", module, spec_path, out], capture_output=True, text=True)
-            except BaseException as exc:  # Ctrl-C, SIGTERM: the worker is stopped (subprocess kills it)
-                got = list(recordings)
-                if os.path.exists(out):  # the calls it finished (written after each, atomically)
-                    try:
-                        with open(out) as f:
-                            got.append(json.load(f))
-                    except (OSError, ValueError):
-                        pass
-                calls = max((sum(len(v) for v in rec.values()) for rec in got), default=0)
+            except BaseException as exc:  # the worker is stopped (subprocess kills it): what it finished stays
+                if os.path.exists(out):
+                    recordings.append(read_recording(out))
+                calls = max((sum(len(v) for v in rec.values()) for rec in recordings), default=0)
                 print(f"hetnn: interrupted while worker process {w + 1} of {count} ran: "
                       + (f"making rows of the {calls} timed run(s) the workers finished" if calls else
                          "no timed run had finished"), file=sys.stderr, flush=True)
-                exc.worker_recordings = got if calls else []  # type: ignore[attr-defined]
-                raise
+                if not calls:
+                    raise
+                return recordings, notes, exc
             if p.returncode != 0 or not os.path.exists(out):
                 tail = (p.stderr or p.stdout).strip().splitlines()[-1:] or ["no output"]
                 notes.append(f"worker process {w + 1} failed (exit {p.returncode}: {tail[0]}): its repeats are "
                              f"missing")
                 continue
-            with open(out) as f:
-                recordings.append(json.load(f))
-    return recordings, notes
+            recordings.append(read_recording(out))
+    return recordings, notes, None

@@ -232,8 +232,8 @@ class Options:
     def timing(self) -> Dict[str, Any]:
         repeat, warmup, max_duration = self._timing_in_all()
         # spread over processes: each takes its share of the repeats and of the time (warm-up calls in every one)
-        share = max(1, int(self._share))
-        return {"n_repeat": _workers.split(repeat, share), "n_warmup": warmup, "max_duration": max_duration / share}
+        n_repeat, each = _workers.shares(repeat, max_duration, max(1, int(self._share)))
+        return {"n_repeat": n_repeat, "n_warmup": warmup, "max_duration": each}
 
 
 LOG_EVERY_S = 60.0  # "log" progress: at most a line a minute, none in a run's first minute
@@ -668,13 +668,7 @@ def run_suites(suite: Optional[str], opts: Options, say: Say, worker: bool = Fal
     stopped: Optional[BaseException] = None  # an interrupt while the workers ran: their rows are made, then raised
     try:
         if processes > 1 and not worker:
-            try:
-                _start_workers(opts, auto, shared, processes, say)
-            except BaseException as exc:
-                if not getattr(exc, "worker_recordings", None):
-                    raise
-                stopped = exc
-                _workers._merger = _workers._Merger(exc.worker_recordings, replay=True)  # type: ignore[attr-defined]
+            stopped = _start_workers(opts, auto, shared, processes, say)
         for at, n in enumerate(counts):
             plan = auto if n is None else cpu_plan(opts, n, suite)
             if plan is not None and not worker:
@@ -715,9 +709,9 @@ def run_suites(suite: Optional[str], opts: Options, say: Say, worker: bool = Fal
 
 
 def _start_workers(opts: Options, auto: Optional["_cpus.CpuPlan"], shared: List[str], processes: int,
-                   say: Say) -> None:
+                   say: Say) -> Optional[BaseException]:
     """Runs the worker processes of ``shared`` suites (each process's share of the repeats) and leaves their
-    recordings for this process to merge."""
+    recordings for this process to merge; returns the interrupt that stopped them (hetnn._workers.start)."""
     from dataclasses import fields
 
     spec: Dict[str, Any] = {f.name: getattr(opts, f.name) for f in fields(opts) if not f.name.startswith("_")}
@@ -729,11 +723,8 @@ def _start_workers(opts: Options, auto: Optional["_cpus.CpuPlan"], shared: List[
     say(f"processes: {processes}, one after another ({processes - 1} worker(s) first, then this one), each timing "
         f"{share} of the repeats of every {' and '.join(shared)} row: the intervals cover what a rerun sees "
         f"(--processes sets it)")
-    recordings, notes = _workers.run_workers({"options": spec, "suite": "all" if len(shared) > 1 else shared[0]},
-                                             processes - 1)
-    for line in notes:
-        say(f"note: {line}")
-    _workers._merger = _workers._Merger(recordings) if recordings else None
+    return _workers.start({"options": spec, "suite": "all" if len(shared) > 1 else shared[0]}, processes - 1,
+                          "hetnn.bench.worker", lambda line: say(f"note: {line}"))
 
 
 def cpu_plan(opts: Options, n: Optional[int], suite: Optional[str] = None) -> Optional["_cpus.CpuPlan"]:

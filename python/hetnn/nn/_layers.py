@@ -117,6 +117,10 @@ class Layer:
     def _to_trainer(self, trainer: Any) -> None:
         raise NotImplementedError(f"{type(self).__name__} cannot be trained")
 
+    def _fit_begins(self) -> None:
+        """A fit built its trainer from this layer: what moves on from one fit to the next moves here (not in
+        _to_trainer, which predict and evaluate call too)."""
+
     def __repr__(self) -> str:
         cfg = ", ".join(f"{k}={v!r}" for k, v in self.config().items())
         return f"{type(self).__name__}({cfg})"
@@ -350,6 +354,9 @@ class Dropout(Layer):
 
     def _to_trainer(self, trainer: Any) -> None:
         trainer.add_dropout(self.p, _splitmix64((self.seed + self._fits * 0xD1B54A32D192ED03) % 2**64))
+
+    def _fit_begins(self) -> None:
+        self._fits += 1
 
     def __repr__(self) -> str:
         return f"Dropout(p={self.p})"

@@ -19,7 +19,7 @@ from .._device import Device, DeviceLike, device as _resolve_device, get_default
 from .._loader import _core
 from ._callbacks import Callback, History
 from ._fit import batch_size_arg, run_fit
-from ._layers import Dropout, Layer, Parameter, Softmax, check_sequence, layer_from_config
+from ._layers import Layer, Parameter, Softmax, check_sequence, layer_from_config
 from ._losses import CrossEntropyLoss, Loss, MSELoss, as_loss
 from ._saving import FORMAT, read_model, write_model
 from ._summary import format_summary
@@ -294,8 +294,7 @@ class Sequential:
             layer._to_trainer(trainer)
         if training:
             for layer in self.layers:
-                if isinstance(layer, Dropout):
-                    layer._fits += 1
+                layer._fit_begins()
         return trainer, softmax_last
 
     def _forward(self, x: Any, stop_before_softmax: bool) -> Any:

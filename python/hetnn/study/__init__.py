@@ -179,24 +179,13 @@ def _spread(study: Study, cfg: Dict[str, Any], n: int, plan: Any, quick: bool,
     recordings for this process to merge (hetnn._workers); returns this process's configuration, and the interrupt
     that stopped the workers if one did after they finished a timed run (the study then replays what they
     recorded)."""
-    share = dict(cfg, repeat=_workers.split(cfg["repeat"], n))
-    if "max_duration" in share:
-        share["max_duration"] = cfg["max_duration"] / n
+    repeat, max_duration = _workers.shares(cfg["repeat"], cfg.get("max_duration"), n)
+    share = dict(cfg, repeat=repeat, **({} if max_duration is None else {"max_duration": max_duration}))
     collect(f"processes: {n}, one after another ({n - 1} worker(s) first, then this one), each timing "
             f"{share['repeat']} of the {cfg['repeat']} repeats of every row: the intervals cover what a rerun "
             f"sees (processes= sets it)")
     spec = {"study": study.name, "quick": quick, "config": share,
             "threads": plan.threads if plan is not None else None}
-    stopped: Optional[BaseException] = None
-    try:
-        recordings, notes = _workers.run_workers(spec, n - 1, module="hetnn.study.worker")
-    except BaseException as exc:
-        recordings, notes = getattr(exc, "worker_recordings", None) or [], []
-        if not recordings:
-            raise
-        stopped = exc
-    for line in notes:
-        collect(f"note: {line}")
-    _workers._merger = _workers._Merger(recordings, replay=stopped is not None) if recordings else None
+    stopped = _workers.start(spec, n - 1, "hetnn.study.worker", lambda line: collect(f"note: {line}"))
     _workers.set_key(f"study {study.name}")
     return share, stopped
