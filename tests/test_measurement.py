@@ -548,5 +548,28 @@ def test_the_topology_devices_alternate_epoch_by_epoch(monkeypatch):
     monkeypatch.setattr(Sequential, "fit", spy)
     rows = run_topology(devs, batches=(16,), widths=[20], depths=(1,), n_samples=70, epochs=3)
     first, second = dict.fromkeys(models)
-    assert models == [first, second, second, first, first, second]
-    assert len(rows) == 2 and all(r["rounds"] == [0, 1, 2] and len(r["times_s"]) == 3 for r in rows)
+    # A B, B A, A B: one device's calls in a row (untimed ones before a short epoch) then the other's
+    turns = [m for i, m in enumerate(models) if i == 0 or models[i - 1] != m]
+    assert turns[:4] == [first, second, first, second], turns  # in blocks (A A A B B B) this reads [A, B]
+    assert len(rows) == 2
+    for r in rows:  # the epochs' rounds pair the devices' times
+        assert len(r["times_s"]) == len(r["rounds"]) >= 2 and r["rounds"] == sorted(set(r["rounds"]))
+        assert r["train_s"] == np.median(r["times_s"])
+
+
+def test_untimed_calls_precede_a_short_cases_turns_not_a_long_ones():
+    calls = {"long": 0, "short": 0}
+
+    def long():  # a training epoch's length: one more call would cost a whole epoch
+        calls["long"] += 1
+        time.sleep(0.03)
+
+    def short():
+        calls["short"] += 1
+
+    res = hetnn.interleave([hetnn.Case("long", long), hetnn.Case("short", short)], n_warmup=0, n_repeat=2,
+                           rerun=False)
+    assert [len(r.wall_times) for r in res] == [2, 2]
+    assert calls["long"] == 2  # its timed calls alone
+    # the first turn: a timed call that showed the case short, untimed calls, the timed one; then untimed + timed
+    assert calls["short"] >= 5

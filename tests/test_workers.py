@@ -243,10 +243,25 @@ def test_a_benchmark_function_spreads_its_repeats_over_processes():
     assert _workers._merger is None
 
 
+def test_the_topology_table_spreads_its_epochs_over_processes():
+    notes = []
+    devs = (hetnn.devices() + [hetnn.device("cpu")])[:2]
+    rows = hetnn.bench.run_topology(devs, batches=(16,), widths=[20], depths=(1,), n_samples=64, epochs=4,
+                                    processes=2, notes=notes)
+    assert len(rows) == 2 and not notes and _workers._merger is None
+    for r in rows:  # 2 epochs from each process (more where preempted ones were re-run)
+        procs = list(_workers.process_of(r["rounds"]))
+        assert len(r["times_s"]) == len(procs) and sorted(set(procs)) == [0, 1] and procs == sorted(procs), r
+        assert r["train_s"] == np.median(r["times_s"]) > 0
+    assert "no interval" not in hetnn.bench.ratio("b / a", rows[1], rows[0])
+
+
 @pytest.mark.parametrize("bad", [0, 65, 2.5, "2"])
 def test_a_benchmark_function_refuses_bad_process_counts(bad):
     with pytest.raises(ValueError, match="run_maxpool: processes must be an integer from 1 to 64"):
         hetnn.bench.run_maxpool([("t", 1, 1, 4, 4, 2, 2, 0)], [hetnn.device("cpu")], processes=bad)
+    with pytest.raises(ValueError, match="run_topology: processes must be an integer from 1 to 64"):
+        hetnn.bench.run_topology([hetnn.device("cpu")], processes=bad)
 
 
 @pytest.mark.parametrize("fn, items, what", [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union, cast
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 
@@ -167,6 +167,28 @@ def _warm_up(c: Case, n_warmup: int) -> Dict[str, Any]:
 SETTLE_S = 0.012        # a settled turn's wait for the other pools (quiesce's window): a turn's cost beyond its call
 
 
+def _precall(c: Case) -> None:
+    """Untimed calls of ``c`` right before its timed one (at least one, at most 10 within PRECALL_S)."""
+    t_pre, k = time.perf_counter(), 0
+    while k < 1 or (k < 10 and time.perf_counter() - t_pre < PRECALL_S):
+        c.fn()
+        k += 1
+
+
+def _timed_call(c: Case, cap: _Capture, probe: Probe) -> Tuple[float, float, Counters, List[Dict[str, Any]]]:
+    """One timed call of ``c``: (wall seconds, its devices' command seconds (NaN: none), OS counters, records)."""
+    c.wait()
+    cap.open()
+    s0 = probe.read()
+    t0 = time.perf_counter()
+    c.fn()
+    c.wait()
+    t1 = time.perf_counter()
+    s1 = probe.read()
+    recs = cap.close()
+    return t1 - t0, sum(r["duration"] for r in recs) if recs else math.nan, Probe.delta(s0, s1, wall=t1 - t0), recs
+
+
 def spread_order(n: int) -> List[int]:
     """The rounds 0..n-1 in van der Corput order (bit-reversed counting): the first p of them are spread evenly over
     the n rounds for every p, and they are nested, the first p among the first p + 1. A case that can afford p
@@ -287,29 +309,25 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
         for j in active:
             c, cap = cases[j], caps[j]
             turn0 = time.perf_counter()
-            if settle and len(active) > 1:
+            settled = settle and len(active) > 1
+            # Waking from idle costs: on a 2-vCPU VM the first call after 12 ms of sleep waited ~1.2 ms for a
+            # CPU, and one untimed call did not always bring the pool back (12544x64x147: 1.41 ms after one,
+            # 1.09 after 2 ms of calls, 1.06 in a loop). A short case is timed after 2 ms of its own untimed
+            # calls (at least one, at most 10), as it would be in a loop; a long one is not (a training epoch
+            # would cost a whole epoch more). Short: its last turn, else its best warm-up call; with neither, the
+            # first turn is timed and, if short, timed again after the untimed calls.
+            last = walls[j][-1] if walls[j] else first[j]["best_call_s"] if n_warmup >= 2 else math.nan
+            if settled:
                 quiesce()
-                # Waking from idle costs: on a 2-vCPU VM the first call after 12 ms of sleep waited ~1.2 ms for a
-                # CPU, and one untimed call did not always bring the pool back (12544x64x147: 1.41 ms after one,
-                # 1.09 after 2 ms of calls, 1.06 in a loop). A short case is timed after 2 ms of its own untimed
-                # calls (at least one, at most 10), as it would be in a loop.
-                if not walls[j] or walls[j][-1] < PRECALL_BELOW_S:
-                    t_pre, k = time.perf_counter(), 0
-                    while k < 1 or (k < 10 and time.perf_counter() - t_pre < PRECALL_S):
-                        c.fn()
-                        k += 1
-            c.wait()
-            cap.open()
-            s0 = probe.read()
-            t0 = time.perf_counter()
-            c.fn()
-            c.wait()
-            t1 = time.perf_counter()
-            s1 = probe.read()
-            recs = cap.close()
-            walls[j].append(t1 - t0)
-            devt[j].append(sum(r["duration"] for r in recs) if recs else math.nan)
-            counters[j].append(Probe.delta(s0, s1, wall=t1 - t0))
+                if last < PRECALL_BELOW_S:
+                    _precall(c)
+            wall, dev_s, count, recs = _timed_call(c, cap, probe)
+            if settled and math.isnan(last) and wall < PRECALL_BELOW_S:
+                _precall(c)
+                wall, dev_s, count, recs = _timed_call(c, cap, probe)
+            walls[j].append(wall)
+            devt[j].append(dev_s)
+            counters[j].append(count)
             rounds[j].append(rnd)
             commands[j] = len(recs)
             spent[j] += time.perf_counter() - turn0

@@ -180,6 +180,11 @@ def after_interleave(cases: Sequence[Any], results: List[Any]) -> List[Any]:
     return results
 
 
+def in_worker() -> bool:
+    """Whether this process is a worker (its rows are not reported: work beyond the interleaved timings is wasted)."""
+    return _recorder is not None
+
+
 def set_key(key: str) -> None:
     """The part of the run that follows (a suite at a thread count): calls are matched within it."""
     for obj in (_recorder, _merger):
@@ -263,12 +268,13 @@ def call(spec: Dict[str, Any]) -> Any:
         return getattr(importlib.import_module(module), name)(**_decode(spec["kwargs"]))
 
 
-def spread_call(target: str, kwargs: Dict[str, Any], processes: int) -> Any:
-    """``target`` ("module:function", a function whose timings all go through interleave, with ``n_repeat`` and
-    ``max_duration`` arguments) run in ``processes`` processes one after another, each with its share of the
-    repeats: the workers first (``python -m hetnn.bench.worker``), then this process, whose result it returns with
-    the workers' repeats merged into its rows. Callables (progress) stay in this process; ``notes`` gets a line per
-    worker that failed. An interrupt while the workers run is raised as it is (a function keeps no partial rows)."""
+def spread_call(target: str, kwargs: Dict[str, Any], processes: int, repeats: str = "n_repeat") -> Any:
+    """``target`` ("module:function", a function whose timings all go through interleave, with a ``repeats``
+    argument (its repeats per row) and ``max_duration``) run in ``processes`` processes one after another, each
+    with its share of the repeats: the workers first (``python -m hetnn.bench.worker``), then this process, whose
+    result it returns with the workers' repeats merged into its rows. Callables (progress) stay in this process;
+    ``notes`` gets a line per worker that failed. An interrupt while the workers run is raised as it is (a function
+    keeps no partial rows)."""
     global _merger
     from ._check import is_int
     from ._threads import get_num_threads
@@ -277,8 +283,8 @@ def spread_call(target: str, kwargs: Dict[str, Any], processes: int) -> Any:
     if not is_int(processes) or not 1 <= processes <= 64:
         raise ValueError(f"{name}: processes must be an integer from 1 to 64, got {processes!r}")
     fn = getattr(importlib.import_module(module), name)
-    n_repeat, max_duration = shares(kwargs["n_repeat"], kwargs.get("max_duration"), processes)
-    share = dict(kwargs, n_repeat=n_repeat, max_duration=max_duration)
+    n_repeat, max_duration = shares(kwargs[repeats], kwargs.get("max_duration"), processes)
+    share = dict(kwargs, max_duration=max_duration, **{repeats: n_repeat})
     if processes == 1:
         return fn(**share)
     if _recorder is not None or _merger is not None:

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .. import datasets, nn, optim
+from .. import _workers, datasets, nn, optim
 from .._device import Device
 from .._threads import get_num_threads
 from .._oscounters import Watch
@@ -93,12 +93,21 @@ def _mlp(inputs: int, hidden: Sequence[int], outputs: int, device: Device, seed:
 def run_topology(devices: Sequence[Device], *, max_width: int = 6400, batches: Sequence[int] = (100, 500, 1000),
                  depths: Sequence[int] = (1, 2, 3), n_samples: int = 5000, seed: int = 0, epochs: int = 3,
                  progress: Optional[Callable[[str], None]] = None,
-                 widths: Optional[Sequence[int]] = None) -> List[Dict[str, Any]]:
+                 widths: Optional[Sequence[int]] = None, max_duration: Optional[float] = None,
+                 processes: int = 1, notes: Optional[List[str]] = None) -> List[Dict[str, Any]]:
     """Training (``epochs`` timed epochs per point: the median, and ``times_s`` for the spread) and inference time of
     the MLP topology study per depth, width, device and batch; ``widths``: the first hidden widths (default: 50
-    doubling up to ``max_width``)."""
+    doubling up to ``max_width``). The devices' epochs of a point run in interleaved rounds (:func:`interleave`:
+    A B, B A, ...; preempted epochs re-run), ``max_duration`` seconds of epochs per device and point at most;
+    ``processes``: the epochs spread over that many processes run one after another (hetnn._workers), ``notes``
+    getting a line per worker that failed."""
     if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 1:
         raise ValueError(f"run_topology: epochs must be an int >= 1, got {epochs!r}")
+    if processes != 1:
+        args = dict(devices=devices, max_width=max_width, batches=batches, depths=depths, n_samples=n_samples,
+                    seed=seed, epochs=epochs, progress=progress, widths=widths, max_duration=max_duration,
+                    notes=notes)
+        return _workers.spread_call("hetnn.bench.mlp:run_topology", args, processes, repeats="epochs")
     (x, y), _ = datasets.solar_irradiance(n_samples=n_samples, seed=seed, test_fraction=0.01)
     # whole batches only: a last, smaller batch is a new matrix shape, and a new shape may compile an OpenCL
     # kernel variant inside the timed epoch
@@ -115,41 +124,56 @@ def run_topology(devices: Sequence[Device], *, max_width: int = 6400, batches: S
                 settle(0.1)
                 if progress:
                     progress(f"topology {hidden}, batch {bs}")
-                # the devices' epochs alternate (A B, B A, ...): a drift of the machine reaches both, and their
-                # ratio pairs by epoch (timed one device after the other, the same command's intervals excluded
-                # each other from run to run)
-                models: List[Tuple[Device, Any, Any, Watch, List[float]]] = []
+                cases, models = [], []
                 for dev in devices:
                     model = _mlp(50, hidden, 1, dev, seed)
                     opt = optim.SGD(model.parameters(), lr=0.01)
                     # warm-up: two batches (kernels compiled, buffers allocated), not timed
                     model.fit(x[:2 * bs], y[:2 * bs], loss=nn.MSELoss(), optimizer=opt, epochs=1, batch_size=bs)
                     model.predict(x[:bs], batch_size=bs)
-                    models.append((dev, model, opt, Watch(), []))
-                for e in range(epochs):
-                    for dev, model, opt, watch, times in (models if e % 2 == 0 else models[::-1]):
-                        hist = model.fit(x, y, loss=nn.MSELoss(), optimizer=opt, epochs=1, batch_size=bs,
-                                         seed=seed + e, callbacks=[watch.epochs()])
-                        times.append(float(hist.history["epoch_time"][0]))
-                for dev, model, opt, watch, times in models:
-                    with watch.block() as inference:
-                        model.predict(x, batch_size=bs)
-                    watch.close()
-                    infer = watch.walls[-1]
-                    train = float(np.median(times))
-                    rows.append(_with_peak(
-                        {"layers": depth, "widths": "-".join(map(str, hidden)), "params": model.count_params(),
-                         "library": "hetnn", "device": dev.id, "batch": bs, "samples": len(x), "train_s": train,
-                         "times_s": times, "rounds": list(range(epochs)),
-                         "infer_s": infer, "train_samples_per_s": len(x) / train if train > 0 else float("nan"),
-                         **watch.flags(watch.counters[:-1]),
-                         "infer_noise": watch.flags([inference.counters] if inference.counters else [])["noise"]},
-                        train_flops([50, *hidden, 1], len(x)), train, peaks[dev.id]))
-                del models
+                    cases.append(Case(f"topology {'-'.join(map(str, hidden))} batch {bs} {dev.id}",
+                                      _epoch(model, opt, x, y, bs, seed)))
+                    models.append((dev, model))
+                # an epoch's time does not depend on the weights, so a preempted epoch is re-run (unlike the
+                # Fashion-MNIST table, whose accuracy would count the extra epoch)
+                results = interleave(cases, n_warmup=0, n_repeat=epochs, max_duration=max_duration)
+                for (dev, model), r in zip(models, results):
+                    rows.append(_topology_row(dev, model, r, x, bs, depth, hidden, peaks[dev.id]))
+                del models, cases
     ids = [d.id for d in devices]  # the table's order: depth, width, device, batch
     rows.sort(key=lambda r: (list(depths).index(r["layers"]), firsts.index(int(r["widths"].split("-")[0])),
                              ids.index(r["device"])))
     return rows
+
+
+def _epoch(model: nn.Sequential, opt: Any, x: np.ndarray, y: np.ndarray, bs: int, seed: int) -> Callable[[], None]:
+    """One training epoch of ``model``, its shuffle seeded by the epoch's number (whatever process runs it)."""
+    done = [0]
+
+    def epoch() -> None:
+        model.fit(x, y, loss=nn.MSELoss(), optimizer=opt, epochs=1, batch_size=bs, seed=seed + done[0])
+        done[0] += 1
+    return epoch
+
+
+def _topology_row(dev: Device, model: nn.Sequential, r: Any, x: np.ndarray, bs: int, depth: int,
+                  hidden: Sequence[int], peak: Optional[float]) -> Dict[str, Any]:
+    """A topology row from its epochs (``r``, a BenchmarkResult) and one inference pass timed here (not in a worker
+    process, whose rows are not reported)."""
+    watch = Watch()
+    with watch.block() as inference:
+        if not _workers.in_worker():
+            model.predict(x, batch_size=bs)
+    watch.close()
+    times = [float(t) for t in r.wall_times]
+    train = float(np.median(times))
+    return _with_peak(
+        {"layers": depth, "widths": "-".join(map(str, hidden)), "params": model.count_params(), "library": "hetnn",
+         "device": dev.id, "batch": bs, "samples": len(x), "train_s": train, "times_s": times,
+         "rounds": [int(v) for v in r.rounds], "infer_s": watch.walls[-1],
+         "train_samples_per_s": len(x) / train if train > 0 else float("nan"), **r.flags,
+         "infer_noise": watch.flags([inference.counters] if inference.counters else [])["noise"]},
+        train_flops([50, *hidden, 1], len(x)), train, peak)
 
 
 def mnist_topologies(quick: bool) -> List[Tuple[int, ...]]:
