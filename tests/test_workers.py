@@ -44,6 +44,23 @@ def test_a_worker_records_and_the_reporting_process_merges(tmp_path, clean_worke
     assert len(x) == len(y) == 10
 
 
+def test_each_process_s_repeats_are_judged_by_its_own_run():
+    """Notebook 04 on a quiet machine: a PoCL row read "unreliable: preempted in 10 of 10 repeats" after its three
+    processes were merged. One process had seen a neighbour (not quiet); the merged row then judged every process's
+    repeats by the busy machine's rule, where waiting for a CPU counts although PoCL's own threads caused it."""
+    from hetnn._oscounters import Counters
+
+    waited = Counters(wall=0.01, cpu=0.01, runqueue=0.008, run=0.01).as_dict()  # self-inflicted wait, no steal
+    part = {"wall": [0.01] * 2, "device": [None] * 2, "rounds": [0, 1], "counters": [waited] * 2,
+            "noise": {"rerun": 0}, "quiet": True, "first_use": {}}
+    busy = dict(part, quiet=False)
+    r = _workers._combined("c", [], None, None, 0, 0, {}, [part, part, busy], {})
+    assert r.noise["preempted"] == 2 and not r.noise["unreliable"], r.noise  # the busy process's two alone
+    assert r.noise["quiet_machine"] is False
+    r = _workers._combined("c", [], None, None, 0, 0, {}, [busy, busy], {})
+    assert r.noise["preempted"] == 4 and r.noise["unreliable"]
+
+
 def test_a_call_with_other_cases_is_not_merged(tmp_path, clean_workers):
     recording = {"maxpool #0": [{"names": ["other"], "results": []}]}
     _workers._merger = _workers._Merger([recording])

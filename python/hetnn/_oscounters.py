@@ -26,7 +26,7 @@ import os
 import resource
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple, Union
 
 PREEMPTED_WAIT_SHARE = 0.5   # run-queue wait / wall time at which a repeat counts as having waited
 OWN_CPU_SHARE = 0.9          # ... while the process ran on less than this share of CPUs x wall time
@@ -194,15 +194,17 @@ def quiet_since(probe: "Probe", start: Tuple[float, ...]) -> bool:
     return machine_was_quiet(span_noise(span))
 
 
-def preempted(counters: Sequence[Counters], quiet: bool = False) -> List[bool]:
+def preempted(counters: Sequence[Counters], quiet: Union[bool, Sequence[bool]] = False) -> List[bool]:
     """Per repeat of one row: whether it was preempted (see the module doc); on a ``quiet`` machine only steal
-    counts."""
-    return [c.steal > STEAL_SHARE * c.wall * _cpu_count() if quiet else c.preempted for c in counters]
+    counts. ``quiet`` per repeat where the repeats come from several processes, each judged over its own run."""
+    each = [bool(quiet)] * len(counters) if isinstance(quiet, bool) else [bool(q) for q in quiet]
+    return [c.steal > STEAL_SHARE * c.wall * _cpu_count() if q else c.preempted for c, q in zip(counters, each)]
 
 
-def summarize(counters: Sequence[Counters], quiet: bool = False) -> Dict[str, Any]:
+def summarize(counters: Sequence[Counters], quiet: Union[bool, Sequence[bool]] = False) -> Dict[str, Any]:
     """The noise fields of one row from its repeats: preempted repeats, whether the row is unreliable, the share
-    of its wall time its threads waited for a CPU, and involuntary context switches."""
+    of its wall time its threads waited for a CPU, and involuntary context switches (``quiet``: as
+    :func:`preempted`)."""
     n = len(counters)
     k = sum(preempted(counters, quiet))
     wall = sum(c.wall for c in counters)
