@@ -47,18 +47,24 @@ def test_a_worker_records_and_the_reporting_process_merges(tmp_path, clean_worke
 def test_each_process_s_repeats_are_judged_by_its_own_run():
     """Notebook 04 on a quiet machine: a PoCL row read "unreliable: preempted in 10 of 10 repeats" after its three
     processes were merged. One process had seen a neighbour (not quiet); the merged row then judged every process's
-    repeats by the busy machine's rule, where waiting for a CPU counts although PoCL's own threads caused it."""
+    repeats by the busy machine's rule, where waiting for a CPU counts although PoCL's own threads caused it. Then
+    "preempted in 6 of 10": that process had kept all six of its repeats (too few clean to drop the others) while the
+    other two had two clean ones each."""
     from hetnn._oscounters import Counters
 
     waited = Counters(wall=0.01, cpu=0.01, runqueue=0.008, run=0.01).as_dict()  # self-inflicted wait, no steal
-    part = {"wall": [0.01] * 2, "device": [None] * 2, "rounds": [0, 1], "counters": [waited] * 2,
-            "noise": {"rerun": 0}, "quiet": True, "first_use": {}}
-    busy = dict(part, quiet=False)
-    r = _workers._combined("c", [], None, None, 0, 0, {}, [part, part, busy], {})
-    assert r.noise["preempted"] == 2 and not r.noise["unreliable"], r.noise  # the busy process's two alone
-    assert r.noise["quiet_machine"] is False
-    r = _workers._combined("c", [], None, None, 0, 0, {}, [busy, busy], {})
-    assert r.noise["preempted"] == 4 and r.noise["unreliable"]
+
+    def part(quiet, n=2, asked=2):
+        return {"wall": [0.01] * n, "device": [None] * n, "rounds": list(range(n)), "counters": [waited] * n,
+                "noise": {"rerun": 0, "asked": asked}, "quiet": quiet, "first_use": {}}
+    r = _workers._combined("c", [], None, None, 0, 0, {}, [part(True), part(True), part(False)], {})
+    assert r.noise["preempted"] == 0 and not r.noise["unreliable"], r.noise  # the busy process's two dropped
+    assert r.n_repeat == 4 and r.noise["rerun"] == 2 and r.noise["quiet_machine"] is False
+    assert list(_workers.process_of(r.rounds)) == [0, 0, 1, 1]
+    r = _workers._combined("c", [], None, None, 0, 0, {}, [part(True), part(True), part(False, n=6)], {})
+    assert r.n_repeat == 4 and not r.noise["unreliable"], r.noise
+    r = _workers._combined("c", [], None, None, 0, 0, {}, [part(True), part(False, n=6), part(False, n=6)], {})
+    assert r.n_repeat == 14 and r.noise["preempted"] == 12 and r.noise["unreliable"]  # 2 clean of 6 asked: kept all
 
 
 def test_a_call_with_other_cases_is_not_merged(tmp_path, clean_workers):

@@ -355,7 +355,8 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
                             c.devices, c.flops, c.nbytes, n_warmup, commands[j], [counters[j][i] for i in keep],
                             first[j], rounds=np.array([rounds[j][i] for i in keep], dtype=np.int64))
         r.quiet_machine = quiet
-        r.noise = {**summarize(r.counters, quiet), **load, "quiet_machine": quiet, "rerun": dropped}
+        r.noise = {**summarize(r.counters, quiet), **load, "quiet_machine": quiet, "rerun": dropped,
+                   "asked": target[j] or len(walls[j])}  # the repeats asked for (merging over processes reads it)
         if dropped and not r.noise["noise"]:
             r.noise["noise"] = f"re-ran {dropped} preempted"
         elif rerun and r.noise["unreliable"] and len(walls[j]) > (target[j] or len(walls[j])):

@@ -128,21 +128,30 @@ def _combined(name: str, devices: Any, flops: Any, nbytes: Any, n_warmup: int, c
     """One result holding the repeats of ``parts`` (recorded results, in process order); ``noise0``: the noise
     entries of the last one, which the merged counters' summary updates."""
     from ._measurement import BenchmarkResult
-    from ._oscounters import Counters, summarize
+    from ._oscounters import Counters, preempted, summarize
 
     wall = [t for o in parts for t in o["wall"]]
     dev = [math.nan if t is None else t for o in parts for t in o["device"]]
     rounds = [p * ROUND_STRIDE + r for p, o in enumerate(parts) for r in o["rounds"]]
     counters = [Counters(**c) for o in parts for c in o["counters"]]
+    # each process's repeats judged by its own run: one process beside a busy neighbour made every process's
+    # self-inflicted waits (PoCL's threads queued behind the caller) count as preemptions, the row unreliable
+    each = [bool(o["quiet"]) for o in parts for _ in o["counters"]]
+    clean = [i for i, m in enumerate(preempted(counters, each)) if not m]
+    asked = sum(int(o["noise"].get("asked", len(o["wall"]))) for o in parts)
+    dropped = 0
+    if clean and len(clean) < len(wall) and 2 * len(clean) >= asked:
+        # as interleave does within a process: enough clean repeats over all processes are the measurement (a
+        # process that kept its preempted repeats, too few of its own clean, no longer makes the row unreliable)
+        dropped = len(wall) - len(clean)
+        wall, dev, rounds = [wall[i] for i in clean], [dev[i] for i in clean], [rounds[i] for i in clean]
+        counters, each = [counters[i] for i in clean], [each[i] for i in clean]
     out = BenchmarkResult(name, np.array(wall), np.array(dev), devices, flops, nbytes, n_warmup, commands, counters,
                           first_use, rounds=np.array(rounds, dtype=np.int64))
     quiet = all(o["quiet"] for o in parts)
     out.quiet_machine = quiet
-    # each process's repeats judged by its own run: one process beside a busy neighbour made every process's
-    # self-inflicted waits (PoCL's threads queued behind the caller) count as preemptions, the row unreliable
-    each = [bool(o["quiet"]) for o in parts for _ in o["counters"]]
-    noise = {**noise0, **summarize(counters, each), "quiet_machine": quiet,
-             "rerun": sum(int(o["noise"].get("rerun", 0)) for o in parts), "processes": len(parts)}
+    noise = {**noise0, **summarize(counters, each), "quiet_machine": quiet, "asked": asked,
+             "rerun": sum(int(o["noise"].get("rerun", 0)) for o in parts) + dropped, "processes": len(parts)}
     for key in ("others_pct", "steal_pct"):  # the busiest process's load
         vals = [v for v in [o["noise"].get(key) for o in parts] if isinstance(v, float) and not math.isnan(v)]
         if vals:
