@@ -86,7 +86,8 @@ def test_run_topology_times_several_epochs():
     from hetnn.bench import run_topology
 
     rows = run_topology([hetnn.device("cpu")], max_width=50, batches=(100,), depths=(1,), n_samples=400, epochs=3)
-    assert rows and all(len(r["times_s"]) == 3 and r["train_s"] == sorted(r["times_s"])[1] for r in rows)
+    # three epochs (more where a busy machine left too few clean ones to drop the preempted)
+    assert rows and all(len(r["times_s"]) >= 3 and r["train_s"] == np.median(r["times_s"]) for r in rows)
     with pytest.raises(ValueError, match="epochs"):
         run_topology([hetnn.device("cpu")], epochs=0)
 
