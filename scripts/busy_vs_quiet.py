@@ -7,6 +7,7 @@ Usage: .venv/bin/python scripts/busy_vs_quiet.py [--runs 2] [--order quiet,busy]
 """
 import argparse
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -36,6 +37,8 @@ def run_once(cmd: list, busy: bool, limit: float) -> dict:
 
 
 def main() -> int:
+    # a SIGTERM (kill, pkill) unwinds like Ctrl-C, so that the busy loop is stopped with the run, not left to its limit
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--order", default="quiet,busy")

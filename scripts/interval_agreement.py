@@ -30,7 +30,7 @@ def main() -> int:
     rng = np.random.default_rng(1)
     print("| layout | process sd / round sd | covers the true ratio | two runs exclude each other |")
     print("|---|---|---|---|")
-    for processes, rounds in ((1, 3), (3, 2), (3, 4)):
+    for processes, rounds in ((1, 3), (3, 1), (3, 2), (3, 4), (10, 1)):
         for sd_process, sd_round in ((0.0, 0.1), (0.05, 0.1), (0.1, 0.05)):
             covers = excludes = 0
             for _ in range(a.trials):
