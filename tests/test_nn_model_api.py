@@ -268,3 +268,53 @@ def test_fit_progress_advances_within_each_epoch(monkeypatch, rng):
     inside = [u for u in bar.updates if u % n]  # reports that landed part-way through an epoch
     assert inside, bar.updates
     assert bar.updates == sorted(bar.updates)
+
+
+def test_model_checkpoint_saves_the_best_epochs(device, rng, tmp_path):
+    x, y = _data(rng, n=80)
+    m = _model(device)
+    rec = _Record()
+    ck = nn.ModelCheckpoint(tmp_path / "best.npz", monitor="val_loss", save_best_only=True)
+    every = nn.ModelCheckpoint(str(tmp_path / "m-{epoch:02d}-{val_loss:.4f}.npz"))
+    # a learning rate large enough that the validation loss goes up again: some epochs are not saved
+    m.fit(x, y, loss="cross_entropy", optimizer=optim.SGD(m.parameters(), lr=3.0, momentum=0.9), epochs=8,
+          validation_split=0.25, callbacks=[rec, ck, every], seed=1)
+    losses = [v for v, _ in rec.states]
+    best = int(np.argmin(losses))
+    improving = [e for e, v in enumerate(losses) if v < min(losses[:e], default=np.inf)]
+    assert ck.best_epoch == best and ck.best == pytest.approx(losses[best])
+    assert ck.saved == [str(tmp_path / "best.npz")] * len(improving) and len(improving) < len(losses)
+    saved = nn.load(tmp_path / "best.npz", device=device)
+    for k, v in saved.state_dict().items():  # the best epoch's weights, not the last
+        np.testing.assert_array_equal(v, rec.states[best][1][k])
+    assert every.saved == [str(tmp_path / f"m-{e + 1:02d}-{v:.4f}.npz") for e, v in enumerate(losses)]
+    last = nn.load(every.saved[-1], device=device)
+    for k, v in last.state_dict().items():
+        np.testing.assert_array_equal(v, m.state_dict()[k])
+
+
+def test_model_checkpoint_refuses_what_cannot_work_before_training(device, rng, tmp_path):
+    x, y = _data(rng)
+    m = _model(device)
+    before = m.state_dict()
+    opt = optim.SGD(m.parameters(), lr=0.1)
+    cases = [(nn.ModelCheckpoint(tmp_path / "m-{val_acc}.npz"), r"names a field this fit does not log.*val_acc"),
+             (nn.ModelCheckpoint(tmp_path / "no" / "m.npz"), r"folder .*no' of path .* does not exist"),
+             (nn.ModelCheckpoint(tmp_path / "m.npz", save_best_only=True), r"val_loss.*validation_data")]
+    for cb, what in cases:
+        with pytest.raises(ValueError, match=what):
+            m.fit(x, y, loss="cross_entropy", optimizer=opt, epochs=2, callbacks=[cb])
+    for k, v in m.state_dict().items():  # nothing trained, nothing written
+        np.testing.assert_array_equal(v, before[k])
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(TypeError, match="ModelCheckpoint: path must be a str or os.PathLike, got int"):
+        nn.ModelCheckpoint(3)
+    with pytest.raises(ValueError, match="ModelCheckpoint: path is empty"):
+        nn.ModelCheckpoint("")
+    with pytest.raises(TypeError, match="save_best_only must be a bool"):
+        nn.ModelCheckpoint("m.npz", save_best_only=1)
+    with pytest.raises(ValueError, match="ModelCheckpoint: mode must be"):
+        nn.ModelCheckpoint("m.npz", mode="best")
+    with pytest.raises(ValueError, match="min_delta must be a finite number"):
+        nn.ModelCheckpoint("m.npz", min_delta=float("nan"))
+    assert nn.ModelCheckpoint("m.npz", monitor="accuracy").mode == "max"
