@@ -3,11 +3,12 @@ from ._layers import (Conv2d, Dense, Dropout, Flatten, Layer, MaxPool2d, Paramet
                       Tanh, manual_seed)
 from ._losses import CrossEntropyLoss, Loss, MSELoss
 from ._callbacks import Callback, EarlyStopping, History, ModelCheckpoint
+from ._lr_find import LRFind, lr_find
 from ._metrics import confusion_matrix, plot_confusion_matrix
 from ._model import Sequential, load
 
 __all__ = [
     "Callback", "Conv2d", "CrossEntropyLoss", "Dense", "Dropout", "EarlyStopping", "Flatten", "History", "Layer",
-    "ModelCheckpoint", "Loss", "MSELoss", "MaxPool2d", "Parameter", "ReLU", "Reshape", "Sequential", "Sigmoid",
-    "Softmax", "Tanh", "load", "manual_seed", "confusion_matrix", "plot_confusion_matrix",
+    "LRFind", "lr_find", "ModelCheckpoint", "Loss", "MSELoss", "MaxPool2d", "Parameter", "ReLU", "Reshape",
+    "Sequential", "Sigmoid", "Softmax", "Tanh", "load", "manual_seed", "confusion_matrix", "plot_confusion_matrix",
 ]

@@ -121,6 +121,13 @@ class Layer:
         """A fit built its trainer from this layer: what moves on from one fit to the next moves here (not in
         _to_trainer, which predict and evaluate call too)."""
 
+    def _fit_progress(self) -> Any:
+        """What _fit_begins moved on (None: nothing), so that a trial run of fits can be undone (lr_find)."""
+        return None
+
+    def _restore_fit_progress(self, value: Any) -> None:
+        return None
+
     def __repr__(self) -> str:
         cfg = ", ".join(f"{k}={v!r}" for k, v in self.config().items())
         return f"{type(self).__name__}({cfg})"
@@ -357,6 +364,12 @@ class Dropout(Layer):
 
     def _fit_begins(self) -> None:
         self._fits += 1
+
+    def _fit_progress(self) -> Any:
+        return self._fits
+
+    def _restore_fit_progress(self, value: Any) -> None:
+        self._fits = int(value)
 
     def __repr__(self) -> str:
         return f"Dropout(p={self.p})"
