@@ -3,19 +3,24 @@ parameters' device; ``fit`` hands the same arrays to the C++ step loop, so ``ste
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ._loader import _core
 from ._check import is_real
+from ._schedules import CosineAnnealingLR, ExponentialLR, LinearLR, OneCycleLR, Schedule, StepLR
 
 
-__all__ = ["SGD", "Adam", "AdamW", "Optimizer"]
+__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "Schedule", "StepLR", "ExponentialLR", "CosineAnnealingLR",
+           "LinearLR", "OneCycleLR"]
 
 
 class Optimizer:
-    """The part every optimizer shares: its parameters, ``lr`` and the optional ``lr_schedule``
-    (``f(epoch, base_lr) -> lr``, applied by ``fit`` at the start of every epoch, for example
-    ``lambda e, lr: lr * 0.5 ** (e // 10)``). ``lr`` may also be set directly between steps."""
+    """The part every optimizer shares: its parameters, ``lr`` and the optional ``lr_schedule``: a function
+    ``f(epoch, base_lr) -> lr``, applied by ``fit`` at the start of every epoch (for example
+    ``lambda e, lr: lr * 0.5 ** (e // 10)``), or a :class:`Schedule` (StepLR, ExponentialLR, CosineAnnealingLR,
+    LinearLR, OneCycleLR), a rate for every step, applied by ``fit``'s C++ loop and by ``step()``;
+    ``iterations`` counts the steps taken (the schedule's position). ``lr`` may also be set directly between
+    steps (it is the rate of the last step taken)."""
 
     def __init__(self, params: Sequence[Any], lr: float,
                  lr_schedule: Optional[Callable[[int, float], float]]) -> None:
@@ -29,8 +34,10 @@ class Optimizer:
                                 f"{type(p).__name__}")
         self.base_lr = self.lr = self._real(lr, "lr")
         if lr_schedule is not None and not callable(lr_schedule):
-            raise TypeError(f"{name}: lr_schedule must be callable as f(epoch, base_lr) -> lr")
+            raise TypeError(f"{name}: lr_schedule must be a hetnn.optim.Schedule or callable as f(epoch, base_lr) "
+                            f"-> lr, got {type(lr_schedule).__name__}")
         self.lr_schedule = lr_schedule
+        self.iterations = 0
         self._state: Dict[Tuple[int, str], Any] = {}
 
     def _real(self, v: Any, name: str, minimum: float = 0.0, below: Optional[float] = None) -> float:
@@ -55,8 +62,30 @@ class Optimizer:
         return bool(v)
 
     def _begin_epoch(self, epoch: int) -> None:
-        if self.lr_schedule is not None:
+        if self.lr_schedule is not None and not isinstance(self.lr_schedule, Schedule):
             self.lr = self._real(self.lr_schedule(epoch, self.base_lr), "the lr the schedule returned")
+
+    def _step_lr(self, step: int) -> float:
+        assert isinstance(self.lr_schedule, Schedule)
+        return self._real(self.lr_schedule(step, self.base_lr), f"the lr the schedule returned for step {step}")
+
+    def _epoch_lrs(self, steps: int) -> Union[float, List[float]]:
+        """What fit hands the C++ loop for an epoch of ``steps`` steps: the rate, or with a Schedule the rate of
+        each step (checked here, before any step runs)."""
+        if not isinstance(self.lr_schedule, Schedule):
+            return self._real(self.lr, "lr")
+        return [self._step_lr(self.iterations + i) for i in range(steps)]
+
+    def _epoch_done(self, lrs: Union[float, List[float]], steps: int) -> None:
+        self.iterations += steps
+        if isinstance(lrs, list) and lrs:
+            self.lr = lrs[min(steps, len(lrs)) - 1]
+
+    def _next_lr(self) -> float:
+        """The rate of the step ``step()`` takes now."""
+        if isinstance(self.lr_schedule, Schedule):
+            self.lr = self._step_lr(self.iterations)
+        return self._real(self.lr, "lr")
 
     def _buffer(self, p: Any, kind: str) -> Any:
         """p's state buffer ``kind`` on p's device (zeros when new, and again when p moved or changed shape)."""
@@ -105,10 +134,11 @@ class SGD(Optimizer):
 
     def step(self) -> None:
         """Applies one update from the gradients in the parameters (``fit`` runs its updates in its own loop)."""
-        lr = self._real(self.lr, "lr")
+        lr = self._next_lr()
         for p in self.params:
             _core.sgd_update(p.value, p.grad, self._velocity_for(p), lr, self.momentum, self.weight_decay,
                              self.nesterov)
+        self.iterations += 1
 
     def _to_trainer(self, trainer: Any) -> None:
         for p in self.params:
@@ -155,13 +185,14 @@ class Adam(Optimizer):
 
     def step(self) -> None:
         """Applies one update from the gradients in the parameters (``fit`` runs its updates in its own loop)."""
-        lr = self._real(self.lr, "lr")
+        lr = self._next_lr()
         b1, b2 = self.betas
         for p in self.params:
             m, v, vmax = self._moments(p)
             _core.adam_update(p.value, p.grad, m, v, vmax, lr, b1, b2, self.eps, self.weight_decay,
                               self.steps + 1, self.amsgrad, self._decoupled)
         self.steps += 1
+        self.iterations += 1
 
     def _to_trainer(self, trainer: Any) -> None:
         trainer.set_adam(self.betas[0], self.betas[1], self.eps, self.weight_decay, self.amsgrad, self._decoupled,

@@ -1,5 +1,6 @@
 #include "core/trainer.h"
 
+#include <cmath>
 #include <string>
 
 #include "core/errors.h"
@@ -313,9 +314,25 @@ Array Trainer::backward_layer(Layer& l, const Array& g, bool need_input_grad) {
 
 void Trainer::run_epoch(const Array& X, const Array& Y, const Array* labels, const Array& idx, std::int64_t batch,
                         double lr, const Array& acc_loss, const std::function<void(std::int64_t)>& progress) {
+  run_epoch(X, Y, labels, idx, batch, std::vector<double>(static_cast<std::size_t>(epoch_steps(idx.size(), batch)),
+                                                          lr),
+            acc_loss, progress);
+}
+
+void Trainer::run_epoch(const Array& X, const Array& Y, const Array* labels, const Array& idx, std::int64_t batch,
+                        const std::vector<double>& lrs, const Array& acc_loss,
+                        const std::function<void(std::int64_t)>& progress) {
   if (batch <= 0) throw ValueError("Trainer.run_epoch: batch must be > 0");
   if (layers_.empty()) throw ValueError("Trainer.run_epoch: no layers");
   const std::int64_t n = idx.size();
+  const std::int64_t steps = epoch_steps(n, batch);
+  if (static_cast<std::int64_t>(lrs.size()) < steps)
+    throw ValueError("Trainer.run_epoch: " + std::to_string(lrs.size()) + " learning rate(s) for an epoch of " +
+                     std::to_string(steps) + " steps");
+  for (std::int64_t i = 0; i < steps; ++i)
+    if (!std::isfinite(lrs[static_cast<std::size_t>(i)]) || lrs[static_cast<std::size_t>(i)] < 0)
+      throw ValueError("Trainer.run_epoch: the learning rate of step " + std::to_string(i) +
+                       " must be finite and >= 0, got " + std::to_string(lrs[static_cast<std::size_t>(i)]));
   plan_relu_pool();
   const auto scratch = [&](int tag, const Array& like, const Shape& shape) -> Array& {
     Array& b = scratch_[{tag, shape[0]}];
@@ -357,7 +374,7 @@ void Trainer::run_epoch(const Array& X, const Array& Y, const Array* labels, con
     Array grad = g;
     for (std::size_t i = layers_.size(); i-- > 0;) grad = backward(layers_[i], grad, i > 0);
     if (step_hook_) step_hook_(m);
-    update(lr);
+    update(lrs[static_cast<std::size_t>(start / batch)]);
   }
   if (progress) progress(n);
 }

@@ -67,6 +67,15 @@ class Trainer {
   void run_epoch(const Array& X, const Array& Y, const Array* labels, const Array& idx, std::int64_t batch,
                  double lr, const Array& acc_loss,
                  const std::function<void(std::int64_t)>& progress = nullptr);
+  // The same with a learning rate per step (a schedule): lrs[i] for step i; at least as many as the epoch's steps
+  // (ceil(n / batch)), each finite and >= 0, checked before the first step.
+  void run_epoch(const Array& X, const Array& Y, const Array* labels, const Array& idx, std::int64_t batch,
+                 const std::vector<double>& lrs, const Array& acc_loss,
+                 const std::function<void(std::int64_t)>& progress = nullptr);
+  // The steps an epoch over n rows in minibatches of `batch` takes.
+  static std::int64_t epoch_steps(std::int64_t n, std::int64_t batch) {
+    return batch > 0 ? (n + batch - 1) / batch : 0;
+  }
 
  private:
   struct Layer {

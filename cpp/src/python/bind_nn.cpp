@@ -23,6 +23,21 @@ std::function<void(std::int64_t)> python_hook(const py::object& hook) {
   };
 }
 
+// Trainer.run_epoch with one learning rate (Lr = double) or one per step (std::vector<double>); progress as the
+// trainer's, called with the GIL.
+template <class Lr>
+void run_epoch(Trainer& t, const Array& X, const Array& Y, const Array* labels, const Array& idx, std::int64_t batch,
+               const Lr& lr, const Array& acc_loss, const py::object& progress) {
+  std::function<void(std::int64_t)> report;
+  if (!progress.is_none())
+    report = [&progress](std::int64_t done) {
+      py::gil_scoped_acquire gil;
+      progress(done);
+    };
+  NoGil nogil;
+  t.run_epoch(X, Y, labels, idx, batch, lr, acc_loss, report);
+}
+
 }  // namespace
 
 void bind_nn(py::module_& m) {
@@ -74,22 +89,13 @@ void bind_nn(py::module_& m) {
           py::arg("before_update"), py::arg("before_step") = py::none(),
           "before_update(rows) after each step's backward pass, before_step(rows) before its forward (None: none).")
       .def("set_dropout_stream", &Trainer::set_dropout_stream, py::arg("stream"))
-      .def(
-          "run_epoch",
-          [](Trainer& t, const Array& X, const Array& Y, const Array* labels, const Array& idx, std::int64_t batch,
-             double lr, const Array& acc_loss, const py::object& progress) {
-            std::function<void(std::int64_t)> report;
-            if (!progress.is_none())
-              report = [&progress](std::int64_t done) {
-                py::gil_scoped_acquire gil;
-                progress(done);
-              };
-            NoGil nogil;
-            t.run_epoch(X, Y, labels, idx, batch, lr, acc_loss, report);
-          },
-          py::arg("X"), py::arg("Y"), py::arg("labels").none(true), py::arg("idx"), py::arg("batch"), py::arg("lr"),
-          py::arg("acc_loss"), py::arg("progress") = py::none(),
-          "One epoch; progress(samples_issued) is called from the loop at most every 0.1 s and at the end.");
+      .def("run_epoch", &run_epoch<double>, py::arg("X"), py::arg("Y"), py::arg("labels").none(true), py::arg("idx"),
+           py::arg("batch"), py::arg("lr"), py::arg("acc_loss"), py::arg("progress") = py::none(),
+           "One epoch; progress(samples_issued) is called from the loop at most every 0.1 s and at the end.")
+      .def("run_epoch", &run_epoch<std::vector<double>>, py::arg("X"), py::arg("Y"), py::arg("labels").none(true),
+           py::arg("idx"), py::arg("batch"), py::arg("lr"), py::arg("acc_loss"), py::arg("progress") = py::none(),
+           "One epoch with a learning rate per step (lr: a list, at least one per step).")
+      .def_static("epoch_steps", &Trainer::epoch_steps, py::arg("n"), py::arg("batch"));
 
   m.def(
       "activation",

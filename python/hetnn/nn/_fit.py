@@ -217,10 +217,13 @@ def _epochs(model: Any, how: Any, optimizer: Any, hist: History, cbs: List[Callb
         for a in how.accumulators():
             a.write_from(zero1)
         report = bars.within_epoch(epoch, scale) if bars else None
+        steps = how.steps()
+        lrs = optimizer._epoch_lrs(steps)  # a Schedule's rate for each step, checked before any runs
         try:
-            sums = how.run(optimizer.lr, report)
+            sums = how.run(lrs, report)
         finally:  # the moments saw the steps taken, even when the epoch was cut short
             optimizer._after_epoch(how.trainer)
+        optimizer._epoch_done(lrs, steps)
         if sums is None:
             sums = how.sums()
         sums, epoch_time, samples, extra = how.reduce(sums, time.perf_counter() - t0, samples)

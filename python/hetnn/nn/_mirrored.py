@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -256,7 +256,7 @@ class Mirrored:
         for m in self.members:
             m.trainer.set_step_hooks(None, None)
 
-    def run_epoch(self, lr: float, progress: Any) -> List[float]:
+    def run_epoch(self, lr: Union[float, List[float]], progress: Any) -> List[float]:
         """One epoch on every replica at once; the loss and metric sums over all of them."""
         self.start.reset()
         self.grads_ready.reset()

@@ -3,7 +3,7 @@
 (_fit.run_fit): which rows an epoch takes, how its steps run, how its sums become the epoch's, and whether to stop."""
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -35,8 +35,13 @@ class OneDevice:
     def accumulators(self) -> List[Any]:
         return self.accs
 
-    def run(self, lr: float, report: Any) -> Optional[List[float]]:
-        """The epoch's steps; the loss and metric sums when the strategy has them at hand (else ``sums`` reads)."""
+    def steps(self) -> int:
+        """The steps of the epoch whose rows ``rows`` set."""
+        return int(_core.Trainer.epoch_steps(int(self.idx.shape[0]), self.bs))
+
+    def run(self, lr: Union[float, List[float]], report: Any) -> Optional[List[float]]:
+        """The epoch's steps (``lr``: the rate, or one per step); the loss and metric sums when the strategy has
+        them at hand (else ``sums`` reads)."""
         self.trainer.run_epoch(self.X, self.Y, self.labels, self.idx, self.bs, lr, self.accs[0], report)
         return None
 
@@ -106,7 +111,11 @@ class Devices(OneDevice):
     def accumulators(self) -> List[Any]:
         return self.accs + [a for m in self.mirror.members[1:] for a in m.accs]
 
-    def run(self, lr: float, report: Any) -> Optional[List[float]]:
+    def steps(self) -> int:
+        first = self.mirror.members[0]  # every device takes a slice of every step
+        return int(_core.Trainer.epoch_steps(int(first.idx.shape[0]), first.batch))
+
+    def run(self, lr: Union[float, List[float]], report: Any) -> Optional[List[float]]:
         return list(self.mirror.run_epoch(lr, report))
 
     def close(self) -> None:
