@@ -375,6 +375,7 @@ void Trainer::run_epoch(const Array& X, const Array& Y, const Array* labels, con
     for (std::size_t i = layers_.size(); i-- > 0;) grad = backward(layers_[i], grad, i > 0);
     if (step_hook_) step_hook_(m);
     update(lrs[static_cast<std::size_t>(start / batch)]);
+    if (after_step_hook_) after_step_hook_(m);
   }
   if (progress) progress(n);
 }

@@ -50,11 +50,13 @@ class Trainer {
   bool device_layouts() const { return device_layouts_; }
   // Called in each step of run_epoch with the step's rows: `before_update` after the backward pass (data-parallel
   // training reduces the gradients across replicas there), `before_step` before the forward pass (a replica takes
-  // the weights another updated). Null: none.
+  // the weights another updated), `after_step` after the update (per-step callbacks). Null: none.
   void set_step_hooks(std::function<void(std::int64_t)> before_update,
-                      std::function<void(std::int64_t)> before_step) {
+                      std::function<void(std::int64_t)> before_step,
+                      std::function<void(std::int64_t)> after_step = nullptr) {
     step_hook_ = std::move(before_update);
     before_step_hook_ = std::move(before_step);
+    after_step_hook_ = std::move(after_step);
   }
   // Mixed into every dropout layer's per-step seeds (0: unchanged), so that replicas of one model draw other masks.
   void set_dropout_stream(std::uint64_t stream) { dropout_stream_ = stream; }
@@ -141,7 +143,7 @@ class Trainer {
   double beta1_ = 0.9, beta2_ = 0.999, eps_ = 1e-8;
   std::int64_t adam_steps_ = 0;
   bool device_layouts_ = true;
-  std::function<void(std::int64_t)> step_hook_, before_step_hook_;
+  std::function<void(std::int64_t)> step_hook_, before_step_hook_, after_step_hook_;
   std::uint64_t dropout_stream_ = 0;
   ConvLayouts* layouts_ = nullptr;  // this pass's, when device_layouts_
   int block_ = 1;                   // the block of the activation the forward pass holds, and its logical shape

@@ -83,11 +83,13 @@ void bind_nn(py::module_& m) {
       .def_property("device_layouts", &Trainer::device_layouts, &Trainer::set_device_layouts)
       .def(
           "set_step_hooks",
-          [](Trainer& t, const py::object& before_update, const py::object& before_step) {
-            t.set_step_hooks(python_hook(before_update), python_hook(before_step));
+          [](Trainer& t, const py::object& before_update, const py::object& before_step,
+             const py::object& after_step) {
+            t.set_step_hooks(python_hook(before_update), python_hook(before_step), python_hook(after_step));
           },
-          py::arg("before_update"), py::arg("before_step") = py::none(),
-          "before_update(rows) after each step's backward pass, before_step(rows) before its forward (None: none).")
+          py::arg("before_update"), py::arg("before_step") = py::none(), py::arg("after_step") = py::none(),
+          "before_update(rows) after each step's backward pass, before_step(rows) before its forward, "
+          "after_step(rows) after its update (None: none).")
       .def("set_dropout_stream", &Trainer::set_dropout_stream, py::arg("stream"))
       .def("run_epoch", &run_epoch<double>, py::arg("X"), py::arg("Y"), py::arg("labels").none(true), py::arg("idx"),
            py::arg("batch"), py::arg("lr"), py::arg("acc_loss"), py::arg("progress") = py::none(),

@@ -15,6 +15,7 @@ class History:
 
     def __init__(self) -> None:
         self.history: Dict[str, List[float]] = {}
+        self.step_times: List[List[float]] = []  # per epoch, each step's seconds (fit(step_times=True))
         self.device_time: Dict[str, float] = {}
         self.epochs: List[int] = []
         self.params: Dict[str, Any] = {}
@@ -31,12 +32,17 @@ class Callback:
     """Hooks of Sequential.fit. ``on_train_begin`` gets the keys every epoch's logs will hold (raise there to refuse
     a fit that cannot work, before any epoch runs); ``on_epoch_end`` the epoch number and that epoch's logs (return
     True, or set ``model.stop_training = True``, to stop training); ``on_train_end`` runs when training ends, also
-    after an error."""
+    after an error. ``on_batch_end(step, logs, model)``, when a callback defines it, runs after every step with
+    logs "batch" (the step within the epoch), "size", "loss" (the batch's mean), "lr" and "step_time" (seconds,
+    synchronised): the C++ loop then waits for each step, which costs time on a fast device."""
 
     def on_train_begin(self, keys: Sequence[str], model: Any) -> None:
         return None
 
     def on_epoch_end(self, epoch: int, logs: Dict[str, float], model: Any) -> Optional[bool]:
+        return None
+
+    def on_batch_end(self, step: int, logs: Dict[str, float], model: Any) -> None:
         return None
 
     def on_train_end(self, model: Any) -> None:

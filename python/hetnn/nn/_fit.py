@@ -11,6 +11,7 @@ from .._array import Array
 from .._check import is_int
 from .._loader import _core
 from .._timing import _Capture
+from ._steps import StepHooks, step_hooks
 from ._callbacks import Callback, History
 from ._layers import Softmax
 from ._losses import CrossEntropyLoss, Loss, as_loss
@@ -111,7 +112,7 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
             validation_data: Optional[Tuple[Any, Any]], validation_split: Optional[float], metrics: Sequence[str],
             callbacks: Optional[Sequence[Callback]], verbose: bool, seed: Optional[int],
             distributed: bool = False, devices: Any = None, device_split: Any = "even",
-            transform: Any = None, strategy: str = "central") -> History:
+            transform: Any = None, strategy: str = "central", step_times: bool = False) -> History:
     loss_obj, bs, metric_names, cbs = _check_args(model, loss, optimizer, epochs, batch_size, metrics, callbacks)
     seed = seed_arg(seed, "fit")
     if not isinstance(distributed, (bool, np.bool_)):
@@ -131,6 +132,7 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
     model.stop_training = False
     how, seed = _strategy(model, optimizer, (x, y, X, Y, labels), out_shape, loss_obj, plan,
                           (bs, shuffle, seed, epochs), (distributed, devices, device_split, strategy), val is not None)
+    hooks = step_hooks(cbs, step_times, model, how)
     hist = History()
     hist.params = {"epochs": epochs, "batch_size": bs, "samples": n, "device": model._device.id, **how.params}
     keys = ["loss", *(nm for nm, _ in plan)]
@@ -142,8 +144,8 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
     capture = _Capture([model._device])
     capture.open()
     try:
-        _epochs(model, how, optimizer, hist, cbs, bars, (plan, val, loss_obj, out_shape[0]), (X, host_x, transform),
-                epochs, seed)
+        _epochs(model, (how, hooks), optimizer, hist, cbs, bars, (plan, val, loss_obj, out_shape[0]),
+                (X, host_x, transform), epochs, seed)
     finally:
         records = capture.close()
         how.close()
@@ -198,10 +200,11 @@ def _strategy(model: Any, optimizer: Any, data: Tuple[Any, ...], out_shape: Tupl
     return how, seed
 
 
-def _epochs(model: Any, how: Any, optimizer: Any, hist: History, cbs: List[Callback], bars: Any,
-            logs_of: Tuple[Any, ...], images: Tuple[Any, Optional[np.ndarray], Any], epochs: int,
-            seed: Optional[int]) -> None:
+def _epochs(model: Any, how_hooks: Tuple[Any, Optional[StepHooks]], optimizer: Any, hist: History,
+            cbs: List[Callback], bars: Any, logs_of: Tuple[Any, ...], images: Tuple[Any, Optional[np.ndarray], Any],
+            epochs: int, seed: Optional[int]) -> None:
     """The epoch loop, the same for every strategy: the row order, the steps, the logs, the callbacks."""
+    how, hooks = how_hooks
     plan, val, loss_obj, c = logs_of
     X, host_x, transform = images
     rng = np.random.default_rng(seed)
@@ -219,11 +222,15 @@ def _epochs(model: Any, how: Any, optimizer: Any, hist: History, cbs: List[Callb
         report = bars.within_epoch(epoch, scale) if bars else None
         steps = how.steps()
         lrs = optimizer._epoch_lrs(steps)  # a Schedule's rate for each step, checked before any runs
+        if hooks:
+            hooks.begin_epoch(lrs)
         try:
             sums = how.run(lrs, report)
         finally:  # the moments saw the steps taken, even when the epoch was cut short
             optimizer._after_epoch(how.trainer)
         optimizer._epoch_done(lrs, steps)
+        if hooks:
+            hooks.end_epoch(hist)
         if sums is None:
             sums = how.sums()
         sums, epoch_time, samples, extra = how.reduce(sums, time.perf_counter() - t0, samples)

@@ -334,7 +334,8 @@ class Sequential:
             validation_split: Optional[float] = None, metrics: Sequence[str] = (),
             callbacks: Optional[Sequence[Callback]] = None, verbose: bool = False,
             seed: Optional[int] = None, distributed: bool = False, devices: Any = None,
-            device_split: Any = "even", transform: Any = None, strategy: str = "central") -> History:
+            device_split: Any = "even", transform: Any = None, strategy: str = "central",
+            step_times: bool = False) -> History:
         """Trains on (x, y) and returns a :class:`History`. ``loss``: CrossEntropyLoss() (integer labels or
         one-hot / probability rows) or MSELoss(); ``optimizer``: a hetnn.optim optimizer over this model's
         parameters; ``metrics``: any of "accuracy" (argmax of the outputs against the labels; one output: a 0.5
@@ -360,11 +361,15 @@ class Sequential:
 
         ``transform`` (one device): ``t(x, rng) -> x`` applied to the training images at the start of every epoch
         (hetnn.transforms: flips, crops, rotations, Compose), drawing from a generator of its own (seeded by
-        ``seed``); ``x`` itself is never written."""
+        ``seed``); ``x`` itself is never written.
+
+        ``step_times`` (one device): each step's seconds, synchronised, in ``History.step_times`` (one list per
+        epoch); with it, or a callback that defines ``on_batch_end``, the loop waits for every step."""
         return run_fit(self, x, y, loss=loss, optimizer=optimizer, epochs=epochs, batch_size=batch_size,
                        shuffle=shuffle, validation_data=validation_data, validation_split=validation_split,
                        metrics=metrics, callbacks=callbacks, verbose=verbose, seed=seed, distributed=distributed,
-                       devices=devices, device_split=device_split, transform=transform, strategy=strategy)
+                       devices=devices, device_split=device_split, transform=transform, strategy=strategy,
+                       step_times=step_times)
 
     def _evaluate(self, X: Any, Y: Any, labels: Any, loss_obj: Optional[Loss], metrics: Sequence[str],
                   batch_size: int) -> Dict[str, float]:
