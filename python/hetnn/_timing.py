@@ -70,6 +70,16 @@ class _Capture:
         self.tokens = {}
         return out
 
+    def close_totals(self) -> Dict[str, float]:
+        """close(), summed: seconds of device time per command name over every device (a long fit's records are
+        summed in C++, not made into thousands of Python dicts)."""
+        out: Dict[str, float] = {}
+        for d, tok in self.tokens.items():
+            for name, seconds in d._dev.capture_totals(tok).items():
+                out[name] = out.get(name, 0.0) + seconds
+        self.tokens = {}
+        return out
+
 
 class Stopwatch:
     """One synchronized measurement::

@@ -15,6 +15,10 @@
 
 #include "python/bindings.h"
 
+#include <algorithm>
+#include <map>
+#include <string>
+
 namespace py = pybind11;
 using namespace hetnn;
 using hetnn::python::NoGil;
@@ -97,7 +101,20 @@ void bind_device(py::module_& m) {
           recs = d.backend().capture_end(token);
         }
         return records_list(recs);
-      });
+      })
+      .def(
+          "capture_totals",
+          [](Device& d, std::size_t token) {
+            std::vector<OpRecord> recs;
+            {
+              NoGil nogil;
+              recs = d.backend().capture_end(token);
+            }
+            std::map<std::string, double> totals;  // a long fit's thousands of records, summed without Python
+            for (const auto& r : recs) totals[r.name] += std::max(r.end - r.start, 0.0);
+            return totals;
+          },
+          "capture_end summed: seconds of device time per command name.");
 
   m.def("devices", [] { return all_devices(); });
   m.def("find_device", &find_device, py::arg("spec"));

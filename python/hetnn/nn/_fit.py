@@ -147,15 +147,13 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
         _epochs(model, (how, hooks), optimizer, hist, cbs, bars, (plan, val, loss_obj, out_shape[0]),
                 (X, host_x, transform), epochs, seed)
     finally:
-        records = capture.close()
+        hist.device_time = capture.close_totals()
         how.close()
         if bars:
             bars.close()
         for cb in cbs:
             if hasattr(cb, "on_train_end"):
                 cb.on_train_end(model)
-    for r in records:
-        hist.device_time[r["name"]] = hist.device_time.get(r["name"], 0.0) + r["duration"]
     return hist
 
 
