@@ -22,7 +22,7 @@ echo "test: ruff and mypy (configured in pyproject.toml)"
 .venv/bin/python -m mypy
 
 echo "test: Python tests"
-.venv/bin/python -m pytest tests "$@"
+.venv/bin/python -m pytest tests --durations=25 "$@"
 
 echo "test: the binary wheel"
 bash scripts/build_wheel.sh
