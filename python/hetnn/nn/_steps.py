@@ -33,7 +33,9 @@ class StepHooks:
 
     def attach(self, how: Any) -> None:
         """Sets the trainer's after-step hook; one device only (the other strategies use the hooks themselves)."""
-        if type(how).__name__ != "OneDevice":
+        from ._strategies import OneDevice
+
+        if type(how) is not OneDevice:  # Ranks and Devices set the trainer's hooks for themselves
             raise ValueError("fit: per-step callbacks (on_batch_end) and step_times run on one device; with several "
                              "devices or MPI ranks use epoch-level callbacks")
         self.acc = how.accumulators()[0]
