@@ -95,3 +95,48 @@ def test_no_function_of_the_training_package_is_over_80_lines():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
                 long.append(f"{path.name}:{node.name} ({node.end_lineno - node.lineno + 1} lines)")
     assert not long, long
+
+
+CPP = PKG.parent.parent / "cpp" / "src"
+# The layers of cpp/src, lowest first: a file includes only files of its own layer or below. Bases (errors, types,
+# files) < the core interface (op parameters, the backend interface, devices, arrays) < op fronts (validation and
+# dispatch: core/*) < backends (backend/cpu, backend/opencl: they may use the fronts' shared helpers) < bindings and
+# benchmark peers (python/, bench/).
+CPP_BASES = {"errors", "dtype", "half", "json", "siphash", "warn", "cache_dir", "fork", "recorder"}
+CPP_INTERFACE = {"core/ops.h", "core/device.h", "core/array.h", "backend/backend.h", "backend/extensions.h"}
+CPP_LAYERS = ["bases", "core interface", "op fronts", "backends", "bindings"]
+
+
+def _cpp_layer(path):
+    """The layer of a file named as an #include names it (relative to cpp/src)."""
+    if path.startswith(("python/", "bench/")):
+        return 4
+    if path.startswith(("backend/cpu/", "backend/opencl/")):
+        return 3
+    header = path.rsplit(".", 1)[0] + ".h"
+    if header in CPP_INTERFACE:
+        return 1
+    if path.startswith("core/"):
+        return 0 if Path(path).stem in CPP_BASES else 2
+    return 1  # backend/*.h: the interface
+
+
+def test_the_include_direction_of_cpp_src():
+    import re
+
+    wrong, seen = [], 0
+    for path in sorted(CPP.rglob("*")):
+        if path.suffix not in (".h", ".cpp"):
+            continue
+        rel = path.relative_to(CPP).as_posix()
+        mine = _cpp_layer(rel)
+        for inc in re.findall(r'^\s*#\s*include\s+"([^"]+)"', path.read_text(), re.M):
+            if inc.endswith(".cl") or "/" not in inc:
+                continue  # kernel text and same-folder names
+            seen += 1
+            if _cpp_layer(inc) > mine:
+                wrong.append(f"{rel} ({CPP_LAYERS[mine]}) includes {inc} ({CPP_LAYERS[_cpp_layer(inc)]})")
+    assert not wrong, "\n".join(wrong)
+    assert seen > 200  # the includes were read
+    assert _cpp_layer("core/errors.h") == 0 and _cpp_layer("core/matmul.cpp") == 2  # the rule reads the names
+    assert _cpp_layer("backend/cpu/nn_cpu.cpp") == 3 and _cpp_layer("core/device.cpp") == 1
