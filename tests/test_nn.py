@@ -599,3 +599,76 @@ def test_ctrl_c_as_the_temporary_file_is_created_leaves_nothing_behind(tmp_path,
     monkeypatch.undo()
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz"]
+
+
+def _avg_pool_ref(x, k, s, p, count_include_pad, divisor):
+    """PyTorch's avg_pool2d in float64 loops (ceil_mode off)."""
+    n, c, h, w = x.shape
+    oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    out = np.zeros((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            r0, c0 = i * s - p, j * s - p
+            r1, c1 = min(r0 + k, h + p), min(c0 + k, w + p)
+            area = (r1 - r0) * (c1 - c0)
+            rs, cs = slice(max(r0, 0), min(r1, h)), slice(max(c0, 0), min(c1, w))
+            inside = (rs.stop - rs.start) * (cs.stop - cs.start)
+            d = divisor or (area if count_include_pad else inside)
+            out[:, :, i, j] = x[:, :, rs, cs].sum(axis=(2, 3)) / d
+    return out
+
+
+@pytest.mark.requires("float64")
+@pytest.mark.parametrize("count_include_pad, divisor", [(True, None), (False, None), (True, 3)])
+def test_avgpool_layer(device, rng, count_include_pad, divisor):
+    """Dense -> Reshape -> AvgPool2d (overlapping windows, padding) -> Flatten -> Dense: the forward against float64
+    loops, the gradients through the pooling backward against finite differences, and a save/load round trip."""
+    x = rng.standard_normal((5, 6))
+    y = rng.integers(0, 3, 5)
+    pool = nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=count_include_pad, divisor_override=divisor)
+    model = nn.Sequential([nn.Dense(6, 2 * 5 * 4, "tanh", seed=6), nn.Reshape(2, 5, 4), pool, nn.Flatten(),
+                           nn.Dense(2 * 3 * 2, 3, seed=7)], device=device, dtype="float64")
+    w1, b1, w2, b2 = [p.numpy() for p in model.parameters()]
+    h = np.tanh(x @ w1.T + b1).reshape(5, 2, 5, 4)
+    ref = _avg_pool_ref(h, 3, 2, 1, count_include_pad, divisor).reshape(5, -1) @ w2.T + b2
+    assert rel_err(model.predict(x), ref) < 1e-12
+    analytic = grads_after_one_batch(model, x, y, nn.CrossEntropyLoss())
+    numeric = numeric_grads(model, x, lambda out: ce_np(out, y))
+    for a, n in zip(analytic, numeric):
+        assert rel_err(a, n) < 1e-6
+
+
+def test_avgpool_layer_after_a_convolution_trains_and_saves(device, rng, tmp_path):
+    """In a convolution network (whose activations the CPU device keeps in blocked layouts: reordered before the
+    pooling) the float32 forward matches the float64 reference, and the model saves and loads."""
+    x = rng.standard_normal((4, 2, 6, 6)).astype(np.float32)
+    model = nn.Sequential([nn.Conv2d(2, 16, 3, padding=1, seed=0), nn.ReLU(), nn.AvgPool2d(2), nn.Flatten(),
+                           nn.Dense(16 * 9, 3, seed=1)], device=device)
+    w, b, w2, b2 = [p.numpy().astype(np.float64) for p in model.parameters()]
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    conv = np.zeros((4, 16, 6, 6))
+    for i in range(3):
+        for j in range(3):
+            conv += np.einsum("nchw,oc->nohw", xp[:, :, i:i + 6, j:j + 6], w[:, :, i, j])
+    h = np.maximum(conv + b[None, :, None, None], 0)
+    ref = _avg_pool_ref(h, 2, 2, 0, True, None).reshape(4, -1) @ w2.T + b2
+    assert rel_err(model.predict(x), ref) < 1e-4
+    hist = model.fit(x, rng.integers(0, 3, 4), loss="cross_entropy", optimizer=optim.SGD(model.parameters(), lr=0.1),
+                     epochs=2, batch_size=2)
+    assert all(np.isfinite(hist.history["loss"]))
+    model.save(tmp_path / "m.npz")
+    loaded = nn.load(tmp_path / "m.npz", device=device)
+    assert isinstance(loaded[2], nn.AvgPool2d) and loaded[2].config() == model[2].config()
+    np.testing.assert_array_equal(loaded.predict(x), model.predict(x))
+
+
+@pytest.mark.parametrize("kw, exc, what", [
+    ({"kernel_size": 0}, ValueError, "AvgPool2d"),
+    ({"kernel_size": 2, "padding": 2}, ValueError, r"AvgPool2d: padding \(2, 2\) must be at most half"),
+    ({"kernel_size": 2, "count_include_pad": 1}, TypeError, "count_include_pad must be a bool, got 1"),
+    ({"kernel_size": 2, "divisor_override": 0}, ValueError, "divisor_override must be None or an int > 0, got 0"),
+    ({"kernel_size": 2, "divisor_override": 1.5}, ValueError, "divisor_override must be None or an int > 0"),
+])
+def test_avgpool_layer_bad_arguments(kw, exc, what):
+    with pytest.raises(exc, match=what):
+        nn.AvgPool2d(**kw)

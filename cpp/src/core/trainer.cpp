@@ -50,6 +50,14 @@ void Trainer::add_maxpool(const Pool2dArgs& args) {
   layers_.push_back(std::move(l));
 }
 
+void Trainer::add_avgpool(const Pool2dArgs& args, bool count_include_pad, std::optional<int> divisor_override) {
+  Layer l{Layer::Kind::avgpool};
+  l.pool = args;
+  l.count_include_pad = count_include_pad;
+  l.divisor = divisor_override;
+  layers_.push_back(std::move(l));
+}
+
 void Trainer::add_dropout(double p, std::uint64_t seed) {
   check_dropout_p(p, "Dropout");
   Layer l{Layer::Kind::dropout};
@@ -199,6 +207,11 @@ Array Trainer::forward(Layer& l, const Array& x_in, bool train) {
       l.y = max_pool2d(x, l.pool, nullptr, &l.idx);
       return l.y;
     }
+    case Layer::Kind::avgpool: {
+      l.in_shape = x.shape();
+      l.y = avg_pool2d(x, l.pool, l.count_include_pad, l.divisor, nullptr);
+      return l.y;
+    }
     case Layer::Kind::dropout: {
       if (!train || l.drop_p == 0) return x;
       // each step's mask from its own mixed seed (and the replica's stream)
@@ -290,6 +303,9 @@ Array Trainer::backward_layer(Layer& l, const Array& g, bool need_input_grad) {
       return max_pool2d_backward_blocked(*layouts_, {gm, ys, l.in_block}, l.idx, l.in_shape, l.pool,
                                          &l.dx_buf[n]).a;
     }
+    case Layer::Kind::avgpool:
+      if (!need_input_grad) return Array{};
+      return avg_pool2d_backward(g, l.in_shape, l.pool, l.count_include_pad, l.divisor, nullptr);
     case Layer::Kind::dropout:
       if (!need_input_grad) return Array{};
       if (l.drop_p == 0) return g;

@@ -24,6 +24,8 @@ class Trainer {
   void add_flatten();
   void add_reshape(const Shape& per_sample);  // (n, ...) -> (n, *per_sample), a view
   void add_maxpool(const Pool2dArgs& args);
+  // Average pooling (NCHW: a blocked activation is reordered before it); PyTorch's AvgPool2d.
+  void add_avgpool(const Pool2dArgs& args, bool count_include_pad, std::optional<int> divisor_override);
   // Inverted dropout with probability p while training (identity in predict); step k's mask is drawn from a seed
   // mixed from (seed, k), so a trainer built again with another seed draws other masks.
   void add_dropout(double p, std::uint64_t seed);
@@ -81,13 +83,15 @@ class Trainer {
 
  private:
   struct Layer {
-    enum class Kind { dense, activation, flatten, reshape, maxpool, conv, dropout };
+    enum class Kind { dense, activation, flatten, reshape, maxpool, avgpool, conv, dropout };
     explicit Layer(Kind k) : kind(k) {}
     Kind kind;
     Array W, b, dW, db;
     bool has_bias = false;
     Activation act = Activation::none;
     Pool2dArgs pool;
+    bool count_include_pad = true;     // avgpool
+    std::optional<int> divisor;       // avgpool: divisor_override
     Conv2dArgs conv;  // its act is the layer's (fused into the forward)
     double drop_p = 0;
     std::uint64_t drop_seed = 0, drop_calls = 0, drop_step_seed = 0;

@@ -56,6 +56,11 @@ void bind_nn(py::module_& m) {
            [](Trainer& t, Pair k, Pair s, Pair p, Pair d, bool ceil_mode) {
              t.add_maxpool(Pool2dArgs{k, s, p, d, ceil_mode});
            })
+      .def("add_avgpool",
+           [](Trainer& t, Pair k, Pair s, Pair p, bool ceil_mode, bool count_include_pad,
+              std::optional<int> divisor_override) {
+             t.add_avgpool(Pool2dArgs{k, s, p, Pair{1, 1}, ceil_mode}, count_include_pad, divisor_override);
+           })
       .def("add_conv",
            [](Trainer& t, const Array& W, const Array* b, const Array& dW, const Array* db, py::object stride,
               py::object padding, py::object dilation, py::object groups, py::object act) {

@@ -456,17 +456,52 @@ class MaxPool2d(Layer):
         trainer.add_maxpool(self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
 
 
+class AvgPool2d(Layer):
+    """hetnn.avg_pool2d as a layer on (N, C, H, W) input, with PyTorch's semantics (``count_include_pad``: padded
+    positions count in a window's divisor; ``divisor_override``: one divisor for every window); in training the
+    backward spreads each window's gradient evenly over the positions it averaged."""
+
+    kind = "avgpool2d"
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override: Optional[int] = None) -> None:
+        super().__init__()
+        self.kernel_size, self.stride, self.padding, _, self.ceil_mode = _core.pool2d_window(
+            "AvgPool2d", kernel_size, stride, padding, 1, ceil_mode)
+        if not isinstance(count_include_pad, (bool, np.bool_)):
+            raise TypeError(f"AvgPool2d: count_include_pad must be a bool, got {count_include_pad!r}")
+        if divisor_override is not None and (not is_int(divisor_override) or not 0 < divisor_override < 2**31):
+            raise ValueError(f"AvgPool2d: divisor_override must be None or an int > 0, got {divisor_override!r}")
+        self.count_include_pad = bool(count_include_pad)
+        self.divisor_override = None if divisor_override is None else int(divisor_override)
+
+    def config(self) -> Dict[str, Any]:
+        return {"kernel_size": list(self.kernel_size), "stride": list(self.stride), "padding": list(self.padding),
+                "ceil_mode": self.ceil_mode, "count_include_pad": self.count_include_pad,
+                "divisor_override": self.divisor_override}
+
+    def output_shape(self, input_shape: Tuple[int, ...]) -> Tuple[int, ...]:
+        if len(input_shape) != 3:
+            raise ValueError(f"AvgPool2d takes (N, C, H, W) input, got per-sample shape {input_shape}")
+        return _core.pool2d_output_shape("AvgPool2d", input_shape, self.kernel_size, self.stride, self.padding, 1,
+                                         self.ceil_mode)
+
+    def _to_trainer(self, trainer: Any) -> None:
+        trainer.add_avgpool(self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                            self.divisor_override)
+
+
 LAYERS = {cls.kind: cls for cls in (Dense, Conv2d, ReLU, Sigmoid, Tanh, Softmax, Flatten, Reshape, MaxPool2d,
-                                     Dropout)}
+                                     AvgPool2d, Dropout)}
 
 
 def layer_from_config(kind: str, cfg: Dict[str, Any]) -> Layer:
     cls = LAYERS.get(kind)
     if cls is None:
         raise ValueError(f"unknown layer kind {kind!r} (known: {', '.join(LAYERS)})")
-    if cls is MaxPool2d:
+    if cls in (MaxPool2d, AvgPool2d):
         kwargs: Dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v) for k, v in cfg.items()}
-        return MaxPool2d(**kwargs)
+        return cls(**kwargs)
     if cls is Reshape:
         return Reshape(*cfg["shape"])
     if cls is Conv2d:
