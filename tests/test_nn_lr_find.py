@@ -96,6 +96,16 @@ def test_an_interrupt_leaves_the_model_as_it_was(device, rng, monkeypatch):
     assert opt.steps == 0 and opt.lr == 1e-3 and not opt._state  # no moments were there before
 
 
+def test_a_per_step_schedule_resumes_where_it_was(device, rng):
+    """lr_find's steps advanced optimizer.iterations: a per-step schedule then started past its warm-up."""
+    x, y = _data(rng)
+    m = _model(device)
+    opt = optim.SGD(m.parameters(), lr=0.1, lr_schedule=optim.LinearLR(0.1, 1.0, total_iters=50))
+    m.fit(x, y, loss="cross_entropy", optimizer=opt, epochs=1, batch_size=32)
+    nn.lr_find(m, x, y, loss="cross_entropy", optimizer=opt, num_iter=30, batch_size=16)
+    assert opt.iterations == 8 and opt.lr == pytest.approx(0.1 * (0.1 + 0.9 * 7 / 50))
+
+
 @pytest.mark.parametrize("kw, what", [
     ({"start_lr": 0}, r"start_lr must be a finite number > 0, got 0"),
     ({"end_lr": float("inf")}, r"end_lr must be a finite number > 0"),

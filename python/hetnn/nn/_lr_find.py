@@ -66,7 +66,8 @@ def _check(x: Any, start_lr: Any, end_lr: Any, num_iter: Any, batch_size: Any, s
 def _snapshot(model: Any, optimizer: Any) -> Tuple[Dict[str, Any], List[Any], Dict[str, Any], Dict[Any, Any]]:
     """What the test changes: the weights, the layers' fit progress (dropout streams), the optimizer's settings and
     its state buffers (momentum, moments) as host copies."""
-    opt = {k: getattr(optimizer, k) for k in ("lr", "base_lr", "lr_schedule", "steps") if hasattr(optimizer, k)}
+    opt = {k: getattr(optimizer, k) for k in ("lr", "base_lr", "lr_schedule", "steps", "iterations")
+           if hasattr(optimizer, k)}
     buffers = {key: b.to_numpy() for key, b in optimizer._state.items()}
     return model.state_dict(), [layer._fit_progress() for layer in model.layers], opt, buffers
 
