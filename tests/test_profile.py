@@ -76,3 +76,40 @@ def test_profile_adds_up_to_benchmark_device_time(device, rng):
     assert r.n_repeat == 6 and bench > 0
     assert abs(per_op - bench) <= 0.05 * bench, (per_op, bench)
     assert {"matmul", "max_pool2d"} <= {g["name"] for g in prof.totals()}
+
+
+def test_a_totals_capture_folds_each_name_and_nests_with_a_detailed_one():
+    """fit's device-time capture (details=False) keeps one record per command name, summed, and no operands: a fit
+    of 2,000 tiny epochs had spent half its time recording every command. A detailed capture opened inside it still
+    gets each command with its operands, and the outer totals include them."""
+    cpu = hetnn.device("cpu")
+    d = cpu._dev
+    a = hetnn.asarray(np.ones((16, 16), np.float32), device=cpu)
+    outer = d.capture_begin(False)
+    for _ in range(5):
+        hetnn.matmul(a, a)
+    inner = d.capture_begin(True)
+    hetnn.matmul(a, a)
+    detailed = [r for r in d.capture_end(inner, True) if r[0] == "matmul"]
+    for _ in range(3):
+        hetnn.matmul(a, a)
+    folded = [r for r in d.capture_end(outer, False) if r[0] == "matmul"]
+    assert len(detailed) == 1 and "(16, 16)" in detailed[0][5]
+    assert len(folded) == 3  # the five before the inner capture, the inner one, the three after
+    assert [r[5] for r in folded].count("") == 2 and folded[1][5] == detailed[0][5]
+    assert all(r[3] - r[2] > 0 for r in folded)
+    # nothing left open: a later capture is detailed again and sees only its own commands
+    tok = d.capture_begin()
+    hetnn.matmul(a, a)
+    again = [r for r in d.capture_end(tok) if r[0] == "matmul"]
+    assert len(again) == 1 and again[0][5]
+
+
+def test_fit_reports_device_time_from_the_folded_records(rng):
+    cpu = hetnn.device("cpu")
+    model = nn.Sequential([nn.Dense(4, 8, "relu", seed=0), nn.Dense(8, 3, seed=1)], device=cpu)
+    x, y = rng.standard_normal((64, 4)).astype(np.float32), rng.integers(0, 3, 64)
+    hist = model.fit(x, y, loss="cross_entropy", optimizer=optim.SGD(model.parameters(), lr=0.1), epochs=3,
+                     batch_size=8)
+    assert hist.device_time.get("matmul", 0) > 0
+    assert sum(hist.device_time.values()) < sum(hist.history["epoch_time"])

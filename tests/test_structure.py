@@ -140,3 +140,25 @@ def test_the_include_direction_of_cpp_src():
     assert seen > 200  # the includes were read
     assert _cpp_layer("core/errors.h") == 0 and _cpp_layer("core/matmul.cpp") == 2  # the rule reads the names
     assert _cpp_layer("backend/cpu/nn_cpu.cpp") == 3 and _cpp_layer("core/device.cpp") == 1
+
+
+def test_the_training_loop_sits_above_the_op_fronts():
+    """cpp/src/core/train (the trainer, its layers and optimizers) uses the op fronts; no front or backend uses it,
+    and each layer and optimizer is a file of its own named in the tables."""
+    import re
+
+    users = []
+    for path in sorted(CPP.rglob("*")):
+        rel = path.relative_to(CPP).as_posix()
+        if path.suffix not in (".h", ".cpp") or rel.startswith(("core/train/", "python/")):
+            continue
+        if re.search(r'#\s*include\s+"core/train/', path.read_text()):
+            users.append(rel)
+    assert not users, users
+    train = CPP / "core" / "train"
+    layers = sorted(p.name for p in train.glob("*_layer*.cpp"))
+    optimizers = sorted(p.name for p in train.glob("*_optimizer.cpp"))
+    assert len(layers) >= 7 and len(optimizers) >= 2
+    tables = (train / "tables.cpp").read_text()
+    for name in layers + optimizers:
+        assert f"core/train/{name}" in tables, name

@@ -23,7 +23,7 @@
 #include "core/matmul.h"
 #include "core/nn.h"
 #include "core/pool2d.h"
-#include "core/trainer.h"
+#include "core/train/trainer.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)

@@ -73,7 +73,8 @@ class Optimizer:
         """What fit hands the C++ loop for an epoch of ``steps`` steps: the rate, or with a Schedule the rate of
         each step (checked here, before any step runs)."""
         if not isinstance(self.lr_schedule, Schedule):
-            return self._real(self.lr, "lr")
+            lr = self.lr
+            return lr if type(lr) is float and 0.0 <= lr < math.inf else self._real(lr, "lr")
         return [self._step_lr(self.iterations + i) for i in range(steps)]
 
     def _epoch_done(self, lrs: Union[float, List[float]], steps: int) -> None:

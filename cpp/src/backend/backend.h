@@ -72,11 +72,12 @@ class Backend {
   HETNN_BACKEND_OPS(HETNN_OP_PURE)
 
   // Device-time capture (see core/recorder.h).
-  std::size_t capture_begin() { return recorder_.begin(); }
-  bool capturing() const { return recorder_.active(); }
-  std::vector<OpRecord> capture_end(std::size_t token) {
+  std::size_t capture_begin(bool details = true) { return recorder_.begin(details); }
+  // Whether an open capture keeps the ops' operands (OpDetail describes an op only then).
+  bool capturing() const { return recorder_.detailed(); }
+  std::vector<OpRecord> capture_end(std::size_t token, bool details = true) {
     synchronize();
-    return recorder_.end(token, [this](PendingRecord& p) { resolve(p); });
+    return recorder_.end(token, details, [this](PendingRecord& p) { resolve(p); });
   }
 
  protected:

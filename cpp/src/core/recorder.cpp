@@ -1,5 +1,6 @@
 #include "core/recorder.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace hetnn {
@@ -10,9 +11,11 @@ double host_seconds() {
 
 thread_local int Recorder::paused_ = 0;
 
-std::size_t Recorder::begin() {
+std::size_t Recorder::begin(bool details) {
   std::lock_guard<std::mutex> lock(mu_);
   depth_.fetch_add(1);
+  if (details) detail_depth_.fetch_add(1);
+  folded_.clear();  // records before this token are not this capture's: fold only into newer ones
   return records_.size();
 }
 
@@ -23,12 +26,29 @@ std::string& Recorder::detail() {
 
 void Recorder::add(PendingRecord r) {
   if (paused_) return;
-  if (r.rec.detail.empty()) r.rec.detail = detail();
+  const bool details = detail_depth_.load() > 0;
+  if (details && r.rec.detail.empty()) r.rec.detail = detail();
   std::lock_guard<std::mutex> lock(mu_);
-  if (depth_.load() > 0) records_.push_back(std::move(r));
+  if (depth_.load() == 0) return;
+  if (!details && !r.handle) {
+    const double seconds = std::max(r.rec.end - r.rec.start, 0.0);
+    const auto it = folded_.find(r.rec.name);
+    if (it != folded_.end()) {
+      OpRecord& f = records_[it->second].rec;
+      f.end += seconds;
+      f.bytes += r.rec.bytes;
+      return;
+    }
+    r.rec.start = 0.0;
+    r.rec.end = seconds;
+    r.rec.detail.clear();
+    folded_.emplace(r.rec.name, records_.size());
+  }
+  records_.push_back(std::move(r));
 }
 
-std::vector<OpRecord> Recorder::end(std::size_t token, const std::function<void(PendingRecord&)>& resolve) {
+std::vector<OpRecord> Recorder::end(std::size_t token, bool details,
+                                    const std::function<void(PendingRecord&)>& resolve) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<OpRecord> out;
   for (std::size_t i = token; i < records_.size(); ++i) {
@@ -39,7 +59,11 @@ std::vector<OpRecord> Recorder::end(std::size_t token, const std::function<void(
     }
     out.push_back(p.rec);
   }
-  if (depth_.load() > 0 && depth_.fetch_sub(1) == 1) records_.clear();
+  if (details && detail_depth_.load() > 0) detail_depth_.fetch_sub(1);
+  if (depth_.load() > 0 && depth_.fetch_sub(1) == 1) {
+    records_.clear();
+    folded_.clear();
+  }
   return out;
 }
 

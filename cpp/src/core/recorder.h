@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace hetnn {
@@ -31,6 +32,8 @@ struct PendingRecord {
 class Recorder {
  public:
   bool active() const { return depth_.load(std::memory_order_relaxed) > 0 && paused_ == 0; }
+  // Whether an open capture keeps each command's operands (OpDetail describes the op only then).
+  bool detailed() const { return detail_depth_.load(std::memory_order_relaxed) > 0 && paused_ == 0; }
   // Commands issued by this thread while a Pause lives are not recorded (hetnn's own debug work, e.g. poisoning).
   struct Pause {
     Pause() { ++paused_; }
@@ -38,19 +41,25 @@ class Recorder {
     Pause(const Pause&) = delete;
     Pause& operator=(const Pause&) = delete;
   };
-  // Opens a capture and returns its token (the position of its first record).
-  std::size_t begin();
+  // Opens a capture and returns its token (the position of its first record). details = false: the capture
+  // only needs device time per command name (fit's History.device_time); while no capture wants details, complete
+  // records of one name are folded into one (start 0, end the summed time, bytes summed), so that a fit of
+  // millions of small commands keeps a few records, and the ops build no operand strings.
+  std::size_t begin(bool details = true);
   void add(PendingRecord r);
-  // Closes the capture opened with `token`; `resolve` fills in device times of pending records first.
-  std::vector<OpRecord> end(std::size_t token, const std::function<void(PendingRecord&)>& resolve);
+  // Closes the capture opened with `token` (and `details` as it was opened); `resolve` fills in device times of
+  // pending records first.
+  std::vector<OpRecord> end(std::size_t token, bool details, const std::function<void(PendingRecord&)>& resolve);
   // The operands of the op the calling thread is running (OpDetail sets it while a capture is open); copied into
   // every record that thread adds.
   static std::string& detail();
 
  private:
   std::mutex mu_;
-  std::atomic<int> depth_{0};
+  std::atomic<int> depth_{0}, detail_depth_{0};
   std::vector<PendingRecord> records_;
+  // name -> the folded record of that name, among the records after the newest capture's token
+  std::unordered_map<std::string, std::size_t> folded_;
   static thread_local int paused_;
 };
 

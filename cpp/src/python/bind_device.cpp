@@ -89,31 +89,39 @@ void bind_device(py::module_& m) {
              d.backend();
            },
            "Creates the backend (context, queue) now instead of at first use.")
-      .def("capture_begin",
-           [](Device& d) {
-             NoGil nogil;
-             return d.backend().capture_begin();
-           })
-      .def("capture_end", [](Device& d, std::size_t token) {
-        std::vector<OpRecord> recs;
-        {
-          NoGil nogil;
-          recs = d.backend().capture_end(token);
-        }
-        return records_list(recs);
-      })
       .def(
-          "capture_totals",
-          [](Device& d, std::size_t token) {
+          "capture_begin",
+          [](Device& d, bool details) {
+            NoGil nogil;
+            return d.backend().capture_begin(details);
+          },
+          py::arg("details") = true,
+          "Opens a capture; details=False: device time per command name only (records of a name folded into one, "
+          "no operands), closed with capture_totals.")
+      .def(
+          "capture_end",
+          [](Device& d, std::size_t token, bool details) {
             std::vector<OpRecord> recs;
             {
               NoGil nogil;
-              recs = d.backend().capture_end(token);
+              recs = d.backend().capture_end(token, details);
+            }
+            return records_list(recs);
+          },
+          py::arg("token"), py::arg("details") = true)
+      .def(
+          "capture_totals",
+          [](Device& d, std::size_t token, bool details) {
+            std::vector<OpRecord> recs;
+            {
+              NoGil nogil;
+              recs = d.backend().capture_end(token, details);
             }
             std::map<std::string, double> totals;  // a long fit's thousands of records, summed without Python
             for (const auto& r : recs) totals[r.name] += std::max(r.end - r.start, 0.0);
             return totals;
           },
+          py::arg("token"), py::arg("details") = false,
           "capture_end summed: seconds of device time per command name.");
 
   m.def("devices", [] { return all_devices(); });

@@ -1,7 +1,11 @@
 // Bindings of the training ops (core/nn.h), used by hetnn.nn and hetnn.optim. Device work runs without the GIL.
+#include <tuple>
+#include <type_traits>
+
+#include "core/errors.h"
 #include "core/matmul.h"
 #include "core/nn.h"
-#include "core/trainer.h"
+#include "core/train/trainer.h"
 #include "python/bindings.h"
 
 namespace hetnn::python {
@@ -38,11 +42,39 @@ void run_epoch(Trainer& t, const Array& X, const Array& Y, const Array* labels, 
   t.run_epoch(X, Y, labels, idx, batch, lr, acc_loss, report);
 }
 
+// Trainer.fit_epoch: order an int64 array of idx's size (or None), lr one rate or one per step.
+template <class Lr>
+std::vector<double> fit_epoch(Trainer& t, const Array& X, const Array& Y, const Array* labels, const Array& idx,
+                              const py::object& order, std::int64_t batch, const Lr& lr, const Array& acc_loss,
+                              const py::object& progress) {
+  std::function<void(std::int64_t)> report;
+  if (!progress.is_none())
+    report = [&progress](std::int64_t done) {
+      py::gil_scoped_acquire gil;
+      progress(done);
+    };
+  std::vector<double> lrs;
+  if constexpr (std::is_same_v<Lr, double>)
+    lrs.assign(static_cast<std::size_t>(Trainer::epoch_steps(idx.size(), batch)), lr);
+  else
+    lrs = lr;
+  if (order.is_none()) {
+    NoGil nogil;
+    return t.fit_epoch(X, Y, labels, idx, nullptr, batch, lrs, acc_loss, report);
+  }
+  const auto o = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(order);
+  if (!o || o.ndim() != 1 || o.size() != idx.size())
+    throw ValueError("Trainer.fit_epoch: order must be a 1-D integer array of " + std::to_string(idx.size()) +
+                     " row numbers");
+  NoGil nogil;
+  return t.fit_epoch(X, Y, labels, idx, o.data(), batch, lrs, acc_loss, report);
+}
+
 }  // namespace
 
 void bind_nn(py::module_& m) {
   using Pair = std::array<int, 2>;
-  py::class_<Trainer>(m, "Trainer", "The C++ epoch loop of hetnn.nn.Sequential.fit (core/trainer.h).")
+  py::class_<Trainer>(m, "Trainer", "The C++ loops of hetnn.nn.Sequential's fit, predict and evaluate (core/train/trainer.h).")
       .def(py::init<>())
       .def("add_dense",
            [](Trainer& t, const Array& W, const Array* b, const Array& dW, const Array* db, const std::string& act) {
@@ -77,6 +109,29 @@ void bind_nn(py::module_& m) {
             return t.predict(x);
           },
           py::arg("x"))
+      .def(
+          "predict_rows",
+          [](Trainer& t, const Array& X, std::int64_t batch, bool softmax) {
+            NoGil nogil;
+            return t.predict_rows(X, batch, softmax);
+          },
+          py::arg("X"), py::arg("batch"), py::arg("softmax"),
+          "The outputs of every row of X, in minibatches of batch rows (softmax: of each output row).")
+      .def(
+          "evaluate_rows",
+          [](Trainer& t, const Array& X, const Array& Y, const Array* labels, std::int64_t batch,
+             const Array* acc_loss) {
+            NoGil nogil;
+            t.evaluate_rows(X, Y, labels, batch, acc_loss);
+          },
+          py::arg("X"), py::arg("Y"), py::arg("labels").none(true), py::arg("batch"), py::arg("acc_loss").none(true),
+          "The loss (into acc_loss) and the metrics summed over every row of X, in minibatches of batch rows.")
+      .def_property_readonly("layer_kinds",
+                             [](const Trainer& t) {
+                               std::vector<std::string> out;
+                               for (const auto& l : t.layers()) out.emplace_back(l->kind());
+                               return out;
+                             })
       .def("add_metric", &Trainer::add_metric, py::arg("kind"), py::arg("acc"), py::arg("probs"))
       .def("add_param", &Trainer::add_param, py::arg("p"), py::arg("grad"), py::arg("velocity").none(true))
       .def("set_sgd", &Trainer::set_sgd, py::arg("momentum"), py::arg("weight_decay"), py::arg("nesterov"))
@@ -102,7 +157,25 @@ void bind_nn(py::module_& m) {
       .def("run_epoch", &run_epoch<std::vector<double>>, py::arg("X"), py::arg("Y"), py::arg("labels").none(true),
            py::arg("idx"), py::arg("batch"), py::arg("lr"), py::arg("acc_loss"), py::arg("progress") = py::none(),
            "One epoch with a learning rate per step (lr: a list, at least one per step).")
+      .def("fit_epoch", &fit_epoch<double>, py::arg("X"), py::arg("Y"), py::arg("labels").none(true),
+           py::arg("idx"), py::arg("order").none(true), py::arg("batch"), py::arg("lr"), py::arg("acc_loss"),
+           py::arg("progress") = py::none(),
+           "One epoch of fit in one call: the sums zeroed, idx set to order (None: kept), the steps, the sums read "
+           "back ([loss, metrics...]).")
+      .def("fit_epoch", &fit_epoch<std::vector<double>>, py::arg("X"), py::arg("Y"), py::arg("labels").none(true),
+           py::arg("idx"), py::arg("order").none(true), py::arg("batch"), py::arg("lr"), py::arg("acc_loss"),
+           py::arg("progress") = py::none())
       .def_static("epoch_steps", &Trainer::epoch_steps, py::arg("n"), py::arg("batch"));
+
+  const auto table = [](const std::vector<train::TableRow>& rows) {
+    std::vector<std::tuple<std::string, std::string, std::string>> out;
+    for (const auto& r : rows) out.emplace_back(r.kind, r.python, r.source);
+    return out;
+  };
+  m.def("layer_table", [table] { return table(train::layer_table()); },
+        "The training loop's layers: (kind, Python classes, C++ file) per row (core/train/layers.h).");
+  m.def("optimizer_table", [table] { return table(train::optimizer_table()); },
+        "The training loop's optimizers: (kind, Python class, C++ file) per row (core/train/layers.h).");
 
   m.def(
       "activation",

@@ -142,7 +142,7 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
             cb.on_train_begin(keys + ["epoch_time"] + how.extra_logs, model)
     bars = _progress(verbose and how.reports, epochs, n, bs)
     capture = _Capture([model._device])
-    capture.open()
+    capture.open(details=False)
     try:
         _epochs(model, (how, hooks), optimizer, hist, cbs, bars, (plan, val, loss_obj, out_shape[0]),
                 (X, host_x, transform), epochs, seed)
@@ -207,7 +207,6 @@ def _epochs(model: Any, how_hooks: Tuple[Any, Optional[StepHooks]], optimizer: A
     X, host_x, transform = images
     rng = np.random.default_rng(seed)
     trng = np.random.default_rng(None if seed is None else [seed, 1])  # the transforms' draws: a stream of their own
-    zero1 = np.zeros(1, np.float32)
     for epoch in range(epochs):
         t0 = time.perf_counter()
         if hasattr(optimizer, "_begin_epoch"):
@@ -215,8 +214,7 @@ def _epochs(model: Any, how_hooks: Tuple[Any, Optional[StepHooks]], optimizer: A
         if host_x is not None:
             X.write_from(_transformed(transform, host_x, trng))
         samples, scale = how.rows(rng)
-        for a in how.accumulators():
-            a.write_from(zero1)
+        how.zero_sums()
         report = bars.within_epoch(epoch, scale) if bars else None
         steps = how.steps()
         lrs = optimizer._epoch_lrs(steps)  # a Schedule's rate for each step, checked before any runs

@@ -3,7 +3,7 @@
 Training keeps everything on the device: the data is uploaded once, each epoch uploads one shuffled index vector
 and gathers minibatches from it on the device (take_rows), the loss and the metrics are summed into one-element
 device accumulators, and the host reads them back once per epoch. The steps themselves run in C++
-(hetnn._core.Trainer, cpp/src/core/trainer.cpp): one call per epoch, no per-step Python, NumPy work or
+(hetnn._core.Trainer, cpp/src/core/train/trainer.cpp): one call per epoch, no per-step Python, NumPy work or
 synchronisation."""
 from __future__ import annotations
 
@@ -297,12 +297,6 @@ class Sequential:
                 layer._fit_begins()
         return trainer, softmax_last
 
-    def _forward(self, x: Any, stop_before_softmax: bool) -> Any:
-        """Inference: the core's forward pass, the one fit runs (Trainer.predict)."""
-        trainer, softmax_last = self._trainer_layers()
-        out = trainer.predict(x)
-        return _core.softmax(out) if softmax_last and not stop_before_softmax else out
-
     def _metric_plan(self, metrics: Sequence[str], out_cols: int, labels: Any, what: str,
                      y_is_labels: bool = False) -> List[Tuple[str, str]]:
         plan = []
@@ -320,13 +314,6 @@ class Sequential:
                                      f"targets), not class labels")
                 plan.append((m, "abs_error"))
         return plan
-
-    def _probabilities(self, out: Any) -> Any:
-        """The model's output from what the loss sees (the logits before a final Softmax)."""
-        return _core.softmax(out) if isinstance(self.layers[-1], Softmax) else out
-
-    def _loss_call(self, loss: Loss, pred: Any, target: Any, acc: Any, grad: Any) -> None:
-        _core.batch_loss("mse" if isinstance(loss, MSELoss) else "cross_entropy", pred, target, acc, grad)
 
     # -- public API
     def fit(self, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: int = 1, batch_size: int = 32,
@@ -378,19 +365,13 @@ class Sequential:
         plan = self._metric_plan(metrics, c, labels, "evaluate", y_is_labels=len(Y.shape) == 1)
         acc_loss = _core.Array.zeros(dev, [1], "float32")
         accs = [_core.Array.zeros(dev, [1], "float32") for _ in plan]
-        rows = _core.Array.from_numpy(dev, np.arange(n, dtype=np.int64))  # uploaded once; batches are offsets into it
-        for start in range(0, n, batch_size):
-            m = min(batch_size, n - start)
-            xb = _core.take_rows(X, rows, start, m)
-            yb = _core.take_rows(Y, rows, start, m)
-            logits = self._forward(xb, True)
-            if loss_obj is not None:
-                self._loss_call(loss_obj, logits, yb, acc_loss, None)
-            for (_, kind), a in zip(plan, accs):
-                if kind == "correct_argmax":
-                    _core.metric(kind, logits, _core.take_rows(labels, rows, start, m), a)
-                else:
-                    _core.metric(kind, self._probabilities(logits), yb, a)
+        # the batch loop, the forward passes, the loss and the metrics in C++ (Trainer.evaluate_rows)
+        trainer, softmax_last = self._trainer_layers()
+        if loss_obj is not None:
+            trainer.set_loss(loss_obj.kind)
+        for (_, kind), a in zip(plan, accs):
+            trainer.add_metric(kind, a, softmax_last and kind != "correct_argmax")
+        trainer.evaluate_rows(X, Y, labels, batch_size, acc_loss if loss_obj is not None else None)
         out: Dict[str, float] = {}
         if loss_obj is not None:
             out["loss"] = float(acc_loss.to_numpy()[0]) / n
@@ -421,16 +402,16 @@ class Sequential:
         bs = batch_size_arg(batch_size, "predict")
         as_array = isinstance(x, Array)
         X, out_shape, keep = self._x(x, "predict")
-        n = X.shape[0]
-        dev = self._device._dev
-        result = np.empty((n, *out_shape), dtype=self.dtype)
-        rows = _core.Array.from_numpy(dev, np.arange(n, dtype=np.int64))  # uploaded once; batches are offsets into it
-        for start in range(0, n, bs):
-            m = min(bs, n - start)
-            out = self._forward(_core.take_rows(X, rows, start, m), False)
-            out.read_into(result[start:start + m])
+        result = np.empty((X.shape[0], *out_shape), dtype=self.dtype)
+        if X.shape[0]:
+            # the batch loop and the forward passes in C++ (Trainer.predict_rows), one download at the end
+            trainer, softmax_last = self._trainer_layers()
+            out = trainer.predict_rows(X, bs, softmax_last)
+            if as_array:
+                return Array(out)
+            out.read_into(result)
         if as_array:
-            return Array(_core.Array.from_numpy(dev, result))
+            return Array(_core.Array.from_numpy(self._device._dev, result))
         return result
 
     # -- persistence

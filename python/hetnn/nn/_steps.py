@@ -39,11 +39,15 @@ class StepHooks:
             raise ValueError("fit: per-step callbacks (on_batch_end) and step_times run on one device; with several "
                              "devices or MPI ranks use epoch-level callbacks")
         self.acc = how.accumulators()[0]
-        how.trainer.set_step_hooks(None, None, self.after_step)
+        how.trainer.set_step_hooks(None, self.before_step, self.after_step)
 
     def begin_epoch(self, lrs: Union[float, List[float]]) -> None:
         self.lrs, self.step, self.prev, self.times = lrs, 0, 0.0, []
         self.t = time.perf_counter()
+
+    def before_step(self, rows: int) -> None:
+        if self.step == 0:  # the first step's time starts here, after the epoch's row order and zeroed sums
+            self.t = time.perf_counter()
 
     def after_step(self, rows: int) -> None:
         total = float(self.acc.to_numpy()[0])  # the loss sum so far: waits for this step's work

@@ -19,6 +19,8 @@ class OneDevice:
         self.n, self.bs, self.shuffle = n, bs, shuffle
         self.dev = model._device._dev
         self.idx = _core.Array.from_numpy(self.dev, np.arange(n, dtype=np.int64))
+        self.order: Optional[np.ndarray] = None  # the next epoch's row order, set on the device by fit_epoch
+        self._steps = int(_core.Trainer.epoch_steps(n, bs))
         self.params: Dict[str, Any] = {}
         self.extra_logs: List[str] = []
         self.reports = True  # this process shows the progress bars
@@ -29,21 +31,26 @@ class OneDevice:
     def rows(self, rng: np.random.Generator) -> Tuple[int, float]:
         """Sets the epoch's row order; returns the samples it counts and the progress bar's scale."""
         if self.shuffle:
-            self.idx.write_from(rng.permutation(self.n).astype(np.int64))
+            self.order = rng.permutation(self.n)
         return self.n, 1.0
 
     def accumulators(self) -> List[Any]:
         return self.accs
 
+    def zero_sums(self) -> None:
+        """Before the epoch's steps (fit_epoch zeroes this strategy's sums itself)."""
+
     def steps(self) -> int:
         """The steps of the epoch whose rows ``rows`` set."""
-        return int(_core.Trainer.epoch_steps(int(self.idx.shape[0]), self.bs))
+        return self._steps
 
     def run(self, lr: Union[float, List[float]], report: Any) -> Optional[List[float]]:
         """The epoch's steps (``lr``: the rate, or one per step); the loss and metric sums when the strategy has
-        them at hand (else ``sums`` reads)."""
-        self.trainer.run_epoch(self.X, self.Y, self.labels, self.idx, self.bs, lr, self.accs[0], report)
-        return None
+        them at hand (else ``sums`` reads). One C++ call: the row order set, the sums zeroed, the steps, the sums
+        read back."""
+        order, self.order = self.order, None
+        return self.trainer.fit_epoch(self.X, self.Y, self.labels, self.idx, order, self.bs, lr, self.accs[0],
+                                      report)
 
     def sums(self) -> List[float]:
         return [float(a.to_numpy()[0]) for a in self.accs]  # reads back: the epoch is done
@@ -78,6 +85,7 @@ class Ranks(OneDevice):
 
     def rows(self, rng: np.random.Generator) -> Tuple[int, float]:
         self.idx = _core.Array.from_numpy(self.dev, self.dp.epoch_rows(rng))
+        self._steps = int(_core.Trainer.epoch_steps(int(self.idx.shape[0]), self.bs))
         return self.n, float(self.dp.size)
 
     def reduce(self, sums: List[float], epoch_time: float, samples: int) -> Tuple[List[float], float, int,
@@ -110,6 +118,11 @@ class Devices(OneDevice):
 
     def accumulators(self) -> List[Any]:
         return self.accs + [a for m in self.mirror.members[1:] for a in m.accs]
+
+    def zero_sums(self) -> None:
+        zero = np.zeros(1, np.float32)
+        for a in self.accumulators():
+            a.write_from(zero)
 
     def steps(self) -> int:
         first = self.mirror.members[0]  # every device takes a slice of every step
