@@ -131,15 +131,38 @@ TEST(Recorder, NestedCapturesSeeTheirOwnRecords) {
   r.add({OpRecord{"a", 0, 0, 1, 0}, nullptr});
   const auto inner = r.begin();
   r.add({OpRecord{"b", 0, 1, 3, 0}, nullptr});
-  auto in = r.end(inner, [](PendingRecord&) {});
+  auto in = r.end(inner, true, [](PendingRecord&) {});
   ASSERT_EQ(in.size(), 1u);
   EXPECT_EQ(in[0].name, "b");
-  auto out = r.end(outer, [](PendingRecord&) {});
+  auto out = r.end(outer, true, [](PendingRecord&) {});
   EXPECT_EQ(out.size(), 2u);
   EXPECT_FALSE(r.active());
   r.add({OpRecord{"c", 0, 0, 1, 0}, nullptr});  // not recorded: no capture open
   const auto t = r.begin();
-  EXPECT_TRUE(r.end(t, [](PendingRecord&) {}).empty());
+  EXPECT_TRUE(r.end(t, true, [](PendingRecord&) {}).empty());
+}
+
+TEST(Recorder, TotalsCapturesFoldEachNameIntoOneRecord) {
+  Recorder r;
+  const auto tok = r.begin(false);
+  EXPECT_TRUE(r.active());
+  EXPECT_FALSE(r.detailed());  // the ops build no operand strings
+  for (int i = 0; i < 4; ++i) r.add({OpRecord{"a", 0, 1, 3, 8}, nullptr});
+  r.add({OpRecord{"b", 0, 0, 1, 0}, nullptr});
+  const auto inner = r.begin(true);  // a detailed capture inside: each record kept
+  EXPECT_TRUE(r.detailed());
+  r.add({OpRecord{"a", 0, 5, 6, 0}, nullptr});
+  r.add({OpRecord{"a", 0, 6, 7, 0}, nullptr});
+  EXPECT_EQ(r.end(inner, true, [](PendingRecord&) {}).size(), 2u);
+  r.add({OpRecord{"a", 0, 0, 2, 0}, nullptr});
+  const auto out = r.end(tok, false, [](PendingRecord&) {});
+  ASSERT_EQ(out.size(), 5u);  // a (4 folded), b, a, a (the inner's), a (folded after it)
+  EXPECT_EQ(out[0].name, "a");
+  EXPECT_DOUBLE_EQ(out[0].end - out[0].start, 8.0);
+  EXPECT_EQ(out[0].bytes, 32u);
+  EXPECT_DOUBLE_EQ(out[4].end - out[4].start, 2.0);
+  EXPECT_FALSE(r.active());
+  EXPECT_FALSE(r.detailed());
 }
 
 class MatmulOnDevice : public ::testing::TestWithParam<std::string> {};
