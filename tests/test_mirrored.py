@@ -43,6 +43,11 @@ def test_several_devices_equal_training_on_one(rng, split, opt, dtype, tol, stra
                       **({"strategy": strategy} if devices else {}))
         runs.append((_weights(model), h))
     (w, h), (want, ref) = runs
+    if dtype == "float32" and opt == "adamw":
+        # Adam's normalised steps amplify float32 rounding (the replicas' gradients are summed in another order
+        # than one device's): over 4,000 seeds of this set-up the largest rel_err was 2.2e-5, one seed above 1e-5.
+        # A wrong reduction is off by 1e-2 or more, and float64 keeps the 1e-12 bound.
+        tol = 1e-4
     assert rel_err(w, want) < tol
     np.testing.assert_allclose(h.history["loss"], ref.history["loss"], rtol=1e-5)
     assert h.history["accuracy"] == ref.history["accuracy"]
