@@ -66,6 +66,8 @@ LAYERS = [
              lambda x, p: _avg_pool_ref(x, 3, 2, 1, False, None),
              [({"divisor_override": 0}, ValueError, "divisor_override"),
               ({"count_include_pad": 1}, TypeError, "count_include_pad")], {"kernel_size": 3}),
+    LayerRow("globalavgpool2d", nn.GlobalAvgPool2d, (3, 4, 5), lambda x, p: x.mean(axis=(2, 3)),
+             [({"size": 2}, TypeError, "unexpected keyword")]),
     LayerRow("dropout", lambda: nn.Dropout(0.5, seed=13), (6,), lambda x, p: x,
              [({"p": 1.5}, ValueError, r"p must be a probability in \[0, 1\], got 1.5")], {"p": 0.5}),
 ]

@@ -104,3 +104,21 @@ def test_conv_layer_bad_arguments(bad, exc, msg):
     args.update(bad)
     with pytest.raises(exc, match=msg):
         nn.Conv2d(**args)
+
+
+def test_global_avg_pool_after_convolutions_serves_any_image_size(device, rng):
+    """Conv2d -> ReLU -> GlobalAvgPool2d -> Dense (on the CPU device the convolution's output is held blocked and
+    reordered before the pooling): float32 predictions against float64 NumPy at two image sizes, and a fit."""
+    model = nn.Sequential([nn.Conv2d(2, 16, 3, padding=1, seed=0), nn.ReLU(), nn.GlobalAvgPool2d(),
+                           nn.Dense(16, 3, seed=1)], device=device)
+    w, b, w2, b2 = [p.numpy().astype(np.float64) for p in model.parameters()]
+    for size in (6, 9):
+        x = rng.standard_normal((4, 2, size, size)).astype(np.float32)
+        conv = _conv_ref((x, w, b, (1, 1), (1, 1), (1, 1), 1, "relu"))[0]
+        ref = conv.mean(axis=(2, 3)) @ w2.T + b2
+        assert rel_err(model.predict(x), ref) < 1e-4
+    hist = model.fit(x, rng.integers(0, 3, 4), loss="cross_entropy", optimizer=optim.SGD(model.parameters(), lr=0.1),
+                     epochs=3, batch_size=2)
+    assert all(np.isfinite(hist.history["loss"]))
+    with pytest.raises(ValueError, match="GlobalAvgPool2d takes"):
+        nn.Sequential([nn.GlobalAvgPool2d()], device=device).predict(np.zeros((2, 5), np.float32))

@@ -100,6 +100,7 @@ void bind_nn(py::module_& m) {
            },
            py::arg("W"), py::arg("b").none(true), py::arg("dW"), py::arg("db").none(true), py::arg("stride"),
            py::arg("padding"), py::arg("dilation"), py::arg("groups"), py::arg("act"))
+      .def("add_global_avgpool", &Trainer::add_global_avgpool)
       .def("add_dropout", &Trainer::add_dropout, py::arg("p"), py::arg("seed"))
       .def("set_loss", &Trainer::set_loss)
       .def(

@@ -491,8 +491,26 @@ class AvgPool2d(Layer):
                             self.divisor_override)
 
 
+class GlobalAvgPool2d(Layer):
+    """The mean of each channel over its whole map: (N, C, H, W) -> (N, C), as Keras's GlobalAveragePooling2D
+    (PyTorch: AdaptiveAvgPool2d(1) followed by Flatten); in training the backward spreads each mean's gradient evenly
+    over the map. It takes any map size, so one model serves several image sizes."""
+
+    kind = "globalavgpool2d"
+
+    def output_shape(self, input_shape: Tuple[int, ...]) -> Tuple[int, ...]:
+        if len(input_shape) != 3:
+            raise ValueError(f"GlobalAvgPool2d takes (N, C, H, W) input, got per-sample shape {input_shape}")
+        if min(input_shape) < 1:
+            raise ValueError(f"GlobalAvgPool2d: an empty map, per-sample shape {input_shape}")
+        return (input_shape[0],)
+
+    def _to_trainer(self, trainer: Any) -> None:
+        trainer.add_global_avgpool()
+
+
 LAYERS = {cls.kind: cls for cls in (Dense, Conv2d, ReLU, Sigmoid, Tanh, Softmax, Flatten, Reshape, MaxPool2d,
-                                     AvgPool2d, Dropout)}
+                                     AvgPool2d, GlobalAvgPool2d, Dropout)}
 
 
 def layer_from_config(kind: str, cfg: Dict[str, Any]) -> Layer:

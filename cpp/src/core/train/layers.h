@@ -25,6 +25,8 @@ std::unique_ptr<Layer> make_max_pool2d(const Pool2dArgs& args);
 // Average pooling (NCHW: a blocked activation is reordered before it); PyTorch's AvgPool2d.
 std::unique_ptr<Layer> make_avg_pool2d(const Pool2dArgs& args, bool count_include_pad,
                                        std::optional<int> divisor_override);
+// The mean of each channel over its map: (N, C, H, W) -> (N, C).
+std::unique_ptr<Layer> make_global_avg_pool2d();
 // Inverted dropout with probability p while training (identity in predict); step k's mask is drawn from a seed
 // mixed from (seed, k) and the pass's dropout stream.
 std::unique_ptr<Layer> make_dropout(double p, std::uint64_t seed);

@@ -11,6 +11,7 @@ const std::vector<TableRow>& layer_table() {
       {"reshape", "Reshape", "core/train/shape_layers.cpp"},
       {"maxpool2d", "MaxPool2d", "core/train/max_pool_layer.cpp"},
       {"avgpool2d", "AvgPool2d", "core/train/avg_pool_layer.cpp"},
+      {"globalavgpool2d", "GlobalAvgPool2d", "core/train/global_avg_pool_layer.cpp"},
       {"dropout", "Dropout", "core/train/dropout_layer.cpp"},
   };
   return rows;

@@ -22,6 +22,7 @@ void Trainer::add_maxpool(const Pool2dArgs& args) { add_layer(train::make_max_po
 void Trainer::add_avgpool(const Pool2dArgs& args, bool count_include_pad, std::optional<int> divisor_override) {
   add_layer(train::make_avg_pool2d(args, count_include_pad, divisor_override));
 }
+void Trainer::add_global_avgpool() { add_layer(train::make_global_avg_pool2d()); }
 void Trainer::add_dropout(double p, std::uint64_t seed) { add_layer(train::make_dropout(p, seed)); }
 void Trainer::add_conv(const Array& W, const Array* b, const Array& dW, const Array* db, const Conv2dArgs& args) {
   add_layer(train::make_conv2d(W, b, dW, db, args));

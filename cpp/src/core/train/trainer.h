@@ -25,6 +25,7 @@ class Trainer {
   void add_reshape(const Shape& per_sample);
   void add_maxpool(const Pool2dArgs& args);
   void add_avgpool(const Pool2dArgs& args, bool count_include_pad, std::optional<int> divisor_override);
+  void add_global_avgpool();
   void add_dropout(double p, std::uint64_t seed);
   void add_conv(const Array& W, const Array* b, const Array& dW, const Array* db, const Conv2dArgs& args);
   void add_layer(std::unique_ptr<train::Layer> layer);
