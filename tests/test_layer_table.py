@@ -114,6 +114,8 @@ def test_forward_matches_float64(device, rng, row):
         got = model.predict(xin, batch_size=2)  # three batches, the last one short
         assert got.shape == ref.shape and got.dtype == np.dtype(dtype)
         assert rel_err(got, ref) < tol, (dtype, rel_err(got, ref))
+        whole = model.predict(xin)  # one batch: the rows as given, no gather
+        assert whole.shape == ref.shape and rel_err(whole, ref) < tol
         # an Array in gives an Array on the model's device, with the same values
         arr = model.predict(hetnn.asarray(xin, device=device), batch_size=3)
         np.testing.assert_array_equal(arr.numpy(), got)

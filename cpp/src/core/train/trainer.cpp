@@ -152,6 +152,10 @@ Array Trainer::predict_rows(const Array& X, std::int64_t batch, bool softmax_out
   if (batch <= 0) throw ValueError("Trainer.predict_rows: batch must be > 0");
   if (X.ndim() < 1 || X.shape()[0] == 0) throw ValueError("Trainer.predict_rows: X has no rows");
   const std::int64_t n = X.shape()[0];
+  if (n <= batch) {  // one batch: X itself, no gather
+    Array h = forward_all(X, false);
+    return softmax_out ? softmax(h, nullptr) : h.copy();  // a result of its own, not a trainer's buffer
+  }
   const Array& idx = all_rows(X);
   Array result;
   for (std::int64_t start = 0; start < n; start += batch) {
