@@ -211,3 +211,28 @@ def test_optimizer_over_fit_steps_matches_float64(device, rng, kind, cls, kw, st
     for got, ref in zip(model.parameters(), params):
         err = np.max(np.abs(got.numpy().astype(np.float64) - ref)) / (np.max(np.abs(ref)) + 0.3)
         assert err < (1e-12 if fp64 else 1e-4), err
+
+
+@pytest.mark.parametrize("loss, softmax_last", [("cross_entropy", True), ("cross_entropy", False), ("mse", False)])
+def test_evaluate_matches_float64_in_one_batch_and_in_many(device, rng, loss, softmax_last):
+    """evaluate's loop in C++: one batch (the rows as given) and several (gathered, the last short) against NumPy."""
+    x = rng.standard_normal((11, 5)).astype(np.float32)
+    labels = rng.integers(0, 3, 11)
+    model = nn.Sequential([nn.Dense(5, 3, seed=4)] + ([nn.Softmax()] if softmax_last else []), device=device)
+    w, b = (p.numpy().astype(np.float64) for p in model.parameters())
+    z = x.astype(np.float64) @ w.T + b
+    if loss == "mse":
+        y = rng.standard_normal((11, 3)).astype(np.float32)
+        want = {"loss": ((z - y) ** 2).mean(), "mae": np.abs(z - y).mean()}
+        metrics = ["mae"]
+    else:
+        y = labels
+        zs = z - z.max(axis=1, keepdims=True)
+        logp = zs - np.log(np.exp(zs).sum(axis=1, keepdims=True))
+        want = {"loss": -logp[np.arange(11), labels].mean(), "accuracy": (z.argmax(axis=1) == labels).mean()}
+        metrics = ["accuracy"]
+    for bs in (256, 4):
+        got = model.evaluate(x, y, loss=loss, metrics=metrics, batch_size=bs)
+        assert set(got) == set(want)
+        for k in want:
+            assert abs(got[k] - want[k]) <= 1e-5 * max(1.0, abs(want[k])), (bs, k, got[k], want[k])

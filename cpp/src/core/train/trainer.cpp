@@ -136,12 +136,14 @@ const Array& Trainer::all_rows(const Array& x) {
   return rows_;
 }
 
-void Trainer::add_metrics(const Array& h, const Array& yb, const Array* labels, const Array& idx, std::int64_t start,
+void Trainer::add_metrics(const Array& h, const Array& yb, const Array* labels, const Array* idx, std::int64_t start,
                           std::int64_t m) {
   for (const Metric& mt : metrics_) {
     if (mt.kind == "correct_argmax") {
       if (!labels) throw ValueError("Trainer: the metric correct_argmax needs labels");
-      metric(mt.kind, h, take_rows(*labels, idx, start, m, &scratch(3, *labels, rows_like(*labels, m))), mt.acc);
+      metric(mt.kind, h,
+             idx ? take_rows(*labels, *idx, start, m, &scratch(3, *labels, rows_like(*labels, m))) : *labels,
+             mt.acc);
     } else {
       metric(mt.kind, mt.probs ? softmax(h, &scratch(4, h, h.shape())) : h, yb, mt.acc);
     }
@@ -172,13 +174,19 @@ void Trainer::evaluate_rows(const Array& X, const Array& Y, const Array* labels,
                             const Array* acc_loss) {
   if (batch <= 0) throw ValueError("Trainer.evaluate_rows: batch must be > 0");
   const std::int64_t n = X.ndim() < 1 ? 0 : X.shape()[0];
+  if (n <= batch) {  // one batch: the rows as given, no gather
+    const Array h = forward_all(X, false);
+    if (acc_loss) batch_loss(loss_, h, Y, *acc_loss, nullptr);
+    add_metrics(h, Y, labels, nullptr, 0, n);
+    return;
+  }
   const Array& idx = all_rows(X);
   for (std::int64_t start = 0; start < n; start += batch) {
     const std::int64_t m = std::min(batch, n - start);
     const Array h = forward_all(take_rows(X, idx, start, m, &scratch(0, X, rows_like(X, m))), false);
     const Array yb = take_rows(Y, idx, start, m, &scratch(1, Y, rows_like(Y, m)));
     if (acc_loss) batch_loss(loss_, h, yb, *acc_loss, nullptr);
-    add_metrics(h, yb, labels, idx, start, m);
+    add_metrics(h, yb, labels, &idx, start, m);
   }
 }
 
@@ -251,7 +259,7 @@ void Trainer::run_epoch(const Array& X, const Array& Y, const Array* labels, con
     if (h.ndim() != 2) throw ValueError("Trainer.run_epoch: the last layer's output must be 2-D (rows, outputs)");
     Array& g = scratch(2, h, h.shape());
     batch_loss(loss_, h, yb, acc_loss, &g);
-    add_metrics(h, yb, labels, idx, start, m);
+    add_metrics(h, yb, labels, &idx, start, m);
     Array grad = g;
     for (std::size_t i = layers_.size(); i-- > 0;) grad = backward(*layers_[i], grad, i > 0);
     if (step_hook_) step_hook_(m);

@@ -107,8 +107,9 @@ class Trainer {
   Array forward_all(const Array& x, bool train);
   // Marks each ReLU whose gradient mask the following max pooling applies (Layer::relu_in_pool).
   void plan_relu_pool();
-  // The metrics of a batch's output h against targets yb (rows [start, start + m) of idx for the labels).
-  void add_metrics(const Array& h, const Array& yb, const Array* labels, const Array& idx, std::int64_t start,
+  // The metrics of a batch's output h against targets yb (the labels' rows [start, start + m) of idx; idx null: the
+  // labels as given).
+  void add_metrics(const Array& h, const Array& yb, const Array* labels, const Array* idx, std::int64_t start,
                    std::int64_t m);
   Array& scratch(int tag, const Array& like, const Shape& shape);
   // An int64 0, 1, ..., n - 1 on x's device (the rows of predict and evaluate, in order), kept for the next call.
