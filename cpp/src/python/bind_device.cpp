@@ -39,6 +39,12 @@ py::list records_list(const std::vector<OpRecord>& recs) {
   return out;
 }
 
+// Closes a capture (waiting for the device without the GIL) and returns its records.
+std::vector<OpRecord> end_capture(Device& d, std::size_t token, bool details) {
+  NoGil nogil;
+  return d.backend().capture_end(token, details);
+}
+
 }  // namespace
 
 namespace hetnn::python {
@@ -100,23 +106,12 @@ void bind_device(py::module_& m) {
           "no operands), closed with capture_totals.")
       .def(
           "capture_end",
-          [](Device& d, std::size_t token, bool details) {
-            std::vector<OpRecord> recs;
-            {
-              NoGil nogil;
-              recs = d.backend().capture_end(token, details);
-            }
-            return records_list(recs);
-          },
+          [](Device& d, std::size_t token, bool details) { return records_list(end_capture(d, token, details)); },
           py::arg("token"), py::arg("details") = true)
       .def(
           "capture_totals",
           [](Device& d, std::size_t token, bool details) {
-            std::vector<OpRecord> recs;
-            {
-              NoGil nogil;
-              recs = d.backend().capture_end(token, details);
-            }
+            const std::vector<OpRecord> recs = end_capture(d, token, details);
             std::map<std::string, double> totals;  // a long fit's thousands of records, summed without Python
             for (const auto& r : recs) totals[r.name] += std::max(r.end - r.start, 0.0);
             return totals;

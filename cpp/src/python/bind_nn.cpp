@@ -29,15 +29,19 @@ std::function<void(std::int64_t)> python_hook(const py::object& hook) {
 
 // Trainer.run_epoch with one learning rate (Lr = double) or one per step (std::vector<double>); progress as the
 // trainer's, called with the GIL.
+// A Python progress callable (or None) as the trainer's, called with the GIL.
+std::function<void(std::int64_t)> progress_hook(const py::object& progress) {
+  if (progress.is_none()) return nullptr;
+  return [&progress](std::int64_t done) {
+    py::gil_scoped_acquire gil;
+    progress(done);
+  };
+}
+
 template <class Lr>
 void run_epoch(Trainer& t, const Array& X, const Array& Y, const Array* labels, const Array& idx, std::int64_t batch,
                const Lr& lr, const Array& acc_loss, const py::object& progress) {
-  std::function<void(std::int64_t)> report;
-  if (!progress.is_none())
-    report = [&progress](std::int64_t done) {
-      py::gil_scoped_acquire gil;
-      progress(done);
-    };
+  const auto report = progress_hook(progress);
   NoGil nogil;
   t.run_epoch(X, Y, labels, idx, batch, lr, acc_loss, report);
 }
@@ -47,12 +51,7 @@ template <class Lr>
 std::vector<double> fit_epoch(Trainer& t, const Array& X, const Array& Y, const Array* labels, const Array& idx,
                               const py::object& order, std::int64_t batch, const Lr& lr, const Array& acc_loss,
                               const py::object& progress) {
-  std::function<void(std::int64_t)> report;
-  if (!progress.is_none())
-    report = [&progress](std::int64_t done) {
-      py::gil_scoped_acquire gil;
-      progress(done);
-    };
+  const auto report = progress_hook(progress);
   std::vector<double> lrs;
   if constexpr (std::is_same_v<Lr, double>)
     lrs.assign(static_cast<std::size_t>(Trainer::epoch_steps(idx.size(), batch)), lr);

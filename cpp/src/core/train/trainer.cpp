@@ -112,10 +112,7 @@ void Trainer::plan_relu_pool() {
 }
 
 Array& Trainer::scratch(int tag, const Array& like, const Shape& shape) {
-  Array& b = scratch_[{tag, shape[0]}];
-  if (!b.valid() || b.shape() != shape || b.dtype() != like.dtype())
-    b = Array::empty(like.device(), shape, like.dtype());
-  return b;
+  return train::buffer(scratch_[tag], like, shape);
 }
 
 namespace {

@@ -124,7 +124,7 @@ class Trainer {
   std::function<void(std::int64_t)> step_hook_, before_step_hook_, after_step_hook_;
   train::Pass pass_;
   std::map<std::int64_t, Array> out_buf_;
-  std::map<std::pair<int, std::int64_t>, Array> scratch_;  // gathered batches, loss gradient, softmax: by batch size
+  std::map<int, train::Buffers> scratch_;  // by tag: gathered batches, loss gradient, softmax (each by batch size)
   Array rows_;
 };
 
