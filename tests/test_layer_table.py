@@ -117,7 +117,7 @@ def test_forward_matches_float64(device, rng, row):
         whole = model.predict(xin)  # one batch: the rows as given, no gather
         assert whole.shape == ref.shape and rel_err(whole, ref) < tol
         # an Array in gives an Array on the model's device, with the same values
-        arr = model.predict(hetnn.asarray(xin, device=device), batch_size=3)
+        arr = model.predict(hetnn.asarray(xin, device=device), batch_size=2)  # as got: the same GEMM shapes
         np.testing.assert_array_equal(arr.numpy(), got)
 
 

@@ -318,3 +318,85 @@ def test_model_checkpoint_refuses_what_cannot_work_before_training(device, rng, 
     with pytest.raises(ValueError, match="min_delta must be a finite number"):
         nn.ModelCheckpoint("m.npz", min_delta=float("nan"))
     assert nn.ModelCheckpoint("m.npz", monitor="accuracy").mode == "max"
+
+
+def _reference(m, x):
+    """The float64 forward pass of a model of Dense layers (and activation layers) from its current state."""
+    acts = {None: lambda v: v, "": lambda v: v, "tanh": np.tanh, "relu": lambda v: np.maximum(v, 0),
+            "sigmoid": lambda v: 1 / (1 + np.exp(-v))}
+    h = x.astype(np.float64)
+    for layer in m.layers:
+        if isinstance(layer, nn.Dense):
+            h = acts[layer.activation](h @ layer.weight.numpy().astype(np.float64).T
+                                       + layer.bias.numpy().astype(np.float64))
+        else:
+            h = acts[layer.kind](h)
+    return h
+
+
+def _check_predict(m, x):
+    out = np.full((x.shape[0], m._output_shape((x.shape[1],))[0]), np.nan, np.float32)
+    out[:] = m.predict(x, batch_size=16)
+    np.testing.assert_allclose(out, _reference(m, x), rtol=1e-4, atol=1e-5)
+
+
+def test_kept_trainer_follows_every_edit_of_the_model(device, rng):
+    m = _model(device, seed=int(rng.integers(1000)))
+    x = rng.standard_normal((37, 4)).astype(np.float32)
+    _check_predict(m, x)
+    kept = m._kept[2]
+    _check_predict(m, x[:5])
+    assert m._kept[2] is kept  # built once, kept across predicts of other sizes
+    m.load_state_dict({k: rng.standard_normal(v.shape) for k, v in m.state_dict().items()})
+    _check_predict(m, x)
+    m.layers[0].activation = "relu"
+    _check_predict(m, x)
+    m.layers[1].weight._place(m.device._dev, np.dtype(np.float32))  # a new array in the parameter
+    m.layers[1].weight.value.write_from(rng.standard_normal((3, 8)).astype(np.float32))
+    _check_predict(m, x)
+    m.layers.append(nn.Sigmoid())
+    _check_predict(m, x)
+    del m.layers[1:]
+    _check_predict(m, x)
+    for n in (1, 16, 17, 2, 33):  # one batch, exactly one, one and a bit, ...: every size right
+        _check_predict(m, rng.standard_normal((n, 4)).astype(np.float32))
+
+
+def test_kept_trainer_evaluates_with_each_calls_metrics(device, rng):
+    m = _model(device, seed=int(rng.integers(1000)))
+    x, y = _data(rng, n=50)
+    out = _reference(m, x)
+    z = np.exp(out - out.max(axis=1, keepdims=True))
+    probs = z / z.sum(axis=1, keepdims=True)
+    ce = -np.mean(np.log(probs[np.arange(len(y)), y]))
+    acc = np.mean(out.argmax(axis=1) == y)
+    first = m.evaluate(x, y, loss="cross_entropy", metrics=["accuracy"], batch_size=16)
+    assert first["loss"] == pytest.approx(ce, rel=1e-4) and first["accuracy"] == pytest.approx(acc)
+    onehot = np.eye(3, dtype=np.float32)[y]
+    second = m.evaluate(x, onehot, loss="mse", metrics=["mae"], batch_size=16)
+    assert set(second) == {"loss", "mae"}
+    assert second["loss"] == pytest.approx(np.mean((out - onehot) ** 2), rel=1e-4)
+    assert second["mae"] == pytest.approx(np.mean(np.abs(out - onehot)), rel=1e-4)
+    third = m.evaluate(x, y, loss="cross_entropy", metrics=["accuracy"], batch_size=16)
+    assert third == pytest.approx(first)
+
+
+def test_predicts_from_several_threads_on_one_model(device, rng):
+    import threading
+    m = _model(device, seed=int(rng.integers(1000)))
+    xs = [rng.standard_normal((int(rng.integers(1, 40)), 4)).astype(np.float32) for _ in range(8)]
+    errors = []
+
+    def work(x):
+        try:
+            for _ in range(20):
+                _check_predict(m, x)
+        except Exception as exc:  # noqa: BLE001 - reported below with the thread's input
+            errors.append((x.shape, exc))
+
+    threads = [threading.Thread(target=work, args=(x,)) for x in xs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors

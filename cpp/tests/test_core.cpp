@@ -16,6 +16,7 @@
 #include "core/errors.h"
 #include "core/matmul.h"
 #include "core/pool2d.h"
+#include "core/train/layer.h"
 
 using namespace hetnn;
 
@@ -210,6 +211,21 @@ TEST(GemmF64, StridedOperandsAndBeta) {
       for (int k = 0; k < K; ++k) s += A[k * M + m] * B[k * N + n];
       ASSERT_NEAR(C[m * N + n], 0.5 * s - 2.0 * C0[m * N + n], 1e-12);
     }
+}
+
+TEST(TrainBuffers, HoldTheTwoBatchSizesUsedLast) {
+  const hetnn::Array like = hetnn::Array::zeros(hetnn::find_device("cpu"), {1}, hetnn::DType::f32);
+  hetnn::train::Buffers m;
+  hetnn::Array& full = hetnn::train::buffer(m, like, {32, 4});
+  hetnn::Array& last = hetnn::train::buffer(m, like, {7, 4});
+  EXPECT_EQ(&full, &hetnn::train::buffer(m, like, {32, 4}));  // reused, not reallocated
+  EXPECT_EQ(full.shape(), (hetnn::Shape{32, 4}));
+  EXPECT_EQ(last.shape(), (hetnn::Shape{7, 4}));
+  for (std::int64_t rows = 1; rows <= 100; ++rows) hetnn::train::buffer(m, like, {rows, 4});
+  EXPECT_EQ(m.size(), 2u);  // a hundred sizes seen, two held
+  hetnn::Array& again = hetnn::train::buffer(m, like, {100, 4});
+  EXPECT_EQ(again.shape(), (hetnn::Shape{100, 4}));
+  EXPECT_EQ(m.size(), 2u);
 }
 
 TEST(Pool, OutputSizeFollowsPyTorch) {

@@ -133,6 +133,7 @@ void bind_nn(py::module_& m) {
                                return out;
                              })
       .def("add_metric", &Trainer::add_metric, py::arg("kind"), py::arg("acc"), py::arg("probs"))
+      .def("clear_metrics", &Trainer::clear_metrics)
       .def("add_param", &Trainer::add_param, py::arg("p"), py::arg("grad"), py::arg("velocity").none(true))
       .def("set_sgd", &Trainer::set_sgd, py::arg("momentum"), py::arg("weight_decay"), py::arg("nesterov"))
       .def("add_adam_param", &Trainer::add_adam_param, py::arg("p"), py::arg("grad"), py::arg("m"), py::arg("v"),

@@ -13,6 +13,14 @@ from .._array import Array
 from .._check import is_int
 
 _GENERATOR = np.random.default_rng()
+# Bumped whenever an attribute of any layer or parameter is set (a weight array replaced, an activation or a pool
+# size changed, a model moved): a model's kept trainer (Sequential._kept_trainer) was built from the layers as they
+# were, and is rebuilt when this has moved on since.
+_EDITS = [0]
+
+
+def edits() -> int:
+    return _EDITS[0]
 
 
 def manual_seed(seed: int) -> None:
@@ -26,6 +34,10 @@ def manual_seed(seed: int) -> None:
 class Parameter:
     """A trainable array on the model's device with its gradient. ``data`` is a :class:`hetnn.Array`;
     ``numpy()`` copies the values to the host."""
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        object.__setattr__(self, key, value)
+        _EDITS[0] += 1
 
     def __init__(self, name: str, value: np.ndarray) -> None:
         self.name = name
@@ -86,6 +98,10 @@ class Layer:
     """Base class. Subclasses set ``kind`` (the JSON name) and implement the hooks."""
 
     kind = "layer"
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        object.__setattr__(self, key, value)
+        _EDITS[0] += 1
 
     def __init__(self) -> None:
         self._dev: Any = None

@@ -8,7 +8,9 @@ synchronisation."""
 from __future__ import annotations
 
 import os
+import threading
 from collections import OrderedDict
+from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -19,7 +21,7 @@ from .._device import Device, DeviceLike, device as _resolve_device, get_default
 from .._loader import _core
 from ._callbacks import Callback, History
 from ._fit import batch_size_arg, run_fit
-from ._layers import Layer, Parameter, Softmax, check_sequence, layer_from_config
+from ._layers import Layer, Parameter, Softmax, check_sequence, edits, layer_from_config
 from ._losses import CrossEntropyLoss, Loss, MSELoss, as_loss
 from ._saving import FORMAT, read_model, write_model
 from ._summary import format_summary
@@ -89,6 +91,10 @@ class Sequential:
         # core's default (on where the device offers them).
         self.device_layouts: Optional[bool] = None
         self._device: Device = _resolve_device("cpu")  # replaced by to() at once
+        # predict and evaluate run on one trainer kept from call to call (_kept_trainer): the key it was built
+        # under, the layers, the trainer and whether the last Softmax was left out
+        self._kept: Optional[Tuple[Any, List[Layer], Any, bool]] = None
+        self._kept_lock = threading.Lock()
         self.to(device)
 
     # -- placement and parameters
@@ -104,6 +110,7 @@ class Sequential:
         for layer in self.layers:
             layer._place(dev._dev, self.dtype)
         self._device = dev
+        self._kept = None  # its arrays were the old device's
         return self
 
     def _replica(self, device: DeviceLike) -> "Sequential":
@@ -297,6 +304,24 @@ class Sequential:
                 layer._fit_begins()
         return trainer, softmax_last
 
+    @contextmanager
+    def _kept_trainer(self) -> Iterator[Tuple[Any, bool]]:
+        """The trainer of predict and evaluate, built once and kept with its buffers (those of the last two batch
+        sizes) until a layer or parameter is edited, the layer list changes or the model moves. A second thread
+        predicting while the kept one is in use gets a trainer of its own."""
+        if not self._kept_lock.acquire(blocking=False):
+            yield self._trainer_layers()
+            return
+        try:
+            key = (edits(), self._device, self.device_layouts)
+            kept = self._kept
+            if kept is None or kept[0] != key or kept[1] != self.layers:
+                trainer, softmax_last = self._trainer_layers()
+                kept = self._kept = (key, list(self.layers), trainer, softmax_last)
+            yield kept[2], kept[3]
+        finally:
+            self._kept_lock.release()
+
     def _metric_plan(self, metrics: Sequence[str], out_cols: int, labels: Any, what: str,
                      y_is_labels: bool = False) -> List[Tuple[str, str]]:
         plan = []
@@ -366,12 +391,13 @@ class Sequential:
         acc_loss = _core.Array.zeros(dev, [1], "float32")
         accs = [_core.Array.zeros(dev, [1], "float32") for _ in plan]
         # the batch loop, the forward passes, the loss and the metrics in C++ (Trainer.evaluate_rows)
-        trainer, softmax_last = self._trainer_layers()
-        if loss_obj is not None:
-            trainer.set_loss(loss_obj.kind)
-        for (_, kind), a in zip(plan, accs):
-            trainer.add_metric(kind, a, softmax_last and kind != "correct_argmax")
-        trainer.evaluate_rows(X, Y, labels, batch_size, acc_loss if loss_obj is not None else None)
+        with self._kept_trainer() as (trainer, softmax_last):
+            if loss_obj is not None:
+                trainer.set_loss(loss_obj.kind)
+            trainer.clear_metrics()
+            for (_, kind), a in zip(plan, accs):
+                trainer.add_metric(kind, a, softmax_last and kind != "correct_argmax")
+            trainer.evaluate_rows(X, Y, labels, batch_size, acc_loss if loss_obj is not None else None)
         out: Dict[str, float] = {}
         if loss_obj is not None:
             out["loss"] = float(acc_loss.to_numpy()[0]) / n
@@ -405,8 +431,8 @@ class Sequential:
         result = np.empty((X.shape[0], *out_shape), dtype=self.dtype)
         if X.shape[0]:
             # the batch loop and the forward passes in C++ (Trainer.predict_rows), one download at the end
-            trainer, softmax_last = self._trainer_layers()
-            out = trainer.predict_rows(X, bs, softmax_last)
+            with self._kept_trainer() as (trainer, softmax_last):
+                out = trainer.predict_rows(X, bs, softmax_last)
             if as_array:
                 return Array(out)
             out.read_into(result)

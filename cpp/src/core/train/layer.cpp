@@ -7,6 +7,17 @@
 
 namespace hetnn::train {
 
+Array& Buffers::operator[](std::int64_t rows) {
+  for (auto it = slots_.begin(); it != slots_.end(); ++it)
+    if (it->first == rows) {
+      slots_.splice(slots_.end(), slots_, it);  // list nodes do not move: references stay valid
+      return slots_.back().second;
+    }
+  if (slots_.size() >= kSlots) slots_.pop_front();
+  slots_.emplace_back(rows, Array());
+  return slots_.back().second;
+}
+
 Array& buffer(Buffers& m, const Array& like, const Shape& shape) {
   Array& b = m[shape[0]];
   if (!b.valid() || b.shape() != shape || b.dtype() != like.dtype())

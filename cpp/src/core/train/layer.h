@@ -3,7 +3,7 @@
 // validated op fronts (core/ops.h, core/nn.h, core/blocked.h), which dispatch to the backends.
 #pragma once
 #include <cstdint>
-#include <map>
+#include <list>
 #include <utility>
 #include <vector>
 
@@ -21,8 +21,20 @@ struct Pass {
   std::uint64_t dropout_stream = 0;
 };
 
-// Arrays reused from step to step, by batch size (the last batch of an epoch is smaller).
-using Buffers = std::map<std::int64_t, Array>;
+// Arrays reused from step to step, by batch size. An epoch needs two (the last batch is smaller); a model's kept
+// trainer sees a new size with each predict of another row count, so only the two sizes used last are held (the
+// memory held stays that of two batches however many sizes pass through).
+class Buffers {
+ public:
+  // The slot for batches of `rows` rows (an empty Array when new). A slot's reference stays valid until two other
+  // sizes have been asked for.
+  Array& operator[](std::int64_t rows);
+  std::size_t size() const { return slots_.size(); }
+
+ private:
+  static constexpr std::size_t kSlots = 2;
+  std::list<std::pair<std::int64_t, Array>> slots_;  // the most recently used last
+};
 // m[shape[0]], (re)allocated on like's device and dtype unless it has that shape already.
 Array& buffer(Buffers& m, const Array& like, const Shape& shape);
 

@@ -35,6 +35,8 @@ class Trainer {
   // A metric summed into acc each step: "correct_argmax" (against `labels`, the int64 labels gathered like the
   // targets), "correct_threshold" or "abs_error" (against the targets; with probs, on softmax of the output).
   void add_metric(const std::string& kind, const Array& acc, bool probs);
+  // Drops the metrics added (a model's kept trainer evaluates with the metrics of each call).
+  void clear_metrics() { metrics_.clear(); }
   // SGD: each parameter with its gradient (the arrays the layers received) and velocity (when momentum != 0).
   void add_param(const Array& p, const Array& grad, const Array* velocity);
   void set_sgd(double momentum, double weight_decay, bool nesterov);
@@ -123,7 +125,7 @@ class Trainer {
   bool device_layouts_ = true;
   std::function<void(std::int64_t)> step_hook_, before_step_hook_, after_step_hook_;
   train::Pass pass_;
-  std::map<std::int64_t, Array> out_buf_;
+  train::Buffers out_buf_;
   std::map<int, train::Buffers> scratch_;  // by tag: gathered batches, loss gradient, softmax (each by batch size)
   Array rows_;
 };
