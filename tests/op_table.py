@@ -69,6 +69,50 @@ def _mm_ref(inp):
     return (_acts64(y, act) if act else y,)
 
 
+# ---- element-wise (every op in detail: tests/test_elementwise.py) ----------------------------------------------
+_EW_SMOOTH = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "maximum": np.maximum,
+              "minimum": np.minimum, "hypot": np.hypot, "atan2": np.arctan2, "exp": np.exp, "tanh": np.tanh,
+              "sin": np.sin, "negative": np.negative, "abs": np.abs, "square": np.square}
+
+
+def _ew_inputs(rng, dtype):
+    op = str(rng.choice(sorted(_EW_SMOOTH)))
+    a = rng.standard_normal(_shape(rng)).astype(dtype)
+    b = rng.standard_normal(a.shape[1:] if rng.integers(2) else a.shape).astype(dtype)  # broadcast or not
+    return op, a, b
+
+
+def _ew_run(dev, inp):
+    op, a, b = inp
+    fn = getattr(hetnn, op)
+    args = [hetnn.asarray(a, device=dev)] + ([hetnn.asarray(b, device=dev)] if _core_arity(op) == 2 else [])
+    return (fn(*args).numpy(),)
+
+
+def _core_arity(op):
+    return {n: a for n, a, _ in _core.elementwise_ops()}[op]
+
+
+def _ew_ref(inp):
+    op, a, b = inp
+    args = [a.astype(np.float64)] + ([b.astype(np.float64)] if _core_arity(op) == 2 else [])
+    return (_EW_SMOOTH[op](*args),)
+
+
+def _ew_arr(dev, shape, dtype="float32"):
+    return hetnn.asarray(np.ones(shape, dtype), device=dev)
+
+
+EW_BAD = [
+    ("shapes", lambda d: hetnn.add(_ew_arr(d, (2, 3)), _ew_arr(d, (4,))), ValueError, r"\(2, 3\) and \(4,\)"),
+    ("bool-arith", lambda d: hetnn.add(_ew_arr(d, 2, "bool"), _ew_arr(d, 2, "bool")), TypeError, "bool"),
+    ("float-bitwise", lambda d: hetnn.bitwise_and(_ew_arr(d, 2), _ew_arr(d, 2)), TypeError, "integer or bool"),
+    ("numpy-operand", lambda d: hetnn.add(_ew_arr(d, 2), np.ones(2)), TypeError, "host memory"),
+    ("out-shape", lambda d: hetnn.exp(_ew_arr(d, 2), out=_ew_arr(d, 3)), ValueError, "out must have shape"),
+    ("int-scalar-range", lambda d: hetnn.add(_ew_arr(d, 2, "uint8"), 256), ValueError, "out of range for uint8"),
+]
+
+
 # ---- max pooling ---------------------------------------------------------------------------------------------------
 INTS = ("int8", "uint8", "int32", "int64")
 
@@ -632,4 +676,6 @@ OPS: Dict[str, Op] = {op.name: op for op in [
     Op("take_rows", lambda d, i: (_core.take_rows(_up(d, i[0]), _up(d, i[1]), 0, len(i[1])).to_numpy(),),
        lambda i: (i[0][i[1]].astype(np.float64),), _take_inputs, tol={"float32": 0.0, "float64": 0.0},
        backend=["take_rows"]),
+    Op("elementwise", _ew_run, _ew_ref, _ew_inputs, tol={"float32": 2e-6, "float64": 1e-13},
+       backend=["elementwise"], bad=EW_BAD),
 ]}

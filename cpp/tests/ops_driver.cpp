@@ -19,6 +19,7 @@
 #include "core/array.h"
 #include "core/half.h"
 #include "core/device.h"
+#include "core/elementwise.h"
 #include "core/errors.h"
 #include "core/matmul.h"
 #include "core/nn.h"
@@ -501,6 +502,34 @@ void run_take_rows(const DevicePtr& dev, std::mt19937& g) {
   check(ok, dev->id() + " take_rows");
 }
 
+// An element-wise add with a row broadcast down a matrix and a compare giving bool, against double references, and
+// a bad call (shapes that do not broadcast).
+void run_elementwise(const DevicePtr& dev, std::mt19937& g) {
+  Batch b(dev, g);
+  const auto R = randv(g, b.cols);
+  Array row = Array::from_host(dev, R.data(), {b.cols}, DType::f32);
+  const auto S = host(elementwise(EwOp::add, b.pred, &row, nullptr));
+  Array gt = elementwise(EwOp::greater, b.pred, &row, nullptr);
+  std::vector<std::uint8_t> G(b.n());
+  gt.to_host(G.data());
+  bool ok = true;
+  for (int r = 0; r < b.rows; ++r)
+    for (int c = 0; c < b.cols; ++c) {
+      const std::size_t i = std::size_t(r) * b.cols + c;
+      ok &= near(S[i], double(b.P[i]) + R[c]) && G[i] == (b.P[i] > R[c] ? 1 : 0);
+    }
+  check(ok, dev->id() + " elementwise add / greater (broadcast row)");
+  bool threw = false;
+  try {
+    const auto W = randv(g, b.cols + 1);
+    Array wrong = Array::from_host(dev, W.data(), {b.cols + 1}, DType::f32);
+    elementwise(EwOp::add, b.pred, &wrong, nullptr);
+  } catch (const ValueError&) {
+    threw = true;
+  }
+  check(threw, dev->id() + " elementwise: shapes that do not broadcast are refused");
+}
+
 // One entry per row of the op table (tests/op_table.py; tests/test_op_table.py fails when the names differ).
 // max_pool2d's function checks its backward too.
 struct OpCase {
@@ -525,6 +554,7 @@ const OpCase kOps[] = {
     {"dropout", run_dropout},
     {"sum_rows", run_sum_rows},
     {"take_rows", run_take_rows},
+    {"elementwise", run_elementwise},
 };
 
 // float16 and bfloat16 (stored in 16 bits, float32 arithmetic where the hardware has none): matmul with bias and

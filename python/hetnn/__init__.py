@@ -6,6 +6,8 @@ from ._device import Device, default_device, device, devices, get_default_device
 from ._array import Array, TransposedArray, asarray, empty, set_implicit_host_copies, zeros
 from . import _ops
 from ._ops import *  # noqa: F403  (the public ops: hetnn._ops.__all__)
+from . import _elementwise
+from ._elementwise import *  # noqa: F403  (the element-wise functions: hetnn._elementwise.__all__)
 from ._measurement import BenchmarkResult
 from ._timing import Case, Stopwatch, benchmark, empty_cache, interleave, synchronize
 from ._threads import get_num_threads, num_threads, set_num_threads, thread_pools
@@ -27,3 +29,4 @@ __all__ = [
     "__version__",
 ]
 __all__ += _ops.__all__  # type: ignore[attr-defined]  # _ops.pyi types the ops, not the list
+__all__ += _elementwise.__all__

@@ -15,7 +15,7 @@ from ._device import Device, DeviceLike, _wrap, device as _resolve_device
 from ._loader import _core
 
 # dtypes an Array can hold (which ops accept which is up to each op).
-SUPPORTED_DTYPES = ("float32", "float64", "float16", "int32", "int64", "uint8", "int8") + (
+SUPPORTED_DTYPES = ("float32", "float64", "float16", "int32", "int64", "uint8", "int8", "bool") + (
     ("bfloat16",) if ml_dtypes is not None else ())
 
 ShapeLike = Union[int, Sequence[int]]
@@ -54,12 +54,90 @@ def _shape(shape: ShapeLike, what: str = "shape") -> Tuple[int, ...]:
     return tuple(out)
 
 
+def _operand(op: str, a: "Array", other: Any) -> Any:
+    """other as an operand of ``a <op> other``: the core array of a hetnn Array, a Python number as it is, or
+    NotImplemented; a NumPy array (or anything else holding data) is refused, as hetnn never copies between host
+    and device implicitly."""
+    if isinstance(other, Array):
+        return other._a
+    if isinstance(other, (bool, int, float, np.bool_, np.integer, np.floating)):
+        return other
+    if isinstance(other, TransposedArray):
+        raise TypeError(f"{op}: a lazy transpose (.T) is read only by matmul; copy it with .T.copy() first")
+    if isinstance(other, np.ndarray) or hasattr(other, "__array__") or hasattr(other, "__dlpack__"):
+        raise TypeError(f"{op}: a hetnn.Array on {a._a.device.id} and a {type(other).__module__}."
+                        f"{type(other).__name__} in host memory; hetnn copies between host and device only when told: "
+                        f"hetnn.asarray(x, device='{a._a.device.id}') or arr.numpy()")
+    return NotImplemented
+
+
+def _binary(op: str, reflected: bool = False, inplace: bool = False) -> Any:
+    def method(self: "Array", other: Any) -> Any:
+        x2 = _operand(op, self, other)
+        if x2 is NotImplemented:
+            return NotImplemented
+        out = _core.elementwise(op, self._a, x2, scalar_first=reflected, out=self._a if inplace else None)
+        return self if inplace else Array(out)
+    method.__name__ = f"__{'i' if inplace else 'r' if reflected else ''}{op}__"
+    return method
+
+
+def _unary(op: str) -> Any:
+    def method(self: "Array") -> "Array":
+        return Array(_core.elementwise(op, self._a))
+    return method
+
+
 class Array:
     """An array living on one :class:`~hetnn.Device`. Make one with :func:`asarray`, :func:`empty` or
     :func:`zeros`; read it back with :meth:`numpy` or ``np.asarray(arr)``. Every transfer is explicit."""
 
     __slots__ = ("_a", "__weakref__")
     __array_priority__ = 100  # NumPy defers binary operators to hetnn types
+    __array_ufunc__ = None  # NumPy's ufuncs refuse hetnn Arrays (a silent download otherwise); hetnn.exp etc. compute
+
+    # operators: the element-wise ops of hetnn._elementwise, broadcast as NumPy's, with the Array API's type
+    # promotion; Python numbers are weak (they take the array's dtype)
+    __add__, __radd__, __iadd__ = _binary("add"), _binary("add", True), _binary("add", inplace=True)
+    __sub__, __rsub__, __isub__ = _binary("subtract"), _binary("subtract", True), _binary("subtract", inplace=True)
+    __mul__, __rmul__, __imul__ = _binary("multiply"), _binary("multiply", True), _binary("multiply", inplace=True)
+    __truediv__, __rtruediv__, __itruediv__ = (_binary("divide"), _binary("divide", True),
+                                               _binary("divide", inplace=True))
+    __floordiv__, __rfloordiv__, __ifloordiv__ = (_binary("floor_divide"), _binary("floor_divide", True),
+                                                  _binary("floor_divide", inplace=True))
+    __mod__, __rmod__, __imod__ = _binary("remainder"), _binary("remainder", True), _binary("remainder", inplace=True)
+    __pow__, __rpow__, __ipow__ = _binary("pow"), _binary("pow", True), _binary("pow", inplace=True)
+    __and__, __rand__, __iand__ = (_binary("bitwise_and"), _binary("bitwise_and", True),
+                                   _binary("bitwise_and", inplace=True))
+    __or__, __ror__, __ior__ = _binary("bitwise_or"), _binary("bitwise_or", True), _binary("bitwise_or", inplace=True)
+    __xor__, __rxor__, __ixor__ = (_binary("bitwise_xor"), _binary("bitwise_xor", True),
+                                   _binary("bitwise_xor", inplace=True))
+    __lshift__, __rlshift__, __ilshift__ = (_binary("bitwise_left_shift"), _binary("bitwise_left_shift", True),
+                                            _binary("bitwise_left_shift", inplace=True))
+    __rshift__, __rrshift__, __irshift__ = (_binary("bitwise_right_shift"), _binary("bitwise_right_shift", True),
+                                            _binary("bitwise_right_shift", inplace=True))
+    __eq__, __ne__ = _binary("equal"), _binary("not_equal")
+    __lt__, __le__ = _binary("less"), _binary("less_equal")
+    __gt__, __ge__ = _binary("greater"), _binary("greater_equal")
+    __neg__, __pos__, __abs__, __invert__ = _unary("negative"), _unary("positive"), _unary("abs"), \
+        _unary("bitwise_invert")
+    __hash__ = None  # type: ignore[assignment]  # == is element-wise, as NumPy's
+
+    def __matmul__(self, other: Any) -> "Array":
+        from ._ops import matmul
+        if not isinstance(other, (Array, TransposedArray)):
+            x2 = _operand("matmul", self, other)
+            if x2 is NotImplemented:
+                return NotImplemented
+            raise TypeError(f"matmul: the operands must be hetnn Arrays, got a {type(other).__name__}")
+        return matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> "Array":
+        if isinstance(other, TransposedArray):
+            from ._ops import matmul
+            return matmul(other, self)
+        _operand("matmul", self, other)
+        return NotImplemented
 
     def __init__(self, core_array: Any) -> None:
         if not isinstance(core_array, _core.Array):
@@ -155,14 +233,12 @@ class Array:
         return TransposedArray(self)
 
     def astype(self, dtype: Any, copy: bool = True) -> "Array":
-        """The array converted to ``dtype`` on the same device (self when the dtype matches and ``copy`` is False).
-        The conversion runs on the host: on an OpenCL device it is a download and an upload."""
+        """The array converted to ``dtype`` on its device (self when the dtype matches and ``copy`` is False).
+        Floating to integer saturates (NaN gives 0), integers wrap, anything to bool is ``!= 0``."""
         dt = _dtype(dtype, "astype: dtype")
         if dt == self.dtype and not copy:
             return self
-        view = self._host_view()
-        host = (view if view is not None else self.numpy()).astype(dt)
-        return Array(_core.Array.from_numpy(self._a.device, host))
+        return Array(_core.astype(self._a, dt.name, copy))
 
     def _rows(self, key: Any, what: str) -> Tuple[int, int, bool]:
         """(start, stop, squeeze) for an index of the leading axis."""

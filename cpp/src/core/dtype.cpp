@@ -14,7 +14,7 @@ struct Entry {
 constexpr Entry kTypes[] = {
     {DType::f32, "float32", 4, true}, {DType::f64, "float64", 8, true}, {DType::f16, "float16", 2, true},
     {DType::bf16, "bfloat16", 2, true}, {DType::i32, "int32", 4, false}, {DType::i64, "int64", 8, false},
-    {DType::u8, "uint8", 1, false},     {DType::i8, "int8", 1, false},
+    {DType::u8, "uint8", 1, false},     {DType::i8, "int8", 1, false},      {DType::b8, "bool", 1, false},
 };
 const Entry& entry(DType t) { return kTypes[static_cast<int>(t)]; }
 }  // namespace

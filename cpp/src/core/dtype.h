@@ -6,7 +6,8 @@
 
 namespace hetnn {
 
-enum class DType : std::uint8_t { f32, f64, f16, bf16, i32, i64, u8, i8 };
+// b8: bool, one byte holding 0 or 1 (NumPy's bool_), what comparisons give.
+enum class DType : std::uint8_t { f32, f64, f16, bf16, i32, i64, u8, i8, b8 };
 
 std::size_t dtype_size(DType t);
 const char* dtype_name(DType t);      // NumPy spelling: "float32", "bfloat16", ...

@@ -138,6 +138,66 @@ struct DropoutDesc {
   double scale = 1.0;           // 1 / (1 - p), 0 when p = 1
 };
 
+// Element-wise ops (the front and the type rules: core/elementwise.h): X(name, arity, kind). Kinds: arith (numeric
+// in, same type out), real (floating in and out; integers are first cast to the device's default real type),
+// compare (any in, bool out), logical (any in, read as != 0; bool out), bitwise (integer or bool in, same out),
+// rounding (floating; integers unchanged), test (any in, bool out), cast (any to any: astype).
+#define HETNN_EW_OPS(X)                                                                                           \
+  X(add, 2, arith) X(subtract, 2, arith) X(multiply, 2, arith) X(floor_divide, 2, arith) X(remainder, 2, arith)    \
+  X(pow, 2, arith) X(maximum, 2, arith) X(minimum, 2, arith)                                                    \
+  X(divide, 2, real) X(atan2, 2, real) X(hypot, 2, real) X(copysign, 2, real) X(logaddexp, 2, real)             \
+  X(equal, 2, compare) X(not_equal, 2, compare) X(less, 2, compare) X(less_equal, 2, compare)                   \
+  X(greater, 2, compare) X(greater_equal, 2, compare)                                                           \
+  X(logical_and, 2, logical) X(logical_or, 2, logical) X(logical_xor, 2, logical)                               \
+  X(bitwise_and, 2, bitwise) X(bitwise_or, 2, bitwise) X(bitwise_xor, 2, bitwise)                               \
+  X(bitwise_left_shift, 2, bitwise) X(bitwise_right_shift, 2, bitwise)                                          \
+  X(negative, 1, arith) X(positive, 1, arith) X(abs, 1, arith) X(square, 1, arith) X(sign, 1, arith)            \
+  X(exp, 1, real) X(expm1, 1, real) X(log, 1, real) X(log1p, 1, real) X(log2, 1, real) X(log10, 1, real)        \
+  X(sqrt, 1, real) X(sin, 1, real) X(cos, 1, real) X(tan, 1, real) X(asin, 1, real) X(acos, 1, real)            \
+  X(atan, 1, real) X(sinh, 1, real) X(cosh, 1, real) X(tanh, 1, real) X(asinh, 1, real) X(acosh, 1, real)       \
+  X(atanh, 1, real) X(reciprocal, 1, real)                                                                      \
+  X(floor, 1, rounding) X(ceil, 1, rounding) X(round, 1, rounding) X(trunc, 1, rounding)                        \
+  X(isnan, 1, test) X(isinf, 1, test) X(isfinite, 1, test) X(signbit, 1, test)                                  \
+  X(logical_not, 1, logical) X(bitwise_invert, 1, bitwise) X(cast, 1, cast)
+
+enum class EwOp : std::uint8_t {
+#define HETNN_EW_ENUM(name, arity, kind) name,
+  HETNN_EW_OPS(HETNN_EW_ENUM)
+#undef HETNN_EW_ENUM
+};
+
+inline const char* ew_name(EwOp op) {
+#define HETNN_EW_NAME(name, arity, kind) #name,
+  static constexpr const char* names[] = {HETNN_EW_OPS(HETNN_EW_NAME)};
+#undef HETNN_EW_NAME
+  return names[static_cast<int>(op)];
+}
+inline int ew_arity(EwOp op) {
+#define HETNN_EW_ARITY(name, arity, kind) arity,
+  static constexpr int arities[] = {HETNN_EW_OPS(HETNN_EW_ARITY)};
+#undef HETNN_EW_ARITY
+  return arities[static_cast<int>(op)];
+}
+
+constexpr int kEwMaxDims = 8;
+
+// What a backend computes: out[i] = op(a[i], b[i]) over the elements of `shape` (row-major), a and b read at
+// the element strides sa / sb (0 along a broadcast dimension) from their buffers' starts. `in` is the type of both
+// inputs (for cast: the source type), `out` the result's. With scalar != 0 there is no b: the scalar (fscalar in
+// floating ops, iscalar in integer ones, within type `in`) is the second operand (scalar 1) or the first (scalar 2).
+// `contiguous`: one dimension read at stride 1, so element i sits at i in every operand.
+struct ElementwiseDesc {
+  EwOp op = EwOp::add;
+  DType in = DType::f32, out = DType::f32;
+  Shape shape;
+  std::vector<std::int64_t> sa, sb;
+  std::int64_t n = 0;
+  int scalar = 0;
+  double fscalar = 0;
+  std::int64_t iscalar = 0;
+  bool contiguous = true;
+};
+
 // The ops every backend implements, listed once: X(name, (parameters)). Backend declares each pure virtual; a
 // backend class declares its overrides with HETNN_BACKEND_OPS(HETNN_OP_OVERRIDE), so a new op is one line here
 // plus its implementation in each backend's <op>_cpu.cpp / <op>_cl.cpp.
@@ -164,6 +224,7 @@ struct DropoutDesc {
 //   sum_rows             out (cols) = beta * out + sum over the rows of x (rows, cols): the bias gradient.
 //   take_rows            row r of out = row idx[offset + r] of src (rows of row_bytes; n rows): minibatches gathered
 //                        on the device. Indices are clamped to [0, src_rows) (the front checks them where it can).
+//   elementwise          as ElementwiseDesc says (core/elementwise.h); b null for unary ops and scalar operands.
 #define HETNN_BACKEND_OPS(X)                                                                                      \
   X(matmul, (const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias))              \
   X(max_pool2d, (const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices))                              \
@@ -183,7 +244,8 @@ struct DropoutDesc {
   X(dropout, (const DropoutDesc& d, const Buffer& x, Buffer& out))                                              \
   X(sum_rows, (DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& out, double beta))        \
   X(take_rows, (std::size_t row_bytes, std::int64_t src_rows, const Buffer& src, const Buffer& idx,              \
-                std::int64_t offset, std::int64_t n, Buffer& out))
+                std::int64_t offset, std::int64_t n, Buffer& out))                                             \
+  X(elementwise, (const ElementwiseDesc& d, const Buffer& a, const Buffer* b, Buffer& out))
 
 // Public fronts (arguments as the user gives them; Python converts types and applies the placement rule).
 

@@ -35,6 +35,8 @@ DType ndarray_dtype(const py::array& arr) {
     case 'u':
       if (arr.itemsize() == 1) return DType::u8;
       break;
+    case 'b':
+      return DType::b8;
   }
   return dtype_from_name(py::str(arr.dtype().attr("name")));
 }

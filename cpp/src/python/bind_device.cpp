@@ -57,7 +57,7 @@ void bind_device(py::module_& m) {
                                py::dict info = info_dict(d.info());
                                py::list dtypes;  // what arrays (and ops) may hold on this device
                                for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32,
-                                               DType::i64, DType::u8, DType::i8})
+                                               DType::i64, DType::u8, DType::i8, DType::b8})
                                  if (d.supports(t)) dtypes.append(dtype_name(t));
                                info["dtypes"] = dtypes;
                                return info;

@@ -1,0 +1,436 @@
+// Element-wise ops on the CPU device (core/elementwise.h): each thread's share of the output is taken in chunks;
+// a chunk's operands are read into compute-type arrays (directly when contiguous and of that type; gathered by
+// strides, widened from 16 bits, or filled with the scalar otherwise), the op runs as one loop per op the compiler
+// vectorises, and the results are stored (narrowed to 16 bits where the output is). Integers wrap as NumPy's do
+// (arithmetic in the unsigned type), integer division by zero gives 0, casts from floating to integer saturate
+// (NaN gives 0).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_loops.h"
+#include "backend/cpu/cpu_threads.h"
+#include "backend/cpu/half_convert.h"
+#include "core/errors.h"
+
+namespace hetnn {
+
+namespace {
+
+constexpr std::int64_t kChunk = 512;
+constexpr std::int64_t kParallelMin = 1 << 15;
+
+bool is16(DType t) { return t == DType::f16 || t == DType::bf16; }
+
+// Element i of a buffer of type t (storage), as C.
+template <class C>
+C load(DType t, const void* p, std::int64_t i) {
+  switch (t) {
+    case DType::f32: return static_cast<C>(static_cast<const float*>(p)[i]);
+    case DType::f64: return static_cast<C>(static_cast<const double*>(p)[i]);
+    case DType::i32: return static_cast<C>(static_cast<const std::int32_t*>(p)[i]);
+    case DType::i64: return static_cast<C>(static_cast<const std::int64_t*>(p)[i]);
+    case DType::u8:
+    case DType::b8: return static_cast<C>(static_cast<const std::uint8_t*>(p)[i]);
+    case DType::i8: return static_cast<C>(static_cast<const std::int8_t*>(p)[i]);
+    case DType::f16:
+    case DType::bf16: {
+      float f;
+      widen_to_f32(t, static_cast<const std::uint16_t*>(p) + i, &f, 1);
+      return static_cast<C>(f);
+    }
+  }
+  return C{};
+}
+
+// Walks the output's elements [begin, end) in row-major order, giving each one's element offset in one operand.
+struct Walker {
+  const Shape& shape;
+  const std::vector<std::int64_t>& st;
+  std::int64_t idx[kEwMaxDims] = {};
+  std::int64_t off = 0;
+  Walker(const Shape& s, const std::vector<std::int64_t>& strides, std::int64_t start) : shape(s), st(strides) {
+    for (int k = static_cast<int>(s.size()) - 1; k >= 0; --k) {
+      idx[k] = start % s[k];
+      start /= s[k];
+      off += idx[k] * st[k];
+    }
+  }
+  void next() {
+    for (int k = static_cast<int>(shape.size()) - 1; k >= 0; --k) {
+      off += st[k];
+      if (++idx[k] < shape[k]) return;
+      off -= idx[k] * st[k];
+      idx[k] = 0;
+    }
+  }
+};
+
+// The chunk [i, i + m) of one operand as C values: a pointer into the buffer when it can be read as it is, else
+// `tmp` filled.
+template <class C>
+const C* operand(const ElementwiseDesc& d, DType t, const void* p, const std::vector<std::int64_t>& st, std::int64_t i,
+                 std::int64_t m, C* tmp) {
+  const bool native = (t == DType::f32 && std::is_same_v<C, float>) || (t == DType::f64 && std::is_same_v<C, double>) ||
+                      (t == DType::i32 && std::is_same_v<C, std::int32_t>) ||
+                      (t == DType::i64 && std::is_same_v<C, std::int64_t>) ||
+                      ((t == DType::u8 || t == DType::b8) && std::is_same_v<C, std::uint8_t>) ||
+                      (t == DType::i8 && std::is_same_v<C, std::int8_t>);
+  if (d.contiguous && native) return static_cast<const C*>(p) + i;
+  if constexpr (std::is_same_v<C, float>) {
+    if (d.contiguous && is16(t)) {
+      widen_to_f32(t, static_cast<const std::uint16_t*>(p) + i, tmp, m);
+      return tmp;
+    }
+  }
+  Walker w(d.shape, st, i);
+  for (std::int64_t j = 0; j < m; ++j, w.next()) tmp[j] = load<C>(t, p, w.off);
+  return tmp;
+}
+
+template <class C>
+using Unsigned = std::conditional_t<std::is_integral_v<C>, std::make_unsigned_t<C>, C>;
+
+template <class C>
+C wrap_add(C x, C z) {
+  if constexpr (std::is_integral_v<C>) return static_cast<C>(static_cast<Unsigned<C>>(x) + static_cast<Unsigned<C>>(z));
+  else return x + z;
+}
+template <class C>
+C wrap_sub(C x, C z) {
+  if constexpr (std::is_integral_v<C>) return static_cast<C>(static_cast<Unsigned<C>>(x) - static_cast<Unsigned<C>>(z));
+  else return x - z;
+}
+template <class C>
+C wrap_mul(C x, C z) {
+  if constexpr (std::is_integral_v<C>)
+    return static_cast<C>(static_cast<Unsigned<C>>(x) * static_cast<Unsigned<C>>(z));
+  else return x * z;
+}
+
+// NumPy's floor division and remainder (npy_divmod): the remainder takes the divisor's sign.
+template <class C>
+C floor_div(C x, C z) {
+  if constexpr (std::is_integral_v<C>) {
+    if (z == 0) return 0;
+    if constexpr (std::is_signed_v<C>) {
+      if (z == -1) return wrap_sub(C{0}, x);
+      C q = x / z;
+      if ((x % z != 0) && ((x < 0) != (z < 0))) --q;
+      return q;
+    } else {
+      return x / z;
+    }
+  } else {
+    if (z == 0) return x / z;
+    const C mod = std::fmod(x, z);
+    C div = (x - mod) / z;
+    if (mod != 0 && ((z < 0) != (mod < 0))) div -= 1;
+    if (div == 0) return std::copysign(C{0}, x / z);
+    C fl = std::floor(div);
+    if (div - fl > C(0.5)) fl += 1;
+    return fl;
+  }
+}
+template <class C>
+C rem(C x, C z) {
+  if constexpr (std::is_integral_v<C>) {
+    if (z == 0) return 0;
+    if constexpr (std::is_signed_v<C>) {
+      if (z == -1) return 0;
+      C r = x % z;
+      if (r != 0 && ((r < 0) != (z < 0))) r += z;
+      return r;
+    } else {
+      return x % z;
+    }
+  } else {
+    if (z == 0) return std::fmod(x, z);
+    C mod = std::fmod(x, z);
+    if (mod != 0) {
+      if ((z < 0) != (mod < 0)) mod += z;
+    } else {
+      mod = std::copysign(C{0}, z);
+    }
+    return mod;
+  }
+}
+template <class C>
+C power(C x, C z) {
+  if constexpr (std::is_integral_v<C>) {
+    if constexpr (std::is_signed_v<C>) {
+      if (z < 0) return x == 1 ? 1 : x == -1 ? ((z & 1) ? -1 : 1) : 0;  // 1 / x^|z| truncated
+    }
+    Unsigned<C> r = 1, b = static_cast<Unsigned<C>>(x);
+    for (auto e = static_cast<Unsigned<C>>(z); e; e >>= 1) {
+      if (e & 1) r = static_cast<Unsigned<C>>(r * b);
+      b = static_cast<Unsigned<C>>(b * b);
+    }
+    return static_cast<C>(r);
+  } else {
+    return std::pow(x, z);
+  }
+}
+template <class C>
+C shift_left(C x, C s) {
+  constexpr int bits = 8 * sizeof(C);
+  if (s < 0 || s >= bits) return 0;
+  return static_cast<C>(static_cast<Unsigned<C>>(x) << s);
+}
+template <class C>
+C shift_right(C x, C s) {
+  constexpr int bits = 8 * sizeof(C);
+  if (s < 0 || s >= bits) return x < 0 ? C(-1) : C(0);
+  return static_cast<C>(x >> s);
+}
+
+template <class R, class C, class F>
+void map2(std::int64_t m, const C* x, const C* z, R* r, F f) {
+  for (std::int64_t j = 0; j < m; ++j) r[j] = static_cast<R>(f(x[j], z[j]));
+}
+template <class R, class C, class F>
+void map1(std::int64_t m, const C* x, R* r, F f) {
+  for (std::int64_t j = 0; j < m; ++j) r[j] = static_cast<R>(f(x[j]));
+}
+
+[[noreturn]] void unreachable(EwOp op) {
+  throw Error(std::string("elementwise (cpu): op ") + ew_name(op) + " reached a type it has no loop for");
+}
+
+// r = op(x, z) (or op(x)) over m elements; R is C for numeric results, std::uint8_t for bool ones.
+template <class C, class R>
+void compute(EwOp op, bool bool_in, std::int64_t m, const C* x, const C* z, R* r) {
+  constexpr bool F = std::is_floating_point_v<C>;
+  constexpr bool I = std::is_integral_v<C>;
+  switch (op) {
+    case EwOp::add: return map2(m, x, z, r, wrap_add<C>);
+    case EwOp::subtract: return map2(m, x, z, r, wrap_sub<C>);
+    case EwOp::multiply: return map2(m, x, z, r, wrap_mul<C>);
+    case EwOp::floor_divide: return map2(m, x, z, r, floor_div<C>);
+    case EwOp::remainder: return map2(m, x, z, r, rem<C>);
+    case EwOp::pow: return map2(m, x, z, r, power<C>);
+    case EwOp::maximum:
+      return map2(m, x, z, r, [](C a, C b) { return (a != a || a > b) ? a : b; });  // NaN propagates
+    case EwOp::minimum: return map2(m, x, z, r, [](C a, C b) { return (a != a || a < b) ? a : b; });
+    case EwOp::equal: return map2(m, x, z, r, [](C a, C b) { return a == b; });
+    case EwOp::not_equal: return map2(m, x, z, r, [](C a, C b) { return a != b; });
+    case EwOp::less: return map2(m, x, z, r, [](C a, C b) { return a < b; });
+    case EwOp::less_equal: return map2(m, x, z, r, [](C a, C b) { return a <= b; });
+    case EwOp::greater: return map2(m, x, z, r, [](C a, C b) { return a > b; });
+    case EwOp::greater_equal: return map2(m, x, z, r, [](C a, C b) { return a >= b; });
+    case EwOp::logical_and: return map2(m, x, z, r, [](C a, C b) { return a != C(0) && b != C(0); });
+    case EwOp::logical_or: return map2(m, x, z, r, [](C a, C b) { return a != C(0) || b != C(0); });
+    case EwOp::logical_xor: return map2(m, x, z, r, [](C a, C b) { return (a != C(0)) != (b != C(0)); });
+    case EwOp::logical_not: return map1(m, x, r, [](C a) { return a == C(0); });
+    case EwOp::negative: return map1(m, x, r, [](C a) { return wrap_sub(C(0), a); });
+    case EwOp::positive: return map1(m, x, r, [](C a) { return a; });
+    case EwOp::square: return map1(m, x, r, [](C a) { return wrap_mul(a, a); });
+    case EwOp::abs:
+      if constexpr (F) return map1(m, x, r, [](C a) { return std::fabs(a); });
+      else if constexpr (std::is_signed_v<C>) return map1(m, x, r, [](C a) { return a < 0 ? wrap_sub(C(0), a) : a; });
+      else return map1(m, x, r, [](C a) { return a; });
+    case EwOp::sign:
+      return map1(m, x, r, [](C a) { return a > C(0) ? C(1) : a < C(0) ? C(-1) : a; });  // 0 and NaN kept
+    case EwOp::floor:
+    case EwOp::ceil:
+    case EwOp::round:
+    case EwOp::trunc:
+      if constexpr (F) {
+        if (op == EwOp::floor) return map1(m, x, r, [](C a) { return std::floor(a); });
+        if (op == EwOp::ceil) return map1(m, x, r, [](C a) { return std::ceil(a); });
+        if (op == EwOp::round) return map1(m, x, r, [](C a) { return std::nearbyint(a); });  // ties to even
+        return map1(m, x, r, [](C a) { return std::trunc(a); });
+      } else {
+        return map1(m, x, r, [](C a) { return a; });
+      }
+    case EwOp::isnan: return map1(m, x, r, [](C a) { return a != a; });
+    case EwOp::isinf:
+      if constexpr (F) return map1(m, x, r, [](C a) { return std::isinf(a); });
+      else return map1(m, x, r, [](C) { return false; });
+    case EwOp::isfinite:
+      if constexpr (F) return map1(m, x, r, [](C a) { return std::isfinite(a); });
+      else return map1(m, x, r, [](C) { return true; });
+    case EwOp::signbit:
+      if constexpr (F) return map1(m, x, r, [](C a) { return std::signbit(a); });
+      else break;
+    case EwOp::bitwise_and:
+    case EwOp::bitwise_or:
+    case EwOp::bitwise_xor:
+    case EwOp::bitwise_left_shift:
+    case EwOp::bitwise_right_shift:
+    case EwOp::bitwise_invert:
+      if constexpr (I) {
+        if (op == EwOp::bitwise_and) return map2(m, x, z, r, [](C a, C b) { return C(a & b); });
+        if (op == EwOp::bitwise_or) return map2(m, x, z, r, [](C a, C b) { return C(a | b); });
+        if (op == EwOp::bitwise_xor) return map2(m, x, z, r, [](C a, C b) { return C(a ^ b); });
+        if (op == EwOp::bitwise_left_shift) return map2(m, x, z, r, shift_left<C>);
+        if (op == EwOp::bitwise_right_shift) return map2(m, x, z, r, shift_right<C>);
+        if (bool_in) return map1(m, x, r, [](C a) { return C(a == 0); });
+        return map1(m, x, r, [](C a) { return C(~a); });
+      }
+      break;
+    default:
+      if constexpr (F) {
+        switch (op) {
+          case EwOp::divide: return map2(m, x, z, r, [](C a, C b) { return a / b; });
+          case EwOp::atan2: return map2(m, x, z, r, [](C a, C b) { return std::atan2(a, b); });
+          case EwOp::hypot: return map2(m, x, z, r, [](C a, C b) { return std::hypot(a, b); });
+          case EwOp::copysign: return map2(m, x, z, r, [](C a, C b) { return std::copysign(a, b); });
+          case EwOp::logaddexp:
+            return map2(m, x, z, r, [](C a, C b) {
+              if (a != a || b != b) return a + b;
+              if (a == b) return a + C(0.693147180559945309417232121458176568);  // also equal infinities
+              const C hi = std::max(a, b), lo = std::min(a, b);
+              return hi + std::log1p(std::exp(lo - hi));
+            });
+          case EwOp::exp: return map1(m, x, r, [](C a) { return std::exp(a); });
+          case EwOp::expm1: return map1(m, x, r, [](C a) { return std::expm1(a); });
+          case EwOp::log: return map1(m, x, r, [](C a) { return std::log(a); });
+          case EwOp::log1p: return map1(m, x, r, [](C a) { return std::log1p(a); });
+          case EwOp::log2: return map1(m, x, r, [](C a) { return std::log2(a); });
+          case EwOp::log10: return map1(m, x, r, [](C a) { return std::log10(a); });
+          case EwOp::sqrt: return map1(m, x, r, [](C a) { return std::sqrt(a); });
+          case EwOp::sin: return map1(m, x, r, [](C a) { return std::sin(a); });
+          case EwOp::cos: return map1(m, x, r, [](C a) { return std::cos(a); });
+          case EwOp::tan: return map1(m, x, r, [](C a) { return std::tan(a); });
+          case EwOp::asin: return map1(m, x, r, [](C a) { return std::asin(a); });
+          case EwOp::acos: return map1(m, x, r, [](C a) { return std::acos(a); });
+          case EwOp::atan: return map1(m, x, r, [](C a) { return std::atan(a); });
+          case EwOp::sinh: return map1(m, x, r, [](C a) { return std::sinh(a); });
+          case EwOp::cosh: return map1(m, x, r, [](C a) { return std::cosh(a); });
+          case EwOp::tanh: return map1(m, x, r, [](C a) { return std::tanh(a); });
+          case EwOp::asinh: return map1(m, x, r, [](C a) { return std::asinh(a); });
+          case EwOp::acosh: return map1(m, x, r, [](C a) { return std::acosh(a); });
+          case EwOp::atanh: return map1(m, x, r, [](C a) { return std::atanh(a); });
+          case EwOp::reciprocal: return map1(m, x, r, [](C a) { return C(1) / a; });
+          default: break;
+        }
+      }
+      break;
+  }
+  unreachable(op);
+}
+
+// v as the output type O: floating to integer saturates (NaN gives 0), anything to bool is != 0.
+template <class O, class C>
+O convert(C v) {
+  if constexpr (std::is_same_v<O, bool>) {
+    return v != C(0);
+  } else if constexpr (std::is_integral_v<O> && std::is_floating_point_v<C>) {
+    if (v != v) return 0;
+    if (v <= static_cast<C>(std::numeric_limits<O>::min())) return std::numeric_limits<O>::min();
+    if (v >= static_cast<C>(std::numeric_limits<O>::max())) return std::numeric_limits<O>::max();
+    return static_cast<O>(v);
+  } else {
+    return static_cast<O>(v);
+  }
+}
+
+// Stores r[0, m) (type R) at output elements [i, i + m) of type t.
+template <class R>
+void store(DType t, void* out, std::int64_t i, std::int64_t m, const R* r) {
+  switch (t) {
+    case DType::f32:
+      for (std::int64_t j = 0; j < m; ++j) static_cast<float*>(out)[i + j] = convert<float>(r[j]);
+      return;
+    case DType::f64:
+      for (std::int64_t j = 0; j < m; ++j) static_cast<double*>(out)[i + j] = convert<double>(r[j]);
+      return;
+    case DType::i32:
+      for (std::int64_t j = 0; j < m; ++j) static_cast<std::int32_t*>(out)[i + j] = convert<std::int32_t>(r[j]);
+      return;
+    case DType::i64:
+      for (std::int64_t j = 0; j < m; ++j) static_cast<std::int64_t*>(out)[i + j] = convert<std::int64_t>(r[j]);
+      return;
+    case DType::u8:
+      for (std::int64_t j = 0; j < m; ++j) static_cast<std::uint8_t*>(out)[i + j] = convert<std::uint8_t>(r[j]);
+      return;
+    case DType::i8:
+      for (std::int64_t j = 0; j < m; ++j) static_cast<std::int8_t*>(out)[i + j] = convert<std::int8_t>(r[j]);
+      return;
+    case DType::b8:
+      for (std::int64_t j = 0; j < m; ++j) static_cast<std::uint8_t*>(out)[i + j] = convert<bool>(r[j]);
+      return;
+    case DType::f16:
+    case DType::bf16: {
+      float f[kChunk];
+      for (std::int64_t j = 0; j < m; ++j) f[j] = static_cast<float>(r[j]);
+      narrow_from_f32(t, f, static_cast<std::uint16_t*>(out) + i, m);
+      return;
+    }
+  }
+}
+
+// The op over output elements [begin, end), inputs read as C.
+template <class C>
+void run_range(const ElementwiseDesc& d, const void* a, const void* b, void* out, std::int64_t begin,
+               std::int64_t end) {
+  alignas(64) C xa[kChunk], xb[kChunk];
+  alignas(64) C rc[kChunk];
+  alignas(64) std::uint8_t rb[kChunk];
+  C scalar{};
+  if (d.scalar) scalar = std::is_floating_point_v<C> ? static_cast<C>(d.fscalar) : static_cast<C>(d.iscalar);
+  const bool binary = ew_arity(d.op) == 2;
+  const bool bool_out = d.out == DType::b8 && d.op != EwOp::cast;
+  const DType in = d.in;
+  for (std::int64_t i = begin; i < end; i += kChunk) {
+    const std::int64_t m = std::min(kChunk, end - i);
+    const C* x = d.scalar == 2 ? nullptr : operand<C>(d, in, a, d.sa, i, m, xa);
+    const C* z = nullptr;
+    if (binary) {
+      if (d.scalar) {
+        C* fill = d.scalar == 2 ? xa : xb;
+        const C* arr = operand<C>(d, in, a, d.sa, i, m, d.scalar == 2 ? xb : xa);
+        std::fill(fill, fill + m, scalar);
+        x = d.scalar == 2 ? fill : arr;
+        z = d.scalar == 2 ? arr : fill;
+      } else {
+        z = operand<C>(d, in, b, d.sb, i, m, xb);
+      }
+    }
+    if (d.op == EwOp::cast) {
+      store(d.out, out, i, m, x);
+    } else if (bool_out) {
+      compute<C, std::uint8_t>(d.op, in == DType::b8, m, x, z, rb);
+      store(d.out, out, i, m, rb);
+    } else {
+      compute<C, C>(d.op, in == DType::b8, m, x, z, rc);
+      store(d.out, out, i, m, rc);
+    }
+  }
+}
+
+template <class C>
+void run_all(const ElementwiseDesc& d, const void* a, const void* b, void* out) {
+  parallel_ranges(d.n, [&](std::int64_t begin, std::int64_t end) { run_range<C>(d, a, b, out, begin, end); },
+                  kParallelMin);
+}
+
+}  // namespace
+
+void CpuBackend::elementwise(const ElementwiseDesc& d, const Buffer& a, const Buffer* b, Buffer& out) {
+  cpu_threads::apply();
+  const std::uint64_t bytes =
+      static_cast<std::uint64_t>(d.n) * ((b ? 2 : 1) * dtype_size(d.in) + dtype_size(d.out));
+  timed(ew_name(d.op), bytes, [&] {
+    const void* pa = a.host_ptr();
+    const void* pb = b ? b->host_ptr() : nullptr;
+    void* po = out.host_ptr();
+    switch (d.in) {
+      case DType::f32:
+      case DType::f16:
+      case DType::bf16: return run_all<float>(d, pa, pb, po);
+      case DType::f64: return run_all<double>(d, pa, pb, po);
+      case DType::i32: return run_all<std::int32_t>(d, pa, pb, po);
+      case DType::i64: return run_all<std::int64_t>(d, pa, pb, po);
+      case DType::u8:
+      case DType::b8: return run_all<std::uint8_t>(d, pa, pb, po);
+      case DType::i8: return run_all<std::int8_t>(d, pa, pb, po);
+    }
+  });
+}
+
+}  // namespace hetnn

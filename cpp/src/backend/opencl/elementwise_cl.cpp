@@ -1,0 +1,77 @@
+// Element-wise ops on OpenCL devices (core/elementwise.h): kernels/elementwise.cl, one program per (input type,
+// output type) with the op a run-time argument; the op numbers are passed as build options generated from
+// HETNN_EW_OPS.
+#include <string>
+
+#include "backend/opencl/cl_args.h"
+#include "backend/opencl/cl_backend.h"
+#include "core/errors.h"
+
+namespace hetnn::opencl {
+
+namespace {
+
+constexpr std::size_t kLocal = 64;
+
+const char* type_code(DType t) {
+  switch (t) {
+    case DType::f32: return "F32";
+    case DType::f64: return "F64";
+    case DType::f16: return "F16";
+    case DType::bf16: return "BF16";
+    case DType::i32: return "I32";
+    case DType::i64: return "I64";
+    case DType::u8: return "U8";
+    case DType::i8: return "I8";
+    case DType::b8: return "B8";
+  }
+  return "F32";
+}
+
+const std::string& op_numbers() {
+  static const std::string s = [] {
+    std::string o;
+    int i = 0;
+#define HETNN_EW_DEFINE(name, arity, kind) o += " -DEW_" #name "=" + std::to_string(i++);
+    HETNN_EW_OPS(HETNN_EW_DEFINE)
+#undef HETNN_EW_DEFINE
+    return o;
+  }();
+  return s;
+}
+
+}  // namespace
+
+void ClBackend::elementwise(const ElementwiseDesc& d, const Buffer& a, const Buffer* b, Buffer& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // -w: the source builds clean under clang -Wall; some OpenCL compilers (PoCL) print notes for the casts
+  const std::string opts = std::string("-cl-std=CL1.2 -w -DTIN_") + type_code(d.in) + " -DTOUT_" + type_code(d.out) +
+                           op_numbers();
+  cl_kernel k = kernel("elementwise.cl", "ew", opts);
+  cl_long8 shape{}, sa{}, sb{};
+  for (std::size_t i = 0; i < d.shape.size(); ++i) {
+    shape.s[i] = d.shape[i];
+    sa.s[i] = d.sa[i];
+    sb.s[i] = d.sb[i];
+  }
+  const cl_int mode = ew_arity(d.op) == 1 ? 3 : d.scalar;
+  ArgSetter s{k, "ew"};
+  s(cl_long{d.n})(static_cast<cl_int>(d.op))(mode)(static_cast<cl_int>(d.contiguous))(
+      static_cast<cl_int>(d.shape.size()))(shape)(sa)(sb);
+  switch (d.in) {  // the scalar in the kernel's compute type
+    case DType::f64: s(d.fscalar); break;
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16: s(static_cast<float>(d.fscalar)); break;
+    case DType::i32: s(static_cast<cl_int>(d.iscalar)); break;
+    case DType::i64: s(static_cast<cl_long>(d.iscalar)); break;
+    case DType::u8:
+    case DType::b8: s(static_cast<cl_uchar>(d.iscalar)); break;
+    case DType::i8: s(static_cast<cl_char>(d.iscalar)); break;
+  }
+  s(mem(a))(b ? mem(*b) : mem(a))(mem(out));
+  const std::size_t g[1] = {round_up(static_cast<std::size_t>(d.n), kLocal)}, l[1] = {kLocal};
+  enqueue(ew_name(d.op), k, 1, g, l);
+}
+
+}  // namespace hetnn::opencl

@@ -1,0 +1,288 @@
+// elementwise.cl: every element-wise op of core/elementwise.h in one kernel per (input type, output type); the op
+// is a run-time argument (a uniform branch: one build serves all ~60 ops of a type pair). The op numbers EW_<name>
+// come from the build options (generated from HETNN_EW_OPS, so they cannot drift from the C++ enum).
+// Build options: -DTIN_<T> -DTOUT_<T> with T one of F32 F64 F16 BF16 I32 I64 U8 I8 B8.
+// Semantics as the CPU device's (elementwise_cpu.cpp): integers wrap, integer division by zero gives 0, floor
+// division and remainder follow NumPy (the remainder takes the divisor's sign), casts from floating to integer
+// saturate (NaN gives 0), casts between integers wrap.
+#if defined(TIN_F64) || defined(TOUT_F64)
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+#include "bf16.cl"
+
+#if defined(TIN_F32)
+#define SIN float
+#define CT float
+#define IS_FLOAT 1
+#elif defined(TIN_F64)
+#define SIN double
+#define CT double
+#define IS_FLOAT 1
+#elif defined(TIN_F16)
+#define SIN half
+#define CT float
+#define IS_FLOAT 1
+#define LOADIN(p, i) vload_half((i), (p))
+#elif defined(TIN_BF16)
+#define SIN ushort
+#define CT float
+#define IS_FLOAT 1
+#define LOADIN(p, i) as_float(((uint)(p)[i]) << 16)
+#elif defined(TIN_I32)
+#define SIN int
+#define CT int
+#define UCT uint
+#define IS_SIGNED 1
+#elif defined(TIN_I64)
+#define SIN long
+#define CT long
+#define UCT ulong
+#define IS_SIGNED 1
+#elif defined(TIN_U8) || defined(TIN_B8)
+#define SIN uchar
+#define CT uchar
+#define UCT uchar
+#define IS_SIGNED 0
+#elif defined(TIN_I8)
+#define SIN char
+#define CT char
+#define UCT uchar
+#define IS_SIGNED 1
+#endif
+#ifndef IS_FLOAT
+#define IS_FLOAT 0
+#endif
+#ifndef LOADIN
+#define LOADIN(p, i) ((p)[i])
+#endif
+
+// Stores v (a CT) as the output type.
+#if IS_FLOAT
+#define TO_INT(T, v) convert_##T##_sat(v)
+#else
+#define TO_INT(T, v) ((T)(v))
+#endif
+#if defined(TOUT_F32)
+#define SOUT float
+#define STOREOUT(v, p, i) ((p)[i] = (float)(v))
+#elif defined(TOUT_F64)
+#define SOUT double
+#define STOREOUT(v, p, i) ((p)[i] = (double)(v))
+#elif defined(TOUT_F16)
+#define SOUT half
+#define STOREOUT(v, p, i) vstore_half((float)(v), (i), (p))
+#elif defined(TOUT_BF16)
+#define SOUT ushort
+#define STOREOUT(v, p, i) ((p)[i] = bf16_from_float((float)(v)))
+#elif defined(TOUT_I32)
+#define SOUT int
+#define STOREOUT(v, p, i) ((p)[i] = TO_INT(int, v))
+#elif defined(TOUT_I64)
+#define SOUT long
+#define STOREOUT(v, p, i) ((p)[i] = TO_INT(long, v))
+#elif defined(TOUT_U8)
+#define SOUT uchar
+#define STOREOUT(v, p, i) ((p)[i] = TO_INT(uchar, v))
+#elif defined(TOUT_I8)
+#define SOUT char
+#define STOREOUT(v, p, i) ((p)[i] = TO_INT(char, v))
+#elif defined(TOUT_B8)
+#define SOUT uchar
+#define STOREOUT(v, p, i) ((p)[i] = (uchar)((v) != 0))
+#endif
+
+#if IS_FLOAT
+#define NAN_OF(x) isnan(x)
+#else
+#define NAN_OF(x) 0
+#endif
+#if !IS_FLOAT
+#define BITS ((int)(8 * sizeof(CT)))
+#if IS_SIGNED
+#define NEGATIVE(x) ((x) < 0)
+#else
+#define NEGATIVE(x) 0
+#endif
+CT wrap_add(CT x, CT z) { return (CT)((UCT)x + (UCT)z); }
+CT wrap_sub(CT x, CT z) { return (CT)((UCT)x - (UCT)z); }
+CT wrap_mul(CT x, CT z) { return (CT)((UCT)x * (UCT)z); }
+CT floor_div(CT x, CT z) {
+  if (z == 0) return 0;
+#if IS_SIGNED
+  if (z == (CT)-1) return wrap_sub(0, x);
+  CT q = x / z;
+  if (x % z != 0 && (NEGATIVE(x) != NEGATIVE(z))) q -= 1;
+  return q;
+#else
+  return x / z;
+#endif
+}
+CT rem(CT x, CT z) {
+  if (z == 0) return 0;
+#if IS_SIGNED
+  if (z == (CT)-1) return 0;
+  CT r = x % z;
+  if (r != 0 && (NEGATIVE(r) != NEGATIVE(z))) r += z;
+  return r;
+#else
+  return x % z;
+#endif
+}
+CT power(CT x, CT z) {
+#if IS_SIGNED
+  if (z < 0) return x == 1 ? (CT)1 : x == (CT)-1 ? ((z & 1) ? (CT)-1 : (CT)1) : (CT)0;
+#endif
+  UCT r = 1, b = (UCT)x;
+  for (UCT e = (UCT)z; e; e >>= 1) {
+    if (e & 1) r = (UCT)(r * b);
+    b = (UCT)(b * b);
+  }
+  return (CT)r;
+}
+#define NEGATIVE_OR_LESS(x) NEGATIVE(x)
+#else
+#define NEGATIVE_OR_LESS(x) ((x) < 0)
+#define wrap_add(x, z) ((x) + (z))
+#define wrap_sub(x, z) ((x) - (z))
+#define wrap_mul(x, z) ((x) * (z))
+CT floor_div(CT x, CT z) {
+  if (z == 0) return x / z;
+  const CT mod = fmod(x, z);
+  CT div = (x - mod) / z;
+  if (mod != 0 && ((z < 0) != (mod < 0))) div -= 1;
+  if (div == 0) return copysign((CT)0, x / z);
+  CT fl = floor(div);
+  if (div - fl > (CT)0.5) fl += 1;
+  return fl;
+}
+CT rem(CT x, CT z) {
+  if (z == 0) return fmod(x, z);
+  CT mod = fmod(x, z);
+  if (mod != 0) {
+    if ((z < 0) != (mod < 0)) mod += z;
+  } else {
+    mod = copysign((CT)0, z);
+  }
+  return mod;
+}
+#define power(x, z) pow((x), (z))
+CT log_add_exp(CT a, CT b) {
+  if (isnan(a) || isnan(b)) return a + b;
+  if (a == b) return a + (CT)0.693147180559945309417232121458176568;
+  const CT hi = fmax(a, b), lo = fmin(a, b);
+  return hi + log1p(exp(lo - hi));
+}
+#endif
+
+CT apply(const int op, const CT x, const CT z) {
+  switch (op) {
+    case EW_add: return wrap_add(x, z);
+    case EW_subtract: return wrap_sub(x, z);
+    case EW_multiply: return wrap_mul(x, z);
+    case EW_floor_divide: return floor_div(x, z);
+    case EW_remainder: return rem(x, z);
+    case EW_pow: return power(x, z);
+    case EW_maximum: return (NAN_OF(x) || x > z) ? x : z;  // NaN propagates
+    case EW_minimum: return (NAN_OF(x) || x < z) ? x : z;
+    case EW_equal: return (CT)(x == z);
+    case EW_not_equal: return (CT)(x != z);
+    case EW_less: return (CT)(x < z);
+    case EW_less_equal: return (CT)(x <= z);
+    case EW_greater: return (CT)(x > z);
+    case EW_greater_equal: return (CT)(x >= z);
+    case EW_logical_and: return (CT)(x != 0 && z != 0);
+    case EW_logical_or: return (CT)(x != 0 || z != 0);
+    case EW_logical_xor: return (CT)((x != 0) != (z != 0));
+    case EW_logical_not: return (CT)(x == 0);
+    case EW_negative: return wrap_sub((CT)0, x);
+    case EW_positive: return x;
+    case EW_square: return wrap_mul(x, x);
+    case EW_sign: return x > 0 ? (CT)1 : NEGATIVE_OR_LESS(x) ? (CT)-1 : x;  // 0 and NaN kept
+    case EW_isnan: return (CT)(NAN_OF(x) != 0);
+    case EW_cast: return x;
+#if IS_FLOAT
+    case EW_abs: return fabs(x);
+    case EW_floor: return floor(x);
+    case EW_ceil: return ceil(x);
+    case EW_round: return rint(x);  // ties to even
+    case EW_trunc: return trunc(x);
+    case EW_isinf: return (CT)(isinf(x) != 0);
+    case EW_isfinite: return (CT)(isfinite(x) != 0);
+    case EW_signbit: return (CT)(signbit(x) != 0);
+    case EW_divide: return x / z;
+    case EW_atan2: return atan2(x, z);
+    case EW_hypot: return hypot(x, z);
+    case EW_copysign: return copysign(x, z);
+    case EW_logaddexp: return log_add_exp(x, z);
+    case EW_exp: return exp(x);
+    case EW_expm1: return expm1(x);
+    case EW_log: return log(x);
+    case EW_log1p: return log1p(x);
+    case EW_log2: return log2(x);
+    case EW_log10: return log10(x);
+    case EW_sqrt: return sqrt(x);
+    case EW_sin: return sin(x);
+    case EW_cos: return cos(x);
+    case EW_tan: return tan(x);
+    case EW_asin: return asin(x);
+    case EW_acos: return acos(x);
+    case EW_atan: return atan(x);
+    case EW_sinh: return sinh(x);
+    case EW_cosh: return cosh(x);
+    case EW_tanh: return tanh(x);
+    case EW_asinh: return asinh(x);
+    case EW_acosh: return acosh(x);
+    case EW_atanh: return atanh(x);
+    case EW_reciprocal: return (CT)1 / x;
+#else
+    case EW_abs: return NEGATIVE(x) ? wrap_sub((CT)0, x) : x;
+    case EW_floor:
+    case EW_ceil:
+    case EW_round:
+    case EW_trunc: return x;
+    case EW_isinf: return 0;
+    case EW_isfinite: return 1;
+    case EW_bitwise_and: return x & z;
+    case EW_bitwise_or: return x | z;
+    case EW_bitwise_xor: return x ^ z;
+    case EW_bitwise_left_shift: return (NEGATIVE(z) || z >= BITS) ? (CT)0 : (CT)((UCT)x << z);
+    case EW_bitwise_right_shift: return (NEGATIVE(z) || z >= BITS) ? (NEGATIVE(x) ? (CT)-1 : (CT)0) : (CT)(x >> z);
+#if defined(TIN_B8)
+    case EW_bitwise_invert: return (CT)(x == 0);
+#else
+    case EW_bitwise_invert: return (CT)~x;
+#endif
+#endif
+  }
+  return 0;
+}
+
+// y[i] = op(a, b) at element i of the output: the offsets of a and b from the (at most 8) dimensions `shape` and
+// their element strides, unless contig (then i itself). mode: 0 two arrays, 1 the scalar second, 2 the scalar
+// first (the array is a), 3 one array (unary).
+__kernel void ew(const long n, const int op, const int mode, const int contig, const int nd, const long8 shape8,
+                 const long8 sa8, const long8 sb8, const CT scal, __global const SIN* a, __global const SIN* b,
+                 __global SOUT* y) {
+  const long i = get_global_id(0);
+  if (i >= n) return;
+  long oa = i, ob = i;
+  if (!contig) {
+    long sh[8], sa[8], sb[8];
+    vstore8(shape8, 0, sh);
+    vstore8(sa8, 0, sa);
+    vstore8(sb8, 0, sb);
+    long r = i;
+    oa = 0;
+    ob = 0;
+    for (int k = nd - 1; k >= 0; --k) {
+      const long q = r % sh[k];
+      r /= sh[k];
+      oa += q * sa[k];
+      ob += q * sb[k];
+    }
+  }
+  const CT v = LOADIN(a, oa);
+  const CT x = mode == 2 ? scal : v;
+  const CT z = mode == 0 ? LOADIN(b, ob) : mode == 2 ? v : scal;
+  STOREOUT(apply(op, x, z), y, i);
+}

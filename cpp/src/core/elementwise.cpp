@@ -1,0 +1,272 @@
+// The element-wise front (core/elementwise.h): op names, type rules, broadcasting and the coalescing of shapes
+// and strides; every check is here, the backends (elementwise_cpu.cpp, elementwise_cl.cpp) only compute.
+#include "core/elementwise.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/errors.h"
+#include "core/ops.h"
+
+namespace hetnn {
+
+namespace {
+
+constexpr EwInfo kInfo[] = {
+#define HETNN_EW_INFO(name, arity, kind) {#name, arity, EwKind::kind},
+    HETNN_EW_OPS(HETNN_EW_INFO)
+#undef HETNN_EW_INFO
+};
+
+bool is_int(DType t) { return t == DType::i8 || t == DType::u8 || t == DType::i32 || t == DType::i64; }
+int int_rank(DType t) { return t == DType::i8 || t == DType::u8 ? 1 : t == DType::i32 ? 2 : 3; }
+int float_rank(DType t) { return t == DType::f16 || t == DType::bf16 ? 1 : t == DType::f32 ? 2 : 3; }
+
+std::string where(EwOp op) { return std::string("hetnn.") + ew_info(op).name; }
+
+// The type both inputs are read as, and the result's, for op on inputs promoted to t.
+struct Types {
+  DType in, out;
+};
+Types op_types(EwOp op, DType t, const DevicePtr& dev) {
+  const EwInfo& info = ew_info(op);
+  const char* name = info.name;
+  switch (info.kind) {
+    case EwKind::arith:
+      if (t == DType::b8)
+        throw TypeError(where(op) + ": " + name + " is not defined for bool arrays (cast with astype first)");
+      return {t, t};
+    case EwKind::real: {
+      const DType r = is_floating(t) ? t : default_real(dev);
+      return {r, r};
+    }
+    case EwKind::compare:
+    case EwKind::test:
+      if (op == EwOp::signbit && !is_floating(t))
+        throw TypeError(where(op) + ": signbit needs a floating-point array, got " + dtype_name(t));
+      return {t, DType::b8};
+    case EwKind::logical:
+      return {t, DType::b8};
+    case EwKind::bitwise:
+      if (is_floating(t))
+        throw TypeError(where(op) + ": " + name + " needs integer or bool arrays, got " + dtype_name(t));
+      if (t == DType::b8 && (op == EwOp::bitwise_left_shift || op == EwOp::bitwise_right_shift))
+        throw TypeError(where(op) + ": shifts need integer arrays, got bool");
+      return {t, t};
+    case EwKind::rounding:
+      return {t, t};
+    case EwKind::cast:
+      break;
+  }
+  return {t, t};
+}
+
+// Output shape of broadcasting a and b (NumPy's rule), or ValueError naming both.
+Shape broadcast(EwOp op, const Shape& a, const Shape& b) {
+  const std::size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const std::int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1)
+      throw ValueError(where(op) + ": operands of shapes " + shape_str(a) + " and " + shape_str(b) +
+                       " cannot be broadcast together");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+// Row-major element strides of `s` seen as broadcast to `out` (0 along broadcast dimensions).
+std::vector<std::int64_t> strides_in(const Shape& s, const Shape& out) {
+  std::vector<std::int64_t> st(out.size(), 0);
+  std::int64_t step = 1;
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    const std::size_t i = s.size() - 1 - k, o = out.size() - 1 - k;
+    st[o] = s[i] == 1 ? 0 : step;
+    step *= s[i];
+  }
+  return st;
+}
+
+// Fills d.shape / sa / sb: dimensions of extent 1 dropped and neighbours merged where every operand steps through
+// them as through one dimension, so the common cases (same shapes, a scalar, a row or a column) reach the
+// backends as one or two dimensions.
+void coalesce(ElementwiseDesc& d, const Shape& out, std::vector<std::int64_t> sa, std::vector<std::int64_t> sb) {
+  d.shape.clear();
+  d.sa.clear();
+  d.sb.clear();
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == 1) continue;
+    if (!d.shape.empty() && d.sa.back() == sa[i] * out[i] && d.sb.back() == sb[i] * out[i]) {
+      d.shape.back() *= out[i];
+      d.sa.back() = sa[i];
+      d.sb.back() = sb[i];
+      continue;
+    }
+    d.shape.push_back(out[i]);
+    d.sa.push_back(sa[i]);
+    d.sb.push_back(sb[i]);
+  }
+  if (d.shape.empty()) {
+    d.shape = {1};
+    d.sa = {1};
+    d.sb = {1};
+  }
+  if (static_cast<int>(d.shape.size()) > kEwMaxDims)
+    throw ValueError(where(d.op) + ": the operands' broadcast pattern needs " + std::to_string(d.shape.size()) +
+                     " dimensions after merging, more than the " + std::to_string(kEwMaxDims) + " supported");
+  d.n = shape_size(out);
+  d.contiguous = d.shape.size() == 1 && d.sa[0] == 1 && d.sb[0] == 1;
+}
+
+Array output(EwOp op, const DevicePtr& dev, const Shape& shape, DType t, Array* out) {
+  if (!out) return Array::empty(dev, shape, t);
+  if (!out->valid()) throw ValueError(where(op) + ": out is not a valid array");
+  if (out->device() != dev)
+    throw ValueError(where(op) + ": out is on " + out->device()->id() + ", the operands on " + dev->id());
+  if (out->shape() != shape || out->dtype() != t)
+    throw ValueError(where(op) + ": out must have shape " + shape_str(shape) + " and dtype " + dtype_name(t) +
+                     ", got " + shape_str(out->shape()) + " " + dtype_name(out->dtype()));
+  return *out;
+}
+
+void check_input(EwOp op, const Array& x, const char* name) {
+  if (!x.valid()) throw ValueError(where(op) + ": " + name + " is not a valid array");
+  x.device()->require(x.dtype(), ew_info(op).name);
+}
+
+// a scalar of the weak kind: an int with an integer array must fit the type (NumPy 2 raises the same).
+void fit_int(EwOp op, std::int64_t v, DType t) {
+  std::int64_t lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
+  if (t == DType::i8) lo = -128, hi = 127;
+  if (t == DType::u8) lo = 0, hi = 255;
+  if (t == DType::i32) lo = std::numeric_limits<std::int32_t>::min(), hi = std::numeric_limits<std::int32_t>::max();
+  if (v < lo || v > hi)
+    throw ValueError(where(op) + ": the Python int " + std::to_string(v) + " is out of range for " + dtype_name(t) +
+                     " (cast the array with astype first)");
+}
+
+void run(const ElementwiseDesc& d, const Array& a, const Array* b, Array& y) {
+  if (d.n == 0) return;
+  a.device()->backend().elementwise(d, *a.buffer(), b ? b->buffer().get() : nullptr, *y.buffer());
+}
+
+}  // namespace
+
+const EwInfo& ew_info(EwOp op) { return kInfo[static_cast<int>(op)]; }
+
+std::vector<std::string> ew_op_names() {
+  std::vector<std::string> out;
+  for (const EwInfo& e : kInfo) out.emplace_back(e.name);
+  return out;
+}
+
+EwOp ew_op_from_name(const std::string& name) {
+  for (std::size_t i = 0; i < sizeof(kInfo) / sizeof(kInfo[0]); ++i)
+    if (name == kInfo[i].name) return static_cast<EwOp>(i);
+  std::string known;
+  for (const EwInfo& e : kInfo) known += std::string(known.empty() ? "" : ", ") + e.name;
+  throw ValueError("unknown element-wise op '" + name + "' (known: " + known + ")");
+}
+
+DType result_type(DType a, DType b) {
+  if (a == b) return a;
+  if (a == DType::b8) return b;
+  if (b == DType::b8) return a;
+  const bool fa = is_floating(a), fb = is_floating(b);
+  if (fa && !fb) return a;
+  if (fb && !fa) return b;
+  if (fa) {  // both floating
+    if ((a == DType::f16 && b == DType::bf16) || (a == DType::bf16 && b == DType::f16)) return DType::f32;
+    return float_rank(a) >= float_rank(b) ? a : b;
+  }
+  // both integers: the smallest signed type holding both (int8 with uint8: int32, hetnn has no int16)
+  if (int_rank(a) == 1 && int_rank(b) == 1) return DType::i32;
+  if (int_rank(a) == int_rank(b)) return a;
+  return int_rank(a) > int_rank(b) ? a : b;
+}
+
+DType default_real(const DevicePtr& device) { return device->supports(DType::f64) ? DType::f64 : DType::f32; }
+
+Array astype(const Array& x, DType t, bool copy) {
+  check_input(EwOp::cast, x, "x");
+  x.device()->require(t, "astype");
+  if (x.dtype() == t && !copy) return x;
+  ElementwiseDesc d;
+  d.op = EwOp::cast;
+  d.in = x.dtype();
+  d.out = t;
+  coalesce(d, x.shape(), strides_in(x.shape(), x.shape()), strides_in(x.shape(), x.shape()));
+  Array y = Array::empty(x.device(), x.shape(), t);
+  if (x.dtype() == t) {
+    if (d.n) y.copy_from(x);
+    return y;
+  }
+  run(d, x, nullptr, y);
+  return y;
+}
+
+Array elementwise(EwOp op, const Array& a, const Array* b, Array* out) {
+  const EwInfo& info = ew_info(op);
+  if (op == EwOp::cast) throw ValueError("hetnn.cast: use astype(x, dtype)");
+  check_input(op, a, "x1");
+  if ((info.arity == 2) != (b != nullptr))
+    throw TypeError(where(op) + " takes " + std::to_string(info.arity) + " array argument" +
+                    (info.arity == 2 ? "s" : ""));
+  if (b) {
+    check_input(op, *b, "x2");
+    if (b->device() != a.device())
+      throw TypeError(where(op) + ": the operands are on different devices (" + a.device()->id() + " and " +
+                       b->device()->id() + "); move one with .to(device)");
+  }
+  const DType t = b ? result_type(a.dtype(), b->dtype()) : a.dtype();
+  const Types ty = op_types(op, t, a.device());
+  a.device()->require(ty.in, info.name);
+  const Shape shape = b ? broadcast(op, a.shape(), b->shape()) : a.shape();
+  Array y = output(op, a.device(), shape, ty.out, out);
+  // an operand of another dtype is converted first. out may be an input: out has the whole output's elements and
+  // arrays are whole buffers, so an input sharing its memory has the output's size, is not broadcast, and each
+  // element is read before it is written at the same position
+  const Array A = a.dtype() == ty.in ? a : astype(a, ty.in);
+  const Array B = !b ? Array() : b->dtype() == ty.in ? *b : astype(*b, ty.in);
+  ElementwiseDesc d;
+  d.op = op;
+  d.in = ty.in;
+  d.out = ty.out;
+  coalesce(d, shape, strides_in(a.shape(), shape), b ? strides_in(b->shape(), shape) : strides_in(shape, shape));
+  run(d, A, b ? &B : nullptr, y);
+  return y;
+}
+
+Array elementwise(EwOp op, const Array& a, const EwScalar& s, bool scalar_first, Array* out) {
+  const EwInfo& info = ew_info(op);
+  check_input(op, a, scalar_first ? "x2" : "x1");
+  if (info.arity != 2) throw TypeError(where(op) + " takes one argument");
+  // the scalar is weak: it takes the array's type, except a float with an integer or bool array
+  DType t = a.dtype();
+  if (s.is_float && !is_floating(t)) t = default_real(a.device());
+  else if (!s.is_float && !s.is_bool && t == DType::b8) t = DType::i64;
+  const Types ty = op_types(op, t, a.device());
+  a.device()->require(ty.in, info.name);
+  Array y = output(op, a.device(), a.shape(), ty.out, out);
+  const Array A = a.dtype() == ty.in ? a : astype(a, ty.in);
+  ElementwiseDesc d;
+  d.op = op;
+  d.in = ty.in;
+  d.out = ty.out;
+  d.scalar = scalar_first ? 2 : 1;
+  if (is_floating(ty.in)) {
+    d.fscalar = s.is_float ? s.f : static_cast<double>(s.i);
+  } else {
+    if (s.is_float) throw TypeError(where(op) + ": a float scalar with " + std::string(dtype_name(ty.in)));
+    fit_int(op, s.i, ty.in);
+    d.iscalar = s.i;
+  }
+  coalesce(d, a.shape(), strides_in(a.shape(), a.shape()), strides_in(a.shape(), a.shape()));
+  run(d, A, nullptr, y);
+  return y;
+}
+
+}  // namespace hetnn

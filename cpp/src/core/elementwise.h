@@ -1,0 +1,50 @@
+// Element-wise ops on hetnn arrays (the Array API's element-wise functions and operators): one table of ops, the
+// type rules, and the descriptor both backends receive. Inputs broadcast as NumPy's do; the front coalesces the
+// shapes and strides so that a backend sees at most kEwMaxDims dimensions, and it casts an operand whose dtype is
+// not the op's input type first (one extra pass, only for mixed dtypes).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/array.h"
+#include "core/ops.h"
+
+namespace hetnn {
+
+// The ops (HETNN_EW_OPS) and ElementwiseDesc are in core/ops.h with the other descriptors.
+enum class EwKind : std::uint8_t { arith, real, compare, logical, bitwise, rounding, test, cast };
+
+struct EwInfo {
+  const char* name;
+  int arity;
+  EwKind kind;
+};
+const EwInfo& ew_info(EwOp op);
+// The op of that name; ValueError listing the names otherwise.
+EwOp ew_op_from_name(const std::string& name);
+std::vector<std::string> ew_op_names();
+
+// The dtype two operands promote to (the Array API's table within a kind; an integer with a floating type gives
+// the floating type; float16 with bfloat16 gives float32; int8 with uint8 gives int32, hetnn having no int16).
+DType result_type(DType a, DType b);
+// The dtype an integer or bool becomes for a real-valued op on `device`: float64 where it has it, else float32.
+DType default_real(const DevicePtr& device);
+
+// A Python number as the second (or, scalar_first, the first) operand: weak, it takes the array's dtype (an int
+// out of the integer type's range is a ValueError; a float with an integer array gives the default real type).
+struct EwScalar {
+  bool is_float = false;
+  bool is_bool = false;
+  double f = 0;
+  std::int64_t i = 0;
+};
+
+// op(a) or op(a, b): b null for unary ops. `out` (optional): the result's shape and dtype, same device; it may be
+// an input. Returns out when given, else a new Array.
+Array elementwise(EwOp op, const Array& a, const Array* b, Array* out);
+Array elementwise(EwOp op, const Array& a, const EwScalar& s, bool scalar_first, Array* out);
+// x converted to dtype t (a new array; x itself when it already has that dtype and copy is false).
+Array astype(const Array& x, DType t, bool copy = true);
+
+}  // namespace hetnn

@@ -1,0 +1,110 @@
+// hetnn._core: the element-wise ops (core/elementwise.cpp) by name, astype, and the type rules; hetnn._elementwise
+// turns them into functions and Array operators.
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/elementwise.h"
+#include "core/errors.h"
+#include "python/bindings.h"
+
+namespace py = pybind11;
+
+namespace hetnn::python {
+
+namespace {
+
+const char* kind_name(EwKind k) {
+  switch (k) {
+    case EwKind::arith: return "arith";
+    case EwKind::real: return "real";
+    case EwKind::compare: return "compare";
+    case EwKind::logical: return "logical";
+    case EwKind::bitwise: return "bitwise";
+    case EwKind::rounding: return "rounding";
+    case EwKind::test: return "test";
+    case EwKind::cast: return "cast";
+  }
+  return "";
+}
+
+// A Python bool, int or float (or a NumPy scalar of those kinds) as a weak scalar.
+EwScalar arg_scalar(const py::handle& v, const char* op) {
+  EwScalar s;
+  if (py::isinstance<py::bool_>(v) || py::isinstance(v, py::module_::import("numpy").attr("bool_"))) {
+    s.is_bool = true;
+    s.i = v.cast<bool>() ? 1 : 0;
+    s.f = static_cast<double>(s.i);
+    return s;
+  }
+  const py::object numbers = py::module_::import("numbers");
+  if (py::isinstance(v, numbers.attr("Integral"))) {
+    try {
+      s.i = py::int_(py::reinterpret_borrow<py::object>(v)).cast<std::int64_t>();
+    } catch (const py::cast_error&) {
+      throw ValueError(std::string("hetnn.") + op + ": the Python int " + std::string(py::str(v)) +
+                       " does not fit in int64");
+    }
+    s.f = static_cast<double>(s.i);
+    return s;
+  }
+  if (py::isinstance(v, numbers.attr("Real"))) {
+    s.is_float = true;
+    s.f = py::float_(py::reinterpret_borrow<py::object>(v)).cast<double>();
+    return s;
+  }
+  throw TypeError(std::string("hetnn.") + op + ": operands must be hetnn Arrays on one device or Python numbers, got " +
+                  std::string(py::str(py::type::of(v).attr("__name__"))));
+}
+
+}  // namespace
+
+void bind_elementwise(py::module_& m) {
+  m.def(
+      "elementwise",
+      [](const std::string& name, const Array& x1, py::object x2, bool scalar_first, Array* out) {
+        const EwOp op = ew_op_from_name(name);
+        if (x2.is_none()) {
+          NoGil nogil;
+          return hetnn::elementwise(op, x1, nullptr, out);
+        }
+        if (py::isinstance<Array>(x2)) {
+          const Array& b = x2.cast<const Array&>();
+          NoGil nogil;
+          return scalar_first ? hetnn::elementwise(op, b, &x1, out) : hetnn::elementwise(op, x1, &b, out);
+        }
+        const EwScalar s = arg_scalar(x2, name.c_str());
+        NoGil nogil;
+        return hetnn::elementwise(op, x1, s, scalar_first, out);
+      },
+      py::arg("op"), py::arg("x1"), py::arg("x2") = py::none(), py::arg("scalar_first") = false, py::kw_only(),
+      py::arg("out").none(true) = nullptr,
+      R"doc(The element-wise op ``op`` (a name of ``elementwise_ops()``) of x1 (and x2: an Array on x1's device or a
+Python number; ``scalar_first``: x2 is the first operand), broadcast as NumPy does.)doc");
+  m.def(
+      "astype",
+      [](const Array& x, const std::string& dtype, bool copy) {
+        const DType t = dtype_from_name(dtype);
+        NoGil nogil;
+        return hetnn::astype(x, t, copy);
+      },
+      py::arg("x"), py::arg("dtype"), py::arg("copy") = true,
+      "x converted to dtype on its device (floating to integer saturates, NaN gives 0).");
+  m.def("elementwise_ops", [] {
+    py::list out;
+    for (const std::string& name : ew_op_names()) {
+      const EwInfo& info = ew_info(ew_op_from_name(name));
+      out.append(py::make_tuple(name, info.arity, kind_name(info.kind)));
+    }
+    return out;
+  }, "(name, arity, kind) of every element-wise op.");
+  m.def(
+      "result_type", [](const std::string& a, const std::string& b) {
+        return std::string(dtype_name(result_type(dtype_from_name(a), dtype_from_name(b))));
+      },
+      py::arg("a"), py::arg("b"), "The dtype arrays of dtypes a and b promote to.");
+}
+
+HETNN_BINDING(2, bind_elementwise);
+
+}  // namespace hetnn::python

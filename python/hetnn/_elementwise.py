@@ -1,0 +1,71 @@
+"""The element-wise functions of the Array API standard (hetnn.exp, hetnn.add, hetnn.less, ...), one per row of the
+core's table (HETNN_EW_OPS in cpp/src/core/ops.h; hetnn._core.elementwise_ops()): hetnn Arrays in, an Array out on
+their device, NumPy's broadcasting, the Array API's type promotion, Python numbers as weak scalars. The operators of
+hetnn.Array call the same ops."""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional
+
+from ._array import Array, _dtype, _operand
+from ._loader import _core
+
+
+def _first(op: str, x: Any) -> Array:
+    if not isinstance(x, Array):
+        raise TypeError(f"{op}: x must be a hetnn.Array, got {type(x).__name__} (hetnn.asarray(x, device=...) "
+                        f"uploads NumPy data)")
+    return x
+
+
+def _out(op: str, out: Optional[Array]) -> Any:
+    if out is None:
+        return None
+    if not isinstance(out, Array):
+        raise TypeError(f"{op}: out must be a hetnn.Array, got {type(out).__name__}")
+    return out._a
+
+
+def _make(op: str, arity: int) -> Callable[..., Array]:
+    if arity == 1:
+        def unary(x: Array, /, *, out: Optional[Array] = None) -> Array:
+            return Array(_core.elementwise(op, _first(op, x)._a, out=_out(op, out)))
+        fn: Callable[..., Array] = unary
+    else:
+        def binary(x1: Any, x2: Any, /, *, out: Optional[Array] = None) -> Array:
+            if not isinstance(x1, Array) and isinstance(x2, Array):  # a number first
+                other = _operand(op, x2, x1)
+                if other is NotImplemented:
+                    raise TypeError(f"{op}: x1 must be a hetnn.Array or a Python number, got {type(x1).__name__}")
+                return Array(_core.elementwise(op, x2._a, other, scalar_first=True, out=_out(op, out)))
+            a = _first(op, x1)
+            other = _operand(op, a, x2)
+            if other is NotImplemented:
+                raise TypeError(f"{op}: x2 must be a hetnn.Array or a Python number, got {type(x2).__name__}")
+            return Array(_core.elementwise(op, a._a, other, out=_out(op, out)))
+        fn = binary
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = f"The Array API's ``{op}``, element-wise on the operands' device."
+    return fn
+
+
+def astype(x: Array, dtype: Any, /, *, copy: bool = True) -> Array:
+    """x converted to ``dtype`` on its device (the Array API's ``astype``)."""
+    return _first("astype", x).astype(_dtype(dtype, "astype: dtype"), copy=copy)
+
+
+def result_type(*dtypes: Any) -> Any:
+    """The dtype arrays of these dtypes (or Arrays) promote to."""
+    import numpy as np
+    if not dtypes:
+        raise ValueError("result_type: at least one dtype or array is needed")
+    names = [(d.dtype if isinstance(d, Array) else _dtype(d, "result_type")).name for d in dtypes]
+    out = names[0]
+    for n in names[1:]:
+        out = _core.result_type(out, n)
+    return np.dtype(out) if out != "bfloat16" else _dtype("bfloat16")
+
+
+OPS: Dict[str, int] = {name: arity for name, arity, kind in _core.elementwise_ops() if kind != "cast"}
+globals().update({name: _make(name, arity) for name, arity in OPS.items()})
+
+__all__: List[str] = sorted(OPS) + ["astype", "result_type"]

@@ -1,0 +1,260 @@
+"""The element-wise ops (hetnn.exp, hetnn.add, ..., the operators of hetnn.Array): every op of the core's table on
+every device and every dtype it takes, against NumPy computed in float64 from the same inputs (integers and bools
+exactly); broadcasting, 0-size and scalar operands; the integer rules (wrapping, division by zero, shifts); the
+type promotion; casts; operators, in-place forms and the refusals (NumPy arrays, other devices, NumPy ufuncs)."""
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hetnn
+from hetnn import _core
+
+from conftest import rel_err
+
+OPS = {name: (arity, kind) for name, arity, kind in _core.elementwise_ops() if kind != "cast"}
+FLOATS = ("float32", "float64", "float16", "bfloat16")
+INTS = ("int8", "uint8", "int32", "int64")
+NP_NAME = {"pow": "power", "bitwise_invert": "invert", "bitwise_left_shift": "left_shift",
+           "bitwise_right_shift": "right_shift", "atan": "arctan", "asin": "arcsin", "acos": "arccos",
+           "atanh": "arctanh", "asinh": "arcsinh", "acosh": "arccosh", "atan2": "arctan2"}
+DOMAIN = {"log": (0.1, 5), "log2": (0.1, 5), "log10": (0.1, 5), "sqrt": (0.1, 5), "log1p": (-0.5, 5),
+          "asin": (-0.9, 0.9), "acos": (-0.9, 0.9), "atanh": (-0.9, 0.9), "acosh": (1.1, 5), "reciprocal": (0.5, 3),
+          "pow": (0.5, 2), "divide": (0.5, 3), "floor_divide": (0.5, 3), "remainder": (0.5, 3)}
+
+
+def _takes(op, dtype):
+    """Whether op is defined for arrays of dtype (hetnn's rules: core/elementwise.cpp)."""
+    kind = OPS[op][1]
+    if dtype == "bool" and (kind == "arith" or op in ("bitwise_left_shift", "bitwise_right_shift")):
+        return False
+    if dtype in FLOATS and kind == "bitwise":
+        return False
+    return not (op == "signbit" and dtype not in FLOATS)
+
+
+def _ref_types(op, dtype, dev):
+    """(the type both inputs are read as, the result's dtype)."""
+    kind = OPS[op][1]
+    if kind == "real" and dtype not in FLOATS:
+        dtype = "float64" if "float64" in dev.dtypes else "float32"
+    return dtype, ("bool" if kind in ("compare", "test", "logical") else dtype)
+
+
+def _host(rng, op, dtype, shape):
+    if dtype == "bool":
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype in INTS:
+        info = np.iinfo(dtype)
+        if op in ("bitwise_left_shift", "bitwise_right_shift"):
+            return rng.integers(max(info.min, -2), min(info.max, 8 * info.bits // 8 + 2), shape).astype(dtype)
+        if op == "pow":
+            return rng.integers(max(info.min, -3), 4, shape).astype(dtype)
+        lo, hi = (info.min, info.max) if rng.integers(2) else (max(info.min, -9), 10)
+        return rng.integers(lo, hi, shape, endpoint=True).astype(dtype)
+    lo, hi = DOMAIN.get(op, (-3, 3))
+    x = rng.uniform(lo, hi, shape)
+    return x.astype(np.float32) if dtype == "bfloat16" else x.astype(dtype)
+
+
+def _upload(dev, x, dtype):
+    a = hetnn.asarray(x, device=dev)
+    return a.astype(dtype) if dtype == "bfloat16" else a
+
+
+def _reference(op, ins, in_t, out_t):
+    """NumPy's op on the inputs read as in_t, in float64 for floating types (exact for integers and bools)."""
+    arity = OPS[op][0]
+    if in_t in FLOATS:
+        xs = [np.asarray(x, dtype=np.float64) for x in ins]
+    else:
+        xs = [np.asarray(x).astype(in_t) for x in ins]
+    if arity == 2:
+        xs = [np.array(v) for v in np.broadcast_arrays(*xs)]
+    shape = xs[0].shape
+    xs = [np.atleast_1d(v) for v in xs]
+    f = getattr(np, NP_NAME.get(op, op), None)
+    with np.errstate(all="ignore"):
+        if op == "reciprocal":
+            r = 1.0 / xs[0]
+        elif op == "round" and in_t not in FLOATS:
+            r = xs[0]
+        elif op == "pow" and in_t not in FLOATS:
+            r = np.power(xs[0].astype(np.int64), np.maximum(xs[1].astype(np.int64), 0)).astype(in_t)
+            neg = xs[1].astype(np.int64) < 0
+            r[neg] = np.where(xs[0][neg] == 1, 1, np.where(xs[0][neg] == -1, 1 - 2 * (xs[1][neg] & 1), 0))
+        elif op in ("bitwise_left_shift", "bitwise_right_shift"):
+            bits = np.dtype(in_t).itemsize * 8
+            s = xs[1].astype(np.int64)
+            out_of_range = (s < 0) | (s >= bits)
+            safe = np.where(out_of_range, 0, s).astype(in_t)
+            r = (np.left_shift if op == "bitwise_left_shift" else np.right_shift)(xs[0], safe)
+            r[out_of_range] = 0 if op == "bitwise_left_shift" else np.where(xs[0][out_of_range] < 0, -1, 0)
+        elif op in ("floor_divide", "remainder") and in_t not in FLOATS:
+            a, b = np.broadcast_arrays(*xs)
+            safe = np.where(b == 0, 1, b)
+            r = f(a, safe).astype(in_t)
+            r[b == 0] = 0
+        else:
+            r = f(*xs) if arity == 2 else f(xs[0])
+    r = np.asarray(r).reshape(shape)
+    return r.astype(out_t) if out_t in ("bool",) + INTS else r.astype(np.float64)
+
+
+TOL = {"float32": 2e-6, "float64": 1e-13, "float16": 1e-3, "bfloat16": 8e-3}
+SHAPES = [((3, 4), (3, 4)), ((2, 3, 5), (5,)), ((4, 1), (1, 6)), ((0, 3), (3,)), ((7,), ()), ((), ())]
+
+
+def _assert_matches(res, ref, out_t, what):
+    """Integers and bools exactly; floating results: NaN and infinities where the reference has them, the finite
+    values within the dtype's tolerance (norm-wise)."""
+    assert res.shape == ref.shape, what
+    if out_t not in FLOATS:
+        np.testing.assert_array_equal(res, ref, err_msg=what)
+        return
+    res = res.astype(np.float64)
+    finite = np.isfinite(ref)
+    np.testing.assert_array_equal(np.isnan(res), np.isnan(ref), err_msg=f"{what}: NaN")
+    np.testing.assert_array_equal(res[np.isinf(ref)], ref[np.isinf(ref)], err_msg=f"{what}: infinities")
+    if finite.any():
+        assert rel_err(res[finite], ref[finite]) <= TOL[out_t], what
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_every_op_on_every_dtype_matches_numpy(device, rng, op):
+    arity = OPS[op][0]
+    for dtype in FLOATS + INTS + ("bool",):
+        if dtype not in device.dtypes or not _takes(op, dtype):
+            continue
+        in_t, out_t = _ref_types(op, dtype, device)
+        for sa, sb in SHAPES if arity == 2 else [(s, None) for s, _ in SHAPES]:
+            ins = [_host(rng, op, dtype, sa)] + ([_host(rng, op, dtype, sb)] if arity == 2 else [])
+            args = [_upload(device, x, dtype) for x in ins]
+            got = getattr(hetnn, op)(*args)
+            assert got.device == device
+            assert got.dtype.name == out_t, (op, dtype, got.dtype)
+            host_ins = [a.numpy() for a in args]  # as the device holds them (bfloat16 rounded)
+            ref = _reference(op, host_ins, in_t, out_t)
+            _assert_matches(got.numpy(), ref, out_t, f"{op} {dtype} {sa} {sb}")
+
+
+@pytest.mark.parametrize("op", [o for o, (a, k) in OPS.items() if a == 2])
+def test_python_numbers_are_weak_scalars_either_side(device, rng, op):
+    for dtype in ("float32", "int32", "uint8"):
+        if not _takes(op, dtype):
+            continue
+        x = _host(rng, op, dtype, (5, 3))
+        s = 2 if dtype in INTS else 1.5
+        a = hetnn.asarray(x, device=device)
+        in_t, out_t = _ref_types(op, dtype, device)
+        for got, ins in ((getattr(hetnn, op)(a, s), [x, np.full_like(x, s)]),
+                         (getattr(hetnn, op)(s, a), [np.full_like(x, s), x])):
+            assert got.dtype.name == out_t
+            _assert_matches(got.numpy(), _reference(op, ins, in_t, out_t), out_t, f"{op} {dtype}")
+
+
+def test_integers_wrap_and_divide_by_zero_as_documented(device):
+    a = hetnn.asarray(np.array([127, -128, 100, 7, -7], np.int8), device=device)
+    np.testing.assert_array_equal((a + 1).numpy(), np.array([127, -128, 100, 7, -7], np.int8) + np.int8(1))
+    np.testing.assert_array_equal((-a).numpy(), np.array([-127, -128, -100, -7, 7], np.int8))
+    z = hetnn.asarray(np.array([0, -1, 3, 0, 2], np.int8), device=device)
+    np.testing.assert_array_equal((a // z).numpy(), [0, -128, 33, 0, -4])
+    np.testing.assert_array_equal((a % z).numpy(), [0, 0, 1, 0, 1])
+    big = hetnn.asarray(np.array([np.iinfo(np.int64).min], np.int64), device=device)
+    np.testing.assert_array_equal((big // -1).numpy(), [np.iinfo(np.int64).min])
+    np.testing.assert_array_equal(abs(big).numpy(), [np.iinfo(np.int64).min])
+
+
+def test_type_promotion_follows_the_array_api_table():
+    rt = hetnn.result_type
+    assert rt("int8", "int32") == np.int32 and rt("int32", "int64") == np.int64
+    assert rt("uint8", "int8") == np.int32  # hetnn has no int16
+    assert rt("float32", "float64") == np.float64 and rt("float16", "float32") == np.float32
+    assert rt("float16", "bfloat16") == np.float32
+    assert rt("int64", "float32") == np.float32 and rt("bool", "uint8") == np.uint8
+    assert rt("bool", "bool") == np.bool_
+
+
+def test_mixed_dtypes_and_scalars_promote(device):
+    a = hetnn.asarray(np.arange(4, dtype=np.int32), device=device)
+    f = hetnn.asarray(np.full(4, 0.5, np.float32), device=device)
+    r = a + f
+    assert r.dtype == np.float32 and np.array_equal(r.numpy(), np.arange(4) + 0.5)
+    real = "float64" if "float64" in device.dtypes else "float32"
+    assert (a / 2).dtype.name == real and (a * 0.5).dtype.name == real
+    assert (a + 1).dtype == np.int32 and (f + 1).dtype == np.float32 and (a > 1).dtype == np.bool_
+    u = hetnn.asarray(np.arange(4, dtype=np.uint8), device=device)
+    with pytest.raises(ValueError, match="300 is out of range for uint8"):
+        u + 300
+
+
+def test_astype_on_the_device_saturates_and_wraps(device):
+    x = hetnn.asarray(np.array([np.nan, 1e10, -1e10, 2.7, -2.7, 0.0], np.float32), device=device)
+    np.testing.assert_array_equal(x.astype("int32").numpy(), [0, 2**31 - 1, -2**31, 2, -2, 0])
+    np.testing.assert_array_equal(x.astype("uint8").numpy(), [0, 255, 0, 2, 0, 0])
+    np.testing.assert_array_equal(x.astype("bool").numpy(), [True, True, True, True, True, False])
+    i = hetnn.asarray(np.array([300, -1], np.int64), device=device)
+    np.testing.assert_array_equal(i.astype("uint8").numpy(), np.array([300, -1]).astype(np.uint8))
+    b = hetnn.asarray(np.array([1.5, -2.25], np.float64 if "float64" in device.dtypes else np.float32),
+                      device=device)
+    np.testing.assert_array_equal(b.astype("float16").numpy(), np.array([1.5, -2.25], np.float16))
+    assert b.astype(b.dtype, copy=False) is b
+
+
+def test_operators_and_in_place_forms(device, rng):
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    y = rng.standard_normal(4).astype(np.float32)
+    a, b = hetnn.asarray(x, device=device), hetnn.asarray(y, device=device)
+    for got, ref in ((a + b, x + y), (a - b, x - y), (a * b, x * y), (a / b, x / y), (2 - a, 2 - x),
+                     (1 / a, 1 / x), (a ** 2, x ** 2), (-a, -x), (+a, x), (abs(a), np.abs(x))):
+        assert rel_err(got.numpy(), ref) < 1e-6
+    for got, ref in ((a < b, x < y), (a >= 0, x >= 0), (a == a, x == x), (a != b, x != y)):
+        np.testing.assert_array_equal(got.numpy(), ref)
+    c = a.copy()
+    before = c
+    c += b
+    assert c is before and rel_err(c.numpy(), x + y) < 1e-6
+    i = hetnn.asarray(np.array([6, 3], np.int32), device=device)
+    np.testing.assert_array_equal((i & 2).numpy(), [2, 2])
+    np.testing.assert_array_equal((i << 1).numpy(), [12, 6])
+    np.testing.assert_array_equal((~i).numpy(), [-7, -4])
+    with pytest.raises(ValueError, match="out must have"):
+        i += 0.5  # a float result cannot go into int32
+    np.testing.assert_array_equal((a @ a.T).numpy(), hetnn.matmul(a, a.T).numpy())
+
+
+def test_refusals_are_clear(device):
+    a = hetnn.asarray(np.ones(3, np.float32), device=device)
+    with pytest.raises(TypeError, match=r"numpy.ndarray in host memory.*hetnn.asarray"):
+        a + np.ones(3)
+    with pytest.raises(TypeError, match=r"numpy.ndarray in host memory"):
+        np.ones(3) + a
+    with pytest.raises(TypeError, match="does not support ufuncs"):
+        np.add(a, a)
+    with pytest.raises(TypeError, match="hash"):
+        hash(a)
+    with pytest.raises(TypeError, match="ambiguous"):
+        bool(a == a)
+    with pytest.raises(ValueError, match=r"shapes \(3,\) and \(4,\) cannot be broadcast"):
+        a + hetnn.asarray(np.ones(4, np.float32), device=device)
+    with pytest.raises(TypeError, match="not defined for bool"):
+        (a > 0) + (a > 0)
+    with pytest.raises(TypeError, match="needs integer or bool"):
+        a & a
+    with pytest.raises(TypeError, match="x must be a hetnn.Array"):
+        hetnn.exp(np.ones(3))
+    with pytest.raises(ValueError, match=r"out must have shape \(3,\) and dtype float32, got \(1,\)"):
+        hetnn.add(hetnn.asarray(np.ones(1, np.float32), device=device), a,
+                  out=hetnn.asarray(np.ones(1, np.float32), device=device))
+    others = [d for d in hetnn.devices() if d != device]
+    if others:
+        with pytest.raises(TypeError, match="different devices"):
+            a + hetnn.asarray(np.ones(3, np.float32), device=others[0])
+
+
+def test_every_op_is_exported_and_typed():
+    stub = (Path(hetnn.__file__).parent / "_elementwise.pyi").read_text()
+    for op in OPS:
+        assert callable(getattr(hetnn, op)) and op in hetnn.__all__
+        assert re.search(rf"^def {op}\(", stub, re.M), f"{op} has no signature in _elementwise.pyi"
