@@ -72,9 +72,19 @@ def test_the_command_line_writes_the_suites_that_finished_when_stopped(tmp_path,
 
 def test_run_matmul_every_device_agrees_with_float64():
     res = run("matmul", shapes="quick", repeat=2, warmup=1, max_duration=0.2, compare="numpy")
+    from hetnn.bench.matmul import AGGREGATE_COVERAGE, excluded
+    shape_rows = [r for r in res.rows if "wall_ms" in r and not str(r["shape"]).startswith("aggregate")]
+    sides = {(r["library"], r["device"]) for r in shape_rows}
+    shapes = {r["shape"] for r in shape_rows}
+    clean = {(r["library"], r["device"], r["shape"]) for r in shape_rows if not excluded(r)}
+    common = [sh for sh in shapes if all((lib, dev, sh) in clean for lib, dev in sides)]
     for dev in hetnn.devices():
         mine = res.select(library="hetnn", device=dev.id)
-        assert len(mine) == 5  # 4 shapes + aggregate
+        aggs = [r for r in mine if str(r["shape"]).startswith("aggregate")]
+        assert len(mine) - len(aggs) == 4  # the 4 quick shapes, however busy the machine
+        # an aggregate exactly when enough shapes were measured cleanly by every side (a busy machine's
+        # preempted rows leave it out rather than letting it mislead)
+        assert len(aggs) == (1 if common and len(common) >= AGGREGATE_COVERAGE * len(shapes) else 0)
         for r in mine:
             assert r["gflops"] > 0 and r["max_rel_err"] < 1e-5 and not r.get("flagged")
             assert 0 < r["pct_peak"] <= 110
