@@ -124,18 +124,18 @@ class Array:
     __hash__ = None  # type: ignore[assignment]  # == is element-wise, as NumPy's
 
     def __matmul__(self, other: Any) -> "Array":
-        from ._ops import matmul
-        if not isinstance(other, (Array, TransposedArray)):
-            x2 = _operand("matmul", self, other)
-            if x2 is NotImplemented:
-                return NotImplemented
-            raise TypeError(f"matmul: the operands must be hetnn Arrays, got a {type(other).__name__}")
-        return matmul(self, other)
+        """``a @ b``: hetnn.matmul of two Arrays on one device (``b.T`` is read without a copy)."""
+        if isinstance(other, TransposedArray):
+            return Array(_core.matmul(self._a, other.base._a, transpose_b=True))
+        if isinstance(other, Array):
+            return Array(_core.matmul(self._a, other._a))
+        if _operand("matmul", self, other) is NotImplemented:
+            return NotImplemented
+        raise TypeError(f"matmul: the operands must be hetnn Arrays, got a {type(other).__name__}")
 
     def __rmatmul__(self, other: Any) -> "Array":
         if isinstance(other, TransposedArray):
-            from ._ops import matmul
-            return matmul(other, self)
+            return Array(_core.matmul(other.base._a, self._a, transpose_a=True))
         _operand("matmul", self, other)
         return NotImplemented
 
