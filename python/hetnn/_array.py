@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -82,6 +82,49 @@ def _binary(op: str, reflected: bool = False, inplace: bool = False) -> Any:
     return method
 
 
+# NumPy's ufuncs that are hetnn element-wise ops under another name (the rest share the name; np.reciprocal is
+# integer division on integers in NumPy, so it is not mapped)
+_UFUNC_ALIASES = {"power": "pow", "arctan2": "atan2", "left_shift": "bitwise_left_shift",
+                  "right_shift": "bitwise_right_shift", "invert": "bitwise_invert", "absolute": "abs",
+                  "rint": "round", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
+                  "arccosh": "acosh", "arctanh": "atanh", "true_divide": "divide"}
+_UFUNC_OPS = {alias: op for alias, op in _UFUNC_ALIASES.items()}
+_UFUNC_OPS.update({name: name for name, _, kind in _core.elementwise_ops() if kind != "cast" and name != "reciprocal"})
+
+
+def _numpy_ufunc(ufunc: Any, method: str, inputs: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    """A NumPy ufunc called with hetnn Arrays: on their device when it is a hetnn element-wise op called plainly
+    with Arrays and numbers (``out`` an Array); refused beside NumPy arrays (as the operators are); otherwise
+    (reductions, ``where=``, ops hetnn lacks) NumPy computes on the host: on a CPU-device Array's memory in place,
+    on an OpenCL Array's through the implicit host copy (:func:`set_implicit_host_copies`)."""
+    arrays = [x for x in inputs if isinstance(x, Array)]
+    first = arrays[0] if arrays else None
+    for x in inputs:
+        if first is not None and not isinstance(x, (Array, TransposedArray)) and _operand(ufunc.__name__, first, x) \
+                is NotImplemented:
+            return NotImplemented
+    out = kwargs.get("out")
+    outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
+    op = _UFUNC_OPS.get(ufunc.__name__)
+    plain = set(kwargs) <= {"out"} and all(isinstance(o, Array) for o in outs) and len(outs) <= 1
+    if method == "__call__" and op and plain and ufunc.nin == len(inputs) and \
+            not any(isinstance(x, TransposedArray) for x in inputs):
+        core_out = outs[0]._a if outs else None
+        if len(inputs) == 1:
+            res = _core.elementwise(op, inputs[0]._a, out=core_out)
+        elif isinstance(inputs[0], Array):
+            x2 = inputs[1]._a if isinstance(inputs[1], Array) else inputs[1]
+            res = _core.elementwise(op, inputs[0]._a, x2, out=core_out)
+        else:
+            res = _core.elementwise(op, inputs[1]._a, inputs[0], scalar_first=True, out=core_out)
+        return outs[0] if outs else Array(res)
+    if any(isinstance(o, Array) for o in outs):
+        raise TypeError(f"np.{ufunc.__name__}{'' if method == '__call__' else '.' + method}: NumPy cannot write into "
+                        f"a hetnn.Array (out=); use hetnn's function")
+    host = [np.asarray(x) if isinstance(x, (Array, TransposedArray)) else x for x in inputs]
+    return getattr(ufunc, method)(*host, **kwargs)
+
+
 def _unary(op: str) -> Any:
     def method(self: "Array") -> "Array":
         return Array(_core.elementwise(op, self._a))
@@ -94,7 +137,9 @@ class Array:
 
     __slots__ = ("_a", "__weakref__")
     __array_priority__ = 100  # NumPy defers binary operators to hetnn types
-    __array_ufunc__ = None  # NumPy's ufuncs refuse hetnn Arrays (a silent download otherwise); hetnn.exp etc. compute
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return _numpy_ufunc(ufunc, method, inputs, kwargs)
 
     # operators: the element-wise ops of hetnn._elementwise, broadcast as NumPy's, with the Array API's type
     # promotion; Python numbers are weak (they take the array's dtype)

@@ -20,7 +20,6 @@ constexpr EwInfo kInfo[] = {
 #undef HETNN_EW_INFO
 };
 
-bool is_int(DType t) { return t == DType::i8 || t == DType::u8 || t == DType::i32 || t == DType::i64; }
 int int_rank(DType t) { return t == DType::i8 || t == DType::u8 ? 1 : t == DType::i32 ? 2 : 3; }
 int float_rank(DType t) { return t == DType::f16 || t == DType::bf16 ? 1 : t == DType::f32 ? 2 : 3; }
 
