@@ -39,7 +39,8 @@ def test_bench_quick_reports_every_device_and_numpy(tmp_path):
     for lib, dev in [("hetnn", d.id) for d in hetnn.devices()] + [("numpy", "host")]:
         mine = [x for x in rows if x["library"] == lib and x["device"] == dev]
         shapes = [x for x in mine if not x["shape"].startswith("aggregate")]
-        assert len(shapes) == 4 and len(mine) == 5, (lib, dev, r.stdout)
+        # the aggregate is left out when preemption spoiled too many shapes (test_bench_api checks exactly when)
+        assert len(shapes) == 4 and len(mine) - len(shapes) <= 1, (lib, dev, r.stdout)
         for x in shapes:
             assert float(x["gflops"]) > 0 and float(x["max_rel_err"]) < 1e-5
         assert dev in r.stdout

@@ -38,7 +38,7 @@ std::int64_t pool_output_size(std::int64_t in, int k, int s, int p, int d, bool 
 Pool2dDesc pool2d_plan(const Shape& s, DType t, const Device& dev, const Pool2dArgs& a, const char* op,
                        bool integers) {
   Pool2dDesc d = pool2d_geometry(s, a, op);
-  if (!integers || is_floating(t))
+  if (!integers || is_floating(t) || t == DType::b8)  // bool is no integer type here
     pool_require_float(t, dev, op, "input", integers);
   else
     dev.require(t, op);
