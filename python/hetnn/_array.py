@@ -88,7 +88,7 @@ _UFUNC_ALIASES = {"power": "pow", "arctan2": "atan2", "left_shift": "bitwise_lef
                   "right_shift": "bitwise_right_shift", "invert": "bitwise_invert", "absolute": "abs",
                   "rint": "round", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
                   "arccosh": "acosh", "arctanh": "atanh", "true_divide": "divide"}
-_UFUNC_OPS = {alias: op for alias, op in _UFUNC_ALIASES.items()}
+_UFUNC_OPS = dict(_UFUNC_ALIASES)
 _UFUNC_OPS.update({name: name for name, _, kind in _core.elementwise_ops() if kind != "cast" and name != "reciprocal"})
 
 

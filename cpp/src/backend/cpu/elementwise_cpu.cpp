@@ -329,31 +329,23 @@ O convert(C v) {
   }
 }
 
+// out[i + j] = convert<V>(r[j]) for j < m, out holding S (the storage type; bool is stored as uint8).
+template <class S, class V, class R>
+void store_as(void* out, std::int64_t i, std::int64_t m, const R* r) {
+  for (std::int64_t j = 0; j < m; ++j) static_cast<S*>(out)[i + j] = static_cast<S>(convert<V>(r[j]));
+}
+
 // Stores r[0, m) (type R) at output elements [i, i + m) of type t.
 template <class R>
 void store(DType t, void* out, std::int64_t i, std::int64_t m, const R* r) {
   switch (t) {
-    case DType::f32:
-      for (std::int64_t j = 0; j < m; ++j) static_cast<float*>(out)[i + j] = convert<float>(r[j]);
-      return;
-    case DType::f64:
-      for (std::int64_t j = 0; j < m; ++j) static_cast<double*>(out)[i + j] = convert<double>(r[j]);
-      return;
-    case DType::i32:
-      for (std::int64_t j = 0; j < m; ++j) static_cast<std::int32_t*>(out)[i + j] = convert<std::int32_t>(r[j]);
-      return;
-    case DType::i64:
-      for (std::int64_t j = 0; j < m; ++j) static_cast<std::int64_t*>(out)[i + j] = convert<std::int64_t>(r[j]);
-      return;
-    case DType::u8:
-      for (std::int64_t j = 0; j < m; ++j) static_cast<std::uint8_t*>(out)[i + j] = convert<std::uint8_t>(r[j]);
-      return;
-    case DType::i8:
-      for (std::int64_t j = 0; j < m; ++j) static_cast<std::int8_t*>(out)[i + j] = convert<std::int8_t>(r[j]);
-      return;
-    case DType::b8:
-      for (std::int64_t j = 0; j < m; ++j) static_cast<std::uint8_t*>(out)[i + j] = convert<bool>(r[j]);
-      return;
+    case DType::f32: return store_as<float, float>(out, i, m, r);
+    case DType::f64: return store_as<double, double>(out, i, m, r);
+    case DType::i32: return store_as<std::int32_t, std::int32_t>(out, i, m, r);
+    case DType::i64: return store_as<std::int64_t, std::int64_t>(out, i, m, r);
+    case DType::u8: return store_as<std::uint8_t, std::uint8_t>(out, i, m, r);
+    case DType::i8: return store_as<std::int8_t, std::int8_t>(out, i, m, r);
+    case DType::b8: return store_as<std::uint8_t, bool>(out, i, m, r);
     case DType::f16:
     case DType::bf16: {
       float f[kChunk];
