@@ -6,24 +6,34 @@
 # OpenCL, without any, and through the wheel's own ICD loader with the system's hidden).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+last=$SECONDS
+took() { echo "test: $1 took $((SECONDS - last)) s"; last=$SECONDS; }  # each step's time in the log (CI's budget)
 bash scripts/setup.sh
+took "set-up"
 
 echo "test: building the C++ unit tests"
 cmake -S . -B build/cpp-tests -DHETNN_BUILD_TESTS=ON -DHETNN_BUILD_PYTHON=OFF \
   -DPython_EXECUTABLE="$PWD/.venv/bin/python" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/cpp-tests -j "$(nproc)" >/dev/null
+took "building the C++ unit tests"
 ctest --test-dir build/cpp-tests --output-on-failure
+took "the C++ unit tests"
 
 # AddressSanitizer + UBSan build of the core, unit tests and ops driver; a bounded libFuzzer run (scripts/sanitize.sh)
 bash scripts/sanitize.sh
+took "the sanitizer and fuzzing step"
 
 echo "test: ruff and mypy (configured in pyproject.toml)"
 .venv/bin/ruff check python tests scripts
 .venv/bin/python -m mypy
+took "ruff and mypy"
 
 echo "test: Python tests"
 .venv/bin/python -m pytest tests --durations=25 "$@"
+took "the Python tests"
 
 echo "test: the binary wheel"
 bash scripts/build_wheel.sh
+took "building the wheel"
 bash scripts/test_wheel.sh
+took "trying the wheel"

@@ -78,12 +78,17 @@ def test_bench_bad_sweep_max_is_a_usage_error():
     (("--max-width", "0"), "--max-width must be >= 50, got 0"),
     (("--sweep-max", "0"), "--sweep-max must be a power of two >= 4, got 0"),
     (("--threads", "0"), "--threads: expected auto, default or thread counts >= 1"),
+    (("--dtype", "float13"), "--dtype takes float32, float64, float16, bfloat16 (comma-separated), got 'float13'"),
+    (("--shapes", "12x"), "--shapes: '12x' is not MxNxK"),
+    (("--shapes", "nonsense"), "--shapes: unknown shape set 'nonsense'"),
 ])
-def test_bench_zero_is_a_bad_value_not_the_default(args, message):
-    """Checked before any suite runs: 0 once meant "default" and the whole run started."""
+def test_bench_bad_values_fail_before_any_suite_or_worker_runs(args, message):
+    """Checked before any suite runs: 0 once meant "default" and the whole run started; a bad --dtype or --shapes
+    once started the worker processes (each failing on it) and the suites before matmul."""
     t0 = time.perf_counter()
     r = _run("bench", "all", "--no-output", *args)
     assert r.returncode == 2 and message in r.stderr and "benchmark" not in r.stdout
+    assert "worker process" not in r.stdout + r.stderr
     assert time.perf_counter() - t0 < 30
 
 

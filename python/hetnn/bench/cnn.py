@@ -312,8 +312,10 @@ def _predictor(model: Any, x: np.ndarray) -> Callable[[], Any]:
     return lambda: model.predict(x)
 
 
-def fashion_images(pad_to: int = 28, n_train: Optional[int] = None) -> Tuple[np.ndarray, ...]:
-    """Fashion-MNIST as (n, 1, s, s) float32 in [0, 1] and int64 labels, zero-padded to ``pad_to``."""
+def fashion_images(pad_to: int = 28, n_train: Optional[int] = None,
+                   n_test: Optional[int] = None) -> Tuple[np.ndarray, ...]:
+    """Fashion-MNIST as (n, 1, s, s) float32 in [0, 1] and int64 labels, zero-padded to ``pad_to``; the first
+    ``n_train`` training and ``n_test`` test images when given."""
     (xt, yt), (xe, ye) = datasets.fashion_mnist(images=True)
     if pad_to != 28:
         p = (pad_to - 28) // 2
@@ -321,6 +323,8 @@ def fashion_images(pad_to: int = 28, n_train: Optional[int] = None) -> Tuple[np.
         xt, xe = np.pad(xt, pad), np.pad(xe, pad)
     if n_train is not None:
         xt, yt = xt[:n_train], yt[:n_train]
+    if n_test is not None:
+        xe, ye = xe[:n_test], ye[:n_test]
     return np.ascontiguousarray(xt), yt.astype(np.int64), np.ascontiguousarray(xe), ye.astype(np.int64)
 
 

@@ -68,7 +68,33 @@ class Options:
             return int(self.processes)
         return max(1, min(DEFAULT_PROCESSES, self._timing_in_all()[0] // MIN_SHARE))
 
+    def matmul_shapes(self) -> Tuple[str, Optional[List[Any]]]:
+        """--shapes: (the shape set's name, None) or ("custom", the (label, M, N, K) list)."""
+        from .matmul import MATMUL_SHAPES
+
+        if self.shapes is not None and not isinstance(self.shapes, str):  # from Python: (M, N, K) or (label, M, N, K)
+            return "custom", _shape_list(self.shapes)
+        if isinstance(self.shapes, str) and self.shapes not in MATMUL_SHAPES and "x" in self.shapes.lower():
+            return "custom", _shape_list(_parse_mnk(self.shapes, list(MATMUL_SHAPES)))
+        name = "quick" if self.quick and not self.shapes else (self.shapes or "square")
+        if name not in MATMUL_SHAPES:
+            raise ValueError(f"--shapes: unknown shape set {name!r} (available: {', '.join(MATMUL_SHAPES)})")
+        return name, None
+
+    def dtypes(self) -> List[str]:
+        """--dtype: the matmul suite's dtypes."""
+        text = self.dtype if isinstance(self.dtype, str) else ""
+        dtypes = [d.strip() for d in text.split(",") if d.strip()]
+        if not dtypes or any(d not in ("float32", "float64", "float16", "bfloat16") for d in dtypes):
+            raise ValueError(f"--dtype takes float32, float64, float16, bfloat16 (comma-separated), got "
+                             f"{self.dtype!r}")
+        return dtypes
+
     def check(self) -> None:
+        # every option is checked here, before any suite or worker process runs (a bad --dtype once started two
+        # worker processes that each failed on it)
+        self.matmul_shapes()
+        self.dtypes()
         v = self.processes
         if v is not None and (not is_int(v) or v < 1 or v > 64):
             raise ValueError(f"--processes must be an integer from 1 to 64, got {v!r}")
@@ -352,18 +378,8 @@ def suite_matmul(opts: Options, say: Say, progress: _Progress) -> List[Dict[str,
     from .peak import ceiling_line, measure_missing
     from .report import format_table
 
-    if opts.shapes is not None and not isinstance(opts.shapes, str):  # from Python: (M, N, K) or (label, M, N, K)
-        shapes_name, custom = "custom", _shape_list(opts.shapes)
-    elif isinstance(opts.shapes, str) and opts.shapes not in MATMUL_SHAPES and "x" in opts.shapes.lower():
-        shapes_name, custom = "custom", _shape_list(_parse_mnk(opts.shapes, list(MATMUL_SHAPES)))
-    else:
-        shapes_name, custom = "quick" if opts.quick and not opts.shapes else (opts.shapes or "square"), None
-        if shapes_name not in MATMUL_SHAPES:
-            raise ValueError(f"--shapes: unknown shape set {shapes_name!r} (available: {', '.join(MATMUL_SHAPES)})")
-    dtypes = [d.strip() for d in opts.dtype.split(",") if d.strip()]
-    bad = [d for d in dtypes if d not in ("float32", "float64", "float16", "bfloat16")]
-    if bad or not dtypes:
-        raise ValueError(f"--dtype takes float32, float64, float16, bfloat16 (comma-separated), got {opts.dtype!r}")
+    shapes_name, custom = opts.matmul_shapes()
+    dtypes = opts.dtypes()
     devs = opts.devices()
     compare = [c for c in opts.peers("numpy") if c != "all"]
     timing = opts.timing()
@@ -533,20 +549,23 @@ def suite_conv(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, A
     study_rows: List[Dict[str, Any]] = []
     progress.expect(2)
     try:
-        fm = cnn.fashion_images(28, 1024 if quick else None)
+        # quick: scoring 10,000 test images would take most of the suite's time (AlexNet on PoCL: a minute)
+        n_test = 1000 if quick else None
+        fm = cnn.fashion_images(28, 1024 if quick else None, n_test)
         progress("lenet")
         study_rows += cnn.run_training("lenet", devs, fm, batch=64, epochs=3 if quick else 5, loss="cross_entropy",
                                        compare=compare, notes=notes)
-        fm32 = cnn.fashion_images(32, 256 if quick else 6400)
+        fm32 = cnn.fashion_images(32, 256 if quick else 6400, n_test)
         progress("alexnet32")
         study_rows += cnn.run_training("alexnet32", devs, fm32, batch=256, epochs=1 if quick else 2,
                                        loss="cross_entropy", compare=compare, notes=notes)
     except FileNotFoundError as exc:
         notes.append(str(exc))
     if study_rows:
+        scored = f"the first {n_test:,} of the 10,000 test images (--quick)" if n_test else "the 10,000 test images"
         say("\n(c) LeNet (Adam lr 1e-3, batch 64) and the AlexNet variant (Fashion-MNIST zero-padded to 32x32, one "
             "input channel, Adam lr 1e-3, batch 256, dropout 0.5) on Fashion-MNIST: epochs from the same initial "
-            "weights, test accuracy on the 10,000 test images after the last epoch:")
+            f"weights, test accuracy on {scored} after the last epoch:")
         say(format_table(study_rows, cnn.CNN_COLUMNS, opts.details))
         for line in cnn.ratios(study_rows):
             say("  " + line)
