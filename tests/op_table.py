@@ -76,7 +76,7 @@ _EW_SMOOTH = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "
 
 
 def _ew_inputs(rng, dtype):
-    op = str(rng.choice(sorted(_EW_SMOOTH)))
+    op = str(rng.choice(sorted(_EW_SMOOTH) + ["where"]))
     a = rng.standard_normal(_shape(rng)).astype(dtype)
     b = rng.standard_normal(a.shape[1:] if rng.integers(2) else a.shape).astype(dtype)  # broadcast or not
     return op, a, b
@@ -84,6 +84,9 @@ def _ew_inputs(rng, dtype):
 
 def _ew_run(dev, inp):
     op, a, b = inp
+    if op == "where":
+        x = hetnn.asarray(a, device=dev)
+        return (hetnn.where(x > 0, x, hetnn.asarray(b, device=dev)).numpy(),)
     fn = getattr(hetnn, op)
     args = [hetnn.asarray(a, device=dev)] + ([hetnn.asarray(b, device=dev)] if _core_arity(op) == 2 else [])
     return (fn(*args).numpy(),)
@@ -95,6 +98,8 @@ def _core_arity(op):
 
 def _ew_ref(inp):
     op, a, b = inp
+    if op == "where":
+        return (np.where(a > 0, a, b).astype(np.float64),)
     args = [a.astype(np.float64)] + ([b.astype(np.float64)] if _core_arity(op) == 2 else [])
     return (_EW_SMOOTH[op](*args),)
 
@@ -110,6 +115,37 @@ EW_BAD = [
     ("numpy-operand", lambda d: hetnn.add(_ew_arr(d, 2), np.ones(2)), TypeError, "host memory"),
     ("out-shape", lambda d: hetnn.exp(_ew_arr(d, 2), out=_ew_arr(d, 3)), ValueError, "out must have shape"),
     ("int-scalar-range", lambda d: hetnn.add(_ew_arr(d, 2, "uint8"), 256), ValueError, "out of range for uint8"),
+]
+
+
+# ---- reductions (every one in detail: tests/test_reduction.py) -------------------------------------------------
+_RED = ("sum", "max", "argmax", "mean", "var", "cumulative_sum")
+
+
+def _red_inputs(rng, dtype):
+    op = str(rng.choice(_RED))
+    x = rng.standard_normal((int(rng.integers(1, 9)), *_shape(rng))).astype(dtype)
+    axis = int(rng.integers(-3, 3)) if op in ("argmax", "cumulative_sum") or rng.integers(2) else None
+    return op, x, axis
+
+
+def _red_run(dev, inp):
+    op, x, axis = inp
+    return (getattr(hetnn, op)(hetnn.asarray(x, device=dev), axis=axis).numpy(),)
+
+
+def _red_ref(inp):
+    op, x, axis = inp
+    x64 = x.astype(np.float64)
+    return ({"cumulative_sum": np.cumsum}.get(op, getattr(np, op))(x64, axis=axis),)
+
+
+RED_BAD = [
+    ("axis-range", lambda d: hetnn.sum(_ew_arr(d, (2, 3)), axis=2), ValueError, "axis 2 is out of bounds"),
+    ("axis-twice", lambda d: hetnn.sum(_ew_arr(d, (2, 3)), axis=(0, -2)), ValueError, "given twice"),
+    ("axis-type", lambda d: hetnn.sum(_ew_arr(d, (2, 3)), axis="0"), TypeError, "axis must be None"),
+    ("empty-max", lambda d: hetnn.max(_ew_arr(d, (0, 3)), axis=0), ValueError, "zero-size reduction"),
+    ("scan-axis", lambda d: hetnn.cumulative_sum(_ew_arr(d, (2, 3))), ValueError, "axis is required"),
 ]
 
 
@@ -677,5 +713,7 @@ OPS: Dict[str, Op] = {op.name: op for op in [
        lambda i: (i[0][i[1]].astype(np.float64),), _take_inputs, tol={"float32": 0.0, "float64": 0.0},
        backend=["take_rows"]),
     Op("elementwise", _ew_run, _ew_ref, _ew_inputs, tol={"float32": 2e-6, "float64": 1e-13},
-       backend=["elementwise"], bad=EW_BAD),
+       backend=["elementwise", "where"], bad=EW_BAD),
+    Op("reduce", _red_run, _red_ref, _red_inputs, tol={"float32": 2e-5, "float64": 1e-12},
+       backend=["reduce", "cumulative_sum"], bad=RED_BAD),
 ]}

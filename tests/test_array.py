@@ -204,3 +204,12 @@ def test_empty_cache_frees_blocks_kept_for_reuse(device):
     assert hetnn.empty_cache(device) == 0
     b = hetnn.zeros((1024, 1024), dtype="float32", device=device)  # allocation still works afterwards
     assert float(b.numpy().sum()) == 0.0
+
+
+def test_bool_scalars_and_lists_upload_as_bool(device):
+    """A bool array uploaded, but a bool scalar or list was refused ("dtype bool is not supported")."""
+    for obj, ref in ((True, np.array(True)), (np.bool_(False), np.array(False)),
+                     ([True, False], np.array([1, 0], bool))):
+        a = hetnn.asarray(obj, device=device)
+        assert a.dtype == np.dtype(bool) and a.shape == ref.shape
+        np.testing.assert_array_equal(a.numpy(), ref)

@@ -32,6 +32,26 @@ def test_run_transfer_rows_text_and_files(tmp_path):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
 
 
+def test_run_arrays_checks_every_result_and_compares_with_numpy(tmp_path):
+    from hetnn.bench.arrays import run_arrays, summary
+
+    devs = hetnn.devices()
+    rows = run_arrays(devs, sizes=(1 << 10, 1 << 20), n_warmup=1, n_repeat=3, max_duration=0.2)
+    assert len(rows) == 4 * 2 * (len(devs) + 1)
+    for r in rows:
+        assert r["max_rel_err"] < 1e-5 and r["us"] > 0 and r["gbps"] > 0 and not r.get("wrong"), r
+        assert len(r["times_s"]) == len(r["rounds"]) >= 1
+    lines = summary(rows)
+    assert any(line.startswith("add 1 MiB: hetnn cpu / NumPy (speed)") for line in lines), lines
+    with pytest.raises(ValueError, match="unknown op"):
+        run_arrays(devs, ops=("mul",))
+    res = run("arrays", repeat=2, warmup=0, max_duration=0.05, device="cpu")
+    assert {r["op"] for r in res.rows} == {"add", "exp", "sum", "sum axis 0"} and "hetnn arrays benchmark" in res.text
+    if pytest.importorskip("matplotlib"):
+        res.save(str(tmp_path / "a"))
+        assert (tmp_path / "a-arrays.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_a_run_stopped_part_way_keeps_the_suites_that_finished(tmp_path, monkeypatch):
     """Ctrl-C in the fifth suite of "all" lost the four before it: they must survive, on the exception and in
     PREFIX-partial.*, with the original exception still raised."""

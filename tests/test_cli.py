@@ -17,12 +17,13 @@ def _run(*args, timeout=300):
 
 
 def test_bench_quick_reports_every_device_and_numpy(tmp_path):
-    r = _run("bench", "--quick", "--output", str(tmp_path / "quick"))
+    # the timeout bounds a hang only: the run takes 3 minutes on a quiet 2-vCPU machine, twice that beside other load
+    r = _run("bench", "--quick", "--output", str(tmp_path / "quick"), timeout=1500)
     assert r.returncode == 0, r.stderr
     with open(tmp_path / "quick.csv") as f:
         all_rows = list(csv.DictReader(f))
     assert (tmp_path / "quick.json").exists()
-    for suite in ("peak", "matmul", "maxpool", "mlp", "transfer"):  # a real PNG per suite
+    for suite in ("peak", "matmul", "maxpool", "mlp", "transfer", "arrays"):  # a real PNG per suite
         with open(tmp_path / f"quick-{suite}.png", "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     flagged = [(x["suite"], x["device"], x.get("library"), x.get("shape") or x.get("widths"), x["ceiling_error"])
@@ -57,6 +58,13 @@ def test_bench_quick_reports_every_device_and_numpy(tmp_path):
     assert "784-128-10 epoch: hetnn cpu" in r.stdout
     pk = {x["device"]: x for x in all_rows if x["suite"] == "peak"}
     assert set(pk) == {d.id for d in hetnn.devices()} and all(float(x["fp32_gflops"]) > 0 for x in pk.values())
+    arr = [x for x in all_rows if x["suite"] == "arrays"]
+    for lib, dev in [("hetnn", d.id) for d in hetnn.devices()] + [("numpy", "host")]:
+        mine = [x for x in arr if x["library"] == lib and x["device"] == dev]
+        assert {(x["op"], x["size"]) for x in mine} == {(op, sz) for op in ("add", "exp", "sum", "sum axis 0")
+                                                         for sz in ("1 KiB", "64 MiB")}, (lib, dev)
+        assert all(float(x["max_rel_err"]) < 1e-5 and float(x["us"]) > 0 for x in mine), (lib, dev)
+    assert "add 64 MiB: hetnn cpu / NumPy (speed)" in r.stdout
     tr = [x for x in all_rows if x["suite"] == "transfer"]
     for dev in [d.id for d in hetnn.devices()]:
         mine = [x for x in tr if x["device"] == dev]

@@ -275,3 +275,57 @@ def test_every_op_is_exported_and_typed():
     for op in OPS:
         assert callable(getattr(hetnn, op)) and op in hetnn.__all__
         assert re.search(rf"^def {op}\(", stub, re.M), f"{op} has no signature in _elementwise.pyi"
+
+
+def test_where_on_every_dtype_broadcasts_and_promotes(device, rng):
+    for dtype in FLOATS + INTS + ("bool",):
+        if dtype not in device.dtypes:
+            continue
+        for sc, s1, s2 in [((3, 4), (3, 4), (3, 4)), ((3, 1), (1, 4), (4,)), ((), (5,), ()), ((0, 2), (2,), (1, 2)),
+                           ((2, 3, 5), (3, 1), (2, 1, 5))]:
+            c = rng.random(sc) < 0.5
+            x1, x2 = _host(rng, "add", dtype, s1), _host(rng, "add", dtype, s2)
+            a1, a2 = _upload(device, x1, dtype), _upload(device, x2, dtype)
+            got = hetnn.where(hetnn.asarray(c, device=device), a1, a2)
+            assert got.device == device and got.dtype.name == dtype
+            ref = np.where(c, a1.numpy(), a2.numpy())
+            np.testing.assert_array_equal(got.numpy().astype(np.float64) if dtype in FLOATS else got.numpy(),
+                                          ref.astype(np.float64) if dtype in FLOATS else ref,
+                                          err_msg=f"{dtype} {sc} {s1} {s2}")
+
+
+def test_where_with_numbers_non_bool_conditions_and_nan(device):
+    x = hetnn.asarray(np.array([-1.5, 0.0, np.nan, 2.0], np.float32), device=device)
+    np.testing.assert_array_equal(hetnn.where(x > 0, x, 0.0).numpy(), np.array([0, 0, 0, 2], np.float32))
+    np.testing.assert_array_equal(hetnn.where(x > 0, 1, x).numpy(), np.array([-1.5, 0, np.nan, 1], np.float32))
+    i = hetnn.asarray(np.array([0, 3, -2], np.int32), device=device)
+    got = hetnn.where(i, i, 7)  # an int condition is read as != 0
+    assert got.dtype.name == "int32"
+    np.testing.assert_array_equal(got.numpy(), np.array([7, 3, -2], np.int32))
+    f = hetnn.where(i > 0, i, 0.5)  # a float with an int array: the default real type
+    assert f.dtype.name == ("float64" if "float64" in device.dtypes else "float32")
+    np.testing.assert_array_equal(f.numpy(), [0.5, 3, 0.5])
+    out = hetnn.zeros((3,), "int32", device=device)
+    assert hetnn.where(i > 0, i, -i, out=out) is out
+    np.testing.assert_array_equal(out.numpy(), [0, 3, 2])
+
+
+def test_where_refusals(device):
+    x = hetnn.zeros((2, 3), "float32", device=device)
+    with pytest.raises(ValueError, match=r"hetnn.where: operands of shapes \(2, 3\) and \(4,\)"):
+        hetnn.where(x > 0, x, hetnn.zeros((4,), "float32", device=device))
+    with pytest.raises(TypeError, match="host memory"):
+        hetnn.where(x > 0, x, np.zeros(3))
+    with pytest.raises(TypeError, match="x1 or x2 must be a hetnn Array"):
+        hetnn.where(x > 0, 1, 2)
+    with pytest.raises(ValueError, match="out of range for uint8"):
+        hetnn.where(x > 0, hetnn.zeros((2, 3), "uint8", device=device), 300)
+    with pytest.raises(TypeError, match="condition must be a hetnn.Array|x must be a hetnn.Array"):
+        hetnn.where(np.ones(3, bool), x, x)
+
+
+def test_out_is_returned_itself(device):
+    x = hetnn.asarray(np.array([1.0, 2.0], np.float32), device=device)
+    o = hetnn.empty((2,), device=device)
+    assert hetnn.exp(x, out=o) is o and hetnn.add(x, x, out=o) is o and hetnn.add(1.0, x, out=o) is o
+    np.testing.assert_allclose(o.numpy(), [2.0, 3.0])

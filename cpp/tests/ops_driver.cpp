@@ -24,6 +24,7 @@
 #include "core/matmul.h"
 #include "core/nn.h"
 #include "core/pool2d.h"
+#include "core/reduction.h"
 #include "core/train/trainer.h"
 
 #if defined(__has_feature)
@@ -530,6 +531,45 @@ void run_elementwise(const DevicePtr& dev, std::mt19937& g) {
   check(threw, dev->id() + " elementwise: shapes that do not broadcast are refused");
 }
 
+void run_reduce(const DevicePtr& dev, std::mt19937& g) {
+  Batch b(dev, g);
+  Axes last;
+  last.all = false;
+  last.list = {-1};
+  const auto S = host(reduce(RedOp::sum, b.pred, last, false));
+  Array am = reduce(RedOp::argmax, b.pred, last, false);
+  std::vector<std::int64_t> A(static_cast<std::size_t>(b.rows));
+  am.to_host(A.data());
+  const auto C = host(cumulative_sum(b.pred, 1, std::nullopt, false));
+  const auto M = host(reduce(RedOp::max, b.pred, Axes{}, false));
+  bool ok = true;
+  double all_max = -INFINITY;
+  for (int r = 0; r < b.rows; ++r) {
+    double s = 0, best = -INFINITY;
+    std::int64_t arg = 0;
+    for (int c = 0; c < b.cols; ++c) {
+      const double v = b.P[std::size_t(r) * b.cols + c];
+      s += v;
+      ok &= near(C[std::size_t(r) * b.cols + c], s);
+      if (v > best) best = v, arg = c;
+    }
+    all_max = std::max(all_max, best);
+    ok &= near(S[std::size_t(r)], s) && A[std::size_t(r)] == arg;
+  }
+  ok &= M[0] == all_max;
+  check(ok, dev->id() + " reduce sum / argmax along rows, max of all, cumulative_sum");
+  bool threw = false;
+  try {
+    Axes bad;
+    bad.all = false;
+    bad.list = {2};
+    reduce(RedOp::sum, b.pred, bad, false);
+  } catch (const ValueError&) {
+    threw = true;
+  }
+  check(threw, dev->id() + " reduce: an axis out of range is refused");
+}
+
 // One entry per row of the op table (tests/op_table.py; tests/test_op_table.py fails when the names differ).
 // max_pool2d's function checks its backward too.
 struct OpCase {
@@ -555,6 +595,7 @@ const OpCase kOps[] = {
     {"sum_rows", run_sum_rows},
     {"take_rows", run_take_rows},
     {"elementwise", run_elementwise},
+    {"reduce", run_reduce},
 };
 
 // float16 and bfloat16 (stored in 16 bits, float32 arithmetic where the hardware has none): matmul with bias and

@@ -8,6 +8,8 @@ from . import _ops
 from ._ops import *  # noqa: F403  (the public ops: hetnn._ops.__all__)
 from . import _elementwise
 from ._elementwise import *  # noqa: F403  (the element-wise functions: hetnn._elementwise.__all__)
+from . import _reduction
+from ._reduction import *  # noqa: F403  (the reductions: hetnn._reduction.__all__; they shadow builtins here only)
 from ._measurement import BenchmarkResult
 from ._timing import Case, Stopwatch, benchmark, empty_cache, interleave, synchronize
 from ._threads import get_num_threads, num_threads, set_num_threads, thread_pools
@@ -30,3 +32,4 @@ __all__ = [
 ]
 __all__ += _ops.__all__  # type: ignore[attr-defined]  # _ops.pyi types the ops, not the list
 __all__ += _elementwise.__all__
+__all__ += _reduction.__all__

@@ -334,8 +334,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub.add_parser("devices", help="list the devices hetnn can use").set_defaults(func=_cmd_devices)
     b = sub.add_parser("bench", help="run a benchmark suite (default: matmul)")
     b.add_argument("suite", nargs="?",
-                   help="suite to run: matmul, maxpool, mlp, conv, transfer, peak, all (default: matmul; all with "
-                        "--quick), or scaling (data-parallel training on 1..N MPI ranks)")
+                   help="suite to run: matmul, maxpool, mlp, conv, transfer, arrays, peak, all (default: matmul; all "
+                        "with --quick), or scaling (data-parallel training on 1..N MPI ranks)")
     b.add_argument("--quick", action="store_true", help="a short report of every suite on every device")
     b.add_argument("--shapes", help="matmul shape set: quick, square, resnet50, or your own MxNxK list "
                    "(e.g. 1000x1000x1000,256x3136x576)")

@@ -76,7 +76,7 @@ def _binary(op: str, reflected: bool = False, inplace: bool = False) -> Any:
         x2 = _operand(op, self, other)
         if x2 is NotImplemented:
             return NotImplemented
-        out = _core.elementwise(op, self._a, x2, scalar_first=reflected, out=self._a if inplace else None)
+        out = _core.elementwise(op, self._a, x2, reflected, self._a if inplace else None)
         return self if inplace else Array(out)
     method.__name__ = f"__{'i' if inplace else 'r' if reflected else ''}{op}__"
     return method
@@ -111,12 +111,12 @@ def _numpy_ufunc(ufunc: Any, method: str, inputs: Tuple[Any, ...], kwargs: Dict[
             not any(isinstance(x, TransposedArray) for x in inputs):
         core_out = outs[0]._a if outs else None
         if len(inputs) == 1:
-            res = _core.elementwise(op, inputs[0]._a, out=core_out)
+            res = _core.elementwise(op, inputs[0]._a, None, False, core_out)
         elif isinstance(inputs[0], Array):
             x2 = inputs[1]._a if isinstance(inputs[1], Array) else inputs[1]
-            res = _core.elementwise(op, inputs[0]._a, x2, out=core_out)
+            res = _core.elementwise(op, inputs[0]._a, x2, False, core_out)
         else:
-            res = _core.elementwise(op, inputs[1]._a, inputs[0], scalar_first=True, out=core_out)
+            res = _core.elementwise(op, inputs[1]._a, inputs[0], True, core_out)
         return outs[0] if outs else Array(res)
     if any(isinstance(o, Array) for o in outs):
         raise TypeError(f"np.{ufunc.__name__}{'' if method == '__call__' else '.' + method}: NumPy cannot write into "
@@ -128,6 +128,46 @@ def _numpy_ufunc(ufunc: Any, method: str, inputs: Tuple[Any, ...], kwargs: Dict[
 def _unary(op: str) -> Any:
     def method(self: "Array") -> "Array":
         return Array(_core.elementwise(op, self._a))
+    return method
+
+
+def _first(op: str, x: Any) -> "Array":
+    """x, the array operand of a hetnn function, else TypeError naming the function."""
+    if not isinstance(x, Array):
+        raise TypeError(f"{op}: x must be a hetnn.Array, got {type(x).__name__} (hetnn.asarray(x, device=...) "
+                        f"uploads NumPy data)")
+    return x
+
+
+def _no_out(op: str, out: Any) -> None:
+    if out is not None:
+        raise TypeError(f"{op}: out= is not supported (the result is a new Array on the input's device)")
+
+
+def _dtype_name(op: str, dtype: Any) -> Optional[str]:
+    return None if dtype is None else _dtype(dtype, f"{op}: dtype").name
+
+
+def _reduction(op: str) -> Any:
+    """The Array method of a core reduction; its NumPy-compatible signature lets np.sum(a), np.max(a) ... run it
+    on the array's device."""
+    def method(self: "Array", axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False) -> "Array":
+        _no_out(op, out)
+        return Array(_core.reduce(op, self._a, axis, keepdims, _dtype_name(op, dtype)))
+    method.__name__ = method.__qualname__ = op
+    method.__doc__ = f"The {op} over ``axis`` (None: every axis), on the array's device (hetnn.{op})."
+    return method
+
+
+def _spread(op: str) -> Any:
+    """var / std as Array methods: NumPy's ddof or the Array API's correction."""
+    def method(self: "Array", axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
+               keepdims: Any = False, *, correction: Any = None) -> "Array":
+        _no_out(op, out)
+        x = self if dtype is None else self.astype(dtype)
+        return Array(getattr(_core, op)(x._a, axis, ddof if correction is None else correction, keepdims))
+    method.__name__ = method.__qualname__ = op
+    method.__doc__ = f"The {'standard deviation' if op == 'std' else 'variance'} over ``axis``, on the array's device."
     return method
 
 
@@ -167,6 +207,18 @@ class Array:
     __neg__, __pos__, __abs__, __invert__ = _unary("negative"), _unary("positive"), _unary("abs"), \
         _unary("bitwise_invert")
     __hash__ = None  # type: ignore[assignment]  # == is element-wise, as NumPy's
+
+    # reductions (hetnn._reduction): NumPy's np.sum(a), np.max(a, axis=0) ... call these, on the device
+    sum, prod, max, min = _reduction("sum"), _reduction("prod"), _reduction("max"), _reduction("min")
+    argmax, argmin, all, any = _reduction("argmax"), _reduction("argmin"), _reduction("all"), _reduction("any")
+    var, std = _spread("var"), _spread("std")
+
+    def mean(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False) -> "Array":
+        """The mean over ``axis`` (None: every axis), on the array's device; integers give the device's default
+        real type."""
+        _no_out("mean", out)
+        x = self if dtype is None else self.astype(dtype)
+        return Array(_core.mean(x._a, axis, keepdims))
 
     def __matmul__(self, other: Any) -> "Array":
         """``a @ b``: hetnn.matmul of two Arrays on one device (``b.T`` is read without a copy)."""
@@ -369,8 +421,28 @@ class Array:
             return f"{head},\n       {data})"
         return head + ")"
 
+    def _scalar(self, what: str) -> Any:
+        """The one element of a 0-d array, downloaded (asked for by float(a), int(a), bool(a))."""
+        if self.ndim != 0:
+            raise TypeError(f"{what}: only a 0-d hetnn.Array converts to a Python scalar, this one has shape "
+                            f"{self.shape}" + ("; the truth value of an array is ambiguous (use hetnn.all / "
+                                               "hetnn.any)" if what == "bool" else ""))
+        return self.numpy()[()]
+
     def __bool__(self) -> bool:
-        raise TypeError("the truth value of a hetnn.Array is ambiguous; compare its .numpy()")
+        return bool(self._scalar("bool"))
+
+    def __float__(self) -> float:
+        return float(self._scalar("float"))
+
+    def __int__(self) -> int:
+        return int(self._scalar("int"))
+
+    def __index__(self) -> int:
+        v = self._scalar("index")
+        if not isinstance(v, (np.integer, np.bool_)):
+            raise TypeError(f"index: only an integer 0-d hetnn.Array is an index, this one is {self.dtype.name}")
+        return int(v)
 
     def __reduce__(self):  # pickles through host memory, restored on the same device id
         return (asarray, (self.numpy(), None, self._a.device.id))
@@ -498,7 +570,7 @@ def _host_array(obj: Any, dtype: Optional[np.dtype], what: str) -> np.ndarray:
         arr = np.asarray(obj, dtype=dtype)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{what}: cannot convert {type(obj).__name__} to an array ({exc})") from None
-    if arr.dtype.kind in "OUSMmcb" or (arr.dtype.kind == "V" and arr.dtype.name != "bfloat16"):
+    if arr.dtype.kind in "OUSMmc" or (arr.dtype.kind == "V" and arr.dtype.name != "bfloat16"):
         raise TypeError(f"{what}: dtype {arr.dtype} is not supported; hetnn arrays hold "
                         f"{', '.join(SUPPORTED_DTYPES)}")
     _dtype(arr.dtype, what)

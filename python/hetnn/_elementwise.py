@@ -6,15 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional
 
-from ._array import Array, _dtype, _operand
+from ._array import Array, _dtype, _first, _operand
 from ._loader import _core
-
-
-def _first(op: str, x: Any) -> Array:
-    if not isinstance(x, Array):
-        raise TypeError(f"{op}: x must be a hetnn.Array, got {type(x).__name__} (hetnn.asarray(x, device=...) "
-                        f"uploads NumPy data)")
-    return x
 
 
 def _out(op: str, out: Optional[Array]) -> Any:
@@ -25,10 +18,15 @@ def _out(op: str, out: Optional[Array]) -> Any:
     return out._a
 
 
+def _result(core: Any, out: Optional[Array]) -> Array:
+    """The result: ``out`` itself when given (``f(x, out=o) is o``), else a new Array."""
+    return out if out is not None else Array(core)
+
+
 def _make(op: str, arity: int) -> Callable[..., Array]:
     if arity == 1:
         def unary(x: Array, /, *, out: Optional[Array] = None) -> Array:
-            return Array(_core.elementwise(op, _first(op, x)._a, out=_out(op, out)))
+            return _result(_core.elementwise(op, _first(op, x)._a, None, False, _out(op, out)), out)
         fn: Callable[..., Array] = unary
     else:
         def binary(x1: Any, x2: Any, /, *, out: Optional[Array] = None) -> Array:
@@ -36,16 +34,28 @@ def _make(op: str, arity: int) -> Callable[..., Array]:
                 other = _operand(op, x2, x1)
                 if other is NotImplemented:
                     raise TypeError(f"{op}: x1 must be a hetnn.Array or a Python number, got {type(x1).__name__}")
-                return Array(_core.elementwise(op, x2._a, other, scalar_first=True, out=_out(op, out)))
+                return _result(_core.elementwise(op, x2._a, other, True, _out(op, out)), out)
             a = _first(op, x1)
             other = _operand(op, a, x2)
             if other is NotImplemented:
                 raise TypeError(f"{op}: x2 must be a hetnn.Array or a Python number, got {type(x2).__name__}")
-            return Array(_core.elementwise(op, a._a, other, out=_out(op, out)))
+            return _result(_core.elementwise(op, a._a, other, False, _out(op, out)), out)
         fn = binary
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"The Array API's ``{op}``, element-wise on the operands' device."
     return fn
+
+
+def where(condition: Array, x1: Any, x2: Any, /, *, out: Optional[Array] = None) -> Array:
+    """``x1`` where ``condition`` is true, else ``x2``, element-wise on the operands' device, broadcast together;
+    the result's dtype is x1's and x2's promoted (a Python number is weak); a condition that is not bool is read as
+    ``!= 0``."""
+    c = _first("where", condition)
+    for name, v in (("x1", x1), ("x2", x2)):
+        if not isinstance(v, Array) and _operand("where", c, v) is NotImplemented:
+            raise TypeError(f"where: {name} must be a hetnn.Array or a Python number, got {type(v).__name__}")
+    return _result(_core.where(c._a, x1._a if isinstance(x1, Array) else x1,
+                               x2._a if isinstance(x2, Array) else x2, _out("where", out)), out)
 
 
 def astype(x: Array, dtype: Any, /, *, copy: bool = True) -> Array:
@@ -68,4 +78,4 @@ def result_type(*dtypes: Any) -> Any:
 OPS: Dict[str, int] = {name: arity for name, arity, kind in _core.elementwise_ops() if kind != "cast"}
 globals().update({name: _make(name, arity) for name, arity in OPS.items()})
 
-__all__: List[str] = sorted(OPS) + ["astype", "result_type"]
+__all__: List[str] = sorted(OPS) + ["astype", "result_type", "where"]

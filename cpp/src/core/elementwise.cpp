@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <unordered_map>
+#include <utility>
 
 #include "core/errors.h"
 #include "core/ops.h"
@@ -23,7 +25,7 @@ constexpr EwInfo kInfo[] = {
 int int_rank(DType t) { return t == DType::i8 || t == DType::u8 ? 1 : t == DType::i32 ? 2 : 3; }
 int float_rank(DType t) { return t == DType::f16 || t == DType::bf16 ? 1 : t == DType::f32 ? 2 : 3; }
 
-std::string where(EwOp op) { return std::string("hetnn.") + ew_info(op).name; }
+std::string who(EwOp op) { return std::string("hetnn.") + ew_info(op).name; }
 
 // The type both inputs are read as, and the result's, for op on inputs promoted to t.
 struct Types {
@@ -35,7 +37,7 @@ Types op_types(EwOp op, DType t, const DevicePtr& dev) {
   switch (info.kind) {
     case EwKind::arith:
       if (t == DType::b8)
-        throw TypeError(where(op) + ": " + name + " is not defined for bool arrays (cast with astype first)");
+        throw TypeError(who(op) + ": " + name + " is not defined for bool arrays (cast with astype first)");
       return {t, t};
     case EwKind::real: {
       const DType r = is_floating(t) ? t : default_real(dev);
@@ -44,15 +46,15 @@ Types op_types(EwOp op, DType t, const DevicePtr& dev) {
     case EwKind::compare:
     case EwKind::test:
       if (op == EwOp::signbit && !is_floating(t))
-        throw TypeError(where(op) + ": signbit needs a floating-point array, got " + dtype_name(t));
+        throw TypeError(who(op) + ": signbit needs a floating-point array, got " + dtype_name(t));
       return {t, DType::b8};
     case EwKind::logical:
       return {t, DType::b8};
     case EwKind::bitwise:
       if (is_floating(t))
-        throw TypeError(where(op) + ": " + name + " needs integer or bool arrays, got " + dtype_name(t));
+        throw TypeError(who(op) + ": " + name + " needs integer or bool arrays, got " + dtype_name(t));
       if (t == DType::b8 && (op == EwOp::bitwise_left_shift || op == EwOp::bitwise_right_shift))
-        throw TypeError(where(op) + ": shifts need integer arrays, got bool");
+        throw TypeError(who(op) + ": shifts need integer arrays, got bool");
       return {t, t};
     case EwKind::rounding:
       return {t, t};
@@ -63,14 +65,14 @@ Types op_types(EwOp op, DType t, const DevicePtr& dev) {
 }
 
 // Output shape of broadcasting a and b (NumPy's rule), or ValueError naming both.
-Shape broadcast(EwOp op, const Shape& a, const Shape& b) {
+Shape broadcast(const std::string& name, const Shape& a, const Shape& b) {
   const std::size_t n = std::max(a.size(), b.size());
   Shape out(n);
   for (std::size_t i = 0; i < n; ++i) {
     const std::int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     const std::int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (da != db && da != 1 && db != 1)
-      throw ValueError(where(op) + ": operands of shapes " + shape_str(a) + " and " + shape_str(b) +
+      throw ValueError(name + ": operands of shapes " + shape_str(a) + " and " + shape_str(b) +
                        " cannot be broadcast together");
     out[i] = da == 1 ? db : da;
   }
@@ -92,58 +94,67 @@ std::vector<std::int64_t> strides_in(const Shape& s, const Shape& out) {
 // Fills d.shape / sa / sb: dimensions of extent 1 dropped and neighbours merged where every operand steps through
 // them as through one dimension, so the common cases (same shapes, a scalar, a row or a column) reach the
 // backends as one or two dimensions.
-void coalesce(ElementwiseDesc& d, const Shape& out, std::vector<std::int64_t> sa, std::vector<std::int64_t> sb) {
+// With sc (where's condition), its strides are merged alike into d.sc.
+void coalesce(ElementwiseDesc& d, const Shape& out, std::vector<std::int64_t> sa, std::vector<std::int64_t> sb,
+              const std::vector<std::int64_t>* sc = nullptr) {
   d.shape.clear();
   d.sa.clear();
   d.sb.clear();
+  d.sc.clear();
+  std::vector<std::int64_t> c = sc ? *sc : std::vector<std::int64_t>(out.size(), 0);
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (out[i] == 1) continue;
-    if (!d.shape.empty() && d.sa.back() == sa[i] * out[i] && d.sb.back() == sb[i] * out[i]) {
+    if (!d.shape.empty() && d.sa.back() == sa[i] * out[i] && d.sb.back() == sb[i] * out[i] &&
+        d.sc.back() == c[i] * out[i]) {
       d.shape.back() *= out[i];
       d.sa.back() = sa[i];
       d.sb.back() = sb[i];
+      d.sc.back() = c[i];
       continue;
     }
     d.shape.push_back(out[i]);
     d.sa.push_back(sa[i]);
     d.sb.push_back(sb[i]);
+    d.sc.push_back(c[i]);
   }
   if (d.shape.empty()) {
     d.shape = {1};
     d.sa = {1};
     d.sb = {1};
+    d.sc = {1};
   }
+  if (!sc) d.sc.clear();
   if (static_cast<int>(d.shape.size()) > kEwMaxDims)
-    throw ValueError(where(d.op) + ": the operands' broadcast pattern needs " + std::to_string(d.shape.size()) +
+    throw ValueError(who(d.op) + ": the operands' broadcast pattern needs " + std::to_string(d.shape.size()) +
                      " dimensions after merging, more than the " + std::to_string(kEwMaxDims) + " supported");
   d.n = shape_size(out);
-  d.contiguous = d.shape.size() == 1 && d.sa[0] == 1 && d.sb[0] == 1;
+  d.contiguous = d.shape.size() == 1 && d.sa[0] == 1 && d.sb[0] == 1 && (d.sc.empty() || d.sc[0] == 1);
 }
 
-Array output(EwOp op, const DevicePtr& dev, const Shape& shape, DType t, Array* out) {
+Array output(const std::string& name, const DevicePtr& dev, const Shape& shape, DType t, Array* out) {
   if (!out) return Array::empty(dev, shape, t);
-  if (!out->valid()) throw ValueError(where(op) + ": out is not a valid array");
+  if (!out->valid()) throw ValueError(name + ": out is not a valid array");
   if (out->device() != dev)
-    throw ValueError(where(op) + ": out is on " + out->device()->id() + ", the operands on " + dev->id());
+    throw ValueError(name + ": out is on " + out->device()->id() + ", the operands on " + dev->id());
   if (out->shape() != shape || out->dtype() != t)
-    throw ValueError(where(op) + ": out must have shape " + shape_str(shape) + " and dtype " + dtype_name(t) +
+    throw ValueError(name + ": out must have shape " + shape_str(shape) + " and dtype " + dtype_name(t) +
                      ", got " + shape_str(out->shape()) + " " + dtype_name(out->dtype()));
   return *out;
 }
 
 void check_input(EwOp op, const Array& x, const char* name) {
-  if (!x.valid()) throw ValueError(where(op) + ": " + name + " is not a valid array");
+  if (!x.valid()) throw ValueError(who(op) + ": " + name + " is not a valid array");
   x.device()->require(x.dtype(), ew_info(op).name);
 }
 
 // a scalar of the weak kind: an int with an integer array must fit the type (NumPy 2 raises the same).
-void fit_int(EwOp op, std::int64_t v, DType t) {
+void fit_int(const std::string& name, std::int64_t v, DType t) {
   std::int64_t lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
   if (t == DType::i8) lo = -128, hi = 127;
   if (t == DType::u8) lo = 0, hi = 255;
   if (t == DType::i32) lo = std::numeric_limits<std::int32_t>::min(), hi = std::numeric_limits<std::int32_t>::max();
   if (v < lo || v > hi)
-    throw ValueError(where(op) + ": the Python int " + std::to_string(v) + " is out of range for " + dtype_name(t) +
+    throw ValueError(name + ": the Python int " + std::to_string(v) + " is out of range for " + dtype_name(t) +
                      " (cast the array with astype first)");
 }
 
@@ -163,8 +174,13 @@ std::vector<std::string> ew_op_names() {
 }
 
 EwOp ew_op_from_name(const std::string& name) {
-  for (std::size_t i = 0; i < sizeof(kInfo) / sizeof(kInfo[0]); ++i)
-    if (name == kInfo[i].name) return static_cast<EwOp>(i);
+  static const std::unordered_map<std::string, EwOp> by_name = [] {  // every Python call looks its op up
+    std::unordered_map<std::string, EwOp> m;
+    for (std::size_t i = 0; i < sizeof(kInfo) / sizeof(kInfo[0]); ++i) m.emplace(kInfo[i].name, static_cast<EwOp>(i));
+    return m;
+  }();
+  const auto it = by_name.find(name);
+  if (it != by_name.end()) return it->second;
   std::string known;
   for (const EwInfo& e : kInfo) known += std::string(known.empty() ? "" : ", ") + e.name;
   throw ValueError("unknown element-wise op '" + name + "' (known: " + known + ")");
@@ -212,19 +228,19 @@ Array elementwise(EwOp op, const Array& a, const Array* b, Array* out) {
   if (op == EwOp::cast) throw ValueError("hetnn.cast: use astype(x, dtype)");
   check_input(op, a, "x1");
   if ((info.arity == 2) != (b != nullptr))
-    throw TypeError(where(op) + " takes " + std::to_string(info.arity) + " array argument" +
+    throw TypeError(who(op) + " takes " + std::to_string(info.arity) + " array argument" +
                     (info.arity == 2 ? "s" : ""));
   if (b) {
     check_input(op, *b, "x2");
     if (b->device() != a.device())
-      throw TypeError(where(op) + ": the operands are on different devices (" + a.device()->id() + " and " +
+      throw TypeError(who(op) + ": the operands are on different devices (" + a.device()->id() + " and " +
                        b->device()->id() + "); move one with .to(device)");
   }
   const DType t = b ? result_type(a.dtype(), b->dtype()) : a.dtype();
   const Types ty = op_types(op, t, a.device());
   a.device()->require(ty.in, info.name);
-  const Shape shape = b ? broadcast(op, a.shape(), b->shape()) : a.shape();
-  Array y = output(op, a.device(), shape, ty.out, out);
+  const Shape shape = b ? broadcast(who(op), a.shape(), b->shape()) : a.shape();
+  Array y = output(who(op), a.device(), shape, ty.out, out);
   // an operand of another dtype is converted first. out may be an input: out has the whole output's elements and
   // arrays are whole buffers, so an input sharing its memory has the output's size, is not broadcast, and each
   // element is read before it is written at the same position
@@ -239,17 +255,62 @@ Array elementwise(EwOp op, const Array& a, const Array* b, Array* out) {
   return y;
 }
 
+Array where(const Array& cond, const Array& a, const Array& b, Array* out) {
+  const char* w = "hetnn.where";
+  for (const auto& [x, name] : {std::pair<const Array*, const char*>{&cond, "condition"}, {&a, "x1"}, {&b, "x2"}}) {
+    if (!x->valid()) throw ValueError(std::string(w) + ": " + name + " is not a valid array");
+    x->device()->require(x->dtype(), "where");
+  }
+  if (a.device() != cond.device() || b.device() != cond.device())
+    throw TypeError(std::string(w) + ": the operands are on different devices (" + cond.device()->id() + ", " +
+                    a.device()->id() + " and " + b.device()->id() + "); move them with .to(device)");
+  const DType t = result_type(a.dtype(), b.dtype());
+  a.device()->require(t, "where");
+  const Shape shape = broadcast(w, broadcast(w, cond.shape(), a.shape()), b.shape());
+  Array y = output(w, a.device(), shape, t, out);
+  // the same rule as the other ops for out sharing an input's memory holds: each element is read before written
+  const Array C = cond.dtype() == DType::b8 ? cond : astype(cond, DType::b8);
+  const Array A = a.dtype() == t ? a : astype(a, t);
+  const Array B = b.dtype() == t ? b : astype(b, t);
+  ElementwiseDesc d;
+  d.op = EwOp::cast;
+  d.in = t;
+  d.out = t;
+  const std::vector<std::int64_t> sc = strides_in(cond.shape(), shape);
+  coalesce(d, shape, strides_in(a.shape(), shape), strides_in(b.shape(), shape), &sc);
+  if (d.n) a.device()->backend().where(d, *C.buffer(), *A.buffer(), *B.buffer(), *y.buffer());
+  return y;
+}
+
+Array scalar_array(const Array& like, const EwScalar& s) {
+  // a weak scalar: the array's dtype, except a float with an integer or bool array (the default real type)
+  DType t = like.dtype();
+  if (s.is_float && !is_floating(t)) t = default_real(like.device());
+  else if (!s.is_float && !s.is_bool && t == DType::b8) t = DType::i64;
+  const DevicePtr& dev = like.device();
+  if (is_floating(t)) {
+    const double f = s.is_float ? s.f : static_cast<double>(s.i);
+    if (t == DType::f64) return Array::from_host(dev, &f, {}, DType::f64);
+    const float g = static_cast<float>(f);
+    const Array v = Array::from_host(dev, &g, {}, DType::f32);
+    return t == DType::f32 ? v : astype(v, t);
+  }
+  if (t != DType::b8) fit_int("hetnn.where", s.i, t);
+  const Array v = Array::from_host(dev, &s.i, {}, DType::i64);
+  return t == DType::i64 ? v : astype(v, t);
+}
+
 Array elementwise(EwOp op, const Array& a, const EwScalar& s, bool scalar_first, Array* out) {
   const EwInfo& info = ew_info(op);
   check_input(op, a, scalar_first ? "x2" : "x1");
-  if (info.arity != 2) throw TypeError(where(op) + " takes one argument");
+  if (info.arity != 2) throw TypeError(who(op) + " takes one argument");
   // the scalar is weak: it takes the array's type, except a float with an integer or bool array
   DType t = a.dtype();
   if (s.is_float && !is_floating(t)) t = default_real(a.device());
   else if (!s.is_float && !s.is_bool && t == DType::b8) t = DType::i64;
   const Types ty = op_types(op, t, a.device());
   a.device()->require(ty.in, info.name);
-  Array y = output(op, a.device(), a.shape(), ty.out, out);
+  Array y = output(who(op), a.device(), a.shape(), ty.out, out);
   const Array A = a.dtype() == ty.in ? a : astype(a, ty.in);
   ElementwiseDesc d;
   d.op = op;
@@ -259,8 +320,8 @@ Array elementwise(EwOp op, const Array& a, const EwScalar& s, bool scalar_first,
   if (is_floating(ty.in)) {
     d.fscalar = s.is_float ? s.f : static_cast<double>(s.i);
   } else {
-    if (s.is_float) throw TypeError(where(op) + ": a float scalar with " + std::string(dtype_name(ty.in)));
-    fit_int(op, s.i, ty.in);
+    if (s.is_float) throw TypeError(who(op) + ": a float scalar with " + std::string(dtype_name(ty.in)));
+    fit_int(who(op), s.i, ty.in);
     d.iscalar = s.i;
   }
   coalesce(d, a.shape(), strides_in(a.shape(), a.shape()), strides_in(a.shape(), a.shape()));

@@ -44,6 +44,11 @@ struct EwScalar {
 // an input. Returns out when given, else a new Array.
 Array elementwise(EwOp op, const Array& a, const Array* b, Array* out);
 Array elementwise(EwOp op, const Array& a, const EwScalar& s, bool scalar_first, Array* out);
+// cond ? a : b element-wise, broadcast together; the result's dtype is result_type(a, b); a condition that is not
+// bool is read as != 0.
+Array where(const Array& cond, const Array& a, const Array& b, Array* out);
+// A Python number as a 0-d array on like's device, of the dtype it takes beside like (weak, as above).
+Array scalar_array(const Array& like, const EwScalar& s);
 // x converted to dtype t (a new array; x itself when it already has that dtype and copy is false).
 Array astype(const Array& x, DType t, bool copy = true);
 

@@ -191,11 +191,52 @@ struct ElementwiseDesc {
   DType in = DType::f32, out = DType::f32;
   Shape shape;
   std::vector<std::int64_t> sa, sb;
+  std::vector<std::int64_t> sc;  // where: the condition's strides (empty otherwise)
   std::int64_t n = 0;
   int scalar = 0;
   double fscalar = 0;
   std::int64_t iscalar = 0;
   bool contiguous = true;
+};
+
+// Reductions (the front and the type rules: core/reduction.h). sumsq: the sum of squares (var and std).
+#define HETNN_RED_OPS(X) X(sum) X(prod) X(max) X(min) X(argmax) X(argmin) X(all) X(any) X(sumsq)
+
+enum class RedOp : std::uint8_t {
+#define HETNN_RED_ENUM(name) name,
+  HETNN_RED_OPS(HETNN_RED_ENUM)
+#undef HETNN_RED_ENUM
+};
+
+inline const char* red_name(RedOp op) {
+#define HETNN_RED_NAME(name) #name,
+  static constexpr const char* names[] = {HETNN_RED_OPS(HETNN_RED_NAME)};
+#undef HETNN_RED_NAME
+  return names[static_cast<int>(op)];
+}
+
+// What a backend computes: out[o] = op over the reduced elements of x, o running over the kept dimensions kshape
+// in row-major order (the output's elements), the reduced ones over rshape in row-major order; element (o, r)
+// sits at the offset sum(kidx * ks) + sum(ridx * rs) of x. Both sets are coalesced by the front (at most
+// kEwMaxDims each; kshape {1} and rshape {1} when there is none). argmax / argmin give the flat row-major index
+// over rshape of the first maximum / minimum (NaN counts as the largest and the smallest: the first NaN wins, as
+// in NumPy). sum and sumsq are multiplied by `scale` (mean, var) after the reduction, in the accumulator's type.
+// n_red 0 gives the identity (sum 0, prod 1, all true, any false; times scale).
+struct ReduceDesc {
+  RedOp op = RedOp::sum;
+  DType in = DType::f32, out = DType::f32;
+  Shape kshape, rshape;
+  std::vector<std::int64_t> ks, rs;
+  std::int64_t n_out = 0, n_red = 0;
+  double scale = 1.0;
+};
+
+// out (outer, len + include_initial, inner) = the running sums of x (outer, len, inner) along the middle axis,
+// starting from 0 (a leading 0 with include_initial), in the sum's accumulator type.
+struct ScanDesc {
+  DType in = DType::f32, out = DType::f32;
+  std::int64_t outer = 0, len = 0, inner = 0;
+  bool include_initial = false;
 };
 
 // The ops every backend implements, listed once: X(name, (parameters)). Backend declares each pure virtual; a
@@ -225,6 +266,9 @@ struct ElementwiseDesc {
 //   take_rows            row r of out = row idx[offset + r] of src (rows of row_bytes; n rows): minibatches gathered
 //                        on the device. Indices are clamped to [0, src_rows) (the front checks them where it can).
 //   elementwise          as ElementwiseDesc says (core/elementwise.h); b null for unary ops and scalar operands.
+//   where                out[i] = cond[i] ? a[i] : b[i] (cond bool, read at d.sc; a and b of type d.in = d.out).
+//   reduce               as ReduceDesc says (core/reduction.h).
+//   cumulative_sum       as ScanDesc says.
 #define HETNN_BACKEND_OPS(X)                                                                                      \
   X(matmul, (const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias))              \
   X(max_pool2d, (const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices))                              \
@@ -245,7 +289,10 @@ struct ElementwiseDesc {
   X(sum_rows, (DType t, std::int64_t rows, std::int64_t cols, const Buffer& x, Buffer& out, double beta))        \
   X(take_rows, (std::size_t row_bytes, std::int64_t src_rows, const Buffer& src, const Buffer& idx,              \
                 std::int64_t offset, std::int64_t n, Buffer& out))                                             \
-  X(elementwise, (const ElementwiseDesc& d, const Buffer& a, const Buffer* b, Buffer& out))
+  X(elementwise, (const ElementwiseDesc& d, const Buffer& a, const Buffer* b, Buffer& out))                   \
+  X(where, (const ElementwiseDesc& d, const Buffer& cond, const Buffer& a, const Buffer& b, Buffer& out))       \
+  X(reduce, (const ReduceDesc& d, const Buffer& x, Buffer& out))                                                \
+  X(cumulative_sum, (const ScanDesc& d, const Buffer& x, Buffer& out))
 
 // Public fronts (arguments as the user gives them; Python converts types and applies the placement rule).
 

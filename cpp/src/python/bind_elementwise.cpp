@@ -77,10 +77,23 @@ void bind_elementwise(py::module_& m) {
         NoGil nogil;
         return hetnn::elementwise(op, x1, s, scalar_first, out);
       },
-      py::arg("op"), py::arg("x1"), py::arg("x2") = py::none(), py::arg("scalar_first") = false, py::kw_only(),
+      // out may be passed by position: hetnn._elementwise does (pybind11's keyword matching costs ~1 us a call)
+      py::arg("op"), py::arg("x1"), py::arg("x2") = py::none(), py::arg("scalar_first") = false,
       py::arg("out").none(true) = nullptr,
       R"doc(The element-wise op ``op`` (a name of ``elementwise_ops()``) of x1 (and x2: an Array on x1's device or a
 Python number; ``scalar_first``: x2 is the first operand), broadcast as NumPy does.)doc");
+  m.def(
+      "where",
+      [](const Array& cond, py::object x1, py::object x2, Array* out) {
+        const bool a1 = py::isinstance<Array>(x1), a2 = py::isinstance<Array>(x2);
+        if (!a1 && !a2) throw TypeError("hetnn.where: x1 or x2 must be a hetnn Array (the other may be a number)");
+        const Array A = a1 ? x1.cast<Array>() : scalar_array(x2.cast<Array>(), arg_scalar(x1, "where"));
+        const Array B = a2 ? x2.cast<Array>() : scalar_array(A, arg_scalar(x2, "where"));
+        NoGil nogil;
+        return hetnn::where(cond, A, B, out);
+      },
+      py::arg("condition"), py::arg("x1"), py::arg("x2"), py::arg("out").none(true) = nullptr,
+      "condition ? x1 : x2 element-wise, broadcast together (x1 or x2 may be a Python number).");
   m.def(
       "astype",
       [](const Array& x, const std::string& dtype, bool copy) {

@@ -43,9 +43,9 @@ def free_cpus(threads: _t.Optional[int] = None) -> _t.Iterator[_t.Any]:
 
 def run(suite: _t.Optional[str] = None, *, verbose: bool = False, output: _t.Optional[str] = None,
         say: _t.Optional[_t.Callable[[str], None]] = None, **options: _t.Any) -> Report:
-    """Runs one benchmark suite ("peak", "matmul", "maxpool", "mlp", "conv", "transfer", "scaling") or "all", as
-    ``python -m hetnn bench SUITE`` does, and returns its rows. With no suite, the command line's default: "all"
-    with ``quick=True``, else "matmul".
+    """Runs one benchmark suite ("peak", "matmul", "maxpool", "mlp", "conv", "transfer", "arrays", "scaling") or
+    "all", as ``python -m hetnn bench SUITE`` does, and returns its rows. With no suite, the command line's default:
+    "all" with ``quick=True``, else "matmul".
 
     ``options`` are the command line's flags: ``device`` ("all", "cpu,opencl:0:0" or a list of devices),
     ``compare`` ("numpy,torch" or a list), ``quick``, ``repeat``, ``warmup``, ``max_duration``, ``shapes``,

@@ -390,6 +390,34 @@ def plot_transfer(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
     return fig
 
 
+def plot_arrays(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
+    rows = [r for r in rows if "op" in r and "us" in r]
+    if not rows:
+        return None
+    fig, ax = _figure(1, 2, (12, 4.8))
+    sizes = list(dict.fromkeys(r["size"] for r in rows))
+    ops = list(dict.fromkeys(r["op"] for r in rows))
+    series = list(dict.fromkeys(f"{r['library']} {r['device']}" for r in rows))
+    width = 0.8 / max(1, len(series))
+    for panel, size, key, ylabel in ((ax[0][0], sizes[-1], "gbps", "GB/s"), (ax[0][1], sizes[0], "us", "us per call")):
+        for i, name in enumerate(series):
+            sel = {r["op"]: r for r in rows if r["size"] == size and f"{r['library']} {r['device']}" == name}
+            xs = [j + (i - (len(series) - 1) / 2) * width for j, op in enumerate(ops) if _ok(sel.get(op, {}), key)]
+            ys = [sel[op][key] for op in ops if _ok(sel.get(op, {}), key)]
+            panel.bar(xs, ys, width, label=name)
+            bad = [(x, sel[op][key]) for x, op in zip(xs, [o for o in ops if _ok(sel.get(o, {}), key)])
+                   if _bad(sel[op])]
+            _mark(panel, [b[0] for b in bad], [b[1] for b in bad])
+        panel.set_xticks(range(len(ops)))
+        panel.set_xticklabels(ops)
+        panel.set_ylabel(ylabel)
+        panel.set_title(f"{size} per operand: {'bandwidth (higher is better)' if key == 'gbps' else 'time per call'}")
+        panel.grid(alpha=0.3, axis="y")
+    _legend(fig, [ax[0][0], ax[0][1]])
+    _footer(fig, env, "python -m hetnn bench arrays; median of interleaved repeats")
+    return fig
+
+
 def plot_conv(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
     layers = [r for r in rows if r.get("part") == "layers"]
     keras = [r for r in rows if r.get("part") == "keras-cnn"]
@@ -514,7 +542,8 @@ def plot_scaling(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
 
 
 _PLOTS = {"peak": plot_peak, "matmul": plot_matmul, "maxpool": plot_maxpool, "mlp": plot_mlp,
-          "conv": plot_conv, "transfer": plot_transfer, "compare": plot_compare, "scaling": plot_scaling}
+          "conv": plot_conv, "transfer": plot_transfer, "arrays": plot_arrays, "compare": plot_compare,
+          "scaling": plot_scaling}
 
 
 def make_figures(rows: Rows, env: Dict[str, Any]) -> Dict[str, Any]:

@@ -19,7 +19,7 @@ from .. import _cpus, _workers
 from .._device import Device
 from .._check import is_int, is_real
 
-SUITES = ("peak", "matmul", "maxpool", "mlp", "conv", "transfer", "scaling")
+SUITES = ("peak", "matmul", "maxpool", "mlp", "conv", "transfer", "arrays", "scaling")
 ALL = SUITES[:-1]  # "all": every suite on this process's devices (scaling runs over MPI ranks: named alone)
 # the suites whose every timing goes through hetnn.interleave run in worker processes too (hetnn._workers); the
 # others time training epochs, which a worker would have to train again
@@ -596,6 +596,27 @@ def suite_transfer(opts: Options, say: Say, progress: _Progress) -> List[Dict[st
     return rows
 
 
+def suite_arrays(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, Any]]:
+    from .arrays import ARRAYS_COLUMNS, run_arrays, summary
+    from .peak import measure_missing
+    from .report import format_table
+
+    devs = opts.devices()
+    timing = opts.timing()
+    t0 = time.perf_counter()
+    say(f"hetnn arrays benchmark (float32, operands on the device, element-wise results into out=); devices: "
+        f"{_devices_line(devs)}; NumPy {np.__version__}")
+    measure_missing(devs, say)
+    rows = run_arrays(devs, progress=progress.callback(), **timing)
+    say(format_table(rows, ARRAYS_COLUMNS, opts.details))
+    for line in summary(rows):
+        say("  " + line)
+    say(f"({_timing_line(timing)}; GB/s: each operand's bytes once over the device's time of the op (hetnn) or the "
+        f"wall time (NumPy); % mem peak: of the device's measured memory ceiling, for arrays beyond the caches; "
+        f"{time.perf_counter() - t0:.1f} s in all)\n")
+    return rows
+
+
 def scaling_threads(opts: Options) -> Optional[int]:
     """The scaling suite's one --threads value per rank (None: its default)."""
     counts = opts.thread_counts()
@@ -642,16 +663,17 @@ def suite_scaling(opts: Options, say: Say, progress: _Progress) -> List[Dict[str
 
 _RUNNERS: Dict[str, Callable[[Options, Say, _Progress], List[Dict[str, Any]]]] = {
     "peak": suite_peak, "matmul": suite_matmul, "maxpool": suite_maxpool, "mlp": suite_mlp,
-    "conv": suite_conv, "transfer": suite_transfer, "scaling": suite_scaling}
+    "conv": suite_conv, "transfer": suite_transfer, "arrays": suite_arrays, "scaling": suite_scaling}
 
 
 def main_columns(suite: str) -> List[Any]:
     """The columns of a suite's main table (the one-table view of a distributed run)."""
-    from . import conv, matmul, maxpool, mlp, peak, scaling, transfer
+    from . import arrays, conv, matmul, maxpool, mlp, peak, scaling, transfer
 
     tables: Dict[str, List[Any]] = {
         "peak": peak.PEAK_COLUMNS, "matmul": matmul.MATMUL_COLUMNS, "maxpool": maxpool.MAXPOOL_COLUMNS,
-        "mlp": mlp.MLP_MNIST_COLUMNS, "conv": conv.CONV_COLUMNS, "transfer": transfer.TRANSFER_COLUMNS}
+        "mlp": mlp.MLP_MNIST_COLUMNS, "conv": conv.CONV_COLUMNS, "transfer": transfer.TRANSFER_COLUMNS,
+        "arrays": arrays.ARRAYS_COLUMNS}
     return list(tables.get(suite, scaling.SCALING_COLUMNS))
 
 

@@ -13,6 +13,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_loops.h"
 #include "backend/cpu/cpu_threads.h"
+#include "backend/cpu/cpu_convert.h"
 #include "backend/cpu/half_convert.h"
 #include "core/errors.h"
 
@@ -24,50 +25,6 @@ constexpr std::int64_t kChunk = 512;
 constexpr std::int64_t kParallelMin = 1 << 15;
 
 bool is16(DType t) { return t == DType::f16 || t == DType::bf16; }
-
-// Element i of a buffer of type t (storage), as C.
-template <class C>
-C load(DType t, const void* p, std::int64_t i) {
-  switch (t) {
-    case DType::f32: return static_cast<C>(static_cast<const float*>(p)[i]);
-    case DType::f64: return static_cast<C>(static_cast<const double*>(p)[i]);
-    case DType::i32: return static_cast<C>(static_cast<const std::int32_t*>(p)[i]);
-    case DType::i64: return static_cast<C>(static_cast<const std::int64_t*>(p)[i]);
-    case DType::u8:
-    case DType::b8: return static_cast<C>(static_cast<const std::uint8_t*>(p)[i]);
-    case DType::i8: return static_cast<C>(static_cast<const std::int8_t*>(p)[i]);
-    case DType::f16:
-    case DType::bf16: {
-      float f;
-      widen_to_f32(t, static_cast<const std::uint16_t*>(p) + i, &f, 1);
-      return static_cast<C>(f);
-    }
-  }
-  return C{};
-}
-
-// Walks the output's elements [begin, end) in row-major order, giving each one's element offset in one operand.
-struct Walker {
-  const Shape& shape;
-  const std::vector<std::int64_t>& st;
-  std::int64_t idx[kEwMaxDims] = {};
-  std::int64_t off = 0;
-  Walker(const Shape& s, const std::vector<std::int64_t>& strides, std::int64_t start) : shape(s), st(strides) {
-    for (int k = static_cast<int>(s.size()) - 1; k >= 0; --k) {
-      idx[k] = start % s[k];
-      start /= s[k];
-      off += idx[k] * st[k];
-    }
-  }
-  void next() {
-    for (int k = static_cast<int>(shape.size()) - 1; k >= 0; --k) {
-      off += st[k];
-      if (++idx[k] < shape[k]) return;
-      off -= idx[k] * st[k];
-      idx[k] = 0;
-    }
-  }
-};
 
 // The chunk [i, i + m) of one operand as C values: a pointer into the buffer when it can be read as it is, else
 // `tmp` filled.
@@ -314,47 +271,6 @@ void compute(EwOp op, bool bool_in, std::int64_t m, const C* x, const C* z, R* r
   unreachable(op);
 }
 
-// v as the output type O: floating to integer saturates (NaN gives 0), anything to bool is != 0.
-template <class O, class C>
-O convert(C v) {
-  if constexpr (std::is_same_v<O, bool>) {
-    return v != C(0);
-  } else if constexpr (std::is_integral_v<O> && std::is_floating_point_v<C>) {
-    if (v != v) return 0;
-    if (v <= static_cast<C>(std::numeric_limits<O>::min())) return std::numeric_limits<O>::min();
-    if (v >= static_cast<C>(std::numeric_limits<O>::max())) return std::numeric_limits<O>::max();
-    return static_cast<O>(v);
-  } else {
-    return static_cast<O>(v);
-  }
-}
-
-// out[i + j] = convert<V>(r[j]) for j < m, out holding S (the storage type; bool is stored as uint8).
-template <class S, class V, class R>
-void store_as(void* out, std::int64_t i, std::int64_t m, const R* r) {
-  for (std::int64_t j = 0; j < m; ++j) static_cast<S*>(out)[i + j] = static_cast<S>(convert<V>(r[j]));
-}
-
-// Stores r[0, m) (type R) at output elements [i, i + m) of type t.
-template <class R>
-void store(DType t, void* out, std::int64_t i, std::int64_t m, const R* r) {
-  switch (t) {
-    case DType::f32: return store_as<float, float>(out, i, m, r);
-    case DType::f64: return store_as<double, double>(out, i, m, r);
-    case DType::i32: return store_as<std::int32_t, std::int32_t>(out, i, m, r);
-    case DType::i64: return store_as<std::int64_t, std::int64_t>(out, i, m, r);
-    case DType::u8: return store_as<std::uint8_t, std::uint8_t>(out, i, m, r);
-    case DType::i8: return store_as<std::int8_t, std::int8_t>(out, i, m, r);
-    case DType::b8: return store_as<std::uint8_t, bool>(out, i, m, r);
-    case DType::f16:
-    case DType::bf16: {
-      float f[kChunk];
-      for (std::int64_t j = 0; j < m; ++j) f[j] = static_cast<float>(r[j]);
-      narrow_from_f32(t, f, static_cast<std::uint16_t*>(out) + i, m);
-      return;
-    }
-  }
-}
 
 // The op over output elements [begin, end), inputs read as C.
 template <class C>
@@ -401,7 +317,46 @@ void run_all(const ElementwiseDesc& d, const void* a, const void* b, void* out) 
                   kParallelMin);
 }
 
+template <class C>
+void where_all(const ElementwiseDesc& d, const void* c, const void* a, const void* b, void* out) {
+  parallel_ranges(
+      d.n,
+      [&](std::int64_t begin, std::int64_t end) {
+        C xb[kChunk], zb[kChunk], r[kChunk];
+        std::uint8_t cb[kChunk];
+        for (std::int64_t i = begin; i < end; i += kChunk) {
+          const std::int64_t m = std::min(kChunk, end - i);
+          const std::uint8_t* k = operand<std::uint8_t>(d, DType::b8, c, d.sc, i, m, cb);
+          const C* x = operand<C>(d, d.in, a, d.sa, i, m, xb);
+          const C* z = operand<C>(d, d.in, b, d.sb, i, m, zb);
+          for (std::int64_t j = 0; j < m; ++j) r[j] = k[j] ? x[j] : z[j];
+          store(d.out, out, i, m, r);
+        }
+      },
+      kParallelMin);
+}
+
 }  // namespace
+
+void CpuBackend::where(const ElementwiseDesc& d, const Buffer& cond, const Buffer& a, const Buffer& b, Buffer& out) {
+  cpu_threads::apply();
+  const std::uint64_t bytes = static_cast<std::uint64_t>(d.n) * (1 + 3 * dtype_size(d.in));
+  timed("where", bytes, [&] {
+    const void *pc = cond.host_ptr(), *pa = a.host_ptr(), *pb = b.host_ptr();
+    void* po = out.host_ptr();
+    switch (d.in) {
+      case DType::f32:
+      case DType::f16:
+      case DType::bf16: return where_all<float>(d, pc, pa, pb, po);
+      case DType::f64: return where_all<double>(d, pc, pa, pb, po);
+      case DType::i32: return where_all<std::int32_t>(d, pc, pa, pb, po);
+      case DType::i64: return where_all<std::int64_t>(d, pc, pa, pb, po);
+      case DType::u8:
+      case DType::b8: return where_all<std::uint8_t>(d, pc, pa, pb, po);
+      case DType::i8: return where_all<std::int8_t>(d, pc, pa, pb, po);
+    }
+  });
+}
 
 void CpuBackend::elementwise(const ElementwiseDesc& d, const Buffer& a, const Buffer* b, Buffer& out) {
   cpu_threads::apply();

@@ -7,6 +7,22 @@
 
 namespace hetnn::opencl {
 
+// The dtype's name in the build options of ew_types.cl (-DTIN_<code> / -DTOUT_<code>).
+inline const char* type_code(DType t) {
+  switch (t) {
+    case DType::f32: return "F32";
+    case DType::f64: return "F64";
+    case DType::f16: return "F16";
+    case DType::bf16: return "BF16";
+    case DType::i32: return "I32";
+    case DType::i64: return "I64";
+    case DType::u8: return "U8";
+    case DType::i8: return "I8";
+    case DType::b8: return "B8";
+  }
+  return "F32";
+}
+
 // clSetKernelArg for each argument in order; the failing index is named in the error.
 struct ArgSetter {
   cl_kernel k;

@@ -13,21 +13,6 @@ namespace {
 
 constexpr std::size_t kLocal = 64;
 
-const char* type_code(DType t) {
-  switch (t) {
-    case DType::f32: return "F32";
-    case DType::f64: return "F64";
-    case DType::f16: return "F16";
-    case DType::bf16: return "BF16";
-    case DType::i32: return "I32";
-    case DType::i64: return "I64";
-    case DType::u8: return "U8";
-    case DType::i8: return "I8";
-    case DType::b8: return "B8";
-  }
-  return "F32";
-}
-
 const std::string& op_numbers() {
   static const std::string s = [] {
     std::string o;
@@ -72,6 +57,25 @@ void ClBackend::elementwise(const ElementwiseDesc& d, const Buffer& a, const Buf
   s(mem(a))(b ? mem(*b) : mem(a))(mem(out));
   const std::size_t g[1] = {round_up(static_cast<std::size_t>(d.n), kLocal)}, l[1] = {kLocal};
   enqueue(ew_name(d.op), k, 1, g, l);
+}
+
+void ClBackend::where(const ElementwiseDesc& d, const Buffer& cond, const Buffer& a, const Buffer& b, Buffer& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string opts = std::string("-cl-std=CL1.2 -w -DTIN_") + type_code(d.in) + " -DTOUT_" + type_code(d.out) +
+                           op_numbers();
+  cl_kernel k = kernel("elementwise.cl", "ew_where", opts);
+  cl_long8 shape{}, sa{}, sb{}, sc{};
+  for (std::size_t i = 0; i < d.shape.size(); ++i) {
+    shape.s[i] = d.shape[i];
+    sa.s[i] = d.sa[i];
+    sb.s[i] = d.sb[i];
+    sc.s[i] = d.sc[i];
+  }
+  ArgSetter s{k, "ew_where"};
+  s(cl_long{d.n})(static_cast<cl_int>(d.contiguous))(static_cast<cl_int>(d.shape.size()))(shape)(sa)(sb)(sc)(
+      mem(cond))(mem(a))(mem(b))(mem(out));
+  const std::size_t g[1] = {round_up(static_cast<std::size_t>(d.n), kLocal)}, l[1] = {kLocal};
+  enqueue("where", k, 1, g, l);
 }
 
 }  // namespace hetnn::opencl

@@ -5,91 +5,7 @@
 // Semantics as the CPU device's (elementwise_cpu.cpp): integers wrap, integer division by zero gives 0, floor
 // division and remainder follow NumPy (the remainder takes the divisor's sign), casts from floating to integer
 // saturate (NaN gives 0), casts between integers wrap.
-#if defined(TIN_F64) || defined(TOUT_F64)
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#endif
-#include "bf16.cl"
-
-#if defined(TIN_F32)
-#define SIN float
-#define CT float
-#define IS_FLOAT 1
-#elif defined(TIN_F64)
-#define SIN double
-#define CT double
-#define IS_FLOAT 1
-#elif defined(TIN_F16)
-#define SIN half
-#define CT float
-#define IS_FLOAT 1
-#define LOADIN(p, i) vload_half((i), (p))
-#elif defined(TIN_BF16)
-#define SIN ushort
-#define CT float
-#define IS_FLOAT 1
-#define LOADIN(p, i) as_float(((uint)(p)[i]) << 16)
-#elif defined(TIN_I32)
-#define SIN int
-#define CT int
-#define UCT uint
-#define IS_SIGNED 1
-#elif defined(TIN_I64)
-#define SIN long
-#define CT long
-#define UCT ulong
-#define IS_SIGNED 1
-#elif defined(TIN_U8) || defined(TIN_B8)
-#define SIN uchar
-#define CT uchar
-#define UCT uchar
-#define IS_SIGNED 0
-#elif defined(TIN_I8)
-#define SIN char
-#define CT char
-#define UCT uchar
-#define IS_SIGNED 1
-#endif
-#ifndef IS_FLOAT
-#define IS_FLOAT 0
-#endif
-#ifndef LOADIN
-#define LOADIN(p, i) ((p)[i])
-#endif
-
-// Stores v (a CT) as the output type.
-#if IS_FLOAT
-#define TO_INT(T, v) convert_##T##_sat(v)
-#else
-#define TO_INT(T, v) ((T)(v))
-#endif
-#if defined(TOUT_F32)
-#define SOUT float
-#define STOREOUT(v, p, i) ((p)[i] = (float)(v))
-#elif defined(TOUT_F64)
-#define SOUT double
-#define STOREOUT(v, p, i) ((p)[i] = (double)(v))
-#elif defined(TOUT_F16)
-#define SOUT half
-#define STOREOUT(v, p, i) vstore_half((float)(v), (i), (p))
-#elif defined(TOUT_BF16)
-#define SOUT ushort
-#define STOREOUT(v, p, i) ((p)[i] = bf16_from_float((float)(v)))
-#elif defined(TOUT_I32)
-#define SOUT int
-#define STOREOUT(v, p, i) ((p)[i] = TO_INT(int, v))
-#elif defined(TOUT_I64)
-#define SOUT long
-#define STOREOUT(v, p, i) ((p)[i] = TO_INT(long, v))
-#elif defined(TOUT_U8)
-#define SOUT uchar
-#define STOREOUT(v, p, i) ((p)[i] = TO_INT(uchar, v))
-#elif defined(TOUT_I8)
-#define SOUT char
-#define STOREOUT(v, p, i) ((p)[i] = TO_INT(char, v))
-#elif defined(TOUT_B8)
-#define SOUT uchar
-#define STOREOUT(v, p, i) ((p)[i] = (uchar)((v) != 0))
-#endif
+#include "ew_types.cl"
 
 #if IS_FLOAT
 #define NAN_OF(x) isnan(x)
@@ -285,4 +201,38 @@ __kernel void ew(const long n, const int op, const int mode, const int contig, c
   const CT x = mode == 2 ? scal : v;
   const CT z = mode == 0 ? LOADIN(b, ob) : mode == 2 ? v : scal;
   STOREOUT(apply(op, x, z), y, i);
+}
+
+// y[i] = c[i] ? a[i] : b[i] (where; TIN = TOUT), the offsets from the dimensions as in ew, c read at sc. The
+// elements are moved as raw bits (half is not loadable without cl_khr_fp16).
+#if defined(TIN_F16)
+#define RAW ushort
+#else
+#define RAW SIN
+#endif
+__kernel void ew_where(const long n, const int contig, const int nd, const long8 shape8, const long8 sa8,
+                       const long8 sb8, const long8 sc8, __global const uchar* c, __global const SIN* a,
+                       __global const SIN* b, __global SOUT* y) {
+  const long i = get_global_id(0);
+  if (i >= n) return;
+  long oa = i, ob = i, oc = i;
+  if (!contig) {
+    long sh[8], sa[8], sb[8], sc[8];
+    vstore8(shape8, 0, sh);
+    vstore8(sa8, 0, sa);
+    vstore8(sb8, 0, sb);
+    vstore8(sc8, 0, sc);
+    long r = i;
+    oa = 0;
+    ob = 0;
+    oc = 0;
+    for (int k = nd - 1; k >= 0; --k) {
+      const long q = r % sh[k];
+      r /= sh[k];
+      oa += q * sa[k];
+      ob += q * sb[k];
+      oc += q * sc[k];
+    }
+  }
+  ((__global RAW*)y)[i] = c[oc] ? ((__global const RAW*)a)[oa] : ((__global const RAW*)b)[ob];
 }

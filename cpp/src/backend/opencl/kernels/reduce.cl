@@ -1,0 +1,210 @@
+// reduce.cl: the reductions of core/reduction.h and the running sum, one program per (input type, output type);
+// the op is a run-time argument, its numbers RED_<name> come from the build options (generated from HETNN_RED_OPS).
+// Accumulators: float for float32 and the 16-bit types, double for float64 (or a float64 result), long for
+// integers and bool (sums and products wrap, as on the CPU device).
+// Kernels:
+//   reduce_groups  a work-group of LOCAL items per (output, part): the items stride through the part's reduced
+//                  elements (neighbouring items read neighbouring elements when the innermost reduced stride is 1),
+//                  then a tree in local memory. With parts > 1 the groups leave partials that reduce_parts finishes
+//                  (a whole-array reduction spread over many groups).
+//   reduce_items   one item per output, its reduced elements in order (many outputs: a leading-axis reduction,
+//                  where neighbouring items read neighbouring elements).
+//   reduce_chunks  on CPU devices in place of reduce_groups: an item per (output, part) streaming its contiguous
+//                  part (a work-group's tree and barriers cost a CPU more than they save).
+//   scan_lines     one item per line of the running sum.
+#include "ew_types.cl"
+
+#if IS_FLOAT
+#if defined(TIN_F64) || defined(TOUT_F64)
+#define ACC double
+#else
+#define ACC float
+#endif
+#define ISNAN(v) isnan(v)
+#else
+#define ACC long
+#define ISNAN(v) 0
+#endif
+#if defined(TOUT_F64)
+#define SCALE_T double
+#else
+#define SCALE_T float
+#endif
+#ifndef LOCAL
+#define LOCAL 256
+#endif
+
+#if IS_FLOAT
+#define ADD(a, b) ((a) + (b))
+#define MUL(a, b) ((a) * (b))
+#else
+#define ADD(a, b) ((long)((ulong)(a) + (ulong)(b)))
+#define MUL(a, b) ((long)((ulong)(a) * (ulong)(b)))
+#endif
+
+#define IS_ARG(op) ((op) == RED_argmax || (op) == RED_argmin)
+#define IS_BEST(op) ((op) == RED_max || (op) == RED_min || IS_ARG(op))
+
+ACC ident(const int op) { return (op == RED_prod || op == RED_all) ? (ACC)1 : (ACC)0; }
+
+// v replaces b as the running maximum (minimum): larger (smaller), or the first NaN.
+int beats(const int op, const ACC v, const ACC b) {
+  if (ISNAN(b)) return 0;
+  if (ISNAN(v)) return 1;
+  return (op == RED_max || op == RED_argmax) ? v > b : v < b;
+}
+
+// Element r (value v) into the running (a, ai).
+void fold(const int op, ACC* a, long* ai, const ACC v, const long r) {
+  if (op == RED_sum) *a = ADD(*a, v);
+  else if (op == RED_sumsq) *a = *a + v * v;
+  else if (op == RED_prod) *a = MUL(*a, v);
+  else if (op == RED_all) *a = (*a != 0 && v != 0) ? 1 : 0;
+  else if (op == RED_any) *a = (*a != 0 || v != 0) ? 1 : 0;
+  else if (*ai < 0 || beats(op, v, *a)) {
+    *a = v;
+    *ai = r;
+  }
+}
+
+// Two partials over any elements: the better, the smaller index on a tie (both NaN counts as a tie).
+void merge(const int op, ACC* a, long* ai, const ACC b, const long bi) {
+  if (!IS_BEST(op)) {
+    if (op == RED_prod) *a = MUL(*a, b);
+    else if (op == RED_all) *a = (*a != 0 && b != 0) ? 1 : 0;
+    else if (op == RED_any) *a = (*a != 0 || b != 0) ? 1 : 0;
+    else *a = ADD(*a, b);
+    return;
+  }
+  if (bi < 0) return;
+  if (*ai < 0 || beats(op, b, *a) || (!beats(op, *a, b) && bi < *ai)) {
+    *a = b;
+    *ai = bi;
+  }
+}
+
+// Element offset of flat index i over nd dimensions (row-major) with strides st.
+long offset_of(long i, const int nd, const long8 shape8, const long8 st8) {
+  if (nd == 1) return i * st8.s0;
+  long sh[8], st[8];
+  vstore8(shape8, 0, sh);
+  vstore8(st8, 0, st);
+  long off = 0;
+  for (int k = nd - 1; k >= 0; --k) {
+    off += (i % sh[k]) * st[k];
+    i /= sh[k];
+  }
+  return off;
+}
+
+void put(const int op, const ACC a, const long ai, const int scaled, const SCALE_T scale, __global SOUT* y,
+         const long o) {
+  if (IS_ARG(op)) {
+    ((__global long*)y)[o] = ai;
+  } else if (scaled) {
+    STOREOUT((SCALE_T)a * scale, y, o);
+  } else {
+    STOREOUT(a, y, o);
+  }
+}
+
+__kernel __attribute__((reqd_work_group_size(LOCAL, 1, 1))) void reduce_groups(
+    const int op, const long n_red, const long parts, const int knd, const long8 kshape, const long8 ks,
+    const int rnd, const long8 rshape, const long8 rs, const int scaled, const SCALE_T scale,
+    __global const SIN* x, __global SOUT* y, __global ACC* pv, __global long* pi) {
+  __local ACC lv[LOCAL];
+  __local long li[LOCAL];
+  const long g = get_group_id(0), o = g / parts, c = g % parts;
+  const int t = get_local_id(0);
+  const long base = offset_of(o, knd, kshape, ks);
+  const long r0 = n_red * c / parts, r1 = n_red * (c + 1) / parts;
+  ACC a = ident(op);
+  long ai = -1;
+  for (long r = r0 + t; r < r1; r += LOCAL) {
+    const ACC v = (ACC)LOADIN(x, base + offset_of(r, rnd, rshape, rs));
+    fold(op, &a, &ai, v, r);
+  }
+  lv[t] = a;
+  li[t] = ai;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = LOCAL / 2; s > 0; s >>= 1) {
+    if (t < s) {
+      ACC m = lv[t];
+      long mi = li[t];
+      merge(op, &m, &mi, lv[t + s], li[t + s]);
+      lv[t] = m;
+      li[t] = mi;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (t != 0) return;
+  if (parts == 1) {
+    put(op, lv[0], li[0], scaled, scale, y, o);
+  } else {
+    pv[g] = lv[0];
+    pi[g] = li[0];
+  }
+}
+
+// One item per (output, part), its part's reduced elements in order (CPU devices: each item streams a contiguous
+// range, as a thread would); partials to reduce_parts when parts > 1.
+__kernel void reduce_chunks(const int op, const long n_out, const long n_red, const long parts, const int knd,
+                            const long8 kshape, const long8 ks, const int rnd, const long8 rshape, const long8 rs,
+                            const int scaled, const SCALE_T scale, __global const SIN* x, __global SOUT* y,
+                            __global ACC* pv, __global long* pi) {
+  const long g = get_global_id(0);
+  if (g >= n_out * parts) return;
+  const long o = g / parts, c = g % parts;
+  const long base = offset_of(o, knd, kshape, ks);
+  const long r0 = n_red * c / parts, r1 = n_red * (c + 1) / parts;
+  ACC a = ident(op);
+  long ai = -1;
+  if (rnd == 1 && rs.s0 == 1) {
+    for (long r = r0; r < r1; ++r) fold(op, &a, &ai, (ACC)LOADIN(x, base + r), r);
+  } else {
+    for (long r = r0; r < r1; ++r) fold(op, &a, &ai, (ACC)LOADIN(x, base + offset_of(r, rnd, rshape, rs)), r);
+  }
+  if (parts == 1) {
+    put(op, a, ai, scaled, scale, y, o);
+  } else {
+    pv[g] = a;
+    pi[g] = ai;
+  }
+}
+
+__kernel void reduce_parts(const int op, const long n_out, const long parts, const int scaled, const SCALE_T scale,
+                           __global const ACC* pv, __global const long* pi, __global SOUT* y) {
+  const long o = get_global_id(0);
+  if (o >= n_out) return;
+  ACC a = pv[o * parts];
+  long ai = pi[o * parts];
+  for (long c = 1; c < parts; ++c) merge(op, &a, &ai, pv[o * parts + c], pi[o * parts + c]);
+  put(op, a, ai, scaled, scale, y, o);
+}
+
+__kernel void reduce_items(const int op, const long n_out, const long n_red, const int knd, const long8 kshape,
+                           const long8 ks, const int rnd, const long8 rshape, const long8 rs, const int scaled,
+                           const SCALE_T scale, __global const SIN* x, __global SOUT* y) {
+  const long o = get_global_id(0);
+  if (o >= n_out) return;
+  const long base = offset_of(o, knd, kshape, ks);
+  ACC a = ident(op);
+  long ai = -1;
+  for (long r = 0; r < n_red; ++r) fold(op, &a, &ai, (ACC)LOADIN(x, base + offset_of(r, rnd, rshape, rs)), r);
+  put(op, a, ai, scaled, scale, y, o);
+}
+
+// Line (o, i) of x (outer, len, inner) into y (outer, len + initial, inner).
+__kernel void scan_lines(const long outer, const long len, const long inner, const int initial,
+                         __global const SIN* x, __global SOUT* y) {
+  const long u = get_global_id(0);
+  if (u >= outer * inner) return;
+  const long o = u / inner, i = u % inner;
+  const long xb = o * len * inner + i, yb = o * (len + initial) * inner + i;
+  ACC a = 0;
+  if (initial) STOREOUT(a, y, yb);
+  for (long l = 0; l < len; ++l) {
+    a = ADD(a, (ACC)LOADIN(x, xb + l * inner));
+    STOREOUT(a, y, yb + (l + initial) * inner);
+  }
+}

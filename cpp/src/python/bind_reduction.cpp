@@ -1,0 +1,104 @@
+// hetnn._core: the reductions and statistics (core/reduction.cpp); hetnn._elementwise gives them their Array API
+// signatures and Array methods.
+#include <optional>
+#include <string>
+
+#include "core/errors.h"
+#include "core/reduction.h"
+#include "python/bindings.h"
+
+namespace py = pybind11;
+
+namespace hetnn::python {
+
+namespace {
+
+// None (every axis), an int, or a tuple / list of ints.
+Axes arg_axes(const py::handle& v, const char* op) {
+  Axes a;
+  if (v.is_none()) return a;
+  auto one = [&](const py::handle& h) {
+    if (py::isinstance<py::bool_>(h) || !py::isinstance(h, py::module_::import("numbers").attr("Integral")))
+      throw TypeError(std::string("hetnn.") + op + ": axis must be None, an int or a tuple of ints, got " +
+                      std::string(py::str(py::type::of(h).attr("__name__"))));
+    const long long k = py::int_(py::reinterpret_borrow<py::object>(h)).cast<long long>();
+    if (k < -(1LL << 20) || k > (1LL << 20))
+      throw ValueError(std::string("hetnn.") + op + ": axis " + std::to_string(k) + " is out of bounds");
+    return static_cast<int>(k);
+  };
+  a.all = false;
+  if (py::isinstance<py::tuple>(v) || py::isinstance<py::list>(v)) {
+    for (const py::handle& h : v) a.list.push_back(one(h));
+  } else {
+    a.list.push_back(one(v));
+  }
+  return a;
+}
+
+std::optional<DType> arg_dtype(const py::handle& v) {
+  if (v.is_none()) return std::nullopt;
+  return dtype_from_name(py::str(v));
+}
+
+}  // namespace
+
+void bind_reduction(py::module_& m) {
+  m.def(
+      "reduce",
+      [](const std::string& name, const Array& x, py::object axis, py::object keepdims, py::object dtype) {
+        const RedOp op = red_op_from_name(name);
+        const Axes axes = arg_axes(axis, name.c_str());
+        const bool kd = arg_bool(keepdims, "keepdims", name.c_str());
+        const std::optional<DType> t = arg_dtype(dtype);
+        NoGil nogil;
+        return hetnn::reduce(op, x, axes, kd, t);
+      },
+      py::arg("op"), py::arg("x"), py::arg("axis") = py::none(), py::arg("keepdims") = false,
+      py::arg("dtype") = py::none(),
+      "The reduction ``op`` (sum, prod, max, min, argmax, argmin, all, any) of x over ``axis`` (None: all).");
+  m.def(
+      "mean",
+      [](const Array& x, py::object axis, py::object keepdims) {
+        const Axes axes = arg_axes(axis, "mean");
+        const bool kd = arg_bool(keepdims, "keepdims", "mean");
+        NoGil nogil;
+        return hetnn::mean(x, axes, kd);
+      },
+      py::arg("x"), py::arg("axis") = py::none(), py::arg("keepdims") = false, "The mean of x over ``axis``.");
+  for (const char* name : {"var", "std"}) {
+    const bool take_sqrt = std::string(name) == "std";
+    m.def(
+        name,
+        [name, take_sqrt](const Array& x, py::object axis, py::object correction, py::object keepdims) {
+          const Axes axes = arg_axes(axis, name);
+          const double c = arg_real(correction, "correction", name);
+          const bool kd = arg_bool(keepdims, "keepdims", name);
+          NoGil nogil;
+          return hetnn::var(x, axes, c, kd, take_sqrt);
+        },
+        py::arg("x"), py::arg("axis") = py::none(), py::arg("correction") = 0.0, py::arg("keepdims") = false,
+        take_sqrt ? "The standard deviation of x over ``axis`` (correction: 1 for the sample's)."
+                  : "The variance of x over ``axis`` (correction: 1 for the sample variance).");
+  }
+  m.def(
+      "cumulative_sum",
+      [](const Array& x, py::object axis, py::object dtype, py::object include_initial) {
+        std::optional<int> a;
+        if (!axis.is_none()) {
+          const Axes ax = arg_axes(axis, "cumulative_sum");
+          if (ax.list.size() != 1)
+            throw TypeError("hetnn.cumulative_sum: axis must be None or an int");
+          a = ax.list[0];
+        }
+        const std::optional<DType> t = arg_dtype(dtype);
+        const bool ii = arg_bool(include_initial, "include_initial", "cumulative_sum");
+        NoGil nogil;
+        return hetnn::cumulative_sum(x, a, t, ii);
+      },
+      py::arg("x"), py::arg("axis") = py::none(), py::arg("dtype") = py::none(),
+      py::arg("include_initial") = false, "The running sum of x along ``axis``.");
+}
+
+HETNN_BINDING(2, bind_reduction);
+
+}  // namespace hetnn::python

@@ -1,0 +1,179 @@
+"""Arrays benchmark: element-wise ops and reductions on hetnn Arrays (every device) against NumPy, interleaved.
+
+Two sizes answer two questions. A large array (64 MiB per operand by default, beyond every last-level cache) asks
+whether the op streams at the device's memory bandwidth: GB/s counts each operand's bytes once (read or written) over
+the device's time, and "% mem peak" sets it against the device's measured memory ceiling (`bench peak`; the host's
+STREAM triad for host-resident devices). A small one (1 KiB) asks what a call costs: CALLS_SMALL calls in a row timed
+as one repeat (synchronised at its end), per call, against NumPy's: the per-call overhead. hetnn's operands live on
+the device and element-wise results go into a preallocated output (``out=``), as NumPy's do; reductions return a new
+(small) array on both sides. Each result is checked against NumPy in float64."""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .._device import Device
+from .._timing import Case, interleave
+from .peak import check_ceiling, mem_peak_gbps, stream_gbps
+from .progress import expect
+from .stats import ratio
+
+ARRAYS_COLUMNS = [
+    ("op", "op", ""), ("size", "size", ""), ("library", "library", ""), ("device", "device", ""),
+    ("us", "us/call", ".1f"), ("gbps", "GB/s", ".2f"), ("pct_peak", "% mem peak", ".0f"),
+    ("max_rel_err", "rel err", ".1e"), ("noise", "flags", ""), ("iqr_pct", "IQR %", ".0f", "detail"),
+]
+
+# name -> (operands, bytes moved per element of x: inputs read + outputs written)
+OPS: Dict[str, Tuple[int, int]] = {"add": (2, 3), "exp": (1, 2), "sum": (1, 1), "sum axis 0": (1, 1)}
+SMALL_BYTES = 1 << 10
+LARGE_BYTES = 64 << 20
+CALLS_SMALL = 200
+
+
+def _repeat(fn: Callable[[], Any], calls: int) -> Callable[[], Any]:
+    if calls == 1:
+        return fn
+
+    def loop() -> Any:
+        for _ in range(calls):
+            r = fn()
+        return r
+    return loop
+
+
+def _human(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB" if n >= 1 << 10 else f"{n} B"
+
+
+def _shape(op: str, n: int) -> Tuple[int, ...]:
+    return (n // 1024, 1024) if op == "sum axis 0" and n >= 1024 else (n,)
+
+
+def _numpy_fn(op: str, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> Callable[[], Any]:
+    if op == "add":
+        return lambda: np.add(a, b, out=out)
+    if op == "exp":
+        return lambda: np.exp(a, out=out)
+    if op == "sum":
+        return lambda: a.sum()
+    return lambda: a.sum(axis=0)
+
+
+def _hetnn_fn(op: str, A: Any, B: Any, C: Any) -> Callable[[], Any]:
+    from .._elementwise import add, exp
+    from .._reduction import sum as hsum
+
+    if op == "add":
+        return lambda: add(A, B, out=C)
+    if op == "exp":
+        return lambda: exp(A, out=C)
+    if op == "sum":
+        return lambda: hsum(A)
+    return lambda: hsum(A, axis=0)
+
+
+def _reference(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    return {"add": lambda: a64 + b64, "exp": lambda: np.exp(a64), "sum": lambda: np.asarray(a64.sum()),
+            "sum axis 0": lambda: a64.sum(axis=0)}[op]()
+
+
+def _result(op: str, fn: Callable[[], Any], out: Any) -> np.ndarray:
+    r = fn()
+    got = out if op in ("add", "exp") else r
+    return np.asarray(got.numpy() if hasattr(got, "numpy") else got, dtype=np.float64)
+
+
+def _rel_err(op: str, got: np.ndarray, ref: np.ndarray, a: np.ndarray) -> float:
+    """max|got - ref| over the largest reference value, or for a sum over the largest sum of magnitudes (the
+    cancellation in a sum is not the kernel's error)."""
+    if op.startswith("sum"):
+        mags = np.abs(a.astype(np.float64)).sum(axis=None if op == "sum" or a.ndim == 1 else 0)
+        scale = float(np.max(mags))
+    else:
+        scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+    return float(np.max(np.abs(got - ref))) / scale if scale else 0.0
+
+
+def run_arrays(devices: Sequence[Device], *, ops: Sequence[str] = tuple(OPS),
+               sizes: Sequence[int] = (SMALL_BYTES, LARGE_BYTES), n_warmup: int = 3, n_repeat: int = 20,
+               max_duration: Optional[float] = 1.0, seed: int = 0,
+               progress: Optional[Callable[[str], None]] = None) -> List[Dict[str, Any]]:
+    """One row per (op, size, device or NumPy): median time per call, GB/s and % of the memory ceiling (arrays
+    beyond the caches), the error against float64. Every (op, size) is one interleaved run of all its rows."""
+    import hetnn
+
+    unknown = [o for o in ops if o not in OPS]
+    if unknown:
+        raise ValueError(f"run_arrays: unknown op(s) {unknown}; available: {', '.join(OPS)}")
+    rng = np.random.default_rng(seed)
+    ceilings = {d.id: mem_peak_gbps(d) for d in devices}
+    host = stream_gbps()
+    rows: List[Dict[str, Any]] = []
+    expect(progress, len(ops) * len(sizes))
+    for nbytes in sizes:
+        n = max(1, nbytes // 4)
+        for op in ops:
+            if progress:
+                progress(f"{op} {_human(nbytes)}")
+            shape = _shape(op, n)
+            a = rng.uniform(-1, 1, shape).astype(np.float32)
+            b = rng.uniform(-1, 1, shape).astype(np.float32)
+            out = np.empty_like(a)
+            ref = _reference(op, a, b)
+            moved = OPS[op][1] * a.nbytes
+            # a small array's call is timed as a loop of `calls` (its time per call): one call alone is shorter
+            # than the timer's own synchronisation around it
+            calls = CALLS_SMALL if a.nbytes < (1 << 20) else 1
+            cases, sides = [], []
+            for d in devices:
+                A, B = hetnn.asarray(a, device=d), hetnn.asarray(b, device=d)
+                C = hetnn.empty(shape, "float32", device=d)
+                fn = _hetnn_fn(op, A, B, C)
+                cases.append(Case(f"hetnn {d.id}", _repeat(fn, calls), devices=[d], nbytes=moved * calls))
+                sides.append(("hetnn", d.id, _rel_err(op, _result(op, fn, C), ref, a), ceilings.get(d.id)))
+            fn = _numpy_fn(op, a, b, out)
+            cases.append(Case("numpy", _repeat(fn, calls), nbytes=moved * calls))
+            sides.append(("numpy", "host", _rel_err(op, _result(op, fn, out), ref, a), host))
+            results = interleave(cases, n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
+            for (library, device, err, ceiling), r in zip(sides, results):
+                dev_t = r.device["median"]
+                # the device's own time of its commands where it has one (the bandwidth), else the wall time
+                t = (dev_t if library == "hetnn" and dev_t == dev_t and dev_t > 0 else r.median) / calls
+                row: Dict[str, Any] = {
+                    "op": op, "size": _human(nbytes), "bytes": a.nbytes, "library": library, "device": device,
+                    "us": r.median / calls * 1e6, "calls": calls, "gbps": moved / t / 1e9 if t > 0 else float("nan"),
+                    "max_rel_err": err, "times_s": [float(v) for v in r.wall_times],
+                    "rounds": [int(i) for i in r.rounds], "iqr_pct": r.spread_pct, **r.flags}
+                if not err <= 1e-4:  # float32 against float64: a wrong result enters no ratio
+                    row["wrong"] = True
+                beyond = nbytes >= LARGE_BYTES // 4
+                row["pct_peak"] = 100 * row["gbps"] / ceiling if beyond and ceiling else float("nan")
+                if beyond:
+                    check_ceiling(row, "gbps", ceiling, "memory ceiling")
+                rows.append(row)
+    return rows
+
+
+def summary(rows: List[Dict[str, Any]]) -> List[str]:
+    """Per op and size: each device's speed over NumPy's (interleaved, with its interval); for the large arrays the
+    share of the memory ceiling reached."""
+    out = []
+    keys = dict.fromkeys((r["op"], r["size"]) for r in rows)
+    for op, size in keys:
+        sel = [r for r in rows if r["op"] == op and r["size"] == size]
+        npy = next((r for r in sel if r["library"] == "numpy"), None)
+        for r in sel:
+            if r["library"] != "hetnn":
+                continue
+            line = ratio(f"{op} {size}: hetnn {r['device']} / NumPy (speed)", r, npy) if npy else \
+                f"{op} {size}: hetnn {r['device']}"
+            if r["pct_peak"] == r["pct_peak"]:
+                line += f"; {r['gbps']:.1f} GB/s = {r['pct_peak'] / 100:.2f}x the memory ceiling"
+            out.append(line)
+    return out
+
+
+__all__ = ["ARRAYS_COLUMNS", "OPS", "run_arrays", "summary"]
