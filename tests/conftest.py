@@ -151,14 +151,40 @@ def rel_err(result, reference):
     return float(err / scale) if scale else float(err)
 
 
-def pytest_terminal_summary(terminalreporter):
-    """The figures docs/design.md's Reliability section quotes: property-test examples run in this session."""
+def _figures():
+    """This process's figures for the summary below (a worker's, under pytest-xdist)."""
     mods = __import__("sys").modules
-    prop, bad = mods.get("test_properties"), mods.get("test_bad_inputs")
-    if prop is not None and prop.COUNT["examples"]:
-        terminalreporter.write_line(f"hetnn: property-test examples run: {prop.COUNT['examples']}")
-    if bad is not None and bad.COUNT["cases"]:
-        terminalreporter.write_line(f"hetnn: bad-input cases tried: {bad.COUNT['cases']}")
-    adv = mods.get("test_adversarial")
-    if adv is not None and adv.RESULT["summary"]:
-        terminalreporter.write_line("hetnn: " + adv.RESULT["summary"])
+    prop, bad, adv = mods.get("test_properties"), mods.get("test_bad_inputs"), mods.get("test_adversarial")
+    return {"examples": prop.COUNT["examples"] if prop is not None else 0,
+            "cases": bad.COUNT["cases"] if bad is not None else 0,
+            "adversarial": adv.RESULT["summary"] if adv is not None else ""}
+
+
+_FROM_WORKERS = []
+
+
+def pytest_sessionfinish(session):
+    out = getattr(session.config, "workeroutput", None)
+    if out is not None:  # a pytest-xdist worker: its figures go to the controller
+        out["hetnn_figures"] = __import__("json").dumps(_figures())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    figures = getattr(node, "workeroutput", {}).get("hetnn_figures")
+    if figures:
+        _FROM_WORKERS.append(__import__("json").loads(figures))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The figures docs/design.md's Reliability section quotes: property-test examples run in this session (over
+    every worker when pytest-xdist spreads the tests)."""
+    figs = [_figures()] + _FROM_WORKERS
+    examples, cases = sum(f["examples"] for f in figs), sum(f["cases"] for f in figs)
+    if examples:
+        terminalreporter.write_line(f"hetnn: property-test examples run: {examples}")
+    if cases:
+        terminalreporter.write_line(f"hetnn: bad-input cases tried: {cases}")
+    for f in figs:
+        if f["adversarial"]:
+            terminalreporter.write_line("hetnn: " + f["adversarial"])

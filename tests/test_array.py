@@ -213,3 +213,44 @@ def test_bool_scalars_and_lists_upload_as_bool(device):
         a = hetnn.asarray(obj, device=device)
         assert a.dtype == np.dtype(bool) and a.shape == ref.shape
         np.testing.assert_array_equal(a.numpy(), ref)
+
+
+def test_full_ones_and_likes_on_every_dtype(device):
+    real = "float64" if "float64" in device.dtypes else "float32"
+    for fill, dtype, ref_dtype in ((2.5, None, real), (7, None, "int64"), (True, None, "bool"), (3, "uint8", "uint8"),
+                                   (-1.5, "float16", "float16"), (2.5, "int32", "int32"), (1, "bfloat16", "bfloat16")):
+        if ref_dtype not in device.dtypes:
+            continue
+        a = hetnn.full((2, 3), fill, dtype=dtype, device=device)
+        assert a.device == device and a.dtype.name == ref_dtype and a.shape == (2, 3)
+        ref = np.full((2, 3), fill, dtype=np.float32 if ref_dtype == "bfloat16" else ref_dtype)
+        np.testing.assert_array_equal(a.numpy().astype(np.float64), ref.astype(np.float64))
+    np.testing.assert_array_equal(hetnn.ones((4,), "int8", device=device).numpy(), np.ones(4, np.int8))
+    assert hetnn.full((), 3, device=device).shape == () and hetnn.full((0, 2), 1.0, "float32", device=device).size == 0
+    x = hetnn.asarray(np.arange(6, dtype=np.int32).reshape(2, 3), device=device)
+    for fn, val in ((hetnn.zeros_like, 0), (hetnn.ones_like, 1)):
+        y = fn(x)
+        assert y.shape == x.shape and y.dtype == x.dtype and y.device == device
+        np.testing.assert_array_equal(y.numpy(), np.full((2, 3), val, np.int32))
+    z = hetnn.full_like(x, 9, dtype="float32")
+    assert z.dtype.name == "float32" and float(z.numpy()[1, 2]) == 9.0
+    assert hetnn.empty_like(x).shape == (2, 3)
+    with pytest.raises(ValueError, match="out of range for uint8"):
+        hetnn.full((2,), 300, dtype="uint8", device=device)
+    with pytest.raises(TypeError, match="x must be a hetnn.Array"):
+        hetnn.zeros_like(np.zeros(3))
+
+
+def test_broadcast_to_and_asarray_with_another_dtype(device, rng):
+    x = rng.standard_normal((3, 1)).astype(np.float32)
+    a = hetnn.asarray(x, device=device)
+    for shape in ((3, 4), (2, 3, 4), (3, 1)):
+        b = hetnn.broadcast_to(a, shape)
+        assert b.device == device
+        np.testing.assert_array_equal(b.numpy(), np.broadcast_to(x, shape))
+    for bad in ((4, 4), (3,), (-1, 3)):
+        with pytest.raises(ValueError, match="broadcast_to"):
+            hetnn.broadcast_to(a, bad)
+    i = hetnn.asarray(a, dtype="int32")  # converted on the device
+    assert i.device == device and i.dtype.name == "int32"
+    np.testing.assert_array_equal(i.numpy(), x.astype(np.int32))

@@ -27,7 +27,8 @@ def test_bench_quick_reports_every_device_and_numpy(tmp_path):
         with open(tmp_path / f"quick-{suite}.png", "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     flagged = [(x["suite"], x["device"], x.get("library"), x.get("shape") or x.get("widths"), x["ceiling_error"])
-               for x in all_rows if x.get("flagged")]
+               for x in all_rows if x.get("flagged") and x.get("ceiling_under_load") not in (True, "True")]
+    # (a ceiling measured while the machine was busy is a lower bound: rows above it say so, and are not errors)
     assert not flagged, ("a figure above its measured ceiling", flagged, r.stdout[:3000])
     rows = [x for x in all_rows if x["suite"] == "matmul"]
     pool = [x for x in all_rows if x["suite"] == "maxpool"]

@@ -592,8 +592,8 @@ def asarray(obj: Any, dtype: Any = None, device: DeviceLike = None) -> Array:
     dt = None if dtype is None else _dtype(dtype)
     if isinstance(obj, Array):
         target = obj.device if device is None else _resolve_device(device)
-        if dt is not None and dt != obj.dtype:
-            return asarray(obj.numpy().astype(dt), device=target)
+        if dt is not None and dt != obj.dtype:  # converted on the device (the move, when asked, is explicit)
+            return obj.astype(dt).to(target) if target == obj.device else obj.to(target).astype(dt)
         return obj.to(target)
     dev = _resolve_device(device)
     arr = _host_array(obj, dt, "asarray")
@@ -614,3 +614,50 @@ def zeros(shape: ShapeLike, dtype: Any = "float32", device: DeviceLike = None) -
     dt = _dtype(dtype)
     dev = _resolve_device(device)
     return Array(_core.Array.zeros(dev._dev, s, dt.name))
+
+
+def full(shape: ShapeLike, fill_value: Any, dtype: Any = None, device: DeviceLike = None) -> Array:
+    """An Array of ``shape`` filled with ``fill_value`` (a Python number), made on ``device``; ``dtype`` None: bool,
+    int64 or the device's default real type (float64 where it has it) after the number's kind."""
+    s = _shape(shape)
+    name = None if dtype is None else _dtype(dtype).name
+    return Array(_core.full(_resolve_device(device)._dev, s, fill_value, name))
+
+
+def ones(shape: ShapeLike, dtype: Any = "float32", device: DeviceLike = None) -> Array:
+    """An Array of ones of ``shape`` and ``dtype`` on ``device``."""
+    return full(shape, 1, dtype, device)
+
+
+def _like(x: Any, what: str) -> "Array":
+    return _first(what, x)
+
+
+def empty_like(x: Array, /, *, dtype: Any = None, device: DeviceLike = None) -> Array:
+    """An uninitialised Array of x's shape, and its dtype and device unless given."""
+    a = _like(x, "empty_like")
+    return empty(a.shape, a.dtype if dtype is None else dtype, a.device if device is None else device)
+
+
+def zeros_like(x: Array, /, *, dtype: Any = None, device: DeviceLike = None) -> Array:
+    """Zeros of x's shape, and its dtype and device unless given."""
+    a = _like(x, "zeros_like")
+    return zeros(a.shape, a.dtype if dtype is None else dtype, a.device if device is None else device)
+
+
+def ones_like(x: Array, /, *, dtype: Any = None, device: DeviceLike = None) -> Array:
+    """Ones of x's shape, and its dtype and device unless given."""
+    a = _like(x, "ones_like")
+    return full(a.shape, 1, a.dtype if dtype is None else dtype, a.device if device is None else device)
+
+
+def full_like(x: Array, /, fill_value: Any, *, dtype: Any = None, device: DeviceLike = None) -> Array:
+    """``fill_value`` in x's shape, and its dtype and device unless given."""
+    a = _like(x, "full_like")
+    return full(a.shape, fill_value, a.dtype if dtype is None else dtype, a.device if device is None else device)
+
+
+def broadcast_to(x: Array, /, shape: ShapeLike) -> Array:
+    """x broadcast to ``shape`` (NumPy's rule), a new Array on x's device."""
+    return Array(_core.broadcast_to(_first("broadcast_to", x)._a, shape))
+

@@ -300,6 +300,43 @@ Array scalar_array(const Array& like, const EwScalar& s) {
   return t == DType::i64 ? v : astype(v, t);
 }
 
+Array broadcast_to(const Array& x, const Shape& shape) {
+  if (!x.valid()) throw ValueError("hetnn.broadcast_to: x is not a valid array");
+  for (std::int64_t e : shape)
+    if (e < 0) throw ValueError("hetnn.broadcast_to: shape " + shape_str(shape) + " has a negative extent");
+  if (broadcast("hetnn.broadcast_to", x.shape(), shape) != shape || x.ndim() > static_cast<int>(shape.size()))
+    throw ValueError("hetnn.broadcast_to: an array of shape " + shape_str(x.shape()) + " cannot be broadcast to " +
+                     shape_str(shape));
+  Array y = Array::empty(x.device(), shape, x.dtype());
+  ElementwiseDesc d;
+  d.op = EwOp::cast;  // a copy: cast to its own type, read at the broadcast strides
+  d.in = d.out = x.dtype();
+  coalesce(d, shape, strides_in(x.shape(), shape), strides_in(shape, shape));
+  run(d, x, nullptr, y);
+  return y;
+}
+
+Array full(const DevicePtr& dev, const Shape& shape, const EwScalar& s, const DType* t) {
+  DType type = s.is_bool ? DType::b8 : s.is_float ? default_real(dev) : DType::i64;
+  if (t) type = *t;
+  dev->require(type, "full");
+  if (!s.is_float && !s.is_bool && !is_floating(type) && type != DType::b8) fit_int("hetnn.full", s.i, type);
+  if (s.is_float && !is_floating(type) && type != DType::b8 && !std::isfinite(s.f))
+    throw ValueError("hetnn.full: " + std::to_string(s.f) + " cannot fill an array of " + dtype_name(type));
+  Array v;
+  if (s.is_float) {
+    if (type == DType::f64) {
+      v = Array::from_host(dev, &s.f, {}, DType::f64);
+    } else {
+      const float g = static_cast<float>(s.f);
+      v = astype(Array::from_host(dev, &g, {}, DType::f32), type);
+    }
+  } else {
+    v = astype(Array::from_host(dev, &s.i, {}, DType::i64), type);
+  }
+  return broadcast_to(v, shape);
+}
+
 Array elementwise(EwOp op, const Array& a, const EwScalar& s, bool scalar_first, Array* out) {
   const EwInfo& info = ew_info(op);
   check_input(op, a, scalar_first ? "x2" : "x1");

@@ -49,6 +49,11 @@ Array elementwise(EwOp op, const Array& a, const EwScalar& s, bool scalar_first,
 Array where(const Array& cond, const Array& a, const Array& b, Array* out);
 // A Python number as a 0-d array on like's device, of the dtype it takes beside like (weak, as above).
 Array scalar_array(const Array& like, const EwScalar& s);
+// x broadcast to `shape` (NumPy's rule), materialised on x's device.
+Array broadcast_to(const Array& x, const Shape& shape);
+// An array of `shape` on dev filled with s: of dtype t, or the Array API's default for the number (bool; int64;
+// float64 where the device has it, else float32).
+Array full(const DevicePtr& dev, const Shape& shape, const EwScalar& s, const DType* t);
 // x converted to dtype t (a new array; x itself when it already has that dtype and copy is false).
 Array astype(const Array& x, DType t, bool copy = true);
 

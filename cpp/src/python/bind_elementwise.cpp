@@ -95,6 +95,25 @@ Python number; ``scalar_first``: x2 is the first operand), broadcast as NumPy do
       py::arg("condition"), py::arg("x1"), py::arg("x2"), py::arg("out").none(true) = nullptr,
       "condition ? x1 : x2 element-wise, broadcast together (x1 or x2 may be a Python number).");
   m.def(
+      "broadcast_to",
+      [](const Array& x, py::handle shape) {
+        const Shape s = arg_shape(shape, "shape", "broadcast_to");
+        NoGil nogil;
+        return hetnn::broadcast_to(x, s);
+      },
+      py::arg("x"), py::arg("shape"), "x broadcast to shape, a new array on x's device.");
+  m.def(
+      "full",
+      [](const DevicePtr& dev, py::handle shape, py::handle fill_value, py::object dtype) {
+        const Shape s = arg_shape(shape, "shape", "full");
+        const EwScalar v = arg_scalar(fill_value, "full");
+        const DType t = dtype.is_none() ? DType::f32 : dtype_from_name(py::str(dtype));
+        NoGil nogil;
+        return hetnn::full(dev, s, v, dtype.is_none() ? nullptr : &t);
+      },
+      py::arg("device"), py::arg("shape"), py::arg("fill_value"), py::arg("dtype") = py::none(),
+      "An array of shape on device filled with fill_value (a Python number).");
+  m.def(
       "astype",
       [](const Array& x, const std::string& dtype, bool copy) {
         const DType t = dtype_from_name(dtype);

@@ -283,19 +283,34 @@ void ClBackend::bias_grad(const Conv2dDesc& d, const Buffer& gy, Buffer& gb, con
   const std::int64_t groups = std::clamp<std::int64_t>((want + d.O - 1) / d.O, 1, std::max<std::int64_t>(d.N, 1));
   const std::int64_t per_group = (d.N + groups - 1) / groups;
   const std::int64_t g = (d.N + per_group - 1) / std::max<std::int64_t>(per_group, 1);
-  std::shared_ptr<Buffer> part = g > 1 ? alloc(static_cast<std::size_t>(g * d.O) * dtype_size(d.dtype)) : nullptr;
+  // partials in the kernel's arithmetic type (REAL: double for float64, float otherwise), summed once and rounded
+  // to the gradient's type by the reduction
+  const DType real = d.dtype == DType::f64 ? DType::f64 : DType::f32;
+  std::shared_ptr<Buffer> part = g > 1 ? alloc(static_cast<std::size_t>(g * d.O) * dtype_size(real)) : nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     cl_kernel k = kernel("conv2d.cl", "conv2d_bias_grad", opts);
     ArgSetter a{k, "conv2d_bias_grad"};
     a(static_cast<cl_int>(d.N))(static_cast<cl_int>(d.O))(static_cast<cl_int>(d.OH * d.OW));
-    a(static_cast<cl_int>(per_group))(mem(gy))(mem(part ? *part : gb));
+    a(static_cast<cl_int>(per_group))(static_cast<cl_int>(part != nullptr))(mem(gy))(mem(part ? *part : gb));
     const std::size_t local[2] = {64, 1};
     const std::size_t global[2] = {64 * static_cast<std::size_t>(std::max<std::int64_t>(g, 1)),
                                    static_cast<std::size_t>(d.O)};
     enqueue("conv2d_bias_grad", k, 2, global, local);
   }
-  if (part) sum_rows(d.dtype, g, d.O, *part, gb, 0.0);
+  if (part) {
+    ReduceDesc r;  // gb (O) = the sum over the g rows of part (g, O)
+    r.op = RedOp::sum;
+    r.in = real;
+    r.out = d.dtype;
+    r.kshape = {d.O};
+    r.ks = {1};
+    r.rshape = {g};
+    r.rs = {d.O};
+    r.n_out = d.O;
+    r.n_red = g;
+    reduce(r, *part, gb);
+  }
 }
 
 void ClBackend::conv2d_backward_weights(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,

@@ -220,13 +220,14 @@ __kernel void conv2d_col2im_rows(const int C, const int H, const int W, const in
 
 // part[g * O + o] = sum over the images n of group g ([g * per_group, + per_group)) and positions p of gy[n, o, p]:
 // a work-group of BIAS_LOCAL work-items per (o, g), reduced in local memory. With one group (G = 1) part is gb;
-// otherwise the host sums the G rows.
+// otherwise (partials != 0) part holds REAL partials (not rounded to a 16-bit storage type: partials that cancel
+// lost several ulps of the result) and the host sums the G rows.
 #ifndef BIAS_LOCAL
 #define BIAS_LOCAL 64
 #endif
 __kernel __attribute__((reqd_work_group_size(BIAS_LOCAL, 1, 1)))
-void conv2d_bias_grad(const int N, const int O, const int P, const int per_group, __global const STORAGE* gy,
-                      __global STORAGE* part) {
+void conv2d_bias_grad(const int N, const int O, const int P, const int per_group, const int partials,
+                      __global const STORAGE* gy, __global STORAGE* part) {
   __local REAL acc[BIAS_LOCAL];
   const int t = get_local_id(0), g = get_group_id(0), o = get_group_id(1);
   const int n1 = min(N, (g + 1) * per_group);
@@ -241,5 +242,7 @@ void conv2d_bias_grad(const int N, const int O, const int P, const int per_group
     if (t < h) acc[t] += acc[t + h];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  if (t == 0) STORE1(acc[0], part, (long)g * O + o);
+  if (t != 0) return;
+  if (partials) ((__global REAL*)part)[(long)g * O + o] = acc[0];
+  else STORE1(acc[0], part, (long)g * O + o);
 }
