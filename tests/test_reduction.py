@@ -290,3 +290,21 @@ def test_results_are_new_arrays_and_inputs_untouched(device, rng):
     outs = [hetnn.sum(a, axis=0), hetnn.var(a, axis=1), hetnn.cumulative_sum(a, axis=1), hetnn.argmax(a)]
     np.testing.assert_array_equal(a.numpy(), x)
     assert len({id(o) for o in outs}) == 4
+
+
+def test_array_api_namespace_and_to_device(device):
+    a = hetnn.zeros((2, 3), device=device)
+    xp = a.__array_namespace__()
+    assert xp is hetnn and hetnn.__array_api_version__ == "2023.12"
+    assert a.__array_namespace__(api_version="2023.12") is hetnn
+    with pytest.raises(ValueError, match="2023.12"):
+        a.__array_namespace__(api_version="2021.12")
+    # array-API code written against the namespace runs on the device
+    b = xp.ones((2, 3), dtype="float32", device=device)
+    s = xp.sum(xp.where(b > 0, b, a), axis=1)
+    assert s.device == device and np.array_equal(s.numpy(), [3.0, 3.0])
+    assert a.to_device(device) is a
+    cpu = hetnn.device("cpu")
+    assert a.to_device(cpu).device == cpu
+    with pytest.raises(ValueError, match="no stream"):
+        a.to_device(cpu, stream=1)

@@ -17,6 +17,8 @@ from ._threads import get_num_threads, num_threads, set_num_threads, thread_pool
 from ._profile import profile
 from . import datasets, nn, optim, transforms  # noqa: E402  (after the core names they use)
 
+__array_api_version__ = "2023.12"  # the Array API standard the array functions follow (docs/api.md: which parts)
+
 try:  # one source: the installed distribution's metadata (pyproject.toml's version)
     from importlib.metadata import PackageNotFoundError as _NotFound, version as _version
 

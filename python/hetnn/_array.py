@@ -72,11 +72,13 @@ def _operand(op: str, a: "Array", other: Any) -> Any:
 
 
 def _binary(op: str, reflected: bool = False, inplace: bool = False) -> Any:
+    ew = _core.elementwise
+
     def method(self: "Array", other: Any) -> Any:
-        x2 = _operand(op, self, other)
+        x2 = other._a if type(other) is Array else _operand(op, self, other)  # two Arrays: the core checks them
         if x2 is NotImplemented:
             return NotImplemented
-        out = _core.elementwise(op, self._a, x2, reflected, self._a if inplace else None)
+        out = ew(op, self._a, x2, reflected, self._a if inplace else None)
         return self if inplace else Array(out)
     method.__name__ = f"__{'i' if inplace else 'r' if reflected else ''}{op}__"
     return method
@@ -212,6 +214,22 @@ class Array:
     sum, prod, max, min = _reduction("sum"), _reduction("prod"), _reduction("max"), _reduction("min")
     argmax, argmin, all, any = _reduction("argmax"), _reduction("argmin"), _reduction("all"), _reduction("any")
     var, std = _spread("var"), _spread("std")
+
+    def __array_namespace__(self, *, api_version: Optional[str] = None) -> Any:
+        """The hetnn module: the Array API namespace these arrays belong to (the parts of the 2023.12 standard
+        docs/api.md lists)."""
+        if api_version not in (None, "2023.12"):
+            raise ValueError(f"__array_namespace__: hetnn follows the Array API 2023.12, got api_version="
+                             f"{api_version!r}")
+        import hetnn
+        return hetnn
+
+    def to_device(self, device: DeviceLike, /, *, stream: Any = None) -> "Array":
+        """The Array API's spelling of :meth:`to`: this array on ``device`` (a copy through host memory; itself
+        when it is there already)."""
+        if stream is not None:
+            raise ValueError("to_device: hetnn takes no stream (copies are synchronous)")
+        return self.to(device)
 
     def mean(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False) -> "Array":
         """The mean over ``axis`` (None: every axis), on the array's device; integers give the device's default
