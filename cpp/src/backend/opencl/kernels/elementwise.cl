@@ -173,6 +173,27 @@ CT apply(const int op, const CT x, const CT z) {
   return 0;
 }
 
+// The element offsets of output element i in three operands: its row-major index over the (at most 8) dimensions
+// `shape8`, times each operand's element strides.
+void offsets(long i, const int nd, const long8 shape8, const long8 sa8, const long8 sb8, const long8 sc8, long* oa,
+             long* ob, long* oc) {
+  long sh[8], sa[8], sb[8], sc[8];
+  vstore8(shape8, 0, sh);
+  vstore8(sa8, 0, sa);
+  vstore8(sb8, 0, sb);
+  vstore8(sc8, 0, sc);
+  *oa = 0;
+  *ob = 0;
+  *oc = 0;
+  for (int k = nd - 1; k >= 0; --k) {
+    const long q = i % sh[k];
+    i /= sh[k];
+    *oa += q * sa[k];
+    *ob += q * sb[k];
+    *oc += q * sc[k];
+  }
+}
+
 // y[i] = op(a, b) at element i of the output: the offsets of a and b from the (at most 8) dimensions `shape` and
 // their element strides, unless contig (then i itself). mode: 0 two arrays, 1 the scalar second, 2 the scalar
 // first (the array is a), 3 one array (unary).
@@ -181,22 +202,8 @@ __kernel void ew(const long n, const int op, const int mode, const int contig, c
                  __global SOUT* y) {
   const long i = get_global_id(0);
   if (i >= n) return;
-  long oa = i, ob = i;
-  if (!contig) {
-    long sh[8], sa[8], sb[8];
-    vstore8(shape8, 0, sh);
-    vstore8(sa8, 0, sa);
-    vstore8(sb8, 0, sb);
-    long r = i;
-    oa = 0;
-    ob = 0;
-    for (int k = nd - 1; k >= 0; --k) {
-      const long q = r % sh[k];
-      r /= sh[k];
-      oa += q * sa[k];
-      ob += q * sb[k];
-    }
-  }
+  long oa = i, ob = i, oc = i;
+  if (!contig) offsets(i, nd, shape8, sa8, sb8, sb8, &oa, &ob, &oc);
   const CT v = LOADIN(a, oa);
   const CT x = mode == 2 ? scal : v;
   const CT z = mode == 0 ? LOADIN(b, ob) : mode == 2 ? v : scal;
@@ -216,23 +223,6 @@ __kernel void ew_where(const long n, const int contig, const int nd, const long8
   const long i = get_global_id(0);
   if (i >= n) return;
   long oa = i, ob = i, oc = i;
-  if (!contig) {
-    long sh[8], sa[8], sb[8], sc[8];
-    vstore8(shape8, 0, sh);
-    vstore8(sa8, 0, sa);
-    vstore8(sb8, 0, sb);
-    vstore8(sc8, 0, sc);
-    long r = i;
-    oa = 0;
-    ob = 0;
-    oc = 0;
-    for (int k = nd - 1; k >= 0; --k) {
-      const long q = r % sh[k];
-      r /= sh[k];
-      oa += q * sa[k];
-      ob += q * sb[k];
-      oc += q * sc[k];
-    }
-  }
+  if (!contig) offsets(i, nd, shape8, sa8, sb8, sc8, &oa, &ob, &oc);
   ((__global RAW*)y)[i] = c[oc] ? ((__global const RAW*)a)[oa] : ((__global const RAW*)b)[ob];
 }
