@@ -28,8 +28,8 @@ if [ -z "$icd" ]; then
   echo "build_wheel: no libOpenCL.so.1 here to ship (Debian: apt-get install ocl-icd-libopencl1)" >&2
   exit 2
 fi
-# in the build folder `pip install .` uses (pyproject.toml): the kernels and the core library are compiled once, and
-# only the module's bindings again without CLBlast (a wheel from a clean clone: 1 min 47 s in its own folder)
+# in the build folder `pip install .` uses (pyproject.toml): only peers.cpp is compiled again, without CLBlast (36 s
+# after scripts/setup.sh on 2 vCPUs; 1 min 47 s in a folder of its own)
 HETNN_CLBLAST=OFF HETNN_BUNDLE_OPENCL_LOADER="$(readlink -f "$icd")" \
   "$PY" -m pip wheel -q --no-build-isolation --no-deps . -w "$raw"
 "$PY" -m build -q --sdist --no-isolation -o wheelhouse . >/dev/null

@@ -12,11 +12,22 @@ bash scripts/setup.sh
 took "set-up"
 
 echo "test: building the C++ unit tests"
-cmake -S . -B build/cpp-tests -DHETNN_BUILD_TESTS=ON -DHETNN_BUILD_PYTHON=OFF \
-  -DPython_EXECUTABLE="$PWD/.venv/bin/python" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build/cpp-tests -j "$(nproc)" >/dev/null
+# in the folder where set-up built the module (its core library compiled once for both); pyproject.toml sets
+# HETNN_BUILD_TESTS=OFF again on the next `pip install`, so the module's own builds stay as they were
+B=""
+for cache in build/*/CMakeCache.txt; do
+  if grep -qx "Python_EXECUTABLE:PATH=$PWD/.venv/bin/python" "$cache" && grep -q "^HETNN_BUILD_PYTHON:BOOL=ON" "$cache"
+  then B=$(dirname "$cache"); fi
+done
+if [[ -z "$B" ]]; then  # not found (a build folder moved or removed): a folder of their own
+  B=build/cpp-tests
+  cmake -S . -B "$B" -DHETNN_BUILD_PYTHON=OFF -DPython_EXECUTABLE="$PWD/.venv/bin/python" \
+    -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
+cmake -S . -B "$B" -DHETNN_BUILD_TESTS=ON >/dev/null
+cmake --build "$B" -j "$(nproc)" --target hetnn_cpp_tests hetnn_ops_driver >/dev/null
 took "building the C++ unit tests"
-ctest --test-dir build/cpp-tests --output-on-failure
+ctest --test-dir "$B" --output-on-failure
 took "the C++ unit tests"
 
 # AddressSanitizer + UBSan build of the core, unit tests and ops driver; a bounded libFuzzer run (scripts/sanitize.sh)

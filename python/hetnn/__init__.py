@@ -19,12 +19,21 @@ from . import datasets, nn, optim, transforms  # noqa: E402  (after the core nam
 
 __array_api_version__ = "2023.12"  # the Array API standard the array functions follow (docs/api.md: which parts)
 
-try:  # one source: the installed distribution's metadata (pyproject.toml's version)
-    from importlib.metadata import PackageNotFoundError as _NotFound, version as _version
 
-    __version__ = _version("hetnn")
-except _NotFound:  # pragma: no cover - run from a source tree without installing
-    __version__ = "unknown"
+
+def __getattr__(name: str) -> str:
+    # __version__ on first use: one source, the installed distribution's metadata (pyproject.toml's version); reading
+    # it costs a third of `import hetnn`, paid by every process the benchmarks and tests start
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            v = version("hetnn")
+        except PackageNotFoundError:  # pragma: no cover - run from a source tree without installing
+            v = "unknown"
+        globals()["__version__"] = v
+        return v
+    raise AttributeError(f"module 'hetnn' has no attribute {name!r}")
+
 
 __all__ = [
     "Array", "BenchmarkResult", "Case", "CompileError", "Device", "HetnnError", "OpenCLError", "Stopwatch",
@@ -32,7 +41,6 @@ __all__ = [
     "empty_cache", "get_default_device", "get_num_threads", "interleave", "nn", "num_threads", "optim", "profile",
     "set_default_device", "set_implicit_host_copies", "set_num_threads", "synchronize", "thread_pools", "zeros",
     "broadcast_to", "empty_like", "full", "full_like", "ones", "ones_like", "zeros_like",
-    "__version__",
 ]
 __all__ += _ops.__all__  # type: ignore[attr-defined]  # _ops.pyi types the ops, not the list
 __all__ += _elementwise.__all__

@@ -13,17 +13,19 @@ the user set neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT: an explicit setting alw
 again after loading, so child processes see the user's environment. ``SPIN_POLICY`` records what happened.
 
 oneDNN comes from the ``onednn-cpu-gomp`` wheel, which puts ``libdnnl.so.3`` in ``<prefix>/lib``. The extension's
-RPATH points there for the usual layouts; loading the library by its recorded path first also covers the rest
-(user installs, relocated environments).
+RPATH points there for the usual layouts; when that fails, the library is loaded by the path the wheel recorded
+(user installs, relocated environments). That look-up reads package metadata (0.1 s, a third of `import hetnn`),
+so it comes second.
 """
 from __future__ import annotations
 
 import ctypes
-import importlib.metadata as _md
 import os
 
 
 def _preload_onednn() -> None:
+    import importlib.metadata as _md
+
     for name in ("onednn-cpu-gomp", "onednn"):
         try:
             dist = _md.distribution(name)
@@ -65,8 +67,11 @@ _set_spin = SPIN_POLICY.startswith("hetnn default")
 if _set_spin:
     os.environ["GOMP_SPINCOUNT"] = HETNN_SPINCOUNT
 try:
-    _preload_onednn()  # loads libgomp too: after the spin setting
-    from . import _core  # noqa: E402
+    try:
+        from . import _core  # noqa: E402  (loads libgomp too: after the spin setting)
+    except ImportError:
+        _preload_onednn()
+        from . import _core  # noqa: E402
 except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError(
         f"hetnn's native module could not be loaded ({exc}). Reinstall with `pip install .` from the repository "
