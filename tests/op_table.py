@@ -151,6 +151,98 @@ RED_BAD = [
 ]
 
 
+# ---- indexing and manipulation (copy_strided) ---------------------------------------------------------------------
+_MANIP = ("getitem", "setitem", "permute_dims", "flip", "concat", "take")
+
+
+def _manip_inputs(rng, dtype):
+    op = str(rng.choice(_MANIP))
+    x = rng.standard_normal(tuple(int(v) for v in rng.integers(1, 7, int(rng.integers(1, 5))))).astype(dtype)
+    key = tuple(slice(int(rng.integers(-n, n)), None, int(rng.choice([-3, -2, -1, 1, 2, 3]))) for n in x.shape)
+    perm = tuple(int(v) for v in rng.permutation(x.ndim))
+    axis = int(rng.integers(-x.ndim, x.ndim))
+    idx = rng.integers(-x.shape[axis], x.shape[axis], int(rng.integers(0, 9)))
+    return op, x, key, perm, axis, idx
+
+
+def _manip_run(dev, inp):
+    op, x, key, perm, axis, idx = inp
+    a = hetnn.asarray(x, device=dev)
+    if op == "getitem":
+        return (a[key].numpy(),)
+    if op == "setitem":
+        a[key] = hetnn.asarray(-x[key], device=dev)
+        return (a.numpy(),)
+    if op == "permute_dims":
+        return (hetnn.permute_dims(a, perm).numpy(),)
+    if op == "flip":
+        return (hetnn.flip(a, axis=axis).numpy(),)
+    if op == "concat":
+        return (hetnn.concat([a, hetnn.flip(a, axis=axis)], axis=axis).numpy(),)
+    return (hetnn.take(a, hetnn.asarray(idx, device=dev), axis=axis).numpy(),)
+
+
+def _manip_ref(inp):
+    op, x, key, perm, axis, idx = inp
+    x = x.astype(np.float64)
+    if op == "getitem":
+        return (x[key],)
+    if op == "setitem":
+        y = x.copy()
+        y[key] = -x[key]
+        return (y,)
+    if op == "permute_dims":
+        return (np.transpose(x, perm),)
+    if op == "flip":
+        return (np.flip(x, axis=axis),)
+    if op == "concat":
+        return (np.concatenate([x, np.flip(x, axis=axis)], axis=axis),)
+    return (np.take(x, idx, axis=axis),)
+
+
+MANIP_BAD = [
+    ("index-range", lambda d: _ew_arr(d, (2, 3))[0, 3], IndexError, "index 3 is out of bounds for axis 1 with size 3"),
+    ("too-many", lambda d: _ew_arr(d, (2, 3))[0, 0, 0], IndexError, "too many indices"),
+    ("step-zero", lambda d: _ew_arr(d, (2, 3))[::0], ValueError, "step cannot be zero"),
+    ("perm", lambda d: hetnn.permute_dims(_ew_arr(d, (2, 3)), (1, 1)), ValueError, "given twice"),
+    ("concat-shape", lambda d: hetnn.concat([_ew_arr(d, (2, 3)), _ew_arr(d, (2, 4))]), ValueError, "same shape"),
+    ("take-range", lambda d: hetnn.take(_ew_arr(d, (2, 3)), hetnn.asarray(np.array([2]), device=d), axis=0),
+     IndexError, "out of bounds"),
+]
+
+
+# ---- random numbers ------------------------------------------------------------------------------------------------
+def _rand_inputs(rng, dtype):
+    return int(rng.integers(0, 2**63)), tuple(int(v) for v in rng.integers(0, 40, int(rng.integers(0, 3)))), \
+        int(rng.integers(0, 100))
+
+
+def _rand_run(dev, inp):
+    seed, shape, skip = inp
+    g = hetnn.random.default_rng(seed)
+    g.random(skip, dtype="float32", device=dev)  # the stream continues: counters [skip, skip + size)
+    return (g.random(shape, dtype="float32", device=dev).numpy(),)
+
+
+def _rand_ref(inp):
+    seed, shape, skip = inp
+    n = int(np.prod(shape))
+    k = np.arange(skip, skip + n, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        z = np.uint64(seed) + (k + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return (((z >> np.uint64(40)).astype(np.float64) * 2.0 ** -24).reshape(shape),)
+
+
+RAND_BAD = [
+    ("seed", lambda d: hetnn.random.default_rng(-1), ValueError, "seed must be in"),
+    ("range", lambda d: hetnn.random.default_rng(0).integers(3, 3, device=d), ValueError, "empty range"),
+    ("scale", lambda d: hetnn.random.default_rng(0).normal(0, -1, device=d), ValueError, "scale >= 0"),
+]
+
+
 # ---- max pooling ---------------------------------------------------------------------------------------------------
 INTS = ("int8", "uint8", "int32", "int64")
 
@@ -718,4 +810,8 @@ OPS: Dict[str, Op] = {op.name: op for op in [
        backend=["elementwise", "where"], bad=EW_BAD),
     Op("reduce", _red_run, _red_ref, _red_inputs, tol={"float32": 2e-5, "float64": 1e-12},
        backend=["reduce", "cumulative_sum"], bad=RED_BAD),
+    Op("copy_strided", _manip_run, _manip_ref, _manip_inputs, dtypes=F + ("float16",),
+       tol={"float32": 0.0, "float64": 0.0, "float16": 0.0}, backend=["copy_strided"], bad=MANIP_BAD),
+    Op("random", _rand_run, _rand_ref, _rand_inputs, dtypes=("float32",), tol={"float32": 0.0},
+       backend=["random"], bad=RAND_BAD),
 ]}

@@ -134,8 +134,8 @@ def test_leading_axis_indexing_and_assignment(device, rng):
         assert isinstance(got, hetnn.Array) and got.device is device
         np.testing.assert_array_equal(got.numpy(), x[key])
     assert [r.shape for r in a] == [(3, 2)] * 6  # iteration
-    for bad, exc in ((6, IndexError), (-7, IndexError), (slice(None, None, 2), IndexError), ((0, 1), IndexError),
-                     (1.0, IndexError), (True, IndexError), ([0, 1], IndexError)):
+    for bad, exc in ((6, IndexError), (-7, IndexError), ((0, 1, 2, 0), IndexError), (1.0, IndexError),
+                     (True, IndexError), ([0, 1], IndexError)):
         with pytest.raises(exc):
             a[bad]
     x = x.copy()
@@ -151,8 +151,6 @@ def test_leading_axis_indexing_and_assignment(device, rng):
     np.testing.assert_array_equal(a.numpy(), x)
     with pytest.raises(ValueError, match="shape|broadcast"):
         a[0:2] = np.zeros((3, 3), np.float32)
-    with pytest.raises(ValueError, match="set_rows"):
-        a[0:2] = hetnn.zeros((2, 3, 2), dtype="float64" if "float64" in device.dtypes else "int32", device=device)
     with pytest.raises(IndexError):
         hetnn.asarray(np.float32(1.0), device=device)[0]
 

@@ -329,3 +329,21 @@ def test_out_is_returned_itself(device):
     o = hetnn.empty((2,), device=device)
     assert hetnn.exp(x, out=o) is o and hetnn.add(x, x, out=o) is o and hetnn.add(1.0, x, out=o) is o
     np.testing.assert_allclose(o.numpy(), [2.0, 3.0])
+
+
+def test_clip_matches_numpy(device, rng):
+    x = rng.standard_normal((5, 7)).astype(np.float32)
+    x[0, 0] = np.nan
+    a = hetnn.asarray(x, device=device)
+    lo = rng.uniform(-1, 0, (1, 7)).astype(np.float32)
+    for kw, want in (({"min": -0.5, "max": 0.5}, np.clip(x, -0.5, 0.5)), ({"max": 0.1}, np.minimum(x, 0.1)),
+                     ({"min": hetnn.asarray(lo, device=device)}, np.maximum(x, lo)), ({}, x)):
+        got = hetnn.clip(a, **kw)
+        assert got.dtype == np.float32 and got is not a
+        np.testing.assert_array_equal(got.numpy(), want)
+    i = hetnn.asarray(np.arange(-5, 5, dtype=np.int32), device=device)
+    got = hetnn.clip(i, -2, 3)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got.numpy(), np.clip(np.arange(-5, 5), -2, 3))
+    with pytest.raises(TypeError, match="clip: min"):
+        hetnn.clip(a, min="0")

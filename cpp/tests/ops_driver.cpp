@@ -18,6 +18,8 @@
 #include "backend/cpu/cpu_backend.h"
 #include "core/array.h"
 #include "core/half.h"
+#include "core/manipulation.h"
+#include "core/random.h"
 #include "core/device.h"
 #include "core/elementwise.h"
 #include "core/errors.h"
@@ -570,6 +572,81 @@ void run_reduce(const DevicePtr& dev, std::mt19937& g) {
   check(threw, dev->id() + " reduce: an axis out of range is refused");
 }
 
+// copy_strided through its fronts: a stepped, reversed selection, a transpose, a flip, a concat, a take and an
+// assignment, each against the host's indices.
+void run_copy_strided(const DevicePtr& dev, std::mt19937& g) {
+  Batch b(dev, g);
+  const int R = b.rows, C = b.cols;
+  auto at = [&](int r, int c) { return b.P[std::size_t(r) * C + c]; };
+  bool ok = true;
+  // x[::-1, 1::2]
+  Index key(2);
+  key[0].kind = key[1].kind = IndexItem::Kind::slice;
+  key[0].step = -1;
+  key[1].start = 1;
+  key[1].step = 2;
+  const auto S = host(getitem(b.pred, key));
+  const int half = C / 2;
+  ok &= S.size() == std::size_t(R) * half;
+  for (int r = 0; ok && r < R; ++r)
+    for (int j = 0; j < half; ++j) ok &= S[std::size_t(r) * half + j] == at(R - 1 - r, 1 + 2 * j);
+  const auto T = host(permute_dims(b.pred, {1, 0}));
+  const auto F = host(flip(b.pred, std::vector<int>{1}));
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c)
+      ok &= T[std::size_t(c) * R + r] == at(r, c) && F[std::size_t(r) * C + c] == at(r, C - 1 - c);
+  const auto K = host(concat({b.pred, b.pred}, 1));
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < 2 * C; ++c) ok &= K[std::size_t(r) * 2 * C + c] == at(r, c % C);
+  const auto Tk = host(take(b.pred, b.labels, 1));  // column labels[j] of every row
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < R; ++j) ok &= Tk[std::size_t(r) * R + j] == at(r, int(b.L[std::size_t(j)]));
+  Array y = Array::zeros(dev, {R, C}, DType::f32);
+  Index col(2);
+  col[0].kind = IndexItem::Kind::slice;
+  col[1].index = C - 1;
+  setitem(y, col, getitem(b.pred, col));
+  const auto Y = host(y);
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) ok &= Y[std::size_t(r) * C + c] == (c == C - 1 ? at(r, c) : 0.0f);
+  check(ok, dev->id() + " copy_strided: a stepped reversed selection, transpose, flip, concat, take, assignment");
+  bool threw = false;
+  try {
+    Index bad(1);
+    bad[0].index = R;
+    getitem(b.pred, bad);
+  } catch (const IndexError&) {
+    threw = true;
+  }
+  check(threw, dev->id() + " getitem: an index out of bounds is an IndexError");
+}
+
+// random: uniform float32 draws against SplitMix64's definition, a stream continued across calls, integers in range.
+void run_random(const DevicePtr& dev, std::mt19937& g) {
+  const std::uint64_t seed = (std::uint64_t(g()) << 32) | g();
+  Generator gen(seed);
+  const int n = 1 + int(g() % 300);
+  const auto U = host(gen.uniform(dev, {n}, DType::f32, 0.0, 1.0));
+  const auto V = host(gen.uniform(dev, {n}, DType::f32, 0.0, 1.0));
+  bool ok = true;
+  for (int i = 0; i < n; ++i) {
+    ok &= U[std::size_t(i)] == static_cast<float>(unit_from_bits(splitmix64(seed, std::uint64_t(i)), 24));
+    ok &= V[std::size_t(i)] == static_cast<float>(unit_from_bits(splitmix64(seed, std::uint64_t(n + i)), 24));
+  }
+  Array ints = gen.integers(dev, {n}, DType::i64, -3, 3);
+  std::vector<std::int64_t> I(static_cast<std::size_t>(n));
+  ints.to_host(I.data());
+  for (std::int64_t v : I) ok &= v >= -3 && v <= 3;
+  check(ok, dev->id() + " random: uniform draws as defined, the stream continued, integers in range");
+  bool threw = false;
+  try {
+    gen.normal(dev, {2}, DType::f32, 0.0, -1.0);
+  } catch (const ValueError&) {
+    threw = true;
+  }
+  check(threw, dev->id() + " random: a negative scale is refused");
+}
+
 // One entry per row of the op table (tests/op_table.py; tests/test_op_table.py fails when the names differ).
 // max_pool2d's function checks its backward too.
 struct OpCase {
@@ -596,6 +673,8 @@ const OpCase kOps[] = {
     {"take_rows", run_take_rows},
     {"elementwise", run_elementwise},
     {"reduce", run_reduce},
+    {"copy_strided", run_copy_strided},
+    {"random", run_random},
 };
 
 // float16 and bfloat16 (stored in 16 bits, float32 arithmetic where the hardware has none): matmul with bias and

@@ -11,14 +11,15 @@ from . import _elementwise
 from ._elementwise import *  # noqa: F403  (the element-wise functions: hetnn._elementwise.__all__)
 from . import _reduction
 from ._reduction import *  # noqa: F403  (the reductions: hetnn._reduction.__all__; they shadow builtins here only)
+from . import _manipulation
+from ._manipulation import *  # noqa: F403  (indexing, manipulation, arange/linspace/eye: hetnn._manipulation.__all__)
 from ._measurement import BenchmarkResult
 from ._timing import Case, Stopwatch, benchmark, empty_cache, interleave, synchronize
 from ._threads import get_num_threads, num_threads, set_num_threads, thread_pools
 from ._profile import profile
-from . import datasets, nn, optim, transforms  # noqa: E402  (after the core names they use)
+from . import datasets, nn, optim, random, transforms  # noqa: E402  (after the core names they use)
 
 __array_api_version__ = "2023.12"  # the Array API standard the array functions follow (docs/api.md: which parts)
-
 
 
 def __getattr__(name: str) -> str:
@@ -39,9 +40,11 @@ __all__ = [
     "Array", "BenchmarkResult", "Case", "CompileError", "Device", "HetnnError", "OpenCLError", "Stopwatch",
     "TransposedArray", "asarray", "benchmark", "datasets", "transforms", "default_device", "device", "devices", "empty",
     "empty_cache", "get_default_device", "get_num_threads", "interleave", "nn", "num_threads", "optim", "profile",
+    "random",
     "set_default_device", "set_implicit_host_copies", "set_num_threads", "synchronize", "thread_pools", "zeros",
     "broadcast_to", "empty_like", "full", "full_like", "ones", "ones_like", "zeros_like",
 ]
 __all__ += _ops.__all__  # type: ignore[attr-defined]  # _ops.pyi types the ops, not the list
 __all__ += _elementwise.__all__
 __all__ += _reduction.__all__
+__all__ += _manipulation.__all__

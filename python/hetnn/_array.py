@@ -355,54 +355,33 @@ class Array:
             return self
         return Array(_core.astype(self._a, dt.name, copy))
 
-    def _rows(self, key: Any, what: str) -> Tuple[int, int, bool]:
-        """(start, stop, squeeze) for an index of the leading axis."""
-        if isinstance(key, tuple) and len(key) == 1:
-            key = key[0]
-        if not self.ndim:
-            raise IndexError(f"{what}: a 0-d hetnn.Array cannot be indexed")
-        n = self.shape[0]
-        if isinstance(key, slice):
-            start, stop, step = key.indices(n)
-            if step != 1:
-                raise IndexError(f"{what}: slices of a hetnn.Array take step 1, got step {step} (use .numpy()[...] "
-                                 f"for NumPy's indexing)")
-            return start, max(start, stop), False
-        if isinstance(key, (bool, np.bool_)):
-            raise IndexError(f"{what}: a bool is not an index")
-        try:
-            i = operator.index(key)
-        except TypeError:
-            raise IndexError(f"{what}: a hetnn.Array is indexed along its leading axis by an int or a slice, got "
-                             f"{type(key).__name__} (use .numpy()[...] for NumPy's indexing)") from None
-        if not -n <= i < n:
-            raise IndexError(f"{what}: index {i} is out of bounds for axis 0 of size {n}")
-        i %= n
-        return i, i + 1, True
-
     def __getitem__(self, key: Any) -> "Array":
-        """Rows of the leading axis, ``a[i]`` or ``a[i:j]``, as a new array on the same device (a device copy:
-        hetnn arrays are whole buffers, so unlike NumPy the result is not a view)."""
-        start, stop, squeeze = self._rows(key, "a[...]")
-        out = self._a.rows(start, stop)
-        return Array(out.reshape(self.shape[1:]) if squeeze else out)
+        """Basic indexing as NumPy's: integers, slices with any step, None and the Ellipsis, ``a[1, ::2, ...]``.
+        The result is a new array on the same device (one strided pass: hetnn arrays are whole buffers, so unlike
+        NumPy it is not a view; ``a[0][1] = v`` does not write into a). Elements at an array of indices:
+        :func:`hetnn.take`."""
+        return Array(_core.getitem(self._a, key))
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        """``a[i] = v`` / ``a[i:j] = v``: v a hetnn.Array on the same device (device copy) or anything NumPy
-        broadcasts to the rows' shape (a host -> device write)."""
-        start, stop, squeeze = self._rows(key, "a[...] = value")
-        shape = (stop - start,) + self.shape[1:]
+        """``a[key] = value`` with the indices ``a[key]`` takes: value a hetnn.Array on the same device, a Python
+        number, or anything NumPy converts (a host -> device write), broadcast to the selection and converted to
+        a's dtype."""
         if isinstance(value, Array):
-            src = value._a if not squeeze else value._a.reshape(shape)
+            src = value._a
+        elif isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+            src = _core.full(self._a.device, (), value, self.dtype.name)
         else:
             try:
-                host = np.broadcast_to(np.asarray(value, dtype=self.dtype), shape)
+                host = np.asarray(value, dtype=self.dtype)
             except (TypeError, ValueError) as exc:
-                raise ValueError(f"a[...] = value: the value does not convert to {self.dtype.name} of the rows' "
-                                 f"shape {shape} ({exc})") from None
-            host = _host_array(host, None, "a[...] = value")
-            src = _core.Array.from_numpy(self._a.device, host)
-        self._a.set_rows(start, stop, src)
+                raise ValueError(f"a[...] = value: the value does not convert to {self.dtype.name} ({exc})") from None
+            src = _core.Array.from_numpy(self._a.device, _host_array(host, None, "a[...] = value"))
+        _core.setitem(self._a, key, src)
+
+    @property
+    def mT(self) -> "Array":
+        """The last two axes swapped (the Array API's matrix transpose; hetnn.matrix_transpose), a new array."""
+        return Array(_core.matrix_transpose(self._a))
 
     def to(self, device: DeviceLike) -> "Array":
         """A copy on ``device`` (through host memory between devices). Returns self if it is already there."""

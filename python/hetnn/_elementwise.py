@@ -69,6 +69,22 @@ def where(condition: Array, x1: Any, x2: Any, /, *, out: Optional[Array] = None)
                                x2._a if isinstance(x2, Array) else x2, _out("where", out)), out)
 
 
+def clip(x: Array, /, min: Any = None, max: Any = None) -> Array:
+    """x with its elements limited to [min, max] (either may be None, a Python number or an Array broadcasting
+    against x), on x's device: ``minimum(maximum(x, min), max)``, in x's dtype (NaN stays NaN)."""
+    a = _first("clip", x)
+    for name, v in (("min", min), ("max", max)):
+        if v is not None and not isinstance(v, Array) and _operand("clip", a, v) is NotImplemented:
+            raise TypeError(f"clip: {name} must be None, a hetnn.Array or a Python number, got {type(v).__name__}")
+    y = a if min is None else _core_binary("maximum", a, min)
+    y = y if max is None else _core_binary("minimum", y, max)
+    return y.astype(a.dtype, copy=False) if y is not a else a.copy()
+
+
+def _core_binary(op: str, a: Array, v: Any) -> Array:
+    return Array(_core.elementwise(op, a._a, v._a if isinstance(v, Array) else v, False, None))
+
+
 def astype(x: Array, dtype: Any, /, *, copy: bool = True) -> Array:
     """x converted to ``dtype`` on its device (the Array API's ``astype``)."""
     return _first("astype", x).astype(_dtype(dtype, "astype: dtype"), copy=copy)
@@ -89,4 +105,4 @@ def result_type(*dtypes: Any) -> Any:
 OPS: Dict[str, int] = {name: arity for name, arity, kind in _core.elementwise_ops() if kind != "cast"}
 globals().update({name: _make(name, arity) for name, arity in OPS.items()})
 
-__all__: List[str] = sorted(OPS) + ["astype", "result_type", "where"]
+__all__: List[str] = sorted(OPS) + ["astype", "clip", "result_type", "where"]

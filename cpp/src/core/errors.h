@@ -1,5 +1,5 @@
 // Typed errors thrown by the core and the backends. The Python bindings map each to a Python exception:
-// ValueError -> ValueError, TypeError -> TypeError, OutOfMemory -> MemoryError, OpenCLError -> hetnn.OpenCLError,
+// ValueError -> ValueError, TypeError -> TypeError, IndexError -> IndexError, OutOfMemory -> MemoryError, OpenCLError -> hetnn.OpenCLError,
 // CompileError -> hetnn.CompileError. Nothing in hetnn aborts the process on a bad input or a driver error.
 #pragma once
 #include <stdexcept>
@@ -16,6 +16,11 @@ struct ValueError : Error {
 };
 
 struct TypeError : Error {
+  using Error::Error;
+};
+
+// An index outside an axis, or an index the array cannot take (Python's IndexError, as NumPy's).
+struct IndexError : Error {
   using Error::Error;
 };
 

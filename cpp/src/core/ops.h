@@ -130,6 +130,28 @@ inline std::uint64_t splitmix64(std::uint64_t seed, std::uint64_t k) {
 inline std::uint32_t dropout_draw(std::uint64_t seed, std::uint64_t i) {
   return static_cast<std::uint32_t>(splitmix64(seed, i) >> 40);
 }
+// Random numbers (core/random.h): element i of the output is a function of (seed, offset + i) alone, SplitMix64
+// above over the counter, so a stream is the same on every device and any part of it can be drawn without the rest.
+//   uniform   low + (high - low) u, u in [0, 1) from the top bits of the draw: 53 for float64, 24 for float32, 11
+//             for float16, 8 for bfloat16 (every u exact in the type, so [0, 1) stays below 1).
+//   normal    loc + scale z, z = sqrt(-2 ln u1) cos(2 pi u2) (Box-Muller), u1 in (0, 1] and u2 in [0, 1) from the
+//             draws of counters 2i and 2i + 1 (53-bit in float64, 24-bit in float otherwise).
+//   integers  low + floor(draw * span / 2^64): the integers [low, low + span) (span 0: all of int64).
+enum class RandDist : std::uint8_t { uniform, normal, integers };
+struct RandomDesc {
+  RandDist dist = RandDist::uniform;
+  DType out = DType::f32;
+  std::int64_t n = 0;
+  std::uint64_t seed = 0, offset = 0;
+  double a = 0, b = 1;  // uniform: low, high; normal: loc, scale
+  std::int64_t low = 0;
+  std::uint64_t span = 0;
+};
+// u in [0, 1) from a 64-bit draw with `bits` bits of precision; the same expression in kernels/random.cl.
+inline double unit_from_bits(std::uint64_t draw, int bits) {
+  return static_cast<double>(draw >> (64 - bits)) * (1.0 / static_cast<double>(std::uint64_t{1} << bits));
+}
+
 struct DropoutDesc {
   DType dtype = DType::f32;
   std::int64_t n = 0;
@@ -197,6 +219,17 @@ struct ElementwiseDesc {
   double fscalar = 0;
   std::int64_t iscalar = 0;
   bool contiguous = true;
+};
+
+// What copy_strided moves: out[oo + sum(idx * so)] = src[os + sum(idx * ss)] for every index idx of `shape`
+// (row-major, at most kEwMaxDims dimensions after the front's merging), elements of `elem` bytes (1, 2, 4 or 8)
+// moved as raw bits. Strides and offsets are in elements and may be negative (flip); the front checks that every
+// element read and written lies inside its buffer and that src and out do not share memory.
+struct CopyDesc {
+  std::size_t elem = 4;
+  Shape shape;
+  std::vector<std::int64_t> ss, so;
+  std::int64_t os = 0, oo = 0, n = 0;
 };
 
 // Reductions (the front and the type rules: core/reduction.h). sumsq: the sum of squares (var and std).
@@ -269,6 +302,8 @@ struct ScanDesc {
 //   where                out[i] = cond[i] ? a[i] : b[i] (cond bool, read at d.sc; a and b of type d.in = d.out).
 //   reduce               as ReduceDesc says (core/reduction.h).
 //   cumulative_sum       as ScanDesc says.
+//   copy_strided         as CopyDesc says (core/manipulation.h: indexing, permute_dims, flip, concat, stack, ...).
+//   random               out (n elements of d.out) = the draws RandomDesc describes.
 #define HETNN_BACKEND_OPS(X)                                                                                      \
   X(matmul, (const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias))              \
   X(max_pool2d, (const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices))                              \
@@ -292,7 +327,9 @@ struct ScanDesc {
   X(elementwise, (const ElementwiseDesc& d, const Buffer& a, const Buffer* b, Buffer& out))                   \
   X(where, (const ElementwiseDesc& d, const Buffer& cond, const Buffer& a, const Buffer& b, Buffer& out))       \
   X(reduce, (const ReduceDesc& d, const Buffer& x, Buffer& out))                                                \
-  X(cumulative_sum, (const ScanDesc& d, const Buffer& x, Buffer& out))
+  X(cumulative_sum, (const ScanDesc& d, const Buffer& x, Buffer& out))                                          \
+  X(copy_strided, (const CopyDesc& d, const Buffer& src, Buffer& out))                                         \
+  X(random, (const RandomDesc& d, Buffer& out))
 
 // Public fronts (arguments as the user gives them; Python converts types and applies the placement rule).
 

@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "core/matmul.h"
+#include "core/elementwise.h"
 #include "python/bindings.h"
 
 namespace hetnn::python {
@@ -142,5 +143,34 @@ Pool2dArgs arg_pool2d(const char* op, py::handle kernel_size, py::handle stride,
   a.ceil_mode = arg_bool(ceil_mode, "ceil_mode", op);
   return a;
 }
+
+EwScalar arg_scalar(const py::handle& v, const char* op) {
+  EwScalar s;
+  if (py::isinstance<py::bool_>(v) || py::isinstance(v, py::module_::import("numpy").attr("bool_"))) {
+    s.is_bool = true;
+    s.i = v.cast<bool>() ? 1 : 0;
+    s.f = static_cast<double>(s.i);
+    return s;
+  }
+  const py::object numbers = py::module_::import("numbers");
+  if (py::isinstance(v, numbers.attr("Integral"))) {
+    try {
+      s.i = py::int_(py::reinterpret_borrow<py::object>(v)).cast<std::int64_t>();
+    } catch (const py::cast_error&) {
+      throw ValueError(std::string("hetnn.") + op + ": the Python int " + std::string(py::str(v)) +
+                       " does not fit in int64");
+    }
+    s.f = static_cast<double>(s.i);
+    return s;
+  }
+  if (py::isinstance(v, numbers.attr("Real"))) {
+    s.is_float = true;
+    s.f = py::float_(py::reinterpret_borrow<py::object>(v)).cast<double>();
+    return s;
+  }
+  throw TypeError(std::string("hetnn.") + op + ": operands must be hetnn Arrays on one device or Python numbers, got " +
+                  std::string(py::str(py::type::of(v).attr("__name__"))));
+}
+
 
 }  // namespace hetnn::python

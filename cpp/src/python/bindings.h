@@ -9,6 +9,10 @@
 #include "core/array.h"
 #include "core/ops.h"
 
+namespace hetnn {
+struct EwScalar;  // core/elementwise.h
+}
+
 namespace hetnn::python {
 
 namespace py = pybind11;
@@ -35,6 +39,8 @@ Activation arg_activation(py::handle v, const char* op);
 // conv2d's stride, padding (int, pair, "same", "valid"), dilation, groups and activation.
 Conv2dArgs arg_conv2d(const char* op, py::object stride, py::object padding, py::object dilation, py::object groups,
                       py::object activation);
+// A Python bool, int or float (or a NumPy scalar of those kinds) as a weak scalar of the op `op`, else TypeError.
+EwScalar arg_scalar(const py::handle& v, const char* op);
 // A shape: a tuple, list or 1-D NumPy array of ints.
 Shape arg_shape(py::handle v, const char* name, const char* op);
 // Window arguments of the pooling ops with PyTorch's defaults: stride None (or empty) means kernel_size.

@@ -84,6 +84,8 @@ PYBIND11_MODULE(_core, m) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const TypeError& e) {
       PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const IndexError& e) {
+      PyErr_SetString(PyExc_IndexError, e.what());
     } catch (const OutOfMemory& e) {
       PyErr_SetString(PyExc_MemoryError, e.what());
     } catch (const OpenCLError& e) {

@@ -1,0 +1,501 @@
+// The indexing and manipulation front (core/manipulation.h): index arithmetic, axes and shapes checked here, the
+// data moved by the backends' copy_strided.
+#include "core/manipulation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "core/errors.h"
+#include "core/nn.h"
+#include "core/reduction.h"
+
+namespace hetnn {
+
+namespace {
+
+using Strides = std::vector<std::int64_t>;
+
+std::string who(const char* name) { return std::string("hetnn.") + name; }
+
+void check_valid(const char* name, const Array& x, const char* arg = "x") {
+  if (!x.valid()) throw ValueError(who(name) + ": " + arg + " is not a valid array");
+}
+
+// Row-major element strides of a contiguous array of `shape`.
+Strides contiguous(const Shape& shape) {
+  Strides st(shape.size());
+  std::int64_t step = 1;
+  for (std::size_t k = shape.size(); k-- > 0;) {
+    st[k] = step;
+    step *= std::max<std::int64_t>(shape[k], 1);
+  }
+  return st;
+}
+
+// Strides reading an array of shape s as broadcast to `to` (0 along broadcast dimensions), or ValueError.
+Strides broadcast_strides(const char* name, const Shape& s, const Shape& to) {
+  if (s.size() > to.size())
+    throw ValueError(who(name) + ": a value of shape " + shape_str(s) + " cannot be broadcast to " + shape_str(to));
+  Strides st(to.size(), 0);
+  const Strides cs = contiguous(s);
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    const std::size_t o = to.size() - s.size() + k;
+    if (s[k] == to[o]) st[o] = s[k] == 1 ? 0 : cs[k];
+    else if (s[k] != 1)
+      throw ValueError(who(name) + ": a value of shape " + shape_str(s) + " cannot be broadcast to " + shape_str(to));
+  }
+  return st;
+}
+
+int norm_axis(const char* name, int axis, int ndim, const char* arg = "axis") {
+  if (axis < -ndim || axis >= ndim)
+    throw ValueError(who(name) + ": " + arg + " " + std::to_string(axis) + " is out of bounds for an array of " +
+                     std::to_string(ndim) + " dimension" + (ndim == 1 ? "" : "s"));
+  return axis < 0 ? axis + ndim : axis;
+}
+
+// The first and last element offsets a strided walk touches (shape of size > 0).
+std::pair<std::int64_t, std::int64_t> reach(const Shape& shape, const Strides& st, std::int64_t off) {
+  std::int64_t lo = off, hi = off;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    const std::int64_t span = (shape[k] - 1) * st[k];
+    (span < 0 ? lo : hi) += span;
+  }
+  return {lo, hi};
+}
+
+// dst[oo + idx . so] = src[os + idx . ss] over `shape`: dimensions of extent 1 dropped and neighbours merged
+// where both sides step through them as one; every element read and written checked to lie inside its array.
+void move_strided(const char* name, const Array& src, Strides ss, std::int64_t os, Array& dst, const Shape& shape, Strides so,
+          std::int64_t oo) {
+  const std::int64_t n = shape_size(shape);
+  if (n == 0) return;
+  const auto [slo, shi] = reach(shape, ss, os);
+  const auto [dlo, dhi] = reach(shape, so, oo);
+  if (slo < 0 || shi >= src.size() || dlo < 0 || dhi >= dst.size())  // a defect of this file, never a user's input
+    throw Error(who(name) + ": internal error: a strided copy outside its arrays");
+  CopyDesc d;
+  d.elem = dtype_size(src.dtype());
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] == 1) continue;
+    if (!d.shape.empty() && d.ss.back() == ss[k] * shape[k] && d.so.back() == so[k] * shape[k]) {
+      d.shape.back() *= shape[k];
+      d.ss.back() = ss[k];
+      d.so.back() = so[k];
+      continue;
+    }
+    d.shape.push_back(shape[k]);
+    d.ss.push_back(ss[k]);
+    d.so.push_back(so[k]);
+  }
+  if (d.shape.empty()) {
+    d.shape = {1};
+    d.ss = {1};
+    d.so = {1};
+  }
+  if (static_cast<int>(d.shape.size()) > kEwMaxDims)
+    throw ValueError(who(name) + ": the selection needs " + std::to_string(d.shape.size()) +
+                     " dimensions after merging, more than the " + std::to_string(kEwMaxDims) + " supported");
+  d.os = os;
+  d.oo = oo;
+  d.n = n;
+  src.device()->backend().copy_strided(d, *src.buffer(), *dst.buffer());
+}
+
+// A new contiguous array of `shape` read from x at offset + idx . st.
+Array gather(const char* name, const Array& x, const Shape& shape, const Strides& st, std::int64_t off) {
+  Array y = Array::empty(x.device(), shape, x.dtype());
+  move_strided(name, x, st, off, y, shape, contiguous(shape), 0);
+  return y;
+}
+
+// A selection of an array: the shape, strides and offset of the elements an index picks.
+struct View {
+  Shape shape;
+  Strides st;
+  std::int64_t off = 0;
+};
+
+// Python's slice.indices for an axis of extent n, then the number of elements picked.
+void slice_axis(const IndexItem& it, std::int64_t n, std::int64_t& start, std::int64_t& step, std::int64_t& len) {
+  step = it.step.value_or(1);
+  if (step == 0) throw ValueError("hetnn.Array[...]: a slice step cannot be zero");
+  const std::int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? n : n - 1;
+  auto bound = [&](const std::optional<std::int64_t>& v, std::int64_t dflt) {
+    if (!v) return dflt;
+    std::int64_t b = *v;
+    if (b < 0) {
+      b = b < std::numeric_limits<std::int64_t>::min() + n ? lower : b + n;
+      return std::max(b, lower);
+    }
+    return std::min(b, upper);
+  };
+  start = bound(it.start, step > 0 ? lower : upper);
+  const std::int64_t stop = bound(it.stop, step > 0 ? upper : lower);
+  if (step > 0) len = stop > start ? (stop - start - 1) / step + 1 : 0;
+  else len = start > stop ? (start - stop - 1) / (-step) + 1 : 0;
+}
+
+View plan(const Shape& shape, const Index& key, const char* name) {
+  const int ndim = static_cast<int>(shape.size());
+  int consumed = 0, ellipses = 0;
+  for (const IndexItem& it : key) {
+    if (it.kind == IndexItem::Kind::integer || it.kind == IndexItem::Kind::slice) ++consumed;
+    if (it.kind == IndexItem::Kind::ellipsis) ++ellipses;
+  }
+  if (ellipses > 1) throw IndexError(who(name) + ": an index can only have a single ellipsis ('...')");
+  if (consumed > ndim)
+    throw IndexError(who(name) + ": too many indices for an array of " + std::to_string(ndim) + " dimension" +
+                     (ndim == 1 ? "" : "s") + ": " + std::to_string(consumed) + " were indexed");
+  const Strides cs = contiguous(shape);
+  View v;
+  int axis = 0;
+  auto whole = [&](int count) {
+    for (int i = 0; i < count; ++i, ++axis) {
+      v.shape.push_back(shape[axis]);
+      v.st.push_back(cs[axis]);
+    }
+  };
+  for (const IndexItem& it : key) {
+    switch (it.kind) {
+      case IndexItem::Kind::ellipsis: whole(ndim - consumed); break;
+      case IndexItem::Kind::newaxis:
+        v.shape.push_back(1);
+        v.st.push_back(0);
+        break;
+      case IndexItem::Kind::integer: {
+        const std::int64_t n = shape[axis];
+        if (it.index < -n || it.index >= n)
+          throw IndexError(who(name) + ": index " + std::to_string(it.index) + " is out of bounds for axis " +
+                           std::to_string(axis) + " with size " + std::to_string(n));
+        v.off += (it.index < 0 ? it.index + n : it.index) * cs[axis];
+        ++axis;
+        break;
+      }
+      case IndexItem::Kind::slice: {
+        std::int64_t start = 0, step = 1, len = 0;
+        slice_axis(it, shape[axis], start, step, len);
+        if (len > 0) v.off += start * cs[axis];
+        v.shape.push_back(len);
+        v.st.push_back(cs[axis] * step);
+        ++axis;
+        break;
+      }
+    }
+  }
+  whole(ndim - axis);  // the axes after the last index
+  return v;
+}
+
+DType promoted(const char* name, const std::vector<Array>& xs) {
+  DType t = xs[0].dtype();
+  for (std::size_t i = 1; i < xs.size(); ++i) {
+    if (xs[i].device() != xs[0].device())
+      throw TypeError(who(name) + ": the arrays are on different devices (" + xs[0].device()->id() + " and " +
+                      xs[i].device()->id() + "); move them with .to(device) first");
+    t = result_type(t, xs[i].dtype());
+  }
+  return t;
+}
+
+}  // namespace
+
+Array getitem(const Array& x, const Index& key) {
+  check_valid("Array.__getitem__", x);
+  const View v = plan(x.shape(), key, "Array.__getitem__");
+  return gather("Array.__getitem__", x, v.shape, v.st, v.off);
+}
+
+void setitem(Array& x, const Index& key, const Array& value) {
+  const char* name = "Array.__setitem__";
+  check_valid(name, x);
+  check_valid(name, value, "value");
+  if (value.device() != x.device())
+    throw TypeError(who(name) + ": the value is on " + value.device()->id() + ", the array on " + x.device()->id() +
+                    "; move it with .to(device) first");
+  const View v = plan(x.shape(), key, name);
+  Array src = value.dtype() == x.dtype() ? value : astype(value, x.dtype());
+  const Strides ss = broadcast_strides(name, src.shape(), v.shape);
+  if (src.same_memory(x)) src = src.copy();  // x[1:] = x[:-1]: read everything before writing
+  move_strided(name, src, ss, 0, x, v.shape, v.st, v.off);
+}
+
+Array permute_dims(const Array& x, const std::vector<int>& axes) {
+  check_valid("permute_dims", x);
+  const int ndim = x.ndim();
+  if (static_cast<int>(axes.size()) != ndim)
+    throw ValueError("hetnn.permute_dims: axes must list each of the " + std::to_string(ndim) +
+                     " axes once, got " + std::to_string(axes.size()) + " axes");
+  std::vector<bool> seen(static_cast<std::size_t>(ndim), false);
+  Shape shape;
+  Strides st;
+  const Strides cs = contiguous(x.shape());
+  for (int a : axes) {
+    const int k = norm_axis("permute_dims", a, ndim);
+    if (seen[static_cast<std::size_t>(k)])
+      throw ValueError("hetnn.permute_dims: axis " + std::to_string(a) + " is given twice");
+    seen[static_cast<std::size_t>(k)] = true;
+    shape.push_back(x.shape()[k]);
+    st.push_back(cs[k]);
+  }
+  return gather("permute_dims", x, shape, st, 0);
+}
+
+Array matrix_transpose(const Array& x) {
+  check_valid("matrix_transpose", x);
+  if (x.ndim() < 2)
+    throw ValueError("hetnn.matrix_transpose: x must have at least 2 dimensions, got shape " + shape_str(x.shape()));
+  std::vector<int> axes(static_cast<std::size_t>(x.ndim()));
+  for (int i = 0; i < x.ndim(); ++i) axes[static_cast<std::size_t>(i)] = i;
+  std::swap(axes[axes.size() - 1], axes[axes.size() - 2]);
+  return permute_dims(x, axes);
+}
+
+Array flip(const Array& x, const std::optional<std::vector<int>>& axes) {
+  check_valid("flip", x);
+  const int ndim = x.ndim();
+  std::vector<bool> rev(static_cast<std::size_t>(ndim), !axes);
+  if (axes) {
+    for (int a : *axes) {
+      const int k = norm_axis("flip", a, ndim);
+      if (rev[static_cast<std::size_t>(k)]) throw ValueError("hetnn.flip: axis " + std::to_string(a) + " is given twice");
+      rev[static_cast<std::size_t>(k)] = true;
+    }
+  }
+  Strides st = contiguous(x.shape());
+  std::int64_t off = 0;
+  for (int k = 0; k < ndim; ++k) {
+    if (!rev[static_cast<std::size_t>(k)] || x.shape()[k] == 0) continue;
+    off += (x.shape()[k] - 1) * st[k];
+    st[k] = -st[k];
+  }
+  return gather("flip", x, x.shape(), st, off);
+}
+
+Array concat(const std::vector<Array>& xs, std::optional<int> axis) {
+  if (xs.empty()) throw ValueError("hetnn.concat: needs at least one array");
+  for (const Array& a : xs) check_valid("concat", a, "each array");
+  const DType t = promoted("concat", xs);
+  std::vector<Array> parts;
+  for (const Array& a : xs) {
+    Array p = a.dtype() == t ? a : astype(a, t);
+    parts.push_back(axis ? p : p.reshape({p.size()}));
+  }
+  const int ndim = parts[0].ndim();
+  if (ndim == 0) throw ValueError("hetnn.concat: 0-d arrays cannot be joined along an axis (use stack)");
+  const int k = norm_axis("concat", axis.value_or(0), ndim);
+  Shape shape = parts[0].shape();
+  shape[k] = 0;
+  for (const Array& p : parts) {
+    bool fits = p.ndim() == ndim;
+    for (int i = 0; fits && i < ndim; ++i) fits = i == k || p.shape()[i] == parts[0].shape()[i];
+    if (!fits)
+      throw ValueError("hetnn.concat: the arrays must have the same shape except along axis " + std::to_string(k) +
+                       ", got " + shape_str(parts[0].shape()) + " and " + shape_str(p.shape()));
+    shape[k] += p.shape()[k];
+  }
+  Array y = Array::empty(parts[0].device(), shape, t);
+  const Strides ys = contiguous(shape);
+  std::int64_t at = 0;
+  for (const Array& p : parts) {
+    move_strided("concat", p, contiguous(p.shape()), 0, y, p.shape(), ys, at * ys[k]);
+    at += p.shape()[k];
+  }
+  return y;
+}
+
+Array stack(const std::vector<Array>& xs, int axis) {
+  if (xs.empty()) throw ValueError("hetnn.stack: needs at least one array");
+  for (const Array& a : xs) {
+    check_valid("stack", a, "each array");
+    if (a.shape() != xs[0].shape())
+      throw ValueError("hetnn.stack: the arrays must have one shape, got " + shape_str(xs[0].shape()) + " and " +
+                       shape_str(a.shape()));
+  }
+  const int k = norm_axis("stack", axis, xs[0].ndim() + 1);
+  std::vector<Array> parts;
+  for (const Array& a : xs) parts.push_back(expand_dims(a, k));
+  return concat(parts, k);
+}
+
+Array expand_dims(const Array& x, int axis) {
+  check_valid("expand_dims", x);
+  const int k = norm_axis("expand_dims", axis, x.ndim() + 1);
+  Shape shape = x.shape();
+  shape.insert(shape.begin() + k, 1);
+  return x.reshape(shape);
+}
+
+Array squeeze(const Array& x, const std::optional<std::vector<int>>& axes) {
+  check_valid("squeeze", x);
+  const int ndim = x.ndim();
+  std::vector<bool> drop(static_cast<std::size_t>(ndim), false);
+  if (!axes) {
+    for (int k = 0; k < ndim; ++k) drop[static_cast<std::size_t>(k)] = x.shape()[k] == 1;
+  } else {
+    for (int a : *axes) {
+      const int k = norm_axis("squeeze", a, ndim);
+      if (drop[static_cast<std::size_t>(k)])
+        throw ValueError("hetnn.squeeze: axis " + std::to_string(a) + " is given twice");
+      if (x.shape()[k] != 1)
+        throw ValueError("hetnn.squeeze: axis " + std::to_string(a) + " has extent " +
+                         std::to_string(x.shape()[k]) + ", only axes of extent 1 can be removed");
+      drop[static_cast<std::size_t>(k)] = true;
+    }
+  }
+  Shape shape;
+  for (int k = 0; k < ndim; ++k)
+    if (!drop[static_cast<std::size_t>(k)]) shape.push_back(x.shape()[k]);
+  return x.reshape(shape);
+}
+
+Array take(const Array& x, const Array& indices, std::optional<int> axis) {
+  check_valid("take", x);
+  check_valid("take", indices, "indices");
+  if (indices.device() != x.device())
+    throw TypeError("hetnn.take: indices are on " + indices.device()->id() + ", x on " + x.device()->id() +
+                    "; move them with .to(device) first");
+  if (is_floating(indices.dtype()) || indices.dtype() == DType::b8)
+    throw TypeError(std::string("hetnn.take: indices must be an integer array, got ") + dtype_name(indices.dtype()));
+  if (indices.ndim() != 1)
+    throw ValueError("hetnn.take: indices must be 1-d, got shape " + shape_str(indices.shape()));
+  if (!axis && x.ndim() != 1)
+    throw ValueError("hetnn.take: axis may be omitted only for a 1-d x, this one has shape " + shape_str(x.shape()));
+  if (x.ndim() == 0) throw ValueError("hetnn.take: x must have at least one dimension");
+  const int k = norm_axis("take", axis.value_or(0), x.ndim());
+  const std::int64_t n = x.shape()[k], m = indices.size();
+  Array idx = indices.dtype() == DType::i64 ? indices : astype(indices, DType::i64);
+  if (m > 0) {  // bounds, read back: the device kernel clamps, so an index out of bounds must not reach it
+    std::int64_t lo = 0, hi = 0;
+    reduce(RedOp::min, idx, Axes{}, false).to_host(&lo);
+    reduce(RedOp::max, idx, Axes{}, false).to_host(&hi);
+    if (lo < -n || hi >= n)
+      throw IndexError("hetnn.take: index " + std::to_string(lo < -n ? lo : hi) + " is out of bounds for axis " +
+                       std::to_string(k) + " with size " + std::to_string(n));
+    if (lo < 0) {
+      EwScalar zero, size;
+      size.i = n;
+      size.f = static_cast<double>(n);
+      const Array negative = elementwise(EwOp::less, idx, zero, false, nullptr);
+      idx = where(negative, elementwise(EwOp::add, idx, size, false, nullptr), idx, nullptr);
+    }
+  }
+  // the axis first (a strided copy unless it is already), rows gathered, the axis moved back
+  std::vector<int> order{k};
+  for (int i = 0; i < x.ndim(); ++i)
+    if (i != k) order.push_back(i);
+  const Array front = k == 0 ? x : permute_dims(x, order);
+  Shape shape = front.shape();
+  shape[0] = m;
+  Array out = Array::empty(x.device(), shape, x.dtype());
+  if (m > 0 && shape_size(shape) > 0) take_rows(front, idx, 0, m, &out);
+  if (k == 0) return out;
+  std::vector<int> back(static_cast<std::size_t>(x.ndim()));
+  for (int i = 0; i < x.ndim(); ++i) back[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = i;
+  return permute_dims(out, back);
+}
+
+namespace {
+
+// Host values in int64 or float64, uploaded and converted to t on dev.
+template <class V>
+Array upload(const DevicePtr& dev, const std::vector<V>& v, DType t) {
+  const Shape shape{static_cast<std::int64_t>(v.size())};
+  if constexpr (std::is_same_v<V, std::int64_t>) {
+    const Array a = Array::from_host(dev, v.data(), shape, DType::i64);
+    return t == DType::i64 ? a : astype(a, t);
+  } else {
+    if (dev->supports(DType::f64)) {
+      const Array a = Array::from_host(dev, v.data(), shape, DType::f64);
+      return t == DType::f64 ? a : astype(a, t);
+    }
+    std::vector<float> f(v.begin(), v.end());
+    const Array a = Array::from_host(dev, f.data(), shape, DType::f32);
+    return t == DType::f32 ? a : astype(a, t);
+  }
+}
+
+constexpr std::int64_t kMaxCreated = std::int64_t{1} << 40;  // elements: beyond any device's memory
+
+}  // namespace
+
+Array arange(const DevicePtr& dev, const EwScalar& start_in, const std::optional<EwScalar>& stop_in,
+             const EwScalar& step, std::optional<DType> dtype) {
+  // arange(stop) counts from 0
+  const EwScalar start = stop_in ? start_in : EwScalar{};
+  const EwScalar stop = stop_in ? *stop_in : start_in;
+  const bool ints = !start.is_float && !stop.is_float && !step.is_float;
+  const DType t = dtype ? *dtype : ints ? DType::i64 : default_real(dev);
+  dev->require(t, "arange");
+  if (t == DType::b8) throw TypeError("hetnn.arange: dtype bool is not a range's type");
+  if (ints && !is_floating(t)) {
+    if (step.i == 0) throw ValueError("hetnn.arange: step must not be zero");
+    const long double span = static_cast<long double>(stop.i) - start.i;
+    const long double count = std::ceil(span / step.i);
+    if (count > kMaxCreated) throw ValueError("hetnn.arange: the range has too many elements to allocate");
+    const std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
+    std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = start.i + i * step.i;
+    return upload(dev, v, t);
+  }
+  const double a = start.is_float ? start.f : static_cast<double>(start.i);
+  const double b = stop.is_float ? stop.f : static_cast<double>(stop.i);
+  const double s = step.is_float ? step.f : static_cast<double>(step.i);
+  if (!std::isfinite(a) || !std::isfinite(b) || !std::isfinite(s))
+    throw ValueError("hetnn.arange: start, stop and step must be finite");
+  if (s == 0) throw ValueError("hetnn.arange: step must not be zero");
+  const double count = std::ceil((b - a) / s);
+  if (count > static_cast<double>(kMaxCreated))
+    throw ValueError("hetnn.arange: the range has too many elements to allocate");
+  const std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = a + static_cast<double>(i) * s;
+  if (!is_floating(t)) {
+    std::vector<std::int64_t> w(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) w[i] = static_cast<std::int64_t>(v[i]);
+    return upload(dev, w, t);
+  }
+  return upload(dev, v, t);
+}
+
+Array linspace(const DevicePtr& dev, double start, double stop, std::int64_t num, bool endpoint,
+               std::optional<DType> dtype) {
+  const DType t = dtype ? *dtype : default_real(dev);
+  dev->require(t, "linspace");
+  if (!is_floating(t))
+    throw TypeError(std::string("hetnn.linspace: dtype must be a floating type, got ") + dtype_name(t));
+  if (num < 0) throw ValueError("hetnn.linspace: num must be non-negative, got " + std::to_string(num));
+  if (num > kMaxCreated) throw ValueError("hetnn.linspace: num is too large to allocate");
+  if (!std::isfinite(start) || !std::isfinite(stop)) throw ValueError("hetnn.linspace: start and stop must be finite");
+  const std::int64_t div = endpoint ? num - 1 : num;
+  const double step = div > 0 ? (stop - start) / static_cast<double>(div) : 0.0;
+  std::vector<double> v(static_cast<std::size_t>(num));
+  for (std::int64_t i = 0; i < num; ++i) v[static_cast<std::size_t>(i)] = start + static_cast<double>(i) * step;
+  if (endpoint && num > 1) v.back() = stop;
+  return upload(dev, v, t);
+}
+
+Array eye(const DevicePtr& dev, std::int64_t n_rows, std::optional<std::int64_t> n_cols_in, std::int64_t k,
+          std::optional<DType> dtype) {
+  const std::int64_t n_cols = n_cols_in.value_or(n_rows);
+  if (n_rows < 0 || n_cols < 0)
+    throw ValueError("hetnn.eye: n_rows and n_cols must be non-negative, got " + std::to_string(n_rows) + " and " +
+                     std::to_string(n_cols));
+  const DType t = dtype.value_or(default_real(dev));
+  Array y = Array::zeros(dev, {n_rows, n_cols}, t);
+  // the diagonal: from (max(0, -k), max(0, k)), stepping n_cols + 1
+  const std::int64_t r0 = k < 0 ? std::min(-k, n_rows) : 0, c0 = k > 0 ? std::min(k, n_cols) : 0;
+  const std::int64_t m = std::max<std::int64_t>(0, std::min(n_rows - r0, n_cols - c0));
+  if (m == 0) return y;
+  EwScalar one;
+  one.i = 1;
+  one.f = 1.0;
+  const Array v = full(dev, {}, one, &t);
+  move_strided("eye", v, {0}, 0, y, {m}, {n_cols + 1}, r0 * n_cols + c0);
+  return y;
+}
+
+}  // namespace hetnn
