@@ -243,6 +243,39 @@ RAND_BAD = [
 ]
 
 
+# ---- user kernels --------------------------------------------------------------------------------------------------
+_USER = {}
+
+
+def _user_kernel():
+    if not _USER:
+        _USER["k"] = hetnn.ElementwiseKernel("T x, T y, T s", "T z", "z = x * y + s * exp(-fabs(x))", "op_table_row")
+    return _USER["k"]
+
+
+def _user_inputs(rng, dtype):
+    shape = _shape(rng)
+    y_shape = shape if rng.integers(2) else (1, shape[1])  # broadcast half the time
+    return rng.uniform(-2, 2, shape).astype(dtype), rng.uniform(-2, 2, y_shape).astype(dtype), float(rng.uniform(-3, 3))
+
+
+def _user_run(dev, inp):
+    x, y, s = inp
+    return (_user_kernel()(hetnn.asarray(x, device=dev), hetnn.asarray(y, device=dev), s).numpy(),)
+
+
+def _user_ref(inp):
+    x, y, s = (v.astype(np.float64) if isinstance(v, np.ndarray) else v for v in inp)
+    return (x * y + s * np.exp(-np.abs(x)),)
+
+
+USER_BAD = [
+    ("params", lambda d: hetnn.ElementwiseKernel("float32", "float32 y", "y = 1", "k"), ValueError, "'type name'"),
+    ("types", lambda d: _user_kernel()(_ew_arr(d, (2,)), _ew_arr(d, (2,), "int32"), 1.0), TypeError,
+     "by an earlier argument"),
+]
+
+
 # ---- max pooling ---------------------------------------------------------------------------------------------------
 INTS = ("int8", "uint8", "int32", "int64")
 
@@ -812,6 +845,8 @@ OPS: Dict[str, Op] = {op.name: op for op in [
        backend=["reduce", "cumulative_sum"], bad=RED_BAD),
     Op("copy_strided", _manip_run, _manip_ref, _manip_inputs, dtypes=F + ("float16",),
        tol={"float32": 0.0, "float64": 0.0, "float16": 0.0}, backend=["copy_strided"], bad=MANIP_BAD),
+    Op("elementwise_kernel", _user_run, _user_ref, _user_inputs, tol={"float32": 2e-6, "float64": 1e-14},
+       backend=["user_elementwise"], bad=USER_BAD),
     Op("random", _rand_run, _rand_ref, _rand_inputs, dtypes=("float32",), tol={"float32": 0.0},
        backend=["random"], bad=RAND_BAD),
 ]}

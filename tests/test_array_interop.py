@@ -26,14 +26,16 @@ def test_numpy_views_cpu_arrays_and_copies_only_when_asked(device, rng):
     else:
         with pytest.raises(ValueError, match=r"copy.*\.numpy\(\)"):
             np.asarray(a, copy=False)
-        np.testing.assert_array_equal(np.asarray(a), x)
+        with pytest.raises(TypeError, match="implicit copy"):  # transfers are explicit by default
+            np.asarray(a)
+        np.testing.assert_array_equal(np.array(a), x)  # copy=True: asked for
 
 
-def test_implicit_host_copies_can_be_refused(device, rng):
+def test_implicit_host_copies_are_refused_by_default(device, rng):
     x, a = _arr(rng, device)
     prev = hetnn.set_implicit_host_copies(False)
     try:
-        assert prev is True
+        assert prev is False  # the default: transfers are explicit (README)
         # np.sum has a hetnn reduction: it runs on the device, no copy either way
         s = np.sum(a)
         assert isinstance(s, hetnn.Array) and float(s) == pytest.approx(float(x.sum()), rel=1e-5)
@@ -44,6 +46,8 @@ def test_implicit_host_copies_can_be_refused(device, rng):
                 np.median(a)
         np.testing.assert_array_equal(np.array(a, copy=True), x)  # an explicit copy is always allowed
         np.testing.assert_array_equal(a.numpy(), x)
+        hetnn.set_implicit_host_copies(True)
+        assert float(np.median(a)) == pytest.approx(float(np.median(x)), rel=1e-6)  # allowed: a download
     finally:
         hetnn.set_implicit_host_copies(prev)
     with pytest.raises(TypeError, match="allowed must be a bool"):
@@ -101,7 +105,7 @@ def test_transpose_view_is_read_by_matmul_without_a_copy(device, rng):
     np.testing.assert_allclose(hetnn.matmul(at, at, transpose_a=True).numpy(), x.astype(np.float64) @ x.T,
                                rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(at.numpy(), x.T)
-    np.testing.assert_array_equal(np.asarray(at), x.T)
+    np.testing.assert_array_equal(np.array(at), x.T)
     np.testing.assert_array_equal(at.copy().numpy(), x.T)
     assert at.copy().shape == (3, 7)
     if device.kind == "cpu":

@@ -139,8 +139,8 @@ def test_parameters_are_array_like(device):
     m = _model(device)
     w = m[0].weight
     assert w.dtype == np.float32 and w.ndim == 2 and w.size == 32 and len(w) == 8
-    np.testing.assert_array_equal(np.asarray(w), w.numpy())
-    assert np.asarray(w).shape == (8, 4)
+    np.testing.assert_array_equal(np.array(w), w.numpy())  # a copy (np.asarray: a view on the CPU device only)
+    assert np.array(w).shape == (8, 4)
 
 
 class _Record:

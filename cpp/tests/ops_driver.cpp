@@ -20,6 +20,7 @@
 #include "core/half.h"
 #include "core/manipulation.h"
 #include "core/random.h"
+#include "core/user_kernel.h"
 #include "core/device.h"
 #include "core/elementwise.h"
 #include "core/errors.h"
@@ -647,6 +648,29 @@ void run_random(const DevicePtr& dev, std::mt19937& g) {
   check(threw, dev->id() + " random: a negative scale is refused");
 }
 
+// A user element-wise kernel (compiled for the device: OpenCL C, or C with the system's compiler on the CPU
+// device), broadcast and with a number, against the host's arithmetic.
+void run_elementwise_kernel(const DevicePtr& dev, std::mt19937& g) {
+  static const ElementwiseKernel k("T x, T y, float32 s", "T z", "z = x * y + s", "ops_driver_kernel", "");
+  Batch b(dev, g);
+  std::vector<float> col(static_cast<std::size_t>(b.cols));
+  for (auto& v : col) v = float(g() % 100) / 10.0f;
+  const Array c = Array::from_host(dev, col.data(), {b.cols}, DType::f32);
+  ElementwiseKernel::Input in[3];
+  in[0].array = &b.pred;
+  in[1].array = &c;
+  in[2].scalar.is_float = true;
+  in[2].scalar.f = 0.5;
+  const auto Z = host(k({in[0], in[1], in[2]}, {})[0]);
+  bool ok = Z.size() == b.n();
+  for (int r = 0; ok && r < b.rows; ++r)
+    for (int j = 0; j < b.cols; ++j) {
+      const std::size_t e = std::size_t(r) * b.cols + j;
+      ok &= Z[e] == b.P[e] * col[std::size_t(j)] + 0.5f || std::fabs(Z[e] - (b.P[e] * col[std::size_t(j)] + 0.5f)) < 1e-5f;
+    }
+  check(ok, dev->id() + " user elementwise kernel: broadcast operand and a number");
+}
+
 // One entry per row of the op table (tests/op_table.py; tests/test_op_table.py fails when the names differ).
 // max_pool2d's function checks its backward too.
 struct OpCase {
@@ -675,6 +699,7 @@ const OpCase kOps[] = {
     {"reduce", run_reduce},
     {"copy_strided", run_copy_strided},
     {"random", run_random},
+    {"elementwise_kernel", run_elementwise_kernel},
 };
 
 // float16 and bfloat16 (stored in 16 bits, float32 arithmetic where the hardware has none): matmul with bias and

@@ -308,7 +308,8 @@ class Array:
                                  f"which NumPy cannot view; copy it with .numpy()")
             if copy is None and not _implicit_host_copies:
                 raise TypeError(f"implicit copy of a hetnn.Array on {self._a.device.id} to the host refused "
-                                f"(hetnn.set_implicit_host_copies(False)); call .numpy() to copy explicitly")
+                                f"(transfers are explicit): call .numpy() to copy, or allow NumPy to copy with "
+                                f"hetnn.set_implicit_host_copies(True)")
             view = self.numpy()
         if dtype is None or np.dtype(dtype) == view.dtype:
             return view  # copy=True: .numpy() made one
@@ -498,14 +499,14 @@ class TransposedArray:
 
 
 _DL_CPU, _DL_OPENCL = 1, 4  # DLPack device types
-_implicit_host_copies = True
+_implicit_host_copies = False
 
 
 def set_implicit_host_copies(allowed: bool) -> bool:
     """Whether ``np.asarray(a)`` (and any NumPy function given a hetnn.Array) may copy an OpenCL array to the host
-    without being asked. True by default; False makes such calls raise TypeError, so that every transfer in a program
-    is an explicit ``.numpy()`` (CuPy refuses implicit copies always). CPU-device arrays are in host memory and are
-    viewed without a copy either way. Returns the previous setting."""
+    without being asked. False by default, as CuPy: such calls raise TypeError, so that every transfer in a program is
+    an explicit ``.numpy()``; True lets NumPy code that reads arrays run unchanged, each read a download. CPU-device
+    arrays are in host memory and are viewed without a copy either way. Returns the previous setting."""
     global _implicit_host_copies
     if not isinstance(allowed, (bool, np.bool_)):
         raise TypeError(f"set_implicit_host_copies: allowed must be a bool, got {type(allowed).__name__}")

@@ -38,11 +38,13 @@ struct OpenCLError : Error {
   std::string call;
 };
 
-// An OpenCL program failed to build; `log` is the compiler's build log.
+// A program failed to build (an OpenCL program, or a user kernel's C for the CPU device: `what`); `log` is the
+// compiler's output.
 struct CompileError : Error {
-  CompileError(std::string kernel, std::string options, std::string device, std::string log)
-      : Error("building OpenCL program '" + kernel + "' for " + device + " with options '" + options +
-              "' failed:\n" + log),
+  CompileError(std::string kernel, std::string options, std::string device, std::string log,
+               const std::string& what = "OpenCL program")
+      : Error("building " + what + " '" + kernel + "' for " + device + " with options '" + options + "' failed:\n" +
+              log),
         kernel(std::move(kernel)), options(std::move(options)), device(std::move(device)), log(std::move(log)) {}
   std::string kernel;
   std::string options;

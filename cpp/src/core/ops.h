@@ -232,6 +232,27 @@ struct CopyDesc {
   std::int64_t os = 0, oo = 0, n = 0;
 };
 
+// A user's element-wise kernel (core/user_kernel.h; hetnn.ElementwiseKernel): the parameters (inputs first, then
+// outputs), each an array read at its strides (outputs: at i) or, for inputs, a number (fvalue / ivalue), the
+// placeholder types in force for this call, and the user's code. Each backend generates its own source from it
+// (OpenCL C; C99 for the CPU device) in which every parameter is a local variable of its C type, `i` the flat
+// output index and `n` their number; the outputs' variables start as the outputs' current elements and are stored
+// after the operation.
+struct UserEwDesc {
+  std::string name, operation, preamble;
+  std::vector<std::pair<std::string, DType>> typedefs;
+  std::vector<std::string> names;
+  std::vector<DType> types;
+  int n_in = 0;
+  std::vector<bool> scalar;
+  std::vector<double> fvalue;
+  std::vector<std::int64_t> ivalue;
+  Shape shape;
+  std::vector<std::vector<std::int64_t>> strides;
+  std::int64_t n = 0;
+  bool contiguous = true;
+};
+
 // Reductions (the front and the type rules: core/reduction.h). sumsq: the sum of squares (var and std).
 #define HETNN_RED_OPS(X) X(sum) X(prod) X(max) X(min) X(argmax) X(argmin) X(all) X(any) X(sumsq)
 
@@ -304,6 +325,7 @@ struct ScanDesc {
 //   cumulative_sum       as ScanDesc says.
 //   copy_strided         as CopyDesc says (core/manipulation.h: indexing, permute_dims, flip, concat, stack, ...).
 //   random               out (n elements of d.out) = the draws RandomDesc describes.
+//   user_elementwise     a user's kernel as UserEwDesc says; args: one per parameter (null for number inputs).
 #define HETNN_BACKEND_OPS(X)                                                                                      \
   X(matmul, (const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias))              \
   X(max_pool2d, (const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices))                              \
@@ -329,7 +351,8 @@ struct ScanDesc {
   X(reduce, (const ReduceDesc& d, const Buffer& x, Buffer& out))                                                \
   X(cumulative_sum, (const ScanDesc& d, const Buffer& x, Buffer& out))                                          \
   X(copy_strided, (const CopyDesc& d, const Buffer& src, Buffer& out))                                         \
-  X(random, (const RandomDesc& d, Buffer& out))
+  X(random, (const RandomDesc& d, Buffer& out))                                                                 \
+  X(user_elementwise, (const UserEwDesc& d, const std::vector<Buffer*>& args))
 
 // Public fronts (arguments as the user gives them; Python converts types and applies the placement rule).
 

@@ -70,6 +70,14 @@ ProgramCache::ProgramCache(cl_context context, cl_device_id device, const Device
 }
 
 cl_program ProgramCache::get(const std::string& file, const std::string& options) {
+  return fetch(file, options, nullptr);
+}
+
+cl_program ProgramCache::get_text(const std::string& label, const std::string& source, const std::string& options) {
+  return fetch(label, options, &source);
+}
+
+cl_program ProgramCache::fetch(const std::string& file, const std::string& options, const std::string* text) {
   std::lock_guard<std::mutex> lock(mu_);
   const auto mkey = std::make_pair(file, options);
   auto it = programs_.find(mkey);
@@ -79,7 +87,7 @@ cl_program ProgramCache::get(const std::string& file, const std::string& options
   }
   const auto t0 = std::chrono::steady_clock::now();
 
-  const std::string source = kernel_source(file);
+  const std::string source = text ? *text : kernel_source(file);
   const std::uint64_t key = disk_key(source, options);
   const auto dir = cache_dir("kernels");
   const std::string path = dir ? *dir + "/" + hex64(key) + ".clbin" : "";

@@ -20,6 +20,8 @@ class ProgramCache {
   ProgramCache(cl_context context, cl_device_id device, const DeviceInfo& info);
   // Builds on first use; throws CompileError with the build log, or OpenCLError.
   cl_program get(const std::string& file, const std::string& options);
+  // A program from source text (user kernels), cached alike under `label` (which must name that one source).
+  cl_program get_text(const std::string& label, const std::string& source, const std::string& options);
   // Builds, disk-cache loads, in-memory hits and seconds spent building or loading, so far.
   struct Stats {
     std::uint64_t built = 0, disk_hits = 0, memory_hits = 0;
@@ -31,6 +33,7 @@ class ProgramCache {
   void discard(const std::string& file, const std::string& options);
 
  private:
+  cl_program fetch(const std::string& file, const std::string& options, const std::string* text);
   std::uint64_t disk_key(const std::string& source, const std::string& options) const;
   Program load_binary(const std::string& path, std::uint64_t key, const SipKey& secret, const std::string& options);
   void save_binary(cl_program prog, const std::string& path, std::uint64_t key, const SipKey& secret);

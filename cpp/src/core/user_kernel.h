@@ -1,0 +1,46 @@
+// User element-wise kernels (hetnn.ElementwiseKernel, CuPy's design): typed parameters ("float32 x, T y"), an
+// operation in the common subset of C99 and OpenCL C ("z = x * x + y"), compiled at first use for the device a
+// call runs on and cached: OpenCL programs as every kernel's (program_cache), C for the CPU device with the system's
+// C compiler into a cached shared library (backend/cpu/user_kernel_cpu.cpp). Parameter types are dtype names or
+// placeholders (any other identifier, "T"), which take the dtype of the arrays bound to them in a call.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/array.h"
+#include "core/elementwise.h"
+#include "core/ops.h"
+
+namespace hetnn {
+
+struct KernelParam {
+  std::string name;
+  std::optional<DType> type;  // nullopt: a placeholder
+  std::string placeholder;
+};
+
+class ElementwiseKernel {
+ public:
+  // Parses and checks the parameter lists (ValueError naming the problem); the operation is checked when compiled.
+  ElementwiseKernel(const std::string& in_params, const std::string& out_params, std::string operation,
+                    std::string name, std::string preamble);
+
+  // One input per in_param: an Array or a number; outputs: given (same device, the broadcast shape, their dtype)
+  // or made. Returns the outputs.
+  struct Input {
+    const Array* array = nullptr;
+    EwScalar scalar;
+  };
+  std::vector<Array> operator()(const std::vector<Input>& in, const std::vector<Array>& out) const;
+
+  const std::string& name() const { return name_; }
+  const std::vector<KernelParam>& in_params() const { return in_; }
+  const std::vector<KernelParam>& out_params() const { return out_; }
+
+ private:
+  std::vector<KernelParam> in_, out_;
+  std::string operation_, name_, preamble_;
+};
+
+}  // namespace hetnn
