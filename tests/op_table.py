@@ -269,6 +269,27 @@ def _user_ref(inp):
     return (x * y + s * np.exp(-np.abs(x)),)
 
 
+def _user_red_kernel():
+    if "r" not in _USER:
+        _USER["r"] = hetnn.ReductionKernel("T x, T y", "T z", "x * y", "a + b", "z = a", "0", "op_table_red")
+    return _USER["r"]
+
+
+def _user_red_inputs(rng, dtype):
+    x, y, _ = _user_inputs(rng, dtype)
+    return x, y, [None, 0, 1, (0, 1)][int(rng.integers(4))]
+
+
+def _user_red_run(dev, inp):
+    x, y, axis = inp
+    return (_user_red_kernel()(hetnn.asarray(x, device=dev), hetnn.asarray(y, device=dev), axis=axis).numpy(),)
+
+
+def _user_red_ref(inp):
+    x, y, axis = inp
+    return (np.sum(x.astype(np.float64) * y.astype(np.float64), axis=axis),)
+
+
 USER_BAD = [
     ("params", lambda d: hetnn.ElementwiseKernel("float32", "float32 y", "y = 1", "k"), ValueError, "'type name'"),
     ("types", lambda d: _user_kernel()(_ew_arr(d, (2,)), _ew_arr(d, (2,), "int32"), 1.0), TypeError,
@@ -847,6 +868,12 @@ OPS: Dict[str, Op] = {op.name: op for op in [
        tol={"float32": 0.0, "float64": 0.0, "float16": 0.0}, backend=["copy_strided"], bad=MANIP_BAD),
     Op("elementwise_kernel", _user_run, _user_ref, _user_inputs, tol={"float32": 2e-6, "float64": 1e-14},
        backend=["user_elementwise"], bad=USER_BAD),
+    Op("reduction_kernel", _user_red_run, _user_red_ref, _user_red_inputs, tol={"float32": 2e-5, "float64": 1e-12},
+       backend=["user_reduction"], bad=[
+           ("axis", lambda d: _user_red_kernel()(_ew_arr(d, (2, 3)), _ew_arr(d, (2, 3)), axis=2), ValueError,
+            "out of bounds"),
+           ("names", lambda d: hetnn.ReductionKernel("T a", "T y", "a", "a + b", "y = a", "0", "k"), ValueError,
+            "cannot name a parameter")]),
     Op("random", _rand_run, _rand_ref, _rand_inputs, dtypes=("float32",), tol={"float32": 0.0},
        backend=["random"], bad=RAND_BAD),
 ]}

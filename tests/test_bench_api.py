@@ -5,6 +5,9 @@ import csv
 import io
 import json
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -33,11 +36,11 @@ def test_run_transfer_rows_text_and_files(tmp_path):
 
 
 def test_run_arrays_checks_every_result_and_compares_with_numpy(tmp_path):
-    from hetnn.bench.arrays import run_arrays, summary
+    from hetnn.bench.arrays import OPS, run_arrays, summary
 
     devs = hetnn.devices()
     rows = run_arrays(devs, sizes=(1 << 10, 1 << 20), n_warmup=1, n_repeat=3, max_duration=0.2)
-    assert len(rows) == 4 * 2 * (len(devs) + 1)
+    assert len(rows) == len(OPS) * 2 * (len(devs) + 1)
     for r in rows:
         assert r["max_rel_err"] < 1e-5 and r["us"] > 0 and r["gbps"] > 0 and not r.get("wrong"), r
         assert len(r["times_s"]) == len(r["rounds"]) >= 1
@@ -46,10 +49,24 @@ def test_run_arrays_checks_every_result_and_compares_with_numpy(tmp_path):
     with pytest.raises(ValueError, match="unknown op"):
         run_arrays(devs, ops=("mul",))
     res = run("arrays", repeat=2, warmup=0, max_duration=0.05, device="cpu")
-    assert {r["op"] for r in res.rows} == {"add", "exp", "sum", "sum axis 0"} and "hetnn arrays benchmark" in res.text
+    assert {r["op"] for r in res.rows} == set(OPS) and "hetnn arrays benchmark" in res.text
     if pytest.importorskip("matplotlib"):
         res.save(str(tmp_path / "a"))
         assert (tmp_path / "a-arrays.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_run_arrays_leaves_out_a_user_kernel_without_a_c_compiler(tmp_path):
+    # a fresh process and cache: no compiled saxpy kernel to fall back on
+    code = ("import warnings, hetnn\nfrom hetnn.bench.arrays import run_arrays\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    rows = run_arrays([hetnn.device('cpu')], ops=('saxpy kernel',), sizes=(1 << 10,), n_warmup=1,\n"
+            "                      n_repeat=2, max_duration=0.1)\n"
+            "print([r['library'] for r in rows]); print([str(x.message) for x in w])\n")
+    env = {**os.environ, "HETNN_CC": "/nonexistent/cc", "HETNN_CACHE_DIR": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "['numpy']" in r.stdout and "saxpy kernel on cpu left out" in r.stdout, r.stdout
 
 
 def test_a_run_stopped_part_way_keeps_the_suites_that_finished(tmp_path, monkeypatch):

@@ -151,3 +151,87 @@ def test_mixing_devices_is_refused():
     k = hetnn.ElementwiseKernel("T x, T y", "T z", "z = x + y", "add3")
     with pytest.raises(TypeError, match="different devices"):
         k(hetnn.zeros((2,), device=devs[0]), hetnn.zeros((2,), device=devs[1]))
+
+
+# ---- ReductionKernel ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape,axis", [((1000,), None), ((37, 50), 1), ((37, 50), 0), ((4, 30, 5), (0, 2)),
+                                        ((200_003,), None), ((3, 0), 1), ((5, 6), ())])
+def test_a_reduction_kernel_matches_float64(device, rng, shape, axis):
+    l2 = hetnn.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm")
+    x = rng.uniform(-2, 2, shape).astype(np.float32)
+    got = l2(hetnn.asarray(x, device=device), axis=axis)
+    want = np.sqrt(np.sum(x.astype(np.float64) ** 2, axis=axis))
+    assert got.shape == want.shape and got.dtype == np.float32 and got.device is device
+    assert rel_err(got.numpy(), want) < 1e-5
+    kept = l2(hetnn.asarray(x, device=device), axis=axis, keepdims=True)
+    assert kept.shape == np.sum(x, axis=axis, keepdims=True).shape
+
+
+def test_a_reduction_with_two_inputs_a_number_a_reduce_type_and_two_outputs(device, rng):
+    # a weighted sum of squares in float64 (reduce_type) over float32 inputs, and its square root
+    k = hetnn.ReductionKernel("float32 x, float32 w, float32 s", "float32 total, float32 root",
+                              "w * x * x * s", "a + b", "total = a; root = sqrt(a)", "0", "weighted",
+                              reduce_type="float64" if "float64" in device.dtypes else "float32")
+    x = rng.uniform(-1, 1, (64, 33)).astype(np.float32)
+    w = rng.uniform(0, 1, (1, 33)).astype(np.float32)
+    total, root = k(hetnn.asarray(x, device=device), hetnn.asarray(w, device=device), 0.5, axis=1)
+    want = np.sum(w.astype(np.float64) * x.astype(np.float64) ** 2, axis=1) * 0.5
+    assert rel_err(total.numpy(), want) < 1e-5 and rel_err(root.numpy(), np.sqrt(want)) < 1e-5
+
+
+def test_max_and_argmax_style_reductions_and_integers(device, rng):
+    mx = hetnn.ReductionKernel("T x", "T y", "x", "a > b ? a : b", "y = a", "-2147483647 - 1", "imax")
+    x = rng.integers(-10**6, 10**6, (9, 1001)).astype(np.int32)
+    np.testing.assert_array_equal(mx(hetnn.asarray(x, device=device), axis=1).numpy(), x.max(axis=1))
+    count = hetnn.ReductionKernel("T x", "int64 total", "x > 0 ? 1 : 0", "a + b", "total = a", "0", "count_positive")
+    assert int(count(hetnn.asarray(x, device=device))) == int((x > 0).sum())
+
+
+def test_pi_with_a_reduction_kernel(device):
+    hits = hetnn.ReductionKernel("T x, T y", "int64 total", "x * x + y * y <= 1 ? 1 : 0", "a + b", "total = a", "0",
+                                  "hits")
+    g = hetnn.random.default_rng(7)
+    n = 300_000
+    x = g.random(n, dtype="float32", device=device)
+    y = g.random(n, dtype="float32", device=device)
+    inside = int(hits(x, y))
+    xs, ys = x.numpy(), y.numpy()
+    # the points inside, up to the rare point within a rounding of the circle (compilers may fuse x * x + y * y)
+    assert abs(inside - int(np.count_nonzero(xs * xs + ys * ys <= 1))) <= 2
+
+
+def test_reduction_kernel_refusals(device):
+    for args, kw, exc, match in (
+            (("T x", "T y", "x", "a + b", "y = a", "0", "k"), {"reduce_type": "float16"}, TypeError, "not supported"),
+            (("T a", "T y", "a", "a + b", "y = a", "0", "k"), {}, ValueError, "cannot name a parameter"),
+            (("T x", "T y", "x", " ", "y = a", "0", "k"), {}, ValueError, "reduce_expr is empty"),
+            (("T x", "T y", "x", "a + b", "y = a", "", "k"), {}, ValueError, "identity is empty")):
+        with pytest.raises(exc, match=match):
+            hetnn.ReductionKernel(*args, **kw)
+    k = hetnn.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "plain_sum")
+    a = hetnn.zeros((3, 4), device=device)
+    for call, exc, match in ((lambda: k(a, axis=2), ValueError, "out of bounds"),
+                             (lambda: k(a, axis=(0, 0)), ValueError, "given twice"),
+                             (lambda: k(1.0), TypeError, "at least one array input"),
+                             (lambda: k(a, hetnn.zeros((2,), device=device), axis=0), ValueError, "has shape"),
+                             (lambda: k(a, axis="0"), TypeError, "axis must be")):
+        with pytest.raises(exc, match=match):
+            call()
+    broken = hetnn.ReductionKernel("T x", "T y", "x", "a +* b", "y = a", "0", "broken_red")
+    with pytest.raises(hetnn.CompileError) as info:
+        broken(a)
+    assert "the generated source" in info.value.log
+
+
+def test_a_given_output_keeps_what_the_operation_does_not_assign(device, rng):
+    x = rng.standard_normal(1000).astype(np.float32)
+    z0 = rng.standard_normal(1000).astype(np.float32)
+    masked = hetnn.ElementwiseKernel("T x", "T z", "if (x > 0) z = x;", "masked_copy")
+    z = hetnn.asarray(z0, device=device)
+    masked(hetnn.asarray(x, device=device), z)
+    np.testing.assert_array_equal(z.numpy(), np.where(x > 0, x, z0))
+    acc = hetnn.ElementwiseKernel("T x", "T z", "z += x", "accumulate")
+    acc(hetnn.asarray(x, device=device), z)
+    np.testing.assert_allclose(z.numpy(), np.where(x > 0, x, z0) + x, rtol=1e-6)
+    fresh = acc(hetnn.asarray(x, device=device))  # a new output starts at 0
+    np.testing.assert_array_equal(fresh.numpy(), x)

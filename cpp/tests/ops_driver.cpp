@@ -671,6 +671,25 @@ void run_elementwise_kernel(const DevicePtr& dev, std::mt19937& g) {
   check(ok, dev->id() + " user elementwise kernel: broadcast operand and a number");
 }
 
+// A user reduction kernel: the sums of squares of the rows, against the host's.
+void run_reduction_kernel(const DevicePtr& dev, std::mt19937& g) {
+  static const ReductionKernel k("T x", "T y", "x * x", "a + b", "y = a", "0", "ops_driver_red", std::nullopt, "");
+  Batch b(dev, g);
+  ElementwiseKernel::Input in;
+  in.array = &b.pred;
+  Axes rows;
+  rows.all = false;
+  rows.list = {1};
+  const auto Y = host(k({in}, rows, false, {})[0]);
+  bool ok = Y.size() == std::size_t(b.rows);
+  for (int r = 0; ok && r < b.rows; ++r) {
+    double s = 0;
+    for (int c = 0; c < b.cols; ++c) s += double(b.P[std::size_t(r) * b.cols + c]) * b.P[std::size_t(r) * b.cols + c];
+    ok &= std::fabs(Y[std::size_t(r)] - s) <= 1e-5 * std::max(1.0, s);
+  }
+  check(ok, dev->id() + " user reduction kernel: sums of squares of the rows");
+}
+
 // One entry per row of the op table (tests/op_table.py; tests/test_op_table.py fails when the names differ).
 // max_pool2d's function checks its backward too.
 struct OpCase {
@@ -700,6 +719,7 @@ const OpCase kOps[] = {
     {"copy_strided", run_copy_strided},
     {"random", run_random},
     {"elementwise_kernel", run_elementwise_kernel},
+    {"reduction_kernel", run_reduction_kernel},
 };
 
 // float16 and bfloat16 (stored in 16 bits, float32 arithmetic where the hardware has none): matmul with bias and

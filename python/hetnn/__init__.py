@@ -12,7 +12,7 @@ from ._elementwise import *  # noqa: F403  (the element-wise functions: hetnn._e
 from . import _reduction
 from ._reduction import *  # noqa: F403  (the reductions: hetnn._reduction.__all__; they shadow builtins here only)
 from . import _manipulation
-from ._user_kernels import ElementwiseKernel
+from ._user_kernels import ElementwiseKernel, ReductionKernel
 from ._manipulation import *  # noqa: F403  (indexing, manipulation, arange/linspace/eye: hetnn._manipulation.__all__)
 from ._measurement import BenchmarkResult
 from ._timing import Case, Stopwatch, benchmark, empty_cache, interleave, synchronize
@@ -39,7 +39,7 @@ def __getattr__(name: str) -> str:
 
 __all__ = [
     "Array", "BenchmarkResult", "Case", "CompileError", "Device", "ElementwiseKernel", "HetnnError", "OpenCLError",
-    "Stopwatch",
+    "ReductionKernel", "Stopwatch",
     "TransposedArray", "asarray", "benchmark", "datasets", "transforms", "default_device", "device", "devices", "empty",
     "empty_cache", "get_default_device", "get_num_threads", "interleave", "nn", "num_threads", "optim", "profile",
     "random",

@@ -236,8 +236,9 @@ struct CopyDesc {
 // outputs), each an array read at its strides (outputs: at i) or, for inputs, a number (fvalue / ivalue), the
 // placeholder types in force for this call, and the user's code. Each backend generates its own source from it
 // (OpenCL C; C99 for the CPU device) in which every parameter is a local variable of its C type, `i` the flat
-// output index and `n` their number; the outputs' variables start as the outputs' current elements and are stored
-// after the operation.
+// output index and `n` their number; an output's variable starts as the output's current element where the
+// operation may read it or leave it unassigned (reads_output: given outputs only), else as 0, and is stored after
+// the operation.
 struct UserEwDesc {
   std::string name, operation, preamble;
   std::vector<std::pair<std::string, DType>> typedefs;
@@ -247,10 +248,52 @@ struct UserEwDesc {
   std::vector<bool> scalar;
   std::vector<double> fvalue;
   std::vector<std::int64_t> ivalue;
+  std::vector<bool> reads_output;  // per output
   Shape shape;
   std::vector<std::vector<std::int64_t>> strides;
   std::int64_t n = 0;
   bool contiguous = true;
+};
+
+// What the generated code of a user kernel depends on, as a short key (the backends look compiled code up by it
+// before generating any source): the code, the types, which inputs are numbers and which outputs are read.
+inline std::string user_signature(const std::string& name, const std::string& code,
+                                  const std::vector<std::pair<std::string, DType>>& typedefs,
+                                  const std::vector<DType>& types, const std::vector<bool>& scalar,
+                                  const std::vector<bool>& flags) {
+  std::string k = name;
+  k += '\x1f';
+  k += code;
+  k += '\x1f';
+  for (const auto& [ph, t] : typedefs) (k += ph) += static_cast<char>('a' + static_cast<int>(t));
+  k += '\x1f';
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    k += static_cast<char>('a' + static_cast<int>(types[i]));
+    k += i < scalar.size() && scalar[i] ? 's' : 'a';
+  }
+  for (bool f : flags) k += f ? '1' : '0';
+  return k;
+}
+
+// A user's reduction kernel (core/user_kernel.h; hetnn.ReductionKernel): inputs as UserEwDesc's, read at
+// sum(kidx * ks) + sum(ridx * rs) over the kept dimensions kshape (the outputs' elements, row-major) and the reduced
+// ones rshape (coalesced, at least {1} each); `parts` partial reductions per output over consecutive slices of the
+// reduced elements (reduce_expr combines them), then post_map_expr stores the outputs. Generated code: the inputs
+// are local variables in map_expr, `a` and `b` (of reduce_type) in reduce_expr, `a` and the outputs in
+// post_map_expr.
+struct UserRedDesc {
+  std::string name, map_expr, reduce_expr, post_map_expr, identity, preamble;
+  DType reduce_type = DType::f32;
+  std::vector<std::pair<std::string, DType>> typedefs;
+  std::vector<std::string> names;
+  std::vector<DType> types;
+  int n_in = 0;
+  std::vector<bool> scalar;
+  std::vector<double> fvalue;
+  std::vector<std::int64_t> ivalue;
+  Shape kshape, rshape;
+  std::vector<std::vector<std::int64_t>> ks, rs;  // per input
+  std::int64_t n_out = 0, n_red = 0;
 };
 
 // Reductions (the front and the type rules: core/reduction.h). sumsq: the sum of squares (var and std).
@@ -326,6 +369,7 @@ struct ScanDesc {
 //   copy_strided         as CopyDesc says (core/manipulation.h: indexing, permute_dims, flip, concat, stack, ...).
 //   random               out (n elements of d.out) = the draws RandomDesc describes.
 //   user_elementwise     a user's kernel as UserEwDesc says; args: one per parameter (null for number inputs).
+//   user_reduction       a user's reduction as UserRedDesc says; args as user_elementwise's.
 #define HETNN_BACKEND_OPS(X)                                                                                      \
   X(matmul, (const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias))              \
   X(max_pool2d, (const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices))                              \
@@ -352,7 +396,8 @@ struct ScanDesc {
   X(cumulative_sum, (const ScanDesc& d, const Buffer& x, Buffer& out))                                          \
   X(copy_strided, (const CopyDesc& d, const Buffer& src, Buffer& out))                                         \
   X(random, (const RandomDesc& d, Buffer& out))                                                                 \
-  X(user_elementwise, (const UserEwDesc& d, const std::vector<Buffer*>& args))
+  X(user_elementwise, (const UserEwDesc& d, const std::vector<Buffer*>& args))                                  \
+  X(user_reduction, (const UserRedDesc& d, const std::vector<Buffer*>& args))
 
 // Public fronts (arguments as the user gives them; Python converts types and applies the placement rule).
 

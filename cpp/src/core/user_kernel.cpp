@@ -26,17 +26,30 @@ const std::set<std::string>& reserved() {
   static const std::set<std::string> r = {
       "i", "n", "int", "long", "float", "double", "char", "short", "unsigned", "signed", "void", "const", "return",
       "if", "else", "for", "while", "do", "switch", "case", "break", "continue", "struct", "union", "typedef",
-      "sizeof", "static", "uchar", "ulong", "uint", "half", "bool", "kernel", "global", "local", "private"};
+      "sizeof", "static", "uchar", "ulong", "uint", "half", "bool", "kernel", "global", "local", "private",
+      // the generated code's own variables (backend/*/user_kernel_*.cpp)
+      "begin", "end", "contig", "nd", "sh", "st", "ptr", "fv", "iv", "r", "k", "q", "o", "p", "j", "j0", "j1", "c",
+      "item", "parts", "n_red", "n_out", "knd", "ksh", "rnd", "rsh", "ks", "rs", "partials", "i0", "i1", "o0", "o1",
+      "shape8", "ksh8", "rsh8", "scratch", "lid"};
   return r;
+}
+
+// Prefixes of the generated code's per-parameter variables.
+bool generated_prefix(const std::string& s) {
+  for (const char* p : {"o_", "k_", "p_", "v_", "s_", "st_", "ks_", "rs_", "hetnn_"})
+    if (s.rfind(p, 0) == 0) return true;
+  return false;
 }
 
 bool user_dtype(DType t) { return t != DType::f16 && t != DType::bf16; }
 
-std::vector<KernelParam> parse(const std::string& list, const char* which) {
+// `reduction`: a and b name the reduce expression's operands there.
+std::vector<KernelParam> parse(const std::string& list, const char* which, bool reduction = false) {
+  const std::string who = reduction ? "hetnn.ReductionKernel" : kWho;
   std::vector<KernelParam> out;
   const auto last = list.find_last_not_of(" \t\n");
   if (last != std::string::npos && list[last] == ',')
-    throw ValueError(kWho + ": " + which + " has an empty entry: '" + list + "'");
+    throw ValueError(who + ": " + which + " has an empty entry: '" + list + "'");
   std::stringstream ss(list);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -45,25 +58,27 @@ std::vector<KernelParam> parse(const std::string& list, const char* which) {
     words >> type >> name >> extra;
     if (type.empty() && name.empty()) {
       if (list.find_first_not_of(" \t\n") == std::string::npos) break;  // an empty list
-      throw ValueError(kWho + ": " + which + " has an empty entry: '" + list + "'");
+      throw ValueError(who + ": " + which + " has an empty entry: '" + list + "'");
     }
     if (name.empty() || !extra.empty())
-      throw ValueError(kWho + ": each entry of " + which + " is 'type name' (as 'float32 x' or 'T y'), got '" +
+      throw ValueError(who + ": each entry of " + which + " is 'type name' (as 'float32 x' or 'T y'), got '" +
                        item + "'");
-    if (!identifier(name) || reserved().count(name))
-      throw ValueError(kWho + ": '" + name + "' in " + which + " cannot name a parameter (an identifier other than " +
-                       "i, n and the C / OpenCL C words)");
+    if (!identifier(name) || reserved().count(name) || generated_prefix(name) ||
+        (reduction && (name == "a" || name == "b")))
+      throw ValueError(who + ": '" + name + "' in " + which + " cannot name a parameter: it must be an identifier, " +
+                       "not one of " + (reduction ? "i, n, a, b, " : "i, n, ") + "the C / OpenCL C words or the " +
+                       "generated code's names (o, p, r, k, ptr, ... and o_*, p_*, hetnn_*)");
     KernelParam p;
     p.name = name;
     try {
       p.type = dtype_from_name(type);
     } catch (const TypeError&) {
       if (!identifier(type))
-        throw ValueError(kWho + ": '" + type + "' in " + which + " is neither a dtype nor a type placeholder");
+        throw ValueError(who + ": '" + type + "' in " + which + " is neither a dtype nor a type placeholder");
       p.placeholder = type;
     }
     if (p.type && !user_dtype(*p.type))
-      throw TypeError(kWho + ": " + type + " parameters are not supported (user kernels take float32, float64, " +
+      throw TypeError(who + ": " + type + " parameters are not supported (user kernels take float32, float64, " +
                       "int8, uint8, int32, int64 and bool; convert with astype)");
     out.push_back(p);
   }
@@ -71,14 +86,14 @@ std::vector<KernelParam> parse(const std::string& list, const char* which) {
 }
 
 // NumPy's broadcast of a and b, or ValueError.
-Shape broadcast(const Shape& a, const Shape& b) {
+Shape broadcast(const Shape& a, const Shape& b, const std::string& who = kWho) {
   const std::size_t n = std::max(a.size(), b.size());
   Shape out(n);
   for (std::size_t i = 0; i < n; ++i) {
     const std::int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     const std::int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (da != db && da != 1 && db != 1)
-      throw ValueError(kWho + ": operands of shapes " + shape_str(a) + " and " + shape_str(b) +
+      throw ValueError(who + ": operands of shapes " + shape_str(a) + " and " + shape_str(b) +
                        " cannot be broadcast together");
     out[i] = da == 1 ? db : da;
   }
@@ -94,6 +109,110 @@ std::vector<std::int64_t> strides_in(const Shape& s, const Shape& out) {
     step *= s[i];
   }
   return st;
+}
+
+
+bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Whether `code` holds `w` as a whole word.
+bool has_word(const std::string& code, const std::string& w) {
+  for (std::size_t at = code.find(w); at != std::string::npos; at = code.find(w, at + 1))
+    if ((at == 0 || !word_char(code[at - 1])) && (at + w.size() >= code.size() || !word_char(code[at + w.size()])))
+      return true;
+  return false;
+}
+
+// Whether a given output's current elements must be loaded: the operation reads `name` (an occurrence as a whole
+// word that is not the left side of a plain assignment: "z += ...", "z == ...", "f(z)" read it), or may leave it
+// unassigned (control flow: "if (m) z = v" keeps the other elements). Conservative: unclear counts as a read.
+bool reads(const std::string& code, const std::string& name) {
+  for (const char* kw : {"if", "for", "while", "do", "switch", "goto", "return"})
+    if (has_word(code, kw)) return true;
+  auto word = word_char;
+  for (std::size_t at = code.find(name); at != std::string::npos; at = code.find(name, at + 1)) {
+    const std::size_t end = at + name.size();
+    if ((at > 0 && word(code[at - 1])) || (end < code.size() && word(code[end]))) continue;
+    std::size_t j = end;
+    while (j < code.size() && std::isspace(static_cast<unsigned char>(code[j]))) ++j;
+    const bool assigned = j < code.size() && code[j] == '=' && (j + 1 >= code.size() || code[j + 1] != '=');
+    if (!assigned) return true;
+  }
+  return false;
+}
+
+// The placeholder types of one call: bound by the arrays (which must agree), else by numbers.
+struct Binder {
+  std::string who;
+  std::map<std::string, DType> bound;
+
+  void bind(const KernelParam& p, DType t, const std::string& what) {
+    if (!user_dtype(t))
+      throw TypeError(who + ": " + what + " is " + dtype_name(t) + "; user kernels take float32, float64, int8, " +
+                      "uint8, int32, int64 and bool (convert with astype)");
+    if (p.type) {
+      if (*p.type != t)
+        throw TypeError(who + ": " + what + " must be " + dtype_name(*p.type) + ", got " + dtype_name(t));
+      return;
+    }
+    auto [it, fresh] = bound.emplace(p.placeholder, t);
+    if (!fresh && it->second != t)
+      throw TypeError(who + ": " + p.placeholder + " is " + dtype_name(it->second) + " by an earlier argument and " +
+                      dtype_name(t) + " by " + what);
+  }
+  void bind_number(const KernelParam& p, const EwScalar& s) {
+    if (p.type || bound.count(p.placeholder)) return;
+    bound[p.placeholder] = s.is_bool ? DType::b8 : s.is_float ? DType::f64 : DType::i64;
+  }
+  DType type_of(const KernelParam& p) const {
+    if (p.type) return *p.type;
+    auto it = bound.find(p.placeholder);
+    if (it == bound.end())
+      throw TypeError(who + ": the type " + p.placeholder + " of " + p.name + " is not set by any argument");
+    return it->second;
+  }
+};
+
+// The arrays' device and broadcast shape (inputs, then given outputs' device); TypeError when none is an array.
+struct Operands {
+  DevicePtr dev;
+  Shape shape;
+  bool any = false;
+};
+Operands operands(const std::string& who, const std::vector<KernelParam>& in_p,
+                  const std::vector<ElementwiseKernel::Input>& in, const std::vector<KernelParam>& out_p,
+                  const std::vector<Array>& out) {
+  Operands o;
+  auto same_device = [&](const Array& a, const std::string& what) {
+    if (!a.valid()) throw ValueError(who + ": " + what + " is not a valid array");
+    if (!o.dev) o.dev = a.device();
+    else if (a.device() != o.dev)
+      throw TypeError(who + ": the arrays are on different devices (" + o.dev->id() + " and " + a.device()->id() +
+                      "); move them with .to(device) first");
+  };
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    if (!in[k].array) continue;
+    same_device(*in[k].array, in_p[k].name);
+    o.shape = o.any ? broadcast(o.shape, in[k].array->shape(), who) : in[k].array->shape();
+    o.any = true;
+  }
+  for (std::size_t k = 0; k < out.size(); ++k) same_device(out[k], out_p[k].name);
+  return o;
+}
+
+// The number inputs' values as the kernel reads them (a float for an integer parameter is refused).
+void numbers(const std::string& who, const std::vector<KernelParam>& in_p,
+             const std::vector<ElementwiseKernel::Input>& in, const Binder& types, std::vector<bool>& scalar,
+             std::vector<double>& fvalue, std::vector<std::int64_t>& ivalue) {
+  for (std::size_t k = 0; k < in_p.size(); ++k) {
+    const DType t = types.type_of(in_p[k]);
+    const EwScalar& s = in[k].scalar;
+    if (!in[k].array && s.is_float && !is_floating(t))
+      throw TypeError(who + ": input " + in_p[k].name + " is " + dtype_name(t) + ", got the float " +
+                      std::to_string(s.f));
+    scalar.push_back(in[k].array == nullptr);
+    fvalue.push_back(s.is_float ? s.f : static_cast<double>(s.i));
+    ivalue.push_back(s.is_float ? static_cast<std::int64_t>(s.f) : s.i);
+  }
 }
 
 }  // namespace
@@ -124,93 +243,46 @@ std::vector<Array> ElementwiseKernel::operator()(const std::vector<Input>& in, c
   if (!out.empty() && out.size() != out_.size())
     throw TypeError(who + ": takes " + std::to_string(out_.size()) + " output" + (out_.size() == 1 ? "" : "s") +
                     " when outputs are given, got " + std::to_string(out.size()));
-  // the device and the broadcast shape, from the arrays
-  DevicePtr dev;
-  Shape shape;
-  bool any = false;
-  auto same_device = [&](const Array& a, const std::string& what) {
-    if (!a.valid()) throw ValueError(who + ": " + what + " is not a valid array");
-    if (!dev) dev = a.device();
-    else if (a.device() != dev)
-      throw TypeError(who + ": the arrays are on different devices (" + dev->id() + " and " + a.device()->id() +
-                      "); move them with .to(device) first");
-  };
-  for (std::size_t k = 0; k < in.size(); ++k) {
-    if (!in[k].array) continue;
-    same_device(*in[k].array, in_[k].name);
-    shape = any ? broadcast(shape, in[k].array->shape()) : in[k].array->shape();
-    any = true;
-  }
-  for (std::size_t k = 0; k < out.size(); ++k) same_device(out[k], out_[k].name);
-  if (!any && out.empty())
+  Operands ops = operands(who, in_, in, out_, out);
+  if (!ops.any && out.empty())
     throw TypeError(who + ": needs at least one array argument (an input or an output) for its shape and device");
-  if (!any) shape = out[0].shape();
+  const DevicePtr& dev = ops.dev;
+  const Shape shape = ops.any ? ops.shape : out[0].shape();
   for (std::size_t k = 0; k < out.size(); ++k)
     if (out[k].shape() != shape)
       throw ValueError(who + ": output " + out_[k].name + " has shape " + shape_str(out[k].shape()) +
                        ", the inputs broadcast to " + shape_str(shape));
-  // placeholders: from the arrays bound to them, else from numbers (int64 / float64 / bool)
-  std::map<std::string, DType> bound;
-  auto bind = [&](const KernelParam& p, DType t, const std::string& what) {
-    if (!user_dtype(t))
-      throw TypeError(who + ": " + what + " is " + dtype_name(t) + "; user kernels take float32, float64, int8, " +
-                      "uint8, int32, int64 and bool (convert with astype)");
-    if (p.type) {
-      if (*p.type != t)
-        throw TypeError(who + ": " + what + " must be " + dtype_name(*p.type) + ", got " + dtype_name(t));
-      return;
-    }
-    auto [it, fresh] = bound.emplace(p.placeholder, t);
-    if (!fresh && it->second != t)
-      throw TypeError(who + ": " + p.placeholder + " is " + dtype_name(it->second) + " by an earlier argument and " +
-                      dtype_name(t) + " by " + what);
-  };
+  Binder types{who, {}};
   for (std::size_t k = 0; k < in.size(); ++k)
-    if (in[k].array) bind(in_[k], in[k].array->dtype(), "input " + in_[k].name);
-  for (std::size_t k = 0; k < out.size(); ++k) bind(out_[k], out[k].dtype(), "output " + out_[k].name);
-  for (std::size_t k = 0; k < in.size(); ++k) {
-    const KernelParam& p = in_[k];
-    if (in[k].array || p.type || bound.count(p.placeholder)) continue;
-    const EwScalar& s = in[k].scalar;
-    bound[p.placeholder] = s.is_bool ? DType::b8 : s.is_float ? DType::f64 : DType::i64;
-  }
-  auto type_of = [&](const KernelParam& p) -> DType {
-    if (p.type) return *p.type;
-    auto it = bound.find(p.placeholder);
-    if (it == bound.end())
-      throw TypeError(who + ": the type " + p.placeholder + " of " + p.name + " is not set by any argument");
-    return it->second;
-  };
+    if (in[k].array) types.bind(in_[k], in[k].array->dtype(), "input " + in_[k].name);
+  for (std::size_t k = 0; k < out.size(); ++k) types.bind(out_[k], out[k].dtype(), "output " + out_[k].name);
+  for (std::size_t k = 0; k < in.size(); ++k)
+    if (!in[k].array) types.bind_number(in_[k], in[k].scalar);
   UserEwDesc d;
   d.name = name_;
   d.operation = operation_;
   d.preamble = preamble_;
-  for (const auto& [ph, t] : bound) d.typedefs.emplace_back(ph, t);
   d.n_in = static_cast<int>(in_.size());
+  numbers(who, in_, in, types, d.scalar, d.fvalue, d.ivalue);
   std::vector<Array> outputs = out;
   for (std::size_t k = 0; k < in_.size(); ++k) {
-    const DType t = type_of(in_[k]);
-    dev->require(t, "ElementwiseKernel");
     d.names.push_back(in_[k].name);
-    d.types.push_back(t);
-    d.scalar.push_back(in[k].array == nullptr);
-    const EwScalar& s = in[k].scalar;
-    if (!in[k].array && s.is_float && !is_floating(t))
-      throw TypeError(who + ": input " + in_[k].name + " is " + dtype_name(t) + ", got the float " +
-                      std::to_string(s.f));
-    d.fvalue.push_back(s.is_float ? s.f : static_cast<double>(s.i));
-    d.ivalue.push_back(s.is_float ? static_cast<std::int64_t>(s.f) : s.i);
+    d.types.push_back(types.type_of(in_[k]));
+    dev->require(d.types.back(), "ElementwiseKernel");
   }
   for (std::size_t k = 0; k < out_.size(); ++k) {
-    const DType t = type_of(out_[k]);
+    const DType t = types.type_of(out_[k]);
     dev->require(t, "ElementwiseKernel");
     if (out.empty()) outputs.push_back(Array::empty(dev, shape, t));
     d.names.push_back(out_[k].name);
     d.types.push_back(t);
+    // outputs hetnn makes start at 0 (nothing to read); given ones keep the elements the operation does not assign
+    d.reads_output.push_back(!out.empty() && reads(operation_, out_[k].name));
     d.scalar.push_back(false);
     d.fvalue.push_back(0);
     d.ivalue.push_back(0);
   }
+  for (const auto& [ph, t] : types.bound) d.typedefs.emplace_back(ph, t);
   for (std::size_t a = 0; a < outputs.size(); ++a)
     for (std::size_t b = a + 1; b < outputs.size(); ++b)
       if (outputs[a].same_memory(outputs[b]))
@@ -250,6 +322,151 @@ std::vector<Array> ElementwiseKernel::operator()(const std::vector<Input>& in, c
   for (std::size_t k = 0; k < in_.size(); ++k) args.push_back(in[k].array ? in[k].array->buffer().get() : nullptr);
   for (const Array& o : outputs) args.push_back(o.buffer().get());
   dev->backend().user_elementwise(d, args);
+  return outputs;
+}
+
+ReductionKernel::ReductionKernel(const std::string& in_params, const std::string& out_params, std::string map_expr,
+                                 std::string reduce_expr, std::string post_map_expr, std::string identity,
+                                 std::string name, std::optional<std::string> reduce_type, std::string preamble)
+    : in_(parse(in_params, "in_params", true)), out_(parse(out_params, "out_params", true)),
+      map_(std::move(map_expr)), reduce_(std::move(reduce_expr)), post_(std::move(post_map_expr)),
+      identity_(std::move(identity)), name_(std::move(name)), preamble_(std::move(preamble)) {
+  const std::string who = "hetnn.ReductionKernel";
+  if (!identifier(name_)) throw ValueError(who + ": name must be an identifier, got '" + name_ + "'");
+  if (out_.empty()) throw ValueError(who + ": out_params must name at least one output");
+  std::set<std::string> seen;
+  for (const auto* list : {&in_, &out_})
+    for (const KernelParam& p : *list)
+      if (!seen.insert(p.name).second) throw ValueError(who + ": parameter '" + p.name + "' is named twice");
+  auto blank = [](const std::string& e) { return e.find_first_not_of(" \t\n;") == std::string::npos; };
+  for (const auto& [what, e] : {std::pair<const char*, const std::string*>{"map_expr", &map_},
+                                {"reduce_expr", &reduce_}, {"post_map_expr", &post_}, {"identity", &identity_}})
+    if (blank(*e)) throw ValueError(who + ": " + what + " is empty");
+  if (reduce_type) {
+    KernelParam p;
+    p.name = "a";
+    try {
+      p.type = dtype_from_name(*reduce_type);
+    } catch (const TypeError&) {
+      if (!identifier(*reduce_type))
+        throw ValueError(who + ": reduce_type '" + *reduce_type + "' is neither a dtype nor a type placeholder");
+      p.placeholder = *reduce_type;
+    }
+    if (p.type && !user_dtype(*p.type))
+      throw TypeError(who + ": reduce_type " + *reduce_type + " is not supported (float32, float64, int8, uint8, " +
+                      "int32, int64, bool)");
+    reduce_type_ = p;
+  }
+}
+
+std::vector<Array> ReductionKernel::operator()(const std::vector<ElementwiseKernel::Input>& in, const Axes& axes,
+                                               bool keepdims, const std::vector<Array>& out) const {
+  const std::string who = "hetnn.ReductionKernel '" + name_ + "'";
+  if (in.size() != in_.size())
+    throw TypeError(who + ": takes " + std::to_string(in_.size()) + " input" + (in_.size() == 1 ? "" : "s") +
+                    ", got " + std::to_string(in.size()));
+  if (!out.empty() && out.size() != out_.size())
+    throw TypeError(who + ": takes " + std::to_string(out_.size()) + " output" + (out_.size() == 1 ? "" : "s") +
+                    " when outputs are given, got " + std::to_string(out.size()));
+  Operands ops = operands(who, in_, in, out_, out);
+  if (!ops.any) throw TypeError(who + ": needs at least one array input to reduce");
+  const DevicePtr& dev = ops.dev;
+  const Shape& shape = ops.shape;
+  const int ndim = static_cast<int>(shape.size());
+  std::vector<bool> red(static_cast<std::size_t>(ndim), axes.all);
+  for (int a : axes.list) {
+    if (a < -ndim || a >= ndim)
+      throw ValueError(who + ": axis " + std::to_string(a) + " is out of bounds for the inputs' shape " +
+                       shape_str(shape));
+    const std::size_t k = static_cast<std::size_t>(a < 0 ? a + ndim : a);
+    if (red[k]) throw ValueError(who + ": axis " + std::to_string(a) + " is given twice");
+    red[k] = true;
+  }
+  Shape yshape;
+  for (int k = 0; k < ndim; ++k)
+    if (!red[static_cast<std::size_t>(k)] || keepdims) yshape.push_back(red[static_cast<std::size_t>(k)] ? 1 : shape[k]);
+  for (std::size_t k = 0; k < out.size(); ++k)
+    if (out[k].shape() != yshape)
+      throw ValueError(who + ": output " + out_[k].name + " has shape " + shape_str(out[k].shape()) + ", the result " +
+                       shape_str(yshape));
+  Binder types{who, {}};
+  for (std::size_t k = 0; k < in.size(); ++k)
+    if (in[k].array) types.bind(in_[k], in[k].array->dtype(), "input " + in_[k].name);
+  for (std::size_t k = 0; k < out.size(); ++k) types.bind(out_[k], out[k].dtype(), "output " + out_[k].name);
+  for (std::size_t k = 0; k < in.size(); ++k)
+    if (!in[k].array) types.bind_number(in_[k], in[k].scalar);
+  UserRedDesc d;
+  d.name = name_;
+  d.map_expr = map_;
+  d.reduce_expr = reduce_;
+  d.post_map_expr = post_;
+  d.identity = identity_;
+  d.preamble = preamble_;
+  d.n_in = static_cast<int>(in_.size());
+  numbers(who, in_, in, types, d.scalar, d.fvalue, d.ivalue);
+  std::vector<Array> outputs = out;
+  for (std::size_t k = 0; k < in_.size(); ++k) {
+    d.names.push_back(in_[k].name);
+    d.types.push_back(types.type_of(in_[k]));
+    dev->require(d.types.back(), "ReductionKernel");
+  }
+  for (std::size_t k = 0; k < out_.size(); ++k) {
+    const DType t = types.type_of(out_[k]);
+    dev->require(t, "ReductionKernel");
+    if (out.empty()) outputs.push_back(Array::empty(dev, yshape, t));
+    d.names.push_back(out_[k].name);
+    d.types.push_back(t);
+  }
+  d.reduce_type = reduce_type_ ? types.type_of(*reduce_type_) : d.types[in_.size()];
+  dev->require(d.reduce_type, "ReductionKernel");
+  for (const auto& [ph, t] : types.bound) d.typedefs.emplace_back(ph, t);
+  for (std::size_t a = 0; a < outputs.size(); ++a)
+    for (std::size_t b = a + 1; b < outputs.size(); ++b)
+      if (outputs[a].same_memory(outputs[b]))
+        throw ValueError(who + ": outputs " + out_[a].name + " and " + out_[b].name + " are the same array");
+  // kept and reduced dimensions, each merged where every input steps through them as one
+  std::vector<std::vector<std::int64_t>> full;
+  for (std::size_t k = 0; k < in_.size(); ++k)
+    full.push_back(in[k].array ? strides_in(in[k].array->shape(), shape) : std::vector<std::int64_t>(shape.size(), 0));
+  const std::vector<std::int64_t> ycontig = strides_in(shape, shape);  // the kept dims' own strides merge alike
+  d.ks.assign(in_.size(), {});
+  d.rs.assign(in_.size(), {});
+  std::vector<std::int64_t> kout;
+  d.n_out = 1;
+  d.n_red = 1;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    const bool r = red[i];
+    (r ? d.n_red : d.n_out) *= shape[i];
+    if (shape[i] == 1) continue;
+    Shape& sh = r ? d.rshape : d.kshape;
+    auto& st = r ? d.rs : d.ks;
+    bool merge = !sh.empty();
+    for (std::size_t k = 0; merge && k < full.size(); ++k) merge = st[k].back() == full[k][i] * shape[i];
+    if (merge && !r) merge = kout.back() == ycontig[i] * shape[i];
+    if (merge) {
+      sh.back() *= shape[i];
+      for (std::size_t k = 0; k < full.size(); ++k) st[k].back() = full[k][i];
+      if (!r) kout.back() = ycontig[i];
+      continue;
+    }
+    sh.push_back(shape[i]);
+    for (std::size_t k = 0; k < full.size(); ++k) st[k].push_back(full[k][i]);
+    if (!r) kout.push_back(ycontig[i]);
+  }
+  for (auto* sh : {&d.kshape, &d.rshape}) {
+    if (sh->empty()) {
+      *sh = {1};
+      for (auto& st : (sh == &d.kshape ? d.ks : d.rs)) st = {0};
+    }
+    if (static_cast<int>(sh->size()) > kEwMaxDims)
+      throw ValueError(who + ": the reduction needs " + std::to_string(sh->size()) +
+                       " dimensions after merging, more than the " + std::to_string(kEwMaxDims) + " supported");
+  }
+  if (d.n_out == 0) return outputs;
+  std::vector<Buffer*> args;
+  for (std::size_t k = 0; k < in_.size(); ++k) args.push_back(in[k].array ? in[k].array->buffer().get() : nullptr);
+  for (const Array& o : outputs) args.push_back(o.buffer().get());
+  dev->backend().user_reduction(d, args);
   return outputs;
 }
 

@@ -11,6 +11,7 @@
 #include "core/array.h"
 #include "core/elementwise.h"
 #include "core/ops.h"
+#include "core/reduction.h"
 
 namespace hetnn {
 
@@ -41,6 +42,27 @@ class ElementwiseKernel {
  private:
   std::vector<KernelParam> in_, out_;
   std::string operation_, name_, preamble_;
+};
+
+// A user's reduction (hetnn.ReductionKernel, CuPy's design): map_expr maps the inputs' elements to values of
+// reduce_type (default: the first output's type), reduce_expr combines two of them (`a`, `b`; it must be associative:
+// the reduction is split into parts), identity starts each reduction, post_map_expr sets the outputs from the result
+// `a`. Reduces over `axes` of the inputs' broadcast shape (all of them by default), keepdims as the reductions'.
+class ReductionKernel {
+ public:
+  ReductionKernel(const std::string& in_params, const std::string& out_params, std::string map_expr,
+                  std::string reduce_expr, std::string post_map_expr, std::string identity, std::string name,
+                  std::optional<std::string> reduce_type, std::string preamble);
+  std::vector<Array> operator()(const std::vector<ElementwiseKernel::Input>& in, const Axes& axes, bool keepdims,
+                                const std::vector<Array>& out) const;
+  const std::string& name() const { return name_; }
+  std::size_t nin() const { return in_.size(); }
+  std::size_t nout() const { return out_.size(); }
+
+ private:
+  std::vector<KernelParam> in_, out_;
+  std::string map_, reduce_, post_, identity_, name_, preamble_;
+  std::optional<KernelParam> reduce_type_;
 };
 
 }  // namespace hetnn

@@ -52,30 +52,105 @@ std::string generate(const UserEwDesc& d) {
   s << d.preamble << "\n";
   s << "void hetnn_user_kernel(int64_t begin, int64_t end, int64_t n, int contig, int nd, const int64_t* sh,\n"
        "                       const int64_t* st, void* const* ptr, const double* fv, const int64_t* iv) {\n"
-       "  (void)n; (void)fv; (void)iv; (void)sh; (void)st; (void)nd;\n"
-       "  for (int64_t i = begin; i < end; ++i) {\n";
-  for (std::size_t k = 0; k < d.names.size(); ++k)
-    if (!d.scalar[k]) s << "    int64_t o_" << d.names[k] << " = i;\n";
-  s << "    if (!contig) {\n";
-  for (std::size_t k = 0; k < d.names.size(); ++k)
-    if (!d.scalar[k]) s << "      o_" << d.names[k] << " = 0;\n";
-  s << "      int64_t r = i;\n      for (int k = nd - 1; k >= 0; --k) {\n        const int64_t q = r % sh[k];\n"
-       "        r /= sh[k];\n";
-  for (std::size_t k = 0; k < d.names.size(); ++k)
-    if (!d.scalar[k]) s << "        o_" << d.names[k] << " += q * st[" << 8 * k << " + k];\n";
-  s << "      }\n    }\n";
+       "  (void)n; (void)fv; (void)iv; (void)sh; (void)st; (void)nd;\n";
+  // typed pointers and the numbers, once (in locals the compiler can keep in registers and vectorise over)
   for (std::size_t k = 0; k < d.names.size(); ++k) {
     const bool in = static_cast<int>(k) < d.n_in;
     const char* t = c_type(d.types[k]);
-    s << "    " << (in ? "const " : "") << t << ' ' << d.names[k] << " = ";
+    if (d.scalar[k])
+      s << "  const " << t << " v_" << d.names[k] << " = (" << t << ')' << (is_floating(d.types[k]) ? "fv[" : "iv[")
+        << k << "];\n";
+    else
+      s << "  " << (in ? "const " : "") << t << "* const p_" << d.names[k] << " = (" << (in ? "const " : "") << t
+        << "*)ptr[" << k << "];\n";
+  }
+  // one element: the parameters as locals at offsets o_<name>
+  auto body = [&](const std::string& indent) {
+    for (std::size_t k = 0; k < d.names.size(); ++k) {
+      const bool in = static_cast<int>(k) < d.n_in;
+      s << indent << (in ? "const " : "") << c_type(d.types[k]) << ' ' << d.names[k] << " = ";
+      if (d.scalar[k]) s << "v_" << d.names[k] << ";\n";
+      else if (in || d.reads_output[k - static_cast<std::size_t>(d.n_in)])
+        s << "p_" << d.names[k] << "[o_" << d.names[k] << "];\n";
+      else s << "0;\n";
+    }
+    s << indent << "{\n" << d.operation << "\n;\n" << indent << "}\n";
+    for (std::size_t k = static_cast<std::size_t>(d.n_in); k < d.names.size(); ++k)
+      s << indent << "p_" << d.names[k] << "[o_" << d.names[k] << "] = "
+        << (d.types[k] == DType::b8 ? "(" + d.names[k] + " != 0)" : d.names[k]) << ";\n";
+  };
+  s << "  if (contig) {\n    for (int64_t i = begin; i < end; ++i) {\n";
+  for (std::size_t k = 0; k < d.names.size(); ++k)
+    if (!d.scalar[k]) s << "      const int64_t o_" << d.names[k] << " = i;\n";
+  body("      ");
+  s << "    }\n    return;\n  }\n  for (int64_t i = begin; i < end; ++i) {\n";
+  for (std::size_t k = 0; k < d.names.size(); ++k)
+    if (!d.scalar[k]) s << "    int64_t o_" << d.names[k] << " = 0;\n";
+  s << "    int64_t r = i;\n    for (int k = nd - 1; k >= 0; --k) {\n      const int64_t q = r % sh[k];\n"
+       "      r /= sh[k];\n";
+  for (std::size_t k = 0; k < d.names.size(); ++k)
+    if (!d.scalar[k]) s << "      o_" << d.names[k] << " += q * st[" << 8 * k << " + k];\n";
+  s << "    }\n";
+  body("    ");
+  s << "  }\n}\n";
+  return s.str();
+}
+
+
+using PartFn = void (*)(std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, const std::int64_t*, int,
+                        const std::int64_t*, const std::int64_t*, const std::int64_t*, void* const*, const double*,
+                        const std::int64_t*, void*);
+using FinishFn = void (*)(std::int64_t, std::int64_t, std::int64_t, const void*, void* const*);
+
+// hetnn_user_partial: partial reductions items [i0, i1) (item = output * parts + part) into partials;
+// hetnn_user_finish: outputs [o0, o1) from their parts' partials through post_map_expr.
+std::string generate(const UserRedDesc& d) {
+  std::ostringstream s;
+  s << "#include <stdint.h>\n#include <tgmath.h>\n";
+  for (const auto& [name, t] : d.typedefs) s << "typedef " << c_type(t) << ' ' << name << ";\n";
+  s << "typedef " << c_type(d.reduce_type) << " hetnn_rt;\n" << d.preamble << "\n";
+  s << "static inline hetnn_rt hetnn_reduce(hetnn_rt a, hetnn_rt b) { return (hetnn_rt)(" << d.reduce_expr
+    << "); }\n";
+  s << "void hetnn_user_partial(int64_t i0, int64_t i1, int64_t parts, int64_t n_red, int knd, const int64_t* ksh,\n"
+       "                        int rnd, const int64_t* rsh, const int64_t* ks, const int64_t* rs, void* const* ptr,\n"
+       "                        const double* fv, const int64_t* iv, void* partials) {\n"
+       "  (void)fv; (void)iv; (void)ks; (void)rs; (void)ptr;\n"
+       "  for (int64_t item = i0; item < i1; ++item) {\n"
+       "    const int64_t o = item / parts, p = item % parts;\n"
+       "    const int64_t j0 = n_red * p / parts, j1 = n_red * (p + 1) / parts;\n";
+  const int nin = d.n_in;
+  for (int k = 0; k < nin; ++k)
+    if (!d.scalar[k]) s << "    int64_t k_" << d.names[k] << " = 0;\n";
+  s << "    { int64_t r = o; for (int q = knd - 1; q >= 0; --q) { const int64_t c = r % ksh[q]; r /= ksh[q];\n";
+  for (int k = 0; k < nin; ++k)
+    if (!d.scalar[k]) s << "      k_" << d.names[k] << " += c * ks[" << 8 * k << " + q];\n";
+  s << "    } }\n    hetnn_rt a = (hetnn_rt)(" << d.identity << ");\n    for (int64_t j = j0; j < j1; ++j) {\n";
+  for (int k = 0; k < nin; ++k)
+    if (!d.scalar[k]) s << "      int64_t o_" << d.names[k] << " = k_" << d.names[k] << ";\n";
+  s << "      if (rnd == 1) {\n";
+  for (int k = 0; k < nin; ++k)
+    if (!d.scalar[k]) s << "        o_" << d.names[k] << " += j * rs[" << 8 * k << "];\n";
+  s << "      } else { int64_t r = j; for (int q = rnd - 1; q >= 0; --q) { const int64_t c = r % rsh[q]; r /= rsh[q];\n";
+  for (int k = 0; k < nin; ++k)
+    if (!d.scalar[k]) s << "        o_" << d.names[k] << " += c * rs[" << 8 * k << " + q];\n";
+  s << "      } }\n";
+  for (int k = 0; k < nin; ++k) {
+    const char* t = c_type(d.types[k]);
+    s << "      const " << t << ' ' << d.names[k] << " = ";
     if (d.scalar[k]) s << '(' << t << ')' << (is_floating(d.types[k]) ? "fv[" : "iv[") << k << "];\n";
-    else s << "((" << (in ? "const " : "") << t << "*)ptr[" << k << "])[o_" << d.names[k] << "];\n";
+    else s << "((const " << t << "*)ptr[" << k << "])[o_" << d.names[k] << "];\n";
   }
-  s << "    {\n" << d.operation << "\n;\n    }\n";
-  for (std::size_t k = static_cast<std::size_t>(d.n_in); k < d.names.size(); ++k) {
-    s << "    ((" << c_type(d.types[k]) << "*)ptr[" << k << "])[o_" << d.names[k] << "] = ";
-    s << (d.types[k] == DType::b8 ? "(" + d.names[k] + " != 0)" : d.names[k]) << ";\n";
-  }
+  s << "      const hetnn_rt b = (hetnn_rt)(" << d.map_expr << ");\n      a = hetnn_reduce(a, b);\n    }\n"
+       "    ((hetnn_rt*)partials)[item] = a;\n  }\n}\n";
+  s << "void hetnn_user_finish(int64_t o0, int64_t o1, int64_t parts, const void* partials, void* const* ptr) {\n"
+       "  for (int64_t o = o0; o < o1; ++o) {\n    hetnn_rt a = (hetnn_rt)(" << d.identity << ");\n"
+       "    for (int64_t p = 0; p < parts; ++p) a = hetnn_reduce(a, ((const hetnn_rt*)partials)[o * parts + p]);\n";
+  for (std::size_t k = static_cast<std::size_t>(nin); k < d.names.size(); ++k)
+    s << "    " << c_type(d.types[k]) << ' ' << d.names[k] << " = 0;\n";
+  s << "    {\n" << d.post_map_expr << "\n;\n    }\n";
+  for (std::size_t k = static_cast<std::size_t>(nin); k < d.names.size(); ++k)
+    s << "    ((" << c_type(d.types[k]) << "*)ptr[" << k << "])[o] = "
+      << (d.types[k] == DType::b8 ? "(" + d.names[k] + " != 0)" : d.names[k]) << ";\n";
   s << "  }\n}\n";
   return s.str();
 }
@@ -119,18 +194,6 @@ int run_compiler(const std::string& cc, const std::string& src, const std::strin
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-struct Loaded {
-  void* handle = nullptr;
-  Fn fn = nullptr;
-};
-
-Loaded load(const std::string& path) {
-  Loaded l;
-  l.handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (l.handle) l.fn = reinterpret_cast<Fn>(dlsym(l.handle, "hetnn_user_kernel"));
-  return l;
-}
-
 // The processor's feature flags (the libraries are built with -march=native: one built elsewhere, on a shared home
 // folder, must not be loaded here).
 const std::string& cpu_flags() {
@@ -142,11 +205,39 @@ const std::string& cpu_flags() {
   return flags;
 }
 
-std::mutex g_mu;
-std::map<std::string, Loaded> g_loaded;  // by source key, for the process's life (code may be running)
+// A private temporary folder ($TMPDIR, else /tmp), created; throws naming the kernel when it cannot be.
+std::string temp_folder(const std::string& kname) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string tmpl = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/hetnn-user-kernel-XXXXXX";
+  if (!mkdtemp(tmpl.data()))
+    throw Error("user kernel '" + kname + "': no temporary folder to compile in (" + tmpl + "): " +
+                std::strerror(errno));
+  return tmpl;
+}
 
-Fn compiled(const UserEwDesc& d) {
-  const std::string source = generate(d);
+// Loads a library from its verified bytes, through a copy in a private temporary folder: what was checked is what is
+// loaded, whatever happens to the cache file meanwhile, and the path is new each time (the dynamic loader returns
+// an already loaded library for a path it has seen). nullptr with `why` on failure.
+void* load_bytes(const std::string& bytes, const std::string& kname, std::string* why) {
+  const std::string dir = temp_folder(kname), path = dir + "/lib.so";
+  void* h = nullptr;
+  if (write_file_atomic(path, bytes, why)) {
+    h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* e = dlerror();
+      *why = e ? e : "dlopen failed";
+    }
+  }
+  std::remove(path.c_str());  // the mapping stays
+  rmdir(dir.c_str());
+  return h;
+}
+
+std::mutex g_mu;
+std::map<std::string, void*> g_loaded;  // by source key, for the process's life (code may be running)
+
+// The library compiled from `source` (kernel `kname`), loaded; cached in memory for the process and on disk.
+void* library(const std::string& kname, const std::string& source) {
   const std::string cc = compiler();
   std::string flags;
   for (const char* f : kFlags) flags += std::string(f) + ' ';
@@ -154,7 +245,7 @@ Fn compiled(const UserEwDesc& d) {
       fnv1a(source, fnv1a(cc + '|' + flags + '|' + cpu_flags(), fnv1a("hetnn-user-kernel-v1")));
   const std::string name = hex64(key);
   std::lock_guard<std::mutex> lock(g_mu);
-  if (auto it = g_loaded.find(name); it != g_loaded.end()) return it->second.fn;
+  if (auto it = g_loaded.find(name); it != g_loaded.end()) return it->second;
 
   const auto dir = cache_dir("user_kernels");
   const auto secret = dir ? cache_secret(*dir) : std::nullopt;
@@ -163,61 +254,78 @@ Fn compiled(const UserEwDesc& d) {
   if (dir && secret) {  // a cached library, loaded only when its MAC matches
     const auto bytes = read_file(lib);
     const auto mac = read_file(lib + ".mac", 64);
-    if (bytes && mac && *mac == mac_of(*bytes)) {
-      Loaded l = load(lib);
-      if (l.fn) return g_loaded.emplace(name, l).first->second.fn;
-      if (l.handle) dlclose(l.handle);
-    }
+    std::string ignored;
+    if (bytes && mac && *mac == mac_of(*bytes))
+      if (void* h = load_bytes(*bytes, kname, &ignored)) return g_loaded.emplace(name, h).first->second;
   }
   // build in a private temporary folder, then move into the cache
-  char tmpl[] = "/tmp/hetnn-user-kernel-XXXXXX";
-  const char* tmp = mkdtemp(tmpl);
-  if (!tmp) throw Error(std::string("ElementwiseKernel: no temporary folder to compile in: ") + std::strerror(errno));
-  const std::string base = std::string(tmp) + "/" + d.name;
+  const std::string tmp = temp_folder(kname);
+  const std::string base = tmp + "/" + kname;
   const std::string src = base + ".c", out = base + ".so", log = base + ".log";
   auto cleanup = [&] {
     for (const std::string& f : {src, out, log}) std::remove(f.c_str());
-    rmdir(tmp);
+    rmdir(tmp.c_str());
   };
   std::string why;
   if (!write_file_atomic(src, source, &why)) {
     cleanup();
-    throw Error("ElementwiseKernel '" + d.name + "': cannot write its C source: " + why);
+    throw Error("user kernel '" + kname + "': cannot write its C source: " + why);
   }
   const int rc = run_compiler(cc, src, out, log, &why);
   if (rc != 0) {
     const std::string text = read_file(log, 1 << 20).value_or("");
     cleanup();
     if (rc < 0)
-      throw CompileError(d.name, cc + " " + flags, "cpu",
+      throw CompileError(kname, cc + " " + flags, "cpu",
                          "the CPU device compiles user kernels with the system's C compiler, and '" + cc +
                              "' could not be run (" + why + "): install one (Debian: apt-get install gcc) or set "
                              "HETNN_CC\n--- the generated source ---\n" + source,
-                         "the ElementwiseKernel");
-    throw CompileError(d.name, cc + " " + flags, "cpu", text + "\n--- the generated source ---\n" + source,
-                       "the ElementwiseKernel");
+                         "the user kernel");
+    throw CompileError(kname, cc + " " + flags, "cpu", text + "\n--- the generated source ---\n" + source,
+                       "the user kernel");
   }
-  std::string path = out;
-  if (dir && secret) {
-    if (const auto bytes = read_file(out)) {
-      std::string ignored;
-      if (write_file_atomic(lib, *bytes, &ignored) && write_file_atomic(lib + ".mac", mac_of(*bytes), &ignored))
-        path = lib;
-    }
+  const auto bytes = read_file(out);
+  cleanup();
+  if (!bytes) throw Error("user kernel '" + kname + "': the compiler wrote no library");
+  if (dir && secret) {  // the MAC first: a library without one is never loaded
+    std::string ignored;
+    if (write_file_atomic(lib + ".mac", mac_of(*bytes), &ignored)) write_file_atomic(lib, *bytes, &ignored);
   }
-  Loaded l = load(path);
-  const char* dl = l.fn ? nullptr : dlerror();
-  const std::string err = l.fn ? "" : (dl ? dl : "hetnn_user_kernel not found");
-  cleanup();  // a loaded library stays mapped after its file is removed
-  if (!l.fn) throw Error("ElementwiseKernel '" + d.name + "': loading its compiled library failed: " + err);
-  return g_loaded.emplace(name, l).first->second.fn;
+  void* h = load_bytes(*bytes, kname, &why);
+  if (!h) throw Error("user kernel '" + kname + "': loading its compiled library failed: " + why);
+  return g_loaded.emplace(name, h).first->second;
+}
+
+template <class F>
+F symbol(void* lib, const char* name) {
+  void* f = dlsym(lib, name);
+  if (!f) throw Error(std::string("user kernel: the compiled library lacks ") + name);
+  return reinterpret_cast<F>(f);
+}
+
+// Compiled functions by user_signature: a call that finds its kernel here generates no source.
+std::mutex g_fn_mu;
+std::map<std::string, void*> g_fns;
+
+template <class F, class D>
+F cached(const D& d, const std::string& key, const char* sym) {
+  {
+    std::lock_guard<std::mutex> lock(g_fn_mu);
+    if (auto it = g_fns.find(key + sym); it != g_fns.end()) return reinterpret_cast<F>(it->second);
+  }
+  const F f = symbol<F>(library(d.name, generate(d)), sym);
+  std::lock_guard<std::mutex> lock(g_fn_mu);
+  g_fns.emplace(key + sym, reinterpret_cast<void*>(f));
+  return f;
 }
 
 }  // namespace
 
 void CpuBackend::user_elementwise(const UserEwDesc& d, const std::vector<Buffer*>& args) {
   if (d.n == 0) return;
-  const Fn fn = compiled(d);
+  const std::string key = user_signature(d.name, d.operation + '\x1e' + d.preamble, d.typedefs, d.types, d.scalar,
+                                         d.reads_output);
+  const Fn fn = cached<Fn>(d, key, "hetnn_user_kernel");
   cpu_threads::apply();
   std::vector<std::int64_t> st(8 * args.size(), 0);
   std::vector<void*> ptrs(args.size(), nullptr);
@@ -234,6 +342,45 @@ void CpuBackend::user_elementwise(const UserEwDesc& d, const std::vector<Buffer*
       if (b < e)
         fn(b, e, d.n, d.contiguous ? 1 : 0, nd, d.shape.data(), st.data(), ptrs.data(), d.fvalue.data(),
            d.ivalue.data());
+    }
+  });
+}
+
+void CpuBackend::user_reduction(const UserRedDesc& d, const std::vector<Buffer*>& args) {
+  if (d.n_out == 0) return;
+  const std::string key = user_signature(
+      d.name, d.map_expr + '\x1e' + d.reduce_expr + '\x1e' + d.post_map_expr + '\x1e' + d.identity + '\x1e' +
+                  d.preamble + '\x1e' + static_cast<char>('a' + static_cast<int>(d.reduce_type)),
+      d.typedefs, d.types, d.scalar, {});
+  const auto part = cached<PartFn>(d, key, "hetnn_user_partial");
+  const auto finish = cached<FinishFn>(d, key, "hetnn_user_finish");
+  cpu_threads::apply();
+  const std::int64_t threads = omp_get_max_threads();
+  // few outputs: each reduction split into parts the threads share (reduce_expr combines them)
+  const std::int64_t parts =
+      d.n_out >= 4 * threads ? 1 : std::max<std::int64_t>(1, std::min<std::int64_t>(d.n_red / 4096, 64 * threads));
+  std::vector<std::int64_t> ks(8 * args.size(), 0), rs(8 * args.size(), 0);
+  std::vector<void*> ptrs(args.size(), nullptr);
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    if (args[k]) ptrs[k] = args[k]->host_ptr();
+    if (static_cast<int>(k) >= d.n_in) continue;
+    for (std::size_t i = 0; i < d.ks[k].size(); ++i) ks[8 * k + i] = d.ks[k][i];
+    for (std::size_t i = 0; i < d.rs[k].size(); ++i) rs[8 * k + i] = d.rs[k][i];
+  }
+  std::vector<std::uint64_t> partials(static_cast<std::size_t>(d.n_out * parts));
+  const std::int64_t items = d.n_out * parts;
+  timed("user_reduction", 0, [&] {
+#pragma omp parallel if (d.n_out * d.n_red >= (1 << 15))
+    {
+      const std::int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+      const std::int64_t b = items * t / nt, e = items * (t + 1) / nt;
+      if (b < e)
+        part(b, e, parts, d.n_red, static_cast<int>(d.kshape.size()), d.kshape.data(),
+             static_cast<int>(d.rshape.size()), d.rshape.data(), ks.data(), rs.data(), ptrs.data(), d.fvalue.data(),
+             d.ivalue.data(), partials.data());
+#pragma omp barrier
+      const std::int64_t ob = d.n_out * t / nt, oe = d.n_out * (t + 1) / nt;
+      if (ob < oe) finish(ob, oe, parts, partials.data(), ptrs.data());
     }
   });
 }

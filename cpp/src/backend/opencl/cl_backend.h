@@ -2,6 +2,7 @@
 #pragma once
 #include <deque>
 #include <map>
+#include <unordered_map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -76,6 +77,10 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   cl_event* event_slot(cl_event& ev) { return recorder_.active() ? &ev : nullptr; }
   void record(const char* name, cl_event ev, double host_enqueue, std::uint64_t bytes);
   cl_kernel kernel(const std::string& file, const std::string& name, const std::string& options);
+  // Kernel `kname` of a user kernel's generated `source` (user_kernel_cl.cpp), built through the program cache; a
+  // build failure is a CompileError naming `what` whose log ends with the source.
+  cl_kernel user_kernel(const std::string& source, const std::string& name, const std::string& kname,
+                        const char* what);
   // A device scratch buffer (slot 0, 1, ...) of at least `bytes`, kept between calls (in-order queue: reuse is safe).
   cl_mem scratch(int slot, std::size_t bytes);
   void enqueue(const char* name, cl_kernel k, int dims, const std::size_t* global, const std::size_t* local);
@@ -111,6 +116,7 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   std::mutex mu_;  // kernels' arguments are set and enqueued under it
   ProgramCache programs_;
   std::map<std::string, Kernel> kernels_;
+  std::unordered_map<std::string, cl_kernel> user_kernels_;  // by user_signature (owned in kernels_)
   std::map<DType, std::vector<GemmParams>> gemm_overrides_;  // size classes by increasing max_macs, then any size
   bool tuned_loaded_ = false;  // the stored tuned entries (gemm_tuning.h) join gemm_overrides_ on first use
   void load_tuned_once();      // under mu_

@@ -58,8 +58,9 @@ std::string generate(const UserEwDesc& d) {
   s << "    }\n  }\n";
   for (std::size_t k = 0; k < d.names.size(); ++k) {
     const bool in = static_cast<int>(k) < d.n_in;
+    const bool load = in || d.reads_output[k - static_cast<std::size_t>(d.n_in)];
     s << "  " << (in ? "const " : "") << cl_type(d.types[k]) << ' ' << d.names[k] << " = "
-      << (d.scalar[k] ? "v_" + d.names[k] : "p_" + d.names[k] + "[o_" + d.names[k] + "]") << ";\n";
+      << (d.scalar[k] ? "v_" + d.names[k] : load ? "p_" + d.names[k] + "[o_" + d.names[k] + "]" : "0") << ";\n";
   }
   s << "  {\n" << d.operation << "\n;\n  }\n";
   for (std::size_t k = static_cast<std::size_t>(d.n_in); k < d.names.size(); ++k)
@@ -69,31 +70,100 @@ std::string generate(const UserEwDesc& d) {
   return s.str();
 }
 
+
+constexpr int kRedLocal = 64;  // work-items of a partial reduction's group (a power of two)
+
+// <name>_part: one work-group per (output, part) item, a tree in local memory; <name>_finish: one work-item per
+// output combining its parts and running post_map_expr.
+std::string generate(const UserRedDesc& d) {
+  std::ostringstream s;
+  bool f64 = d.reduce_type == DType::f64;
+  for (DType t : d.types) f64 |= t == DType::f64;
+  if (f64) s << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+  for (const auto& [name, t] : d.typedefs) s << "typedef " << cl_type(t) << ' ' << name << ";\n";
+  s << "typedef " << cl_type(d.reduce_type) << " hetnn_rt;\n" << d.preamble << "\n";
+  s << "inline hetnn_rt hetnn_reduce(hetnn_rt a, hetnn_rt b) { return (hetnn_rt)(" << d.reduce_expr << "); }\n";
+  s << "__kernel void " << d.name << "_part(const long n_red, const long parts, const int knd, const long8 ksh8, "
+       "const int rnd, const long8 rsh8";
+  const int nin = d.n_in;
+  for (int k = 0; k < nin; ++k) {
+    if (d.scalar[k]) s << ", const " << cl_type(d.types[k]) << " v_" << d.names[k];
+    else s << ", const long8 ks_" << d.names[k] << ", const long8 rs_" << d.names[k] << ", __global const "
+           << cl_type(d.types[k]) << "* p_" << d.names[k];
+  }
+  s << ", __global hetnn_rt* partials) {\n  __local hetnn_rt scratch[" << kRedLocal << "];\n"
+       "  const long item = get_group_id(0);\n  const int lid = get_local_id(0);\n"
+       "  const long o = item / parts, p = item % parts;\n"
+       "  const long j0 = n_red * p / parts, j1 = n_red * (p + 1) / parts;\n"
+       "  long ksh[8], rsh[8];\n  vstore8(ksh8, 0, ksh);\n  vstore8(rsh8, 0, rsh);\n";
+  for (int k = 0; k < nin; ++k)
+    if (!d.scalar[k])
+      s << "  long ks_a_" << d.names[k] << "[8], rs_a_" << d.names[k] << "[8];\n  vstore8(ks_" << d.names[k]
+        << ", 0, ks_a_" << d.names[k] << ");\n  vstore8(rs_" << d.names[k] << ", 0, rs_a_" << d.names[k]
+        << ");\n  long k_" << d.names[k] << " = 0;\n";
+  s << "  { long r = o; for (int q = knd - 1; q >= 0; --q) { const long c = r % ksh[q]; r /= ksh[q];\n";
+  for (int k = 0; k < nin; ++k)
+    if (!d.scalar[k]) s << "    k_" << d.names[k] << " += c * ks_a_" << d.names[k] << "[q];\n";
+  s << "  } }\n  hetnn_rt a = (hetnn_rt)(" << d.identity << ");\n"
+    << "  for (long j = j0 + lid; j < j1; j += " << kRedLocal << ") {\n";
+  for (int k = 0; k < nin; ++k)
+    if (!d.scalar[k]) s << "    long o_" << d.names[k] << " = k_" << d.names[k] << ";\n";
+  s << "    if (rnd == 1) {\n";
+  for (int k = 0; k < nin; ++k)
+    if (!d.scalar[k]) s << "      o_" << d.names[k] << " += j * rs_a_" << d.names[k] << "[0];\n";
+  s << "    } else { long r = j; for (int q = rnd - 1; q >= 0; --q) { const long c = r % rsh[q]; r /= rsh[q];\n";
+  for (int k = 0; k < nin; ++k)
+    if (!d.scalar[k]) s << "      o_" << d.names[k] << " += c * rs_a_" << d.names[k] << "[q];\n";
+  s << "    } }\n";
+  for (int k = 0; k < nin; ++k)
+    s << "    const " << cl_type(d.types[k]) << ' ' << d.names[k] << " = "
+      << (d.scalar[k] ? "v_" + d.names[k] : "p_" + d.names[k] + "[o_" + d.names[k] + "]") << ";\n";
+  s << "    const hetnn_rt b = (hetnn_rt)(" << d.map_expr << ");\n    a = hetnn_reduce(a, b);\n  }\n"
+       "  scratch[lid] = a;\n  barrier(CLK_LOCAL_MEM_FENCE);\n"
+    << "  for (int h = " << kRedLocal / 2 << "; h > 0; h >>= 1) {\n"
+       "    if (lid < h) scratch[lid] = hetnn_reduce(scratch[lid], scratch[lid + h]);\n"
+       "    barrier(CLK_LOCAL_MEM_FENCE);\n  }\n  if (lid == 0) partials[item] = scratch[0];\n}\n";
+  s << "__kernel void " << d.name << "_finish(const long n_out, const long parts, __global const hetnn_rt* partials";
+  for (std::size_t k = static_cast<std::size_t>(nin); k < d.names.size(); ++k)
+    s << ", __global " << cl_type(d.types[k]) << "* p_" << d.names[k];
+  s << ") {\n  const long o = get_global_id(0);\n  if (o >= n_out) return;\n"
+       "  hetnn_rt a = (hetnn_rt)(" << d.identity << ");\n"
+       "  for (long p = 0; p < parts; ++p) a = hetnn_reduce(a, partials[o * parts + p]);\n";
+  for (std::size_t k = static_cast<std::size_t>(nin); k < d.names.size(); ++k)
+    s << "  " << cl_type(d.types[k]) << ' ' << d.names[k] << " = 0;\n";
+  s << "  {\n" << d.post_map_expr << "\n;\n  }\n";
+  for (std::size_t k = static_cast<std::size_t>(nin); k < d.names.size(); ++k)
+    s << "  p_" << d.names[k] << "[o] = " << (d.types[k] == DType::b8 ? "(" + d.names[k] + " != 0)" : d.names[k])
+      << ";\n";
+  s << "}\n";
+  return s.str();
+}
 }  // namespace
+
+cl_kernel ClBackend::user_kernel(const std::string& source, const std::string& name, const std::string& kname,
+                                 const char* what) {
+  const std::string label = "user:" + name + ":" + hex64(fnv1a(source));
+  const std::string options = "-cl-std=CL1.2 -w";  // -w: PoCL prints warnings to the process's stderr
+  const std::string key = label + '\n' + kname + '\n' + options;
+  if (auto it = kernels_.find(key); it != kernels_.end()) return it->second.get();
+  cl_program prog = nullptr;
+  try {
+    prog = programs_.get_text(label, source, options);
+  } catch (const CompileError& e) {
+    throw CompileError(name, options, e.device, e.log + "\n--- the generated source ---\n" + source, what);
+  }
+  cl_int st = CL_SUCCESS;
+  Kernel made(clCreateKernel(prog, kname.c_str(), &st));
+  if (st != CL_SUCCESS) throw_cl_error(st, "clCreateKernel(" + kname + ")");
+  return kernels_.emplace(key, std::move(made)).first->second.get();
+}
 
 void ClBackend::user_elementwise(const UserEwDesc& d, const std::vector<Buffer*>& args) {
   std::lock_guard<std::mutex> lock(mu_);
-  const std::string source = generate(d);
-  const std::string label = "user:" + d.name + ":" + hex64(fnv1a(source));
-  const std::string options = "-cl-std=CL1.2 -w";  // -w: PoCL prints warnings to the process's stderr
-  cl_kernel k = nullptr;
-  const std::string key = label + '\n' + d.name + '\n' + options;
-  auto it = kernels_.find(key);
-  if (it != kernels_.end()) {
-    k = it->second.get();
-  } else {
-    cl_program prog = nullptr;
-    try {
-      prog = programs_.get_text(label, source, options);
-    } catch (const CompileError& e) {
-      throw CompileError(d.name, options, e.device, e.log + "\n--- the generated source ---\n" + source,
-                         "the ElementwiseKernel");
-    }
-    cl_int st = CL_SUCCESS;
-    Kernel made(clCreateKernel(prog, d.name.c_str(), &st));
-    if (st != CL_SUCCESS) throw_cl_error(st, "clCreateKernel(" + d.name + ")");
-    k = kernels_.emplace(key, std::move(made)).first->second.get();
-  }
+  const std::string sig = user_signature(d.name, d.operation + '\x1e' + d.preamble, d.typedefs, d.types, d.scalar,
+                                         d.reads_output);
+  cl_kernel& k = user_kernels_[sig];  // a call that finds its kernel generates no source
+  if (!k) k = user_kernel(generate(d), d.name, d.name, "the ElementwiseKernel");
   cl_long8 shape{};
   for (std::size_t i = 0; i < d.shape.size(); ++i) shape.s[i] = d.shape[i];
   ArgSetter s{k, d.name.c_str()};
@@ -117,6 +187,64 @@ void ClBackend::user_elementwise(const UserEwDesc& d, const std::vector<Buffer*>
   constexpr std::size_t kLocal = 64;
   const std::size_t g[1] = {round_up(static_cast<std::size_t>(d.n), kLocal)}, l[1] = {kLocal};
   enqueue("user_elementwise", k, 1, g, l);
+}
+
+void ClBackend::user_reduction(const UserRedDesc& d, const std::vector<Buffer*>& args) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string sig = user_signature(
+      d.name, d.map_expr + '\x1e' + d.reduce_expr + '\x1e' + d.post_map_expr + '\x1e' + d.identity + '\x1e' +
+                  d.preamble + '\x1e' + static_cast<char>('a' + static_cast<int>(d.reduce_type)),
+      d.typedefs, d.types, d.scalar, {});
+  cl_kernel& part = user_kernels_[sig + "\x1dpart"];
+  cl_kernel& finish = user_kernels_[sig + "\x1dfinish"];
+  if (!part || !finish) {
+    const std::string source = generate(d);
+    part = user_kernel(source, d.name, d.name + "_part", "the ReductionKernel");
+    finish = user_kernel(source, d.name, d.name + "_finish", "the ReductionKernel");
+  }
+  // few outputs: each reduction split into parts that fill the device
+  const std::int64_t groups_wanted = 8 * static_cast<std::int64_t>(std::max(info_.compute_units, 1));
+  const std::int64_t parts =
+      d.n_out >= groups_wanted
+          ? 1
+          : std::max<std::int64_t>(1, std::min<std::int64_t>((groups_wanted + d.n_out - 1) / d.n_out,
+                                                              d.n_red / (4 * kRedLocal)));
+  const std::int64_t items = d.n_out * parts;
+  cl_mem partials = scratch(0, static_cast<std::size_t>(items) * 8);
+  cl_long8 ksh{}, rsh{};
+  for (std::size_t i = 0; i < d.kshape.size(); ++i) ksh.s[i] = d.kshape[i];
+  for (std::size_t i = 0; i < d.rshape.size(); ++i) rsh.s[i] = d.rshape[i];
+  const std::string pname = d.name + "_part";
+  ArgSetter a{part, pname.c_str()};
+  a(cl_long{d.n_red})(cl_long{parts})(static_cast<cl_int>(d.kshape.size()))(ksh)(
+      static_cast<cl_int>(d.rshape.size()))(rsh);
+  for (int k = 0; k < d.n_in; ++k) {
+    if (d.scalar[k]) {
+      switch (d.types[k]) {
+        case DType::f64: a(d.fvalue[k]); break;
+        case DType::f32: a(static_cast<float>(d.fvalue[k])); break;
+        case DType::i32: a(static_cast<cl_int>(d.ivalue[k])); break;
+        case DType::i64: a(static_cast<cl_long>(d.ivalue[k])); break;
+        case DType::i8: a(static_cast<cl_char>(d.ivalue[k])); break;
+        default: a(static_cast<cl_uchar>(d.ivalue[k])); break;
+      }
+      continue;
+    }
+    cl_long8 ks{}, rs{};
+    for (std::size_t i = 0; i < d.ks[k].size(); ++i) ks.s[i] = d.ks[k][i];
+    for (std::size_t i = 0; i < d.rs[k].size(); ++i) rs.s[i] = d.rs[k][i];
+    a(ks)(rs)(mem(*args[static_cast<std::size_t>(k)]));
+  }
+  a(partials);
+  const std::size_t lp[1] = {kRedLocal}, gp[1] = {static_cast<std::size_t>(items) * kRedLocal};
+  enqueue("user_reduction", part, 1, gp, lp);
+  const std::string fname = d.name + "_finish";
+  ArgSetter f{finish, fname.c_str()};
+  f(cl_long{d.n_out})(cl_long{parts})(partials);
+  for (std::size_t k = static_cast<std::size_t>(d.n_in); k < d.names.size(); ++k) f(mem(*args[k]));
+  constexpr std::size_t kLocal = 64;
+  const std::size_t lf[1] = {kLocal}, gf[1] = {round_up(static_cast<std::size_t>(d.n_out), kLocal)};
+  enqueue("user_reduction", finish, 1, gf, lf);
 }
 
 }  // namespace hetnn::opencl
