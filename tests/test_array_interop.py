@@ -164,3 +164,21 @@ def test_deepcopy_is_a_new_array_on_the_same_device(device, rng):
     b = copy_module.deepcopy(a)
     assert b.device is device and not b._a.same_memory(a._a)
     np.testing.assert_array_equal(b.numpy(), x)
+
+
+def test_from_dlpack_shares_host_memory_on_the_cpu_device_and_copies_elsewhere(device, rng):
+    x = rng.standard_normal((4, 5)).astype(np.float32)
+    a = hetnn.from_dlpack(x, device=device)
+    assert a.device is device and a.shape == (4, 5)
+    np.testing.assert_array_equal(a.numpy(), x)
+    x[0, 0] = 42.0
+    assert (a.numpy()[0, 0] == 42.0) == (device.kind == "cpu")  # a view on the CPU device, a copy elsewhere
+    c = hetnn.from_dlpack(x, device=device, copy=True)
+    x[0, 1] = -1.0
+    assert c.numpy()[0, 1] != -1.0
+    if device.kind != "cpu":
+        with pytest.raises(ValueError, match="copy=False"):
+            hetnn.from_dlpack(x, device=device, copy=False)
+    assert hetnn.from_dlpack(a) is a
+    with pytest.raises(TypeError, match="DLPack"):
+        hetnn.from_dlpack([1, 2, 3], device=device)

@@ -598,6 +598,31 @@ def asarray(obj: Any, dtype: Any = None, device: DeviceLike = None) -> Array:
     return Array(_core.Array.from_numpy(dev._dev, arr))
 
 
+def from_dlpack(x: Any, /, *, device: DeviceLike = None, copy: Optional[bool] = None) -> Array:
+    """An Array from a DLPack producer (a NumPy array, a PyTorch or JAX CPU tensor, a CuPy array, another hetnn
+    Array), the Array API's ``from_dlpack``: on the CPU device host-resident data is shared without a copy unless
+    ``copy`` is True (NumPy can see the same memory); any other device, or data not in host memory, is a copy, which
+    ``copy=False`` refuses."""
+    if not hasattr(x, "__dlpack__"):
+        raise TypeError(f"from_dlpack: x must support DLPack (have __dlpack__), got {type(x).__name__}")
+    if copy is not None and not isinstance(copy, (bool, np.bool_)):
+        raise TypeError(f"from_dlpack: copy must be None or a bool, got {type(copy).__name__}")
+    if isinstance(x, Array):
+        target = x.device if device is None else _resolve_device(device)
+        if copy is False and target != x.device:
+            raise ValueError(f"from_dlpack(copy=False): moving from {x.device.id} to {target.id} is a copy")
+        return x.to(target).copy() if copy else x.to(target)
+    dev = _resolve_device(device)
+    host = _foreign_to_host(x)
+    if copy is not True and dev.kind == "cpu" and isinstance(host, np.ndarray) and host.dtype in _READY_DTYPES \
+            and host.flags.c_contiguous and host.flags.aligned and host.flags.writeable:
+        return Array(_numpy_view(dev._dev, host))
+    if copy is False:
+        raise ValueError(f"from_dlpack(copy=False): this {type(x).__name__} cannot be shared with {dev.id} without "
+                         f"a copy (other memory, layout or dtype)")
+    return asarray(np.array(host, copy=True) if dev.kind == "cpu" else host, device=dev)
+
+
 def empty(shape: ShapeLike, dtype: Any = "float32", device: DeviceLike = None) -> Array:
     """An uninitialised Array of ``shape`` and ``dtype`` on ``device``."""
     s = _shape(shape)
