@@ -195,8 +195,8 @@ void ClBackend::user_reduction(const UserRedDesc& d, const std::vector<Buffer*>&
       d.name, d.map_expr + '\x1e' + d.reduce_expr + '\x1e' + d.post_map_expr + '\x1e' + d.identity + '\x1e' +
                   d.preamble + '\x1e' + static_cast<char>('a' + static_cast<int>(d.reduce_type)),
       d.typedefs, d.types, d.scalar, {});
-  cl_kernel& part = user_kernels_[sig + "\x1dpart"];
-  cl_kernel& finish = user_kernels_[sig + "\x1dfinish"];
+  cl_kernel& part = user_kernels_[sig + "\x1d" "part"];
+  cl_kernel& finish = user_kernels_[sig + "\x1d" "finish"];
   if (!part || !finish) {
     const std::string source = generate(d);
     part = user_kernel(source, d.name, d.name + "_part", "the ReductionKernel");
