@@ -64,33 +64,6 @@ Types op_types(EwOp op, DType t, const DevicePtr& dev) {
   return {t, t};
 }
 
-// Output shape of broadcasting a and b (NumPy's rule), or ValueError naming both.
-Shape broadcast(const std::string& name, const Shape& a, const Shape& b) {
-  const std::size_t n = std::max(a.size(), b.size());
-  Shape out(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    const std::int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (da != db && da != 1 && db != 1)
-      throw ValueError(name + ": operands of shapes " + shape_str(a) + " and " + shape_str(b) +
-                       " cannot be broadcast together");
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
-}
-
-// Row-major element strides of `s` seen as broadcast to `out` (0 along broadcast dimensions).
-std::vector<std::int64_t> strides_in(const Shape& s, const Shape& out) {
-  std::vector<std::int64_t> st(out.size(), 0);
-  std::int64_t step = 1;
-  for (std::size_t k = 0; k < s.size(); ++k) {
-    const std::size_t i = s.size() - 1 - k, o = out.size() - 1 - k;
-    st[o] = s[i] == 1 ? 0 : step;
-    step *= s[i];
-  }
-  return st;
-}
-
 // Fills d.shape / sa / sb: dimensions of extent 1 dropped and neighbours merged where every operand steps through
 // them as through one dimension, so the common cases (same shapes, a scalar, a row or a column) reach the
 // backends as one or two dimensions.
@@ -164,6 +137,33 @@ void run(const ElementwiseDesc& d, const Array& a, const Array* b, Array& y) {
 }
 
 }  // namespace
+
+// Output shape of broadcasting a and b (NumPy's rule), or ValueError naming both.
+Shape broadcast(const std::string& name, const Shape& a, const Shape& b) {
+  const std::size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const std::int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1)
+      throw ValueError(name + ": operands of shapes " + shape_str(a) + " and " + shape_str(b) +
+                       " cannot be broadcast together");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+// Row-major element strides of `s` seen as broadcast to `out` (0 along broadcast dimensions).
+std::vector<std::int64_t> strides_in(const Shape& s, const Shape& out) {
+  std::vector<std::int64_t> st(out.size(), 0);
+  std::int64_t step = 1;
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    const std::size_t i = s.size() - 1 - k, o = out.size() - 1 - k;
+    st[o] = s[i] == 1 ? 0 : step;
+    step *= s[i];
+  }
+  return st;
+}
 
 const EwInfo& ew_info(EwOp op) { return kInfo[static_cast<int>(op)]; }
 

@@ -25,6 +25,11 @@ const EwInfo& ew_info(EwOp op);
 EwOp ew_op_from_name(const std::string& name);
 std::vector<std::string> ew_op_names();
 
+// The shape a and b broadcast to (NumPy's rule), or ValueError naming both (`name`: the call).
+Shape broadcast(const std::string& name, const Shape& a, const Shape& b);
+// Row-major element strides of an array of shape `s` read as broadcast to `out` (0 along broadcast dimensions).
+std::vector<std::int64_t> strides_in(const Shape& s, const Shape& out);
+
 // The dtype two operands promote to (the Array API's table within a kind; an integer with a floating type gives
 // the floating type; float16 with bfloat16 gives float32; int8 with uint8 gives int32, hetnn having no int16).
 DType result_type(DType a, DType b);

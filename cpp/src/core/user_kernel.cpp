@@ -85,33 +85,6 @@ std::vector<KernelParam> parse(const std::string& list, const char* which, bool 
   return out;
 }
 
-// NumPy's broadcast of a and b, or ValueError.
-Shape broadcast(const Shape& a, const Shape& b, const std::string& who = kWho) {
-  const std::size_t n = std::max(a.size(), b.size());
-  Shape out(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    const std::int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (da != db && da != 1 && db != 1)
-      throw ValueError(who + ": operands of shapes " + shape_str(a) + " and " + shape_str(b) +
-                       " cannot be broadcast together");
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
-}
-
-std::vector<std::int64_t> strides_in(const Shape& s, const Shape& out) {
-  std::vector<std::int64_t> st(out.size(), 0);
-  std::int64_t step = 1;
-  for (std::size_t k = 0; k < s.size(); ++k) {
-    const std::size_t i = s.size() - 1 - k, o = out.size() - 1 - k;
-    st[o] = s[i] == 1 ? 0 : step;
-    step *= s[i];
-  }
-  return st;
-}
-
-
 bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 // Whether `code` holds `w` as a whole word.
@@ -192,7 +165,7 @@ Operands operands(const std::string& who, const std::vector<KernelParam>& in_p,
   for (std::size_t k = 0; k < in.size(); ++k) {
     if (!in[k].array) continue;
     same_device(*in[k].array, in_p[k].name);
-    o.shape = o.any ? broadcast(o.shape, in[k].array->shape(), who) : in[k].array->shape();
+    o.shape = o.any ? broadcast(who, o.shape, in[k].array->shape()) : in[k].array->shape();
     o.any = true;
   }
   for (std::size_t k = 0; k < out.size(); ++k) same_device(out[k], out_p[k].name);
@@ -213,6 +186,41 @@ void numbers(const std::string& who, const std::vector<KernelParam>& in_p,
     fvalue.push_back(s.is_float ? s.f : static_cast<double>(s.i));
     ivalue.push_back(s.is_float ? static_cast<std::int64_t>(s.f) : s.i);
   }
+}
+
+
+using Inputs = std::vector<ElementwiseKernel::Input>;
+
+// The number of inputs, and of outputs when given, against the kernel's parameters.
+void check_arity(const std::string& who, const std::vector<KernelParam>& in_p, const Inputs& in,
+                 const std::vector<KernelParam>& out_p, const std::vector<Array>& out) {
+  if (in.size() != in_p.size())
+    throw TypeError(who + ": takes " + std::to_string(in_p.size()) + " input" + (in_p.size() == 1 ? "" : "s") +
+                    ", got " + std::to_string(in.size()));
+  if (!out.empty() && out.size() != out_p.size())
+    throw TypeError(who + ": takes " + std::to_string(out_p.size()) + " output" + (out_p.size() == 1 ? "" : "s") +
+                    " when outputs are given, got " + std::to_string(out.size()));
+}
+
+// The placeholder types of one call: the arrays first (inputs, then given outputs), then the numbers.
+Binder bind_types(const std::string& who, const std::vector<KernelParam>& in_p, const Inputs& in,
+                  const std::vector<KernelParam>& out_p, const std::vector<Array>& out) {
+  Binder types{who, {}};
+  for (std::size_t k = 0; k < in.size(); ++k)
+    if (in[k].array) types.bind(in_p[k], in[k].array->dtype(), "input " + in_p[k].name);
+  for (std::size_t k = 0; k < out.size(); ++k) types.bind(out_p[k], out[k].dtype(), "output " + out_p[k].name);
+  for (std::size_t k = 0; k < in.size(); ++k)
+    if (!in[k].array) types.bind_number(in_p[k], in[k].scalar);
+  return types;
+}
+
+// No two outputs may be one array (the second write would overwrite the first).
+void check_distinct(const std::string& who, const std::vector<KernelParam>& out_p,
+                    const std::vector<Array>& outputs) {
+  for (std::size_t a = 0; a < outputs.size(); ++a)
+    for (std::size_t b = a + 1; b < outputs.size(); ++b)
+      if (outputs[a].same_memory(outputs[b]))
+        throw ValueError(who + ": outputs " + out_p[a].name + " and " + out_p[b].name + " are the same array");
 }
 
 }  // namespace
@@ -237,12 +245,7 @@ ElementwiseKernel::ElementwiseKernel(const std::string& in_params, const std::st
 
 std::vector<Array> ElementwiseKernel::operator()(const std::vector<Input>& in, const std::vector<Array>& out) const {
   const std::string who = kWho + " '" + name_ + "'";
-  if (in.size() != in_.size())
-    throw TypeError(who + ": takes " + std::to_string(in_.size()) + " input" + (in_.size() == 1 ? "" : "s") +
-                    ", got " + std::to_string(in.size()));
-  if (!out.empty() && out.size() != out_.size())
-    throw TypeError(who + ": takes " + std::to_string(out_.size()) + " output" + (out_.size() == 1 ? "" : "s") +
-                    " when outputs are given, got " + std::to_string(out.size()));
+  check_arity(who, in_, in, out_, out);
   Operands ops = operands(who, in_, in, out_, out);
   if (!ops.any && out.empty())
     throw TypeError(who + ": needs at least one array argument (an input or an output) for its shape and device");
@@ -252,12 +255,7 @@ std::vector<Array> ElementwiseKernel::operator()(const std::vector<Input>& in, c
     if (out[k].shape() != shape)
       throw ValueError(who + ": output " + out_[k].name + " has shape " + shape_str(out[k].shape()) +
                        ", the inputs broadcast to " + shape_str(shape));
-  Binder types{who, {}};
-  for (std::size_t k = 0; k < in.size(); ++k)
-    if (in[k].array) types.bind(in_[k], in[k].array->dtype(), "input " + in_[k].name);
-  for (std::size_t k = 0; k < out.size(); ++k) types.bind(out_[k], out[k].dtype(), "output " + out_[k].name);
-  for (std::size_t k = 0; k < in.size(); ++k)
-    if (!in[k].array) types.bind_number(in_[k], in[k].scalar);
+  const Binder types = bind_types(who, in_, in, out_, out);
   UserEwDesc d;
   d.name = name_;
   d.operation = operation_;
@@ -283,10 +281,7 @@ std::vector<Array> ElementwiseKernel::operator()(const std::vector<Input>& in, c
     d.ivalue.push_back(0);
   }
   for (const auto& [ph, t] : types.bound) d.typedefs.emplace_back(ph, t);
-  for (std::size_t a = 0; a < outputs.size(); ++a)
-    for (std::size_t b = a + 1; b < outputs.size(); ++b)
-      if (outputs[a].same_memory(outputs[b]))
-        throw ValueError(who + ": outputs " + out_[a].name + " and " + out_[b].name + " are the same array");
+  check_distinct(who, out_, outputs);
   // strides: inputs broadcast, outputs contiguous; dimensions of extent 1 dropped, neighbours merged where every
   // array steps through them as one
   std::vector<std::vector<std::int64_t>> full;
@@ -362,12 +357,7 @@ ReductionKernel::ReductionKernel(const std::string& in_params, const std::string
 std::vector<Array> ReductionKernel::operator()(const std::vector<ElementwiseKernel::Input>& in, const Axes& axes,
                                                bool keepdims, const std::vector<Array>& out) const {
   const std::string who = "hetnn.ReductionKernel '" + name_ + "'";
-  if (in.size() != in_.size())
-    throw TypeError(who + ": takes " + std::to_string(in_.size()) + " input" + (in_.size() == 1 ? "" : "s") +
-                    ", got " + std::to_string(in.size()));
-  if (!out.empty() && out.size() != out_.size())
-    throw TypeError(who + ": takes " + std::to_string(out_.size()) + " output" + (out_.size() == 1 ? "" : "s") +
-                    " when outputs are given, got " + std::to_string(out.size()));
+  check_arity(who, in_, in, out_, out);
   Operands ops = operands(who, in_, in, out_, out);
   if (!ops.any) throw TypeError(who + ": needs at least one array input to reduce");
   const DevicePtr& dev = ops.dev;
@@ -389,12 +379,7 @@ std::vector<Array> ReductionKernel::operator()(const std::vector<ElementwiseKern
     if (out[k].shape() != yshape)
       throw ValueError(who + ": output " + out_[k].name + " has shape " + shape_str(out[k].shape()) + ", the result " +
                        shape_str(yshape));
-  Binder types{who, {}};
-  for (std::size_t k = 0; k < in.size(); ++k)
-    if (in[k].array) types.bind(in_[k], in[k].array->dtype(), "input " + in_[k].name);
-  for (std::size_t k = 0; k < out.size(); ++k) types.bind(out_[k], out[k].dtype(), "output " + out_[k].name);
-  for (std::size_t k = 0; k < in.size(); ++k)
-    if (!in[k].array) types.bind_number(in_[k], in[k].scalar);
+  const Binder types = bind_types(who, in_, in, out_, out);
   UserRedDesc d;
   d.name = name_;
   d.map_expr = map_;
@@ -420,10 +405,7 @@ std::vector<Array> ReductionKernel::operator()(const std::vector<ElementwiseKern
   d.reduce_type = reduce_type_ ? types.type_of(*reduce_type_) : d.types[in_.size()];
   dev->require(d.reduce_type, "ReductionKernel");
   for (const auto& [ph, t] : types.bound) d.typedefs.emplace_back(ph, t);
-  for (std::size_t a = 0; a < outputs.size(); ++a)
-    for (std::size_t b = a + 1; b < outputs.size(); ++b)
-      if (outputs[a].same_memory(outputs[b]))
-        throw ValueError(who + ": outputs " + out_[a].name + " and " + out_[b].name + " are the same array");
+  check_distinct(who, out_, outputs);
   // kept and reduced dimensions, each merged where every input steps through them as one
   std::vector<std::vector<std::int64_t>> full;
   for (std::size_t k = 0; k < in_.size(); ++k)
