@@ -223,22 +223,30 @@ void check_distinct(const std::string& who, const std::vector<KernelParam>& out_
         throw ValueError(who + ": outputs " + out_p[a].name + " and " + out_p[b].name + " are the same array");
 }
 
+
+// A kernel's name and parameter lists: an identifier, at least one output, every name once, no placeholder that is
+// also a parameter's name.
+void check_signature(const std::string& who, const std::string& name, const std::vector<KernelParam>& in,
+                     const std::vector<KernelParam>& out) {
+  if (!identifier(name)) throw ValueError(who + ": name must be an identifier, got '" + name + "'");
+  if (out.empty()) throw ValueError(who + ": out_params must name at least one output");
+  std::set<std::string> seen;
+  for (const auto* list : {&in, &out})
+    for (const KernelParam& p : *list)
+      if (!seen.insert(p.name).second) throw ValueError(who + ": parameter '" + p.name + "' is named twice");
+  for (const auto* list : {&in, &out})
+    for (const KernelParam& p : *list)
+      if (!p.placeholder.empty() && seen.count(p.placeholder))
+        throw ValueError(who + ": the type placeholder '" + p.placeholder + "' is also a parameter's name");
+}
+
 }  // namespace
 
 ElementwiseKernel::ElementwiseKernel(const std::string& in_params, const std::string& out_params,
                                      std::string operation, std::string name, std::string preamble)
     : in_(parse(in_params, "in_params")), out_(parse(out_params, "out_params")), operation_(std::move(operation)),
       name_(std::move(name)), preamble_(std::move(preamble)) {
-  if (!identifier(name_)) throw ValueError(kWho + ": name must be an identifier, got '" + name_ + "'");
-  if (out_.empty()) throw ValueError(kWho + ": out_params must name at least one output");
-  std::set<std::string> seen;
-  for (const auto* list : {&in_, &out_})
-    for (const KernelParam& p : *list)
-      if (!seen.insert(p.name).second) throw ValueError(kWho + ": parameter '" + p.name + "' is named twice");
-  for (const auto* list : {&in_, &out_})
-    for (const KernelParam& p : *list)
-      if (!p.placeholder.empty() && seen.count(p.placeholder))
-        throw ValueError(kWho + ": the type placeholder '" + p.placeholder + "' is also a parameter's name");
+  check_signature(kWho, name_, in_, out_);
   if (operation_.find_first_not_of(" \t\n;") == std::string::npos)
     throw ValueError(kWho + ": the operation is empty");
 }
@@ -327,12 +335,7 @@ ReductionKernel::ReductionKernel(const std::string& in_params, const std::string
       map_(std::move(map_expr)), reduce_(std::move(reduce_expr)), post_(std::move(post_map_expr)),
       identity_(std::move(identity)), name_(std::move(name)), preamble_(std::move(preamble)) {
   const std::string who = "hetnn.ReductionKernel";
-  if (!identifier(name_)) throw ValueError(who + ": name must be an identifier, got '" + name_ + "'");
-  if (out_.empty()) throw ValueError(who + ": out_params must name at least one output");
-  std::set<std::string> seen;
-  for (const auto* list : {&in_, &out_})
-    for (const KernelParam& p : *list)
-      if (!seen.insert(p.name).second) throw ValueError(who + ": parameter '" + p.name + "' is named twice");
+  check_signature(who, name_, in_, out_);
   auto blank = [](const std::string& e) { return e.find_first_not_of(" \t\n;") == std::string::npos; };
   for (const auto& [what, e] : {std::pair<const char*, const std::string*>{"map_expr", &map_},
                                 {"reduce_expr", &reduce_}, {"post_map_expr", &post_}, {"identity", &identity_}})
