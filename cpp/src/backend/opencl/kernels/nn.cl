@@ -4,6 +4,7 @@
 // row into a float scratch; add_sum folds those into the one-element accumulator (a single work-item: a minibatch
 // has tens to thousands of rows, and a fixed summation order keeps runs reproducible).
 #include "common.cl"
+#include "splitmix.cl"
 #ifdef USE_FP64
 #define MIN_NORMAL DBL_MIN
 #else
@@ -165,13 +166,8 @@ __kernel void adam(const long n, const REAL b1, const REAL b2, const REAL eps, c
   STORE1(pi - step_size * mi / (sqrt(vu) * inv_bc2 + eps), p, i);
 }
 
-// Inverted dropout (DropoutDesc): the draw is core/ops.h's dropout_draw, SplitMix64 over (seed, i).
-inline uint dropout_draw(const ulong seed, const ulong i) {
-  ulong z = seed + (i + 1) * 0x9E3779B97F4A7C15UL;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9UL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
-  return (uint)((z ^ (z >> 31)) >> 40);
-}
+// Inverted dropout (DropoutDesc): the draw is core/ops.h's dropout_draw, 24 bits of SplitMix64 over (seed, i).
+inline uint dropout_draw(const ulong seed, const ulong i) { return (uint)(splitmix64(seed, i) >> 40); }
 
 __kernel void dropout(const long n, const ulong seed, const uint threshold, const REAL scale,
                       __global const STORAGE* x, __global STORAGE* y) {

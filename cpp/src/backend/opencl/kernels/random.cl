@@ -3,13 +3,7 @@
 // integers) and stored as the output type. Build options: -DTIN_<T> (the computation type) -DTOUT_<T>, UNIT_BITS
 // (uniform's precision: 53, 24, 11 or 8).
 #include "ew_types.cl"
-
-inline ulong splitmix64(const ulong seed, const ulong k) {
-  ulong z = seed + (k + 1) * 0x9E3779B97F4A7C15UL;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9UL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
-  return z ^ (z >> 31);
-}
+#include "splitmix.cl"
 
 // u in [0, 1) with `bits` bits (core/ops.h unit_from_bits)
 #if IS_FLOAT
