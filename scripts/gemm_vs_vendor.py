@@ -1,6 +1,7 @@
-"""float32 GEMMs on an NVIDIA GPU: hetnn with each of several GEMM parameter sets against cuBLAS through CuPy and
-PyTorch (TF32 off), interleaved round by round per shape, in one run. Each parameter set is checked against a
-float64 product first (on the GPU, through CuPy). Prints, per shape, GFLOP/s and each set's ratio to CuPy and torch
+"""GEMMs on an NVIDIA GPU: hetnn with each of several GEMM parameter sets against cuBLAS through CuPy and PyTorch
+(float32 with TF32 off; or --dtype float16 / bfloat16, where cuBLAS uses the tensor cores), interleaved round by
+round per shape, in one run. Each parameter set is checked against a float64 product of the same (rounded) inputs
+first (on the GPU, through CuPy). Prints, per shape, GFLOP/s and each set's ratio to CuPy and torch
 with its interval and flags; then the geometric mean over the shapes.
 
     python scripts/gemm_vs_vendor.py --shapes 1024,2048,4096 --params "db=;v128=family=vtiled ts_m=128 ..."
@@ -26,6 +27,7 @@ ap.add_argument("--shapes", default="1024,2048,4096", help="N or MxNxK list, or 
 ap.add_argument("--params", default="db=")
 ap.add_argument("--rounds", type=int, default=20)
 ap.add_argument("--device", default="gpu")
+ap.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
 args = ap.parse_args()
 
 dev = hetnn.device(args.device)
@@ -41,24 +43,31 @@ else:
 rng = np.random.default_rng(0)
 logs = {label: [] for label, _ in sets}
 logs.update(cupy=[], torch=[])
+dt = args.dtype
+tol = {"float32": 1e-5, "float16": 5e-3, "bfloat16": 2e-2}[dt]
+tdt = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dt]
 for name, m, n, k in shapes:
     a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
     b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
-    A, B, C = hetnn.asarray(a, device=dev), hetnn.asarray(b, device=dev), hetnn.empty((m, n), device=dev)
+    ta, tb = torch.from_numpy(a).cuda().to(tdt), torch.from_numpy(b).cuda().to(tdt)
+    a, b = ta.float().cpu().numpy(), tb.float().cpu().numpy()  # the inputs as rounded to the data type
+    A, B = hetnn.asarray(a, device=dev).astype(dt), hetnn.asarray(b, device=dev).astype(dt)
+    C = hetnn.empty((m, n), dtype=dt, device=dev)
     ca, cb = cp.asarray(a), cp.asarray(b)
-    ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
     ref = cp.asnumpy(ca.astype(cp.float64) @ cb.astype(cp.float64))
+    if dt != "float32":  # CuPy in float16 (cuBLAS's tensor cores); it has no bfloat16
+        ca, cb = (ca.astype(cp.float16), cb.astype(cp.float16)) if dt == "float16" else (None, None)
     fl = 2.0 * m * n * k
 
     def run(params):
-        return lambda: (_core.set_gemm_params(dev._dev, "float32", params, "script"), hetnn.matmul(A, B, out=C))
+        return lambda: (_core.set_gemm_params(dev._dev, dt, params, "script"), hetnn.matmul(A, B, out=C))
 
     cases = []
     for label, params in sets:
         try:
             run(params)()
-            err = np.max(np.abs(C.numpy() - ref)) / np.max(np.abs(ref))
-            if not err < 1e-5:
+            err = np.max(np.abs(C.astype("float32").numpy() - ref)) / np.max(np.abs(ref))
+            if not err < tol:
                 print(f"  {name} {label}: WRONG (relative error {err:.1e})", file=sys.stderr)
                 continue
         except Exception as exc:  # a set the driver refuses is reported, the others still run
@@ -66,16 +75,17 @@ for name, m, n, k in shapes:
             continue
         cases.append(Case(label, run(params), devices=[dev], flops=fl))
     sync = torch.cuda.synchronize
-    cases += [Case("cupy", lambda: ca @ cb, sync=cp.cuda.Device().synchronize, flops=fl),
-              Case("torch", lambda: ta @ tb, sync=sync, flops=fl)]
+    if ca is not None:
+        cases.append(Case("cupy", lambda: ca @ cb, sync=cp.cuda.Device().synchronize, flops=fl))
+    cases.append(Case("torch", lambda: ta @ tb, sync=sync, flops=fl))
     res = {r.name: r for r in interleave(cases, n_warmup=3, n_repeat=args.rounds)}
-    _core.set_gemm_params(dev._dev, "float32", "", "")
+    _core.set_gemm_params(dev._dev, dt, "", "")
     line = ", ".join(f"{lab} {fl / np.median(r.wall_times) / 1e9:,.0f}" for lab, r in res.items())
     print(f"{name}: GFLOP/s {line}", flush=True)
     for label, _ in sets:
-        if label in res:
-            print("   ", ratio(f"{label}/cupy", res[label], res["cupy"]))
-            print("   ", ratio(f"{label}/torch", res[label], res["torch"]))
+        for peer in ("cupy", "torch"):
+            if label in res and peer in res:
+                print("   ", ratio(f"{label}/{peer}", res[label], res[peer]))
     for lab, r in res.items():
         logs[lab].append(np.median(r.wall_times))
 if len(shapes) > 1:
@@ -83,5 +93,6 @@ if len(shapes) > 1:
     for label, _ in sets:
         t = np.array(logs[label])
         if len(t) == len(shapes):
-            print(f"geometric mean over {len(shapes)} shapes: {label}/cupy {g(np.array(logs['cupy']) / t):.2f}x, "
-                  f"{label}/torch {g(np.array(logs['torch']) / t):.2f}x")
+            peers = ", ".join(f"{label}/{peer} {g(np.array(logs[peer]) / t):.2f}x" for peer in ("cupy", "torch")
+                              if len(logs[peer]) == len(shapes))
+            print(f"geometric mean over {len(shapes)} shapes: {peers}")

@@ -2,6 +2,7 @@
 # A session on a lent NVIDIA GPU machine (the device tool; docs/gpu.md): builds hetnn against NVIDIA's OpenCL, runs
 # the GEMM kernels' tests there, then the measurements named by STAGES against cuBLAS (CuPy, PyTorch; TF32 off).
 #   bash scripts/gpu_session.sh check,square,resnet50,tune
+#   bash scripts/gpu_session.sh mma-check,half,bf16,conv      (float16/bfloat16 on the matrix units; issue 39)
 # The machine is bare: .gpu/ (carried, git-ignored) holds the OpenCL loader and header .debs (apt-get download
 # ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers opencl-clhpp-headers) and the oneDNN wheels (pip download
 # onednn-cpu-gomp==2023.2.0 onednn-devel-cpu-gomp==2023.2.0). Logs and the tuning cache go to $OUT.
@@ -11,16 +12,68 @@ export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/gpu-out} HETNN_CACHE_DIR=/tmp/hetnn-ca
 STAGES=${1:-check,square,resnet50}
 mkdir -p "$OUT" "$HETNN_CACHE_DIR"
 SECONDS=0
+build() {  # extra pip arguments...
+  # the toolchain the module is built with (the image's default compiler, or GPU_CXX)
+  { env | grep -E "^(CC|CXX|CFLAGS|CXXFLAGS|LDFLAGS|CMAKE_[A-Z_]*)=" ; command -v c++ g++ gcc; c++ --version | head -1
+    ls /usr/bin/g++* 2>/dev/null; echo "extra: $*"; } 2>&1 | tee -a "$OUT/toolchain.log"
+  [ -n "${GPU_CXX:-}" ] && export CXX="$GPU_CXX"
+  CMAKE_BUILD_PARALLEL_LEVEL=16 python3 -m pip install -q --no-build-isolation --no-deps "$@" . >"$OUT/build.log" 2>&1 ||
+    { tail -40 "$OUT/build.log"; exit 1; }
+  echo "[$SECONDS s] built"
+  { grep -E "CMAKE_CXX_COMPILER:|CMAKE_TOOLCHAIN_FILE|CMAKE_MODULE_LINKER_FLAGS:|CMAKE_CXX_FLAGS:" build/*/CMakeCache.txt
+    so=$(python3 -c "import hetnn._core as c; print(c.__file__)" 2>/dev/null)
+    readelf -d "$so" | grep -E "NEEDED|RPATH|RUNPATH"; echo "std:: symbols exported: $(nm -D -C --defined-only "$so" | grep -c "std::")"
+    nm -D -C --defined-only "$so" | grep "std::" | head -5; } 2>&1 | tee -a "$OUT/toolchain.log"
+}
+# Which ICD loader and vendor list give a working NVIDIA device (hetnn opens the loader at run time: the first
+# libOpenCL.so.1 on the library path, which may be the driver's own rather than the ocl-icd unpacked above): each
+# combination runs a small float32 product in a child process; the first that computes it is kept.
+SMOKE='import os, numpy as np, hetnn
+print([(d.id, d.name) for d in hetnn.devices()], [ln.split()[-1] for ln in open("/proc/self/maps") if "OpenCL" in ln][:1], flush=True)
+d = hetnn.device(os.environ.get("SMOKE_DEVICE", "gpu")); a = hetnn.asarray(np.ones((64, 64), np.float32), device=d)
+print("params", hetnn._core.gemm_params(d._dev, "float32", 64 ** 3), flush=True)
+print("add", float((a + a).numpy()[0, 0]), flush=True)
+print("matmul", float(hetnn.matmul(a, a).numpy()[0, 0]), flush=True)'
+pick() {
+  picked=
+  for lib in "" /usr/lib/x86_64-linux-gnu/libOpenCL.so.1 preload; do
+    for vend in /etc/OpenCL/vendors/nvidia.icd none; do
+      echo "== HETNN_OPENCL_LIBRARY='$lib' OCL_ICD_VENDORS=$vend"
+      args=(env -u OCL_ICD_VENDORS); [ "$vend" != none ] && args=(env OCL_ICD_VENDORS="$vend")
+      if [ "$lib" = preload ]; then args+=(LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libOpenCL.so.1)
+      elif [ -n "$lib" ]; then args+=(HETNN_OPENCL_LIBRARY="$lib"); fi
+      if "${args[@]}" timeout 60 python3 -c "$SMOKE"; then picked="$lib|$vend"; break 2; fi
+    done
+  done
+  echo "picked: '$picked'"
+  [ -n "$picked" ]
+}
 if ! python3 -c "import hetnn" 2>/dev/null; then
   for f in .gpu/*.deb; do dpkg -x "$f" /; done
   ldconfig
   mkdir -p /etc/OpenCL/vendors && echo libnvidia-opencl.so.1 >/etc/OpenCL/vendors/nvidia.icd
   python3 -m pip install -q --no-index --no-deps .gpu/*.whl
-  CMAKE_BUILD_PARALLEL_LEVEL=16 python3 -m pip install -q --no-build-isolation --no-deps . >"$OUT/build.log" 2>&1 ||
-    { tail -40 "$OUT/build.log"; exit 1; }
+  build
 fi
-export OCL_ICD_VENDORS=/etc/OpenCL/vendors/nvidia.icd  # NVIDIA's platform alone (not a host PoCL)
-echo "[$SECONDS s] built"
+{ ls -l /etc/OpenCL/vendors; ldconfig -p | grep -i libopencl; } 2>&1 | tee "$OUT/loader.log"
+if ! pick 2>&1 | tee -a "$OUT/loader.log" | grep -v "^\s*File\|^Extension"; then
+  # GPU_STATIC=1: a module with its own private C++ runtime (another copy in the process, loaded with NVIDIA's
+  # driver, crashed hetnn's iostreams in the first call that formatted a number)
+  if [ -n "${GPU_STATIC:-}" ]; then
+    build --config-settings=cmake.define.CMAKE_MODULE_LINKER_FLAGS="-static-libstdc++ -static-libgcc -Wl,--exclude-libs,ALL"
+    pick 2>&1 | tee -a "$OUT/loader.log" | grep -v "^\s*File\|^Extension"
+  fi
+fi
+picked=$(sed -n "s/^picked: '\(.*\)'$/\1/p" "$OUT/loader.log" | grep . | tail -1)
+if [ -z "$picked" ]; then
+  OCL_ICD_VENDORS=/etc/OpenCL/vendors/nvidia.icd timeout 60 cuda-gdb -batch -ex run -ex bt -ex 'x/4i $pc' \
+    --args python3 -c "$SMOKE" 2>&1 | grep -v "New Thread" | tail -30
+  echo "no working OpenCL set-up for the GPU"; exit 1
+fi
+case "${picked%%|*}" in preload) export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libOpenCL.so.1 ;; "") ;;
+  *) export HETNN_OPENCL_LIBRARY="${picked%%|*}" ;; esac
+if [ "${picked##*|}" != none ]; then export OCL_ICD_VENDORS="${picked##*|}"; else unset OCL_ICD_VENDORS; fi
+echo "[$SECONDS s] HETNN_OPENCL_LIBRARY=${HETNN_OPENCL_LIBRARY:-} OCL_ICD_VENDORS=${OCL_ICD_VENDORS:-}"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader
 python3 -c "import hetnn; [print(d.id, d.name, d.arch, d.driver_version, d.compute_units) for d in hetnn.devices()]"
 
@@ -31,6 +84,30 @@ LARGE+=";v256x128=$V ts_m=256 ts_n=128 ts_k=8 wpt_m=8 wpt_n=8 vwm=4 vwn=4;v128vw
 SMALL="db=;v64=$V ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4 vwm=4 vwn=4;v32x64=$V ts_m=32 ts_n=64 ts_k=32 wpt_m=4 wpt_n=2 vwm=2 vwn=2"
 SMALL+=";v64x32=$V ts_m=64 ts_n=32 ts_k=32 wpt_m=4 wpt_n=2 vwm=4 vwn=2;v64w8=$V ts_m=64 ts_n=64 ts_k=16 wpt_m=8 wpt_n=4 vwm=4 vwn=4"
 SMALL+=";v128x64=$V ts_m=128 ts_n=64 ts_k=16 wpt_m=8 wpt_n=4 vwm=4 vwn=4"
+# float16 / bfloat16 on the matrix units (family=mma), with the converted path's default ("cvt") in the same run
+M=family=mma
+HALF="cvt=family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4;db=;w4=$M ts_m=128 ts_n=128 ts_k=32 wm=2 wn=2"
+HALF+=";t256x128=$M ts_m=256 ts_n=128 ts_k=16 wm=4 wn=2;t128x256=$M ts_m=128 ts_n=256 ts_k=16 wm=2 wn=4"
+HALF+=";t64=$M ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2"
+tensor_cores() {  # the probe's verdict (Device.float16_mode); on a failure, the full build log of the kernel
+  python3 - <<'PY'
+import sys, hetnn
+from hetnn import _core
+d = hetnn.device("gpu")
+print("float16:", d.float16_mode, "| bfloat16:", d.bfloat16_mode, flush=True)
+if d.float16_mode.startswith("tensor cores"):
+    sys.exit(0)
+def expand(f):
+    return "".join(expand(l.split('"')[1]) if l.startswith('#include "') else l
+                   for l in open("cpp/src/backend/opencl/kernels/" + f))
+try:
+    _core._build_opencl(d._dev, expand("gemm_mma.cl"), "-cl-std=CL1.2 -DREAL=float -DSTORE_HALF=1 -DMMA_PTX=1")
+    print("gemm_mma.cl with MMA_PTX=1 builds")
+except Exception as e:
+    print(str(e)[:6000])
+sys.exit(1)
+PY
+}
 run() {  # name, seconds, command...
   local name=$1 limit=$2
   shift 2
@@ -51,6 +128,14 @@ for s in ${STAGES//,/ }; do
     conv) run conv 180 python3 scripts/conv_vs_torch.py --algorithms auto,winograd,im2col ;;
     conv-check) run conv-check 150 python3 -m pytest -x -q -n 8 -p no:cacheprovider tests/test_conv_implicit.py \
       tests/test_conv_winograd.py tests/test_conv2d.py -k "opencl or implicit or winograd" ;;
+    mma-check) run mma-check 90 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_tuning.py \
+      -k "mma or matrix_unit or precision_mode" ;;
+    half) tensor_cores && run half 130 python3 scripts/gemm_vs_vendor.py --dtype float16 --shapes 1024,2048,4096 \
+      --rounds 10 --params "$HALF" ;;
+    half-short) tensor_cores && run half 60 python3 scripts/gemm_vs_vendor.py --dtype float16 --shapes 1024,4096 \
+      --rounds 10 --params "${HALF%%;w4=*}" ;;
+    bf16) tensor_cores && run bf16 70 python3 scripts/gemm_vs_vendor.py --dtype bfloat16 --shapes 2048,4096 \
+      --rounds 10 --params "${HALF%%;t256x128*}" ;;
     *) echo "unknown stage $s" ;;
   esac
 done

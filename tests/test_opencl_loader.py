@@ -3,6 +3,7 @@ library that is not a loader), `import hetnn` works, the CPU device alone is lis
 table says why there is no OpenCL device; naming the system's loader finds the same devices as the default."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -67,3 +68,21 @@ def test_pocl_without_ld_on_path_is_left_out_not_a_crash(rng, tmp_path):
     table = subprocess.run([sys.executable, "-m", "hetnn", "devices"], env=env, capture_output=True, text=True,
                            timeout=120).stdout
     assert "PoCL's devices are left out" in table and "'ld'" in table
+
+
+def test_module_carries_its_own_cpp_runtime():
+    # An OpenCL driver brings its own C++ runtime into the process; a module built by another compiler than the one
+    # whose libstdc++.so.6 gets loaded then mixed the two runtimes' locale facets and crashed on the first number it
+    # formatted (NVIDIA H200 image, $CXX /opt/gcc/bin/g++). The module links its C++ runtime statically and
+    # exports none of it, so it needs no libstdc++.so.6 and lends no std:: runtime symbol to another library.
+    readelf, nm = shutil.which("readelf"), shutil.which("nm")
+    if not readelf or not nm:
+        pytest.skip("binutils (readelf, nm) not installed")
+    so = hetnn._core.__file__
+    needed = subprocess.run([readelf, "-d", so], capture_output=True, text=True, check=True).stdout
+    assert "libstdc++.so" not in needed and "libgcc_s.so" not in needed, needed
+    exported = subprocess.run([nm, "-D", "-C", "--defined-only", so], capture_output=True, text=True,
+                              check=True).stdout
+    runtime = [ln for ln in exported.splitlines() if "std::locale" in ln or "std::basic_ostream" in ln
+               or "std::codecvt" in ln or "std::num_put" in ln]
+    assert not runtime, runtime[:5]

@@ -50,10 +50,15 @@ _VTILED = ["family=vtiled ts_m=32 ts_n=64 ts_k=16 wpt_m=8 wpt_n=2 vwm=4 vwn=2",
            "family=vtiled ts_m=16 ts_n=32 ts_k=8 wpt_m=1 wpt_n=8 vwm=1 vwn=8",
            "family=vtiled ts_m=64 ts_n=64 ts_k=8 wpt_m=4 wpt_n=4 vwm=4 vwn=4"]
 _TOL = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.6e-2}
+# mma (float16/bfloat16 on matrix units): off NVIDIA the instruction is emulated on the same fragment addressing,
+# so these cover the loaders (vector and element paths, transposed and not), the fragment layout and the epilogue
+# anywhere; on an NVIDIA GPU that passed the probe they run the instruction itself (scripts/gpu_session.sh check).
+_MMA = ["family=mma ts_m=32 ts_n=32 ts_k=32 wm=2 wn=2", "family=mma ts_m=64 ts_n=32 ts_k=16 wm=2 wn=1"]
 
 
 @pytest.mark.parametrize("params,dtype", [(p, t) for p in _FAMILY for t in _TOL] + [(p, "float32") for p in _VTILED]
-                         + [(_VTILED[2], "float16"), (_VTILED[2], "bfloat16")])
+                         + [(_VTILED[2], "float16"), (_VTILED[2], "bfloat16")]
+                         + [(_MMA[0], "float16"), (_MMA[0], "bfloat16"), (_MMA[1], "float16")])
 def test_every_family_member_is_correct(opencl_device, rng, params, dtype):
     tol = _TOL[dtype]
     old, source = _core.gemm_params(opencl_device._dev, dtype)
@@ -83,10 +88,28 @@ def test_every_family_member_is_correct(opencl_device, rng, params, dtype):
                                  "family=tiled ts_k=1048576", "family=tiled ts_m=1073741824 wpt_m=1073741824",
                                  "family=tiled ts_m=1024 ts_n=1024 ts_k=1024 wpt_m=32 wpt_n=32",
                                  "family=vtiled vwm=3", "family=vtiled wpt_n=2 vwn=4", "family=tiled vwm=x",
-                                 "family=vtiled ts_m=16 ts_n=16 ts_k=1 wpt_m=1 wpt_n=1 vwm=1 vwn=1"])
+                                 "family=vtiled ts_m=16 ts_n=16 ts_k=1 wpt_m=1 wpt_n=1 vwm=1 vwn=1",
+                                 "family=mma ts_k=8", "family=mma wm=3", "family=mma ts_m=32 wm=4",
+                                 "family=mma wm=16", "family=mma ts_m=512"])
 def test_bad_parameters_are_value_errors(opencl_device, bad):
     with pytest.raises(ValueError):
-        _core.set_gemm_params(opencl_device._dev, "float32", bad, "test")
+        _core.set_gemm_params(opencl_device._dev, "float16" if "mma" in bad else "float32", bad, "test")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_matrix_unit_member_refuses_wider_types(opencl_device, dtype):
+    with pytest.raises(ValueError, match="float16 and bfloat16 only"):
+        _core.set_gemm_params(opencl_device._dev, dtype, "family=mma", "test")
+
+
+def test_precision_mode_says_why_matrix_units_are_unused(opencl_device):
+    # the matrix units run only where the probe GEMM passed; off NVIDIA the database never picks family=mma
+    for dtype, attr in (("float16", "float16_mode"), ("bfloat16", "bfloat16_mode")):
+        mode = getattr(opencl_device, attr)
+        params, _ = _core.gemm_params(opencl_device._dev, dtype)
+        if "nvidia" not in opencl_device.vendor.lower():
+            assert mode.startswith("converted") and "tensor cores unused: hetnn drives matrix units on NVIDIA" in mode
+        assert mode.startswith("tensor cores") == params.startswith("family=mma")
 
 
 def test_tuner_end_to_end_in_a_fresh_cache(tmp_path, opencl_device):

@@ -388,6 +388,33 @@ TEST(GemmParams, VtiledParsesPrintsAndValidates) {
     EXPECT_THROW(opencl::GemmParams::parse(bad).validate(d, 4), ValueError) << bad;
 }
 
+// The matrix-unit member: its own defaults, printed back as parsed, its bounds, 16-bit types only, and the
+// database gives it only to a device whose probe passed.
+TEST(GemmParams, MmaParsesValidatesAndIsGatedByTheProbe) {
+  DeviceInfo d;
+  d.vendor = "NVIDIA Corporation";
+  d.type = "gpu";
+  d.arch = "sm_90";
+  d.max_work_group_size = 1024;
+  d.local_mem = 49152;
+  const auto p = opencl::GemmParams::parse("family=mma");
+  EXPECT_EQ(p.str(), "family=mma ts_m=128 ts_n=128 ts_k=32 wm=2 wn=4");
+  EXPECT_EQ(opencl::GemmParams::parse(p.str()).str(), p.str());
+  EXPECT_EQ(opencl::GemmParams::parse("ts_m=64 family=mma wm=1").str(), "family=mma ts_m=64 ts_n=128 ts_k=32 wm=1 wn=4");
+  EXPECT_NE(p.defines().find("-DWN=4"), std::string::npos);
+  EXPECT_NO_THROW(p.validate(d, 4));
+  EXPECT_EQ(p.fitted(16, 16).str(), p.str());
+  EXPECT_NO_THROW(p.check_dtype(DType::f16));
+  EXPECT_NO_THROW(p.check_dtype(DType::bf16));
+  EXPECT_THROW(p.check_dtype(DType::f32), ValueError);
+  for (const char* bad : {"family=mma ts_k=8", "family=mma wm=3", "family=mma ts_m=32 wm=4", "family=mma wn=32",
+                          "family=mma ts_m=256 ts_n=256 ts_k=64 wm=4 wn=8"})  // 2 x 72 KiB of local memory
+    EXPECT_THROW(opencl::GemmParams::parse(bad).validate(d, 4), ValueError) << bad;
+  EXPECT_EQ(opencl::gemm_database_lookup(d, DType::f16, -1, true).family, opencl::GemmParams::Family::mma);
+  EXPECT_NE(opencl::gemm_database_lookup(d, DType::f16, -1, false).family, opencl::GemmParams::Family::mma);
+  EXPECT_NE(opencl::gemm_database_lookup(d, DType::bf16, -1, false).family, opencl::GemmParams::Family::mma);
+}
+
 // An entry within the parameters' ranges but beyond a work item's private memory, a CPU work-group's stack or a
 // sane unroll is refused before it is built (under PoCL the first crashed every process once cached, the last took
 // 70-88 s to build); every member of the table and of the tuner's space passes.

@@ -154,14 +154,20 @@ class Device:
 
     @property
     def float16_mode(self) -> str:
-        """How float16 ops compute here: ``"native (...)"`` in float16, or ``"converted (...)"``: stored as float16,
-        computed in float32 (with the conversion used: AVX-512, F16C or software)."""
-        return self._info["float16_mode"]
+        """How float16 ops compute here: ``"native (...)"`` in float16; ``"tensor cores (...)"``: matrix products on
+        the GPU's matrix units with float32 accumulation (decided by a probe product on first use, which this
+        property runs); or ``"converted (...)"``: stored as float16, computed in float32 (with the conversion used,
+        and on an OpenCL device why the matrix units are not used)."""
+        return self._mode("float16")
 
     @property
     def bfloat16_mode(self) -> str:
         """How bfloat16 ops compute here (as :attr:`float16_mode`)."""
-        return self._info["bfloat16_mode"]
+        return self._mode("bfloat16")
+
+    def _mode(self, dtype: str) -> str:
+        mode = _core.precision_mode(self._dev, dtype) if self.kind == "opencl" else None
+        return mode if mode is not None else self._info[f"{dtype}_mode"]
 
     @property
     def dtypes(self) -> List[str]:
@@ -183,8 +189,8 @@ class Device:
         return self._info["extensions"].split()
 
     def info(self) -> Dict[str, Any]:
-        """Everything known about the device, as a dict."""
-        return dict(self._info)
+        """Everything known about the device, as a dict (the 16-bit modes as :attr:`float16_mode` gives them)."""
+        return {**self._info, "float16_mode": self.float16_mode, "bfloat16_mode": self.bfloat16_mode}
 
     def synchronize(self) -> None:
         """Waits until all work issued to this device has finished."""

@@ -26,6 +26,9 @@ struct GemmTuning {
   virtual void set(DType t, const std::string& params, const std::string& source) = 0;
   // Test hook: the next n GEMMs that would run an override fail as a launch error would.
   virtual void inject_faults(int n) = 0;
+  // How products of this dtype compute on the device (Device.float16_mode): "tensor cores (...)" or "converted
+  // (...)", with the reason the matrix units are not used.
+  virtual std::string precision_mode(DType t) = 0;
 };
 
 // Diagnostics and measurements of a kernel-compiling device (OpenCL).

@@ -62,6 +62,14 @@ void bind_opencl(py::module_& m) {
         return py::none();
       },
       py::arg("device"), py::arg("dtype"), py::arg("macs") = -1);
+  // How products of a 16-bit dtype compute on an OpenCL device (probing its matrix units once); None elsewhere.
+  m.def(
+      "precision_mode",
+      [](Device& d, const std::string& dtype) -> py::object {
+        if (auto* t = find_extension<GemmTuning>(d.backend())) return py::str(t->precision_mode(dtype_from_name(dtype)));
+        return py::none();
+      },
+      py::arg("device"), py::arg("dtype"));
   m.attr("GEMM_SMALL_MACS") = GemmTuning::kSmallMacs;  // the small size class of the database and the tuner
   m.def(
       "set_gemm_params",

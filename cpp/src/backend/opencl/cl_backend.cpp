@@ -244,7 +244,10 @@ GemmParams ClBackend::gemm_params(DType t, std::int64_t macs) {
   std::lock_guard<std::mutex> lock(mu_);
   load_tuned_once();
   const GemmParams* p = override_for(t, macs);
-  return p ? *p : gemm_database_lookup(info_, t, macs);
+  if (p) return *p;
+  // the probe runs only where a matrix-unit entry could apply (NVIDIA, 16-bit data)
+  const bool sixteen = t == DType::f16 || t == DType::bf16;
+  return gemm_database_lookup(info_, t, macs, sixteen && matrix_units(t));
 }
 
 void ClBackend::clear_gemm_params(DType t) {
@@ -274,6 +277,7 @@ void ClBackend::set(DType t, const std::string& params, const std::string& sourc
 }
 
 void ClBackend::set_gemm_params(DType t, const GemmParams& p) {
+  p.check_dtype(t);
   p.validate(info_, t == DType::f64 ? 8 : 4);
   std::lock_guard<std::mutex> lock(mu_);
   load_tuned_once();
@@ -507,6 +511,8 @@ void ClBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Bu
   auto run = [&](const GemmParams& q) {
     if (q.family == GemmParams::Family::packed)
       matmul_packed(q, d, mem_of(a), mem_of(b), mem_of(c), bm);
+    else if (q.family == GemmParams::Family::mma)
+      matmul_mma(q, d, mem_of(a), mem_of(b), mem_of(c), bm, matrix_units(d.dtype));
     else
       matmul_tiled(q.fitted(d.M, d.N), d, mem_of(a), mem_of(b), mem_of(c), bm);
   };
@@ -526,7 +532,7 @@ void ClBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Bu
     if (!used || used->str() != p.str()) throw;
     const std::string source = used->source;
     gemm_overrides_.erase(d.dtype);
-    const GemmParams fallback = gemm_database_lookup(info_, d.dtype, d.M * d.N * d.K);
+    const GemmParams fallback = gemm_database_lookup(info_, d.dtype, d.M * d.N * d.K, matrix_units(d.dtype));
     std::string why = e.what();
     why = why.substr(0, why.find('\n'));
     warn("dropping the " + source + " " + dtype_name(d.dtype) + " GEMM parameters '" + p.str() + "' of " +

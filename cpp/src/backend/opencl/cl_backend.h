@@ -73,6 +73,10 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   GemmParams gemm_params(DType t, std::int64_t macs = -1);
   void set_gemm_params(DType t, const GemmParams& p);
   void clear_gemm_params(DType t);  // back to the stored tuned entry, else the database
+  std::string precision_mode(DType t) override;
+  // Under mu_: whether float16 / bfloat16 products run on the device's matrix units, decided once per dtype by a
+  // probe GEMM with known integer data (built with the instruction and compared exactly); `why` says why not.
+  bool matrix_units(DType t, std::string* why = nullptr);
   // An event out-parameter for an enqueue: non-null only while a capture is open.
   cl_event* event_slot(cl_event& ev) { return recorder_.active() ? &ev : nullptr; }
   void record(const char* name, cl_event ev, double host_enqueue, std::uint64_t bytes);
@@ -89,6 +93,9 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void enqueue_planes(const char* name, cl_kernel k, std::int64_t cols, std::int64_t rows, std::int64_t planes);
   void throttle();
   void matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias);
+  // gemm_mma.cl; ptx: the instruction itself (after the probe), else its emulation
+  void matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias, bool ptx);
+  std::string probe_matrix_units(DType t);  // "" when the probe GEMM computed its known result
   // conv: B is the im2col matrix of the convolution's input images, gathered by the kernel (vtiled only)
   void matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias,
                     const Conv2dDesc* conv = nullptr);
@@ -122,6 +129,7 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void load_tuned_once();      // under mu_
   void apply_stored_tuning(std::optional<DType> only);  // under mu_: the stored entries (one dtype, or all)
   const GemmParams* override_for(DType t, std::int64_t macs) const;  // under mu_; nullptr: the database decides
+  std::map<DType, std::string> matrix_units_;  // the probe's verdict per dtype ("" usable, else why not)
   int gemm_faults_ = 0;  // inject_gemm_faults
   std::string kernel_variant_;  // set_kernel_variant
   std::string conv_algorithm_;  // set_conv_algorithm

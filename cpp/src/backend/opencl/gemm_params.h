@@ -1,5 +1,5 @@
 // GEMM kernel parameters per device: which member of the kernel family runs (packed for CPU devices, tiled or
-// vtiled for GPUs) and its tunables, passed to the .cl files as -D options. Looked up device name -> vendor -> device type ->
+// vtiled for GPUs, mma for float16/bfloat16 on matrix units) and its tunables, passed to the .cl files as -D options. Looked up device name -> vendor -> device type ->
 // default (like CLBlast's database); a tuned entry from the user cache (python -m hetnn tune gemm) overrides.
 #pragma once
 #include <cstdint>
@@ -11,7 +11,7 @@
 namespace hetnn::opencl {
 
 struct GemmParams {
-  enum class Family { packed, tiled, vtiled } family = Family::tiled;
+  enum class Family { packed, tiled, vtiled, mma } family = Family::tiled;
   // packed (gemm_packed.cl): RM x (VW*NV) register tile per work item; a work-group of LX x LY work items (LX = 0:
   // the runtime chooses) runs on one CPU thread, so its A and B panels are reused from cache LY and LX times
   int rm = 8, vw = 16, nv = 2, lx = 0, ly = 1, ku = 1;  // ly: work items per group along N; ku: k-loop unroll
@@ -21,6 +21,8 @@ struct GemmParams {
   // vtiled (gemm_vtiled.cl): the tiled parameters, plus the widths of the register tile's vectors along M and N
   // (local-memory reads and C stores); double-buffered slices, vector global loads where the layout allows
   int vwm = 4, vwn = 4;
+  // mma (gemm_mma.cl, float16/bfloat16): the TS_M x TS_N x TS_K tiles, computed by WM x WN warps of 32 work items
+  int wm = 2, wn = 4;
   std::string source;  // where the entry came from: "database:<match>", "tuned", "default"
   std::int64_t max_macs = -1;  // applies to problems of at most this many multiply-adds (M*N*K); -1: any size
 
@@ -33,9 +35,11 @@ struct GemmParams {
   static GemmParams parse(const std::string& text);  // inverse of str(); throws ValueError
   // Throws ValueError for impossible combinations and for tiles beyond the device's limits (REAL of real_bytes).
   void validate(const DeviceInfo& dev, std::size_t real_bytes = 4) const;
+  void check_dtype(DType t) const;  // ValueError where the family cannot compute t (mma: float16/bfloat16 only)
 };
 
 // `macs` = M*N*K of the problem (entries may be limited to small problems); -1 for "any" (the large entry).
-GemmParams gemm_database_lookup(const DeviceInfo& dev, DType dtype, std::int64_t macs = -1);
+// matrix_units: whether the device's matrix-unit path passed its probe (else mma entries are skipped).
+GemmParams gemm_database_lookup(const DeviceInfo& dev, DType dtype, std::int64_t macs = -1, bool matrix_units = false);
 
 }  // namespace hetnn::opencl

@@ -65,6 +65,7 @@ std::vector<GemmParams> parse_tuned(const json::Value& entry, const DeviceInfo& 
     const json::Value* params = e.get("params");
     if (!params || !params->string()) throw ValueError("no \"params\" string");
     GemmParams p = GemmParams::parse(*params->string());
+    p.check_dtype(dtype);
     p.validate(dev, dtype == DType::f64 ? 8 : 4);
     p.source = max_macs < 0 ? source : source + " (problems up to " + std::to_string(max_macs) + " multiply-adds)";
     p.max_macs = max_macs;

@@ -1,0 +1,128 @@
+// float16 / bfloat16 GEMMs on matrix units (kernels/gemm_mma.cl): the launch, and the probe that decides per device
+// and dtype whether the instruction is used. A device gets the matrix-unit path only if the probe GEMM builds with
+// the instruction and computes a known result exactly; otherwise the converted path (float32 arithmetic on 16-bit
+// storage) runs and precision_mode() says why.
+#include <cmath>
+#include <cstdlib>
+#include <vector>
+
+#include "backend/opencl/cl_args.h"
+#include "backend/opencl/cl_backend.h"
+#include "backend/opencl/cl_check.h"
+#include "core/errors.h"
+
+namespace hetnn::opencl {
+
+void ClBackend::matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias,
+                           bool ptx) {
+  // 16-byte global loads along an operand's contiguous dimension when it is a multiple of 8 (every row then starts
+  // 16-byte aligned, and a vector lies wholly inside or outside the matrix).
+  const bool va = (d.trans_a ? d.M : d.K) % 8 == 0, vb = (d.trans_b ? d.K : d.N) % 8 == 0;
+  const std::string opts = common_options(d.dtype) + " " + p.defines() + " -DTRANS_A=" + std::to_string(d.trans_a) +
+                           " -DTRANS_B=" + std::to_string(d.trans_b) + " -DVA=" + (va ? "1" : "0") +
+                           " -DVB=" + (vb ? "1" : "0") + " -DMMA_PTX=" + (ptx ? "1" : "0");
+  cl_kernel k = kernel("gemm_mma.cl", "gemm_mma", opts);
+  const cl_int M = static_cast<cl_int>(d.M), N = static_cast<cl_int>(d.N), K = static_cast<cl_int>(d.K);
+  const cl_long sa = d.batch_a == 1 ? 0 : d.M * d.K, sb = d.batch_b == 1 ? 0 : d.K * d.N;
+  ArgSetter set{k, "gemm_mma"};
+  set(M)(N)(K).real(d.alpha, d.dtype).real(d.beta, d.dtype);
+  set(a)(sa)(b)(sb)(c)(bias)(cl_int{d.has_bias ? 1 : 0})(static_cast<cl_int>(d.act))(K)(cl_int{1});
+  const std::size_t local[3] = {static_cast<std::size_t>(32 * p.wm * p.wn), 1, 1};
+  const std::size_t global[3] = {static_cast<std::size_t>((d.N + p.ts_n - 1) / p.ts_n) * local[0],
+                                 static_cast<std::size_t>((d.M + p.ts_m - 1) / p.ts_m),
+                                 static_cast<std::size_t>(d.batch)};
+  enqueue("matmul", k, 3, global, local);
+}
+
+namespace {
+int sm_version(const std::string& arch) {  // "sm_90" -> 90; 0 when not an NVIDIA compute capability
+  if (arch.rfind("sm_", 0) != 0) return 0;
+  return std::atoi(arch.c_str() + 3);
+}
+}  // namespace
+
+std::string ClBackend::probe_matrix_units(DType t) {
+  if (const char* env = std::getenv("HETNN_MATRIX_UNITS"); env && std::string(env) == "0")
+    return "turned off (HETNN_MATRIX_UNITS=0)";
+  if (info_.vendor.find("NVIDIA") == std::string::npos)
+    return "hetnn drives matrix units on NVIDIA GPUs only (mma.sync)";
+  if (sm_version(info_.arch) < 80)
+    return "needs compute capability 8.0 or newer, the device reports '" + info_.arch + "'";
+  // 64 x 64 x 64 with integers in [-3, 3]: every product and sum is exact in float32, and every result (|c| <= 576)
+  // is exact in float16; bfloat16 keeps 8 significant bits, so the data are scaled to keep |c| <= 256 exact there.
+  const int n = 64, lim = t == DType::bf16 ? 2 : 3;
+  std::vector<std::uint16_t> ha(n * n), hb(n * n), hc(n * n, 0xffff);
+  std::vector<int> ia(n * n), ib(n * n);
+  std::uint32_t s = 12345u;
+  auto next = [&] { s = s * 1664525u + 1013904223u; return static_cast<int>((s >> 16) % (2 * lim + 1)) - lim; };
+  auto bits = [&](int v) -> std::uint16_t {
+    if (v == 0) return 0;
+    const std::uint16_t sign = v < 0 ? 0x8000 : 0;
+    const int m = v < 0 ? -v : v;
+    if (t == DType::bf16) {  // 1, 2, 3 as bfloat16: the upper halves of 0x3f800000, 0x40000000, 0x40400000
+      const std::uint16_t b[4] = {0, 0x3f80, 0x4000, 0x4040};
+      return sign | b[m];
+    }
+    const std::uint16_t h[4] = {0, 0x3c00, 0x4000, 0x4200};
+    return sign | h[m];
+  };
+  for (int i = 0; i < n * n; ++i) ha[i] = bits(ia[i] = next()), hb[i] = bits(ib[i] = next());
+  cl_int st = CL_SUCCESS;
+  const std::size_t bytes = ha.size() * 2;
+  Mem ma(clCreateBuffer(context_.get(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, ha.data(), &st));
+  if (st != CL_SUCCESS) throw_cl_error(st, "clCreateBuffer(matrix-unit probe)");
+  Mem mb(clCreateBuffer(context_.get(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, hb.data(), &st));
+  if (st != CL_SUCCESS) throw_cl_error(st, "clCreateBuffer(matrix-unit probe)");
+  Mem mc(clCreateBuffer(context_.get(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, hc.data(), &st));
+  if (st != CL_SUCCESS) throw_cl_error(st, "clCreateBuffer(matrix-unit probe)");
+  MatmulDesc d;
+  d.M = d.N = d.K = n;
+  d.dtype = t;
+  try {
+    matmul_mma(GemmParams::parse("family=mma ts_m=32 ts_n=32 ts_k=32 wm=2 wn=2"), d, ma.get(), mb.get(), mc.get(),
+               mc.get(), true);
+    HETNN_CL_CHECK(clEnqueueReadBuffer(queue_.get(), mc.get(), CL_TRUE, 0, bytes, hc.data(), 0, nullptr, nullptr));
+  } catch (const OutOfMemory&) {
+    throw;
+  } catch (const Error& e) {
+    const std::string why = e.what();
+    return "the probe GEMM failed: " + why.substr(0, why.find('\n'));
+  }
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      int ref = 0;
+      for (int k = 0; k < n; ++k) ref += ia[i * n + k] * ib[k * n + j];
+      // back to an integer: float16 (10 fraction bits) or bfloat16 (7) of a value that is exact in it
+      const std::uint16_t h = hc[i * n + j];
+      const int sign = h & 0x8000 ? -1 : 1, fb = t == DType::bf16 ? 7 : 10, eb = t == DType::bf16 ? 127 : 15;
+      const int e = ((h & 0x7fff) >> fb), f = h & ((1 << fb) - 1);
+      double v = e == 0 ? 0.0 : (1.0 + f / double(1 << fb)) * std::ldexp(1.0, e - eb);
+      if (e == 0 && f != 0) v = -1.0;  // subnormal: not a value this probe makes
+      if (sign * v != ref)
+        return "the probe GEMM computed C[" + std::to_string(i) + "][" + std::to_string(j) + "] = " +
+               std::to_string(sign * v) + ", expected " + std::to_string(ref);
+    }
+  return "";
+}
+
+bool ClBackend::matrix_units(DType t, std::string* why) {
+  if (t != DType::f16 && t != DType::bf16) {
+    if (why) *why = "matrix units are used for float16 and bfloat16 only";
+    return false;
+  }
+  auto it = matrix_units_.find(t);
+  if (it == matrix_units_.end()) it = matrix_units_.emplace(t, probe_matrix_units(t)).first;
+  if (why) *why = it->second;
+  return it->second.empty();
+}
+
+std::string ClBackend::precision_mode(DType t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string why;
+  const char* converted = t == DType::bf16 ? "converted (bit shifts)" : "converted (vload_half)";
+  if (t != DType::f16 && t != DType::bf16) return "native";
+  if (matrix_units(t, &why)) return "tensor cores (mma.sync m16n8k16, float32 accumulation)";
+  return std::string(converted) + "; tensor cores unused: " + why;
+}
+
+}  // namespace hetnn::opencl

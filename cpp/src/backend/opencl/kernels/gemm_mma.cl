@@ -1,0 +1,284 @@
+// gemm_mma.cl: C[b] = act(alpha * op(A[b]) * op(B[b]) + beta * C[b] + bias) for float16 and bfloat16 data on matrix
+// units: products of 16 x 8 x 16 (m16n8k16) tiles with float32 accumulation, as cuBLAS computes them. The member
+// "mma" of the GEMM family; same arguments as gemm_vtiled (split-K is never used: splits = 1).
+//  - A work-group of WM x WN warps (32 work items each, one dimension) computes a TS_M x TS_N tile of C; each warp a
+//    (TS_M / WM) x (TS_N / WN) piece of it as MT x NT tiles of 16 x 8, whose accumulators live in its registers.
+//  - TS_K-deep slices of A and B are staged in two local buffers as raw 16-bit values, row-major A[m][k] and
+//    column-major B[n][k] (the layouts the instruction's fragments read as 32-bit pairs), each row padded by 8 values
+//    so that a warp's fragment reads fall on 32 distinct banks. The next slice's global loads are in flight while the
+//    current one is multiplied (one barrier a slice).
+//  - Global loads move 8 values (16 bytes) along the operand's contiguous dimension where the host set VA / VB (that
+//    dimension a multiple of 8), else the same 8 element by element with bounds.
+//  - MMA_PTX=1 (set by the host only after a probe GEMM built and computed correctly on the device): NVIDIA's
+//    mma.sync through inline PTX (sm_80 and newer). Otherwise the instruction is emulated on the same fragment
+//    addressing and the PTX ISA's fragment layout, so that every other part of this kernel runs and is tested on
+//    any OpenCL device; the emulation is slow and only explicit parameters select it.
+#include "common.cl"
+#ifndef TS_M
+#define TS_M 128
+#endif
+#ifndef TS_N
+#define TS_N 128
+#endif
+#ifndef TS_K
+#define TS_K 32
+#endif
+#ifndef WM
+#define WM 2
+#endif
+#ifndef WN
+#define WN 4
+#endif
+#ifndef VA
+#define VA 0
+#endif
+#ifndef VB
+#define VB 0
+#endif
+#ifndef MMA_PTX
+#define MMA_PTX 0
+#endif
+#if !defined(STORE_HALF) && !defined(STORE_BF16)
+#error "gemm_mma computes float16 or bfloat16 data"
+#endif
+// The accumulators must stay in registers on the GPU (every index known at compile time); the emulation's
+// epilogue is left rolled, which cut PoCL's build of a 64 x 32 tile from 12.8 s to 0.8 s.
+#if MMA_PTX
+#define PTX_UNROLL _Pragma("unroll")
+#else
+#define PTX_UNROLL _Pragma("unroll 1")
+#endif
+#define LSIZE (32 * WM * WN)
+#define WTM (TS_M / WM)  // a warp's piece of the tile
+#define WTN (TS_N / WN)
+#define MT (WTM / 16)    // 16 x 8 tiles per warp along M and N
+#define NT (WTN / 8)
+#define LDS (TS_K + 8)   // 16-bit values per local row
+#define A_VECS (TS_M * TS_K / 8 / LSIZE)  // 8-value vectors each work item moves per slice
+#define B_VECS (TS_N * TS_K / 8 / LSIZE)
+
+inline uint pack2(ushort lo, ushort hi) { return (uint)lo | ((uint)hi << 16); }
+
+// 8 consecutive values at `at` (along the contiguous dimension), of which the first `n` exist (n <= 0: none).
+inline uint4 load8(__global const ushort* restrict p, const long at, const int n, const int vec) {
+  if (vec) return n > 0 ? *(__global const uint4*)(p + at) : (uint4)(0);  // at: a multiple of 8, so aligned
+  ushort v[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v[e] = e < n ? p[at + e] : (ushort)0;
+  return (uint4)(pack2(v[0], v[1]), pack2(v[2], v[3]), pack2(v[4], v[5]), pack2(v[6], v[7]));
+}
+
+// Global -> registers: slice k0 of A, TS_M x TS_K (vector i of the slice is at row/column i / per-line).
+inline void load_a(__global const ushort* restrict A, const int M, const int K, const int m0, const int k0,
+                   const int lid, uint4* ra) {
+#pragma unroll
+  for (int l = 0; l < A_VECS; ++l) {
+    const int i = lid + l * LSIZE;
+#if TRANS_A  // A stored (K, M): vectors along M
+    const int mv = i % (TS_M / 8), kk = i / (TS_M / 8), gm = m0 + mv * 8, gk = k0 + kk;
+    ra[l] = load8(A, (long)gk * M + gm, gk < K ? M - gm : 0, VA);
+#else  // A stored (M, K): vectors along K
+    const int kv = i % (TS_K / 8), mm = i / (TS_K / 8), gm = m0 + mm, gk = k0 + kv * 8;
+    ra[l] = load8(A, (long)gm * K + gk, gm < M ? K - gk : 0, VA);
+#endif
+  }
+}
+
+inline void load_b(__global const ushort* restrict B, const int N, const int K, const int n0, const int k0,
+                   const int lid, uint4* rb) {
+#pragma unroll
+  for (int l = 0; l < B_VECS; ++l) {
+    const int i = lid + l * LSIZE;
+#if TRANS_B  // B stored (N, K): vectors along K
+    const int kv = i % (TS_K / 8), nn = i / (TS_K / 8), gn = n0 + nn, gk = k0 + kv * 8;
+    rb[l] = load8(B, (long)gn * K + gk, gn < N ? K - gk : 0, VB);
+#else  // B stored (K, N): vectors along N
+    const int nv = i % (TS_N / 8), kk = i / (TS_N / 8), gn = n0 + nv * 8, gk = k0 + kk;
+    rb[l] = load8(B, (long)gk * N + gn, gk < K ? N - gn : 0, VB);
+#endif
+  }
+}
+
+// The 8 values of a vector one by one, `stride` apart (the stores of a transposing copy).
+inline void scatter8(const uint4 v, __local ushort* dst, const int stride) {
+  const uint w[4] = {v.s0, v.s1, v.s2, v.s3};
+#pragma unroll
+  for (int e = 0; e < 8; ++e) dst[e * stride] = (ushort)(w[e >> 1] >> ((e & 1) * 16));
+}
+
+// Registers -> local: As[m][k] and Bs[n][k], rows LDS values apart.
+inline void store_a(__local ushort* as, const int lid, const uint4* ra) {
+#pragma unroll
+  for (int l = 0; l < A_VECS; ++l) {
+    const int i = lid + l * LSIZE;
+#if TRANS_A
+    const int mv = i % (TS_M / 8), kk = i / (TS_M / 8);
+    scatter8(ra[l], as + mv * 8 * LDS + kk, LDS);
+#else
+    const int kv = i % (TS_K / 8), mm = i / (TS_K / 8);
+    *(__local uint4*)(as + mm * LDS + kv * 8) = ra[l];  // 16-byte aligned: LDS and kv * 8 are multiples of 8
+#endif
+  }
+}
+
+inline void store_b(__local ushort* bs, const int lid, const uint4* rb) {
+#pragma unroll
+  for (int l = 0; l < B_VECS; ++l) {
+    const int i = lid + l * LSIZE;
+#if TRANS_B
+    const int kv = i % (TS_K / 8), nn = i / (TS_K / 8);
+    *(__local uint4*)(bs + nn * LDS + kv * 8) = rb[l];
+#else
+    const int nv = i % (TS_N / 8), kk = i / (TS_N / 8);
+    scatter8(rb[l], bs + nv * 8 * LDS + kk, LDS);
+#endif
+  }
+}
+
+// Fragments (PTX ISA, mma.m16n8k16 with 16-bit inputs; lane = 4 * group + t): register r of A's fragment holds
+// A[group + 8 * (r & 1)][2t + 8 * (r >> 1) + {0, 1}] of a 16 x 16 piece, register r of B's holds
+// B[2t + 8r + {0, 1}][group] of a 16 x 8 piece, and accumulator q is C[group + 8 * (q >> 1)][2t + (q & 1)]. These
+// give the 32-bit word of the local slice that lane `ln` loads as register r of tile i (j) at depth ks.
+inline int a_word(const int ln, const int i, const int r, const int ks, const int wm) {
+  return ((wm * WTM + i * 16 + (ln >> 2) + 8 * (r & 1)) * LDS + ks + 2 * (ln & 3) + 8 * (r >> 1)) >> 1;
+}
+inline int b_word(const int ln, const int j, const int r, const int ks, const int wn) {
+  return ((wn * WTN + j * 8 + (ln >> 2)) * LDS + ks + 2 * (ln & 3) + 8 * r) >> 1;
+}
+
+#if MMA_PTX
+// c += a * b for one 16 x 8 x 16 tile: a warp-wide instruction, every lane of the warp executes it together.
+#ifdef STORE_BF16
+#define MMA(c, a, b)                                                                                           \
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
+               "{%0,%1,%2,%3};"                                                                               \
+               : "+f"((c)[0]), "+f"((c)[1]), "+f"((c)[2]), "+f"((c)[3])                                       \
+               : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"((b)[0]), "r"((b)[1]))
+#else
+#define MMA(c, a, b)                                                                                       \
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
+               "{%0,%1,%2,%3};"                                                                           \
+               : "+f"((c)[0]), "+f"((c)[1]), "+f"((c)[2]), "+f"((c)[3])                                   \
+               : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"((b)[0]), "r"((b)[1]))
+#endif
+#else
+inline float raw_to_float(const uint bits) {
+#ifdef STORE_BF16
+  return as_float(bits << 16);
+#else
+  const ushort h = (ushort)bits;
+  return vload_half(0, (const half*)&h);
+#endif
+}
+// The instruction emulated on the fragments' layout: lane `lane`'s accumulators of tile (i, j) gain the products of
+// the values the owning lanes' registers would hold, read where those lanes would load them (a_word, b_word).
+inline void mma_emulated(float* c, const __local uint* as, const __local uint* bs, const int i, const int j,
+                         const int ks, const int wm, const int wn, const int lane) {
+  const int g = lane >> 2, t = lane & 3;
+  for (int q = 0; q < 4; ++q) {
+    const int row = g + 8 * (q >> 1), col = 2 * t + (q & 1);
+    float s = 0.0f;
+    for (int k = 0; k < 16; ++k) {
+      const uint aw = as[a_word((row & 7) * 4 + ((k & 7) >> 1), i, (row >> 3) + 2 * (k >> 3), ks, wm)];
+      const uint bw = bs[b_word(col * 4 + ((k & 7) >> 1), j, k >> 3, ks, wn)];
+      s += raw_to_float((aw >> ((k & 1) * 16)) & 0xffffu) * raw_to_float((bw >> ((k & 1) * 16)) & 0xffffu);
+    }
+    c[q] += s;
+  }
+}
+#endif
+
+__kernel __attribute__((reqd_work_group_size(LSIZE, 1, 1)))
+void gemm_mma(const int M, const int N, const int K, const float alpha, const float beta,
+              __global const ushort* restrict A, const long a_batch_stride,
+              __global const ushort* restrict B, const long b_batch_stride,
+              __global STORAGE* restrict C, __global const STORAGE* restrict bias, const int has_bias,
+              const int act, const int k_chunk, const int splits) {
+  const int lid = get_local_id(0), lane = lid & 31, warp = lid >> 5;
+  const int wm = warp / WN, wn = warp % WN, g = lane >> 2, t = lane & 3;
+  const int n0 = get_group_id(0) * TS_N, m0 = get_group_id(1) * TS_M;
+  const long batch = get_group_id(2);
+  A += batch * a_batch_stride;
+  B += batch * b_batch_stride;
+  C += batch * (long)M * N;
+
+  __local uint4 as_[2][TS_M * LDS / 8], bs_[2][TS_N * LDS / 8];  // uint4: 16-byte aligned rows
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
+
+  uint4 ra[A_VECS], rb[B_VECS];
+  if (K > 0) {
+    load_a(A, M, K, m0, 0, lid, ra);
+    load_b(B, N, K, n0, 0, lid, rb);
+    store_a((__local ushort*)as_[0], lid, ra);
+    store_b((__local ushort*)bs_[0], lid, rb);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+
+  int buf = 0;
+  for (int k0 = 0; k0 < K; k0 += TS_K) {
+    const int next = k0 + TS_K;
+    if (next < K) {  // in flight while this slice is multiplied
+      load_a(A, M, K, m0, next, lid, ra);
+      load_b(B, N, K, n0, next, lid, rb);
+    }
+    const __local uint* as = (const __local uint*)as_[buf];
+    const __local uint* bs = (const __local uint*)bs_[buf];
+#pragma unroll
+    for (int ks = 0; ks < TS_K; ks += 16) {
+#if MMA_PTX
+      uint af[MT][4], bf[NT][2];
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) af[i][r] = as[a_word(lane, i, r, ks, wm)];
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) bf[j][r] = bs[b_word(lane, j, r, ks, wn)];
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) MMA(acc[i][j], af[i], bf[j]);
+#else
+      for (int i = 0; i < MT; ++i)
+        for (int j = 0; j < NT; ++j) mma_emulated(acc[i][j], as, bs, i, j, ks, wm, wn, lane);
+#endif
+    }
+    if (next < K) {
+      store_a((__local ushort*)as_[buf ^ 1], lid, ra);
+      store_b((__local ushort*)bs_[buf ^ 1], lid, rb);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    buf ^= 1;
+  }
+
+  // Epilogue: acc[i][j][r] is C[m0 + wm * WTM + i * 16 + g + 8 * (r >> 1)][n0 + wn * WTN + j * 8 + 2t + (r & 1)].
+PTX_UNROLL
+  for (int i = 0; i < MT; ++i) {
+PTX_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const int m = m0 + wm * WTM + i * 16 + g + 8 * h;
+      if (m >= M) continue;
+PTX_UNROLL
+      for (int j = 0; j < NT; ++j) {
+PTX_UNROLL
+        for (int e = 0; e < 2; ++e) {
+          const int n = n0 + wn * WTN + j * 8 + 2 * t + e;
+          if (n >= N) continue;
+          const long at = (long)m * N + n;
+          const float r = acc[i][j][2 * h + e];
+          // beta == 0 overwrites: C may hold garbage or NaN that must not leak into the result.
+          float v = beta == 0.0f ? alpha * r : alpha * r + beta * LOAD1(C, at);
+          if (has_bias) v += LOAD1(bias, has_bias == 2 ? m : n);
+          STORE1(ACTIVATE(v, act), C, at);
+        }
+      }
+    }
+  }
+}
