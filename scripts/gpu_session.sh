@@ -2,7 +2,7 @@
 # A session on a lent NVIDIA GPU machine (the device tool; docs/gpu.md): builds hetnn against NVIDIA's OpenCL, runs
 # the GEMM kernels' tests there, then the measurements named by STAGES against cuBLAS (CuPy, PyTorch; TF32 off).
 #   bash scripts/gpu_session.sh check,square,resnet50,tune
-#   bash scripts/gpu_session.sh mma-check,half,bf16,conv      (float16/bfloat16 on the matrix units; issue 39)
+#   bash scripts/gpu_session.sh mma-check,half,bf16,tune-half,conv   (float16/bfloat16 on the matrix units; issue 39)
 # The machine is bare: .gpu/ (carried, git-ignored) holds the OpenCL loader and header .debs (apt-get download
 # ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers opencl-clhpp-headers) and the oneDNN wheels (pip download
 # onednn-cpu-gomp==2023.2.0 onednn-devel-cpu-gomp==2023.2.0). Logs and the tuning cache go to $OUT.
@@ -124,6 +124,8 @@ for s in ${STAGES//,/ }; do
     resnet50) run resnet50 180 python3 scripts/gemm_vs_vendor.py --shapes resnet50 --rounds 10 --params "$SMALL" ;;
     tune) run tune 250 python3 -m hetnn tune gemm --device gpu --budget 200 -v \
       --sizes 1024,2048,4096,3136x64x576,784x128x1152,196x256x2304,49x512x4608,12544x64x147 ;;
+    tune-half) tensor_cores && run tune-half 200 python3 -m hetnn tune gemm --device gpu --dtype float16 --budget 150 \
+      -v --sizes 1024,2048,4096,3136x64x576,784x128x1152 ;;
     bench) run bench 120 python3 -m hetnn bench matmul --shapes resnet50 --device gpu --compare cupy,torch ;;
     conv) run conv 180 python3 scripts/conv_vs_torch.py --algorithms auto,winograd,im2col ;;
     conv-check) run conv-check 150 python3 -m pytest -x -q -n 8 -p no:cacheprovider tests/test_conv_implicit.py \

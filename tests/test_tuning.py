@@ -1,8 +1,10 @@
 """GEMM parameters: the per-device database, overrides, the tuner end to end, and the tuning cache."""
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -434,3 +436,55 @@ def test_tiled_split_k_is_correct(opencl_device, rng, dtype, tol, params):
             assert np.max(np.abs(y.numpy() - prod[0])) < tol * np.sqrt(k), (m, n, k)
     finally:
         _core.set_gemm_params(opencl_device._dev, dtype, restore, source)
+
+
+def test_matrix_unit_members_are_tried_only_on_matrix_units(opencl_device):
+    from hetnn.tune import _mma_candidates, candidates
+
+    for dtype, mode in (("float16", opencl_device.float16_mode), ("bfloat16", opencl_device.bfloat16_mode)):
+        has = any(c.startswith("family=mma") for c in candidates(opencl_device, dtype))
+        assert has == mode.startswith("tensor cores"), (dtype, mode)
+    old, source = _core.gemm_params(opencl_device._dev, "float16")
+    restore = "" if source.startswith(("database", "default")) else old
+    try:  # the search space holds only members the core accepts (its own checks, with a CPU device's wide limits)
+        for params in _mma_candidates():
+            _core.set_gemm_params(opencl_device._dev, "float16", params, "test")
+    finally:
+        _core.set_gemm_params(opencl_device._dev, "float16", restore, source)
+
+
+def test_tuner_in_float16_checks_results_at_its_precision(opencl_device):
+    from hetnn.tune import tune_gemm
+
+    r = tune_gemm(opencl_device, [(33, 65, 17)], dtype="float16", budget=4, max_candidates=2, save=False)
+    assert r["rejected"] == 0 and r["gflops"] > 0 and r["params"]
+
+
+def test_matrix_unit_verdict_is_cached_and_an_unfinished_probe_not_retried(tmp_path, opencl_device):
+    # HETNN_MATRIX_UNITS=probe runs the probe on any device (off NVIDIA its build fails, which is a verdict too)
+    env = dict(os.environ, HETNN_CACHE_DIR=str(tmp_path), HETNN_MATRIX_UNITS="probe")
+    env.pop("HETNN_POISON", None)
+    code = f"import hetnn; print(hetnn.device({opencl_device.id!r}).float16_mode)"
+
+    def mode():
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+
+    first = mode()
+    (verdict,) = (tmp_path / "matrix_units").glob("*.txt")
+    text = verdict.read_text()
+    assert text == "ok\n" if first.startswith("tensor cores") else text.startswith("no\nthe probe GEMM failed")
+    assert mode() == first  # read back, not probed again
+    verdict.write_text(f"pending {socket.gethostname()} 999999999\n")  # left by a process that crashed probing
+    again = mode()
+    assert again.startswith("converted") and "did not finish in an earlier process" in again and str(verdict) in again
+    # a probe in progress in a live process is waited for, and its verdict taken
+    verdict.write_text(f"pending {socket.gethostname()} {os.getpid()}\n")
+    child = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    time.sleep(1.0)
+    verdict.write_text("no\nprobed by a neighbour")
+    out, err = child.communicate(timeout=300)
+    assert child.returncode == 0, err
+    assert out.strip().endswith("tensor cores unused: probed by a neighbour")

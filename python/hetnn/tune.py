@@ -42,6 +42,33 @@ _VTILED_FIRST = ["128 128 16 8 8 4 4", "128 128 8 8 8 4 4", "128 64 16 8 4 4 4",
                  "128 256 8 8 8 4 4", "64 64 32 4 4 4 4", "32 64 32 4 2 2 2", "64 32 32 4 2 4 2"]
 
 
+# mma members (float16/bfloat16 on matrix units) tried first, in this order: the best of the five measured on an H200
+# (docs/gpu.md), then the others of that run.
+_MMA_FIRST = ["64 64 32 2 2", "128 128 32 2 2", "256 128 16 4 2", "128 128 32 2 4", "128 256 16 2 4"]
+
+
+def _mma(spec: str) -> str:
+    ts_m, ts_n, ts_k, wm, wn = spec.split()
+    return f"family=mma ts_m={ts_m} ts_n={ts_n} ts_k={ts_k} wm={wm} wn={wn}"
+
+
+def _mma_candidates() -> List[str]:
+    """Warp tiles of whole 16 x 8 pieces, work-groups of 2-16 warps that move whole 8-value vectors of each slice
+    (the device's own limits are checked when a candidate is set)."""
+    out = []
+    for ts_m, ts_n, ts_k, wm, wn in itertools.product((32, 64, 128, 256), (32, 64, 128, 256), (16, 32, 64),
+                                                     (1, 2, 4), (1, 2, 4)):
+        lsize = 32 * wm * wn
+        if (ts_m % (16 * wm) or ts_n % (8 * wn) or lsize < 64 or (ts_m * ts_k // 8) % lsize
+                or (ts_n * ts_k // 8) % lsize):
+            continue
+        out.append(_mma(f"{ts_m} {ts_n} {ts_k} {wm} {wn}"))
+    rng = random.Random(0)
+    rng.shuffle(out)
+    first = [c for c in map(_mma, _MMA_FIRST) if c in out]
+    return first + [c for c in out if c not in first]
+
+
 def _vtiled(spec: str) -> str:
     ts_m, ts_n, ts_k, wm, wn, vm, vn = spec.split()
     return f"family=vtiled ts_m={ts_m} ts_n={ts_n} ts_k={ts_k} wpt_m={wm} wpt_n={wn} vwm={vm} vwn={vn}"
@@ -80,8 +107,13 @@ def candidates(device: Device, dtype: str, first: Optional[str] = None) -> List[
     rng.shuffle(vtiled)
     first_vtiled = [c for c in map(_vtiled, _VTILED_FIRST) if c in vtiled]
     vtiled = first_vtiled + [c for c in vtiled if c not in first_vtiled]
-    # The family shaped for the device first: packed for CPU devices, vtiled then tiled for GPUs.
+    # The family shaped for the device first: packed for CPU devices, vtiled then tiled for GPUs; 16-bit data on
+    # matrix units (the probe passed: Device.float16_mode) the mma members before all (elsewhere their instruction
+    # is emulated, slowly, and they are not tried).
     out = packed + vtiled + tiled if device.type == "cpu" else vtiled + tiled + packed
+    mode = {"float16": device.float16_mode, "bfloat16": device.bfloat16_mode}.get(dtype, "")
+    if mode.startswith("tensor cores"):
+        out = _mma_candidates() + out
     return [current] + [c for c in out if c != current]
 
 
@@ -127,7 +159,8 @@ def _search(device: Device, dtype: str, problems: Sequence[_Problem], cands: Seq
             progress: Optional[Callable[[str], None]]) -> Tuple[List[Tuple[float, str]], int]:
     """Every candidate (until the budget is spent) timed on ``problems``: ([(GFLOP/s, params)] best first, the
     number rejected)."""
-    tol = 1e-4 if dtype == "float32" else 1e-10
+    # relative to the largest result: float32 and float64 sums, or one rounding of the result to 16 bits
+    tol = {"float32": 1e-4, "float64": 1e-10, "float16": 2e-3, "bfloat16": 1.6e-2}[dtype]
     results: List[Tuple[float, str]] = []
     best_times: Optional[List[float]] = None
     rejected = 0

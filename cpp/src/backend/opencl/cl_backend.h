@@ -95,7 +95,8 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias);
   // gemm_mma.cl; ptx: the instruction itself (after the probe), else its emulation
   void matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias, bool ptx);
-  std::string probe_matrix_units(DType t);  // "" when the probe GEMM computed its known result
+  std::string probe_matrix_units(DType t);  // "" when usable (the cached verdict, else the probe's), else why not
+  std::string run_matrix_unit_probe(DType t);  // "" when the probe GEMM computed its known result
   // conv: B is the im2col matrix of the convolution's input images, gathered by the kernel (vtiled only)
   void matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias,
                     const Conv2dDesc* conv = nullptr);

@@ -2,13 +2,22 @@
 // and dtype whether the instruction is used. A device gets the matrix-unit path only if the probe GEMM builds with
 // the instruction and computes a known result exactly; otherwise the converted path (float32 arithmetic on 16-bit
 // storage) runs and precision_mode() says why.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
+#include <thread>
 #include <vector>
 
 #include "backend/opencl/cl_args.h"
 #include "backend/opencl/cl_backend.h"
 #include "backend/opencl/cl_check.h"
+#include "backend/opencl/program_cache.h"
+#include "core/cache_dir.h"
 #include "core/errors.h"
 
 namespace hetnn::opencl {
@@ -42,12 +51,49 @@ int sm_version(const std::string& arch) {  // "sm_90" -> 90; 0 when not an NVIDI
 }  // namespace
 
 std::string ClBackend::probe_matrix_units(DType t) {
-  if (const char* env = std::getenv("HETNN_MATRIX_UNITS"); env && std::string(env) == "0")
-    return "turned off (HETNN_MATRIX_UNITS=0)";
-  if (info_.vendor.find("NVIDIA") == std::string::npos)
-    return "hetnn drives matrix units on NVIDIA GPUs only (mma.sync)";
-  if (sm_version(info_.arch) < 80)
-    return "needs compute capability 8.0 or newer, the device reports '" + info_.arch + "'";
+  const char* env = std::getenv("HETNN_MATRIX_UNITS");
+  const std::string setting = env ? env : "";
+  if (setting == "0") return "turned off (HETNN_MATRIX_UNITS=0)";
+  if (setting != "probe") {  // "probe": on any device (tests: the build fails off NVIDIA, and says so)
+    if (info_.vendor.find("NVIDIA") == std::string::npos)
+      return "hetnn drives matrix units on NVIDIA GPUs only (mma.sync)";
+    if (sm_version(info_.arch) < 80)
+      return "needs compute capability 8.0 or newer, the device reports '" + info_.arch + "'";
+  }
+  // The verdict is kept in the cache per device, driver, dtype and kernel source. "pending <host> <pid>" is written
+  // before the probe runs: a probe that took its process down (a driver crash) is not retried by every later
+  // process, and processes starting together wait for the one probing.
+  const auto dir = cache_dir("matrix_units");
+  const std::string path =
+      dir ? *dir + "/" + hex64(fnv1a(kernel_source("gemm_mma.cl"), fnv1a(device_identity(info_) + '\n' +
+                                                                           dtype_name(t)))) + ".txt"
+          : "";
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  const std::string mine = "pending " + std::string(host) + " " + std::to_string(getpid()) + "\n";
+  for (int waited_ms = 0; dir; waited_ms += 50) {
+    const auto seen = read_file(path, 4096);
+    if (!seen) break;
+    if (*seen == "ok\n") return "";
+    if (seen->rfind("no\n", 0) == 0) return seen->substr(3);
+    std::istringstream in(*seen);
+    std::string word, who;
+    long pid = 0;
+    in >> word >> who >> pid;
+    const bool running = word == "pending" && who == host && pid > 0 && pid != getpid() &&
+                         (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+    if (!running || waited_ms >= 120000)
+      return "its probe did not finish in an earlier process (crashed or stopped); delete " + path +
+             " to probe again";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // another process is probing
+  }
+  if (dir) write_file_atomic(path, mine);
+  std::string why = run_matrix_unit_probe(t);
+  if (dir) write_file_atomic(path, why.empty() ? "ok\n" : "no\n" + why);
+  return why;
+}
+
+std::string ClBackend::run_matrix_unit_probe(DType t) {
   // 64 x 64 x 64 with integers in [-3, 3]: every product and sum is exact in float32, and every result (|c| <= 576)
   // is exact in float16; bfloat16 keeps 8 significant bits, so the data are scaled to keep |c| <= 256 exact there.
   const int n = 64, lim = t == DType::bf16 ? 2 : 3;

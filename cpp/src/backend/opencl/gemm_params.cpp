@@ -216,7 +216,9 @@ void GemmParams::validate(const DeviceInfo& dev, std::size_t real_bytes) const {
       fail("ts_m * ts_k / 8 and ts_n * ts_k / 8 must be multiples of the work-group size (" + std::to_string(wg) +
            ")");
     if (wg > dev.max_work_group_size) fail("work-group of " + std::to_string(wg) + " exceeds the device's maximum");
-    const std::uint64_t local = 2u * (ts_m + ts_n) * (ts_k + 8) * 2;  // two slices of 16-bit values, rows padded by 8
+    // two slices of 16-bit values in either layout (gemm_mma.cl: rows padded by 8)
+    const auto slice = [&](std::uint64_t mn) { return std::max(mn * (ts_k + 8), static_cast<std::uint64_t>(ts_k) * (mn + 8)); };
+    const std::uint64_t local = 2u * (slice(ts_m) + slice(ts_n)) * 2;
     if (dev.local_mem && local > dev.local_mem)
       fail("its tiles need " + std::to_string(local) + " bytes of local memory, the device has " +
            std::to_string(dev.local_mem));

@@ -3,10 +3,12 @@
 // "mma" of the GEMM family; same arguments as gemm_vtiled (split-K is never used: splits = 1).
 //  - A work-group of WM x WN warps (32 work items each, one dimension) computes a TS_M x TS_N tile of C; each warp a
 //    (TS_M / WM) x (TS_N / WN) piece of it as MT x NT tiles of 16 x 8, whose accumulators live in its registers.
-//  - TS_K-deep slices of A and B are staged in two local buffers as raw 16-bit values, row-major A[m][k] and
-//    column-major B[n][k] (the layouts the instruction's fragments read as 32-bit pairs), each row padded by 8 values
-//    so that a warp's fragment reads fall on 32 distinct banks. The next slice's global loads are in flight while the
-//    current one is multiplied (one barrier a slice).
+//  - TS_K-deep slices of A and B are staged in two local buffers as raw 16-bit values, in the layout the operand
+//    has in global memory (A[m][k] or, transposed, A[k][m]; B[k][n] or B[n][k]), so that every store to local memory
+//    is one 16-byte vector; rows are padded by 8 values so that a warp's fragment reads fall on distinct banks. A
+//    fragment register is one 32-bit read where its two values are adjacent (k-contiguous rows), else two 16-bit
+//    reads (a transposing scatter of 16-bit stores instead ran into 8-way bank conflicts). The next slice's global
+//    loads are in flight while the current one is multiplied (one barrier a slice).
 //  - Global loads move 8 values (16 bytes) along the operand's contiguous dimension where the host set VA / VB (that
 //    dimension a multiple of 8), else the same 8 element by element with bounds.
 //  - MMA_PTX=1 (set by the host only after a probe GEMM built and computed correctly on the device): NVIDIA's
@@ -53,7 +55,22 @@
 #define WTN (TS_N / WN)
 #define MT (WTM / 16)    // 16 x 8 tiles per warp along M and N
 #define NT (WTN / 8)
-#define LDS (TS_K + 8)   // 16-bit values per local row
+// 16-bit values per local row, and per slice: A as A[m][k] (LDA = TS_K + 8) or, TRANS_A, A[k][m] (TS_M + 8); B as
+// B[n][k] (TRANS_B) or B[k][n]
+#if TRANS_A
+#define LDA (TS_M + 8)
+#define A_LOCAL (TS_K * LDA)
+#else
+#define LDA (TS_K + 8)
+#define A_LOCAL (TS_M * LDA)
+#endif
+#if TRANS_B
+#define LDB (TS_K + 8)
+#define B_LOCAL (TS_N * LDB)
+#else
+#define LDB (TS_N + 8)
+#define B_LOCAL (TS_K * LDB)
+#endif
 #define A_VECS (TS_M * TS_K / 8 / LSIZE)  // 8-value vectors each work item moves per slice
 #define B_VECS (TS_N * TS_K / 8 / LSIZE)
 
@@ -99,24 +116,18 @@ inline void load_b(__global const ushort* restrict B, const int N, const int K, 
   }
 }
 
-// The 8 values of a vector one by one, `stride` apart (the stores of a transposing copy).
-inline void scatter8(const uint4 v, __local ushort* dst, const int stride) {
-  const uint w[4] = {v.s0, v.s1, v.s2, v.s3};
-#pragma unroll
-  for (int e = 0; e < 8; ++e) dst[e * stride] = (ushort)(w[e >> 1] >> ((e & 1) * 16));
-}
-
-// Registers -> local: As[m][k] and Bs[n][k], rows LDS values apart.
+// Registers -> local: each vector where it lies in the operand's own layout (16-byte aligned: the row lengths and
+// the vectors' offsets along a row are multiples of 8 values).
 inline void store_a(__local ushort* as, const int lid, const uint4* ra) {
 #pragma unroll
   for (int l = 0; l < A_VECS; ++l) {
     const int i = lid + l * LSIZE;
 #if TRANS_A
     const int mv = i % (TS_M / 8), kk = i / (TS_M / 8);
-    scatter8(ra[l], as + mv * 8 * LDS + kk, LDS);
+    *(__local uint4*)(as + kk * LDA + mv * 8) = ra[l];
 #else
     const int kv = i % (TS_K / 8), mm = i / (TS_K / 8);
-    *(__local uint4*)(as + mm * LDS + kv * 8) = ra[l];  // 16-byte aligned: LDS and kv * 8 are multiples of 8
+    *(__local uint4*)(as + mm * LDA + kv * 8) = ra[l];
 #endif
   }
 }
@@ -127,10 +138,10 @@ inline void store_b(__local ushort* bs, const int lid, const uint4* rb) {
     const int i = lid + l * LSIZE;
 #if TRANS_B
     const int kv = i % (TS_K / 8), nn = i / (TS_K / 8);
-    *(__local uint4*)(bs + nn * LDS + kv * 8) = rb[l];
+    *(__local uint4*)(bs + nn * LDB + kv * 8) = rb[l];
 #else
     const int nv = i % (TS_N / 8), kk = i / (TS_N / 8);
-    scatter8(rb[l], bs + nv * 8 * LDS + kk, LDS);
+    *(__local uint4*)(bs + kk * LDB + nv * 8) = rb[l];
 #endif
   }
 }
@@ -138,12 +149,22 @@ inline void store_b(__local ushort* bs, const int lid, const uint4* rb) {
 // Fragments (PTX ISA, mma.m16n8k16 with 16-bit inputs; lane = 4 * group + t): register r of A's fragment holds
 // A[group + 8 * (r & 1)][2t + 8 * (r >> 1) + {0, 1}] of a 16 x 16 piece, register r of B's holds
 // B[2t + 8r + {0, 1}][group] of a 16 x 8 piece, and accumulator q is C[group + 8 * (q >> 1)][2t + (q & 1)]. These
-// give the 32-bit word of the local slice that lane `ln` loads as register r of tile i (j) at depth ks.
-inline int a_word(const int ln, const int i, const int r, const int ks, const int wm) {
-  return ((wm * WTM + i * 16 + (ln >> 2) + 8 * (r & 1)) * LDS + ks + 2 * (ln & 3) + 8 * (r >> 1)) >> 1;
+// read the register that lane `ln` holds for tile i (j) at depth ks from the local slice.
+inline uint a_frag(const __local ushort* as, const int ln, const int i, const int r, const int ks, const int wm) {
+  const int m = wm * WTM + i * 16 + (ln >> 2) + 8 * (r & 1), k = ks + 2 * (ln & 3) + 8 * (r >> 1);
+#if TRANS_A
+  return pack2(as[k * LDA + m], as[(k + 1) * LDA + m]);
+#else
+  return ((const __local uint*)as)[(m * LDA + k) >> 1];  // k even: an aligned pair
+#endif
 }
-inline int b_word(const int ln, const int j, const int r, const int ks, const int wn) {
-  return ((wn * WTN + j * 8 + (ln >> 2)) * LDS + ks + 2 * (ln & 3) + 8 * r) >> 1;
+inline uint b_frag(const __local ushort* bs, const int ln, const int j, const int r, const int ks, const int wn) {
+  const int n = wn * WTN + j * 8 + (ln >> 2), k = ks + 2 * (ln & 3) + 8 * r;
+#if TRANS_B
+  return ((const __local uint*)bs)[(n * LDB + k) >> 1];
+#else
+  return pack2(bs[k * LDB + n], bs[(k + 1) * LDB + n]);
+#endif
 }
 
 #if MMA_PTX
@@ -171,16 +192,16 @@ inline float raw_to_float(const uint bits) {
 #endif
 }
 // The instruction emulated on the fragments' layout: lane `lane`'s accumulators of tile (i, j) gain the products of
-// the values the owning lanes' registers would hold, read where those lanes would load them (a_word, b_word).
-inline void mma_emulated(float* c, const __local uint* as, const __local uint* bs, const int i, const int j,
+// the values the owning lanes' registers would hold, read as those lanes would read them (a_frag, b_frag).
+inline void mma_emulated(float* c, const __local ushort* as, const __local ushort* bs, const int i, const int j,
                          const int ks, const int wm, const int wn, const int lane) {
   const int g = lane >> 2, t = lane & 3;
   for (int q = 0; q < 4; ++q) {
     const int row = g + 8 * (q >> 1), col = 2 * t + (q & 1);
     float s = 0.0f;
     for (int k = 0; k < 16; ++k) {
-      const uint aw = as[a_word((row & 7) * 4 + ((k & 7) >> 1), i, (row >> 3) + 2 * (k >> 3), ks, wm)];
-      const uint bw = bs[b_word(col * 4 + ((k & 7) >> 1), j, k >> 3, ks, wn)];
+      const uint aw = a_frag(as, (row & 7) * 4 + ((k & 7) >> 1), i, (row >> 3) + 2 * (k >> 3), ks, wm);
+      const uint bw = b_frag(bs, col * 4 + ((k & 7) >> 1), j, k >> 3, ks, wn);
       s += raw_to_float((aw >> ((k & 1) * 16)) & 0xffffu) * raw_to_float((bw >> ((k & 1) * 16)) & 0xffffu);
     }
     c[q] += s;
@@ -202,7 +223,7 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
   B += batch * b_batch_stride;
   C += batch * (long)M * N;
 
-  __local uint4 as_[2][TS_M * LDS / 8], bs_[2][TS_N * LDS / 8];  // uint4: 16-byte aligned rows
+  __local uint4 as_[2][A_LOCAL / 8], bs_[2][B_LOCAL / 8];  // uint4: 16-byte aligned rows
   float acc[MT][NT][4];
 #pragma unroll
   for (int i = 0; i < MT; ++i)
@@ -227,8 +248,8 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
       load_a(A, M, K, m0, next, lid, ra);
       load_b(B, N, K, n0, next, lid, rb);
     }
-    const __local uint* as = (const __local uint*)as_[buf];
-    const __local uint* bs = (const __local uint*)bs_[buf];
+    const __local ushort* as = (const __local ushort*)as_[buf];
+    const __local ushort* bs = (const __local ushort*)bs_[buf];
 #pragma unroll
     for (int ks = 0; ks < TS_K; ks += 16) {
 #if MMA_PTX
@@ -236,11 +257,11 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
 #pragma unroll
       for (int i = 0; i < MT; ++i)
 #pragma unroll
-        for (int r = 0; r < 4; ++r) af[i][r] = as[a_word(lane, i, r, ks, wm)];
+        for (int r = 0; r < 4; ++r) af[i][r] = a_frag(as, lane, i, r, ks, wm);
 #pragma unroll
       for (int j = 0; j < NT; ++j)
 #pragma unroll
-        for (int r = 0; r < 2; ++r) bf[j][r] = bs[b_word(lane, j, r, ks, wn)];
+        for (int r = 0; r < 2; ++r) bf[j][r] = b_frag(bs, lane, j, r, ks, wn);
 #pragma unroll
       for (int i = 0; i < MT; ++i)
 #pragma unroll
