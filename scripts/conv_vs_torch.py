@@ -1,7 +1,7 @@
 """conv2d forward on a GPU: hetnn (OpenCL) with each of its algorithms against torch CUDA (cuDNN, TF32 off),
 interleaved in one run; float32, ResNet-50 layers. Each algorithm's result is checked against cuDNN's first.
 
-    python scripts/conv_vs_torch.py [--algorithms auto,winograd,im2col]
+    python scripts/conv_vs_torch.py [--algorithms auto,winograd,im2col] [--backward]
 
 auto: the device's own choice (implicit GEMM where the GEMM parameters in force are vtiled); winograd: F(2x2, 3x3)
 for the 3x3 stride-1 layers; im2col: the column buffer and a GEMM."""
@@ -22,6 +22,8 @@ ap.add_argument("--algorithms", default="auto,winograd")
 ap.add_argument("--rounds", type=int, default=30)
 ap.add_argument("--device", default="gpu")
 ap.add_argument("--layers", type=int, default=6, help="the first LAYERS of the list")
+ap.add_argument("--backward", action="store_true",
+                help="time the gradients of x and w (hetnn.conv2d_backward; torch: autograd of the forward) instead")
 args = ap.parse_args()
 dev = hetnn.device(args.device)
 print("device:", dev.id, dev.name, dev.arch)
@@ -38,7 +40,27 @@ for n, c, h, o, k, s, p in [(32, 64, 56, 64, 3, 1, 1), (32, 256, 56, 64, 1, 1, 0
     Y = hetnn.empty(t.shape, device=dev)
     flops = 2 * n * o * oh * oh * c * k * k
     cases = []
-    for algo in args.algorithms.split(","):
+    if args.backward:  # data + weight gradients; the algorithm decides how the data gradient runs on stride 1
+        g = rng.standard_normal(t.shape).astype(np.float32)
+        G, TG = hetnn.asarray(g, device=dev), torch.from_numpy(g).cuda()
+        TX, TWg = T.clone().requires_grad_(True), TW.clone().requires_grad_(True)
+
+        def torch_bwd():
+            return torch.autograd.grad(torch.nn.functional.conv2d(TX, TWg, None, s, p), (TX, TWg), TG)
+
+        rgx, rgw = (v.cpu().numpy() for v in torch_bwd())
+        for algo in args.algorithms.split(","):
+            def run_bwd(algo=algo):
+                _core._set_conv_algorithm(dev._dev, "" if algo == "auto" else algo)
+                return hetnn.conv2d_backward(G, X, W, s, p, bias_grad=False)
+
+            gx, gw = run_bwd()[:2]
+            err = max(float(np.abs(gx.numpy() - rgx).max() / np.abs(rgx).max()),
+                      float(np.abs(gw.numpy() - rgw).max() / np.abs(rgw).max()))
+            print(f"  {algo} backward: max rel err against cuDNN {err:.1e}")
+            cases.append(Case(algo, run_bwd, devices=[dev], flops=2 * flops))
+        cases.append(Case("torch", torch_bwd, sync=torch.cuda.synchronize, flops=2 * flops))
+    for algo in args.algorithms.split(",") if not args.backward else ():
         if algo == "winograd" and (k != 3 or s != 1):
             continue
 

@@ -71,3 +71,28 @@ def test_winograd_leaves_other_convolutions_to_the_other_paths(winograd_device, 
 def test_conv_algorithm_names_are_checked(opencl_device):
     with pytest.raises(ValueError, match="conv algorithm must be"):
         _core._set_conv_algorithm(opencl_device._dev, "fft")
+
+
+@pytest.mark.parametrize("algorithm", ["winograd", "implicit"])
+@pytest.mark.parametrize("kernel,padding", [(3, (1, 1)), (3, (0, 2)), (3, "same"), (5, (2, 1)), (2, "same")])
+def test_stride_one_data_gradient_runs_as_a_forward_convolution(opencl_device, rng, algorithm, kernel, padding):
+    # gx = gy convolved with the flipped, channel-swapped kernel: on a GPU, or with an explicit forward algorithm
+    from op_table import _conv_bwd_ref
+
+    _core._set_conv_algorithm(opencl_device._dev, algorithm)
+    try:
+        x = rng.standard_normal((2, 5, 9, 8)).astype(np.float32)
+        w = rng.standard_normal((4, 5, kernel, kernel)).astype(np.float32)
+        (gy_ref,) = _conv_ref((x, w, None, (1, 1), padding, (1, 1), 1, None))
+        gy = rng.standard_normal(gy_ref.shape).astype(np.float32)
+        with hetnn.profile(opencl_device) as prof:
+            gx, gw, _ = hetnn.conv2d_backward(gy, x, w, 1, padding, 1, 1, device=opencl_device)
+        names = [r["name"] for r in prof.records]
+        assert "copy_strided" in " ".join(names) and "conv2d_col2im" not in names, names
+        if algorithm == "winograd" and kernel == 3:
+            assert "conv2d:winograd_input" in names, names
+        rgx, rgw, _ = _conv_bwd_ref((gy, x, w, (1, 1), padding, (1, 1), 1))
+        assert np.max(np.abs(np.asarray(gx, np.float64) - rgx)) < 1e-4 * max(1.0, np.max(np.abs(rgx)))
+        assert np.max(np.abs(np.asarray(gw, np.float64) - rgw)) < 1e-4 * max(1.0, np.max(np.abs(rgw)))
+    finally:
+        _core._set_conv_algorithm(opencl_device._dev, "")

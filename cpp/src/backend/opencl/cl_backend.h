@@ -106,6 +106,9 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // 3x3 stride-1 ungrouped forward as Winograd F(2x2, 3x3) (kernels/winograd.cl); false (nothing done) where it
   // does not apply or its work buffers pass conv2d_work_limit().
   bool conv2d_winograd(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y);
+  // A stride-1 ungrouped convolution's data gradient as a forward convolution of gy with the flipped kernel, on a GPU
+  // or with an explicit forward algorithm; false (nothing done) otherwise.
+  bool conv2d_backward_data_as_forward(const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx);
   std::string common_options(DType t) const;
   std::string pool_options(const Pool2dDesc& d) const;
   std::size_t conv2d_work_limit() const;

@@ -227,7 +227,41 @@ void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, co
 // over n of gy[n] @ cols[n]^T (in chunks of images where the work buffers would pass the limit). Grouped
 // convolutions, and those of which one image's buffers pass the limit, use the gathering kernels.
 
+// A stride-1 convolution's data gradient is itself a stride-1 convolution: of gy with the kernel flipped and its
+// channels swapped, W'[c][o][i][j] = W[o][c][kh-1-i][kw-1-j], padded by k-1-p on each side. On a GPU (or with an
+// explicit forward algorithm) it runs on the forward's kernels (Winograd, implicit GEMM) instead of a GEMM into a
+// column buffer and col2im.
+bool ClBackend::conv2d_backward_data_as_forward(const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx) {
+  if (d.groups != 1 || d.sh != 1 || d.sw != 1 || d.dh != 1 || d.dw != 1 || conv_is_pointwise(d) || d.N == 0)
+    return false;
+  if (std::max(d.ph, d.pr) > d.kh - 1 || std::max(d.pw, d.pw_r) > d.kw - 1) return false;
+  std::string algorithm;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    algorithm = conv_algorithm_;
+  }
+  if (!(algorithm == "winograd" || algorithm == "implicit" || (algorithm.empty() && info_.type == "gpu")))
+    return false;
+  const std::int64_t taps = static_cast<std::int64_t>(d.kh) * d.kw;
+  CopyDesc c;
+  c.elem = dtype_size(d.dtype);
+  c.shape = {d.C, d.O, d.kh, d.kw};
+  c.so = {d.O * taps, taps, d.kw, 1};
+  c.ss = {taps, d.C * taps, -d.kw, -1};
+  c.os = taps - 1;
+  c.n = d.C * d.O * taps;
+  const std::shared_ptr<Buffer> flipped = alloc(static_cast<std::size_t>(c.n) * c.elem);
+  copy_strided(c, w, *flipped);
+  Conv2dDesc e = d;
+  e.C = d.O, e.H = d.OH, e.W = d.OW, e.O = d.C, e.OH = d.H, e.OW = d.W;
+  e.ph = d.kh - 1 - d.ph, e.pr = d.kh - 1 - d.pr, e.pw = d.kw - 1 - d.pw, e.pw_r = d.kw - 1 - d.pw_r;
+  e.has_bias = false, e.act = Activation::none;
+  conv2d(e, gy, *flipped, nullptr, gx);
+  return true;
+}
+
 void ClBackend::conv2d_backward_data(const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx) {
+  if (conv2d_backward_data_as_forward(d, gy, w, gx)) return;
   const std::string opts = conv_options(common_options(d.dtype), d);
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
   const std::size_t elt = dtype_size(d.dtype);
