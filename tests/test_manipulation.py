@@ -1,5 +1,6 @@
 """Indexing, manipulation and the creation functions (a[key], a[key] = v, hetnn.permute_dims, matrix_transpose,
-flip, concat, stack, expand_dims, squeeze, take, vecdot, arange, linspace, eye) on every device and every dtype it
+flip, concat, stack, expand_dims, squeeze, take, vecdot, moveaxis, roll, tile, repeat, unstack, meshgrid, arange,
+linspace, eye) on every device and every dtype it
 holds, against NumPy on fresh random data: the elements moved are compared bit for bit (the copies move raw bits),
 and every refusal is an exception naming the call."""
 import numpy as np
@@ -274,3 +275,48 @@ def test_mixing_devices_is_a_type_error_naming_both():
         a[0] = b[0]
     with pytest.raises(TypeError, match="indices are on"):
         hetnn.take(a, hetnn.asarray(np.array([0]), device=devs[1]), axis=0)
+
+
+@pytest.mark.parametrize("dtype", ("float32", "int8", "bfloat16", "float64", "bool"))
+def test_moveaxis_roll_tile_repeat_unstack_meshgrid(device, rng, dtype):
+    x, a = _pair(rng, device, dtype, (3, 4, 5))
+    _same(hetnn.moveaxis(a, 0, -1), np.moveaxis(x, 0, -1))
+    _same(hetnn.moveaxis(a, (0, 2), (2, 0)), np.moveaxis(x, (0, 2), (2, 0)))
+    for shift, axis in ((7, None), (-3, None), (2, 1), ((1, -2), (0, 2)), (4, (0, 1)), (0, 2), (9, -1)):
+        _same(hetnn.roll(a, shift, axis=axis), np.roll(x, shift, axis=axis))
+    for reps in ((2,), (1, 3, 1), (2, 1, 1, 2), (0, 1, 1), ()):
+        _same(hetnn.tile(a, reps), np.tile(x, reps))
+    for repeats, axis in ((2, 1), (3, None), ([1, 0, 2], 0), (0, 2), ([2, 1, 0, 3, 1], -1)):
+        _same(hetnn.repeat(a, repeats, axis=axis), np.repeat(x, repeats, axis=axis))
+    _same(hetnn.repeat(a, hetnn.asarray(np.array([2, 0, 1]), device=device), axis=0),
+          np.repeat(x, [2, 0, 1], axis=0))
+    for axis in (0, 1, -1):
+        parts = hetnn.unstack(a, axis=axis)
+        assert isinstance(parts, tuple) and len(parts) == x.shape[axis]
+        for i, p in enumerate(parts):
+            _same(p, np.take(x, i, axis=axis))
+    g = [_pair(rng, device, dtype, (n,)) for n in (3, 4, 2)]
+    for indexing in ("xy", "ij"):
+        for got, want in zip(hetnn.meshgrid(*[b for _, b in g], indexing=indexing),
+                             np.meshgrid(*[h for h, _ in g], indexing=indexing)):
+            _same(got, want)
+
+
+def test_moveaxis_roll_tile_repeat_unstack_meshgrid_refusals(device, rng):
+    _, a = _pair(rng, device, "float32", (2, 3))
+    cases = ((lambda: hetnn.moveaxis(a, (0, 1), 0), ValueError, "as many axes"),
+             (lambda: hetnn.moveaxis(a, (0, 0), (0, 1)), ValueError, "source names an axis twice"),
+             (lambda: hetnn.moveaxis(a, 2, 0), ValueError, "source axis 2 is out of bounds"),
+             (lambda: hetnn.roll(a, (1, 2)), ValueError, "without an axis the shift must be one int"),
+             (lambda: hetnn.roll(a, (1, 2, 3), axis=(0, 1)), ValueError, "one entry each or as many"),
+             (lambda: hetnn.roll(a, 1.5, axis=0), TypeError, "roll: shift must be an int"),
+             (lambda: hetnn.tile(a, (2, -1)), ValueError, "repetitions must be >= 0"),
+             (lambda: hetnn.repeat(a, [1, 2], axis=1), ValueError, "one per element along axis 1"),
+             (lambda: hetnn.repeat(a, -1), ValueError, "repeats must be >= 0"),
+             (lambda: hetnn.unstack(hetnn.zeros((), device=device)), ValueError, "0-d array"),
+             (lambda: hetnn.unstack(a, axis=2), ValueError, "out of bounds"),
+             (lambda: hetnn.meshgrid(a), ValueError, "must be 1-D"),
+             (lambda: hetnn.meshgrid(hetnn.zeros((2,), device=device), indexing="yx"), ValueError, "'xy' or 'ij'"))
+    for call, exc, match in cases:
+        with pytest.raises(exc, match=match):
+            call()

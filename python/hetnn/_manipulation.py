@@ -49,6 +49,40 @@ def stack(arrays: Union[Tuple[Array, ...], List[Array]], /, *, axis: int = 0) ->
     return Array(_core.stack(_arrays("stack", arrays), axis))
 
 
+def moveaxis(x: Array, source: Union[int, Tuple[int, ...]], destination: Union[int, Tuple[int, ...]], /) -> Array:
+    """x with the axes ``source`` moved to the positions ``destination``, the others in their order, a new array."""
+    return Array(_core.moveaxis(_first("moveaxis", x)._a, source, destination))
+
+
+def roll(x: Array, /, shift: Union[int, Tuple[int, ...]], *,
+         axis: Optional[Union[int, Tuple[int, ...]]] = None) -> Array:
+    """x's elements shifted by ``shift`` along ``axis`` (None: over the flattened array), wrapping around."""
+    return Array(_core.roll(_first("roll", x)._a, shift, axis))
+
+
+def tile(x: Array, repetitions: Tuple[int, ...], /) -> Array:
+    """x repeated ``repetitions[k]`` times along each axis k (aligned to x's trailing axes)."""
+    return Array(_core.tile(_first("tile", x)._a, repetitions))
+
+
+def repeat(x: Array, repeats: Union[int, Sequence[int], Array], /, *, axis: Optional[int] = None) -> Array:
+    """Each element of x repeated ``repeats`` times (one count, or one per element) along ``axis`` (None: x
+    flattened)."""
+    if isinstance(repeats, Array):  # the counts decide the result's shape: they are read on the host
+        repeats = [int(v) for v in repeats.numpy().reshape(-1)]
+    return Array(_core.repeat(_first("repeat", x)._a, repeats, axis))
+
+
+def unstack(x: Array, /, *, axis: int = 0) -> Tuple[Array, ...]:
+    """The arrays x holds along ``axis``, as a tuple of new arrays."""
+    return tuple(Array(a) for a in _core.unstack(_first("unstack", x)._a, axis))
+
+
+def meshgrid(*arrays: Array, indexing: str = "xy") -> List[Array]:
+    """Coordinate arrays of the grid the 1-D ``arrays`` span ("xy": the first two axes swapped, as NumPy)."""
+    return [Array(a) for a in _core.meshgrid(_arrays("meshgrid", list(arrays)), indexing)]
+
+
 def expand_dims(x: Array, /, *, axis: int = 0) -> Array:
     """A view of x with an axis of extent 1 inserted at ``axis``."""
     return Array(_core.expand_dims(_first("expand_dims", x)._a, axis))
@@ -101,5 +135,6 @@ def eye(n_rows: int, n_cols: Optional[int] = None, /, *, k: int = 0, dtype: Any 
     return Array(_core.eye(_resolve_device(device)._dev, n_rows, n_cols, k, _dtype_name("eye", dtype)))
 
 
-__all__: List[str] = ["arange", "concat", "expand_dims", "eye", "flip", "linspace", "matrix_transpose",
+__all__: List[str] = ["arange", "concat", "expand_dims", "eye", "flip", "linspace", "matrix_transpose", "meshgrid",
+                       "moveaxis", "repeat", "roll", "tile", "unstack",
                       "permute_dims", "reshape", "squeeze", "stack", "take", "vecdot"]

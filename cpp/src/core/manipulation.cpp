@@ -307,6 +307,149 @@ Array concat(const std::vector<Array>& xs, std::optional<int> axis) {
   return y;
 }
 
+Array moveaxis(const Array& x, const std::vector<int>& source, const std::vector<int>& destination) {
+  check_valid("moveaxis", x);
+  const int ndim = x.ndim();
+  if (source.size() != destination.size())
+    throw ValueError("hetnn.moveaxis: source and destination must name as many axes, got " +
+                     std::to_string(source.size()) + " and " + std::to_string(destination.size()));
+  std::vector<int> src, dst;
+  for (std::size_t i = 0; i < source.size(); ++i) {
+    src.push_back(norm_axis("moveaxis", source[i], ndim, "source axis"));
+    dst.push_back(norm_axis("moveaxis", destination[i], ndim, "destination axis"));
+  }
+  for (const auto* v : {&src, &dst}) {
+    std::vector<int> sorted = *v;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+      throw ValueError(std::string("hetnn.moveaxis: ") + (v == &src ? "source" : "destination") +
+                       " names an axis twice");
+  }
+  std::vector<int> order;
+  for (int k = 0; k < ndim; ++k)
+    if (std::find(src.begin(), src.end(), k) == src.end()) order.push_back(k);
+  std::vector<std::pair<int, int>> moves;
+  for (std::size_t i = 0; i < src.size(); ++i) moves.emplace_back(dst[i], src[i]);
+  std::sort(moves.begin(), moves.end());
+  for (const auto& [d, a] : moves) order.insert(order.begin() + d, a);
+  return permute_dims(x, order);
+}
+
+Array roll(const Array& x, const std::vector<std::int64_t>& shift, const std::optional<std::vector<int>>& axes) {
+  check_valid("roll", x);
+  if (!axes) {
+    if (shift.size() != 1)
+      throw ValueError("hetnn.roll: without an axis the shift must be one int, got " + std::to_string(shift.size()));
+    return roll(x.reshape({x.size()}), shift, std::vector<int>{0}).reshape(x.shape());
+  }
+  const int ndim = x.ndim();
+  if (shift.size() != axes->size() && shift.size() != 1 && axes->size() != 1)
+    throw ValueError("hetnn.roll: shift and axis must have one entry each or as many, got " +
+                     std::to_string(shift.size()) + " and " + std::to_string(axes->size()));
+  std::vector<std::int64_t> by(static_cast<std::size_t>(ndim), 0);
+  const std::size_t pairs = std::max(shift.size(), axes->size());
+  for (std::size_t i = 0; i < pairs; ++i) {
+    const int k = norm_axis("roll", (*axes)[axes->size() == 1 ? 0 : i], ndim);
+    const std::int64_t n = x.shape()[k];
+    if (n > 0) by[k] = ((by[k] + shift[shift.size() == 1 ? 0 : i] % n) % n + n) % n;
+  }
+  Array y = x;
+  const Strides cs = contiguous(x.shape());
+  for (int k = 0; k < ndim; ++k) {
+    const std::int64_t s = by[k], n = x.shape()[k];
+    if (s == 0) continue;
+    Array out = Array::empty(x.device(), x.shape(), x.dtype());
+    Shape head = x.shape(), tail = x.shape();
+    head[k] = n - s;  // y[.., :n-s, ..] -> out[.., s:, ..]
+    tail[k] = s;      // y[.., n-s:, ..] -> out[.., :s, ..]
+    move_strided("roll", y, cs, 0, out, head, cs, s * cs[k]);
+    move_strided("roll", y, cs, (n - s) * cs[k], out, tail, cs, 0);
+    y = out;
+  }
+  return y.buffer() == x.buffer() ? gather("roll", x, x.shape(), cs, 0) : y;
+}
+
+Array tile(const Array& x, const std::vector<std::int64_t>& reps) {
+  check_valid("tile", x);
+  for (std::int64_t r : reps)
+    if (r < 0) throw ValueError("hetnn.tile: repetitions must be >= 0, got " + std::to_string(r));
+  const std::size_t d = std::max(static_cast<std::size_t>(x.ndim()), reps.size());
+  Shape xs(d - x.shape().size(), 1);
+  xs.insert(xs.end(), x.shape().begin(), x.shape().end());
+  std::vector<std::int64_t> rs(d - reps.size(), 1);
+  rs.insert(rs.end(), reps.begin(), reps.end());
+  const Strides cs = contiguous(xs);
+  Shape shape, out;
+  Strides st;
+  for (std::size_t k = 0; k < d; ++k) {
+    shape.insert(shape.end(), {rs[k], xs[k]});
+    st.insert(st.end(), {0, cs[k]});
+    out.push_back(rs[k] * xs[k]);
+  }
+  return gather("tile", x, shape, st, 0).reshape(out);
+}
+
+Array repeat(const Array& x, const std::vector<std::int64_t>& repeats, std::optional<int> axis) {
+  check_valid("repeat", x);
+  if (!axis) return repeat(x.reshape({x.size()}), repeats, 0);
+  const int k = norm_axis("repeat", *axis, x.ndim());
+  const std::int64_t n = x.shape()[k];
+  for (std::int64_t r : repeats)
+    if (r < 0) throw ValueError("hetnn.repeat: repeats must be >= 0, got " + std::to_string(r));
+  if (repeats.size() == 1) {  // every element r times: a stride-0 axis after axis k
+    Shape shape = x.shape(), out = x.shape();
+    Strides st = contiguous(x.shape());
+    shape.insert(shape.begin() + k + 1, repeats[0]);
+    st.insert(st.begin() + k + 1, 0);
+    out[k] *= repeats[0];
+    return gather("repeat", x, shape, st, 0).reshape(out);
+  }
+  if (static_cast<std::int64_t>(repeats.size()) != n)
+    throw ValueError("hetnn.repeat: repeats must be one count or one per element along axis " + std::to_string(k) +
+                     " (" + std::to_string(n) + "), got " + std::to_string(repeats.size()));
+  std::vector<std::int64_t> idx;
+  for (std::int64_t i = 0; i < n; ++i) idx.insert(idx.end(), static_cast<std::size_t>(repeats[i]), i);
+  const Array at = Array::from_host(x.device(), idx.data(), {static_cast<std::int64_t>(idx.size())}, DType::i64);
+  return take(x, at, k);
+}
+
+std::vector<Array> unstack(const Array& x, int axis) {
+  check_valid("unstack", x);
+  if (x.ndim() == 0) throw ValueError("hetnn.unstack: a 0-d array has no axis to split");
+  const int k = norm_axis("unstack", axis, x.ndim());
+  const Strides cs = contiguous(x.shape());
+  Shape shape = x.shape();
+  Strides st = cs;
+  shape.erase(shape.begin() + k);
+  st.erase(st.begin() + k);
+  std::vector<Array> out;
+  for (std::int64_t i = 0; i < x.shape()[k]; ++i) out.push_back(gather("unstack", x, shape, st, i * cs[k]));
+  return out;
+}
+
+std::vector<Array> meshgrid(const std::vector<Array>& xs, const std::string& indexing) {
+  if (indexing != "xy" && indexing != "ij")
+    throw ValueError("hetnn.meshgrid: indexing must be 'xy' or 'ij', got '" + indexing + "'");
+  Shape shape;
+  for (const Array& a : xs) {
+    check_valid("meshgrid", a, "each array");
+    if (a.ndim() != 1)
+      throw ValueError("hetnn.meshgrid: the arrays must be 1-D, got one of shape " + shape_str(a.shape()));
+    if (a.device() != xs[0].device())
+      throw ValueError("hetnn.meshgrid: the arrays must be on one device");
+    shape.push_back(a.shape()[0]);
+  }
+  const bool swap = indexing == "xy" && xs.size() >= 2;
+  if (swap) std::swap(shape[0], shape[1]);
+  std::vector<Array> out;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    Strides st(shape.size(), 0);
+    st[swap && i < 2 ? 1 - i : i] = 1;
+    out.push_back(gather("meshgrid", xs[i], shape, st, 0));
+  }
+  return out;
+}
+
 Array stack(const std::vector<Array>& xs, int axis) {
   if (xs.empty()) throw ValueError("hetnn.stack: needs at least one array");
   for (const Array& a : xs) {

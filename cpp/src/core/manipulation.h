@@ -38,6 +38,18 @@ Array flip(const Array& x, const std::optional<std::vector<int>>& axes);
 // The arrays joined along an existing axis (none given: flattened, joined end to end); the result's dtype is their
 // promoted type (result_type).
 Array concat(const std::vector<Array>& xs, std::optional<int> axis);
+// The Array API's moveaxis, roll, tile, repeat, unstack and meshgrid (each a new array, one strided pass per piece).
+// moveaxis: axes `source` moved to positions `destination` (as many, each distinct), the others kept in order.
+Array moveaxis(const Array& x, const std::vector<int>& source, const std::vector<int>& destination);
+// roll: elements shifted by `shift` along `axes` (one shift for all, or one each; nullopt: x flattened, one shift).
+Array roll(const Array& x, const std::vector<std::int64_t>& shift, const std::optional<std::vector<int>>& axes);
+// tile: x repeated `reps` times along each axis (reps aligned to x's trailing axes; more reps add leading axes).
+Array tile(const Array& x, const std::vector<std::int64_t>& reps);
+// repeat: each element repeated along `axis` (nullopt: x flattened) `repeats` times: one count, or one per element.
+Array repeat(const Array& x, const std::vector<std::int64_t>& repeats, std::optional<int> axis);
+std::vector<Array> unstack(const Array& x, int axis);
+// meshgrid: 1-D arrays spread over a grid, "xy" (the first two axes swapped) or "ij" indexing.
+std::vector<Array> meshgrid(const std::vector<Array>& xs, const std::string& indexing);
 // The arrays (of one shape) joined along a new axis.
 Array stack(const std::vector<Array>& xs, int axis);
 // A view of x with an axis of extent 1 inserted at `axis` (-ndim-1 <= axis <= ndim).

@@ -118,6 +118,17 @@ std::optional<std::vector<int>> arg_axes(const py::handle& v, const char* op) {
   return axes;
 }
 
+// An int or a tuple / list of ints (`name` of `op`).
+std::vector<std::int64_t> arg_counts(const py::handle& v, const char* op, const char* name) {
+  std::vector<std::int64_t> out;
+  if (py::isinstance<py::tuple>(v) || py::isinstance<py::list>(v)) {
+    for (const py::handle& h : v) out.push_back(arg_count(h, op, name));
+  } else {
+    out.push_back(arg_count(v, op, name));
+  }
+  return out;
+}
+
 std::vector<Array> arg_arrays(const py::handle& v, const char* op) {
   if (!py::isinstance<py::tuple>(v) && !py::isinstance<py::list>(v))
     throw TypeError(std::string("hetnn.") + op + ": arrays must be a tuple or list of hetnn Arrays, got " +
@@ -189,6 +200,57 @@ void bind_manipulation(py::module_& m) {
         return concat(xs, a);
       },
       py::arg("arrays"), py::arg("axis") = 0, "The arrays joined along ``axis`` (None: flattened first).");
+  m.def(
+      "moveaxis",
+      [](const Array& x, py::handle source, py::handle destination) {
+        const auto s = arg_axes(source, "moveaxis"), d = arg_axes(destination, "moveaxis");
+        if (!s || !d) throw TypeError("hetnn.moveaxis: source and destination must be ints or tuples of ints");
+        NoGil nogil;
+        return moveaxis(x, *s, *d);
+      },
+      py::arg("x"), py::arg("source"), py::arg("destination"), "x with axes `source` moved to `destination`.");
+  m.def(
+      "roll",
+      [](const Array& x, py::handle shift, py::handle axis) {
+        const auto sh = arg_counts(shift, "roll", "shift");
+        const auto a = arg_axes(axis, "roll");
+        NoGil nogil;
+        return roll(x, sh, a);
+      },
+      py::arg("x"), py::arg("shift"), py::arg("axis") = py::none(), "x's elements shifted along `axis`.");
+  m.def(
+      "tile",
+      [](const Array& x, py::handle reps) {
+        const auto r = arg_counts(reps, "tile", "repetitions");
+        NoGil nogil;
+        return tile(x, r);
+      },
+      py::arg("x"), py::arg("repetitions"), "x repeated `repetitions` times along each axis.");
+  m.def(
+      "repeat",
+      [](const Array& x, py::handle repeats, py::handle axis) {
+        const auto r = arg_counts(repeats, "repeat", "repeats");
+        const std::optional<int> a = axis.is_none() ? std::nullopt : std::optional<int>(arg_axis(axis, "repeat"));
+        NoGil nogil;
+        return repeat(x, r, a);
+      },
+      py::arg("x"), py::arg("repeats"), py::arg("axis") = py::none(), "Each element repeated along `axis`.");
+  m.def(
+      "unstack",
+      [](const Array& x, py::handle axis) {
+        const int a = arg_axis(axis, "unstack");
+        NoGil nogil;
+        return unstack(x, a);
+      },
+      py::arg("x"), py::arg("axis") = 0, "The arrays x holds along `axis`.");
+  m.def(
+      "meshgrid",
+      [](py::handle arrays, const std::string& indexing) {
+        const std::vector<Array> xs = arg_arrays(arrays, "meshgrid");
+        NoGil nogil;
+        return meshgrid(xs, indexing);
+      },
+      py::arg("arrays"), py::arg("indexing") = "xy", "Coordinate grids of 1-D arrays.");
   m.def(
       "stack",
       [](py::handle arrays, py::handle axis) {
