@@ -1,8 +1,8 @@
 """Indexing, manipulation and the creation functions (a[key], a[key] = v, hetnn.permute_dims, matrix_transpose,
-flip, concat, stack, expand_dims, squeeze, take, vecdot, moveaxis, roll, tile, repeat, unstack, meshgrid, arange,
-linspace, eye) on every device and every dtype it
-holds, against NumPy on fresh random data: the elements moved are compared bit for bit (the copies move raw bits),
-and every refusal is an exception naming the call."""
+flip, concat, stack, expand_dims, squeeze, take, vecdot, moveaxis, roll, tile, repeat, unstack, meshgrid, tril,
+triu, arange, linspace, eye) on every device and every dtype it holds, against NumPy on fresh random data: the
+elements moved are compared bit for bit (the copies move raw bits), and every refusal is an exception naming the
+call."""
 import numpy as np
 import pytest
 
@@ -320,3 +320,16 @@ def test_moveaxis_roll_tile_repeat_unstack_meshgrid_refusals(device, rng):
     for call, exc, match in cases:
         with pytest.raises(exc, match=match):
             call()
+
+
+@pytest.mark.parametrize("dtype", ("float32", "int8", "bool", "bfloat16", "uint8"))
+def test_tril_and_triu_keep_the_dtype_and_match_numpy(device, rng, dtype):
+    for shape in ((4, 6), (2, 3, 5, 4), (0, 3), (1, 1)):
+        x, a = _pair(rng, device, dtype, shape)
+        for k in (-3, -1, 0, 2, 9):
+            _same(hetnn.tril(a, k=k), np.tril(x, k))
+            _same(hetnn.triu(a, k=k), np.triu(x, k))
+    with pytest.raises(ValueError, match="tril: x must have at least 2 dimensions"):
+        hetnn.tril(hetnn.zeros((3,), device=device))
+    with pytest.raises(TypeError, match="triu: k must be an int"):
+        hetnn.triu(a, k=0.5)

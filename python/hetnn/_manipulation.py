@@ -83,6 +83,16 @@ def meshgrid(*arrays: Array, indexing: str = "xy") -> List[Array]:
     return [Array(a) for a in _core.meshgrid(_arrays("meshgrid", list(arrays)), indexing)]
 
 
+def tril(x: Array, /, *, k: int = 0) -> Array:
+    """x (a matrix or a stack of them) with the elements above the k-th diagonal set to zero."""
+    return Array(_core.tril(_first("tril", x)._a, k))
+
+
+def triu(x: Array, /, *, k: int = 0) -> Array:
+    """x (a matrix or a stack of them) with the elements below the k-th diagonal set to zero."""
+    return Array(_core.triu(_first("triu", x)._a, k))
+
+
 def expand_dims(x: Array, /, *, axis: int = 0) -> Array:
     """A view of x with an axis of extent 1 inserted at ``axis``."""
     return Array(_core.expand_dims(_first("expand_dims", x)._a, axis))
@@ -136,5 +146,5 @@ def eye(n_rows: int, n_cols: Optional[int] = None, /, *, k: int = 0, dtype: Any 
 
 
 __all__: List[str] = ["arange", "concat", "expand_dims", "eye", "flip", "linspace", "matrix_transpose", "meshgrid",
-                       "moveaxis", "repeat", "roll", "tile", "unstack",
+                       "moveaxis", "repeat", "roll", "tile", "tril", "triu", "unstack",
                       "permute_dims", "reshape", "squeeze", "stack", "take", "vecdot"]

@@ -450,6 +450,32 @@ std::vector<Array> meshgrid(const std::vector<Array>& xs, const std::string& ind
   return out;
 }
 
+namespace {
+// x where (column - row) <= k (lower) or >= k (upper), zero elsewhere: the mask made on x's device.
+Array triangle(const char* name, const Array& x, std::int64_t k, bool lower) {
+  check_valid(name, x);
+  if (x.ndim() < 2)
+    throw ValueError(who(name) + ": x must have at least 2 dimensions, got shape " + shape_str(x.shape()));
+  const std::int64_t m = x.shape()[x.ndim() - 2], n = x.shape()[x.ndim() - 1];
+  EwScalar zero, one, km;
+  one.i = 1;
+  km.i = k;
+  EwScalar rows_end, cols_end;
+  rows_end.i = m;
+  cols_end.i = n;
+  const Array rows = arange(x.device(), zero, rows_end, one, DType::i64).reshape({m, 1});
+  const Array cols = arange(x.device(), zero, cols_end, one, DType::i64).reshape({1, n});
+  const Array diag = elementwise(EwOp::subtract, cols, &rows, nullptr);
+  const Array mask = elementwise(lower ? EwOp::less_equal : EwOp::greater_equal, diag, km, false, nullptr);
+  EwScalar fill;  // 0, or false for a bool x (the result keeps x's dtype)
+  fill.is_bool = x.dtype() == DType::b8;
+  return where(mask, x, scalar_array(x, fill), nullptr);
+}
+}  // namespace
+
+Array tril(const Array& x, std::int64_t k) { return triangle("tril", x, k, true); }
+Array triu(const Array& x, std::int64_t k) { return triangle("triu", x, k, false); }
+
 Array stack(const std::vector<Array>& xs, int axis) {
   if (xs.empty()) throw ValueError("hetnn.stack: needs at least one array");
   for (const Array& a : xs) {

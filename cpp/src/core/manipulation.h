@@ -50,6 +50,10 @@ Array repeat(const Array& x, const std::vector<std::int64_t>& repeats, std::opti
 std::vector<Array> unstack(const Array& x, int axis);
 // meshgrid: 1-D arrays spread over a grid, "xy" (the first two axes swapped) or "ij" indexing.
 std::vector<Array> meshgrid(const std::vector<Array>& xs, const std::string& indexing);
+// tril / triu: x (its last two axes, any batch before them) with the elements above diagonal k (below, for triu) set
+// to zero.
+Array tril(const Array& x, std::int64_t k);
+Array triu(const Array& x, std::int64_t k);
 // The arrays (of one shape) joined along a new axis.
 Array stack(const std::vector<Array>& xs, int axis);
 // A view of x with an axis of extent 1 inserted at `axis` (-ndim-1 <= axis <= ndim).

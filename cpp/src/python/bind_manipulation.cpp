@@ -251,6 +251,18 @@ void bind_manipulation(py::module_& m) {
         return meshgrid(xs, indexing);
       },
       py::arg("arrays"), py::arg("indexing") = "xy", "Coordinate grids of 1-D arrays.");
+  for (const char* name : {"tril", "triu"}) {
+    const bool lower = name[3] == 'l';
+    m.def(
+        name,
+        [lower, name](const Array& x, py::handle k) {
+          const std::int64_t kk = arg_count(k, name, "k");
+          NoGil nogil;
+          return lower ? tril(x, kk) : triu(x, kk);
+        },
+        py::arg("x"), py::arg("k") = 0,
+        lower ? "x with the elements above diagonal k set to zero." : "x with the elements below diagonal k set to zero.");
+  }
   m.def(
       "stack",
       [](py::handle arrays, py::handle axis) {
