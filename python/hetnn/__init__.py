@@ -14,6 +14,9 @@ from ._reduction import *  # noqa: F403  (the reductions: hetnn._reduction.__all
 from . import _manipulation
 from ._user_kernels import ElementwiseKernel, ReductionKernel
 from ._manipulation import *  # noqa: F403  (indexing, manipulation, arange/linspace/eye: hetnn._manipulation.__all__)
+from . import _namespace
+from ._namespace import *  # noqa: F403  (dtypes, constants, finfo/iinfo/isdtype/can_cast: hetnn._namespace.__all__)
+from ._namespace import __array_namespace_info__ as __array_namespace_info__
 from ._measurement import BenchmarkResult
 from ._timing import Case, Stopwatch, benchmark, empty_cache, interleave, synchronize
 from ._threads import get_num_threads, num_threads, set_num_threads, thread_pools
@@ -50,3 +53,4 @@ __all__ += _ops.__all__  # type: ignore[attr-defined]  # _ops.pyi types the ops,
 __all__ += _elementwise.__all__
 __all__ += _reduction.__all__
 __all__ += _manipulation.__all__
+__all__ += _namespace.__all__
