@@ -89,7 +89,8 @@ SMALL+=";v128x64=$V ts_m=128 ts_n=64 ts_k=16 wpt_m=8 wpt_n=4 vwm=4 vwn=4"
 M=family=mma
 HALF="cvt=family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4;db=;w4=$M ts_m=128 ts_n=128 ts_k=32 wm=2 wn=2"
 HALF+=";t256x128=$M ts_m=256 ts_n=128 ts_k=16 wm=4 wn=2;t128x256=$M ts_m=128 ts_n=256 ts_k=16 wm=2 wn=4"
-HALF+=";t64=$M ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2"
+HALF+=";t64=$M ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2;t64lm=$M ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2 lm=1"
+HALF+=";w4lm=$M ts_m=128 ts_n=128 ts_k=32 wm=2 wn=2 lm=1"
 tensor_cores() {  # the probe's verdict (Device.float16_mode); on a failure, the full build log of the kernel
   python3 - <<'PY'
 import sys, hetnn

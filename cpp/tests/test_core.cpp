@@ -401,6 +401,10 @@ TEST(GemmParams, MmaParsesValidatesAndIsGatedByTheProbe) {
   EXPECT_EQ(p.str(), "family=mma ts_m=128 ts_n=128 ts_k=32 wm=2 wn=4");
   EXPECT_EQ(opencl::GemmParams::parse(p.str()).str(), p.str());
   EXPECT_EQ(opencl::GemmParams::parse("ts_m=64 family=mma wm=1").str(), "family=mma ts_m=64 ts_n=128 ts_k=32 wm=1 wn=4");
+  const auto l = opencl::GemmParams::parse("family=mma lm=1");
+  EXPECT_EQ(l.str(), "family=mma ts_m=128 ts_n=128 ts_k=32 wm=2 wn=4 lm=1");
+  EXPECT_NE(l.defines().find("-DLM=1"), std::string::npos);
+  EXPECT_NO_THROW(l.validate(d, 4));
   EXPECT_NE(p.defines().find("-DWN=4"), std::string::npos);
   EXPECT_NO_THROW(p.validate(d, 4));
   EXPECT_EQ(p.fitted(16, 16).str(), p.str());
@@ -408,6 +412,7 @@ TEST(GemmParams, MmaParsesValidatesAndIsGatedByTheProbe) {
   EXPECT_NO_THROW(p.check_dtype(DType::bf16));
   EXPECT_THROW(p.check_dtype(DType::f32), ValueError);
   for (const char* bad : {"family=mma ts_k=8", "family=mma wm=3", "family=mma ts_m=32 wm=4", "family=mma wn=32",
+                          "family=mma lm=2",
                           "family=mma ts_m=256 ts_n=256 ts_k=64 wm=4 wn=8"})  // 2 x 72 KiB of local memory
     EXPECT_THROW(opencl::GemmParams::parse(bad).validate(d, 4), ValueError) << bad;
   EXPECT_EQ(opencl::gemm_database_lookup(d, DType::f16, -1, true).family, opencl::GemmParams::Family::mma);

@@ -44,12 +44,14 @@ _VTILED_FIRST = ["128 128 16 8 8 4 4", "128 128 8 8 8 4 4", "128 64 16 8 4 4 4",
 
 # mma members (float16/bfloat16 on matrix units) tried first, in this order: the best of the five measured on an H200
 # (docs/gpu.md), then the others of that run.
-_MMA_FIRST = ["64 64 32 2 2", "128 128 32 2 2", "256 128 16 4 2", "128 128 32 2 4", "128 256 16 2 4"]
+# Each also with its fragments loaded by ldmatrix (lm=1).
+_MMA_FIRST = ["64 64 32 2 2", "64 64 32 2 2 1", "128 128 32 2 2", "128 128 32 2 2 1", "256 128 16 4 2",
+              "256 128 16 4 2 1", "128 128 32 2 4", "128 256 16 2 4"]
 
 
 def _mma(spec: str) -> str:
-    ts_m, ts_n, ts_k, wm, wn = spec.split()
-    return f"family=mma ts_m={ts_m} ts_n={ts_n} ts_k={ts_k} wm={wm} wn={wn}"
+    ts_m, ts_n, ts_k, wm, wn, *lm = spec.split()
+    return f"family=mma ts_m={ts_m} ts_n={ts_n} ts_k={ts_k} wm={wm} wn={wn}" + (" lm=1" if lm == ["1"] else "")
 
 
 def _mma_candidates() -> List[str]:
@@ -62,7 +64,7 @@ def _mma_candidates() -> List[str]:
         if (ts_m % (16 * wm) or ts_n % (8 * wn) or lsize < 64 or (ts_m * ts_k // 8) % lsize
                 or (ts_n * ts_k // 8) % lsize):
             continue
-        out.append(_mma(f"{ts_m} {ts_n} {ts_k} {wm} {wn}"))
+        out += [_mma(f"{ts_m} {ts_n} {ts_k} {wm} {wn}"), _mma(f"{ts_m} {ts_n} {ts_k} {wm} {wn} 1")]
     rng = random.Random(0)
     rng.shuffle(out)
     first = [c for c in map(_mma, _MMA_FIRST) if c in out]

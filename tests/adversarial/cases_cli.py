@@ -50,7 +50,7 @@ TUNE_BAD = [
     ("budget-text", ["tune", "gemm", "--budget", "abc"], "budget"),
     ("device-cpu", ["tune", "gemm", "--device", "cpu"], "OpenCL"),
     ("device-fpga", ["tune", "gemm", "--device", "fpga"], "device|fpga"),
-    ("dtype-float16", ["tune", "gemm", "--dtype", "float16"], "dtype"),
+    ("dtype-int8", ["tune", "gemm", "--dtype", "int8"], "dtype"),
     ("unknown-kernel", ["tune", "winograd"], "winograd|kernel"),
 ]
 

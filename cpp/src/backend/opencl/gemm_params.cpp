@@ -105,7 +105,8 @@ std::string GemmParams::defines() const {
   if (family == Family::packed)
     os << "-DRM=" << rm << " -DVW=" << vw << " -DNV=" << nv << " -DKU=" << ku;
   else if (family == Family::mma)
-    os << "-DTS_M=" << ts_m << " -DTS_N=" << ts_n << " -DTS_K=" << ts_k << " -DWM=" << wm << " -DWN=" << wn;
+    os << "-DTS_M=" << ts_m << " -DTS_N=" << ts_n << " -DTS_K=" << ts_k << " -DWM=" << wm << " -DWN=" << wn
+       << " -DLM=" << lm;
   else
     os << "-DTS_M=" << ts_m << " -DTS_N=" << ts_n << " -DTS_K=" << ts_k << " -DWPT_M=" << wpt_m << " -DWPT_N=" << wpt_n;
   if (family == Family::vtiled) os << " -DVWM=" << vwm << " -DVWN=" << vwn;
@@ -118,7 +119,8 @@ std::string GemmParams::str() const {
     os << "family=packed rm=" << rm << " vw=" << vw << " nv=" << nv << " lx=" << lx << " ly=" << ly << " ku=" << ku
        << " pack_a=" << pack_a << " pack_b=" << pack_b;
   else if (family == Family::mma)
-    os << "family=mma ts_m=" << ts_m << " ts_n=" << ts_n << " ts_k=" << ts_k << " wm=" << wm << " wn=" << wn;
+    os << "family=mma ts_m=" << ts_m << " ts_n=" << ts_n << " ts_k=" << ts_k << " wm=" << wm << " wn=" << wn
+       << (lm ? " lm=1" : "");
   else
     os << "family=" << (family == Family::vtiled ? "vtiled" : "tiled") << " ts_m=" << ts_m << " ts_n=" << ts_n
        << " ts_k=" << ts_k << " wpt_m=" << wpt_m << " wpt_n=" << wpt_n;
@@ -154,7 +156,7 @@ GemmParams GemmParams::parse(const std::string& text) {
     int* slot = key == "rm" ? &p.rm : key == "vw" ? &p.vw : key == "nv" ? &p.nv : key == "lx" ? &p.lx : key == "ly" ? &p.ly : key == "ku" ? &p.ku : key == "pack_a" ? &p.pack_a : key == "pack_b" ? &p.pack_b
               : key == "ts_m" ? &p.ts_m : key == "ts_n" ? &p.ts_n : key == "ts_k" ? &p.ts_k
               : key == "wpt_m" ? &p.wpt_m : key == "wpt_n" ? &p.wpt_n : key == "vwm" ? &p.vwm : key == "vwn" ? &p.vwn
-              : key == "wm" ? &p.wm : key == "wn" ? &p.wn : nullptr;
+              : key == "wm" ? &p.wm : key == "wn" ? &p.wn : key == "lm" ? &p.lm : nullptr;
     if (!slot) throw ValueError("gemm parameters: unknown key '" + key + "'");
     *slot = v;
     given.push_back(key);
@@ -208,6 +210,7 @@ void GemmParams::validate(const DeviceInfo& dev, std::size_t real_bytes) const {
     if (ts_m > 256 || ts_n > 256 || ts_k > 128) fail("ts_m and ts_n must be at most 256, ts_k at most 128");
     if (wm > 8 || wn > 8) fail("wm and wn must be at most 8");
     if (ts_k < 16) fail("ts_k must be at least 16 (the instruction's depth)");
+    if (lm != 0 && lm != 1) fail("lm must be 0 or 1");
     if (ts_m % (16 * wm) || ts_n % (8 * wn))
       fail("each warp needs whole 16 x 8 tiles: ts_m a multiple of 16 * wm, ts_n of 8 * wn");
     const std::uint64_t wg = 32u * static_cast<std::uint64_t>(wm) * wn;

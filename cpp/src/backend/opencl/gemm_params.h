@@ -23,6 +23,7 @@ struct GemmParams {
   int vwm = 4, vwn = 4;
   // mma (gemm_mma.cl, float16/bfloat16): the TS_M x TS_N x TS_K tiles, computed by WM x WN warps of 32 work items
   int wm = 2, wn = 4;
+  int lm = 0;  // mma: 1 loads the fragments with ldmatrix (NVIDIA's instruction; ignored by the emulation)
   std::string source;  // where the entry came from: "database:<match>", "tuned", "default"
   std::int64_t max_macs = -1;  // applies to problems of at most this many multiply-adds (M*N*K); -1: any size
 

@@ -40,6 +40,9 @@
 #ifndef MMA_PTX
 #define MMA_PTX 0
 #endif
+#ifndef LM  // 1: fragments loaded with ldmatrix (.trans for the layouts that need it); with MMA_PTX only
+#define LM 0
+#endif
 #if !defined(STORE_HALF) && !defined(STORE_BF16)
 #error "gemm_mma computes float16 or bfloat16 data"
 #endif
@@ -182,6 +185,39 @@ inline uint b_frag(const __local ushort* bs, const int ln, const int j, const in
                : "+f"((c)[0]), "+f"((c)[1]), "+f"((c)[2]), "+f"((c)[3])                                   \
                : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"((b)[0]), "r"((b)[1]))
 #endif
+#if LM
+// ldmatrix: each lane names one 16-byte row of one 8 x 8 matrix (lanes 8i..8i+7: matrix i); register i receives
+// matrix i's values in the fragment layout (with .trans, the transposed matrix's). Addresses are the local
+// (shared-window) offsets of the rows.
+#define LDSM_X4(r, p) asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];" \
+    : "=r"((r)[0]), "=r"((r)[1]), "=r"((r)[2]), "=r"((r)[3]) : "r"((uint)(size_t)(p)) : "memory")
+#define LDSM_X4_T(r, p) asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];" \
+    : "=r"((r)[0]), "=r"((r)[1]), "=r"((r)[2]), "=r"((r)[3]) : "r"((uint)(size_t)(p)) : "memory")
+#define LDSM_X2(r, p) asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" \
+    : "=r"((r)[0]), "=r"((r)[1]) : "r"((uint)(size_t)(p)) : "memory")
+#define LDSM_X2_T(r, p) asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];" \
+    : "=r"((r)[0]), "=r"((r)[1]) : "r"((uint)(size_t)(p)) : "memory")
+// A's four registers for tile i: matrices (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15).
+inline void a_frags_ldsm(const __local ushort* as, const int lane, const int i, const int ks, const int wm,
+                         uint* r) {
+  const int mat = lane >> 3, row = lane & 7, m = wm * WTM + i * 16 + 8 * (mat & 1), k = ks + 8 * (mat >> 1);
+#if TRANS_A  // A[k][m]: rows along k, transposed on the way
+  LDSM_X4_T(r, as + (k + row) * LDA + m);
+#else
+  LDSM_X4(r, as + (m + row) * LDA + k);
+#endif
+}
+// B's two registers for tile j: matrices (k 0-7, n 0-7), (k 8-15, n 0-7); lanes 16-31 name rows too (unused).
+inline void b_frags_ldsm(const __local ushort* bs, const int lane, const int j, const int ks, const int wn,
+                         uint* r) {
+  const int mat = (lane >> 3) & 1, row = lane & 7, n = wn * WTN + j * 8, k = ks + 8 * mat;
+#if TRANS_B  // B[n][k]
+  LDSM_X2(r, bs + (n + row) * LDB + k);
+#else  // B[k][n]: rows along k, transposed on the way
+  LDSM_X2_T(r, bs + (k + row) * LDB + n);
+#endif
+}
+#endif
 #else
 inline float raw_to_float(const uint bits) {
 #ifdef STORE_BF16
@@ -254,6 +290,12 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
     for (int ks = 0; ks < TS_K; ks += 16) {
 #if MMA_PTX
       uint af[MT][4], bf[NT][2];
+#if LM
+#pragma unroll
+      for (int i = 0; i < MT; ++i) a_frags_ldsm(as, lane, i, ks, wm, af[i]);
+#pragma unroll
+      for (int j = 0; j < NT; ++j) b_frags_ldsm(bs, lane, j, ks, wn, bf[j]);
+#else
 #pragma unroll
       for (int i = 0; i < MT; ++i)
 #pragma unroll
@@ -262,6 +304,7 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
       for (int j = 0; j < NT; ++j)
 #pragma unroll
         for (int r = 0; r < 2; ++r) bf[j][r] = b_frag(bs, lane, j, r, ks, wn);
+#endif
 #pragma unroll
       for (int i = 0; i < MT; ++i)
 #pragma unroll
