@@ -254,3 +254,25 @@ def test_broadcast_to_and_asarray_with_another_dtype(device, rng):
     i = hetnn.asarray(a, dtype="int32")  # converted on the device
     assert i.device == device and i.dtype.name == "int32"
     np.testing.assert_array_equal(i.numpy(), x.astype(np.int32))
+
+
+def test_asarray_copy_keyword_follows_the_array_api(device):
+    a = hetnn.asarray(np.arange(4, dtype=np.float32), device=device)
+    same, fresh = hetnn.asarray(a), hetnn.asarray(a, copy=True)
+    assert same is a and fresh is not a and fresh.device == a.device
+    fresh[0] = hetnn.asarray(np.float32(9), device=device)
+    assert a.numpy()[0] == 0  # a copy, not the same memory
+    with pytest.raises(ValueError, match="copy=False.*without a copy"):
+        hetnn.asarray(a, dtype="float64" if "float64" in device.dtypes else "float16", copy=False)
+    with pytest.raises(ValueError, match="copy=False"):
+        hetnn.asarray([1.0, 2.0], device=device, copy=False)
+    with pytest.raises(TypeError, match="copy must be None or a bool"):
+        hetnn.asarray(a, copy="yes")
+    if device.kind == "cpu":  # host memory shared with the CPU device
+        h = np.ones(3, np.float32)
+        v = hetnn.asarray(h, device=device, copy=False)
+        h[0] = 5
+        assert v.numpy()[0] == 5
+    else:
+        with pytest.raises(ValueError, match="copy=False"):
+            hetnn.asarray(np.ones(3, np.float32), device=device, copy=False)

@@ -347,3 +347,13 @@ def test_clip_matches_numpy(device, rng):
     np.testing.assert_array_equal(got.numpy(), np.clip(np.arange(-5, 5), -2, 3))
     with pytest.raises(TypeError, match="clip: min"):
         hetnn.clip(a, min="0")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_sign_of_either_zero_is_plus_zero_and_nan_stays(device, dtype):
+    # NumPy 2 and the Array API: sign(-0.0) is +0.0 (hetnn kept the -0.0)
+    if dtype not in device.dtypes:
+        pytest.skip(f"{device.id} has no {dtype}")
+    x = hetnn.asarray(np.array([-0.0, 0.0, np.nan, -2.5, 3.0]), device=device).astype(dtype)
+    got = hetnn.sign(x).astype("float64").numpy()
+    assert not np.signbit(got[:2]).any() and got[0] == 0 and np.isnan(got[2]) and list(got[3:]) == [-1.0, 1.0]

@@ -577,7 +577,7 @@ def _host_array(obj: Any, dtype: Optional[np.dtype], what: str) -> np.ndarray:
     return arr if arr.flags.c_contiguous and arr.flags.aligned else np.array(arr, order="C")
 
 
-def asarray(obj: Any, dtype: Any = None, device: DeviceLike = None) -> Array:
+def asarray(obj: Any, dtype: Any = None, device: DeviceLike = None, *, copy: Optional[bool] = None) -> Array:
     """An Array on ``device`` (default device if None) holding ``obj``.
 
     ``obj`` may be a hetnn Array (returned as is when dtype and device already match, else copied), a NumPy
@@ -585,14 +585,28 @@ def asarray(obj: Any, dtype: Any = None, device: DeviceLike = None) -> Array:
     PyTorch CPU tensors and JAX CPU arrays are read through DLPack without a copy; CuPy arrays and GPU tensors are
     copied to the host first), or anything NumPy can convert. Non-contiguous or byte-swapped input is copied into a
     contiguous native array first (never misread). ``dtype`` defaults to the input's (Python floats give float64,
-    which needs an fp64 device: pass ``dtype="float32"`` otherwise).
+    which needs an fp64 device: pass ``dtype="float32"`` otherwise). ``copy`` (the Array API's): True always gives
+    a new array; False never copies (a ValueError where a copy is needed: another device or dtype, host data that
+    the CPU device cannot share); None copies only when needed (host data is copied to the device).
     """
+    if copy is not None and not isinstance(copy, (bool, np.bool_)):
+        raise TypeError(f"asarray: copy must be None or a bool, got {type(copy).__name__}")
     dt = None if dtype is None else _dtype(dtype)
     if isinstance(obj, Array):
         target = obj.device if device is None else _resolve_device(device)
+        change = (dt is not None and dt != obj.dtype) or target != obj.device
+        if copy is False and change:
+            raise ValueError(f"asarray(copy=False): an Array of {obj.dtype} on {obj.device.id} cannot become "
+                             f"{(dt or obj.dtype)} on {target.id} without a copy")
         if dt is not None and dt != obj.dtype:  # converted on the device (the move, when asked, is explicit)
             return obj.astype(dt).to(target) if target == obj.device else obj.to(target).astype(dt)
-        return obj.to(target)
+        return obj.to(target).copy() if copy and not change else obj.to(target)
+    if copy is False:  # shared only where from_dlpack can share it: host memory of the CPU device's layout
+        if dt is not None and dt != getattr(obj, "dtype", None):
+            raise ValueError("asarray(copy=False): converting to another dtype is a copy")
+        if not hasattr(obj, "__dlpack__"):
+            raise ValueError(f"asarray(copy=False): a {type(obj).__name__} cannot be shared without a copy")
+        return from_dlpack(obj, device=device, copy=False)
     dev = _resolve_device(device)
     arr = _host_array(obj, dt, "asarray")
     return Array(_core.Array.from_numpy(dev._dev, arr))

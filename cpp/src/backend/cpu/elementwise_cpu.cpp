@@ -190,7 +190,8 @@ void compute(EwOp op, bool bool_in, std::int64_t m, const C* x, const C* z, R* r
       else if constexpr (std::is_signed_v<C>) return map1(m, x, r, [](C a) { return a < 0 ? wrap_sub(C(0), a) : a; });
       else return map1(m, x, r, [](C a) { return a; });
     case EwOp::sign:
-      return map1(m, x, r, [](C a) { return a > C(0) ? C(1) : a < C(0) ? C(-1) : a; });  // 0 and NaN kept
+      // +0 for either zero (NumPy's and the Array API's), NaN kept
+      return map1(m, x, r, [](C a) { return a > C(0) ? C(1) : a < C(0) ? C(-1) : a == C(0) ? C(0) : a; });
     case EwOp::floor:
     case EwOp::ceil:
     case EwOp::round:

@@ -113,7 +113,7 @@ CT apply(const int op, const CT x, const CT z) {
     case EW_negative: return wrap_sub((CT)0, x);
     case EW_positive: return x;
     case EW_square: return wrap_mul(x, x);
-    case EW_sign: return x > 0 ? (CT)1 : NEGATIVE_OR_LESS(x) ? (CT)-1 : x;  // 0 and NaN kept
+    case EW_sign: return x > 0 ? (CT)1 : NEGATIVE_OR_LESS(x) ? (CT)-1 : x == 0 ? (CT)0 : x;  // +0 for -0, NaN kept
     case EW_isnan: return (CT)(NAN_OF(x) != 0);
     case EW_cast: return x;
 #if IS_FLOAT
