@@ -7,7 +7,7 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <sstream>
 #include <thread>
@@ -18,6 +18,7 @@
 #include "backend/opencl/cl_check.h"
 #include "backend/opencl/program_cache.h"
 #include "core/cache_dir.h"
+#include "core/half.h"
 #include "core/errors.h"
 
 namespace hetnn::opencl {
@@ -101,16 +102,19 @@ std::string ClBackend::run_matrix_unit_probe(DType t) {
   std::vector<int> ia(n * n), ib(n * n);
   std::uint32_t s = 12345u;
   auto next = [&] { s = s * 1664525u + 1013904223u; return static_cast<int>((s >> 16) % (2 * lim + 1)) - lim; };
-  auto bits = [&](int v) -> std::uint16_t {
-    if (v == 0) return 0;
-    const std::uint16_t sign = v < 0 ? 0x8000 : 0;
-    const int m = v < 0 ? -v : v;
-    if (t == DType::bf16) {  // 1, 2, 3 as bfloat16: the upper halves of 0x3f800000, 0x40000000, 0x40400000
-      const std::uint16_t b[4] = {0, 0x3f80, 0x4000, 0x4040};
-      return sign | b[m];
-    }
-    const std::uint16_t h[4] = {0, 0x3c00, 0x4000, 0x4200};
-    return sign | h[m];
+  auto bits = [&](int v) -> std::uint16_t {  // small integers: exact in either type (bfloat16: a float's top half)
+    if (t == DType::f16) return float_to_half_bits(static_cast<float>(v));
+    const float f = static_cast<float>(v);
+    std::uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return static_cast<std::uint16_t>(u >> 16);
+  };
+  auto value = [&](std::uint16_t h) -> float {
+    if (t == DType::f16) return half_bits_to_float(h);
+    const std::uint32_t u = static_cast<std::uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
   };
   for (int i = 0; i < n * n; ++i) ha[i] = bits(ia[i] = next()), hb[i] = bits(ib[i] = next());
   cl_int st = CL_SUCCESS;
@@ -138,15 +142,10 @@ std::string ClBackend::run_matrix_unit_probe(DType t) {
     for (int j = 0; j < n; ++j) {
       int ref = 0;
       for (int k = 0; k < n; ++k) ref += ia[i * n + k] * ib[k * n + j];
-      // back to an integer: float16 (10 fraction bits) or bfloat16 (7) of a value that is exact in it
-      const std::uint16_t h = hc[i * n + j];
-      const int sign = h & 0x8000 ? -1 : 1, fb = t == DType::bf16 ? 7 : 10, eb = t == DType::bf16 ? 127 : 15;
-      const int e = ((h & 0x7fff) >> fb), f = h & ((1 << fb) - 1);
-      double v = e == 0 ? 0.0 : (1.0 + f / double(1 << fb)) * std::ldexp(1.0, e - eb);
-      if (e == 0 && f != 0) v = -1.0;  // subnormal: not a value this probe makes
-      if (sign * v != ref)
+      const float v = value(hc[i * n + j]);  // exact in the data type for every value this probe makes
+      if (v != static_cast<float>(ref))
         return "the probe GEMM computed C[" + std::to_string(i) + "][" + std::to_string(j) + "] = " +
-               std::to_string(sign * v) + ", expected " + std::to_string(ref);
+               std::to_string(v) + ", expected " + std::to_string(ref);
     }
   return "";
 }
