@@ -21,7 +21,7 @@ if not any(d.type == "gpu" for d in _FOUND.values()):
     _PARAMS.append("gpu")
 # Without a GPU, the 'gpu' parameter of the modules whose kernels have a GPU shape runs those GPU-shaped kernels on
 # the first OpenCL device instead (hetnn._core._set_kernel_variant), so that they are checked here too.
-GPU_VARIANT_MODULES = frozenset({"test_max_pool", "test_properties", "test_reduction"})
+GPU_VARIANT_MODULES = frozenset({"test_max_pool", "test_max_pool_zeros", "test_properties", "test_reduction"})
 _GPU_STANDIN = None if "gpu" not in _PARAMS else next((d for d in _FOUND.values() if d.kind == "opencl"), None)
 
 

@@ -79,3 +79,18 @@ def max_pool2d_backward(grad_output, indices, input_shape, empty=None):
         valid = (ix[plane] >= 0) & (ix[plane] < H * W)
         np.add.at(gx[plane], ix[plane][valid], g[plane][valid])
     return gx.reshape(N, C, H, W)
+
+
+def max_pool2d_zeros(x, k, s, p, d, ceil):
+    """padding_mode="zeros": x padded with p zeros on every side (numpy.pad) and pooled without padding, cropped to
+    the unpadded call's output size (with ceil_mode the padded image may hold more windows); indices mapped back
+    to the input plane, -1 where the padding won."""
+    x = np.asarray(x, dtype=np.float64)
+    N, C, H, W = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
+    y, idx = max_pool2d(xp, k, s, (0, 0), d, ceil)
+    OH, OW = out_size(H, k[0], s[0], p[0], d[0], ceil), out_size(W, k[1], s[1], p[1], d[1], ceil)
+    y, idx = y[:, :, :OH, :OW], idx[:, :, :OH, :OW]
+    r, c = idx // (W + 2 * p[1]), idx % (W + 2 * p[1])
+    inside = (r >= p[0]) & (r < H + p[0]) & (c >= p[1]) & (c < W + p[1])
+    return y, np.where(inside, (r - p[0]) * W + (c - p[1]), -1)

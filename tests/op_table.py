@@ -314,39 +314,45 @@ def int_image(rng, shape, dtype):
     return x
 
 
-def _pool_inputs(rng, dtype):
+def _pool_inputs(rng, dtype, mode="-inf"):
     k = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
     s = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
-    p = (int(rng.integers(0, k[0] // 2 + 1)), int(rng.integers(0, k[1] // 2 + 1)))
+    top = (k[0] + 1, k[1] + 1) if mode == "zeros" else (k[0] // 2, k[1] // 2)  # zero padding: any width
+    p = (int(rng.integers(0, top[0] + 1)), int(rng.integers(0, top[1] + 1)))
     shape = (int(rng.integers(1, 3)), int(rng.integers(1, 4)), int(rng.integers(k[0], 19)), int(rng.integers(k[1], 19)))
     x = int_image(rng, shape, dtype) if dtype in INTS else rng.standard_normal(shape).astype(dtype)
     return x, k, s, p
 
 
+def _max_pool_inputs(rng, dtype):
+    mode = "zeros" if rng.random() < 0.3 else "-inf"
+    return (*_pool_inputs(rng, dtype, mode), mode)
+
+
 def _pool_run(dev, inp):
-    x, k, s, p = inp
-    y, idx = hetnn.max_pool2d(x, k, s, p, return_indices=True, device=dev)
+    x, k, s, p, mode = inp
+    y, idx = hetnn.max_pool2d(x, k, s, p, return_indices=True, padding_mode=mode, device=dev)
     return y, idx
 
 
 def _pool_ref(inp):
-    x, k, s, p = inp
-    return pool_ref.max_pool2d(x, k, s, p, (1, 1), False)
+    x, k, s, p, mode = inp
+    return (pool_ref.max_pool2d_zeros if mode == "zeros" else pool_ref.max_pool2d)(x, k, s, p, (1, 1), False)
 
 
 def _pool_bwd_inputs(rng, dtype):
-    x, k, s, p = _pool_inputs(rng, dtype)
-    _, idx = pool_ref.max_pool2d(x, k, s, p, (1, 1), False)
-    return rng.standard_normal(idx.shape).astype(dtype), idx, x.shape, k, s, p
+    x, k, s, p, mode = _max_pool_inputs(rng, dtype)
+    _, idx = _pool_ref((x, k, s, p, mode))
+    return rng.standard_normal(idx.shape).astype(dtype), idx, x.shape, k, s, p, mode
 
 
 def _pool_bwd_run(dev, inp):
-    g, idx, shape, k, s, p = inp
-    return (hetnn.max_pool2d_backward(g, idx, shape, k, s, p, device=dev),)
+    g, idx, shape, k, s, p, mode = inp
+    return (hetnn.max_pool2d_backward(g, idx, shape, k, s, p, padding_mode=mode, device=dev),)
 
 
 def _pool_bwd_ref(inp):
-    g, idx, shape, k, s, p = inp
+    g, idx, shape, k, s, p, mode = inp
     return (pool_ref.max_pool2d_backward(g.astype(np.float64), idx, shape),)
 
 
@@ -716,6 +722,8 @@ POOL_BAD = [
     ("bool-dtype", _pool(X4.astype(bool), 2), TypeError, "bool"),
     ("ceil-string", _pool(X4, 2, ceil_mode="yes"), TypeError, "ceil_mode"),
     ("empty-channel", _pool(np.ones((1, 0, 4, 4), np.float32), 2), ValueError, "empty"),
+    ("padding-mode-unknown", _pool(X4, 2, padding_mode="reflect"), ValueError, "padding_mode"),
+    ("padding-mode-type", _pool(X4, 2, padding_mode=1), TypeError, "padding_mode"),
 ]
 POOL_BWD_BAD = [
     ("index-outside-window", _pool_bwd(np.ones((1, 1, 2, 2), np.float32), np.full((1, 1, 2, 2), 15, np.int64),
@@ -728,6 +736,9 @@ POOL_BWD_BAD = [
                                      X4.shape, 2), ValueError, "indices"),
     ("input-shape-wrong", _pool_bwd(np.ones((1, 2, 3, 3), np.float32), np.zeros((1, 2, 3, 3), np.int64), (1, 2, 6),
                                     2), ValueError, "input_shape"),
+    ("padding-index-without-zero-padding", _pool_bwd(np.ones((1, 1, 5, 5), np.float32),
+                                                     np.full((1, 1, 5, 5), -1, np.int64), (1, 1, 4, 4), 2, 1, 1),
+     ValueError, "indices"),
 ]
 
 
@@ -794,7 +805,7 @@ AVG_BWD_BAD = [
 
 OPS: Dict[str, Op] = {op.name: op for op in [
     Op("matmul", _mm_run, _mm_ref, _mm_inputs, backend=["matmul"], bad=MATMUL_BAD),
-    Op("max_pool2d", _pool_run, _pool_ref, _pool_inputs, dtypes=F + INTS, tol=dict.fromkeys(F + INTS, 0.0),
+    Op("max_pool2d", _pool_run, _pool_ref, _max_pool_inputs, dtypes=F + INTS, tol=dict.fromkeys(F + INTS, 0.0),
        backend=["max_pool2d"], bad=POOL_BAD),
     Op("max_pool2d_backward", _pool_bwd_run, _pool_bwd_ref, _pool_bwd_inputs, tol={"float32": 1e-6, "float64": 1e-14},
        backend=["max_pool2d_backward"], bad=POOL_BWD_BAD),

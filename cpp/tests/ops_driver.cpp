@@ -140,7 +140,8 @@ void run_pool(const DevicePtr& dev, std::mt19937& g) {
   Pool2dArgs p;
   p.kernel = {small(g) + 1, small(g)};
   p.stride = {small(g), small(g)};
-  p.padding = {std::min(p.kernel[0] / 2, small(g) - 1), 0};
+  p.zero_padding = g() & 1;  // padding_mode="zeros": any padding, the padding's taps read 0 (index -1)
+  p.padding = {p.zero_padding ? small(g) : std::min(p.kernel[0] / 2, small(g) - 1), p.zero_padding ? small(g) - 1 : 0};
   p.dilation = {1, small(g)};
   p.ceil_mode = g() & 1;
   const int n = small(g), c = small(g), h = img(g), w = img(g) + 4;
@@ -161,7 +162,9 @@ void run_pool(const DevicePtr& dev, std::mt19937& g) {
           for (int j = 0; j < p.kernel[1]; ++j) {
             const std::int64_t r = oh * p.stride[0] - p.padding[0] + i * p.dilation[0];
             const std::int64_t q = ow * p.stride[1] - p.padding[1] + j * p.dilation[1];
-            if (r >= 0 && r < h && q >= 0 && q < w) best = std::max(best, X[(plane * h + r) * w + q]);
+            const bool in = r >= 0 && r < h && q >= 0 && q < w;
+            const bool pad = p.zero_padding && !in && r < h + p.padding[0] && q < w + p.padding[1];
+            if (in || pad) best = std::max(best, in ? X[(plane * h + r) * w + q] : 0.0f);
           }
         if (Y[(plane * OH + oh) * OW + ow] != best) ok = false;
       }
@@ -180,8 +183,10 @@ void run_pool(const DevicePtr& dev, std::mt19937& g) {
           for (int j = 0; j < p.kernel[1]; ++j) {
             const std::int64_t r = oh * p.stride[0] - p.padding[0] + i * p.dilation[0];
             const std::int64_t q = ow * p.stride[1] - p.padding[1] + j * p.dilation[1];
-            if (r >= 0 && r < h && q >= 0 && q < w && X[(plane * h + r) * w + q] > best)
-              best = X[(plane * h + r) * w + q], at = r * w + q;
+            const bool in = r >= 0 && r < h && q >= 0 && q < w;
+            const bool pad = p.zero_padding && !in && r < h + p.padding[0] && q < w + p.padding[1];
+            const float v = in ? X[(plane * h + r) * w + q] : 0.0f;
+            if ((in || pad) && v > best) best = v, at = in ? r * w + q : -1;
           }
         if (at >= 0) want[std::size_t(plane) * h * w + at] += G[(plane * OH + oh) * OW + ow];
       }

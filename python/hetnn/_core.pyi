@@ -127,10 +127,10 @@ _IntOrPair = Union[int, Sequence[int]]
 # The public ops take these; hetnn._ops wraps each under the placement rule (hetnn Arrays or NumPy in).
 def max_pool2d(x: Any, kernel_size: _IntOrPair, stride: Optional[_IntOrPair] = ..., padding: _IntOrPair = ...,
                dilation: _IntOrPair = ..., ceil_mode: bool = ..., return_indices: bool = ..., *,
-               out: Any = ..., indices_out: Any = ...) -> Any: ...  # (y, indices) with return_indices
+               out: Any = ..., indices_out: Any = ..., padding_mode: str = ...) -> Any: ...  # (y, idx) w/ indices
 def max_pool2d_backward(grad_output: Any, indices: Any, input_shape: Sequence[int], kernel_size: _IntOrPair,
                         stride: Optional[_IntOrPair] = ..., padding: _IntOrPair = ..., dilation: _IntOrPair = ...,
-                        ceil_mode: bool = ..., *, out: Any = ...) -> Any: ...
+                        ceil_mode: bool = ..., *, out: Any = ..., padding_mode: str = ...) -> Any: ...
 def avg_pool2d(x: Any, kernel_size: _IntOrPair, stride: Optional[_IntOrPair] = ..., padding: _IntOrPair = ...,
                ceil_mode: bool = ..., count_include_pad: bool = ..., divisor_override: Optional[int] = ..., *,
                out: Any = ...) -> Any: ...

@@ -162,6 +162,7 @@ def _warm_up(c: Case, n_warmup: int) -> Dict[str, Any]:
     before = _first_use_totals()
     t0 = time.perf_counter()
     first_call = best = math.nan
+    first_build = 0.0
     for i in range(n_warmup):
         t1 = time.perf_counter()
         c.fn()
@@ -169,10 +170,13 @@ def _warm_up(c: Case, n_warmup: int) -> Dict[str, Any]:
         t2 = time.perf_counter()
         if i == 0:
             first_call = t2 - t0
+            first_build = _first_use_totals()["seconds"] - before["seconds"]
         if i == 1 or (i > 1 and t2 - t1 < best):  # the first call pays for first use: not an estimate of a call
             best = t2 - t1
     after = _first_use_totals()
-    return {"call_s": first_call, "best_call_s": first_call if n_warmup == 1 else best,
+    # One warm-up call: the estimate of a call is that call less the kernel builds it paid for (a cold program
+    # cache's compile planned one round where max_duration allowed many)
+    return {"call_s": first_call, "best_call_s": max(first_call - first_build, 0.0) if n_warmup == 1 else best,
             "warmup_s": time.perf_counter() - t0,
             "built": int(after["built"] - before["built"]),
             "disk_hits": int(after["disk_hits"] - before["disk_hits"]),

@@ -41,6 +41,9 @@ struct Pool2dDesc {
   std::int64_t N = 0, C = 0, H = 0, W = 0, OH = 0, OW = 0;
   int kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
   bool ceil_mode = false;
+  // Max pooling only: the padding holds zeros (a tap on rows [-ph, 0) or [H, H + ph), or on the matching columns,
+  // reads 0 at index -1) instead of never winning. Set only with padding.
+  bool zero_pad = false;
   DType dtype = DType::f32;
 };
 
@@ -342,8 +345,10 @@ struct ScanDesc {
 //   matmul               c = act(alpha op(a) op(b) + beta c + bias), as the MatmulDesc says.
 //   max_pool2d           y (N, C, OH, OW) = window maxima of x (N, C, H, W); NaN wins, else the first maximum in
 //                        row-major window order. indices (int64, optional): flat h*W + w of each maximum in its plane.
+//                        With d.zero_pad, the padding's taps count as 0 in that order, at index -1.
 //   max_pool2d_backward  gx (N, C, H, W) = sum of gy over the windows whose index points at each position; throws
-//                        ValueError when an index does not point inside its own window (corrupt or foreign indices).
+//                        ValueError when an index does not point inside its own window (corrupt or foreign indices);
+//                        with d.zero_pad, -1 (the padding won) is accepted in windows that reach the padding.
 //   avg_pool2d           y (N, C, OH, OW) = window averages of x (N, C, H, W), as the AvgPool2dDesc says.
 //   avg_pool2d_backward  gx (N, C, H, W) = sum over the windows holding each input position of gy / the window's
 //                        divisor (the AvgPool2dDesc's); positions in no window get 0.
@@ -415,6 +420,7 @@ Array matmul(const Array& a, const Array& b, const Array* out, const MatmulArgs&
 struct Pool2dArgs {
   std::array<int, 2> kernel{1, 1}, stride{1, 1}, padding{0, 0}, dilation{1, 1};  // (h, w)
   bool ceil_mode = false;
+  bool zero_padding = false;  // max pooling's padding_mode="zeros" (any padding then; PyTorch's -inf: <= kernel/2)
 };
 
 // y = max over each window; indices (int64, flat h*W + w in each input plane) when `indices` is non-null.

@@ -54,9 +54,10 @@ Pool2dDesc pool2d_geometry(const Shape& s, const Pool2dArgs& a, const char* op) 
     if (a.stride[i] < 1) throw ValueError(o + ": stride must be positive, got " + pair_str(a.stride));
     if (a.padding[i] < 0) throw ValueError(o + ": padding must be non-negative, got " + pair_str(a.padding));
     if (a.dilation[i] < 1) throw ValueError(o + ": dilation must be positive, got " + pair_str(a.dilation));
-    if (a.padding[i] > a.kernel[i] / 2)
+    if (a.padding[i] > a.kernel[i] / 2 && !a.zero_padding)  // (zero padding: a window of padding alone is 0)
       throw ValueError(o + ": padding " + pair_str(a.padding) + " must be at most half of kernel_size " +
-                       pair_str(a.kernel));
+                       pair_str(a.kernel) + (std::string(op) == "max_pool2d" || std::string(op) ==
+                       "max_pool2d_backward" ? " (or padding_mode='zeros', whose padding may be wider)" : ""));
   }
   if (s.size() != 4 && s.size() != 3)
     throw ValueError(o + ": input must be 4-D (N, C, H, W) or 3-D (C, H, W), got shape " + shape_str(s));
@@ -71,6 +72,7 @@ Pool2dDesc pool2d_geometry(const Shape& s, const Pool2dArgs& a, const char* op) 
   d.kh = a.kernel[0], d.kw = a.kernel[1], d.sh = a.stride[0], d.sw = a.stride[1];
   d.ph = a.padding[0], d.pw = a.padding[1], d.dh = a.dilation[0], d.dw = a.dilation[1];
   d.ceil_mode = a.ceil_mode;
+  d.zero_pad = a.zero_padding && (d.ph > 0 || d.pw > 0);
   d.OH = pool_output_size(d.H, d.kh, d.sh, d.ph, d.dh, d.ceil_mode);
   d.OW = pool_output_size(d.W, d.kw, d.sw, d.pw, d.dw, d.ceil_mode);
   if (d.OH < 1 || d.OW < 1)
@@ -79,7 +81,8 @@ Pool2dDesc pool2d_geometry(const Shape& s, const Pool2dArgs& a, const char* op) 
                      ": the output would be " + std::to_string(d.OH) + "x" + std::to_string(d.OW));
   constexpr std::int64_t kMax = std::numeric_limits<int>::max();
   // factor by factor first: the products of huge sizes overflow (found by the fuzzer)
-  if (d.H > kMax || d.W > kMax || d.N > kMax || d.C > kMax || d.H * d.W > kMax || d.N * d.C > kMax)
+  if (d.H > kMax || d.W > kMax || d.N > kMax || d.C > kMax || d.H * d.W > kMax || d.N * d.C > kMax ||
+      d.OH > kMax || d.OW > kMax || d.OH * d.OW > kMax)
     throw ValueError(o + ": planes of more than 2^31-1 elements, or more than 2^31-1 planes, are not supported");
   return d;
 }
@@ -97,6 +100,47 @@ bool pool_window_empty(const Pool2dDesc& d, std::int64_t oh, std::int64_t ow) {
   const std::int64_t h0 = pool_first_inside(hs, d.dh), w0 = pool_first_inside(ws, d.dw);
   return h0 >= d.H || h0 > hs + static_cast<std::int64_t>(d.kh - 1) * d.dh || w0 >= d.W ||
          w0 > ws + static_cast<std::int64_t>(d.kw - 1) * d.dw;
+}
+
+bool pool_window_padded(const Pool2dDesc& d, std::int64_t oh, std::int64_t ow) {
+  if (!d.zero_pad) return false;
+  const std::int64_t hs = oh * d.sh - d.ph, ws = ow * d.sw - d.pw;
+  bool row_in = false, row_pad = false, col_in = false, col_pad = false;  // some tap row / column of each kind
+  for (std::int64_t i = 0; i < d.kh; ++i) {
+    const std::int64_t r = hs + i * d.dh;
+    row_in |= r >= 0 && r < d.H;
+    row_pad |= (r < 0) || (r >= d.H && r < d.H + d.ph);
+  }
+  for (std::int64_t j = 0; j < d.kw; ++j) {
+    const std::int64_t c = ws + j * d.dw;
+    col_in |= c >= 0 && c < d.W;
+    col_pad |= (c < 0) || (c >= d.W && c < d.W + d.pw);
+  }
+  // a padded tap: a padding row at a column inside the padded width, or the reverse
+  return (row_pad && (col_in || col_pad)) || (col_pad && row_in);
+}
+
+bool pool_index_free(const Pool2dDesc& d, std::int64_t v, std::int64_t oh, std::int64_t ow) {
+  return (v == -1 && pool_window_padded(d, oh, ow)) || pool_window_empty(d, oh, ow);
+}
+
+PoolPadBands pool_pad_bands(const Pool2dDesc& d) {
+  PoolPadBands b{0, d.OH, 0, d.OW};
+  if (!d.zero_pad) return b;
+  // windows starting above / left of the input: oh * sh < ph
+  const auto before = [](std::int64_t p, std::int64_t s, std::int64_t n) { return std::min(n, (p + s - 1) / s); };
+  // the first window whose last tap reaches past the input's end: oh * s - p + (k - 1) * dil >= size
+  const auto after = [](std::int64_t size, std::int64_t p, std::int64_t k, std::int64_t dil, std::int64_t s,
+                        std::int64_t n, std::int64_t lo) {
+    const std::int64_t num = size + p - (k - 1) * dil;
+    const std::int64_t first = num <= 0 ? 0 : (num + s - 1) / s;
+    return std::clamp(first, lo, n);
+  };
+  b.top = before(d.ph, d.sh, d.OH);
+  b.bottom = after(d.H, d.ph, d.kh, d.dh, d.sh, d.OH, b.top);
+  b.left = before(d.pw, d.sw, d.OW);
+  b.right = after(d.W, d.pw, d.kw, d.dw, d.sw, d.OW, b.left);
+  return b;
 }
 
 std::string pool_bad_index_message(const Pool2dDesc& d, std::int64_t plane, std::int64_t oh, std::int64_t ow,
@@ -130,7 +174,7 @@ std::int64_t pool_find_bad_index(const Pool2dDesc& d, const std::int64_t* ix) {
   const std::int64_t n = d.N * d.C * d.OH * d.OW;
   for (std::int64_t o = 0; o < n; ++o) {
     const std::int64_t ow = o % d.OW, oh = (o / d.OW) % d.OH;
-    if (!pool_index_inside(d, ix[o], oh, ow) && !pool_window_empty(d, oh, ow)) return o;
+    if (!pool_index_inside(d, ix[o], oh, ow) && !pool_index_free(d, ix[o], oh, ow)) return o;
   }
   return -1;
 }

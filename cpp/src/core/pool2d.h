@@ -30,6 +30,16 @@ void pool_check_input_shape(const Shape& input_shape, const char* op);
 // its output is -inf and its index carries no gradient); the error message for a bad index.
 bool pool_index_inside(const Pool2dDesc& d, std::int64_t v, std::int64_t oh, std::int64_t ow);
 bool pool_window_empty(const Pool2dDesc& d, std::int64_t oh, std::int64_t ow);
+// With zero padding (d.zero_pad): whether window (oh, ow) has a tap on the padding (which reads 0); and whether
+// index v of that window carries no gradient and is valid: -1 in such a window, anything in an empty one.
+bool pool_window_padded(const Pool2dDesc& d, std::int64_t oh, std::int64_t ow);
+bool pool_index_free(const Pool2dDesc& d, std::int64_t v, std::int64_t oh, std::int64_t ow);
+// The windows that may reach the zero padding: output rows [0, top) and [bottom, OH) whole, and in the rows
+// between, columns [0, left) and [right, OW). All empty without zero padding.
+struct PoolPadBands {
+  std::int64_t top = 0, bottom = 0, left = 0, right = 0;
+};
+PoolPadBands pool_pad_bands(const Pool2dDesc& d);
 std::string pool_bad_index_message(const Pool2dDesc& d, std::int64_t plane, std::int64_t oh, std::int64_t ow,
                                    std::int64_t v);
 // Position of the first bad index in a host copy of the indices, or -1.

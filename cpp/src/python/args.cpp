@@ -144,6 +144,17 @@ Pool2dArgs arg_pool2d(const char* op, py::handle kernel_size, py::handle stride,
   return a;
 }
 
+bool arg_zero_padding(py::handle padding_mode, const char* op) {
+  const std::string how = "padding_mode must be '-inf' (the padding never wins, as PyTorch's; an integer image's "
+                          "lowest value) or 'zeros' (it holds zeros, index -1 where one wins)";
+  if (!py::isinstance<py::str>(padding_mode))
+    throw TypeError(std::string(op) + ": " + how + ", got " + std::string(py::repr(padding_mode)));
+  const std::string m = padding_mode.cast<std::string>();
+  if (m == "-inf") return false;
+  if (m == "zeros") return true;
+  throw ValueError(std::string(op) + ": " + how + ", got " + std::string(py::repr(padding_mode)));
+}
+
 EwScalar arg_scalar(const py::handle& v, const char* op) {
   EwScalar s;
   if (py::isinstance<py::bool_>(v) || py::isinstance(v, py::module_::import("numpy").attr("bool_"))) {

@@ -16,9 +16,11 @@ void bind_max_pool(py::module_& m) {
   m.def(
       "max_pool2d",
       [](const Array& x, py::object kernel_size, py::object stride, py::object padding, py::object dilation,
-         py::object ceil_mode, py::object return_indices, const Array* out, const Array* indices_out) -> py::object {
+         py::object ceil_mode, py::object return_indices, const Array* out, const Array* indices_out,
+         py::object padding_mode) -> py::object {
         const char* op = "max_pool2d";
-        const Pool2dArgs args = arg_pool2d(op, kernel_size, stride, padding, dilation, ceil_mode);
+        Pool2dArgs args = arg_pool2d(op, kernel_size, stride, padding, dilation, ceil_mode);
+        args.zero_padding = arg_zero_padding(padding_mode, op);
         const bool with_indices = arg_bool(return_indices, "return_indices", op);
         Array y, idx;
         if (indices_out) idx = *indices_out;
@@ -32,6 +34,7 @@ void bind_max_pool(py::module_& m) {
       py::arg("x"), py::arg("kernel_size") = py::none(), py::arg("stride") = py::none(), py::arg("padding") = 0,
       py::arg("dilation") = 1, py::arg("ceil_mode") = false, py::arg("return_indices") = false, py::kw_only(),
       py::arg("out").none(true) = nullptr, py::arg("indices_out").none(true) = nullptr,
+      py::arg("padding_mode") = "-inf",
       R"doc(Max over ``kernel_size`` windows of each (N, C) plane of ``x`` (4-D NCHW, or 3-D CHW as N = 1).
 
 PyTorch's semantics exactly: ``stride`` defaults to ``kernel_size``; ``padding`` (at most half the kernel) is
@@ -41,20 +44,26 @@ input or the left padding. NaN wins a window; otherwise the first maximum in row
 With ``return_indices`` also returns int64 indices: flat ``h * W + w`` positions in each input plane, the input
 of :func:`max_pool2d_backward`. ``out`` / ``indices_out``: arrays to write the results into.
 float32, float64, float16, bfloat16, and int8, uint8, int32, int64 images (exact, the same dtype out; an
-empty window's maximum is the type's lowest value where a float's is -inf).)doc");
+empty window's maximum is the type's lowest value where a float's is -inf).
+``padding_mode="zeros"``: the padding holds zeros instead (any ``padding``, even wider than half the kernel), as
+if the image were padded with zeros first (``numpy.pad``) and pooled without padding, on the device and in one
+call; a window won by the padding has index -1, which :func:`max_pool2d_backward` (given the same
+``padding_mode``) passes over.)doc");
   m.def(
       "max_pool2d_backward",
       [](const Array& grad_output, const Array& indices, py::object input_shape, py::object kernel_size,
-         py::object stride, py::object padding, py::object dilation, py::object ceil_mode, const Array* out) {
+         py::object stride, py::object padding, py::object dilation, py::object ceil_mode, const Array* out,
+         py::object padding_mode) {
         const char* op = "max_pool2d_backward";
-        const Pool2dArgs args = arg_pool2d(op, kernel_size, stride, padding, dilation, ceil_mode);
+        Pool2dArgs args = arg_pool2d(op, kernel_size, stride, padding, dilation, ceil_mode);
+        args.zero_padding = arg_zero_padding(padding_mode, op);
         const Shape shape = arg_shape(input_shape, "input_shape", op);
         NoGil nogil;
         return hetnn::max_pool2d_backward(grad_output, indices, shape, args, out);
       },
       py::arg("grad_output"), py::arg("indices"), py::arg("input_shape"), py::arg("kernel_size") = py::none(),
       py::arg("stride") = py::none(), py::arg("padding") = 0, py::arg("dilation") = 1, py::arg("ceil_mode") = false,
-      py::kw_only(), py::arg("out").none(true) = nullptr);
+      py::kw_only(), py::arg("out").none(true) = nullptr, py::arg("padding_mode") = "-inf");
   // The pooling layers' window and shape checks, before any data arrives.
   m.def(
       "pool2d_window",

@@ -46,6 +46,8 @@ Shape arg_shape(py::handle v, const char* name, const char* op);
 // Window arguments of the pooling ops with PyTorch's defaults: stride None (or empty) means kernel_size.
 Pool2dArgs arg_pool2d(const char* op, py::handle kernel_size, py::handle stride, py::handle padding,
                       py::handle dilation, py::handle ceil_mode);
+// max pooling's padding_mode: '-inf' (false) or 'zeros' (true), else TypeError / ValueError naming both.
+bool arg_zero_padding(py::handle padding_mode, const char* op);
 
 // Releases the GIL around device work (instead of py::gil_scoped_release). When the interpreter exits while a
 // daemon thread is inside hetnn, CPython ends that thread with pthread_exit as it asks for the GIL back; the forced

@@ -73,10 +73,15 @@ def _numpy_max(x: np.ndarray, k: int, s: int, p: int) -> np.ndarray:
 
 
 def _cases(x: np.ndarray, op: str, k: int, s: int, devices: List[Device], ref: np.ndarray, p: int = 0,
-           transfers: bool = False) -> List[Tuple[Case, Dict[str, Any], Callable[[], np.ndarray]]]:
+           transfers: bool = False, z: int = 0) -> List[Tuple[Case, Dict[str, Any], Callable[[], np.ndarray]]]:
     """(case, row base, result getter) for the serial version, NumPy and hetnn on every device (with ``transfers``,
-    also each OpenCL device with the input's upload and the result's download inside the timing)."""
-    fn = max_pool2d if op == "max" else avg_pool2d
+    also each OpenCL device with the input's upload and the result's download inside the timing). ``z``: max
+    pooling with z rows and columns of zero padding (padding_mode="zeros"; NumPy pads inside its timed call)."""
+    if z:
+        def fn(X: Any, k: int, s: int, p: int, **kw: Any) -> Any:
+            return max_pool2d(X, k, s, z, padding_mode="zeros", **kw)
+    else:
+        fn = max_pool2d if op == "max" else avg_pool2d  # type: ignore[assignment]
     out: List[Tuple[Case, Dict[str, Any], Callable[[], np.ndarray]]] = []
     for dev in devices:
         X = asarray(x, device=dev)
@@ -103,7 +108,8 @@ def _cases(x: np.ndarray, op: str, k: int, s: int, devices: List[Device], ref: n
     res: List[np.ndarray] = [np.empty(0)]
 
     def numpy_call() -> None:
-        res[0] = _numpy_pool(x, op) if (k, s, p) == (2, 2, 0) else _numpy_max(x, k, s, p)
+        xz = np.pad(x, ((0, 0), (0, 0), (z, z), (z, z))) if z else x
+        res[0] = _numpy_pool(xz, op) if (k, s, p) == (2, 2, 0) else _numpy_max(xz, k, s, p)
     out.append((Case("numpy", numpy_call), {"library": "numpy", "device": "host", "workers": 1}, lambda: res[0]))
     return out
 
@@ -123,11 +129,11 @@ def _speedup(row: Dict[str, Any], r: Any, serial: Any) -> None:
 
 
 def _timed_rows(ctx: Context, x: np.ndarray, op: str, k: int, s: int, p: int, ref: np.ndarray, base: Dict[str, Any],
-                tol: float, transfers: bool = False) -> Rows:
+                tol: float, transfers: bool = False, z: int = 0) -> Rows:
     """Every case of one input timed in interleaved rounds, checked against ``ref``, as rows."""
     cfg = ctx.cfg
     settle()
-    items = _cases(x, op, k, s, ctx.devices, ref, p, transfers)
+    items = _cases(x, op, k, s, ctx.devices, ref, p, transfers, z)
     results = interleave([it[0] for it in items], n_warmup=cfg["warmup"], n_repeat=cfg["repeat"],
                          max_duration=cfg["max_duration"])
     nbytes = x.nbytes + ref.nbytes
@@ -163,16 +169,16 @@ def run_sweep(ctx: Context) -> Rows:
     for n in cfg["sizes"]:
         img = rng.integers(lo, hi + 1, size=(1, 1, n, n)).astype(cfg["dtype"])
         for name, k, st, p, z in variants:
-            x = np.pad(img, ((0, 0), (0, 0), (z, z), (z, z))) if z else img  # zeros, on the host, untimed
-            if x.shape[2] + 2 * p < k:
+            if n + 2 * (p + z) < k:
                 continue
             ctx.step(f"{n}x{n} {name}")
-            ref = reference_max_pool(x, k, st, p)
-            rows += _timed_rows(ctx, x, "max", k, st, p, ref, {"part": "sweep", "size": n, "variant": name}, 0.0,
-                                transfers=True)
+            ref = reference_max_pool(np.pad(img, ((0, 0), (0, 0), (z, z), (z, z))) if z else img, k, st, p)
+            rows += _timed_rows(ctx, img, "max", k, st, p, ref, {"part": "sweep", "size": n, "variant": name}, 0.0,
+                                transfers=True, z=z)
     ctx.say(f"\nthe published sweep: single-channel n x n images of integers {lo}-{hi} ({cfg['dtype']}, seeded), max "
-            f"pooling per variant (kKsS: k x k windows, stride S; pP: padding P as PyTorch's, -inf; zZ: the image "
-            f"padded with Z rows and columns of zeros, on the host and untimed, then pooled without padding); "
+            f"pooling per variant (kKsS: k x k windows, stride S; pP: padding P as PyTorch's, -inf; zZ: Z rows and "
+            f"columns of zero padding, hetnn's padding_mode='zeros', inside the timed call; NumPy pads with np.pad "
+            f"inside its own); "
             f"serial version: hetnn's CPU kernel on one thread; speedup: its time over each row's (interleaved "
             f"rounds, 95 % interval); OpenCL timed with the input on the device, and 'with transfers' with its upload "
             f"and download inside the timing:")
@@ -336,7 +342,8 @@ STUDY = Study(
           "same sweep; the serial version is its CPU kernel on one thread (NumPy's window view beside it), parallel: "
           "hetnn on every device with all its workers (CPU threads, OpenCL compute units), OpenCL timed with its "
           "input on the device and again with the upload and download inside the timing; padding pP is PyTorch's "
-          "(-inf), zZ pads the image with zeros on the host (untimed) before pooling; integer images are pooled "
+          "(-inf), zZ is Z rows and columns of zero padding (max_pool2d's padding_mode='zeros', on the device, timed); "
+          "integer images are pooled "
           "exactly in their own dtype and every result checked against a float64 reference. hetnn's extra part, not "
           "the paper's: the AlexNet variant's three pooling layers at batch 256, max and average pooling.",
     defaults={"sizes": [4 << i for i in range(10)], "variants": ["k2s2", "k2s1p1", "k2s2z2"], "sweep": True,

@@ -537,7 +537,7 @@ inline void bwd_rows(const Pool2dDesc& d, const G* gy, const std::int64_t* ix, A
     for (std::int64_t ow = 0; ow < d.OW; ++ow) {  // dilated windows, or a row holding a bad or empty-window index
       const std::int64_t v = x[ow];
       if (!pool_index_inside(d, v, oh, ow)) {  // (also keeps v inside the plane)
-        if (!pool_window_empty(d, oh, ow)) bad.store(true, std::memory_order_relaxed);
+        if (!pool_index_free(d, v, oh, ow)) bad.store(true, std::memory_order_relaxed);
         continue;
       }
       if constexpr (std::is_same_v<G, A>) acc[v] += g[ow];
@@ -768,6 +768,73 @@ bool gather_backward(const Pool2dDesc& d, const Buffer& gy, const std::int64_t* 
 #endif
 }
 
+// Zero padding (d.zero_pad): window (oh, ow) of one plane recomputed with the padding's taps read as 0 at index -1,
+// in the forward's order (row-major taps; NaN wins, else the first maximum). A window with no tap on the input or
+// its padding (past it, with ceil_mode) keeps the forward's result.
+template <class E>
+void zero_pad_window(const Pool2dDesc& d, const typename E::S* plane, typename E::S* y, std::int64_t* ix,
+                     std::int64_t oh, std::int64_t ow) {
+  using S = typename E::S;
+  using V = typename E::V;
+  const std::int64_t hs = oh * d.sh - d.ph, ws = ow * d.sw - d.pw;
+  bool found = false;
+  V best{};
+  S best_s{};
+  std::int64_t where = -1;
+  for (std::int64_t i = 0; i < d.kh; ++i) {
+    const std::int64_t r = hs + i * d.dh;
+    const bool rin = r >= 0 && r < d.H;
+    if (!rin && r >= d.H + d.ph) continue;  // past the bottom padding (r >= -ph always)
+    for (std::int64_t j = 0; j < d.kw; ++j) {
+      const std::int64_t c = ws + j * d.dw;
+      const bool cin = c >= 0 && c < d.W;
+      if (!cin && c >= d.W + d.pw) continue;
+      const S s = rin && cin ? plane[r * d.W + c] : S(0);
+      const V v = E::val(s);
+      if (!found || takes(v, best)) found = true, best = v, best_s = s, where = rin && cin ? r * d.W + c : -1;
+    }
+  }
+  if (!found) return;
+  const std::int64_t o = oh * d.OW + ow;
+  y[o] = best_s;
+  if (ix) ix[o] = where;
+}
+
+template <class E>
+void zero_pad_fixup(const Pool2dDesc& d, const void* x, void* y, std::int64_t* ix) {
+  using S = typename E::S;
+  const PoolPadBands b = pool_pad_bands(d);
+  parallel_ranges(d.N * d.C, [&](std::int64_t p0, std::int64_t p1) {
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const S* plane = static_cast<const S*>(x) + p * d.H * d.W;
+      S* yp = static_cast<S*>(y) + p * d.OH * d.OW;
+      std::int64_t* ip = ix ? ix + p * d.OH * d.OW : nullptr;
+      for (std::int64_t oh = 0; oh < d.OH; ++oh) {
+        const bool whole = oh < b.top || oh >= b.bottom;
+        for (std::int64_t ow = 0; ow < d.OW; ++ow) {
+          if (!whole && ow == b.left) ow = std::max(ow, b.right);  // skip the columns between the bands
+          if (ow >= d.OW) break;
+          zero_pad_window<E>(d, plane, yp, ip, oh, ow);
+        }
+      }
+    }
+  });
+}
+
+void zero_pad_fixup(const Pool2dDesc& d, const void* x, void* y, std::int64_t* ix) {
+  switch (d.dtype) {
+    case DType::f32: return zero_pad_fixup<F32>(d, x, y, ix);
+    case DType::f64: return zero_pad_fixup<F64>(d, x, y, ix);
+    case DType::f16: return zero_pad_fixup<F16>(d, x, y, ix);
+    case DType::bf16: return zero_pad_fixup<BF16>(d, x, y, ix);
+    case DType::i8: return zero_pad_fixup<I8>(d, x, y, ix);
+    case DType::u8: return zero_pad_fixup<U8>(d, x, y, ix);
+    case DType::i32: return zero_pad_fixup<I32>(d, x, y, ix);
+    case DType::i64: return zero_pad_fixup<I64>(d, x, y, ix);
+    default: throw TypeError(std::string("max_pool2d: unsupported dtype ") + dtype_name(d.dtype));
+  }
+}
+
 }  // namespace
 
 void CpuBackend::max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buffer* indices) {
@@ -781,6 +848,7 @@ void CpuBackend::max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buf
   std::int64_t* ip = indices ? static_cast<std::int64_t*>(indices->host_ptr()) : nullptr;
   timed("max_pool2d", bytes, [&] {
     parallel_ranges(rows, [&](std::int64_t r0, std::int64_t r1) { fn(d, xp, yp, ip, r0, r1); });
+    if (d.zero_pad) zero_pad_fixup(d, xp, yp, ip);
   });
 }
 

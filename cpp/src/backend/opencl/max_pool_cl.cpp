@@ -39,6 +39,7 @@ std::string ClBackend::pool_options(const Pool2dDesc& d) const {
   }
   auto def = [&o](const char* k, int v) { o += std::string(" -D") + k + "=" + std::to_string(v); };
   def("KH", d.kh), def("KW", d.kw);
+  if (d.zero_pad) o += " -DZERO_PAD=1";
   return o;
 }
 
@@ -58,34 +59,53 @@ void ClBackend::max_pool2d(const Pool2dDesc& d, const Buffer& x, Buffer& y, Buff
   std::lock_guard<std::mutex> lock(mu_);
   const bool rows = !gpu_kernels();
   const std::size_t OH = static_cast<std::size_t>(d.OH), OW = static_cast<std::size_t>(d.OW);
+  const std::size_t planes = static_cast<std::size_t>(d.N * d.C);
   // Values only, windows of 3+ rows: the column-wise maximum first (max_pool2d_fwd_rows_sep), with a row and an
   // output row of local memory per work-item (PoCL, 32x64x112x112 k3s2: 11-13 -> 6.6-7.5 ms; two rows: no faster).
   const std::size_t acc = d.dtype == DType::f64 || d.dtype == DType::i64 ? 8 : 4;  // the compare type
   const std::size_t local_bytes = (static_cast<std::size_t>(d.W) + OW) * acc;
+  cl_mem ix = indices ? mem(*indices) : mem(y);  // not written without indices, but must be a valid buffer
+  const cl_int with_indices = indices != nullptr;
   if (rows && !indices && d.kh >= 3 && local_bytes <= info_.local_mem / 2) {
     cl_kernel k = kernel("max_pool.cl", "max_pool2d_fwd_rows_sep", pool_options(d));
     ArgSetter a{k, "max_pool2d_fwd_rows_sep"};
     set_pool_args(a, d);
     a(mem(x))(mem(y)).raw(static_cast<std::size_t>(d.W) * acc, nullptr).raw(OW * acc, nullptr);
-    const std::size_t global[2] = {OH, static_cast<std::size_t>(d.N * d.C)};
+    const std::size_t global[2] = {OH, planes};
     enqueue("max_pool2d", k, 2, global, kOne);
-    return;
+  } else {
+    cl_kernel k = kernel("max_pool.cl", rows ? "max_pool2d_fwd_rows" : "max_pool2d_fwd", pool_options(d));
+    ArgSetter a{k, "max_pool2d_fwd"};
+    set_pool_args(a, d);
+    a(with_indices)(mem(x))(mem(y))(ix);
+    if (rows) {
+      const std::size_t global[2] = {OH, planes};
+      enqueue("max_pool2d", k, 2, global, kOne);
+    } else {
+      const PoolLocal l = pool_local(gpu_kernels());
+      const std::size_t local[3] = {l.x, l.y, 1};
+      const std::size_t global[3] = {round_up(OW, l.x), round_up(OH, l.y), planes};
+      enqueue("max_pool2d", k, 3, global, local);
+    }
   }
-  cl_kernel k = kernel("max_pool.cl", rows ? "max_pool2d_fwd_rows" : "max_pool2d_fwd", pool_options(d));
-  const cl_int with_indices = indices != nullptr;
-  cl_mem ix = indices ? mem(*indices) : mem(y);  // not written without indices, but must be a valid buffer
-  ArgSetter a{k, "max_pool2d_fwd"};
-  set_pool_args(a, d);
-  a(with_indices)(mem(x))(mem(y))(ix);
-  if (rows) {
-    const std::size_t global[2] = {OH, static_cast<std::size_t>(d.N * d.C)};
-    enqueue("max_pool2d", k, 2, global, kOne);
-    return;
+  if (!d.zero_pad) return;
+  // Zero padding: the windows that reach it recomputed, the whole top and bottom rows, then the left and right
+  // columns of the rows between (queued behind the forward).
+  const PoolPadBands b = pool_pad_bands(d);
+  cl_kernel kz = kernel("max_pool.cl", "max_pool2d_zero_pad", pool_options(d));
+  const std::size_t band_rows = static_cast<std::size_t>(b.top + d.OH - b.bottom);
+  const std::size_t band_cols = static_cast<std::size_t>(b.left + d.OW - b.right);
+  const std::size_t mid_rows = static_cast<std::size_t>(b.bottom - b.top);
+  for (cl_int rows_band = 1; rows_band >= 0; --rows_band) {
+    const std::size_t gx = rows_band ? OW : band_cols, gyn = rows_band ? band_rows : mid_rows;
+    if (gx == 0 || gyn == 0) continue;
+    ArgSetter a{kz, "max_pool2d_zero_pad"};
+    set_pool_args(a, d);
+    a(static_cast<cl_int>(b.top))(static_cast<cl_int>(b.bottom))(static_cast<cl_int>(b.left));
+    a(static_cast<cl_int>(b.right))(rows_band)(with_indices)(mem(x))(mem(y))(ix);
+    const std::size_t global[3] = {gx, gyn, planes};
+    enqueue("max_pool2d:zero_pad", kz, 3, global, nullptr);
   }
-  const PoolLocal l = pool_local(gpu_kernels());
-  const std::size_t local[3] = {l.x, l.y, 1};
-  const std::size_t global[3] = {round_up(OW, l.x), round_up(OH, l.y), static_cast<std::size_t>(d.N * d.C)};
-  enqueue("max_pool2d", k, 3, global, local);
 }
 
 void ClBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const Buffer& indices, Buffer& gx) {

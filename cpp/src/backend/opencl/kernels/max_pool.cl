@@ -90,10 +90,34 @@ inline int index_in_window(long v, int oh, int ow, POOL_ARGS, float inv_w) {
          (DW == 1 || dc % DW == 0);
 }
 
+#ifdef ZERO_PAD
+// Zero padding (-DZERO_PAD): a tap of window (oh, ow) on rows [-PH, 0) or [H, H + PH), or on the matching columns,
+// reads 0 at index -1 (core/pool2d.cpp's pool_window_padded).
+inline int window_padded(int oh, int ow, POOL_ARGS) {
+  const int hs = oh * SH - PH, ws = ow * SW - PW;
+  int row_in = 0, row_pad = 0, col_in = 0, col_pad = 0;
+  for (int i = 0; i < KH; ++i) {
+    const int r = hs + i * DH;
+    row_in |= r >= 0 && r < H;
+    row_pad |= r < 0 || (r >= H && r < H + PH);
+  }
+  for (int j = 0; j < KW; ++j) {
+    const int c = ws + j * DW;
+    col_in |= c >= 0 && c < W;
+    col_pad |= c < 0 || (c >= W && c < W + PW);
+  }
+  return (row_pad && (col_in || col_pad)) || (col_pad && row_in);
+}
+#endif
+
 // A valid index: on its window's grid, or any value for a window with no input position at all (its forward wrote
-// the window's first grid point, which may alias another element: such an index must never receive a gradient).
+// the window's first grid point, which may alias another element: such an index must never receive a gradient),
+// or -1 where the zero padding won.
 inline int index_ok(long v, int oh, int ow, POOL_ARGS, float inv_w) {
   if (index_in_window(v, oh, ow, H, W, OH, OW, SH, SW, PH, PW, DH, DW, inv_w)) return 1;
+#ifdef ZERO_PAD
+  if (v == -1 && window_padded(oh, ow, H, W, OH, OW, SH, SW, PH, PW, DH, DW)) return 1;
+#endif
   const int hs = oh * SH - PH, ws = ow * SW - PW;
   const int h0 = first_inside(hs, DH), w0 = first_inside(ws, DW);
   return h0 >= H || h0 > hs + (KH - 1) * DH || w0 >= W || w0 > ws + (KW - 1) * DW;
@@ -132,6 +156,62 @@ TAPS_UNROLL
   y[o] = best;
   if (with_indices) indices[o] = where;
 }
+
+#ifdef ZERO_PAD
+// Zero padding: the windows that may reach the padding (core/pool2d.h's PoolPadBands) recomputed after the forward
+// with the padding's taps read as 0 at index -1, in the forward's order (NaN wins, else the first maximum).
+// rows_band 1: global = (OW, T + OH - B, planes), the whole rows [0, T) and [B, OH); 0: global = (L + OW - R,
+// B - T, planes), columns [0, L) and [R, OW) of the rows between.
+__kernel void max_pool2d_zero_pad(POOL_ARGS, const int T, const int B, const int L, const int R, const int rows_band,
+                                  const int with_indices, __global const STORAGE* x, __global STORAGE* y,
+                                  __global long* indices) {
+  const int gx = get_global_id(0), gy = get_global_id(1);
+  const long plane = get_global_id(2);
+  int oh, ow;
+  if (rows_band) {
+    ow = gx;
+    oh = gy < T ? gy : B + (gy - T);
+    if (ow >= OW || oh >= OH) return;
+  } else {
+    ow = gx < L ? gx : R + (gx - L);
+    oh = T + gy;
+    if (ow >= OW || oh >= B) return;
+  }
+  __global const STORAGE* xp = x + plane * H * W;
+  const int hs = oh * SH - PH, ws = ow * SW - PW;
+  int found = 0;
+  STORAGE best = NEG_INF_STORAGE;
+  ACC bestv = ACC_LOWEST;
+  long where = 0;
+  for (int i = 0; i < KH; ++i) {
+    const int r = hs + i * DH;
+    const int rin = r >= 0 && r < H;
+    if (!rin && !(r < 0 || r < H + PH)) continue;  // past the bottom padding (ceil_mode)
+    for (int j = 0; j < KW; ++j) {
+      const int c = ws + j * DW;
+      const int cin = c >= 0 && c < W;
+      if (!cin && !(c < 0 || c < W + PW)) continue;
+      STORAGE s = (STORAGE)0;
+      long at = -1;
+      if (rin && cin) {
+        at = (long)r * W + c;
+        s = xp[at];
+      }
+      const ACC v = rin && cin ? VAL(xp, at) : (ACC)0;
+      if (!found || v > bestv || IS_NAN(v)) {
+        found = 1;
+        bestv = v;
+        best = s;
+        where = at;
+      }
+    }
+  }
+  if (!found) return;  // no tap on the input or its padding: the forward's result stands
+  const long o = (plane * OH + oh) * OW + ow;
+  y[o] = best;
+  if (with_indices) indices[o] = where;
+}
+#endif
 
 // Sets *bad to 1 when an index does not lie on its window's grid inside the plane (the host then finds and names
 // the first one); windows with no input position at all are skipped (their index carries no gradient).
