@@ -214,3 +214,22 @@ def test_the_host_ceiling_is_the_best_rate_measured_on_it_at_that_thread_count(t
     assert "the best of" in line and "FMA kernel" in line and "WHILE OTHER PROCESSES WERE BUSY" in line
     row = {"gflops": 1.25 * native}  # 25 % above the native loop, within 10 % of the best rate: no error
     assert not peak.check_ceiling(row, "gflops", peak.host_peak_gflops(), "FP32 FMA ceiling")
+
+
+def test_a_figure_above_a_low_stream_run_has_the_triad_measured_again(monkeypatch):
+    """Another VM on the host's memory bus lowers a STREAM run without showing in the CPU counters; a kernel timed
+    at a quieter moment then read 1.15x "the ceiling" and a quick bench beside a test run failed. The triad is
+    measured again before a row is flagged, and the best run is the ceiling."""
+    from hetnn.bench import peak
+
+    runs = iter([(9.0, 10.0), (18.0, 20.0), (17.0, 19.0), (16.0, 18.0)] * 2)
+    monkeypatch.setattr(peak, "_cache", {})
+    monkeypatch.setattr(peak._core, "_stream", lambda nbytes, reps: next(runs))
+    low = peak.stream_gbps()
+    assert low == 10.0
+    row = {"gbps": 15.0, "pct_peak": 150.0}
+    assert not peak.check_ceiling(row, "gbps", low, "memory ceiling", "pct_peak")
+    assert row["pct_peak"] == 75.0 and "flagged" not in row and peak.stream_gbps() == 20.0
+    bad = {"gbps": 30.0}  # above the best run too: a measurement error, flagged
+    assert peak.check_ceiling(bad, "gbps", peak.stream_gbps(), "memory ceiling")
+    assert bad["flagged"] == "gbps" and "timing above the ceiling" in bad["ceiling_error"]

@@ -16,6 +16,7 @@ import hetnn
 from hetnn import study
 from hetnn.study import maxpool as pool_study
 from hetnn.study import mlp_topology, nn_library
+from hetnn.study import _base as study_base
 
 
 def _run(*args, timeout=600):
@@ -582,3 +583,26 @@ def test_nn_library_reads_mnist_from_a_data_directory(tmp_path):
     assert [r["widths"] for r in topo] == ["16"] and f"the digits in {tmp_path}" in res.text
     with pytest.raises(ValueError, match="data must be a directory"):
         study.run("nn-library", quick=True, device="cpu", data=str(tmp_path / "none"))
+
+
+@pytest.mark.parametrize("name", list(study.STUDIES))
+def test_each_studys_defaults_are_the_papers_stated_setup(name):
+    """Every setting the paper states defaults to the paper's value (or its difference is named with the reason),
+    --describe marks each as published, and a run that changes one says so in its header."""
+    s = study.get(name)
+    assert s.paper and s.paper_source, f"{name}: no stated set-up stored"
+    text = study.describe(name)
+    for key, value in s.paper.items():
+        assert key in s.defaults, f"{name}: the paper's {key} is no setting"
+        line = next(ln for ln in text.splitlines() if ln.startswith(f"  {key} = "))
+        if s.defaults[key] == value:
+            assert "[as published]" in line
+        else:
+            assert key in s.differs and f"[published: {value!r}; differs]" in line
+            assert f"differs from the paper: {key}: {s.differs[key]}" in text
+    assert "as published by default: " + ", ".join(k for k, v in s.paper.items() if s.defaults[k] == v) in text
+    changed = {k: v for k, v in s.quick.items() if k in s.paper and v != s.paper[k]}
+    header = "\n".join(study_base.setup_text(s, s.resolve(True, {}, {})))
+    for key, value in changed.items():
+        assert f"{key}={value!r} (paper: {s.paper[key]!r})" in header
+    assert ("this run is not the paper's set-up" in header) == bool(changed)

@@ -174,7 +174,7 @@ def run_arrays(devices: Sequence[Device], *, ops: Sequence[str] = tuple(OPS),
                 beyond = nbytes >= LARGE_BYTES // 4
                 row["pct_peak"] = 100 * row["gbps"] / ceiling if beyond and ceiling else float("nan")
                 if beyond:
-                    check_ceiling(row, "gbps", ceiling, "memory ceiling")
+                    check_ceiling(row, "gbps", ceiling, "memory ceiling", "pct_peak")
                 rows.append(row)
     return rows
 

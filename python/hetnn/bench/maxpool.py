@@ -102,7 +102,7 @@ def _derive(row: Dict[str, Any], ceilings: Dict[str, Tuple[Optional[float], int,
         row["pct_peak"] = 100 * row["fwd_gbps"] / ceiling if ceiling else math.nan
         row["in_cache"] = "yes" if cache and in_b + out_b <= cache else ""  # the memory ceiling does not bound it
         if cache and in_b + out_b > cache:
-            check_ceiling(row, "fwd_gbps", ceiling, "memory ceiling")
+            check_ceiling(row, "fwd_gbps", ceiling, "memory ceiling", "pct_peak")
     if "bwd_ms" in row:
         row["bwd_gbps"] = _gbps(out_b + idx_b + in_b, row["bwd_ms"] / 1e3)
         row["bwd_over_fwd"] = row["bwd_ms"] / row["fwd_ms"]

@@ -257,14 +257,23 @@ def _under_load(ceiling: float) -> bool:
     return any(v == ceiling and loaded for v, loaded in seen.values())
 
 
-def check_ceiling(row: Dict[str, Any], key: str, ceiling: Optional[float], what: str) -> bool:
+def check_ceiling(row: Dict[str, Any], key: str, ceiling: Optional[float], what: str,
+                  pct: Optional[str] = None) -> bool:
     """Flags ``row[key]`` when it exceeds ``ceiling`` by more than CEILING_TOLERANCE: the row gets ``flagged``
     (the keys, comma-separated; tables print them as "ERR>peak", or "CEIL@load" when the ceiling itself was
-    measured under load) and ``ceiling_error`` (why). True when flagged."""
+    measured under load) and ``ceiling_error`` (why). True when flagged. A figure above the host's STREAM triad
+    first has the triad measured again (:func:`remeasure_stream`); when that lifts the ceiling above the figure,
+    the row is not flagged and its ``pct`` field (a share of the ceiling) is recomputed."""
     v = row.get(key)
     if v is None or ceiling is None or not ceiling or isinstance(v, str) or math.isnan(v) or \
             v <= CEILING_TOLERANCE * ceiling:
         return False
+    if ceiling == _cache.get("stream_triad"):
+        ceiling = remeasure_stream()
+        if pct and pct in row:
+            row[pct] = 100 * v / ceiling
+        if v <= CEILING_TOLERANCE * ceiling:
+            return False
     keys = [k for k in str(row.get("flagged") or "").split(",") if k] + [key]
     row["flagged"] = ",".join(dict.fromkeys(keys))
     if _under_load(ceiling):
@@ -283,13 +292,29 @@ def stream_gbps(mib_per_array: int = 128) -> float:
     over three float64 arrays of ``mib_per_array`` MiB (well beyond the caches). Memory-bound suites report their
     figures as a share of it."""
     if "stream_triad" not in _cache:
-        probe = Probe(machine=True)  # as the FMA ceiling: a busy neighbour makes this a lower bound
-        start = probe.read()
-        copy, triad = _core._stream(mib_per_array << 20, 5)
-        load = span_noise(Probe.delta(start, probe.read()))
-        probe.close()
+        _measure_stream(mib_per_array)
+    return float(_cache["stream_triad"])
+
+
+def _measure_stream(mib_per_array: int = 128) -> None:
+    """One STREAM run; the cache keeps the best triad seen in this process (a ceiling is a maximum)."""
+    probe = Probe(machine=True)  # as the FMA ceiling: a busy neighbour makes this a lower bound
+    start = probe.read()
+    copy, triad = _core._stream(mib_per_array << 20, 5)
+    load = span_noise(Probe.delta(start, probe.read()))
+    probe.close()
+    if triad > _cache.get("stream_triad", 0.0):
         _cache["stream_copy"], _cache["stream_triad"] = copy, triad
         _cache["stream_triad:under_load"] = bool(load["others_pct"] > LOAD_PCT or load["steal_pct"] > LOAD_PCT)
+
+
+def remeasure_stream(tries: int = 3) -> float:
+    """The STREAM triad measured ``tries`` more times, the best kept: called when a figure exceeds it. Other
+    virtual machines on the host share its memory bus without showing in this one's CPU or steal counters, so one
+    run may read low unflagged (a quick bench beside a test run read 14.8 GB/s on a machine whose triad reads
+    21.7) and a kernel measured at a quieter moment then looks impossible."""
+    for _ in range(max(1, tries)):
+        _measure_stream()
     return float(_cache["stream_triad"])
 
 

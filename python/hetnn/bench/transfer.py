@@ -77,7 +77,7 @@ def run_transfer(devices: Sequence[Device], sizes: Sequence[int], *, n_warmup: i
                 within = direction == "d2d" or on_host(dev)
                 row["in_cache"] = "yes" if within and cache and n <= cache else ""
                 if cache and n > cache:
-                    check_ceiling(row, "gbps", ceiling, "memory ceiling")
+                    check_ceiling(row, "gbps", ceiling, "memory ceiling", "pct_peak")
                 rows.append(row)
     return rows
 

@@ -13,7 +13,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _workers
-from ._base import COMMON, COMMON_DOC, Context, Study, published_text, read_config
+from ._base import COMMON, COMMON_DOC, Context, Study, published_text, read_config, setup_text
 
 __all__ = ["run", "describe", "get", "names", "STUDIES", "Study"]
 
@@ -50,7 +50,11 @@ def describe(name: Optional[str] = None) -> str:
              "settings (default = the published set-up; --quick value):"]
     for key, default in {**COMMON, **s.defaults}.items():
         q = f"  [quick: {s.quick[key]!r}]" if key in s.quick else ""
-        lines.append(f"  {key} = {default!r}{q}: {s.doc.get(key) or COMMON_DOC.get(key, '')}")
+        pub = ""
+        if key in s.paper:
+            pub = "  [as published]" if s.paper[key] == default else f"  [published: {s.paper[key]!r}; differs]"
+        lines.append(f"  {key} = {default!r}{pub}{q}: {s.doc.get(key) or COMMON_DOC.get(key, '')}")
+    lines += ["", *setup_text(s)]
     if s.full_run:
         lines.append(f"\nfull form: {s.full_run}")
     return "\n".join(lines)
@@ -118,6 +122,8 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
     collect(f"hetnn study {study.name}{' (quick)' if quick else ''}: {study.title}")
     collect(f"devices: {', '.join(f'{d.id} ({d.name})' for d in devs)}")
     collect("settings: " + ", ".join(f"{k}={v!r}" for k, v in cfg.items()))
+    for line in setup_text(study, cfg):
+        collect(line)
     plan = cpu_plan(opts, _FIXED_THREADS)
     for line in doctor_warnings(plan=plan):
         collect(f"doctor: {line}")

@@ -71,6 +71,12 @@ class Study:
     # every timing goes through hetnn.interleave, governed by the settings "repeat" and "max_duration": the run
     # can spread its repeats over worker processes (hetnn._workers)
     in_processes: bool = False
+    # The paper's set-up where it states one, in the settings' terms (setting -> the paper's value), and where it
+    # is stated; a default that is not the paper's value has its reason in ``differs`` (which also names what
+    # differs outside the settings: data, hardware), said by --describe and every report's header.
+    paper: Dict[str, Any] = field(default_factory=dict)
+    paper_source: str = ""
+    differs: Dict[str, str] = field(default_factory=dict)
 
     def resolve(self, quick: bool = False, config: Optional[Mapping[str, Any]] = None,
                 overrides: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
@@ -185,6 +191,23 @@ def keras_peer(study: str, ctx: Context) -> Any:
     if unknown:
         raise ValueError(f"study {study}: peers take keras (or none), got {unknown}")
     return keras_module(ctx.notes) if "keras" in ctx.cfg["peers"] else None
+
+
+def setup_text(study: Study, cfg: Optional[Mapping[str, Any]] = None) -> List[str]:
+    """How a study's defaults (or a run's settings ``cfg``) stand against the paper's stated set-up: what is as
+    published, what hetnn changes and why, and what this run changes beyond that."""
+    if not study.paper:
+        return ["the paper's set-up: none stated in settings' terms (see the set-up above)"]
+    cfg = study.defaults if cfg is None else cfg
+    same = [k for k, v in study.paper.items() if study.defaults.get(k) == v]
+    lines = [f"the paper's set-up ({study.paper_source}): " + ", ".join(f"{k}={v!r}" for k, v in study.paper.items()),
+             "  as published by default: " + (", ".join(same) or "none")]
+    lines += [f"  differs from the paper: {k}: {why}" for k, why in study.differs.items()]
+    changed = [f"{k}={cfg.get(k)!r} (paper: {v!r})" for k, v in study.paper.items()
+               if k in cfg and cfg.get(k) != v and study.defaults.get(k) == v]
+    if changed:
+        lines.append("  this run is not the paper's set-up in: " + ", ".join(changed))
+    return lines
 
 
 def published_text(study: Study) -> List[str]:

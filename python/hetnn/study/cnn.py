@@ -278,6 +278,16 @@ STUDY = Study(
            "multi_epochs": 2,
            "alexnet_devices": "all", "alexnet_samples": 256, "test_samples": 512},
     run=run,
+    paper={"keras_batches": [2, 8, 32, 64, 128, 256, 512, 1024], "keras_epochs": 1, "infer_sizes": [2, 64, 512, 1024],
+           "alexnet_checkpoints": [25, 50], "alexnet_batch": 256, "lr": 1e-3, "multi": True},
+    paper_source="the CNN studies: the Keras CNN one epoch per device at batch 2..1024, inference at 2, 64, 512 and "
+                 "1024 maps, on 1, 2 and 3 GPUs with TensorFlow's strategies; the AlexNet variant (PyTorch, Adam lr "
+                 "1e-3, batch 256), test accuracy after 25 and 50 epochs",
+    differs={"maps": "the solar-radiation maps are not available: hetnn.datasets.radiation_maps, seeded, with a "
+                     "learnable target; the count is hetnn's choice",
+             "alexnet data": "the MRI set is not available: Fashion-MNIST zero-padded to 32x32, one channel",
+             "devices": "the paper's GPUs (a GTX 1080; 1-3 devices in part (c)); this machine kind: the CPU device "
+                        "and PoCL, so part (c)'s second device takes cores from the first"},
     memory=memory,
     published=[{"model": "Keras CNN", "what": "one epoch, batch 1024, GTX 1080", "figure": "21.9 s"},
                *[{"model": "AlexNet variant", "what": f"test accuracy after {e} epochs (MRI set)",

@@ -147,6 +147,13 @@ STUDY = Study(
     quick={"batches": [1], "dtypes": ["float32"], "shapes": ["784x128x1152", "196x256x2304", "49x512x4608"],
            "init_shape": "256x256x256", "repeat": 3, "warmup": 1, "max_duration": 0.1},
     run=run,
+    paper={"batches": [1, 128], "shapes": ["resnet50"], "init_shape": "1000x1000x1000"},
+    paper_source="the GEMM libraries comparison: the 20 ResNet-50 v1.5 convolution GEMMs at batch 1 and 128, a "
+                 "1000x1000x1000 product first, left out; 1000-2000 repeats per shape",
+    differs={"max_duration": "the paper ran every repeat; hetnn stops a row after max_duration seconds (2000 repeats "
+                             "of the batch-128 shapes take minutes each on 2 vCPUs) and says how many it took",
+             "peers": "the paper's NumPy, Numba and JAX without jit, and others; hetnn adds itself on every device, "
+                      "jitted JAX, PyTorch and oneDNN's C++ loop where installed"},
     memory=memory,
     plot=plot,
     full_run="17 min on 2 vCPUs of an AMD EPYC (Zen 4), CPU device, PoCL and five peers, in one process; 31.6 min in "

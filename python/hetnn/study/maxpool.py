@@ -361,6 +361,16 @@ STUDY = Study(
          "max_duration": "seconds of timing per row at most"},
     quick={"sizes": [4, 16, 64, 256], "batch": 32, "repeat": 5, "warmup": 1, "max_duration": 0.1},
     run=run,
+    paper={"sizes": [4 << i for i in range(10)], "variants": ["k2s2", "k2s1p1", "k2s2z2"], "values": [0, 9],
+           "sweep": True},
+    paper_source="the max-pooling parallelisation paper: single-channel n x n images of integers 0-9, n = 4 .. 2048 "
+                 "(2048 on its T4), 2x2 windows with stride 2, the overlapping (stride 1, padding 1) and zero-padded "
+                 "variants; its speed-up table per size (figure 44)",
+    differs={"devices": "the paper's serial CPU version against its GPU (a T4); here hetnn's CPU kernel "
+                        "on one thread against the CPU device on all threads and every OpenCL device (this machine "
+                        "kind: PoCL on the same 2 vCPUs)",
+             "alexnet": "hetnn's extra part (the AlexNet variant's pooling layers at batch 256), not the paper's; "
+                        "labelled so in the report"},
     memory=memory,
     plot=plot,
     full_run="6 min 46 s on 2 vCPUs of an AMD EPYC (Zen 4), in 3 processes, both devices, the sweep and the extra "
