@@ -233,3 +233,18 @@ def test_a_figure_above_a_low_stream_run_has_the_triad_measured_again(monkeypatc
     bad = {"gbps": 30.0}  # above the best run too: a measurement error, flagged
     assert peak.check_ceiling(bad, "gbps", peak.stream_gbps(), "memory ceiling")
     assert bad["flagged"] == "gbps" and "timing above the ceiling" in bad["ceiling_error"]
+
+
+def test_a_figure_above_a_stored_host_triad_has_the_triad_measured_again(monkeypatch):
+    """The quick bench beside a test run (1 thread of 2): its peak suite stored PoCL's triad at 14.8 GB/s, the
+    ceiling of the CPU device's rows, and an add at 16.4 GB/s measured when the other vCPU went quiet was flagged."""
+    from hetnn.bench import peak
+
+    runs = iter([(12.0, 13.0)] + [(19.0, 20.0)] * 3)
+    monkeypatch.setattr(peak, "_cache", {})
+    monkeypatch.setattr(peak._core, "_stream", lambda nbytes, reps: next(runs))
+    monkeypatch.setattr(peak, "_host_cpu_peaks", lambda field="fp32_gflops": [14.8] if field == "mem_gbps" else [])
+    ceiling = max(peak.stream_gbps(), 14.8)
+    row = {"gbps": 16.4, "pct_peak": 100 * 16.4 / ceiling}
+    assert not peak.check_ceiling(row, "gbps", ceiling, "memory ceiling", "pct_peak")
+    assert row["pct_peak"] == pytest.approx(82.0) and "flagged" not in row

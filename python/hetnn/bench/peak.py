@@ -261,15 +261,16 @@ def check_ceiling(row: Dict[str, Any], key: str, ceiling: Optional[float], what:
                   pct: Optional[str] = None) -> bool:
     """Flags ``row[key]`` when it exceeds ``ceiling`` by more than CEILING_TOLERANCE: the row gets ``flagged``
     (the keys, comma-separated; tables print them as "ERR>peak", or "CEIL@load" when the ceiling itself was
-    measured under load) and ``ceiling_error`` (why). True when flagged. A figure above the host's STREAM triad
-    first has the triad measured again (:func:`remeasure_stream`); when that lifts the ceiling above the figure,
+    measured under load) and ``ceiling_error`` (why). True when flagged. A figure above the host's memory ceiling
+    (the STREAM triad or a triad stored for the host's processor, both a run's best at one moment) first has the
+    triad measured again (:func:`remeasure_stream`); when that lifts the ceiling above the figure,
     the row is not flagged and its ``pct`` field (a share of the ceiling) is recomputed."""
     v = row.get(key)
     if v is None or ceiling is None or not ceiling or isinstance(v, str) or math.isnan(v) or \
             v <= CEILING_TOLERANCE * ceiling:
         return False
-    if ceiling == _cache.get("stream_triad"):
-        ceiling = remeasure_stream()
+    if ceiling in (_cache.get("stream_triad"), *_host_cpu_peaks("mem_gbps")):  # the host's memory ceiling
+        ceiling = max(ceiling, remeasure_stream())
         if pct and pct in row:
             row[pct] = 100 * v / ceiling
         if v <= CEILING_TOLERANCE * ceiling:
