@@ -274,9 +274,11 @@ STUDY = Study(
          "multi": "run part (c): (a)'s CNN on 1, 2 and 3 devices, central storage and mirrored",
          "multi_batch": "global batch of (c)", "multi_epochs": "interleaved epochs per configuration of (c)",
          "multi_split": "how (c) splits each batch: 'even' or 'measured' (by each device's speed)"},
-    quick={"maps": 160, "keras_batches": [32], "infer_sizes": [2, 64], "alexnet_checkpoints": [1], "multi_batch": 32,
-           "multi_epochs": 2,
-           "alexnet_devices": "all", "alexnet_samples": 256, "test_samples": 512},
+    # (under a minute with the peers installed: Keras's cold import and first compilations alone took 13-26 s, so
+    # the short form compares with PyTorch only)
+    quick={"maps": 96, "keras_batches": [32], "infer_sizes": [2, 64], "alexnet_checkpoints": [1], "multi_batch": 32,
+           "multi_epochs": 2, "peers": ["torch"],
+           "alexnet_devices": "all", "alexnet_samples": 128, "test_samples": 256},
     run=run,
     paper={"keras_batches": [2, 8, 32, 64, 128, 256, 512, 1024], "keras_epochs": 1, "infer_sizes": [2, 64, 512, 1024],
            "alexnet_checkpoints": [25, 50], "alexnet_batch": 256, "lr": 1e-3, "multi": True},
