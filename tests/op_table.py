@@ -15,6 +15,7 @@ import hetnn
 from hetnn import _core
 
 import max_pool_reference as pool_ref
+import sort_reference as sort_ref
 
 F = ("float32", "float64")
 
@@ -148,6 +149,32 @@ RED_BAD = [
     ("axis-type", lambda d: hetnn.sum(_ew_arr(d, (2, 3)), axis="0"), TypeError, "axis must be None"),
     ("empty-max", lambda d: hetnn.max(_ew_arr(d, (0, 3)), axis=0), ValueError, "zero-size reduction"),
     ("scan-axis", lambda d: hetnn.cumulative_sum(_ew_arr(d, (2, 3))), ValueError, "axis is required"),
+]
+
+
+# ---- sorting (in detail: tests/test_sorting.py) -------------------------------------------------------------------
+def _sort_inputs(rng, dtype):
+    shape = tuple(int(v) for v in rng.integers(1, 9, int(rng.integers(1, 4))))
+    x = (int_image(rng, shape, dtype) if dtype in INTS else
+         rng.integers(-4, 4, shape).astype(dtype))  # duplicates: stability shows
+    return x, int(rng.integers(-len(shape), len(shape))), bool(rng.integers(2))
+
+
+def _sort_run(op):
+    return lambda dev, inp: (getattr(hetnn, op)(hetnn.asarray(inp[0], device=dev), axis=inp[1],
+                                                descending=inp[2]).numpy(),)
+
+
+def _sort_ref(op):
+    return lambda inp: (getattr(sort_ref, op)(*inp),)
+
+
+SORT_BAD = [
+    ("0-d", lambda d: hetnn.sort(hetnn.asarray(np.float32(1), device=d)), ValueError, "0-d"),
+    ("axis-range", lambda d: hetnn.sort(_ew_arr(d, (2, 3)), axis=2), ValueError, "axis 2 is out of bounds"),
+    ("axis-type", lambda d: hetnn.argsort(_ew_arr(d, (2, 3)), axis=1.0), TypeError, "axis must be an int"),
+    ("descending-type", lambda d: hetnn.sort(_ew_arr(d, (2, 3)), descending="yes"), TypeError, "descending"),
+    ("numpy-input", lambda d: hetnn.sort(np.zeros(3)), TypeError, "hetnn.asarray"),
 ]
 
 
@@ -875,6 +902,10 @@ OPS: Dict[str, Op] = {op.name: op for op in [
        backend=["elementwise", "where"], bad=EW_BAD),
     Op("reduce", _red_run, _red_ref, _red_inputs, tol={"float32": 2e-5, "float64": 1e-12},
        backend=["reduce", "cumulative_sum"], bad=RED_BAD),
+    Op("sort", _sort_run("sort"), _sort_ref("sort"), _sort_inputs, dtypes=F + INTS, tol=dict.fromkeys(F + INTS, 0.0),
+       backend=["sort"], bad=SORT_BAD),
+    Op("argsort", _sort_run("argsort"), _sort_ref("argsort"), _sort_inputs, dtypes=F + INTS,
+       tol=dict.fromkeys(F + INTS, 0.0), backend=["sort"]),
     Op("copy_strided", _manip_run, _manip_ref, _manip_inputs, dtypes=F + ("float16",),
        tol={"float32": 0.0, "float64": 0.0, "float16": 0.0}, backend=["copy_strided"], bad=MANIP_BAD),
     Op("elementwise_kernel", _user_run, _user_ref, _user_inputs, tol={"float32": 2e-6, "float64": 1e-14},

@@ -28,6 +28,7 @@
 #include "core/nn.h"
 #include "core/pool2d.h"
 #include "core/reduction.h"
+#include "core/sort.h"
 #include "core/train/trainer.h"
 
 #if defined(__has_feature)
@@ -697,6 +698,37 @@ void run_reduction_kernel(const DevicePtr& dev, std::mt19937& g) {
 
 // One entry per row of the op table (tests/op_table.py; tests/test_op_table.py fails when the names differ).
 // max_pool2d's function checks its backward too.
+// sort / argsort of random lines with ties (values from 7 levels) along a random axis, both orders: the values
+// must be ordered, and argsort's positions must give them back stably (equal values keep their order).
+void run_sort(const DevicePtr& dev, std::mt19937& g) {
+  std::uniform_int_distribution<int> len(1, 40), lv(-3, 3);
+  const std::int64_t a = len(g), b = len(g);
+  std::vector<float> X(static_cast<std::size_t>(a * b));
+  for (auto& v : X) v = static_cast<float>(lv(g));
+  Array x = Array::from_host(dev, X.data(), {a, b}, DType::f32);
+  const int axis = static_cast<int>(g() & 1);
+  const bool desc = g() & 1;
+  const auto S = host(sort(x, axis, desc, true));
+  Array idx = argsort(x, axis, desc, true);
+  std::vector<std::int64_t> I(static_cast<std::size_t>(a * b));
+  idx.to_host(I.data());
+  bool ok = true;
+  const std::int64_t lines = axis == 0 ? b : a, n = axis == 0 ? a : b;
+  for (std::int64_t l = 0; l < lines; ++l)
+    for (std::int64_t j = 0; j < n; ++j) {
+      const auto at = [&](std::int64_t k) { return axis == 0 ? k * b + l : l * b + k; };
+      const std::int64_t p = I[static_cast<std::size_t>(at(j))];
+      ok &= p >= 0 && p < n && X[static_cast<std::size_t>(at(p))] == S[static_cast<std::size_t>(at(j))];
+      if (j > 0) {
+        const float u = S[static_cast<std::size_t>(at(j - 1))], v = S[static_cast<std::size_t>(at(j))];
+        ok &= desc ? u >= v : u <= v;
+        if (u == v) ok &= I[static_cast<std::size_t>(at(j - 1))] < p;  // stable
+      }
+    }
+  check(ok, dev->id() + " sort / argsort");
+  expect_throw<ValueError>([&] { sort(x, 2, false, true); }, "sort axis out of bounds");
+}
+
 struct OpCase {
   const char* name;
   void (*run)(const DevicePtr&, std::mt19937&);
@@ -725,6 +757,8 @@ const OpCase kOps[] = {
     {"random", run_random},
     {"elementwise_kernel", run_elementwise_kernel},
     {"reduction_kernel", run_reduction_kernel},
+    {"sort", run_sort},
+    {"argsort", nullptr},  // in run_sort, on the same input
 };
 
 // float16 and bfloat16 (stored in 16 bits, float32 arithmetic where the hardware has none): matmul with bias and

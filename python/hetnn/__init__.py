@@ -11,6 +11,8 @@ from . import _elementwise
 from ._elementwise import *  # noqa: F403  (the element-wise functions: hetnn._elementwise.__all__)
 from . import _reduction
 from ._reduction import *  # noqa: F403  (the reductions: hetnn._reduction.__all__; they shadow builtins here only)
+from . import _sorting
+from ._sorting import *  # noqa: F403  (sort, argsort: hetnn._sorting.__all__)
 from . import _manipulation
 from ._user_kernels import ElementwiseKernel, ReductionKernel
 from ._manipulation import *  # noqa: F403  (indexing, manipulation, arange/linspace/eye: hetnn._manipulation.__all__)
@@ -52,5 +54,6 @@ __all__ = [
 __all__ += _ops.__all__  # type: ignore[attr-defined]  # _ops.pyi types the ops, not the list
 __all__ += _elementwise.__all__
 __all__ += _reduction.__all__
+__all__ += _sorting.__all__
 __all__ += _manipulation.__all__
 __all__ += _namespace.__all__

@@ -339,6 +339,15 @@ struct ScanDesc {
   bool include_initial = false;
 };
 
+// Lines (outer, len, inner) of one dtype sorted along the middle axis, stably: values (d.dtype) and/or indices
+// (int64 positions along the axis) written in the same layout. NaN is the largest value (last ascending, first
+// descending); -0.0 and 0.0 are equal.
+struct SortDesc {
+  DType dtype = DType::f32;
+  std::int64_t outer = 0, len = 0, inner = 0;
+  bool descending = false;
+};
+
 // The ops every backend implements, listed once: X(name, (parameters)). Backend declares each pure virtual; a
 // backend class declares its overrides with HETNN_BACKEND_OPS(HETNN_OP_OVERRIDE), so a new op is one line here
 // plus its implementation in each backend's <op>_cpu.cpp / <op>_cl.cpp.
@@ -371,6 +380,7 @@ struct ScanDesc {
 //   where                out[i] = cond[i] ? a[i] : b[i] (cond bool, read at d.sc; a and b of type d.in = d.out).
 //   reduce               as ReduceDesc says (core/reduction.h).
 //   cumulative_sum       as ScanDesc says.
+//   sort                 as SortDesc says (values and indices: either may be null, not both).
 //   copy_strided         as CopyDesc says (core/manipulation.h: indexing, permute_dims, flip, concat, stack, ...).
 //   random               out (n elements of d.out) = the draws RandomDesc describes.
 //   user_elementwise     a user's kernel as UserEwDesc says; args: one per parameter (null for number inputs).
@@ -399,6 +409,7 @@ struct ScanDesc {
   X(where, (const ElementwiseDesc& d, const Buffer& cond, const Buffer& a, const Buffer& b, Buffer& out))       \
   X(reduce, (const ReduceDesc& d, const Buffer& x, Buffer& out))                                                \
   X(cumulative_sum, (const ScanDesc& d, const Buffer& x, Buffer& out))                                          \
+  X(sort, (const SortDesc& d, const Buffer& x, Buffer* values, Buffer* indices))                                 \
   X(copy_strided, (const CopyDesc& d, const Buffer& src, Buffer& out))                                         \
   X(random, (const RandomDesc& d, Buffer& out))                                                                 \
   X(user_elementwise, (const UserEwDesc& d, const std::vector<Buffer*>& args))                                  \

@@ -1,0 +1,45 @@
+// hetnn._core: sort and argsort (core/sort.h). Arguments as the user gives them; hetnn._sorting converts arrays.
+#include <string>
+
+#include "core/errors.h"
+#include "core/sort.h"
+#include "python/bindings.h"
+
+namespace py = pybind11;
+
+namespace hetnn::python {
+
+namespace {
+
+int arg_axis(py::handle v, const char* op) {
+  if (py::isinstance<py::bool_>(v) || !py::isinstance<py::int_>(py::reinterpret_borrow<py::object>(v)))
+    throw TypeError(std::string("hetnn.") + op + ": axis must be an int, got " + std::string(py::repr(v)));
+  const long long a = v.cast<long long>();
+  if (a < -(1LL << 30) || a > (1LL << 30))
+    throw ValueError(std::string("hetnn.") + op + ": axis " + std::to_string(a) + " is out of bounds");
+  return static_cast<int>(a);
+}
+
+}  // namespace
+
+void bind_sort(py::module_& m) {
+  for (const bool values : {true, false}) {
+    const char* name = values ? "sort" : "argsort";
+    m.def(
+        name,
+        [values, name](const Array& x, py::object axis, py::object descending, py::object stable) {
+          const int a = arg_axis(axis, name);
+          const bool desc = arg_bool(descending, "descending", name);
+          const bool st = arg_bool(stable, "stable", name);
+          NoGil nogil;
+          return values ? hetnn::sort(x, a, desc, st) : hetnn::argsort(x, a, desc, st);
+        },
+        py::arg("x"), py::arg("axis") = -1, py::arg("descending") = false, py::arg("stable") = true,
+        values ? "A sorted copy of x along ``axis`` (stable; NaN the largest value)."
+               : "The int64 positions along ``axis`` that sort x (stable; NaN the largest value).");
+  }
+}
+
+HETNN_BINDING(2, bind_sort);
+
+}  // namespace hetnn::python
