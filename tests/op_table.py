@@ -120,7 +120,7 @@ EW_BAD = [
 
 
 # ---- reductions (every one in detail: tests/test_reduction.py) -------------------------------------------------
-_RED = ("sum", "max", "argmax", "mean", "var", "cumulative_sum")
+_RED = ("sum", "max", "argmax", "mean", "var", "cumulative_sum", "cumulative_prod")
 
 
 def _red_inputs(rng, dtype):
@@ -128,7 +128,8 @@ def _red_inputs(rng, dtype):
     # positive values: a sum that cancels is checked against the magnitudes it adds (tests/test_reduction.py), not
     # against its small result, which this row's norm-wise tolerance does
     x = rng.uniform(0.5, 1.5, (int(rng.integers(1, 9)), *_shape(rng))).astype(dtype)
-    axis = int(rng.integers(-3, 3)) if op in ("argmax", "cumulative_sum") or rng.integers(2) else None
+    along = op in ("argmax", "cumulative_sum", "cumulative_prod")
+    axis = int(rng.integers(-3, 3)) if along or rng.integers(2) else None
     return op, x, axis
 
 
@@ -140,7 +141,7 @@ def _red_run(dev, inp):
 def _red_ref(inp):
     op, x, axis = inp
     x64 = x.astype(np.float64)
-    return ({"cumulative_sum": np.cumsum}.get(op, getattr(np, op))(x64, axis=axis),)
+    return ({"cumulative_sum": np.cumsum, "cumulative_prod": np.cumprod}.get(op, getattr(np, op))(x64, axis=axis),)
 
 
 RED_BAD = [

@@ -49,7 +49,7 @@ def _default_real(dev):
 
 
 def _expected_dtype(op, dtype, dev):
-    if op in ("sum", "prod", "cumulative_sum"):
+    if op in ("sum", "prod", "cumulative_sum", "cumulative_prod"):
         return dtype if dtype in FLOATS else "int64"
     if op in ("argmax", "argmin"):
         return "int64"
@@ -208,6 +208,55 @@ def test_cumulative_sum_matches_numpy(device, rng):
                     assert np.all(np.abs(res.astype(np.float64) - ref) <= EPS[dtype] * (mag + 1e-30)), what
                 else:
                     np.testing.assert_array_equal(res, ref, err_msg=what)
+
+
+def test_cumulative_prod_matches_numpy(device, rng):
+    """Floats: each running product within len x the dtype's epsilon of float64's (relative); integers and bool:
+    exactly NumPy's int64 cumprod (wrapping on overflow alike); include_initial: a leading one."""
+    for dtype in FLOATS + INTS + ("bool",):
+        if not _takes(device, dtype):
+            continue
+        for shape, axis in [((7,), None), ((), None), ((3, 4), 0), ((3, 4), 1), ((2, 3, 5), -2), ((0, 3), 0),
+                            ((40, 300), 1), ((2000,), 0)]:
+            x = _host(rng, dtype, shape, "prod")
+            a = _upload(device, x, dtype)
+            held = np.atleast_1d(a.numpy()).astype(np.float64 if dtype in FLOATS else np.int64)
+            ax = 0 if axis is None else axis
+            for initial in (False, True):
+                got = hetnn.cumulative_prod(a, axis=axis, include_initial=initial)
+                ref = np.cumprod(held, axis=ax)
+                if initial:
+                    pad = [(0, 0)] * ref.ndim
+                    pad[ax] = (1, 0)
+                    ref = np.pad(ref, pad, constant_values=1)
+                assert got.dtype.name == _expected_dtype("cumulative_prod", dtype, device)
+                what = f"cumulative_prod {dtype} {shape} {axis} {initial}"
+                res = got.numpy()
+                assert res.shape == ref.shape, what
+                if dtype in FLOATS:
+                    n = max(1, held.shape[ax] if held.ndim else 1)
+                    r64 = res.astype(np.float64)
+                    # float16's range ends at 65504: far past it a product is inf; near it either (rounding)
+                    big = np.abs(ref) > (7e4 if dtype == "float16" else np.inf)
+                    near = (np.abs(ref) > 6e4) & ~big if dtype == "float16" else np.zeros(ref.shape, bool)
+                    assert np.all(np.isinf(r64[big])), what
+                    ok = ~big & ~near
+                    assert np.all(np.abs(r64 - ref)[ok] <= EPS[dtype] * n * np.abs(ref)[ok]), what
+                else:
+                    np.testing.assert_array_equal(res, ref, err_msg=what)
+    with pytest.raises(ValueError, match="cumulative_prod: axis is required"):
+        hetnn.cumulative_prod(hetnn.asarray(np.ones((2, 2), np.float32), device=device))
+
+
+def test_broadcast_arrays(device, rng):
+    x, y = rng.standard_normal((3, 1)).astype(np.float32), rng.standard_normal((4,)).astype(np.float32)
+    a, b = hetnn.broadcast_arrays(hetnn.asarray(x, device=device), hetnn.asarray(y, device=device))
+    for got, want in zip((a, b), np.broadcast_arrays(x, y)):
+        np.testing.assert_array_equal(got.numpy(), want)
+    with pytest.raises(ValueError, match="cannot be broadcast together"):
+        hetnn.broadcast_arrays(a, hetnn.asarray(np.ones(5, np.float32), device=device))
+    with pytest.raises(TypeError, match="broadcast_arrays: x must be a hetnn.Array"):
+        hetnn.broadcast_arrays(a, y)
 
 
 def test_nan_wins_max_min_and_the_first_nan_wins_argmax(device):

@@ -3,8 +3,8 @@ honestly (synchronized, warmed up, repeated)."""
 from ._loader import _core as _core  # hetnn._core: the native module, for diagnostics and tests
 from ._errors import CompileError, HetnnError, OpenCLError
 from ._device import Device, default_device, device, devices, get_default_device, set_default_device
-from ._array import (Array, TransposedArray, asarray, broadcast_to, empty, empty_like, from_dlpack, full, full_like,
-                     ones, ones_like, set_implicit_host_copies, zeros, zeros_like)
+from ._array import (Array, TransposedArray, asarray, broadcast_arrays, broadcast_to, empty, empty_like, from_dlpack,
+                     full, full_like, ones, ones_like, set_implicit_host_copies, zeros, zeros_like)
 from . import _ops
 from ._ops import *  # noqa: F403  (the public ops: hetnn._ops.__all__)
 from . import _elementwise
@@ -49,7 +49,8 @@ __all__ = [
     "empty_cache", "get_default_device", "get_num_threads", "interleave", "nn", "num_threads", "optim", "profile",
     "random",
     "set_default_device", "set_implicit_host_copies", "set_num_threads", "synchronize", "thread_pools", "zeros",
-    "broadcast_to", "empty_like", "from_dlpack", "full", "full_like", "ones", "ones_like", "zeros_like",
+    "broadcast_arrays", "broadcast_to", "empty_like", "from_dlpack", "full", "full_like", "ones", "ones_like",
+    "zeros_like",
 ]
 __all__ += _ops.__all__  # type: ignore[attr-defined]  # _ops.pyi types the ops, not the list
 __all__ += _elementwise.__all__

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -697,4 +697,11 @@ def full_like(x: Array, /, fill_value: Any, *, dtype: Any = None, device: Device
 def broadcast_to(x: Array, /, shape: ShapeLike) -> Array:
     """x broadcast to ``shape`` (NumPy's rule), a new Array on x's device."""
     return Array(_core.broadcast_to(_first("broadcast_to", x)._a, shape))
+
+
+def broadcast_arrays(*arrays: Array) -> List[Array]:
+    """The arrays broadcast against each other (NumPy's rule), each a new Array on its own device."""
+    xs = [_first("broadcast_arrays", a) for a in arrays]
+    shape = _core.broadcast_shapes([a.shape for a in xs])
+    return [Array(_core.broadcast_to(a._a, shape)) for a in xs]
 

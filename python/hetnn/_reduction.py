@@ -76,5 +76,13 @@ def cumulative_sum(x: Array, /, *, axis: Optional[int] = None, dtype: Any = None
     return Array(_core.cumulative_sum(a._a, axis, _dtype_name("cumulative_sum", dtype), include_initial))
 
 
-__all__: List[str] = ["all", "any", "argmax", "argmin", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum",
-                      "var"]
+def cumulative_prod(x: Array, /, *, axis: Optional[int] = None, dtype: Any = None,
+                    include_initial: bool = False) -> Array:
+    """The running product along ``axis`` (needed for arrays of two or more dimensions); ``include_initial``: a
+    leading one. Result types as :func:`prod`'s."""
+    a = _first("cumulative_prod", x)
+    return Array(_core.cumulative_prod(a._a, axis, _dtype_name("cumulative_prod", dtype), include_initial))
+
+
+__all__: List[str] = ["all", "any", "argmax", "argmin", "cumulative_prod", "cumulative_sum", "max", "mean", "min",
+                      "prod", "std", "sum", "var"]

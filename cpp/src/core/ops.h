@@ -331,12 +331,13 @@ struct ReduceDesc {
   double scale = 1.0;
 };
 
-// out (outer, len + include_initial, inner) = the running sums of x (outer, len, inner) along the middle axis,
-// starting from 0 (a leading 0 with include_initial), in the sum's accumulator type.
+// out (outer, len + include_initial, inner) = the running sums (products with `prod`) of x (outer, len, inner)
+// along the middle axis, starting from 0 (1) (a leading 0 (1) with include_initial), in the accumulator type.
 struct ScanDesc {
   DType in = DType::f32, out = DType::f32;
   std::int64_t outer = 0, len = 0, inner = 0;
   bool include_initial = false;
+  bool prod = false;
 };
 
 // Lines (outer, len, inner) of one dtype sorted along the middle axis, stably: values (d.dtype) and/or indices

@@ -184,17 +184,20 @@ Array var(const Array& x, const Axes& axes, double correction, bool keepdims, bo
   return v;
 }
 
-Array cumulative_sum(const Array& x, std::optional<int> axis, std::optional<DType> dtype, bool include_initial) {
-  check_x("cumulative_sum", x);
+namespace {
+
+Array scan(const char* name, bool prod, const Array& x, std::optional<int> axis, std::optional<DType> dtype,
+           bool include_initial) {
+  check_x(name, x);
   const int nd = x.ndim();
   if (!axis && nd > 1)
-    throw ValueError("hetnn.cumulative_sum: axis is required for an array of " + std::to_string(nd) +
+    throw ValueError(std::string("hetnn.") + name + ": axis is required for an array of " + std::to_string(nd) +
                      " dimensions");
   int a = 0;
   if (axis) {
     const int lo = nd ? -nd : -1, hi = nd ? nd : 1;
     if (*axis < lo || *axis >= hi)
-      throw ValueError("hetnn.cumulative_sum: axis " + std::to_string(*axis) + " is out of bounds for an array of " +
+      throw ValueError(std::string("hetnn.") + name + ": axis " + std::to_string(*axis) + " is out of bounds for an array of " +
                        std::to_string(nd) + " dimension" + (nd == 1 ? "" : "s"));
     a = *axis < 0 ? *axis + (nd ? nd : 1) : *axis;
   }
@@ -202,6 +205,7 @@ Array cumulative_sum(const Array& x, std::optional<int> axis, std::optional<DTyp
   d.in = x.dtype();
   d.out = dtype ? *dtype : sum_type(x.dtype());
   d.include_initial = include_initial;
+  d.prod = prod;
   Shape shape = x.shape();
   if (shape.empty()) shape = {1};  // a 0-d array scans as one element
   d.outer = 1;
@@ -212,11 +216,21 @@ Array cumulative_sum(const Array& x, std::optional<int> axis, std::optional<DTyp
   }
   d.len = shape[static_cast<std::size_t>(a)];
   shape[static_cast<std::size_t>(a)] += include_initial ? 1 : 0;
-  x.device()->require(d.out, "cumulative_sum");
+  x.device()->require(d.out, name);
   Array y = Array::empty(x.device(), shape, d.out);
   if (d.outer * d.inner * (d.len + (include_initial ? 1 : 0)) == 0) return y;
   x.device()->backend().cumulative_sum(d, *x.buffer(), *y.buffer());
   return y;
+}
+
+}  // namespace
+
+Array cumulative_sum(const Array& x, std::optional<int> axis, std::optional<DType> dtype, bool include_initial) {
+  return scan("cumulative_sum", false, x, axis, dtype, include_initial);
+}
+
+Array cumulative_prod(const Array& x, std::optional<int> axis, std::optional<DType> dtype, bool include_initial) {
+  return scan("cumulative_prod", true, x, axis, dtype, include_initial);
 }
 
 }  // namespace hetnn

@@ -31,5 +31,7 @@ Array mean(const Array& x, const Axes& axes, bool keepdims);
 Array var(const Array& x, const Axes& axes, double correction, bool keepdims, bool take_sqrt = false);
 // The running sum along `axis` (may be omitted for 0-d and 1-d arrays); result types as sum's.
 Array cumulative_sum(const Array& x, std::optional<int> axis, std::optional<DType> dtype, bool include_initial);
+// The running product, with cumulative_sum's axes and type rules (a leading 1 with include_initial).
+Array cumulative_prod(const Array& x, std::optional<int> axis, std::optional<DType> dtype, bool include_initial);
 
 }  // namespace hetnn

@@ -66,6 +66,15 @@ Python number; ``scalar_first``: x2 is the first operand), broadcast as NumPy do
       py::arg("condition"), py::arg("x1"), py::arg("x2"), py::arg("out").none(true) = nullptr,
       "condition ? x1 : x2 element-wise, broadcast together (x1 or x2 may be a Python number).");
   m.def(
+      "broadcast_shapes",
+      [](const py::list& shapes) {
+        Shape out;
+        for (const py::handle s : shapes) out = hetnn::broadcast("broadcast_arrays", out, arg_shape(s, "shape",
+                                                                                                  "broadcast_arrays"));
+        return py::tuple(py::cast(out));
+      },
+      py::arg("shapes"), "The shape the given shapes broadcast to together (NumPy's rule), else ValueError.");
+  m.def(
       "broadcast_to",
       [](const Array& x, py::handle shape) {
         const Shape s = arg_shape(shape, "shape", "broadcast_to");

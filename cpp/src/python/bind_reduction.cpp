@@ -80,23 +80,26 @@ void bind_reduction(py::module_& m) {
         take_sqrt ? "The standard deviation of x over ``axis`` (correction: 1 for the sample's)."
                   : "The variance of x over ``axis`` (correction: 1 for the sample variance).");
   }
-  m.def(
-      "cumulative_sum",
-      [](const Array& x, py::object axis, py::object dtype, py::object include_initial) {
-        std::optional<int> a;
-        if (!axis.is_none()) {
-          const Axes ax = arg_axes(axis, "cumulative_sum");
-          if (ax.list.size() != 1)
-            throw TypeError("hetnn.cumulative_sum: axis must be None or an int");
-          a = ax.list[0];
-        }
-        const std::optional<DType> t = arg_dtype(dtype);
-        const bool ii = arg_bool(include_initial, "include_initial", "cumulative_sum");
-        NoGil nogil;
-        return hetnn::cumulative_sum(x, a, t, ii);
-      },
-      py::arg("x"), py::arg("axis") = py::none(), py::arg("dtype") = py::none(),
-      py::arg("include_initial") = false, "The running sum of x along ``axis``.");
+  for (const bool prod : {false, true}) {
+    const char* name = prod ? "cumulative_prod" : "cumulative_sum";
+    m.def(
+        name,
+        [prod, name](const Array& x, py::object axis, py::object dtype, py::object include_initial) {
+          std::optional<int> a;
+          if (!axis.is_none()) {
+            const Axes ax = arg_axes(axis, name);
+            if (ax.list.size() != 1) throw TypeError(std::string("hetnn.") + name + ": axis must be None or an int");
+            a = ax.list[0];
+          }
+          const std::optional<DType> t = arg_dtype(dtype);
+          const bool ii = arg_bool(include_initial, "include_initial", name);
+          NoGil nogil;
+          return prod ? hetnn::cumulative_prod(x, a, t, ii) : hetnn::cumulative_sum(x, a, t, ii);
+        },
+        py::arg("x"), py::arg("axis") = py::none(), py::arg("dtype") = py::none(),
+        py::arg("include_initial") = false,
+        prod ? "The running product of x along ``axis``." : "The running sum of x along ``axis``.");
+  }
 }
 
 HETNN_BINDING(2, bind_reduction);

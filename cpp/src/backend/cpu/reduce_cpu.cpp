@@ -396,21 +396,23 @@ void scan_as(const ScanDesc& d, const void* x, void* out) {
         A acc[kChunk], t[kChunk];
         for (std::int64_t u = b; u < e; ++u) {
           const std::int64_t o = u / per, j0 = (u % per) * kChunk, m = std::min(kChunk, d.inner - j0);
-          std::fill(acc, acc + m, A(0));
+          std::fill(acc, acc + m, A(d.prod ? 1 : 0));
           const std::int64_t xb = o * d.len * d.inner + j0, yb = o * olen * d.inner + j0;
           if (ii) store(d.out, out, yb, m, acc);
           if (d.inner == 1) {  // one contiguous line: chunks along it
             for (std::int64_t l = 0; l < d.len; l += kChunk) {
               const std::int64_t c = std::min(kChunk, d.len - l);
               gather(d.in, x, xb + l, 1, c, t);
-              for (std::int64_t j = 0; j < c; ++j) t[j] = acc[0] = add(acc[0], t[j]);
+              if (d.prod) for (std::int64_t j = 0; j < c; ++j) t[j] = acc[0] = mul(acc[0], t[j]);
+              else for (std::int64_t j = 0; j < c; ++j) t[j] = acc[0] = add(acc[0], t[j]);
               store(d.out, out, yb + ii + l, c, t);
             }
             continue;
           }
           for (std::int64_t l = 0; l < d.len; ++l) {
             gather(d.in, x, xb + l * d.inner, 1, m, t);
-            for (std::int64_t j = 0; j < m; ++j) acc[j] = add(acc[j], t[j]);
+            if (d.prod) for (std::int64_t j = 0; j < m; ++j) acc[j] = mul(acc[j], t[j]);
+            else for (std::int64_t j = 0; j < m; ++j) acc[j] = add(acc[j], t[j]);
             store(d.out, out, yb + (l + ii) * d.inner, m, acc);
           }
         }
@@ -434,7 +436,7 @@ void CpuBackend::reduce(const ReduceDesc& d, const Buffer& x, Buffer& out) {
 void CpuBackend::cumulative_sum(const ScanDesc& d, const Buffer& x, Buffer& out) {
   cpu_threads::apply();
   const std::uint64_t n = static_cast<std::uint64_t>(d.outer * d.len * d.inner);
-  timed("cumulative_sum", n * (dtype_size(d.in) + dtype_size(d.out)), [&] {
+  timed(d.prod ? "cumulative_prod" : "cumulative_sum", n * (dtype_size(d.in) + dtype_size(d.out)), [&] {
     if (is_floating(d.in)) scan_as<double>(d, x.host_ptr(), out.host_ptr());
     else scan_as<std::int64_t>(d, x.host_ptr(), out.host_ptr());
   });

@@ -126,9 +126,10 @@ void ClBackend::cumulative_sum(const ScanDesc& d, const Buffer& x, Buffer& out) 
   std::lock_guard<std::mutex> lock(mu_);
   cl_kernel k = kernel("reduce.cl", "scan_lines", options(d.in, d.out, kLocal));
   ArgSetter s{k, "scan_lines"};
-  s(cl_long{d.outer})(cl_long{d.len})(cl_long{d.inner})(static_cast<cl_int>(d.include_initial))(mem(x))(mem(out));
+  s(cl_long{d.outer})(cl_long{d.len})(cl_long{d.inner})(static_cast<cl_int>(d.include_initial));
+  s(static_cast<cl_int>(d.prod))(mem(x))(mem(out));
   const std::size_t g[1] = {round_up(static_cast<std::size_t>(d.outer * d.inner), kItems)}, l[1] = {kItems};
-  enqueue("cumulative_sum", k, 1, g, l);
+  enqueue(d.prod ? "cumulative_prod" : "cumulative_sum", k, 1, g, l);
 }
 
 }  // namespace hetnn::opencl

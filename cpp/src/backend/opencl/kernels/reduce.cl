@@ -194,17 +194,18 @@ __kernel void reduce_items(const int op, const long n_out, const long n_red, con
   put(op, a, ai, scaled, scale, y, o);
 }
 
-// Line (o, i) of x (outer, len, inner) into y (outer, len + initial, inner).
-__kernel void scan_lines(const long outer, const long len, const long inner, const int initial,
+// Line (o, i) of x (outer, len, inner) into y (outer, len + initial, inner): running sums, or products (prod).
+__kernel void scan_lines(const long outer, const long len, const long inner, const int initial, const int prod,
                          __global const SIN* x, __global SOUT* y) {
   const long u = get_global_id(0);
   if (u >= outer * inner) return;
   const long o = u / inner, i = u % inner;
   const long xb = o * len * inner + i, yb = o * (len + initial) * inner + i;
-  ACC a = 0;
+  ACC a = prod ? 1 : 0;
   if (initial) STOREOUT(a, y, yb);
   for (long l = 0; l < len; ++l) {
-    a = ADD(a, (ACC)LOADIN(x, xb + l * inner));
+    const ACC v = (ACC)LOADIN(x, xb + l * inner);
+    a = prod ? MUL(a, v) : ADD(a, v);
     STOREOUT(a, y, yb + (l + initial) * inner);
   }
 }
