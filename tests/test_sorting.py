@@ -104,3 +104,43 @@ def test_a_line_long_enough_to_be_split_over_threads(device, rng, descending):
     np.testing.assert_array_equal(got_i, want_i)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(x[want_i]))
     np.testing.assert_array_equal(got, x[want_i])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_searchsorted_matches_numpy(device, rng, dtype, side):
+    """Insertion points of x2 in the ascending x1 (ties, NaN last, values beyond both ends), given sorted or
+    through a sorter; NumPy orders NaN last as well."""
+    if dtype not in device.dtypes:
+        pytest.skip(f"{device} has no {dtype}")
+    for n, shape in ((0, (3,)), (1, (4,)), (7, (2, 5)), (300, (40,)), (1000, (3, 3, 3))):
+        raw = _data(rng, (n,), dtype)
+        a1 = _upload(raw, dtype, device)
+        x1 = _host(a1)  # the values hetnn holds (16-bit floats rounded once)
+        q = _data(rng, shape, dtype)
+        a2 = _upload(q, dtype, device)
+        x2 = _host(a2)
+        s1 = hetnn.sort(a1)
+        got = hetnn.searchsorted(s1, a2, side=side)
+        assert got.dtype == "int64" and got.shape == shape
+        np.testing.assert_array_equal(got.numpy(), np.searchsorted(np.sort(x1), x2, side=side))
+        got_s = hetnn.searchsorted(a1, a2, side=side, sorter=hetnn.argsort(a1))
+        np.testing.assert_array_equal(got_s.numpy(), got.numpy())
+
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda a, b: hetnn.searchsorted(hetnn.reshape(a, (2, 3)), b), ValueError, r"x1 must be 1-D"),
+    (lambda a, b: hetnn.searchsorted(a, b, side="middle"), ValueError, r"side must be 'left' or 'right'"),
+    (lambda a, b: hetnn.searchsorted(a, b, side=1), TypeError, r"side must be 'left' or 'right'"),
+    (lambda a, b: hetnn.searchsorted(a, b.astype("float64")), TypeError, r"x1 is float32 but x2 is float64"),
+    (lambda a, b: hetnn.searchsorted(a, b, sorter=hetnn.argsort(a).astype("int32")), ValueError, "sorter must be"),
+    (lambda a, b: hetnn.searchsorted(a, b, sorter=np.arange(6)), TypeError, "sorter must be None or a hetnn.Array"),
+    (lambda a, b: hetnn.searchsorted(a, b, sorter=hetnn.full((6,), 9, device=a.device)), (IndexError, ValueError),
+     "9"),
+    (lambda a, b: hetnn.searchsorted(a, np.zeros(2, np.float32)), TypeError, "hetnn.asarray"),
+])
+def test_searchsorted_bad_calls_name_the_argument(device, call, exc, match):
+    a = hetnn.asarray(np.arange(6, dtype=np.float32), device=device)
+    b = hetnn.asarray(np.ones(4, np.float32), device=device)
+    with pytest.raises(exc, match=match):
+        call(a, b)

@@ -727,6 +727,23 @@ void run_sort(const DevicePtr& dev, std::mt19937& g) {
     }
   check(ok, dev->id() + " sort / argsort");
   expect_throw<ValueError>([&] { sort(x, 2, false, true); }, "sort axis out of bounds");
+  // searchsorted of random values in a sorted 1-D line: left = how many are smaller, right = how many not larger
+  std::vector<float> V(static_cast<std::size_t>(b));
+  for (auto& v : V) v = static_cast<float>(lv(g));
+  Array line = sort(Array::from_host(dev, X.data(), {a * b}, DType::f32), 0, false, true);
+  Array q = Array::from_host(dev, V.data(), {b}, DType::f32);
+  for (const char* side : {"left", "right"}) {
+    std::vector<std::int64_t> P(static_cast<std::size_t>(b));
+    searchsorted(line, q, side, nullptr).to_host(P.data());
+    bool found = true;
+    for (std::int64_t j = 0; j < b; ++j) {
+      std::int64_t want = 0;
+      for (const float e : X) want += std::string(side) == "left" ? e < V[j] : e <= V[j];
+      found &= P[static_cast<std::size_t>(j)] == want;
+    }
+    check(found, dev->id() + " searchsorted " + side);
+  }
+  expect_throw<ValueError>([&] { searchsorted(x, q, "left", nullptr); }, "searchsorted 2-D x1");
 }
 
 struct OpCase {
@@ -758,7 +775,8 @@ const OpCase kOps[] = {
     {"elementwise_kernel", run_elementwise_kernel},
     {"reduction_kernel", run_reduction_kernel},
     {"sort", run_sort},
-    {"argsort", nullptr},  // in run_sort, on the same input
+    {"argsort", nullptr},       // in run_sort, on the same input
+    {"searchsorted", nullptr},  // in run_sort, in the sorted input
 };
 
 // float16 and bfloat16 (stored in 16 bits, float32 arithmetic where the hardware has none): matmul with bias and

@@ -349,6 +349,15 @@ struct SortDesc {
   bool descending = false;
 };
 
+// out[j] (int64, m of them) = the insertion point of v[j] in the sorted 1-D `sorted` (n elements, both of dtype
+// d.dtype, ascending with NaN last as SortDesc orders): the first position whose element does not go before v[j]
+// (left), or the first whose element goes after it (right).
+struct SearchDesc {
+  DType dtype = DType::f32;
+  std::int64_t n = 0, m = 0;
+  bool right = false;
+};
+
 // The ops every backend implements, listed once: X(name, (parameters)). Backend declares each pure virtual; a
 // backend class declares its overrides with HETNN_BACKEND_OPS(HETNN_OP_OVERRIDE), so a new op is one line here
 // plus its implementation in each backend's <op>_cpu.cpp / <op>_cl.cpp.
@@ -382,6 +391,7 @@ struct SortDesc {
 //   reduce               as ReduceDesc says (core/reduction.h).
 //   cumulative_sum       as ScanDesc says.
 //   sort                 as SortDesc says (values and indices: either may be null, not both).
+//   searchsorted         as SearchDesc says.
 //   copy_strided         as CopyDesc says (core/manipulation.h: indexing, permute_dims, flip, concat, stack, ...).
 //   random               out (n elements of d.out) = the draws RandomDesc describes.
 //   user_elementwise     a user's kernel as UserEwDesc says; args: one per parameter (null for number inputs).
@@ -411,6 +421,7 @@ struct SortDesc {
   X(reduce, (const ReduceDesc& d, const Buffer& x, Buffer& out))                                                \
   X(cumulative_sum, (const ScanDesc& d, const Buffer& x, Buffer& out))                                          \
   X(sort, (const SortDesc& d, const Buffer& x, Buffer* values, Buffer* indices))                                 \
+  X(searchsorted, (const SearchDesc& d, const Buffer& sorted, const Buffer& v, Buffer& out))                    \
   X(copy_strided, (const CopyDesc& d, const Buffer& src, Buffer& out))                                         \
   X(random, (const RandomDesc& d, Buffer& out))                                                                 \
   X(user_elementwise, (const UserEwDesc& d, const std::vector<Buffer*>& args))                                  \

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "core/manipulation.h"
 #include "core/ops.h"
 
 namespace hetnn {
@@ -49,6 +50,38 @@ Array sort(const Array& x, int axis, bool descending, bool /*stable*/) {
 
 Array argsort(const Array& x, int axis, bool descending, bool /*stable*/) {
   return sort_impl(x, axis, false, "argsort", descending);
+}
+
+Array searchsorted(const Array& x1, const Array& x2, const std::string& side, const Array* sorter) {
+  const std::string op = "hetnn.searchsorted";
+  if (!x1.valid() || !x2.valid()) throw ValueError(op + ": x1 and x2 must be arrays");
+  if (x1.ndim() != 1) throw ValueError(op + ": x1 must be 1-D (sorted), got shape " + shape_str(x1.shape()));
+  if (side != "left" && side != "right")
+    throw ValueError(op + ": side must be 'left' or 'right', got '" + side + "'");
+  if (x1.device() != x2.device())
+    throw ValueError(op + ": x1 is on " + x1.device()->id() + " but x2 is on " + x2.device()->id() +
+                     "; move one with .to(device)");
+  if (x1.dtype() != x2.dtype())
+    throw TypeError(op + ": x1 is " + dtype_name(x1.dtype()) + " but x2 is " + dtype_name(x2.dtype()) +
+                    "; convert one with .astype()");
+  Array sorted_x1 = x1;
+  if (sorter) {
+    if (sorter->device() != x1.device())
+      throw ValueError(op + ": sorter is on " + sorter->device()->id() + " but x1 is on " + x1.device()->id());
+    if (sorter->dtype() != DType::i64 || sorter->shape() != x1.shape())
+      throw ValueError(op + ": sorter must be int64 positions of x1's shape " + shape_str(x1.shape()) +
+                       " (argsort's), got " + dtype_name(sorter->dtype()) + " " + shape_str(sorter->shape()));
+    sorted_x1 = take(x1, *sorter, 0);  // checks every position is inside x1
+  }
+  SearchDesc d;
+  d.dtype = x1.dtype();
+  d.n = x1.size();
+  d.m = x2.size();
+  d.right = side == "right";
+  Array out = Array::empty(x2.device(), x2.shape(), DType::i64);
+  if (d.m == 0) return out;
+  x2.device()->backend().searchsorted(d, *sorted_x1.buffer(), *x2.buffer(), *out.buffer());
+  return out;
 }
 
 }  // namespace hetnn

@@ -2,6 +2,8 @@
 // sort op (core/ops.h SortDesc) over the (outer, len, inner) lines of the array.
 #pragma once
 
+#include <string>
+
 #include "core/array.h"
 
 namespace hetnn {
@@ -11,5 +13,9 @@ namespace hetnn {
 Array sort(const Array& x, int axis, bool descending, bool stable);
 // The int64 positions along `axis` that sort x as sort() does.
 Array argsort(const Array& x, int axis, bool descending, bool stable);
+// Where each element of x2 would be inserted into the 1-D ascending x1 (NaN last) to keep it sorted: `side` "left"
+// (before equal elements) or "right" (after them); `sorter`: int64 positions that sort x1 (argsort's), or null.
+// int64, x2's shape; x1 and x2 of one dtype on one device.
+Array searchsorted(const Array& x1, const Array& x2, const std::string& side, const Array* sorter);
 
 }  // namespace hetnn

@@ -40,6 +40,21 @@ void bind_sort(py::module_& m) {
   }
 }
 
+void bind_searchsorted(py::module_& m) {
+  m.def(
+      "searchsorted",
+      [](const Array& x1, const Array& x2, py::object side, const Array* sorter) {
+        if (!py::isinstance<py::str>(side))
+          throw TypeError("hetnn.searchsorted: side must be 'left' or 'right', got " + std::string(py::repr(side)));
+        const std::string s = side.cast<std::string>();
+        NoGil nogil;
+        return hetnn::searchsorted(x1, x2, s, sorter);
+      },
+      py::arg("x1"), py::arg("x2"), py::arg("side") = "left", py::arg("sorter").none(true) = nullptr,
+      "Where each element of x2 goes in the sorted 1-D x1 (int64, x2's shape).");
+}
+
 HETNN_BINDING(2, bind_sort);
+HETNN_BINDING(2, bind_searchsorted);
 
 }  // namespace hetnn::python

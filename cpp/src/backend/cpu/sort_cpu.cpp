@@ -108,32 +108,75 @@ void sort_lines(const SortDesc& d, const S* x, S* values, std::int64_t* indices,
   });
 }
 
+// out[j] = the insertion point of v[j] in sorted (ascending, NaN last): lower bound (left) or upper bound (right).
+template <class S, class Key>
+void search_as(const SearchDesc& d, const Buffer& sorted, const Buffer& v, Buffer& out, Key key) {
+  const S* s = static_cast<const S*>(sorted.host_ptr());
+  const S* q = static_cast<const S*>(v.host_ptr());
+  auto* o = static_cast<std::int64_t*>(out.host_ptr());
+  parallel_ranges(d.m, [&](std::int64_t j0, std::int64_t j1) {
+    for (std::int64_t j = j0; j < j1; ++j) {
+      const auto me = key(q[j]);
+      std::int64_t lo = 0, hi = d.n;
+      while (lo < hi) {
+        const std::int64_t mid = lo + (hi - lo) / 2;
+        const auto e = key(s[mid]);
+        // left: past every element that goes before me; right: past every element that me does not go before
+        if (d.right ? !goes_before(me, e, false) : goes_before(e, me, false)) lo = mid + 1;
+        else hi = mid;
+      }
+      o[j] = lo;
+    }
+  });
+}
+
 template <class S, class Key>
 void sort_as(const SortDesc& d, const Buffer& x, Buffer* values, Buffer* indices, Key key) {
   sort_lines<S>(d, static_cast<const S*>(x.host_ptr()), values ? static_cast<S*>(values->host_ptr()) : nullptr,
                 indices ? static_cast<std::int64_t*>(indices->host_ptr()) : nullptr, key);
 }
 
+template <class S>
+struct Tag {
+  using type = S;
+};
+
+// Calls fn(Tag<S>{}, key) for dtype t: S its storage type, key(s) its compare value.
+template <class Fn>
+void by_dtype(DType t, const char* op, Fn&& fn) {
+  const auto same = [](auto s) { return key_of(s); };
+  switch (t) {
+    case DType::f32: return fn(Tag<float>{}, same);
+    case DType::f64: return fn(Tag<double>{}, same);
+    case DType::f16: return fn(Tag<std::uint16_t>{}, [](std::uint16_t s) { return half_bits_to_float(s); });
+    case DType::bf16: return fn(Tag<std::uint16_t>{}, bf16_value);
+    case DType::i8: return fn(Tag<std::int8_t>{}, same);
+    case DType::u8:
+    case DType::b8: return fn(Tag<std::uint8_t>{}, same);
+    case DType::i32: return fn(Tag<std::int32_t>{}, same);
+    case DType::i64: return fn(Tag<std::int64_t>{}, same);
+    default: throw TypeError(std::string("hetnn.") + op + ": unsupported dtype " + dtype_name(t));
+  }
+}
+
 }  // namespace
+
+void CpuBackend::searchsorted(const SearchDesc& d, const Buffer& sorted, const Buffer& v, Buffer& out) {
+  cpu_threads::apply();
+  timed("searchsorted", static_cast<std::uint64_t>(d.m) * (dtype_size(d.dtype) + 8), [&] {
+    by_dtype(d.dtype, "searchsorted", [&](auto tag, auto key) {
+      search_as<typename decltype(tag)::type>(d, sorted, v, out, key);
+    });
+  });
+}
 
 void CpuBackend::sort(const SortDesc& d, const Buffer& x, Buffer* values, Buffer* indices) {
   cpu_threads::apply();
   const std::uint64_t n = static_cast<std::uint64_t>(d.outer * d.len * d.inner);
   timed("sort", n * (dtype_size(d.dtype) + (values ? dtype_size(d.dtype) : 8)), [&] {
-    const auto same = [](auto s) { return key_of(s); };
-    switch (d.dtype) {
-      case DType::f32: return sort_as<float>(d, x, values, indices, same);
-      case DType::f64: return sort_as<double>(d, x, values, indices, same);
-      case DType::f16: return sort_as<std::uint16_t>(d, x, values, indices, [](std::uint16_t s) {
-          return half_bits_to_float(s); });
-      case DType::bf16: return sort_as<std::uint16_t>(d, x, values, indices, bf16_value);
-      case DType::i8: return sort_as<std::int8_t>(d, x, values, indices, same);
-      case DType::u8:
-      case DType::b8: return sort_as<std::uint8_t>(d, x, values, indices, same);
-      case DType::i32: return sort_as<std::int32_t>(d, x, values, indices, same);
-      case DType::i64: return sort_as<std::int64_t>(d, x, values, indices, same);
-      default: throw TypeError(std::string("hetnn.sort: unsupported dtype ") + dtype_name(d.dtype));
-    }
+    by_dtype(d.dtype, "sort", [&](auto tag, auto key) {
+      sort_as<typename decltype(tag)::type>(d, x, values, indices, key);
+    });
   });
 }
 

@@ -37,4 +37,14 @@ void ClBackend::sort(const SortDesc& d, const Buffer& x, Buffer* values, Buffer*
   enqueue("sort", ks, 1, g, l);
 }
 
+void ClBackend::searchsorted(const SearchDesc& d, const Buffer& sorted, const Buffer& v, Buffer& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cl_kernel k = kernel("sort.cl", "searchsorted", std::string("-cl-std=CL1.2 -w -DTIN_") + type_code(d.dtype) +
+                                                      " -DTOUT_" + type_code(d.dtype));
+  ArgSetter a{k, "searchsorted"};
+  a(cl_long{d.n})(cl_long{d.m})(static_cast<cl_int>(d.right))(mem(sorted))(mem(v))(mem(out));
+  const std::size_t local = 64, g[1] = {round_up(static_cast<std::size_t>(d.m), local)}, l[1] = {local};
+  enqueue("searchsorted", k, 1, g, l);
+}
+
 }  // namespace hetnn::opencl

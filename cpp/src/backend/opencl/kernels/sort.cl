@@ -79,3 +79,19 @@ __kernel void sort_scatter(const long n, const long len, const long inner, const
   if (want_values) values[at] = keys[e];
   if (want_indices) indices[at] = pos[e];
 }
+
+// out[j] = the insertion point of v[j] in the ascending `sorted` (n elements, NaN last): the first position whose
+// element does not go before v[j] (right 0), or the first whose element v[j] goes before (right 1).
+__kernel void searchsorted(const long n, const long m, const int right, __global const RAW* sorted,
+                           __global const RAW* v, __global long* out) {
+  const long j = get_global_id(0);
+  if (j >= m) return;
+  const CT me = KEY(v, j);
+  long lo = 0, hi = n;
+  while (lo < hi) {
+    const long mid = lo + ((hi - lo) >> 1);
+    const CT e = KEY(sorted, mid);
+    if (right ? !BEFORE(me, e, 0) : BEFORE(e, me, 0)) lo = mid + 1; else hi = mid;
+  }
+  out[j] = lo;
+}
