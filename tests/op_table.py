@@ -194,6 +194,7 @@ SORT_BAD = [
     ("axis-type", lambda d: hetnn.argsort(_ew_arr(d, (2, 3)), axis=1.0), TypeError, "axis must be an int"),
     ("descending-type", lambda d: hetnn.sort(_ew_arr(d, (2, 3)), descending="yes"), TypeError, "descending"),
     ("numpy-input", lambda d: hetnn.sort(np.zeros(3)), TypeError, "hetnn.asarray"),
+    ("nonzero-0-d", lambda d: hetnn.nonzero(hetnn.asarray(np.float32(1), device=d)), ValueError, "0-d"),
 ]
 
 

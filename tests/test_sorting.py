@@ -144,3 +144,25 @@ def test_searchsorted_bad_calls_name_the_argument(device, call, exc, match):
     b = hetnn.asarray(np.ones(4, np.float32), device=device)
     with pytest.raises(exc, match=match):
         call(a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nonzero_matches_numpy(device, rng, dtype):
+    """Coordinates of the non-zero elements, one int64 array per dimension, row-major (NaN counts, -0.0 does not)."""
+    if dtype not in device.dtypes:
+        pytest.skip(f"{device} has no {dtype}")
+    for shape in ((1,), (9,), (3, 4), (2, 3, 5), (4, 0), (70, 31)):
+        x = _data(rng, shape, dtype)
+        if x.size and dtype != "bool":
+            x.flat[rng.integers(x.size, size=max(1, x.size // 3))] = 0
+        a = _upload(x, dtype, device)
+        got = hetnn.nonzero(a)
+        want = np.nonzero(_host(a))
+        assert isinstance(got, tuple) and len(got) == len(shape)
+        for g, w in zip(got, want):
+            assert g.dtype == "int64"
+            np.testing.assert_array_equal(g.numpy(), w)
+    zeros = hetnn.asarray(np.zeros((2, 3), np.float32), device=device)
+    assert [c.shape for c in hetnn.nonzero(zeros)] == [(0,), (0,)]
+    with pytest.raises(ValueError, match="0-d"):
+        hetnn.nonzero(zeros[0, 0])

@@ -3,7 +3,7 @@ sort and searchsorted (cpp/src/core/sort.h), which check the arguments; every so
 value."""
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from ._array import Array, _first
 from ._loader import _core
@@ -30,4 +30,10 @@ def searchsorted(x1: Array, x2: Array, /, *, side: str = "left", sorter: Optiona
     return Array(_core.searchsorted(a._a, b._a, side, None if sorter is None else sorter._a))
 
 
-__all__: List[str] = ["argsort", "searchsorted", "sort"]
+def nonzero(x: Array, /) -> Tuple[Array, ...]:
+    """The int64 coordinates of ``x``'s non-zero elements (NaN counts, -0.0 does not), one array per dimension, in
+    row-major order; ``x`` needs at least one dimension."""
+    return tuple(Array(a) for a in _core.nonzero(_first("nonzero", x)._a))
+
+
+__all__: List[str] = ["argsort", "nonzero", "searchsorted", "sort"]

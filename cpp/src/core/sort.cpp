@@ -4,7 +4,9 @@
 #include <string>
 
 #include "core/errors.h"
+#include "core/elementwise.h"
 #include "core/manipulation.h"
+#include "core/reduction.h"
 #include "core/ops.h"
 
 namespace hetnn {
@@ -81,6 +83,45 @@ Array searchsorted(const Array& x1, const Array& x2, const std::string& side, co
   Array out = Array::empty(x2.device(), x2.shape(), DType::i64);
   if (d.m == 0) return out;
   x2.device()->backend().searchsorted(d, *sorted_x1.buffer(), *x2.buffer(), *out.buffer());
+  return out;
+}
+
+std::vector<Array> nonzero(const Array& x) {
+  const std::string op = "hetnn.nonzero";
+  if (!x.valid()) throw ValueError(op + ": x is not an array");
+  const int nd = x.ndim();
+  if (nd == 0) throw ValueError(op + ": x is 0-d; the Array API asks for at least one dimension (reshape to (1,))");
+  const std::int64_t n = x.size();
+  const Shape& shape = x.shape();
+  std::int64_t k = 0;
+  Array order;
+  if (n > 0) {
+    const Array flat = x.reshape({n});
+    EwScalar zero;
+    const Array is_zero = x.dtype() == DType::b8 ? elementwise(EwOp::logical_not, flat, nullptr, nullptr)
+                                                 : elementwise(EwOp::equal, flat, zero, false, nullptr);
+    std::int64_t zeros = 0;
+    reduce(RedOp::sum, is_zero, Axes{}, false).to_host(&zeros);
+    k = n - zeros;
+    order = argsort(is_zero, 0, false, true);  // the non-zero positions first, in order (stable)
+  }
+  std::vector<Array> out(static_cast<std::size_t>(nd));
+  if (k == 0) {
+    for (auto& a : out) a = Array::empty(x.device(), {0}, DType::i64);
+    return out;
+  }
+  IndexItem first;
+  first.kind = IndexItem::Kind::slice;
+  first.start = 0;
+  first.stop = k;
+  Array rest = getitem(order, Index{first});
+  for (int d = nd - 1; d >= 0; --d) {
+    EwScalar len;
+    len.i = shape[static_cast<std::size_t>(d)];
+    len.f = static_cast<double>(len.i);
+    out[static_cast<std::size_t>(d)] = d == 0 ? rest : elementwise(EwOp::remainder, rest, len, false, nullptr);
+    if (d > 0) rest = elementwise(EwOp::floor_divide, rest, len, false, nullptr);
+  }
   return out;
 }
 

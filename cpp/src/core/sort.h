@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/array.h"
 
@@ -17,5 +18,9 @@ Array argsort(const Array& x, int axis, bool descending, bool stable);
 // (before equal elements) or "right" (after them); `sorter`: int64 positions that sort x1 (argsort's), or null.
 // int64, x2's shape; x1 and x2 of one dtype on one device.
 Array searchsorted(const Array& x1, const Array& x2, const std::string& side, const Array* sorter);
+// The int64 coordinates of x's non-zero elements (NaN counts; -0.0 does not), one array per dimension, in
+// row-major order: built from the core's ops (x == 0, its count read back, a stable argsort, the coordinates by
+// floor division), so it runs on every device with the one readback the result's size needs.
+std::vector<Array> nonzero(const Array& x);
 
 }  // namespace hetnn

@@ -52,6 +52,17 @@ void bind_searchsorted(py::module_& m) {
       },
       py::arg("x1"), py::arg("x2"), py::arg("side") = "left", py::arg("sorter").none(true) = nullptr,
       "Where each element of x2 goes in the sorted 1-D x1 (int64, x2's shape).");
+  m.def(
+      "nonzero",
+      [](const Array& x) {
+        std::vector<Array> out;
+        {
+          NoGil nogil;
+          out = hetnn::nonzero(x);
+        }
+        return py::tuple(py::cast(out));
+      },
+      py::arg("x"), "The int64 coordinates of x's non-zero elements, one array per dimension.");
 }
 
 HETNN_BINDING(2, bind_sort);
