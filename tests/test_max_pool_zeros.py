@@ -12,11 +12,12 @@ import max_pool_reference as ref
 
 
 def _params():
-    """Square windows k 1..4, stride 1..3, padding 1..k+1 (wider than half the kernel too), dilation 1..2, floor
-    and ceil; plus rectangular ones."""
+    """Square windows k 1..4, stride 1..2, padding 1, about half the kernel and k+1 (wider than half the kernel),
+    dilation 1..2, floor and ceil; plus rectangular ones and a stride of 3."""
     out = [((k, k), (s, s), (p, p), (d, d), ceil)
-           for k, s, d, ceil in itertools.product(range(1, 5), range(1, 4), (1, 2), (False, True))
-           for p in range(1, k + 2)]
+           for k, s, d, ceil in itertools.product(range(1, 5), (1, 2), (1, 2), (False, True))
+           for p in sorted({1, (k + 1) // 2 + 1, k + 1})]
+    out += [((3, 3), (3, 3), (2, 2), (1, 1), True), ((2, 2), (3, 3), (3, 3), (2, 2), False)]
     return out + [((3, 2), (2, 1), (1, 0), (1, 2), True), ((2, 3), (1, 2), (0, 2), (2, 1), False),
                   ((2, 2), (2, 2), (2, 2), (1, 1), False)]  # the study's k2s2 with 2 rows of zeros
 

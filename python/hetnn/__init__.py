@@ -20,7 +20,8 @@ from . import _namespace
 from ._namespace import *  # noqa: F403  (dtypes, constants, finfo/iinfo/isdtype/can_cast: hetnn._namespace.__all__)
 from ._namespace import __array_namespace_info__ as __array_namespace_info__
 from ._measurement import BenchmarkResult
-from ._timing import Case, Stopwatch, benchmark, empty_cache, interleave, synchronize
+from ._timing import (Case, Stopwatch, benchmark, empty_cache, interleave, memory_stats, reset_peak_memory_stats,
+                      synchronize)
 from ._threads import get_num_threads, num_threads, set_num_threads, thread_pools
 from ._profile import profile
 from . import datasets, nn, optim, random, transforms  # noqa: E402  (after the core names they use)
@@ -46,7 +47,8 @@ __all__ = [
     "Array", "BenchmarkResult", "Case", "CompileError", "Device", "ElementwiseKernel", "HetnnError", "OpenCLError",
     "ReductionKernel", "Stopwatch",
     "TransposedArray", "asarray", "benchmark", "datasets", "transforms", "default_device", "device", "devices", "empty",
-    "empty_cache", "get_default_device", "get_num_threads", "interleave", "nn", "num_threads", "optim", "profile",
+    "empty_cache", "memory_stats", "reset_peak_memory_stats", "get_default_device", "get_num_threads", "interleave",
+    "nn", "num_threads", "optim", "profile",
     "random",
     "set_default_device", "set_implicit_host_copies", "set_num_threads", "synchronize", "thread_pools", "zeros",
     "broadcast_arrays", "broadcast_to", "empty_like", "from_dlpack", "full", "full_like", "ones", "ones_like",

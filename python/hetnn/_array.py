@@ -284,6 +284,13 @@ class Array:
     def nbytes(self) -> int:
         return self._a.nbytes
 
+    @property
+    def cl_buffer(self) -> int:
+        """The array's OpenCL buffer (a cl_mem) as an integer, for another OpenCL library to read or write it in place
+        (``pyopencl.Buffer.from_int_ptr(a.cl_buffer)``; the array's bytes start at offset 0, ``nbytes`` long, C
+        order); the device's queue is ``a.device.cl_handles()["queue"]``. TypeError on the CPU device."""
+        return int(_core._cl_buffer(self._a))
+
     def __len__(self) -> int:
         if not self.ndim:
             raise TypeError("len() of a 0-d hetnn.Array")

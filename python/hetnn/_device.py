@@ -51,6 +51,12 @@ class Device:
         """The backend that runs it: ``"cpu"`` (oneDNN and hetnn's own loops, in host memory) or ``"opencl"``."""
         return self._info["kind"]
 
+    def cl_handles(self) -> Optional[Dict[str, int]]:
+        """The device's OpenCL ``context``, ``queue`` (hetnn's in-order queue) and ``device`` handles as integers, for
+        another OpenCL library (PyOpenCL: ``pyopencl.Context.from_int_ptr(h["context"])``); None on the CPU device.
+        Work put on that queue runs in order with hetnn's; on another queue, call :func:`hetnn.synchronize` first."""
+        return _core._cl_handles(self._dev)
+
     @property
     def type(self) -> str:
         """Hardware type: ``"cpu"``, ``"gpu"``, ``"accelerator"`` or ``"other"``."""

@@ -51,6 +51,22 @@ def empty_cache(device: DevicesLike = None) -> int:
     return sum(d._dev.release_cached_memory() for d in _device_list(device))
 
 
+def memory_stats(device: DeviceLike = None) -> Dict[str, int]:
+    """What hetnn's allocator holds on ``device`` (None: the default device): ``bytes_in_use`` by live arrays and
+    work buffers (as allocated: blocks of 1 MiB and more are rounded to 2 MiB), ``peak_bytes_in_use`` since the
+    last :func:`reset_peak_memory_stats`, ``bytes_cached`` (freed blocks kept for reuse; :func:`empty_cache` frees
+    them), ``buffers_in_use``, ``buffers_created`` and ``buffers_reused`` (served from the cache). Arrays sharing
+    NumPy's memory on the CPU device (``asarray(..., copy=False)``) allocate nothing and count nowhere."""
+    dev = get_default_device() if device is None else _resolve_device(device)
+    return {k: int(v) for k, v in dev._dev.memory_stats().items()}
+
+
+def reset_peak_memory_stats(device: DeviceLike = None) -> None:
+    """Restarts ``device``'s ``peak_bytes_in_use`` (None: the default device) from what is in use now."""
+    dev = get_default_device() if device is None else _resolve_device(device)
+    dev._dev.reset_peak_memory_stats()
+
+
 class _Capture:
     """Records the commands the devices run between open() and close()."""
 

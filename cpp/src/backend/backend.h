@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/memory_stats.h"
 #include "core/dtype.h"
 #include "core/ops.h"
 #include "core/recorder.h"
@@ -49,6 +50,10 @@ class Backend {
   virtual void synchronize() = 0;
   // Frees the blocks kept for reuse after their arrays went away (host_allocator.h, cl_allocator.h); returns the bytes freed.
   virtual std::size_t release_cached_memory() { return 0; }
+  // The buffers this device's allocator holds (backend/memory_stats.h); reset_peak_memory_stats restarts the peak
+  // from what is in use now.
+  virtual MemoryStats memory_stats() const { return {}; }
+  virtual void reset_peak_memory_stats() {}
 
   // First-use work so far: programs or primitives built (JIT/compiled), taken from the disk cache, found in memory,
   // and seconds spent building or loading. The benchmarks report it apart from steady-state figures.

@@ -83,6 +83,22 @@ void bind_device(py::module_& m) {
            py::arg("bytes"))
       .def("_set_queue_limit", [](Device& d, std::size_t commands) { d.backend().set_queue_limit(commands); },
            py::arg("commands"))
+      .def("memory_stats",
+           [](Device& d) {
+             const MemoryStats s = d.started() ? d.backend().memory_stats() : MemoryStats{};
+             py::dict out;
+             out["bytes_in_use"] = s.bytes_in_use;
+             out["peak_bytes_in_use"] = s.peak_bytes_in_use;
+             out["bytes_cached"] = s.bytes_cached;
+             out["buffers_in_use"] = s.buffers_in_use;
+             out["buffers_created"] = s.buffers_created;
+             out["buffers_reused"] = s.buffers_reused;
+             return out;
+           })
+      .def("reset_peak_memory_stats",
+           [](Device& d) {
+             if (d.started()) d.backend().reset_peak_memory_stats();
+           })
       .def("release_cached_memory",
            [](Device& d) -> std::size_t {
              if (!d.started()) return 0;

@@ -4,6 +4,7 @@
 #include "core/device.h"
 #include "core/errors.h"
 #ifdef HETNN_HAVE_OPENCL
+#include "backend/opencl/cl_backend.h"
 #include "backend/opencl/cl_check.h"
 #include "backend/opencl/gemm_tuning.h"
 #endif
@@ -26,6 +27,35 @@ T& need(Device& d, const char* call) {
 }  // namespace
 
 void bind_opencl(py::module_& m) {
+  // Interop: the raw OpenCL handles as integers (PyOpenCL's Context/CommandQueue/Buffer.from_int_ptr take them).
+  m.def(
+      "_cl_handles",
+      [](Device& d) -> py::object {
+#ifdef HETNN_HAVE_OPENCL
+        if (auto* h = find_extension<opencl::RawHandles>(d.backend())) {
+          py::dict out;
+          out["context"] = reinterpret_cast<std::uintptr_t>(h->context());
+          out["queue"] = reinterpret_cast<std::uintptr_t>(h->queue());
+          out["device"] = reinterpret_cast<std::uintptr_t>(h->device_id());
+          return std::move(out);
+        }
+#endif
+        (void)d;
+        return py::none();
+      },
+      py::arg("device"));
+  m.def(
+      "_cl_buffer",
+      [](const Array& a) -> std::uintptr_t {
+#ifdef HETNN_HAVE_OPENCL
+        if (auto* h = find_extension<opencl::RawHandles>(a.device()->backend()))
+          return reinterpret_cast<std::uintptr_t>(h->buffer(*a.buffer()));
+#endif
+        throw TypeError("Array.cl_buffer: the array is on " + a.device()->id() +
+                        ", not an OpenCL device (it has no cl_mem); move it with .to(device)");
+      },
+      py::arg("a"));
+
   // The ceilings of an OpenCL device for `bench peak`: (FP32 FMA GFLOP/s, triad GB/s).
   m.def(
       "_opencl_peak",

@@ -24,6 +24,8 @@ class CpuBackend final : public Backend, public ConvLayouts {
   void fill(Buffer& dst, std::size_t offset, std::size_t n, unsigned char value) override;
   void synchronize() override;
   std::size_t release_cached_memory() override;
+  MemoryStats memory_stats() const override { return pool_->stats(); }
+  void reset_peak_memory_stats() override { pool_->reset_peak(); }
   FirstUseStats first_use_stats() const override;
   HETNN_BACKEND_OPS(HETNN_OP_OVERRIDE)  // core/ops.h; implemented in <op>_cpu.cpp
   void* extension(const std::string& name) override;

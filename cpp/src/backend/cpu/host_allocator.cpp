@@ -34,7 +34,9 @@ HostAllocator::~HostAllocator() { trim(); }
 void* HostAllocator::acquire(std::size_t n, std::size_t* capacity) {
   if (n < kMinPooled) {
     *capacity = (n + 63) / 64 * 64;
-    return std::aligned_alloc(64, *capacity ? *capacity : 64);
+    void* p = std::aligned_alloc(64, *capacity ? *capacity : 64);
+    if (p) counter_.acquired(*capacity, false);
+    return p;
   }
   const std::size_t cap = (n + kHuge - 1) / kHuge * kHuge;
   {
@@ -45,6 +47,7 @@ void* HostAllocator::acquire(std::size_t n, std::size_t* capacity) {
       free_.erase(it);
       cached_ -= cap;
       *capacity = cap;
+      counter_.acquired(cap, true);
       return p;
     }
   }
@@ -66,11 +69,13 @@ void* HostAllocator::acquire(std::size_t n, std::size_t* capacity) {
   madvise(p, cap, MADV_HUGEPAGE);  // fewer faults and TLB misses where THP is in "madvise" mode; a hint only
 #endif
   *capacity = cap;
+  counter_.acquired(cap, false);
   return p;
 }
 
 void HostAllocator::release(void* p, std::size_t capacity) noexcept {
   if (!p) return;
+  counter_.released(capacity);
   if (capacity < kMinPooled) {
     std::free(p);
     return;

@@ -6,6 +6,7 @@
 // it in faults). Blocks of 1 MiB and more are rounded to 2 MiB, aligned for transparent huge pages, and cached
 // by size up to a byte cap; smaller ones go straight to malloc.
 #pragma once
+#include "backend/memory_stats.h"
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -30,12 +31,15 @@ class HostAllocator : public std::enable_shared_from_this<HostAllocator> {
   void release(void* p, std::size_t capacity) noexcept;
   void trim() noexcept;  // frees every cached block
   std::size_t cached_bytes() const;
+  MemoryStats stats() const { return counter_.read(cached_bytes()); }
+  void reset_peak() noexcept { counter_.reset_peak(); }
 
   static constexpr std::size_t kMinPooled = 1 << 20;
   static constexpr std::size_t kCheckAvailable = std::size_t{64} << 20;
 
  private:
   mutable std::mutex mu_;
+  MemoryCounter counter_;
   std::multimap<std::size_t, void*> free_;  // capacity -> block
   std::size_t cached_ = 0;
   const std::size_t cap_;

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 
+#include "backend/memory_stats.h"
 #include "backend/opencl/cl_handles.h"
 
 namespace hetnn::opencl {
@@ -32,12 +33,14 @@ class ClAllocator {
     free_.erase(it);
     cached_ -= capacity;
     live_ += capacity;
+    counter_.acquired(capacity, true);
     return m;
   }
   // A buffer of `capacity` bytes was created for an array.
   void track_new(std::size_t capacity) noexcept {
     std::lock_guard<std::mutex> lock(mu_);
     live_ += capacity;
+    counter_.acquired(capacity, false);
   }
   // Bytes held by live arrays, and by them plus the cache.
   std::size_t live() {
@@ -47,6 +50,7 @@ class ClAllocator {
   void give(Mem m, std::size_t capacity) noexcept {
     std::lock_guard<std::mutex> lock(mu_);
     live_ -= std::min(live_, capacity);
+    counter_.released(capacity);
     if (capacity < kMinPooled || !m) return;  // released by Mem's destructor
     free_.emplace(capacity, std::move(m));
     cached_ += capacity;
@@ -56,6 +60,11 @@ class ClAllocator {
       free_.erase(last);
     }
   }
+  MemoryStats stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return counter_.read(cached_);
+  }
+  void reset_peak() noexcept { counter_.reset_peak(); }
   std::size_t clear() noexcept {  // returns the bytes released
     std::lock_guard<std::mutex> lock(mu_);
     const std::size_t n = cached_;
@@ -66,6 +75,7 @@ class ClAllocator {
 
  private:
   std::mutex mu_;
+  MemoryCounter counter_;
   std::multimap<std::size_t, Mem> free_;
   std::size_t cached_ = 0;
   std::size_t live_ = 0;

@@ -18,12 +18,15 @@
 
 namespace hetnn::opencl {
 
-// The raw handles of an OpenCL device, for native libraries run on the same queue (bench/peers.cpp: CLBlast).
+// The raw handles of an OpenCL device, for native libraries run on the same queue (bench/peers.cpp: CLBlast) and
+// for Python's OpenCL libraries (Device.cl_handles, Array.cl_buffer: PyOpenCL's from_int_ptr takes them).
 struct RawHandles {
   static constexpr const char* kName = "opencl_handles";
   virtual ~RawHandles() = default;
   virtual cl_command_queue queue() const = 0;
   virtual cl_device_id device_id() const = 0;
+  virtual cl_context context() const = 0;
+  virtual cl_mem buffer(const Buffer& b) const = 0;  // the cl_mem of one of this device's buffers
 };
 
 class ClBackend final : public Backend, private GemmTuning, private KernelTools, private RawHandles {
@@ -40,6 +43,8 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void fill(Buffer& dst, std::size_t offset, std::size_t n, unsigned char value) override;
   void synchronize() override;
   std::size_t release_cached_memory() override { return pool_->clear(); }
+  MemoryStats memory_stats() const override { return pool_->stats(); }
+  void reset_peak_memory_stats() override { pool_->reset_peak(); }
   FirstUseStats first_use_stats() const override {
     const auto s = programs_.stats();
     return {s.built, s.disk_hits, s.memory_hits, s.seconds};
@@ -58,6 +63,8 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // GemmTuning, KernelTools (backend/extensions.h) and RawHandles, offered through extension().
   cl_command_queue queue() const override { return queue_.get(); }
   cl_device_id device_id() const override { return device_; }
+  cl_context context() const override { return context_.get(); }
+  cl_mem buffer(const Buffer& b) const override { return mem(b); }
   std::pair<std::string, std::string> params(DType t, std::int64_t macs) override;
   void set(DType t, const std::string& params, const std::string& source) override;
   void inject_faults(int n) override {

@@ -1,0 +1,57 @@
+"""hetnn.memory_stats / reset_peak_memory_stats on every device: bytes and buffers in use follow the arrays made
+and freed, the peak holds until reset, freed blocks of 1 MiB and more are cached, reused and freed by empty_cache."""
+import gc
+
+import numpy as np
+import pytest
+
+import hetnn
+
+MIB = 1 << 20
+KEYS = {"bytes_in_use", "peak_bytes_in_use", "bytes_cached", "buffers_in_use", "buffers_created", "buffers_reused"}
+
+
+def test_memory_stats_follow_the_arrays(device):
+    hetnn.synchronize(device)
+    gc.collect()
+    hetnn.empty_cache(device)
+    hetnn.reset_peak_memory_stats(device)
+    s0 = hetnn.memory_stats(device)
+    assert set(s0) == KEYS and s0["peak_bytes_in_use"] == s0["bytes_in_use"] and s0["bytes_cached"] == 0
+    big = [hetnn.zeros((3 * MIB // 4,), "float32", device=device) for _ in range(2)]  # 3 MiB each -> 4 MiB blocks
+    small = hetnn.zeros((100,), "float32", device=device)
+    s1 = hetnn.memory_stats(device)
+    grown = s1["bytes_in_use"] - s0["bytes_in_use"] - 2 * 4 * MIB  # the big ones rounded to 2 MiB blocks
+    assert 400 <= grown <= 512  # the small one as allocated (the CPU device rounds to 64 bytes)
+    assert s1["buffers_in_use"] - s0["buffers_in_use"] == 3
+    assert s1["buffers_created"] - s0["buffers_created"] == 3 and s1["peak_bytes_in_use"] >= s1["bytes_in_use"]
+    del big, small
+    gc.collect()
+    hetnn.synchronize(device)
+    s2 = hetnn.memory_stats(device)
+    assert s2["bytes_in_use"] == s0["bytes_in_use"] and s2["buffers_in_use"] == s0["buffers_in_use"]
+    assert s2["peak_bytes_in_use"] == s1["peak_bytes_in_use"]  # the peak holds until reset
+    assert s2["bytes_cached"] == 8 * MIB  # both big blocks kept for reuse
+    again = hetnn.zeros((3 * MIB // 4,), "float32", device=device)
+    s3 = hetnn.memory_stats(device)
+    assert s3["buffers_reused"] == s2["buffers_reused"] + 1 and s3["bytes_cached"] == 4 * MIB
+    hetnn.reset_peak_memory_stats(device)
+    assert hetnn.memory_stats(device)["peak_bytes_in_use"] == s3["bytes_in_use"]
+    del again
+    gc.collect()
+    assert hetnn.empty_cache(device) == 8 * MIB and hetnn.memory_stats(device)["bytes_cached"] == 0
+
+
+def test_arrays_sharing_numpys_memory_allocate_nothing():
+    cpu = hetnn.device("cpu")
+    gc.collect()
+    before = hetnn.memory_stats(cpu)["bytes_in_use"]
+    x = np.ones(1 << 20, np.float32)
+    a = hetnn.asarray(x, device=cpu, copy=False)
+    assert hetnn.memory_stats(cpu)["bytes_in_use"] == before
+    del a
+
+
+def test_bad_device_is_named():
+    with pytest.raises((ValueError, TypeError), match="nosuch"):
+        hetnn.memory_stats("nosuch")
