@@ -55,3 +55,14 @@ def test_arrays_sharing_numpys_memory_allocate_nothing():
 def test_bad_device_is_named():
     with pytest.raises((ValueError, TypeError), match="nosuch"):
         hetnn.memory_stats("nosuch")
+
+
+def test_every_timed_case_carries_its_working_set(device):
+    """interleave (so every bench row) records peak_bytes: the most bytes the allocators held on the case's
+    devices during a timed call, here an 8 MiB product of two arrays made in the call."""
+    x = hetnn.asarray(np.ones((1024, 1024), np.float32), device=device)  # 4 MiB, held across the calls
+    case = hetnn.Case("add", lambda: x + x, devices=[device])
+    host = hetnn.Case("numpy", lambda: np.ones(10))
+    r, h = hetnn.interleave([case, host], n_warmup=1, n_repeat=3, settle=False)
+    assert r.flags["peak_bytes"] >= 8 * MIB  # the input and the sum
+    assert "peak_bytes" not in h.flags  # no device, nothing to say

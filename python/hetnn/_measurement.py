@@ -71,10 +71,11 @@ class BenchmarkResult:
         """The fields a benchmark row carries about noise: ``preempted`` (count), ``unreliable``, ``noise`` (text),
         ``rerun`` (preempted repeats dropped and run again), and what they were judged from: ``runqueue_pct`` (the
         share of the wall time its threads waited for a CPU), ``others_pct`` and ``steal_pct`` (other processes'
-        and the hypervisor's use of this process's CPUs over the run) and ``quiet_machine``."""
+        and the hypervisor's use of this process's CPUs over the run) and ``quiet_machine``; with it, the case's
+        working set: ``peak_bytes``, the most bytes hetnn's allocators held on its devices during a timed call."""
         out = {k: self.noise.get(k, 0) for k in ("preempted", "unreliable", "noise", "rerun")}
-        out.update({k: self.noise[k] for k in ("runqueue_pct", "others_pct", "steal_pct", "quiet_machine")
-                    if k in self.noise})
+        out.update({k: self.noise[k] for k in ("runqueue_pct", "others_pct", "steal_pct", "quiet_machine",
+                                               "peak_bytes") if k in self.noise})
         return out
 
     @property

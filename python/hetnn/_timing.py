@@ -80,7 +80,14 @@ class _Capture:
         each name's records into one and the ops build no operand strings (a fit of 2,000 tiny epochs spent half
         its time recording)."""
         self.details = details
+        for d in self.devs:  # the allocators' peak over what runs until close(): a case's working set
+            d._dev.reset_peak_memory_stats()
         self.tokens = {d: d._dev.capture_begin(details) for d in self.devs}
+
+    def peak_bytes(self) -> Optional[int]:
+        """The most bytes hetnn's allocators held on the devices since open() (summed over them); None without
+        devices."""
+        return sum(int(d._dev.memory_stats()["peak_bytes_in_use"]) for d in self.devs) if self.devs else None
 
     def close(self) -> List[Dict[str, Any]]:
         out = []
@@ -220,7 +227,7 @@ def _timed_call(c: Case, cap: _Capture, probe: Probe) -> Tuple[float, float, Cou
     c.wait()
     t1 = time.perf_counter()
     s1 = probe.read()
-    recs = cap.close()
+    recs = cap.close()  # (cap.peak_bytes() still reads this call's peak)
     return t1 - t0, sum(r["duration"] for r in recs) if recs else math.nan, Probe.delta(s0, s1, wall=t1 - t0), recs
 
 
@@ -291,6 +298,7 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
     counters: List[List[Counters]] = [[] for _ in cases]
     rounds: List[List[int]] = [[] for _ in cases]
     commands = [0] * n
+    peaks: List[Optional[int]] = [None] * n  # the most device memory in use during a case's timed calls
     spent = [0.0] * n
     target = [0] * n  # repeats each case had by the end of the first n_repeat rounds: what re-runs restore
     quiet = False
@@ -360,6 +368,9 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
             if settled and math.isnan(last) and wall < PRECALL_BELOW_S:
                 _precall(c)
                 wall, dev_s, count, recs = _timed_call(c, cap, probe)
+            peak = cap.peak_bytes()
+            if peak is not None:
+                peaks[j] = max(peaks[j] or 0, peak)
             walls[j].append(wall)
             devt[j].append(dev_s)
             counters[j].append(count)
@@ -392,6 +403,8 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
         r.quiet_machine = quiet
         r.noise = {**summarize(r.counters, quiet), **load, "quiet_machine": quiet, "rerun": dropped,
                    "asked": target[j] or len(walls[j])}  # the repeats asked for (merging over processes reads it)
+        if peaks[j] is not None:
+            r.noise["peak_bytes"] = peaks[j]
         if dropped and not r.noise["noise"]:
             r.noise["noise"] = f"re-ran {dropped} preempted"
         elif rerun and r.noise["unreliable"] and len(walls[j]) > (target[j] or len(walls[j])):

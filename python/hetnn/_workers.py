@@ -156,6 +156,9 @@ def _combined(name: str, devices: Any, flops: Any, nbytes: Any, n_warmup: int, c
         vals = [v for v in [o["noise"].get(key) for o in parts] if isinstance(v, float) and not math.isnan(v)]
         if vals:
             noise[key] = max(vals)
+    peaks = [int(o["noise"]["peak_bytes"]) for o in parts if o["noise"].get("peak_bytes") is not None]
+    if peaks:  # the largest working set any process saw
+        noise["peak_bytes"] = max(peaks)
     if noise["rerun"] and not noise["noise"]:
         noise["noise"] = f"re-ran {noise['rerun']} preempted"
     out.noise = noise
