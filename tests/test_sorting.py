@@ -166,3 +166,28 @@ def test_nonzero_matches_numpy(device, rng, dtype):
     assert [c.shape for c in hetnn.nonzero(zeros)] == [(0,), (0,)]
     with pytest.raises(ValueError, match="0-d"):
         hetnn.nonzero(zeros[0, 0])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_unique_functions_match_numpy(device, rng, dtype):
+    """values ascending, first-occurrence indices, inverse indices (x's shape) and counts, as np.unique gives them
+    with equal_nan=False (each NaN its own value)."""
+    if dtype not in device.dtypes:
+        pytest.skip(f"{device} has no {dtype}")
+    for shape in ((1,), (9,), (3, 4), (2, 3, 5), (0,), (40, 30)):
+        x = _data(rng, shape, dtype)
+        a = _upload(x, dtype, device)
+        held = _host(a)
+        vals, idx, inv, cnt = np.unique(held.ravel(), return_index=True, return_inverse=True, return_counts=True,
+                                        equal_nan=False)
+        r = hetnn.unique_all(a)
+        np.testing.assert_array_equal(_host(r.values), vals)
+        np.testing.assert_array_equal(r.indices.numpy(), idx)
+        assert r.inverse_indices.shape == shape
+        np.testing.assert_array_equal(r.inverse_indices.numpy().ravel(), inv.ravel())
+        np.testing.assert_array_equal(r.counts.numpy(), cnt)
+        np.testing.assert_array_equal(_host(hetnn.unique_values(a)), vals)
+        c = hetnn.unique_counts(a)
+        np.testing.assert_array_equal(c.counts.numpy(), cnt)
+        i = hetnn.unique_inverse(a)
+        np.testing.assert_array_equal(_host(i.values)[i.inverse_indices.numpy()], held)  # values[inverse] == x

@@ -3,7 +3,7 @@ sort and searchsorted (cpp/src/core/sort.h), which check the arguments; every so
 value."""
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Any, List, NamedTuple, Optional, Tuple
 
 from ._array import Array, _first
 from ._loader import _core
@@ -36,4 +36,51 @@ def nonzero(x: Array, /) -> Tuple[Array, ...]:
     return tuple(Array(a) for a in _core.nonzero(_first("nonzero", x)._a))
 
 
-__all__: List[str] = ["argsort", "nonzero", "searchsorted", "sort"]
+class UniqueAllResult(NamedTuple):
+    values: Array
+    indices: Array
+    inverse_indices: Array
+    counts: Array
+
+
+class UniqueCountsResult(NamedTuple):
+    values: Array
+    counts: Array
+
+
+class UniqueInverseResult(NamedTuple):
+    values: Array
+    inverse_indices: Array
+
+
+def _unique(op: str, x: Array, indices: bool, inverse: bool, counts: bool) -> Tuple[Any, ...]:
+    return tuple(None if a is None else Array(a)
+                 for a in _core.unique(_first(op, x)._a, indices, inverse, counts))
+
+
+def unique_all(x: Array, /) -> UniqueAllResult:
+    """x's distinct values ascending (each NaN distinct; -0.0 and 0.0 one value), the flat index of each one's first
+    occurrence, each element's position in ``values`` (x's shape) and how often each occurs (int64)."""
+    v, i, inv, c = _unique("unique_all", x, True, True, True)
+    return UniqueAllResult(v, i, inv, c)
+
+
+def unique_counts(x: Array, /) -> UniqueCountsResult:
+    """x's distinct values ascending and how often each occurs (int64)."""
+    v, _, _, c = _unique("unique_counts", x, False, False, True)
+    return UniqueCountsResult(v, c)
+
+
+def unique_inverse(x: Array, /) -> UniqueInverseResult:
+    """x's distinct values ascending and each element's position in them (int64, x's shape)."""
+    v, _, inv, _ = _unique("unique_inverse", x, False, True, False)
+    return UniqueInverseResult(v, inv)
+
+
+def unique_values(x: Array, /) -> Array:
+    """x's distinct values ascending (1-D; each NaN distinct)."""
+    return _unique("unique_values", x, False, False, False)[0]
+
+
+__all__: List[str] = ["argsort", "nonzero", "searchsorted", "sort", "unique_all", "unique_counts", "unique_inverse",
+                      "unique_values"]

@@ -125,4 +125,54 @@ std::vector<Array> nonzero(const Array& x) {
   return out;
 }
 
+UniqueParts unique(const Array& x, bool want_indices, bool want_inverse, bool want_counts) {
+  if (!x.valid()) throw ValueError("hetnn.unique: x is not an array");
+  const std::int64_t n = x.size();
+  const DevicePtr& dev = x.device();
+  UniqueParts out;
+  if (n == 0) {
+    out.values = Array::empty(dev, {0}, x.dtype());
+    if (want_indices) out.indices = Array::empty(dev, {0}, DType::i64);
+    if (want_inverse) out.inverse = Array::empty(dev, x.shape(), DType::i64);
+    if (want_counts) out.counts = Array::empty(dev, {0}, DType::i64);
+    return out;
+  }
+  const Array flat = x.reshape({n});
+  const Array order = argsort(flat, 0, false, true);  // stable: equal values keep their order of occurrence
+  const Array sorted = take(flat, order, 0);
+  const auto part = [](const Array& a, std::int64_t start, std::int64_t stop) {
+    IndexItem s;
+    s.kind = IndexItem::Kind::slice;
+    s.start = start;
+    s.stop = stop;
+    return getitem(a, Index{s});
+  };
+  // a run starts where an element differs from the one before it (NaN differs from everything, itself included)
+  const std::uint8_t one = 1;
+  Array starts_mask = Array::from_host(dev, &one, {1}, DType::b8);
+  if (n > 1) {
+    const Array next = part(sorted, 1, n), prev = part(sorted, 0, n - 1);
+    starts_mask = concat({starts_mask, elementwise(EwOp::not_equal, next, &prev, nullptr)}, 0);
+  }
+  const Array starts = nonzero(starts_mask)[0];
+  out.values = take(sorted, starts, 0);
+  if (want_indices) out.indices = take(order, starts, 0);
+  if (want_counts) {
+    const std::int64_t k = starts.size();
+    const std::int64_t end = n;
+    const Array ends = concat({part(starts, 1, k), Array::from_host(dev, &end, {1}, DType::i64)}, 0);
+    out.counts = elementwise(EwOp::subtract, ends, &starts, nullptr);
+  }
+  if (want_inverse) {
+    EwScalar one_i;
+    one_i.i = 1;
+    one_i.f = 1;
+    // the run of each sorted position, then back to x's order through the inverse permutation of `order`
+    const Array run = elementwise(EwOp::subtract, cumulative_sum(starts_mask, 0, std::nullopt, false), one_i, false,
+                                  nullptr);
+    out.inverse = take(run, argsort(order, 0, false, true), 0).reshape(x.shape());
+  }
+  return out;
+}
+
 }  // namespace hetnn

@@ -23,4 +23,12 @@ Array searchsorted(const Array& x1, const Array& x2, const std::string& side, co
 // floor division), so it runs on every device with the one readback the result's size needs.
 std::vector<Array> nonzero(const Array& x);
 
+// The Array API's unique_*: x's distinct values in ascending order (each NaN distinct, -0.0 equal to 0.0), and on
+// request the flat index of each one's first occurrence, each element's position in `values` (x's shape) and how
+// many times each occurs. From the core's ops: a stable argsort, the run starts in sorted order, nonzero, take.
+struct UniqueParts {
+  Array values, indices, inverse, counts;  // invalid where not asked for
+};
+UniqueParts unique(const Array& x, bool want_indices, bool want_inverse, bool want_counts);
+
 }  // namespace hetnn

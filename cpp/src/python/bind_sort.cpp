@@ -63,6 +63,19 @@ void bind_searchsorted(py::module_& m) {
         return py::tuple(py::cast(out));
       },
       py::arg("x"), "The int64 coordinates of x's non-zero elements, one array per dimension.");
+  m.def(
+      "unique",
+      [](const Array& x, bool indices, bool inverse, bool counts) {
+        UniqueParts u;
+        {
+          NoGil nogil;
+          u = hetnn::unique(x, indices, inverse, counts);
+        }
+        const auto opt = [](const Array& a) { return a.valid() ? py::cast(a) : py::none(); };
+        return py::make_tuple(u.values, opt(u.indices), opt(u.inverse), opt(u.counts));
+      },
+      py::arg("x"), py::arg("indices") = false, py::arg("inverse") = false, py::arg("counts") = false,
+      "(values, indices or None, inverse or None, counts or None): the Array API's unique_* in one call.");
 }
 
 HETNN_BINDING(2, bind_sort);
