@@ -66,3 +66,14 @@ def test_every_timed_case_carries_its_working_set(device):
     r, h = hetnn.interleave([case, host], n_warmup=1, n_repeat=3, settle=False)
     assert r.flags["peak_bytes"] >= 8 * MIB  # the input and the sum
     assert "peak_bytes" not in h.flags  # no device, nothing to say
+
+
+def test_a_stopwatch_leaves_the_users_peak_alone(device):
+    hetnn.reset_peak_memory_stats(device)
+    big = hetnn.zeros((1 << 20,), "float32", device=device)  # 4 MiB, then freed: the peak keeps it
+    del big
+    gc.collect()
+    peak = hetnn.memory_stats(device)["peak_bytes_in_use"]
+    with hetnn.Stopwatch(device):
+        hetnn.zeros((10,), "float32", device=device)
+    assert hetnn.memory_stats(device)["peak_bytes_in_use"] == peak

@@ -62,7 +62,8 @@ def memory_stats(device: DeviceLike = None) -> Dict[str, int]:
 
 
 def reset_peak_memory_stats(device: DeviceLike = None) -> None:
-    """Restarts ``device``'s ``peak_bytes_in_use`` (None: the default device) from what is in use now."""
+    """Restarts ``device``'s ``peak_bytes_in_use`` (None: the default device) from what is in use now. Timing with
+    :func:`interleave` or :func:`benchmark` restarts it before each timed call (each row's ``peak_bytes``)."""
     dev = get_default_device() if device is None else _resolve_device(device)
     dev._dev.reset_peak_memory_stats()
 
@@ -80,13 +81,17 @@ class _Capture:
         each name's records into one and the ops build no operand strings (a fit of 2,000 tiny epochs spent half
         its time recording)."""
         self.details = details
-        for d in self.devs:  # the allocators' peak over what runs until close(): a case's working set
-            d._dev.reset_peak_memory_stats()
         self.tokens = {d: d._dev.capture_begin(details) for d in self.devs}
 
+    def reset_peaks(self) -> None:
+        """Restarts the devices' peak of memory in use (a timed call's working set; not done by open(), so that a
+        Stopwatch or a profile leaves the user's peak alone)."""
+        for d in self.devs:
+            d._dev.reset_peak_memory_stats()
+
     def peak_bytes(self) -> Optional[int]:
-        """The most bytes hetnn's allocators held on the devices since open() (summed over them); None without
-        devices."""
+        """The most bytes hetnn's allocators held on the devices since reset_peaks() (summed over them); None
+        without devices."""
         return sum(int(d._dev.memory_stats()["peak_bytes_in_use"]) for d in self.devs) if self.devs else None
 
     def close(self) -> List[Dict[str, Any]]:
@@ -220,6 +225,7 @@ def _precall(c: Case) -> None:
 def _timed_call(c: Case, cap: _Capture, probe: Probe) -> Tuple[float, float, Counters, List[Dict[str, Any]]]:
     """One timed call of ``c``: (wall seconds, its devices' command seconds (NaN: none), OS counters, records)."""
     c.wait()
+    cap.reset_peaks()
     cap.open()
     s0 = probe.read()
     t0 = time.perf_counter()
