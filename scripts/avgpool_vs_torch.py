@@ -15,7 +15,7 @@ for shape, k, s, p in [((32, 64, 112, 112), 3, 2, 1), ((32, 64, 224, 224), 2, 2,
     y = hetnn.avg_pool2d(X, k, s, p).numpy()
     t = torch.nn.functional.avg_pool2d(T, k, s, p).cpu().numpy()
     err = float(np.abs(y - t).max())
-    Y = hetnn.empty(y.shape, device=dev)
+    Y = hetnn.empty(y.shape, "float32", device=dev)
     nbytes = x.nbytes + y.nbytes
     res = interleave([Case("hetnn", lambda: hetnn.avg_pool2d(X, k, s, p, out=Y), devices=[dev], nbytes=nbytes),
                       Case("torch", lambda: torch.nn.functional.avg_pool2d(T, k, s, p), sync=torch.cuda.synchronize,

@@ -37,7 +37,7 @@ for n, c, h, o, k, s, p in [(32, 64, 56, 64, 3, 1, 1), (32, 256, 56, 64, 1, 1, 0
     T, TW = torch.from_numpy(x).cuda(), torch.from_numpy(w).cuda()
     t = torch.nn.functional.conv2d(T, TW, None, s, p).cpu().numpy()
     oh = t.shape[2]
-    Y = hetnn.empty(t.shape, device=dev)
+    Y = hetnn.empty(t.shape, "float32", device=dev)
     flops = 2 * n * o * oh * oh * c * k * k
     cases = []
     if args.backward:  # data + weight gradients; the algorithm decides how the data gradient runs on stride 1

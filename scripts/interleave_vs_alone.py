@@ -22,7 +22,7 @@ def main() -> None:
         a = rng.random((m, k), dtype=np.float32)
         b = rng.random((k, n), dtype=np.float32)
         out = np.empty((m, n), np.float32)
-        A, B, C = hetnn.asarray(a, device=cpu), hetnn.asarray(b, device=cpu), hetnn.empty((m, n), device=cpu)
+        A, B, C = hetnn.asarray(a, device=cpu), hetnn.asarray(b, device=cpu), hetnn.empty((m, n), "float32", device=cpu)
 
         def alone_hetnn() -> float:
             quiesce()

@@ -188,6 +188,51 @@ def _search_ref(inp):
     return (np.searchsorted(x1, x2, side=side),)
 
 
+# ---- tensordot and boolean masks (built in the front from the core's ops) -------------------------------------------
+def _tdot_inputs(rng, dtype):
+    n = int(rng.integers(0, 3))
+    free_a = tuple(int(v) for v in rng.integers(0, 5, int(rng.integers(0, 3))))
+    free_b = tuple(int(v) for v in rng.integers(0, 5, int(rng.integers(0, 3))))
+    summed = tuple(int(v) for v in rng.integers(0, 6, n))
+    make = (lambda s: rng.integers(-9, 9, s).astype(dtype)) if dtype in INTS else \
+        (lambda s: rng.standard_normal(s).astype(dtype))
+    return make(free_a + summed), make(summed + free_b), n
+
+
+def _tdot_run(dev, inp):
+    a, b, n = inp
+    return (hetnn.tensordot(hetnn.asarray(a, device=dev), hetnn.asarray(b, device=dev), axes=n).numpy(),)
+
+
+def _tdot_ref(inp):
+    a, b, n = inp
+    if a.dtype.kind in "iu":
+        return (np.tensordot(a, b, axes=n),)
+    return (np.tensordot(a.astype(np.float64), b.astype(np.float64), axes=n),)
+
+
+def _mask_inputs(rng, dtype):
+    shape = tuple(int(v) for v in rng.integers(0, 5, int(rng.integers(1, 4))))
+    x = int_image(rng, shape, dtype) if dtype in INTS else rng.standard_normal(shape).astype(dtype)
+    k = int(rng.integers(0, len(shape) + 1))
+    return x, rng.random(shape[:k]) < rng.random()
+
+
+def _mask_run(dev, inp):
+    x, m = inp
+    a, mask = hetnn.asarray(x, device=dev), hetnn.asarray(m, device=dev)
+    got = a[mask]
+    a[mask] = got * 2  # one row per true element
+    return got.numpy(), a.numpy()
+
+
+def _mask_ref(inp):
+    x, m = inp
+    y = x.copy()
+    y[m] = x[m] * 2
+    return x[m], y
+
+
 SORT_BAD = [
     ("0-d", lambda d: hetnn.sort(hetnn.asarray(np.float32(1), device=d)), ValueError, "0-d"),
     ("axis-range", lambda d: hetnn.sort(_ew_arr(d, (2, 3)), axis=2), ValueError, "axis 2 is out of bounds"),
@@ -928,6 +973,15 @@ OPS: Dict[str, Op] = {op.name: op for op in [
        backend=["sort"], bad=SORT_BAD),
     Op("argsort", _sort_run("argsort"), _sort_ref("argsort"), _sort_inputs, dtypes=F + INTS,
        tol=dict.fromkeys(F + INTS, 0.0), backend=["sort"]),
+    Op("tensordot", _tdot_run, _tdot_ref, _tdot_inputs, dtypes=F + ("int32", "int8"),
+       tol={"float32": 2e-5, "float64": 1e-12, "int32": 0.0, "int8": 0.0}, backend=["matmul"], bad=[
+        ("extent", lambda d: hetnn.tensordot(_ew_arr(d, (2, 3)), _ew_arr(d, (2, 3)), axes=1), ValueError,
+         "differ in extent"),
+        ("axes", lambda d: hetnn.tensordot(_ew_arr(d, (2, 3)), _ew_arr(d, (3, 2)), axes=-1), ValueError,
+         "must be in")]),
+    Op("mask_index", _mask_run, _mask_ref, _mask_inputs, dtypes=F + INTS, tol=dict.fromkeys(F + INTS, 0.0),
+       bad=[("mask-shape", lambda d: _ew_arr(d, (2, 3))[_ew_arr(d, (3,)) > 0], IndexError, "along axis 0"),
+            ("mask-beside", lambda d: _ew_arr(d, (2, 3))[_ew_arr(d, (2,)) > 0, 0], IndexError, "whole index")]),
     Op("searchsorted", _search_run, _search_ref, _search_inputs, dtypes=F + INTS, tol=dict.fromkeys(F + INTS, 0.0),
        backend=["searchsorted"], bad=[
         ("x1-2d", lambda d: hetnn.searchsorted(_ew_arr(d, (2, 3)), _ew_arr(d, (2,))), ValueError, "x1 must be 1-D"),

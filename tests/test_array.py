@@ -151,8 +151,8 @@ def test_asarray_of_array_identity_move_and_cast(device, rng):
 def test_copy_is_independent(device):
     a = hetnn.asarray(np.ones((1, 4), np.float32), device=device)
     b = a.copy()
-    zeros = hetnn.zeros((1, 1), device=device)
-    hetnn.matmul(zeros, hetnn.zeros((1, 4), device=device), out=a)  # overwrite a in place
+    zeros = hetnn.zeros((1, 1), "float32", device=device)
+    hetnn.matmul(zeros, hetnn.zeros((1, 4), "float32", device=device), out=a)  # overwrite a in place
     np.testing.assert_array_equal(a.numpy(), np.zeros((1, 4), np.float32))
     np.testing.assert_array_equal(b.numpy(), np.ones((1, 4), np.float32))
 
@@ -161,7 +161,7 @@ def test_repr_len_bool_pickle(device):
     a = hetnn.asarray(np.arange(6, dtype=np.float32).reshape(2, 3), device=device)
     r = repr(a)
     assert r.startswith("hetnn.Array(shape=(2, 3), dtype=float32") and device.id in r and "5." in r
-    big = hetnn.zeros((100, 100), device=device)
+    big = hetnn.zeros((100, 100), "float32", device=device)
     assert "\n" not in repr(big)
     assert len(a) == 2
     with pytest.raises(TypeError):

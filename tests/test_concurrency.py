@@ -97,7 +97,7 @@ def test_gil_is_released_during_compute():
 
     a = np.random.default_rng(0).uniform(-1, 1, (1536, 1536)).astype(np.float32)
     A = hetnn.asarray(a, device="cpu")
-    C = hetnn.empty(a.shape, device="cpu")
+    C = hetnn.empty(a.shape, "float32", device="cpu")
     hetnn.matmul(A, A, out=C)
     ticks = []
     done = threading.Event()
@@ -125,7 +125,7 @@ def test_opencl_work_in_flight_is_bounded(device):
     """A Python loop of matmuls on Arrays once queued minutes of device work (Ctrl-C, then any call, waited for all
     of it). With the queue bounded, the loop itself waits, and what is left when it returns is a few commands."""
     a = hetnn.asarray(np.random.default_rng().random((192, 192)).astype(np.float32), device=device)
-    c = hetnn.empty((192, 192), device=device)
+    c = hetnn.empty((192, 192), "float32", device=device)
     device._dev._set_queue_limit(16)
     try:
         hetnn.matmul(a, a, out=c)

@@ -44,7 +44,7 @@ def test_conv2d_matches_float64(device, rng, case):
     assert y.shape == ref.shape
     assert within(y)
     X, Wt, B = (hetnn.asarray(a, device=device) for a in (x, weight, bias))
-    out = hetnn.empty(ref.shape, device=device)
+    out = hetnn.empty(ref.shape, "float32", device=device)
     got = hetnn.conv2d(X, Wt, bias=B, stride=stride, padding=padding, dilation=dilation, groups=groups,
                        activation="relu", out=out)
     assert got is out and within(out.numpy())

@@ -84,11 +84,49 @@ def test_setitem_converts_the_value_and_reads_an_overlapping_source_first(device
     _same(a, x)
 
 
+@pytest.mark.parametrize("dtype", ("float32", "int8", "bfloat16", "bool", "int64"))
+@pytest.mark.parametrize("shape,mask_dims", [((7,), 1), ((5, 4), 1), ((5, 4), 2), ((3, 4, 2), 2), ((3, 0, 2), 1),
+                                             ((0, 3), 1), ((), 0), ((4, 3), 0)])
+def test_boolean_masks_select_and_assign_as_numpy(device, rng, dtype, shape, mask_dims):
+    x, a = _pair(rng, device, dtype, shape)
+    for p_true in (0.0, 0.4, 1.0):
+        m = rng.random(shape[:mask_dims]) < p_true
+        mask = hetnn.asarray(m, device=device)
+        _same(a[mask], x[m])
+        # one value for all, a row broadcast over the selection, one row per true element
+        rest = shape[mask_dims:]
+        n = int(m.sum())
+        for v in (_host(rng, dtype, ()), _host(rng, dtype, rest), _host(rng, dtype, (1,) + rest),
+                  _host(rng, dtype, (n,) + rest)):
+            y, b = np.array(x, copy=True), hetnn.asarray(x, device=device)
+            y[m] = v
+            b[mask] = hetnn.asarray(v, device=device) if np.ndim(v) else v.item()
+            _same(b, y)
+
+
+def test_boolean_mask_refusals(device, rng):
+    _, a = _pair(rng, device, "float32", (4, 3))
+    good = hetnn.asarray(np.array([True, False, True, False]), device=device)
+    for key, exc, match in ((hetnn.asarray(np.ones(3, bool), device=device), IndexError, "along axis 0"),
+                            (hetnn.asarray(np.ones((4, 3, 1), bool), device=device), IndexError, "more dimensions"),
+                            ((good, 0), IndexError, "whole index"), (np.ones(4, bool), IndexError, "hetnn.asarray")):
+        with pytest.raises(exc, match=match):
+            a[key]
+    with pytest.raises(ValueError, match="cannot be broadcast"):
+        a[good] = hetnn.zeros((2, 2), "float32", device=device)
+    with pytest.raises(ValueError, match="3 rows for the mask's 2 true elements"):
+        a[good] = hetnn.zeros((3, 3), "float32", device=device)
+    others = [d for d in hetnn.devices() if d != device]
+    if others:
+        with pytest.raises(TypeError, match="move it with .to"):
+            a[hetnn.asarray(np.ones(4, bool), device=others[0])]
+
+
 def test_bad_indices_raise_index_errors_naming_the_problem(device, rng):
     _, a = _pair(rng, device, "float32", (6, 3, 2))
     for bad, match in ((6, "out of bounds for axis 0 with size 6"), (-7, "out of bounds"), ((0, 3), "axis 1"),
                        ((0, 1, 2, 0), "too many indices"), ((Ellipsis, Ellipsis), "single ellipsis"),
-                       (1.0, "valid indices"), (True, "boolean"), ([0, 1], "hetnn.take"),
+                       (1.0, "valid indices"), (True, "not indices"), ([0, 1], "hetnn.take"),
                        (np.array([0, 1]), "hetnn.take"), ("a", "valid indices")):
         with pytest.raises(IndexError, match=match):
             a[bad]

@@ -125,7 +125,7 @@ def test_an_empty_batch_broadcasts_to_an_empty_result(device, rng, sa, sb):
     want = np.matmul(a, b)
     got = hetnn.matmul(a, b, device=device)
     assert got.shape == want.shape == (0, 3, 5)
-    out = hetnn.empty(want.shape, device=device)
+    out = hetnn.empty(want.shape, "float32", device=device)
     assert hetnn.matmul(hetnn.asarray(a, device=device), hetnn.asarray(b, device=device), out=out) is out
 
 
@@ -146,14 +146,14 @@ def test_zero_sized_dimensions(device, rng):
 # ---- bad input: each raises a typed error naming the problem -------------------------------------------------
 
 def test_mismatched_shapes_raise_value_error_naming_both(device):
-    A = hetnn.zeros((3, 4), device=device)
-    B = hetnn.zeros((5, 6), device=device)
+    A = hetnn.zeros((3, 4), "float32", device=device)
+    B = hetnn.zeros((5, 6), "float32", device=device)
     with pytest.raises(ValueError, match=r"\(3, 4\).*\(5, 6\)"):
         hetnn.matmul(A, B)
     with pytest.raises(ValueError, match=r"\(3, 4\).*\(5, 6\)"):
         hetnn.matmul(np.zeros((3, 4), np.float32), np.zeros((5, 6), np.float32), device=device)
     with pytest.raises(ValueError, match="transposed"):
-        hetnn.matmul(A, hetnn.zeros((4, 2), device=device), transpose_a=True)
+        hetnn.matmul(A, hetnn.zeros((4, 2), "float32", device=device), transpose_a=True)
 
 
 def test_huge_mismatch_is_rejected_before_any_allocation(device):
@@ -165,12 +165,12 @@ def test_huge_mismatch_is_rejected_before_any_allocation(device):
                                              ((2, 3, 4), (3, 4, 5))])
 def test_bad_ndim_or_batch(device, a_shape, b_shape):
     with pytest.raises(ValueError, match="matmul"):
-        hetnn.matmul(hetnn.zeros(a_shape, device=device), hetnn.zeros(b_shape, device=device))
+        hetnn.matmul(hetnn.zeros(a_shape, "float32", device=device), hetnn.zeros(b_shape, "float32", device=device))
 
 
 def test_operands_on_different_devices_raise_value_error(opencl_device):
-    A = hetnn.zeros((2, 2), device="cpu")
-    B = hetnn.zeros((2, 2), device=opencl_device)
+    A = hetnn.zeros((2, 2), "float32", device="cpu")
+    B = hetnn.zeros((2, 2), "float32", device=opencl_device)
     with pytest.raises(ValueError, match="never transfers silently"):
         hetnn.matmul(A, B)
     with pytest.raises(ValueError, match="out is on"):
@@ -189,17 +189,17 @@ def test_mixed_or_unsupported_dtypes_raise_type_error(device):
     with pytest.raises(TypeError, match="int32"):
         hetnn.matmul(hetnn.zeros((2, 2), "int32", device=device), hetnn.zeros((2, 2), "int32", device=device))
     with pytest.raises(TypeError, match="float16"):  # every device takes float16: no capability branch
-        hetnn.matmul(hetnn.zeros((2, 2), device=device), hetnn.zeros((2, 2), "float16", device=device))
+        hetnn.matmul(hetnn.zeros((2, 2), "float32", device=device), hetnn.zeros((2, 2), "float16", device=device))
 
 
 def test_out_problems(device):
-    A = hetnn.zeros((2, 3), device=device)
-    B = hetnn.zeros((3, 4), device=device)
+    A = hetnn.zeros((2, 3), "float32", device=device)
+    B = hetnn.zeros((3, 4), "float32", device=device)
     with pytest.raises(ValueError, match=r"out has shape \(4, 2\)"):
-        hetnn.matmul(A, B, out=hetnn.zeros((4, 2), device=device))
+        hetnn.matmul(A, B, out=hetnn.zeros((4, 2), "float32", device=device))
     with pytest.raises(TypeError, match="out is float16"):
         hetnn.matmul(A, B, out=hetnn.zeros((2, 4), "float16", device=device))
-    S = hetnn.zeros((3, 3), device=device)
+    S = hetnn.zeros((3, 3), "float32", device=device)
     with pytest.raises(ValueError, match="share memory"):
         hetnn.matmul(S, S, out=S)
     with pytest.raises(ValueError, match="beta"):
@@ -207,7 +207,7 @@ def test_out_problems(device):
     with pytest.raises(TypeError, match="out must be a NumPy array"):
         hetnn.matmul(np.zeros((2, 3), np.float32), np.zeros((3, 4), np.float32), out=[[0.0]], device=device)
     with pytest.raises(TypeError, match="out is a hetnn.Array"):
-        hetnn.matmul(np.zeros((2, 3), np.float32), np.zeros((3, 4), np.float32), out=hetnn.zeros((2, 4)))
+        hetnn.matmul(np.zeros((2, 3), np.float32), np.zeros((3, 4), np.float32), out=hetnn.zeros((2, 4), "float32"))
     ro = np.zeros((2, 4), np.float32)
     ro.setflags(write=False)
     with pytest.raises(ValueError, match="writeable"):
@@ -219,9 +219,9 @@ def test_out_problems(device):
 
 def test_mixing_array_and_numpy_raises_type_error(device):
     with pytest.raises(TypeError, match="both"):
-        hetnn.matmul(hetnn.zeros((2, 2), device=device), np.zeros((2, 2), np.float32))
+        hetnn.matmul(hetnn.zeros((2, 2), "float32", device=device), np.zeros((2, 2), np.float32))
     with pytest.raises(TypeError, match="both"):
-        hetnn.matmul(np.zeros((2, 2), np.float32), hetnn.zeros((2, 2), device=device))
+        hetnn.matmul(np.zeros((2, 2), np.float32), hetnn.zeros((2, 2), "float32", device=device))
 
 
 @pytest.mark.parametrize("kw", [{"transpose_a": 1}, {"transpose_b": "yes"}, {"alpha": "2"}, {"beta": 1j},
@@ -305,12 +305,12 @@ def test_relu_propagates_nan(device):
 
 
 def test_epilogue_bad_arguments(device):
-    A = hetnn.zeros((2, 3), device=device)
-    B = hetnn.zeros((3, 4), device=device)
+    A = hetnn.zeros((2, 3), "float32", device=device)
+    B = hetnn.zeros((3, 4), "float32", device=device)
     with pytest.raises(ValueError, match=r"bias must have shape \(4,\)"):
-        hetnn.matmul(A, B, bias=hetnn.zeros((3,), device=device))
+        hetnn.matmul(A, B, bias=hetnn.zeros((3,), "float32", device=device))
     with pytest.raises(ValueError, match=r"bias must have shape"):
-        hetnn.matmul(A, B, bias=hetnn.zeros((1, 4), device=device))
+        hetnn.matmul(A, B, bias=hetnn.zeros((1, 4), "float32", device=device))
     with pytest.raises(TypeError, match="bias is int32"):
         hetnn.matmul(A, B, bias=hetnn.zeros((4,), "int32", device=device))
     with pytest.raises(ValueError, match="activation"):
@@ -320,17 +320,17 @@ def test_epilogue_bad_arguments(device):
     with pytest.raises(TypeError, match="bias must be a hetnn.Array"):
         hetnn.matmul(A, B, bias=np.zeros(4, np.float32))
     with pytest.raises(TypeError, match="bias is a hetnn.Array"):
-        hetnn.matmul(np.zeros((2, 3), np.float32), np.zeros((3, 4), np.float32), bias=hetnn.zeros((4,)),
+        hetnn.matmul(np.zeros((2, 3), np.float32), np.zeros((3, 4), np.float32), bias=hetnn.zeros((4,), "float32"),
                      device=device)
     with pytest.raises(TypeError, match="bias is float64"):
         hetnn.matmul(np.zeros((2, 3), np.float32), np.zeros((3, 4), np.float32), bias=np.zeros(4), device=device)
 
 
 def test_bias_on_another_device(opencl_device):
-    A = hetnn.zeros((2, 3), device=opencl_device)
-    B = hetnn.zeros((3, 4), device=opencl_device)
+    A = hetnn.zeros((2, 3), "float32", device=opencl_device)
+    B = hetnn.zeros((3, 4), "float32", device=opencl_device)
     with pytest.raises(ValueError, match="bias is on cpu"):
-        hetnn.matmul(A, B, bias=hetnn.zeros((4,), device="cpu"))
+        hetnn.matmul(A, B, bias=hetnn.zeros((4,), "float32", device="cpu"))
 
 
 @pytest.mark.parametrize("m,n,k", [(1000, 1, 1000), (1, 1000, 1000), (7, 13, 5), (129, 257, 3)])

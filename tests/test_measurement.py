@@ -193,7 +193,7 @@ def test_first_use_counts_the_primitives_built(cpu):
     m, n, k = (int(v) for v in rng.integers(40, 90, 3))  # a shape no other test used
     a = hetnn.asarray(rng.standard_normal((m, k), dtype=np.float32), device=cpu)
     b = hetnn.asarray(rng.standard_normal((k, n), dtype=np.float32), device=cpu)
-    c = hetnn.empty((m, n), device=cpu)
+    c = hetnn.empty((m, n), "float32", device=cpu)
     r = hetnn.benchmark(hetnn.matmul, (a, b), {"out": c}, n_warmup=2, n_repeat=3, device=cpu)
     assert r.first_use["built"] == 1
     r2 = hetnn.benchmark(hetnn.matmul, (a, b), {"out": c}, n_warmup=2, n_repeat=3, device=cpu)

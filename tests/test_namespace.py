@@ -68,3 +68,18 @@ def test_namespace_info_describes_the_devices(device):
     held = info.dtypes(device=device)
     assert set(held) == {n for n in NAMES if n in device.dtypes}
     assert set(info.dtypes(device=device, kind="real floating")) == {n for n in held if "float" in n}
+
+
+def test_every_creation_function_takes_the_one_default_real_type(device):
+    """zeros/ones/empty gave float32 while full, asarray(1.0), arange, linspace and eye gave the default real type
+    the namespace reports: one default, the device's (float64 where it has it, as NumPy's and CuPy's)."""
+    real = hetnn.__array_namespace_info__().default_dtypes(device=device)["real floating"]
+    assert real == (hetnn.float64 if "float64" in device.dtypes else hetnn.float32)
+    made = {"zeros": hetnn.zeros((2, 3), device=device), "ones": hetnn.ones((2,), device=device),
+            "empty": hetnn.empty((0, 2), device=device), "full": hetnn.full((2,), 0.5, device=device),
+            "asarray": hetnn.asarray(1.5, device=device), "arange": hetnn.arange(0.0, 2.0, device=device),
+            "linspace": hetnn.linspace(0, 1, 5, device=device), "eye": hetnn.eye(3, device=device)}
+    assert {k: a.dtype for k, a in made.items()} == {k: real for k in made}
+    np.testing.assert_array_equal(made["zeros"].numpy(), np.zeros((2, 3)))
+    np.testing.assert_array_equal(made["ones"].numpy(), np.ones(2))
+    assert hetnn.zeros((2,), "int32", device=device).dtype == hetnn.int32  # an explicit dtype still wins

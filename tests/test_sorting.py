@@ -80,7 +80,7 @@ def test_the_input_is_left_as_it_was(device, rng):
     (lambda a: hetnn.sort(a[0, 0]), ValueError, "0-d"),
     (lambda a: hetnn.sort(a, axis=2), ValueError, "axis 2 is out of bounds for an array of 2 dimensions"),
     (lambda a: hetnn.argsort(a, axis=-3), ValueError, "axis -3 is out of bounds"),
-    (lambda a: hetnn.sort(a, axis=1.0), TypeError, "axis must be an int, got 1.0"),
+    (lambda a: hetnn.sort(a, axis=1.0), TypeError, "axis must be an int, got float"),
     (lambda a: hetnn.sort(a, axis=True), TypeError, "axis must be an int"),
     (lambda a: hetnn.argsort(a, descending="yes"), TypeError, "descending"),
     (lambda a: hetnn.sort(a, stable=None), TypeError, "stable"),

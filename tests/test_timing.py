@@ -10,7 +10,7 @@ from hetnn.bench.peak import fp32_peak_gflops
 
 def test_benchmark_counts_and_statistics(device):
     a = hetnn.asarray(np.ones((64, 64), np.float32), device=device)
-    c = hetnn.empty((64, 64), device=device)
+    c = hetnn.empty((64, 64), "float32", device=device)
     # rerun=False: every repeat kept, so the count is exact also beside a busy neighbour (re-runs are tested apart)
     r = hetnn.benchmark(hetnn.matmul, (a, a), {"out": c}, n_warmup=2, n_repeat=7, flops=2 * 64**3,
                         device=device, rerun=False)
@@ -27,15 +27,15 @@ def test_benchmark_counts_and_statistics(device):
 def test_device_time_lies_within_wall_time(device):
     # Device work happens between the two synchronizations, so its duration cannot exceed the wall time.
     a = hetnn.asarray(np.ones((256, 256), np.float32), device=device)
-    c = hetnn.empty((256, 256), device=device)
+    c = hetnn.empty((256, 256), "float32", device=device)
     r = hetnn.benchmark(hetnn.matmul, (a, a), {"out": c}, n_warmup=1, n_repeat=5, device=device)
     assert (r.device_times <= r.wall_times * 1.02 + 2e-5).all()
 
 
 def test_device_time_sums_every_command(device):
     a = hetnn.asarray(np.ones((128, 128), np.float32), device=device)
-    c1 = hetnn.empty((128, 128), device=device)
-    c2 = hetnn.empty((128, 128), device=device)
+    c1 = hetnn.empty((128, 128), "float32", device=device)
+    c2 = hetnn.empty((128, 128), "float32", device=device)
 
     def one():
         hetnn.matmul(a, a, out=c1)

@@ -48,8 +48,8 @@ def test_numbers_broadcasting_given_outputs_and_two_outputs(device, rng):
     assert lo.shape == hi.shape == (4, 3, 6)
     np.testing.assert_allclose(lo.numpy(), np.minimum(x, y) * 2.5, rtol=1e-6)
     np.testing.assert_allclose(hi.numpy(), np.maximum(x, y) + 2.5, rtol=1e-6)
-    out_lo = hetnn.zeros((4, 3, 6), device=device)
-    out_hi = hetnn.zeros((4, 3, 6), device=device)
+    out_lo = hetnn.zeros((4, 3, 6), "float32", device=device)
+    out_hi = hetnn.zeros((4, 3, 6), "float32", device=device)
     got = k(hetnn.asarray(x, device=device), hetnn.asarray(y, device=device), 1.0, out_lo, out_hi)
     assert got[0] is out_lo and got[1] is out_hi
     np.testing.assert_allclose(out_hi.numpy(), np.maximum(x, y) + 1, rtol=1e-6)
@@ -118,13 +118,14 @@ def test_bad_definitions_are_refused(args, exc, match):
 
 def test_bad_calls_are_refused(device):
     k = hetnn.ElementwiseKernel("T x, T y", "T z", "z = x + y", "add2")
-    a = hetnn.zeros((3,), device=device)
+    a = hetnn.zeros((3,), "float32", device=device)
     i = hetnn.zeros((3,), dtype="int32", device=device)
     for call, exc, match in ((lambda: k(a), TypeError, "takes 2 inputs"),
                              (lambda: k(a, i), TypeError, "T is float32 by an earlier argument and int32"),
                              (lambda: k(1.0, 2.0), TypeError, "at least one array"),
-                             (lambda: k(a, hetnn.zeros((4,), device=device)), ValueError, "cannot be broadcast"),
-                             (lambda: k(a, a, hetnn.zeros((2,), device=device)), ValueError, "has shape"),
+                             (lambda: k(a, hetnn.zeros((4,), "float32", device=device)), ValueError,
+                              "cannot be broadcast"),
+                             (lambda: k(a, a, hetnn.zeros((2,), "float32", device=device)), ValueError, "has shape"),
                              (lambda: k(a, "x"), TypeError, "operands must be"),
                              (lambda: k(a, a, a.numpy()), TypeError, "outputs must be hetnn Arrays")):
         with pytest.raises(exc, match=match):
@@ -139,7 +140,7 @@ def test_bad_calls_are_refused(device):
 def test_a_compile_error_carries_the_log_and_the_source(device):
     k = hetnn.ElementwiseKernel("float32 x", "float32 y", "y = x +* undefined_thing", "broken")
     with pytest.raises(hetnn.CompileError) as info:
-        k(hetnn.zeros((2,), device=device))
+        k(hetnn.zeros((2,), "float32", device=device))
     assert "undefined_thing" in info.value.log and "the generated source" in info.value.log
     assert "broken" in str(info.value)
 
@@ -150,7 +151,7 @@ def test_mixing_devices_is_refused():
         pytest.skip("one device")
     k = hetnn.ElementwiseKernel("T x, T y", "T z", "z = x + y", "add3")
     with pytest.raises(TypeError, match="different devices"):
-        k(hetnn.zeros((2,), device=devs[0]), hetnn.zeros((2,), device=devs[1]))
+        k(hetnn.zeros((2,), "float32", device=devs[0]), hetnn.zeros((2,), "float32", device=devs[1]))
 
 
 # ---- ReductionKernel ------------------------------------------------------------------------------------------------
@@ -209,11 +210,12 @@ def test_reduction_kernel_refusals(device):
         with pytest.raises(exc, match=match):
             hetnn.ReductionKernel(*args, **kw)
     k = hetnn.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "plain_sum")
-    a = hetnn.zeros((3, 4), device=device)
+    a = hetnn.zeros((3, 4), "float32", device=device)
     for call, exc, match in ((lambda: k(a, axis=2), ValueError, "out of bounds"),
                              (lambda: k(a, axis=(0, 0)), ValueError, "given twice"),
                              (lambda: k(1.0), TypeError, "at least one array input"),
-                             (lambda: k(a, hetnn.zeros((2,), device=device), axis=0), ValueError, "has shape"),
+                             (lambda: k(a, hetnn.zeros((2,), "float32", device=device), axis=0), ValueError,
+                              "has shape"),
                              (lambda: k(a, axis="0"), TypeError, "axis must be")):
         with pytest.raises(exc, match=match):
             call()
@@ -235,3 +237,41 @@ def test_a_given_output_keeps_what_the_operation_does_not_assign(device, rng):
     np.testing.assert_allclose(z.numpy(), np.where(x > 0, x, z0) + x, rtol=1e-6)
     fresh = acc(hetnn.asarray(x, device=device))  # a new output starts at 0
     np.testing.assert_array_equal(fresh.numpy(), x)
+
+
+def test_a_kernel_called_with_changing_operands_resolves_each_call_afresh():
+    """A call reuses what the previous call resolved when its operands' device, dtypes, shapes and numbers' kinds
+    match; any change must resolve again: each result against NumPy, each refusal still raised after good calls."""
+    rng = np.random.default_rng()
+    k = hetnn.ElementwiseKernel("T x, T y, float64 s", "T z", "z = x * s + y", "plan_reuse")
+    for dev in hetnn.devices():
+        f64 = "float64" in dev.dtypes
+        for dtype in ("float32", "float64", "int32") if f64 else ("float32", "int32"):
+            for xs, ys in (((5,), (5,)), ((2, 3), (3,)), ((4, 1), (1, 6)), ((0, 3), (3,)), ((5,), (5,))):
+                for s in (2, 0.5):
+                    x = rng.integers(-9, 9, xs).astype(dtype)
+                    y = rng.integers(-9, 9, ys).astype(dtype)
+                    want = (x.astype(np.float64) * s + y).astype(dtype)
+                    got = k(hetnn.asarray(x, device=dev), hetnn.asarray(y, device=dev), s)
+                    assert got.dtype == np.dtype(dtype) and got.device == dev
+                    np.testing.assert_array_equal(got.numpy(), want)
+                    out = hetnn.empty(want.shape, dtype, device=dev)
+                    assert k(hetnn.asarray(x, device=dev), hetnn.asarray(y, device=dev), s, out) is out
+                    np.testing.assert_array_equal(out.numpy(), want)
+        a = hetnn.asarray(np.ones(3, np.float32), device=dev)
+        k(a, a, 1.0)
+        with pytest.raises(ValueError, match="has shape"):
+            k(a, a, 1.0, hetnn.empty((2,), "float32", device=dev))
+        with pytest.raises(TypeError, match="must be float64|by an earlier argument"):
+            k(a, hetnn.asarray(np.ones(3, np.int32), device=dev), 1.0)
+        two = hetnn.ElementwiseKernel("T x", "T u, T v", "u = x; v = -x", "plan_two_outputs")
+        o = hetnn.empty((3,), "float32", device=dev)
+        two(a, hetnn.empty((3,), "float32", device=dev), hetnn.empty((3,), "float32", device=dev))
+        with pytest.raises(ValueError, match="same array"):
+            two(a, o, o)
+    devs = hetnn.devices()
+    if len(devs) > 1:
+        a0 = hetnn.asarray(np.ones(3, np.float32), device=devs[0])
+        k(a0, a0, 1.0)
+        with pytest.raises(TypeError, match="different devices"):
+            k(a0, hetnn.asarray(np.ones(3, np.float32), device=devs[1]), 1.0)

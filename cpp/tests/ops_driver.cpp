@@ -18,6 +18,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "core/array.h"
 #include "core/half.h"
+#include "core/linalg.h"
 #include "core/manipulation.h"
 #include "core/random.h"
 #include "core/user_kernel.h"
@@ -746,6 +747,65 @@ void run_sort(const DevicePtr& dev, std::mt19937& g) {
   expect_throw<ValueError>([&] { searchsorted(x, q, "left", nullptr); }, "searchsorted 2-D x1");
 }
 
+// tensordot of small integer-valued operands (exact in float32 too) against a host loop: a (m, k) with b (n, k)
+// summed over their axes 1, in float32 and int32.
+void run_tensordot(const DevicePtr& dev, std::mt19937& g) {
+  std::uniform_int_distribution<int> len(0, 6), lv(-4, 4);
+  const std::int64_t m = len(g), k = len(g), n = len(g);
+  std::vector<std::int32_t> A(static_cast<std::size_t>(m * k)), B(static_cast<std::size_t>(n * k));
+  for (auto& v : A) v = lv(g);
+  for (auto& v : B) v = lv(g);
+  std::vector<std::int32_t> want(static_cast<std::size_t>(m * n), 0);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t s = 0; s < k; ++s)
+        want[static_cast<std::size_t>(i * n + j)] += A[static_cast<std::size_t>(i * k + s)] *
+                                                    B[static_cast<std::size_t>(j * k + s)];
+  const Array ai = Array::from_host(dev, A.data(), {m, k}, DType::i32);
+  const Array bi = Array::from_host(dev, B.data(), {n, k}, DType::i32);
+  std::vector<std::int32_t> got(want.size());
+  const Array yi = tensordot(ai, bi, {1}, {-1});
+  if (!got.empty()) yi.to_host(got.data());
+  check(yi.shape() == Shape{m, n} && got == want, dev->id() + " tensordot int32");
+  const Array yf = tensordot(astype(ai, DType::f32), astype(bi, DType::f32), {1}, {1});
+  const std::vector<float> gf = host(yf);
+  bool ok = yf.shape() == Shape{m, n};
+  for (std::size_t i = 0; ok && i < want.size(); ++i) ok = gf[i] == static_cast<float>(want[i]);
+  check(ok, dev->id() + " tensordot float32");
+  const Array c23 = Array::zeros(dev, {2, 3}, DType::f32);
+  expect_throw<ValueError>([&] { tensordot(c23, c23, {1}, {0}); }, "tensordot mismatched extents");
+}
+
+// x[mask] and x[mask] = 2 * x[mask] on a (r, c) float32 array with a random row mask, against host selection.
+void run_mask_index(const DevicePtr& dev, std::mt19937& g) {
+  std::uniform_int_distribution<int> rows(1, 8), cols(0, 5), lv(-9, 9);
+  const std::int64_t r = rows(g), c = cols(g);
+  std::vector<float> X(static_cast<std::size_t>(r * c));
+  for (auto& v : X) v = static_cast<float>(lv(g));
+  std::vector<std::uint8_t> M(static_cast<std::size_t>(r));
+  for (auto& v : M) v = static_cast<std::uint8_t>(g() & 1);
+  Array x = Array::from_host(dev, X.data(), {r, c}, DType::f32);
+  const Array mask = Array::from_host(dev, M.data(), {r}, DType::b8);
+  const Array sel = getitem_mask(x, mask);
+  std::vector<float> want;
+  for (std::int64_t i = 0; i < r; ++i)
+    if (M[static_cast<std::size_t>(i)])
+      want.insert(want.end(), X.begin() + i * c, X.begin() + (i + 1) * c);
+  check(sel.ndim() == 2 && sel.shape()[1] == c && host(sel) == want, dev->id() + " x[mask]");
+  EwScalar two;
+  two.i = 2;
+  two.f = 2;
+  setitem_mask(x, mask, elementwise(EwOp::multiply, sel, two, false, nullptr));
+  const std::vector<float> after = host(x);
+  bool ok = true;
+  for (std::int64_t i = 0; i < r * c; ++i)
+    ok &= after[static_cast<std::size_t>(i)] == (M[static_cast<std::size_t>(i / std::max<std::int64_t>(c, 1))]
+                                                      ? 2 : 1) * X[static_cast<std::size_t>(i)];
+  check(ok, dev->id() + " x[mask] = value");
+  const Array wrong = Array::zeros(dev, {r + 1}, DType::b8);
+  expect_throw<IndexError>([&] { getitem_mask(x, wrong); }, "a mask of the wrong shape");
+}
+
 struct OpCase {
   const char* name;
   void (*run)(const DevicePtr&, std::mt19937&);
@@ -777,6 +837,8 @@ const OpCase kOps[] = {
     {"sort", run_sort},
     {"argsort", nullptr},       // in run_sort, on the same input
     {"searchsorted", nullptr},  // in run_sort, in the sorted input
+    {"tensordot", run_tensordot},
+    {"mask_index", run_mask_index},
 };
 
 // float16 and bfloat16 (stored in 16 bits, float32 arithmetic where the hardware has none): matmul with bias and

@@ -24,7 +24,8 @@ from ._timing import (Case, Stopwatch, benchmark, empty_cache, interleave, memor
                       synchronize)
 from ._threads import get_num_threads, num_threads, set_num_threads, thread_pools
 from ._profile import profile
-from . import datasets, nn, optim, random, transforms  # noqa: E402  (after the core names they use)
+from . import datasets, linalg, nn, optim, random, transforms  # noqa: E402  (after the core names they use)
+from .linalg import tensordot
 
 __array_api_version__ = "2023.12"  # the Array API standard the array functions follow (docs/api.md: which parts)
 
@@ -48,7 +49,7 @@ __all__ = [
     "ReductionKernel", "Stopwatch",
     "TransposedArray", "asarray", "benchmark", "datasets", "transforms", "default_device", "device", "devices", "empty",
     "empty_cache", "memory_stats", "reset_peak_memory_stats", "get_default_device", "get_num_threads", "interleave",
-    "nn", "num_threads", "optim", "profile",
+    "linalg", "nn", "num_threads", "optim", "profile", "tensordot",
     "random",
     "set_default_device", "set_implicit_host_copies", "set_num_threads", "synchronize", "thread_pools", "zeros",
     "broadcast_arrays", "broadcast_to", "empty_like", "from_dlpack", "full", "full_like", "ones", "ones_like",

@@ -71,6 +71,15 @@ def _operand(op: str, a: "Array", other: Any) -> Any:
     return NotImplemented
 
 
+def _core_key(key: Any) -> Any:
+    """An index with its hetnn Arrays (a mask, 0-d integer indices) as the core's arrays."""
+    if type(key) is Array:
+        return key._a
+    if type(key) is tuple and any(type(k) is Array for k in key):
+        return tuple(k._a if type(k) is Array else k for k in key)
+    return key
+
+
 def _binary(op: str, reflected: bool = False, inplace: bool = False) -> Any:
     ew = _core.elementwise
 
@@ -367,13 +376,14 @@ class Array:
         """Basic indexing as NumPy's: integers, slices with any step, None and the Ellipsis, ``a[1, ::2, ...]``.
         The result is a new array on the same device (one strided pass: hetnn arrays are whole buffers, so unlike
         NumPy it is not a view; ``a[0][1] = v`` does not write into a). Elements at an array of indices:
-        :func:`hetnn.take`."""
-        return Array(_core.getitem(self._a, key))
+        :func:`hetnn.take`. A bool Array of the leading shape alone (``a[mask]``) selects the elements where it is
+        true, as (count,) + the rest of the shape."""
+        return Array(_core.getitem(self._a, _core_key(key)))
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        """``a[key] = value`` with the indices ``a[key]`` takes: value a hetnn.Array on the same device, a Python
-        number, or anything NumPy converts (a host -> device write), broadcast to the selection and converted to
-        a's dtype."""
+        """``a[key] = value`` with the indices ``a[key]`` takes (a mask too): value a hetnn.Array on the same
+        device, a Python number, or anything NumPy converts (a host -> device write), broadcast to the selection
+        and converted to a's dtype."""
         if isinstance(value, Array):
             src = value._a
         elif isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
@@ -384,7 +394,7 @@ class Array:
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"a[...] = value: the value does not convert to {self.dtype.name} ({exc})") from None
             src = _core.Array.from_numpy(self._a.device, _host_array(host, None, "a[...] = value"))
-        _core.setitem(self._a, key, src)
+        _core.setitem(self._a, _core_key(key), src)
 
     @property
     def mT(self) -> "Array":
@@ -644,20 +654,22 @@ def from_dlpack(x: Any, /, *, device: DeviceLike = None, copy: Optional[bool] = 
     return asarray(np.array(host, copy=True) if dev.kind == "cpu" else host, device=dev)
 
 
-def empty(shape: ShapeLike, dtype: Any = "float32", device: DeviceLike = None) -> Array:
-    """An uninitialised Array of ``shape`` and ``dtype`` on ``device``."""
+def empty(shape: ShapeLike, dtype: Any = None, device: DeviceLike = None) -> Array:
+    """An uninitialised Array of ``shape`` and ``dtype`` on ``device``; ``dtype`` None: the device's default real
+    type (float64 where it has it, else float32), as ``full``'s, ``asarray(1.0)``'s and NumPy's."""
     s = _shape(shape)
-    dt = _dtype(dtype)
+    name = None if dtype is None else _dtype(dtype).name
     dev = _resolve_device(device)
-    return Array(_core.Array.empty(dev._dev, s, dt.name))
+    return Array(_core.Array.empty(dev._dev, s, name))
 
 
-def zeros(shape: ShapeLike, dtype: Any = "float32", device: DeviceLike = None) -> Array:
-    """An Array of zeros of ``shape`` and ``dtype`` on ``device``."""
+def zeros(shape: ShapeLike, dtype: Any = None, device: DeviceLike = None) -> Array:
+    """An Array of zeros of ``shape`` and ``dtype`` on ``device``; ``dtype`` None: the device's default real type,
+    as :func:`empty`'s."""
     s = _shape(shape)
-    dt = _dtype(dtype)
+    name = None if dtype is None else _dtype(dtype).name
     dev = _resolve_device(device)
-    return Array(_core.Array.zeros(dev._dev, s, dt.name))
+    return Array(_core.Array.zeros(dev._dev, s, name))
 
 
 def full(shape: ShapeLike, fill_value: Any, dtype: Any = None, device: DeviceLike = None) -> Array:
@@ -668,9 +680,10 @@ def full(shape: ShapeLike, fill_value: Any, dtype: Any = None, device: DeviceLik
     return Array(_core.full(_resolve_device(device)._dev, s, fill_value, name))
 
 
-def ones(shape: ShapeLike, dtype: Any = "float32", device: DeviceLike = None) -> Array:
-    """An Array of ones of ``shape`` and ``dtype`` on ``device``."""
-    return full(shape, 1, dtype, device)
+def ones(shape: ShapeLike, dtype: Any = None, device: DeviceLike = None) -> Array:
+    """An Array of ones of ``shape`` and ``dtype`` on ``device``; ``dtype`` None: the device's default real type,
+    as :func:`empty`'s."""
+    return full(shape, 1 if dtype is not None else 1.0, dtype, device)
 
 
 def _like(x: Any, what: str) -> "Array":

@@ -32,13 +32,14 @@ class ElementwiseKernel:
             if not isinstance(v, str):
                 raise TypeError(f"hetnn.ElementwiseKernel: {arg} must be a str, got {type(v).__name__}")
         self._k = _core.ElementwiseKernel(in_params, out_params, operation, name, preamble)
+        self._nin, self._nout = int(self._k.nin), int(self._k.nout)  # fixed: read once, not per call
 
     @property
     def name(self) -> str:
         return str(self._k.name)
 
     def __call__(self, *args: Any) -> Union[Array, Tuple[Array, ...]]:
-        nin, nout = int(self._k.nin), int(self._k.nout)
+        nin, nout = self._nin, self._nout
         if len(args) not in (nin, nin + nout):
             raise TypeError(f"hetnn.ElementwiseKernel '{self.name}': takes {nin} inputs (and optionally {nout} "
                             f"output{'s' if nout > 1 else ''}), got {len(args)} arguments")

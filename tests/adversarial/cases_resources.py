@@ -33,7 +33,7 @@ with expect_error((MemoryError, ValueError)):
 held = []
 try:
     for _ in range(400):
-        held.append(hetnn.empty((2**28,), device=DEV))   # 1 GiB each, untouched
+        held.append(hetnn.empty((2**28,), "float32", device=DEV))   # 1 GiB each, untouched
 except MemoryError:
     pass
 n = len(held)
@@ -48,7 +48,7 @@ resource.setrlimit(resource.RLIMIT_AS, (vm() + 3 * 2**30, resource.RLIM_INFINITY
 held, failed = [], False
 try:
     for _ in range(40):
-        held.append(hetnn.zeros((2**27,), device=DEV))     # 512 MiB each, written
+        held.append(hetnn.zeros((2**27,), "float32", device=DEV))     # 512 MiB each, written
 except MemoryError:
     failed = True
 if not failed:

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -104,14 +105,18 @@ void coalesce(ElementwiseDesc& d, const Shape& out, std::vector<std::int64_t> sa
   d.contiguous = d.shape.size() == 1 && d.sa[0] == 1 && d.sb[0] == 1 && (d.sc.empty() || d.sc[0] == 1);
 }
 
-Array output(const std::string& name, const DevicePtr& dev, const Shape& shape, DType t, Array* out) {
-  if (!out) return Array::empty(dev, shape, t);
+void check_out(const std::string& name, const DevicePtr& dev, const Shape& shape, DType t, const Array* out) {
   if (!out->valid()) throw ValueError(name + ": out is not a valid array");
   if (out->device() != dev)
     throw ValueError(name + ": out is on " + out->device()->id() + ", the operands on " + dev->id());
   if (out->shape() != shape || out->dtype() != t)
     throw ValueError(name + ": out must have shape " + shape_str(shape) + " and dtype " + dtype_name(t) +
                      ", got " + shape_str(out->shape()) + " " + dtype_name(out->dtype()));
+}
+
+Array output(const std::string& name, const DevicePtr& dev, const Shape& shape, DType t, Array* out) {
+  if (!out) return Array::empty(dev, shape, t);
+  check_out(name, dev, shape, t, out);
   return *out;
 }
 
@@ -239,20 +244,44 @@ Array elementwise(EwOp op, const Array& a, const Array* b, Array* out) {
   const DType t = b ? result_type(a.dtype(), b->dtype()) : a.dtype();
   const Types ty = op_types(op, t, a.device());
   a.device()->require(ty.in, info.name);
-  const Shape shape = b ? broadcast(who(op), a.shape(), b->shape()) : a.shape();
-  Array y = output(who(op), a.device(), shape, ty.out, out);
+  // operands of one shape (the common call) skip broadcasting and stride merging: the small arrays' call is
+  // spent in the front, not in the loop
+  const bool same = !b || b->shape() == a.shape();
+  Shape broadcast_shape;
+  if (!same) broadcast_shape = broadcast(who(op), a.shape(), b->shape());
+  const Shape& shape = same ? a.shape() : broadcast_shape;
+  Array made;
+  if (out) check_out(who(op), a.device(), shape, ty.out, out);
+  else made = Array::empty(a.device(), shape, ty.out);
+  Array& y = out ? *out : made;
   // an operand of another dtype is converted first. out may be an input: out has the whole output's elements and
   // arrays are whole buffers, so an input sharing its memory has the output's size, is not broadcast, and each
   // element is read before it is written at the same position
-  const Array A = a.dtype() == ty.in ? a : astype(a, ty.in);
-  const Array B = !b ? Array() : b->dtype() == ty.in ? *b : astype(*b, ty.in);
-  ElementwiseDesc d;
+  std::optional<Array> ca, cb;
+  if (a.dtype() != ty.in) ca = astype(a, ty.in);
+  if (b && b->dtype() != ty.in) cb = astype(*b, ty.in);
+  // one descriptor per thread, reused: its vectors keep their capacity (a call allocates none); the backends read
+  // it during the call only
+  thread_local ElementwiseDesc d;
   d.op = op;
   d.in = ty.in;
   d.out = ty.out;
-  coalesce(d, shape, strides_in(a.shape(), shape), b ? strides_in(b->shape(), shape) : strides_in(shape, shape));
-  run(d, A, b ? &B : nullptr, y);
-  return y;
+  d.scalar = 0;
+  d.fscalar = 0;
+  d.iscalar = 0;
+  if (same) {
+    d.n = shape_size(shape);
+    d.shape.assign(1, d.n);
+    d.sa.assign(1, 1);
+    d.sb.assign(1, 1);
+    d.sc.clear();
+    d.contiguous = true;
+  } else {
+    coalesce(d, shape, strides_in(a.shape(), shape), strides_in(b->shape(), shape));
+  }
+  run(d, ca ? *ca : a, b ? (cb ? &*cb : b) : nullptr, y);
+  if (!out) return made;
+  return *out;
 }
 
 Array where(const Array& cond, const Array& a, const Array& b, Array* out) {
@@ -347,13 +376,19 @@ Array elementwise(EwOp op, const Array& a, const EwScalar& s, bool scalar_first,
   else if (!s.is_float && !s.is_bool && t == DType::b8) t = DType::i64;
   const Types ty = op_types(op, t, a.device());
   a.device()->require(ty.in, info.name);
-  Array y = output(who(op), a.device(), a.shape(), ty.out, out);
-  const Array A = a.dtype() == ty.in ? a : astype(a, ty.in);
-  ElementwiseDesc d;
+  Array made;
+  if (out) check_out(who(op), a.device(), a.shape(), ty.out, out);
+  else made = Array::empty(a.device(), a.shape(), ty.out);
+  Array& y = out ? *out : made;
+  std::optional<Array> ca;
+  if (a.dtype() != ty.in) ca = astype(a, ty.in);
+  thread_local ElementwiseDesc d;  // reused, as the two-array form's
   d.op = op;
   d.in = ty.in;
   d.out = ty.out;
   d.scalar = scalar_first ? 2 : 1;
+  d.fscalar = 0;
+  d.iscalar = 0;
   if (is_floating(ty.in)) {
     d.fscalar = s.is_float ? s.f : static_cast<double>(s.i);
   } else {
@@ -361,9 +396,15 @@ Array elementwise(EwOp op, const Array& a, const EwScalar& s, bool scalar_first,
     fit_int(who(op), s.i, ty.in);
     d.iscalar = s.i;
   }
-  coalesce(d, a.shape(), strides_in(a.shape(), a.shape()), strides_in(a.shape(), a.shape()));
-  run(d, A, nullptr, y);
-  return y;
+  d.n = shape_size(a.shape());
+  d.shape.assign(1, d.n);
+  d.sa.assign(1, 1);
+  d.sb.assign(1, 1);
+  d.sc.clear();
+  d.contiguous = true;
+  run(d, ca ? *ca : a, nullptr, y);
+  if (!out) return made;
+  return *out;
 }
 
 }  // namespace hetnn

@@ -29,6 +29,12 @@ Array getitem(const Array& x, const Index& key);
 // x[key] = value: value (same device; converted to x's dtype as NumPy does) broadcast to the selection's shape.
 void setitem(Array& x, const Index& key, const Array& value);
 
+// x[mask] and x[mask] = value, mask a bool array of x's leading shape (core/mask_index.cpp): the elements where
+// it is true, in row-major order, as (count,) + the rest of x's shape; value broadcasts to that shape (a leading
+// axis of 1, or of the count: one row per true element). IndexError for a mask that does not fit x.
+Array getitem_mask(const Array& x, const Array& mask);
+void setitem_mask(Array& x, const Array& mask, const Array& value);
+
 // The axes of x in the order `axes` (a permutation of 0..ndim-1, negative from the end).
 Array permute_dims(const Array& x, const std::vector<int>& axes);
 // The last two axes swapped (ndim >= 2).

@@ -256,6 +256,7 @@ struct UserEwDesc {
   std::vector<std::vector<std::int64_t>> strides;
   std::int64_t n = 0;
   bool contiguous = true;
+  std::string key;  // user_signature of the above, set by the front (the backends look compiled code up by it)
 };
 
 // What the generated code of a user kernel depends on, as a short key (the backends look compiled code up by it

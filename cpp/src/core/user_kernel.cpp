@@ -249,47 +249,108 @@ ElementwiseKernel::ElementwiseKernel(const std::string& in_params, const std::st
   check_signature(kWho, name_, in_, out_);
   if (operation_.find_first_not_of(" \t\n;") == std::string::npos)
     throw ValueError(kWho + ": the operation is empty");
+  for (const KernelParam& p : out_) reads_.push_back(reads(operation_, p.name));
 }
 
-std::vector<Array> ElementwiseKernel::operator()(const std::vector<Input>& in, const std::vector<Array>& out) const {
+struct ElementwiseKernel::Plan {
+  const Device* dev = nullptr;
+  bool outs_given = false;
+  std::vector<int> kinds;  // per input: -1 an array, else a number's kind (0 int, 1 float, 2 bool)
+  std::vector<DType> dtypes;  // per input array and given output
+  std::vector<Shape> shapes;  // per input array
+  Shape shape;  // the broadcast shape (the outputs')
+  std::vector<DType> out_types;
+  UserEwDesc d;  // complete but for the numbers' values
+};
+
+namespace {
+
+int number_kind(const EwScalar& s) { return s.is_bool ? 2 : s.is_float ? 1 : 0; }
+
+// The device of a call's arrays (the plan has checked that there is one and that they agree).
+DevicePtr device_of(const std::vector<ElementwiseKernel::Input>& in, const std::vector<Array>& out) {
+  for (const ElementwiseKernel::Input& x : in)
+    if (x.array) return x.array->device();
+  return out.front().device();
+}
+
+}  // namespace
+
+// The last call's plan when this call's operands match it (same device, dtypes, shapes, numbers' kinds, outputs
+// given or not), else a new one, resolved and checked in full (and kept for the next call).
+std::shared_ptr<const ElementwiseKernel::Plan> ElementwiseKernel::plan_for(const std::vector<Input>& in,
+                                                                          const std::vector<Array>& out) const {
+  std::shared_ptr<const Plan> last;
+  {
+    std::lock_guard<std::mutex> lock(plan_mu_);
+    last = plan_;
+  }
+  if (last && last->outs_given == !out.empty() && in.size() == in_.size() &&
+      (out.empty() || out.size() == out_.size())) {
+    bool same = true;
+    std::size_t a = 0;
+    for (std::size_t k = 0; same && k < in.size(); ++k) {
+      const Array* x = in[k].array;
+      if (!x) {
+        same = last->kinds[k] == number_kind(in[k].scalar);
+        continue;
+      }
+      same = last->kinds[k] == -1 && x->valid() && x->device().get() == last->dev && x->dtype() == last->dtypes[a] &&
+             x->shape() == last->shapes[a];
+      ++a;
+    }
+    for (std::size_t k = 0; same && k < out.size(); ++k)
+      same = out[k].valid() && out[k].device().get() == last->dev && out[k].dtype() == last->dtypes[a + k] &&
+             out[k].shape() == last->shape;
+    if (same) return last;
+  }
+
   const std::string who = kWho + " '" + name_ + "'";
   check_arity(who, in_, in, out_, out);
   Operands ops = operands(who, in_, in, out_, out);
   if (!ops.any && out.empty())
     throw TypeError(who + ": needs at least one array argument (an input or an output) for its shape and device");
+  auto plan = std::make_shared<Plan>();
   const DevicePtr& dev = ops.dev;
-  const Shape shape = ops.any ? ops.shape : out[0].shape();
+  plan->dev = dev.get();
+  plan->outs_given = !out.empty();
+  plan->shape = ops.any ? ops.shape : out[0].shape();
+  const Shape& shape = plan->shape;
   for (std::size_t k = 0; k < out.size(); ++k)
     if (out[k].shape() != shape)
       throw ValueError(who + ": output " + out_[k].name + " has shape " + shape_str(out[k].shape()) +
                        ", the inputs broadcast to " + shape_str(shape));
   const Binder types = bind_types(who, in_, in, out_, out);
-  UserEwDesc d;
+  UserEwDesc& d = plan->d;
   d.name = name_;
   d.operation = operation_;
   d.preamble = preamble_;
   d.n_in = static_cast<int>(in_.size());
   numbers(who, in_, in, types, d.scalar, d.fvalue, d.ivalue);
-  std::vector<Array> outputs = out;
   for (std::size_t k = 0; k < in_.size(); ++k) {
     d.names.push_back(in_[k].name);
     d.types.push_back(types.type_of(in_[k]));
     dev->require(d.types.back(), "ElementwiseKernel");
+    plan->kinds.push_back(in[k].array ? -1 : number_kind(in[k].scalar));
+    if (in[k].array) {
+      plan->dtypes.push_back(in[k].array->dtype());
+      plan->shapes.push_back(in[k].array->shape());
+    }
   }
+  for (const Array& o : out) plan->dtypes.push_back(o.dtype());
   for (std::size_t k = 0; k < out_.size(); ++k) {
     const DType t = types.type_of(out_[k]);
     dev->require(t, "ElementwiseKernel");
-    if (out.empty()) outputs.push_back(Array::empty(dev, shape, t));
+    plan->out_types.push_back(t);
     d.names.push_back(out_[k].name);
     d.types.push_back(t);
     // outputs hetnn makes start at 0 (nothing to read); given ones keep the elements the operation does not assign
-    d.reads_output.push_back(!out.empty() && reads(operation_, out_[k].name));
+    d.reads_output.push_back(!out.empty() && reads_[k]);
     d.scalar.push_back(false);
     d.fvalue.push_back(0);
     d.ivalue.push_back(0);
   }
   for (const auto& [ph, t] : types.bound) d.typedefs.emplace_back(ph, t);
-  check_distinct(who, out_, outputs);
   // strides: inputs broadcast, outputs contiguous; dimensions of extent 1 dropped, neighbours merged where every
   // array steps through them as one
   std::vector<std::vector<std::int64_t>> full;
@@ -320,11 +381,39 @@ std::vector<Array> ElementwiseKernel::operator()(const std::vector<Input>& in, c
   d.contiguous = d.shape.size() == 1;
   for (std::size_t k = 0; k < full.size() && d.contiguous; ++k)
     d.contiguous = (k < in_.size() && !in[k].array) || d.strides[k][0] == 1;
-  if (d.n == 0) return outputs;
+  d.key = user_signature(d.name, d.operation + '\x1e' + d.preamble, d.typedefs, d.types, d.scalar, d.reads_output);
+  std::lock_guard<std::mutex> lock(plan_mu_);
+  plan_ = plan;
+  return plan;
+}
+
+std::vector<Array> ElementwiseKernel::operator()(const std::vector<Input>& in, const std::vector<Array>& out) const {
+  const std::shared_ptr<const Plan> plan = plan_for(in, out);
+  std::vector<Array> outputs = out;
+  if (out.empty())
+    for (const DType t : plan->out_types) outputs.push_back(Array::empty(device_of(in, out), plan->shape, t));
+  if (outputs.size() > 1) check_distinct(kWho + " '" + name_ + "'", out_, outputs);
+  if (plan->d.n == 0) return outputs;
   std::vector<Buffer*> args;
-  for (std::size_t k = 0; k < in_.size(); ++k) args.push_back(in[k].array ? in[k].array->buffer().get() : nullptr);
+  args.reserve(in.size() + outputs.size());
+  bool numbers_in = false;
+  for (const Input& x : in) {
+    args.push_back(x.array ? x.array->buffer().get() : nullptr);
+    numbers_in = numbers_in || !x.array;
+  }
   for (const Array& o : outputs) args.push_back(o.buffer().get());
-  dev->backend().user_elementwise(d, args);
+  if (!numbers_in) {
+    outputs.front().device()->backend().user_elementwise(plan->d, args);
+    return outputs;
+  }
+  UserEwDesc d = plan->d;  // this call's numbers
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    if (in[k].array) continue;
+    const EwScalar& s = in[k].scalar;
+    d.fvalue[k] = s.is_float ? s.f : static_cast<double>(s.i);
+    d.ivalue[k] = s.is_float ? static_cast<std::int64_t>(s.f) : s.i;
+  }
+  outputs.front().device()->backend().user_elementwise(d, args);
   return outputs;
 }
 

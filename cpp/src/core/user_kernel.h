@@ -4,6 +4,8 @@
 // C compiler into a cached shared library (backend/cpu/user_kernel_cpu.cpp). Parameter types are dtype names or
 // placeholders (any other identifier, "T"), which take the dtype of the arrays bound to them in a call.
 #pragma once
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,8 +42,16 @@ class ElementwiseKernel {
   const std::vector<KernelParam>& out_params() const { return out_; }
 
  private:
+  // What a call resolved (types, strides, the compiled code's key) for its operands' device, dtypes and shapes:
+  // the next call with the same ones skips the resolving (a small array's call is the front's time).
+  struct Plan;
+  std::shared_ptr<const Plan> plan_for(const std::vector<Input>& in, const std::vector<Array>& out) const;
+
   std::vector<KernelParam> in_, out_;
   std::string operation_, name_, preamble_;
+  std::vector<bool> reads_;  // per output: whether the operation reads it (so a given output's elements are loaded)
+  mutable std::mutex plan_mu_;
+  mutable std::shared_ptr<const Plan> plan_;  // the last call's
 };
 
 // A user's reduction (hetnn.ReductionKernel, CuPy's design): map_expr maps the inputs' elements to values of

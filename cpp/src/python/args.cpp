@@ -43,7 +43,47 @@ int one_int(py::handle v, const char* name, const char* op) {
                                       1LL << 31, "is out of range (|value| < 2**31)"));
 }
 
+// The numbers ABCs, looked up once (borrowed for the process's life: a static py::object would be released after
+// the interpreter is gone).
+PyObject* numbers_abc(const char* name) {
+  static PyObject* integral = py::object(py::module_::import("numbers").attr("Integral")).release().ptr();
+  static PyObject* real = py::object(py::module_::import("numbers").attr("Real")).release().ptr();
+  return std::string(name) == "Integral" ? integral : real;
+}
+
+std::string type_name(py::handle v) { return py::str(py::type::of(v).attr("__name__")); }
+
 }  // namespace
+
+std::int64_t arg_int(py::handle v, const char* op, const char* name, const char* expected) {
+  PyObject* o = v.ptr();
+  int overflow = 0;
+  if (PyLong_CheckExact(o)) {  // the common case, without the protocol lookups
+    const long long k = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (!overflow) return k;
+  } else if (!is_bool(v) && PyIndex_Check(o) && !py::isinstance<Array>(v) &&
+             !(py::isinstance<py::array>(v) && py::array(py::reinterpret_borrow<py::object>(v)).ndim() > 0)) {
+    PyObject* i = PyNumber_Index(o);  // NumPy integers, 0-d integer NumPy arrays
+    if (i) {
+      const py::object io = py::reinterpret_steal<py::object>(i);
+      const long long k = PyLong_AsLongLongAndOverflow(io.ptr(), &overflow);
+      if (!overflow) return k;
+    } else {
+      PyErr_Clear();
+    }
+  }
+  if (overflow)
+    throw ValueError(std::string("hetnn.") + op + ": " + name + " " + std::string(py::str(v)) +
+                     " does not fit in int64");
+  throw TypeError(std::string("hetnn.") + op + ": " + name + " must be " + expected + ", got " + type_name(v));
+}
+
+int arg_axis(py::handle v, const char* op, const char* name, const char* expected) {
+  const std::int64_t k = arg_int(v, op, name, expected);
+  if (k < -(1 << 20) || k > (1 << 20))
+    throw ValueError(std::string("hetnn.") + op + ": " + name + " " + std::to_string(k) + " is out of bounds");
+  return static_cast<int>(k);
+}
 
 bool arg_bool(py::handle v, const char* name, const char* op) {
   if (is_bool(v)) return PyObject_IsTrue(v.ptr()) == 1;
@@ -157,14 +197,19 @@ bool arg_zero_padding(py::handle padding_mode, const char* op) {
 
 EwScalar arg_scalar(const py::handle& v, const char* op) {
   EwScalar s;
-  if (py::isinstance<py::bool_>(v) || py::isinstance(v, py::module_::import("numpy").attr("bool_"))) {
+  PyObject* o = v.ptr();
+  if (PyFloat_CheckExact(o)) {  // the common cases first, without the ABC checks
+    s.is_float = true;
+    s.f = PyFloat_AS_DOUBLE(o);
+    return s;
+  }
+  if (is_bool(v)) {
     s.is_bool = true;
-    s.i = v.cast<bool>() ? 1 : 0;
+    s.i = PyObject_IsTrue(o) == 1 ? 1 : 0;
     s.f = static_cast<double>(s.i);
     return s;
   }
-  const py::object numbers = py::module_::import("numbers");
-  if (py::isinstance(v, numbers.attr("Integral"))) {
+  if (PyLong_CheckExact(o) || PyObject_IsInstance(o, numbers_abc("Integral")) == 1) {
     try {
       s.i = py::int_(py::reinterpret_borrow<py::object>(v)).cast<std::int64_t>();
     } catch (const py::cast_error&) {
@@ -174,13 +219,14 @@ EwScalar arg_scalar(const py::handle& v, const char* op) {
     s.f = static_cast<double>(s.i);
     return s;
   }
-  if (py::isinstance(v, numbers.attr("Real"))) {
+  if (PyObject_IsInstance(o, numbers_abc("Real")) == 1) {
     s.is_float = true;
     s.f = py::float_(py::reinterpret_borrow<py::object>(v)).cast<double>();
     return s;
   }
+  PyErr_Clear();
   throw TypeError(std::string("hetnn.") + op + ": operands must be hetnn Arrays on one device or Python numbers, got " +
-                  std::string(py::str(py::type::of(v).attr("__name__"))));
+                  type_name(v));
 }
 
 

@@ -1,6 +1,9 @@
 // hetnn._core.Array: construction from NumPy (copy, or zero-copy on the CPU device), transfers, attributes.
 #include <cstring>
+#include <optional>
+#include <string>
 
+#include "core/elementwise.h"
 #include "core/errors.h"
 #include "python/bindings.h"
 
@@ -45,11 +48,12 @@ Shape ndarray_shape(const py::array& arr) {
   return Shape(arr.shape(), arr.shape() + arr.ndim());
 }
 
-// Binds Array::empty / Array::zeros: (device, shape sequence, dtype name) with the GIL released while allocating.
+// Binds Array::empty / Array::zeros: (device, shape sequence, dtype name or None: the device's default real type,
+// as full's and asarray's) with the GIL released while allocating.
 auto allocator(Array (*fn)(const DevicePtr&, const Shape&, DType)) {
-  return [fn](const DevicePtr& dev, const py::sequence& shape, const std::string& dtype) {
+  return [fn](const DevicePtr& dev, const py::sequence& shape, const std::optional<std::string>& dtype) {
     const Shape s = arg_shape(shape, "shape", "Array");
-    const DType t = dtype_from_name(dtype);
+    const DType t = dtype ? dtype_from_name(*dtype) : default_real(dev);
     NoGil nogil;
     return fn(dev, s, t);
   };
@@ -59,8 +63,10 @@ auto allocator(Array (*fn)(const DevicePtr&, const Shape&, DType)) {
 
 void bind_array(py::module_& m) {
   py::class_<Array>(m, "Array")
-      .def_static("empty", allocator(&Array::empty), py::arg("device"), py::arg("shape"), py::arg("dtype"))
-      .def_static("zeros", allocator(&Array::zeros), py::arg("device"), py::arg("shape"), py::arg("dtype"))
+      .def_static("empty", allocator(&Array::empty), py::arg("device"), py::arg("shape"),
+                  py::arg("dtype").none(true) = py::none())
+      .def_static("zeros", allocator(&Array::zeros), py::arg("device"), py::arg("shape"),
+                  py::arg("dtype").none(true) = py::none())
       .def_static(
           "from_numpy",
           [](const DevicePtr& dev, const py::array& arr) {

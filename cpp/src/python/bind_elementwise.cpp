@@ -33,26 +33,37 @@ const char* kind_name(EwKind k) {
 void bind_elementwise(py::module_& m) {
   m.def(
       "elementwise",
-      [](const std::string& name, const Array& x1, py::object x2, bool scalar_first, Array* out) {
+      // x2 and out as handles: pybind11 loads None into an Array* only on its second, converting pass, after a
+      // failed first pass that formats an AttributeError (a third of a small array's call). With out given the
+      // result is None (the caller has out): no second Python object for it.
+      [](const std::string& name, const Array& x1, py::handle x2, bool scalar_first, py::handle out) -> py::object {
         const EwOp op = ew_op_from_name(name);
+        if (!out.is_none() && !py::isinstance<Array>(out))
+          throw TypeError("hetnn." + name + ": out must be a hetnn Array or None, got " +
+                          py::str(py::type::of(out).attr("__name__")).cast<std::string>());
+        Array* y = out.is_none() ? nullptr : &out.cast<Array&>();
+        Array r;
         if (x2.is_none()) {
           NoGil nogil;
-          return hetnn::elementwise(op, x1, nullptr, out);
-        }
-        if (py::isinstance<Array>(x2)) {
+          r = hetnn::elementwise(op, x1, nullptr, y);
+        } else if (py::isinstance<Array>(x2)) {
           const Array& b = x2.cast<const Array&>();
           NoGil nogil;
-          return scalar_first ? hetnn::elementwise(op, b, &x1, out) : hetnn::elementwise(op, x1, &b, out);
+          r = scalar_first ? hetnn::elementwise(op, b, &x1, y) : hetnn::elementwise(op, x1, &b, y);
+        } else {
+          const EwScalar s = arg_scalar(x2, name.c_str());
+          NoGil nogil;
+          r = hetnn::elementwise(op, x1, s, scalar_first, y);
         }
-        const EwScalar s = arg_scalar(x2, name.c_str());
-        NoGil nogil;
-        return hetnn::elementwise(op, x1, s, scalar_first, out);
+        if (y) return py::none();
+        return py::cast(std::move(r));
       },
       // out may be passed by position: hetnn._elementwise does (pybind11's keyword matching costs ~1 us a call)
       py::arg("op"), py::arg("x1"), py::arg("x2") = py::none(), py::arg("scalar_first") = false,
-      py::arg("out").none(true) = nullptr,
+      py::arg("out") = py::none(),
       R"doc(The element-wise op ``op`` (a name of ``elementwise_ops()``) of x1 (and x2: an Array on x1's device or a
-Python number; ``scalar_first``: x2 is the first operand), broadcast as NumPy does.)doc");
+Python number; ``scalar_first``: x2 is the first operand), broadcast as NumPy does; into ``out`` when given (then
+None is returned), else a new Array.)doc");
   m.def(
       "where",
       [](const Array& cond, py::object x1, py::object x2, Array* out) {

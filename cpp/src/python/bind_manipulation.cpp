@@ -45,6 +45,13 @@ std::optional<std::int64_t> slice_part(const py::object& v) {
 }
 
 // a[key]'s key as the core's Index: ints, slices, None, Ellipsis; anything else an IndexError pointing at take.
+// The key as a mask: a bool hetnn Array alone (the Array API's boolean array indexing), else nullptr.
+const Array* bool_mask(const py::handle& key) {
+  if (!py::isinstance<Array>(key)) return nullptr;
+  const Array& a = key.cast<const Array&>();
+  return a.valid() && a.dtype() == DType::b8 ? &a : nullptr;
+}
+
 Index arg_index(const py::handle& key) {
   Index idx;
   auto one = [&](const py::handle& h) {
@@ -58,9 +65,12 @@ Index arg_index(const py::handle& key) {
       it.start = slice_part(h.attr("start"));
       it.stop = slice_part(h.attr("stop"));
       it.step = slice_part(h.attr("step"));
-    } else if (py::isinstance<py::bool_>(h) || py::isinstance(h, py::module_::import("numpy").attr("bool_"))) {
-      throw IndexError("hetnn.Array[...]: boolean indices (masks) are not supported; use hetnn.where, or "
-                       "hetnn.take with integer indices");
+    } else if (PyBool_Check(h.ptr()) || std::string(Py_TYPE(h.ptr())->tp_name).rfind("numpy.bool", 0) == 0) {
+      throw IndexError("hetnn.Array[...]: True and False are not indices; a mask is a bool hetnn Array of the "
+                       "array's leading shape (x[mask])");
+    } else if (bool_mask(h)) {
+      throw IndexError("hetnn.Array[...]: a mask (a bool Array) must be the whole index, x[mask], not one of "
+                       "several; select the other axes first");
     } else if (is_int(h)) {
       it.index = as_int64(h, "the index");
     } else if (py::isinstance<Array>(h) && h.cast<const Array&>().ndim() == 0 &&
@@ -70,9 +80,10 @@ Index arg_index(const py::handle& key) {
       const Array v = a.dtype() == DType::i64 ? a : astype(a, DType::i64);
       v.to_host(&it.index);
     } else {
-      throw IndexError("hetnn.Array[...]: only integers, slices (':'), None, the Ellipsis ('...') and 0-d "
-                       "integer arrays are valid indices, got " + type_name(h) +
-                       "; take elements at an array of indices with hetnn.take(x, indices, axis=...)");
+      throw IndexError("hetnn.Array[...]: only integers, slices (':'), None, the Ellipsis ('...'), 0-d "
+                       "integer arrays and a bool hetnn Array (a mask, alone) are valid indices, got " +
+                       type_name(h) + "; take elements at an array of indices with hetnn.take(x, indices, "
+                       "axis=...); a NumPy mask goes to the device first: hetnn.asarray(mask, device=x.device)");
     }
     idx.push_back(it);
   };
@@ -82,28 +93,6 @@ Index arg_index(const py::handle& key) {
     one(key);
   }
   return idx;
-}
-
-// An int argument of `op` (an int, a NumPy integer, a 0-d integer array), else TypeError / ValueError naming it.
-std::int64_t arg_count(const py::handle& v, const char* op, const char* name) {
-  PyObject* o = is_int(v) ? PyNumber_Index(v.ptr()) : nullptr;
-  if (!o) {
-    PyErr_Clear();
-    throw TypeError(std::string("hetnn.") + op + ": " + name + " must be an int, got " + type_name(v));
-  }
-  try {
-    return py::reinterpret_steal<py::int_>(o).cast<std::int64_t>();
-  } catch (const py::cast_error&) {
-    throw ValueError(std::string("hetnn.") + op + ": " + name + " " + std::string(py::str(v)) +
-                     " does not fit in int64");
-  }
-}
-
-int arg_axis(const py::handle& v, const char* op, const char* name = "axis") {
-  const std::int64_t k = arg_count(v, op, name);
-  if (k < -(1 << 20) || k > (1 << 20))
-    throw ValueError(std::string("hetnn.") + op + ": " + name + " " + std::to_string(k) + " is out of bounds");
-  return static_cast<int>(k);
 }
 
 // An int or a tuple / list of ints; None gives nullopt.
@@ -122,9 +111,9 @@ std::optional<std::vector<int>> arg_axes(const py::handle& v, const char* op) {
 std::vector<std::int64_t> arg_counts(const py::handle& v, const char* op, const char* name) {
   std::vector<std::int64_t> out;
   if (py::isinstance<py::tuple>(v) || py::isinstance<py::list>(v)) {
-    for (const py::handle& h : v) out.push_back(arg_count(h, op, name));
+    for (const py::handle& h : v) out.push_back(arg_int(h, op, name));
   } else {
-    out.push_back(arg_count(v, op, name));
+    out.push_back(arg_int(v, op, name));
   }
   return out;
 }
@@ -154,6 +143,10 @@ void bind_manipulation(py::module_& m) {
   m.def(
       "getitem",
       [](const Array& x, py::handle key) {
+        if (const Array* mask = bool_mask(key)) {
+          NoGil nogil;
+          return getitem_mask(x, *mask);
+        }
         const Index idx = arg_index(key);
         NoGil nogil;
         return getitem(x, idx);
@@ -162,6 +155,11 @@ void bind_manipulation(py::module_& m) {
   m.def(
       "setitem",
       [](Array& x, py::handle key, const Array& value) {
+        if (const Array* mask = bool_mask(key)) {
+          NoGil nogil;
+          setitem_mask(x, *mask, value);
+          return;
+        }
         const Index idx = arg_index(key);
         NoGil nogil;
         setitem(x, idx, value);
@@ -256,7 +254,7 @@ void bind_manipulation(py::module_& m) {
     m.def(
         name,
         [lower, name](const Array& x, py::handle k) {
-          const std::int64_t kk = arg_count(k, name, "k");
+          const std::int64_t kk = arg_int(k, name, "k");
           NoGil nogil;
           return lower ? tril(x, kk) : triu(x, kk);
         },
@@ -317,7 +315,7 @@ void bind_manipulation(py::module_& m) {
       [](const DevicePtr& dev, py::handle start, py::handle stop, py::handle num, py::handle endpoint,
          py::handle dtype) {
         const double a = arg_real(start, "start", "linspace"), b = arg_real(stop, "stop", "linspace");
-        const std::int64_t n = arg_count(num, "linspace", "num");
+        const std::int64_t n = arg_int(num, "linspace", "num");
         const bool e = arg_bool(endpoint, "endpoint", "linspace");
         const std::optional<DType> t = arg_dtype(dtype);
         NoGil nogil;
@@ -328,10 +326,10 @@ void bind_manipulation(py::module_& m) {
   m.def(
       "eye",
       [](const DevicePtr& dev, py::handle n_rows, py::handle n_cols, py::handle k, py::handle dtype) {
-        const std::int64_t r = arg_count(n_rows, "eye", "n_rows");
+        const std::int64_t r = arg_int(n_rows, "eye", "n_rows");
         const std::optional<std::int64_t> c =
-            n_cols.is_none() ? std::nullopt : std::optional<std::int64_t>(arg_count(n_cols, "eye", "n_cols"));
-        const std::int64_t diag = arg_count(k, "eye", "k");
+            n_cols.is_none() ? std::nullopt : std::optional<std::int64_t>(arg_int(n_cols, "eye", "n_cols"));
+        const std::int64_t diag = arg_int(k, "eye", "k");
         const std::optional<DType> t = arg_dtype(dtype);
         NoGil nogil;
         return eye(dev, r, c, diag, t);

@@ -17,15 +17,7 @@ namespace {
 Axes arg_axes(const py::handle& v, const char* op) {
   Axes a;
   if (v.is_none()) return a;
-  auto one = [&](const py::handle& h) {
-    if (py::isinstance<py::bool_>(h) || !py::isinstance(h, py::module_::import("numbers").attr("Integral")))
-      throw TypeError(std::string("hetnn.") + op + ": axis must be None, an int or a tuple of ints, got " +
-                      std::string(py::str(py::type::of(h).attr("__name__"))));
-    const long long k = py::int_(py::reinterpret_borrow<py::object>(h)).cast<long long>();
-    if (k < -(1LL << 20) || k > (1LL << 20))
-      throw ValueError(std::string("hetnn.") + op + ": axis " + std::to_string(k) + " is out of bounds");
-    return static_cast<int>(k);
-  };
+  auto one = [&](const py::handle& h) { return arg_axis(h, op, "axis", "None, an int or a tuple of ints"); };
   a.all = false;
   if (py::isinstance<py::tuple>(v) || py::isinstance<py::list>(v)) {
     for (const py::handle& h : v) a.list.push_back(one(h));

@@ -9,18 +9,6 @@ namespace py = pybind11;
 
 namespace hetnn::python {
 
-namespace {
-
-int arg_axis(py::handle v, const char* op) {
-  if (py::isinstance<py::bool_>(v) || !py::isinstance<py::int_>(py::reinterpret_borrow<py::object>(v)))
-    throw TypeError(std::string("hetnn.") + op + ": axis must be an int, got " + std::string(py::repr(v)));
-  const long long a = v.cast<long long>();
-  if (a < -(1LL << 30) || a > (1LL << 30))
-    throw ValueError(std::string("hetnn.") + op + ": axis " + std::to_string(a) + " is out of bounds");
-  return static_cast<int>(a);
-}
-
-}  // namespace
 
 void bind_sort(py::module_& m) {
   for (const bool values : {true, false}) {

@@ -73,15 +73,21 @@ void bind_user_kernel(py::module_& m) {
       .def_property_readonly("nout", [](const ElementwiseKernel& k) { return k.out_params().size(); })
       .def(
           "call",
-          [](const ElementwiseKernel& k, py::list inputs, py::list outputs) {
+          [](const ElementwiseKernel& k, py::list inputs, py::list outputs) -> py::list {
             const std::string who = "ElementwiseKernel '" + k.name() + "'";
             std::vector<Array> held;
             const auto in = inputs_of(inputs, held, who);
             const auto out = outputs_of(outputs, who);
-            NoGil nogil;
-            return k(in, out);
+            std::vector<Array> made;
+            {
+              NoGil nogil;
+              made = k(in, out);
+            }
+            if (!out.empty()) return py::list();  // the caller has them: no second Python objects
+            return py::cast(std::move(made)).cast<py::list>();
           },
-          py::arg("inputs"), py::arg("outputs"), "Runs the kernel: inputs (Arrays or numbers), outputs (or []).");
+          py::arg("inputs"), py::arg("outputs"),
+          "Runs the kernel: inputs (Arrays or numbers), outputs (or []); returns the outputs it made ([] when given).");
   py::class_<ReductionKernel>(m, "ReductionKernel", "A user's reduction kernel (CuPy's design).")
       .def(py::init<const std::string&, const std::string&, std::string, std::string, std::string, std::string,
                     std::string, std::optional<std::string>, std::string>(),

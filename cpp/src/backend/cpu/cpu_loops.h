@@ -2,6 +2,7 @@
 #pragma once
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -45,6 +46,21 @@ void parallel_ranges(std::int64_t n, Fn&& fn, std::int64_t min_parallel = 0) {
     const std::int64_t b = n * t / nt, e = n * (t + 1) / nt;
     if (b < e) fn(b, e);
   }
+}
+
+// Splits [0, n) into pieces of `grain` and hands them to the OpenMP threads as each finishes the last one
+// (dynamic): a thread its VM preempts, or a neighbour's load shares, holds back only its piece, not an even share
+// of the whole (an even split waits for its slowest thread). For order-free loops (element-wise ops); on the calling
+// thread alone when n < min_parallel.
+template <class Fn>
+void parallel_pieces(std::int64_t n, std::int64_t grain, Fn&& fn, std::int64_t min_parallel = 0) {
+  if (n < min_parallel) {
+    if (n > 0) fn(std::int64_t{0}, n);
+    return;
+  }
+  const std::int64_t pieces = (n + grain - 1) / grain;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::int64_t p = 0; p < pieces; ++p) fn(p * grain, std::min(n, (p + 1) * grain));
 }
 
 }  // namespace hetnn

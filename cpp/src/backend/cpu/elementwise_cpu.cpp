@@ -15,6 +15,7 @@
 #include "backend/cpu/cpu_threads.h"
 #include "backend/cpu/cpu_convert.h"
 #include "backend/cpu/half_convert.h"
+#include "backend/cpu/vec_math.h"
 #include "core/errors.h"
 
 namespace hetnn {
@@ -23,20 +24,25 @@ namespace {
 
 constexpr std::int64_t kChunk = 512;
 constexpr std::int64_t kParallelMin = 1 << 15;
+constexpr std::int64_t kPiece = 1 << 16;  // elements a thread takes at a time (a multiple of kChunk)
 
 bool is16(DType t) { return t == DType::f16 || t == DType::bf16; }
 
 // The chunk [i, i + m) of one operand as C values: a pointer into the buffer when it can be read as it is, else
 // `tmp` filled.
+// Whether elements of type t are stored as C (so a chunk is read, or written, in place).
+template <class C>
+bool native(DType t) {
+  return (t == DType::f32 && std::is_same_v<C, float>) || (t == DType::f64 && std::is_same_v<C, double>) ||
+         (t == DType::i32 && std::is_same_v<C, std::int32_t>) || (t == DType::i64 && std::is_same_v<C, std::int64_t>) ||
+         ((t == DType::u8 || t == DType::b8) && std::is_same_v<C, std::uint8_t>) ||
+         (t == DType::i8 && std::is_same_v<C, std::int8_t>);
+}
+
 template <class C>
 const C* operand(const ElementwiseDesc& d, DType t, const void* p, const std::vector<std::int64_t>& st, std::int64_t i,
                  std::int64_t m, C* tmp) {
-  const bool native = (t == DType::f32 && std::is_same_v<C, float>) || (t == DType::f64 && std::is_same_v<C, double>) ||
-                      (t == DType::i32 && std::is_same_v<C, std::int32_t>) ||
-                      (t == DType::i64 && std::is_same_v<C, std::int64_t>) ||
-                      ((t == DType::u8 || t == DType::b8) && std::is_same_v<C, std::uint8_t>) ||
-                      (t == DType::i8 && std::is_same_v<C, std::int8_t>);
-  if (d.contiguous && native) return static_cast<const C*>(p) + i;
+  if (d.contiguous && native<C>(t)) return static_cast<const C*>(p) + i;
   if constexpr (std::is_same_v<C, float>) {
     if (d.contiguous && is16(t)) {
       widen_to_f32(t, static_cast<const std::uint16_t*>(p) + i, tmp, m);
@@ -144,6 +150,22 @@ C shift_right(C x, C s) {
   return static_cast<C>(x >> s);
 }
 
+// float32 e^x over m elements, vectorised at the processor's width: blocks whose elements all give normal results
+// (the common case) take the short form, the others the full one (NaN, infinities, overflow, subnormals).
+HETNN_CLONES void exp_f32_loop(std::int64_t m, const float* x, float* r) {
+  constexpr std::int64_t kBlock = 64;
+  for (std::int64_t j0 = 0; j0 < m; j0 += kBlock) {
+    const std::int64_t e = std::min(m, j0 + kBlock);
+    int normal = 1;
+    for (std::int64_t j = j0; j < e; ++j) normal &= (x[j] >= kExpNormalLo) & (x[j] <= kExpNormalHi);
+    if (normal) {
+      for (std::int64_t j = j0; j < e; ++j) r[j] = exp_f32_normal(x[j]);
+    } else {
+      for (std::int64_t j = j0; j < e; ++j) r[j] = exp_f32(x[j]);
+    }
+  }
+}
+
 template <class R, class C, class F>
 void map2(std::int64_t m, const C* x, const C* z, R* r, F f) {
   for (std::int64_t j = 0; j < m; ++j) r[j] = static_cast<R>(f(x[j], z[j]));
@@ -244,7 +266,9 @@ void compute(EwOp op, bool bool_in, std::int64_t m, const C* x, const C* z, R* r
               const C hi = std::max(a, b), lo = std::min(a, b);
               return hi + std::log1p(std::exp(lo - hi));
             });
-          case EwOp::exp: return map1(m, x, r, [](C a) { return std::exp(a); });
+          case EwOp::exp:
+            if constexpr (std::is_same_v<C, float> && std::is_same_v<R, float>) return exp_f32_loop(m, x, r);
+            else return map1(m, x, r, [](C a) { return std::exp(a); });
           case EwOp::expm1: return map1(m, x, r, [](C a) { return std::expm1(a); });
           case EwOp::log: return map1(m, x, r, [](C a) { return std::log(a); });
           case EwOp::log1p: return map1(m, x, r, [](C a) { return std::log1p(a); });
@@ -284,6 +308,7 @@ void run_range(const ElementwiseDesc& d, const void* a, const void* b, void* out
   if (d.scalar) scalar = std::is_floating_point_v<C> ? static_cast<C>(d.fscalar) : static_cast<C>(d.iscalar);
   const bool binary = ew_arity(d.op) == 2;
   const bool bool_out = d.out == DType::b8 && d.op != EwOp::cast;
+  const bool direct = !bool_out && d.op != EwOp::cast && d.out == d.in && native<C>(d.out);
   const DType in = d.in;
   for (std::int64_t i = begin; i < end; i += kChunk) {
     const std::int64_t m = std::min(kChunk, end - i);
@@ -302,6 +327,8 @@ void run_range(const ElementwiseDesc& d, const void* a, const void* b, void* out
     }
     if (d.op == EwOp::cast) {
       store(d.out, out, i, m, x);
+    } else if (direct) {  // into the output itself: no second pass through a chunk buffer
+      compute<C, C>(d.op, in == DType::b8, m, x, z, static_cast<C*>(out) + i);
     } else if (bool_out) {
       compute<C, std::uint8_t>(d.op, in == DType::b8, m, x, z, rb);
       store(d.out, out, i, m, rb);
@@ -314,14 +341,14 @@ void run_range(const ElementwiseDesc& d, const void* a, const void* b, void* out
 
 template <class C>
 void run_all(const ElementwiseDesc& d, const void* a, const void* b, void* out) {
-  parallel_ranges(d.n, [&](std::int64_t begin, std::int64_t end) { run_range<C>(d, a, b, out, begin, end); },
+  parallel_pieces(d.n, kPiece, [&](std::int64_t begin, std::int64_t end) { run_range<C>(d, a, b, out, begin, end); },
                   kParallelMin);
 }
 
 template <class C>
 void where_all(const ElementwiseDesc& d, const void* c, const void* a, const void* b, void* out) {
-  parallel_ranges(
-      d.n,
+  parallel_pieces(
+      d.n, kPiece,
       [&](std::int64_t begin, std::int64_t end) {
         C xb[kChunk], zb[kChunk], r[kChunk];
         std::uint8_t cb[kChunk];

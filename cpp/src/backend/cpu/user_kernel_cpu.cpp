@@ -323,8 +323,11 @@ F cached(const D& d, const std::string& key, const char* sym) {
 
 void CpuBackend::user_elementwise(const UserEwDesc& d, const std::vector<Buffer*>& args) {
   if (d.n == 0) return;
-  const std::string key = user_signature(d.name, d.operation + '\x1e' + d.preamble, d.typedefs, d.types, d.scalar,
-                                         d.reads_output);
+  const std::string computed =  // the front sets d.key; computed here for a descriptor made without it
+      d.key.empty() ? user_signature(d.name, d.operation + '\x1e' + d.preamble, d.typedefs, d.types, d.scalar,
+                                     d.reads_output)
+                    : std::string();
+  const std::string& key = d.key.empty() ? computed : d.key;
   const Fn fn = cached<Fn>(d, key, "hetnn_user_kernel");
   cpu_threads::apply();
   std::vector<std::int64_t> st(8 * args.size(), 0);

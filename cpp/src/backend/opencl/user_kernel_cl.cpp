@@ -160,8 +160,11 @@ cl_kernel ClBackend::user_kernel(const std::string& source, const std::string& n
 
 void ClBackend::user_elementwise(const UserEwDesc& d, const std::vector<Buffer*>& args) {
   std::lock_guard<std::mutex> lock(mu_);
-  const std::string sig = user_signature(d.name, d.operation + '\x1e' + d.preamble, d.typedefs, d.types, d.scalar,
-                                         d.reads_output);
+  const std::string computed =  // the front sets d.key; computed here for a descriptor made without it
+      d.key.empty() ? user_signature(d.name, d.operation + '\x1e' + d.preamble, d.typedefs, d.types, d.scalar,
+                                     d.reads_output)
+                    : std::string();
+  const std::string& sig = d.key.empty() ? computed : d.key;
   cl_kernel& k = user_kernels_[sig];  // a call that finds its kernel generates no source
   if (!k) k = user_kernel(generate(d), d.name, d.name, "the ElementwiseKernel");
   cl_long8 shape{};
