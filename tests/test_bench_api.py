@@ -55,6 +55,29 @@ def test_run_arrays_checks_every_result_and_compares_with_numpy(tmp_path):
         assert (tmp_path / "a-arrays.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_run_arrays_sets_host_rows_against_a_stream_kernel_of_the_same_rounds():
+    """The share of the memory ceiling came from a triad stored minutes or days before, which moves by a fifth on a
+    shared VM, and was one ceiling for every access pattern: arrays beyond the caches now time a STREAM-style kernel
+    of the op's pattern (triad for add, read for sum) as one more case of the same rounds and set every
+    host-resident row against it."""
+    from hetnn.bench.arrays import STREAM, run_arrays, summary
+
+    cpu = hetnn.device("cpu")
+    rows = run_arrays([cpu], ops=("add", "sum"), sizes=(16 << 20,), n_warmup=1, n_repeat=3, max_duration=0.2)
+    for op, kind in (("add", "triad"), ("sum", "read")):
+        sel = {r["library"]: r for r in rows if r["op"] == op}
+        ref_name = f"{STREAM} {kind}"
+        assert set(sel) == {"hetnn", "numpy", ref_name}
+        ref = sel[ref_name]
+        assert ref["max_rel_err"] < 1e-6 and ref["gbps"] > 0 and ref["rounds"]
+        for lib in ("hetnn", "numpy"):
+            r = sel[lib]
+            assert r["ceiling_of"] == ref_name
+            assert r["pct_peak"] == pytest.approx(100 * r["gbps"] / ref["gbps"], rel=1e-9)
+    lines = summary(rows)
+    assert sum("against this run's stream" in line or "(this run's stream" in line for line in lines) == 4, lines
+
+
 def test_run_arrays_leaves_out_a_user_kernel_without_a_c_compiler(tmp_path):
     # a fresh process and cache: no compiled saxpy kernel to fall back on
     code = ("import warnings, hetnn\nfrom hetnn.bench.arrays import run_arrays\n"
@@ -197,7 +220,7 @@ def test_unsynchronised_timing_would_be_flagged():
 
     n = 1024
     A = hetnn.asarray(np.ones((n, n), np.float32), device=dev)
-    C = hetnn.empty((n, n), device=dev)
+    C = hetnn.empty((n, n), "float32", device=dev)
     hetnn.matmul(A, A, out=C)
     hetnn.synchronize(dev)
     t0 = time.perf_counter()

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -11,6 +12,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "backend/cpu/cpu_loops.h"
 #include "backend/cpu/cpu_threads.h"
 #include "core/errors.h"
 #ifdef HETNN_HAVE_CLBLAST
@@ -87,6 +89,54 @@ RawMatmul::RawMatmul(const float* a, const float* b, float* c, int M, int N, int
            {DNNL_ARG_DST, memory(c_md, eng_, c)}};
 }
 
+namespace {
+template <class T>
+void triad_loop(T* a, const T* b, const T* c, T s, std::int64_t n) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+}
+
+// The timed-case kernels hand out pieces dynamically: a ceiling must not wait for a thread the VM preempted (an even
+// split does, and a busy neighbour then lets a one-thread loop beat it).
+constexpr std::int64_t kStreamPiece = 1 << 16;
+
+// A thread's share of the read kernel: 32 partial sums, so the loads, not the additions' latency, bound it.
+HETNN_CLONES double read_sum(const float* b, std::int64_t n) {
+  float acc[32] = {};
+  std::int64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int j = 0; j < 32; ++j) acc[j] += b[i + j];
+  double total = 0;
+  for (; i < n; ++i) total += b[i];
+  for (const float v : acc) total += v;
+  return total;
+}
+
+}  // namespace
+
+double stream_kernel(const std::string& kind, float* a, const float* b, const float* c, float s, std::int64_t n) {
+  cpu_threads::apply();
+  if (kind != "triad" && kind != "copy" && kind != "read")
+    throw ValueError("stream_kernel: kind must be triad, copy or read, got " + kind);
+  const std::int64_t pieces = (n + kStreamPiece - 1) / kStreamPiece;
+  std::vector<double> part(static_cast<std::size_t>(kind == "read" ? pieces : 0));
+  const int k = kind == "triad" ? 0 : kind == "copy" ? 1 : 2;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::int64_t p = 0; p < pieces; ++p) {
+    const std::int64_t lo = p * kStreamPiece, hi = std::min(n, lo + kStreamPiece);
+    if (k == 0) {
+      for (std::int64_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
+    } else if (k == 1) {
+      for (std::int64_t i = lo; i < hi; ++i) a[i] = b[i];
+    } else {
+      part[static_cast<std::size_t>(p)] = read_sum(b + lo, hi - lo);
+    }
+  }
+  double total = 0;
+  for (const double v : part) total += v;  // in order: the same sum whatever the schedule
+  return total;
+}
+
 std::pair<double, double> stream_copy_triad(std::size_t bytes_per_array, int repeats) {
   cpu_threads::apply();
   const std::int64_t n = static_cast<std::int64_t>(bytes_per_array / sizeof(double));
@@ -106,8 +156,7 @@ std::pair<double, double> stream_copy_triad(std::size_t bytes_per_array, int rep
     for (std::int64_t i = 0; i < n; ++i) pc[i] = pa[i];
     copy = std::max(copy, 16.0 * n / (now() - t0) / 1e9);
     t0 = now();
-#pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) pa[i] = pb[i] + scalar * pc[i];
+    triad_loop(pa, pb, pc, scalar, n);
     triad = std::max(triad, 24.0 * n / (now() - t0) / 1e9);
   }
   volatile double keep = pa[n / 2] + pc[n / 3];  // the stores are observable

@@ -69,6 +69,12 @@ bool have_clblast();
 // counted as STREAM counts them (no write-allocate traffic).
 std::pair<double, double> stream_copy_triad(std::size_t bytes_per_array, int repeats);
 
+// One pass of a STREAM-style kernel over n float32 elements of the caller's memory, with all OpenMP threads: the
+// memory ceiling of one access pattern, timed as a case beside the ops it bounds (bench arrays). "triad": a = b +
+// s*c (two reads, one write), "copy": a = b (one read, one write), "read": the sum of b (one read; returned, so the
+// loads are observable). Pieces go to the threads dynamically, so a preempted thread holds back only its piece.
+double stream_kernel(const std::string& kind, float* a, const float* b, const float* c, float s, std::int64_t n);
+
 // Max-pooling forward (inference) on f32 memory: x (N, C, H, W) in `layout` "nchw" or "nhwc", y the output in the
 // same layout; square kernel k, stride s, padding p.
 class RawMaxPool : public RawPrimitive {

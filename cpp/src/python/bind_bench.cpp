@@ -68,6 +68,29 @@ void bind_bench(py::module_& m) {
         return bench::stream_copy_triad(bytes_per_array, repeats);
       },
       py::arg("bytes_per_array"), py::arg("repeats") = 5);
+  m.def(
+      "_stream_kernel",
+      [](const std::string& kind, py::array a, py::array b, py::array c, float s) {
+        for (const auto& [x, name] : {std::pair<const py::array&, const char*>{a, "a"}, {b, "b"}, {c, "c"}})
+          if (!py::isinstance<py::array_t<float>>(x) || !(x.flags() & py::array::c_style))
+            throw TypeError(std::string("_stream_kernel: ") + name + " must be a C-contiguous float32 array, got " +
+                            py::str(py::type::of(x)).cast<std::string>() + " of dtype " +
+                            py::str(x.dtype()).cast<std::string>());
+        if (kind != "triad" && kind != "copy" && kind != "read")
+          throw ValueError("_stream_kernel: kind must be 'triad', 'copy' or 'read', got '" + kind + "'");
+        if (kind != "read" && !a.writeable()) throw ValueError("_stream_kernel: a must be writable");
+        if (b.size() != a.size() || c.size() != a.size())
+          throw ValueError("_stream_kernel: a, b and c must have the same size, got " + std::to_string(a.size()) +
+                           ", " + std::to_string(b.size()) + " and " + std::to_string(c.size()));
+        float* pa = kind == "read" ? nullptr : static_cast<float*>(a.mutable_data());
+        const float* pb = static_cast<const float*>(b.data());
+        const float* pc = static_cast<const float*>(c.data());
+        NoGil nogil;
+        return bench::stream_kernel(kind, pa, pb, pc, s, static_cast<std::int64_t>(a.size()));
+      },
+      py::arg("kind"), py::arg("a"), py::arg("b"), py::arg("c"), py::arg("s") = 3.0f,
+      "One pass of a STREAM-style kernel over float32 arrays, all threads: 'triad' a = b + s*c, 'copy' a = b, "
+      "'read' the sum of b (returned): the host's memory ceiling of one access pattern as a timed case.");
   struct RawMaxPoolPeer {
     py::array x, y;
     std::unique_ptr<bench::RawMaxPool> impl;

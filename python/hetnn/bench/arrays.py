@@ -2,8 +2,12 @@
 
 Two sizes answer two questions. A large array (64 MiB per operand by default, beyond every last-level cache) asks
 whether the op streams at the device's memory bandwidth: GB/s counts each operand's bytes once (read or written) over
-the device's time, and "% mem peak" sets it against the device's measured memory ceiling (`bench peak`; the host's
-STREAM triad for host-resident devices). A small one (1 KiB) asks what a call costs: CALLS_SMALL calls in a row timed
+the device's time, and "% mem peak" sets it against the device's memory ceiling: for host-resident devices and
+NumPy a STREAM-style kernel of the op's access pattern (triad: two arrays read, one written; copy: one and one;
+read: one read) over arrays of the same size, timed as one more case of the same interleaved rounds (a ceiling
+measured minutes apart moves by a fifth on a shared VM, and each pattern has its own: on a 2-vCPU VM a read-only
+stream reaches less than the triad's reads and writes together); else the device's stored ceiling (`bench peak`).
+A small one (1 KiB) asks what a call costs: CALLS_SMALL calls in a row timed
 as one repeat (synchronised at its end), per call, against NumPy's: the per-call overhead. hetnn's operands live on
 the device and element-wise results go into a preallocated output (``out=``), as NumPy's do; reductions return a new
 (small) array on both sides. Each result is checked against NumPy in float64."""
@@ -18,7 +22,7 @@ from .._device import Device
 from .._timing import Case, interleave
 from .peak import check_ceiling, mem_peak_gbps, on_host, stream_gbps
 from .progress import expect
-from .stats import ratio
+from .stats import ratio, ratio_interval, row_pair
 
 ARRAYS_COLUMNS = [
     ("op", "op", ""), ("size", "size", ""), ("library", "library", ""), ("device", "device", ""),
@@ -26,11 +30,14 @@ ARRAYS_COLUMNS = [
     ("max_rel_err", "rel err", ".1e"), ("noise", "flags", ""), ("iqr_pct", "IQR %", ".0f", "detail"),
 ]
 
-# name -> (operands, bytes moved per element of x: inputs read + outputs written)
+# name -> (operands, bytes moved per element of x: inputs read + outputs written, the STREAM-style kernel of the
+# same access pattern that is its ceiling)
 # ("saxpy kernel": z = 2 x + y as a user ElementwiseKernel, against NumPy's two passes into one output)
-OPS: Dict[str, Tuple[int, int]] = {"add": (2, 3), "exp": (1, 2), "sum": (1, 1), "sum axis 0": (1, 1),
-                                   "saxpy kernel": (2, 3)}
+OPS: Dict[str, Tuple[int, int, str]] = {"add": (2, 3, "triad"), "exp": (1, 2, "copy"), "sum": (1, 1, "read"),
+                                        "sum axis 0": (1, 1, "read"), "saxpy kernel": (2, 3, "triad")}
 ELEMENTWISE = ("add", "exp", "saxpy kernel")
+STREAM = "stream"  # the library name of the ceilings' rows ("stream triad", ...)
+STREAM_MOVED = {"triad": 3, "copy": 2, "read": 1}  # bytes per element, as STREAM counts them
 SMALL_BYTES = 1 << 10
 LARGE_BYTES = 64 << 20
 CALLS_SMALL = 200
@@ -112,12 +119,39 @@ def _rel_err(op: str, got: np.ndarray, ref: np.ndarray, a: np.ndarray) -> float:
     return float(np.max(np.abs(got - ref))) / scale if scale else 0.0
 
 
+def _stream_case(kind: str, n: int, rng: np.random.Generator, calls: int) -> Tuple[Case, float]:
+    """The host's memory ceiling for one access pattern as a timed case over fresh float32 arrays of n elements,
+    and its error against float64."""
+    import hetnn
+
+    from .._loader import _core
+
+    # in the CPU device's memory (NumPy views of it), as hetnn's operands: its large blocks ask for huge pages,
+    # which a 64 MiB stream gains from (fewer TLB misses), so the ceiling has what the ops have
+    cpu = hetnn.device("cpu")
+    held = [hetnn.asarray(rng.uniform(-1, 1, n).astype(np.float32), device=cpu) for _ in range(3)]
+    ta, tb, tc = (np.asarray(h) for h in held)
+    got = _core._stream_kernel(kind, ta, tb, tc, 3.0)
+    b64 = tb.astype(np.float64)
+    if kind == "read":
+        err = abs(got - float(b64.sum())) / float(np.abs(b64).sum())
+    else:
+        ref = b64 + 3.0 * tc.astype(np.float64) if kind == "triad" else b64
+        err = float(np.max(np.abs(ta - ref)) / np.max(np.abs(ref)))
+    def run() -> float:
+        assert held  # the arrays' memory lives as long as the case
+        return _core._stream_kernel(kind, ta, tb, tc, 3.0)
+    return Case(f"{STREAM} {kind}", _repeat(run, calls), nbytes=STREAM_MOVED[kind] * ta.nbytes * calls), err
+
+
 def run_arrays(devices: Sequence[Device], *, ops: Sequence[str] = tuple(OPS),
                sizes: Sequence[int] = (SMALL_BYTES, LARGE_BYTES), n_warmup: int = 3, n_repeat: int = 20,
                max_duration: Optional[float] = 1.0, seed: int = 0,
                progress: Optional[Callable[[str], None]] = None) -> List[Dict[str, Any]]:
     """One row per (op, size, device or NumPy): median time per call, GB/s and % of the memory ceiling (arrays
-    beyond the caches), the error against float64. Every (op, size) is one interleaved run of all its rows."""
+    beyond the caches), the error against float64. Every (op, size) is one interleaved run of all its rows; for
+    arrays beyond the caches one more row, the host's STREAM-style kernel of the op's access pattern (library
+    "stream triad", "stream copy" or "stream read"), is the ceiling of the host-resident rows of that run."""
     import hetnn
 
     unknown = [o for o in ops if o not in OPS]
@@ -125,9 +159,7 @@ def run_arrays(devices: Sequence[Device], *, ops: Sequence[str] = tuple(OPS),
         raise ValueError(f"run_arrays: unknown op(s) {unknown}; available: {', '.join(OPS)}")
     rng = np.random.default_rng(seed)
     ceilings = {d.id: mem_peak_gbps(d) for d in devices}
-    # NumPy's rows against the same host ceiling as the host-resident devices' (the best triad known, not only
-    # this process's)
-    host = max([stream_gbps(), *(ceilings[d.id] or 0.0 for d in devices if on_host(d))])
+    host_ids = {d.id for d in devices if on_host(d)}
     rows: List[Dict[str, Any]] = []
     expect(progress, len(ops) * len(sizes))
     for nbytes in sizes:
@@ -140,7 +172,8 @@ def run_arrays(devices: Sequence[Device], *, ops: Sequence[str] = tuple(OPS),
             b = rng.uniform(-1, 1, shape).astype(np.float32)
             out = np.empty_like(a)
             ref = _reference(op, a, b)
-            moved = OPS[op][1] * a.nbytes
+            moved, kind = OPS[op][1] * a.nbytes, OPS[op][2]
+            ref_name, ref_moved = f"{STREAM} {kind}", STREAM_MOVED[kind] * a.nbytes
             # a small array's call is timed as a loop of `calls` (its time per call): one call alone is shorter
             # than the timer's own synchronisation around it
             calls = CALLS_SMALL if a.nbytes < (1 << 20) else 1
@@ -158,25 +191,58 @@ def run_arrays(devices: Sequence[Device], *, ops: Sequence[str] = tuple(OPS),
                 sides.append(("hetnn", d.id, err, ceilings.get(d.id)))
             fn = _numpy_fn(op, a, b, out)
             cases.append(Case("numpy", _repeat(fn, calls), nbytes=moved * calls))
-            sides.append(("numpy", "host", _rel_err(op, _result(op, fn, out), ref, a), host))
+            sides.append(("numpy", "host", _rel_err(op, _result(op, fn, out), ref, a), None))
+            beyond = nbytes >= LARGE_BYTES // 4
+            if beyond:
+                case, err = _stream_case(kind, a.size, rng, calls)
+                cases.append(case)
+                sides.append((ref_name, "host", err, None))
             results = interleave(cases, n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
+            stream = None
+            if beyond:  # this run's ceiling for the host-resident rows (by its wall time, as NumPy's)
+                r_t = results[-1]
+                stream = ref_moved / (r_t.median / calls) / 1e9 if r_t.median > 0 else None
+                if r_t.flags.get("unreliable") and kind == "triad":
+                    stream = max(stream or 0.0, stream_gbps()) or None
+            group: List[Dict[str, Any]] = []
             for (library, device, err, ceiling), r in zip(sides, results):
+                same_run = beyond and (library != "hetnn" or device in host_ids)
+                if same_run:
+                    ceiling = stream
+                moved_row = moved if library != ref_name else ref_moved
                 dev_t = r.device["median"]
                 # the device's own time of its commands where it has one (the bandwidth), else the wall time
                 t = (dev_t if library == "hetnn" and dev_t == dev_t and dev_t > 0 else r.median) / calls
                 row: Dict[str, Any] = {
                     "op": op, "size": _human(nbytes), "bytes": a.nbytes, "library": library, "device": device,
-                    "us": r.median / calls * 1e6, "calls": calls, "gbps": moved / t / 1e9 if t > 0 else float("nan"),
+                    "us": r.median / calls * 1e6, "calls": calls,
+                    "gbps": moved_row / t / 1e9 if t > 0 else float("nan"),
                     "max_rel_err": err, "times_s": [float(v) for v in r.wall_times],
                     "rounds": [int(i) for i in r.rounds], "iqr_pct": r.spread_pct, **r.flags}
                 if not err <= 1e-4:  # float32 against float64: a wrong result enters no ratio
                     row["wrong"] = True
-                beyond = nbytes >= LARGE_BYTES // 4
+                row["moved"] = moved_row
+                if same_run and library != ref_name:
+                    row["ceiling_of"] = ref_name  # this run's row of the op's access pattern
                 row["pct_peak"] = 100 * row["gbps"] / ceiling if beyond and ceiling else float("nan")
-                if beyond:
+                if beyond and library != ref_name:
                     check_ceiling(row, "gbps", ceiling, "memory ceiling", "pct_peak")
-                rows.append(row)
+                group.append(row)
+            rows.extend(group)
     return rows
+
+
+def ceiling_share(row: Dict[str, Any], ref: Dict[str, Any]) -> str:
+    """The row's GB/s over the same run's STREAM-style kernel's (both by wall time, paired by round), with its
+    interval."""
+    pair = row_pair(row, ref, "times_s")
+    scale = row["moved"] / ref["moved"]
+    r = ratio_interval([(pair[0], [t * scale for t in pair[1]])])
+    what = f"this run's {ref['library']}"
+    if r is None:
+        return f"{row['gbps']:.1f} GB/s = {row['pct_peak'] / 100:.2f}x the memory ceiling ({what})"
+    return (f"{row['gbps']:.1f} GB/s = {r.value:.2f}x the memory ceiling ({r.low:.2f}-{r.high:.2f}, "
+            f"{r.level:.0%} CI, against {what})")
 
 
 def summary(rows: List[Dict[str, Any]]) -> List[str]:
@@ -187,13 +253,18 @@ def summary(rows: List[Dict[str, Any]]) -> List[str]:
     for op, size in keys:
         sel = [r for r in rows if r["op"] == op and r["size"] == size]
         npy = next((r for r in sel if r["library"] == "numpy"), None)
+        ref = next((r for r in sel if r["library"].startswith(STREAM + " ")), None)
         for r in sel:
-            if r["library"] != "hetnn":
+            if r is ref or (r is npy and not r["pct_peak"] == r["pct_peak"]):
                 continue
-            line = ratio(f"{op} {size}: hetnn {r['device']} / NumPy (speed)", r, npy) if npy else \
-                f"{op} {size}: hetnn {r['device']}"
+            name = f"hetnn {r['device']}" if r["library"] == "hetnn" else "NumPy"
+            line = ratio(f"{op} {size}: hetnn {r['device']} / NumPy (speed)", r, npy) \
+                if npy and r is not npy else f"{op} {size}: {name}"
             if r["pct_peak"] == r["pct_peak"]:
-                line += f"; {r['gbps']:.1f} GB/s = {r['pct_peak'] / 100:.2f}x the memory ceiling"
+                if ref is not None and r.get("ceiling_of") == ref["library"]:
+                    line += f"; {ceiling_share(r, ref)}"
+                else:
+                    line += f"; {r['gbps']:.1f} GB/s = {r['pct_peak'] / 100:.2f}x the memory ceiling"
             out.append(line)
     return out
 

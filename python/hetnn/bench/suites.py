@@ -612,7 +612,8 @@ def suite_arrays(opts: Options, say: Say, progress: _Progress) -> List[Dict[str,
     for line in summary(rows):
         say("  " + line)
     say(f"({_timing_line(timing)}; GB/s: each operand's bytes once over the device's time of the op (hetnn) or the "
-        f"wall time (NumPy); % mem peak: of the device's measured memory ceiling, for arrays beyond the caches; "
+        f"wall time (NumPy); % mem peak, for arrays beyond the caches: of the device's memory ceiling (host-resident "
+        f"rows: this run's STREAM-style kernel of the op's access pattern, the 'stream' rows); "
         f"{time.perf_counter() - t0:.1f} s in all)\n")
     return rows
 
