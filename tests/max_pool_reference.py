@@ -94,3 +94,14 @@ def max_pool2d_zeros(x, k, s, p, d, ceil):
     r, c = idx // (W + 2 * p[1]), idx % (W + 2 * p[1])
     inside = (r >= p[0]) & (r < H + p[0]) & (c >= p[1]) & (c < W + p[1])
     return y, np.where(inside, (r - p[0]) * W + (c - p[1]), -1)
+
+
+def backward_error(grad_input, grad_output, indices, input_shape):
+    """max|grad_input - the float64 backward| over the largest sum of magnitudes the backward adds at one element:
+    overlapping windows add their gradients in the device's type, so the error is bounded by the magnitudes added
+    (a norm-wise error of the result failed now and then when the terms cancelled)."""
+    go = np.asarray(grad_output, dtype=np.float64)
+    want = max_pool2d_backward(go, indices, input_shape)
+    scale = float(np.max(max_pool2d_backward(np.abs(go), indices, input_shape), initial=0.0))
+    err = float(np.max(np.abs(np.asarray(grad_input, dtype=np.float64) - want), initial=0.0))
+    return err / scale if scale else err

@@ -73,9 +73,42 @@ def test_run_arrays_sets_host_rows_against_a_stream_kernel_of_the_same_rounds():
         for lib in ("hetnn", "numpy"):
             r = sel[lib]
             assert r["ceiling_of"] == ref_name
-            assert r["pct_peak"] == pytest.approx(100 * r["gbps"] / ref["gbps"], rel=1e-9)
+            if not ref.get("unreliable"):  # (an unreliable triad gives way to the best one known)
+                assert r["pct_peak"] == pytest.approx(100 * r["gbps"] / ref["gbps"], rel=1e-9)
     lines = summary(rows)
     assert sum("against this run's stream" in line or "(this run's stream" in line for line in lines) == 4, lines
+
+
+def test_a_same_run_ceiling_read_low_under_load_flags_nothing_alone(monkeypatch):
+    """Beside other load the same-run kernel now and then reads below the op (the quick bench in CI flagged hetnn's
+    add at 1.11x it): a row is flagged only above the best host triad known as well; the share stays as measured."""
+    import time
+
+    from hetnn.bench import arrays
+
+    real = arrays._stream_case
+
+    def slow(kind, n, rng, calls):  # a ceiling that reads far too low, as a preempted one may
+        case, err = real(kind, n, rng, calls)
+        fn = case.fn
+
+        def run():
+            time.sleep(0.05)
+            return fn()
+        return arrays.Case(case.name, run, nbytes=case.nbytes), err
+
+    monkeypatch.setattr(arrays, "_stream_case", slow)
+    monkeypatch.setattr(arrays, "stream_gbps", lambda: 1e6)  # the best triad known: far above anything timed
+    rows = arrays.run_arrays([hetnn.device("cpu")], ops=("add",), sizes=(arrays.LARGE_BYTES,), n_warmup=1, n_repeat=3,
+                             max_duration=0.2)
+    (mine,) = [r for r in rows if r["library"] == "hetnn"]
+    assert mine["pct_peak"] > 100 and not mine.get("flagged"), mine.get("ceiling_error")  # as measured, no flag
+    monkeypatch.setattr(arrays, "stream_gbps", lambda: 1e-3)  # and nothing else known: flagged
+    monkeypatch.setattr(arrays, "mem_peak_gbps", lambda d: None)
+    rows = arrays.run_arrays([hetnn.device("cpu")], ops=("add",), sizes=(arrays.LARGE_BYTES,), n_warmup=1, n_repeat=3,
+                             max_duration=0.2)
+    (mine,) = [r for r in rows if r["library"] == "hetnn"]
+    assert "gbps" in str(mine.get("flagged")), mine
 
 
 def test_run_arrays_leaves_out_a_user_kernel_without_a_c_compiler(tmp_path):

@@ -107,7 +107,6 @@ def test_a_second_process_loads_the_cached_kernel(tmp_path):
     (("float32 i", "float32 y", "y = i", "k"), ValueError, "cannot name a parameter"),
     (("float32 x", "", "x", "k"), ValueError, "at least one output"),
     (("float32 x", "float32 y", "y = x", "2bad"), ValueError, "identifier"),
-    (("float16 x", "float32 y", "y = x", "k"), TypeError, "float16 parameters are not supported"),
     (("float32 x", "float32 y", "  ", "k"), ValueError, "operation is empty"),
     (("T- x", "T y", "y = x", "k"), ValueError, "neither a dtype nor a type placeholder"),
 ])
@@ -202,6 +201,11 @@ def test_pi_with_a_reduction_kernel(device):
 
 
 def test_reduction_kernel_refusals(device):
+    with pytest.raises(TypeError, match="float16 parameters are not supported in a ReductionKernel"):
+        hetnn.ReductionKernel("float16 x", "float32 y", "x", "a + b", "y = a", "0", "k")
+    with pytest.raises(TypeError, match="reduction kernels take"):
+        hetnn.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "k16")(
+            hetnn.zeros((3,), "float16", device=device))
     for args, kw, exc, match in (
             (("T x", "T y", "x", "a + b", "y = a", "0", "k"), {"reduce_type": "float16"}, TypeError, "not supported"),
             (("T a", "T y", "a", "a + b", "y = a", "0", "k"), {}, ValueError, "cannot name a parameter"),
@@ -275,3 +279,55 @@ def test_a_kernel_called_with_changing_operands_resolves_each_call_afresh():
         k(a0, a0, 1.0)
         with pytest.raises(TypeError, match="different devices"):
             k(a0, hetnn.asarray(np.ones(3, np.float32), device=devs[1]), 1.0)
+
+
+def _bits_equal(got, want):
+    """Equal bit for bit, except that any NaN matches any NaN (payloads may differ in their low bits)."""
+    g, w = np.asarray(got), np.asarray(want)
+    nan = np.isnan(w.astype(np.float32))
+    assert np.array_equal(np.isnan(g.astype(np.float32)), nan)
+    assert np.array_equal(g[~nan].view(np.uint16 if g.itemsize == 2 else np.uint32),
+                          w[~nan].view(np.uint16 if w.itemsize == 2 else np.uint32))
+
+
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+def test_16_bit_parameters_are_read_and_written_exactly(device, dtype):
+    """float16 / bfloat16 parameters are stored in 16 bits and computed in float32: every one of the 65,536 bit
+    patterns widens exactly, and narrowing rounds to nearest even as NumPy / ml_dtypes do (halfway cases, overflow
+    to inf, float16 subnormals, signed zeros, NaN)."""
+    half = dtype
+    from ml_dtypes import bfloat16
+    npt = np.float16 if half == "float16" else bfloat16
+    every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(npt)
+    widen = hetnn.ElementwiseKernel(f"{half} x", "float32 y", "y = x", f"widen_{half}")
+    got = widen(hetnn.asarray(every, device=device)).numpy()
+    _bits_equal(got, every.astype(np.float32))
+    rng = np.random.default_rng()
+    base = every.astype(np.float32)
+    bits = base[np.isfinite(base)].view(np.uint32)
+    half_ulp = np.uint32(0x1000 if half == "float16" else 0x8000)  # the float32 bits below the 16-bit value's last
+    x = np.concatenate([(bits + d).view(np.float32) for d in (np.uint32(0), half_ulp - 1, half_ulp, half_ulp + 1)] +
+                       [rng.standard_normal(20000).astype(np.float32) * np.float32(10.0) ** rng.integers(-9, 6, 20000),
+                        np.float32([65519.0, 65520.0, 65536.0, 3.4e38, -3.4e38, 6e-8, 2.9e-8, 3e-8, 1e-45, -0.0,
+                                    np.inf, -np.inf, np.nan])]).astype(np.float32)
+    narrow = hetnn.ElementwiseKernel("float32 x", f"{half} y", "y = x", f"narrow_{half}")
+    out = narrow(hetnn.asarray(x, device=device))
+    assert out.dtype == np.dtype(npt)
+    _bits_equal(out.numpy(), x.astype(npt))
+
+
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+def test_placeholders_bound_to_16_bit_arrays_compute_in_float32(device, rng, dtype):
+    half = dtype
+    from ml_dtypes import bfloat16
+    npt = np.float16 if half == "float16" else bfloat16
+    k = hetnn.ElementwiseKernel("T x, T y, float32 s", "T z", "z = x * s + y", f"axpy_{half}")
+    x, y = (rng.uniform(-4, 4, (37, 5)).astype(npt) for _ in range(2))
+    got = k(hetnn.asarray(x, device=device), hetnn.asarray(y, device=device), 0.5)
+    assert got.dtype == np.dtype(npt)
+    want = (x.astype(np.float64) * 0.5 + y.astype(np.float64)).astype(npt)  # one rounding, to 16 bits
+    assert rel_err(got.numpy().astype(np.float64), want.astype(np.float64)) <= (2 ** -10 if half == "float16" else
+                                                                                 2 ** -7)
+    out = hetnn.zeros((37, 5), half, device=device)
+    assert k(hetnn.asarray(x, device=device), hetnn.asarray(y, device=device), 0.5, out) is out
+    np.testing.assert_array_equal(out.numpy(), got.numpy())

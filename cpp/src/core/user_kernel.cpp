@@ -77,9 +77,9 @@ std::vector<KernelParam> parse(const std::string& list, const char* which, bool 
         throw ValueError(who + ": '" + type + "' in " + which + " is neither a dtype nor a type placeholder");
       p.placeholder = type;
     }
-    if (p.type && !user_dtype(*p.type))
-      throw TypeError(who + ": " + type + " parameters are not supported (user kernels take float32, float64, " +
-                      "int8, uint8, int32, int64 and bool; convert with astype)");
+    if (p.type && !user_dtype(*p.type) && reduction)
+      throw TypeError(who + ": " + type + " parameters are not supported in a ReductionKernel (it takes float32, " +
+                      "float64, int8, uint8, int32, int64 and bool; convert with astype)");
     out.push_back(p);
   }
   return out;
@@ -113,15 +113,17 @@ bool reads(const std::string& code, const std::string& name) {
   return false;
 }
 
-// The placeholder types of one call: bound by the arrays (which must agree), else by numbers.
+// The placeholder types of one call: bound by the arrays (which must agree), else by numbers. float16 and bfloat16
+// (`halves`: element-wise kernels) are stored in 16 bits and computed in float32.
 struct Binder {
   std::string who;
   std::map<std::string, DType> bound;
+  bool halves = false;
 
   void bind(const KernelParam& p, DType t, const std::string& what) {
-    if (!user_dtype(t))
-      throw TypeError(who + ": " + what + " is " + dtype_name(t) + "; user kernels take float32, float64, int8, " +
-                      "uint8, int32, int64 and bool (convert with astype)");
+    if (!user_dtype(t) && !halves)
+      throw TypeError(who + ": " + what + " is " + dtype_name(t) + "; reduction kernels take float32, float64, " +
+                      "int8, uint8, int32, int64 and bool (convert with astype)");
     if (p.type) {
       if (*p.type != t)
         throw TypeError(who + ": " + what + " must be " + dtype_name(*p.type) + ", got " + dtype_name(t));
@@ -204,8 +206,8 @@ void check_arity(const std::string& who, const std::vector<KernelParam>& in_p, c
 
 // The placeholder types of one call: the arrays first (inputs, then given outputs), then the numbers.
 Binder bind_types(const std::string& who, const std::vector<KernelParam>& in_p, const Inputs& in,
-                  const std::vector<KernelParam>& out_p, const std::vector<Array>& out) {
-  Binder types{who, {}};
+                  const std::vector<KernelParam>& out_p, const std::vector<Array>& out, bool halves) {
+  Binder types{who, {}, halves};
   for (std::size_t k = 0; k < in.size(); ++k)
     if (in[k].array) types.bind(in_p[k], in[k].array->dtype(), "input " + in_p[k].name);
   for (std::size_t k = 0; k < out.size(); ++k) types.bind(out_p[k], out[k].dtype(), "output " + out_p[k].name);
@@ -320,7 +322,7 @@ std::shared_ptr<const ElementwiseKernel::Plan> ElementwiseKernel::plan_for(const
     if (out[k].shape() != shape)
       throw ValueError(who + ": output " + out_[k].name + " has shape " + shape_str(out[k].shape()) +
                        ", the inputs broadcast to " + shape_str(shape));
-  const Binder types = bind_types(who, in_, in, out_, out);
+  const Binder types = bind_types(who, in_, in, out_, out, true);
   UserEwDesc& d = plan->d;
   d.name = name_;
   d.operation = operation_;
@@ -471,7 +473,7 @@ std::vector<Array> ReductionKernel::operator()(const std::vector<ElementwiseKern
     if (out[k].shape() != yshape)
       throw ValueError(who + ": output " + out_[k].name + " has shape " + shape_str(out[k].shape()) + ", the result " +
                        shape_str(yshape));
-  const Binder types = bind_types(who, in_, in, out_, out);
+  const Binder types = bind_types(who, in_, in, out_, out, false);
   UserRedDesc d;
   d.name = name_;
   d.map_expr = map_;

@@ -2,7 +2,9 @@
 // operation in the common subset of C99 and OpenCL C ("z = x * x + y"), compiled at first use for the device a
 // call runs on and cached: OpenCL programs as every kernel's (program_cache), C for the CPU device with the system's
 // C compiler into a cached shared library (backend/cpu/user_kernel_cpu.cpp). Parameter types are dtype names or
-// placeholders (any other identifier, "T"), which take the dtype of the arrays bound to them in a call.
+// placeholders (any other identifier, "T"), which take the dtype of the arrays bound to them in a call. float16 and
+// bfloat16 parameters of element-wise kernels are stored in 16 bits and computed in float32 (their variables, and
+// the placeholders bound to them, are float), as hetnn's own 16-bit ops on devices without 16-bit arithmetic.
 #pragma once
 #include <memory>
 #include <mutex>

@@ -160,6 +160,9 @@ def run_arrays(devices: Sequence[Device], *, ops: Sequence[str] = tuple(OPS),
     rng = np.random.default_rng(seed)
     ceilings = {d.id: mem_peak_gbps(d) for d in devices}
     host_ids = {d.id for d in devices if on_host(d)}
+    # a figure is flagged as above the ceiling only beyond the best host triad known too: under load the same-run
+    # kernel reads low now and then (both sides are medians of noisy rounds), and the flag is for timing errors
+    host_best = max([stream_gbps(), *(ceilings[i] or 0.0 for i in host_ids)])
     rows: List[Dict[str, Any]] = []
     expect(progress, len(ops) * len(sizes))
     for nbytes in sizes:
@@ -226,7 +229,10 @@ def run_arrays(devices: Sequence[Device], *, ops: Sequence[str] = tuple(OPS),
                     row["ceiling_of"] = ref_name  # this run's row of the op's access pattern
                 row["pct_peak"] = 100 * row["gbps"] / ceiling if beyond and ceiling else float("nan")
                 if beyond and library != ref_name:
-                    check_ceiling(row, "gbps", ceiling, "memory ceiling", "pct_peak")
+                    if same_run:
+                        check_ceiling(row, "gbps", max(ceiling or 0.0, host_best), "memory ceiling")
+                    else:
+                        check_ceiling(row, "gbps", ceiling, "memory ceiling", "pct_peak")
                 group.append(row)
             rows.extend(group)
     return rows

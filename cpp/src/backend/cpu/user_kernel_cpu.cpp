@@ -32,22 +32,90 @@ namespace {
 using Fn = void (*)(std::int64_t, std::int64_t, std::int64_t, int, int, const std::int64_t*, const std::int64_t*,
                     void* const*, const double*, const std::int64_t*);
 
+// The C type a variable of dtype t has (16-bit floats compute as float).
 const char* c_type(DType t) {
   switch (t) {
-    case DType::f32: return "float";
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16: return "float";
     case DType::f64: return "double";
     case DType::i32: return "int32_t";
     case DType::i64: return "int64_t";
     case DType::u8:
     case DType::b8: return "uint8_t";
     case DType::i8: return "int8_t";
-    default: return "float";  // 16-bit types are refused by the front
+  }
+  return "float";
+}
+
+bool is16(DType t) { return t == DType::f16 || t == DType::bf16; }
+
+// The C type an element of dtype t is stored as.
+const char* c_storage(DType t) { return is16(t) ? "uint16_t" : c_type(t); }
+
+// An element read from storage (p[o]) as its variable's value, and a value written back.
+std::string c_load(DType t, const std::string& at) {
+  return t == DType::f16 ? "hetnn_h2f(" + at + ")" : t == DType::bf16 ? "hetnn_bf2f(" + at + ")" : at;
+}
+std::string c_store(DType t, const std::string& v) {
+  return t == DType::f16 ? "hetnn_f2h(" + v + ")" : t == DType::bf16 ? "hetnn_f2bf(" + v + ")"
+                         : t == DType::b8 ? "(" + v + " != 0)" : v;
+}
+
+// float16 / bfloat16 <-> float32 in portable C: round to nearest even, NaN kept (quiet), overflow to inf, float16
+// subnormals exact (the conversions hetnn's 16-bit storage uses everywhere).
+constexpr const char* kHalfHelpers = R"(#include <string.h>
+static inline float hetnn_h2f(uint16_t h) {
+  uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, b;
+  float f;
+  if (e == 0x1fu) b = s | 0x7f800000u | (m << 13);
+  else if (e) b = s | ((e + 112u) << 23) | (m << 13);
+  else {
+    f = (float)m * 5.9604644775390625e-8f;
+    memcpy(&b, &f, 4);
+    b |= s;
+  }
+  memcpy(&f, &b, 4);
+  return f;
+}
+static inline uint16_t hetnn_f2h(float f) {
+  uint32_t b, a, s;
+  memcpy(&b, &f, 4);
+  s = (b >> 16) & 0x8000u;
+  a = b & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00u | ((a >> 13) & 0x3ffu));
+  if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);
+  if (a >= 0x38800000u) {
+    uint32_t r = a - 0x38000000u;
+    r += 0xfffu + ((r >> 13) & 1u);
+    return (uint16_t)(s | (r >> 13));
+  }
+  {
+    float v;
+    memcpy(&v, &a, 4);
+    return (uint16_t)(s | (uint32_t)rintf(v * 16777216.0f));
   }
 }
+static inline float hetnn_bf2f(uint16_t h) {
+  uint32_t b = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &b, 4);
+  return f;
+}
+static inline uint16_t hetnn_f2bf(float f) {
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((b >> 16) | 0x40u);
+  return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
+)";
 
 std::string generate(const UserEwDesc& d) {
   std::ostringstream s;
   s << "#include <stdint.h>\n#include <tgmath.h>\n";
+  bool halves = false;
+  for (DType t : d.types) halves |= is16(t);
+  if (halves) s << kHalfHelpers;
   for (const auto& [name, t] : d.typedefs) s << "typedef " << c_type(t) << ' ' << name << ";\n";
   s << d.preamble << "\n";
   s << "void hetnn_user_kernel(int64_t begin, int64_t end, int64_t n, int contig, int nd, const int64_t* sh,\n"
@@ -61,8 +129,8 @@ std::string generate(const UserEwDesc& d) {
       s << "  const " << t << " v_" << d.names[k] << " = (" << t << ')' << (is_floating(d.types[k]) ? "fv[" : "iv[")
         << k << "];\n";
     else
-      s << "  " << (in ? "const " : "") << t << "* const p_" << d.names[k] << " = (" << (in ? "const " : "") << t
-        << "*)ptr[" << k << "];\n";
+      s << "  " << (in ? "const " : "") << c_storage(d.types[k]) << "* const p_" << d.names[k] << " = ("
+        << (in ? "const " : "") << c_storage(d.types[k]) << "*)ptr[" << k << "];\n";
   }
   // one element: the parameters as locals at offsets o_<name>
   auto body = [&](const std::string& indent) {
@@ -71,13 +139,13 @@ std::string generate(const UserEwDesc& d) {
       s << indent << (in ? "const " : "") << c_type(d.types[k]) << ' ' << d.names[k] << " = ";
       if (d.scalar[k]) s << "v_" << d.names[k] << ";\n";
       else if (in || d.reads_output[k - static_cast<std::size_t>(d.n_in)])
-        s << "p_" << d.names[k] << "[o_" << d.names[k] << "];\n";
+        s << c_load(d.types[k], "p_" + d.names[k] + "[o_" + d.names[k] + "]") << ";\n";
       else s << "0;\n";
     }
     s << indent << "{\n" << d.operation << "\n;\n" << indent << "}\n";
     for (std::size_t k = static_cast<std::size_t>(d.n_in); k < d.names.size(); ++k)
-      s << indent << "p_" << d.names[k] << "[o_" << d.names[k] << "] = "
-        << (d.types[k] == DType::b8 ? "(" + d.names[k] + " != 0)" : d.names[k]) << ";\n";
+      s << indent << "p_" << d.names[k] << "[o_" << d.names[k] << "] = " << c_store(d.types[k], d.names[k])
+        << ";\n";
   };
   s << "  if (contig) {\n    for (int64_t i = begin; i < end; ++i) {\n";
   for (std::size_t k = 0; k < d.names.size(); ++k)

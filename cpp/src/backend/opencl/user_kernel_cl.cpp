@@ -1,6 +1,7 @@
 // User element-wise kernels on OpenCL devices (core/user_kernel.h, UserEwDesc): the source generated here, built
 // through the program cache (memory and disk, keyed by its text), one work-item per element. A build failure is a
 // CompileError whose log ends with the generated source.
+#include <algorithm>
 #include <sstream>
 #include <string>
 
@@ -13,24 +14,44 @@ namespace hetnn::opencl {
 
 namespace {
 
+// The OpenCL C type a variable of dtype t has (16-bit floats compute as float).
 const char* cl_type(DType t) {
   switch (t) {
-    case DType::f32: return "float";
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16: return "float";
     case DType::f64: return "double";
     case DType::i32: return "int";
     case DType::i64: return "long";
     case DType::u8:
     case DType::b8: return "uchar";
     case DType::i8: return "char";
-    default: return "float";  // 16-bit types are refused by the front
   }
+  return "float";
 }
+
+// The type an element of dtype t is stored as: float16 as half (read and written with vload_half / vstore_half_rte,
+// core OpenCL, no cl_khr_fp16 needed), bfloat16 as its bits.
+const char* cl_storage(DType t) { return t == DType::f16 ? "half" : t == DType::bf16 ? "ushort" : cl_type(t); }
+
+std::string cl_load(DType t, const std::string& p, const std::string& o) {
+  if (t == DType::f16) return "vload_half(" + o + ", " + p + ")";
+  if (t == DType::bf16) return "as_float((uint)" + p + "[" + o + "] << 16)";
+  return p + "[" + o + "]";
+}
+
+// bfloat16 from float: round to nearest even, NaN kept (quiet).
+constexpr const char* kBf16Helper =
+    "inline ushort hetnn_f2bf(float f) {\n  const uint b = as_uint(f);\n"
+    "  if ((b & 0x7fffffffu) > 0x7f800000u) return (ushort)((b >> 16) | 0x40u);\n"
+    "  return (ushort)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);\n}\n";
 
 std::string generate(const UserEwDesc& d) {
   std::ostringstream s;
   bool f64 = false;
   for (DType t : d.types) f64 |= t == DType::f64;
   if (f64) s << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+  if (std::find(d.types.begin(), d.types.end(), DType::bf16) != d.types.end()) s << kBf16Helper;
   for (const auto& [name, t] : d.typedefs) s << "typedef " << cl_type(t) << ' ' << name << ";\n";
   s << d.preamble << "\n";
   s << "__kernel void " << d.name << "(const long n, const int contig, const int nd, const long8 shape8";
@@ -39,7 +60,7 @@ std::string generate(const UserEwDesc& d) {
     if (d.scalar[k]) {
       s << ", const " << cl_type(d.types[k]) << " v_" << d.names[k];
     } else {
-      s << ", const long8 st_" << d.names[k] << ", __global " << (in ? "const " : "") << cl_type(d.types[k])
+      s << ", const long8 st_" << d.names[k] << ", __global " << (in ? "const " : "") << cl_storage(d.types[k])
         << "* p_" << d.names[k];
     }
   }
@@ -60,12 +81,17 @@ std::string generate(const UserEwDesc& d) {
     const bool in = static_cast<int>(k) < d.n_in;
     const bool load = in || d.reads_output[k - static_cast<std::size_t>(d.n_in)];
     s << "  " << (in ? "const " : "") << cl_type(d.types[k]) << ' ' << d.names[k] << " = "
-      << (d.scalar[k] ? "v_" + d.names[k] : load ? "p_" + d.names[k] + "[o_" + d.names[k] + "]" : "0") << ";\n";
+      << (d.scalar[k] ? "v_" + d.names[k] : load ? cl_load(d.types[k], "p_" + d.names[k], "o_" + d.names[k]) : "0")
+      << ";\n";
   }
   s << "  {\n" << d.operation << "\n;\n  }\n";
-  for (std::size_t k = static_cast<std::size_t>(d.n_in); k < d.names.size(); ++k)
-    s << "  p_" << d.names[k] << "[o_" << d.names[k] << "] = "
-      << (d.types[k] == DType::b8 ? "(" + d.names[k] + " != 0)" : d.names[k]) << ";\n";
+  for (std::size_t k = static_cast<std::size_t>(d.n_in); k < d.names.size(); ++k) {
+    const std::string& v = d.names[k];
+    const std::string at = "p_" + v + "[o_" + v + "]";
+    if (d.types[k] == DType::f16) s << "  vstore_half_rte(" << v << ", o_" << v << ", p_" << v << ");\n";
+    else if (d.types[k] == DType::bf16) s << "  " << at << " = hetnn_f2bf(" << v << ");\n";
+    else s << "  " << at << " = " << (d.types[k] == DType::b8 ? "(" + v + " != 0)" : v) << ";\n";
+  }
   s << "}\n";
   return s.str();
 }
@@ -175,7 +201,9 @@ void ClBackend::user_elementwise(const UserEwDesc& d, const std::vector<Buffer*>
     if (d.scalar[a]) {
       switch (d.types[a]) {
         case DType::f64: s(d.fvalue[a]); break;
-        case DType::f32: s(static_cast<float>(d.fvalue[a])); break;
+        case DType::f32:
+        case DType::f16:
+        case DType::bf16: s(static_cast<float>(d.fvalue[a])); break;
         case DType::i32: s(static_cast<cl_int>(d.ivalue[a])); break;
         case DType::i64: s(static_cast<cl_long>(d.ivalue[a])); break;
         case DType::i8: s(static_cast<cl_char>(d.ivalue[a])); break;
