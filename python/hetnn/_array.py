@@ -450,6 +450,9 @@ class Array:
     def __float__(self) -> float:
         return float(self._scalar("float"))
 
+    def __complex__(self) -> complex:  # hetnn has no complex types: a 0-d real array's element, as complex
+        return complex(self._scalar("complex"))
+
     def __int__(self) -> int:
         return int(self._scalar("int"))
 

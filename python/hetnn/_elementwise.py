@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional
 
-from ._array import Array, _dtype, _first, _operand
+from ._array import Array, _dtype, _first, _operand, zeros_like
 from ._loader import _core
 
 
@@ -81,13 +81,32 @@ def clip(x: Array, /, min: Any = None, max: Any = None) -> Array:
     return y.astype(a.dtype, copy=False) if y is not a else a.copy()
 
 
+# The Array API's complex-number functions for hetnn's real types (it has no complex ones), as NumPy gives them for
+# real arrays: conj and real are copies of x, imag its zeros.
+def conj(x: Array, /) -> Array:
+    """The complex conjugate of x: for hetnn's real and integer types, a copy of x."""
+    return _first("conj", x).copy()
+
+
+def real(x: Array, /) -> Array:
+    """The real part of x: for hetnn's real and integer types, a copy of x."""
+    return _first("real", x).copy()
+
+
+def imag(x: Array, /) -> Array:
+    """The imaginary part of x: for hetnn's real and integer types, zeros of x's shape and dtype."""
+    return zeros_like(_first("imag", x))
+
+
 def _core_binary(op: str, a: Array, v: Any) -> Array:
     return Array(_core.elementwise(op, a._a, v._a if isinstance(v, Array) else v, False, None))
 
 
-def astype(x: Array, dtype: Any, /, *, copy: bool = True) -> Array:
-    """x converted to ``dtype`` on its device (the Array API's ``astype``)."""
-    return _first("astype", x).astype(_dtype(dtype, "astype: dtype"), copy=copy)
+def astype(x: Array, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Array:
+    """x converted to ``dtype`` on its device (the Array API's ``astype``), then moved to ``device`` when given (an
+    explicit transfer)."""
+    y = _first("astype", x).astype(_dtype(dtype, "astype: dtype"), copy=copy)
+    return y if device is None else y.to(device)
 
 
 def result_type(*dtypes: Any) -> Any:
@@ -105,4 +124,4 @@ def result_type(*dtypes: Any) -> Any:
 OPS: Dict[str, int] = {name: arity for name, arity, kind in _core.elementwise_ops() if kind != "cast"}
 globals().update({name: _make(name, arity) for name, arity in OPS.items()})
 
-__all__: List[str] = sorted(OPS) + ["astype", "clip", "result_type", "where"]
+__all__: List[str] = sorted(OPS) + ["astype", "clip", "conj", "imag", "real", "result_type", "where"]

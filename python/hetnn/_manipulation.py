@@ -93,7 +93,7 @@ def triu(x: Array, /, *, k: int = 0) -> Array:
     return Array(_core.triu(_first("triu", x)._a, k))
 
 
-def expand_dims(x: Array, /, *, axis: int = 0) -> Array:
+def expand_dims(x: Array, /, axis: int = 0) -> Array:
     """A view of x with an axis of extent 1 inserted at ``axis``."""
     return Array(_core.expand_dims(_first("expand_dims", x)._a, axis))
 
@@ -110,7 +110,8 @@ def take(x: Array, indices: Array, /, *, axis: Optional[int] = None) -> Array:
 
 
 def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
-    """The dot products of x1 and x2 along ``axis`` (the other axes broadcast): sum(x1 * x2, axis=axis)."""
+    """The dot products of x1 and x2 along ``axis`` (the other axes broadcast): sum(x1 * x2, axis=axis), in the
+    operands' promoted dtype."""
     a, b = _first("vecdot", x1), _first("vecdot", x2)
     for x in (a, b):
         if not -x.ndim <= axis < x.ndim:
@@ -118,7 +119,8 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
     if a.shape[axis] != b.shape[axis]:
         raise ValueError(f"vecdot: x1 and x2 must have one extent along axis {axis}, got shapes {a.shape} and "
                          f"{b.shape}")
-    return (a * b).sum(axis=axis)
+    prod = a * b
+    return prod.sum(axis=axis, dtype=prod.dtype)  # the operands' promoted type (a sum of int8 would give int64)
 
 
 def arange(start: Union[int, float], /, stop: Optional[Union[int, float]] = None, step: Union[int, float] = 1, *,

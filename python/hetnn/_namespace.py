@@ -124,8 +124,9 @@ class _Info:
         return {"real floating": real, "complex floating": None, "integral": int64, "indexing": int64}
 
     def dtypes(self, *, device: DeviceLike = None, kind: Any = None) -> Dict[str, np.dtype]:
+        # the Array API's data types the device holds (float16 and bfloat16 are hetnn's own: Device.dtypes has them)
         dev = _resolve_device(device) if device is not None else get_default_device()
-        names = [n for n in SUPPORTED_DTYPES if n in dev.dtypes]
+        names = [n for n in SUPPORTED_DTYPES if n in dev.dtypes and n not in ("float16", "bfloat16")]
         return {n: _dtype(n) for n in names if kind is None or isdtype(n, kind)}
 
 
