@@ -297,8 +297,10 @@ def test_manipulation_refusals_name_the_call(device, rng):
         with pytest.raises(exc, match=match):
             call()
     nine = hetnn.zeros((2,) * 9, device=device)
-    with pytest.raises(ValueError, match="more than the 8 supported"):
-        hetnn.permute_dims(nine, tuple(range(8, -1, -1)))
+    reversed_axes = hetnn.permute_dims(nine, tuple(range(8, -1, -1)))  # a view: nothing moved yet
+    for use in (reversed_axes.numpy, lambda: reversed_axes + 1, reversed_axes.copy):
+        with pytest.raises(ValueError, match="more than the 8 supported"):
+            use()
 
 
 def test_mixing_devices_is_a_type_error_naming_both():

@@ -126,6 +126,38 @@ TEST(MatmulPlan, RejectsBadOperands) {
   EXPECT_THROW(matmul_plan(a, ok, &a, {}, nullptr), ValueError);
 }
 
+TEST(ArrayView, DenseFlagReshapeAndBounds) {
+  auto cpu = find_device("cpu");
+  float x[24];
+  for (int i = 0; i < 24; ++i) x[i] = static_cast<float>(i);
+  const Array a = Array::from_host(cpu, x, {4, 6}, DType::f32);
+  EXPECT_TRUE(a.is_dense());
+  EXPECT_EQ(a.strides(), (std::vector<std::int64_t>{6, 1}));
+  const Array cols = a.view({4, 3}, {6, 1}, 1);  // a[:, 1:4]
+  EXPECT_FALSE(cols.is_dense());
+  EXPECT_THROW((void)cols.buffer(), Error);  // no op may read a view as a dense array
+  EXPECT_TRUE(a.view({1, 6}, {99, 1}, 0).is_dense());  // an extent-1 axis's stride does not matter
+  EXPECT_FALSE(a.view({6}, {1}, 6).is_dense());         // a row other than the first: offset
+  EXPECT_THROW(a.view({4, 6}, {6, 1}, 1), Error);        // one element past the buffer
+  EXPECT_THROW(a.view({2}, {-1}, 0), Error);             // one before it
+  // (4, 3) with strides (6, 1): the rows split into (2, 2) as a view; merged into (12,) needs a copy
+  const Array split = cols.reshape_view({2, 2, 3});
+  ASSERT_TRUE(split.valid());
+  EXPECT_EQ(split.strides(), (std::vector<std::int64_t>{12, 6, 1}));
+  EXPECT_EQ(split.offset(), 1);
+  EXPECT_TRUE(a.view({4, 3}, {6, 2}, 0).reshape_view({12}).valid());  // a[:, ::2]: one stride of 2 throughout
+  EXPECT_FALSE(cols.reshape_view({12}).valid());
+  const Array flat = cols.reshape({12});
+  EXPECT_TRUE(flat.is_dense());
+  float y[12];
+  flat.to_host(y);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(y[i], static_cast<float>((i / 3) * 6 + i % 3 + 1));
+  const Array back = a.view({4, 6}, {-6, -1}, 23);  // both axes reversed
+  back.to_host(x);
+  EXPECT_EQ(x[0], 23.0f);
+  EXPECT_EQ(x[23], 0.0f);
+}
+
 TEST(Recorder, NestedCapturesSeeTheirOwnRecords) {
   Recorder r;
   const auto outer = r.begin();

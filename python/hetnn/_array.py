@@ -62,8 +62,6 @@ def _operand(op: str, a: "Array", other: Any) -> Any:
         return other._a
     if isinstance(other, (bool, int, float, np.bool_, np.integer, np.floating)):
         return other
-    if isinstance(other, TransposedArray):
-        raise TypeError(f"{op}: a lazy transpose (.T) is read only by matmul; copy it with .T.copy() first")
     if isinstance(other, np.ndarray) or hasattr(other, "__array__") or hasattr(other, "__dlpack__"):
         raise TypeError(f"{op}: a hetnn.Array on {a._a.device.id} and a {type(other).__module__}."
                         f"{type(other).__name__} in host memory; hetnn copies between host and device only when told: "
@@ -111,15 +109,13 @@ def _numpy_ufunc(ufunc: Any, method: str, inputs: Tuple[Any, ...], kwargs: Dict[
     arrays = [x for x in inputs if isinstance(x, Array)]
     first = arrays[0] if arrays else None
     for x in inputs:
-        if first is not None and not isinstance(x, (Array, TransposedArray)) and _operand(ufunc.__name__, first, x) \
-                is NotImplemented:
+        if first is not None and not isinstance(x, Array) and _operand(ufunc.__name__, first, x) is NotImplemented:
             return NotImplemented
     out = kwargs.get("out")
     outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
     op = _UFUNC_OPS.get(ufunc.__name__)
     plain = set(kwargs) <= {"out"} and all(isinstance(o, Array) for o in outs) and len(outs) <= 1
-    if method == "__call__" and op and plain and ufunc.nin == len(inputs) and \
-            not any(isinstance(x, TransposedArray) for x in inputs):
+    if method == "__call__" and op and plain and ufunc.nin == len(inputs):
         core_out = outs[0]._a if outs else None
         if len(inputs) == 1:
             res = _core.elementwise(op, inputs[0]._a, None, False, core_out)
@@ -132,7 +128,7 @@ def _numpy_ufunc(ufunc: Any, method: str, inputs: Tuple[Any, ...], kwargs: Dict[
     if any(isinstance(o, Array) for o in outs):
         raise TypeError(f"np.{ufunc.__name__}{'' if method == '__call__' else '.' + method}: NumPy cannot write into "
                         f"a hetnn.Array (out=); use hetnn's function")
-    host = [np.asarray(x) if isinstance(x, (Array, TransposedArray)) else x for x in inputs]
+    host = [np.asarray(x) if isinstance(x, Array) else x for x in inputs]
     return getattr(ufunc, method)(*host, **kwargs)
 
 
@@ -248,9 +244,8 @@ class Array:
         return Array(_core.mean(x._a, axis, keepdims))
 
     def __matmul__(self, other: Any) -> "Array":
-        """``a @ b``: hetnn.matmul of two Arrays on one device (``b.T`` is read without a copy)."""
-        if isinstance(other, TransposedArray):
-            return Array(_core.matmul(self._a, other.base._a, transpose_b=True))
+        """``a @ b``: hetnn.matmul of two Arrays on one device (a transposed view, ``b.T``, is read without a
+        copy)."""
         if isinstance(other, Array):
             return Array(_core.matmul(self._a, other._a))
         if _operand("matmul", self, other) is NotImplemented:
@@ -258,8 +253,6 @@ class Array:
         raise TypeError(f"matmul: the operands must be hetnn Arrays, got a {type(other).__name__}")
 
     def __rmatmul__(self, other: Any) -> "Array":
-        if isinstance(other, TransposedArray):
-            return Array(_core.matmul(other.base._a, self._a, transpose_a=True))
         _operand("matmul", self, other)
         return NotImplemented
 
@@ -354,15 +347,21 @@ class Array:
         return view.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
     @property
-    def T(self) -> Union["Array", "TransposedArray"]:
-        """The transpose. 0-d and 1-d arrays are their own transpose; a 2-d array's is a lazy view that matmul reads
-        without a copy (it sets ``transpose_a``/``transpose_b``), and ``.numpy()``, NumPy and DLPack read too."""
+    def T(self) -> "Array":
+        """The transpose, a view (no data moved). 0-d and 1-d arrays are their own transpose; matmul reads a
+        transposed view without a copy (it flips its transpose flag); arrays of more dimensions: ``.mT`` or
+        :func:`hetnn.permute_dims`."""
         if self.ndim < 2:
             return self
         if self.ndim > 2:
-            raise ValueError(f".T: hetnn transposes 2-d arrays (matmul reads them without a copy); this one has shape "
-                             f"{self.shape}")
-        return TransposedArray(self)
+            raise ValueError(f".T: the Array API defines .T for 2-d arrays; this one has shape {self.shape} (use .mT "
+                             f"for the last two axes or hetnn.permute_dims)")
+        return Array(_core.matrix_transpose(self._a))
+
+    @property
+    def strides(self) -> Tuple[int, ...]:
+        """Bytes between neighbouring elements along each axis (NumPy's meaning); a view's may be negative or 0."""
+        return self._a.strides
 
     def astype(self, dtype: Any, copy: bool = True) -> "Array":
         """The array converted to ``dtype`` on its device (self when the dtype matches and ``copy`` is False).
@@ -373,11 +372,11 @@ class Array:
         return Array(_core.astype(self._a, dt.name, copy))
 
     def __getitem__(self, key: Any) -> "Array":
-        """Basic indexing as NumPy's: integers, slices with any step, None and the Ellipsis, ``a[1, ::2, ...]``.
-        The result is a new array on the same device (one strided pass: hetnn arrays are whole buffers, so unlike
-        NumPy it is not a view; ``a[0][1] = v`` does not write into a). Elements at an array of indices:
-        :func:`hetnn.take`. A bool Array of the leading shape alone (``a[mask]``) selects the elements where it is
-        true, as (count,) + the rest of the shape."""
+        """Basic indexing as NumPy's: integers, slices with any step, None and the Ellipsis, ``a[1, ::2, ...]``,
+        giving a view of a's memory as NumPy does (no data moved; ``a[0][1] = v`` writes into a; element-wise ops,
+        reductions and copies read views by their strides, other ops through a dense copy). Elements at an array of
+        indices: :func:`hetnn.take`. A bool Array of the leading shape alone (``a[mask]``) selects the elements where
+        it is true, as (count,) + the rest of the shape (a new array)."""
         return Array(_core.getitem(self._a, _core_key(key)))
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -398,7 +397,7 @@ class Array:
 
     @property
     def mT(self) -> "Array":
-        """The last two axes swapped (the Array API's matrix transpose; hetnn.matrix_transpose), a new array."""
+        """The last two axes swapped (the Array API's matrix transpose; hetnn.matrix_transpose), a view."""
         return Array(_core.matrix_transpose(self._a))
 
     def to(self, device: DeviceLike) -> "Array":
@@ -409,7 +408,8 @@ class Array:
         return Array(self._a.to(dev._dev))
 
     def reshape(self, *shape: Any) -> "Array":
-        """A view of the same device memory with another shape of the same size (one entry may be -1)."""
+        """The array with another shape of the same size (one entry may be -1): a view of the same memory where the
+        elements' order allows it (always for a dense array), else a dense copy, as NumPy's reshape."""
         if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
             shape = tuple(shape[0])
         dims = list(shape)
@@ -464,58 +464,6 @@ class Array:
 
     def __reduce__(self):  # pickles through host memory, restored on the same device id
         return (asarray, (self.numpy(), None, self._a.device.id))
-
-
-class TransposedArray:
-    """``a.T`` of a 2-d :class:`Array`: a lazy view. :func:`hetnn.matmul` reads it without a copy; ``.numpy()``,
-    NumPy and DLPack (CPU device, zero-copy) read it transposed; ``.copy()`` makes it a contiguous Array. Other ops
-    take contiguous arrays and refuse it, rather than copy it silently."""
-
-    __slots__ = ("base",)
-    __array_priority__ = 100
-
-    def __init__(self, base: Array) -> None:
-        self.base = base
-
-    shape = property(lambda self: self.base.shape[::-1])
-    dtype = property(lambda self: self.base.dtype)
-    device = property(lambda self: self.base.device)
-    ndim = property(lambda self: 2)
-    size = property(lambda self: self.base.size)
-    nbytes = property(lambda self: self.base.nbytes)
-    T = property(lambda self: self.base)
-
-    def __len__(self) -> int:
-        return self.shape[0]
-
-    def numpy(self) -> np.ndarray:
-        """A new C-contiguous NumPy array holding the transpose."""
-        return np.ascontiguousarray(self.base.numpy().T)
-
-    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
-        return self.base.__array__(dtype, copy).T
-
-    def __dlpack_device__(self) -> Tuple[int, int]:
-        return self.base.__dlpack_device__()
-
-    def __dlpack__(self, *, stream: Any = None, max_version: Optional[Tuple[int, int]] = None,
-                   dl_device: Optional[Tuple[int, int]] = None, copy: Optional[bool] = None) -> Any:
-        view = self.base._host_view()
-        host = (self.base.numpy() if view is None else view).T
-        if view is None and not (copy and dl_device is not None and int(dl_device[0]) == _DL_CPU):
-            return self.base.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
-        if max_version is None:
-            return (host.copy() if copy else host).__dlpack__()
-        return host.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device,
-                               copy=copy if view is not None else False)
-
-    def copy(self) -> Array:
-        """A contiguous Array holding the transpose, on the same device (transposed on the host: on an OpenCL
-        device this is a download and an upload)."""
-        return Array(_core.Array.from_numpy(self.base._a.device, self.numpy()))
-
-    def __repr__(self) -> str:
-        return f"{self.base!r}.T"
 
 
 _DL_CPU, _DL_OPENCL = 1, 4  # DLPack device types

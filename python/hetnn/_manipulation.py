@@ -1,8 +1,8 @@
 """The Array API's manipulation, indexing and creation functions that move or make data on the array's device
 (hetnn.permute_dims, flip, concat, stack, take, arange, linspace, eye, ...): the core's functions
-(cpp/src/core/manipulation.h), which check the axes, shapes and indices. hetnn arrays are whole buffers, so a
-transpose, a flip or a selection is a new array (one strided pass on the device); reshape, expand_dims and squeeze
-are views of the same memory."""
+(cpp/src/core/manipulation.h), which check the axes, shapes and indices. As in NumPy, a selection, a transpose, a
+flip, unstack's pieces, expand_dims and squeeze are views of the same memory (no data moved); reshape is a view where
+the elements' order allows it; the others make new arrays."""
 from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence, Tuple, Union
@@ -19,23 +19,31 @@ def _arrays(op: str, arrays: Any) -> List[Any]:
 
 
 def reshape(x: Array, /, shape: Sequence[int], *, copy: Optional[bool] = None) -> Array:
-    """x with another shape of the same size (one entry may be -1): a view of the same memory unless ``copy``."""
+    """x with another shape of the same size (one entry may be -1): a view of the same memory where the elements'
+    order allows it, else a copy; ``copy=True`` always copies, ``copy=False`` raises ValueError rather than copy."""
     a = _first("reshape", x)
-    return (a.copy() if copy else a).reshape(tuple(shape) if not isinstance(shape, int) else (shape,))
+    dims = tuple(shape) if not isinstance(shape, int) else (shape,)
+    if copy is False:
+        r = a.reshape(dims)
+        if not r._a.same_memory(a._a):
+            raise ValueError(f"reshape(copy=False): a view of shape {a.shape} with strides {a.strides} cannot be "
+                             f"seen as shape {dims} without a copy")
+        return r
+    return (a.copy() if copy else a).reshape(dims)
 
 
 def permute_dims(x: Array, /, axes: Tuple[int, ...]) -> Array:
-    """x with its axes in the order ``axes`` (a permutation of 0..ndim-1), a new array."""
+    """x with its axes in the order ``axes`` (a permutation of 0..ndim-1), a view."""
     return Array(_core.permute_dims(_first("permute_dims", x)._a, axes))
 
 
 def matrix_transpose(x: Array, /) -> Array:
-    """x with its last two axes swapped (x.mT), a new array."""
+    """x with its last two axes swapped (x.mT), a view."""
     return Array(_core.matrix_transpose(_first("matrix_transpose", x)._a))
 
 
 def flip(x: Array, /, *, axis: Optional[Union[int, Tuple[int, ...]]] = None) -> Array:
-    """x with the order of its elements along ``axis`` (None: every axis) reversed, a new array."""
+    """x with the order of its elements along ``axis`` (None: every axis) reversed, a view."""
     return Array(_core.flip(_first("flip", x)._a, axis))
 
 
@@ -50,7 +58,7 @@ def stack(arrays: Union[Tuple[Array, ...], List[Array]], /, *, axis: int = 0) ->
 
 
 def moveaxis(x: Array, source: Union[int, Tuple[int, ...]], destination: Union[int, Tuple[int, ...]], /) -> Array:
-    """x with the axes ``source`` moved to the positions ``destination``, the others in their order, a new array."""
+    """x with the axes ``source`` moved to the positions ``destination``, the others in their order, a view."""
     return Array(_core.moveaxis(_first("moveaxis", x)._a, source, destination))
 
 
@@ -74,7 +82,7 @@ def repeat(x: Array, repeats: Union[int, Sequence[int], Array], /, *, axis: Opti
 
 
 def unstack(x: Array, /, *, axis: int = 0) -> Tuple[Array, ...]:
-    """The arrays x holds along ``axis``, as a tuple of new arrays."""
+    """The arrays x holds along ``axis``, as a tuple of views."""
     return tuple(Array(a) for a in _core.unstack(_first("unstack", x)._a, axis))
 
 

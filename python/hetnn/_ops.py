@@ -5,8 +5,7 @@ from __future__ import annotations
 from ._loader import _core
 from ._placement import placed
 
-matmul = placed(_core.matmul, "a", "b", optional=("bias",), reads_out=lambda kw: kw.get("beta", 0.0) != 0.0,
-                transposes={"a": "transpose_a", "b": "transpose_b"})
+matmul = placed(_core.matmul, "a", "b", optional=("bias",), reads_out=lambda kw: kw.get("beta", 0.0) != 0.0)
 max_pool2d = placed(_core.max_pool2d, "x", outs=("out", "indices_out"))
 max_pool2d_backward = placed(_core.max_pool2d_backward, "grad_output", "indices")
 avg_pool2d = placed(_core.avg_pool2d, "x")

@@ -5,11 +5,11 @@ from typing import Literal, Optional, Sequence, Tuple, Union, overload
 import numpy as np
 import numpy.typing as npt
 
-from ._array import Array, TransposedArray
+from ._array import Array
 from ._device import DeviceLike
 
 _IntOrPair = Union[int, Sequence[int]]
-_Dev = Union[Array, TransposedArray]
+_Dev = Array
 _Host = npt.ArrayLike
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ._array import Array, TransposedArray, _host_array, _numpy_view
+from ._array import Array, _host_array, _numpy_view
 from ._device import device as _resolve_device
 from ._loader import _core
 
@@ -37,14 +37,12 @@ def _check_host_out(op: str, name: str, out: Any, inputs: List[np.ndarray]) -> n
 
 def placed(fn: Callable[..., Any], *inputs: str, optional: Sequence[str] = (), outs: Sequence[str] = ("out",),
            reads_out: Optional[Callable[[Dict[str, Any]], bool]] = None,
-           transposes: Optional[Dict[str, str]] = None, positional_optional: bool = False) -> Callable[..., Any]:
+           positional_optional: bool = False) -> Callable[..., Any]:
     """The public op for core function ``fn``: ``inputs`` name its leading array parameters (positional or by
     keyword), ``optional`` its keyword-only input arrays that may be None (matmul's bias), ``outs`` its
     keyword-only output arrays; ``reads_out(kwargs)`` says whether the op reads an output's contents (matmul with
-    beta), so that an OpenCL run uploads it; ``transposes`` maps an input that the op can read transposed to the
-    flag that says so (matmul: ``{"a": "transpose_a"}``), so that ``x.T`` reaches it without a copy;
-    ``positional_optional``: the optional inputs may also come positionally after the inputs (conv2d's bias, as in
-    PyTorch)."""
+    beta), so that an OpenCL run uploads it; ``positional_optional``: the optional inputs may also come
+    positionally after the inputs (conv2d's bias, as in PyTorch)."""
     op = fn.__name__
     n = len(inputs)
 
@@ -55,16 +53,6 @@ def placed(fn: Callable[..., Any], *inputs: str, optional: Sequence[str] = (), o
             if name not in kwargs:
                 raise TypeError(f"{op}: missing argument {name!r}")
             arrays.append(kwargs.pop(name))
-        for i, a in enumerate(arrays):
-            if isinstance(a, TransposedArray):  # x.T: the op reads x with its transpose flag flipped
-                flag = (transposes or {}).get(inputs[i])
-                if flag is None:
-                    raise TypeError(f"{op}: {inputs[i]} is a transposed view (x.T), which {op} does not read; make "
-                                    f"it a contiguous array with .copy()")
-                given_flag = kwargs.get(flag, False)
-                if not isinstance(given_flag, (bool, np.bool_)):
-                    raise TypeError(f"{op}: {flag} must be a bool, got {type(given_flag).__name__}")
-                arrays[i], kwargs[flag] = a.base, not given_flag
         rest = args[n:]
         if positional_optional:
             for name in optional[:len(rest)]:

@@ -1,4 +1,5 @@
-// An n-dimensional, contiguous, row-major array living in one device's memory.
+// An n-dimensional array living in one device's memory: a buffer and a strided view of it (offset and strides in
+// elements). New arrays are dense (row-major from the buffer's start); indexing, transposes and flips give views.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -40,29 +41,66 @@ class Array {
   void copy_from(const Array& src);
   Array to(const DevicePtr& device) const;       // copy onto another (or the same) device
   Array copy() const { return to(device_); }
-  // The same memory seen with another shape of the same size (a view: writes through one show in the other).
+  // The same memory seen with another shape of the same size (a view: writes through one show in the other) where
+  // the elements' order allows it (a dense array, or a view whose merged axes split into the new shape); else an
+  // invalid Array. ValueError when the sizes differ.
+  Array reshape_view(const Shape& shape) const;
+  // reshape_view, or a dense copy reshaped when no view of that shape exists (NumPy's reshape).
   Array reshape(const Shape& shape) const;
-  // Rows [start, stop) of the leading axis as a new array on the same device (a device -> device copy; hetnn
-  // arrays are whole buffers, so a part of one cannot be a view). 0 <= start <= stop <= shape[0].
+  // A view of this array's memory: element idx at offset + sum(idx * strides) (elements; strides may be negative
+  // or 0). Error if any element would lie outside the buffer (the fronts compute views; this is their check).
+  Array view(Shape shape, std::vector<std::int64_t> strides, std::int64_t offset) const;
+  // Rows [start, stop) of the leading axis as a new dense array on the same device (a device -> device copy).
+  // 0 <= start <= stop <= shape[0].
   Array rows(std::int64_t start, std::int64_t stop) const;
   // Writes src (same device and dtype, shape (stop - start, *shape[1:])) into rows [start, stop).
   void set_rows(std::int64_t start, std::int64_t stop, const Array& src);
 
   bool valid() const { return buffer_ != nullptr; }
   const DevicePtr& device() const { return device_; }
-  const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
+  // A dense array's memory. Ops that read arrays only as dense ones take buffer() of x.dense(); buffer() of a view
+  // is a defect of hetnn (Error), so no op can read a view as if it were dense.
+  const std::shared_ptr<Buffer>& buffer() const;
+  // The memory under a view (strided readers: element-wise, reductions, copies, user kernels).
+  const std::shared_ptr<Buffer>& storage() const { return buffer_; }
+  const std::vector<std::int64_t>& strides() const { return strides_; }
+  std::int64_t offset() const { return offset_; }
+  // Row-major from the buffer's start (extent-1 axes' strides aside).
+  bool is_dense() const { return dense_; }
+  // This array when dense, else a dense copy on its device (one strided pass).
+  Array dense() const;
   const Shape& shape() const { return shape_; }
   DType dtype() const { return dtype_; }
   int ndim() const { return static_cast<int>(shape_.size()); }
   std::int64_t size() const;
   std::size_t nbytes() const { return static_cast<std::size_t>(size()) * dtype_size(dtype_); }
   bool same_memory(const Array& o) const { return buffer_ && buffer_ == o.buffer_; }
+  // Same memory, offset and strides: each element of one is the element at the same index of the other.
+  bool same_layout(const Array& o) const;
 
  private:
+  void set_dense();
   DevicePtr device_;
   std::shared_ptr<Buffer> buffer_;
   Shape shape_;
   DType dtype_ = DType::f32;
+  std::vector<std::int64_t> strides_;
+  std::int64_t offset_ = 0;
+  bool dense_ = true;
 };
+
+// For ops that write only dense arrays (out= and in-place arguments of the NN ops): ValueError naming `what` when a
+// is a view.
+void require_dense(const Array& a, const std::string& op, const char* what);
+
+// Row-major element strides of a dense array of `shape`.
+std::vector<std::int64_t> dense_strides(const Shape& shape);
+
+// The one strided copy every front uses: dst[oo + idx . so] = src[os + idx . ss] over `shape`, in storage elements
+// of the two arrays' buffers (each array's own offset and strides are not applied: callers pass them composed).
+// Dimensions of extent 1 are dropped and neighbours merged; every element is checked to lie inside its buffer.
+// `name`: the call, for errors.
+void move_elements(const char* name, const Array& src, std::vector<std::int64_t> ss, std::int64_t os, Array& dst,
+                   const Shape& shape, std::vector<std::int64_t> so, std::int64_t oo);
 
 }  // namespace hetnn

@@ -24,8 +24,9 @@ AvgPool2dDesc avg_plan(const Shape& s, DType t, const Device& dev, const Pool2dA
 
 }  // namespace
 
-Array avg_pool2d(const Array& x, const Pool2dArgs& args, bool count_include_pad, std::optional<int> divisor_override,
+Array avg_pool2d(const Array& x_in, const Pool2dArgs& args, bool count_include_pad, std::optional<int> divisor_override,
                  const Array* out) {
+  const Array x = x_in.dense();  // views read as dense copies
   const char* op = "avg_pool2d";
   const AvgPool2dDesc d = avg_plan(x.shape(), x.dtype(), *x.device(), args, count_include_pad, divisor_override, op);
   const Shape ys = pool_output_shape(x.shape(), d);
@@ -37,8 +38,9 @@ Array avg_pool2d(const Array& x, const Pool2dArgs& args, bool count_include_pad,
   return y;
 }
 
-Array avg_pool2d_backward(const Array& gy, const Shape& input_shape, const Pool2dArgs& args, bool count_include_pad,
+Array avg_pool2d_backward(const Array& gy_in, const Shape& input_shape, const Pool2dArgs& args, bool count_include_pad,
                           std::optional<int> divisor_override, const Array* out) {
+  const Array gy = gy_in.dense();  // views read as dense copies
   const char* op = "avg_pool2d_backward";
   pool_check_input_shape(input_shape, op);
   pool_require_float(gy.dtype(), *gy.device(), op, "grad_output");

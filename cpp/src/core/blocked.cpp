@@ -43,8 +43,11 @@ ConvLayouts* conv_layouts_for(const Array& x) {
   return find_extension<ConvLayouts>(x.device()->backend());
 }
 
-BlockedAct conv2d_blocked(ConvLayouts& cl, const BlockedAct& x, const Array& weight, const Array* bias,
+BlockedAct conv2d_blocked(ConvLayouts& cl, const BlockedAct& x, const Array& weight_in, const Array* bias_in,
                           const Conv2dArgs& args, Array* y_buf) {
+  const Array weight = weight_in.dense();  // views read as dense copies
+  const Array bias_d = bias_in ? bias_in->dense() : Array();
+  const Array* bias = bias_in ? &bias_d : nullptr;
   const char* op = "conv2d";
   check_act(x, op, "x");
   const Conv2dDesc d = conv2d_plan(x.shape, x.a, weight, bias, args, op);
@@ -61,8 +64,9 @@ BlockedAct conv2d_blocked(ConvLayouts& cl, const BlockedAct& x, const Array& wei
   return {y, ys, yb};
 }
 
-BlockedAct conv2d_backward_blocked(ConvLayouts& cl, const BlockedAct& gy, const BlockedAct& x, const Array& weight,
+BlockedAct conv2d_backward_blocked(ConvLayouts& cl, const BlockedAct& gy, const BlockedAct& x, const Array& weight_in,
                                    const Conv2dArgs& args, Array* gx_buf, const Array& gw, const Array* gb) {
+  const Array weight = weight_in.dense();  // views read as dense copies
   const char* op = "conv2d_backward";
   check_act(x, op, "x");
   check_act(gy, op, "grad_output");
@@ -140,8 +144,9 @@ BlockedAct reorder_blocked(ConvLayouts& cl, const BlockedAct& x, int to, Array* 
   return {y, x.shape, to};
 }
 
-ResidentConv::ResidentConv(const Array& x, const Array& weight, const Conv2dArgs& args)
-    : cl_(conv_layouts_for(x)), w_(weight), args_(args) {
+ResidentConv::ResidentConv(const Array& x_in, const Array& weight, const Conv2dArgs& args)
+    : cl_(conv_layouts_for(x_in)), w_(weight.dense()), args_(args) {
+  const Array x = x_in.dense();  // views read as dense copies
   if (!cl_ || x.ndim() != 4)
     throw ValueError("ResidentConv: needs a float32 (N, C, H, W) x on a device that keeps convolution layouts "
                      "(the CPU device); x is " + std::string(dtype_name(x.dtype())) + " " + shape_str(x.shape()) +

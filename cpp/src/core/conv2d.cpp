@@ -17,6 +17,7 @@ namespace {
 std::string pair_str(std::int64_t a, std::int64_t b) { return "(" + std::to_string(a) + ", " + std::to_string(b) + ")"; }
 
 void check_operand(const Array& a, const Array& x, const char* what) {
+  require_dense(a, "conv2d", what);
   if (a.device() != x.device())
     throw ValueError(std::string("conv2d: ") + what + " is on " + a.device()->id() + " but x is on " + x.device()->id() +
                      "; move it with .to(device)");
@@ -153,7 +154,11 @@ Shape conv2d_output_shape(const Shape& sample, const Shape& weight_shape, const 
   return {d.O, d.OH, d.OW};
 }
 
-Array conv2d(const Array& x, const Array& weight, const Array* bias, const Conv2dArgs& args, const Array* out) {
+Array conv2d(const Array& x_in, const Array& weight_in, const Array* bias_in, const Conv2dArgs& args, const Array* out) {
+  const Array x = x_in.dense();  // views read as dense copies
+  const Array weight = weight_in.dense();  // views read as dense copies
+  const Array bias_d = bias_in ? bias_in->dense() : Array();
+  const Array* bias = bias_in ? &bias_d : nullptr;
   const char* op = "conv2d";
   const Conv2dDesc d = conv2d_plan(x, weight, bias, args, op);
   const DType t = d.dtype;
@@ -170,9 +175,12 @@ Array conv2d(const Array& x, const Array& weight, const Array* bias, const Conv2
   return y;
 }
 
-std::tuple<Array, Array, Array> conv2d_backward(const Array& grad_output, const Array& x, const Array& weight,
+std::tuple<Array, Array, Array> conv2d_backward(const Array& grad_output_in, const Array& x_in, const Array& weight_in,
                                                 const Conv2dArgs& args, bool input_grad, bool weight_grad,
                                                 bool bias_grad, const Conv2dGradOut& out) {
+  const Array grad_output = grad_output_in.dense();  // views read as dense copies
+  const Array x = x_in.dense();  // views read as dense copies
+  const Array weight = weight_in.dense();  // views read as dense copies
   const char* op = "conv2d_backward";
   if (args.act != Activation::none)
     throw ValueError(std::string(op) + ": the gradients are of the convolution before any activation; apply the "

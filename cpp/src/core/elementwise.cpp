@@ -114,12 +114,6 @@ void check_out(const std::string& name, const DevicePtr& dev, const Shape& shape
                      ", got " + shape_str(out->shape()) + " " + dtype_name(out->dtype()));
 }
 
-Array output(const std::string& name, const DevicePtr& dev, const Shape& shape, DType t, Array* out) {
-  if (!out) return Array::empty(dev, shape, t);
-  check_out(name, dev, shape, t, out);
-  return *out;
-}
-
 void check_input(EwOp op, const Array& x, const char* name) {
   if (!x.valid()) throw ValueError(who(op) + ": " + name + " is not a valid array");
   x.device()->require(x.dtype(), ew_info(op).name);
@@ -136,9 +130,22 @@ void fit_int(const std::string& name, std::int64_t v, DType t) {
                      " (cast the array with astype first)");
 }
 
-void run(const ElementwiseDesc& d, const Array& a, const Array* b, Array& y) {
+// d's offsets set from a and b (views), y dense.
+void run(ElementwiseDesc& d, const Array& a, const Array* b, Array& y) {
   if (d.n == 0) return;
-  a.device()->backend().elementwise(d, *a.buffer(), b ? b->buffer().get() : nullptr, *y.buffer());
+  d.oa = a.offset();
+  d.ob = b ? b->offset() : 0;
+  d.oc = 0;
+  a.device()->backend().elementwise(d, *a.storage(), b ? b->storage().get() : nullptr, *y.buffer());
+}
+
+// Where the result goes: out itself when it is dense and no input overlaps it other than element for element (so
+// each element is read before it is written at the same position), else a new array copied into out afterwards.
+bool direct_out(const Array& out, std::initializer_list<const Array*> ins) {
+  if (!out.is_dense()) return false;
+  for (const Array* x : ins)
+    if (x && x->same_memory(out) && !x->same_layout(out)) return false;
+  return true;
 }
 
 }  // namespace
@@ -159,6 +166,16 @@ Shape broadcast(const std::string& name, const Shape& a, const Shape& b) {
 }
 
 // Row-major element strides of `s` seen as broadcast to `out` (0 along broadcast dimensions).
+std::vector<std::int64_t> view_strides(const Array& x, const Shape& out) {
+  const Shape& s = x.shape();
+  std::vector<std::int64_t> st(out.size(), 0);
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    const std::size_t i = s.size() - 1 - k, o = out.size() - 1 - k;
+    st[o] = s[i] == 1 ? 0 : x.strides()[i];
+  }
+  return st;
+}
+
 std::vector<std::int64_t> strides_in(const Shape& s, const Shape& out) {
   std::vector<std::int64_t> st(out.size(), 0);
   std::int64_t step = 1;
@@ -218,7 +235,7 @@ Array astype(const Array& x, DType t, bool copy) {
   d.op = EwOp::cast;
   d.in = x.dtype();
   d.out = t;
-  coalesce(d, x.shape(), strides_in(x.shape(), x.shape()), strides_in(x.shape(), x.shape()));
+  coalesce(d, x.shape(), view_strides(x, x.shape()), view_strides(x, x.shape()));
   Array y = Array::empty(x.device(), x.shape(), t);
   if (x.dtype() == t) {
     if (d.n) y.copy_from(x);
@@ -247,16 +264,15 @@ Array elementwise(EwOp op, const Array& a, const Array* b, Array* out) {
   // operands of one shape (the common call) skip broadcasting and stride merging: the small arrays' call is
   // spent in the front, not in the loop
   const bool same = !b || b->shape() == a.shape();
+  const bool flat = same && a.is_dense() && (!b || b->is_dense());  // element i at i in both
   Shape broadcast_shape;
   if (!same) broadcast_shape = broadcast(who(op), a.shape(), b->shape());
   const Shape& shape = same ? a.shape() : broadcast_shape;
   Array made;
   if (out) check_out(who(op), a.device(), shape, ty.out, out);
-  else made = Array::empty(a.device(), shape, ty.out);
-  Array& y = out ? *out : made;
-  // an operand of another dtype is converted first. out may be an input: out has the whole output's elements and
-  // arrays are whole buffers, so an input sharing its memory has the output's size, is not broadcast, and each
-  // element is read before it is written at the same position
+  if (!out || !direct_out(*out, {&a, b})) made = Array::empty(a.device(), shape, ty.out);
+  Array& y = made.valid() ? made : *out;
+  // an operand of another dtype is converted first (a new array: it cannot overlap out)
   std::optional<Array> ca, cb;
   if (a.dtype() != ty.in) ca = astype(a, ty.in);
   if (b && b->dtype() != ty.in) cb = astype(*b, ty.in);
@@ -269,7 +285,7 @@ Array elementwise(EwOp op, const Array& a, const Array* b, Array* out) {
   d.scalar = 0;
   d.fscalar = 0;
   d.iscalar = 0;
-  if (same) {
+  if (flat) {
     d.n = shape_size(shape);
     d.shape.assign(1, d.n);
     d.sa.assign(1, 1);
@@ -277,10 +293,12 @@ Array elementwise(EwOp op, const Array& a, const Array* b, Array* out) {
     d.sc.clear();
     d.contiguous = true;
   } else {
-    coalesce(d, shape, strides_in(a.shape(), shape), strides_in(b->shape(), shape));
+    const Array& A = ca ? *ca : a;
+    coalesce(d, shape, view_strides(A, shape), b ? view_strides(cb ? *cb : *b, shape) : view_strides(A, shape));
   }
   run(d, ca ? *ca : a, b ? (cb ? &*cb : b) : nullptr, y);
   if (!out) return made;
+  if (made.valid()) out->copy_from(made);
   return *out;
 }
 
@@ -296,8 +314,9 @@ Array where(const Array& cond, const Array& a, const Array& b, Array* out) {
   const DType t = result_type(a.dtype(), b.dtype());
   a.device()->require(t, "where");
   const Shape shape = broadcast(w, broadcast(w, cond.shape(), a.shape()), b.shape());
-  Array y = output(w, a.device(), shape, t, out);
-  // the same rule as the other ops for out sharing an input's memory holds: each element is read before written
+  if (out) check_out(w, a.device(), shape, t, out);
+  const bool direct = out && direct_out(*out, {&cond, &a, &b});
+  Array y = direct ? *out : Array::empty(a.device(), shape, t);
   const Array C = cond.dtype() == DType::b8 ? cond : astype(cond, DType::b8);
   const Array A = a.dtype() == t ? a : astype(a, t);
   const Array B = b.dtype() == t ? b : astype(b, t);
@@ -305,9 +324,16 @@ Array where(const Array& cond, const Array& a, const Array& b, Array* out) {
   d.op = EwOp::cast;
   d.in = t;
   d.out = t;
-  const std::vector<std::int64_t> sc = strides_in(cond.shape(), shape);
-  coalesce(d, shape, strides_in(a.shape(), shape), strides_in(b.shape(), shape), &sc);
-  if (d.n) a.device()->backend().where(d, *C.buffer(), *A.buffer(), *B.buffer(), *y.buffer());
+  const std::vector<std::int64_t> sc = view_strides(C, shape);
+  coalesce(d, shape, view_strides(A, shape), view_strides(B, shape), &sc);
+  d.oa = A.offset();
+  d.ob = B.offset();
+  d.oc = C.offset();
+  if (d.n) a.device()->backend().where(d, *C.storage(), *A.storage(), *B.storage(), *y.buffer());
+  if (out && !direct) {
+    out->copy_from(y);
+    return *out;
+  }
   return y;
 }
 
@@ -340,7 +366,7 @@ Array broadcast_to(const Array& x, const Shape& shape) {
   ElementwiseDesc d;
   d.op = EwOp::cast;  // a copy: cast to its own type, read at the broadcast strides
   d.in = d.out = x.dtype();
-  coalesce(d, shape, strides_in(x.shape(), shape), strides_in(shape, shape));
+  coalesce(d, shape, view_strides(x, shape), strides_in(shape, shape));
   run(d, x, nullptr, y);
   return y;
 }
@@ -378,8 +404,8 @@ Array elementwise(EwOp op, const Array& a, const EwScalar& s, bool scalar_first,
   a.device()->require(ty.in, info.name);
   Array made;
   if (out) check_out(who(op), a.device(), a.shape(), ty.out, out);
-  else made = Array::empty(a.device(), a.shape(), ty.out);
-  Array& y = out ? *out : made;
+  if (!out || !direct_out(*out, {&a})) made = Array::empty(a.device(), a.shape(), ty.out);
+  Array& y = made.valid() ? made : *out;
   std::optional<Array> ca;
   if (a.dtype() != ty.in) ca = astype(a, ty.in);
   thread_local ElementwiseDesc d;  // reused, as the two-array form's
@@ -396,14 +422,20 @@ Array elementwise(EwOp op, const Array& a, const EwScalar& s, bool scalar_first,
     fit_int(who(op), s.i, ty.in);
     d.iscalar = s.i;
   }
-  d.n = shape_size(a.shape());
-  d.shape.assign(1, d.n);
-  d.sa.assign(1, 1);
-  d.sb.assign(1, 1);
-  d.sc.clear();
-  d.contiguous = true;
-  run(d, ca ? *ca : a, nullptr, y);
+  const Array& A = ca ? *ca : a;
+  if (A.is_dense()) {
+    d.n = shape_size(a.shape());
+    d.shape.assign(1, d.n);
+    d.sa.assign(1, 1);
+    d.sb.assign(1, 1);
+    d.sc.clear();
+    d.contiguous = true;
+  } else {
+    coalesce(d, a.shape(), view_strides(A, a.shape()), view_strides(A, a.shape()));
+  }
+  run(d, A, nullptr, y);
   if (!out) return made;
+  if (made.valid()) out->copy_from(made);
   return *out;
 }
 

@@ -29,6 +29,8 @@ std::vector<std::string> ew_op_names();
 Shape broadcast(const std::string& name, const Shape& a, const Shape& b);
 // Row-major element strides of an array of shape `s` read as broadcast to `out` (0 along broadcast dimensions).
 std::vector<std::int64_t> strides_in(const Shape& s, const Shape& out);
+// x's own element strides (a view's too) read as broadcast to `out`.
+std::vector<std::int64_t> view_strides(const Array& x, const Shape& out);
 
 // The dtype two operands promote to (the Array API's table within a kind; an integer with a floating type gives
 // the floating type; float16 with bfloat16 gives float32; int8 with uint8 gives int32, hetnn having no int16).

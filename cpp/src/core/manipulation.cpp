@@ -24,23 +24,13 @@ void check_valid(const char* name, const Array& x, const char* arg = "x") {
   if (!x.valid()) throw ValueError(who(name) + ": " + arg + " is not a valid array");
 }
 
-// Row-major element strides of a contiguous array of `shape`.
-Strides contiguous(const Shape& shape) {
-  Strides st(shape.size());
-  std::int64_t step = 1;
-  for (std::size_t k = shape.size(); k-- > 0;) {
-    st[k] = step;
-    step *= std::max<std::int64_t>(shape[k], 1);
-  }
-  return st;
-}
-
-// Strides reading an array of shape s as broadcast to `to` (0 along broadcast dimensions), or ValueError.
-Strides broadcast_strides(const char* name, const Shape& s, const Shape& to) {
+// Strides reading src (its own strides) as broadcast to `to` (0 along broadcast dimensions), or ValueError.
+Strides broadcast_strides(const char* name, const Array& src, const Shape& to) {
+  const Shape& s = src.shape();
   if (s.size() > to.size())
     throw ValueError(who(name) + ": a value of shape " + shape_str(s) + " cannot be broadcast to " + shape_str(to));
   Strides st(to.size(), 0);
-  const Strides cs = contiguous(s);
+  const Strides& cs = src.strides();
   for (std::size_t k = 0; k < s.size(); ++k) {
     const std::size_t o = to.size() - s.size() + k;
     if (s[k] == to[o]) st[o] = s[k] == 1 ? 0 : cs[k];
@@ -57,58 +47,11 @@ int norm_axis(const char* name, int axis, int ndim, const char* arg = "axis") {
   return axis < 0 ? axis + ndim : axis;
 }
 
-// The first and last element offsets a strided walk touches (shape of size > 0).
-std::pair<std::int64_t, std::int64_t> reach(const Shape& shape, const Strides& st, std::int64_t off) {
-  std::int64_t lo = off, hi = off;
-  for (std::size_t k = 0; k < shape.size(); ++k) {
-    const std::int64_t span = (shape[k] - 1) * st[k];
-    (span < 0 ? lo : hi) += span;
-  }
-  return {lo, hi};
-}
-
-// dst[oo + idx . so] = src[os + idx . ss] over `shape`: dimensions of extent 1 dropped and neighbours merged
-// where both sides step through them as one; every element read and written checked to lie inside its array.
-void move_strided(const char* name, const Array& src, Strides ss, std::int64_t os, Array& dst, const Shape& shape, Strides so,
-          std::int64_t oo) {
-  const std::int64_t n = shape_size(shape);
-  if (n == 0) return;
-  const auto [slo, shi] = reach(shape, ss, os);
-  const auto [dlo, dhi] = reach(shape, so, oo);
-  if (slo < 0 || shi >= src.size() || dlo < 0 || dhi >= dst.size())  // a defect of this file, never a user's input
-    throw Error(who(name) + ": internal error: a strided copy outside its arrays");
-  CopyDesc d;
-  d.elem = dtype_size(src.dtype());
-  for (std::size_t k = 0; k < shape.size(); ++k) {
-    if (shape[k] == 1) continue;
-    if (!d.shape.empty() && d.ss.back() == ss[k] * shape[k] && d.so.back() == so[k] * shape[k]) {
-      d.shape.back() *= shape[k];
-      d.ss.back() = ss[k];
-      d.so.back() = so[k];
-      continue;
-    }
-    d.shape.push_back(shape[k]);
-    d.ss.push_back(ss[k]);
-    d.so.push_back(so[k]);
-  }
-  if (d.shape.empty()) {
-    d.shape = {1};
-    d.ss = {1};
-    d.so = {1};
-  }
-  if (static_cast<int>(d.shape.size()) > kEwMaxDims)
-    throw ValueError(who(name) + ": the selection needs " + std::to_string(d.shape.size()) +
-                     " dimensions after merging, more than the " + std::to_string(kEwMaxDims) + " supported");
-  d.os = os;
-  d.oo = oo;
-  d.n = n;
-  src.device()->backend().copy_strided(d, *src.buffer(), *dst.buffer());
-}
-
-// A new contiguous array of `shape` read from x at offset + idx . st.
+// A new dense array of `shape` read from x's memory at off + idx . st (storage elements: x's own offset and
+// strides already applied by the caller).
 Array gather(const char* name, const Array& x, const Shape& shape, const Strides& st, std::int64_t off) {
   Array y = Array::empty(x.device(), shape, x.dtype());
-  move_strided(name, x, st, off, y, shape, contiguous(shape), 0);
+  move_elements(name, x, st, off, y, shape, dense_strides(shape), 0);
   return y;
 }
 
@@ -139,7 +82,9 @@ void slice_axis(const IndexItem& it, std::int64_t n, std::int64_t& start, std::i
   else len = start > stop ? (start - stop - 1) / (-step) + 1 : 0;
 }
 
-View plan(const Shape& shape, const Index& key, const char* name) {
+// The elements x[key] picks, in x's storage (its offset and strides applied).
+View plan(const Array& x, const Index& key, const char* name) {
+  const Shape& shape = x.shape();
   const int ndim = static_cast<int>(shape.size());
   int consumed = 0, ellipses = 0;
   for (const IndexItem& it : key) {
@@ -150,8 +95,9 @@ View plan(const Shape& shape, const Index& key, const char* name) {
   if (consumed > ndim)
     throw IndexError(who(name) + ": too many indices for an array of " + std::to_string(ndim) + " dimension" +
                      (ndim == 1 ? "" : "s") + ": " + std::to_string(consumed) + " were indexed");
-  const Strides cs = contiguous(shape);
+  const Strides& cs = x.strides();
   View v;
+  v.off = x.offset();
   int axis = 0;
   auto whole = [&](int count) {
     for (int i = 0; i < count; ++i, ++axis) {
@@ -205,8 +151,8 @@ DType promoted(const char* name, const std::vector<Array>& xs) {
 
 Array getitem(const Array& x, const Index& key) {
   check_valid("Array.__getitem__", x);
-  const View v = plan(x.shape(), key, "Array.__getitem__");
-  return gather("Array.__getitem__", x, v.shape, v.st, v.off);
+  const View v = plan(x, key, "Array.__getitem__");
+  return x.view(v.shape, v.st, v.off);
 }
 
 void setitem(Array& x, const Index& key, const Array& value) {
@@ -216,11 +162,11 @@ void setitem(Array& x, const Index& key, const Array& value) {
   if (value.device() != x.device())
     throw TypeError(who(name) + ": the value is on " + value.device()->id() + ", the array on " + x.device()->id() +
                     "; move it with .to(device) first");
-  const View v = plan(x.shape(), key, name);
+  const View v = plan(x, key, name);
   Array src = value.dtype() == x.dtype() ? value : astype(value, x.dtype());
-  const Strides ss = broadcast_strides(name, src.shape(), v.shape);
   if (src.same_memory(x)) src = src.copy();  // x[1:] = x[:-1]: read everything before writing
-  move_strided(name, src, ss, 0, x, v.shape, v.st, v.off);
+  const Strides ss = broadcast_strides(name, src, v.shape);
+  move_elements(name, src, ss, src.offset(), x, v.shape, v.st, v.off);
 }
 
 Array permute_dims(const Array& x, const std::vector<int>& axes) {
@@ -232,7 +178,7 @@ Array permute_dims(const Array& x, const std::vector<int>& axes) {
   std::vector<bool> seen(static_cast<std::size_t>(ndim), false);
   Shape shape;
   Strides st;
-  const Strides cs = contiguous(x.shape());
+  const Strides& cs = x.strides();
   for (int a : axes) {
     const int k = norm_axis("permute_dims", a, ndim);
     if (seen[static_cast<std::size_t>(k)])
@@ -241,7 +187,7 @@ Array permute_dims(const Array& x, const std::vector<int>& axes) {
     shape.push_back(x.shape()[k]);
     st.push_back(cs[k]);
   }
-  return gather("permute_dims", x, shape, st, 0);
+  return x.view(shape, st, x.offset());
 }
 
 Array matrix_transpose(const Array& x) {
@@ -265,14 +211,14 @@ Array flip(const Array& x, const std::optional<std::vector<int>>& axes) {
       rev[static_cast<std::size_t>(k)] = true;
     }
   }
-  Strides st = contiguous(x.shape());
-  std::int64_t off = 0;
+  Strides st = x.strides();
+  std::int64_t off = x.offset();
   for (int k = 0; k < ndim; ++k) {
     if (!rev[static_cast<std::size_t>(k)] || x.shape()[k] == 0) continue;
     off += (x.shape()[k] - 1) * st[k];
     st[k] = -st[k];
   }
-  return gather("flip", x, x.shape(), st, off);
+  return x.view(x.shape(), st, off);
 }
 
 Array concat(const std::vector<Array>& xs, std::optional<int> axis) {
@@ -298,10 +244,10 @@ Array concat(const std::vector<Array>& xs, std::optional<int> axis) {
     shape[k] += p.shape()[k];
   }
   Array y = Array::empty(parts[0].device(), shape, t);
-  const Strides ys = contiguous(shape);
+  const Strides ys = dense_strides(shape);
   std::int64_t at = 0;
   for (const Array& p : parts) {
-    move_strided("concat", p, contiguous(p.shape()), 0, y, p.shape(), ys, at * ys[k]);
+    move_elements("concat", p, p.strides(), p.offset(), y, p.shape(), ys, at * ys[k]);
     at += p.shape()[k];
   }
   return y;
@@ -353,8 +299,8 @@ Array roll(const Array& x, const std::vector<std::int64_t>& shift, const std::op
     const std::int64_t n = x.shape()[k];
     if (n > 0) by[k] = ((by[k] + shift[shift.size() == 1 ? 0 : i] % n) % n + n) % n;
   }
-  Array y = x;
-  const Strides cs = contiguous(x.shape());
+  Array y = x.dense();
+  const Strides cs = dense_strides(x.shape());
   for (int k = 0; k < ndim; ++k) {
     const std::int64_t s = by[k], n = x.shape()[k];
     if (s == 0) continue;
@@ -362,11 +308,11 @@ Array roll(const Array& x, const std::vector<std::int64_t>& shift, const std::op
     Shape head = x.shape(), tail = x.shape();
     head[k] = n - s;  // y[.., :n-s, ..] -> out[.., s:, ..]
     tail[k] = s;      // y[.., n-s:, ..] -> out[.., :s, ..]
-    move_strided("roll", y, cs, 0, out, head, cs, s * cs[k]);
-    move_strided("roll", y, cs, (n - s) * cs[k], out, tail, cs, 0);
+    move_elements("roll", y, cs, 0, out, head, cs, s * cs[k]);
+    move_elements("roll", y, cs, (n - s) * cs[k], out, tail, cs, 0);
     y = out;
   }
-  return y.buffer() == x.buffer() ? gather("roll", x, x.shape(), cs, 0) : y;
+  return y.same_memory(x) ? x.to(x.device()) : y;  // a new array even with nothing to roll
 }
 
 Array tile(const Array& x, const std::vector<std::int64_t>& reps) {
@@ -378,7 +324,8 @@ Array tile(const Array& x, const std::vector<std::int64_t>& reps) {
   xs.insert(xs.end(), x.shape().begin(), x.shape().end());
   std::vector<std::int64_t> rs(d - reps.size(), 1);
   rs.insert(rs.end(), reps.begin(), reps.end());
-  const Strides cs = contiguous(xs);
+  Strides cs(d - x.shape().size(), 0);
+  cs.insert(cs.end(), x.strides().begin(), x.strides().end());
   Shape shape, out;
   Strides st;
   for (std::size_t k = 0; k < d; ++k) {
@@ -386,7 +333,7 @@ Array tile(const Array& x, const std::vector<std::int64_t>& reps) {
     st.insert(st.end(), {0, cs[k]});
     out.push_back(rs[k] * xs[k]);
   }
-  return gather("tile", x, shape, st, 0).reshape(out);
+  return gather("tile", x, shape, st, x.offset()).reshape(out);
 }
 
 Array repeat(const Array& x, const std::vector<std::int64_t>& repeats, std::optional<int> axis) {
@@ -398,11 +345,11 @@ Array repeat(const Array& x, const std::vector<std::int64_t>& repeats, std::opti
     if (r < 0) throw ValueError("hetnn.repeat: repeats must be >= 0, got " + std::to_string(r));
   if (repeats.size() == 1) {  // every element r times: a stride-0 axis after axis k
     Shape shape = x.shape(), out = x.shape();
-    Strides st = contiguous(x.shape());
+    Strides st = x.strides();
     shape.insert(shape.begin() + k + 1, repeats[0]);
     st.insert(st.begin() + k + 1, 0);
     out[k] *= repeats[0];
-    return gather("repeat", x, shape, st, 0).reshape(out);
+    return gather("repeat", x, shape, st, x.offset()).reshape(out);
   }
   if (static_cast<std::int64_t>(repeats.size()) != n)
     throw ValueError("hetnn.repeat: repeats must be one count or one per element along axis " + std::to_string(k) +
@@ -417,13 +364,13 @@ std::vector<Array> unstack(const Array& x, int axis) {
   check_valid("unstack", x);
   if (x.ndim() == 0) throw ValueError("hetnn.unstack: a 0-d array has no axis to split");
   const int k = norm_axis("unstack", axis, x.ndim());
-  const Strides cs = contiguous(x.shape());
+  const Strides& cs = x.strides();
   Shape shape = x.shape();
   Strides st = cs;
   shape.erase(shape.begin() + k);
   st.erase(st.begin() + k);
-  std::vector<Array> out;
-  for (std::int64_t i = 0; i < x.shape()[k]; ++i) out.push_back(gather("unstack", x, shape, st, i * cs[k]));
+  std::vector<Array> out;  // views, as NumPy's
+  for (std::int64_t i = 0; i < x.shape()[k]; ++i) out.push_back(x.view(shape, st, x.offset() + i * cs[k]));
   return out;
 }
 
@@ -444,8 +391,8 @@ std::vector<Array> meshgrid(const std::vector<Array>& xs, const std::string& ind
   std::vector<Array> out;
   for (std::size_t i = 0; i < xs.size(); ++i) {
     Strides st(shape.size(), 0);
-    st[swap && i < 2 ? 1 - i : i] = 1;
-    out.push_back(gather("meshgrid", xs[i], shape, st, 0));
+    st[swap && i < 2 ? 1 - i : i] = xs[i].strides()[0];
+    out.push_back(gather("meshgrid", xs[i], shape, st, xs[i].offset()));
   }
   return out;
 }
@@ -556,7 +503,7 @@ Array take(const Array& x, const Array& indices, std::optional<int> axis) {
   std::vector<int> order{k};
   for (int i = 0; i < x.ndim(); ++i)
     if (i != k) order.push_back(i);
-  const Array front = k == 0 ? x : permute_dims(x, order);
+  const Array front = (k == 0 ? x : permute_dims(x, order)).dense();
   Shape shape = front.shape();
   shape[0] = m;
   Array out = Array::empty(x.device(), shape, x.dtype());
@@ -564,7 +511,7 @@ Array take(const Array& x, const Array& indices, std::optional<int> axis) {
   if (k == 0) return out;
   std::vector<int> back(static_cast<std::size_t>(x.ndim()));
   for (int i = 0; i < x.ndim(); ++i) back[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = i;
-  return permute_dims(out, back);
+  return permute_dims(out, back).dense();
 }
 
 namespace {
@@ -663,7 +610,7 @@ Array eye(const DevicePtr& dev, std::int64_t n_rows, std::optional<std::int64_t>
   one.i = 1;
   one.f = 1.0;
   const Array v = full(dev, {}, one, &t);
-  move_strided("eye", v, {0}, 0, y, {m}, {n_cols + 1}, r0 * n_cols + c0);
+  move_elements("eye", v, {0}, 0, y, {m}, {n_cols + 1}, r0 * n_cols + c0);
   return y;
 }
 

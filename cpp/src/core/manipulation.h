@@ -1,8 +1,9 @@
 // Indexing and manipulation of hetnn arrays (the Array API's basic indexing, take, permute_dims, matrix_transpose,
 // flip, concat, stack, expand_dims, squeeze) and the creation functions arange, linspace and eye. Every check is
 // here; the data moves through one backend op, copy_strided (core/ops.h, CopyDesc), which reads and writes by
-// strides and offsets. hetnn arrays are whole contiguous buffers, so a selection, a transpose or a flip is a new
-// array (one strided pass on the device), not a view as in NumPy; reshape, expand_dims and squeeze are views.
+// strides and offsets. As in NumPy, basic indexing, permute_dims, matrix_transpose, flip, unstack, expand_dims and
+// squeeze give views (no data moved; writes through a view show in the array); reshape gives a view when the
+// elements' order allows it, else a copy; the others make new arrays.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -24,7 +25,7 @@ struct IndexItem {
 };
 using Index = std::vector<IndexItem>;
 
-// x[key] as a new array on x's device. IndexError for an index out of bounds or too many indices.
+// x[key], a view of x's memory. IndexError for an index out of bounds or too many indices.
 Array getitem(const Array& x, const Index& key);
 // x[key] = value: value (same device; converted to x's dtype as NumPy does) broadcast to the selection's shape.
 void setitem(Array& x, const Index& key, const Array& value);
@@ -60,7 +61,7 @@ std::vector<Array> meshgrid(const std::vector<Array>& xs, const std::string& ind
 // to zero.
 Array tril(const Array& x, std::int64_t k);
 Array triu(const Array& x, std::int64_t k);
-// The arrays (of one shape) joined along a new axis.
+// The arrays (of one shape) joined along a new axis (a new array).
 Array stack(const std::vector<Array>& xs, int axis);
 // A view of x with an axis of extent 1 inserted at `axis` (-ndim-1 <= axis <= ndim).
 Array expand_dims(const Array& x, int axis);

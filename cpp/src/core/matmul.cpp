@@ -119,9 +119,42 @@ MatmulDesc matmul_plan(const Array& a, const Array& b, const Array* out, const M
   return d;
 }
 
-Array matmul(const Array& a, const Array& b, const Array* out, const MatmulArgs& args) {
+namespace {
+
+// An operand as the kernels read it: dense as it is; a view whose last two axes swapped make a dense array (x.T,
+// x.mT) as that array with its transpose flag flipped, without a copy; any other view as a dense copy.
+Array operand(const Array& x, bool& trans) {
+  if (!x.valid() || x.is_dense()) return x;
+  if (x.ndim() >= 2) {
+    Shape sh = x.shape();
+    std::vector<std::int64_t> st = x.strides();
+    std::swap(sh[sh.size() - 1], sh[sh.size() - 2]);
+    std::swap(st[st.size() - 1], st[st.size() - 2]);
+    const Array t = x.view(sh, st, x.offset());
+    if (t.is_dense()) {
+      trans = !trans;
+      return t;
+    }
+  }
+  return x.dense();
+}
+
+}  // namespace
+
+Array matmul(const Array& a_in, const Array& b_in, const Array* out, const MatmulArgs& args_in) {
+  MatmulArgs args = args_in;
+  const Array a = operand(a_in, args.trans_a), b = operand(b_in, args.trans_b);
+  const Array bias_d = args.bias ? args.bias->dense() : Array();
+  if (args.bias) args.bias = &bias_d;
   Shape rs;
   const MatmulDesc d = matmul_plan(a, b, out, args, &rs);
+  if (out && !out->is_dense()) {  // a view as out: computed in a dense copy of it (beta reads it), copied back
+    Array tmp = out->dense();
+    matmul(a, b, &tmp, args);
+    Array target = *out;
+    target.copy_from(tmp);
+    return target;
+  }
   Array c = out ? *out : Array::empty(a.device(), rs, d.dtype);
   if (d.batch == 0 || d.M == 0 || d.N == 0) return c;
   const OpDetail detail(a.device()->backend().capturing(), [&] {

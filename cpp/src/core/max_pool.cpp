@@ -7,7 +7,8 @@
 namespace hetnn {
 
 
-Array max_pool2d(const Array& x, const Pool2dArgs& args, const Array* out, Array* indices) {
+Array max_pool2d(const Array& x_in, const Pool2dArgs& args, const Array* out, Array* indices) {
+  const Array x = x_in.dense();  // views read as dense copies
   const char* op = "max_pool2d";
   const Pool2dDesc d = pool2d_plan(x.shape(), x.dtype(), *x.device(), args, op, true);
   const Shape ys = pool_output_shape(x.shape(), d);
@@ -24,8 +25,10 @@ Array max_pool2d(const Array& x, const Pool2dArgs& args, const Array* out, Array
   return y;
 }
 
-Array max_pool2d_backward(const Array& gy, const Array& idx, const Shape& input_shape, const Pool2dArgs& args,
+Array max_pool2d_backward(const Array& gy_in, const Array& idx_in, const Shape& input_shape, const Pool2dArgs& args,
                           const Array* out) {
+  const Array gy = gy_in.dense();  // views read as dense copies
+  const Array idx = idx_in.dense();  // views read as dense copies
   const char* op = "max_pool2d_backward";
   pool_check_input_shape(input_shape, op);
   if (input_shape.size() == 3 && (gy.ndim() != 3 || idx.ndim() != 3))

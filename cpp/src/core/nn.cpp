@@ -25,10 +25,12 @@ void trainable(const Array& x, const char* op, const char* what) {
     throw TypeError(std::string(op) + ": " + what + " is " + dtype_name(x.dtype()) +
                     "; training ops take float32, float64, float16 or bfloat16");
   x.device()->require(x.dtype(), op);
+  require_dense(x, op, what);
 }
 
 void like(const Array& x, const Array& ref, const char* op, const char* what, const char* ref_name) {
   same_device(x, ref, op, what, ref_name);
+  require_dense(x, op, what);
   if (x.dtype() != ref.dtype())
     throw TypeError(std::string(op) + ": " + what + " is " + dtype_name(x.dtype()) + " but " + ref_name + " is " +
                     dtype_name(ref.dtype()));
@@ -45,6 +47,7 @@ void two_d(const Array& x, const char* op, const char* what) {
 
 void accumulator(const Array& acc, const Array& ref, const char* op) {
   same_device(acc, ref, op, "acc", "the predictions");
+  require_dense(acc, op, "acc");
   if (acc.dtype() != DType::f32 || acc.size() != 1)
     throw ValueError(std::string(op) + ": acc must be a float32 array of one element, got " +
                      dtype_name(acc.dtype()) + " " + shape_str(acc.shape()));
@@ -58,7 +61,8 @@ Array result(const Array* out, const Array& ref, const char* op) {
 
 }  // namespace
 
-Array activation(const Array& x, Activation act, const Array* out) {
+Array activation(const Array& x_in, Activation act, const Array* out) {
+  const Array x = x_in.dense();  // views read as dense copies
   const char* op = "activation";
   trainable(x, op, "x");
   if (act == Activation::none) throw ValueError("activation: act must be 'relu', 'sigmoid' or 'tanh'");
@@ -69,7 +73,9 @@ Array activation(const Array& x, Activation act, const Array* out) {
   return y;
 }
 
-Array activation_backward(const Array& dy, const Array& y, Activation act, const Array* out) {
+Array activation_backward(const Array& dy_in, const Array& y_in, Activation act, const Array* out) {
+  const Array dy = dy_in.dense();  // views read as dense copies
+  const Array y = y_in.dense();  // views read as dense copies
   const char* op = "activation_backward";
   trainable(dy, op, "grad_output");
   like(y, dy, op, "output", "grad_output");
@@ -82,7 +88,8 @@ Array activation_backward(const Array& dy, const Array& y, Activation act, const
   return dx;
 }
 
-Array softmax(const Array& x, const Array* out) {
+Array softmax(const Array& x_in, const Array* out) {
+  const Array x = x_in.dense();  // views read as dense copies
   const char* op = "softmax";
   trainable(x, op, "x");
   two_d(x, op, "x");
@@ -132,8 +139,10 @@ Desc rows_desc(const Array& pred, const Array& acc, const char* op) {
 }
 }  // namespace
 
-void loss(const std::string& kind, const Array& pred, const Array& target, const Array& acc, const Array* grad,
+void loss(const std::string& kind, const Array& pred_in, const Array& target_in, const Array& acc, const Array* grad,
           double loss_scale, double grad_scale) {
+  const Array pred = pred_in.dense();  // views read as dense copies
+  const Array target = target_in.dense();  // views read as dense copies
   const char* op = "loss";
   LossDesc d = rows_desc<LossDesc>(pred, acc, op);
   d.kind = loss_kind_from_name(kind);
@@ -153,15 +162,19 @@ void loss(const std::string& kind, const Array& pred, const Array& target, const
                                 grad ? grad->buffer().get() : nullptr);
 }
 
-void batch_loss(const std::string& kind, const Array& pred, const Array& target, const Array& acc,
+void batch_loss(const std::string& kind, const Array& pred_in, const Array& target_in, const Array& acc,
                 const Array* grad) {
+  const Array pred = pred_in.dense();  // views read as dense copies
+  const Array target = target_in.dense();  // views read as dense copies
   const double n = pred.ndim() >= 1 ? static_cast<double>(std::max<std::int64_t>(pred.shape()[0], 1)) : 1.0;
   const double c = pred.ndim() == 2 ? static_cast<double>(std::max<std::int64_t>(pred.shape()[1], 1)) : 1.0;
   if (loss_kind_from_name(kind) == LossKind::mse) loss(kind, pred, target, acc, grad, 1.0 / c, 1.0 / (n * c));
   else loss(kind, pred, target, acc, grad, 1.0, 1.0 / n);
 }
 
-void metric(const std::string& kind, const Array& pred, const Array& target, const Array& acc) {
+void metric(const std::string& kind, const Array& pred_in, const Array& target_in, const Array& acc) {
+  const Array pred = pred_in.dense();  // views read as dense copies
+  const Array target = target_in.dense();  // views read as dense copies
   const char* op = "metric";
   MetricDesc d = rows_desc<MetricDesc>(pred, acc, op);
   d.kind = metric_kind_from_name(kind);
@@ -176,8 +189,9 @@ namespace {
 bool finite_nonnegative(double v) { return v >= 0 && std::isfinite(v); }
 }  // namespace
 
-void sgd_update(const Array& param, const Array& grad, const Array* velocity, double lr, double momentum,
+void sgd_update(const Array& param, const Array& grad_in, const Array* velocity, double lr, double momentum,
                 double weight_decay, bool nesterov) {
+  const Array grad = grad_in.dense();  // views read as dense copies
   const char* op = "sgd_update";
   trainable(param, op, "param");
   like(grad, param, op, "grad", "param");
@@ -209,9 +223,10 @@ void sgd_update(const Array& param, const Array& grad, const Array* velocity, do
                                        momentum != 0 ? velocity->buffer().get() : nullptr);
 }
 
-void adam_update(const Array& param, const Array& grad, const Array& m, const Array& v, const Array* vmax, double lr,
+void adam_update(const Array& param, const Array& grad_in, const Array& m, const Array& v, const Array* vmax, double lr,
                  double beta1, double beta2, double eps, double weight_decay, std::int64_t step, bool amsgrad,
                  bool decoupled) {
+  const Array grad = grad_in.dense();  // views read as dense copies
   const char* op = decoupled ? "adamw_update" : "adam_update";
   const auto fail = [&](const std::string& what) { throw ValueError(std::string(op) + ": " + what); };
   trainable(param, op, "param");
@@ -258,7 +273,8 @@ void check_dropout_p(double p, const std::string& who) {
   }
 }
 
-Array dropout(const Array& x, double p, std::uint64_t seed, const Array* out) {
+Array dropout(const Array& x_in, double p, std::uint64_t seed, const Array* out) {
+  const Array x = x_in.dense();  // views read as dense copies
   const char* op = "dropout";
   trainable(x, op, "x");
   check_dropout_p(p, op);
@@ -281,7 +297,8 @@ Array dropout(const Array& x, double p, std::uint64_t seed, const Array* out) {
   return o;
 }
 
-Array sum_rows(const Array& x, const Array* out, double beta) {
+Array sum_rows(const Array& x_in, const Array* out, double beta) {
+  const Array x = x_in.dense();  // views read as dense copies
   const char* op = "sum_rows";
   trainable(x, op, "x");
   two_d(x, op, "x");
@@ -303,7 +320,9 @@ Array sum_rows(const Array& x, const Array* out, double beta) {
   return o;
 }
 
-Array take_rows(const Array& src, const Array& idx, std::int64_t offset, std::int64_t n, const Array* out) {
+Array take_rows(const Array& src_in, const Array& idx_in, std::int64_t offset, std::int64_t n, const Array* out) {
+  const Array src = src_in.dense();  // views read as dense copies
+  const Array idx = idx_in.dense();  // views read as dense copies
   const char* op = "take_rows";
   same_device(idx, src, op, "idx", "src");
   if (src.ndim() < 1) throw ValueError("take_rows: src must have at least one dimension");

@@ -207,16 +207,18 @@ inline int ew_arity(EwOp op) {
 constexpr int kEwMaxDims = 8;
 
 // What a backend computes: out[i] = op(a[i], b[i]) over the elements of `shape` (row-major), a and b read at
-// the element strides sa / sb (0 along a broadcast dimension) from their buffers' starts. `in` is the type of both
+// the element strides sa / sb (0 along a broadcast dimension) from elements oa / ob of their buffers (views), the
+// output dense from its buffer's start. `in` is the type of both
 // inputs (for cast: the source type), `out` the result's. With scalar != 0 there is no b: the scalar (fscalar in
 // floating ops, iscalar in integer ones, within type `in`) is the second operand (scalar 1) or the first (scalar 2).
-// `contiguous`: one dimension read at stride 1, so element i sits at i in every operand.
+// `contiguous`: one dimension read at stride 1, so element i sits at offset + i in every operand.
 struct ElementwiseDesc {
   EwOp op = EwOp::add;
   DType in = DType::f32, out = DType::f32;
   Shape shape;
   std::vector<std::int64_t> sa, sb;
   std::vector<std::int64_t> sc;  // where: the condition's strides (empty otherwise)
+  std::int64_t oa = 0, ob = 0, oc = 0;  // where's condition: oc
   std::int64_t n = 0;
   int scalar = 0;
   double fscalar = 0;
@@ -328,6 +330,7 @@ struct ReduceDesc {
   DType in = DType::f32, out = DType::f32;
   Shape kshape, rshape;
   std::vector<std::int64_t> ks, rs;
+  std::int64_t off = 0;  // x's first element (a view)
   std::int64_t n_out = 0, n_red = 0;
   double scale = 1.0;
 };

@@ -188,6 +188,7 @@ std::string pool_window_str(const Shape& input, const Pool2dDesc& d) {
 }
 
 void pool_check_out(const Array& o, const Shape& shape, DType t, const Array& ref, const char* op, const char* what) {
+  require_dense(o, op, what);
   if (o.device() != ref.device())
     throw ValueError(std::string(op) + ": " + what + " is on " + o.device()->id() + " but the input is on " +
                      ref.device()->id());

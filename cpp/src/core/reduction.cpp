@@ -71,12 +71,8 @@ Array run(const char* name, RedOp op, const Array& x, const std::vector<bool>& r
   d.scale = scale;
   const Shape& s = x.shape();
   Shape yshape;
-  std::vector<std::int64_t> stride(s.size());
-  std::int64_t step = 1;
-  for (std::size_t k = s.size(); k-- > 0;) {
-    stride[k] = step;
-    step *= s[k];
-  }
+  const std::vector<std::int64_t>& stride = x.strides();  // a view's own: no copy first
+  d.off = x.offset();
   d.n_out = 1;
   d.n_red = 1;
   for (std::size_t k = 0; k < s.size(); ++k) {
@@ -98,7 +94,7 @@ Array run(const char* name, RedOp op, const Array& x, const std::vector<bool>& r
   if (d.n_red == 0 && (op == RedOp::max || op == RedOp::min || op == RedOp::argmax || op == RedOp::argmin))
     throw ValueError(where(name) + ": a zero-size reduction (x of shape " + shape_str(s) +
                      ") has no maximum or minimum");
-  x.device()->backend().reduce(d, *x.buffer(), *y.buffer());
+  x.device()->backend().reduce(d, *x.storage(), *y.buffer());
   return y;
 }
 
@@ -219,7 +215,7 @@ Array scan(const char* name, bool prod, const Array& x, std::optional<int> axis,
   x.device()->require(d.out, name);
   Array y = Array::empty(x.device(), shape, d.out);
   if (d.outer * d.inner * (d.len + (include_initial ? 1 : 0)) == 0) return y;
-  x.device()->backend().cumulative_sum(d, *x.buffer(), *y.buffer());
+  x.device()->backend().cumulative_sum(d, *x.dense().buffer(), *y.buffer());
   return y;
 }
 

@@ -13,7 +13,8 @@ namespace hetnn {
 
 namespace {
 
-Array sort_impl(const Array& x, int axis, bool want_values, const char* op, bool descending) {
+Array sort_impl(const Array& x_in, int axis, bool want_values, const char* op, bool descending) {
+  const Array x = x_in.dense();  // views read as dense copies
   if (!x.valid()) throw ValueError(std::string("hetnn.") + op + ": x is not an array");
   const int nd = x.ndim();
   if (nd == 0)
@@ -54,7 +55,11 @@ Array argsort(const Array& x, int axis, bool descending, bool /*stable*/) {
   return sort_impl(x, axis, false, "argsort", descending);
 }
 
-Array searchsorted(const Array& x1, const Array& x2, const std::string& side, const Array* sorter) {
+Array searchsorted(const Array& x1_in, const Array& x2_in, const std::string& side, const Array* sorter_in) {
+  const Array x1 = x1_in.dense();  // views read as dense copies
+  const Array x2 = x2_in.dense();  // views read as dense copies
+  const Array sorter_d = sorter_in ? sorter_in->dense() : Array();
+  const Array* sorter = sorter_in ? &sorter_d : nullptr;
   const std::string op = "hetnn.searchsorted";
   if (!x1.valid() || !x2.valid()) throw ValueError(op + ": x1 and x2 must be arrays");
   if (x1.ndim() != 1) throw ValueError(op + ": x1 must be 1-D (sorted), got shape " + shape_str(x1.shape()));
@@ -86,7 +91,8 @@ Array searchsorted(const Array& x1, const Array& x2, const std::string& side, co
   return out;
 }
 
-std::vector<Array> nonzero(const Array& x) {
+std::vector<Array> nonzero(const Array& x_in) {
+  const Array x = x_in.dense();  // views read as dense copies
   const std::string op = "hetnn.nonzero";
   if (!x.valid()) throw ValueError(op + ": x is not an array");
   const int nd = x.ndim();
@@ -125,7 +131,8 @@ std::vector<Array> nonzero(const Array& x) {
   return out;
 }
 
-UniqueParts unique(const Array& x, bool want_indices, bool want_inverse, bool want_counts) {
+UniqueParts unique(const Array& x_in, bool want_indices, bool want_inverse, bool want_counts) {
+  const Array x = x_in.dense();  // views read as dense copies
   if (!x.valid()) throw ValueError("hetnn.unique: x is not an array");
   const std::int64_t n = x.size();
   const DevicePtr& dev = x.device();

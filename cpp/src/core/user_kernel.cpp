@@ -389,7 +389,58 @@ std::shared_ptr<const ElementwiseKernel::Plan> ElementwiseKernel::plan_for(const
   return plan;
 }
 
+namespace {
+
+// User code indexes its arrays densely: views among the inputs are read as dense copies, and outputs given as
+// views are computed in dense copies of them (holding their elements, which the operation may read) that are
+// written back after the call.
+struct DenseArgs {
+  std::vector<Array> keep;
+  std::vector<ElementwiseKernel::Input> in;
+  std::vector<Array> out;
+  bool any = false;
+  DenseArgs(const std::vector<ElementwiseKernel::Input>& in_arg, const std::vector<Array>& out_arg) {
+    keep.reserve(in_arg.size());
+    for (ElementwiseKernel::Input x : in_arg) {
+      if (x.array && x.array->valid() && !x.array->is_dense()) {
+        keep.push_back(x.array->dense());
+        x.array = &keep.back();
+        any = true;
+      }
+      in.push_back(x);
+    }
+    for (const Array& o : out_arg) {
+      const bool view = o.valid() && !o.is_dense();
+      out.push_back(view ? o.dense() : o);
+      any = any || view;
+    }
+  }
+  // outputs: the given ones (their views written back) or the new ones
+  std::vector<Array> finish(const std::vector<Array>& out_arg, std::vector<Array> made) const {
+    if (out_arg.empty()) return made;
+    std::vector<Array> res = out_arg;
+    for (std::size_t k = 0; k < res.size(); ++k)
+      if (!res[k].same_memory(out[k])) res[k].copy_from(out[k]);
+    return res;
+  }
+};
+
+}  // namespace
+
 std::vector<Array> ElementwiseKernel::operator()(const std::vector<Input>& in, const std::vector<Array>& out) const {
+  for (const Input& x : in)
+    if (x.array && x.array->valid() && !x.array->is_dense()) return call_dense(in, out);
+  for (const Array& o : out)
+    if (o.valid() && !o.is_dense()) return call_dense(in, out);
+  return call(in, out);
+}
+
+std::vector<Array> ElementwiseKernel::call_dense(const std::vector<Input>& in, const std::vector<Array>& out) const {
+  const DenseArgs a(in, out);
+  return a.finish(out, call(a.in, a.out));
+}
+
+std::vector<Array> ElementwiseKernel::call(const std::vector<Input>& in, const std::vector<Array>& out) const {
   const std::shared_ptr<const Plan> plan = plan_for(in, out);
   std::vector<Array> outputs = out;
   if (out.empty())
@@ -448,8 +499,16 @@ ReductionKernel::ReductionKernel(const std::string& in_params, const std::string
   }
 }
 
-std::vector<Array> ReductionKernel::operator()(const std::vector<ElementwiseKernel::Input>& in, const Axes& axes,
-                                               bool keepdims, const std::vector<Array>& out) const {
+std::vector<Array> ReductionKernel::operator()(const std::vector<ElementwiseKernel::Input>& in_arg,
+                                               const Axes& axes, bool keepdims,
+                                               const std::vector<Array>& out_arg) const {
+  const DenseArgs a(in_arg, out_arg);
+  if (!a.any) return call(in_arg, axes, keepdims, out_arg);
+  return a.finish(out_arg, call(a.in, axes, keepdims, a.out));
+}
+
+std::vector<Array> ReductionKernel::call(const std::vector<ElementwiseKernel::Input>& in, const Axes& axes,
+                                         bool keepdims, const std::vector<Array>& out) const {
   const std::string who = "hetnn.ReductionKernel '" + name_ + "'";
   check_arity(who, in_, in, out_, out);
   Operands ops = operands(who, in_, in, out_, out);

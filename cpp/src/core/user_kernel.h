@@ -44,6 +44,8 @@ class ElementwiseKernel {
   const std::vector<KernelParam>& out_params() const { return out_; }
 
  private:
+  std::vector<Array> call(const std::vector<Input>& in, const std::vector<Array>& out) const;  // dense arrays
+  std::vector<Array> call_dense(const std::vector<Input>& in, const std::vector<Array>& out) const;
   // What a call resolved (types, strides, the compiled code's key) for its operands' device, dtypes and shapes:
   // the next call with the same ones skips the resolving (a small array's call is the front's time).
   struct Plan;
@@ -72,6 +74,8 @@ class ReductionKernel {
   std::size_t nout() const { return out_.size(); }
 
  private:
+  std::vector<Array> call(const std::vector<ElementwiseKernel::Input>& in, const Axes& axes, bool keepdims,
+                          const std::vector<Array>& out) const;  // dense arrays
   std::vector<KernelParam> in_, out_;
   std::string map_, reduce_, post_, identity_, name_, preamble_;
   std::optional<KernelParam> reduce_type_;

@@ -111,15 +111,18 @@ void bind_array(py::module_& m) {
       .def(
           "host_numpy",
           [](const Array& a) -> py::object {
-            void* p = a.buffer() ? a.buffer()->host_ptr() : nullptr;
+            auto* p = static_cast<unsigned char*>(a.storage() ? a.storage()->host_ptr() : nullptr);
             if (!p) return py::none();
             {
               NoGil nogil;
               a.device()->backend().synchronize();
             }
-            // The NumPy array keeps the Array (and so its memory) alive.
+            // The NumPy array keeps the Array (and so its memory) alive; a view is seen with its strides.
+            const auto e = static_cast<std::int64_t>(dtype_size(a.dtype()));
+            std::vector<std::int64_t> bytes;
+            for (std::int64_t s : a.strides()) bytes.push_back(s * e);
             py::capsule owner(new Array(a), [](void* q) { delete static_cast<Array*>(q); });
-            return py::array(py::dtype(dtype_name(a.dtype())), a.shape(), p, owner);
+            return py::array(py::dtype(dtype_name(a.dtype())), a.shape(), bytes, p + a.offset() * e, owner);
           },
           "A NumPy array over the Array's memory where that is host memory (the CPU device), else None.")
       .def(
@@ -186,6 +189,14 @@ void bind_array(py::module_& m) {
       .def_property_readonly("nbytes", &Array::nbytes)
       .def_property_readonly("size", &Array::size)
       .def_property_readonly("ndim", &Array::ndim)
+      .def_property_readonly("strides",
+                             [](const Array& a) {
+                               py::tuple t(a.strides().size());
+                               const auto e = static_cast<std::int64_t>(dtype_size(a.dtype()));
+                               for (std::size_t k = 0; k < a.strides().size(); ++k) t[k] = a.strides()[k] * e;
+                               return t;
+                             })
+      .def_property_readonly("is_dense", &Array::is_dense)
       .def("same_memory", &Array::same_memory);
 }
 

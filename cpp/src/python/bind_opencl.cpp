@@ -48,8 +48,12 @@ void bind_opencl(py::module_& m) {
       "_cl_buffer",
       [](const Array& a) -> std::uintptr_t {
 #ifdef HETNN_HAVE_OPENCL
-        if (auto* h = find_extension<opencl::RawHandles>(a.device()->backend()))
+        if (auto* h = find_extension<opencl::RawHandles>(a.device()->backend())) {
+          if (!a.is_dense())
+            throw ValueError("Array.cl_buffer: this array is a view (from indexing, a transpose or a flip) whose "
+                             "elements do not start the buffer in C order; take the handle of a.copy()");
           return reinterpret_cast<std::uintptr_t>(h->buffer(*a.buffer()));
+        }
 #endif
         throw TypeError("Array.cl_buffer: the array is on " + a.device()->id() +
                         ", not an OpenCL device (it has no cl_mem); move it with .to(device)");

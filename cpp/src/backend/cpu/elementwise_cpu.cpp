@@ -370,7 +370,10 @@ void CpuBackend::where(const ElementwiseDesc& d, const Buffer& cond, const Buffe
   cpu_threads::apply();
   const std::uint64_t bytes = static_cast<std::uint64_t>(d.n) * (1 + 3 * dtype_size(d.in));
   timed("where", bytes, [&] {
-    const void *pc = cond.host_ptr(), *pa = a.host_ptr(), *pb = b.host_ptr();
+    const std::size_t e = dtype_size(d.in);
+    const void* pc = static_cast<const unsigned char*>(cond.host_ptr()) + d.oc;
+    const void* pa = static_cast<const unsigned char*>(a.host_ptr()) + d.oa * e;
+    const void* pb = static_cast<const unsigned char*>(b.host_ptr()) + d.ob * e;
     void* po = out.host_ptr();
     switch (d.in) {
       case DType::f32:
@@ -391,8 +394,9 @@ void CpuBackend::elementwise(const ElementwiseDesc& d, const Buffer& a, const Bu
   const std::uint64_t bytes =
       static_cast<std::uint64_t>(d.n) * ((b ? 2 : 1) * dtype_size(d.in) + dtype_size(d.out));
   timed(ew_name(d.op), bytes, [&] {
-    const void* pa = a.host_ptr();
-    const void* pb = b ? b->host_ptr() : nullptr;
+    const std::size_t e = dtype_size(d.in);
+    const void* pa = static_cast<const unsigned char*>(a.host_ptr()) + d.oa * e;
+    const void* pb = b ? static_cast<const unsigned char*>(b->host_ptr()) + d.ob * e : nullptr;
     void* po = out.host_ptr();
     switch (d.in) {
       case DType::f32:

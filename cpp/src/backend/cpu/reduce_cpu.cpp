@@ -448,8 +448,9 @@ void CpuBackend::reduce(const ReduceDesc& d, const Buffer& x, Buffer& out) {
                                   dtype_size(d.in) +
                               static_cast<std::uint64_t>(d.n_out) * dtype_size(d.out);
   timed(red_name(d.op), bytes, [&] {
-    if (is_floating(d.in)) reduce_as<double>(d, x.host_ptr(), out.host_ptr());
-    else reduce_as<std::int64_t>(d, x.host_ptr(), out.host_ptr());
+    const void* px = static_cast<const unsigned char*>(x.host_ptr()) + d.off * dtype_size(d.in);
+    if (is_floating(d.in)) reduce_as<double>(d, px, out.host_ptr());
+    else reduce_as<std::int64_t>(d, px, out.host_ptr());
   });
 }
 

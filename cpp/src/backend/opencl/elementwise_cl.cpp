@@ -42,7 +42,7 @@ void ClBackend::elementwise(const ElementwiseDesc& d, const Buffer& a, const Buf
   const cl_int mode = ew_arity(d.op) == 1 ? 3 : d.scalar;
   ArgSetter s{k, "ew"};
   s(cl_long{d.n})(static_cast<cl_int>(d.op))(mode)(static_cast<cl_int>(d.contiguous))(
-      static_cast<cl_int>(d.shape.size()))(shape)(sa)(sb);
+      static_cast<cl_int>(d.shape.size()))(shape)(sa)(sb)(cl_long{d.oa})(cl_long{d.ob});
   switch (d.in) {  // the scalar in the kernel's compute type
     case DType::f64: s(d.fscalar); break;
     case DType::f32:
@@ -73,7 +73,7 @@ void ClBackend::where(const ElementwiseDesc& d, const Buffer& cond, const Buffer
   }
   ArgSetter s{k, "ew_where"};
   s(cl_long{d.n})(static_cast<cl_int>(d.contiguous))(static_cast<cl_int>(d.shape.size()))(shape)(sa)(sb)(sc)(
-      mem(cond))(mem(a))(mem(b))(mem(out));
+      cl_long{d.oa})(cl_long{d.ob})(cl_long{d.oc})(mem(cond))(mem(a))(mem(b))(mem(out));
   const std::size_t g[1] = {round_up(static_cast<std::size_t>(d.n), kLocal)}, l[1] = {kLocal};
   enqueue("where", k, 1, g, l);
 }

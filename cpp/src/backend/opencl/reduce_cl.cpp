@@ -71,7 +71,7 @@ void ClBackend::reduce(const ReduceDesc& d, const Buffer& x, Buffer& out) {
     cl_kernel k = kernel("reduce.cl", "reduce_items", opts);
     ArgSetter s{k, "reduce_items"};
     s(static_cast<cl_int>(d.op))(cl_long{d.n_out})(cl_long{d.n_red})(static_cast<cl_int>(d.kshape.size()))(
-        pack(d.kshape))(pack(d.ks))(static_cast<cl_int>(d.rshape.size()))(pack(d.rshape))(pack(d.rs))(
+        pack(d.kshape))(pack(d.ks))(static_cast<cl_int>(d.rshape.size()))(pack(d.rshape))(pack(d.rs))(cl_long{d.off})(
         static_cast<cl_int>(scaled));
     scale_arg(s);
     s(mem(x))(mem(out));
@@ -92,7 +92,7 @@ void ClBackend::reduce(const ReduceDesc& d, const Buffer& x, Buffer& out) {
     ArgSetter s{k, "reduce_chunks"};
     s(static_cast<cl_int>(d.op))(cl_long{d.n_out})(cl_long{d.n_red})(cl_long{parts})(
         static_cast<cl_int>(d.kshape.size()))(pack(d.kshape))(pack(d.ks))(static_cast<cl_int>(d.rshape.size()))(
-        pack(d.rshape))(pack(d.rs))(static_cast<cl_int>(scaled));
+        pack(d.rshape))(pack(d.rs))(cl_long{d.off})(static_cast<cl_int>(scaled));
     scale_arg(s);
     s(mem(x))(mem(out))(pv)(pi);
     const std::size_t g[1] = {round_up(items, std::size_t{1})}, l[1] = {1};
@@ -113,7 +113,7 @@ void ClBackend::reduce(const ReduceDesc& d, const Buffer& x, Buffer& out) {
   cl_kernel k = kernel("reduce.cl", "reduce_groups", opts);
   ArgSetter s{k, "reduce_groups"};
   s(static_cast<cl_int>(d.op))(cl_long{d.n_red})(cl_long{parts})(static_cast<cl_int>(d.kshape.size()))(
-      pack(d.kshape))(pack(d.ks))(static_cast<cl_int>(d.rshape.size()))(pack(d.rshape))(pack(d.rs))(
+      pack(d.kshape))(pack(d.ks))(static_cast<cl_int>(d.rshape.size()))(pack(d.rshape))(pack(d.rs))(cl_long{d.off})(
       static_cast<cl_int>(scaled));
   scale_arg(s);
   s(mem(x))(mem(out))(pv)(pi);

@@ -195,15 +195,17 @@ void offsets(long i, const int nd, const long8 shape8, const long8 sa8, const lo
 }
 
 // y[i] = op(a, b) at element i of the output: the offsets of a and b from the (at most 8) dimensions `shape` and
-// their element strides, unless contig (then i itself). mode: 0 two arrays, 1 the scalar second, 2 the scalar
-// first (the array is a), 3 one array (unary).
+// their element strides, unless contig (then i itself), plus their first elements a0 / b0 (views). mode: 0 two
+// arrays, 1 the scalar second, 2 the scalar first (the array is a), 3 one array (unary).
 __kernel void ew(const long n, const int op, const int mode, const int contig, const int nd, const long8 shape8,
-                 const long8 sa8, const long8 sb8, const CT scal, __global const SIN* a, __global const SIN* b,
-                 __global SOUT* y) {
+                 const long8 sa8, const long8 sb8, const long a0, const long b0, const CT scal,
+                 __global const SIN* a, __global const SIN* b, __global SOUT* y) {
   const long i = get_global_id(0);
   if (i >= n) return;
   long oa = i, ob = i, oc = i;
   if (!contig) offsets(i, nd, shape8, sa8, sb8, sb8, &oa, &ob, &oc);
+  oa += a0;
+  ob += b0;
   const CT v = LOADIN(a, oa);
   const CT x = mode == 2 ? scal : v;
   const CT z = mode == 0 ? LOADIN(b, ob) : mode == 2 ? v : scal;
@@ -218,11 +220,14 @@ __kernel void ew(const long n, const int op, const int mode, const int contig, c
 #define RAW SIN
 #endif
 __kernel void ew_where(const long n, const int contig, const int nd, const long8 shape8, const long8 sa8,
-                       const long8 sb8, const long8 sc8, __global const uchar* c, __global const SIN* a,
-                       __global const SIN* b, __global SOUT* y) {
+                       const long8 sb8, const long8 sc8, const long a0, const long b0, const long c0,
+                       __global const uchar* c, __global const SIN* a, __global const SIN* b, __global SOUT* y) {
   const long i = get_global_id(0);
   if (i >= n) return;
   long oa = i, ob = i, oc = i;
   if (!contig) offsets(i, nd, shape8, sa8, sb8, sc8, &oa, &ob, &oc);
+  oa += a0;
+  ob += b0;
+  oc += c0;
   ((__global RAW*)y)[i] = c[oc] ? ((__global const RAW*)a)[oa] : ((__global const RAW*)b)[ob];
 }

@@ -110,13 +110,13 @@ void put(const int op, const ACC a, const long ai, const int scaled, const SCALE
 
 __kernel __attribute__((reqd_work_group_size(LOCAL, 1, 1))) void reduce_groups(
     const int op, const long n_red, const long parts, const int knd, const long8 kshape, const long8 ks,
-    const int rnd, const long8 rshape, const long8 rs, const int scaled, const SCALE_T scale,
+    const int rnd, const long8 rshape, const long8 rs, const long x0, const int scaled, const SCALE_T scale,
     __global const SIN* x, __global SOUT* y, __global ACC* pv, __global long* pi) {
   __local ACC lv[LOCAL];
   __local long li[LOCAL];
   const long g = get_group_id(0), o = g / parts, c = g % parts;
   const int t = get_local_id(0);
-  const long base = offset_of(o, knd, kshape, ks);
+  const long base = x0 + offset_of(o, knd, kshape, ks);  // x0: a view's first element
   const long r0 = n_red * c / parts, r1 = n_red * (c + 1) / parts;
   ACC a = ident(op);
   long ai = -1;
@@ -150,12 +150,12 @@ __kernel __attribute__((reqd_work_group_size(LOCAL, 1, 1))) void reduce_groups(
 // range, as a thread would); partials to reduce_parts when parts > 1.
 __kernel void reduce_chunks(const int op, const long n_out, const long n_red, const long parts, const int knd,
                             const long8 kshape, const long8 ks, const int rnd, const long8 rshape, const long8 rs,
-                            const int scaled, const SCALE_T scale, __global const SIN* x, __global SOUT* y,
-                            __global ACC* pv, __global long* pi) {
+                            const long x0, const int scaled, const SCALE_T scale, __global const SIN* x,
+                            __global SOUT* y, __global ACC* pv, __global long* pi) {
   const long g = get_global_id(0);
   if (g >= n_out * parts) return;
   const long o = g / parts, c = g % parts;
-  const long base = offset_of(o, knd, kshape, ks);
+  const long base = x0 + offset_of(o, knd, kshape, ks);  // x0: a view's first element
   const long r0 = n_red * c / parts, r1 = n_red * (c + 1) / parts;
   ACC a = ident(op);
   long ai = -1;
@@ -183,11 +183,11 @@ __kernel void reduce_parts(const int op, const long n_out, const long parts, con
 }
 
 __kernel void reduce_items(const int op, const long n_out, const long n_red, const int knd, const long8 kshape,
-                           const long8 ks, const int rnd, const long8 rshape, const long8 rs, const int scaled,
-                           const SCALE_T scale, __global const SIN* x, __global SOUT* y) {
+                           const long8 ks, const int rnd, const long8 rshape, const long8 rs, const long x0,
+                           const int scaled, const SCALE_T scale, __global const SIN* x, __global SOUT* y) {
   const long o = get_global_id(0);
   if (o >= n_out) return;
-  const long base = offset_of(o, knd, kshape, ks);
+  const long base = x0 + offset_of(o, knd, kshape, ks);  // x0: a view's first element
   ACC a = ident(op);
   long ai = -1;
   for (long r = 0; r < n_red; ++r) fold(op, &a, &ai, (ACC)LOADIN(x, base + offset_of(r, rnd, rshape, rs)), r);
