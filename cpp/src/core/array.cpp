@@ -38,8 +38,9 @@ std::int64_t shape_size(const Shape& s, const char* what) {
 }
 
 Array::Array(DevicePtr device, std::shared_ptr<Buffer> buffer, Shape shape, DType dtype)
-    : device_(std::move(device)), buffer_(std::move(buffer)), shape_(std::move(shape)), dtype_(dtype),
-      strides_(dense_strides(shape_)) {}
+    : device_(std::move(device)), buffer_(std::move(buffer)), shape_(std::move(shape)), dtype_(dtype) {}
+
+std::vector<std::int64_t> Array::strides() const { return dense_ ? dense_strides(shape_) : strides_; }
 
 std::vector<std::int64_t> dense_strides(const Shape& shape) {
   std::vector<std::int64_t> st(shape.size());
@@ -81,7 +82,7 @@ bool Array::same_layout(const Array& o) const {
   if (size() == 0) return true;
   if (o.offset_ != offset_) return false;
   for (std::size_t k = 0; k < shape_.size(); ++k)
-    if (shape_[k] != 1 && o.strides_[k] != strides_[k]) return false;
+    if (shape_[k] != 1 && o.strides()[k] != strides()[k]) return false;
   return true;
 }
 
@@ -101,13 +102,14 @@ Array Array::view(Shape shape, std::vector<std::int64_t> strides, std::int64_t o
   v.strides_ = std::move(strides);
   v.offset_ = n > 0 ? offset : 0;
   v.set_dense();
+  if (v.dense_) v.strides_.clear();  // a dense array's strides are its shape's (copies allocate less)
   return v;
 }
 
 Array Array::dense() const {
   if (dense_) return *this;
   Array out = empty(device_, shape_, dtype_);
-  move_elements("copy", *this, strides_, offset_, out, shape_, out.strides_, 0);
+  move_elements("copy", *this, strides_, offset_, out, shape_, out.strides(), 0);
   return out;
 }
 
@@ -216,7 +218,7 @@ void Array::from_host_into(const void* src) {
     return;
   }
   Array tmp = from_host(device_, src, shape_, dtype_);  // then one strided pass into the view
-  move_elements("copy", tmp, tmp.strides_, 0, *this, shape_, strides_, offset_);
+  move_elements("copy", tmp, tmp.strides(), 0, *this, shape_, strides_, offset_);
 }
 
 void Array::copy_from(const Array& src) {
@@ -236,7 +238,7 @@ void Array::copy_from(const Array& src) {
   Array s = same_memory(src) ? src.to(device_) : src;
   if (s.shape_ != shape_) s = s.reshape(shape_);
   Array self = *this;
-  move_elements("copy", s, s.strides_, s.offset_, self, shape_, strides_, offset_);
+  move_elements("copy", s, s.strides(), s.offset_, self, shape_, strides(), offset_);
 }
 
 Array Array::reshape_view(const Shape& shape) const {
@@ -313,7 +315,8 @@ void Array::set_rows(std::int64_t start, std::int64_t stop, const Array& src) {
                      ") are " + dtype_name(dtype_) + " " + shape_str(s));
   if (!src.nbytes()) return;
   if (!dense_ || !src.dense_ || same_memory(src)) {
-    view(s, strides_, offset_ + start * strides_[0]).copy_from(src);
+    const std::vector<std::int64_t> st = strides();
+    view(s, st, offset_ + start * st[0]).copy_from(src);
     return;
   }
   device_->backend().copy(*src.buffer_, 0, *buffer_, row * start, src.nbytes());

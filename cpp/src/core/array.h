@@ -63,7 +63,7 @@ class Array {
   const std::shared_ptr<Buffer>& buffer() const;
   // The memory under a view (strided readers: element-wise, reductions, copies, user kernels).
   const std::shared_ptr<Buffer>& storage() const { return buffer_; }
-  const std::vector<std::int64_t>& strides() const { return strides_; }
+  std::vector<std::int64_t> strides() const;
   std::int64_t offset() const { return offset_; }
   // Row-major from the buffer's start (extent-1 axes' strides aside).
   bool is_dense() const { return dense_; }
@@ -84,7 +84,7 @@ class Array {
   std::shared_ptr<Buffer> buffer_;
   Shape shape_;
   DType dtype_ = DType::f32;
-  std::vector<std::int64_t> strides_;
+  std::vector<std::int64_t> strides_;  // a view's; empty for a dense array (its shape's row-major strides)
   std::int64_t offset_ = 0;
   bool dense_ = true;
 };

@@ -168,10 +168,11 @@ Shape broadcast(const std::string& name, const Shape& a, const Shape& b) {
 // Row-major element strides of `s` seen as broadcast to `out` (0 along broadcast dimensions).
 std::vector<std::int64_t> view_strides(const Array& x, const Shape& out) {
   const Shape& s = x.shape();
+  const std::vector<std::int64_t> xs = x.strides();
   std::vector<std::int64_t> st(out.size(), 0);
   for (std::size_t k = 0; k < s.size(); ++k) {
     const std::size_t i = s.size() - 1 - k, o = out.size() - 1 - k;
-    st[o] = s[i] == 1 ? 0 : x.strides()[i];
+    st[o] = s[i] == 1 ? 0 : xs[i];
   }
   return st;
 }

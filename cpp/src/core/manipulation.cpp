@@ -325,7 +325,8 @@ Array tile(const Array& x, const std::vector<std::int64_t>& reps) {
   std::vector<std::int64_t> rs(d - reps.size(), 1);
   rs.insert(rs.end(), reps.begin(), reps.end());
   Strides cs(d - x.shape().size(), 0);
-  cs.insert(cs.end(), x.strides().begin(), x.strides().end());
+  const Strides xst = x.strides();
+  cs.insert(cs.end(), xst.begin(), xst.end());
   Shape shape, out;
   Strides st;
   for (std::size_t k = 0; k < d; ++k) {

@@ -191,9 +191,10 @@ void bind_array(py::module_& m) {
       .def_property_readonly("ndim", &Array::ndim)
       .def_property_readonly("strides",
                              [](const Array& a) {
-                               py::tuple t(a.strides().size());
+                               const std::vector<std::int64_t> st = a.strides();
+                               py::tuple t(st.size());
                                const auto e = static_cast<std::int64_t>(dtype_size(a.dtype()));
-                               for (std::size_t k = 0; k < a.strides().size(); ++k) t[k] = a.strides()[k] * e;
+                               for (std::size_t k = 0; k < st.size(); ++k) t[k] = st[k] * e;
                                return t;
                              })
       .def_property_readonly("is_dense", &Array::is_dense)

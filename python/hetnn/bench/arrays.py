@@ -32,10 +32,12 @@ ARRAYS_COLUMNS = [
 
 # name -> (operands, bytes moved per element of x: inputs read + outputs written, the STREAM-style kernel of the
 # same access pattern that is its ceiling)
-# ("saxpy kernel": z = 2 x + y as a user ElementwiseKernel, against NumPy's two passes into one output)
+# ("saxpy kernel": z = 2 x + y as a user ElementwiseKernel, against NumPy's two passes into one output;
+# "add transposed": x.mT + y, x read through a transposed view by its strides, as NumPy reads x.T)
 OPS: Dict[str, Tuple[int, int, str]] = {"add": (2, 3, "triad"), "exp": (1, 2, "copy"), "sum": (1, 1, "read"),
-                                        "sum axis 0": (1, 1, "read"), "saxpy kernel": (2, 3, "triad")}
-ELEMENTWISE = ("add", "exp", "saxpy kernel")
+                                        "sum axis 0": (1, 1, "read"), "saxpy kernel": (2, 3, "triad"),
+                                        "add transposed": (2, 3, "triad")}
+ELEMENTWISE = ("add", "exp", "saxpy kernel", "add transposed")
 STREAM = "stream"  # the library name of the ceilings' rows ("stream triad", ...)
 STREAM_MOVED = {"triad": 3, "copy": 2, "read": 1}  # bytes per element, as STREAM counts them
 SMALL_BYTES = 1 << 10
@@ -59,12 +61,22 @@ def _human(n: int) -> str:
 
 
 def _shape(op: str, n: int) -> Tuple[int, ...]:
+    if op == "add transposed":  # a square-ish matrix: x (r, c), y and the result (c, r)
+        k = max(n.bit_length() - 1, 0) // 2
+        return (n >> k, 1 << k)
     return (n // 1024, 1024) if op == "sum axis 0" and n >= 1024 else (n,)
+
+
+def _other_shape(op: str, shape: Tuple[int, ...]) -> Tuple[int, ...]:
+    """The shape of y and of the result."""
+    return shape[::-1] if op == "add transposed" else shape
 
 
 def _numpy_fn(op: str, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> Callable[[], Any]:
     if op == "add":
         return lambda: np.add(a, b, out=out)
+    if op == "add transposed":
+        return lambda: np.add(a.T, b, out=out)
     if op == "exp":
         return lambda: np.exp(a, out=out)
     if op == "sum":
@@ -89,6 +101,8 @@ def _hetnn_fn(op: str, A: Any, B: Any, C: Any) -> Callable[[], Any]:
         return lambda: k(A, B, C)
     if op == "add":
         return lambda: add(A, B, out=C)
+    if op == "add transposed":
+        return lambda: add(A.mT, B, out=C)
     if op == "exp":
         return lambda: exp(A, out=C)
     if op == "sum":
@@ -98,7 +112,7 @@ def _hetnn_fn(op: str, A: Any, B: Any, C: Any) -> Callable[[], Any]:
 
 def _reference(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    return {"add": lambda: a64 + b64, "exp": lambda: np.exp(a64), "sum": lambda: np.asarray(a64.sum()),
+    return {"add": lambda: a64 + b64, "add transposed": lambda: a64.T + b64, "exp": lambda: np.exp(a64), "sum": lambda: np.asarray(a64.sum()),
             "sum axis 0": lambda: a64.sum(axis=0), "saxpy kernel": lambda: 2 * a64 + b64}[op]()
 
 
@@ -172,8 +186,8 @@ def run_arrays(devices: Sequence[Device], *, ops: Sequence[str] = tuple(OPS),
                 progress(f"{op} {_human(nbytes)}")
             shape = _shape(op, n)
             a = rng.uniform(-1, 1, shape).astype(np.float32)
-            b = rng.uniform(-1, 1, shape).astype(np.float32)
-            out = np.empty_like(a)
+            b = rng.uniform(-1, 1, _other_shape(op, shape)).astype(np.float32)
+            out = np.empty_like(b)
             ref = _reference(op, a, b)
             moved, kind = OPS[op][1] * a.nbytes, OPS[op][2]
             ref_name, ref_moved = f"{STREAM} {kind}", STREAM_MOVED[kind] * a.nbytes
@@ -183,7 +197,7 @@ def run_arrays(devices: Sequence[Device], *, ops: Sequence[str] = tuple(OPS),
             cases, sides = [], []
             for d in devices:
                 A, B = hetnn.asarray(a, device=d), hetnn.asarray(b, device=d)
-                C = hetnn.empty(shape, "float32", device=d)
+                C = hetnn.empty(b.shape, "float32", device=d)
                 fn = _hetnn_fn(op, A, B, C)
                 try:
                     err = _rel_err(op, _result(op, fn, C), ref, a)
