@@ -194,10 +194,11 @@ Array matrix_transpose(const Array& x) {
   check_valid("matrix_transpose", x);
   if (x.ndim() < 2)
     throw ValueError("hetnn.matrix_transpose: x must have at least 2 dimensions, got shape " + shape_str(x.shape()));
-  std::vector<int> axes(static_cast<std::size_t>(x.ndim()));
-  for (int i = 0; i < x.ndim(); ++i) axes[static_cast<std::size_t>(i)] = i;
-  std::swap(axes[axes.size() - 1], axes[axes.size() - 2]);
-  return permute_dims(x, axes);
+  Shape shape = x.shape();
+  Strides st = x.strides();
+  std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
+  std::swap(st[st.size() - 1], st[st.size() - 2]);
+  return x.view(shape, st, x.offset());
 }
 
 Array flip(const Array& x, const std::optional<std::vector<int>>& axes) {

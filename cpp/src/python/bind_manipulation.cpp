@@ -1,5 +1,6 @@
 // hetnn._core: indexing, manipulation and the creation functions arange, linspace and eye (core/manipulation.cpp);
-// hetnn._manipulation gives them their Array API signatures and Array methods.
+// hetnn._manipulation gives them their Array API signatures and Array methods. Views (basic indexing, transposes,
+// flips, expand_dims, squeeze, unstack) move no data, so they keep the GIL: releasing it costs more than they do.
 #include <optional>
 #include <string>
 #include <vector>
@@ -148,7 +149,6 @@ void bind_manipulation(py::module_& m) {
           return getitem_mask(x, *mask);
         }
         const Index idx = arg_index(key);
-        NoGil nogil;
         return getitem(x, idx);
       },
       py::arg("x"), py::arg("key"), "x[key] (basic indexing) as a new array on x's device.");
@@ -170,14 +170,12 @@ void bind_manipulation(py::module_& m) {
       [](const Array& x, py::handle axes) {
         const auto a = arg_axes(axes, "permute_dims");
         if (!a) throw TypeError("hetnn.permute_dims: axes must be a tuple of ints, got None");
-        NoGil nogil;
         return permute_dims(x, *a);
       },
       py::arg("x"), py::arg("axes"), "x with its axes in the order ``axes``.");
   m.def(
       "matrix_transpose",
       [](const Array& x) {
-        NoGil nogil;
         return matrix_transpose(x);
       },
       py::arg("x"), "x with its last two axes swapped.");
@@ -185,7 +183,6 @@ void bind_manipulation(py::module_& m) {
       "flip",
       [](const Array& x, py::handle axis) {
         const auto a = arg_axes(axis, "flip");
-        NoGil nogil;
         return flip(x, a);
       },
       py::arg("x"), py::arg("axis") = py::none(), "x reversed along ``axis`` (None: every axis).");
@@ -203,7 +200,6 @@ void bind_manipulation(py::module_& m) {
       [](const Array& x, py::handle source, py::handle destination) {
         const auto s = arg_axes(source, "moveaxis"), d = arg_axes(destination, "moveaxis");
         if (!s || !d) throw TypeError("hetnn.moveaxis: source and destination must be ints or tuples of ints");
-        NoGil nogil;
         return moveaxis(x, *s, *d);
       },
       py::arg("x"), py::arg("source"), py::arg("destination"), "x with axes `source` moved to `destination`.");
@@ -237,7 +233,6 @@ void bind_manipulation(py::module_& m) {
       "unstack",
       [](const Array& x, py::handle axis) {
         const int a = arg_axis(axis, "unstack");
-        NoGil nogil;
         return unstack(x, a);
       },
       py::arg("x"), py::arg("axis") = 0, "The arrays x holds along `axis`.");
@@ -274,7 +269,6 @@ void bind_manipulation(py::module_& m) {
       "expand_dims",
       [](const Array& x, py::handle axis) {
         const int a = arg_axis(axis, "expand_dims");
-        NoGil nogil;
         return expand_dims(x, a);
       },
       py::arg("x"), py::arg("axis") = 0, "A view of x with an axis of extent 1 at ``axis``.");
@@ -282,7 +276,6 @@ void bind_manipulation(py::module_& m) {
       "squeeze",
       [](const Array& x, py::handle axis) {
         const auto a = arg_axes(axis, "squeeze");
-        NoGil nogil;
         return squeeze(x, a);
       },
       py::arg("x"), py::arg("axis") = py::none(), "A view of x without the axes ``axis`` (of extent 1).");

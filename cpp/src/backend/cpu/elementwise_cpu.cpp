@@ -50,6 +50,22 @@ const C* operand(const ElementwiseDesc& d, DType t, const void* p, const std::ve
     }
   }
   Walker w(d.shape, st, i);
+  if (native<C>(t)) {  // runs along the innermost dimension, read at its stride (a view, a broadcast row)
+    const C* q = static_cast<const C*>(p);
+    const std::size_t last = d.shape.size() - 1;
+    const std::int64_t inner = d.shape[last], s = st[last];
+    for (std::int64_t j = 0; j < m;) {
+      const std::int64_t run = std::min(m - j, inner - w.idx[last]);
+      const C* r = q + w.off;
+      if (s == 1) std::copy(r, r + run, tmp + j);
+      else for (std::int64_t k = 0; k < run; ++k) tmp[j + k] = r[k * s];
+      j += run;
+      w.off += (run - 1) * s;
+      w.idx[last] += run - 1;
+      w.next();  // onto the next row, or past the last element (then unused)
+    }
+    return tmp;
+  }
   for (std::int64_t j = 0; j < m; ++j, w.next()) tmp[j] = load<C>(t, p, w.off);
   return tmp;
 }
