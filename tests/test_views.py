@@ -88,6 +88,27 @@ def test_element_wise_ops_read_views(device, rng, op):
     np.testing.assert_array_equal(av.astype("float64").numpy(), xv.astype(np.float64))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8"])
+def test_large_transposed_operands_match_numpy(device, rng, dtype):
+    """Transposed operands large enough for the CPU device's tiled walk (partial tiles at both edges, both operands
+    transposed, a negative stride, a scalar form)."""
+    if dtype not in device.dtypes:
+        pytest.skip(f"{device.id} has no {dtype}")
+    x = (rng.standard_normal((301, 203)) * 20).astype(dtype)
+    y = (rng.standard_normal((203, 301)) * 20).astype(dtype)
+    a, b = hetnn.asarray(x, device=device), hetnn.asarray(y, device=device)
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    np.testing.assert_array_equal(hetnn.add(a.mT, b).numpy(), (x.T + y))
+    np.testing.assert_array_equal(hetnn.subtract(b, a.mT).numpy(), (y - x.T))
+    np.testing.assert_array_equal(hetnn.maximum(a.mT[::-1], b.mT.mT[::-1]).numpy(), np.maximum(x.T[::-1], y[::-1]))
+    np.testing.assert_array_equal(hetnn.multiply(a.mT, b.mT.mT).numpy(), x.T * y)  # one transposed, one dense
+    both = hetnn.add(a.mT, hetnn.asarray(np.ascontiguousarray(y.T), device=device).mT)
+    np.testing.assert_array_equal(both.numpy(), x.T + y)
+    np.testing.assert_array_equal((a.mT * 3).numpy(), x.T * np.array(3, dtype))
+    if dtype != "int8":
+        np.testing.assert_allclose(hetnn.exp(a.mT / 20).numpy(), np.exp(x64.T / 20), rtol=2e-6)
+
+
 @pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)])
 def test_reductions_read_views(device, rng, axis):
     x, a = _pair(rng, device, (30, 20), "float32")

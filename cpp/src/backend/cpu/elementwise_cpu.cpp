@@ -6,9 +6,12 @@
 // (NaN gives 0).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_loops.h"
@@ -355,8 +358,66 @@ void run_range(const ElementwiseDesc& d, const void* a, const void* b, void* out
   }
 }
 
+// Whether an operand of a 2-D walk steps through memory across the output's rows faster than along them (a
+// transposed view): row by row, each of its elements would sit in another cache line and page, and at a power-of-two
+// row length all of them in one cache set.
+bool crosswise(const std::vector<std::int64_t>& st) {
+  return st.size() == 2 && std::abs(st[1]) > 1 && std::abs(st[0]) < std::abs(st[1]);
+}
+
+// A crosswise walk's output tiles (kTileRows x kTileCols): a tile's copy stays in the first-level cache, and each of
+// its columns is a few whole lines of the crosswise operand's memory.
+constexpr std::int64_t kTileRows = 64, kTileCols = 64;
+
+// Tile [r0, r1) x [c0, c1) of a crosswise operand (element (r, c) at p[r * st[0] + c * st[1]]) copied into t
+// (row-major, kTileCols columns): read along its own memory, column by column of the output, whole lines at a time.
+template <class C>
+void gather_tile(const C* p, const std::vector<std::int64_t>& st, std::int64_t r0, std::int64_t r1, std::int64_t c0,
+                 std::int64_t c1, C* t) {
+  const std::int64_t s0 = st[0];
+  for (std::int64_t c = c0; c < c1; ++c) {
+    const C* col = p + r0 * s0 + c * st[1];
+    for (std::int64_t r = 0; r < r1 - r0; ++r) t[r * kTileCols + (c - c0)] = col[r * s0];
+  }
+}
+
 template <class C>
 void run_all(const ElementwiseDesc& d, const void* a, const void* b, void* out) {
+  const bool two = ew_arity(d.op) == 2 && d.scalar == 0;
+  const bool xa = crosswise(d.sa) && native<C>(d.in), xb = two && crosswise(d.sb) && native<C>(d.in);
+  if (d.n >= kParallelMin && (xa || xb)) {
+    // output tiles; a crosswise operand's tile is first copied out of its memory in its own order (the transpose
+    // done in cache), then the tile's rows run as usual, that operand read from the copy at strides (kTileCols, 1)
+    const std::int64_t rows = d.shape[0], cols = d.shape[1];
+    const std::int64_t tc = (cols + kTileCols - 1) / kTileCols, tiles = tc * ((rows + kTileRows - 1) / kTileRows);
+    parallel_pieces(
+        tiles, 4,
+        [&](std::int64_t t0, std::int64_t t1) {
+          ElementwiseDesc dt = d;  // the same walk, the copied operands' strides those of their tile copies
+          if (xa) dt.sa = {kTileCols, 1};
+          if (xb) dt.sb = {kTileCols, 1};
+          std::vector<C> ta(xa ? kTileRows * kTileCols : 0), tb(xb ? kTileRows * kTileCols : 0);
+          for (std::int64_t t = t0; t < t1; ++t) {
+            const std::int64_t r0 = (t / tc) * kTileRows, c0 = (t % tc) * kTileCols;
+            const std::int64_t r1 = std::min(r0 + kTileRows, rows), c1 = std::min(c0 + kTileCols, cols);
+            // an operand read from its tile copy: the pointer at which (r, c) of the tile is r * kTileCols + c
+            const std::uintptr_t shift = static_cast<std::uintptr_t>(r0 * kTileCols + c0) * sizeof(C);
+            const void* pa = a;
+            const void* pb = b;
+            if (xa) {
+              gather_tile(static_cast<const C*>(a), d.sa, r0, r1, c0, c1, ta.data());
+              pa = reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(ta.data()) - shift);
+            }
+            if (xb) {
+              gather_tile(static_cast<const C*>(b), d.sb, r0, r1, c0, c1, tb.data());
+              pb = reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(tb.data()) - shift);
+            }
+            for (std::int64_t r = r0; r < r1; ++r) run_range<C>(dt, pa, pb, out, r * cols + c0, r * cols + c1);
+          }
+        },
+        2);
+    return;
+  }
   parallel_pieces(d.n, kPiece, [&](std::int64_t begin, std::int64_t end) { run_range<C>(d, a, b, out, begin, end); },
                   kParallelMin);
 }
