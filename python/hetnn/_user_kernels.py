@@ -40,16 +40,17 @@ class ElementwiseKernel:
 
     def __call__(self, *args: Any) -> Union[Array, Tuple[Array, ...]]:
         nin, nout = self._nin, self._nout
-        if len(args) not in (nin, nin + nout):
+        n = len(args)
+        if n != nin and n != nin + nout:
             raise TypeError(f"hetnn.ElementwiseKernel '{self.name}': takes {nin} inputs (and optionally {nout} "
-                            f"output{'s' if nout > 1 else ''}), got {len(args)} arguments")
-        core = [a._a if isinstance(a, Array) else a for a in args]
+                            f"output{'s' if nout > 1 else ''}), got {n} arguments")
+        core = []  # a loop, not a comprehension: this is most of a small array's call
+        for a in args:
+            core.append(a._a if isinstance(a, Array) else a)
         outs: List[Any] = self._k.call(core[:nin], core[nin:])
-        if len(args) > nin:
-            res: Tuple[Array, ...] = tuple(args[nin:])
-        else:
-            res = tuple(Array(o) for o in outs)
-        return res[0] if nout == 1 else res
+        if n > nin:
+            return args[nin] if nout == 1 else tuple(args[nin:])
+        return Array(outs[0]) if nout == 1 else tuple(Array(o) for o in outs)
 
     def __repr__(self) -> str:
         return f"hetnn.ElementwiseKernel({self.name!r})"

@@ -112,7 +112,8 @@ def _hetnn_fn(op: str, A: Any, B: Any, C: Any) -> Callable[[], Any]:
 
 def _reference(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    return {"add": lambda: a64 + b64, "add transposed": lambda: a64.T + b64, "exp": lambda: np.exp(a64), "sum": lambda: np.asarray(a64.sum()),
+    return {"add": lambda: a64 + b64, "add transposed": lambda: a64.T + b64, "exp": lambda: np.exp(a64),
+            "sum": lambda: np.asarray(a64.sum()),
             "sum axis 0": lambda: a64.sum(axis=0), "saxpy kernel": lambda: 2 * a64 + b64}[op]()
 
 
