@@ -12,10 +12,20 @@ def test_transfer_sizes():
     assert transfer_sizes(1024) == [4, 16, 64, 256, 1024]
 
 
+def _has_pinned(dev):
+    return _core.pinned_bytes(dev._dev, 1) is not None
+
+
 def test_run_transfer_every_device():
     devs = hetnn.devices()
     rows = run_transfer(devs, [4, 4096, 1 << 20], n_warmup=1, n_repeat=3, max_duration=0.5)
-    assert len(rows) == len(devs) * 3 * 3
+    # pageable h2d, d2h and d2d everywhere; pinned h2d and d2h where the device has page-locked memory (OpenCL)
+    pinned = [d for d in devs if _has_pinned(d)]
+    assert len(rows) == (len(devs) * 3 + len(pinned) * 2) * 3
+    for d in devs:
+        dirs = {r["direction"] for r in rows if r["device"] == d.id}
+        assert dirs == ({"h2d", "d2h", "d2d"} | ({"h2d pinned", "d2h pinned"} if d in pinned else set()))
+    assert all(d.kind == "opencl" for d in pinned) and not _has_pinned(hetnn.device("cpu"))
     for r in rows:
         assert r["gbps"] > 0 and r["ms"] > 0 and r["wall_ms"] > 0
         assert r["wall_gbps"] == pytest.approx(r["bytes"] / (r["wall_ms"] / 1e3) / 1e9)
@@ -25,7 +35,11 @@ def test_run_transfer_every_device():
         if r["direction"] == "d2d" or across_a_bus:
             assert bool(r["in_cache"]) == fits, r
     lines = summary(rows)
-    assert len(lines) == 3 * len(devs) and all("latency" in line for line in lines)
+    latency = [line for line in lines if "latency" in line]
+    assert len(latency) == 3 * len(devs) + 2 * len(pinned)
+    ratios = [line for line in lines if "pinned / pageable" in line]
+    assert len(ratios) == 2 * len(pinned) and len(lines) == len(latency) + len(ratios)
+    assert all("1 MiB" in line for line in ratios), ratios
 
 
 def test_copy_from(device, rng):

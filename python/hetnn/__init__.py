@@ -4,7 +4,7 @@ from ._loader import _core as _core  # hetnn._core: the native module, for diagn
 from ._errors import CompileError, HetnnError, OpenCLError
 from ._device import Device, default_device, device, devices, get_default_device, set_default_device
 from ._array import (Array, asarray, broadcast_arrays, broadcast_to, empty, empty_like, from_dlpack,
-                     full, full_like, ones, ones_like, set_implicit_host_copies, zeros, zeros_like)
+                     full, full_like, ones, ones_like, pinned_empty, set_implicit_host_copies, zeros, zeros_like)
 from . import _ops
 from ._ops import *  # noqa: F403  (the public ops: hetnn._ops.__all__)
 from . import _elementwise
@@ -47,7 +47,7 @@ def __getattr__(name: str) -> str:
 __all__ = [
     "Array", "BenchmarkResult", "Case", "CompileError", "Device", "ElementwiseKernel", "HetnnError", "OpenCLError",
     "ReductionKernel", "Stopwatch",
-    "asarray", "benchmark", "datasets", "transforms", "default_device", "device", "devices", "empty",
+    "asarray", "pinned_empty", "benchmark", "datasets", "transforms", "default_device", "device", "devices", "empty",
     "empty_cache", "memory_stats", "reset_peak_memory_stats", "get_default_device", "get_num_threads", "interleave",
     "linalg", "nn", "num_threads", "optim", "profile", "tensordot",
     "random",

@@ -304,6 +304,21 @@ class Array:
 
     get = numpy  # CuPy's spelling
 
+    def copy_to_host(self, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Copies the array to host memory (blocking): into ``out`` when given (a writeable C-contiguous NumPy array of
+        this shape and dtype, such as one from :func:`hetnn.pinned_empty`, whose page-locked memory a GPU fills at
+        the link's speed), else into a new NumPy array. Returns the host array."""
+        if out is None:
+            return self._a.to_numpy()
+        if not isinstance(out, np.ndarray):
+            raise TypeError(f"copy_to_host: out must be a NumPy array, got {type(out).__name__}")
+        if out.shape != self.shape or out.dtype != self.dtype:
+            raise ValueError(f"copy_to_host: out is {out.dtype} {out.shape}, the array {self.dtype} {self.shape}")
+        if not out.flags.c_contiguous or not out.flags.writeable:
+            raise ValueError("copy_to_host: out must be C-contiguous and writeable")
+        self._a.read_into(out)
+        return out
+
     def _host_view(self) -> Optional[np.ndarray]:
         """A NumPy view of the array's memory where that is host memory (the CPU device), else None."""
         return self._a.host_numpy()
@@ -612,6 +627,21 @@ def empty(shape: ShapeLike, dtype: Any = None, device: DeviceLike = None) -> Arr
     name = None if dtype is None else _dtype(dtype).name
     dev = _resolve_device(device)
     return Array(_core.Array.empty(dev._dev, s, name))
+
+
+def pinned_empty(shape: ShapeLike, dtype: Any = None, device: DeviceLike = None) -> np.ndarray:
+    """An uninitialised NumPy array in page-locked ("pinned") host memory of ``device`` (OpenCL: a buffer made with
+    CL_MEM_ALLOC_HOST_PTR and kept mapped, the portable way to get memory a GPU's driver copies by DMA), for
+    transfers at the link's speed: ``hetnn.asarray(x, device=d)`` uploads from it and ``a.copy_to_host(out=x)``
+    downloads into it. The memory lives as long as the array (and its views). On the CPU device, whose memory is host
+    memory, an ordinary NumPy array. ``dtype`` as :func:`hetnn.empty`'s."""
+    s = _shape(shape)
+    dev = _resolve_device(device)
+    dt = _dtype(dtype) if dtype is not None else np.dtype(_core.Array.empty(dev._dev, (), None).dtype)  # the core's
+    raw = _core.pinned_bytes(dev._dev, int(np.prod(s, dtype=np.int64)) * dt.itemsize)
+    if raw is None:
+        return np.empty(s, dt)
+    return raw.view(dt).reshape(s)
 
 
 def zeros(shape: ShapeLike, dtype: Any = None, device: DeviceLike = None) -> Array:

@@ -39,6 +39,14 @@ class Backend {
   virtual std::shared_ptr<Buffer> wrap_host(void* ptr, std::size_t nbytes, std::shared_ptr<void> owner) {
     return nullptr;
   }
+  // Page-locked ("pinned") host memory of at least nbytes for staging transfers: *ptr set, the returned owner frees
+  // it. OpenCL: a CL_MEM_ALLOC_HOST_PTR buffer kept mapped (the portable way to get memory a GPU driver copies by
+  // DMA, at the link's speed). Null where the device has none of its own (the CPU device: its memory is host memory).
+  virtual std::shared_ptr<void> alloc_pinned(std::size_t nbytes, void** ptr) {
+    (void)nbytes;
+    *ptr = nullptr;
+    return nullptr;
+  }
   // Transfers. write/read block until the host memory may be reused / holds the data.
   virtual void write(Buffer& dst, std::size_t offset, const void* src, std::size_t n) = 0;
   virtual void read(const Buffer& src, std::size_t offset, void* dst, std::size_t n) = 0;

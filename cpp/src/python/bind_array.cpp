@@ -62,6 +62,25 @@ auto allocator(Array (*fn)(const DevicePtr&, const Shape&, DType)) {
 }  // namespace
 
 void bind_array(py::module_& m) {
+  m.def(
+      "pinned_bytes",
+      [](const DevicePtr& dev, std::int64_t nbytes) -> py::object {
+        if (nbytes < 0) throw ValueError("pinned_empty: the size is negative (" + std::to_string(nbytes) + " bytes)");
+        void* p = nullptr;
+        std::shared_ptr<void> owner;
+        {
+          NoGil nogil;
+          owner = dev->backend().alloc_pinned(static_cast<std::size_t>(nbytes), &p);
+        }
+        if (!owner) return py::none();
+        // the NumPy array keeps the mapping (and its buffer) alive
+        py::capsule keep(new std::shared_ptr<void>(std::move(owner)),
+                         [](void* q) { delete static_cast<std::shared_ptr<void>*>(q); });
+        return py::array(py::dtype("uint8"), {nbytes}, {std::int64_t{1}}, static_cast<unsigned char*>(p), keep);
+      },
+      py::arg("device"), py::arg("nbytes"),
+      "nbytes of the device's page-locked staging memory as a uint8 NumPy array; None where it has none (the CPU "
+      "device, whose memory is host memory).");
   py::class_<Array>(m, "Array")
       .def_static("empty", allocator(&Array::empty), py::arg("device"), py::arg("shape"),
                   py::arg("dtype").none(true) = py::none())

@@ -583,7 +583,7 @@ def suite_transfer(opts: Options, say: Say, progress: _Progress) -> List[Dict[st
 
     devs = opts.devices()
     timing = opts.timing()
-    max_bytes = 16 << 20 if opts.quick else 256 << 20
+    max_bytes = 16 << 20 if opts.quick else 1 << 30
     t0 = time.perf_counter()
     say(f"hetnn transfer benchmark; devices: {_devices_line(devs)}")
     measure_missing(devs, say)

@@ -15,6 +15,7 @@ from .._device import Device
 from .progress import expect
 from .copies import copy_seconds, measure_copies
 from .peak import _key, check_ceiling, host_cache_size, mem_peak_gbps, on_host, stored_peaks, stream_gbps
+from .stats import ratio
 
 TRANSFER_COLUMNS = [
     ("device", "device", ""), ("direction", "direction", ""), ("size", "size", ""), ("bytes", "bytes", ",", "detail"),
@@ -41,10 +42,12 @@ def _human(n: int) -> str:
 
 
 def run_transfer(devices: Sequence[Device], sizes: Sequence[int], *, n_warmup: int = 3, n_repeat: int = 20,
-                 max_duration: Optional[float] = 1.0,
+                 max_duration: Optional[float] = 1.0, pinned: bool = True,
                  progress: Optional[Callable[[str], None]] = None) -> List[Dict[str, Any]]:
     """One row per (device, direction, size): median device-side time where the device times its copies (OpenCL
-    events; the CPU device times each command too), else the wall time."""
+    events; the CPU device times each command too), else the wall time. With ``pinned``, devices with page-locked
+    staging memory (OpenCL) also get "h2d pinned" / "d2h pinned" rows, timed in the same rounds as the pageable
+    copies."""
     host_cache = host_cache_size()
     rows = []
     expect(progress, len(devices) * len(sizes))
@@ -52,22 +55,26 @@ def run_transfer(devices: Sequence[Device], sizes: Sequence[int], *, n_warmup: i
         # ceilings: a device-to-device copy cannot beat the device's memory, a host copy the host's (each counted
         # once here, while the memory moves the bytes twice: loose bounds), beyond the last-level caches
         ceil = {"d2d": (mem_peak_gbps(dev), dev.cache_size)}
-        ceil["h2d"] = ceil["d2h"] = (stream_gbps(), host_cache or dev.cache_size)
+        ceil["h2d"] = ceil["d2h"] = ceil["h2d pinned"] = ceil["d2h pinned"] = (stream_gbps(),
+                                                                              host_cache or dev.cache_size)
         # "% of peak": the device's memory ceiling for D2D; for H2D/D2H the 64 MiB copy rate `bench peak` stored
         # (OpenCL devices), else the host's memory ceiling (the CPU device's copies are host memcpys)
         stored = stored_peaks().get(_key(dev), {}) if dev.kind == "opencl" else {}
         pct_ref = {"d2d": ceil["d2d"][0], "h2d": stored.get("h2d_gbps") or stream_gbps(),
                    "d2h": stored.get("d2h_gbps") or stream_gbps()}
+        pct_ref["h2d pinned"], pct_ref["d2h pinned"] = pct_ref["h2d"], pct_ref["d2h"]
         for n in sizes:
             if progress:
                 progress(f"transfers of {_human(n)} on {dev.id}")
-            results = measure_copies(dev, n, n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration)
+            results = measure_copies(dev, n, n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration,
+                                     pinned=pinned)
             for direction, r in results.items():
                 t, timed_by = copy_seconds(r)
                 row = {"device": dev.id, "direction": direction, "size": _human(n), "bytes": n,
                        "ms": t * 1e3, "wall_ms": r.median * 1e3, "gbps": n / t / 1e9 if t > 0 else float("nan"),
                        "wall_gbps": n / r.median / 1e9 if r.median > 0 else float("nan"),
                        "timing": timed_by, "repeats": r.n_repeat,
+                       "times_s": [float(v) for v in r.wall_times], "rounds": [int(i) for i in r.rounds],
                        **r.flags}
                 ref = pct_ref[direction]
                 row["pct_peak"] = 100 * row["gbps"] / ref if ref else float("nan")
@@ -83,10 +90,19 @@ def run_transfer(devices: Sequence[Device], sizes: Sequence[int], *, n_warmup: i
 
 
 def summary(rows: List[Dict[str, Any]]) -> List[str]:
-    """Per device and direction: the latency (smallest copy) and the best bandwidth."""
+    """Per device and direction: the latency (smallest copy) and the best bandwidth; where pinned rows were timed,
+    the pinned / pageable speed ratio of the largest copy, with its interval over the paired rounds."""
     out = []
     for dev in dict.fromkeys(r["device"] for r in rows):
-        for direction in ("h2d", "d2h", "d2d"):
+        for direction in ("h2d", "d2h"):
+            pin = [r for r in rows if r["device"] == dev and r["direction"] == f"{direction} pinned"]
+            if pin:
+                big = max(pin, key=lambda r: r["bytes"])
+                plain = [r for r in rows if r["device"] == dev and r["direction"] == direction
+                         and r["bytes"] == big["bytes"]]
+                if plain:
+                    out.append(ratio(f"{dev} {direction} {big['size']}: pinned / pageable (speed)", big, plain[0]))
+        for direction in ("h2d", "d2h", "h2d pinned", "d2h pinned", "d2d"):
             sel = [r for r in rows if r["device"] == dev and r["direction"] == direction and not r.get("flagged")
                    and not r.get("unreliable")]
             if not sel:

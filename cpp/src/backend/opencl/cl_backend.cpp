@@ -155,6 +155,27 @@ std::shared_ptr<Buffer> ClBackend::alloc(std::size_t nbytes) {
   return std::make_shared<ClBuffer>(std::move(m), nbytes, pool_, capacity);
 }
 
+std::shared_ptr<void> ClBackend::alloc_pinned(std::size_t nbytes, void** ptr) {
+  const std::size_t n = std::max<std::size_t>(nbytes, 1);
+  cl_int st = CL_SUCCESS;
+  Mem m(clCreateBuffer(context_.get(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, n, nullptr, &st));
+  if (st == CL_MEM_OBJECT_ALLOCATION_FAILURE || st == CL_OUT_OF_HOST_MEMORY || st == CL_INVALID_BUFFER_SIZE)
+    throw OutOfMemory("cannot allocate " + std::to_string(nbytes) + " bytes of page-locked host memory for " +
+                      info_.id + " (" + info_.name + ")");
+  if (st != CL_SUCCESS) throw_cl_error(st, "clCreateBuffer(CL_MEM_ALLOC_HOST_PTR, " + std::to_string(n) + " bytes)");
+  void* p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    p = clEnqueueMapBuffer(queue_.get(), m.get(), CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, n, 0, nullptr, nullptr, &st);
+  }
+  if (st != CL_SUCCESS || !p) throw_cl_error(st, "clEnqueueMapBuffer(page-locked staging memory)");
+  *ptr = p;
+  // the mapping outlives any array using it: unmapped on the queue (kept alive with the buffer), never throwing
+  return std::shared_ptr<void>(p, [q = queue_, m = std::move(m)](void* mapped) {
+    if (clEnqueueUnmapMemObject(q.get(), m.get(), mapped, 0, nullptr, nullptr) == CL_SUCCESS) clFinish(q.get());
+  });
+}
+
 void ClBackend::write(Buffer& dst, std::size_t off, const void* src, std::size_t n) {
   cl_event ev = nullptr;
   const double t = host_seconds();

@@ -37,6 +37,7 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void check_room(std::size_t nbytes, std::size_t capacity);
   void set_memory_limit(std::size_t bytes) override { memory_limit_ = bytes; }
   void set_queue_limit(std::size_t commands) override;
+  std::shared_ptr<void> alloc_pinned(std::size_t nbytes, void** ptr) override;
   void write(Buffer& dst, std::size_t offset, const void* src, std::size_t n) override;
   void read(const Buffer& src, std::size_t offset, void* dst, std::size_t n) override;
   void copy(const Buffer& src, std::size_t src_offset, Buffer& dst, std::size_t dst_offset, std::size_t n) override;

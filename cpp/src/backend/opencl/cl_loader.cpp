@@ -156,6 +156,9 @@ using BuildNotify = void(CL_CALLBACK*)(cl_program, void*);
      const cl_event* w, cl_event* e),                                                                                \
     (q, k, d, o, g, l, ne, w, e), CL_INVALID_COMMAND_QUEUE)                                                          \
   X(clEnqueueMarkerWithWaitList, (cl_command_queue q, cl_uint ne, const cl_event* w, cl_event* e), (q, ne, w, e),    \
+    CL_INVALID_COMMAND_QUEUE)                                                                                        \
+  X(clEnqueueUnmapMemObject,                                                                                         \
+    (cl_command_queue q, cl_mem m, void* p, cl_uint ne, const cl_event* w, cl_event* e), (q, m, p, ne, w, e),         \
     CL_INVALID_COMMAND_QUEUE)
 
 // Calls that create an object: TYPE, NAME, (typed parameters), (arguments), the error-code parameter.
@@ -172,7 +175,11 @@ using BuildNotify = void(CL_CALLBACK*)(cl_program, void*);
     (cl_context c, cl_uint n, const cl_device_id* d, const size_t* l, const unsigned char** b, cl_int* st,           \
      cl_int* err),                                                                                                   \
     (c, n, d, l, b, st, err), err)                                                                                   \
-  X(cl_kernel, clCreateKernel, (cl_program p, const char* name, cl_int* err), (p, name, err), err)
+  X(cl_kernel, clCreateKernel, (cl_program p, const char* name, cl_int* err), (p, name, err), err)                  \
+  X(void*, clEnqueueMapBuffer,                                                                                       \
+    (cl_command_queue q, cl_mem m, cl_bool b, cl_map_flags f, size_t o, size_t n, cl_uint ne, const cl_event* w,     \
+     cl_event* e, cl_int* err),                                                                                      \
+    (q, m, b, f, o, n, ne, w, e, err), err)
 
 #define HETNN_DEFINE_STATUS(NAME, PARAMS, ARGS, MISSING)          \
   extern "C" cl_int NAME PARAMS {                                 \
