@@ -201,13 +201,7 @@ def test_pi_with_a_reduction_kernel(device):
 
 
 def test_reduction_kernel_refusals(device):
-    with pytest.raises(TypeError, match="float16 parameters are not supported in a ReductionKernel"):
-        hetnn.ReductionKernel("float16 x", "float32 y", "x", "a + b", "y = a", "0", "k")
-    with pytest.raises(TypeError, match="reduction kernels take"):
-        hetnn.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "k16")(
-            hetnn.zeros((3,), "float16", device=device))
     for args, kw, exc, match in (
-            (("T x", "T y", "x", "a + b", "y = a", "0", "k"), {"reduce_type": "float16"}, TypeError, "not supported"),
             (("T a", "T y", "a", "a + b", "y = a", "0", "k"), {}, ValueError, "cannot name a parameter"),
             (("T x", "T y", "x", " ", "y = a", "0", "k"), {}, ValueError, "reduce_expr is empty"),
             (("T x", "T y", "x", "a + b", "y = a", "", "k"), {}, ValueError, "identity is empty")):
@@ -314,6 +308,30 @@ def test_16_bit_parameters_are_read_and_written_exactly(device, dtype):
     out = narrow(hetnn.asarray(x, device=device))
     assert out.dtype == np.dtype(npt)
     _bits_equal(out.numpy(), x.astype(npt))
+
+
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+def test_reduction_kernels_take_16_bit_arrays_and_compute_in_float32(device, rng, dtype):
+    """A ReductionKernel over float16 / bfloat16 inputs (a placeholder and a fixed type), with a 16-bit output and a
+    16-bit reduce_type: the elements read exactly, summed in float32, the result rounded once to 16 bits."""
+    from ml_dtypes import bfloat16
+    npt = np.float16 if dtype == "float16" else bfloat16
+    x = rng.uniform(-2, 2, (23, 301)).astype(npt)
+    w = rng.uniform(-1, 1, (301,)).astype(npt)
+    a, b = hetnn.asarray(x, device=device), hetnn.asarray(w, device=device)
+    dot = hetnn.ReductionKernel(f"T x, {dtype} w", "T y", "x * w", "a + b", "y = a", "0", f"dot16_{dtype}")
+    got = dot(a, b, axis=1)
+    assert got.dtype == np.dtype(npt) and got.shape == (23,)
+    want = (x.astype(np.float64) * w.astype(np.float64)).sum(axis=1)
+    # float32 sums of 301 products (each exact in float32) and one rounding to 16 bits
+    tol = (2 ** -10 if dtype == "float16" else 2 ** -7) + 301 * 2 ** -23
+    assert rel_err(got.numpy().astype(np.float64), want) <= tol
+    out = hetnn.asarray(np.full(23, np.nan, npt), device=device)  # poisoned before the call
+    assert dot(a, b, out, axis=1) is out
+    np.testing.assert_array_equal(out.numpy(), got.numpy())
+    amax = hetnn.ReductionKernel("T x", "float32 y", "fabs(x)", "fmax(a, b)", "y = a", "0", f"amax16_{dtype}",
+                                 reduce_type=dtype)
+    np.testing.assert_array_equal(amax(a).numpy(), np.float32(np.abs(x.astype(np.float32)).max()))
 
 
 @pytest.mark.parametrize("dtype", ("float16", "bfloat16"))

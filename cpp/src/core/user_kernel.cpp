@@ -41,8 +41,6 @@ bool generated_prefix(const std::string& s) {
   return false;
 }
 
-bool user_dtype(DType t) { return t != DType::f16 && t != DType::bf16; }
-
 // `reduction`: a and b name the reduce expression's operands there.
 std::vector<KernelParam> parse(const std::string& list, const char* which, bool reduction = false) {
   const std::string who = reduction ? "hetnn.ReductionKernel" : kWho;
@@ -77,9 +75,6 @@ std::vector<KernelParam> parse(const std::string& list, const char* which, bool 
         throw ValueError(who + ": '" + type + "' in " + which + " is neither a dtype nor a type placeholder");
       p.placeholder = type;
     }
-    if (p.type && !user_dtype(*p.type) && reduction)
-      throw TypeError(who + ": " + type + " parameters are not supported in a ReductionKernel (it takes float32, " +
-                      "float64, int8, uint8, int32, int64 and bool; convert with astype)");
     out.push_back(p);
   }
   return out;
@@ -114,16 +109,12 @@ bool reads(const std::string& code, const std::string& name) {
 }
 
 // The placeholder types of one call: bound by the arrays (which must agree), else by numbers. float16 and bfloat16
-// (`halves`: element-wise kernels) are stored in 16 bits and computed in float32.
+// are stored in 16 bits and computed in float32.
 struct Binder {
   std::string who;
   std::map<std::string, DType> bound;
-  bool halves = false;
 
   void bind(const KernelParam& p, DType t, const std::string& what) {
-    if (!user_dtype(t) && !halves)
-      throw TypeError(who + ": " + what + " is " + dtype_name(t) + "; reduction kernels take float32, float64, " +
-                      "int8, uint8, int32, int64 and bool (convert with astype)");
     if (p.type) {
       if (*p.type != t)
         throw TypeError(who + ": " + what + " must be " + dtype_name(*p.type) + ", got " + dtype_name(t));
@@ -206,8 +197,8 @@ void check_arity(const std::string& who, const std::vector<KernelParam>& in_p, c
 
 // The placeholder types of one call: the arrays first (inputs, then given outputs), then the numbers.
 Binder bind_types(const std::string& who, const std::vector<KernelParam>& in_p, const Inputs& in,
-                  const std::vector<KernelParam>& out_p, const std::vector<Array>& out, bool halves) {
-  Binder types{who, {}, halves};
+                  const std::vector<KernelParam>& out_p, const std::vector<Array>& out) {
+  Binder types{who, {}};
   for (std::size_t k = 0; k < in.size(); ++k)
     if (in[k].array) types.bind(in_p[k], in[k].array->dtype(), "input " + in_p[k].name);
   for (std::size_t k = 0; k < out.size(); ++k) types.bind(out_p[k], out[k].dtype(), "output " + out_p[k].name);
@@ -322,7 +313,7 @@ std::shared_ptr<const ElementwiseKernel::Plan> ElementwiseKernel::plan_for(const
     if (out[k].shape() != shape)
       throw ValueError(who + ": output " + out_[k].name + " has shape " + shape_str(out[k].shape()) +
                        ", the inputs broadcast to " + shape_str(shape));
-  const Binder types = bind_types(who, in_, in, out_, out, true);
+  const Binder types = bind_types(who, in_, in, out_, out);
   UserEwDesc& d = plan->d;
   d.name = name_;
   d.operation = operation_;
@@ -492,9 +483,6 @@ ReductionKernel::ReductionKernel(const std::string& in_params, const std::string
         throw ValueError(who + ": reduce_type '" + *reduce_type + "' is neither a dtype nor a type placeholder");
       p.placeholder = *reduce_type;
     }
-    if (p.type && !user_dtype(*p.type))
-      throw TypeError(who + ": reduce_type " + *reduce_type + " is not supported (float32, float64, int8, uint8, " +
-                      "int32, int64, bool)");
     reduce_type_ = p;
   }
 }
@@ -532,7 +520,7 @@ std::vector<Array> ReductionKernel::call(const std::vector<ElementwiseKernel::In
     if (out[k].shape() != yshape)
       throw ValueError(who + ": output " + out_[k].name + " has shape " + shape_str(out[k].shape()) + ", the result " +
                        shape_str(yshape));
-  const Binder types = bind_types(who, in_, in, out_, out, false);
+  const Binder types = bind_types(who, in_, in, out_, out);
   UserRedDesc d;
   d.name = name_;
   d.map_expr = map_;
@@ -556,6 +544,7 @@ std::vector<Array> ReductionKernel::call(const std::vector<ElementwiseKernel::In
     d.types.push_back(t);
   }
   d.reduce_type = reduce_type_ ? types.type_of(*reduce_type_) : d.types[in_.size()];
+  if (d.reduce_type == DType::f16 || d.reduce_type == DType::bf16) d.reduce_type = DType::f32;  // computed in float32
   dev->require(d.reduce_type, "ReductionKernel");
   for (const auto& [ph, t] : types.bound) d.typedefs.emplace_back(ph, t);
   check_distinct(who, out_, outputs);

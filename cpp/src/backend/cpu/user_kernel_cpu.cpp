@@ -175,6 +175,9 @@ using FinishFn = void (*)(std::int64_t, std::int64_t, std::int64_t, const void*,
 std::string generate(const UserRedDesc& d) {
   std::ostringstream s;
   s << "#include <stdint.h>\n#include <tgmath.h>\n";
+  bool halves = is16(d.reduce_type);
+  for (DType t : d.types) halves |= is16(t);
+  if (halves) s << kHalfHelpers;
   for (const auto& [name, t] : d.typedefs) s << "typedef " << c_type(t) << ' ' << name << ";\n";
   s << "typedef " << c_type(d.reduce_type) << " hetnn_rt;\n" << d.preamble << "\n";
   s << "static inline hetnn_rt hetnn_reduce(hetnn_rt a, hetnn_rt b) { return (hetnn_rt)(" << d.reduce_expr
@@ -206,7 +209,8 @@ std::string generate(const UserRedDesc& d) {
     const char* t = c_type(d.types[k]);
     s << "      const " << t << ' ' << d.names[k] << " = ";
     if (d.scalar[k]) s << '(' << t << ')' << (is_floating(d.types[k]) ? "fv[" : "iv[") << k << "];\n";
-    else s << "((const " << t << "*)ptr[" << k << "])[o_" << d.names[k] << "];\n";
+    else s << c_load(d.types[k], "((const " + std::string(c_storage(d.types[k])) + "*)ptr[" + std::to_string(k) +
+                     "])[o_" + d.names[k] + "]") << ";\n";
   }
   s << "      const hetnn_rt b = (hetnn_rt)(" << d.map_expr << ");\n      a = hetnn_reduce(a, b);\n    }\n"
        "    ((hetnn_rt*)partials)[item] = a;\n  }\n}\n";
@@ -217,8 +221,7 @@ std::string generate(const UserRedDesc& d) {
     s << "    " << c_type(d.types[k]) << ' ' << d.names[k] << " = 0;\n";
   s << "    {\n" << d.post_map_expr << "\n;\n    }\n";
   for (std::size_t k = static_cast<std::size_t>(nin); k < d.names.size(); ++k)
-    s << "    ((" << c_type(d.types[k]) << "*)ptr[" << k << "])[o] = "
-      << (d.types[k] == DType::b8 ? "(" + d.names[k] + " != 0)" : d.names[k]) << ";\n";
+    s << "    ((" << c_storage(d.types[k]) << "*)ptr[" << k << "])[o] = " << c_store(d.types[k], d.names[k]) << ";\n";
   s << "  }\n}\n";
   return s.str();
 }

@@ -106,6 +106,7 @@ std::string generate(const UserRedDesc& d) {
   bool f64 = d.reduce_type == DType::f64;
   for (DType t : d.types) f64 |= t == DType::f64;
   if (f64) s << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+  if (std::find(d.types.begin(), d.types.end(), DType::bf16) != d.types.end()) s << kBf16Helper;
   for (const auto& [name, t] : d.typedefs) s << "typedef " << cl_type(t) << ' ' << name << ";\n";
   s << "typedef " << cl_type(d.reduce_type) << " hetnn_rt;\n" << d.preamble << "\n";
   s << "inline hetnn_rt hetnn_reduce(hetnn_rt a, hetnn_rt b) { return (hetnn_rt)(" << d.reduce_expr << "); }\n";
@@ -115,7 +116,7 @@ std::string generate(const UserRedDesc& d) {
   for (int k = 0; k < nin; ++k) {
     if (d.scalar[k]) s << ", const " << cl_type(d.types[k]) << " v_" << d.names[k];
     else s << ", const long8 ks_" << d.names[k] << ", const long8 rs_" << d.names[k] << ", __global const "
-           << cl_type(d.types[k]) << "* p_" << d.names[k];
+           << cl_storage(d.types[k]) << "* p_" << d.names[k];
   }
   s << ", __global hetnn_rt* partials) {\n  __local hetnn_rt scratch[" << kRedLocal << "];\n"
        "  const long item = get_group_id(0);\n  const int lid = get_local_id(0);\n"
@@ -143,7 +144,7 @@ std::string generate(const UserRedDesc& d) {
   s << "    } }\n";
   for (int k = 0; k < nin; ++k)
     s << "    const " << cl_type(d.types[k]) << ' ' << d.names[k] << " = "
-      << (d.scalar[k] ? "v_" + d.names[k] : "p_" + d.names[k] + "[o_" + d.names[k] + "]") << ";\n";
+      << (d.scalar[k] ? "v_" + d.names[k] : cl_load(d.types[k], "p_" + d.names[k], "o_" + d.names[k])) << ";\n";
   s << "    const hetnn_rt b = (hetnn_rt)(" << d.map_expr << ");\n    a = hetnn_reduce(a, b);\n  }\n"
        "  scratch[lid] = a;\n  barrier(CLK_LOCAL_MEM_FENCE);\n"
     << "  for (int h = " << kRedLocal / 2 << "; h > 0; h >>= 1) {\n"
@@ -151,16 +152,19 @@ std::string generate(const UserRedDesc& d) {
        "    barrier(CLK_LOCAL_MEM_FENCE);\n  }\n  if (lid == 0) partials[item] = scratch[0];\n}\n";
   s << "__kernel void " << d.name << "_finish(const long n_out, const long parts, __global const hetnn_rt* partials";
   for (std::size_t k = static_cast<std::size_t>(nin); k < d.names.size(); ++k)
-    s << ", __global " << cl_type(d.types[k]) << "* p_" << d.names[k];
+    s << ", __global " << cl_storage(d.types[k]) << "* p_" << d.names[k];
   s << ") {\n  const long o = get_global_id(0);\n  if (o >= n_out) return;\n"
        "  hetnn_rt a = (hetnn_rt)(" << d.identity << ");\n"
        "  for (long p = 0; p < parts; ++p) a = hetnn_reduce(a, partials[o * parts + p]);\n";
   for (std::size_t k = static_cast<std::size_t>(nin); k < d.names.size(); ++k)
     s << "  " << cl_type(d.types[k]) << ' ' << d.names[k] << " = 0;\n";
   s << "  {\n" << d.post_map_expr << "\n;\n  }\n";
-  for (std::size_t k = static_cast<std::size_t>(nin); k < d.names.size(); ++k)
-    s << "  p_" << d.names[k] << "[o] = " << (d.types[k] == DType::b8 ? "(" + d.names[k] + " != 0)" : d.names[k])
-      << ";\n";
+  for (std::size_t k = static_cast<std::size_t>(nin); k < d.names.size(); ++k) {
+    const std::string& v = d.names[k];
+    if (d.types[k] == DType::f16) s << "  vstore_half_rte(" << v << ", o, p_" << v << ");\n";
+    else if (d.types[k] == DType::bf16) s << "  p_" << v << "[o] = hetnn_f2bf(" << v << ");\n";
+    else s << "  p_" << v << "[o] = " << (d.types[k] == DType::b8 ? "(" + v + " != 0)" : v) << ";\n";
+  }
   s << "}\n";
   return s.str();
 }
