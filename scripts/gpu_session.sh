@@ -5,6 +5,7 @@
 #   bash scripts/gpu_session.sh mma-check,half,bf16,tune-half,conv   (float16/bfloat16 on the matrix units; issue 39)
 #   bash scripts/gpu_session.sh conv-bwd   (the data gradient as a forward convolution ("auto") against GEMM + col2im)
 #   bash scripts/gpu_session.sh transfer   (pageable and page-locked copies against CuPy's; issue 43)
+#   bash scripts/gpu_session.sh arrays     (element-wise ops, reductions and pi by Monte Carlo against CuPy; issue 42)
 # The machine is bare: .gpu/ (carried, git-ignored) holds the OpenCL loader and header .debs (apt-get download
 # ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers opencl-clhpp-headers) and the oneDNN wheels (pip download
 # onednn-cpu-gomp==2023.2.0 onednn-devel-cpu-gomp==2023.2.0). Logs and the tuning cache go to $OUT.
@@ -132,6 +133,7 @@ for s in ${STAGES//,/ }; do
     bench) run bench 120 python3 -m hetnn bench matmul --shapes resnet50 --device gpu --compare cupy,torch ;;
     conv) run conv 180 python3 scripts/conv_vs_torch.py --algorithms auto,winograd,im2col ;;
     transfer) run transfer 120 python3 scripts/transfer_vs_cupy.py ;;
+    arrays) run arrays 150 python3 scripts/arrays_vs_cupy.py ;;
     conv-bwd) run conv-bwd 150 python3 scripts/conv_vs_torch.py --backward --algorithms auto,im2col --layers 5 ;;
     conv-check) run conv-check 150 python3 -m pytest -x -q -n 8 -p no:cacheprovider tests/test_conv_implicit.py \
       tests/test_conv_winograd.py tests/test_conv2d.py -k "opencl or implicit or winograd" ;;

@@ -44,7 +44,7 @@ for n in (int(v) for v in args.sizes.split(",")):
     for buf in (back, h_back, c_back):
         assert np.array_equal(buf, x), "a copy did not move the data"
     for name, r in res.items():
-        print(f"{n:>11} B  {name:<20} {n / r.median / 1e9:8.2f} GB/s  {r.flags or ''}")
+        print(f"{n:>11} B  {name:<20} {n / r.median / 1e9:8.2f} GB/s  {r.noise['noise'] or ''}")
     for d in ("h2d", "d2h"):
         for kind in ("pinned", "pageable"):
             print("  " + ratio(f"{n} B {d} {kind}: hetnn / CuPy (speed)", res[f"hetnn {d} {kind}"],
