@@ -20,6 +20,7 @@ from . import _namespace
 from ._namespace import *  # noqa: F403  (dtypes, constants, finfo/iinfo/isdtype/can_cast: hetnn._namespace.__all__)
 from ._namespace import __array_namespace_info__ as __array_namespace_info__
 from ._measurement import BenchmarkResult
+from ._events import Event
 from ._timing import (Case, Stopwatch, benchmark, empty_cache, interleave, memory_stats, reset_peak_memory_stats,
                       synchronize)
 from ._threads import get_num_threads, num_threads, set_num_threads, thread_pools
@@ -46,7 +47,7 @@ def __getattr__(name: str) -> str:
 
 __all__ = [
     "Array", "BenchmarkResult", "Case", "CompileError", "Device", "ElementwiseKernel", "HetnnError", "OpenCLError",
-    "ReductionKernel", "Stopwatch",
+    "ReductionKernel", "Stopwatch", "Event",
     "asarray", "pinned_empty", "benchmark", "datasets", "transforms", "default_device", "device", "devices", "empty",
     "empty_cache", "memory_stats", "reset_peak_memory_stats", "get_default_device", "get_num_threads", "interleave",
     "linalg", "nn", "num_threads", "optim", "profile", "tensordot",

@@ -4,6 +4,7 @@
 // The ops themselves (their descriptors and the HETNN_BACKEND_OPS list) are in core/ops.h; docs/adding-an-op.md
 // is the recipe for a new one.
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -56,6 +57,20 @@ class Backend {
   virtual void fill(Buffer& dst, std::size_t offset, std::size_t n, unsigned char value) = 0;
   // Waits until every command issued so far has finished.
   virtual void synchronize() = 0;
+  // Markers (hetnn.Event): a point after every command issued so far. marker_done says whether they have finished,
+  // marker_wait blocks until they have, marker_seconds is when (the device's clock, seconds: only differences mean
+  // anything; it waits first). The defaults serve devices whose commands finish before they return (the CPU
+  // device): a marker is complete when made and holds the host's steady clock.
+  virtual std::shared_ptr<void> record_marker() {
+    return std::make_shared<double>(
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
+  }
+  virtual bool marker_done(const std::shared_ptr<void>& m) {
+    (void)m;
+    return true;
+  }
+  virtual void marker_wait(const std::shared_ptr<void>& m) { (void)m; }
+  virtual double marker_seconds(const std::shared_ptr<void>& m) { return *static_cast<const double*>(m.get()); }
   // Frees the blocks kept for reuse after their arrays went away (host_allocator.h, cl_allocator.h); returns the bytes freed.
   virtual std::size_t release_cached_memory() { return 0; }
   // The buffers this device's allocator holds (backend/memory_stats.h); reset_peak_memory_stats restarts the peak

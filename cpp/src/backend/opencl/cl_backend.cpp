@@ -176,6 +176,36 @@ std::shared_ptr<void> ClBackend::alloc_pinned(std::size_t nbytes, void** ptr) {
   });
 }
 
+std::shared_ptr<void> ClBackend::record_marker() {
+  cl_event ev = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    HETNN_CL_CHECK(clEnqueueMarkerWithWaitList(queue_.get(), 0, nullptr, &ev));
+  }
+  return std::shared_ptr<void>(ev, [](void* e) { clReleaseEvent(static_cast<cl_event>(e)); });
+}
+
+bool ClBackend::marker_done(const std::shared_ptr<void>& m) {
+  cl_int status = CL_QUEUED;
+  HETNN_CL_CHECK(clGetEventInfo(static_cast<cl_event>(m.get()), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status),
+                                &status, nullptr));
+  if (status < 0) throw_cl_error(status, "an Event's commands (clGetEventInfo: they failed)");
+  return status == CL_COMPLETE;
+}
+
+void ClBackend::marker_wait(const std::shared_ptr<void>& m) {
+  cl_event ev = static_cast<cl_event>(m.get());
+  HETNN_CL_CHECK(clWaitForEvents(1, &ev));  // flushes the event's queue first
+}
+
+double ClBackend::marker_seconds(const std::shared_ptr<void>& m) {
+  marker_wait(m);
+  cl_ulong end = 0;
+  HETNN_CL_CHECK(clGetEventProfilingInfo(static_cast<cl_event>(m.get()), CL_PROFILING_COMMAND_END, sizeof(end), &end,
+                                         nullptr));
+  return static_cast<double>(end) * 1e-9;
+}
+
 void ClBackend::write(Buffer& dst, std::size_t off, const void* src, std::size_t n) {
   cl_event ev = nullptr;
   const double t = host_seconds();

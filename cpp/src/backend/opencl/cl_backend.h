@@ -38,6 +38,10 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void set_memory_limit(std::size_t bytes) override { memory_limit_ = bytes; }
   void set_queue_limit(std::size_t commands) override;
   std::shared_ptr<void> alloc_pinned(std::size_t nbytes, void** ptr) override;
+  std::shared_ptr<void> record_marker() override;
+  bool marker_done(const std::shared_ptr<void>& m) override;
+  void marker_wait(const std::shared_ptr<void>& m) override;
+  double marker_seconds(const std::shared_ptr<void>& m) override;
   void write(Buffer& dst, std::size_t offset, const void* src, std::size_t n) override;
   void read(const Buffer& src, std::size_t offset, void* dst, std::size_t n) override;
   void copy(const Buffer& src, std::size_t src_offset, Buffer& dst, std::size_t dst_offset, std::size_t n) override;

@@ -157,6 +157,8 @@ using BuildNotify = void(CL_CALLBACK*)(cl_program, void*);
     (q, k, d, o, g, l, ne, w, e), CL_INVALID_COMMAND_QUEUE)                                                          \
   X(clEnqueueMarkerWithWaitList, (cl_command_queue q, cl_uint ne, const cl_event* w, cl_event* e), (q, ne, w, e),    \
     CL_INVALID_COMMAND_QUEUE)                                                                                        \
+  X(clGetEventInfo, (cl_event e, cl_event_info w, size_t n, void* v, size_t* r), (e, w, n, v, r),                   \
+    CL_INVALID_EVENT)                                                                                                \
   X(clEnqueueUnmapMemObject,                                                                                         \
     (cl_command_queue q, cl_mem m, void* p, cl_uint ne, const cl_event* w, cl_event* e), (q, m, p, ne, w, e),         \
     CL_INVALID_COMMAND_QUEUE)
