@@ -102,7 +102,10 @@ def test_a_same_run_ceiling_read_low_under_load_flags_nothing_alone(monkeypatch)
     rows = arrays.run_arrays([hetnn.device("cpu")], ops=("add",), sizes=(arrays.LARGE_BYTES,), n_warmup=1, n_repeat=3,
                              max_duration=0.2)
     (mine,) = [r for r in rows if r["library"] == "hetnn"]
-    assert mine["pct_peak"] > 100 and not mine.get("flagged"), mine.get("ceiling_error")  # as measured, no flag
+    (ceiling,) = [r for r in rows if r["library"] == "stream triad"]
+    assert not mine.get("flagged"), mine.get("ceiling_error")
+    if not ceiling.get("unreliable"):  # as measured against the slow same-run ceiling; an unreliable one (preempted
+        assert mine["pct_peak"] > 100  # beside other load) gives way to the best triad known, as run_arrays says
     monkeypatch.setattr(arrays, "stream_gbps", lambda: 1e-3)  # and nothing else known: flagged
     monkeypatch.setattr(arrays, "mem_peak_gbps", lambda d: None)
     rows = arrays.run_arrays([hetnn.device("cpu")], ops=("add",), sizes=(arrays.LARGE_BYTES,), n_warmup=1, n_repeat=3,
