@@ -68,13 +68,10 @@ def test_bench_quick_reports_every_device_and_numpy(tmp_path):
         assert all(float(x["max_rel_err"]) < 1e-5 and float(x["us"]) > 0 for x in mine), (lib, dev)
     assert "add 64 MiB: hetnn cpu / NumPy (speed)" in r.stdout
     tr = [x for x in all_rows if x["suite"] == "transfer"]
-    for d in hetnn.devices():
+    for d in hetnn.devices():  # the quick report's copies: no page-locked rows (`bench transfer` has them)
         mine = [x for x in tr if x["device"] == d.id]
-        pinned = {"h2d pinned", "d2h pinned"} if d.kind == "opencl" else set()  # page-locked copies: OpenCL only
-        assert {x["direction"] for x in mine} == {"h2d", "d2h", "d2d"} | pinned
-        assert all(float(x["gbps"]) > 0 for x in mine)
-    if any(d.kind == "opencl" for d in hetnn.devices()):
-        assert "pinned / pageable (speed)" in r.stdout
+        assert {x["direction"] for x in mine} == {"h2d", "d2h", "d2d"} and all(float(x["gbps"]) > 0 for x in mine)
+    assert "pinned / pageable" not in r.stdout
 
 
 def test_bench_unknown_device_is_an_error_not_a_crash():

@@ -587,7 +587,9 @@ def suite_transfer(opts: Options, say: Say, progress: _Progress) -> List[Dict[st
     t0 = time.perf_counter()
     say(f"hetnn transfer benchmark; devices: {_devices_line(devs)}")
     measure_missing(devs, say)
-    rows = run_transfer(devs, transfer_sizes(max_bytes), progress=progress.callback(), **timing)
+    # page-locked copies in the full study only: the quick report keeps to the copies every program makes
+    rows = run_transfer(devs, transfer_sizes(max_bytes), progress=progress.callback(), pinned=not opts.quick,
+                        **timing)
     say(format_table(rows, TRANSFER_COLUMNS, opts.details))
     for line in summary(rows):
         say("  " + line)
