@@ -188,3 +188,13 @@ def pytest_terminal_summary(terminalreporter):
     for f in figs:
         if f["adversarial"]:
             terminalreporter.write_line("hetnn: " + f["adversarial"])
+
+
+def assert_row_matches(name, op, dtype, got, want):
+    """An op-table row's outputs against its float64 reference: as many, same shapes, within the row's tolerance."""
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g = np.asarray(g)
+        assert g.shape == np.shape(w), (name, g.shape, np.shape(w))
+        assert not np.isnan(g).any() or np.isnan(w).any(), f"{name}: unwritten (NaN-poisoned) output"
+        assert rel_err(g, w) <= op.tol[dtype], (name, dtype, rel_err(g, w))

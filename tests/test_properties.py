@@ -14,7 +14,7 @@ import hetnn
 from hetnn import nn, optim
 
 import max_pool_reference as ref
-from conftest import rel_err, supported_dtypes
+from conftest import assert_row_matches, supported_dtypes
 from op_table import OPS
 
 hyp = pytest.importorskip("hypothesis")
@@ -325,13 +325,6 @@ def test_op_table_row_matches_its_float64_reference(device, name):
     def check(seed, dtype):
         COUNT["examples"] += 1
         inputs = op.inputs(np.random.default_rng(seed), dtype)
-        got = op.run(device, inputs)
-        want = op.reference(inputs)
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            g = np.asarray(g)
-            assert g.shape == np.shape(w), (name, g.shape, np.shape(w))
-            assert not np.isnan(g).any() or np.isnan(w).any(), f"{name}: unwritten (NaN-poisoned) output"
-            assert rel_err(g, w) <= op.tol[dtype], (name, dtype, rel_err(g, w))
+        assert_row_matches(name, op, dtype, op.run(device, inputs), op.reference(inputs))
 
     check()

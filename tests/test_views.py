@@ -223,7 +223,7 @@ def _as_view(upload):
 
 @pytest.mark.parametrize("name", sorted(__import__("op_table").OPS))
 def test_every_op_table_row_reads_views(device, rng, monkeypatch, name):
-    from conftest import rel_err, supported_dtypes
+    from conftest import assert_row_matches, supported_dtypes
     from op_table import OPS
     op = OPS[name]
     dtypes = supported_dtypes(device, op.dtypes)
@@ -235,10 +235,4 @@ def test_every_op_table_row_reads_views(device, rng, monkeypatch, name):
             with pytest.raises(ValueError, match="is a view of another array's memory"):
                 op.run(device, inputs)
             continue
-        got = op.run(device, inputs)
-        want = op.reference(inputs)
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            g = np.asarray(g)
-            assert g.shape == np.shape(w), (name, g.shape, np.shape(w))
-            assert rel_err(g, w) <= op.tol[dtype], (name, dtype, rel_err(g, w))
+        assert_row_matches(name, op, dtype, op.run(device, inputs), op.reference(inputs))

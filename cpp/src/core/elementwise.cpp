@@ -105,6 +105,16 @@ void coalesce(ElementwiseDesc& d, const Shape& out, std::vector<std::int64_t> sa
   d.contiguous = d.shape.size() == 1 && d.sa[0] == 1 && d.sb[0] == 1 && (d.sc.empty() || d.sc[0] == 1);
 }
 
+// d as one dense walk of n elements: every operand read at i (the common call, without stride merging).
+void flat_walk(ElementwiseDesc& d, std::int64_t n) {
+  d.n = n;
+  d.shape.assign(1, n);
+  d.sa.assign(1, 1);
+  d.sb.assign(1, 1);
+  d.sc.clear();
+  d.contiguous = true;
+}
+
 void check_out(const std::string& name, const DevicePtr& dev, const Shape& shape, DType t, const Array* out) {
   if (!out->valid()) throw ValueError(name + ": out is not a valid array");
   if (out->device() != dev)
@@ -287,12 +297,7 @@ Array elementwise(EwOp op, const Array& a, const Array* b, Array* out) {
   d.fscalar = 0;
   d.iscalar = 0;
   if (flat) {
-    d.n = shape_size(shape);
-    d.shape.assign(1, d.n);
-    d.sa.assign(1, 1);
-    d.sb.assign(1, 1);
-    d.sc.clear();
-    d.contiguous = true;
+    flat_walk(d, shape_size(shape));
   } else {
     const Array& A = ca ? *ca : a;
     coalesce(d, shape, view_strides(A, shape), b ? view_strides(cb ? *cb : *b, shape) : view_strides(A, shape));
@@ -425,12 +430,7 @@ Array elementwise(EwOp op, const Array& a, const EwScalar& s, bool scalar_first,
   }
   const Array& A = ca ? *ca : a;
   if (A.is_dense()) {
-    d.n = shape_size(a.shape());
-    d.shape.assign(1, d.n);
-    d.sa.assign(1, 1);
-    d.sb.assign(1, 1);
-    d.sc.clear();
-    d.contiguous = true;
+    flat_walk(d, shape_size(a.shape()));
   } else {
     coalesce(d, a.shape(), view_strides(A, a.shape()), view_strides(A, a.shape()));
   }
