@@ -165,6 +165,16 @@ def test_every_other_repeat_preempted_is_made_up_for(monkeypatch):
     assert len(calls) == 8 and rs[0].n_repeat == 4 and rs[0].noise["rerun"] == 4 and not rs[0].unreliable
 
 
+def test_re_runs_that_leave_fewer_clean_repeats_than_asked_say_so(monkeypatch):
+    # the second repeat and every re-run preempted: 3 clean of the 4 asked for, the median of those three
+    _marked(monkeypatch, {2} | set(range(5, 10_000)))
+    calls = []
+    rs = interleave([Case("A", lambda: calls.append(1))], n_warmup=0, n_repeat=4, settle=False)
+    r = rs[0]
+    assert len(calls) == _timing.RERUN_ROUNDS * 4 and r.n_repeat == 3 and not r.unreliable
+    assert r.noise["noise"] == f"re-ran {len(calls) - 3} preempted; 3 clean of the 4 asked for"
+
+
 def test_rerun_off_keeps_the_old_rounds(monkeypatch):
     _marked(monkeypatch, {1})
     rs = interleave([Case("A", lambda: None)], n_warmup=0, n_repeat=5, settle=False, rerun=False)

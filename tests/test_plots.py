@@ -86,8 +86,12 @@ def test_run_topology_times_several_epochs():
     from hetnn.bench import run_topology
 
     rows = run_topology([hetnn.device("cpu")], max_width=50, batches=(100,), depths=(1,), n_samples=400, epochs=3)
-    # three epochs (more where a busy machine left too few clean ones to drop the preempted)
-    assert rows and all(len(r["times_s"]) >= 3 and r["train_s"] == np.median(r["times_s"]) for r in rows)
+    # three epochs; on a busy machine the clean ones among them and their re-runs (the row says how many), or all
+    # of them, flagged, where too few were clean
+    assert rows and all(r["train_s"] == np.median(r["times_s"]) for r in rows)
+    for r in rows:
+        n = len(r["times_s"])
+        assert n == 3 or (n < 3 and f"{n} clean of the 3 asked for" in r["noise"]) or (n > 3 and r["unreliable"])
     with pytest.raises(ValueError, match="epochs"):
         run_topology([hetnn.device("cpu")], epochs=0)
 

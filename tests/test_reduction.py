@@ -355,5 +355,6 @@ def test_array_api_namespace_and_to_device(device):
     assert a.to_device(device) is a
     cpu = hetnn.device("cpu")
     assert a.to_device(cpu).device == cpu
-    with pytest.raises(ValueError, match="no stream"):
+    with pytest.raises(TypeError, match="stream must be a hetnn.Stream"):
         a.to_device(cpu, stream=1)
+    assert a.to_device(cpu, stream=hetnn.Stream(cpu)).device == cpu  # the Array API's stream: a hetnn.Stream

@@ -21,6 +21,7 @@ from ._namespace import *  # noqa: F403  (dtypes, constants, finfo/iinfo/isdtype
 from ._namespace import __array_namespace_info__ as __array_namespace_info__
 from ._measurement import BenchmarkResult
 from ._events import Event
+from ._streams import Stream, current_stream
 from ._timing import (Case, Stopwatch, benchmark, empty_cache, interleave, memory_stats, reset_peak_memory_stats,
                       synchronize)
 from ._threads import get_num_threads, num_threads, set_num_threads, thread_pools
@@ -47,7 +48,7 @@ def __getattr__(name: str) -> str:
 
 __all__ = [
     "Array", "BenchmarkResult", "Case", "CompileError", "Device", "ElementwiseKernel", "HetnnError", "OpenCLError",
-    "ReductionKernel", "Stopwatch", "Event",
+    "ReductionKernel", "Stopwatch", "Event", "Stream", "current_stream",
     "asarray", "pinned_empty", "benchmark", "datasets", "transforms", "default_device", "device", "devices", "empty",
     "empty_cache", "memory_stats", "reset_peak_memory_stats", "get_default_device", "get_num_threads", "interleave",
     "linalg", "nn", "num_threads", "optim", "profile", "tensordot",

@@ -231,10 +231,8 @@ class Array:
 
     def to_device(self, device: DeviceLike, /, *, stream: Any = None) -> "Array":
         """The Array API's spelling of :meth:`to`: this array on ``device`` (a copy through host memory; itself
-        when it is there already)."""
-        if stream is not None:
-            raise ValueError("to_device: hetnn takes no stream (copies are synchronous)")
-        return self.to(device)
+        when it is there already), its commands on ``stream`` when given."""
+        return self.to(device, stream=stream)
 
     def mean(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False) -> "Array":
         """The mean over ``axis`` (None: every axis), on the array's device; integers give the device's default
@@ -304,19 +302,34 @@ class Array:
 
     get = numpy  # CuPy's spelling
 
-    def copy_to_host(self, out: Optional[np.ndarray] = None) -> np.ndarray:
-        """Copies the array to host memory (blocking): into ``out`` when given (a writeable C-contiguous NumPy array of
-        this shape and dtype, such as one from :func:`hetnn.pinned_empty`, whose page-locked memory a GPU fills at
-        the link's speed), else into a new NumPy array. Returns the host array."""
+    def copy_to_host(self, out: Optional[np.ndarray] = None, *, stream: Any = None) -> np.ndarray:
+        """Copies the array to host memory: into ``out`` when given (a writeable C-contiguous NumPy array of this
+        shape and dtype, such as one from :func:`hetnn.pinned_empty`, whose page-locked memory a GPU fills at the
+        link's speed), else into a new NumPy array. Returns the host array.
+
+        Without ``stream`` the host waits for the copy. With ``stream`` (a hetnn.Stream of the array's device) the
+        copy runs on that stream, after its earlier commands, and into the device's page-locked memory the host does
+        not wait: ``out`` holds the data once the stream is synchronized (``stream.synchronize()``, or an event
+        recorded after it); into ordinary memory the host waits, as CUDA's copies from pageable memory do."""
+        if stream is not None:
+            from ._streams import check_stream
+            s = check_stream(stream, self.device, "copy_to_host")
         if out is None:
-            return self._a.to_numpy()
+            if stream is None:
+                return self._a.to_numpy()
+            with s:
+                return self._a.to_numpy()
         if not isinstance(out, np.ndarray):
             raise TypeError(f"copy_to_host: out must be a NumPy array, got {type(out).__name__}")
         if out.shape != self.shape or out.dtype != self.dtype:
             raise ValueError(f"copy_to_host: out is {out.dtype} {out.shape}, the array {self.dtype} {self.shape}")
         if not out.flags.c_contiguous or not out.flags.writeable:
             raise ValueError("copy_to_host: out must be C-contiguous and writeable")
-        self._a.read_into(out)
+        if stream is None:
+            self._a.read_into(out)
+        else:
+            with s:
+                self._a.read_into(out, True)
         return out
 
     def _host_view(self) -> Optional[np.ndarray]:
@@ -415,12 +428,25 @@ class Array:
         """The last two axes swapped (the Array API's matrix transpose; hetnn.matrix_transpose), a view."""
         return Array(_core.matrix_transpose(self._a))
 
-    def to(self, device: DeviceLike) -> "Array":
-        """A copy on ``device`` (through host memory between devices). Returns self if it is already there."""
+    def to(self, device: DeviceLike, *, stream: Any = None) -> "Array":
+        """A copy on ``device`` (through host memory between devices). Returns self if it is already there. With
+        ``stream`` (a hetnn.Stream of either device) the copy's commands on that device run on it, after its earlier
+        commands; the host waits for the copy (it passes through host memory)."""
         dev = _resolve_device(device)
         if dev.id == self._a.device.id:
+            if stream is not None:
+                from ._streams import check_stream
+                check_stream(stream, dev, "to")
             return self
-        return Array(self._a.to(dev._dev))
+        if stream is None:
+            return Array(self._a.to(dev._dev))
+        from ._streams import Stream
+        if not isinstance(stream, Stream):
+            raise TypeError(f"to: stream must be a hetnn.Stream, got {type(stream).__name__}")
+        if stream.device.id not in (dev.id, self._a.device.id):
+            raise ValueError(f"to: the stream is on {stream.device.id}, the copy from {self._a.device.id} to {dev.id}")
+        with stream:
+            return Array(self._a.to(dev._dev))
 
     def reshape(self, *shape: Any) -> "Array":
         """The array with another shape of the same size (one entry may be -1): a view of the same memory where the
@@ -560,7 +586,8 @@ def _host_array(obj: Any, dtype: Optional[np.dtype], what: str) -> np.ndarray:
     return arr if arr.flags.c_contiguous and arr.flags.aligned else np.array(arr, order="C")
 
 
-def asarray(obj: Any, dtype: Any = None, device: DeviceLike = None, *, copy: Optional[bool] = None) -> Array:
+def asarray(obj: Any, dtype: Any = None, device: DeviceLike = None, *, copy: Optional[bool] = None,
+            stream: Any = None) -> Array:
     """An Array on ``device`` (default device if None) holding ``obj``.
 
     ``obj`` may be a hetnn Array (returned as is when dtype and device already match, else copied), a NumPy
@@ -571,10 +598,24 @@ def asarray(obj: Any, dtype: Any = None, device: DeviceLike = None, *, copy: Opt
     which needs an fp64 device: pass ``dtype="float32"`` otherwise). ``copy`` (the Array API's): True always gives
     a new array; False never copies (a ValueError where a copy is needed: another device or dtype, host data that
     the CPU device cannot share); None copies only when needed (host data is copied to the device).
+
+    ``stream`` (a hetnn.Stream of the target device): the copy runs on it, after its earlier commands; from the
+    device's page-locked memory (:func:`pinned_empty`) the host does not wait for the upload (leave the source
+    unchanged until the stream has passed it), from ordinary memory it does.
     """
     if copy is not None and not isinstance(copy, (bool, np.bool_)):
         raise TypeError(f"asarray: copy must be None or a bool, got {type(copy).__name__}")
     dt = None if dtype is None else _dtype(dtype)
+    if stream is not None:
+        from ._streams import check_stream
+        on = obj.device if isinstance(obj, Array) and device is None else _resolve_device(device)
+        s = check_stream(stream, on, "asarray")
+        with s:
+            return _asarray(obj, dt, on, copy, True)
+    return _asarray(obj, dt, device, copy, False)
+
+
+def _asarray(obj: Any, dt: Optional[np.dtype], device: DeviceLike, copy: Optional[bool], nonblocking: bool) -> Array:
     if isinstance(obj, Array):
         target = obj.device if device is None else _resolve_device(device)
         change = (dt is not None and dt != obj.dtype) or target != obj.device
@@ -592,7 +633,7 @@ def asarray(obj: Any, dtype: Any = None, device: DeviceLike = None, *, copy: Opt
         return from_dlpack(obj, device=device, copy=False)
     dev = _resolve_device(device)
     arr = _host_array(obj, dt, "asarray")
-    return Array(_core.Array.from_numpy(dev._dev, arr))
+    return Array(_core.Array.from_numpy(dev._dev, arr, nonblocking))
 
 
 def from_dlpack(x: Any, /, *, device: DeviceLike = None, copy: Optional[bool] = None) -> Array:

@@ -11,7 +11,8 @@ from ._loader import _core
 
 
 class Event:
-    """A marker after every command issued so far on ``device`` (None: the default device), once recorded::
+    """A marker after every command issued so far on a queue of ``device`` (None: the default device), once
+    recorded (``record(stream=)``: a hetnn.Stream's; else this thread's current queue)::
 
         start, end = hetnn.Event(d), hetnn.Event(d)
         start.record()
@@ -28,10 +29,25 @@ class Event:
         self.device: Device = get_default_device() if device is None else _resolve_device(device)
         self._marker: Optional[Any] = None
 
-    def record(self) -> "Event":
-        """Marks the point after every command issued so far on the event's device; returns the event."""
-        self._marker = _core.record_marker(self.device._dev)
+    def record(self, stream: Any = None) -> "Event":
+        """Marks the point after every command issued so far on ``stream`` (a hetnn.Stream of the event's device;
+        None: this thread's current queue of the device, a ``with stream:``'s or the device's own); returns the
+        event."""
+        if stream is None:
+            self._marker = _core.record_marker(self.device._dev)
+        else:
+            from ._streams import check_stream
+            self._marker = check_stream(stream, self.device, "Event.record")._s.record_marker()
         return self
+
+    def wait(self, stream: Any = None) -> None:
+        """Makes ``stream``'s later commands (None: this thread's current queue of the device) wait for the commands
+        before the record, without the host waiting (CUDA's stream-wait-event)."""
+        if stream is None:
+            _core.stream_wait(self.device._dev, self._recorded("wait"))
+        else:
+            from ._streams import check_stream
+            check_stream(stream, self.device, "Event.wait").wait_event(self)
 
     def _recorded(self, what: str) -> Any:
         if self._marker is None:

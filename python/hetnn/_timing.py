@@ -253,6 +253,13 @@ RERUN_BUDGET = 2.0  # a case may spend this many times max_duration when its pre
 RERUN_ROUNDS = 3    # ... and run this many times n_repeat rounds at most
 
 
+def rerun_text(dropped: int, kept: int, asked: int) -> str:
+    """The noise cell of a row whose preempted repeats were dropped and run again; it says so when the re-runs
+    left fewer clean repeats than were asked for (the median is then of those)."""
+    text = f"re-ran {dropped} preempted"
+    return text + (f"; {kept} clean of the {asked} asked for" if kept < asked else "")
+
+
 def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
                max_duration: Optional[float] = None, settle: bool = True, rerun: bool = True,
                on_round: Optional[Callable[[int, int], None]] = None) -> List[BenchmarkResult]:
@@ -412,7 +419,7 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
         if peaks[j] is not None:
             r.noise["peak_bytes"] = peaks[j]
         if dropped and not r.noise["noise"]:
-            r.noise["noise"] = f"re-ran {dropped} preempted"
+            r.noise["noise"] = rerun_text(dropped, len(keep), r.noise["asked"])
         elif rerun and r.noise["unreliable"] and len(walls[j]) > (target[j] or len(walls[j])):
             # what was missing, said plainly: the re-runs did not find enough clean repeats within the budget
             clean_n = len(walls[j]) - r.noise["preempted"]

@@ -129,6 +129,7 @@ def _combined(name: str, devices: Any, flops: Any, nbytes: Any, n_warmup: int, c
     entries of the last one, which the merged counters' summary updates."""
     from ._measurement import BenchmarkResult
     from ._oscounters import Counters, preempted, summarize
+    from ._timing import rerun_text
 
     wall = [t for o in parts for t in o["wall"]]
     dev = [math.nan if t is None else t for o in parts for t in o["device"]]
@@ -160,7 +161,7 @@ def _combined(name: str, devices: Any, flops: Any, nbytes: Any, n_warmup: int, c
     if peaks:  # the largest working set any process saw
         noise["peak_bytes"] = max(peaks)
     if noise["rerun"] and not noise["noise"]:
-        noise["noise"] = f"re-ran {noise['rerun']} preempted"
+        noise["noise"] = rerun_text(noise["rerun"], len(wall), asked)
     out.noise = noise
     return out
 

@@ -55,11 +55,11 @@ class Backend {
                     std::size_t n) = 0;
   // Sets n bytes to `value` (0 for zeros; 0xFF, a NaN pattern, to poison new memory in debug runs).
   virtual void fill(Buffer& dst, std::size_t offset, std::size_t n, unsigned char value) = 0;
-  // Waits until every command issued so far has finished.
+  // Waits until every command issued so far, on every queue of the device, has finished.
   virtual void synchronize() = 0;
-  // Markers (hetnn.Event): a point after every command issued so far. marker_done says whether they have finished,
-  // marker_wait blocks until they have, marker_seconds is when (the device's clock, seconds: only differences mean
-  // anything; it waits first). The defaults serve devices whose commands finish before they return (the CPU
+  // Markers (hetnn.Event): a point after every command issued so far on this thread's queue (swap_stream).
+  // marker_done says whether they have finished, marker_wait blocks until they have, marker_seconds is when (the
+  // device's clock, seconds: only differences mean anything; it waits first). The defaults serve devices whose commands finish before they return (the CPU
   // device): a marker is complete when made and holds the host's steady clock.
   virtual std::shared_ptr<void> record_marker() {
     return std::make_shared<double>(
@@ -71,6 +71,40 @@ class Backend {
   }
   virtual void marker_wait(const std::shared_ptr<void>& m) { (void)m; }
   virtual double marker_seconds(const std::shared_ptr<void>& m) { return *static_cast<const double*>(m.get()); }
+  // Streams (hetnn.Stream): more queues of commands on the device. create_stream makes one (null where commands
+  // finish before they return: the CPU device, whose streams are synchronous); swap_stream makes `s` (null: the
+  // device's own queue) the one this thread's commands go to and returns the previous one. A buffer used on two
+  // queues is ordered by its last use: a command waits for the last command on another queue that used one of its
+  // buffers, so no stream reads what another has not finished writing (nor overwrites what it still reads).
+  // stream_wait makes `s` (null: this thread's current queue) wait for a marker of this device before its later
+  // commands.
+  virtual std::shared_ptr<void> create_stream() { return nullptr; }
+  virtual std::shared_ptr<void> swap_stream(std::shared_ptr<void> s) {
+    (void)s;
+    return nullptr;
+  }
+  virtual void stream_wait(const std::shared_ptr<void>& s, const std::shared_ptr<void>& marker) {
+    (void)s;
+    (void)marker;
+  }
+  // Whether the commands issued so far on stream `s` have finished (no wait).
+  virtual bool stream_done(const std::shared_ptr<void>& s) {
+    (void)s;
+    return true;
+  }
+  // How many cross-queue waits the ordering above has inserted so far (tests read it).
+  virtual std::uint64_t stream_waits() const { return 0; }
+  // Transfers that do not wait for the copy when the host memory is page-locked memory of this device (alloc_pinned):
+  // the host memory is kept alive until the copy has finished; with ordinary memory they block as write/read do.
+  // They return whether the copy was left running.
+  virtual bool write_async(Buffer& dst, std::size_t offset, const void* src, std::size_t n) {
+    write(dst, offset, src, n);
+    return false;
+  }
+  virtual bool read_async(const Buffer& src, std::size_t offset, void* dst, std::size_t n) {
+    read(src, offset, dst, n);
+    return false;
+  }
   // Frees the blocks kept for reuse after their arrays went away (host_allocator.h, cl_allocator.h); returns the bytes freed.
   virtual std::size_t release_cached_memory() { return 0; }
   // The buffers this device's allocator holds (backend/memory_stats.h); reset_peak_memory_stats restarts the peak

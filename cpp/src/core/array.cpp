@@ -211,6 +211,21 @@ void Array::to_host(void* dst) const {
   device_->backend().read(*d.buffer_, 0, dst, nbytes());
 }
 
+bool Array::to_host_async(void* dst) const {
+  if (!nbytes()) return false;
+  const Array d = dense();
+  return device_->backend().read_async(*d.buffer_, 0, dst, nbytes());
+}
+
+bool Array::from_host_into_async(const void* src) {
+  if (!nbytes()) return false;
+  if (!dense_) {
+    from_host_into(src);
+    return false;
+  }
+  return device_->backend().write_async(*buffer_, 0, src, nbytes());
+}
+
 void Array::from_host_into(const void* src) {
   if (!nbytes()) return;
   if (dense_) {

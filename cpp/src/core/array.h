@@ -37,6 +37,10 @@ class Array {
 
   void to_host(void* dst) const;                 // blocking device -> host copy of the whole array
   void from_host_into(const void* src);          // blocking host -> device copy into this array
+  // As to_host / from_host_into, left running where the host memory is the device's page-locked memory
+  // (Backend::read_async / write_async); true when it was.
+  bool to_host_async(void* dst) const;
+  bool from_host_into_async(const void* src);
   // Device -> device copy of src (same device, dtype and size) into this array (asynchronous, like an op).
   void copy_from(const Array& src);
   Array to(const DevicePtr& device) const;       // copy onto another (or the same) device

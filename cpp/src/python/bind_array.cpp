@@ -88,15 +88,20 @@ void bind_array(py::module_& m) {
                   py::arg("dtype").none(true) = py::none())
       .def_static(
           "from_numpy",
-          [](const DevicePtr& dev, const py::array& arr) {
+          [](const DevicePtr& dev, const py::array& arr, bool nonblocking) {
             check_ndarray(arr, "asarray");
             const Shape s = ndarray_shape(arr);
             const DType t = ndarray_dtype(arr);
             const void* data = arr.data();
             NoGil nogil;
-            return Array::from_host(dev, data, s, t);
+            if (!nonblocking) return Array::from_host(dev, data, s, t);
+            Array a = Array::empty(dev, s, t);
+            a.from_host_into_async(data);
+            return a;
           },
-          py::arg("device"), py::arg("array"), "Copies a C-contiguous NumPy array onto the device.")
+          py::arg("device"), py::arg("array"), py::arg("nonblocking") = false,
+          "Copies a C-contiguous NumPy array onto the device; with nonblocking, from the device's page-locked memory "
+          "the host does not wait for the copy.")
       .def_static(
           "wrap_numpy",
           [](const DevicePtr& dev, const py::array& arr) -> py::object {
@@ -146,16 +151,20 @@ void bind_array(py::module_& m) {
           "A NumPy array over the Array's memory where that is host memory (the CPU device), else None.")
       .def(
           "read_into",
-          [](const Array& a, py::array& out) {
+          [](const Array& a, py::array& out, bool nonblocking) {
             check_ndarray(out, "read_into");
             if (!out.writeable()) throw ValueError("read_into: the NumPy array is read-only");
             if (ndarray_shape(out) != a.shape() || ndarray_dtype(out) != a.dtype())
               throw ValueError("read_into: the NumPy array does not match the Array's shape and dtype");
             void* dst = out.mutable_data();
             NoGil nogil;
+            if (nonblocking) return a.to_host_async(dst);
             a.to_host(dst);
+            return false;
           },
-          py::arg("out"))
+          py::arg("out"), py::arg("nonblocking") = false,
+          "Copies the array into `out`; with nonblocking, into the device's page-locked memory the host does not wait "
+          "(returns whether the copy was left running).")
       .def(
           "write_from",
           [](Array& a, const py::array& src) {

@@ -4,19 +4,11 @@
 
 #include "core/device.h"
 #include "python/bindings.h"
+#include "python/markers.h"
 
 namespace py = pybind11;
 
 namespace hetnn::python {
-
-namespace {
-
-struct Marker {
-  DevicePtr device;
-  std::shared_ptr<void> handle;
-};
-
-}  // namespace
 
 void bind_event(py::module_& m) {
   py::class_<Marker>(m, "Marker")
@@ -37,7 +29,7 @@ void bind_event(py::module_& m) {
         NoGil nogil;
         return Marker{dev, dev->backend().record_marker()};
       },
-      py::arg("device"), "A marker after every command issued so far on the device.");
+      py::arg("device"), "A marker after every command issued so far on this thread's queue of the device.");
 }
 
 HETNN_BINDING(1, bind_event);

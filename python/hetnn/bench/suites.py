@@ -593,9 +593,19 @@ def suite_transfer(opts: Options, say: Say, progress: _Progress) -> List[Dict[st
     say(format_table(rows, TRANSFER_COLUMNS, opts.details))
     for line in summary(rows):
         say("  " + line)
+    over: List[Dict[str, Any]] = []
+    if not opts.quick:
+        from .overlap import OVERLAP_COLUMNS, overlap_summary, run_overlap
+        over = run_overlap(devs, 64 << 20, progress=progress.callback(), **timing)
+        if over:
+            say("\noverlap: a 64 MiB upload from page-locked memory on one stream beside a kernel of about its length "
+                "on another, against both on one stream (wall times)")
+            say(format_table(over, OVERLAP_COLUMNS, opts.details))
+            for line in overlap_summary(over):
+                say("  " + line)
     say(f"({_timing_line(timing)}; device-timed where the device times its copies; "
         f"{time.perf_counter() - t0:.1f} s in all)\n")
-    return rows
+    return rows + [{"part": "overlap", **r} for r in over]
 
 
 def suite_arrays(opts: Options, say: Say, progress: _Progress) -> List[Dict[str, Any]]:

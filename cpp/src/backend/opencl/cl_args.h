@@ -1,6 +1,7 @@
 // Kernel-launch helpers shared by the OpenCL backend's op files.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "backend/opencl/cl_check.h"
 #include "core/dtype.h"
@@ -23,6 +24,13 @@ inline const char* type_code(DType t) {
   return "F32";
 }
 
+// The buffers of the kernel whose arguments this thread set last (ArgSetter): the enqueue orders them against the
+// other queues of the device (ClBackend::submit).
+inline std::vector<cl_mem>& kernel_mems() {
+  thread_local std::vector<cl_mem> mems;
+  return mems;
+}
+
 // clSetKernelArg for each argument in order; the failing index is named in the error.
 struct ArgSetter {
   cl_kernel k;
@@ -32,12 +40,18 @@ struct ArgSetter {
   ArgSetter& operator()(const T& v) {
     return raw(sizeof(T), &v);
   }
+  ArgSetter& operator()(cl_mem m) {
+    raw(sizeof(m), &m);
+    if (m) kernel_mems().push_back(m);
+    return *this;
+  }
   // A REAL scalar of the kernel: double for float64 kernels, float otherwise.
   ArgSetter& real(double v, DType t) {
     if (t == DType::f64) return (*this)(v);
     return (*this)(static_cast<float>(v));
   }
   ArgSetter& raw(std::size_t size, const void* p) {
+    if (i == 0) kernel_mems().clear();  // a new kernel's arguments
     const cl_int st = clSetKernelArg(k, i, size, p);
     if (st != CL_SUCCESS) throw_cl_error(st, std::string("clSetKernelArg(") + kernel_name + ", " + std::to_string(i) + ")");
     ++i;

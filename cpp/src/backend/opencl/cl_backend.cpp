@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <utility>
 
 #include "backend/opencl/cl_args.h"
 #include "backend/opencl/cl_check.h"
@@ -48,6 +49,22 @@ Queue make_queue(const Context& context, cl_device_id device) {
   return q;
 }
 
+// A stream: an in-order queue of its own, numbered (queue handles may be reused once released; the numbers are not).
+struct ClStream {
+  std::uint64_t id;
+  Queue queue;
+  Event last;  // its last command (under the backend's use_mu_)
+};
+
+bool event_complete(cl_event e) {
+  cl_int st = CL_QUEUED;
+  return clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr) == CL_SUCCESS &&
+         st <= CL_COMPLETE;
+}
+
+// Per thread, the stream each backend's commands go to (none: its own queue).
+thread_local std::vector<std::pair<const ClBackend*, std::shared_ptr<ClStream>>> current_streams;
+
 }  // namespace
 
 ClBackend::ClBackend(cl_platform_id platform, cl_device_id device, DeviceInfo info)
@@ -61,7 +78,144 @@ ClBackend::ClBackend(cl_platform_id platform, cl_device_id device, DeviceInfo in
           static_cast<std::size_t>(std::min<std::uint64_t>(info_.global_mem / 8, std::uint64_t{2} << 30)))) {}
 
 ClBackend::~ClBackend() {
-  if (queue_) clFinish(queue_.get());  // let pending commands finish before their buffers go; status ignored
+  // let pending commands finish before their buffers go; status ignored
+  for (const auto& w : stream_list_)
+    if (auto s = std::static_pointer_cast<ClStream>(w.lock())) clFinish(s->queue.get());
+  if (queue_) clFinish(queue_.get());
+}
+
+ClBackend::Target ClBackend::target() const {
+  for (const auto& [backend, stream] : current_streams)
+    if (backend == this) return {stream->queue.get(), stream->id, stream.get()};
+  return {queue_.get(), 0, nullptr};
+}
+
+template <class F>
+cl_event ClBackend::submit(const cl_mem* mems, std::size_t n, bool host_waits, bool want_event, F&& enq) {
+  const Target t = target();
+  cl_event ev = nullptr;
+  {
+    std::shared_lock<std::shared_mutex> shared(use_mu_);
+    if (!streams_) {  // one queue: in order, nothing to track
+      enq(t.queue, 0u, static_cast<const cl_event*>(nullptr), (want_event || recorder_.active()) ? &ev : nullptr,
+          host_waits ? CL_TRUE : CL_FALSE);
+      return ev;
+    }
+  }
+  {
+    std::unique_lock<std::shared_mutex> lock(use_mu_);
+    std::vector<cl_event> waits;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto it = last_use_.find(mems[i]);
+      if (it != last_use_.end() && it->second.queue != t.id &&
+          std::find(waits.begin(), waits.end(), it->second.ev.get()) == waits.end())
+        waits.push_back(it->second.ev.get());
+    }
+    enq(t.queue, static_cast<cl_uint>(waits.size()), waits.empty() ? nullptr : waits.data(), &ev, CL_FALSE);
+    stream_waits_ += waits.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      clRetainEvent(ev);
+      last_use_[mems[i]] = {t.id, Event(ev)};
+    }
+    if (t.stream) {
+      clRetainEvent(ev);
+      static_cast<ClStream*>(t.stream)->last = Event(ev);
+    }
+    if (last_use_.size() > prune_at_) {  // forget the uses that have finished (a released buffer's among them)
+      for (auto it = last_use_.begin(); it != last_use_.end();)
+        it = event_complete(it->second.ev.get()) ? last_use_.erase(it) : std::next(it);
+      prune_at_ = std::max<std::size_t>(4096, 2 * last_use_.size());
+    }
+  }
+  if (host_waits) {
+    const cl_int st = clWaitForEvents(1, &ev);
+    if (st != CL_SUCCESS) {
+      clReleaseEvent(ev);
+      throw_cl_error(st, "clWaitForEvents(a transfer)");
+    }
+  }
+  if (!want_event && !recorder_.active()) {
+    clReleaseEvent(ev);
+    ev = nullptr;
+  }
+  return ev;
+}
+
+std::shared_ptr<void> ClBackend::create_stream() {
+  auto s = std::make_shared<ClStream>(ClStream{next_stream_++, make_queue(context_, device_)});
+  bool first = false;
+  {
+    std::unique_lock<std::shared_mutex> lock(use_mu_);  // no untracked command is being enqueued now
+    first = !streams_;
+    streams_ = true;
+    stream_list_.erase(std::remove_if(stream_list_.begin(), stream_list_.end(),
+                                      [](const std::weak_ptr<void>& w) { return w.expired(); }),
+                       stream_list_.end());
+    stream_list_.push_back(s);
+  }
+  if (first) HETNN_CL_CHECK(clFinish(queue_.get()));  // what ran untracked has finished before anything is ordered
+  return s;
+}
+
+std::shared_ptr<void> ClBackend::swap_stream(std::shared_ptr<void> s) {
+  auto next = std::static_pointer_cast<ClStream>(std::move(s));
+  for (auto it = current_streams.begin(); it != current_streams.end(); ++it) {
+    if (it->first != this) continue;
+    std::shared_ptr<void> prev = it->second;
+    if (next)
+      it->second = std::move(next);
+    else
+      current_streams.erase(it);
+    return prev;
+  }
+  if (next) current_streams.emplace_back(this, std::move(next));
+  return nullptr;
+}
+
+void ClBackend::stream_wait(const std::shared_ptr<void>& s, const std::shared_ptr<void>& marker) {
+  cl_event ev = static_cast<cl_event>(marker.get());
+  const Target t = target();
+  auto* stream = s ? static_cast<ClStream*>(s.get()) : static_cast<ClStream*>(t.stream);
+  const cl_command_queue q = stream ? stream->queue.get() : t.queue;
+  cl_event barrier = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    HETNN_CL_CHECK(clEnqueueBarrierWithWaitList(q, 1, &ev, &barrier));
+  }
+  Event hold(barrier);
+  if (stream) {
+    std::unique_lock<std::shared_mutex> lock(use_mu_);
+    stream->last = hold;  // the stream is not done before what it waits for
+  }
+}
+
+bool ClBackend::stream_done(const std::shared_ptr<void>& s) {
+  Event last;
+  {
+    std::shared_lock<std::shared_mutex> lock(use_mu_);
+    last = static_cast<ClStream*>(s.get())->last;
+  }
+  return !last || event_complete(last.get());
+}
+
+std::shared_ptr<void> ClBackend::pinned_owner(const void* p, std::size_t n) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  std::lock_guard<std::mutex> lock(pinned_mu_);
+  auto it = pinned_.upper_bound(a);
+  if (it == pinned_.begin()) return nullptr;
+  --it;
+  if (a + n > it->first + it->second.first) return nullptr;
+  return it->second.second.lock();
+}
+
+void ClBackend::keep_until(cl_event ev, std::shared_ptr<void> keep) {
+  std::lock_guard<std::mutex> lock(pinned_mu_);
+  in_flight_.erase(std::remove_if(in_flight_.begin(), in_flight_.end(),
+                                  [](const std::pair<Event, std::shared_ptr<void>>& f) {
+                                    return event_complete(f.first.get());
+                                  }),
+                   in_flight_.end());
+  in_flight_.emplace_back(Event(ev), std::move(keep));
 }
 
 void ClBackend::record(const char* name, cl_event ev, double host_enqueue, std::uint64_t bytes) {
@@ -171,16 +325,22 @@ std::shared_ptr<void> ClBackend::alloc_pinned(std::size_t nbytes, void** ptr) {
   if (st != CL_SUCCESS || !p) throw_cl_error(st, "clEnqueueMapBuffer(page-locked staging memory)");
   *ptr = p;
   // the mapping outlives any array using it: unmapped on the queue (kept alive with the buffer), never throwing
-  return std::shared_ptr<void>(p, [q = queue_, m = std::move(m)](void* mapped) {
+  std::shared_ptr<void> owner(p, [q = queue_, m = std::move(m)](void* mapped) {
     if (clEnqueueUnmapMemObject(q.get(), m.get(), mapped, 0, nullptr, nullptr) == CL_SUCCESS) clFinish(q.get());
   });
+  std::lock_guard<std::mutex> lock(pinned_mu_);  // found again by address for the asynchronous copies
+  for (auto it = pinned_.begin(); it != pinned_.end();) it = it->second.second.expired() ? pinned_.erase(it) : std::next(it);
+  pinned_[reinterpret_cast<std::uintptr_t>(p)] = {n, owner};
+  return owner;
 }
 
 std::shared_ptr<void> ClBackend::record_marker() {
   cl_event ev = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    HETNN_CL_CHECK(clEnqueueMarkerWithWaitList(queue_.get(), 0, nullptr, &ev));
+    const cl_command_queue q = target().queue;
+    HETNN_CL_CHECK(clEnqueueMarkerWithWaitList(q, 0, nullptr, &ev));
+    clFlush(q);  // submitted now: `done` turns true when the work before it finishes, not at the next wait
   }
   return std::shared_ptr<void>(ev, [](void* e) { clReleaseEvent(static_cast<cl_event>(e)); });
 }
@@ -207,32 +367,91 @@ double ClBackend::marker_seconds(const std::shared_ptr<void>& m) {
 }
 
 void ClBackend::write(Buffer& dst, std::size_t off, const void* src, std::size_t n) {
-  cl_event ev = nullptr;
   const double t = host_seconds();
-  HETNN_CL_CHECK(clEnqueueWriteBuffer(queue_.get(), mem_of(dst), CL_TRUE, off, n, src, 0, nullptr, event_slot(ev)));
+  const cl_mem m = mem_of(dst);
+  cl_event ev = submit(&m, 1, true, false, [&](cl_command_queue q, cl_uint nw, const cl_event* w, cl_event* e, cl_bool b) {
+    HETNN_CL_CHECK(clEnqueueWriteBuffer(q, m, b, off, n, src, nw, w, e));
+  });
   record("h2d", ev, t, n);
 }
 
 void ClBackend::read(const Buffer& src, std::size_t off, void* dst, std::size_t n) {
-  cl_event ev = nullptr;
+  read_mem(mem_of(src), off, n, dst);
+}
+
+void ClBackend::read_mem(cl_mem m, std::size_t off, std::size_t n, void* dst) {
   const double t = host_seconds();
-  HETNN_CL_CHECK(clEnqueueReadBuffer(queue_.get(), mem_of(src), CL_TRUE, off, n, dst, 0, nullptr, event_slot(ev)));
+  cl_event ev = submit(&m, 1, true, false, [&](cl_command_queue q, cl_uint nw, const cl_event* w, cl_event* e, cl_bool b) {
+    HETNN_CL_CHECK(clEnqueueReadBuffer(q, m, b, off, n, dst, nw, w, e));
+  });
   record("d2h", ev, t, n);
 }
 
-void ClBackend::copy(const Buffer& src, std::size_t so, Buffer& dst, std::size_t d_off, std::size_t n) {
-  cl_event ev = nullptr;
+bool ClBackend::write_async(Buffer& dst, std::size_t off, const void* src, std::size_t n) {
+  std::shared_ptr<void> keep = pinned_owner(src, n);
+  if (!keep) {
+    write(dst, off, src, n);
+    return false;
+  }
   const double t = host_seconds();
-  HETNN_CL_CHECK(
-      clEnqueueCopyBuffer(queue_.get(), mem_of(src), mem_of(dst), so, d_off, n, 0, nullptr, event_slot(ev)));
+  const cl_mem m = mem_of(dst);
+  cl_command_queue used = nullptr;
+  cl_event ev = submit(&m, 1, false, true, [&](cl_command_queue q, cl_uint nw, const cl_event* w, cl_event* e, cl_bool) {
+    HETNN_CL_CHECK(clEnqueueWriteBuffer(q, m, CL_FALSE, off, n, src, nw, w, e));
+    used = q;
+  });
+  clFlush(used);  // started now, not at the queue's next wait
+  clRetainEvent(ev);
+  keep_until(ev, std::move(keep));
+  if (recorder_.active())
+    record("h2d", ev, t, n);
+  else
+    clReleaseEvent(ev);
+  return true;
+}
+
+bool ClBackend::read_async(const Buffer& src, std::size_t off, void* dst, std::size_t n) {
+  std::shared_ptr<void> keep = pinned_owner(dst, n);
+  if (!keep) {
+    read(src, off, dst, n);
+    return false;
+  }
+  const double t = host_seconds();
+  const cl_mem m = mem_of(src);
+  cl_command_queue used = nullptr;
+  cl_event ev = submit(&m, 1, false, true, [&](cl_command_queue q, cl_uint nw, const cl_event* w, cl_event* e, cl_bool) {
+    HETNN_CL_CHECK(clEnqueueReadBuffer(q, m, CL_FALSE, off, n, dst, nw, w, e));
+    used = q;
+  });
+  clFlush(used);
+  clRetainEvent(ev);
+  keep_until(ev, std::move(keep));
+  if (recorder_.active())
+    record("d2h", ev, t, n);
+  else
+    clReleaseEvent(ev);
+  return true;
+}
+
+void ClBackend::copy(const Buffer& src, std::size_t so, Buffer& dst, std::size_t d_off, std::size_t n) {
+  const double t = host_seconds();
+  const cl_mem ms[2] = {mem_of(src), mem_of(dst)};
+  cl_event ev = submit(ms, 2, false, false, [&](cl_command_queue q, cl_uint nw, const cl_event* w, cl_event* e, cl_bool) {
+    HETNN_CL_CHECK(clEnqueueCopyBuffer(q, ms[0], ms[1], so, d_off, n, nw, w, e));
+  });
   record("d2d", ev, t, n);
 }
 
 void ClBackend::fill(Buffer& dst, std::size_t off, std::size_t n, unsigned char value) {
-  cl_event ev = nullptr;
-  const double t = host_seconds();
   const cl_uchar pattern = value;
-  HETNN_CL_CHECK(clEnqueueFillBuffer(queue_.get(), mem_of(dst), &pattern, 1, off, n, 0, nullptr, event_slot(ev)));
+  fill_mem(mem_of(dst), &pattern, 1, off, n);
+}
+
+void ClBackend::fill_mem(cl_mem m, const void* pattern, std::size_t pattern_size, std::size_t off, std::size_t n) {
+  const double t = host_seconds();
+  cl_event ev = submit(&m, 1, false, false, [&](cl_command_queue q, cl_uint nw, const cl_event* w, cl_event* e, cl_bool) {
+    HETNN_CL_CHECK(clEnqueueFillBuffer(q, m, pattern, pattern_size, off, n, nw, w, e));
+  });
   record("fill", ev, t, n);
 }
 
@@ -241,9 +460,20 @@ void ClBackend::build_source(const std::string& source, const std::string& optio
 }
 
 void ClBackend::synchronize() {
+  std::vector<std::shared_ptr<void>> streams;
+  {
+    std::shared_lock<std::shared_mutex> lock(use_mu_);
+    for (const auto& w : stream_list_)
+      if (auto s = w.lock()) streams.push_back(std::move(s));
+  }
+  for (const auto& s : streams) HETNN_CL_CHECK(clFinish(static_cast<ClStream*>(s.get())->queue.get()));
   HETNN_CL_CHECK(clFinish(queue_.get()));
+  {
+    std::lock_guard<std::mutex> lock(pinned_mu_);
+    in_flight_.clear();  // all complete
+  }
   std::lock_guard<std::mutex> lock(fence_mu_);
-  fences_.clear();  // all complete
+  fences_.clear();
 }
 
 cl_kernel ClBackend::kernel(const std::string& file, const std::string& name, const std::string& options) {
@@ -369,10 +599,13 @@ void ClBackend::enqueue_planes(const char* name, cl_kernel k, std::int64_t cols,
 }
 
 void ClBackend::enqueue(const char* name, cl_kernel k, int dims, const std::size_t* global, const std::size_t* local) {
-  cl_event ev = nullptr;
   const double t = host_seconds();
-  const cl_int st = clEnqueueNDRangeKernel(queue_.get(), k, dims, nullptr, global, local, 0, nullptr, event_slot(ev));
-  if (st != CL_SUCCESS) throw_cl_error(st, std::string("clEnqueueNDRangeKernel(") + name + ")");
+  const std::vector<cl_mem>& mems = kernel_mems();  // the buffers among the arguments just set (ArgSetter)
+  cl_event ev = submit(mems.data(), mems.size(), false, false,
+                       [&](cl_command_queue q, cl_uint nw, const cl_event* w, cl_event* e, cl_bool) {
+                         const cl_int st = clEnqueueNDRangeKernel(q, k, dims, nullptr, global, local, nw, w, e);
+                         if (st != CL_SUCCESS) throw_cl_error(st, std::string("clEnqueueNDRangeKernel(") + name + ")");
+                       });
   record(name, ev, t, 0);
   throttle();
 }
@@ -382,7 +615,7 @@ void ClBackend::throttle() {
   if (!fence_every_ || ++since_fence_ < fence_every_) return;
   since_fence_ = 0;
   cl_event m = nullptr;
-  HETNN_CL_CHECK(clEnqueueMarkerWithWaitList(queue_.get(), 0, nullptr, &m));
+  HETNN_CL_CHECK(clEnqueueMarkerWithWaitList(target().queue, 0, nullptr, &m));
   fences_.emplace_back(m);
   while (fences_.size() > kMaxFences) {  // wait for the oldest: the queue drains to ~kMaxFences * fence_every_
     cl_event f = fences_.front().get();

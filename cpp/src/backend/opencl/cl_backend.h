@@ -1,9 +1,12 @@
-// An OpenCL device: one context and one in-order, profiling-enabled queue; kernels from kernels/*.cl.
+// An OpenCL device: one context, its in-order, profiling-enabled queue and those of its streams; kernels from
+// kernels/*.cl.
 #pragma once
+#include <atomic>
 #include <deque>
 #include <map>
 #include <unordered_map>
 #include <mutex>
+#include <shared_mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +45,13 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   bool marker_done(const std::shared_ptr<void>& m) override;
   void marker_wait(const std::shared_ptr<void>& m) override;
   double marker_seconds(const std::shared_ptr<void>& m) override;
+  std::shared_ptr<void> create_stream() override;
+  std::shared_ptr<void> swap_stream(std::shared_ptr<void> s) override;
+  void stream_wait(const std::shared_ptr<void>& s, const std::shared_ptr<void>& marker) override;
+  bool stream_done(const std::shared_ptr<void>& s) override;
+  std::uint64_t stream_waits() const override { return stream_waits_.load(); }
+  bool write_async(Buffer& dst, std::size_t offset, const void* src, std::size_t n) override;
+  bool read_async(const Buffer& src, std::size_t offset, void* dst, std::size_t n) override;
   void write(Buffer& dst, std::size_t offset, const void* src, std::size_t n) override;
   void read(const Buffer& src, std::size_t offset, void* dst, std::size_t n) override;
   void copy(const Buffer& src, std::size_t src_offset, Buffer& dst, std::size_t dst_offset, std::size_t n) override;
@@ -89,8 +99,26 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // Under mu_: whether float16 / bfloat16 products run on the device's matrix units, decided once per dtype by a
   // probe GEMM with known integer data (built with the instruction and compared exactly); `why` says why not.
   bool matrix_units(DType t, std::string* why = nullptr);
-  // An event out-parameter for an enqueue: non-null only while a capture is open.
-  cl_event* event_slot(cl_event& ev) { return recorder_.active() ? &ev : nullptr; }
+  // The queue this thread's commands go to (its current stream's, else the device's) and its number (0: the device's).
+  struct Target {
+    cl_command_queue queue;
+    std::uint64_t id;
+    void* stream;  // its ClStream (null: the device's queue)
+  };
+  Target target() const;
+  // One command on this thread's queue: enq(queue, n_wait, wait_list, event_out, blocking) enqueues it (and throws on
+  // failure). Once a stream exists it first waits for the last use on another queue of each buffer in `mems` and
+  // becomes their last use; the host then waits after the enqueue (outside the lock) where `host_waits`. Returns the
+  // command's event (the caller owns it) where `want_event` or a capture is open, else null.
+  template <class F>
+  cl_event submit(const cl_mem* mems, std::size_t n, bool host_waits, bool want_event, F&& enq);
+  // The page-locked allocation (alloc_pinned) holding [p, p + n), kept alive by the result; null for other memory.
+  std::shared_ptr<void> pinned_owner(const void* p, std::size_t n);
+  // Keeps `keep` alive until `ev` (an asynchronous copy) has finished; takes the event.
+  void keep_until(cl_event ev, std::shared_ptr<void> keep);
+  // Tracked transfers on this thread's queue for the ops' own small reads and fills (max_pool_cl, gemm_mma_cl).
+  void fill_mem(cl_mem m, const void* pattern, std::size_t pattern_size, std::size_t offset, std::size_t n);
+  void read_mem(cl_mem m, std::size_t offset, std::size_t n, void* dst);
   void record(const char* name, cl_event ev, double host_enqueue, std::uint64_t bytes);
   cl_kernel kernel(const std::string& file, const std::string& name, const std::string& options);
   // Kernel `kname` of a user kernel's generated `source` (user_kernel_cl.cpp), built through the program cache; a
@@ -161,6 +189,24 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   std::size_t since_fence_ = 0;
   std::deque<Event> fences_;
   std::mutex fence_mu_;
+  // Streams. Until the first one, commands are not tracked (one in-order queue orders them); then each buffer's last
+  // use (queue number, event) orders it across queues. last_use_ is keyed by the cl_mem, which outlives an array in
+  // the allocator's pool, so a buffer freed on one queue and taken on another waits as well.
+  struct LastUse {
+    std::uint64_t queue;
+    Event ev;
+  };
+  mutable std::shared_mutex use_mu_;
+  bool streams_ = false;  // under use_mu_
+  std::unordered_map<cl_mem, LastUse> last_use_;
+  std::size_t prune_at_ = 4096;
+  std::vector<std::weak_ptr<void>> stream_list_;  // the live streams' ClStream, for synchronize()
+  std::atomic<std::uint64_t> stream_waits_{0};
+  std::atomic<std::uint64_t> next_stream_{1};
+  // Page-locked allocations by address (their owners, not kept alive here) and the host memory of copies in flight.
+  std::mutex pinned_mu_;
+  std::map<std::uintptr_t, std::pair<std::size_t, std::weak_ptr<void>>> pinned_;
+  std::vector<std::pair<Event, std::shared_ptr<void>>> in_flight_;
 };
 
 }  // namespace hetnn::opencl

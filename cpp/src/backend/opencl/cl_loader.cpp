@@ -159,6 +159,9 @@ using BuildNotify = void(CL_CALLBACK*)(cl_program, void*);
     CL_INVALID_COMMAND_QUEUE)                                                                                        \
   X(clGetEventInfo, (cl_event e, cl_event_info w, size_t n, void* v, size_t* r), (e, w, n, v, r),                   \
     CL_INVALID_EVENT)                                                                                                \
+  X(clEnqueueBarrierWithWaitList, (cl_command_queue q, cl_uint ne, const cl_event* w, cl_event* e), (q, ne, w, e),   \
+    CL_INVALID_COMMAND_QUEUE)                                                                                        \
+  X(clFlush, (cl_command_queue q), (q), CL_INVALID_COMMAND_QUEUE)                                                     \
   X(clEnqueueUnmapMemObject,                                                                                         \
     (cl_command_queue q, cl_mem m, void* p, cl_uint ne, const cl_event* w, cl_event* e), (q, m, p, ne, w, e),         \
     CL_INVALID_COMMAND_QUEUE)

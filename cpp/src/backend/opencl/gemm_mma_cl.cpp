@@ -131,7 +131,7 @@ std::string ClBackend::run_matrix_unit_probe(DType t) {
   try {
     matmul_mma(GemmParams::parse("family=mma ts_m=32 ts_n=32 ts_k=32 wm=2 wn=2"), d, ma.get(), mb.get(), mc.get(),
                mc.get(), true);
-    HETNN_CL_CHECK(clEnqueueReadBuffer(queue_.get(), mc.get(), CL_TRUE, 0, bytes, hc.data(), 0, nullptr, nullptr));
+    read_mem(mc.get(), 0, bytes, hc.data());
   } catch (const OutOfMemory&) {
     throw;
   } catch (const Error& e) {

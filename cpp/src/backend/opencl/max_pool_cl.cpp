@@ -121,7 +121,7 @@ void ClBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const
   // before the gather, or the scatter's own check.
   cl_mem flag = scratch(2, sizeof(cl_int));
   const cl_int zero = 0;
-  HETNN_CL_CHECK(clEnqueueFillBuffer(queue_.get(), flag, &zero, sizeof(zero), 0, sizeof(zero), 0, nullptr, nullptr));
+  fill_mem(flag, &zero, sizeof(zero), 0, sizeof(zero));
   const bool scatter = !gpu_kernels();  // CPU devices: the scatter checks as it goes
   if (!scatter) {
     cl_kernel kc = kernel("max_pool.cl", "max_pool2d_check", opts);
@@ -174,11 +174,10 @@ void ClBackend::max_pool2d_backward(const Pool2dDesc& d, const Buffer& gy, const
   }
 
   cl_int bad = 0;
-  HETNN_CL_CHECK(clEnqueueReadBuffer(queue_.get(), flag, CL_TRUE, 0, sizeof(bad), &bad, 0, nullptr, nullptr));
+  read_mem(flag, 0, sizeof(bad), &bad);
   if (bad) {  // slow path: find and name the first bad index on the host
     std::vector<std::int64_t> host(static_cast<std::size_t>(d.N * d.C * d.OH * d.OW));
-    HETNN_CL_CHECK(clEnqueueReadBuffer(queue_.get(), mem(indices), CL_TRUE, 0, host.size() * 8, host.data(), 0,
-                                       nullptr, nullptr));
+    read_mem(mem(indices), 0, host.size() * 8, host.data());
     const std::int64_t o = pool_find_bad_index(d, host.data());
     if (o >= 0) throw ValueError(pool_bad_index_message(d, o / (d.OH * d.OW), (o / d.OW) % d.OH, o % d.OW, host[o]));
     throw ValueError("max_pool2d_backward: indices do not point inside their pooling windows");
