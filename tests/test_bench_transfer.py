@@ -51,3 +51,21 @@ def test_copy_from(device, rng):
         b.copy_from(_core.Array.empty(device._dev, [11], "float32"))
     with pytest.raises(ValueError, match="dtype and size must match"):
         b.copy_from(_core.Array.empty(device._dev, [10], "float16"))
+
+
+def test_overlap_rows_time_a_copy_beside_a_kernel(opencl_device):
+    from hetnn.bench.overlap import overlap_summary, run_overlap
+
+    steps = []
+    rows = run_overlap([hetnn.device("cpu"), opencl_device], 4 << 20, n_warmup=1, n_repeat=3, progress=steps.append)
+    assert [r["device"] for r in rows] == [opencl_device.id]  # the CPU device's streams are synchronous: no row
+    assert len(steps) == 1
+    r = rows[0]
+    assert r["size"] == "4 MiB" and r["kernel_reps"] >= 1
+    for k in ("copy_ms", "kernel_ms", "serial_ms", "streams_ms"):
+        assert r[k] > 0
+    assert r["streams_over_serial"] == pytest.approx(r["streams_ms"] / r["serial_ms"])
+    want = 100 * (r["copy_ms"] + r["kernel_ms"] - r["streams_ms"]) / min(r["copy_ms"], r["kernel_ms"])
+    assert r["hidden_pct"] == pytest.approx(want)
+    (line,) = overlap_summary(rows)
+    assert line.startswith(f"{opencl_device.id} a 4 MiB copy and a kernel: two streams / one (time)")

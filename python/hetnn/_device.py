@@ -52,9 +52,10 @@ class Device:
         return self._info["kind"]
 
     def cl_handles(self) -> Optional[Dict[str, int]]:
-        """The device's OpenCL ``context``, ``queue`` (hetnn's in-order queue) and ``device`` handles as integers, for
-        another OpenCL library (PyOpenCL: ``pyopencl.Context.from_int_ptr(h["context"])``); None on the CPU device.
-        Work put on that queue runs in order with hetnn's; on another queue, call :func:`hetnn.synchronize` first."""
+        """The device's OpenCL ``context``, ``queue`` (the device's own in-order queue, not a hetnn.Stream's) and
+        ``device`` handles as integers, for another OpenCL library (PyOpenCL:
+        ``pyopencl.Context.from_int_ptr(h["context"])``); None on the CPU device. Work put on that queue runs in order
+        with hetnn's work outside streams; on another queue, or beside streams, call :func:`hetnn.synchronize` first."""
         return _core._cl_handles(self._dev)
 
     @property
@@ -199,8 +200,16 @@ class Device:
         return {**self._info, "float16_mode": self.float16_mode, "bfloat16_mode": self.bfloat16_mode}
 
     def synchronize(self) -> None:
-        """Waits until all work issued to this device has finished."""
+        """Waits until all work issued to this device, on every stream, has finished."""
         self._dev.synchronize()
+
+    @property
+    def transfer_paths(self) -> Dict[str, str]:
+        """How copies of 4 MiB or more between this device and ordinary (pageable) NumPy memory go, per direction
+        ("h2d", "d2h"): directly, or staged through page-locked memory in double-buffered chunks, with what the
+        device measured at the first such copy to decide (``HETNN_STAGING=0`` / ``1`` forces it). Empty on the CPU
+        device (its memory is host memory) and before the device's first use."""
+        return dict(self._dev.transfer_paths())
 
     # presentation ---------------------------------------------------------------------------------------------
     def _summary(self) -> str:

@@ -95,6 +95,13 @@ void bind_device(py::module_& m) {
              out["buffers_reused"] = s.buffers_reused;
              return out;
            })
+      .def("transfer_paths",
+           [](Device& d) {
+             py::dict out;
+             if (d.started())
+               for (const auto& [k, v] : d.backend().transfer_paths()) out[py::str(k)] = v;
+             return out;
+           })
       .def("reset_peak_memory_stats",
            [](Device& d) {
              if (d.started()) d.backend().reset_peak_memory_stats();

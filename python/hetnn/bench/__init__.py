@@ -14,17 +14,21 @@ from .matmul import MATMUL_SHAPES, RESNET50_BS1, run_matmul
 from .matmul import ratios as matmul_ratios
 from .maxpool import LAYERS, MAXPOOL_COLUMNS, SWEEP_COLUMNS, numpy_max_pool, run_maxpool, sweep_cases
 from .mlp import MLP_TOPOLOGY_COLUMNS, run_topology
+from .overlap import OVERLAP_COLUMNS, overlap_summary, run_overlap
 from .plots import mark_unreliable, notebook_display
 from .report import collector, environment, format_table
 from .result import Report
 from .stats import ratio
 from .suites import SUITES, Options, default_suite, run_suites
+from .transfer import TRANSFER_COLUMNS, run_transfer
+from .transfer import summary as transfer_summary
 
 __all__ = ["run", "compare", "ratio", "matmul_ratios", "free_cpus", "Report", "Options", "SUITES", "MATMUL_SHAPES",
            "RESNET50_BS1", "run_matmul",
            "LAYERS", "MAXPOOL_COLUMNS", "SWEEP_COLUMNS", "numpy_max_pool", "run_maxpool", "sweep_cases",
            "MLP_TOPOLOGY_COLUMNS", "run_topology", "format_table", "devices_table", "notebook_display",
-           "mark_unreliable"]
+           "mark_unreliable", "TRANSFER_COLUMNS", "run_transfer", "transfer_summary", "OVERLAP_COLUMNS", "run_overlap",
+           "overlap_summary"]
 
 
 @_contextlib.contextmanager

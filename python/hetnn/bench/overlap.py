@@ -121,10 +121,12 @@ def run_overlap(devices: Sequence[Device], nbytes: int, *, n_warmup: int = 2, n_
                 max_duration: Optional[float] = None,
                 progress: Optional[Callable[[str], None]] = None) -> List[Dict[str, Any]]:
     """A row per device with queues of its own (OpenCL); the CPU device's streams are synchronous."""
+    from .progress import expect
+
     rows = []
-    for dev in devices:
-        if dev.kind != "opencl":
-            continue
+    queues = [d for d in devices if d.kind == "opencl"]
+    expect(progress, len(queues))
+    for dev in queues:
         if progress:
             progress(f"overlap of a {_size(nbytes)} copy and a kernel on {dev.id}")
         rows.append(measure_overlap(dev, nbytes, n_warmup=n_warmup, n_repeat=n_repeat, max_duration=max_duration))

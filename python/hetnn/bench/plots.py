@@ -356,7 +356,7 @@ def plot_mlp(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
 
 
 def plot_transfer(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
-    rows = [r for r in rows if "bytes" in r]
+    rows = [r for r in rows if "bytes" in r and "direction" in r]  # the copies (not the overlap rows)
     if not rows:
         return None
     fig, ax = _figure(1, 2, (12, 4.8))

@@ -593,6 +593,11 @@ def suite_transfer(opts: Options, say: Say, progress: _Progress) -> List[Dict[st
     say(format_table(rows, TRANSFER_COLUMNS, opts.details))
     for line in summary(rows):
         say("  " + line)
+    for dev in devs:
+        paths = dev.transfer_paths
+        if paths:  # what the device measured at its first large copy from ordinary memory
+            say(f"  {dev.id} copies of 4 MiB or more from and into ordinary memory: "
+                + "; ".join(f"{k} {v}" for k, v in sorted(paths.items(), reverse=True)))
     over: List[Dict[str, Any]] = []
     if not opts.quick:
         from .overlap import OVERLAP_COLUMNS, overlap_summary, run_overlap

@@ -208,14 +208,14 @@ std::shared_ptr<void> ClBackend::pinned_owner(const void* p, std::size_t n) {
   return it->second.second.lock();
 }
 
-void ClBackend::keep_until(cl_event ev, std::shared_ptr<void> keep) {
+void ClBackend::keep_until(const Event& ev, std::shared_ptr<void> keep) {
   std::lock_guard<std::mutex> lock(pinned_mu_);
   in_flight_.erase(std::remove_if(in_flight_.begin(), in_flight_.end(),
                                   [](const std::pair<Event, std::shared_ptr<void>>& f) {
                                     return event_complete(f.first.get());
                                   }),
                    in_flight_.end());
-  in_flight_.emplace_back(Event(ev), std::move(keep));
+  in_flight_.emplace_back(ev, std::move(keep));
 }
 
 void ClBackend::record(const char* name, cl_event ev, double host_enqueue, std::uint64_t bytes) {
@@ -367,8 +367,12 @@ double ClBackend::marker_seconds(const std::shared_ptr<void>& m) {
 }
 
 void ClBackend::write(Buffer& dst, std::size_t off, const void* src, std::size_t n) {
+  if (staged(0, n, src)) return staged_write(mem_of(dst), off, src, n);
+  direct_write(mem_of(dst), off, src, n);
+}
+
+void ClBackend::direct_write(cl_mem m, std::size_t off, const void* src, std::size_t n) {
   const double t = host_seconds();
-  const cl_mem m = mem_of(dst);
   cl_event ev = submit(&m, 1, true, false, [&](cl_command_queue q, cl_uint nw, const cl_event* w, cl_event* e, cl_bool b) {
     HETNN_CL_CHECK(clEnqueueWriteBuffer(q, m, b, off, n, src, nw, w, e));
   });
@@ -376,6 +380,7 @@ void ClBackend::write(Buffer& dst, std::size_t off, const void* src, std::size_t
 }
 
 void ClBackend::read(const Buffer& src, std::size_t off, void* dst, std::size_t n) {
+  if (staged(1, n, dst)) return staged_read(mem_of(src), off, dst, n);
   read_mem(mem_of(src), off, n, dst);
 }
 
@@ -387,26 +392,44 @@ void ClBackend::read_mem(cl_mem m, std::size_t off, std::size_t n, void* dst) {
   record("d2h", ev, t, n);
 }
 
-bool ClBackend::write_async(Buffer& dst, std::size_t off, const void* src, std::size_t n) {
-  std::shared_ptr<void> keep = pinned_owner(src, n);
-  if (!keep) {
-    write(dst, off, src, n);
-    return false;
-  }
+Event ClBackend::write_started(cl_mem m, std::size_t off, const void* src, std::size_t n) {
   const double t = host_seconds();
-  const cl_mem m = mem_of(dst);
   cl_command_queue used = nullptr;
   cl_event ev = submit(&m, 1, false, true, [&](cl_command_queue q, cl_uint nw, const cl_event* w, cl_event* e, cl_bool) {
     HETNN_CL_CHECK(clEnqueueWriteBuffer(q, m, CL_FALSE, off, n, src, nw, w, e));
     used = q;
   });
   clFlush(used);  // started now, not at the queue's next wait
-  clRetainEvent(ev);
-  keep_until(ev, std::move(keep));
-  if (recorder_.active())
+  if (recorder_.active()) {
+    clRetainEvent(ev);
     record("h2d", ev, t, n);
-  else
-    clReleaseEvent(ev);
+  }
+  return Event(ev);
+}
+
+Event ClBackend::read_started(cl_mem m, std::size_t off, void* dst, std::size_t n) {
+  const double t = host_seconds();
+  cl_command_queue used = nullptr;
+  cl_event ev = submit(&m, 1, false, true, [&](cl_command_queue q, cl_uint nw, const cl_event* w, cl_event* e, cl_bool) {
+    HETNN_CL_CHECK(clEnqueueReadBuffer(q, m, CL_FALSE, off, n, dst, nw, w, e));
+    used = q;
+  });
+  clFlush(used);
+  if (recorder_.active()) {
+    clRetainEvent(ev);
+    record("d2h", ev, t, n);
+  }
+  return Event(ev);
+}
+
+bool ClBackend::write_async(Buffer& dst, std::size_t off, const void* src, std::size_t n) {
+  std::shared_ptr<void> keep = pinned_owner(src, n);
+  if (!keep) {
+    write(dst, off, src, n);
+    return false;
+  }
+  Event ev = write_started(mem_of(dst), off, src, n);
+  keep_until(ev, std::move(keep));
   return true;
 }
 
@@ -416,20 +439,8 @@ bool ClBackend::read_async(const Buffer& src, std::size_t off, void* dst, std::s
     read(src, off, dst, n);
     return false;
   }
-  const double t = host_seconds();
-  const cl_mem m = mem_of(src);
-  cl_command_queue used = nullptr;
-  cl_event ev = submit(&m, 1, false, true, [&](cl_command_queue q, cl_uint nw, const cl_event* w, cl_event* e, cl_bool) {
-    HETNN_CL_CHECK(clEnqueueReadBuffer(q, m, CL_FALSE, off, n, dst, nw, w, e));
-    used = q;
-  });
-  clFlush(used);
-  clRetainEvent(ev);
+  Event ev = read_started(mem_of(src), off, dst, n);
   keep_until(ev, std::move(keep));
-  if (recorder_.active())
-    record("d2h", ev, t, n);
-  else
-    clReleaseEvent(ev);
   return true;
 }
 

@@ -49,6 +49,7 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   std::shared_ptr<void> swap_stream(std::shared_ptr<void> s) override;
   void stream_wait(const std::shared_ptr<void>& s, const std::shared_ptr<void>& marker) override;
   bool stream_done(const std::shared_ptr<void>& s) override;
+  std::map<std::string, std::string> transfer_paths() override;  // staging_cl.cpp
   std::uint64_t stream_waits() const override { return stream_waits_.load(); }
   bool write_async(Buffer& dst, std::size_t offset, const void* src, std::size_t n) override;
   bool read_async(const Buffer& src, std::size_t offset, void* dst, std::size_t n) override;
@@ -114,8 +115,21 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   cl_event submit(const cl_mem* mems, std::size_t n, bool host_waits, bool want_event, F&& enq);
   // The page-locked allocation (alloc_pinned) holding [p, p + n), kept alive by the result; null for other memory.
   std::shared_ptr<void> pinned_owner(const void* p, std::size_t n);
-  // Keeps `keep` alive until `ev` (an asynchronous copy) has finished; takes the event.
-  void keep_until(cl_event ev, std::shared_ptr<void> keep);
+  // Keeps `keep` alive until `ev` (an asynchronous copy) has finished.
+  void keep_until(const Event& ev, std::shared_ptr<void> keep);
+  // Transfers between a buffer and ordinary (pageable) host memory: directly, or staged through two page-locked
+  // chunks, double-buffered (the host copies one chunk while the device copies the other), whichever the first
+  // large transfer of each direction measured faster on this device (staging_cl.cpp; HETNN_STAGING=0/1 forces it).
+  void direct_write(cl_mem m, std::size_t offset, const void* src, std::size_t n);
+  // A copy between m and host memory left running on this thread's queue (flushed), recorded; its event (owned).
+  Event write_started(cl_mem m, std::size_t offset, const void* src, std::size_t n);
+  Event read_started(cl_mem m, std::size_t offset, void* dst, std::size_t n);
+  bool staged(int direction, std::size_t n, const void* host);  // direction: 0 host -> device, 1 device -> host
+  void staged_write(cl_mem m, std::size_t offset, const void* src, std::size_t n);
+  void staged_read(cl_mem m, std::size_t offset, void* dst, std::size_t n);
+  void staged_write_unlocked(cl_mem m, std::size_t offset, const void* src, std::size_t n);  // under stage_mu_
+  void staged_read_unlocked(cl_mem m, std::size_t offset, void* dst, std::size_t n);
+  void calibrate_staging(int direction);  // under stage_mu_
   // Tracked transfers on this thread's queue for the ops' own small reads and fills (max_pool_cl, gemm_mma_cl).
   void fill_mem(cl_mem m, const void* pattern, std::size_t pattern_size, std::size_t offset, std::size_t n);
   void read_mem(cl_mem m, std::size_t offset, std::size_t n, void* dst);
@@ -207,6 +221,13 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   std::mutex pinned_mu_;
   std::map<std::uintptr_t, std::pair<std::size_t, std::weak_ptr<void>>> pinned_;
   std::vector<std::pair<Event, std::shared_ptr<void>>> in_flight_;
+  // Staging (staging_cl.cpp): the verdict per direction (-1 not measured yet, 0 direct, 1 staged), what was
+  // measured, and the two page-locked chunks.
+  std::mutex stage_mu_;
+  int stage_verdict_[2] = {-1, -1};
+  std::string stage_why_[2];
+  void* stage_ptr_[2] = {nullptr, nullptr};
+  std::shared_ptr<void> stage_owner_[2];
 };
 
 }  // namespace hetnn::opencl
