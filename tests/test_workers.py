@@ -86,6 +86,19 @@ def test_a_call_with_other_cases_is_not_merged(tmp_path, clean_workers):
     assert a.n_repeat == 2 and _workers._merger.unmatched == 2
 
 
+def test_a_part_the_workers_do_not_run_is_not_merged(tmp_path, clean_workers):
+    """`bench all --quick` ended in "note: 124 timed run(s) differed between the processes": the suites timed in the
+    reporting process alone (peak, mlp, conv, ...) were matched against recordings that never held them."""
+    recording = {"matmul #0": [{"names": ["a", "b"], "results": []}]}
+    _workers._merger = _workers._Merger([recording])
+    _workers.set_key("peak #0", merged=False)
+    a, _ = interleave(_cases([]), n_warmup=0, n_repeat=2, settle=False, rerun=False)
+    assert a.n_repeat == 2 and _workers._merger.unmatched == 0 and "processes" not in a.noise
+    _workers.set_key("transfer #0")  # merged (the default): a part the worker should have run counts as missing
+    interleave(_cases([]), n_warmup=0, n_repeat=2, settle=False, rerun=False)
+    assert _workers._merger.unmatched == 1
+
+
 def test_the_interval_covers_the_processes_disagreement():
     """Two processes that each measured a tight ratio, 1.0 and 1.2: over rounds alone the interval is narrow around
     their pooled median; resampled by process first, it reaches both."""

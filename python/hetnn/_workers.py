@@ -95,6 +95,7 @@ class _Merger:
         self.key = ""
         self.at: Dict[str, int] = {}
         self.unmatched = 0
+        self.active = True  # set_key: whether the workers ran the current part
 
     def _next(self, cases: Sequence[Any]) -> Tuple[List[List[Dict[str, Any]]], int]:
         """The recorded results of this call (the next one of the current key) with the same case names, and how
@@ -110,6 +111,8 @@ class _Merger:
         return calls, len(self.recordings) - len(calls)
 
     def merge(self, cases: Sequence[Any], results: List[Any]) -> List[Any]:
+        if not self.active:
+            return results
         calls, missing = self._next(cases)
         if missing:
             self.unmatched += 1
@@ -201,11 +204,14 @@ def in_worker() -> bool:
     return _recorder is not None
 
 
-def set_key(key: str) -> None:
-    """The part of the run that follows (a suite at a thread count): calls are matched within it."""
+def set_key(key: str, merged: bool = True) -> None:
+    """The part of the run that follows (a suite at a thread count): calls are matched within it. ``merged`` False:
+    a part the workers do not run (a suite timed in this process alone), whose calls are not matched."""
     for obj in (_recorder, _merger):
         if obj is not None:
             obj.key = key
+    if _merger is not None:
+        _merger.active = merged
 
 
 def split(total: int, processes: int) -> int:

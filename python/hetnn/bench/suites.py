@@ -742,7 +742,8 @@ def run_suites(suite: Optional[str], opts: Options, say: Say, worker: bool = Fal
                     progress = _Progress(None if worker else opts.progress_mode(), name)
                     setting = n if n is not None else (f"auto {plan.threads}" if plan is not None else "default")
                     opts._share = processes if name in shared else 1
-                    _workers.set_key(f"{name} #{at}")  # the same in every process (a worker's count is fixed)
+                    # the same in every process (a worker's count is fixed); the suites the workers skip: unmerged
+                    _workers.set_key(f"{name} #{at}", merged=name in shared)
                     try:
                         rows.extend({"suite": name, "thread_setting": setting, **r}
                                     for r in _RUNNERS[name](opts, say, progress))
