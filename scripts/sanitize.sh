@@ -4,7 +4,7 @@
 #      UndefinedBehaviorSanitizer (no recovery: the first report fails), run on every device, with LeakSanitizer
 #      checking at exit;
 #   2. the libFuzzer target cpp/tests/fuzz_shapes.cpp (random shapes and parameters into the matmul and pooling
-#      validation, shape logic and small ops, checked against naive references) for HETNN_FUZZ_SECONDS (default 45).
+#      validation, shape logic and small ops, checked against naive references) for HETNN_FUZZ_SECONDS (default 30).
 # HETNN_SANITIZE_SKIP=1 skips all of it (for a quick local test run).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -26,7 +26,7 @@ echo "sanitize: unit tests"
 echo "sanitize: ops driver (every op on every device)"
 "$B/hetnn_ops_driver" 3
 
-SECS=${HETNN_FUZZ_SECONDS:-45}
+SECS=${HETNN_FUZZ_SECONDS:-30}
 echo "sanitize: fuzzing matmul/pooling shapes and parameters for ${SECS} s"
 CORPUS=$(mktemp -d)
 cp cpp/tests/fuzz_seeds/* "$CORPUS"/ 2>/dev/null || true

@@ -558,7 +558,8 @@ def test_maxpool_runs_the_published_sweep_by_default():
     assert {"hetnn", "hetnn (serial)", "numpy"} <= libs
     if any(dev.kind == "opencl" for dev in hetnn.devices()):
         assert "hetnn (with transfers)" in libs
-    assert all("speedup" in r for r in sweep if r["library"] == "hetnn")
+    # a speedup with its interval, or (a busy machine's re-runs left too few common rounds) the reason there is none
+    assert all("speedup" in r or r["speedup_ci"].startswith("no interval") for r in sweep if r["library"] == "hetnn")
     for bad in ("k2", "k2s0", "k2s1p2", "2x2"):
         with pytest.raises(ValueError, match="variant"):
             pool_study.parse_variant(bad)
@@ -606,3 +607,18 @@ def test_each_studys_defaults_are_the_papers_stated_setup(name):
     for key, value in changed.items():
         assert f"{key}={value!r} (paper: {s.paper[key]!r})" in header
     assert ("this run is not the paper's set-up" in header) == bool(changed)
+
+
+def test_a_pooling_row_without_common_rounds_says_why_it_has_no_speedup():
+    """Beside a CI build the re-runs of preempted repeats left a hetnn row and the serial one fewer than two common
+    rounds: the row had no speedup and no word of why."""
+    from types import SimpleNamespace
+
+    r = SimpleNamespace(wall_times=np.array([1.0, 1.1]), rounds=np.array([0, 3]), unreliable=False)
+    serial = SimpleNamespace(wall_times=np.array([2.0, 2.2]), rounds=np.array([1, 3]), unreliable=False)
+    row = {"workers": 2}
+    pool_study._speedup(row, r, serial)
+    assert "speedup" not in row and row["speedup_ci"] == "no interval: 1 paired repeat(s)"
+    serial.rounds = np.array([0, 3])
+    pool_study._speedup(row, r, serial)
+    assert row["speedup"] == pytest.approx(2.0, rel=0.1) and "-" in row["speedup_ci"]

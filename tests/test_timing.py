@@ -122,3 +122,21 @@ def test_spread_pct_is_the_interquartile_range_over_the_median():
     assert np.isnan(spread_pct([1.0, 2.0, 3.0]))
     r = hetnn.benchmark(lambda: None, n_warmup=0, n_repeat=8, device=[])
     assert r.spread_pct >= 0 and "IQR" in repr(r) and r.as_dict()["spread_pct"] == r.spread_pct
+
+
+def test_a_call_longer_than_the_budget_is_warmed_up_once():
+    """NumPy's sliding-window pooling of a large layer takes half a second a call: two warm-up calls in each of the
+    quick report's three processes cost more than the row's whole timed budget."""
+    calls = []
+
+    def slow():
+        calls.append(1)
+        time.sleep(0.06)
+
+    (r,) = hetnn.interleave([hetnn.Case("slow", slow)], n_warmup=3, n_repeat=2, max_duration=0.05, rerun=False)
+    assert r.first_use["warmup_calls"] == 1 and r.first_use["best_call_s"] >= 0.05
+    assert len(calls) == 1 + r.n_repeat
+    calls.clear()
+    (r,) = hetnn.interleave([hetnn.Case("quick", lambda: calls.append(1))], n_warmup=3, n_repeat=2,
+                            max_duration=0.05, rerun=False)
+    assert r.first_use["warmup_calls"] == 3

@@ -207,15 +207,15 @@ IN_PLACE = {"sgd_update", "adam_update"}  # rows whose arrays are written in pla
 def _as_view(upload):
     """An upload whose result is a view holding the same elements: stored reversed along the last axis, every other
     element (the gaps NaN or all-ones bits), read back with stride -2 from an offset."""
-    def put(dev, arr):
+    def put(dev, arr, *rest):
         arr = np.asarray(arr)
         if arr.ndim == 0 or arr.size == 0:
-            return upload(dev, arr)
+            return upload(dev, arr, *rest)
         n = arr.shape[-1]
         big = np.empty(arr.shape[:-1] + (2 * n,), arr.dtype)
         big.view(np.uint8)[...] = 0xFF
         big[..., ::-2] = arr
-        v = hetnn._core.getitem(upload(dev, big), (Ellipsis, slice(None, None, -2)))
+        v = hetnn._core.getitem(upload(dev, big, *rest), (Ellipsis, slice(None, None, -2)))
         assert not v.is_dense
         return v
     return put

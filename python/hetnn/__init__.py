@@ -20,8 +20,7 @@ from . import _namespace
 from ._namespace import *  # noqa: F403  (dtypes, constants, finfo/iinfo/isdtype/can_cast: hetnn._namespace.__all__)
 from ._namespace import __array_namespace_info__ as __array_namespace_info__
 from ._measurement import BenchmarkResult
-from ._events import Event
-from ._streams import Stream, current_stream
+from ._streams import Event, Stream, current_stream
 from ._timing import (Case, Stopwatch, benchmark, empty_cache, interleave, memory_stats, reset_peak_memory_stats,
                       synchronize)
 from ._threads import get_num_threads, num_threads, set_num_threads, thread_pools

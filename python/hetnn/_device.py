@@ -203,7 +203,6 @@ class Device:
         """Waits until all work issued to this device, on every stream, has finished."""
         self._dev.synchronize()
 
-    @property
     def transfer_paths(self) -> Dict[str, str]:
         """How copies of 4 MiB or more between this device and ordinary (pageable) NumPy memory go, per direction
         ("h2d", "d2h"): directly, or staged through page-locked memory in double-buffered chunks, with what the

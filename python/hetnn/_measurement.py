@@ -174,3 +174,10 @@ class BenchmarkResult:
         if self.noise["noise"]:
             s += f"   [{self.noise['noise']}]"
         return s + f"   [n={self.n_repeat}, median]"
+
+
+def rerun_text(dropped: int, kept: int, asked: int) -> str:
+    """The noise cell of a row whose preempted repeats were dropped and run again; it says so when the re-runs
+    left fewer clean repeats than were asked for (the median is then of those)."""
+    text = f"re-ran {dropped} preempted"
+    return text + (f"; {kept} clean of the {asked} asked for" if kept < asked else "")

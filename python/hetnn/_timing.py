@@ -12,7 +12,7 @@ import numpy as np
 from . import _workers
 from ._device import Device, DeviceLike, device as _resolve_device, devices as _all_devices, get_default_device
 from ._check import is_int, is_real
-from ._measurement import BenchmarkResult
+from ._measurement import BenchmarkResult, rerun_text
 from ._oscounters import (Counters, Probe, machine_was_quiet, preempted, quiesce, quiet_since, span_noise,
                           summarize)
 
@@ -184,28 +184,34 @@ def _first_use_totals() -> Dict[str, float]:
     return tot
 
 
-def _warm_up(c: Case, n_warmup: int) -> Dict[str, Any]:
+def _warm_up(c: Case, n_warmup: int, max_duration: Optional[float] = None) -> Dict[str, Any]:
     """``n_warmup`` untimed calls of ``c``; their cost (first call, all of them, programs or primitives built and
-    read from the disk cache on any device meanwhile)."""
+    read from the disk cache on any device meanwhile). A first call that, less its builds, took ``max_duration``
+    or more ends the warm-up there: its first use is paid, and a second call would cost more than the row's timed
+    budget (NumPy's sliding-window pooling of a large layer: 0.5 s a call)."""
     before = _first_use_totals()
     t0 = time.perf_counter()
     first_call = best = math.nan
     first_build = 0.0
+    calls = 0
     for i in range(n_warmup):
         t1 = time.perf_counter()
         c.fn()
         c.wait()
         t2 = time.perf_counter()
+        calls += 1
         if i == 0:
             first_call = t2 - t0
             first_build = _first_use_totals()["seconds"] - before["seconds"]
+            if max_duration is not None and first_call - first_build >= max_duration:
+                break
         if i == 1 or (i > 1 and t2 - t1 < best):  # the first call pays for first use: not an estimate of a call
             best = t2 - t1
     after = _first_use_totals()
     # One warm-up call: the estimate of a call is that call less the kernel builds it paid for (a cold program
     # cache's compile planned one round where max_duration allowed many)
-    return {"call_s": first_call, "best_call_s": max(first_call - first_build, 0.0) if n_warmup == 1 else best,
-            "warmup_s": time.perf_counter() - t0,
+    return {"call_s": first_call, "best_call_s": max(first_call - first_build, 0.0) if calls == 1 else best,
+            "warmup_s": time.perf_counter() - t0, "warmup_calls": calls,
             "built": int(after["built"] - before["built"]),
             "disk_hits": int(after["disk_hits"] - before["disk_hits"]),
             "build_s": after["seconds"] - before["seconds"]}
@@ -253,13 +259,6 @@ RERUN_BUDGET = 2.0  # a case may spend this many times max_duration when its pre
 RERUN_ROUNDS = 3    # ... and run this many times n_repeat rounds at most
 
 
-def rerun_text(dropped: int, kept: int, asked: int) -> str:
-    """The noise cell of a row whose preempted repeats were dropped and run again; it says so when the re-runs
-    left fewer clean repeats than were asked for (the median is then of those)."""
-    text = f"re-ran {dropped} preempted"
-    return text + (f"; {kept} clean of the {asked} asked for" if kept < asked else "")
-
-
 def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
                max_duration: Optional[float] = None, settle: bool = True, rerun: bool = True,
                on_round: Optional[Callable[[int, int], None]] = None) -> List[BenchmarkResult]:
@@ -301,7 +300,7 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
     if replay is not None:
         return replay
     probe = Probe()
-    first = [_warm_up(c, n_warmup) for c in cases]
+    first = [_warm_up(c, n_warmup, max_duration) for c in cases]
     probe.refresh()  # the warm-ups may have started thread pools
     span0 = probe.read()
     caps = [_Capture(c.devices) for c in cases]
@@ -467,7 +466,7 @@ def benchmark(fn: Callable[..., Any], args: Sequence[Any] = (), kwargs: Optional
     label = str(name or getattr(fn, "__name__", type(fn).__name__))
     if device is None:  # the devices in use once fn has run: warm up first, then resolve
         case = Case(label, lambda: fn(*args, **kwargs), flops=flops, nbytes=nbytes)
-        first = _warm_up(case, n_warmup) if n_warmup else {}
+        first = _warm_up(case, n_warmup, max_duration) if n_warmup else {}
         case.devices = _device_list(None)
         r = interleave([case], n_warmup=0, n_repeat=n_repeat, max_duration=max_duration, rerun=rerun)[0]
         r.first_use, r.n_warmup = first, n_warmup

@@ -130,9 +130,8 @@ def _combined(name: str, devices: Any, flops: Any, nbytes: Any, n_warmup: int, c
               first_use: Dict[str, Any], parts: List[Dict[str, Any]], noise0: Dict[str, Any]) -> Any:
     """One result holding the repeats of ``parts`` (recorded results, in process order); ``noise0``: the noise
     entries of the last one, which the merged counters' summary updates."""
-    from ._measurement import BenchmarkResult
+    from ._measurement import BenchmarkResult, rerun_text
     from ._oscounters import Counters, preempted, summarize
-    from ._timing import rerun_text
 
     wall = [t for o in parts for t in o["wall"]]
     dev = [math.nan if t is None else t for o in parts for t in o["device"]]

@@ -110,6 +110,8 @@ class Backend {
   // Per direction ("h2d", "d2h"): how large transfers from and into ordinary host memory go on this device (directly,
   // or staged through page-locked memory) and what decided it; empty where there is no choice (the CPU device).
   virtual std::map<std::string, std::string> transfer_paths() { return {}; }
+  // Test and comparison hook: 1 stages, 0 copies directly, -1 measures again at the next large copy (both directions).
+  virtual void set_transfer_staging(int staged) { (void)staged; }
   // Frees the blocks kept for reuse after their arrays went away (host_allocator.h, cl_allocator.h); returns the bytes freed.
   virtual std::size_t release_cached_memory() { return 0; }
   // The buffers this device's allocator holds (backend/memory_stats.h); reset_peak_memory_stats restarts the peak

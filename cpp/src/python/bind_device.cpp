@@ -102,6 +102,8 @@ void bind_device(py::module_& m) {
                for (const auto& [k, v] : d.backend().transfer_paths()) out[py::str(k)] = v;
              return out;
            })
+      .def("_set_transfer_staging", [](Device& d, int staged) { d.backend().set_transfer_staging(staged); },
+           py::arg("staged"), "1 stages large pageable copies, 0 copies directly, -1 measures again (tests).")
       .def("reset_peak_memory_stats",
            [](Device& d) {
              if (d.started()) d.backend().reset_peak_memory_stats();

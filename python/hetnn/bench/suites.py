@@ -594,7 +594,7 @@ def suite_transfer(opts: Options, say: Say, progress: _Progress) -> List[Dict[st
     for line in summary(rows):
         say("  " + line)
     for dev in devs:
-        paths = dev.transfer_paths
+        paths = dev.transfer_paths()
         if paths:  # what the device measured at its first large copy from ordinary memory
             say(f"  {dev.id} copies of 4 MiB or more from and into ordinary memory: "
                 + "; ".join(f"{k} {v}" for k, v in sorted(paths.items(), reverse=True)))

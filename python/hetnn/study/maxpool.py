@@ -117,8 +117,11 @@ def _cases(x: np.ndarray, op: str, k: int, s: int, devices: List[Device], ref: n
 def _speedup(row: Dict[str, Any], r: Any, serial: Any) -> None:
     """The row's speedup over the serial version (paired rounds, 95 % interval) and Amdahl's serial fraction, from
     clean rows only."""
-    ci = ratio_interval([paired(list(r.wall_times), list(serial.wall_times), list(r.rounds), list(serial.rounds))])
-    if ci is None:
+    pair = paired(list(r.wall_times), list(serial.wall_times), list(r.rounds), list(serial.rounds))
+    ci = ratio_interval([pair])
+    if ci is None:  # re-runs of preempted repeats left the two fewer than two common rounds: said, not left blank
+        row["speedup_ci"] = f"no interval: {len(pair[0])} paired repeat(s)"
+        row["amdahl"] = "not enough clean points"
         return
     row["speedup"], row["speedup_ci"] = ci.value, f"{ci.low:.2f}-{ci.high:.2f}"
     row["speedup_low"], row["speedup_high"] = ci.low, ci.high

@@ -50,6 +50,7 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void stream_wait(const std::shared_ptr<void>& s, const std::shared_ptr<void>& marker) override;
   bool stream_done(const std::shared_ptr<void>& s) override;
   std::map<std::string, std::string> transfer_paths() override;  // staging_cl.cpp
+  void set_transfer_staging(int staged) override;                // staging_cl.cpp
   std::uint64_t stream_waits() const override { return stream_waits_.load(); }
   bool write_async(Buffer& dst, std::size_t offset, const void* src, std::size_t n) override;
   bool read_async(const Buffer& src, std::size_t offset, void* dst, std::size_t n) override;
@@ -130,6 +131,7 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void staged_write_unlocked(cl_mem m, std::size_t offset, const void* src, std::size_t n);  // under stage_mu_
   void staged_read_unlocked(cl_mem m, std::size_t offset, void* dst, std::size_t n);
   void calibrate_staging(int direction);  // under stage_mu_
+  void stage_chunks();                     // under stage_mu_: the two page-locked chunks, made once
   // Tracked transfers on this thread's queue for the ops' own small reads and fills (max_pool_cl, gemm_mma_cl).
   void fill_mem(cl_mem m, const void* pattern, std::size_t pattern_size, std::size_t offset, std::size_t n);
   void read_mem(cl_mem m, std::size_t offset, std::size_t n, void* dst);

@@ -117,9 +117,7 @@ void ClBackend::calibrate_staging(int direction) {
     stage_verdict_[direction] = forced;
     stage_why_[direction] = std::string(forced ? "staged" : "direct") + " (HETNN_STAGING=" + std::to_string(forced) + ")";
   }
-  if (!stage_owner_[0]) {  // the chunks, kept for the process's life
-    for (int b = 0; b < 2; ++b) stage_owner_[b] = alloc_pinned(kStageChunk, &stage_ptr_[b]);
-  }
+  stage_chunks();
   if (forced >= 0) return;
   // Both ways on a scratch buffer, alternating, not recorded in an open capture: the faster by median (staged must
   // win by a margin: it costs host memory bandwidth the direct copy does not).
@@ -157,6 +155,20 @@ void ClBackend::calibrate_staging(int direction) {
       << (kCalibrateBytes >> 20) << " MiB: direct " << kCalibrateBytes / td / 1e9 << " GB/s, staged "
       << kCalibrateBytes / ts / 1e9 << " GB/s)";
   stage_why_[direction] = why.str();
+}
+
+void ClBackend::stage_chunks() {
+  if (!stage_owner_[0])  // kept for the process's life
+    for (int b = 0; b < 2; ++b) stage_owner_[b] = alloc_pinned(kStageChunk, &stage_ptr_[b]);
+}
+
+void ClBackend::set_transfer_staging(int staged) {
+  std::lock_guard<std::mutex> lock(stage_mu_);
+  if (staged > 0) stage_chunks();
+  for (int d = 0; d < 2; ++d) {
+    stage_verdict_[d] = staged < 0 ? -1 : (staged ? 1 : 0);
+    stage_why_[d] = staged < 0 ? "" : std::string(staged ? "staged" : "direct") + " (set for this process)";
+  }
 }
 
 std::map<std::string, std::string> ClBackend::transfer_paths() {
