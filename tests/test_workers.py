@@ -299,7 +299,9 @@ def test_the_topology_table_spreads_its_epochs_over_processes():
     for r in rows:  # 2 epochs from each process (more where preempted ones were re-run)
         _from_processes(r, "times_s", 2)
         assert r["train_s"] == np.median(r["times_s"]) > 0
-    assert "no interval" not in hetnn.bench.ratio("b / a", rows[1], rows[0])
+    # paired by round: an interval, unless re-runs of preempted epochs left the two rows too few common rounds
+    text = hetnn.bench.ratio("b / a", rows[1], rows[0])
+    assert "no interval" not in text or any(r["rerun"] for r in rows), text
 
 
 @pytest.mark.parametrize("bad", [0, 65, 2.5, "2"])

@@ -252,6 +252,11 @@ def host_cache_size() -> int:
 # A figure more than this factor above its measured ceiling is a measurement error (an unsynchronised timer, work
 # skipped, a wrong FLOP or byte count), not a result: the ceilings themselves vary by a few percent between runs.
 CEILING_TOLERANCE = 1.10
+# The host's STREAM triad counts 12 bytes an element while its stores first read their cache line: 16 bytes cross
+# the memory bus. A read-mostly kernel (pooling reads 4 bytes for each it writes) counts nearly every byte it moves,
+# so it may reach 16/12 of the triad's figure on the same bus (a CI run: PoCL's pooling at 19.3 GB/s while the
+# triad, re-measured three times beside other VMs, read 17.1). Figures are errors only above that.
+WRITE_ALLOCATE = 16 / 12
 
 
 def _under_load(ceiling: float) -> bool:
@@ -267,21 +272,25 @@ def _under_load(ceiling: float) -> bool:
 
 def check_ceiling(row: Dict[str, Any], key: str, ceiling: Optional[float], what: str,
                   pct: Optional[str] = None) -> bool:
-    """Flags ``row[key]`` when it exceeds ``ceiling`` by more than CEILING_TOLERANCE: the row gets ``flagged``
+    """Flags ``row[key]`` when it exceeds ``ceiling`` by more than CEILING_TOLERANCE (the host's memory ceiling:
+    by more than that times WRITE_ALLOCATE, the triad's uncounted traffic): the row gets ``flagged``
     (the keys, comma-separated; tables print them as "ERR>peak", or "CEIL@load" when the ceiling itself was
     measured under load) and ``ceiling_error`` (why). True when flagged. A figure above the host's memory ceiling
     (the STREAM triad or a triad stored for the host's processor, both a run's best at one moment) first has the
     triad measured again (:func:`remeasure_stream`); when that lifts the ceiling above the figure,
     the row is not flagged and its ``pct`` field (a share of the ceiling) is recomputed."""
     v = row.get(key)
-    if v is None or ceiling is None or not ceiling or isinstance(v, str) or math.isnan(v) or \
-            v <= CEILING_TOLERANCE * ceiling:
+    if v is None or ceiling is None or not ceiling or isinstance(v, str) or math.isnan(v):
         return False
-    if ceiling in (_cache.get("stream_triad"), *_host_cpu_peaks("mem_gbps")):  # the host's memory ceiling
+    host = ceiling in (_cache.get("stream_triad"), *_host_cpu_peaks("mem_gbps"))  # the host's memory ceiling
+    bound = CEILING_TOLERANCE * (WRITE_ALLOCATE if host else 1.0)
+    if v <= bound * ceiling:
+        return False
+    if host:
         ceiling = max(ceiling, remeasure_stream())
         if pct and pct in row:
             row[pct] = 100 * v / ceiling
-        if v <= CEILING_TOLERANCE * ceiling:
+        if v <= bound * ceiling:
             return False
     keys = [k for k in str(row.get("flagged") or "").split(",") if k] + [key]
     row["flagged"] = ",".join(dict.fromkeys(keys))
