@@ -1,7 +1,8 @@
-"""Training and inference speed of this build against an earlier one, interleaved: RUNS rounds, each running a timing
-process of each build one after the other (the order alternating round by round); every process times the same
-workloads (epochs of the MLP 784-128-10, LeNet and the Keras-style CNN, the XOR 2-2-1 full-batch epoch, a predict
-and an evaluate over 4096 rows) on every device it finds. Per workload: the ratio of the two builds' medians
+"""Training, inference and transfer speed of this build against an earlier one, interleaved: RUNS rounds, each running
+a timing process of each build one after the other (the order alternating round by round); every process times the
+same workloads (epochs of the MLP 784-128-10, LeNet and the Keras-style CNN, the XOR 2-2-1 full-batch epoch, a
+predict and an evaluate over 4096 rows; on devices with memory of their own, blocking copies from and into ordinary
+NumPy memory of 4 KiB, 1 MiB and 64 MiB) on every device it finds. Per workload: the ratio of the two builds' medians
 (earlier / this: above 1 means this build is faster), paired by round, with its 95 % interval over the rounds
 (hetnn.bench.stats.ratio_interval).
 
@@ -69,6 +70,13 @@ for dev in hetnn.devices():
         "predict 4096 rows (mlp)": (lambda: mlp.predict(x_pred), 9),
         "evaluate 4096 rows (mlp)": (lambda: mlp.evaluate(x_pred, y_pred, loss="cross_entropy"), 9),
     }
+    if dev.kind == "opencl":
+        for n, label in ((4096, "4 KiB"), (1 << 20, "1 MiB"), (64 << 20, "64 MiB")):
+            host = rng.integers(0, 255, n, dtype=np.uint8)
+            back = np.empty_like(host)
+            arr = hetnn.asarray(host, device=dev)
+            work[f"h2d {label}"] = (lambda a=arr, h=host: a._a.write_from(h), 15)
+            work[f"d2h {label}"] = (lambda a=arr, b=back: a._a.read_into(b), 15)
     for name, (fn, repeat) in work.items():
         out[f"{name} [{dev.id}]"] = median_time(fn, repeat)
 print(json.dumps(out))
