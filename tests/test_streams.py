@@ -220,3 +220,21 @@ def test_stream_misuse_is_a_clear_error(device, rng):
     s2.__exit__(None, None, None)
     s1.__exit__(None, None, None)
     assert hetnn.current_stream(device) is None
+
+
+def test_an_upload_through_page_locked_staging(device, rng):
+    x = rng.standard_normal((64, 33))  # float64, non-contiguous source below
+    want = x[:, ::2].astype(np.float32)
+    s = hetnn.Stream(device)
+    a = hetnn.asarray(x[:, ::2], dtype="float32", device=device, stream=s, pinned=True)
+    x[...] = np.nan  # the source may change as soon as asarray returns: the staged copy holds the data
+    s.synchronize()
+    np.testing.assert_array_equal(a.numpy(), want)
+    b = hetnn.asarray([[1, 2], [3, 4]], dtype="int32", device=device, pinned=True)  # without a stream: blocking
+    np.testing.assert_array_equal(b.numpy(), np.array([[1, 2], [3, 4]], np.int32))
+    with pytest.raises(TypeError, match="pinned must be a bool"):
+        hetnn.asarray(x, device=device, pinned="yes")
+    with pytest.raises(ValueError, match="pinned=True"):
+        hetnn.asarray(a, device=device, pinned=True)
+    with pytest.raises(ValueError, match="pinned=True"):
+        hetnn.asarray(x, device=device, pinned=True, copy=False)

@@ -587,7 +587,7 @@ def _host_array(obj: Any, dtype: Optional[np.dtype], what: str) -> np.ndarray:
 
 
 def asarray(obj: Any, dtype: Any = None, device: DeviceLike = None, *, copy: Optional[bool] = None,
-            stream: Any = None) -> Array:
+            stream: Any = None, pinned: bool = False) -> Array:
     """An Array on ``device`` (default device if None) holding ``obj``.
 
     ``obj`` may be a hetnn Array (returned as is when dtype and device already match, else copied), a NumPy
@@ -602,10 +602,25 @@ def asarray(obj: Any, dtype: Any = None, device: DeviceLike = None, *, copy: Opt
     ``stream`` (a hetnn.Stream of the target device): the copy runs on it, after its earlier commands; from the
     device's page-locked memory (:func:`pinned_empty`) the host does not wait for the upload (leave the source
     unchanged until the stream has passed it), from ordinary memory it does.
+
+    ``pinned=True``: host data goes through the device's page-locked memory: it is copied there (by the host) and
+    uploaded from there, so that with ``stream`` the host returns once its own copy is done, the upload running
+    beside it (PyTorch's ``x.pin_memory().to(device, non_blocking=True)``); the page-locked copy lives until the
+    upload has finished.
     """
     if copy is not None and not isinstance(copy, (bool, np.bool_)):
         raise TypeError(f"asarray: copy must be None or a bool, got {type(copy).__name__}")
+    if not isinstance(pinned, (bool, np.bool_)):
+        raise TypeError(f"asarray: pinned must be a bool, got {type(pinned).__name__}")
     dt = None if dtype is None else _dtype(dtype)
+    if pinned:
+        if isinstance(obj, Array) or copy is False:
+            raise ValueError("asarray(pinned=True): page-locked staging applies to host data copied to the device "
+                             f"(got {'an Array' if isinstance(obj, Array) else 'copy=False'})")
+        host = _host_array(obj, dt, "asarray")
+        staged = pinned_empty(host.shape, host.dtype, device)
+        staged[...] = host
+        obj = staged
     if stream is not None:
         from ._streams import check_stream
         on = obj.device if isinstance(obj, Array) and device is None else _resolve_device(device)
