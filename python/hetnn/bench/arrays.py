@@ -245,7 +245,7 @@ def run_arrays(devices: Sequence[Device], *, ops: Sequence[str] = tuple(OPS),
                 row["pct_peak"] = 100 * row["gbps"] / ceiling if beyond and ceiling else float("nan")
                 if beyond and library != ref_name:
                     if same_run:
-                        check_ceiling(row, "gbps", max(ceiling or 0.0, host_best), "memory ceiling")
+                        check_ceiling(row, "gbps", max(ceiling or 0.0, host_best), "memory ceiling", host_memory=True)
                     else:
                         check_ceiling(row, "gbps", ceiling, "memory ceiling", "pct_peak")
                 group.append(row)
