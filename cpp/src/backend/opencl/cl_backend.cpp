@@ -254,11 +254,7 @@ std::uint64_t host_available_memory() {
 
 // Live buffers plus this one must fit the device's global memory, and on CPU-type devices (whose "device memory" is
 // the host's) the host's available memory: else MemoryError here, not an abort inside the driver.
-namespace {
-// Whether `bytes` (and a margin for the driver's own allocations) can be mapped now. A CPU OpenCL driver allocates
-// a buffer's host memory later, when it is first used, and PoCL aborts the process when that fails (an address-space
-// limit: "pocl_create_migration_commands: Assertion `p->mem_ptr != NULL' failed"). An inaccessible, unreserved
-// mapping touches no memory and costs two system calls per new buffer.
+// An inaccessible, unreserved mapping touches no memory and costs two system calls per new buffer.
 bool address_space_for(std::size_t bytes) {
   const std::size_t want = bytes + (std::size_t{64} << 20);
   void* p = mmap(nullptr, want, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -266,7 +262,6 @@ bool address_space_for(std::size_t bytes) {
   munmap(p, want);
   return true;
 }
-}  // namespace
 
 void ClBackend::check_room(std::size_t nbytes, std::size_t capacity) {
   const std::size_t live = pool_->live();

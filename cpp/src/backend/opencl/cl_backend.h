@@ -32,6 +32,11 @@ struct RawHandles {
   virtual cl_mem buffer(const Buffer& b) const = 0;  // the cl_mem of one of this device's buffers
 };
 
+// Whether `bytes` (and a margin for the driver's own allocations) can be mapped now. A CPU OpenCL driver allocates
+// a buffer's host memory later, when it is first used, and PoCL aborts the process when that fails (an address-space
+// limit: "pocl_create_migration_commands: Assertion `p->mem_ptr != NULL' failed").
+bool address_space_for(std::size_t bytes);
+
 class ClBackend final : public Backend, private GemmTuning, private KernelTools, private RawHandles {
  public:
   ClBackend(cl_platform_id platform, cl_device_id device, DeviceInfo info);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <sstream>
 #include <vector>
 
@@ -113,23 +114,33 @@ void ClBackend::staged_read_unlocked(cl_mem m, std::size_t off, void* dst, std::
 void ClBackend::calibrate_staging(int direction) {
   const char* name = direction == 0 ? "host -> device" : "device -> host";
   const int forced = forced_staging();
+  const auto no_room = [&](const char* what) {  // direct, as every transfer went before
+    stage_verdict_[direction] = 0;
+    stage_why_[direction] = std::string("direct (no room for ") + what + ")";
+  };
+  try {
+    stage_chunks();
+  } catch (const OutOfMemory&) {
+    return no_room("the page-locked chunks");
+  }
   if (forced >= 0) {
     stage_verdict_[direction] = forced;
     stage_why_[direction] = std::string(forced ? "staged" : "direct") + " (HETNN_STAGING=" + std::to_string(forced) + ")";
+    return;
   }
-  stage_chunks();
-  if (forced >= 0) return;
   // Both ways on a scratch buffer, alternating, not recorded in an open capture: the faster by median (staged must
   // win by a margin: it costs host memory bandwidth the direct copy does not).
   Recorder::Pause pause;
-  std::vector<unsigned char> host(kCalibrateBytes, 1);
+  if (info_.type == "cpu" && !address_space_for(2 * kCalibrateBytes)) return no_room("the measurement");
+  std::vector<unsigned char> host;
+  try {
+    host.assign(kCalibrateBytes, 1);
+  } catch (const std::bad_alloc&) {
+    return no_room("the measurement");
+  }
   cl_int st = CL_SUCCESS;
   Mem scratch(clCreateBuffer(context_.get(), CL_MEM_READ_WRITE, kCalibrateBytes, nullptr, &st));
-  if (st != CL_SUCCESS) {  // no room to measure: direct, as every transfer went before
-    stage_verdict_[direction] = 0;
-    stage_why_[direction] = "direct (no room for the measurement)";
-    return;
-  }
+  if (st != CL_SUCCESS) return no_room("the measurement");
   const cl_mem m = scratch.get();
   direct_write(m, 0, host.data(), kCalibrateBytes);  // first touch
   std::vector<double> direct, via;
@@ -158,8 +169,11 @@ void ClBackend::calibrate_staging(int direction) {
 }
 
 void ClBackend::stage_chunks() {
-  if (!stage_owner_[0])  // kept for the process's life
-    for (int b = 0; b < 2; ++b) stage_owner_[b] = alloc_pinned(kStageChunk, &stage_ptr_[b]);
+  if (stage_owner_[0] && stage_owner_[1]) return;  // kept for the process's life
+  void* p[2] = {nullptr, nullptr};
+  std::shared_ptr<void> owner[2];
+  for (int b = 0; b < 2; ++b) owner[b] = alloc_pinned(kStageChunk, &p[b]);  // both, or neither (OutOfMemory)
+  for (int b = 0; b < 2; ++b) stage_owner_[b] = std::move(owner[b]), stage_ptr_[b] = p[b];
 }
 
 void ClBackend::set_transfer_staging(int staged) {
