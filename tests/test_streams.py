@@ -238,3 +238,40 @@ def test_an_upload_through_page_locked_staging(device, rng):
         hetnn.asarray(a, device=device, pinned=True)
     with pytest.raises(ValueError, match="pinned=True"):
         hetnn.asarray(x, device=device, pinned=True, copy=False)
+
+
+def test_a_stream_dropped_while_it_works_is_still_waited_for(opencl_device, rng):
+    """A stream dropped with a copy into page-locked memory still running: hetnn.synchronize(device) waited only for
+    the streams still held, and at exit the page-locked memory was unmapped under the copy (a segfault)."""
+    x = _x(rng)
+    a = hetnn.asarray(x, device=opencl_device)
+    out = hetnn.pinned_empty((N,), "float32", device=opencl_device)
+    out[...] = np.nan
+    s = hetnn.Stream(opencl_device)
+    with s:
+        y = _SPIN(a, REPS)
+    y.copy_to_host(out=out, stream=s)
+    del s, y
+    hetnn.synchronize(opencl_device)
+    np.testing.assert_array_equal(out, x)
+
+
+def test_exit_with_a_dropped_stream_still_copying(opencl_device):
+    import subprocess
+    import sys
+    code = f"""
+import numpy as np, hetnn
+d = hetnn.device({opencl_device.id!r})
+spin = hetnn.ElementwiseKernel("float32 x, int32 reps", "float32 y",
+    "float v = x; for (int j = 0; j < reps; ++j) {{ v = v * 0.5f + x * 0.5f; }} y = v;", "exit_spin")
+x = hetnn.asarray(np.ones(1 << 16, np.float32), device=d)
+out = hetnn.pinned_empty((1 << 16,), "float32", device=d)
+s = hetnn.Stream(d)
+with s:
+    y = spin(x, 20000)
+y.copy_to_host(out=out, stream=s)
+del y, s, x
+"""
+    for _ in range(3):
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, (r.returncode, r.stderr[-2000:])

@@ -79,8 +79,7 @@ ClBackend::ClBackend(cl_platform_id platform, cl_device_id device, DeviceInfo in
 
 ClBackend::~ClBackend() {
   // let pending commands finish before their buffers go; status ignored
-  for (const auto& w : stream_list_)
-    if (auto s = std::static_pointer_cast<ClStream>(w.lock())) clFinish(s->queue.get());
+  for (const auto& s : stream_list_) clFinish(static_cast<ClStream*>(s.get())->queue.get());
   if (queue_) clFinish(queue_.get());
 }
 
@@ -148,13 +147,20 @@ std::shared_ptr<void> ClBackend::create_stream() {
     std::unique_lock<std::shared_mutex> lock(use_mu_);  // no untracked command is being enqueued now
     first = !streams_;
     streams_ = true;
-    stream_list_.erase(std::remove_if(stream_list_.begin(), stream_list_.end(),
-                                      [](const std::weak_ptr<void>& w) { return w.expired(); }),
-                       stream_list_.end());
+    forget_idle_streams();
     stream_list_.push_back(s);
   }
   if (first) HETNN_CL_CHECK(clFinish(queue_.get()));  // what ran untracked has finished before anything is ordered
   return s;
+}
+
+void ClBackend::forget_idle_streams() {
+  stream_list_.erase(std::remove_if(stream_list_.begin(), stream_list_.end(),
+                                    [](const std::shared_ptr<void>& p) {
+                                      const auto* s = static_cast<const ClStream*>(p.get());
+                                      return p.use_count() == 1 && (!s->last || event_complete(s->last.get()));
+                                    }),
+                     stream_list_.end());
 }
 
 std::shared_ptr<void> ClBackend::swap_stream(std::shared_ptr<void> s) {
@@ -469,11 +475,15 @@ void ClBackend::synchronize() {
   std::vector<std::shared_ptr<void>> streams;
   {
     std::shared_lock<std::shared_mutex> lock(use_mu_);
-    for (const auto& w : stream_list_)
-      if (auto s = w.lock()) streams.push_back(std::move(s));
+    streams = stream_list_;
   }
   for (const auto& s : streams) HETNN_CL_CHECK(clFinish(static_cast<ClStream*>(s.get())->queue.get()));
   HETNN_CL_CHECK(clFinish(queue_.get()));
+  streams.clear();
+  {
+    std::unique_lock<std::shared_mutex> lock(use_mu_);
+    forget_idle_streams();
+  }
   {
     std::lock_guard<std::mutex> lock(pinned_mu_);
     in_flight_.clear();  // all complete

@@ -221,7 +221,10 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   bool streams_ = false;  // under use_mu_
   std::unordered_map<cl_mem, LastUse> last_use_;
   std::size_t prune_at_ = 4096;
-  std::vector<std::weak_ptr<void>> stream_list_;  // the live streams' ClStream, for synchronize()
+  // Every stream's ClStream, for synchronize(): a stream dropped while its commands run stays here until they have
+  // finished (a copy into page-locked memory on it must not outlive synchronize(), nor the process's exit).
+  std::vector<std::shared_ptr<void>> stream_list_;
+  void forget_idle_streams();  // under use_mu_: drops those no one else holds whose last command has finished
   std::atomic<std::uint64_t> stream_waits_{0};
   std::atomic<std::uint64_t> next_stream_{1};
   // Page-locked allocations by address (their owners, not kept alive here) and the host memory of copies in flight.
