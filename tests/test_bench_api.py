@@ -236,6 +236,22 @@ def test_a_read_mostly_figure_may_pass_the_host_triad_by_its_uncounted_traffic(m
     assert check_ceiling({"gbps": 33.16}, "gbps", 29.15, "memory ceiling", host_memory=False)
 
 
+def test_pooling_rows_against_the_host_triad_are_judged_as_the_host_memory(monkeypatch):
+    """The next CI run flagged PoCL's pooling at 1.22x a host triad of 17.04: by then the process's cached triad was
+    another value, so the ceiling was no longer recognised as the host's and got no allowance."""
+    from hetnn.bench import maxpool, peak
+
+    monkeypatch.setitem(peak._cache, "stream_triad", 18.3)  # re-measured since the rows' ceilings were taken
+    monkeypatch.setattr(peak, "remeasure_stream", lambda tries=3: 17.04)
+    monkeypatch.setattr(peak, "_host_cpu_peaks", lambda field: [])
+    row = {"device": "opencl:0:0", "fwd_ms": 1.0, "bwd_ms": 1.0}
+    maxpool._derive(row, {"opencl:0:0": (17.04, 1 << 20, "STREAM triad")}, 17.04, int(20.82e6), 0, 0)
+    assert row["fwd_gbps"] == pytest.approx(20.82) and "flagged" not in row, row.get("ceiling_error")
+    row = {"device": "opencl:0:0", "fwd_ms": 1.0}
+    maxpool._derive(row, {"opencl:0:0": (17.04, 1 << 20, "its own triad (bench peak)")}, 17.04, int(20.82e6), 0, 0)
+    assert row.get("flagged") == "fwd_gbps"  # a GPU's own triad: no allowance
+
+
 def test_every_table_shows_flags_spread_and_first_use_and_details_only_when_asked():
     """One row model: a table whose rows carry flags, repeat times or a first-use cost shows them whatever its
     columns say; the columns marked "detail" are printed only with details (-v)."""

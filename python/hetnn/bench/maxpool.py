@@ -102,12 +102,12 @@ def _derive(row: Dict[str, Any], ceilings: Dict[str, Tuple[Optional[float], int,
         row["pct_peak"] = 100 * row["fwd_gbps"] / ceiling if ceiling else math.nan
         row["in_cache"] = "yes" if cache and in_b + out_b <= cache else ""  # the memory ceiling does not bound it
         if cache and in_b + out_b > cache:
-            check_ceiling(row, "fwd_gbps", ceiling, "memory ceiling", "pct_peak")
+            check_ceiling(row, "fwd_gbps", ceiling, "memory ceiling", "pct_peak", host_memory=what == "STREAM triad")
     if "bwd_ms" in row:
         row["bwd_gbps"] = _gbps(out_b + idx_b + in_b, row["bwd_ms"] / 1e3)
         row["bwd_over_fwd"] = row["bwd_ms"] / row["fwd_ms"]
         if cache and out_b + idx_b + in_b > cache:
-            check_ceiling(row, "bwd_gbps", ceiling, "memory ceiling")
+            check_ceiling(row, "bwd_gbps", ceiling, "memory ceiling", host_memory=what == "STREAM triad")
 
 
 def _forward_cases(x: np.ndarray, k: int, s: int, p: int, ref: np.ndarray, base: Dict[str, Any],

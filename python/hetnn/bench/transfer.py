@@ -84,7 +84,8 @@ def run_transfer(devices: Sequence[Device], sizes: Sequence[int], *, n_warmup: i
                 within = direction == "d2d" or on_host(dev)
                 row["in_cache"] = "yes" if within and cache and n <= cache else ""
                 if cache and n > cache:
-                    check_ceiling(row, "gbps", ceiling, "memory ceiling", "pct_peak")
+                    check_ceiling(row, "gbps", ceiling, "memory ceiling", "pct_peak",
+                                  host_memory=direction != "d2d" or on_host(dev))
                 rows.append(row)
     return rows
 
