@@ -1,12 +1,16 @@
 // C++ unit tests of the core front and the backends (GoogleTest, run through CTest).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "backend/cpu/blas_pool.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/half_convert.h"
 #include "core/half.h"
@@ -357,6 +361,60 @@ TEST(HalfConvert, MatchesScalarConversions) {
       want[i] = t == DType::f16 ? half_bits_to_float(got[i]) : bf16_value(got[i]);
     check_widen(back, want, std::string(dtype_name(t)) + " widen");
   }
+}
+
+// OpenBLAS's jobs wait for each other (a threaded GEMM's packed panels): the pool must run all n at once, on its
+// workers (cold) and on the warm OpenMP team, and from several threads in turn. A job that waited 10 s for the
+// others records a failure instead of hanging the test.
+namespace {
+struct BarrierJob {
+  std::atomic<int>* arrived;
+  int n;
+  int ran_as = -1;
+  bool timed_out = false;
+};
+void barrier_job(int i, void* p, int) {
+  auto* j = static_cast<BarrierJob*>(p);
+  j->ran_as = i;
+  j->arrived->fetch_add(1);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (j->arrived->load() < j->n)
+    if (std::chrono::steady_clock::now() > end) {
+      j->timed_out = true;
+      return;
+    }
+}
+void run_barrier(int n) {
+  std::atomic<int> arrived{0};
+  std::vector<BarrierJob> jobs(static_cast<std::size_t>(n), BarrierJob{&arrived, n});
+  blas_pool::run(1, barrier_job, n, sizeof(BarrierJob), jobs.data(), 0);
+  for (int i = 0; i < n; ++i) {
+    ASSERT_EQ(jobs[static_cast<std::size_t>(i)].ran_as, i);
+    ASSERT_FALSE(jobs[static_cast<std::size_t>(i)].timed_out) << "job " << i << " of " << n << " ran alone";
+  }
+  ASSERT_EQ(arrived.load(), n);
+}
+}  // namespace
+
+TEST(BlasPool, JobsRunAtOnceOnWorkersAndOnTheWarmTeam) {
+  const auto before = blas_pool::stats();
+  for (int round = 0; round < 50; ++round)
+    for (int n : {1, 2, 3, 5}) {
+      if (round % 2) blas_pool::openmp_used();  // warm: hetnn's OpenMP team
+      else std::this_thread::sleep_for(std::chrono::milliseconds(1));  // cold: the pool's workers
+      run_barrier(n);
+      if (round % 5 == 0) blas_pool::quiet();
+    }
+  const auto after = blas_pool::stats();
+  EXPECT_EQ(after.calls - before.calls, 200);
+  EXPECT_GT(after.on_openmp, before.on_openmp);
+  EXPECT_GE(after.workers, 4);
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 3; ++t)
+    callers.emplace_back([] {
+      for (int k = 0; k < 30; ++k) run_barrier(2 + k % 3);
+    });
+  for (auto& c : callers) c.join();
 }
 
 #if HETNN_HAVE_OPENCL

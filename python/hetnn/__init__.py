@@ -23,7 +23,7 @@ from ._measurement import BenchmarkResult
 from ._streams import Event, Stream, current_stream
 from ._timing import (Case, Stopwatch, benchmark, empty_cache, interleave, memory_stats, reset_peak_memory_stats,
                       synchronize)
-from ._threads import get_num_threads, num_threads, set_num_threads, thread_pools
+from ._threads import get_num_threads, num_threads, set_num_threads, share_blas_threads, thread_pools
 from ._profile import profile
 from . import datasets, linalg, nn, optim, random, transforms  # noqa: E402  (after the core names they use)
 from .linalg import tensordot
@@ -52,7 +52,8 @@ __all__ = [
     "empty_cache", "memory_stats", "reset_peak_memory_stats", "get_default_device", "get_num_threads", "interleave",
     "linalg", "nn", "num_threads", "optim", "profile", "tensordot",
     "random",
-    "set_default_device", "set_implicit_host_copies", "set_num_threads", "synchronize", "thread_pools", "zeros",
+    "set_default_device", "set_implicit_host_copies", "set_num_threads", "share_blas_threads", "synchronize",
+    "thread_pools", "zeros",
     "broadcast_arrays", "broadcast_to", "empty_like", "from_dlpack", "full", "full_like", "ones", "ones_like",
     "zeros_like",
 ]

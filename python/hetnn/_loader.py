@@ -81,4 +81,16 @@ finally:
     if _set_spin:
         os.environ.pop("GOMP_SPINCOUNT", None)
 
+# NumPy's OpenBLAS (loaded with NumPy) runs its threaded sections on hetnn's threads: see share_blas_threads.
+_share = os.environ.get("HETNN_SHARE_BLAS", "1").strip()
+if _share not in ("0", "1"):
+    import warnings
+
+    warnings.warn(f"HETNN_SHARE_BLAS must be 0 or 1, got {_share!r}: using 1 (OpenBLAS on hetnn's threads)",
+                  RuntimeWarning, stacklevel=2)
+if _share != "0":
+    import numpy  # noqa: F401,E402  (its OpenBLAS must be loaded to be found)
+
+    _core.share_blas_threads(True)
+
 __all__ = ["_core", "SPIN_POLICY"]

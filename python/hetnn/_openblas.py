@@ -6,7 +6,8 @@ before it measures anything. Interleaved rounds wait for a pool to go quiet befo
 NumPy turn cost 0.11 s of waiting (notebook 02 took 50.6 s quiet against 24.9 s with a core busy, where one thread
 has no workers). The library exports what ``fork`` uses: ``openblas_read_env`` reads the environment again and
 ``blas_thread_shutdown_`` ends the workers, which the next call starts anew with the length read. The block below
-does that with :data:`hetnn._cpus.SHORT_SPINS` and puts the default back at its end.
+does that with :data:`hetnn._cpus.SHORT_SPINS` and puts the default back at its end; where NumPy's OpenBLAS runs
+on hetnn's threads (:func:`hetnn.share_blas_threads`), hetnn's pool spins the shorter length too.
 
 Only where every OpenBLAS in the process exports both, and never where the user set the variable. The workers end
 and restart while no BLAS call runs in this thread; a BLAS call running meanwhile in another thread of the same
@@ -71,8 +72,12 @@ def short_spins(value: str = "24") -> Iterator[bool]:
     if not libs:
         yield False
         return
+    from ._loader import _core
+
     _set(libs, value)
+    before = _core.blas_spin_exponent(int(value))  # the same for hetnn's pool, where OpenBLAS runs on it
     try:
         yield True
     finally:
+        _core.blas_spin_exponent(before)
         _set(libs, DEFAULT)

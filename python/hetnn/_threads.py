@@ -42,15 +42,34 @@ def num_threads(n: Optional[int]) -> Iterator[int]:
         set_num_threads(before)
 
 
+def share_blas_threads(on: bool = True) -> List[Dict[str, Any]]:
+    """Runs the threaded sections of every OpenBLAS loaded in the process (NumPy's, SciPy's) on hetnn's threads
+    (``on``, the default at import unless ``HETNN_SHARE_BLAS=0``) or on OpenBLAS's own again (``False``).
+
+    OpenBLAS's own workers spin about 0.1 s after each call, and on a machine with few CPUs the next hetnn op shares
+    its cores with them (2-13x slower than alone when NumPy and hetnn calls alternate on 2 vCPUs). hetnn's pool
+    spins as long as OpenBLAS's own (NumPy keeps its speed) but stops the moment a hetnn op starts, and a NumPy call
+    right after a hetnn op runs on hetnn's still-warm OpenMP team. Needs OpenBLAS 0.3.27+ built with pthreads (what
+    NumPy's and SciPy's wheels carry); a library loaded after this call is covered by calling it again. Returns one
+    entry per OpenBLAS found: ``path``, ``shared`` and, when not shared, ``why``."""
+    if not isinstance(on, bool):
+        raise TypeError(f"share_blas_threads: on must be True or False, got {type(on).__name__}")
+    return [dict(d) for d in _core.share_blas_threads(on)]
+
+
 _POOL_ENV = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_PROC_BIND", "OMP_PLACES",
-             "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "POCL_MAX_PTHREAD_COUNT", "POCL_AFFINITY")
+             "OPENBLAS_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT", "MKL_NUM_THREADS", "POCL_MAX_PTHREAD_COUNT",
+             "POCL_AFFINITY", "HETNN_SHARE_BLAS")
 
 
 def thread_pools() -> Dict[str, Any]:
-    """Every thread pool of the process as far as it can be seen: hetnn's (threads, spin policy), those
+    """Every thread pool of the process as far as it can be seen: hetnn's (threads, spin policy), which OpenBLAS
+    libraries run on hetnn's threads (``blas_sharing``: :func:`share_blas_threads`, with the pool's counters), those
     threadpoolctl finds (BLAS and OpenMP libraries, with their versions and thread counts), the environment
     variables that set them, and the CPUs this process may run on."""
-    out: Dict[str, Any] = {"hetnn": {"threads": get_num_threads(), "spin_policy": SPIN_POLICY}}
+    out: Dict[str, Any] = {"hetnn": {"threads": get_num_threads(), "spin_policy": SPIN_POLICY},
+                           "blas_sharing": {"libraries": [dict(d) for d in _core.blas_libraries()],
+                                            **_core.blas_pool_stats()}}
     try:
         out["cpus_allowed"] = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

@@ -83,10 +83,16 @@ def check(seconds: float = 0.5, plan: Optional[_cpus.CpuPlan] = None) -> List[Fi
     for p in others:
         out.append(Finding("info", "thread pool", f"{p.get('internal_api')} {p.get('version') or ''} "
                            f"({p.get('prefix')}): {p.get('num_threads')} threads".replace("  ", " ")))
-    if others and any(p.get("internal_api") == "openblas" for p in others) and cpus <= 4:
-        out.append(Finding("info", "OpenBLAS", "its workers spin about 0.1 s after each NumPy call, taking CPUs "
-                           "from whatever runs next", "the bench waits for them between libraries; in your own "
-                           "code, threadpoolctl.threadpool_limits(1, 'blas') around hetnn-heavy loops"))
+    for lib in pools["blas_sharing"]["libraries"]:
+        name = os.path.basename(lib["path"])
+        if lib["shared"]:
+            out.append(Finding("info", "OpenBLAS", f"{name} runs its threads on hetnn's pool (share_blas_threads)"))
+        elif cpus <= 4:
+            out.append(Finding("warn" if "turned off" in lib["why"] else "info", "OpenBLAS",
+                               f"{name} runs its own threads ({lib['why']}): they spin about 0.1 s after each "
+                               "NumPy call, taking the CPUs the next hetnn op needs",
+                               "hetnn.share_blas_threads(True), or threadpoolctl.threadpool_limits(1, 'blas') around "
+                               "hetnn-heavy loops"))
     if pools.get("threadpoolctl") == "not installed":
         out.append(Finding("info", "threadpoolctl", "not installed: other libraries' pools are not listed"))
     env = pools.get("environment", {})

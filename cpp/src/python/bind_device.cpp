@@ -5,6 +5,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "backend/cpu/blas_pool.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_threads.h"
 #include "backend/cpu/host_allocator.h"
@@ -205,6 +206,22 @@ void bind_device(py::module_& m) {
       },
       py::arg("n"));
   m.def("get_num_threads", [] { return cpu_threads::get(); });
+  auto libs = [](const std::vector<blas_pool::Library>& v) {
+    py::list out;
+    for (const auto& l : v)
+      out.append(py::dict(py::arg("path") = l.path, py::arg("symbols") = l.prefix, py::arg("shared") = l.shared,
+                          py::arg("why") = l.why));
+    return out;
+  };
+  m.def(
+      "share_blas_threads", [libs](bool on) { return libs(blas_pool::share(on)); }, py::arg("on"));
+  m.def("blas_spin_exponent", &blas_pool::spin_exponent, py::arg("e"));
+  m.def("blas_libraries", [libs] { return libs(blas_pool::libraries()); });
+  m.def("blas_pool_stats", [] {
+    const auto s = blas_pool::stats();
+    return py::dict(py::arg("calls") = s.calls, py::arg("jobs") = s.jobs, py::arg("quieted") = s.quieted,
+                    py::arg("wakeups") = s.wakeups, py::arg("on_openmp") = s.on_openmp, py::arg("workers") = s.workers, py::arg("spinning") = s.spinning);
+  });
 }
 
 HETNN_BINDING(0, bind_device);

@@ -7,6 +7,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "backend/cpu/blas_pool.h"
 #include "backend/backend.h"
 #include "backend/extensions.h"
 #include "backend/cpu/host_allocator.h"
@@ -49,6 +50,9 @@ class CpuBackend final : public Backend, public ConvLayouts {
   // Runs `fn` (synchronous host work) and records it as one command when a capture is open.
   template <class Fn>
   void timed(const char* name, std::uint64_t bytes, Fn&& fn) {
+    struct Warm {  // the op's OpenMP team spins a while after it: a NumPy product next may run on it
+      ~Warm() { blas_pool::openmp_used(); }
+    } warm;
     if (!recorder_.active()) {
       fn();
       return;

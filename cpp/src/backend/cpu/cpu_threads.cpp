@@ -6,6 +6,7 @@
 #include <atomic>
 #include <thread>
 
+#include "backend/cpu/blas_pool.h"
 #include "core/errors.h"
 #include "core/fork.h"
 #include "core/warn.h"
@@ -38,6 +39,7 @@ void set(long long n) {
 }
 
 void apply() {
+  blas_pool::quiet();  // OpenBLAS workers of hetnn's pool still spinning would take this op's cores
   if (forked_child()) {  // libgomp's pool did not survive fork(): one thread, which needs no pool
     thread_local bool single = false;
     if (!single) omp_set_num_threads(1);

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <utility>
 
+#include "backend/cpu/blas_pool.h"
 #include "backend/opencl/cl_args.h"
 #include "backend/opencl/cl_check.h"
 #include "backend/opencl/gemm_tuning.h"
@@ -91,6 +92,7 @@ ClBackend::Target ClBackend::target() const {
 
 template <class F>
 cl_event ClBackend::submit(const cl_mem* mems, std::size_t n, bool host_waits, bool want_event, F&& enq) {
+  if (on_host_cpus_) blas_pool::quiet();  // the driver's threads run on the CPUs BLAS workers may be spinning on
   const Target t = target();
   cl_event ev = nullptr;
   {

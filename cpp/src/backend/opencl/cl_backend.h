@@ -183,6 +183,7 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
 
   cl_device_id device_;
   DeviceInfo info_;
+  bool on_host_cpus_ = info_.type == "cpu";  // PoCL and the like: its work shares the host's CPUs
   Context context_;
   Queue queue_;
   std::mutex mu_;  // kernels' arguments are set and enqueued under it

@@ -1,0 +1,287 @@
+#include "backend/cpu/blas_pool.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <omp.h>
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#include "core/fork.h"
+
+namespace hetnn::blas_pool {
+
+namespace {
+
+// OpenBLAS's callback interface (common_thread.h, 0.3.27+): run dojob(i, jobdata + i * elsize, dojob_data) for every
+// i < numjobs, all at once (a threaded GEMM's jobs wait for each other's packed panels), and return when all are done.
+using Callback = void (*)(int, DoJob, int, size_t, void*, int);
+using SetCallback = void (*)(Callback);
+using GetParallel = int (*)();
+
+struct Task {
+  DoJob dojob = nullptr;
+  char* data = nullptr;
+  size_t elsize = 0;
+  int dd = 0;
+};
+
+// One per worker: the worker for slot i runs job i + 1 (the calling thread runs job 0).
+struct Slot {
+  std::atomic<uint64_t> gen{0};
+  Task task;
+};
+
+// Ticks as OpenBLAS counts its spin: the time-stamp counter on x86, nanoseconds elsewhere.
+uint64_t ticks() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __rdtsc();
+#else
+  return static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+#endif
+}
+
+// OpenBLAS spins 2^THREAD_TIMEOUT ticks (28 unless OPENBLAS_THREAD_TIMEOUT or GOTO_THREAD_TIMEOUT says 4..30).
+int env_spin_exponent() {
+  int e = 28;
+  for (const char* name : {"OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT"}) {
+    const char* v = std::getenv(name);
+    if (v && *v) {
+      const int x = std::atoi(v);
+      if (x > 0) e = x < 4 ? 4 : (x > 30 ? 30 : x);
+      break;
+    }
+  }
+  return e;
+}
+
+uint64_t spin_ticks(int e) {
+#if defined(__x86_64__) || defined(__i386__)
+  return uint64_t{1} << e;
+#else
+  return (uint64_t{1} << e) * 10 / 26;  // cycles at 2.6 GHz in nanoseconds
+#endif
+}
+
+// Workers are detached and live until the process exits, so what they wait on is never destroyed: a condition
+// variable destroyed at exit while a worker waited on it blocked the exit.
+struct Shared {
+  std::mutex call;   // one threaded section at a time: OpenBLAS indexes its per-job buffers by job number
+  std::mutex child;  // the same in a forked child (never locked in the parent, so never inherited locked)
+  std::mutex sleep;
+  std::condition_variable wake;
+  std::vector<Slot*> slots;  // grown under `call`
+};
+Shared& shared() {
+  static auto* s = new Shared();
+  return *s;
+}
+std::atomic<int> g_sleepers{0};
+std::atomic<int> g_spinning{0};
+std::atomic<uint64_t> g_quiet{0};
+std::atomic<int> g_remaining{0};
+std::atomic<uint64_t> g_spin_ticks{uint64_t{1} << 28};
+std::atomic<int> g_spin_exponent{28};
+std::atomic<long long> g_calls{0}, g_jobs{0}, g_quieted{0}, g_wakeups{0}, g_on_openmp{0};
+// When hetnn's OpenMP team last started or finished work (steady-clock ns): its workers spin for about 0.7 ms after
+// a region (GOMP_SPINCOUNT=10000), and a BLAS call in that window runs on them instead of waking this pool's
+// workers, which would share the cores with those spinners.
+std::atomic<long long> g_openmp_busy{0};
+constexpr long long k_openmp_warm_ns = 500'000;
+
+long long now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void worker(Slot* s, int job) {
+  uint64_t seen = 0;
+  for (;;) {
+    uint64_t g = s->gen.load(std::memory_order_acquire);
+    if (g == seen) {
+      g_spinning.fetch_add(1);
+      const uint64_t q = g_quiet.load();
+      const uint64_t t0 = ticks(), limit = g_spin_ticks.load(std::memory_order_relaxed);
+      while ((g = s->gen.load(std::memory_order_acquire)) == seen && g_quiet.load(std::memory_order_relaxed) == q &&
+             ticks() - t0 < limit)
+        sched_yield();
+      g_spinning.fetch_sub(1);
+      if (g == seen) {
+        std::unique_lock<std::mutex> lk(shared().sleep);
+        g_sleepers.fetch_add(1);  // seq_cst with the caller's gen store then sleepers load: no lost wake-up
+        shared().wake.wait(lk, [&] { return (g = s->gen.load()) != seen; });
+        g_sleepers.fetch_sub(1);
+      }
+    }
+    seen = g;
+    const Task t = s->task;
+    t.dojob(job, t.data + static_cast<size_t>(job) * t.elsize, t.dd);
+    g_remaining.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+// A forked child has none of the parent's workers: its jobs run on threads of their own, joined at the end.
+void run_fresh(DoJob dojob, int n, size_t elsize, char* data, int dd) {
+  std::lock_guard<std::mutex> lk(shared().child);
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(n - 1));
+  for (int j = 1; j < n; ++j) threads.emplace_back(dojob, j, data + static_cast<size_t>(j) * elsize, dd);
+  dojob(0, data, dd);
+  for (auto& t : threads) t.join();
+}
+
+extern "C" void hetnn_blas_callback(int sync, DoJob dojob, int n, size_t elsize, void* jobdata, int dd) {
+  run(sync, dojob, n, elsize, jobdata, dd);
+}
+
+int collect(dl_phdr_info* info, size_t, void* out) {
+  const char* name = info->dlpi_name;
+  if (name && *name) {
+    const char* base = std::strrchr(name, '/');
+    if (std::strstr(base ? base + 1 : name, "openblas")) static_cast<std::vector<std::string>*>(out)->push_back(name);
+  }
+  return 0;
+}
+
+std::mutex g_share;
+std::vector<Library> g_libraries;
+
+}  // namespace
+
+void run(int /*sync: always 1*/, DoJob dojob, int n, size_t elsize, void* jobdata, int dd) {
+  if (n <= 0) return;
+  char* data = static_cast<char*>(jobdata);
+  g_calls.fetch_add(1, std::memory_order_relaxed);
+  g_jobs.fetch_add(n, std::memory_order_relaxed);
+  if (n == 1) return dojob(0, data, dd);
+  if (forked_child()) return run_fresh(dojob, n, elsize, data, dd);
+  Shared& sh = shared();
+  std::lock_guard<std::mutex> lk(sh.call);
+  if (g_spinning.load() == 0 && now_ns() - g_openmp_busy.load(std::memory_order_relaxed) < k_openmp_warm_ns &&
+      !omp_in_parallel()) {
+    g_on_openmp.fetch_add(1, std::memory_order_relaxed);
+#pragma omp parallel num_threads(n)
+    {
+      const int t = omp_get_thread_num(), team = omp_get_num_threads();
+      std::vector<std::thread> extra;  // a team smaller than asked for (OMP_THREAD_LIMIT): the rest run beside it
+      if (t == 0)
+        for (int j = team; j < n; ++j) extra.emplace_back(dojob, j, data + static_cast<size_t>(j) * elsize, dd);
+      dojob(t, data + static_cast<size_t>(t) * elsize, dd);
+      for (auto& e : extra) e.join();
+    }
+    g_openmp_busy.store(now_ns(), std::memory_order_relaxed);
+    return;
+  }
+  auto& pool = sh.slots;
+  while (static_cast<int>(pool.size()) < n - 1) {
+    auto* s = new Slot();
+    std::thread(worker, s, static_cast<int>(pool.size()) + 1).detach();
+    pool.push_back(s);
+  }
+  g_remaining.store(n - 1, std::memory_order_release);
+  for (int j = 1; j < n; ++j) {
+    Slot* s = pool[static_cast<size_t>(j - 1)];
+    s->task = Task{dojob, data, elsize, dd};
+    s->gen.fetch_add(1);
+  }
+  if (g_sleepers.load() > 0) {
+    std::lock_guard<std::mutex> l(sh.sleep);
+    g_wakeups.fetch_add(1, std::memory_order_relaxed);
+    sh.wake.notify_all();
+  }
+  dojob(0, data, dd);
+  while (g_remaining.load(std::memory_order_acquire) > 0) sched_yield();
+}
+
+std::vector<Library> share(bool on) {
+  std::lock_guard<std::mutex> lk(g_share);
+  spin_exponent(env_spin_exponent());
+  std::vector<std::string> paths;
+  dl_iterate_phdr(collect, &paths);
+  std::vector<Library> out;
+  // OpenBLAS's own names, SciPy's and NumPy's builds (scipy_openblas..., with "64_" for the 64-bit-integer one)
+  static const std::pair<const char*, const char*> k_names[] = {
+      {"", ""}, {"scipy_", "64_"}, {"scipy_", ""}, {"", "64_"}, {"", "_"}};
+  for (const auto& path : paths) {
+    Library lib;
+    char* real = realpath(path.c_str(), nullptr);
+    lib.path = real ? real : path;
+    std::free(real);
+    void* h = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);  // kept: the library stays as loaded as it was
+    SetCallback set = nullptr;
+    GetParallel parallel = nullptr;
+    for (const auto& [pre, suf] : k_names) {
+      if (!h) break;
+      set = reinterpret_cast<SetCallback>(
+          dlsym(h, (std::string(pre) + "openblas_set_threads_callback_function" + suf).c_str()));
+      if (set) {
+        parallel = reinterpret_cast<GetParallel>(dlsym(h, (std::string(pre) + "openblas_get_parallel" + suf).c_str()));
+        lib.prefix = std::string(pre) + "openblas_..." + suf;
+        break;
+      }
+    }
+    const int mode = parallel ? parallel() : 1;
+    if (!h)
+      lib.why = "cannot be opened again (dlopen RTLD_NOLOAD)";
+    else if (!set)
+      lib.why = "no openblas_set_threads_callback_function (OpenBLAS before 0.3.27)";
+    else if (mode == 0)
+      lib.why = "a single-threaded build";
+    else if (mode == 2)
+      lib.why = "an OpenMP build (its threads are OpenMP's already)";
+    else {
+      set(on ? &hetnn_blas_callback : nullptr);
+      lib.shared = on;
+      if (!on) lib.why = "its own threads (sharing turned off)";
+    }
+    out.push_back(lib);
+  }
+  g_libraries = out;
+  return out;
+}
+
+std::vector<Library> libraries() {
+  std::lock_guard<std::mutex> lk(g_share);
+  return g_libraries;
+}
+
+Stats stats() {
+  Stats s;
+  s.calls = g_calls.load();
+  s.jobs = g_jobs.load();
+  s.quieted = g_quieted.load();
+  s.wakeups = g_wakeups.load();
+  s.on_openmp = g_on_openmp.load();
+  s.spinning = g_spinning.load();
+  std::lock_guard<std::mutex> lk(shared().call);
+  s.workers = static_cast<int>(shared().slots.size());
+  return s;
+}
+
+int spin_exponent(int e) {
+  if (e < 4 || e > 30) return g_spin_exponent.load();
+  g_spin_ticks.store(spin_ticks(e), std::memory_order_relaxed);
+  return g_spin_exponent.exchange(e);
+}
+
+void openmp_used() { g_openmp_busy.store(now_ns(), std::memory_order_relaxed); }
+
+void quiet() {
+  g_openmp_busy.store(now_ns(), std::memory_order_relaxed);
+  if (g_spinning.load(std::memory_order_relaxed) > 0) {
+    g_quiet.fetch_add(1, std::memory_order_relaxed);
+    g_quieted.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace hetnn::blas_pool
