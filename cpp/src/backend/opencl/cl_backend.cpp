@@ -369,9 +369,15 @@ double ClBackend::marker_seconds(const std::shared_ptr<void>& m) {
   return static_cast<double>(end) * 1e-9;
 }
 
+void ClBackend::transfer(int direction, cl_mem m, std::size_t off, void* host, std::size_t n) {
+  if (direction == 0)
+    staged(0, n, host) ? staged_write(m, off, host, n) : direct_write(m, off, host, n);
+  else
+    staged(1, n, host) ? staged_read(m, off, host, n) : read_mem(m, off, n, host);
+}
+
 void ClBackend::write(Buffer& dst, std::size_t off, const void* src, std::size_t n) {
-  if (staged(0, n, src)) return staged_write(mem_of(dst), off, src, n);
-  direct_write(mem_of(dst), off, src, n);
+  transfer(0, mem_of(dst), off, const_cast<void*>(src), n);  // only read from: a copy to the device
 }
 
 void ClBackend::direct_write(cl_mem m, std::size_t off, const void* src, std::size_t n) {
@@ -382,10 +388,7 @@ void ClBackend::direct_write(cl_mem m, std::size_t off, const void* src, std::si
   record("h2d", ev, t, n);
 }
 
-void ClBackend::read(const Buffer& src, std::size_t off, void* dst, std::size_t n) {
-  if (staged(1, n, dst)) return staged_read(mem_of(src), off, dst, n);
-  read_mem(mem_of(src), off, n, dst);
-}
+void ClBackend::read(const Buffer& src, std::size_t off, void* dst, std::size_t n) { transfer(1, mem_of(src), off, dst, n); }
 
 void ClBackend::read_mem(cl_mem m, std::size_t off, std::size_t n, void* dst) {
   const double t = host_seconds();
@@ -395,56 +398,40 @@ void ClBackend::read_mem(cl_mem m, std::size_t off, std::size_t n, void* dst) {
   record("d2h", ev, t, n);
 }
 
-Event ClBackend::write_started(cl_mem m, std::size_t off, const void* src, std::size_t n) {
+Event ClBackend::copy_started(int direction, cl_mem m, std::size_t off, void* host, std::size_t n) {
   const double t = host_seconds();
   cl_command_queue used = nullptr;
   cl_event ev = submit(&m, 1, false, true, [&](cl_command_queue q, cl_uint nw, const cl_event* w, cl_event* e, cl_bool) {
-    HETNN_CL_CHECK(clEnqueueWriteBuffer(q, m, CL_FALSE, off, n, src, nw, w, e));
+    if (direction == 0)
+      HETNN_CL_CHECK(clEnqueueWriteBuffer(q, m, CL_FALSE, off, n, host, nw, w, e));
+    else
+      HETNN_CL_CHECK(clEnqueueReadBuffer(q, m, CL_FALSE, off, n, host, nw, w, e));
     used = q;
   });
   clFlush(used);  // started now, not at the queue's next wait
   if (recorder_.active()) {
     clRetainEvent(ev);
-    record("h2d", ev, t, n);
+    record(direction == 0 ? "h2d" : "d2h", ev, t, n);
   }
   return Event(ev);
 }
 
-Event ClBackend::read_started(cl_mem m, std::size_t off, void* dst, std::size_t n) {
-  const double t = host_seconds();
-  cl_command_queue used = nullptr;
-  cl_event ev = submit(&m, 1, false, true, [&](cl_command_queue q, cl_uint nw, const cl_event* w, cl_event* e, cl_bool) {
-    HETNN_CL_CHECK(clEnqueueReadBuffer(q, m, CL_FALSE, off, n, dst, nw, w, e));
-    used = q;
-  });
-  clFlush(used);
-  if (recorder_.active()) {
-    clRetainEvent(ev);
-    record("d2h", ev, t, n);
+bool ClBackend::copy_async(int direction, cl_mem m, std::size_t off, void* host, std::size_t n) {
+  std::shared_ptr<void> keep = pinned_owner(host, n);
+  if (!keep) {  // ordinary memory: blocking, as CUDA's copies from pageable memory
+    transfer(direction, m, off, host, n);
+    return false;
   }
-  return Event(ev);
+  keep_until(copy_started(direction, m, off, host, n), std::move(keep));
+  return true;
 }
 
 bool ClBackend::write_async(Buffer& dst, std::size_t off, const void* src, std::size_t n) {
-  std::shared_ptr<void> keep = pinned_owner(src, n);
-  if (!keep) {
-    write(dst, off, src, n);
-    return false;
-  }
-  Event ev = write_started(mem_of(dst), off, src, n);
-  keep_until(ev, std::move(keep));
-  return true;
+  return copy_async(0, mem_of(dst), off, const_cast<void*>(src), n);  // only read from: a copy to the device
 }
 
 bool ClBackend::read_async(const Buffer& src, std::size_t off, void* dst, std::size_t n) {
-  std::shared_ptr<void> keep = pinned_owner(dst, n);
-  if (!keep) {
-    read(src, off, dst, n);
-    return false;
-  }
-  Event ev = read_started(mem_of(src), off, dst, n);
-  keep_until(ev, std::move(keep));
-  return true;
+  return copy_async(1, mem_of(src), off, dst, n);
 }
 
 void ClBackend::copy(const Buffer& src, std::size_t so, Buffer& dst, std::size_t d_off, std::size_t n) {

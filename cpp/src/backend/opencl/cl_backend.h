@@ -126,10 +126,13 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // Transfers between a buffer and ordinary (pageable) host memory: directly, or staged through two page-locked
   // chunks, double-buffered (the host copies one chunk while the device copies the other), whichever the first
   // large transfer of each direction measured faster on this device (staging_cl.cpp; HETNN_STAGING=0/1 forces it).
+  void transfer(int direction, cl_mem m, std::size_t offset, void* host, std::size_t n);  // blocking; as staged()
   void direct_write(cl_mem m, std::size_t offset, const void* src, std::size_t n);
   // A copy between m and host memory left running on this thread's queue (flushed), recorded; its event (owned).
-  Event write_started(cl_mem m, std::size_t offset, const void* src, std::size_t n);
-  Event read_started(cl_mem m, std::size_t offset, void* dst, std::size_t n);
+  // direction as for staged(): 0 host -> device (from `host`), 1 device -> host (into `host`).
+  Event copy_started(int direction, cl_mem m, std::size_t offset, void* host, std::size_t n);
+  // write_async / read_async: non-blocking when `host` is page-locked memory (kept alive until the copy's end).
+  bool copy_async(int direction, cl_mem m, std::size_t offset, void* host, std::size_t n);
   bool staged(int direction, std::size_t n, const void* host);  // direction: 0 host -> device, 1 device -> host
   void staged_write(cl_mem m, std::size_t offset, const void* src, std::size_t n);
   void staged_read(cl_mem m, std::size_t offset, void* dst, std::size_t n);

@@ -70,7 +70,7 @@ void ClBackend::staged_write_unlocked(cl_mem m, std::size_t off, const void* src
       const std::size_t c = std::min(kStageChunk, n - done), b = i % 2;
       wait(pending[b]);  // the chunk's previous copy has left it
       std::memcpy(stage_ptr_[b], static_cast<const unsigned char*>(src) + done, c);
-      pending[b] = write_started(m, off + done, stage_ptr_[b], c);
+      pending[b] = copy_started(0, m, off + done, stage_ptr_[b], c);
       done += c;
     }
     wait(pending[0]);
@@ -90,12 +90,12 @@ void ClBackend::staged_read_unlocked(cl_mem m, std::size_t off, void* dst, std::
   std::size_t size[2] = {0, 0};
   try {
     size[0] = std::min(kStageChunk, n);
-    pending[0] = read_started(m, off, stage_ptr_[0], size[0]);
+    pending[0] = copy_started(1, m, off, stage_ptr_[0], size[0]);
     for (std::size_t done = 0, i = 0; done < n; ++i) {
       const std::size_t b = i % 2, next = done + size[b];
       if (next < n) {  // the next chunk's copy runs while this one is copied out
         size[1 - b] = std::min(kStageChunk, n - next);
-        pending[1 - b] = read_started(m, off + next, stage_ptr_[1 - b], size[1 - b]);
+        pending[1 - b] = copy_started(1, m, off + next, stage_ptr_[1 - b], size[1 - b]);
       }
       wait(pending[b]);
       std::memcpy(static_cast<unsigned char*>(dst) + done, stage_ptr_[b], size[b]);
