@@ -36,6 +36,15 @@ HETNN_CLBLAST=OFF HETNN_BUNDLE_OPENCL_LOADER="$(readlink -f "$icd")" \
 
 whl=$(ls "$raw"/hetnn-*.whl)
 plat=$("$PY" -m auditwheel show "$whl" | tr -d '"' | grep -o 'manylinux_[0-9]*_[0-9]*_x86_64' | tail -1)
+# The documented tag (docs/wheel.md): glibc 2.34, so that Ubuntu 22.04 (Colab, Kaggle; glibc 2.35) can install it. A
+# newer symbol creeping in (from the module or the static libstdc++ it carries) fails the build here, naming it.
+minor=${plat#manylinux_2_}; minor=${minor%%_*}
+if [ -z "$plat" ] || [ "$minor" -gt 34 ]; then
+  echo "build_wheel: the wheel would need ${plat:-an unknown glibc}, newer than manylinux_2_34; symbols past 2.34:" >&2
+  "$PY" -c "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); [z.extract(n, sys.argv[2]) for n in z.namelist() if n.startswith('hetnn/_core')]" "$whl" "$raw/check"
+  objdump -T "$raw"/check/hetnn/_core*.so | grep -E 'GLIBC_2\.(3[5-9]|[4-9][0-9])' >&2 || true
+  exit 1
+fi
 echo "build_wheel: repairing to $plat"
 # libdnnl.so.3 comes from the onednn wheel, in the environment's lib/ (the module finds it by RPATH once installed)
 LD_LIBRARY_PATH="$("$PY" -c 'import sys; print(sys.prefix)')/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \

@@ -1,6 +1,7 @@
 #include "core/cache_dir.h"
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <sstream>
 
 #include "core/warn.h"
@@ -77,15 +79,36 @@ std::optional<SipKey> read_key(const std::string& path) {
   return k;
 }
 
+// Bytes from the kernel's random source (getrandom, glibc 2.25; /dev/urandom where the call is missing). Not
+// std::random_device: the static libstdc++ the module carries calls arc4random for it, a glibc 2.36 symbol, which
+// would make the wheel's manylinux tag 2_36 and keep it off Ubuntu 22.04 (Colab, Kaggle).
+void random_bytes(void* out, std::size_t n) {
+  auto* p = static_cast<unsigned char*>(out);
+  std::size_t got = 0;
+  while (got < n) {
+    const ssize_t r = getrandom(p + got, n - got, 0);
+    if (r > 0) {
+      got += static_cast<std::size_t>(r);
+    } else if (r < 0 && errno == EINTR) {
+      continue;
+    } else {
+      const int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+      while (fd >= 0 && got < n) {
+        const ssize_t u = read(fd, p + got, n - got);
+        if (u <= 0 && errno != EINTR) break;
+        if (u > 0) got += static_cast<std::size_t>(u);
+      }
+      if (fd >= 0) close(fd);
+      if (got < n) throw std::runtime_error("no random bytes from getrandom or /dev/urandom");
+    }
+  }
+}
+
 // Writes a fresh key to a private temporary file and links it into place; link() fails when another process got
 // there first, and then that process's key is the one everybody uses.
 std::optional<SipKey> make_key(const std::string& path) {
   SipKey k{};
-  std::random_device rd;
-  for (std::size_t i = 0; i < k.size(); i += 4) {
-    const std::uint32_t r = rd();
-    std::memcpy(k.data() + i, &r, 4);
-  }
+  random_bytes(k.data(), k.size());
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return std::nullopt;
@@ -164,7 +187,11 @@ std::optional<std::string> atomic_target(const std::string& path, std::string* w
 }
 
 bool write_file_atomic(const std::string& path, const std::string& data, std::string* why) {
-  static std::mt19937_64 rng{std::random_device{}()};
+  static std::mt19937_64 rng{[] {
+    std::uint64_t seed = 0;
+    random_bytes(&seed, sizeof seed);
+    return seed;
+  }()};
   static std::mutex mu;
   const auto target = atomic_target(path, why);
   if (!target) return false;

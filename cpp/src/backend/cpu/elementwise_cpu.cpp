@@ -21,6 +21,13 @@
 #include "backend/cpu/vec_math.h"
 #include "core/errors.h"
 
+#if defined(__GLIBC__) && defined(__x86_64__)
+// glibc 2.35 added new versions of hypot and hypotf; the original ones (same accuracy) keep the module loadable on
+// glibc 2.34 and older, which the wheel's manylinux tag promises (Ubuntu 22.04: Colab, Kaggle).
+__asm__(".symver hypot,hypot@GLIBC_2.2.5");
+__asm__(".symver hypotf,hypotf@GLIBC_2.2.5");
+#endif
+
 namespace hetnn {
 
 namespace {

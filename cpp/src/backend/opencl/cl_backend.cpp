@@ -143,7 +143,7 @@ cl_event ClBackend::submit(const cl_mem* mems, std::size_t n, bool host_waits, b
 }
 
 std::shared_ptr<void> ClBackend::create_stream() {
-  auto s = std::make_shared<ClStream>(ClStream{next_stream_++, make_queue(context_, device_)});
+  auto s = std::make_shared<ClStream>(ClStream{next_stream_++, make_queue(context_, device_), Event()});
   bool first = false;
   {
     std::unique_lock<std::shared_mutex> lock(use_mu_);  // no untracked command is being enqueued now
