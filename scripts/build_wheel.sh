@@ -30,7 +30,7 @@ if [ -z "$icd" ]; then
 fi
 # in the build folder `pip install .` uses (pyproject.toml): only peers.cpp is compiled again, without CLBlast (36 s
 # after scripts/setup.sh on 2 vCPUs; 1 min 47 s in a folder of its own)
-HETNN_CLBLAST=OFF HETNN_BUNDLE_OPENCL_LOADER="$(readlink -f "$icd")" \
+HETNN_CLBLAST=OFF HETNN_STATIC_LIBGCC=OFF HETNN_BUNDLE_OPENCL_LOADER="$(readlink -f "$icd")" \
   "$PY" -m pip wheel -q --no-build-isolation --no-deps . -w "$raw"
 "$PY" -m build -q --sdist --no-isolation -o wheelhouse . >/dev/null
 
