@@ -188,11 +188,15 @@ def test_forked_children_limited_teams_and_exit(env):
 
 
 def test_opting_out_at_import():
-    r = subprocess.run([sys.executable, "-c", "import hetnn, json; print(json.dumps(hetnn.thread_pools()"
-                        "['blas_sharing']['libraries']))"], capture_output=True, text=True, timeout=120,
-                       env={**os.environ, "HETNN_SHARE_BLAS": "0"})
+    """Opted out, nothing is shared, and the doctor says so (and what it costs) where OpenBLAS has its own threads."""
+    r = subprocess.run([sys.executable, "-c", "import hetnn, json; from hetnn.doctor import check; "
+                        "print(json.dumps(hetnn.thread_pools()['blas_sharing']['libraries'])); "
+                        "print([f.message for f in check(seconds=0.05) if f.topic == 'OpenBLAS'])"],
+                       capture_output=True, text=True, timeout=120, env={**os.environ, "HETNN_SHARE_BLAS": "0"})
     assert r.returncode == 0, r.stderr[-2000:]
     assert '"shared": true' not in r.stdout
+    if len(os.sched_getaffinity(0)) <= 4:
+        assert "runs its own threads (not handed to hetnn: HETNN_SHARE_BLAS=0" in r.stdout, r.stdout
     r = subprocess.run([sys.executable, "-c", "import hetnn"], capture_output=True, text=True, timeout=120,
                        env={**os.environ, "HETNN_SHARE_BLAS": "maybe"})
     assert r.returncode == 0 and "HETNN_SHARE_BLAS must be 0 or 1, got 'maybe'" in r.stderr, r.stderr[-2000:]
