@@ -3,7 +3,8 @@ process, interleaved: each round times every pattern once with sharing off and o
 by round). Patterns: NumPy float32 products back to back, with 2 ms of sleep or of busy Python between them, and
 NumPy and hetnn products alternating (squares and ResNet-50 shapes). Per pattern the time ratio own / shared of
 NumPy's (and in the alternating ones hetnn's) median call, paired by round, with its 95 % interval
-(hetnn.bench.stats.ratio_interval): above 1 means faster with sharing.
+(hetnn.bench.stats.ratio_interval): above 1 means faster with sharing; each ratio carries the flags of the rounds
+it rests on (preempted, unreliable, noise: hetnn._oscounters.Watch), as every hetnn table does.
 
 Usage: .venv/bin/python scripts/blas_sharing.py [--rounds 7] [--calls 60]
 """
@@ -14,7 +15,8 @@ import time
 import numpy as np
 
 import hetnn
-from hetnn.bench.stats import ratio_interval
+from hetnn._oscounters import Watch
+from hetnn.bench.stats import flags_text, ratio_interval
 
 SQUARES = [(n, n, n) for n in (128, 256, 512, 1024)]
 RESNET = [(12544, 64, 147), (3136, 256, 64), (3136, 64, 256), (784, 512, 128)]
@@ -68,15 +70,20 @@ def main() -> int:
     cases = [(kind, s) for kind in ("back to back", "sleep 2 ms", "busy 2 ms") for s in SQUARES]
     cases += [("alternating", s) for s in SQUARES + RESNET]
     print(f"{'pattern':13s} {'M x N x K':16s} {'NumPy own ms':>12s} {'shared ms':>9s}  {'NumPy own/shared':28s}"
-          f" {'hetnn own ms':>12s} {'shared ms':>9s}  hetnn own/shared")
+          f"             {'hetnn own ms':>12s} {'shared ms':>9s}  hetnn own/shared")
     for kind, (m, n, k) in cases:
         run = pattern(kind, m, n, k, args.calls, rng)
         res = {False: [], True: []}
+        watch = {False: Watch(), True: Watch()}
         for r in range(args.rounds):
             for on in ((True, False) if r % 2 else (False, True)):
                 hetnn.share_blas_threads(on)
                 time.sleep(0.15)  # the other setting's workers asleep
-                res[on].append(run())
+                with watch[on].block():
+                    res[on].append(run())
+        flags = flags_text([watch[False].flags(), watch[True].flags()])
+        for w in watch.values():
+            w.close()
         line = f"{kind:13s} {f'{m}x{n}x{k}':16s}"
         for i in (0, 1):
             if res[False][0][i] is None:
@@ -84,8 +91,8 @@ def main() -> int:
             own = [x[i] for x in res[False]]
             shared = [x[i] for x in res[True]]
             ratio = ratio_interval([(shared, own)])
-            text = "-" if ratio is None else ratio.text("")[2:]
-            line += f" {np.median(own) * 1e3:12.3f} {np.median(shared) * 1e3:9.3f}  {text:28s}"
+            text = "-" if ratio is None else ratio.text("", flags)[2:]
+            line += f" {np.median(own) * 1e3:12.3f} {np.median(shared) * 1e3:9.3f}  {text:40s}"
         print(line, flush=True)
     hetnn.share_blas_threads(True)
     print("pool:", hetnn.thread_pools()["blas_sharing"])

@@ -209,7 +209,7 @@ void bind_device(py::module_& m) {
   auto libs = [](const std::vector<blas_pool::Library>& v) {
     py::list out;
     for (const auto& l : v)
-      out.append(py::dict(py::arg("path") = l.path, py::arg("symbols") = l.prefix, py::arg("shared") = l.shared,
+      out.append(py::dict(py::arg("path") = l.path, py::arg("symbols") = l.symbols, py::arg("shared") = l.shared,
                           py::arg("why") = l.why));
     return out;
   };

@@ -90,7 +90,6 @@ std::atomic<int> g_sleepers{0};
 std::atomic<int> g_spinning{0};
 std::atomic<uint64_t> g_quiet{0};
 std::atomic<int> g_remaining{0};
-std::atomic<uint64_t> g_spin_ticks{uint64_t{1} << 28};
 std::atomic<int> g_spin_exponent{28};
 std::atomic<long long> g_calls{0}, g_jobs{0}, g_quieted{0}, g_wakeups{0}, g_on_openmp{0};
 // When hetnn's OpenMP team last started or finished work (steady-clock ns): its workers spin for about 0.7 ms after
@@ -111,7 +110,7 @@ void worker(Slot* s, int job) {
     if (g == seen) {
       g_spinning.fetch_add(1);
       const uint64_t q = g_quiet.load();
-      const uint64_t t0 = ticks(), limit = g_spin_ticks.load(std::memory_order_relaxed);
+      const uint64_t t0 = ticks(), limit = spin_ticks(g_spin_exponent.load(std::memory_order_relaxed));
       while ((g = s->gen.load(std::memory_order_acquire)) == seen && g_quiet.load(std::memory_order_relaxed) == q &&
              ticks() - t0 < limit)
         sched_yield();
@@ -226,7 +225,7 @@ std::vector<Library> share(bool on) {
           dlsym(h, (std::string(pre) + "openblas_set_threads_callback_function" + suf).c_str()));
       if (set) {
         parallel = reinterpret_cast<GetParallel>(dlsym(h, (std::string(pre) + "openblas_get_parallel" + suf).c_str()));
-        lib.prefix = std::string(pre) + "openblas_..." + suf;
+        lib.symbols = std::string(pre) + "openblas_..." + suf;
         break;
       }
     }
@@ -269,9 +268,7 @@ Stats stats() {
 }
 
 int spin_exponent(int e) {
-  if (e < 4 || e > 30) return g_spin_exponent.load();
-  g_spin_ticks.store(spin_ticks(e), std::memory_order_relaxed);
-  return g_spin_exponent.exchange(e);
+  return e < 4 || e > 30 ? g_spin_exponent.load() : g_spin_exponent.exchange(e);
 }
 
 void openmp_used() { g_openmp_busy.store(now_ns(), std::memory_order_relaxed); }

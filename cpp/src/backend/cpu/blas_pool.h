@@ -15,7 +15,7 @@ namespace hetnn::blas_pool {
 
 struct Library {
   std::string path;    // the OpenBLAS shared object
-  std::string prefix;  // its symbol prefix/suffix, e.g. "scipy_openblas_...64_"
+  std::string symbols;  // its symbols' prefix and suffix, e.g. "scipy_openblas_...64_"
   bool shared = false; // its threaded sections run on this pool now
   std::string why;     // when not shared: the reason
 };
