@@ -400,8 +400,12 @@ TEST(BlasPool, JobsRunAtOnceOnWorkersAndOnTheWarmTeam) {
   const auto before = blas_pool::stats();
   for (int round = 0; round < 50; ++round)
     for (int n : {1, 2, 3, 5}) {
-      if (round % 2) blas_pool::openmp_used();  // warm: hetnn's OpenMP team
-      else std::this_thread::sleep_for(std::chrono::milliseconds(1));  // cold: the pool's workers
+      if (round % 2) {  // as a hetnn op does: spinning workers told to stop at its start, its team warm at its end
+        blas_pool::quiet();
+        blas_pool::openmp_used();
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));  // hetnn's team cold: the pool's workers
+      }
       run_barrier(n);
       if (round % 5 == 0) blas_pool::quiet();
     }

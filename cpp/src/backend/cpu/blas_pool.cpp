@@ -88,10 +88,11 @@ Shared& shared() {
 }
 std::atomic<int> g_sleepers{0};
 std::atomic<int> g_spinning{0};
-std::atomic<uint64_t> g_quiet{0};
+std::atomic<uint64_t> g_quiet{0};       // bumped by quiet(): spinning workers go to sleep
+std::atomic<uint64_t> g_quiet_seen{0};  // its value when the last call on the workers ended
 std::atomic<int> g_remaining{0};
 std::atomic<int> g_spin_exponent{28};
-std::atomic<long long> g_calls{0}, g_jobs{0}, g_quieted{0}, g_wakeups{0}, g_on_openmp{0};
+std::atomic<long long> g_calls{0}, g_jobs{0}, g_wakeups{0}, g_on_openmp{0};
 // When hetnn's OpenMP team last started or finished work (steady-clock ns): its workers spin for about 0.7 ms after
 // a region (GOMP_SPINCOUNT=10000), and a BLAS call in that window runs on them instead of waking this pool's
 // workers, which would share the cores with those spinners.
@@ -105,26 +106,29 @@ long long now_ns() {
 
 void worker(Slot* s, int job) {
   uint64_t seen = 0;
+  g_spinning.fetch_add(1);
+  uint64_t q = g_quiet.load(), t0 = ticks();
   for (;;) {
-    uint64_t g = s->gen.load(std::memory_order_acquire);
+    uint64_t g;
+    const uint64_t limit = spin_ticks(g_spin_exponent.load(std::memory_order_relaxed));
+    while ((g = s->gen.load(std::memory_order_acquire)) == seen && g_quiet.load(std::memory_order_relaxed) == q &&
+           ticks() - t0 < limit)
+      sched_yield();
+    g_spinning.fetch_sub(1);
     if (g == seen) {
-      g_spinning.fetch_add(1);
-      const uint64_t q = g_quiet.load();
-      const uint64_t t0 = ticks(), limit = spin_ticks(g_spin_exponent.load(std::memory_order_relaxed));
-      while ((g = s->gen.load(std::memory_order_acquire)) == seen && g_quiet.load(std::memory_order_relaxed) == q &&
-             ticks() - t0 < limit)
-        sched_yield();
-      g_spinning.fetch_sub(1);
-      if (g == seen) {
-        std::unique_lock<std::mutex> lk(shared().sleep);
-        g_sleepers.fetch_add(1);  // seq_cst with the caller's gen store then sleepers load: no lost wake-up
-        shared().wake.wait(lk, [&] { return (g = s->gen.load()) != seen; });
-        g_sleepers.fetch_sub(1);
-      }
+      std::unique_lock<std::mutex> lk(shared().sleep);
+      g_sleepers.fetch_add(1);  // seq_cst with the caller's gen store then sleepers load: no lost wake-up
+      shared().wake.wait(lk, [&] { return (g = s->gen.load()) != seen; });
+      g_sleepers.fetch_sub(1);
     }
     seen = g;
     const Task t = s->task;
     t.dojob(job, t.data + static_cast<size_t>(job) * t.elsize, t.dd);
+    // Spinning again before the job is reported done: a hetnn op that starts once the call has returned then
+    // always finds this worker counted, and its quiet() reaches it.
+    g_spinning.fetch_add(1);
+    q = g_quiet.load();
+    t0 = ticks();
     g_remaining.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
@@ -166,7 +170,11 @@ void run(int /*sync: always 1*/, DoJob dojob, int n, size_t elsize, void* jobdat
   if (forked_child()) return run_fresh(dojob, n, elsize, data, dd);
   Shared& sh = shared();
   std::lock_guard<std::mutex> lk(sh.call);
-  if (g_spinning.load() == 0 && now_ns() - g_openmp_busy.load(std::memory_order_relaxed) < k_openmp_warm_ns &&
+  // Workers spinning and not told to stop since their last call take it; otherwise hetnn's team, while warm. Told
+  // to stop, a worker may still be on its way out of the spin: that must not decide (the choice would then depend
+  // on how the threads are scheduled).
+  const bool workers_hot = g_spinning.load() > 0 && g_quiet.load() == g_quiet_seen.load();
+  if (!workers_hot && now_ns() - g_openmp_busy.load(std::memory_order_relaxed) < k_openmp_warm_ns &&
       !omp_in_parallel()) {
     g_on_openmp.fetch_add(1, std::memory_order_relaxed);
 #pragma omp parallel num_threads(n)
@@ -200,6 +208,7 @@ void run(int /*sync: always 1*/, DoJob dojob, int n, size_t elsize, void* jobdat
   }
   dojob(0, data, dd);
   while (g_remaining.load(std::memory_order_acquire) > 0) sched_yield();
+  g_quiet_seen.store(g_quiet.load());
 }
 
 std::vector<Library> share(bool on) {
@@ -258,7 +267,7 @@ Stats stats() {
   Stats s;
   s.calls = g_calls.load();
   s.jobs = g_jobs.load();
-  s.quieted = g_quieted.load();
+  s.quieted = static_cast<long long>(g_quiet.load());
   s.wakeups = g_wakeups.load();
   s.on_openmp = g_on_openmp.load();
   s.spinning = g_spinning.load();
@@ -277,7 +286,6 @@ void quiet() {
   g_openmp_busy.store(now_ns(), std::memory_order_relaxed);
   if (g_spinning.load(std::memory_order_relaxed) > 0) {
     g_quiet.fetch_add(1, std::memory_order_relaxed);
-    g_quieted.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
