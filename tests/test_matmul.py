@@ -251,10 +251,22 @@ def _act(x, name):
 def _epilogue_err(result, a, b, bias, ref):
     """The error over what the operation's rounding is proportional to: alpha|a||b| + |bias| (the activations'
     slopes are at most 1). Relative to the result itself, alpha*a@b + bias cancelling to near zero (seen on PoCL 5.0
-    for a 1x1x1 product) made a correctly rounded result fail."""
-    scale = np.max(0.75 * np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
-                   + (0 if bias is None else np.abs(bias.astype(np.float64))))
+    for a 1x1x1 product) made a correctly rounded result fail. Nor below the result's own magnitude: sigmoid's output
+    sits near 0.5 whatever its input, and its rounding there (3e-8 in float32) over a tiny 0.75|a||b| (0.00076 for a
+    1x1x1 product on the CPU device) failed a correctly rounded result too."""
+    scale = max(np.max(0.75 * np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+                       + (0 if bias is None else np.abs(bias.astype(np.float64)))), float(np.max(np.abs(ref))))
     return float(np.max(np.abs(np.asarray(result, np.float64) - ref)) / scale)
+
+
+def test_epilogue_error_of_sigmoid_near_zero_input_is_rounding_only(device):
+    """The operands of a CI failure: sigmoid(0.75 * 0.00106596 * -0.9536554) = 0.49981, right to float32 rounding."""
+    a, b = np.array([[0.00106596]], np.float32), np.array([[-0.9536554]], np.float32)
+    ref = _act(_ref(a, b, alpha=0.75), "sigmoid")
+    got = hetnn.matmul(hetnn.asarray(a, device=device), hetnn.asarray(b, device=device), activation="sigmoid",
+                       alpha=0.75).numpy()
+    assert abs(float(got[0, 0]) - float(ref[0, 0])) <= 2 * np.finfo(np.float32).eps * 0.5
+    assert _epilogue_err(got, a, b, None, ref) < TOL["float32"] * 2
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
