@@ -304,7 +304,11 @@ def test_numpy_functions_run_on_the_device(device, rng):
         assert isinstance(got, hetnn.Array) and got.device == device, fn.__name__
         ref = fn(x.astype(np.float64), **kw)
         assert rel_err(got.numpy(), ref) <= 1e-5, (fn.__name__, kw)
-    assert isinstance(a.sum(), hetnn.Array) and float(a.sum().numpy()) == pytest.approx(float(x.sum()), rel=1e-5)
+    # against float64, over the sum of magnitudes: a float32 reference and a sum cancelling to 0.006 of values near
+    # 1 failed a result closer to the true sum than the reference (CI run, 2026-11-29)
+    total = a.sum()
+    assert isinstance(total, hetnn.Array)
+    assert abs(float(total.numpy()) - float(x.astype(np.float64).sum())) <= 1e-6 * float(np.abs(x).sum())
 
 
 def test_refusals_name_the_argument(device):
