@@ -209,7 +209,13 @@ def test_measuring_blocks_shorten_the_pools_spin_too():
 
     if not can_shorten():
         pytest.skip("OpenBLAS's spin cannot be shortened here (OPENBLAS_THREAD_TIMEOUT set, or exports missing)")
+    a = np.random.default_rng().standard_normal((384, 384))
+    a @ a  # a threaded call: OpenBLAS starts its own (idle) workers even when its sections run on hetnn's pool
+    threads = set(os.listdir("/proc/self/task"))
     before = _core.blas_spin_exponent(0)
     with short_spins("24") as took:
         assert took and _core.blas_spin_exponent(0) == 24
+        # a shared OpenBLAS is left alone: ending its idle workers only made the next call start new ones that
+        # spun their full 0.1 s once (the regression this checks)
+        assert threads <= set(os.listdir("/proc/self/task"))
     assert _core.blas_spin_exponent(0) == before

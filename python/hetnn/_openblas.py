@@ -6,8 +6,10 @@ before it measures anything. Interleaved rounds wait for a pool to go quiet befo
 NumPy turn cost 0.11 s of waiting (notebook 02 took 50.6 s quiet against 24.9 s with a core busy, where one thread
 has no workers). The library exports what ``fork`` uses: ``openblas_read_env`` reads the environment again and
 ``blas_thread_shutdown_`` ends the workers, which the next call starts anew with the length read. The block below
-does that with :data:`hetnn._cpus.SHORT_SPINS` and puts the default back at its end; where NumPy's OpenBLAS runs
-on hetnn's threads (:func:`hetnn.share_blas_threads`), hetnn's pool spins the shorter length too.
+does that with :data:`hetnn._cpus.SHORT_SPINS` and puts the default back at its end. An OpenBLAS that runs on
+hetnn's threads (:func:`hetnn.share_blas_threads`) is left alone and hetnn's pool spins the shorter length instead:
+its own workers are idle, and ending them would only make the next call start new ones that spin their full
+length once.
 
 Only where every OpenBLAS in the process exports both, and never where the user set the variable. The workers end
 and restart while no BLAS call runs in this thread; a BLAS call running meanwhile in another thread of the same
@@ -18,10 +20,17 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-from typing import Iterator, List
+from typing import Iterator, List, Set
 
 VARIABLE = "OPENBLAS_THREAD_TIMEOUT"
 DEFAULT = "28"  # OpenBLAS's compiled-in default: 2^28 cycles
+
+
+def _shared_paths() -> Set[str]:
+    """The OpenBLAS libraries whose threading runs on hetnn's pool now."""
+    from ._loader import _core
+
+    return {os.path.realpath(lib["path"]) for lib in _core.blas_libraries() if lib["shared"]}
 
 
 def _libraries() -> List[ctypes.CDLL]:
@@ -60,8 +69,13 @@ def _set(libs: List[ctypes.CDLL], value: str) -> None:
 
 
 def timeouts() -> List[int]:
-    """The spin length each loaded OpenBLAS read from the environment (0: none set, its default)."""
-    return [lib.openblas_thread_timeout() for lib in _libraries()]
+    """The spin length of each loaded OpenBLAS's idle workers: the one it read from the environment (0: none set, its
+    default), or hetnn's pool's where it runs on hetnn's threads."""
+    from ._loader import _core
+
+    shared = _shared_paths()
+    return [_core.blas_spin_exponent(0) if os.path.realpath(lib._name) in shared else lib.openblas_thread_timeout()
+            for lib in _libraries()]
 
 
 @contextlib.contextmanager
@@ -74,6 +88,8 @@ def short_spins(value: str = "24") -> Iterator[bool]:
         return
     from ._loader import _core
 
+    shared = _shared_paths()
+    libs = [lib for lib in libs if os.path.realpath(lib._name) not in shared]
     _set(libs, value)
     before = _core.blas_spin_exponent(int(value))  # the same for hetnn's pool, where OpenBLAS runs on it
     try:
