@@ -421,6 +421,40 @@ TEST(BlasPool, JobsRunAtOnceOnWorkersAndOnTheWarmTeam) {
   for (auto& c : callers) c.join();
 }
 
+namespace {
+void sleepy_job(int i, void*, int) {
+  if (i == 1) std::this_thread::sleep_for(std::chrono::milliseconds(3));  // descheduled, as behind a busy CPU
+}
+// A call as right after a hetnn op (its team warm, the workers told to stop): on the team (1) or the workers (0)?
+int on_team(blas_pool::DoJob job) {
+  blas_pool::quiet();
+  blas_pool::openmp_used();
+  const auto before = blas_pool::stats();
+  if (job)
+    blas_pool::run(1, job, 2, 0, nullptr, 0);
+  else
+    run_barrier(2);
+  const auto after = blas_pool::stats();
+  EXPECT_EQ(after.calls - before.calls, 1);
+  EXPECT_EQ((after.on_openmp - before.on_openmp) + (after.openmp_avoided - before.openmp_avoided), 1);
+  return static_cast<int>(after.on_openmp - before.on_openmp);
+}
+}  // namespace
+
+// Calls on hetnn's warm team whose threads spent most of their time descheduled hand the next calls to the pool's
+// workers (beside a busy CPU the team's threads are the ones held back, and OpenBLAS's jobs wait for each other);
+// a second later the team is tried again.
+TEST(BlasPool, TeamHeldBackAfterItsThreadsLostTheirCallsThenTriedAgain) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // whatever came before, the team is due a try
+  const auto before = blas_pool::stats();
+  EXPECT_EQ(on_team(sleepy_job), 1);
+  on_team(sleepy_job);  // on the team, or already held back after the first
+  EXPECT_GE(blas_pool::stats().openmp_preempted - before.openmp_preempted, 1);
+  EXPECT_EQ(on_team(nullptr), 0);  // on the workers, its jobs all at once
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_EQ(on_team(nullptr), 1);
+}
+
 #if HETNN_HAVE_OPENCL
 #include "backend/opencl/gemm_params.h"
 

@@ -3,13 +3,15 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <omp.h>
-#include <sched.h>
+#include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <thread>
 
@@ -65,6 +67,17 @@ int env_spin_exponent() {
   return e;
 }
 
+// A spinning thread's pause between two looks. Not sched_yield: under the EEVDF scheduler (Linux 6.6+) every
+// yield moves the thread's deadline a whole slice later, so a worker that yielded through its spin waited out a busy
+// neighbour's slices (2-14 ms) before its job ran, where OpenBLAS's own workers, which spin on nops, ran at once.
+inline void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
 uint64_t spin_ticks(int e) {
 #if defined(__x86_64__) || defined(__i386__)
   return uint64_t{1} << e;
@@ -98,13 +111,30 @@ std::atomic<long long> g_calls{0}, g_jobs{0}, g_wakeups{0}, g_on_openmp{0};
 // workers, which would share the cores with those spinners.
 std::atomic<long long> g_openmp_busy{0};
 constexpr long long k_openmp_warm_ns = 500'000;
+// How much of a call on that team its threads lately spent descheduled (0..1, averaged over the calls, updated under
+// Shared::call). Beside a busy CPU the team's threads, which have just run a hetnn op at full speed, are the ones the
+// scheduler holds back, and OpenBLAS's jobs, which wait for each other many times per call, then wait out its slices:
+// a 512^3 product took 6-16 ms there against 1.5 on the pool's workers, which had slept through the hetnn op. While
+// the average is high the workers take the calls, and the team gets one call a second to show that it recovered.
+double g_openmp_lost = 0;
+long long g_openmp_tried = 0;
+constexpr double k_lost_limit = 0.6;  // two calls in a row mostly descheduled; one alone stays below
+constexpr long long k_retry_ns = 1'000'000'000;
+std::atomic<long long> g_preempted_calls{0}, g_avoided_calls{0};
 
 long long now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
+long long thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 void worker(Slot* s, int job) {
+  pthread_setname_np(pthread_self(), "hetnn-blas");  // what top and /proc/<pid>/task/*/comm show
   uint64_t seen = 0;
   g_spinning.fetch_add(1);
   uint64_t q = g_quiet.load(), t0 = ticks();
@@ -113,7 +143,7 @@ void worker(Slot* s, int job) {
     const uint64_t limit = spin_ticks(g_spin_exponent.load(std::memory_order_relaxed));
     while ((g = s->gen.load(std::memory_order_acquire)) == seen && g_quiet.load(std::memory_order_relaxed) == q &&
            ticks() - t0 < limit)
-      sched_yield();
+      relax();
     g_spinning.fetch_sub(1);
     if (g == seen) {
       std::unique_lock<std::mutex> lk(shared().sleep);
@@ -174,19 +204,38 @@ void run(int /*sync: always 1*/, DoJob dojob, int n, size_t elsize, void* jobdat
   // to stop, a worker may still be on its way out of the spin: that must not decide (the choice would then depend
   // on how the threads are scheduled).
   const bool workers_hot = g_spinning.load() > 0 && g_quiet.load() == g_quiet_seen.load();
-  if (!workers_hot && now_ns() - g_openmp_busy.load(std::memory_order_relaxed) < k_openmp_warm_ns &&
-      !omp_in_parallel()) {
+  const long long now = now_ns();
+  const bool team_warm = now - g_openmp_busy.load(std::memory_order_relaxed) < k_openmp_warm_ns;
+  const bool team_held_back = g_openmp_lost > k_lost_limit && now - g_openmp_tried < k_retry_ns;
+  if (!workers_hot && team_warm && team_held_back) g_avoided_calls.fetch_add(1, std::memory_order_relaxed);
+  if (!workers_hot && team_warm && !team_held_back && !omp_in_parallel()) {
     g_on_openmp.fetch_add(1, std::memory_order_relaxed);
+    std::atomic<long long> lost{0};  // the largest share, in 1/1024, of a job's time its thread was descheduled
 #pragma omp parallel num_threads(n)
     {
       const int t = omp_get_thread_num(), team = omp_get_num_threads();
       std::vector<std::thread> extra;  // a team smaller than asked for (OMP_THREAD_LIMIT): the rest run beside it
       if (t == 0)
         for (int j = team; j < n; ++j) extra.emplace_back(dojob, j, data + static_cast<size_t>(j) * elsize, dd);
+      const long long cpu0 = thread_cpu_ns();
       dojob(t, data + static_cast<size_t>(t) * elsize, dd);
+      // From the call's start: a thread that came late to the region lost that time too, while its partner's job
+      // spun waiting for it. OpenBLAS's waits spin, so a thread that ran all along used as much CPU as wall time.
+      const long long wall = now_ns() - now, cpu = thread_cpu_ns() - cpu0;
+      if (wall > 0) {
+        const long long share = std::clamp((wall - cpu) * 1024 / wall, 0LL, 1024LL);
+        long long seen = lost.load(std::memory_order_relaxed);
+        while (share > seen && !lost.compare_exchange_weak(seen, share)) {
+        }
+      }
       for (auto& e : extra) e.join();
     }
-    g_openmp_busy.store(now_ns(), std::memory_order_relaxed);
+    const long long end = now_ns();
+    g_openmp_busy.store(end, std::memory_order_relaxed);
+    const double share = static_cast<double>(lost.load()) / 1024;
+    g_openmp_lost = 0.5 * g_openmp_lost + 0.5 * share;
+    g_openmp_tried = end;
+    if (share > 0.5) g_preempted_calls.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   auto& pool = sh.slots;
@@ -207,7 +256,7 @@ void run(int /*sync: always 1*/, DoJob dojob, int n, size_t elsize, void* jobdat
     sh.wake.notify_all();
   }
   dojob(0, data, dd);
-  while (g_remaining.load(std::memory_order_acquire) > 0) sched_yield();
+  while (g_remaining.load(std::memory_order_acquire) > 0) relax();
   g_quiet_seen.store(g_quiet.load());
 }
 
@@ -270,6 +319,8 @@ Stats stats() {
   s.quieted = static_cast<long long>(g_quiet.load());
   s.wakeups = g_wakeups.load();
   s.on_openmp = g_on_openmp.load();
+  s.openmp_preempted = g_preempted_calls.load();
+  s.openmp_avoided = g_avoided_calls.load();
   s.spinning = g_spinning.load();
   std::lock_guard<std::mutex> lk(shared().call);
   s.workers = static_cast<int>(shared().slots.size());

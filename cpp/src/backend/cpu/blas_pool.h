@@ -35,6 +35,8 @@ struct Stats {
   long long quieted = 0;  // times a hetnn op sent spinning workers to sleep
   long long wakeups = 0;  // times a call had to wake a sleeping worker
   long long on_openmp = 0;  // calls run on hetnn's OpenMP team (warm from a hetnn op)
+  long long openmp_preempted = 0;  // of those, calls with a thread descheduled for most of its job
+  long long openmp_avoided = 0;    // calls the workers took while the team's threads were being held back
   int workers = 0;        // threads of the pool
   int spinning = 0;       // workers spinning now
 };
