@@ -111,15 +111,17 @@ std::atomic<long long> g_calls{0}, g_jobs{0}, g_wakeups{0}, g_on_openmp{0};
 // workers, which would share the cores with those spinners.
 std::atomic<long long> g_openmp_busy{0};
 constexpr long long k_openmp_warm_ns = 500'000;
-// How much of a call on that team its threads lately spent descheduled (0..1, averaged over the calls, updated under
-// Shared::call). Beside a busy CPU the team's threads, which have just run a hetnn op at full speed, are the ones the
-// scheduler holds back, and OpenBLAS's jobs, which wait for each other many times per call, then wait out its slices:
-// a 512^3 product took 6-16 ms there against 1.5 on the pool's workers, which had slept through the hetnn op. While
-// the average is high the workers take the calls, and the team gets one call a second to show that it recovered.
-double g_openmp_lost = 0;
-long long g_openmp_tried = 0;
-constexpr double k_lost_limit = 0.6;  // two calls in a row mostly descheduled; one alone stays below
-constexpr long long k_retry_ns = 1'000'000'000;
+// Beside a busy CPU the team's threads, which have just run a hetnn op at full speed, are the ones the scheduler holds
+// back, and OpenBLAS's jobs, which wait for each other many times per call, then wait out its slices: a 512^3
+// product took 6-16 ms there against 1.5 on the pool's workers, which had slept through the hetnn op. Two calls in a
+// row held back (a thread descheduled or late for more than half the call and more than a slice) send the calls to
+// the workers for a while: 50 ms, doubled up to 1 s while the team's next try is held back too. (State updated under
+// Shared::call.)
+int g_held_streak = 0;
+long long g_team_held_until = 0;
+constexpr long long k_backoff_min_ns = 50'000'000, k_backoff_max_ns = 1'000'000'000;
+long long g_backoff_ns = k_backoff_min_ns;
+constexpr long long k_slice_ns = 500'000;  // less is a sleeping thread's wake-up, not contention
 std::atomic<long long> g_preempted_calls{0}, g_avoided_calls{0};
 
 long long now_ns() {
@@ -206,11 +208,11 @@ void run(int /*sync: always 1*/, DoJob dojob, int n, size_t elsize, void* jobdat
   const bool workers_hot = g_spinning.load() > 0 && g_quiet.load() == g_quiet_seen.load();
   const long long now = now_ns();
   const bool team_warm = now - g_openmp_busy.load(std::memory_order_relaxed) < k_openmp_warm_ns;
-  const bool team_held_back = g_openmp_lost > k_lost_limit && now - g_openmp_tried < k_retry_ns;
+  const bool team_held_back = now < g_team_held_until;
   if (!workers_hot && team_warm && team_held_back) g_avoided_calls.fetch_add(1, std::memory_order_relaxed);
   if (!workers_hot && team_warm && !team_held_back && !omp_in_parallel()) {
     g_on_openmp.fetch_add(1, std::memory_order_relaxed);
-    std::atomic<long long> lost{0};  // the largest share, in 1/1024, of a job's time its thread was descheduled
+    std::atomic<bool> held{false};
 #pragma omp parallel num_threads(n)
     {
       const int t = omp_get_thread_num(), team = omp_get_num_threads();
@@ -221,21 +223,22 @@ void run(int /*sync: always 1*/, DoJob dojob, int n, size_t elsize, void* jobdat
       dojob(t, data + static_cast<size_t>(t) * elsize, dd);
       // From the call's start: a thread that came late to the region lost that time too, while its partner's job
       // spun waiting for it. OpenBLAS's waits spin, so a thread that ran all along used as much CPU as wall time.
-      const long long wall = now_ns() - now, cpu = thread_cpu_ns() - cpu0;
-      if (wall > 0) {
-        const long long share = std::clamp((wall - cpu) * 1024 / wall, 0LL, 1024LL);
-        long long seen = lost.load(std::memory_order_relaxed);
-        while (share > seen && !lost.compare_exchange_weak(seen, share)) {
-        }
-      }
+      const long long wall = now_ns() - now, lost = wall - (thread_cpu_ns() - cpu0);
+      if (lost > k_slice_ns && 2 * lost > wall) held.store(true, std::memory_order_relaxed);
       for (auto& e : extra) e.join();
     }
     const long long end = now_ns();
     g_openmp_busy.store(end, std::memory_order_relaxed);
-    const double share = static_cast<double>(lost.load()) / 1024;
-    g_openmp_lost = 0.5 * g_openmp_lost + 0.5 * share;
-    g_openmp_tried = end;
-    if (share > 0.5) g_preempted_calls.fetch_add(1, std::memory_order_relaxed);
+    if (!held.load()) {
+      g_held_streak = 0;
+      g_backoff_ns = k_backoff_min_ns;
+    } else {
+      g_preempted_calls.fetch_add(1, std::memory_order_relaxed);
+      if (++g_held_streak >= 2) {
+        g_team_held_until = end + g_backoff_ns;
+        g_backoff_ns = std::min(2 * g_backoff_ns, k_backoff_max_ns);
+      }
+    }
     return;
   }
   auto& pool = sh.slots;
