@@ -52,3 +52,32 @@ def test_cpu_device_takes_16_bit_floats_on_every_x86_processor():
     assert "float16" in cpu.dtypes and "bfloat16" in cpu.dtypes
     for mode in (cpu.float16_mode, cpu.bfloat16_mode):
         assert mode.startswith(("native (", "converted (")), mode
+
+
+def test_cpu_native_16_bit_modes_name_what_onednn_runs():
+    """A native 16-bit mode names the implementation oneDNN runs for a product in that type (as ONEDNN_VERBOSE
+    reports it), not the processor's best ISA: on an Intel Xeon with AMX for bfloat16 and int8 only, float16 was
+    labelled "native (oneDNN avx512_core_amx)" and ran at 0.88x float32 on the AVX-512 units."""
+    import os
+    import subprocess
+    import sys
+
+    cpu = hetnn.device("cpu")
+    natives = [(dt, mode) for dt, mode in (("float16", cpu.float16_mode), ("bfloat16", cpu.bfloat16_mode))
+               if mode.startswith("native (")]
+    if not natives:
+        pytest.skip(f"oneDNN has no 16-bit kernels for this processor ({cpu.float16_mode}; {cpu.bfloat16_mode})")
+    for dtype, mode in natives:
+        code = ("import numpy as np, hetnn; "
+                f"a = hetnn.asarray(np.ones((512, 512), np.float32), device='cpu').astype('{dtype}'); "
+                "hetnn.matmul(a, a); hetnn.synchronize()")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "ONEDNN_VERBOSE": "1"})
+        assert r.returncode == 0, r.stderr[-2000:]
+        impls = set()
+        for line in r.stdout.splitlines():
+            parts = line.split(",")
+            if parts[0] == "onednn_verbose" and "exec" in parts and "matmul" in parts:
+                impls.add(parts[parts.index("matmul") + 1])
+        assert len(impls) == 1, (dtype, impls, r.stdout[-2000:])
+        assert f"oneDNN {impls.pop()}" in mode, (dtype, mode)

@@ -97,16 +97,26 @@ std::string isa_name(dnnl_cpu_isa_t isa) {
   return "baseline";
 }
 
-// Whether oneDNN can build a matmul for this data type here (bf16/f16 need ISA support).
-bool onednn_matmul_supports(dnnl::memory::data_type dt) {
+// The implementation oneDNN picks for a 512^3 matmul in this data type here (as ONEDNN_VERBOSE names it, e.g.
+// "brg:avx512_core_amx"), or "" where it has none (bf16/f16 need ISA support). That, not the processor's best ISA,
+// says what computes: a Xeon whose AMX multiplies bfloat16 but not float16 runs float16 on its AVX-512 units.
+std::string onednn_matmul_impl(dnnl::memory::data_type dt) {
   try {
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-    dnnl::memory::desc md({16, 16}, dt, dnnl::memory::format_tag::ab);
+    dnnl::memory::desc md({512, 512}, dt, dnnl::memory::format_tag::ab);
     dnnl::matmul::primitive_desc pd(eng, md, md, md);
-    return true;
+    const char* impl = pd.impl_info_str();
+    return impl && *impl ? impl : "unnamed";
   } catch (const dnnl::error&) {
-    return false;
+    return "";
   }
+}
+
+bool onednn_matmul_supports(dnnl::memory::data_type dt) { return !onednn_matmul_impl(dt).empty(); }
+
+std::string native_mode(const std::string& impl) {
+  const bool amx = impl.find("amx") != std::string::npos;
+  return "native (oneDNN " + impl + (amx ? ": AMX matrix units" : "") + ")";
 }
 
 std::atomic<bool> g_force_conversion{false};
@@ -154,11 +164,12 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_cpu() {
   i.fp64 = true;  // own f64 kernels
   // fp16/bf16: oneDNN has native kernels here. Either way the device takes both: without them it stores 16 bits
   // and computes in float32 (converted by F16C, or core/half.h's bit arithmetic).
-  i.fp16 = onednn_matmul_supports(dnnl::memory::data_type::f16);
-  i.bf16 = onednn_matmul_supports(dnnl::memory::data_type::bf16);
-  const std::string conv = std::string("converted (") + f16_conversion_isa() + ")";
-  i.f16_mode = i.fp16 ? "native (oneDNN " + i.isa + ")" : conv;
-  i.bf16_mode = i.bf16 ? "native (oneDNN " + i.isa + ")" : "converted (bit shifts)";
+  const std::string f16_impl = onednn_matmul_impl(dnnl::memory::data_type::f16);
+  const std::string bf16_impl = onednn_matmul_impl(dnnl::memory::data_type::bf16);
+  i.fp16 = !f16_impl.empty();
+  i.bf16 = !bf16_impl.empty();
+  i.f16_mode = i.fp16 ? native_mode(f16_impl) : std::string("converted (") + f16_conversion_isa() + ")";
+  i.bf16_mode = i.bf16 ? native_mode(bf16_impl) : "converted (bit shifts)";
   return {{i, [] { return std::unique_ptr<Backend>(new CpuBackend()); }}};
 }
 
