@@ -458,6 +458,23 @@ TEST(BlasPool, TeamHeldBackAfterItsThreadsLostTheirCallsThenTriedAgain) {
   EXPECT_EQ(on_team(nullptr), 1);
 }
 
+// A process at its thread limit: a call needing more workers than the pool has runs on hetnn's OpenMP team, its jobs
+// all at once, instead of ending the process (std::thread's exception used to escape through OpenBLAS's C frames).
+TEST(BlasPool, CallsRunOnTheTeamWhenNoWorkerCanStart) {
+  const int have = blas_pool::stats().workers;
+  const auto before = blas_pool::stats();
+  blas_pool::refuse_threads_for_tests(true);
+  for (int n : {have + 2, 2}) {  // one worker more than the pool has; none more
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // hetnn's team cold: a call for the pool's workers
+    run_barrier(n);
+  }
+  blas_pool::refuse_threads_for_tests(false);
+  const auto after = blas_pool::stats();
+  EXPECT_EQ(after.thread_failures - before.thread_failures, 1);
+  EXPECT_EQ(after.workers, have);
+  EXPECT_EQ(after.calls - before.calls, 2);
+}
+
 #if HETNN_HAVE_OPENCL
 #include "backend/opencl/gemm_params.h"
 

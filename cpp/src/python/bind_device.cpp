@@ -222,7 +222,8 @@ void bind_device(py::module_& m) {
     return py::dict(py::arg("calls") = s.calls, py::arg("jobs") = s.jobs, py::arg("quieted") = s.quieted,
                     py::arg("wakeups") = s.wakeups, py::arg("on_openmp") = s.on_openmp,
                     py::arg("openmp_preempted") = s.openmp_preempted,
-                    py::arg("openmp_avoided") = s.openmp_avoided, py::arg("workers") = s.workers,
+                    py::arg("openmp_avoided") = s.openmp_avoided,
+                    py::arg("thread_failures") = s.thread_failures, py::arg("workers") = s.workers,
                     py::arg("spinning") = s.spinning);
   });
 }

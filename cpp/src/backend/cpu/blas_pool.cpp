@@ -9,10 +9,12 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -191,6 +193,68 @@ int collect(dl_phdr_info* info, size_t, void* out) {
 std::mutex g_share;
 std::vector<Library> g_libraries;
 
+std::atomic<bool> g_refuse_threads{false};  // the unit tests' stand-in for a process at its thread limit
+std::atomic<long long> g_thread_failures{0};
+
+[[noreturn]] void cannot_start_threads(int n, const char* why) {
+  std::fprintf(stderr,
+               "hetnn: cannot start a thread for a threaded OpenBLAS call (NumPy, SciPy), whose %d jobs must run at "
+               "once: %s. Limit NumPy's threads (OPENBLAS_NUM_THREADS=1, or threadpoolctl), raise the process's "
+               "thread limit (ulimit -u), or leave OpenBLAS its own threads (HETNN_SHARE_BLAS=0)\n",
+               n, why);
+  std::abort();  // the jobs wait for each other: without their threads the call can never end
+}
+
+bool start_worker(std::vector<Slot*>& pool) {
+  if (g_refuse_threads.load(std::memory_order_relaxed)) return false;
+  auto* s = new Slot();
+  try {
+    std::thread(worker, s, static_cast<int>(pool.size()) + 1).detach();
+  } catch (const std::system_error&) {
+    delete s;
+    return false;
+  }
+  pool.push_back(s);
+  return true;
+}
+
+// A call on hetnn's OpenMP team (threads libgomp keeps between regions); `now`: when the call began.
+void run_on_team(DoJob dojob, int n, size_t elsize, char* data, int dd, long long now) {
+  g_on_openmp.fetch_add(1, std::memory_order_relaxed);
+  std::atomic<bool> held{false};
+#pragma omp parallel num_threads(n)
+  {
+    const int t = omp_get_thread_num(), team = omp_get_num_threads();
+    std::vector<std::thread> extra;  // a team smaller than asked for (OMP_THREAD_LIMIT): the rest run beside it
+    if (t == 0) {
+      try {
+        for (int j = team; j < n; ++j) extra.emplace_back(dojob, j, data + static_cast<size_t>(j) * elsize, dd);
+      } catch (const std::system_error& e) {
+        cannot_start_threads(n, e.what());
+      }
+    }
+    const long long cpu0 = thread_cpu_ns();
+    dojob(t, data + static_cast<size_t>(t) * elsize, dd);
+    // From the call's start: a thread that came late to the region lost that time too, while its partner's job
+    // spun waiting for it. OpenBLAS's waits spin, so a thread that ran all along used as much CPU as wall time.
+    const long long wall = now_ns() - now, lost = wall - (thread_cpu_ns() - cpu0);
+    if (lost > k_slice_ns && 2 * lost > wall) held.store(true, std::memory_order_relaxed);
+    for (auto& e : extra) e.join();
+  }
+  const long long end = now_ns();
+  g_openmp_busy.store(end, std::memory_order_relaxed);
+  if (!held.load()) {
+    g_held_streak = 0;
+    g_backoff_ns = k_backoff_min_ns;
+  } else {
+    g_preempted_calls.fetch_add(1, std::memory_order_relaxed);
+    if (++g_held_streak >= 2) {
+      g_team_held_until = end + g_backoff_ns;
+      g_backoff_ns = std::min(2 * g_backoff_ns, k_backoff_max_ns);
+    }
+  }
+}
+
 }  // namespace
 
 void run(int /*sync: always 1*/, DoJob dojob, int n, size_t elsize, void* jobdata, int dd) {
@@ -211,41 +275,18 @@ void run(int /*sync: always 1*/, DoJob dojob, int n, size_t elsize, void* jobdat
   const bool team_held_back = now < g_team_held_until;
   if (!workers_hot && team_warm && team_held_back) g_avoided_calls.fetch_add(1, std::memory_order_relaxed);
   if (!workers_hot && team_warm && !team_held_back && !omp_in_parallel()) {
-    g_on_openmp.fetch_add(1, std::memory_order_relaxed);
-    std::atomic<bool> held{false};
-#pragma omp parallel num_threads(n)
-    {
-      const int t = omp_get_thread_num(), team = omp_get_num_threads();
-      std::vector<std::thread> extra;  // a team smaller than asked for (OMP_THREAD_LIMIT): the rest run beside it
-      if (t == 0)
-        for (int j = team; j < n; ++j) extra.emplace_back(dojob, j, data + static_cast<size_t>(j) * elsize, dd);
-      const long long cpu0 = thread_cpu_ns();
-      dojob(t, data + static_cast<size_t>(t) * elsize, dd);
-      // From the call's start: a thread that came late to the region lost that time too, while its partner's job
-      // spun waiting for it. OpenBLAS's waits spin, so a thread that ran all along used as much CPU as wall time.
-      const long long wall = now_ns() - now, lost = wall - (thread_cpu_ns() - cpu0);
-      if (lost > k_slice_ns && 2 * lost > wall) held.store(true, std::memory_order_relaxed);
-      for (auto& e : extra) e.join();
-    }
-    const long long end = now_ns();
-    g_openmp_busy.store(end, std::memory_order_relaxed);
-    if (!held.load()) {
-      g_held_streak = 0;
-      g_backoff_ns = k_backoff_min_ns;
-    } else {
-      g_preempted_calls.fetch_add(1, std::memory_order_relaxed);
-      if (++g_held_streak >= 2) {
-        g_team_held_until = end + g_backoff_ns;
-        g_backoff_ns = std::min(2 * g_backoff_ns, k_backoff_max_ns);
-      }
-    }
+    run_on_team(dojob, n, elsize, data, dd, now);
     return;
   }
   auto& pool = sh.slots;
   while (static_cast<int>(pool.size()) < n - 1) {
-    auto* s = new Slot();
-    std::thread(worker, s, static_cast<int>(pool.size()) + 1).detach();
-    pool.push_back(s);
+    if (!start_worker(pool)) {
+      // At the process's thread limit: hetnn's OpenMP team runs the jobs, on the threads libgomp keeps once a hetnn
+      // op has run (where it cannot start them either, libgomp ends the process with its own message).
+      g_thread_failures.fetch_add(1, std::memory_order_relaxed);
+      run_on_team(dojob, n, elsize, data, dd, now);
+      return;
+    }
   }
   g_remaining.store(n - 1, std::memory_order_release);
   for (int j = 1; j < n; ++j) {
@@ -324,6 +365,7 @@ Stats stats() {
   s.on_openmp = g_on_openmp.load();
   s.openmp_preempted = g_preempted_calls.load();
   s.openmp_avoided = g_avoided_calls.load();
+  s.thread_failures = g_thread_failures.load();
   s.spinning = g_spinning.load();
   std::lock_guard<std::mutex> lk(shared().call);
   s.workers = static_cast<int>(shared().slots.size());
@@ -333,6 +375,8 @@ Stats stats() {
 int spin_exponent(int e) {
   return e < 4 || e > 30 ? g_spin_exponent.load() : g_spin_exponent.exchange(e);
 }
+
+void refuse_threads_for_tests(bool on) { g_refuse_threads.store(on); }
 
 void openmp_used() { g_openmp_busy.store(now_ns(), std::memory_order_relaxed); }
 

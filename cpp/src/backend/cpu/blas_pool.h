@@ -37,6 +37,7 @@ struct Stats {
   long long on_openmp = 0;  // calls run on hetnn's OpenMP team (warm from a hetnn op)
   long long openmp_preempted = 0;  // of those, calls with a thread descheduled for most of its job
   long long openmp_avoided = 0;    // calls the workers took while the team's threads were being held back
+  long long thread_failures = 0;   // calls that ran on the team because no worker thread could be started
   int workers = 0;        // threads of the pool
   int spinning = 0;       // workers spinning now
 };
@@ -46,6 +47,9 @@ Stats stats();
 // returns when all are done. Exposed for the unit tests.
 using DoJob = void (*)(int, void*, int);
 void run(int sync, DoJob dojob, int n, std::size_t elsize, void* jobdata, int dd);
+
+// The unit tests' stand-in for a process at its thread limit: no new worker thread starts while on.
+void refuse_threads_for_tests(bool on);
 
 // Called at the start of every CPU op (and OpenCL commands on CPU devices): workers still spinning after a BLAS call
 // go to sleep. One relaxed load when none spin.
