@@ -167,12 +167,25 @@ void worker(Slot* s, int job) {
   }
 }
 
+[[noreturn]] void cannot_start_threads(int n, const char* why) {
+  std::fprintf(stderr,
+               "hetnn: cannot start a thread for a threaded OpenBLAS call (NumPy, SciPy), whose %d jobs must run at "
+               "once: %s. Limit NumPy's threads (OPENBLAS_NUM_THREADS=1, or threadpoolctl), raise the process's "
+               "thread limit (ulimit -u), or leave OpenBLAS its own threads (HETNN_SHARE_BLAS=0)\n",
+               n, why);
+  std::abort();  // the jobs wait for each other: without their threads the call can never end
+}
+
 // A forked child has none of the parent's workers: its jobs run on threads of their own, joined at the end.
 void run_fresh(DoJob dojob, int n, size_t elsize, char* data, int dd) {
   std::lock_guard<std::mutex> lk(shared().child);
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(n - 1));
-  for (int j = 1; j < n; ++j) threads.emplace_back(dojob, j, data + static_cast<size_t>(j) * elsize, dd);
+  try {
+    for (int j = 1; j < n; ++j) threads.emplace_back(dojob, j, data + static_cast<size_t>(j) * elsize, dd);
+  } catch (const std::system_error& e) {
+    cannot_start_threads(n, e.what());
+  }
   dojob(0, data, dd);
   for (auto& t : threads) t.join();
 }
@@ -195,15 +208,6 @@ std::vector<Library> g_libraries;
 
 std::atomic<bool> g_refuse_threads{false};  // the unit tests' stand-in for a process at its thread limit
 std::atomic<long long> g_thread_failures{0};
-
-[[noreturn]] void cannot_start_threads(int n, const char* why) {
-  std::fprintf(stderr,
-               "hetnn: cannot start a thread for a threaded OpenBLAS call (NumPy, SciPy), whose %d jobs must run at "
-               "once: %s. Limit NumPy's threads (OPENBLAS_NUM_THREADS=1, or threadpoolctl), raise the process's "
-               "thread limit (ulimit -u), or leave OpenBLAS its own threads (HETNN_SHARE_BLAS=0)\n",
-               n, why);
-  std::abort();  // the jobs wait for each other: without their threads the call can never end
-}
 
 bool start_worker(std::vector<Slot*>& pool) {
   if (g_refuse_threads.load(std::memory_order_relaxed)) return false;
