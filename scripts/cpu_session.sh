@@ -6,12 +6,13 @@
 #   bash scripts/cpu_session.sh facts,gemm,verbose   some of them
 # Stages: facts (processor, caches, oneDNN's ISA and 16-bit modes), doctor, sharing (NumPy beside hetnn:
 # scripts/blas_sharing.py), gemm (ResNet-50 shapes and 2048^3 against NumPy and a raw oneDNN loop, the FMA ceiling),
-# verbose (the implementation oneDNN picks per ResNet-50 shape, ONEDNN_VERBOSE), half (float32/float16/bfloat16),
+# verbose (the implementation oneDNN picks per ResNet-50 shape, ONEDNN_VERBOSE), layouts (the weights in plain
+# order against oneDNN's preferred layout: scripts/onednn_weight_layouts.cpp), half (float32/float16/bfloat16),
 # conv, pool, mlp (against PyTorch CPU where installed), scaling (2 MPI ranks against 1). Logs go to $OUT.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PY:-.venv/bin/python}
-STAGES=${1:-facts,doctor,sharing,gemm,verbose,half,conv,pool,mlp,scaling}
+STAGES=${1:-facts,doctor,sharing,gemm,verbose,layouts,half,conv,pool,mlp,scaling}
 OUT=${OUT:-/tmp/cpu-session-$(hostname)-$(date +%Y%m%d-%H%M)}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -71,6 +72,9 @@ for s in ${STAGES//,/ }; do
             --compare "numpy,onednn$torch" --output "$OUT/gemm-square"
           stage peak "$PY" -m hetnn bench peak --device cpu --output "$OUT/peak" ;;
     verbose) stage verbose verbose ;;
+    layouts) g++ -O2 -std=c++17 -I.venv/include scripts/onednn_weight_layouts.cpp -L.venv/lib -ldnnl \
+               -Wl,-rpath,"$PWD/.venv/lib" -o "$OUT/onednn_weight_layouts" &&
+               stage layouts env OMP_NUM_THREADS="$(nproc)" "$OUT/onednn_weight_layouts" ;;
     half) stage half "$PY" -m hetnn bench matmul --device cpu --shapes square --dtype float32,float16,bfloat16 \
             --output "$OUT/half" ;;
     conv) stage conv "$PY" -m hetnn bench conv --device cpu --compare "onednn$torch" --output "$OUT/conv" ;;
