@@ -425,7 +425,9 @@ namespace {
 void sleepy_job(int i, void*, int) {
   if (i == 1) std::this_thread::sleep_for(std::chrono::milliseconds(3));  // descheduled, as behind a busy CPU
 }
-// A call as right after a hetnn op (its team warm, the workers told to stop): on the team (1) or the workers (0)?
+// A call as right after a hetnn op (its team warm, the workers told to stop): on the team (1), on the workers because
+// the team is held back (0), or, where this thread was descheduled long enough for the team to cool (0.5 ms), on the
+// workers as any call then (-1: no verdict; the caller tries again).
 int on_team(blas_pool::DoJob job) {
   blas_pool::quiet();
   blas_pool::openmp_used();
@@ -436,8 +438,14 @@ int on_team(blas_pool::DoJob job) {
     run_barrier(2);
   const auto after = blas_pool::stats();
   EXPECT_EQ(after.calls - before.calls, 1);
-  EXPECT_EQ((after.on_openmp - before.on_openmp) + (after.openmp_avoided - before.openmp_avoided), 1);
-  return static_cast<int>(after.on_openmp - before.on_openmp);
+  if (after.on_openmp > before.on_openmp) return 1;
+  return after.openmp_avoided > before.openmp_avoided ? 0 : -1;
+}
+int decided(blas_pool::DoJob job) {
+  for (int i = 0; i < 50; ++i)
+    if (const int r = on_team(job); r >= 0) return r;
+  ADD_FAILURE() << "50 calls right after openmp_used() found hetnn's team cold";
+  return -1;
 }
 }  // namespace
 
@@ -447,15 +455,15 @@ int on_team(blas_pool::DoJob job) {
 TEST(BlasPool, TeamHeldBackAfterItsThreadsLostTheirCallsThenTriedAgain) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // whatever came before, the team is due a try
   const auto before = blas_pool::stats();
-  EXPECT_EQ(on_team(sleepy_job), 1);
-  on_team(sleepy_job);  // on the team, or already held back after the first
+  EXPECT_EQ(decided(sleepy_job), 1);
+  decided(sleepy_job);  // on the team, or already held back after the first
   const auto tripped = std::chrono::steady_clock::now();
   EXPECT_GE(blas_pool::stats().openmp_preempted - before.openmp_preempted, 1);
   const int third = on_team(nullptr);  // its jobs all at once wherever it ran
   if (std::chrono::steady_clock::now() - tripped < std::chrono::milliseconds(40))
     EXPECT_EQ(third, 0) << "on the team while it was held back";
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-  EXPECT_EQ(on_team(nullptr), 1);
+  EXPECT_EQ(decided(nullptr), 1);
 }
 
 // A process at its thread limit: a call needing more workers than the pool has runs on hetnn's OpenMP team, its jobs
