@@ -469,7 +469,10 @@ TEST(BlasPool, TeamHeldBackAfterItsThreadsLostTheirCallsThenTriedAgain) {
 // A process at its thread limit: a call needing more workers than the pool has runs on hetnn's OpenMP team, its jobs
 // all at once, instead of ending the process (std::thread's exception used to escape through OpenBLAS's C frames).
 TEST(BlasPool, CallsRunOnTheTeamWhenNoWorkerCanStart) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  run_barrier(2);  // at least one worker (ctest runs each test in a process of its own)
   const int have = blas_pool::stats().workers;
+  ASSERT_GE(have, 1);
   const auto before = blas_pool::stats();
   blas_pool::refuse_threads_for_tests(true);
   for (int n : {have + 2, 2}) {  // one worker more than the pool has; none more
