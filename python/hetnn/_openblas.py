@@ -20,17 +20,18 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-from typing import Iterator, List, Set
+from typing import Iterator, List
 
 VARIABLE = "OPENBLAS_THREAD_TIMEOUT"
 DEFAULT = "28"  # OpenBLAS's compiled-in default: 2^28 cycles
 
 
-def _shared_paths() -> Set[str]:
-    """The OpenBLAS libraries whose threading runs on hetnn's pool now."""
+def _on_pool(lib: ctypes.CDLL) -> bool:
+    """Whether this OpenBLAS's threading runs on hetnn's pool now."""
     from ._loader import _core
 
-    return {os.path.realpath(lib["path"]) for lib in _core.blas_libraries() if lib["shared"]}
+    return any(x["shared"] and os.path.realpath(x["path"]) == os.path.realpath(lib._name)
+               for x in _core.blas_libraries())
 
 
 def _libraries() -> List[ctypes.CDLL]:
@@ -73,9 +74,7 @@ def timeouts() -> List[int]:
     default), or hetnn's pool's where it runs on hetnn's threads."""
     from ._loader import _core
 
-    shared = _shared_paths()
-    return [_core.blas_spin_exponent(0) if os.path.realpath(lib._name) in shared else lib.openblas_thread_timeout()
-            for lib in _libraries()]
+    return [_core.blas_spin_exponent(0) if _on_pool(lib) else lib.openblas_thread_timeout() for lib in _libraries()]
 
 
 @contextlib.contextmanager
@@ -88,8 +87,7 @@ def short_spins(value: str = "24") -> Iterator[bool]:
         return
     from ._loader import _core
 
-    shared = _shared_paths()
-    libs = [lib for lib in libs if os.path.realpath(lib._name) not in shared]
+    libs = [lib for lib in libs if not _on_pool(lib)]
     _set(libs, value)
     before = _core.blas_spin_exponent(int(value))  # the same for hetnn's pool, where OpenBLAS runs on it
     try:

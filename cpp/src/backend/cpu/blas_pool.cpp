@@ -275,12 +275,9 @@ void run(int /*sync: always 1*/, DoJob dojob, int n, size_t elsize, void* jobdat
   // on how the threads are scheduled).
   const bool workers_hot = g_spinning.load() > 0 && g_quiet.load() == g_quiet_seen.load();
   const long long now = now_ns();
-  const bool team_warm = now - g_openmp_busy.load(std::memory_order_relaxed) < k_openmp_warm_ns;
-  const bool team_held_back = now < g_team_held_until;
-  if (!workers_hot && team_warm && team_held_back) g_avoided_calls.fetch_add(1, std::memory_order_relaxed);
-  if (!workers_hot && team_warm && !team_held_back && !omp_in_parallel()) {
-    run_on_team(dojob, n, elsize, data, dd, now);
-    return;
+  if (!workers_hot && now - g_openmp_busy.load(std::memory_order_relaxed) < k_openmp_warm_ns && !omp_in_parallel()) {
+    if (now >= g_team_held_until) return run_on_team(dojob, n, elsize, data, dd, now);
+    g_avoided_calls.fetch_add(1, std::memory_order_relaxed);
   }
   auto& pool = sh.slots;
   while (static_cast<int>(pool.size()) < n - 1) {

@@ -112,7 +112,12 @@ std::string onednn_matmul_impl(dnnl::memory::data_type dt) {
   }
 }
 
-bool onednn_matmul_supports(dnnl::memory::data_type dt) { return !onednn_matmul_impl(dt).empty(); }
+// Asked once per process: the device list and every 16-bit matmul read it.
+const std::string& matmul_impl(DType t) {
+  static const std::string f16 = onednn_matmul_impl(dnnl::memory::data_type::f16);
+  static const std::string bf16 = onednn_matmul_impl(dnnl::memory::data_type::bf16);
+  return t == DType::f16 ? f16 : bf16;
+}
 
 std::string native_mode(const std::string& impl) {
   const bool amx = impl.find("amx") != std::string::npos;
@@ -124,10 +129,8 @@ std::atomic<bool> g_force_conversion{false};
 }  // namespace
 
 bool native_matmul(DType t) {
-  static const bool f16 = onednn_matmul_supports(dnnl::memory::data_type::f16);
-  static const bool bf16 = onednn_matmul_supports(dnnl::memory::data_type::bf16);
-  if (g_force_conversion.load(std::memory_order_relaxed)) return false;
-  return t == DType::f16 ? f16 : t == DType::bf16 ? bf16 : true;
+  if (t != DType::f16 && t != DType::bf16) return true;
+  return !g_force_conversion.load(std::memory_order_relaxed) && !matmul_impl(t).empty();
 }
 
 void force_cpu_half_conversion(bool on) { g_force_conversion.store(on); }
@@ -164,8 +167,8 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_cpu() {
   i.fp64 = true;  // own f64 kernels
   // fp16/bf16: oneDNN has native kernels here. Either way the device takes both: without them it stores 16 bits
   // and computes in float32 (converted by F16C, or core/half.h's bit arithmetic).
-  const std::string f16_impl = onednn_matmul_impl(dnnl::memory::data_type::f16);
-  const std::string bf16_impl = onednn_matmul_impl(dnnl::memory::data_type::bf16);
+  const std::string& f16_impl = matmul_impl(DType::f16);
+  const std::string& bf16_impl = matmul_impl(DType::bf16);
   i.fp16 = !f16_impl.empty();
   i.bf16 = !bf16_impl.empty();
   i.f16_mode = i.fp16 ? native_mode(f16_impl) : std::string("converted (") + f16_conversion_isa() + ")";
