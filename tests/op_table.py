@@ -793,6 +793,8 @@ MATMUL_BAD = [
     ("alpha-overflow", _mm(F32, F32, alpha=10**400), ValueError, "alpha"),
     ("beta-overflow", _mm(F32, F32, beta=-10**400), ValueError, "beta"),
     ("transpose-int", _mm(F32, F32, transpose_a=2), TypeError, "transpose_a"),
+    ("precision-word", _mm(F32, F32, precision="medium"), ValueError, "precision must be 'highest'"),
+    ("precision-not-str", _mm(F32, F32, precision=1), TypeError, "precision"),
     ("out-shape", lambda d: hetnn.matmul(hetnn.asarray(F32, device=d), hetnn.asarray(F32, device=d),
                                          out=hetnn.empty((3, 3), device=d)), ValueError, "out"),
     ("out-readonly-numpy", _mm(F32, F32, out=_readonly()), (ValueError, TypeError), "out"),
@@ -856,6 +858,7 @@ CONV_BAD = [
     ("weight-dtype", _conv(CX, CW.astype(np.float64)), TypeError, "weight"),
     ("int-input", _conv(CX.astype(np.int32), CW.astype(np.int32)), TypeError, "conv2d takes"),
     ("activation", _conv(CX, CW, activation="gelu"), ValueError, "activation|gelu"),
+    ("precision-word", _conv(CX, CW, precision="tf32"), ValueError, "conv2d: precision must be"),
     # a 60001 x 80001 output plane from a 1x1 input: 32-bit in-plane offsets gave zeros on OpenCL
     ("output-plane-beyond-int", _conv(np.zeros((1, 1, 1, 1), np.float32), np.zeros((1, 1, 1, 1), np.float32),
                                       padding=(30000, 40000)), ValueError, "output plane of more than 2\\^31-1"),
@@ -867,6 +870,8 @@ CONV_BWD_BAD = [
      "grad_output"),
     ("flag-not-bool", lambda d: hetnn.conv2d_backward(np.zeros((1, 8, 4, 4), np.float32), CX, CW, input_grad=1,
                                                       device=d), TypeError, "input_grad"),
+    ("precision-none-word", lambda d: hetnn.conv2d_backward(np.zeros((1, 8, 4, 4), np.float32), CX, CW,
+                                                            precision="", device=d), ValueError, "precision"),
     ("output-plane-beyond-int", lambda d: hetnn.conv2d_backward(
         np.zeros((1, 1, 1, 1), np.float32), np.zeros((1, 1, 1, 1), np.float32), np.zeros((1, 1, 1, 1), np.float32),
         padding=(30000, 40000), device=d), ValueError, "output plane of more than 2\\^31-1"),

@@ -579,6 +579,36 @@ TEST(GemmParams, MmaParsesValidatesAndIsGatedByTheProbe) {
   EXPECT_NE(opencl::gemm_database_lookup(d, DType::bf16, -1, false).family, opencl::GemmParams::Family::mma);
 }
 
+// tf32 (float32 at precision "high"): a type of its own for the tables, named as Python names it; only the mma
+// member computes it, at depth 8 and with 4-byte staged values; the database gives it only where the probe passed.
+TEST(GemmParams, Tf32IsItsOwnTypeForTheMmaMemberOnly) {
+  const GemmType t = GemmType::from_name("tf32");
+  EXPECT_TRUE(t.tf32);
+  EXPECT_EQ(t.dtype, DType::f32);
+  EXPECT_EQ(t.name(), "tf32");
+  EXPECT_FALSE(t == GemmType(DType::f32));
+  EXPECT_TRUE(GemmType(DType::f32) < t);
+  EXPECT_FALSE(GemmType(DType::f16, true).tf32);  // tf32 is float32's only
+  EXPECT_EQ(GemmType::from_name("bfloat16").name(), "bfloat16");
+  EXPECT_THROW(GemmType::from_name("tf16"), TypeError);
+  DeviceInfo d;
+  d.vendor = "NVIDIA Corporation";
+  d.type = "gpu";
+  d.arch = "sm_90";
+  d.max_work_group_size = 1024;
+  d.local_mem = 49152;
+  const auto p = opencl::GemmParams::parse("family=mma ts_m=64 ts_n=64 ts_k=8 wm=2 wn=2");
+  EXPECT_NO_THROW(p.check_dtype(t));
+  EXPECT_NO_THROW(p.validate(d, t));
+  EXPECT_THROW(p.validate(d, GemmType(DType::f16)), ValueError);  // depth 8 is below float16's instruction
+  EXPECT_THROW(opencl::GemmParams::parse("family=vtiled").check_dtype(t), ValueError);
+  // 128 x 128 x 32 in 4-byte values: two slices of A and B, 2 x 2 x 128 x 36 x 4 bytes = 72 KiB, past 48 KiB
+  EXPECT_NO_THROW(opencl::GemmParams::parse("family=mma").validate(d, GemmType(DType::f16)));
+  EXPECT_THROW(opencl::GemmParams::parse("family=mma").validate(d, t), ValueError);
+  EXPECT_EQ(opencl::gemm_database_lookup(d, t, -1, true).family, opencl::GemmParams::Family::mma);
+  EXPECT_NO_THROW(opencl::gemm_database_lookup(d, t, -1, true).validate(d, t));
+}
+
 // An entry within the parameters' ranges but beyond a work item's private memory, a CPU work-group's stack or a
 // sane unroll is refused before it is built (under PoCL the first crashed every process once cached, the last took
 // 70-88 s to build); every member of the table and of the tuner's space passes.

@@ -25,6 +25,7 @@ from ._timing import (Case, Stopwatch, benchmark, empty_cache, interleave, memor
                       synchronize)
 from ._threads import get_num_threads, num_threads, set_num_threads, share_blas_threads, thread_pools
 from ._profile import profile
+from ._precision import get_matmul_precision, matmul_precision, set_matmul_precision
 from . import datasets, linalg, nn, optim, random, transforms  # noqa: E402  (after the core names they use)
 from .linalg import tensordot
 
@@ -51,6 +52,7 @@ __all__ = [
     "asarray", "pinned_empty", "benchmark", "datasets", "transforms", "default_device", "device", "devices", "empty",
     "empty_cache", "memory_stats", "reset_peak_memory_stats", "get_default_device", "get_num_threads", "interleave",
     "linalg", "nn", "num_threads", "optim", "profile", "tensordot",
+    "get_matmul_precision", "matmul_precision", "set_matmul_precision",
     "random",
     "set_default_device", "set_implicit_host_copies", "set_num_threads", "share_blas_threads", "synchronize",
     "thread_pools", "zeros",

@@ -422,8 +422,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                         f"'resnet50-conv' (as the OpenCL convolution multiplies: O x OH*OW x C*k*k); default: "
                         f"{DEFAULT_TUNE_SIZES} for gemm, resnet50-conv for conv")
     t.add_argument("--budget", type=float, default=120.0, help="seconds to spend at most (default 120)")
-    t.add_argument("--dtype", default="float32", choices=["float32", "float64", "float16", "bfloat16"],
-                   help="float16/bfloat16: the matrix-unit members (family=mma) where the device has them")
+    t.add_argument("--dtype", default="float32", choices=["float32", "float64", "float16", "bfloat16", "tf32"],
+                   help="float16/bfloat16: the matrix-unit members (family=mma) where the device has them; tf32: "
+                        "the members float32 products run at precision 'high' (TF32 matrix units only)")
     t.add_argument("-v", "--verbose", action="store_true", help="print every candidate")
     t.set_defaults(func=_cmd_tune)
     raw = list(sys.argv[1:] if argv is None else argv)

@@ -172,6 +172,14 @@ class Device:
         """How bfloat16 ops compute here (as :attr:`float16_mode`)."""
         return self._mode("bfloat16")
 
+    @property
+    def tf32_mode(self) -> str:
+        """What float32 products compute in here at precision ``"high"`` (:func:`hetnn.set_matmul_precision`):
+        ``"tensor cores (...)"``, the inputs rounded to TF32 (10 mantissa bits) on the GPU's matrix units with
+        float32 accumulation (decided by a probe product on first use, which this property runs); or ``"float32
+        (exact) ..."`` with the reason, as at ``"highest"``."""
+        return self._mode("tf32")
+
     def _mode(self, dtype: str) -> str:
         mode = _core.precision_mode(self._dev, dtype) if self.kind == "opencl" else None
         return mode if mode is not None else self._info[f"{dtype}_mode"]
@@ -196,8 +204,10 @@ class Device:
         return self._info["extensions"].split()
 
     def info(self) -> Dict[str, Any]:
-        """Everything known about the device, as a dict (the 16-bit modes as :attr:`float16_mode` gives them)."""
-        return {**self._info, "float16_mode": self.float16_mode, "bfloat16_mode": self.bfloat16_mode}
+        """Everything known about the device, as a dict (the 16-bit and tf32 modes as :attr:`float16_mode` and
+        :attr:`tf32_mode` give them)."""
+        return {**self._info, "float16_mode": self.float16_mode, "bfloat16_mode": self.bfloat16_mode,
+                "tf32_mode": self.tf32_mode}
 
     def synchronize(self) -> None:
         """Waits until all work issued to this device, on every stream, has finished."""
@@ -331,7 +341,7 @@ def default_device(spec: DeviceLike) -> Iterator[Device]:
 def devices_table() -> str:
     """A table of all devices, as printed by ``python -m hetnn devices``."""
     rows = [("id", "type", "backend", "name", "vendor", "driver", "CUs", "memory", "local", "max wg", "fp64",
-             "float16", "bfloat16", "notes")]
+             "float16", "bfloat16", "float32 at 'high'", "notes")]
     for d in devices():
         i = d._info
         alias = f"opencl:{i['ordinal']}" if i["ordinal"] >= 0 else ""
@@ -339,7 +349,7 @@ def devices_table() -> str:
         rows.append((d.id, d.type, d.kind, d.name, d.vendor, d.driver_version, str(d.compute_units),
                      _fmt_bytes(d.global_mem), _fmt_bytes(d.local_mem),
                      str(d.max_work_group_size or "-"), "yes" if d.fp64 else "no", d.float16_mode,
-                     d.bfloat16_mode, notes))
+                     d.bfloat16_mode, d.tf32_mode.split(";")[0], notes))
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

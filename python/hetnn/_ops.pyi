@@ -16,11 +16,12 @@ _Host = npt.ArrayLike
 @overload
 def matmul(a: _Dev, b: _Dev, *, transpose_a: bool = ..., transpose_b: bool = ..., alpha: float = ...,
            beta: float = ..., out: Optional[Array] = ..., bias: Optional[Array] = ...,
-           activation: Optional[str] = ..., device: DeviceLike = ...) -> Array: ...
+           activation: Optional[str] = ..., precision: Optional[str] = ..., device: DeviceLike = ...) -> Array: ...
 @overload
 def matmul(a: _Host, b: _Host, *, transpose_a: bool = ..., transpose_b: bool = ..., alpha: float = ...,
            beta: float = ..., out: Optional[np.ndarray] = ..., bias: Optional[_Host] = ...,
-           activation: Optional[str] = ..., device: DeviceLike = ...) -> np.ndarray: ...
+           activation: Optional[str] = ..., precision: Optional[str] = ...,
+           device: DeviceLike = ...) -> np.ndarray: ...
 
 @overload
 def max_pool2d(x: Array, kernel_size: _IntOrPair, stride: Optional[_IntOrPair] = ..., padding: _IntOrPair = ...,
@@ -76,21 +77,24 @@ def avg_pool2d(x: _Host, kernel_size: _IntOrPair, stride: Optional[_IntOrPair] =
 @overload
 def conv2d(x: Array, weight: Array, bias: Optional[Array] = ..., stride: _IntOrPair = ...,
            padding: Union[_IntOrPair, str] = ..., dilation: _IntOrPair = ..., groups: int = ...,
-           activation: Optional[str] = ..., *, out: Optional[Array] = ..., device: DeviceLike = ...) -> Array: ...
+           activation: Optional[str] = ..., *, out: Optional[Array] = ..., precision: Optional[str] = ...,
+           device: DeviceLike = ...) -> Array: ...
 @overload
 def conv2d(x: _Host, weight: _Host, bias: Optional[_Host] = ..., stride: _IntOrPair = ...,
            padding: Union[_IntOrPair, str] = ..., dilation: _IntOrPair = ..., groups: int = ...,
-           activation: Optional[str] = ..., *, out: Optional[np.ndarray] = ...,
+           activation: Optional[str] = ..., *, out: Optional[np.ndarray] = ..., precision: Optional[str] = ...,
            device: DeviceLike = ...) -> np.ndarray: ...
 
 @overload
 def conv2d_backward(grad_output: Array, x: Array, weight: Array, stride: _IntOrPair = ...,
                     padding: Union[_IntOrPair, str] = ..., dilation: _IntOrPair = ..., groups: int = ..., *,
                     input_grad: bool = ..., weight_grad: bool = ..., bias_grad: bool = ...,
+                    precision: Optional[str] = ...,
                     device: DeviceLike = ...) -> Tuple[Optional[Array], Optional[Array], Optional[Array]]: ...
 @overload
 def conv2d_backward(grad_output: _Host, x: _Host, weight: _Host, stride: _IntOrPair = ...,
                     padding: Union[_IntOrPair, str] = ..., dilation: _IntOrPair = ..., groups: int = ..., *,
                     input_grad: bool = ..., weight_grad: bool = ..., bias_grad: bool = ...,
+                    precision: Optional[str] = ...,
                     device: DeviceLike = ...) -> Tuple[Optional[np.ndarray], Optional[np.ndarray],
                                                        Optional[np.ndarray]]: ...

@@ -33,6 +33,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ._loader import _core
+
 ROUND_STRIDE = 1_000_000  # merged round = process index * ROUND_STRIDE + the round within that process
 
 _recorder: Optional["_Recorder"] = None
@@ -242,6 +244,8 @@ def work(spec_path: str, out_path: str, body: Callable[[Dict[str, Any]], None]) 
     global _recorder
     with open(spec_path) as f:
         spec = json.load(f)
+    if "matmul_precision" in spec:
+        _core.set_matmul_precision(spec["matmul_precision"])
     _recorder = _Recorder(out_path)
     try:
         body(spec)
@@ -336,6 +340,7 @@ def run_workers(spec: Dict[str, Any], count: int, module: str = "hetnn.bench.wor
     interrupt before that is raised)."""
     recordings: List[Dict[str, List[Dict[str, Any]]]] = []
     notes: List[str] = []
+    spec = dict(spec, matmul_precision=_core.matmul_precision_in_force())  # the workers compute as this thread does
     with tempfile.TemporaryDirectory(prefix="hetnn-workers-") as tmp:
         spec_path = os.path.join(tmp, "spec.json")
         with open(spec_path, "w") as f:

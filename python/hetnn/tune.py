@@ -44,9 +44,11 @@ _VTILED_FIRST = ["128 128 16 8 8 4 4", "128 128 8 8 8 4 4", "128 64 16 8 4 4 4",
 
 # mma members (float16/bfloat16 on matrix units) tried first, in this order: the best of the five measured on an H200
 # (docs/gpu.md), then the others of that run.
-# Each also with its fragments loaded by ldmatrix (lm=1).
+# Each also with its fragments loaded by ldmatrix (lm=1). tf32 (4-byte values): the same tiles half as deep.
 _MMA_FIRST = ["64 64 32 2 2", "64 64 32 2 2 1", "128 128 32 2 2", "128 128 32 2 2 1", "256 128 16 4 2",
               "256 128 16 4 2 1", "128 128 32 2 4", "128 256 16 2 4"]
+_TF32_FIRST = ["64 64 16 2 2", "64 64 16 2 2 1", "128 128 16 2 2", "128 128 16 2 2 1", "128 64 16 2 2",
+               "128 128 16 2 4", "256 128 8 4 2", "64 64 32 2 2"]
 
 
 def _mma(spec: str) -> str:
@@ -54,20 +56,21 @@ def _mma(spec: str) -> str:
     return f"family=mma ts_m={ts_m} ts_n={ts_n} ts_k={ts_k} wm={wm} wn={wn}" + (" lm=1" if lm == ["1"] else "")
 
 
-def _mma_candidates() -> List[str]:
-    """Warp tiles of whole 16 x 8 pieces, work-groups of 2-16 warps that move whole 8-value vectors of each slice
-    (the device's own limits are checked when a candidate is set)."""
+def _mma_candidates(tf32: bool = False) -> List[str]:
+    """Warp tiles of whole 16 x 8 pieces, work-groups of 2-16 warps that move whole 16-byte vectors (8 values, 4
+    for tf32) of each slice (the device's own limits are checked when a candidate is set)."""
     out = []
-    for ts_m, ts_n, ts_k, wm, wn in itertools.product((32, 64, 128, 256), (32, 64, 128, 256), (16, 32, 64),
+    per_vec, depths = (4, (8, 16, 32)) if tf32 else (8, (16, 32, 64))
+    for ts_m, ts_n, ts_k, wm, wn in itertools.product((32, 64, 128, 256), (32, 64, 128, 256), depths,
                                                      (1, 2, 4), (1, 2, 4)):
         lsize = 32 * wm * wn
-        if (ts_m % (16 * wm) or ts_n % (8 * wn) or lsize < 64 or (ts_m * ts_k // 8) % lsize
-                or (ts_n * ts_k // 8) % lsize):
+        if (ts_m % (16 * wm) or ts_n % (8 * wn) or lsize < 64 or (ts_m * ts_k // per_vec) % lsize
+                or (ts_n * ts_k // per_vec) % lsize):
             continue
         out += [_mma(f"{ts_m} {ts_n} {ts_k} {wm} {wn}"), _mma(f"{ts_m} {ts_n} {ts_k} {wm} {wn} 1")]
     rng = random.Random(0)
     rng.shuffle(out)
-    first = [c for c in map(_mma, _MMA_FIRST) if c in out]
+    first = [c for c in map(_mma, _TF32_FIRST if tf32 else _MMA_FIRST) if c in out]
     return first + [c for c in out if c not in first]
 
 
@@ -79,6 +82,9 @@ def _vtiled(spec: str) -> str:
 def candidates(device: Device, dtype: str, first: Optional[str] = None) -> List[str]:
     """Parameter strings to try, ``first`` (default: the entry in force for large problems) first."""
     current = first or _params(device, dtype)[0]
+    if dtype == "tf32":  # only the matrix-unit members compute in tf32 (in force otherwise: float32's)
+        mma = _mma_candidates(tf32=True)
+        return ([current] if current.startswith("family=mma") else []) + [c for c in mma if c != current]
     real = 8 if dtype == "float64" else 4
     packed: List[str] = []
     tiled: List[str] = []
@@ -119,16 +125,28 @@ def candidates(device: Device, dtype: str, first: Optional[str] = None) -> List[
     return [current] + [c for c in out if c != current]
 
 
+def _data_type(dtype: str) -> str:
+    return "float32" if dtype == "tf32" else dtype
+
+
+def _run(dtype: str) -> Callable[..., Any]:
+    """matmul as the tuned type computes: tf32 is float32 at precision "high"."""
+    if dtype == "tf32":
+        return lambda *args, **kw: matmul(*args, precision="high", **kw)
+    return matmul
+
+
 class _Problem:
     """One GEMM size on the device with its float64 reference."""
 
     def __init__(self, device: Device, dtype: str, m: int, n: int, k: int, rng: np.random.Generator) -> None:
-        a = rng.uniform(-1, 1, (m, k)).astype(dtype)
-        b = rng.uniform(-1, 1, (k, n)).astype(dtype)
+        a = rng.uniform(-1, 1, (m, k)).astype(_data_type(dtype))
+        b = rng.uniform(-1, 1, (k, n)).astype(_data_type(dtype))
         self.ref = a.astype(np.float64) @ b.astype(np.float64)
         self.A, self.B = asarray(a, device=device), asarray(b, device=device)
         self.C = empty((m, n), dtype, device)
         self.size, self.macs, self.flops = [m, n, k], m * n * k, 2.0 * m * n * k
+        self.dtype = dtype
 
 
 def _time_candidate(device: Device, problems: Sequence[_Problem], tol: float,
@@ -140,11 +158,12 @@ def _time_candidate(device: Device, problems: Sequence[_Problem], tol: float,
     for i, p in enumerate(problems):
         if best is not None and time.perf_counter() > deadline:
             raise _Slow("the budget is spent")
-        matmul(p.A, p.B, out=p.C)
+        mm = _run(p.dtype)
+        mm(p.A, p.B, out=p.C)
         err = np.max(np.abs(p.C.numpy().astype(np.float64) - p.ref)) / max(np.max(np.abs(p.ref)), 1e-30)
         if not np.isfinite(err) or err > tol:
             raise ValueError(f"wrong result (relative error {err:.1e})")
-        times.append(benchmark(matmul, (p.A, p.B), {"out": p.C}, n_warmup=1, n_repeat=5, max_duration=1.0,
+        times.append(benchmark(mm, (p.A, p.B), {"out": p.C}, n_warmup=1, n_repeat=5, max_duration=1.0,
                                device=device).median)
         if best is not None and times[-1] > 3 * best[i]:
             raise _Slow(f"{times[-1] / best[i]:.1f}x slower than the best on {'x'.join(map(str, p.size))}")
@@ -161,8 +180,9 @@ def _search(device: Device, dtype: str, problems: Sequence[_Problem], cands: Seq
             progress: Optional[Callable[[str], None]]) -> Tuple[List[Tuple[float, str]], int]:
     """Every candidate (until the budget is spent) timed on ``problems``: ([(GFLOP/s, params)] best first, the
     number rejected)."""
-    # relative to the largest result: float32 and float64 sums, or one rounding of the result to 16 bits
-    tol = {"float32": 1e-4, "float64": 1e-10, "float16": 2e-3, "bfloat16": 1.6e-2}[dtype]
+    # relative to the largest result: float32 and float64 sums, one rounding of the result to 16 bits, or the
+    # inputs' rounding to tf32's 10 mantissa bits
+    tol = {"float32": 1e-4, "float64": 1e-10, "float16": 2e-3, "bfloat16": 1.6e-2, "tf32": 2e-3}[dtype]
     results: List[Tuple[float, str]] = []
     best_times: Optional[List[float]] = None
     rejected = 0
@@ -203,7 +223,7 @@ def _confirm(device: Device, dtype: str, problems: Sequence[_Problem], baseline:
         def fn() -> None:
             _core.set_gemm_params(device._dev, dtype, params, "tuning")
             for p in problems:
-                matmul(p.A, p.B, out=p.C)
+                _run(dtype)(p.A, p.B, out=p.C)
         return fn
 
     res = interleave([Case("baseline", run(baseline), devices=[device]), Case("winner", run(winner), devices=[device])],
@@ -227,6 +247,9 @@ def tune_gemm(device: Device, sizes: Sequence[Tuple[int, int, int]], *, dtype: s
         raise ValueError(f"tune gemm: {device.id} is not an OpenCL device (the CPU device runs oneDNN)")
     if dtype == "float64" and not device.fp64:
         raise TypeError(f"tune gemm: {device.id} has no fp64")
+    if dtype == "tf32" and not device.tf32_mode.startswith("tensor cores"):
+        raise ValueError(f"tune gemm --dtype tf32: {device.id} computes float32 products exactly at every precision "
+                         f"({device.tf32_mode}): there is nothing to tune")
     rng = np.random.default_rng(1)
     problems = [_Problem(device, dtype, m, n, k, rng) for m, n, k in sizes]
     small = [p for p in problems if p.macs <= _core.GEMM_SMALL_MACS]

@@ -12,6 +12,23 @@
 
 namespace hetnn {
 
+// What a GEMM computes, as its parameters are kept: a dtype, or "tf32", float32 data on TF32 matrix units (the
+// precision "high", core/precision.h), which has parameters and a matrix-unit verdict of its own.
+struct GemmType {
+  DType dtype = DType::f32;
+  bool tf32 = false;
+  GemmType(DType t = DType::f32, bool tf = false) : dtype(t), tf32(tf && t == DType::f32) {}  // NOLINT: from DType
+  static GemmType from_name(const std::string& name) {  // "tf32" or a dtype's name; TypeError otherwise
+    return name == "tf32" ? GemmType(DType::f32, true) : GemmType(dtype_from_name(name));
+  }
+  std::string name() const { return tf32 ? "tf32" : dtype_name(dtype); }
+  bool matrix_units_possible() const { return tf32 || dtype == DType::f16 || dtype == DType::bf16; }
+  friend bool operator<(const GemmType& a, const GemmType& b) {
+    return a.dtype != b.dtype ? a.dtype < b.dtype : a.tf32 < b.tf32;
+  }
+  friend bool operator==(const GemmType& a, const GemmType& b) { return a.dtype == b.dtype && a.tf32 == b.tf32; }
+};
+
 // GEMM kernel parameters of a device with a tunable GEMM family (OpenCL), as "family=... k=v ..." text.
 struct GemmTuning {
   static constexpr const char* kName = "gemm_tuning";
@@ -20,15 +37,15 @@ struct GemmTuning {
   static constexpr std::int64_t kSmallMacs = std::int64_t{1} << 28;
   virtual ~GemmTuning() = default;
   // (parameters, source) in force for a problem of `macs` multiply-adds (-1: the large-problem entry).
-  virtual std::pair<std::string, std::string> params(DType t, std::int64_t macs) = 0;
+  virtual std::pair<std::string, std::string> params(GemmType t, std::int64_t macs) = 0;
   // An override for every size (validated against the device; "" params: back to the stored tuned entry, else the
   // database).
-  virtual void set(DType t, const std::string& params, const std::string& source) = 0;
+  virtual void set(GemmType t, const std::string& params, const std::string& source) = 0;
   // Test hook: the next n GEMMs that would run an override fail as a launch error would.
   virtual void inject_faults(int n) = 0;
-  // How products of this dtype compute on the device (Device.float16_mode): "tensor cores (...)" or "converted
-  // (...)", with the reason the matrix units are not used.
-  virtual std::string precision_mode(DType t) = 0;
+  // How products of this type compute on the device (Device.float16_mode, Device.tf32_mode): "tensor cores (...)"
+  // or "converted (...)" / "float32 (...)", with the reason the matrix units are not used.
+  virtual std::string precision_mode(GemmType t) = 0;
 };
 
 // Diagnostics and measurements of a kernel-compiling device (OpenCL).

@@ -119,6 +119,7 @@ Conv2dDesc conv2d_plan(const Shape& xs, const Array& x, const Array& weight, con
   check_operand(weight, x, "weight");
   Conv2dDesc d = conv2d_geometry(xs, weight.shape(), args, op);
   d.dtype = t;
+  d.allow_tf32 = t == DType::f32 && precision_in_force(args.precision) == Precision::high;
   if (bias) {
     check_operand(*bias, x, "bias");
     if (bias->shape() != Shape{d.O})

@@ -30,6 +30,9 @@ struct DeviceInfo {
   // How float16 / bfloat16 ops compute: "native (...)" in that precision, or "converted (...)": stored in 16 bits,
   // computed in float32 (the CPU device without oneDNN kernels for it; every OpenCL device).
   std::string f16_mode, bf16_mode;
+  // What float32 products compute in at precision "high" (core/precision.h): "tensor cores (...)" (TF32) or
+  // "float32 (exact) ..." with the reason.
+  std::string tf32_mode;
   std::string isa;   // CPU device: oneDNN's effective ISA
   int threads = 0;   // CPU device: threads oneDNN uses
   std::string extensions;
@@ -47,7 +50,7 @@ void for_each_field(const DeviceInfo& i, F&& f) {
   f("clock_mhz", i.clock_mhz), f("global_mem", i.global_mem), f("local_mem", i.local_mem);
   f("max_alloc", i.max_alloc), f("cache_size", i.cache_size), f("max_work_group_size", i.max_work_group_size);
   f("fp64", i.fp64), f("fp16", i.fp16), f("bf16", i.bf16), f("float16_mode", i.f16_mode);
-  f("bfloat16_mode", i.bf16_mode), f("isa", i.isa), f("threads", i.threads), f("extensions", i.extensions);
+  f("bfloat16_mode", i.bf16_mode), f("tf32_mode", i.tf32_mode), f("isa", i.isa), f("threads", i.threads), f("extensions", i.extensions);
 }
 
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;

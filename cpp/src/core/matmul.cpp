@@ -115,6 +115,7 @@ MatmulDesc matmul_plan(const Array& a, const Array& b, const Array* out, const M
   }
   d.has_bias = args.bias != nullptr;
   d.act = args.act;
+  d.allow_tf32 = t == DType::f32 && precision_in_force(args.precision) == Precision::high;
   if (out_shape) *out_shape = rs;
   return d;
 }

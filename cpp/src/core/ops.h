@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/precision.h"
 
 namespace hetnn {
 
@@ -33,6 +34,9 @@ struct MatmulDesc {
   double alpha = 1.0, beta = 0.0;
   bool has_bias = false;
   Activation act = Activation::none;
+  // float32 only: the precision in force is "high" (core/precision.h), so a device with TF32 matrix units may use
+  // them; every other device, and every other dtype, ignores it
+  bool allow_tf32 = false;
 };
 
 // 2-D max pooling over NCHW planes (PyTorch semantics; see core/max_pool.h). Window (oh, ow) covers rows
@@ -67,6 +71,7 @@ struct Conv2dDesc {
   DType dtype = DType::f32;
   bool has_bias = false;
   Activation act = Activation::none;
+  bool allow_tf32 = false;  // as MatmulDesc's
 };
 // A 1x1, stride-1, unpadded convolution: a matrix product per image, on the arrays as they are (both backends).
 inline bool conv_is_pointwise(const Conv2dDesc& d) {
@@ -438,6 +443,7 @@ struct MatmulArgs {
   double alpha = 1.0, beta = 0.0;
   const Array* bias = nullptr;  // (N,), same device and dtype
   Activation act = Activation::none;
+  std::optional<Precision> precision;  // the call's own (precision=); else the one in force
 };
 
 // out = act(alpha * op(a) @ op(b) + beta * out + bias). 2-D (M,K)@(K,N) or batched 3-D with batch broadcasting of 1 or 2-D.
@@ -475,6 +481,7 @@ struct Conv2dArgs {
   enum class Padding : std::uint8_t { given, same, valid } mode = Padding::given;  // "same"/"valid" strings
   int groups = 1;
   Activation act = Activation::none;
+  std::optional<Precision> precision;  // as MatmulArgs'
 };
 
 // y = act(conv2d(x, weight) + bias) with PyTorch's conv2d semantics: x (N, C, H, W) or unbatched (C, H, W), weight

@@ -122,6 +122,13 @@ Activation arg_activation(py::handle v, const char* op) {
   return activation_from_name(v.cast<std::string>());
 }
 
+std::optional<Precision> arg_precision(py::handle v, const char* op) {
+  if (v.is_none()) return std::nullopt;
+  if (!py::isinstance<py::str>(v))
+    throw TypeError(std::string(op) + ": precision must be None, 'highest' or 'high', got " + describe(v));
+  return precision_from_name(v.cast<std::string>(), std::string(op) + ": precision");
+}
+
 Conv2dArgs arg_conv2d(const char* op, py::object stride, py::object padding, py::object dilation, py::object groups,
                      py::object activation) {
   Conv2dArgs args;

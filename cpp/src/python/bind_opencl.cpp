@@ -90,7 +90,7 @@ void bind_opencl(py::module_& m) {
       "gemm_params",
       [](Device& d, const std::string& dtype, std::int64_t macs) -> py::object {
         if (auto* t = find_extension<GemmTuning>(d.backend())) {
-          const auto [params, source] = t->params(dtype_from_name(dtype), macs);
+          const auto [params, source] = t->params(GemmType::from_name(dtype), macs);
           return py::make_tuple(params, source);
         }
         return py::none();
@@ -100,7 +100,7 @@ void bind_opencl(py::module_& m) {
   m.def(
       "precision_mode",
       [](Device& d, const std::string& dtype) -> py::object {
-        if (auto* t = find_extension<GemmTuning>(d.backend())) return py::str(t->precision_mode(dtype_from_name(dtype)));
+        if (auto* t = find_extension<GemmTuning>(d.backend())) return py::str(t->precision_mode(GemmType::from_name(dtype)));
         return py::none();
       },
       py::arg("device"), py::arg("dtype"));
@@ -109,7 +109,7 @@ void bind_opencl(py::module_& m) {
       "set_gemm_params",
       [](Device& d, const std::string& dtype, const std::string& params, const std::string& source) {
         // "" removes the override: the stored tuned entry, else the database, decides again
-        need<GemmTuning>(d, "set_gemm_params").set(dtype_from_name(dtype), params, source);
+        need<GemmTuning>(d, "set_gemm_params").set(GemmType::from_name(dtype), params, source);
       },
       py::arg("device"), py::arg("dtype"), py::arg("params"), py::arg("source") = "tuned");
   m.def(

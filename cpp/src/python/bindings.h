@@ -36,6 +36,8 @@ double arg_real(py::handle v, const char* name, const char* op);
 std::array<int, 2> arg_pair(py::handle v, const char* name, const char* op);
 // None or an activation's name ("relu", "sigmoid", "tanh"), else TypeError/ValueError naming the op.
 Activation arg_activation(py::handle v, const char* op);
+// None (the precision in force) or a precision's name ("highest", "high"), else TypeError / ValueError.
+std::optional<Precision> arg_precision(py::handle v, const char* op);
 // conv2d's stride, padding (int, pair, "same", "valid"), dilation, groups and activation.
 Conv2dArgs arg_conv2d(const char* op, py::object stride, py::object padding, py::object dilation, py::object groups,
                       py::object activation);

@@ -15,6 +15,7 @@ from .._device import Device
 from .._loader import _core
 from .._ops import matmul
 from .._oscounters import quiesce
+from .._precision import compute_mode
 from .._threads import get_num_threads
 from .._measurement import spread_pct
 from .._timing import Case, interleave
@@ -147,7 +148,7 @@ def _shape_cases(a: np.ndarray, b: np.ndarray, ref: np.ndarray, base: Dict[str, 
         C = empty((m, n), dtype=dtype, device=dev)
         cases.append(Case(f"hetnn {dev.id}", lambda A=A, B=B, C=C: matmul(A, B, out=C), devices=[dev],  # type: ignore[misc]  # default-argument lambda (late binding)
                           flops=flops))
-        how = {"float16": dev.float16_mode, "bfloat16": dev.bfloat16_mode}.get(dtype, "native").split(";")[0]
+        how = compute_mode(dev, dtype)
         finish.append(lambda r, dev=dev, C=C, how=how: _result_row(  # type: ignore[misc]  # default-argument lambda (late binding)
             {**base, "device": dev.id, "library": "hetnn", "compute": how}, flops, r, peaks[dev.id],
             C.numpy(), ref, device_ms=r.device["median"] * 1e3,

@@ -73,6 +73,7 @@ def environment() -> Dict[str, Any]:
         "cpu_count": os.cpu_count(), "threads": _threads(), "thread_pools": thread_pools(), "libraries": _versions(),
         "numpy_blas": _numpy_blas(),
         "devices": [d.info() for d in devices()],
+        "matmul_precision": _core.matmul_precision_in_force(),
         "ceilings": stored_peaks(),
         "cpu_plan": _cpus.last_plan.as_dict() if _cpus.last_plan is not None else None,
         "environment": {k: os.environ[k] for k in env_keys if k in os.environ},

@@ -18,6 +18,7 @@ import numpy as np
 from .. import _cpus, _workers
 from .._device import Device
 from .._check import is_int, is_real
+from .._precision import get_matmul_precision, precision_line
 
 SUITES = ("peak", "matmul", "maxpool", "mlp", "conv", "transfer", "arrays", "scaling")
 ALL = SUITES[:-1]  # "all": every suite on this process's devices (scaling runs over MPI ranks: named alone)
@@ -723,6 +724,9 @@ def run_suites(suite: Optional[str], opts: Options, say: Say, worker: bool = Fal
     if not worker:
         for line in doctor_warnings(plan=auto):
             say(f"doctor: {line}")
+        if precision_line():
+            say(str(precision_line()))
+    precision = get_matmul_precision()
     rows: List[Dict[str, Any]] = []
     stopped: Optional[BaseException] = None  # an interrupt while the workers ran: their rows are made, then raised
     try:
@@ -745,7 +749,7 @@ def run_suites(suite: Optional[str], opts: Options, say: Say, worker: bool = Fal
                     # the same in every process (a worker's count is fixed); the suites the workers skip: unmerged
                     _workers.set_key(f"{name} #{at}", merged=name in shared)
                     try:
-                        rows.extend({"suite": name, "thread_setting": setting, **r}
+                        rows.extend({"suite": name, "thread_setting": setting, "precision": precision, **r}
                                     for r in _RUNNERS[name](opts, say, progress))
                     except _workers.ReplayEnd:
                         assert stopped is not None

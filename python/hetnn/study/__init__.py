@@ -13,6 +13,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _workers
+from .._precision import get_matmul_precision, precision_line
 from ._base import COMMON, COMMON_DOC, Context, Study, published_text, read_config, setup_text
 
 __all__ = ["run", "describe", "get", "names", "STUDIES", "Study"]
@@ -124,6 +125,9 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
     collect("settings: " + ", ".join(f"{k}={v!r}" for k, v in cfg.items()))
     for line in setup_text(study, cfg):
         collect(line)
+    precision = get_matmul_precision()
+    if precision_line():
+        collect(f"{precision_line()}: not the published set-up, which computed float32 in float32")
     plan = cpu_plan(opts, _FIXED_THREADS)
     for line in doctor_warnings(plan=plan):
         collect(f"doctor: {line}")
@@ -141,7 +145,8 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
     def report(rows: List[Dict[str, Any]]) -> Any:
         env = dict(environment(), study=study.name, quick=quick, config=full_cfg, processes=n_proc,
                    seconds=time.perf_counter() - t0)
-        return Report(f"study-{study.name}", [{"suite": f"study-{study.name}", **r} for r in rows],
+        return Report(f"study-{study.name}", [{"suite": f"study-{study.name}", "precision": precision, **r}
+                                              for r in rows],
                       "\n".join(lines), env, figures=lambda rows, env: _figures(study, rows, env))
 
     try:

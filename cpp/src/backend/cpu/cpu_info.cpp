@@ -173,6 +173,8 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_cpu() {
   i.bf16 = !bf16_impl.empty();
   i.f16_mode = i.fp16 ? native_mode(f16_impl) : std::string("converted (") + f16_conversion_isa() + ")";
   i.bf16_mode = i.bf16 ? native_mode(bf16_impl) : "converted (bit shifts)";
+  // x86 has no TF32 arithmetic (AMX computes bfloat16 and int8; oneDNN's tf32 fpmath mode changed nothing on a Zen 4)
+  i.tf32_mode = "float32 (exact); the CPU device has no TF32 arithmetic";
   return {{i, [] { return std::unique_ptr<Backend>(new CpuBackend()); }}};
 }
 

@@ -506,11 +506,11 @@ void ClBackend::load_tuned_once() {
   apply_stored_tuning(std::nullopt);
 }
 
-void ClBackend::apply_stored_tuning(std::optional<DType> only) {
+void ClBackend::apply_stored_tuning(std::optional<GemmType> only) {
   for (const auto& [dtype, entry] : load_tuned(info_)) {
     try {
-      const DType t = dtype_from_name(dtype);
-      if (only && t != *only) continue;
+      const GemmType t = GemmType::from_name(dtype);
+      if (only && !(t == *only)) continue;
       gemm_overrides_[t] = parse_tuned(entry, info_, t);
     } catch (const Error& e) {
       warn("ignoring tuned " + dtype + " GEMM parameters for " + info_.id + " (" + e.what() + ")");
@@ -518,7 +518,7 @@ void ClBackend::apply_stored_tuning(std::optional<DType> only) {
   }
 }
 
-const GemmParams* ClBackend::override_for(DType t, std::int64_t macs) const {
+const GemmParams* ClBackend::override_for(GemmType t, std::int64_t macs) const {
   const auto it = gemm_overrides_.find(t);
   if (it == gemm_overrides_.end()) return nullptr;
   for (const GemmParams& p : it->second)  // size classes in increasing max_macs, then the entry for any size
@@ -526,17 +526,22 @@ const GemmParams* ClBackend::override_for(DType t, std::int64_t macs) const {
   return nullptr;
 }
 
-GemmParams ClBackend::gemm_params(DType t, std::int64_t macs) {
+GemmParams ClBackend::gemm_params(GemmType t, std::int64_t macs) {
   std::lock_guard<std::mutex> lock(mu_);
+  return gemm_params_locked(t, macs);
+}
+
+GemmParams ClBackend::gemm_params_locked(GemmType t, std::int64_t macs) {
   load_tuned_once();
   const GemmParams* p = override_for(t, macs);
   if (p) return *p;
-  // the probe runs only where a matrix-unit entry could apply (NVIDIA, 16-bit data)
-  const bool sixteen = t == DType::f16 || t == DType::bf16;
-  return gemm_database_lookup(info_, t, macs, sixteen && matrix_units(t));
+  // the probe runs only where a matrix-unit entry could apply (NVIDIA; 16-bit data or tf32)
+  const bool units = t.matrix_units_possible() && matrix_units(t);
+  if (t.tf32 && !units) return gemm_params_locked(DType::f32, macs);
+  return gemm_database_lookup(info_, t, macs, units);
 }
 
-void ClBackend::clear_gemm_params(DType t) {
+void ClBackend::clear_gemm_params(GemmType t) {
   std::lock_guard<std::mutex> lock(mu_);
   load_tuned_once();
   gemm_overrides_.erase(t);
@@ -550,21 +555,21 @@ void* ClBackend::extension(const std::string& name) {
   return nullptr;
 }
 
-std::pair<std::string, std::string> ClBackend::params(DType t, std::int64_t macs) {
+std::pair<std::string, std::string> ClBackend::params(GemmType t, std::int64_t macs) {
   const GemmParams p = gemm_params(t, macs);
   return {p.str(), p.source};
 }
 
-void ClBackend::set(DType t, const std::string& params, const std::string& source) {
+void ClBackend::set(GemmType t, const std::string& params, const std::string& source) {
   if (params.empty()) return clear_gemm_params(t);
   GemmParams p = GemmParams::parse(params);
   p.source = source;
   set_gemm_params(t, p);
 }
 
-void ClBackend::set_gemm_params(DType t, const GemmParams& p) {
+void ClBackend::set_gemm_params(GemmType t, const GemmParams& p) {
   p.check_dtype(t);
-  p.validate(info_, t == DType::f64 ? 8 : 4);
+  p.validate(info_, t);
   std::lock_guard<std::mutex> lock(mu_);
   load_tuned_once();
   GemmParams q = p;
@@ -793,20 +798,23 @@ std::string ClBackend::common_options(DType t) const {
   }
 }
 
-void ClBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) {
-  const GemmParams p = gemm_params(d.dtype, d.M * d.N * d.K);
+void ClBackend::matmul(const MatmulDesc& d_in, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) {
   std::lock_guard<std::mutex> lock(mu_);
+  const GemmType type = gemm_type(d_in);
+  const GemmParams p = gemm_params_locked(type, d_in.M * d_in.N * d_in.K);
+  MatmulDesc d = d_in;
+  d.allow_tf32 = type.tf32 && p.family == GemmParams::Family::mma;  // else float32's parameters: exact float32
   cl_mem bm = bias ? mem_of(*bias) : mem_of(c);  // not read when has_bias = 0, but must be a valid buffer
   auto run = [&](const GemmParams& q) {
     if (q.family == GemmParams::Family::packed)
       matmul_packed(q, d, mem_of(a), mem_of(b), mem_of(c), bm);
     else if (q.family == GemmParams::Family::mma)
-      matmul_mma(q, d, mem_of(a), mem_of(b), mem_of(c), bm, matrix_units(d.dtype));
+      matmul_mma(q, d, mem_of(a), mem_of(b), mem_of(c), bm, matrix_units(type));
     else
       matmul_tiled(q.fitted(d.M, d.N), d, mem_of(a), mem_of(b), mem_of(c), bm);
   };
   try {
-    if (gemm_faults_ > 0 && override_for(d.dtype, d.M * d.N * d.K)) {
+    if (gemm_faults_ > 0 && override_for(type, d.M * d.N * d.K)) {
       --gemm_faults_;
       throw OpenCLError(-5, "CL_OUT_OF_RESOURCES", "clEnqueueNDRangeKernel(matmul) [injected by a test]");
     }
@@ -817,14 +825,15 @@ void ClBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, Bu
     // A tuned entry passed validate() yet failed to build or launch (a hand-edited file, a driver with other
     // limits): drop it for this process and use the database's kernel. Build and launch errors come before the first
     // GEMM kernel is queued, so C is still untouched. The database's own kernels failing is a real error.
-    const GemmParams* used = override_for(d.dtype, d.M * d.N * d.K);
+    const GemmParams* used = override_for(type, d.M * d.N * d.K);
     if (!used || used->str() != p.str()) throw;
     const std::string source = used->source;
-    gemm_overrides_.erase(d.dtype);
-    const GemmParams fallback = gemm_database_lookup(info_, d.dtype, d.M * d.N * d.K, matrix_units(d.dtype));
+    gemm_overrides_.erase(type);
+    const GemmParams fallback = gemm_params_locked(type, d.M * d.N * d.K);
+    d.allow_tf32 = type.tf32 && fallback.family == GemmParams::Family::mma;
     std::string why = e.what();
     why = why.substr(0, why.find('\n'));
-    warn("dropping the " + source + " " + dtype_name(d.dtype) + " GEMM parameters '" + p.str() + "' of " +
+    warn("dropping the " + source + " " + type.name() + " GEMM parameters '" + p.str() + "' of " +
          info_.id + " for this process: " + why + ". Using '" + fallback.str() +
          "'; re-run `python -m hetnn tune gemm` to replace the entry.");
     run(fallback);

@@ -87,8 +87,8 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   cl_device_id device_id() const override { return device_; }
   cl_context context() const override { return context_.get(); }
   cl_mem buffer(const Buffer& b) const override { return mem(b); }
-  std::pair<std::string, std::string> params(DType t, std::int64_t macs) override;
-  void set(DType t, const std::string& params, const std::string& source) override;
+  std::pair<std::string, std::string> params(GemmType t, std::int64_t macs) override;
+  void set(GemmType t, const std::string& params, const std::string& source) override;
   void inject_faults(int n) override {
     std::lock_guard<std::mutex> lock(mu_);
     gemm_faults_ = n;
@@ -97,15 +97,19 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   std::pair<double, double> measure_peak(std::size_t triad_bytes, int repeats) override;  // peak_cl.cpp
   void set_kernel_variant(const std::string& v) override;  // max_pool_cl.cpp
   void set_conv_algorithm(const std::string& a) override;  // conv2d_cl.cpp
-  // GEMM parameters in force for a dtype (an override: set here, or tuned and stored in the cache; else the
-  // database), and the override itself.
-  GemmParams gemm_params(DType t, std::int64_t macs = -1);
-  void set_gemm_params(DType t, const GemmParams& p);
-  void clear_gemm_params(DType t);  // back to the stored tuned entry, else the database
-  std::string precision_mode(DType t) override;
-  // Under mu_: whether float16 / bfloat16 products run on the device's matrix units, decided once per dtype by a
-  // probe GEMM with known integer data (built with the instruction and compared exactly); `why` says why not.
-  bool matrix_units(DType t, std::string* why = nullptr);
+  // GEMM parameters in force for a type (an override: set here, or tuned and stored in the cache; else the
+  // database), and the override itself. tf32 without an override of its own, on a device whose TF32 matrix units
+  // are unusable, is float32's: those products compute in float32.
+  GemmParams gemm_params(GemmType t, std::int64_t macs = -1);
+  GemmParams gemm_params_locked(GemmType t, std::int64_t macs);  // under mu_
+  void set_gemm_params(GemmType t, const GemmParams& p);
+  void clear_gemm_params(GemmType t);  // back to the stored tuned entry, else the database
+  std::string precision_mode(GemmType t) override;
+  // Under mu_: whether float16 / bfloat16 / tf32 products run on the device's matrix units, decided once per type
+  // by a probe GEMM with known integer data (built with the instruction and compared exactly); `why` says why not.
+  bool matrix_units(GemmType t, std::string* why = nullptr);
+  // The type a product of d computes as: tf32 where d allows it, else its dtype.
+  static GemmType gemm_type(const MatmulDesc& d) { return GemmType(d.dtype, d.allow_tf32); }
   // The queue this thread's commands go to (its current stream's, else the device's) and its number (0: the device's).
   struct Target {
     cl_command_queue queue;
@@ -157,13 +161,16 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void enqueue_planes(const char* name, cl_kernel k, std::int64_t cols, std::int64_t rows, std::int64_t planes);
   void throttle();
   void matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias);
-  // gemm_mma.cl; ptx: the instruction itself (after the probe), else its emulation
+  // gemm_mma.cl on float16 / bfloat16 data, or float32 data as tf32 (d.allow_tf32); ptx: the instruction itself
+  // (after the probe), else its emulation
   void matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias, bool ptx);
-  std::string probe_matrix_units(DType t);  // "" when usable (the cached verdict, else the probe's), else why not
-  std::string run_matrix_unit_probe(DType t);  // "" when the probe GEMM computed its known result
+  std::string probe_matrix_units(GemmType t);  // "" when usable (the cached verdict, else the probe's), else why not
+  std::string run_matrix_unit_probe(GemmType t);  // "" when the probe GEMM computed its known result
   // conv: B is the im2col matrix of the convolution's input images, gathered by the kernel (vtiled only)
   void matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias,
                     const Conv2dDesc* conv = nullptr);
+  // Whether d's products compute in TF32: allowed, ungrouped, and the tf32 GEMM in force is the matrix-unit member.
+  bool conv_tf32(const Conv2dDesc& d);
   // The forward of an ungrouped convolution as one implicit GEMM when the GEMM parameters in force for it are
   // vtiled, bias and activation in its epilogue; false (nothing done) otherwise.
   bool conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y);
@@ -193,12 +200,12 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   ProgramCache programs_;
   std::map<std::string, Kernel> kernels_;
   std::unordered_map<std::string, cl_kernel> user_kernels_;  // by user_signature (owned in kernels_)
-  std::map<DType, std::vector<GemmParams>> gemm_overrides_;  // size classes by increasing max_macs, then any size
+  std::map<GemmType, std::vector<GemmParams>> gemm_overrides_;  // size classes by increasing max_macs, then any size
   bool tuned_loaded_ = false;  // the stored tuned entries (gemm_tuning.h) join gemm_overrides_ on first use
   void load_tuned_once();      // under mu_
-  void apply_stored_tuning(std::optional<DType> only);  // under mu_: the stored entries (one dtype, or all)
-  const GemmParams* override_for(DType t, std::int64_t macs) const;  // under mu_; nullptr: the database decides
-  std::map<DType, std::string> matrix_units_;  // the probe's verdict per dtype ("" usable, else why not)
+  void apply_stored_tuning(std::optional<GemmType> only);  // under mu_: the stored entries (one type, or all)
+  const GemmParams* override_for(GemmType t, std::int64_t macs) const;  // under mu_; nullptr: the database decides
+  std::map<GemmType, std::string> matrix_units_;  // the probe's verdict per type ("" usable, else why not)
   int gemm_faults_ = 0;  // inject_gemm_faults
   std::string kernel_variant_;  // set_kernel_variant
   std::string conv_algorithm_;  // set_conv_algorithm

@@ -242,6 +242,7 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() {
       const std::string maybe = units ? "tensor cores if a probe product passes on first use, else " : "";
       i.f16_mode = maybe + "converted (vload_half)";
       i.bf16_mode = maybe + "converted (bit shifts)";
+      i.tf32_mode = maybe + "float32 (exact)";
       const cl_platform_id plat = platforms[p];
       out.emplace_back(i, [plat, dev, i] { return std::unique_ptr<Backend>(new opencl::ClBackend(plat, dev, i)); });
     }

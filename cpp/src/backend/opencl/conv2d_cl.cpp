@@ -176,6 +176,12 @@ bool ClBackend::conv2d_winograd(const Conv2dDesc& d, const Buffer& x, const Buff
   return true;
 }
 
+bool ClBackend::conv_tf32(const Conv2dDesc& d) {
+  return d.allow_tf32 && d.dtype == DType::f32 && d.groups == 1 &&
+         gemm_params(GemmType(DType::f32, true), d.O * d.OH * d.OW * d.C * d.kh * d.kw).family ==
+             GemmParams::Family::mma;
+}
+
 void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y) {
   const std::string opts = conv_options(common_options(d.dtype), d);
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
@@ -185,6 +191,9 @@ void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, co
     std::lock_guard<std::mutex> lock(mu_);
     algorithm = conv_algorithm_;
   }
+  // TF32 in force (precision "high" on a device whose tf32 GEMM is the matrix-unit member): the GEMM path, where
+  // the matrix units compute; Winograd and the implicit GEMM compute float32 exactly.
+  if (conv_tf32(d)) algorithm = "im2col";
   // The device's choice on a GPU: Winograd F(2x2, 3x3) for float32 batches (H200, ResNet-50's 3x3 layers at batch
   // 32: 0.67-1.37x cuDNN against 0.33-0.66x for the implicit GEMM; at batch 1 0.41x against 0.62x, docs/gpu.md).
   const bool gpu_winograd = algorithm.empty() && info_.type == "gpu" && d.dtype == DType::f32 && d.N >= 2;
@@ -206,6 +215,7 @@ void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, co
     if (!pointwise) cols = im2col(d, x, opts);
     MatmulDesc g;
     g.batch = d.N, g.batch_a = 1, g.batch_b = d.N, g.M = d.O, g.N = ohw, g.K = ck, g.dtype = d.dtype;
+    g.allow_tf32 = d.allow_tf32;
     g.act = bias ? Activation::none : d.act;  // without a bias the activation is the GEMM's epilogue
     matmul(g, w, pointwise ? x : *cols, y, nullptr);
     if (bias) conv2d_bias_act(d, *bias, y, opts);
@@ -240,8 +250,9 @@ bool ClBackend::conv2d_backward_data_as_forward(const Conv2dDesc& d, const Buffe
     std::lock_guard<std::mutex> lock(mu_);
     algorithm = conv_algorithm_;
   }
-  if (!(algorithm == "winograd" || algorithm == "implicit" || (algorithm.empty() && info_.type == "gpu")))
-    return false;
+  if (!(algorithm == "winograd" || algorithm == "implicit" || (algorithm.empty() && info_.type == "gpu")) ||
+      conv_tf32(d))
+    return false;  // TF32 in force: the GEMM below, on the matrix units
   const std::int64_t taps = static_cast<std::int64_t>(d.kh) * d.kw;
   CopyDesc c;
   c.elem = dtype_size(d.dtype);
@@ -278,6 +289,7 @@ void ClBackend::conv2d_backward_data(const Conv2dDesc& d, const Buffer& gy, cons
     MatmulDesc g;  // dcols[n] (CK, OHW) = W^T (CK, O) @ gy[n] (O, OHW)
     g.batch = d.N, g.batch_a = 1, g.batch_b = d.N, g.M = ck, g.N = ohw, g.K = d.O, g.trans_a = true;
     g.dtype = d.dtype;
+    g.allow_tf32 = d.allow_tf32;
     if (conv_is_pointwise(d)) {  // the columns are gx itself
       matmul(g, w, gy, gx, nullptr);
       return;
@@ -381,6 +393,7 @@ void ClBackend::conv2d_backward_weights(const Conv2dDesc& d, const Buffer& gy, c
     MatmulDesc g;  // per image (O, CK) = gy[n] (O, OHW) @ cols[n]^T, then summed over n
     g.batch = d.N, g.batch_a = d.N, g.batch_b = d.N, g.M = d.O, g.N = ck, g.K = ohw, g.trans_b = true;
     g.dtype = d.dtype;
+    g.allow_tf32 = d.allow_tf32;
     const Buffer& c = conv_is_pointwise(d) ? x : *cols;
     if (d.N == 1) {
       matmul(g, gy, c, gw, nullptr);

@@ -1,7 +1,8 @@
-// float16 / bfloat16 GEMMs on matrix units (kernels/gemm_mma.cl): the launch, and the probe that decides per device
-// and dtype whether the instruction is used. A device gets the matrix-unit path only if the probe GEMM builds with
-// the instruction and computes a known result exactly; otherwise the converted path (float32 arithmetic on 16-bit
-// storage) runs and precision_mode() says why.
+// float16 / bfloat16 GEMMs, and float32 ones as tf32 (precision "high"), on matrix units (kernels/gemm_mma.cl):
+// the launch, and the probe that decides per device and type whether the instruction is used. A device gets the
+// matrix-unit path only if the probe GEMM builds with the instruction and computes a known result exactly;
+// otherwise the converted path (float32 arithmetic on 16-bit storage) or, for tf32, exact float32 runs and
+// precision_mode() says why.
 #include <signal.h>
 #include <unistd.h>
 
@@ -25,10 +26,13 @@ namespace hetnn::opencl {
 
 void ClBackend::matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias,
                            bool ptx) {
-  // 16-byte global loads along an operand's contiguous dimension when it is a multiple of 8 (every row then starts
-  // 16-byte aligned, and a vector lies wholly inside or outside the matrix).
-  const bool va = (d.trans_a ? d.M : d.K) % 8 == 0, vb = (d.trans_b ? d.K : d.N) % 8 == 0;
-  const std::string opts = common_options(d.dtype) + " " + p.defines() + " -DTRANS_A=" + std::to_string(d.trans_a) +
+  // 16-byte global loads along an operand's contiguous dimension when it is a multiple of a vector's values (8, or 4
+  // for float32): every row then starts 16-byte aligned, and a vector lies wholly inside or outside the matrix.
+  const bool tf32 = d.allow_tf32 && d.dtype == DType::f32;
+  const std::int64_t per_vec = tf32 ? 4 : 8;
+  const bool va = (d.trans_a ? d.M : d.K) % per_vec == 0, vb = (d.trans_b ? d.K : d.N) % per_vec == 0;
+  const std::string opts = common_options(d.dtype) + (tf32 ? " -DMMA_TF32=1 " : " ") + p.defines() +
+                           " -DTRANS_A=" + std::to_string(d.trans_a) +
                            " -DTRANS_B=" + std::to_string(d.trans_b) + " -DVA=" + (va ? "1" : "0") +
                            " -DVB=" + (vb ? "1" : "0") + " -DMMA_PTX=" + (ptx ? "1" : "0");
   cl_kernel k = kernel("gemm_mma.cl", "gemm_mma", opts);
@@ -51,7 +55,7 @@ int sm_version(const std::string& arch) {  // "sm_90" -> 90; 0 when not an NVIDI
 }
 }  // namespace
 
-std::string ClBackend::probe_matrix_units(DType t) {
+std::string ClBackend::probe_matrix_units(GemmType t) {
   const char* env = std::getenv("HETNN_MATRIX_UNITS");
   const std::string setting = env ? env : "";
   if (setting == "0") return "turned off (HETNN_MATRIX_UNITS=0)";
@@ -67,7 +71,7 @@ std::string ClBackend::probe_matrix_units(DType t) {
   const auto dir = cache_dir("matrix_units");
   const std::string path =
       dir ? *dir + "/" + hex64(fnv1a(kernel_source("gemm_mma.cl"), fnv1a(device_identity(info_) + '\n' +
-                                                                           dtype_name(t)))) + ".txt"
+                                                                           t.name()))) + ".txt"
           : "";
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
@@ -94,31 +98,38 @@ std::string ClBackend::probe_matrix_units(DType t) {
   return why;
 }
 
-std::string ClBackend::run_matrix_unit_probe(DType t) {
-  // 64 x 64 x 64 with integers in [-3, 3]: every product and sum is exact in float32, and every result (|c| <= 576)
-  // is exact in float16; bfloat16 keeps 8 significant bits, so the data are scaled to keep |c| <= 256 exact there.
-  const int n = 64, lim = t == DType::bf16 ? 2 : 3;
-  std::vector<std::uint16_t> ha(n * n), hb(n * n), hc(n * n, 0xffff);
+std::string ClBackend::run_matrix_unit_probe(GemmType t) {
+  // 64 x 64 x 64 with integers in [-3, 3]: every product and sum is exact in float32 (and in tf32's inputs), and
+  // every result (|c| <= 576) is exact in float16 and float32; bfloat16 keeps 8 significant bits, so the data are
+  // scaled to keep |c| <= 256 exact there.
+  const int n = 64, lim = t.dtype == DType::bf16 ? 2 : 3;
+  const std::size_t width = t.dtype == DType::f32 ? 4 : 2;
   std::vector<int> ia(n * n), ib(n * n);
   std::uint32_t s = 12345u;
   auto next = [&] { s = s * 1664525u + 1013904223u; return static_cast<int>((s >> 16) % (2 * lim + 1)) - lim; };
-  auto bits = [&](int v) -> std::uint16_t {  // small integers: exact in either type (bfloat16: a float's top half)
-    if (t == DType::f16) return float_to_half_bits(static_cast<float>(v));
+  for (int i = 0; i < n * n; ++i) ia[i] = next(), ib[i] = next();
+  // the values' bits in the storage type (small integers are exact in each: bfloat16 is a float's top half)
+  auto bits = [&](int v) -> std::uint32_t {
     const float f = static_cast<float>(v);
     std::uint32_t u;
     std::memcpy(&u, &f, 4);
-    return static_cast<std::uint16_t>(u >> 16);
+    return t.dtype == DType::f16 ? float_to_half_bits(f) : t.dtype == DType::bf16 ? u >> 16 : u;
   };
-  auto value = [&](std::uint16_t h) -> float {
-    if (t == DType::f16) return half_bits_to_float(h);
-    const std::uint32_t u = static_cast<std::uint32_t>(h) << 16;
+  auto value = [&](std::uint32_t h) -> float {
+    if (t.dtype == DType::f16) return half_bits_to_float(static_cast<std::uint16_t>(h));
+    const std::uint32_t u = t.dtype == DType::bf16 ? h << 16 : h;
     float f;
     std::memcpy(&f, &u, 4);
     return f;
   };
-  for (int i = 0; i < n * n; ++i) ha[i] = bits(ia[i] = next()), hb[i] = bits(ib[i] = next());
+  const std::size_t bytes = static_cast<std::size_t>(n) * n * width;
+  std::vector<unsigned char> ha(bytes), hb(bytes), hc(bytes, 0xff);
+  for (int i = 0; i < n * n; ++i) {
+    const std::uint32_t x = bits(ia[i]), y = bits(ib[i]);
+    std::memcpy(ha.data() + i * width, &x, width);  // little-endian: the low bytes are the 16-bit value
+    std::memcpy(hb.data() + i * width, &y, width);
+  }
   cl_int st = CL_SUCCESS;
-  const std::size_t bytes = ha.size() * 2;
   Mem ma(clCreateBuffer(context_.get(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, ha.data(), &st));
   if (st != CL_SUCCESS) throw_cl_error(st, "clCreateBuffer(matrix-unit probe)");
   Mem mb(clCreateBuffer(context_.get(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, hb.data(), &st));
@@ -127,7 +138,8 @@ std::string ClBackend::run_matrix_unit_probe(DType t) {
   if (st != CL_SUCCESS) throw_cl_error(st, "clCreateBuffer(matrix-unit probe)");
   MatmulDesc d;
   d.M = d.N = d.K = n;
-  d.dtype = t;
+  d.dtype = t.dtype;
+  d.allow_tf32 = t.tf32;
   try {
     matmul_mma(GemmParams::parse("family=mma ts_m=32 ts_n=32 ts_k=32 wm=2 wn=2"), d, ma.get(), mb.get(), mc.get(),
                mc.get(), true);
@@ -142,7 +154,9 @@ std::string ClBackend::run_matrix_unit_probe(DType t) {
     for (int j = 0; j < n; ++j) {
       int ref = 0;
       for (int k = 0; k < n; ++k) ref += ia[i * n + k] * ib[k * n + j];
-      const float v = value(hc[i * n + j]);  // exact in the data type for every value this probe makes
+      std::uint32_t h = 0;
+      std::memcpy(&h, hc.data() + (static_cast<std::size_t>(i) * n + j) * width, width);
+      const float v = value(h);  // exact in the data type for every value this probe makes
       if (v != static_cast<float>(ref))
         return "the probe GEMM computed C[" + std::to_string(i) + "][" + std::to_string(j) + "] = " +
                std::to_string(v) + ", expected " + std::to_string(ref);
@@ -150,9 +164,9 @@ std::string ClBackend::run_matrix_unit_probe(DType t) {
   return "";
 }
 
-bool ClBackend::matrix_units(DType t, std::string* why) {
-  if (t != DType::f16 && t != DType::bf16) {
-    if (why) *why = "matrix units are used for float16 and bfloat16 only";
+bool ClBackend::matrix_units(GemmType t, std::string* why) {
+  if (!t.matrix_units_possible()) {
+    if (why) *why = "matrix units are used for float16, bfloat16 and tf32 only";
     return false;
   }
   auto it = matrix_units_.find(t);
@@ -161,11 +175,15 @@ bool ClBackend::matrix_units(DType t, std::string* why) {
   return it->second.empty();
 }
 
-std::string ClBackend::precision_mode(DType t) {
+std::string ClBackend::precision_mode(GemmType t) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string why;
-  const char* converted = t == DType::bf16 ? "converted (bit shifts)" : "converted (vload_half)";
-  if (t != DType::f16 && t != DType::bf16) return "native";
+  if (t.tf32) {
+    if (matrix_units(t, &why)) return "tensor cores (mma.sync m16n8k8 tf32, float32 accumulation)";
+    return "float32 (exact); tensor cores unused: " + why;
+  }
+  if (t.dtype != DType::f16 && t.dtype != DType::bf16) return "native";
+  const char* converted = t.dtype == DType::bf16 ? "converted (bit shifts)" : "converted (vload_half)";
   if (matrix_units(t, &why)) return "tensor cores (mma.sync m16n8k16, float32 accumulation)";
   return std::string(converted) + "; tensor cores unused: " + why;
 }

@@ -17,7 +17,7 @@ namespace {
 // vendor, type, default); the first matching one for the dtype wins.
 struct Entry {
   const char* match;
-  DType dtype;
+  GemmType type;
   const char* params;
   const char* note;            // how it was chosen
   std::int64_t max_macs = -1;  // applies to problems of at most this many multiply-adds (M*N*K); -1: any size
@@ -55,6 +55,9 @@ const Entry kDatabase[] = {
     // with the best geometric mean of five, one interleaved run at 1024^3-4096^3 on an H200 (docs/gpu.md).
     {"vendor:nvidia", DType::f16, "family=mma ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2", "measured on sm_90 only"},
     {"vendor:nvidia", DType::bf16, "family=mma ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2", "as float16"},
+    // float32 at precision "high" on the same units (mma.sync m16n8k8 tf32): float16's tile, each slice half as
+    // deep in values and as large in bytes. Not yet measured: the GPU sessions' tf32 stage measures it.
+    {"vendor:nvidia", GemmType(DType::f32, true), "family=mma ts_m=64 ts_n=64 ts_k=16 wm=2 wn=2", "untuned"},
     {"*", DType::f64, "family=tiled ts_m=32 ts_n=32 ts_k=16 wpt_m=2 wpt_n=2", "default"},
     {"*", DType::f32, "family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4", "default"},
     {"*", DType::f16, "family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4", "default"},
@@ -180,7 +183,7 @@ constexpr std::uint64_t kMaxPrivateBytes = 4096, kMaxGroupPrivateBytes = 256 * 1
 // (`ku=16` with `rm=32 nv=8` took 70-88 s under PoCL; the tuner's members are at most 32).
 constexpr int kMaxUnrolledFmas = 256;
 
-void GemmParams::validate(const DeviceInfo& dev, std::size_t real_bytes) const {
+void GemmParams::validate(const DeviceInfo& dev, std::size_t real_bytes, std::size_t mma_bytes) const {
   auto fail = [&](const std::string& why) { throw ValueError("gemm parameters '" + str() + "': " + why); };
   auto check_private = [&](std::uint64_t per_item, std::uint64_t items) {
     if (per_item > kMaxPrivateBytes)
@@ -209,19 +212,24 @@ void GemmParams::validate(const DeviceInfo& dev, std::size_t real_bytes) const {
       if (!pow2(v)) fail("ts_m, ts_n, ts_k, wm and wn must be powers of two");
     if (ts_m > 256 || ts_n > 256 || ts_k > 128) fail("ts_m and ts_n must be at most 256, ts_k at most 128");
     if (wm > 8 || wn > 8) fail("wm and wn must be at most 8");
-    if (ts_k < 16) fail("ts_k must be at least 16 (the instruction's depth)");
+    const int depth = mma_bytes == 4 ? 8 : 16, per_vec = 16 / static_cast<int>(mma_bytes);  // values a 16-byte vector
+    if (ts_k < depth) fail("ts_k must be at least " + std::to_string(depth) + " (the instruction's depth)");
     if (lm != 0 && lm != 1) fail("lm must be 0 or 1");
     if (ts_m % (16 * wm) || ts_n % (8 * wn))
       fail("each warp needs whole 16 x 8 tiles: ts_m a multiple of 16 * wm, ts_n of 8 * wn");
     const std::uint64_t wg = 32u * static_cast<std::uint64_t>(wm) * wn;
-    // every work item moves whole vectors of 8 values of each slice
-    if ((static_cast<std::uint64_t>(ts_m) * ts_k / 8) % wg || (static_cast<std::uint64_t>(ts_n) * ts_k / 8) % wg)
-      fail("ts_m * ts_k / 8 and ts_n * ts_k / 8 must be multiples of the work-group size (" + std::to_string(wg) +
-           ")");
+    // every work item moves whole 16-byte vectors of each slice
+    if ((static_cast<std::uint64_t>(ts_m) * ts_k / per_vec) % wg ||
+        (static_cast<std::uint64_t>(ts_n) * ts_k / per_vec) % wg)
+      fail("ts_m * ts_k / " + std::to_string(per_vec) + " and ts_n * ts_k / " + std::to_string(per_vec) +
+           " must be multiples of the work-group size (" + std::to_string(wg) + ")");
     if (wg > dev.max_work_group_size) fail("work-group of " + std::to_string(wg) + " exceeds the device's maximum");
-    // two slices of 16-bit values in either layout (gemm_mma.cl: rows padded by 8)
-    const auto slice = [&](std::uint64_t mn) { return std::max(mn * (ts_k + 8), static_cast<std::uint64_t>(ts_k) * (mn + 8)); };
-    const std::uint64_t local = 2u * (slice(ts_m) + slice(ts_n)) * 2;
+    // two slices in either layout (gemm_mma.cl: rows padded by 8 values, 4 along K for tf32)
+    const std::uint64_t pad_k = mma_bytes == 4 ? 4 : 8;
+    const auto slice = [&](std::uint64_t mn) {
+      return std::max(mn * (ts_k + pad_k), static_cast<std::uint64_t>(ts_k) * (mn + 8));
+    };
+    const std::uint64_t local = 2u * (slice(ts_m) + slice(ts_n)) * mma_bytes;
     if (dev.local_mem && local > dev.local_mem)
       fail("its tiles need " + std::to_string(local) + " bytes of local memory, the device has " +
            std::to_string(dev.local_mem));
@@ -252,15 +260,18 @@ void GemmParams::validate(const DeviceInfo& dev, std::size_t real_bytes) const {
   }
 }
 
-void GemmParams::check_dtype(DType t) const {
-  if (family == Family::mma && t != DType::f16 && t != DType::bf16)
-    throw ValueError("gemm parameters '" + str() + "': family=mma computes float16 and bfloat16 only, not " +
-                     dtype_name(t));
+void GemmParams::check_dtype(GemmType t) const {
+  if (family == Family::mma && !t.matrix_units_possible())
+    throw ValueError("gemm parameters '" + str() + "': family=mma computes float16 and bfloat16 only (and float32 " +
+                     "as tf32, at precision 'high'), not " + t.name());
+  if (t.tf32 && family != Family::mma)
+    throw ValueError("gemm parameters '" + str() + "' for tf32: only family=mma computes in tf32; the other " +
+                     "families compute float32 exactly and take float32's parameters");
 }
 
-GemmParams gemm_database_lookup(const DeviceInfo& dev, DType dtype, std::int64_t macs, bool matrix_units) {
+GemmParams gemm_database_lookup(const DeviceInfo& dev, GemmType type, std::int64_t macs, bool matrix_units) {
   for (const auto& e : kDatabase) {
-    if (e.dtype != dtype || !matches(e.match, dev)) continue;
+    if (!(e.type == type) || !matches(e.match, dev)) continue;
     if (e.max_macs >= 0 && (macs < 0 || macs > e.max_macs)) continue;
     GemmParams p = GemmParams::parse(e.params);
     if (p.family == GemmParams::Family::mma && !matrix_units) continue;

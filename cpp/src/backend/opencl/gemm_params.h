@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "backend/extensions.h"
 #include "core/device.h"
 #include "core/dtype.h"
 
@@ -21,7 +22,8 @@ struct GemmParams {
   // vtiled (gemm_vtiled.cl): the tiled parameters, plus the widths of the register tile's vectors along M and N
   // (local-memory reads and C stores); double-buffered slices, vector global loads where the layout allows
   int vwm = 4, vwn = 4;
-  // mma (gemm_mma.cl, float16/bfloat16): the TS_M x TS_N x TS_K tiles, computed by WM x WN warps of 32 work items
+  // mma (gemm_mma.cl, float16/bfloat16, and float32 as tf32): the TS_M x TS_N x TS_K tiles, computed by WM x WN
+  // warps of 32 work items
   int wm = 2, wn = 4;
   int lm = 0;  // mma: 1 loads the fragments with ldmatrix (NVIDIA's instruction; ignored by the emulation)
   std::string source;  // where the entry came from: "database:<match>", "tuned", "default"
@@ -34,13 +36,20 @@ struct GemmParams {
   std::string defines() const;  // "-DRM=8 -DVW=16 ..."
   std::string str() const;      // "family=packed rm=8 vw=16 nv=2 lx=0"
   static GemmParams parse(const std::string& text);  // inverse of str(); throws ValueError
-  // Throws ValueError for impossible combinations and for tiles beyond the device's limits (REAL of real_bytes).
-  void validate(const DeviceInfo& dev, std::size_t real_bytes = 4) const;
-  void check_dtype(DType t) const;  // ValueError where the family cannot compute t (mma: float16/bfloat16 only)
+  // Throws ValueError for impossible combinations and for tiles beyond the device's limits (REAL of real_bytes;
+  // mma_bytes: the mma family's staged elements, 2 for float16/bfloat16, 4 for tf32).
+  void validate(const DeviceInfo& dev, std::size_t real_bytes = 4, std::size_t mma_bytes = 2) const;
+  void validate(const DeviceInfo& dev, GemmType t) const {
+    validate(dev, t.dtype == DType::f64 ? 8 : 4, t.tf32 ? 4 : 2);
+  }
+  // ValueError where the family cannot compute t: mma only float16, bfloat16 and tf32; tf32 only mma (the others
+  // compute float32 exactly: float32's parameters are theirs)
+  void check_dtype(GemmType t) const;
 };
 
 // `macs` = M*N*K of the problem (entries may be limited to small problems); -1 for "any" (the large entry).
 // matrix_units: whether the device's matrix-unit path passed its probe (else mma entries are skipped).
-GemmParams gemm_database_lookup(const DeviceInfo& dev, DType dtype, std::int64_t macs = -1, bool matrix_units = false);
+GemmParams gemm_database_lookup(const DeviceInfo& dev, GemmType type, std::int64_t macs = -1,
+                                bool matrix_units = false);
 
 }  // namespace hetnn::opencl

@@ -58,15 +58,15 @@ std::map<std::string, json::Value> load_tuned(const DeviceInfo& dev) {
   return {per_dtype.begin(), per_dtype.end()};
 }
 
-std::vector<GemmParams> parse_tuned(const json::Value& entry, const DeviceInfo& dev, DType dtype) {
+std::vector<GemmParams> parse_tuned(const json::Value& entry, const DeviceInfo& dev, GemmType type) {
   const json::Value* date = entry.get("date");
   const std::string source = "tuned " + (date && date->string() ? *date->string() : std::string());
   const auto one = [&](const json::Value& e, std::int64_t max_macs) {
     const json::Value* params = e.get("params");
     if (!params || !params->string()) throw ValueError("no \"params\" string");
     GemmParams p = GemmParams::parse(*params->string());
-    p.check_dtype(dtype);
-    p.validate(dev, dtype == DType::f64 ? 8 : 4);
+    p.check_dtype(type);
+    p.validate(dev, type);
     p.source = max_macs < 0 ? source : source + " (problems up to " + std::to_string(max_macs) + " multiply-adds)";
     p.max_macs = max_macs;
     return p;

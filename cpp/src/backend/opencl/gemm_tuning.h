@@ -24,7 +24,7 @@ std::optional<std::string> tuning_path();            // nullopt when the cache i
 std::map<std::string, json::Value> load_tuned(const DeviceInfo& dev);
 // The parameters of one stored entry, validated for the device: the size classes ("by_size") in increasing
 // max_macs, then the entry for any size (max_macs = -1). Throws ValueError naming what is wrong.
-std::vector<GemmParams> parse_tuned(const json::Value& entry, const DeviceInfo& dev, DType dtype);
+std::vector<GemmParams> parse_tuned(const json::Value& entry, const DeviceInfo& dev, GemmType type);
 // Merges one entry (a JSON object with a "params" string) into the file, written atomically; returns the path.
 // Throws ValueError when the entry is malformed, the cache is disabled or the file cannot be written.
 std::string store_tuned(const DeviceInfo& dev, const std::string& dtype, const std::string& entry_json);

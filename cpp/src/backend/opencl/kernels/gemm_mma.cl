@@ -1,16 +1,19 @@
 // gemm_mma.cl: C[b] = act(alpha * op(A[b]) * op(B[b]) + beta * C[b] + bias) for float16 and bfloat16 data on matrix
-// units: products of 16 x 8 x 16 (m16n8k16) tiles with float32 accumulation, as cuBLAS computes them. The member
-// "mma" of the GEMM family; same arguments as gemm_vtiled (split-K is never used: splits = 1).
+// units: products of 16 x 8 x 16 (m16n8k16) tiles with float32 accumulation, as cuBLAS computes them; with MMA_TF32,
+// float32 data as TF32 (m16n8k8 tiles; each input rounded to 10 mantissa bits, to nearest with ties away from zero,
+// as cvt.rna.tf32.f32 does; products and sums in float32). The member "mma" of the GEMM family; same arguments as
+// gemm_vtiled (split-K is never used: splits = 1).
 //  - A work-group of WM x WN warps (32 work items each, one dimension) computes a TS_M x TS_N tile of C; each warp a
 //    (TS_M / WM) x (TS_N / WN) piece of it as MT x NT tiles of 16 x 8, whose accumulators live in its registers.
-//  - TS_K-deep slices of A and B are staged in two local buffers as raw 16-bit values, in the layout the operand
-//    has in global memory (A[m][k] or, transposed, A[k][m]; B[k][n] or B[n][k]), so that every store to local memory
-//    is one 16-byte vector; rows are padded by 8 values so that a warp's fragment reads fall on distinct banks. A
-//    fragment register is one 32-bit read where its two values are adjacent (k-contiguous rows), else two 16-bit
-//    reads (a transposing scatter of 16-bit stores instead ran into 8-way bank conflicts). The next slice's global
-//    loads are in flight while the current one is multiplied (one barrier a slice).
-//  - Global loads move 8 values (16 bytes) along the operand's contiguous dimension where the host set VA / VB (that
-//    dimension a multiple of 8), else the same 8 element by element with bounds.
+//  - TS_K-deep slices of A and B are staged in two local buffers as raw values (16-bit, or tf32-rounded 32-bit), in
+//    the layout the operand has in global memory (A[m][k] or, transposed, A[k][m]; B[k][n] or B[n][k]), so that
+//    every store to local memory is one 16-byte vector; rows are padded (PAD_K, PAD_MN values) so that a warp's
+//    fragment reads fall on distinct banks. A 16-bit fragment register is one 32-bit read where its two values are
+//    adjacent (k-contiguous rows), else two 16-bit reads (a transposing scatter of 16-bit stores instead ran into
+//    8-way bank conflicts); a tf32 register is one value. The next slice's global loads are in flight while the
+//    current one is multiplied (one barrier a slice).
+//  - Global loads move 16 bytes (EV values) along the operand's contiguous dimension where the host set VA / VB
+//    (that dimension a multiple of EV), else the same EV element by element with bounds.
 //  - MMA_PTX=1 (set by the host only after a probe GEMM built and computed correctly on the device): NVIDIA's
 //    mma.sync through inline PTX (sm_80 and newer). Otherwise the instruction is emulated on the same fragment
 //    addressing and the PTX ISA's fragment layout, so that every other part of this kernel runs and is tested on
@@ -43,8 +46,28 @@
 #ifndef LM  // 1: fragments loaded with ldmatrix (.trans for the layouts that need it); with MMA_PTX only
 #define LM 0
 #endif
-#if !defined(STORE_HALF) && !defined(STORE_BF16)
-#error "gemm_mma computes float16 or bfloat16 data"
+#ifndef MMA_TF32
+#define MMA_TF32 0
+#endif
+#if !defined(STORE_HALF) && !defined(STORE_BF16) && !MMA_TF32
+#error "gemm_mma computes float16 or bfloat16 data, or float32 data as tf32"
+#endif
+// The staged element, values per 16-byte vector, the instruction's depth, and the local rows' padding: k-contiguous
+// rows (A[m][k], B[n][k]) and m/n-contiguous ones, chosen so that the 32 lanes' fragment reads hit 32 banks (tf32:
+// lane (g, t) reads row g, column t of a k-contiguous slice, at word g * (TS_K + 4) + t; or row t, column g of an
+// m/n-contiguous one, at t * (TS_M + 8) + g).
+#if MMA_TF32
+typedef uint elem;
+#define EV 4
+#define KI 8
+#define PAD_K 4
+#define PAD_MN 8
+#else
+typedef ushort elem;
+#define EV 8
+#define KI 16
+#define PAD_K 8
+#define PAD_MN 8
 #endif
 // The accumulators must stay in registers on the GPU (every index known at compile time); the emulation's
 // epilogue is left rolled, which cut PoCL's build of a 64 x 32 tile from 12.8 s to 0.8 s.
@@ -58,101 +81,139 @@
 #define WTN (TS_N / WN)
 #define MT (WTM / 16)    // 16 x 8 tiles per warp along M and N
 #define NT (WTN / 8)
-// 16-bit values per local row, and per slice: A as A[m][k] (LDA = TS_K + 8) or, TRANS_A, A[k][m] (TS_M + 8); B as
-// B[n][k] (TRANS_B) or B[k][n]
+// Values per local row, and per slice: A as A[m][k] (LDA = TS_K + PAD_K) or, TRANS_A, A[k][m] (TS_M + PAD_MN); B
+// as B[n][k] (TRANS_B) or B[k][n]
 #if TRANS_A
-#define LDA (TS_M + 8)
+#define LDA (TS_M + PAD_MN)
 #define A_LOCAL (TS_K * LDA)
 #else
-#define LDA (TS_K + 8)
+#define LDA (TS_K + PAD_K)
 #define A_LOCAL (TS_M * LDA)
 #endif
 #if TRANS_B
-#define LDB (TS_K + 8)
+#define LDB (TS_K + PAD_K)
 #define B_LOCAL (TS_N * LDB)
 #else
-#define LDB (TS_N + 8)
+#define LDB (TS_N + PAD_MN)
 #define B_LOCAL (TS_K * LDB)
 #endif
-#define A_VECS (TS_M * TS_K / 8 / LSIZE)  // 8-value vectors each work item moves per slice
-#define B_VECS (TS_N * TS_K / 8 / LSIZE)
+#define A_VECS (TS_M * TS_K / EV / LSIZE)  // 16-byte vectors each work item moves per slice
+#define B_VECS (TS_N * TS_K / EV / LSIZE)
 
 inline uint pack2(ushort lo, ushort hi) { return (uint)lo | ((uint)hi << 16); }
 
-// 8 consecutive values at `at` (along the contiguous dimension), of which the first `n` exist (n <= 0: none).
-inline uint4 load8(__global const ushort* restrict p, const long at, const int n, const int vec) {
-  if (vec) return n > 0 ? *(__global const uint4*)(p + at) : (uint4)(0);  // at: a multiple of 8, so aligned
-  ushort v[8];
+// EV consecutive values at `at` (along the contiguous dimension), of which the first `n` exist (n <= 0: none).
+inline uint4 loadv(__global const elem* restrict p, const long at, const int n, const int vec) {
+  if (vec) return n > 0 ? *(__global const uint4*)(p + at) : (uint4)(0);  // at: a multiple of EV, so aligned
+  elem v[EV];
 #pragma unroll
-  for (int e = 0; e < 8; ++e) v[e] = e < n ? p[at + e] : (ushort)0;
+  for (int e = 0; e < EV; ++e) v[e] = e < n ? p[at + e] : (elem)0;
+#if MMA_TF32
+  return (uint4)(v[0], v[1], v[2], v[3]);
+#else
   return (uint4)(pack2(v[0], v[1]), pack2(v[2], v[3]), pack2(v[4], v[5]), pack2(v[6], v[7]));
+#endif
 }
 
+#if MMA_TF32
+// A float's bits rounded to tf32 (10 mantissa bits; to nearest, ties away from zero: cvt.rna.tf32.f32). Adding half
+// of the dropped range to the magnitude carries into the exponent where it must (to infinity past the largest
+// tf32); infinities stay, NaNs become one quiet NaN whose dropped bits are zero.
+inline uint to_tf32(const uint b) {
+  if ((b & 0x7f800000u) == 0x7f800000u) return (b & 0x007fffffu) ? 0x7fffe000u : b;
+  return (b + 0x1000u) & 0xffffe000u;
+}
+inline uint4 to_tf32_4(const uint4 v) { return (uint4)(to_tf32(v.x), to_tf32(v.y), to_tf32(v.z), to_tf32(v.w)); }
+#define STAGE(v) to_tf32_4(v)
+#else
+#define STAGE(v) (v)
+#endif
+
 // Global -> registers: slice k0 of A, TS_M x TS_K (vector i of the slice is at row/column i / per-line).
-inline void load_a(__global const ushort* restrict A, const int M, const int K, const int m0, const int k0,
+inline void load_a(__global const elem* restrict A, const int M, const int K, const int m0, const int k0,
                    const int lid, uint4* ra) {
 #pragma unroll
   for (int l = 0; l < A_VECS; ++l) {
     const int i = lid + l * LSIZE;
 #if TRANS_A  // A stored (K, M): vectors along M
-    const int mv = i % (TS_M / 8), kk = i / (TS_M / 8), gm = m0 + mv * 8, gk = k0 + kk;
-    ra[l] = load8(A, (long)gk * M + gm, gk < K ? M - gm : 0, VA);
+    const int mv = i % (TS_M / EV), kk = i / (TS_M / EV), gm = m0 + mv * EV, gk = k0 + kk;
+    ra[l] = loadv(A, (long)gk * M + gm, gk < K ? M - gm : 0, VA);
 #else  // A stored (M, K): vectors along K
-    const int kv = i % (TS_K / 8), mm = i / (TS_K / 8), gm = m0 + mm, gk = k0 + kv * 8;
-    ra[l] = load8(A, (long)gm * K + gk, gm < M ? K - gk : 0, VA);
+    const int kv = i % (TS_K / EV), mm = i / (TS_K / EV), gm = m0 + mm, gk = k0 + kv * EV;
+    ra[l] = loadv(A, (long)gm * K + gk, gm < M ? K - gk : 0, VA);
 #endif
   }
 }
 
-inline void load_b(__global const ushort* restrict B, const int N, const int K, const int n0, const int k0,
+inline void load_b(__global const elem* restrict B, const int N, const int K, const int n0, const int k0,
                    const int lid, uint4* rb) {
 #pragma unroll
   for (int l = 0; l < B_VECS; ++l) {
     const int i = lid + l * LSIZE;
 #if TRANS_B  // B stored (N, K): vectors along K
-    const int kv = i % (TS_K / 8), nn = i / (TS_K / 8), gn = n0 + nn, gk = k0 + kv * 8;
-    rb[l] = load8(B, (long)gn * K + gk, gn < N ? K - gk : 0, VB);
+    const int kv = i % (TS_K / EV), nn = i / (TS_K / EV), gn = n0 + nn, gk = k0 + kv * EV;
+    rb[l] = loadv(B, (long)gn * K + gk, gn < N ? K - gk : 0, VB);
 #else  // B stored (K, N): vectors along N
-    const int nv = i % (TS_N / 8), kk = i / (TS_N / 8), gn = n0 + nv * 8, gk = k0 + kk;
-    rb[l] = load8(B, (long)gk * N + gn, gk < K ? N - gn : 0, VB);
+    const int nv = i % (TS_N / EV), kk = i / (TS_N / EV), gn = n0 + nv * EV, gk = k0 + kk;
+    rb[l] = loadv(B, (long)gk * N + gn, gk < K ? N - gn : 0, VB);
 #endif
   }
 }
 
 // Registers -> local: each vector where it lies in the operand's own layout (16-byte aligned: the row lengths and
-// the vectors' offsets along a row are multiples of 8 values).
-inline void store_a(__local ushort* as, const int lid, const uint4* ra) {
+// the vectors' offsets along a row are multiples of EV values), tf32-rounded on the way.
+inline void store_a(__local elem* as, const int lid, const uint4* ra) {
 #pragma unroll
   for (int l = 0; l < A_VECS; ++l) {
     const int i = lid + l * LSIZE;
 #if TRANS_A
-    const int mv = i % (TS_M / 8), kk = i / (TS_M / 8);
-    *(__local uint4*)(as + kk * LDA + mv * 8) = ra[l];
+    const int mv = i % (TS_M / EV), kk = i / (TS_M / EV);
+    *(__local uint4*)(as + kk * LDA + mv * EV) = STAGE(ra[l]);
 #else
-    const int kv = i % (TS_K / 8), mm = i / (TS_K / 8);
-    *(__local uint4*)(as + mm * LDA + kv * 8) = ra[l];
+    const int kv = i % (TS_K / EV), mm = i / (TS_K / EV);
+    *(__local uint4*)(as + mm * LDA + kv * EV) = STAGE(ra[l]);
 #endif
   }
 }
 
-inline void store_b(__local ushort* bs, const int lid, const uint4* rb) {
+inline void store_b(__local elem* bs, const int lid, const uint4* rb) {
 #pragma unroll
   for (int l = 0; l < B_VECS; ++l) {
     const int i = lid + l * LSIZE;
 #if TRANS_B
-    const int kv = i % (TS_K / 8), nn = i / (TS_K / 8);
-    *(__local uint4*)(bs + nn * LDB + kv * 8) = rb[l];
+    const int kv = i % (TS_K / EV), nn = i / (TS_K / EV);
+    *(__local uint4*)(bs + nn * LDB + kv * EV) = STAGE(rb[l]);
 #else
-    const int nv = i % (TS_N / 8), kk = i / (TS_N / 8);
-    *(__local uint4*)(bs + kk * LDB + nv * 8) = rb[l];
+    const int nv = i % (TS_N / EV), kk = i / (TS_N / EV);
+    *(__local uint4*)(bs + kk * LDB + nv * EV) = STAGE(rb[l]);
 #endif
   }
 }
 
-// Fragments (PTX ISA, mma.m16n8k16 with 16-bit inputs; lane = 4 * group + t): register r of A's fragment holds
+// Fragments (PTX ISA; lane = 4 * group + t). mma.m16n8k16 with 16-bit inputs: register r of A's fragment holds
 // A[group + 8 * (r & 1)][2t + 8 * (r >> 1) + {0, 1}] of a 16 x 16 piece, register r of B's holds
-// B[2t + 8r + {0, 1}][group] of a 16 x 8 piece, and accumulator q is C[group + 8 * (q >> 1)][2t + (q & 1)]. These
-// read the register that lane `ln` holds for tile i (j) at depth ks from the local slice.
+// B[2t + 8r + {0, 1}][group] of a 16 x 8 piece. mma.m16n8k8 with tf32 inputs: A's register r holds
+// A[group + 8 * (r & 1)][t + 4 * (r >> 1)] of a 16 x 8 piece, B's B[t + 4r][group] of an 8 x 8 piece. Either way
+// accumulator q is C[group + 8 * (q >> 1)][2t + (q & 1)]. These read the register that lane `ln` holds for tile i
+// (j) at depth ks from the local slice.
+#if MMA_TF32
+inline uint a_frag(const __local elem* as, const int ln, const int i, const int r, const int ks, const int wm) {
+  const int m = wm * WTM + i * 16 + (ln >> 2) + 8 * (r & 1), k = ks + (ln & 3) + 4 * (r >> 1);
+#if TRANS_A
+  return as[k * LDA + m];
+#else
+  return as[m * LDA + k];
+#endif
+}
+inline uint b_frag(const __local elem* bs, const int ln, const int j, const int r, const int ks, const int wn) {
+  const int n = wn * WTN + j * 8 + (ln >> 2), k = ks + (ln & 3) + 4 * r;
+#if TRANS_B
+  return bs[n * LDB + k];
+#else
+  return bs[k * LDB + n];
+#endif
+}
+#else
 inline uint a_frag(const __local ushort* as, const int ln, const int i, const int r, const int ks, const int wm) {
   const int m = wm * WTM + i * 16 + (ln >> 2) + 8 * (r & 1), k = ks + 2 * (ln & 3) + 8 * (r >> 1);
 #if TRANS_A
@@ -169,10 +230,18 @@ inline uint b_frag(const __local ushort* bs, const int ln, const int j, const in
   return pack2(bs[k * LDB + n], bs[(k + 1) * LDB + n]);
 #endif
 }
+#endif
 
 #if MMA_PTX
-// c += a * b for one 16 x 8 x 16 tile: a warp-wide instruction, every lane of the warp executes it together.
-#ifdef STORE_BF16
+// c += a * b for one 16 x 8 x 16 tile (tf32: 16 x 8 x 8): a warp-wide instruction, every lane of the warp executes
+// it together.
+#if MMA_TF32
+#define MMA(c, a, b)                                                                                        \
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
+               "{%0,%1,%2,%3};"                                                                            \
+               : "+f"((c)[0]), "+f"((c)[1]), "+f"((c)[2]), "+f"((c)[3])                                    \
+               : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"((b)[0]), "r"((b)[1]))
+#elif defined(STORE_BF16)
 #define MMA(c, a, b)                                                                                           \
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
                "{%0,%1,%2,%3};"                                                                               \
@@ -198,6 +267,29 @@ inline uint b_frag(const __local ushort* bs, const int ln, const int j, const in
 #define LDSM_X2_T(r, p) asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];" \
     : "=r"((r)[0]), "=r"((r)[1]) : "r"((uint)(size_t)(p)) : "memory")
 // A's four registers for tile i: matrices (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15).
+#if MMA_TF32
+// tf32: an 8 x 8 matrix of 16-bit values is 8 rows of four 32-bit ones, lane 4g + t receiving row g's value t: A's
+// register r is the matrix (m 0-7 or 8-15, k 0-3 or 4-7), read as it lies where rows run along k. The .trans form
+// moves 16-bit halves, so m- or n-contiguous slices are read value by value.
+inline void a_frags_ldsm(const __local elem* as, const int lane, const int i, const int ks, const int wm, uint* r) {
+#if TRANS_A
+#pragma unroll
+  for (int q = 0; q < 4; ++q) r[q] = a_frag(as, lane, i, q, ks, wm);
+#else
+  const int mat = lane >> 3, row = lane & 7, m = wm * WTM + i * 16 + 8 * (mat & 1), k = ks + 4 * (mat >> 1);
+  LDSM_X4(r, as + (m + row) * LDA + k);
+#endif
+}
+inline void b_frags_ldsm(const __local elem* bs, const int lane, const int j, const int ks, const int wn, uint* r) {
+#if TRANS_B  // B[n][k]: matrices (n 0-7, k 0-3) and (n 0-7, k 4-7)
+  const int mat = (lane >> 3) & 1, row = lane & 7, n = wn * WTN + j * 8, k = ks + 4 * mat;
+  LDSM_X2(r, bs + (n + row) * LDB + k);
+#else
+  r[0] = b_frag(bs, lane, j, 0, ks, wn);
+  r[1] = b_frag(bs, lane, j, 1, ks, wn);
+#endif
+}
+#else
 inline void a_frags_ldsm(const __local ushort* as, const int lane, const int i, const int ks, const int wm,
                          uint* r) {
   const int mat = lane >> 3, row = lane & 7, m = wm * WTM + i * 16 + 8 * (mat & 1), k = ks + 8 * (mat >> 1);
@@ -218,9 +310,12 @@ inline void b_frags_ldsm(const __local ushort* bs, const int lane, const int j, 
 #endif
 }
 #endif
+#endif
 #else
 inline float raw_to_float(const uint bits) {
-#ifdef STORE_BF16
+#if MMA_TF32
+  return as_float(bits);
+#elif defined(STORE_BF16)
   return as_float(bits << 16);
 #else
   const ushort h = (ushort)bits;
@@ -229,17 +324,24 @@ inline float raw_to_float(const uint bits) {
 }
 // The instruction emulated on the fragments' layout: lane `lane`'s accumulators of tile (i, j) gain the products of
 // the values the owning lanes' registers would hold, read as those lanes would read them (a_frag, b_frag).
-inline void mma_emulated(float* c, const __local ushort* as, const __local ushort* bs, const int i, const int j,
+inline void mma_emulated(float* c, const __local elem* as, const __local elem* bs, const int i, const int j,
                          const int ks, const int wm, const int wn, const int lane) {
   const int g = lane >> 2, t = lane & 3;
   for (int q = 0; q < 4; ++q) {
     const int row = g + 8 * (q >> 1), col = 2 * t + (q & 1);
     float s = 0.0f;
+#if MMA_TF32  // value k of the row is in lane 4 * (row % 8) + k % 4, register row / 8 + 2 * (k / 4); of B's column in
+              // lane 4 * col + k % 4, register k / 4
+    for (int k = 0; k < 8; ++k)
+      s += raw_to_float(a_frag(as, (row & 7) * 4 + (k & 3), i, (row >> 3) + 2 * (k >> 2), ks, wm)) *
+           raw_to_float(b_frag(bs, col * 4 + (k & 3), j, k >> 2, ks, wn));
+#else
     for (int k = 0; k < 16; ++k) {
       const uint aw = a_frag(as, (row & 7) * 4 + ((k & 7) >> 1), i, (row >> 3) + 2 * (k >> 3), ks, wm);
       const uint bw = b_frag(bs, col * 4 + ((k & 7) >> 1), j, k >> 3, ks, wn);
       s += raw_to_float((aw >> ((k & 1) * 16)) & 0xffffu) * raw_to_float((bw >> ((k & 1) * 16)) & 0xffffu);
     }
+#endif
     c[q] += s;
   }
 }
@@ -247,8 +349,8 @@ inline void mma_emulated(float* c, const __local ushort* as, const __local ushor
 
 __kernel __attribute__((reqd_work_group_size(LSIZE, 1, 1)))
 void gemm_mma(const int M, const int N, const int K, const float alpha, const float beta,
-              __global const ushort* restrict A, const long a_batch_stride,
-              __global const ushort* restrict B, const long b_batch_stride,
+              __global const elem* restrict A, const long a_batch_stride,
+              __global const elem* restrict B, const long b_batch_stride,
               __global STORAGE* restrict C, __global const STORAGE* restrict bias, const int has_bias,
               const int act, const int k_chunk, const int splits) {
   const int lid = get_local_id(0), lane = lid & 31, warp = lid >> 5;
@@ -259,7 +361,7 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
   B += batch * b_batch_stride;
   C += batch * (long)M * N;
 
-  __local uint4 as_[2][A_LOCAL / 8], bs_[2][B_LOCAL / 8];  // uint4: 16-byte aligned rows
+  __local uint4 as_[2][A_LOCAL / EV], bs_[2][B_LOCAL / EV];  // uint4: 16-byte aligned rows
   float acc[MT][NT][4];
 #pragma unroll
   for (int i = 0; i < MT; ++i)
@@ -272,8 +374,8 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
   if (K > 0) {
     load_a(A, M, K, m0, 0, lid, ra);
     load_b(B, N, K, n0, 0, lid, rb);
-    store_a((__local ushort*)as_[0], lid, ra);
-    store_b((__local ushort*)bs_[0], lid, rb);
+    store_a((__local elem*)as_[0], lid, ra);
+    store_b((__local elem*)bs_[0], lid, rb);
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 
@@ -284,10 +386,10 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
       load_a(A, M, K, m0, next, lid, ra);
       load_b(B, N, K, n0, next, lid, rb);
     }
-    const __local ushort* as = (const __local ushort*)as_[buf];
-    const __local ushort* bs = (const __local ushort*)bs_[buf];
+    const __local elem* as = (const __local elem*)as_[buf];
+    const __local elem* bs = (const __local elem*)bs_[buf];
 #pragma unroll
-    for (int ks = 0; ks < TS_K; ks += 16) {
+    for (int ks = 0; ks < TS_K; ks += KI) {
 #if MMA_PTX
       uint af[MT][4], bf[NT][2];
 #if LM
@@ -315,8 +417,8 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
 #endif
     }
     if (next < K) {
-      store_a((__local ushort*)as_[buf ^ 1], lid, ra);
-      store_b((__local ushort*)bs_[buf ^ 1], lid, rb);
+      store_a((__local elem*)as_[buf ^ 1], lid, ra);
+      store_b((__local elem*)bs_[buf ^ 1], lid, rb);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     buf ^= 1;
