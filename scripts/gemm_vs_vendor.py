@@ -1,5 +1,6 @@
 """GEMMs on an NVIDIA GPU: hetnn with each of several GEMM parameter sets against cuBLAS through CuPy and PyTorch
-(float32 with TF32 off; or --dtype float16 / bfloat16, where cuBLAS uses the tensor cores), interleaved round by
+(float32 with TF32 off; or --dtype float16 / bfloat16, where cuBLAS uses the tensor cores; or --dtype tf32, float32
+data at hetnn's precision "high" against cuBLAS with TF32 on: torch allow_tf32, CUPY_TF32=1), interleaved round by
 round per shape, in one run. Each parameter set is checked against a float64 product of the same (rounded) inputs
 first (on the GPU, through CuPy). Prints, per shape, GFLOP/s and each set's ratio to CuPy and torch
 with its interval and flags; then the geometric mean over the shapes.
@@ -11,7 +12,15 @@ import argparse
 import os
 import sys
 
-os.environ["CUPY_TF32"] = "0"
+ap = argparse.ArgumentParser()
+ap.add_argument("--shapes", default="1024,2048,4096", help="N or MxNxK list, or resnet50")
+ap.add_argument("--params", default="db=")
+ap.add_argument("--rounds", type=int, default=20)
+ap.add_argument("--device", default="gpu")
+ap.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16", "tf32"])
+args = ap.parse_args()
+tf32 = args.dtype == "tf32"
+os.environ["CUPY_TF32"] = "1" if tf32 else "0"  # read by CuPy at import
 import cupy as cp  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -21,14 +30,7 @@ from hetnn import Case, _core, interleave  # noqa: E402
 from hetnn.bench import ratio  # noqa: E402
 from hetnn.bench.matmul import resnet50_shapes  # noqa: E402
 
-torch.backends.cuda.matmul.allow_tf32 = False
-ap = argparse.ArgumentParser()
-ap.add_argument("--shapes", default="1024,2048,4096", help="N or MxNxK list, or resnet50")
-ap.add_argument("--params", default="db=")
-ap.add_argument("--rounds", type=int, default=20)
-ap.add_argument("--device", default="gpu")
-ap.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
-args = ap.parse_args()
+torch.backends.cuda.matmul.allow_tf32 = tf32
 
 dev = hetnn.device(args.device)
 print("device:", dev.id, dev.name, dev.arch, dev.driver_version, "| torch", torch.__version__, "cupy", cp.__version__)
@@ -43,9 +45,12 @@ else:
 rng = np.random.default_rng(0)
 logs = {label: [] for label, _ in sets}
 logs.update(cupy=[], torch=[])
-dt = args.dtype
-tol = {"float32": 1e-5, "float16": 5e-3, "bfloat16": 2e-2}[dt]
+key = args.dtype  # the GEMM parameters' type; the data's is float32 for tf32
+dt = "float32" if tf32 else key
+tol = {"float32": 1e-5, "float16": 5e-3, "bfloat16": 2e-2, "tf32": 5e-3}[key]
 tdt = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dt]
+precision = "high" if tf32 else "highest"
+print("precision:", precision, "| tf32 mode:", dev.tf32_mode if tf32 else "-")
 for name, m, n, k in shapes:
     a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
     b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
@@ -60,7 +65,8 @@ for name, m, n, k in shapes:
     fl = 2.0 * m * n * k
 
     def run(params):
-        return lambda: (_core.set_gemm_params(dev._dev, dt, params, "script"), hetnn.matmul(A, B, out=C))
+        return lambda: (_core.set_gemm_params(dev._dev, key, params, "script"),
+                        hetnn.matmul(A, B, out=C, precision=precision))
 
     cases = []
     for label, params in sets:
@@ -79,7 +85,7 @@ for name, m, n, k in shapes:
         cases.append(Case("cupy", lambda: ca @ cb, sync=cp.cuda.Device().synchronize, flops=fl))
     cases.append(Case("torch", lambda: ta @ tb, sync=sync, flops=fl))
     res = {r.name: r for r in interleave(cases, n_warmup=3, n_repeat=args.rounds)}
-    _core.set_gemm_params(dev._dev, dt, "", "")
+    _core.set_gemm_params(dev._dev, key, "", "")
     line = ", ".join(f"{lab} {fl / np.median(r.wall_times) / 1e9:,.0f}" for lab, r in res.items())
     print(f"{name}: GFLOP/s {line}", flush=True)
     for label, _ in sets:

@@ -3,6 +3,7 @@
 # the GEMM kernels' tests there, then the measurements named by STAGES against cuBLAS (CuPy, PyTorch; TF32 off).
 #   bash scripts/gpu_session.sh check,square,resnet50,tune
 #   bash scripts/gpu_session.sh mma-check,half,bf16,tune-half,conv   (float16/bfloat16 on the matrix units; issue 39)
+#   bash scripts/gpu_session.sh mma-check,tf32,tune-tf32   (float32 at precision "high" against cuBLAS with TF32 on)
 #   bash scripts/gpu_session.sh conv-bwd   (the data gradient as a forward convolution ("auto") against GEMM + col2im)
 #   bash scripts/gpu_session.sh transfer   (pageable and page-locked copies against CuPy's; issue 43)
 #   bash scripts/gpu_session.sh arrays     (element-wise ops, reductions and pi by Monte Carlo against CuPy; issue 42)
@@ -93,12 +94,16 @@ HALF="cvt=family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4;db=;w4=$M ts_m=12
 HALF+=";t256x128=$M ts_m=256 ts_n=128 ts_k=16 wm=4 wn=2;t128x256=$M ts_m=128 ts_n=256 ts_k=16 wm=2 wn=4"
 HALF+=";t64=$M ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2;t64lm=$M ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2 lm=1"
 HALF+=";w4lm=$M ts_m=128 ts_n=128 ts_k=32 wm=2 wn=2 lm=1"
+# tf32 (float32 at precision "high"): the same tiles with slices half as deep (4-byte values)
+TF32="db=;t64=$M ts_m=64 ts_n=64 ts_k=16 wm=2 wn=2;t64lm=$M ts_m=64 ts_n=64 ts_k=16 wm=2 wn=2 lm=1"
+TF32+=";t128=$M ts_m=128 ts_n=128 ts_k=16 wm=2 wn=2;t128x64=$M ts_m=128 ts_n=64 ts_k=16 wm=2 wn=2"
+TF32+=";t128w8=$M ts_m=128 ts_n=128 ts_k=16 wm=2 wn=4;t256x128=$M ts_m=256 ts_n=128 ts_k=8 wm=4 wn=2"
 tensor_cores() {  # the probe's verdict (Device.float16_mode); on a failure, the full build log of the kernel
   python3 - <<'PY'
 import sys, hetnn
 from hetnn import _core
 d = hetnn.device("gpu")
-print("float16:", d.float16_mode, "| bfloat16:", d.bfloat16_mode, flush=True)
+print("float16:", d.float16_mode, "| bfloat16:", d.bfloat16_mode, "| tf32:", d.tf32_mode, flush=True)
 if d.float16_mode.startswith("tensor cores"):
     sys.exit(0)
 def expand(f):
@@ -137,8 +142,12 @@ for s in ${STAGES//,/ }; do
     conv-bwd) run conv-bwd 150 python3 scripts/conv_vs_torch.py --backward --algorithms auto,im2col --layers 5 ;;
     conv-check) run conv-check 150 python3 -m pytest -x -q -n 8 -p no:cacheprovider tests/test_conv_implicit.py \
       tests/test_conv_winograd.py tests/test_conv2d.py -k "opencl or implicit or winograd" ;;
-    mma-check) run mma-check 90 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_tuning.py \
-      -k "mma or matrix_unit or precision_mode" ;;
+    mma-check) run mma-check 120 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_tuning.py \
+      tests/test_precision.py -k "mma or matrix_unit or precision_mode or tf32 or precision_in_force" ;;
+    tf32) tensor_cores && run tf32 130 python3 scripts/gemm_vs_vendor.py --dtype tf32 --shapes 1024,2048,4096 \
+      --rounds 10 --params "$TF32" ;;
+    tune-tf32) tensor_cores && run tune-tf32 150 python3 -m hetnn tune gemm --device gpu --dtype tf32 --budget 120 \
+      -v --sizes 1024,2048,4096,3136x64x576,784x128x1152 ;;
     half) tensor_cores && run half 130 python3 scripts/gemm_vs_vendor.py --dtype float16 --shapes 1024,2048,4096 \
       --rounds 10 --params "$HALF" ;;
     half-short) tensor_cores && run half 60 python3 scripts/gemm_vs_vendor.py --dtype float16 --shapes 1024,4096 \

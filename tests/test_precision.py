@@ -240,3 +240,18 @@ def test_a_stored_tf32_entry_is_used_by_later_processes(tmp_path, opencl_device)
                            capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == repr((params, "tuned x"))
+
+
+def test_bench_rows_and_environment_record_the_precision(restore_precision):
+    from hetnn.bench import run
+
+    hetnn.set_matmul_precision("high")
+    lines = []
+    res = run("matmul", shapes="quick", repeat=2, warmup=1, max_duration=0.1, compare="", device="cpu",
+              say=lines.append)
+    assert res.environment["matmul_precision"] == "high"
+    assert res.rows and all(r["precision"] == "high" for r in res.rows)
+    assert any(line.startswith("precision: float32 products at 'high'") for line in lines)
+    # the CPU device has no TF32: its float32 rows say they computed natively
+    shape_rows = [r for r in res.select(library="hetnn") if not str(r["shape"]).startswith("aggregate")]
+    assert shape_rows and {r["compute"] for r in shape_rows} == {"native"}
