@@ -102,7 +102,7 @@ CPP = PKG.parent.parent / "cpp" / "src"
 # files) < the core interface (op parameters, the backend interface, devices, arrays) < op fronts (validation and
 # dispatch: core/*) < backends (backend/cpu, backend/opencl: they may use the fronts' shared helpers) < bindings and
 # benchmark peers (python/, bench/).
-CPP_BASES = {"errors", "dtype", "half", "json", "siphash", "warn", "cache_dir", "fork", "recorder"}
+CPP_BASES = {"errors", "dtype", "precision", "half", "json", "siphash", "warn", "cache_dir", "fork", "recorder"}
 CPP_INTERFACE = {"core/ops.h", "core/device.h", "core/array.h", "backend/backend.h", "backend/extensions.h"}
 CPP_LAYERS = ["bases", "core interface", "op fronts", "backends", "bindings"]
 
