@@ -795,6 +795,8 @@ MATMUL_BAD = [
     ("transpose-int", _mm(F32, F32, transpose_a=2), TypeError, "transpose_a"),
     ("precision-word", _mm(F32, F32, precision="medium"), ValueError, "precision must be 'highest'"),
     ("precision-not-str", _mm(F32, F32, precision=1), TypeError, "precision"),
+    ("out-dtype-wider", _mm(F32, F32, out_dtype="float64"), TypeError, "out_dtype float64"),
+    ("out-dtype-unknown", _mm(F32, F32, out_dtype="float8"), TypeError, "out_dtype: unsupported dtype"),
     ("out-shape", lambda d: hetnn.matmul(hetnn.asarray(F32, device=d), hetnn.asarray(F32, device=d),
                                          out=hetnn.empty((3, 3), device=d)), ValueError, "out"),
     ("out-readonly-numpy", _mm(F32, F32, out=_readonly()), (ValueError, TypeError), "out"),

@@ -464,3 +464,87 @@ def test_numpy_and_array_operands_get_the_same_error(device, case):
                 calls[case](wrap)
         messages.append((info.type, str(info.value)))
     assert messages[0] == messages[1]
+
+
+# ---- a float32 result of 16-bit operands (out_dtype="float32") ---------------------------------------------------
+
+def _f32_result_case(rng, dtype, batched):
+    """Operands in a 16-bit dtype, float32 bias and beta matrix; the float64 reference of the same rounded values."""
+    a = rng.uniform(-1, 1, (3, 40, 21) if batched else (40, 21)).astype(dtype)  # transpose_a: stored (K, M)
+    b = rng.uniform(-1, 1, (17, 40)).astype(dtype)  # transpose_b: stored (N, K)
+    bias = rng.uniform(-1, 1, 17).astype(np.float32)
+    c0 = rng.uniform(-1, 1, (3, 21, 17) if batched else (21, 17)).astype(np.float32)
+    z = -0.5 * (np.swapaxes(a.astype(np.float64), -1, -2) @ b.astype(np.float64).T) + 0.25 * c0
+    return a, b, bias, c0, np.tanh(z + bias)
+
+
+def _check_f32_result(out, ref, dtype):
+    assert out.dtype == np.float32
+    err = np.max(np.abs(out.astype(np.float64) - ref))
+    assert err < 2e-6  # float32 accumulation of 40 exact products
+    # the result was not rounded to the operands' type on the way: that alone costs up to half its unit
+    rounded = np.max(np.abs(ref.astype(np.float32).astype(dtype).astype(np.float64) - ref))
+    assert err < rounded / 20
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("batched", [False, True])
+def test_float32_result_of_16_bit_operands(device, rng, dtype, batched):
+    a, b, bias, c0, ref = _f32_result_case(rng, dtype, batched)
+    out = hetnn.asarray(c0, device=device)
+    hetnn.matmul(hetnn.asarray(a, device=device), hetnn.asarray(b, device=device), transpose_a=True,
+                 transpose_b=True, alpha=-0.5, beta=0.25, bias=hetnn.asarray(bias, device=device),
+                 activation="tanh", out=out, out_dtype="float32")
+    _check_f32_result(out.numpy(), ref, dtype)
+    got = hetnn.matmul(b, b.T, out_dtype=np.float32, device=device)  # NumPy in, a new float32 result
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, b.astype(np.float64) @ b.astype(np.float64).T, rtol=0, atol=1e-5)
+    z = hetnn.matmul(np.zeros((3, 0), dtype), np.zeros((0, 4), dtype), out_dtype="float32", device=device)  # K == 0
+    assert z.dtype == np.float32
+    np.testing.assert_array_equal(z, np.zeros((3, 4), np.float32))
+
+
+@pytest.mark.parametrize("converted", [False, True])
+def test_float32_result_on_the_cpu_paths(rng, converted):
+    cpu = hetnn.device("cpu")
+    for dtype in ("float16", "bfloat16"):
+        a, b, bias, c0, ref = _f32_result_case(rng, dtype, True)
+        out = c0.copy()
+        hetnn._core._force_cpu_half_conversion(converted)
+        try:
+            hetnn.matmul(a, b, transpose_a=True, transpose_b=True, alpha=-0.5, beta=0.25, bias=bias,
+                         activation="tanh", out=out, out_dtype="float32", device=cpu)
+        finally:
+            hetnn._core._force_cpu_half_conversion(False)
+        _check_f32_result(out, ref, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_float32_result_on_the_matrix_unit_member(opencl_device, rng, dtype):
+    """The mma member writes the float32 result itself (emulated off NVIDIA: the same kernel's epilogue)."""
+    old, source = hetnn._core.gemm_params(opencl_device._dev, dtype)
+    hetnn._core.set_gemm_params(opencl_device._dev, dtype, "family=mma ts_m=32 ts_n=32 ts_k=32 wm=2 wn=2", "test")
+    try:
+        a, b, bias, c0, ref = _f32_result_case(rng, dtype, True)
+        out = c0.copy()
+        hetnn.matmul(a, b, transpose_a=True, transpose_b=True, alpha=-0.5, beta=0.25, bias=bias,
+                     activation="tanh", out=out, out_dtype="float32", device=opencl_device)
+        _check_f32_result(out, ref, dtype)
+    finally:
+        restore = "" if source.startswith(("database", "default")) else old
+        hetnn._core.set_gemm_params(opencl_device._dev, dtype, restore, source)
+
+
+def test_out_dtype_problems(device):
+    h, f = np.ones((4, 4), np.float16), np.ones((4, 4), np.float32)
+    with pytest.raises(TypeError, match="out_dtype float64 with float32 operands"):
+        hetnn.matmul(f, f, out_dtype="float64", device=device)
+    with pytest.raises(TypeError, match="out_dtype float16 with bfloat16 operands"):
+        hetnn.matmul(h.astype("bfloat16"), h.astype("bfloat16"), out_dtype="float16", device=device)
+    with pytest.raises(TypeError, match="matmul: out_dtype: unsupported dtype 'complex64'"):
+        hetnn.matmul(h, h, out_dtype=np.complex64, device=device)
+    with pytest.raises(TypeError, match="bias is float16 but the result is float32"):
+        hetnn.matmul(h, h, bias=np.ones(4, np.float16), out_dtype="float32", device=device)
+    with pytest.raises(TypeError, match="out_dtype='float32' gives a float32 result"):
+        hetnn.matmul(h, h, out=np.zeros((4, 4), np.float32), device=device)
+    np.testing.assert_array_equal(hetnn.matmul(f, f, out_dtype="float32", device=device), f @ f)  # the operands' own

@@ -1,6 +1,6 @@
 # Types of hetnn's public ops (hetnn._ops), by input: hetnn Arrays in -> Arrays out (on their device); NumPy arrays
 # or array-likes in -> NumPy arrays out. The arguments after the arrays are the core's (_core.pyi).
-from typing import Literal, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Literal, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -16,11 +16,12 @@ _Host = npt.ArrayLike
 @overload
 def matmul(a: _Dev, b: _Dev, *, transpose_a: bool = ..., transpose_b: bool = ..., alpha: float = ...,
            beta: float = ..., out: Optional[Array] = ..., bias: Optional[Array] = ...,
-           activation: Optional[str] = ..., precision: Optional[str] = ..., device: DeviceLike = ...) -> Array: ...
+           activation: Optional[str] = ..., precision: Optional[str] = ..., out_dtype: Any = ...,
+           device: DeviceLike = ...) -> Array: ...
 @overload
 def matmul(a: _Host, b: _Host, *, transpose_a: bool = ..., transpose_b: bool = ..., alpha: float = ...,
            beta: float = ..., out: Optional[np.ndarray] = ..., bias: Optional[_Host] = ...,
-           activation: Optional[str] = ..., precision: Optional[str] = ...,
+           activation: Optional[str] = ..., precision: Optional[str] = ..., out_dtype: Any = ...,
            device: DeviceLike = ...) -> np.ndarray: ...
 
 @overload

@@ -87,13 +87,22 @@ MatmulDesc matmul_plan(const Array& a, const Array& b, const Array* out, const M
     if (v > kMaxDim) throw ValueError("matmul: dimensions above 2^31-1 are not supported");
 
   Shape rs = batched ? Shape{d.batch, d.M, d.N} : Shape{d.M, d.N};
+  if (args.out_dtype && *args.out_dtype != t) {
+    if (*args.out_dtype != DType::f32 || (t != DType::f16 && t != DType::bf16))
+      throw TypeError(std::string("matmul: out_dtype ") + dtype_name(*args.out_dtype) + " with " + dtype_name(t) +
+                      " operands; the result is the operands' dtype, or float32 for float16 and bfloat16 operands");
+    d.out_f32 = true;
+  }
+  const DType rt = matmul_out_dtype(d);
   if (out) {
     if (out->shape() != rs)
       throw ValueError("matmul: out has shape " + shape_str(out->shape()) + " but the result has shape " +
                        shape_str(rs));
-    if (out->dtype() != t)
+    if (out->dtype() != rt)
       throw TypeError(std::string("matmul: out is ") + dtype_name(out->dtype()) + " but the result is " +
-                      dtype_name(t));
+                      dtype_name(rt) + (out->dtype() == DType::f32 && rt != DType::f32 && !args.out_dtype
+                                            ? " (out_dtype='float32' gives a float32 result of 16-bit operands)"
+                                            : ""));
     if (out->same_memory(a) || out->same_memory(b))
       throw ValueError("matmul: out must not share memory with a or b");
   } else if (args.beta != 0.0) {
@@ -105,9 +114,9 @@ MatmulDesc matmul_plan(const Array& a, const Array& b, const Array* out, const M
     const Array& bias = *args.bias;
     if (bias.device() != a.device())
       throw ValueError("matmul: bias is on " + where(bias) + " but the operands are on " + where(a));
-    if (bias.dtype() != t)
-      throw TypeError(std::string("matmul: bias is ") + dtype_name(bias.dtype()) + " but the operands are " +
-                      dtype_name(t));
+    if (bias.dtype() != rt)
+      throw TypeError(std::string("matmul: bias is ") + dtype_name(bias.dtype()) + " but the " +
+                      (rt == t ? "operands are " : "result is ") + dtype_name(rt));
     if (bias.shape() != Shape{d.N})
       throw ValueError("matmul: bias must have shape (" + std::to_string(d.N) + ",) (one value per output column), got " +
                        shape_str(bias.shape()));
@@ -156,7 +165,7 @@ Array matmul(const Array& a_in, const Array& b_in, const Array* out, const Matmu
     target.copy_from(tmp);
     return target;
   }
-  Array c = out ? *out : Array::empty(a.device(), rs, d.dtype);
+  Array c = out ? *out : Array::empty(a.device(), rs, matmul_out_dtype(d));
   if (d.batch == 0 || d.M == 0 || d.N == 0) return c;
   const OpDetail detail(a.device()->backend().capturing(), [&] {
     return shape_str(a.shape()) + (d.trans_a ? "^T" : "") + " @ " + shape_str(b.shape()) + (d.trans_b ? "^T" : "") +

@@ -37,7 +37,12 @@ struct MatmulDesc {
   // float32 only: the precision in force is "high" (core/precision.h), so a device with TF32 matrix units may use
   // them; every other device, and every other dtype, ignores it
   bool allow_tf32 = false;
+  // float16 / bfloat16 operands with a float32 result: C (read by beta, written) and bias are float32, the
+  // float32 accumulation stored without rounding to 16 bits
+  bool out_f32 = false;
 };
+// The dtype of C and bias.
+inline DType matmul_out_dtype(const MatmulDesc& d) { return d.out_f32 ? DType::f32 : d.dtype; }
 
 // 2-D max pooling over NCHW planes (PyTorch semantics; see core/max_pool.h). Window (oh, ow) covers rows
 // oh*sh - ph + i*dh (i < kh) and columns ow*sw - pw + j*dw (j < kw); positions outside the input are skipped (-inf).
@@ -444,6 +449,7 @@ struct MatmulArgs {
   const Array* bias = nullptr;  // (N,), same device and dtype
   Activation act = Activation::none;
   std::optional<Precision> precision;  // the call's own (precision=); else the one in force
+  std::optional<DType> out_dtype;      // the result's (out_dtype=): the operands', or float32 for 16-bit ones
 };
 
 // out = act(alpha * op(a) @ op(b) + beta * out + bias). 2-D (M,K)@(K,N) or batched 3-D with batch broadcasting of 1 or 2-D.

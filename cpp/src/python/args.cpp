@@ -122,6 +122,26 @@ Activation arg_activation(py::handle v, const char* op) {
   return activation_from_name(v.cast<std::string>());
 }
 
+std::optional<DType> arg_dtype(const py::handle& v, const char* what) {
+  if (v.is_none()) return std::nullopt;
+  std::string name;
+  if (py::isinstance<py::str>(v)) {
+    name = v.cast<std::string>();
+  } else {
+    try {  // np.float32, np.dtype("float16"), ml_dtypes.bfloat16, ...
+      name = py::str(py::module_::import("numpy").attr("dtype")(v).attr("name"));
+    } catch (const py::error_already_set&) {
+      name = py::str(v);
+    }
+  }
+  try {
+    return dtype_from_name(name);
+  } catch (const TypeError& e) {
+    if (!what) throw;
+    throw TypeError(std::string(what) + ": " + e.what());
+  }
+}
+
 std::optional<Precision> arg_precision(py::handle v, const char* op) {
   if (v.is_none()) return std::nullopt;
   if (!py::isinstance<py::str>(v))

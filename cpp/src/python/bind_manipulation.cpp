@@ -133,11 +133,6 @@ std::vector<Array> arg_arrays(const py::handle& v, const char* op) {
   return xs;
 }
 
-std::optional<DType> arg_dtype(const py::handle& v) {
-  if (v.is_none()) return std::nullopt;
-  return dtype_from_name(py::str(v));
-}
-
 }  // namespace
 
 void bind_manipulation(py::module_& m) {

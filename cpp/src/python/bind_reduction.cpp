@@ -27,11 +27,6 @@ Axes arg_axes(const py::handle& v, const char* op) {
   return a;
 }
 
-std::optional<DType> arg_dtype(const py::handle& v) {
-  if (v.is_none()) return std::nullopt;
-  return dtype_from_name(py::str(v));
-}
-
 }  // namespace
 
 void bind_reduction(py::module_& m) {

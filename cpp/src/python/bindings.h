@@ -36,6 +36,9 @@ double arg_real(py::handle v, const char* name, const char* op);
 std::array<int, 2> arg_pair(py::handle v, const char* name, const char* op);
 // None or an activation's name ("relu", "sigmoid", "tanh"), else TypeError/ValueError naming the op.
 Activation arg_activation(py::handle v, const char* op);
+// None, or a dtype as NumPy names it (a name, a NumPy dtype or scalar type, ml_dtypes' bfloat16), else TypeError
+// naming `what` when given.
+std::optional<DType> arg_dtype(const py::handle& v, const char* what = nullptr);
 // None (the precision in force) or a precision's name ("highest", "high"), else TypeError / ValueError.
 std::optional<Precision> arg_precision(py::handle v, const char* op);
 // conv2d's stride, padding (int, pair, "same", "valid"), dilation, groups and activation.

@@ -152,7 +152,7 @@ Backend::FirstUseStats CpuBackend::first_use_stats() const {
   return first_use_;
 }
 
-std::size_t CpuBackend::KeyHash::operator()(const std::array<std::int64_t, 13>& k) const noexcept {
+std::size_t CpuBackend::KeyHash::operator()(const std::array<std::int64_t, 14>& k) const noexcept {
   std::size_t h = 1469598103934665603ULL;
   for (std::int64_t v : k) h = (h ^ static_cast<std::size_t>(v)) * 1099511628211ULL;
   return h;
@@ -162,9 +162,9 @@ std::shared_ptr<const CpuBackend::MatmulEntry> CpuBackend::matmul_entry(const Ma
   std::int64_t beta_bits = 0;
   static_assert(sizeof(double) == sizeof(std::int64_t));
   std::memcpy(&beta_bits, &d.beta, sizeof beta_bits);
-  const std::array<std::int64_t, 13> key{d.batch, d.batch_a, d.batch_b, d.M, d.N, d.K, d.trans_a * 2 + d.trans_b,
-                                         static_cast<std::int64_t>(d.dtype), d.alpha != 1.0, beta_bits, d.has_bias,
-                                         static_cast<std::int64_t>(d.act),
+  const std::array<std::int64_t, 14> key{d.batch, d.batch_a, d.batch_b, d.M, d.N, d.K, d.trans_a * 2 + d.trans_b,
+                                         static_cast<std::int64_t>(d.dtype), d.out_f32, d.alpha != 1.0, beta_bits,
+                                         d.has_bias, static_cast<std::int64_t>(d.act),
                                          // oneDNN fixes a primitive's thread count when it is created
                                          static_cast<std::int64_t>(omp_get_max_threads())};
   std::lock_guard<std::mutex> lock(mu_);
@@ -178,20 +178,22 @@ std::shared_ptr<const CpuBackend::MatmulEntry> CpuBackend::matmul_entry(const Ma
 
   // Plain 2-D descriptors when nothing is batched (oneDNN picks its best kernels for them), 3-D otherwise.
   using dims = dnnl::memory::dims;
-  const auto dt = dnnl_type(d.dtype);
   const bool flat = d.batch == 1 && d.batch_a == 1 && d.batch_b == 1;
-  auto md = [&](std::int64_t batch, std::int64_t rows, std::int64_t cols, bool trans) {
+  const auto in_type = dnnl_type(d.dtype);
+  auto md = [&](std::int64_t batch, std::int64_t rows, std::int64_t cols, bool trans,
+                dnnl::memory::data_type dt) {
     const dims strides2 = trans ? dims{1, rows} : dims{cols, 1};
     if (flat) return dnnl::memory::desc({rows, cols}, dt, strides2);
     return dnnl::memory::desc({batch, rows, cols}, dt, dims{rows * cols, strides2[0], strides2[1]});
   };
   auto entry = std::make_shared<MatmulEntry>();
   MatmulEntry& e = *entry;
-  e.a = md(d.batch_a, d.M, d.K, d.trans_a);
-  e.b = md(d.batch_b, d.K, d.N, d.trans_b);
-  e.c = md(d.batch, d.M, d.N, false);
-  if (d.has_bias) e.bias = flat ? dnnl::memory::desc({1, d.N}, dt, dims{d.N, 1})
-                                : dnnl::memory::desc({1, 1, d.N}, dt, dims{d.N, d.N, 1});
+  e.a = md(d.batch_a, d.M, d.K, d.trans_a, in_type);
+  e.b = md(d.batch_b, d.K, d.N, d.trans_b, in_type);
+  const auto ct = dnnl_type(matmul_out_dtype(d));  // the result's and the bias's type
+  e.c = md(d.batch, d.M, d.N, false, ct);
+  if (d.has_bias) e.bias = flat ? dnnl::memory::desc({1, d.N}, ct, dims{d.N, 1})
+                                : dnnl::memory::desc({1, 1, d.N}, ct, dims{d.N, d.N, 1});
   dnnl::primitive_attr attr;
   if (d.alpha != 1.0) attr.set_scales_mask(DNNL_ARG_WEIGHTS, 0);
   dnnl::post_ops po;  // dst = act(alpha * A@B + bias + beta * dst)
@@ -232,14 +234,15 @@ void CpuBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, B
                    d.trans_b ? d.K : 1, d.beta, C, d.N);
           host_epilogue(d, C, bias ? reinterpret_cast<const double*>(ptr(*bias)) : nullptr);
         } else {  // K == 0 in float32/16, bfloat16: C = act(beta * C + bias)
-          char* C = ptr(c) + i * d.M * d.N * dtype_size(d.dtype);
+          const DType ct = matmul_out_dtype(d);
+          char* C = ptr(c) + i * d.M * d.N * dtype_size(ct);
           const float beta = static_cast<float>(d.beta);
           for (std::int64_t m = 0; m < d.M; ++m)
             for (std::int64_t n = 0; n < d.N; ++n) {
               const std::int64_t j = m * d.N + n;
-              float v = beta == 0.0f ? 0.0f : beta * load_elem(C, j, d.dtype);
-              if (bias) v += load_elem(ptr(*bias), n, d.dtype);
-              store_elem(C, j, d.dtype, activate(v, d.act));
+              float v = beta == 0.0f ? 0.0f : beta * load_elem(C, j, ct);
+              if (bias) v += load_elem(ptr(*bias), n, ct);
+              store_elem(C, j, ct, activate(v, d.act));
             }
         }
       }
@@ -254,14 +257,21 @@ void CpuBackend::matmul(const MatmulDesc& d, const Buffer& a, const Buffer& b, B
 }
 
 // float16 / bfloat16 where oneDNN has no kernel for this processor: the operands widened to float32 work areas, a
-// float32 product (float32 accumulation, as oneDNN's native 16-bit kernels do), the result rounded back once.
+// float32 product (float32 accumulation, as oneDNN's native 16-bit kernels do), the result rounded back once (a
+// float32 result, out_f32, is the product's own).
 void CpuBackend::matmul_converted(const MatmulDesc& d, const void* a, const void* b, void* c, const void* bias) {
   const std::int64_t na = d.batch_a * d.M * d.K, nb = d.batch_b * d.K * d.N, nc = d.batch * d.M * d.N;
-  F32Scratch a32(*pool_, na, d.dtype, a), b32(*pool_, nb, d.dtype, b), c32(*pool_, nc), bias32(*pool_, bias ? d.N : 1);
-  if (d.beta != 0.0) widen_to_f32_parallel(d.dtype, c, c32.data(), nc);
-  if (bias) widen_to_f32(d.dtype, bias, bias32.data(), d.N);
+  F32Scratch a32(*pool_, na, d.dtype, a), b32(*pool_, nb, d.dtype, b);
   MatmulDesc d32 = d;
   d32.dtype = DType::f32;
+  d32.out_f32 = false;
+  if (d.out_f32) {
+    run_matmul(d32, a32.data(), b32.data(), c, bias);
+    return;
+  }
+  F32Scratch c32(*pool_, nc), bias32(*pool_, bias ? d.N : 1);
+  if (d.beta != 0.0) widen_to_f32_parallel(d.dtype, c, c32.data(), nc);
+  if (bias) widen_to_f32(d.dtype, bias, bias32.data(), d.N);
   run_matmul(d32, a32.data(), b32.data(), c32.data(), bias ? bias32.data() : nullptr);
   narrow_from_f32_parallel(d.dtype, c32.data(), c, nc);
 }

@@ -74,7 +74,7 @@ class CpuBackend final : public Backend, public ConvLayouts {
     std::uint64_t id = 0, last_use = 0;
   };
   struct KeyHash {
-    std::size_t operator()(const std::array<std::int64_t, 13>& k) const noexcept;
+    std::size_t operator()(const std::array<std::int64_t, 14>& k) const noexcept;
   };
   // The cached primitive for d, created on first use. At most kMatmulCacheEntries are kept (least recently used
   // evicted): each holds JIT code, and a notebook sweeping shapes would otherwise grow without bound.
@@ -88,7 +88,7 @@ class CpuBackend final : public Backend, public ConvLayouts {
   std::shared_ptr<HostAllocator> pool_;  // large host blocks kept for reuse (host_allocator.h)
   mutable std::mutex mu_;  // guards the primitive cache and first_use_
   FirstUseStats first_use_;
-  std::unordered_map<std::array<std::int64_t, 13>, std::shared_ptr<MatmulEntry>, KeyHash> matmul_cache_;
+  std::unordered_map<std::array<std::int64_t, 14>, std::shared_ptr<MatmulEntry>, KeyHash> matmul_cache_;
   std::uint64_t matmul_clock_ = 0;
 };
 

@@ -798,10 +798,41 @@ std::string ClBackend::common_options(DType t) const {
   }
 }
 
+// A float32 result of 16-bit operands on a family other than the matrix-unit one: the float32 product of the
+// operands widened to float32 (exact: a 16-bit value is a float32 one), as the converted path computes, without
+// rounding its result to 16 bits.
+void ClBackend::matmul_widened(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) {
+  MatmulDesc d32 = d;
+  d32.dtype = DType::f32;
+  d32.out_f32 = d32.allow_tf32 = false;
+  const auto widened = [&](const Buffer& x, std::int64_t n) {
+    std::shared_ptr<Buffer> w = alloc(static_cast<std::size_t>(std::max<std::int64_t>(n, 1)) * 4);
+    ElementwiseDesc e;
+    e.op = EwOp::cast;
+    e.in = d.dtype;
+    e.out = DType::f32;
+    e.n = n;
+    e.shape.assign(1, n);
+    e.sa.assign(1, 1);
+    e.sb.assign(1, 1);
+    if (n) elementwise(e, x, nullptr, *w);
+    return w;
+  };
+  const std::shared_ptr<Buffer> a32 = widened(a, d.batch_a * d.M * d.K), b32 = widened(b, d.batch_b * d.K * d.N);
+  matmul(d32, *a32, *b32, c, bias);
+}
+
 void ClBackend::matmul(const MatmulDesc& d_in, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias) {
+  if (!matmul_locked(d_in, a, b, c, bias)) matmul_widened(d_in, a, b, c, bias);
+}
+
+bool ClBackend::matmul_locked(const MatmulDesc& d_in, const Buffer& a, const Buffer& b, Buffer& c,
+                              const Buffer* bias) {
   std::lock_guard<std::mutex> lock(mu_);
   const GemmType type = gemm_type(d_in);
   const GemmParams p = gemm_params_locked(type, d_in.M * d_in.N * d_in.K);
+  const auto writes_f32 = [&](const GemmParams& q) { return !d_in.out_f32 || q.family == GemmParams::Family::mma; };
+  if (!writes_f32(p)) return false;
   MatmulDesc d = d_in;
   d.allow_tf32 = type.tf32 && p.family == GemmParams::Family::mma;  // else float32's parameters: exact float32
   cl_mem bm = bias ? mem_of(*bias) : mem_of(c);  // not read when has_bias = 0, but must be a valid buffer
@@ -836,8 +867,10 @@ void ClBackend::matmul(const MatmulDesc& d_in, const Buffer& a, const Buffer& b,
     warn("dropping the " + source + " " + type.name() + " GEMM parameters '" + p.str() + "' of " +
          info_.id + " for this process: " + why + ". Using '" + fallback.str() +
          "'; re-run `python -m hetnn tune gemm` to replace the entry.");
+    if (!writes_f32(fallback)) return false;
     run(fallback);
   }
+  return true;
 }
 
 }  // namespace hetnn::opencl

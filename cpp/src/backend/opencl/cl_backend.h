@@ -161,6 +161,10 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void enqueue_planes(const char* name, cl_kernel k, std::int64_t cols, std::int64_t rows, std::int64_t planes);
   void throttle();
   void matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias);
+  // matmul under mu_; false (nothing done) for a float32 result of 16-bit operands on a family other than mma,
+  // which matmul_widened computes
+  bool matmul_locked(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias);
+  void matmul_widened(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias);
   // gemm_mma.cl on float16 / bfloat16 data, or float32 data as tf32 (d.allow_tf32); ptx: the instruction itself
   // (after the probe), else its emulation
   void matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias, bool ptx);

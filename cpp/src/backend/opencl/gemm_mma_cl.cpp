@@ -31,7 +31,10 @@ void ClBackend::matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, c
   const bool tf32 = d.allow_tf32 && d.dtype == DType::f32;
   const std::int64_t per_vec = tf32 ? 4 : 8;
   const bool va = (d.trans_a ? d.M : d.K) % per_vec == 0, vb = (d.trans_b ? d.K : d.N) % per_vec == 0;
-  const std::string opts = common_options(d.dtype) + (tf32 ? " -DMMA_TF32=1 " : " ") + p.defines() +
+  // out_f32: C and bias float32 (the float32 build), the 16-bit inputs named apart for the emulation's conversion
+  const std::string in16 = d.dtype == DType::bf16 ? " -DIN_BF16=1" : " -DIN_HALF=1";
+  const std::string opts = (d.out_f32 ? common_options(DType::f32) + in16 : common_options(d.dtype)) +
+                           (tf32 ? " -DMMA_TF32=1 " : " ") + p.defines() +
                            " -DTRANS_A=" + std::to_string(d.trans_a) +
                            " -DTRANS_B=" + std::to_string(d.trans_b) + " -DVA=" + (va ? "1" : "0") +
                            " -DVB=" + (vb ? "1" : "0") + " -DMMA_PTX=" + (ptx ? "1" : "0");

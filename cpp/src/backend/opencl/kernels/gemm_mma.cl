@@ -49,7 +49,14 @@
 #ifndef MMA_TF32
 #define MMA_TF32 0
 #endif
-#if !defined(STORE_HALF) && !defined(STORE_BF16) && !MMA_TF32
+// The inputs' type: the storage type's, or with a float32 result (C and bias float32: the float32 build) IN_HALF /
+// IN_BF16
+#if defined(STORE_BF16) && !defined(IN_BF16)
+#define IN_BF16 1
+#elif defined(STORE_HALF) && !defined(IN_HALF)
+#define IN_HALF 1
+#endif
+#if !defined(IN_HALF) && !defined(IN_BF16) && !MMA_TF32
 #error "gemm_mma computes float16 or bfloat16 data, or float32 data as tf32"
 #endif
 // The staged element, values per 16-byte vector, the instruction's depth, and the local rows' padding: k-contiguous
@@ -241,7 +248,7 @@ inline uint b_frag(const __local ushort* bs, const int ln, const int j, const in
                "{%0,%1,%2,%3};"                                                                            \
                : "+f"((c)[0]), "+f"((c)[1]), "+f"((c)[2]), "+f"((c)[3])                                    \
                : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"((b)[0]), "r"((b)[1]))
-#elif defined(STORE_BF16)
+#elif defined(IN_BF16)
 #define MMA(c, a, b)                                                                                           \
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
                "{%0,%1,%2,%3};"                                                                               \
@@ -315,7 +322,7 @@ inline void b_frags_ldsm(const __local ushort* bs, const int lane, const int j, 
 inline float raw_to_float(const uint bits) {
 #if MMA_TF32
   return as_float(bits);
-#elif defined(STORE_BF16)
+#elif defined(IN_BF16)
   return as_float(bits << 16);
 #else
   const ushort h = (ushort)bits;
