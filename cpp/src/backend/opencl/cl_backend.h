@@ -168,6 +168,7 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // gemm_mma.cl on float16 / bfloat16 data, or float32 data as tf32 (d.allow_tf32); ptx: the instruction itself
   // (after the probe), else its emulation
   void matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias, bool ptx);
+  bool mma_k8() const;  // float16 as m16n8k8 steps (sm_75, or HETNN_MMA_K8=1)
   std::string probe_matrix_units(GemmType t);  // "" when usable (the cached verdict, else the probe's), else why not
   std::string run_matrix_unit_probe(GemmType t);  // "" when the probe GEMM computed its known result
   // conv: B is the im2col matrix of the convolution's input images, gathered by the kernel (vtiled only)

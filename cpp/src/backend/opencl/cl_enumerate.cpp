@@ -235,14 +235,16 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() {
       i.fp64 = has_extension(i.extensions, "cl_khr_fp64") || device_value<cl_ulong>(dev, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
       i.fp16 = has_extension(i.extensions, "cl_khr_fp16");
       // hetnn's kernels load 16-bit storage into float (vload_half, bit shifts) and compute in float32, except the
-      // matrix products of NVIDIA GPUs of compute capability 8.0+, decided by a probe on first use (gemm_mma_cl.cpp;
-      // Device.float16_mode gives the verdict).
-      const bool units = i.vendor.find("NVIDIA") != std::string::npos && i.arch.rfind("sm_", 0) == 0 &&
-                         std::atoi(i.arch.c_str() + 3) >= 80;
-      const std::string maybe = units ? "tensor cores if a probe product passes on first use, else " : "";
-      i.f16_mode = maybe + "converted (vload_half)";
-      i.bf16_mode = maybe + "converted (bit shifts)";
-      i.tf32_mode = maybe + "float32 (exact)";
+      // matrix products of NVIDIA GPUs of compute capability 7.5+ (float16; 8.0+ for bfloat16 and tf32), decided by a
+      // probe on first use (gemm_mma_cl.cpp; Device.float16_mode gives the verdict).
+      const int sm = i.vendor.find("NVIDIA") != std::string::npos && i.arch.rfind("sm_", 0) == 0
+                         ? std::atoi(i.arch.c_str() + 3) : 0;  // float16 from sm_75, bfloat16 and tf32 from sm_80
+      const auto maybe = [&](int need) {
+        return sm >= need ? std::string("tensor cores if a probe product passes on first use, else ") : std::string();
+      };
+      i.f16_mode = maybe(75) + "converted (vload_half)";
+      i.bf16_mode = maybe(80) + "converted (bit shifts)";
+      i.tf32_mode = maybe(80) + "float32 (exact)";
       const cl_platform_id plat = platforms[p];
       out.emplace_back(i, [plat, dev, i] { return std::unique_ptr<Backend>(new opencl::ClBackend(plat, dev, i)); });
     }

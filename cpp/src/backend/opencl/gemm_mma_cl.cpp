@@ -33,8 +33,9 @@ void ClBackend::matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, c
   const bool va = (d.trans_a ? d.M : d.K) % per_vec == 0, vb = (d.trans_b ? d.K : d.N) % per_vec == 0;
   // out_f32: C and bias float32 (the float32 build), the 16-bit inputs named apart for the emulation's conversion
   const std::string in16 = d.dtype == DType::bf16 ? " -DIN_BF16=1" : " -DIN_HALF=1";
+  const std::string k8 = d.dtype == DType::f16 && mma_k8() ? " -DMMA_K8=1" : "";
   const std::string opts = (d.out_f32 ? common_options(DType::f32) + in16 : common_options(d.dtype)) +
-                           (tf32 ? " -DMMA_TF32=1 " : " ") + p.defines() +
+                           (tf32 ? " -DMMA_TF32=1 " : " ") + p.defines() + k8 +
                            " -DTRANS_A=" + std::to_string(d.trans_a) +
                            " -DTRANS_B=" + std::to_string(d.trans_b) + " -DVA=" + (va ? "1" : "0") +
                            " -DVB=" + (vb ? "1" : "0") + " -DMMA_PTX=" + (ptx ? "1" : "0");
@@ -58,6 +59,13 @@ int sm_version(const std::string& arch) {  // "sm_90" -> 90; 0 when not an NVIDI
 }
 }  // namespace
 
+bool ClBackend::mma_k8() const {
+  // sm_75 has float16's m16n8k8 only; HETNN_MMA_K8=1 takes that form on newer GPUs too (the GPU sessions check it
+  // on an sm_90)
+  const char* env = std::getenv("HETNN_MMA_K8");
+  return sm_version(info_.arch) < 80 || (env && std::string(env) == "1");
+}
+
 std::string ClBackend::probe_matrix_units(GemmType t) {
   const char* env = std::getenv("HETNN_MATRIX_UNITS");
   const std::string setting = env ? env : "";
@@ -65,8 +73,10 @@ std::string ClBackend::probe_matrix_units(GemmType t) {
   if (setting != "probe") {  // "probe": on any device (tests: the build fails off NVIDIA, and says so)
     if (info_.vendor.find("NVIDIA") == std::string::npos)
       return "hetnn drives matrix units on NVIDIA GPUs only (mma.sync)";
-    if (sm_version(info_.arch) < 80)
-      return "needs compute capability 8.0 or newer, the device reports '" + info_.arch + "'";
+    const int need = t.dtype == DType::f16 && !t.tf32 ? 75 : 80;  // bfloat16 and tf32 came with sm_80
+    if (sm_version(info_.arch) < need)
+      return "needs compute capability " + std::to_string(need / 10) + "." + std::to_string(need % 10) +
+             " or newer for " + t.name() + ", the device reports '" + info_.arch + "'";
   }
   // The verdict is kept in the cache per device, driver, dtype and kernel source. "pending <host> <pid>" is written
   // before the probe runs: a probe that took its process down (a driver crash) is not retried by every later
@@ -74,7 +84,8 @@ std::string ClBackend::probe_matrix_units(GemmType t) {
   const auto dir = cache_dir("matrix_units");
   const std::string path =
       dir ? *dir + "/" + hex64(fnv1a(kernel_source("gemm_mma.cl"), fnv1a(device_identity(info_) + '\n' +
-                                                                           t.name()))) + ".txt"
+                                                                           t.name() + (mma_k8() ? " k8" : "")))) +
+                 ".txt"
           : "";
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
@@ -187,7 +198,9 @@ std::string ClBackend::precision_mode(GemmType t) {
   }
   if (t.dtype != DType::f16 && t.dtype != DType::bf16) return "native";
   const char* converted = t.dtype == DType::bf16 ? "converted (bit shifts)" : "converted (vload_half)";
-  if (matrix_units(t, &why)) return "tensor cores (mma.sync m16n8k16, float32 accumulation)";
+  if (matrix_units(t, &why))
+    return t.dtype == DType::f16 && mma_k8() ? "tensor cores (mma.sync m16n8k8, float32 accumulation)"
+                                             : "tensor cores (mma.sync m16n8k16, float32 accumulation)";
   return std::string(converted) + "; tensor cores unused: " + why;
 }
 

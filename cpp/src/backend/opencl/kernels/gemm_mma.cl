@@ -43,6 +43,9 @@
 #ifndef MMA_PTX
 #define MMA_PTX 0
 #endif
+#ifndef MMA_K8  // 1: float16 as two m16n8k8 per 16-deep step (sm_75; the host sets it), with MMA_PTX only
+#define MMA_K8 0
+#endif
 #ifndef LM  // 1: fragments loaded with ldmatrix (.trans for the layouts that need it); with MMA_PTX only
 #define LM 0
 #endif
@@ -254,6 +257,19 @@ inline uint b_frag(const __local ushort* bs, const int ln, const int j, const in
                "{%0,%1,%2,%3};"                                                                               \
                : "+f"((c)[0]), "+f"((c)[1]), "+f"((c)[2]), "+f"((c)[3])                                       \
                : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"((b)[0]), "r"((b)[1]))
+#elif MMA_K8
+// float16 on sm_75 (Turing has m16n8k8, not m16n8k16): a 16-deep step as two 8-deep ones. m16n8k8's A registers
+// are (group, 2t..2t+1) and (group + 8, 2t..2t+1) and its B register (2t..2t+1, group): the k16 fragment's registers
+// 0-1 and B's 0 for depths 0-7, registers 2-3 and B's 1 for depths 8-15, so the fragments stay as they are.
+#define MMA_K8_STEP(c, a0, a1, b0)                                                                            \
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};" \
+               : "+f"((c)[0]), "+f"((c)[1]), "+f"((c)[2]), "+f"((c)[3])                                      \
+               : "r"(a0), "r"(a1), "r"(b0))
+#define MMA(c, a, b)                          \
+  do {                                        \
+    MMA_K8_STEP(c, (a)[0], (a)[1], (b)[0]); \
+    MMA_K8_STEP(c, (a)[2], (a)[3], (b)[1]); \
+  } while (0)
 #else
 #define MMA(c, a, b)                                                                                       \
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
