@@ -467,15 +467,16 @@ def test_fashion_mnist_files():
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_16_bit_models_match_float64_gradients_and_learn(device, rng, dtype):
-    """A float16 / bfloat16 model (stored in 16 bits, float32 arithmetic where the hardware has no 16-bit kind):
-    its first-batch gradients against float64 NumPy from the same stored weights, then it learns a separable
-    problem."""
+def test_16_bit_models_are_mixed_precision_and_learn(device, rng, dtype):
+    """A float16 / bfloat16 model is mixed precision: float32 parameters (master weights) and gradients, the layers
+    computing on 16-bit copies of them. Its first-batch gradients against float64 NumPy from the weights as the
+    layers see them (rounded to the 16-bit type), then it learns a separable problem."""
     x = rng.standard_normal((64, 12)).astype(dtype)
     y = np.argmax(x.astype(np.float64) @ rng.standard_normal((12, 3)), axis=1)
     model = nn.Sequential([nn.Dense(12, 16, "tanh", seed=1), nn.Dense(16, 3, seed=2)], device=device, dtype=dtype)
-    w1, b1, w2, b2 = (p.numpy().astype(np.float64) for p in model.parameters())
-    assert model.parameters()[0].numpy().dtype == np.dtype(dtype)
+    model.loss_scale = 1024.0  # float16: no overflow of the first step's scaled gradients, whatever the data
+    assert all(p.numpy().dtype == np.float32 for p in model.parameters())
+    w1, b1, w2, b2 = (p.numpy().astype(dtype).astype(np.float64) for p in model.parameters())
     xd = x.astype(np.float64)
     h = np.tanh(xd @ w1.T + b1)
     z = h @ w2.T + b2
@@ -487,11 +488,68 @@ def test_16_bit_models_match_float64_gradients_and_learn(device, rng, dtype):
     got = grads_after_one_batch(model, x, y, nn.CrossEntropyLoss())
     unit = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}[dtype]
     for g, w in zip(got, want):
-        assert g.dtype == np.dtype(dtype)
+        assert g.dtype == np.float32  # unscaled (float16's loss scale divided out)
         assert rel_err(g, w) < 16 * unit
     opt = optim.SGD(model.parameters(), lr=0.2, momentum=0.9)
     model.fit(x, y, loss=nn.CrossEntropyLoss(), optimizer=opt, epochs=30, batch_size=16)
     assert np.mean(np.argmax(model.predict(x).astype(np.float64), axis=1) == y) >= 0.9
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_updates_below_the_16_bit_step_reach_the_master_weights(device, rng, dtype):
+    """An update far below the 16-bit type's step at the weights' size (which a 16-bit parameter would lose to
+    rounding) moves the float32 master weights by lr * gradient."""
+    x = rng.standard_normal((32, 5)).astype(dtype)
+    t = rng.standard_normal((32, 2)).astype(dtype)
+    model = nn.Sequential([nn.Dense(5, 2, seed=4)], device=device, dtype=dtype)
+    model.loss_scale = 256.0  # float16: gradients of about 1 overflow at the default 2**16 (that step is skipped)
+    w0, b0 = (p.numpy().astype(np.float64) for p in model.parameters())
+    w16, b16 = w0.astype(dtype).astype(np.float64), b0.astype(dtype).astype(np.float64)
+    lr = 1e-4  # bfloat16's step at 0.3 is 2**-9, float16's 2**-12: lr * g is far below half of either
+    model.fit(x, t, loss="mse", optimizer=optim.SGD(model.parameters(), lr=lr), epochs=1, batch_size=32,
+              shuffle=False)
+    xd = x.astype(np.float64)
+    dz = 2 * (xd @ w16.T + b16 - t.astype(np.float64)) / t.size
+    for got, start, g in zip(model.parameters(), (w0, b0), (dz.T @ xd, dz.sum(axis=0))):
+        moved = got.numpy().astype(np.float64) - start
+        assert np.max(np.abs(moved + lr * g)) < 0.05 * np.max(np.abs(lr * g))
+
+
+def test_float16_loss_scaling_keeps_gradients_below_float16s_range(device, rng):
+    """Weight gradients of about 3e-7, a few of float16's subnormal steps (6e-8) apart: unscaled, float16 would hold
+    them to within tens of percent; scaled by the loss scale in the backward pass they keep float16's 11 bits, and
+    reach the float32 gradients unscaled."""
+    x = rng.uniform(1e-5, 2e-5, (16, 4)).astype(np.float16)
+    model = nn.Sequential([nn.Dense(4, 1, seed=2)], device=device, dtype="float16")
+    out = model.predict(x).astype(np.float64)
+    t = (out + 0.01).astype(np.float16)
+    model.fit(x, t, loss="mse", optimizer=optim.SGD(model.parameters(), lr=0.0), epochs=1, batch_size=16,
+              shuffle=False)
+    g = model.parameters()[0].grad_data.numpy()
+    want = (2 * (out - t.astype(np.float64)) / t.size).T @ x.astype(np.float64)
+    assert g.dtype == np.float32 and np.max(np.abs(want)) < 1e-6
+    np.testing.assert_allclose(g, want, rtol=0.01)
+
+
+def test_float16_overflow_skips_the_update_and_halves_the_scale(device, rng):
+    x = rng.standard_normal((24, 4)).astype(np.float16)
+    y = rng.integers(0, 3, 24)
+    model = nn.Sequential([nn.Dense(4, 3, seed=5)], device=device, dtype="float16")
+    before = [p.numpy() for p in model.parameters()]
+    model.loss_scale = 2.0 ** 40  # the first steps' scaled gradients overflow float16
+    hist = model.fit(x, y, loss="cross_entropy", optimizer=optim.SGD(model.parameters(), lr=0.5), epochs=1,
+                     batch_size=8, shuffle=False)
+    assert hist.params["skipped_steps"] == 3 and hist.params["loss_scale"] == 2.0 ** 37 == model.loss_scale
+    for b, p in zip(before, model.parameters()):
+        np.testing.assert_array_equal(p.numpy(), b)  # every update skipped
+    model.loss_scale = 2.0 ** 10
+    hist = model.fit(x, y, loss="cross_entropy", optimizer=optim.SGD(model.parameters(), lr=0.5), epochs=2,
+                     batch_size=8)
+    assert hist.params["skipped_steps"] == 0 and hist.history["loss"][1] < hist.history["loss"][0]
+    model.loss_scale = 0.5
+    with pytest.raises(ValueError, match="loss_scale must be finite and >= 1"):
+        model.fit(x, y, loss="cross_entropy", optimizer=optim.SGD(model.parameters(), lr=0.5), epochs=1,
+                  batch_size=8)
 
 
 def _model_file(tmp_path, arch=None, **entries):

@@ -256,6 +256,25 @@ Array astype(const Array& x, DType t, bool copy) {
   return y;
 }
 
+Array& astype_into(const Array& x, Array& out) {
+  check_input(EwOp::cast, x, "x");
+  if (!out.is_dense() || out.shape() != x.shape() || out.device() != x.device())
+    throw ValueError("astype_into: out must be a dense array of x's shape " + shape_str(x.shape()) + " on " +
+                     x.device()->id() + ", got " + shape_str(out.shape()) + " on " + out.device()->id());
+  if (out.same_memory(x)) throw ValueError("astype_into: out must not share memory with x");
+  if (x.dtype() == out.dtype()) {
+    out.copy_from(x);
+    return out;
+  }
+  ElementwiseDesc d;
+  d.op = EwOp::cast;
+  d.in = x.dtype();
+  d.out = out.dtype();
+  coalesce(d, x.shape(), view_strides(x, x.shape()), view_strides(x, x.shape()));
+  run(d, x, nullptr, out);
+  return out;
+}
+
 Array elementwise(EwOp op, const Array& a, const Array* b, Array* out) {
   const EwInfo& info = ew_info(op);
   if (op == EwOp::cast) throw ValueError("hetnn.cast: use astype(x, dtype)");

@@ -63,5 +63,7 @@ Array broadcast_to(const Array& x, const Shape& shape);
 Array full(const DevicePtr& dev, const Shape& shape, const EwScalar& s, const DType* t);
 // x converted to dtype t (a new array; x itself when it already has that dtype and copy is false).
 Array astype(const Array& x, DType t, bool copy = true);
+// x converted into out (dense, x's shape and device, any dtype x can be cast to); returns out.
+Array& astype_into(const Array& x, Array& out);
 
 }  // namespace hetnn

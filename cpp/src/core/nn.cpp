@@ -163,13 +163,13 @@ void loss(const std::string& kind, const Array& pred_in, const Array& target_in,
 }
 
 void batch_loss(const std::string& kind, const Array& pred_in, const Array& target_in, const Array& acc,
-                const Array* grad) {
+                const Array* grad, double grad_scale) {
   const Array pred = pred_in.dense();  // views read as dense copies
   const Array target = target_in.dense();  // views read as dense copies
   const double n = pred.ndim() >= 1 ? static_cast<double>(std::max<std::int64_t>(pred.shape()[0], 1)) : 1.0;
   const double c = pred.ndim() == 2 ? static_cast<double>(std::max<std::int64_t>(pred.shape()[1], 1)) : 1.0;
-  if (loss_kind_from_name(kind) == LossKind::mse) loss(kind, pred, target, acc, grad, 1.0 / c, 1.0 / (n * c));
-  else loss(kind, pred, target, acc, grad, 1.0, 1.0 / n);
+  if (loss_kind_from_name(kind) == LossKind::mse) loss(kind, pred, target, acc, grad, 1.0 / c, grad_scale / (n * c));
+  else loss(kind, pred, target, acc, grad, 1.0, grad_scale / n);
 }
 
 void metric(const std::string& kind, const Array& pred_in, const Array& target_in, const Array& acc) {

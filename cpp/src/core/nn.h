@@ -27,7 +27,7 @@ void loss(const std::string& kind, const Array& pred, const Array& target, const
 // mean over its columns; cross-entropy: as is), grad = d(mean over the rows)/d(pred). fit (trainer.cpp) and
 // evaluate (the Python front) both call this, so the two cannot scale differently.
 void batch_loss(const std::string& kind, const Array& pred, const Array& target, const Array& acc,
-                const Array* grad);
+                const Array* grad, double grad_scale = 1.0);  // grad_scale: a loss scale on the gradient only
 // acc (one float32 element) += the metric's sum over pred (rows, cols) and target (int64 (rows,) for
 // correct_argmax, else pred's shape and dtype).
 void metric(const std::string& kind, const Array& pred, const Array& target, const Array& acc);

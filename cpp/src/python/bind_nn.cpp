@@ -103,6 +103,14 @@ void bind_nn(py::module_& m) {
       .def("add_dropout", &Trainer::add_dropout, py::arg("p"), py::arg("seed"))
       .def("set_loss", &Trainer::set_loss)
       .def(
+          "set_compute_dtype", [](Trainer& t, const std::string& dtype) { t.set_compute_dtype(dtype_from_name(dtype)); },
+          py::arg("dtype"),
+          "Mixed precision: the 16-bit type the layers compute in on copies of their float32 parameters.")
+      .def_property("loss_scale", &Trainer::loss_scale, &Trainer::set_loss_scale,
+                    "float16 mixed precision: the loss gradient's scale (dynamic, as GradScaler's).")
+      .def_property_readonly("skipped_steps", &Trainer::skipped_steps,
+                             "Updates skipped for a gradient that was not finite (float16 mixed precision).")
+      .def(
           "predict",
           [](Trainer& t, const Array& x) {
             NoGil nogil;

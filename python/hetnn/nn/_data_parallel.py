@@ -99,6 +99,9 @@ class DataParallel:
         from .._shared_reduce import GradientReducer
 
         dt = np.dtype(str(self.params[0].value.dtype))
+        if model.dtype == np.float16:
+            raise TypeError("fit(distributed=True): a float16 model's loss scaling would skip steps on some ranks and "
+                            "not others; use dtype='bfloat16' (no scaling) or 'float32'")
         if dt not in (np.float32, np.float64):
             raise TypeError(f"fit(distributed=True): the model's parameters are {dt}; data-parallel training "
                             f"reduces float32 or float64 gradients (build the model with dtype='float32')")

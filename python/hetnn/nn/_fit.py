@@ -147,6 +147,10 @@ def run_fit(model: Any, x: Any, y: Any, *, loss: Any, optimizer: Any, epochs: in
         _epochs(model, (how, hooks), optimizer, hist, cbs, bars, (plan, val, loss_obj, out_shape[0]),
                 (X, host_x, transform), epochs, seed)
     finally:
+        trainer = getattr(how, "trainer", None)
+        if trainer is not None and model.dtype == np.float16:  # the scale the next fit starts from
+            model.loss_scale = float(trainer.loss_scale)
+            hist.params.update(loss_scale=model.loss_scale, skipped_steps=int(trainer.skipped_steps))
         hist.device_time = capture.close_totals()
         how.close()
         if bars:

@@ -69,8 +69,13 @@ class Sequential:
         opt = hetnn.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         hist = model.fit(x, y, loss=hetnn.nn.CrossEntropyLoss(), optimizer=opt, epochs=10, batch_size=64)
 
-    Parameters are float32 (``dtype="float64"`` on devices with fp64; ``"float16"`` or ``"bfloat16"``: stored in 16
-    bits, computed in float32 where the hardware has no 16-bit arithmetic, see ``Device.float16_mode``).
+    Parameters are float32 (``dtype="float64"`` on devices with fp64). ``dtype="float16"`` or ``"bfloat16"`` is mixed
+    precision, as ``torch.autocast`` with ``GradScaler``: the parameters, their gradients and the optimizer's state
+    stay float32 (master weights); the layers compute in the 16-bit type on copies of them (on the GPU's matrix units
+    where ``Device.float16_mode`` says tensor cores; elsewhere 16-bit storage computed in float32), inputs and
+    activations are 16-bit, and each step's gradients reach the float32 ones unscaled. float16 scales the loss's
+    gradient (dynamic, from 2**16: halved with the update skipped when a gradient overflows, doubled after 2000 clean
+    steps; ``fit``'s history says the scale and the skipped steps); bfloat16 has float32's range and needs none.
     """
 
     def __init__(self, layers: Sequence[Layer], device: DeviceLike = None, dtype: Any = "float32") -> None:
@@ -84,6 +89,7 @@ class Sequential:
         if name not in ("float32", "float64", "float16", "bfloat16"):
             raise TypeError(f"Sequential: dtype must be float32, float64, float16 or bfloat16, got {name}")
         self.dtype = np.dtype(name)
+        self.loss_scale = 65536.0  # float16: the loss scale the next fit starts from (each fit leaves its last here)
         self.stop_training = False
         self.loss: Optional[Loss] = None
         # Convolution chains keep activations in the device's preferred layouts (oneDNN's blocked nChw16c on the
@@ -108,7 +114,7 @@ class Sequential:
         if self.dtype == np.float64 and "float64" not in dev.dtypes:
             raise TypeError(f"Sequential: {dev.id} has no float64; use dtype='float32'")
         for layer in self.layers:
-            layer._place(dev._dev, self.dtype)
+            layer._place(dev._dev, self.param_dtype)
         self._device = dev
         self._kept = None  # its arrays were the old device's
         return self
@@ -119,6 +125,11 @@ class Sequential:
                              dtype=self.dtype)
         replica.device_layouts = self.device_layouts
         return replica
+
+    @property
+    def param_dtype(self) -> np.dtype:
+        """The parameters' dtype: the model's, or float32 (the master weights) for a float16 / bfloat16 model."""
+        return np.dtype("float32") if self.dtype.name in ("float16", "bfloat16") else self.dtype
 
     def parameters(self) -> List[Parameter]:
         return [p for layer in self.layers for p in layer.parameters()]
@@ -204,7 +215,7 @@ class Sequential:
                 raise ValueError(f"load_state_dict: {k} has shape {v.shape}, the parameter {p.shape}")
             if not _numeric(v.dtype):
                 raise TypeError(f"load_state_dict: {k} has dtype {v.dtype}, not numeric")
-            values[k] = np.require(v.astype(self.dtype), requirements=["C", "A"])  # NaN kept: a diverged model loads
+            values[k] = np.require(v.astype(self.param_dtype), requirements=["C", "A"])  # NaN kept: a diverged model
         for k, v in values.items():
             params[k].value.write_from(v)
         return missing, unexpected
@@ -295,6 +306,9 @@ class Sequential:
         stream (a predict or evaluate in between must not change what the next fit draws)."""
         softmax_last = isinstance(self.layers[-1], Softmax)
         trainer = _core.Trainer()
+        trainer.set_compute_dtype(self.dtype.name)  # 16-bit: the layers compute on copies of the float32 parameters
+        if training and self.dtype == np.float16:
+            trainer.loss_scale = self.loss_scale
         if self.device_layouts is not None:
             trainer.device_layouts = bool(self.device_layouts)
         for layer in (self.layers[:-1] if softmax_last else self.layers):

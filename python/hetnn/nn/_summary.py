@@ -26,7 +26,7 @@ def format_summary(model: Any, input_shape: Optional[Sequence[int]] = None) -> s
     total = model.count_params()
     lines = [f"Sequential on {model.device.id} ({model.dtype.name})", rule, line(head), rule]
     lines += [line(r) for r in rows]
-    lines += [rule, f"Total params: {total:,} ({total * model.dtype.itemsize / 1024:.1f} KiB)"]
+    lines += [rule, f"Total params: {total:,} ({total * model.param_dtype.itemsize / 1024:.1f} KiB)"]
     if shape is None:
         lines.append("(output shapes unknown: pass summary(input_shape=...), the per-sample input shape)")
     return "\n".join(lines)

@@ -1,19 +1,87 @@
 #include "core/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <numeric>
 #include <string>
 
 #include "core/errors.h"
+#include "core/elementwise.h"
 #include "core/nn.h"
+#include "core/reduction.h"
 
 namespace hetnn {
 
 void Trainer::add_layer(std::unique_ptr<train::Layer> layer) { layers_.push_back(std::move(layer)); }
 
-void Trainer::add_dense(const Array& W, const Array* b, const Array& dW, const Array* db, Activation act) {
-  add_layer(train::make_dense(W, b, dW, db, act));
+void Trainer::set_compute_dtype(DType t) {
+  if (t != DType::f32 && t != DType::f64 && t != DType::f16 && t != DType::bf16)
+    throw TypeError(std::string("Trainer.set_compute_dtype: float32, float64, float16 or bfloat16, not ") +
+                    dtype_name(t));
+  if (!layers_.empty()) throw ValueError("Trainer.set_compute_dtype: set it before the layers are added");
+  compute_ = t;
+}
+
+void Trainer::set_loss_scale(double s) {
+  if (!(s >= 1.0 && std::isfinite(s))) throw ValueError("Trainer.loss_scale must be finite and >= 1");
+  scale_ = s;
+}
+
+std::pair<Array, Array> Trainer::computed(const Array& param, const Array& grad) {
+  const bool mixed = compute_ == DType::f16 || compute_ == DType::bf16;
+  if (!mixed || param.dtype() == compute_) return {param, grad};
+  if (param.dtype() != DType::f32 || grad.dtype() != DType::f32 || grad.shape() != param.shape())
+    throw TypeError(std::string("Trainer: a ") + dtype_name(compute_) + " model's parameters and gradients are " +
+                    "float32 (its master weights), got " + dtype_name(param.dtype()) + " and " +
+                    dtype_name(grad.dtype()));
+  Master m{param, grad, Array::empty(param.device(), param.shape(), compute_),
+           Array::empty(param.device(), param.shape(), compute_)};
+  astype_into(param, m.copy);
+  masters_.push_back(m);
+  return {m.copy, m.copy_grad};
+}
+
+void Trainer::refresh_copies() {
+  for (Master& m : masters_) astype_into(m.param, m.copy);
+}
+
+bool Trainer::unscale_grads() {
+  const bool scaled = compute_ == DType::f16;
+  Array finite;  // float16: the sum of every gradient, finite exactly when each of them is (one read per step)
+  for (Master& m : masters_) {
+    astype_into(m.copy_grad, m.grad);
+    if (!scaled) continue;
+    EwScalar inv;
+    inv.is_float = true;
+    inv.f = 1.0 / scale_;
+    elementwise(EwOp::multiply, m.grad, inv, false, &m.grad);
+    const Array s = reduce(RedOp::sum, m.grad, Axes{}, false);
+    finite = finite.valid() ? elementwise(EwOp::add, finite, &s, nullptr) : s;
+  }
+  if (!scaled || !finite.valid()) return true;
+  float total = 0;
+  finite.to_host(&total);
+  if (std::isfinite(total)) {
+    if (++good_steps_ >= kScaleGrowthInterval) {
+      scale_ = std::min(scale_ * 2.0, 16777216.0 * 65536.0);  // 2^40
+      good_steps_ = 0;
+    }
+    return true;
+  }
+  scale_ = std::max(scale_ / 2.0, 1.0);
+  good_steps_ = 0;
+  ++skipped_;
+  return false;
+}
+
+void Trainer::add_dense(const Array& W_in, const Array* b_in, const Array& dW_in, const Array* db_in,
+                        Activation act) {
+  const auto [W, dW] = computed(W_in, dW_in);
+  if (!b_in) return add_layer(train::make_dense(W, nullptr, dW, nullptr, act));
+  if (!db_in) throw ValueError("Trainer.add_dense: a bias needs its gradient array");
+  const auto [b, db] = computed(*b_in, *db_in);
+  add_layer(train::make_dense(W, &b, dW, &db, act));
 }
 void Trainer::add_activation(Activation act) { add_layer(train::make_activation(act)); }
 void Trainer::add_flatten() { add_layer(train::make_flatten()); }
@@ -24,8 +92,13 @@ void Trainer::add_avgpool(const Pool2dArgs& args, bool count_include_pad, std::o
 }
 void Trainer::add_global_avgpool() { add_layer(train::make_global_avg_pool2d()); }
 void Trainer::add_dropout(double p, std::uint64_t seed) { add_layer(train::make_dropout(p, seed)); }
-void Trainer::add_conv(const Array& W, const Array* b, const Array& dW, const Array* db, const Conv2dArgs& args) {
-  add_layer(train::make_conv2d(W, b, dW, db, args));
+void Trainer::add_conv(const Array& W_in, const Array* b_in, const Array& dW_in, const Array* db_in,
+                       const Conv2dArgs& args) {
+  const auto [W, dW] = computed(W_in, dW_in);
+  if (!b_in) return add_layer(train::make_conv2d(W, nullptr, dW, nullptr, args));
+  if (!db_in) throw ValueError("Trainer.add_conv: a bias needs its gradient array");
+  const auto [b, db] = computed(*b_in, *db_in);
+  add_layer(train::make_conv2d(W, &b, dW, &db, args));
 }
 
 void Trainer::set_loss(const std::string& kind) {
@@ -101,7 +174,10 @@ Array Trainer::forward_all(const Array& x, bool train) {
   return end_forward(h);
 }
 
-Array Trainer::predict(const Array& x) { return forward_all(x, false); }
+Array Trainer::predict(const Array& x) {
+  refresh_copies();
+  return forward_all(x, false);
+}
 
 void Trainer::plan_relu_pool() {
   for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -150,6 +226,7 @@ void Trainer::add_metrics(const Array& h, const Array& yb, const Array* labels, 
 Array Trainer::predict_rows(const Array& X, std::int64_t batch, bool softmax_out) {
   if (batch <= 0) throw ValueError("Trainer.predict_rows: batch must be > 0");
   if (X.ndim() < 1 || X.shape()[0] == 0) throw ValueError("Trainer.predict_rows: X has no rows");
+  refresh_copies();
   const std::int64_t n = X.shape()[0];
   if (n <= batch) {  // one batch: X itself, no gather
     Array h = forward_all(X, false);
@@ -170,6 +247,7 @@ Array Trainer::predict_rows(const Array& X, std::int64_t batch, bool softmax_out
 void Trainer::evaluate_rows(const Array& X, const Array& Y, const Array* labels, std::int64_t batch,
                             const Array* acc_loss) {
   if (batch <= 0) throw ValueError("Trainer.evaluate_rows: batch must be > 0");
+  refresh_copies();
   const std::int64_t n = X.ndim() < 1 ? 0 : X.shape()[0];
   if (n <= batch) {  // one batch: the rows as given, no gather
     const Array h = forward_all(X, false);
@@ -240,6 +318,7 @@ void Trainer::run_epoch(const Array& X, const Array& Y, const Array* labels, con
       throw ValueError("Trainer.run_epoch: the learning rate of step " + std::to_string(i) +
                        " must be finite and >= 0, got " + std::to_string(lrs[static_cast<std::size_t>(i)]));
   plan_relu_pool();
+  refresh_copies();
   train::Optimizer* opt = adam_ ? static_cast<train::Optimizer*>(adam_.get()) : sgd_.get();
   using clock = std::chrono::steady_clock;
   auto last_report = clock::now();
@@ -255,12 +334,14 @@ void Trainer::run_epoch(const Array& X, const Array& Y, const Array* labels, con
     const Array h = forward_all(xb, true);
     if (h.ndim() != 2) throw ValueError("Trainer.run_epoch: the last layer's output must be 2-D (rows, outputs)");
     Array& g = scratch(2, h, h.shape());
-    batch_loss(loss_, h, yb, acc_loss, &g);
+    batch_loss(loss_, h, yb, acc_loss, &g, masters_.empty() ? 1.0 : (compute_ == DType::f16 ? scale_ : 1.0));
     add_metrics(h, yb, labels, &idx, start, m);
     Array grad = g;
     for (std::size_t i = layers_.size(); i-- > 0;) grad = backward(*layers_[i], grad, i > 0);
+    const bool update = masters_.empty() || unscale_grads();
     if (step_hook_) step_hook_(m);
-    if (opt) opt->step(lrs[static_cast<std::size_t>(start / batch)]);
+    if (opt && update) opt->step(lrs[static_cast<std::size_t>(start / batch)]);
+    if (update) refresh_copies();
     if (after_step_hook_) after_step_hook_(m);
   }
   if (progress) progress(n);

@@ -60,6 +60,17 @@ class Trainer {
     before_step_hook_ = std::move(before_step);
     after_step_hook_ = std::move(after_step);
   }
+  // Mixed precision (a float16 / bfloat16 model, as torch.autocast with GradScaler): set before the layers are
+  // added, with float32 parameters and gradients given to add_dense / add_conv and the optimizer. The layers then
+  // compute in `t` on copies of the parameters in `t` (made from them before every predict, evaluate and epoch, and
+  // after every update), and each step's gradients reach the float32 ones unscaled. float16 scales the loss's
+  // gradient by loss_scale (from 2^16: halved, and the update skipped, when a gradient is not finite; doubled after
+  // 2000 steps in a row without); bfloat16 has float32's range and no scale.
+  void set_compute_dtype(DType t);
+  DType compute_dtype() const { return compute_; }
+  double loss_scale() const { return scale_; }
+  void set_loss_scale(double s);
+  std::int64_t skipped_steps() const { return skipped_; }  // updates skipped for a gradient that was not finite
   // Mixed into every dropout layer's per-step seeds (0: unchanged), so that replicas of one model draw other masks.
   void set_dropout_stream(std::uint64_t stream) { pass_.dropout_stream = stream; }
 
@@ -116,6 +127,21 @@ class Trainer {
   Array& scratch(int tag, const Array& like, const Shape& shape);
   // An int64 0, 1, ..., n - 1 on x's device (the rows of predict and evaluate, in order), kept for the next call.
   const Array& all_rows(const Array& x);
+  // Mixed precision: a float32 parameter (with its gradient) as the layers see it, its copy in compute_ registered;
+  // the copies made from the parameters; the step's gradients unscaled into the parameters' (false: one was not
+  // finite, and the update is to be skipped).
+  std::pair<Array, Array> computed(const Array& param, const Array& grad);
+  void refresh_copies();
+  bool unscale_grads();
+  struct Master {
+    Array param, grad, copy, copy_grad;
+  };
+  std::vector<Master> masters_;
+  DType compute_ = DType::f32;
+  double scale_ = 65536.0;
+  int good_steps_ = 0;
+  std::int64_t skipped_ = 0;
+  static constexpr int kScaleGrowthInterval = 2000;
 
   std::vector<std::unique_ptr<train::Layer>> layers_;
   std::string loss_ = "cross_entropy";
