@@ -622,3 +622,16 @@ def test_a_pooling_row_without_common_rounds_says_why_it_has_no_speedup():
     serial.rounds = np.array([0, 3])
     pool_study._speedup(row, r, serial)
     assert row["speedup"] == pytest.approx(2.0, rel=0.1) and "-" in row["speedup_ci"]
+
+
+def test_a_study_at_precision_high_says_so_in_its_text_and_rows():
+    """float32 rows of a study never use TF32 silently: at "high" the report says it is not the published set-up and
+    every row carries the precision (the default's rows say "highest")."""
+    cfg = {**SMALL_POOL, "alexnet": False}
+    with hetnn.matmul_precision("high"):
+        res = study.run("maxpool", quick=True, device="cpu", config=cfg)
+    assert res.rows and {r["precision"] for r in res.rows} == {"high"}
+    assert "precision: float32 products at 'high'" in res.text and "not the published set-up" in res.text
+    assert res.environment["matmul_precision"] == "high"
+    res = study.run("maxpool", quick=True, device="cpu", config=cfg)
+    assert {r["precision"] for r in res.rows} == {"highest"} and "precision:" not in res.text
