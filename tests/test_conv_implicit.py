@@ -62,3 +62,40 @@ def test_implicit_gemm_on_drawn_convolutions(vtiled_device):
         (ref,) = _conv_ref(inp)
         if ref.size:
             assert np.max(np.abs(y.astype(np.float64) - ref)) < 1e-4, (x.shape, w.shape, s, padding, d, groups)
+
+
+# The matrix-unit member (float16 / bfloat16, and float32 as tf32 at precision "high") gathers the columns the same
+# way: emulated off NVIDIA, so the gather, the 16-byte vectors of gathered values and the per-channel epilogue run
+# here. A 16-deep slice (the instruction's depth) and a tile narrower than most outputs: edge tiles along both.
+MMA = "family=mma ts_m=32 ts_n=32 ts_k=16 wm=2 wn=1"
+MMA_CASES = [CASES[0], CASES[1], CASES[2], CASES[5], CASES[6]]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "tf32"])
+@pytest.mark.parametrize("case", MMA_CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-o{c[1]}-k{c[2][0]}{c[2][1]}")
+def test_implicit_gemm_on_the_matrix_unit_member(opencl_device, rng, dtype, case):
+    from test_precision import tf32
+
+    shape, o, (kh, kw), s, padding, d, with_bias, act = case
+    data = "float32" if dtype == "tf32" else dtype
+    old, source = _core.gemm_params(opencl_device._dev, dtype)
+    _core.set_gemm_params(opencl_device._dev, dtype, MMA.replace("ts_k=16", "ts_k=8") if dtype == "tf32" else MMA,
+                          "test")
+    try:
+        x = rng.standard_normal(shape).astype(data)
+        w = (rng.standard_normal((o, shape[1], kh, kw)) / np.sqrt(shape[1] * kh * kw)).astype(data)
+        bias = rng.standard_normal(o).astype(data) if with_bias else None
+        with hetnn.profile(opencl_device) as prof:
+            y = hetnn.conv2d(x, w, bias, s, padding, d, 1, act, device=opencl_device, precision="high")
+        names = [r["name"] for r in prof.records]
+        assert "conv2d_im2col" not in names and (shape[0] == 0 or "matmul" in names), names
+        assert "conv2d_bias_act" not in names, names
+        rx, rw = (tf32(x), tf32(w)) if dtype == "tf32" else (x, w)  # the inputs as the units see them
+        (ref,) = _conv_ref((rx, rw, bias, s, padding, d, 1, act))
+        assert y.shape == ref.shape and y.dtype == np.dtype(data)
+        tol = {"float16": 2e-3, "bfloat16": 1.6e-2, "tf32": 1e-5}[dtype]  # one rounding of the result, or float32 sums
+        if ref.size:
+            assert np.max(np.abs(y.astype(np.float64) - ref)) < tol * max(1.0, np.max(np.abs(ref)))
+    finally:
+        _core.set_gemm_params(opencl_device._dev, dtype, "" if source.startswith(("database", "default")) else old,
+                              source)

@@ -167,7 +167,9 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void matmul_widened(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias);
   // gemm_mma.cl on float16 / bfloat16 data, or float32 data as tf32 (d.allow_tf32); ptx: the instruction itself
   // (after the probe), else its emulation
-  void matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias, bool ptx);
+  // conv: B is the im2col matrix of the convolution's input images, gathered by the kernel (implicit GEMM)
+  void matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias, bool ptx,
+                  const Conv2dDesc* conv = nullptr);
   bool mma_k8() const;  // float16 as m16n8k8 steps (sm_75, or HETNN_MMA_K8=1)
   std::string probe_matrix_units(GemmType t);  // "" when usable (the cached verdict, else the probe's), else why not
   std::string run_matrix_unit_probe(GemmType t);  // "" when the probe GEMM computed its known result
@@ -177,7 +179,8 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // Whether d's products compute in TF32: allowed, ungrouped, and the tf32 GEMM in force is the matrix-unit member.
   bool conv_tf32(const Conv2dDesc& d);
   // The forward of an ungrouped convolution as one implicit GEMM when the GEMM parameters in force for it are
-  // vtiled, bias and activation in its epilogue; false (nothing done) otherwise.
+  // vtiled or mma (the matrix-unit member: 16-bit data, or tf32 where allowed), bias and activation in its epilogue;
+  // false (nothing done) otherwise.
   bool conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y);
   // 3x3 stride-1 ungrouped forward as Winograd F(2x2, 3x3) (kernels/winograd.cl); false (nothing done) where it
   // does not apply or its work buffers pass conv2d_work_limit().

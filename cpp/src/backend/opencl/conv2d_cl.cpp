@@ -106,15 +106,21 @@ bool ClBackend::conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buff
                                 Buffer& y) {
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
   if (d.groups != 1 || conv_is_pointwise(d)) return false;
-  const GemmParams p = gemm_params(d.dtype, d.O * ohw * ck).fitted(d.O, ohw);
-  if (p.family != GemmParams::Family::vtiled) return false;
+  const GemmType type(d.dtype, d.allow_tf32);  // tf32 without matrix units for it: float32's parameters
+  const GemmParams p = gemm_params(type, d.O * ohw * ck).fitted(d.O, ohw);
+  const bool mma = p.family == GemmParams::Family::mma;
+  if (p.family != GemmParams::Family::vtiled && !mma) return false;
   MatmulDesc g;
   g.batch = d.N, g.batch_a = 1, g.batch_b = d.N, g.M = d.O, g.N = ohw, g.K = ck, g.dtype = d.dtype;
+  g.allow_tf32 = mma && type.tf32;
   g.act = d.act;
   g.has_bias = bias != nullptr;  // a bias per output channel: a row of the product (has_bias 2 in the kernels)
   std::lock_guard<std::mutex> lock(mu_);
   try {
-    matmul_tiled(p, g, mem(w), mem(x), mem(y), bias ? mem(*bias) : mem(y), &d);
+    if (mma)
+      matmul_mma(p, g, mem(w), mem(x), mem(y), bias ? mem(*bias) : mem(y), matrix_units(type), &d);
+    else
+      matmul_tiled(p, g, mem(w), mem(x), mem(y), bias ? mem(*bias) : mem(y), &d);
   } catch (const OutOfMemory&) {
     throw;
   } catch (const Error& e) {  // before any kernel ran (build, launch): the im2col path, whose GEMM handles it
@@ -191,9 +197,9 @@ void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, co
     std::lock_guard<std::mutex> lock(mu_);
     algorithm = conv_algorithm_;
   }
-  // TF32 in force (precision "high" on a device whose tf32 GEMM is the matrix-unit member): the GEMM path, where
-  // the matrix units compute; Winograd and the implicit GEMM compute float32 exactly.
-  if (conv_tf32(d)) algorithm = "im2col";
+  // TF32 in force (precision "high" on a device whose tf32 GEMM is the matrix-unit member): the implicit GEMM on
+  // it, or (algorithm "im2col") the column buffer and the GEMM; Winograd computes float32 exactly.
+  if (conv_tf32(d) && algorithm.empty()) algorithm = "implicit";
   // The device's choice on a GPU: Winograd F(2x2, 3x3) for float32 batches (H200, ResNet-50's 3x3 layers at batch
   // 32: 0.67-1.37x cuDNN against 0.33-0.66x for the implicit GEMM; at batch 1 0.41x against 0.62x, docs/gpu.md).
   const bool gpu_winograd = algorithm.empty() && info_.type == "gpu" && d.dtype == DType::f32 && d.N >= 2;

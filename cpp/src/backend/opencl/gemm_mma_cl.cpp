@@ -25,12 +25,13 @@
 namespace hetnn::opencl {
 
 void ClBackend::matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias,
-                           bool ptx) {
+                           bool ptx, const Conv2dDesc* conv) {
   // 16-byte global loads along an operand's contiguous dimension when it is a multiple of a vector's values (8, or 4
   // for float32): every row then starts 16-byte aligned, and a vector lies wholly inside or outside the matrix.
   const bool tf32 = d.allow_tf32 && d.dtype == DType::f32;
   const std::int64_t per_vec = tf32 ? 4 : 8;
-  const bool va = (d.trans_a ? d.M : d.K) % per_vec == 0, vb = (d.trans_b ? d.K : d.N) % per_vec == 0;
+  const bool va = (d.trans_a ? d.M : d.K) % per_vec == 0;
+  const bool vb = !conv && (d.trans_b ? d.K : d.N) % per_vec == 0;  // conv: B gathered element by element
   // out_f32: C and bias float32 (the float32 build), the 16-bit inputs named apart for the emulation's conversion
   const std::string in16 = d.dtype == DType::bf16 ? " -DIN_BF16=1" : " -DIN_HALF=1";
   const std::string k8 = d.dtype == DType::f16 && mma_k8() ? " -DMMA_K8=1" : "";
@@ -38,13 +39,22 @@ void ClBackend::matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, c
                            (tf32 ? " -DMMA_TF32=1 " : " ") + p.defines() + k8 +
                            " -DTRANS_A=" + std::to_string(d.trans_a) +
                            " -DTRANS_B=" + std::to_string(d.trans_b) + " -DVA=" + (va ? "1" : "0") +
-                           " -DVB=" + (vb ? "1" : "0") + " -DMMA_PTX=" + (ptx ? "1" : "0");
+                           " -DVB=" + (vb ? "1" : "0") + " -DMMA_PTX=" + (ptx ? "1" : "0") +
+                           (conv ? " -DCONV_B=1 -DKH=" + std::to_string(conv->kh) + " -DKW=" + std::to_string(conv->kw)
+                                 : "");
   cl_kernel k = kernel("gemm_mma.cl", "gemm_mma", opts);
   const cl_int M = static_cast<cl_int>(d.M), N = static_cast<cl_int>(d.N), K = static_cast<cl_int>(d.K);
-  const cl_long sa = d.batch_a == 1 ? 0 : d.M * d.K, sb = d.batch_b == 1 ? 0 : d.K * d.N;
+  const cl_long sa = d.batch_a == 1 ? 0 : d.M * d.K;
+  const cl_long sb = d.batch_b == 1 ? 0 : conv ? conv->C * conv->H * conv->W : d.K * d.N;  // conv: an input image
+  const cl_int has_bias = d.has_bias ? (conv ? 2 : 1) : 0;  // conv: a bias per output channel, a row of C
   ArgSetter set{k, "gemm_mma"};
   set(M)(N)(K).real(d.alpha, d.dtype).real(d.beta, d.dtype);
-  set(a)(sa)(b)(sb)(c)(bias)(cl_int{d.has_bias ? 1 : 0})(static_cast<cl_int>(d.act))(K)(cl_int{1});
+  set(a)(sa)(b)(sb)(c)(bias)(has_bias)(static_cast<cl_int>(d.act))(K)(cl_int{1});
+  if (conv) {
+    set(static_cast<cl_int>(conv->C))(static_cast<cl_int>(conv->H))(static_cast<cl_int>(conv->W));
+    set(static_cast<cl_int>(conv->OW))(cl_int{conv->sh})(cl_int{conv->sw})(cl_int{conv->ph})(cl_int{conv->pw});
+    set(cl_int{conv->dh})(cl_int{conv->dw});
+  }
   const std::size_t local[3] = {static_cast<std::size_t>(32 * p.wm * p.wn), 1, 1};
   const std::size_t global[3] = {static_cast<std::size_t>((d.N + p.ts_n - 1) / p.ts_n) * local[0],
                                  static_cast<std::size_t>((d.M + p.ts_m - 1) / p.ts_m),
@@ -63,7 +73,8 @@ bool ClBackend::mma_k8() const {
   // sm_75 has float16's m16n8k8 only; HETNN_MMA_K8=1 takes that form on newer GPUs too (the GPU sessions check it
   // on an sm_90)
   const char* env = std::getenv("HETNN_MMA_K8");
-  return sm_version(info_.arch) < 80 || (env && std::string(env) == "1");
+  const int sm = sm_version(info_.arch);
+  return (sm >= 75 && sm < 80) || (env && std::string(env) == "1");
 }
 
 std::string ClBackend::probe_matrix_units(GemmType t) {

@@ -14,6 +14,8 @@
 //    current one is multiplied (one barrier a slice).
 //  - Global loads move 16 bytes (EV values) along the operand's contiguous dimension where the host set VA / VB
 //    (that dimension a multiple of EV), else the same EV element by element with bounds.
+//  - CONV_B: B is the im2col matrix of a convolution's input image (C, H, W), gathered element by element by the
+//    loader (implicit GEMM: no column buffer), as gemm_vtiled's CONV_B; KH, KW compile-time, the rest arguments.
 //  - MMA_PTX=1 (set by the host only after a probe GEMM built and computed correctly on the device): NVIDIA's
 //    mma.sync through inline PTX (sm_80 and newer). Otherwise the instruction is emulated on the same fragment
 //    addressing and the PTX ISA's fragment layout, so that every other part of this kernel runs and is tested on
@@ -45,6 +47,12 @@
 #endif
 #ifndef MMA_K8  // 1: float16 as two m16n8k8 per 16-deep step (sm_75; the host sets it), with MMA_PTX only
 #define MMA_K8 0
+#endif
+#ifndef CONV_B
+#define CONV_B 0
+#endif
+#if CONV_B && (VB || TRANS_B)
+#error "CONV_B gathers B element by element, untransposed (VB = 0, TRANS_B = 0)"
 #endif
 #ifndef LM  // 1: fragments loaded with ldmatrix (.trans for the layouts that need it); with MMA_PTX only
 #define LM 0
@@ -112,18 +120,37 @@ typedef ushort elem;
 
 inline uint pack2(ushort lo, ushort hi) { return (uint)lo | ((uint)hi << 16); }
 
-// EV consecutive values at `at` (along the contiguous dimension), of which the first `n` exist (n <= 0: none).
-inline uint4 loadv(__global const elem* restrict p, const long at, const int n, const int vec) {
-  if (vec) return n > 0 ? *(__global const uint4*)(p + at) : (uint4)(0);  // at: a multiple of EV, so aligned
-  elem v[EV];
-#pragma unroll
-  for (int e = 0; e < EV; ++e) v[e] = e < n ? p[at + e] : (elem)0;
+// EV values as one 16-byte vector.
+inline uint4 pack_vec(const elem* v) {
 #if MMA_TF32
   return (uint4)(v[0], v[1], v[2], v[3]);
 #else
   return (uint4)(pack2(v[0], v[1]), pack2(v[2], v[3]), pack2(v[4], v[5]), pack2(v[6], v[7]));
 #endif
 }
+
+// EV consecutive values at `at` (along the contiguous dimension), of which the first `n` exist (n <= 0: none).
+inline uint4 loadv(__global const elem* restrict p, const long at, const int n, const int vec) {
+  if (vec) return n > 0 ? *(__global const uint4*)(p + at) : (uint4)(0);  // at: a multiple of EV, so aligned
+  elem v[EV];
+#pragma unroll
+  for (int e = 0; e < EV; ++e) v[e] = e < n ? p[at + e] : (elem)0;
+  return pack_vec(v);
+}
+
+#if CONV_B
+// Column p = oh * OW + ow of the im2col matrix starts at input row ihb = oh * SH - PH and column iwb = ow * SW - PW;
+// a work item's B columns are fixed for the whole K loop, so their positions are computed once (ihb = INT_MIN / 2
+// past N: every row lands outside the image).
+typedef struct {
+  int C, H, W, sh, sw, ph, pw, dh, dw;
+} ConvGeom;
+#define CONV_PARAMS , const ConvGeom g, const int* ihb, const int* iwb
+#define CONV_ARGS , geo, ihb, iwb
+#else
+#define CONV_PARAMS
+#define CONV_ARGS
+#endif
 
 #if MMA_TF32
 // A float's bits rounded to tf32 (10 mantissa bits; to nearest, ties away from zero: cvt.rna.tf32.f32). Adding half
@@ -156,11 +183,22 @@ inline void load_a(__global const elem* restrict A, const int M, const int K, co
 }
 
 inline void load_b(__global const elem* restrict B, const int N, const int K, const int n0, const int k0,
-                   const int lid, uint4* rb) {
+                   const int lid, uint4* rb CONV_PARAMS) {
 #pragma unroll
   for (int l = 0; l < B_VECS; ++l) {
     const int i = lid + l * LSIZE;
-#if TRANS_B  // B stored (N, K): vectors along K
+#if CONV_B  // B[k][p] = x[c, ihb + ki * DH, iwb + kj * DW] for k = (c * KH + ki) * KW + kj, EV columns a vector
+    const int gk = k0 + i / (TS_N / EV);
+    const int c = gk / (KH * KW), r = gk - c * (KH * KW), ki = r / KW, kj = r - ki * KW;
+    elem v[EV];
+#pragma unroll
+    for (int e = 0; e < EV; ++e) {
+      const int ih = ihb[l * EV + e] + ki * g.dh, iw = iwb[l * EV + e] + kj * g.dw;
+      const bool in = gk < K && ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+      v[e] = in ? B[((long)c * g.H + ih) * g.W + iw] : (elem)0;
+    }
+    rb[l] = pack_vec(v);
+#elif TRANS_B  // B stored (N, K): vectors along K
     const int kv = i % (TS_K / EV), nn = i / (TS_K / EV), gn = n0 + nn, gk = k0 + kv * EV;
     rb[l] = loadv(B, (long)gn * K + gk, gn < N ? K - gk : 0, VB);
 #else  // B stored (K, N): vectors along N
@@ -375,7 +413,12 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
               __global const elem* restrict A, const long a_batch_stride,
               __global const elem* restrict B, const long b_batch_stride,
               __global STORAGE* restrict C, __global const STORAGE* restrict bias, const int has_bias,
-              const int act, const int k_chunk, const int splits) {
+              const int act, const int k_chunk, const int splits
+#if CONV_B
+              , const int conv_c, const int conv_h, const int conv_w, const int conv_ow, const int sh, const int sw,
+              const int ph, const int pw, const int dh, const int dw
+#endif
+) {
   const int lid = get_local_id(0), lane = lid & 31, warp = lid >> 5;
   const int wm = warp / WN, wn = warp % WN, g = lane >> 2, t = lane & 3;
   const int n0 = get_group_id(0) * TS_N, m0 = get_group_id(1) * TS_M;
@@ -393,10 +436,22 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
 #pragma unroll
       for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
 
+#if CONV_B
+  const ConvGeom geo = {conv_c, conv_h, conv_w, sh, sw, ph, pw, dh, dw};  // g: the lane's group
+  int ihb[B_VECS * EV], iwb[B_VECS * EV];
+#pragma unroll
+  for (int l = 0; l < B_VECS; ++l)
+#pragma unroll
+    for (int e = 0; e < EV; ++e) {
+      const int gn = n0 + ((lid + l * LSIZE) % (TS_N / EV)) * EV + e, oh = gn / conv_ow;
+      ihb[l * EV + e] = gn < N ? oh * sh - ph : INT_MIN / 2;
+      iwb[l * EV + e] = (gn - oh * conv_ow) * sw - pw;
+    }
+#endif
   uint4 ra[A_VECS], rb[B_VECS];
   if (K > 0) {
     load_a(A, M, K, m0, 0, lid, ra);
-    load_b(B, N, K, n0, 0, lid, rb);
+    load_b(B, N, K, n0, 0, lid, rb CONV_ARGS);
     store_a((__local elem*)as_[0], lid, ra);
     store_b((__local elem*)bs_[0], lid, rb);
   }
@@ -407,7 +462,7 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
     const int next = k0 + TS_K;
     if (next < K) {  // in flight while this slice is multiplied
       load_a(A, M, K, m0, next, lid, ra);
-      load_b(B, N, K, n0, next, lid, rb);
+      load_b(B, N, K, n0, next, lid, rb CONV_ARGS);
     }
     const __local elem* as = (const __local elem*)as_[buf];
     const __local elem* bs = (const __local elem*)bs_[buf];
