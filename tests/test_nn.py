@@ -546,10 +546,11 @@ def test_float16_overflow_skips_the_update_and_halves_the_scale(device, rng):
     hist = model.fit(x, y, loss="cross_entropy", optimizer=optim.SGD(model.parameters(), lr=0.5), epochs=2,
                      batch_size=8)
     assert hist.params["skipped_steps"] == 0 and hist.history["loss"][1] < hist.history["loss"][0]
-    model.loss_scale = 0.5
-    with pytest.raises(ValueError, match="loss_scale must be finite and >= 1"):
-        model.fit(x, y, loss="cross_entropy", optimizer=optim.SGD(model.parameters(), lr=0.5), epochs=1,
-                  batch_size=8)
+    for bad, exc in ((0.5, ValueError), (float("nan"), ValueError), ("x", TypeError), (None, TypeError)):
+        model.loss_scale = bad
+        with pytest.raises(exc, match="loss_scale"):
+            model.fit(x, y, loss="cross_entropy", optimizer=optim.SGD(model.parameters(), lr=0.5), epochs=1,
+                      batch_size=8)
 
 
 def _model_file(tmp_path, arch=None, **entries):

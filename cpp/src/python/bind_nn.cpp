@@ -106,7 +106,8 @@ void bind_nn(py::module_& m) {
           "set_compute_dtype", [](Trainer& t, const std::string& dtype) { t.set_compute_dtype(dtype_from_name(dtype)); },
           py::arg("dtype"),
           "Mixed precision: the 16-bit type the layers compute in on copies of their float32 parameters.")
-      .def_property("loss_scale", &Trainer::loss_scale, &Trainer::set_loss_scale,
+      .def_property("loss_scale", &Trainer::loss_scale,
+                    [](Trainer& t, py::object v) { t.set_loss_scale(arg_real(v, "loss_scale", "Sequential")); },
                     "float16 mixed precision: the loss gradient's scale (dynamic, as GradScaler's).")
       .def_property_readonly("skipped_steps", &Trainer::skipped_steps,
                              "Updates skipped for a gradient that was not finite (float16 mixed precision).")

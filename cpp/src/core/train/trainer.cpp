@@ -24,7 +24,9 @@ void Trainer::set_compute_dtype(DType t) {
 }
 
 void Trainer::set_loss_scale(double s) {
-  if (!(s >= 1.0 && std::isfinite(s))) throw ValueError("Trainer.loss_scale must be finite and >= 1");
+  if (!(s >= 1.0 && std::isfinite(s)))
+    throw ValueError("Sequential: loss_scale must be a finite number >= 1 (float16's loss scale), got " +
+                     std::to_string(s));
   scale_ = s;
 }
 
