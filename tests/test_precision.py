@@ -255,3 +255,25 @@ def test_bench_rows_and_environment_record_the_precision(restore_precision):
     # the CPU device has no TF32: its float32 rows say they computed natively
     shape_rows = [r for r in res.select(library="hetnn") if not str(r["shape"]).startswith("aggregate")]
     assert shape_rows and {r["compute"] for r in shape_rows} == {"native"}
+
+
+def test_the_environment_and_the_command_line_set_the_default(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    def run(args, **env_extra):
+        env = dict(os.environ, **env_extra)
+        env.pop("HETNN_POISON", None)
+        return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=300)
+
+    r = run(["-c", "import hetnn; print(hetnn.get_matmul_precision())"], HETNN_MATMUL_PRECISION="high")
+    assert r.returncode == 0 and r.stdout.strip() == "high", r.stderr
+    code = ("import numpy as np, hetnn\ntry:\n hetnn.matmul(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32))"
+            "\nexcept ValueError as e:\n print(e)")
+    r = run(["-c", code], HETNN_MATMUL_PRECISION="tf32")
+    assert "HETNN_MATMUL_PRECISION must be 'highest'" in r.stdout and "got 'tf32'" in r.stdout, (r.stdout, r.stderr)
+    r = run(["-m", "hetnn", "bench", "matmul", "--shapes", "32x32x32", "--device", "cpu", "--precision", "high",
+             "--no-output", "--repeat", "2", "--warmup", "1", "--processes", "1", "--compare", "none"])
+    assert r.returncode == 0, r.stderr
+    assert "precision: float32 products at 'high'" in r.stdout

@@ -363,6 +363,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "loop), clblast, torch, cupy, jax, jax-nojit, numba (matmul), keras (conv) (each on every "
                         "device it sees; skipped with a note when not installed), or none. Default: numpy for "
                         "matmul; numpy,onednn,torch,cupy for maxpool; numpy,torch for mlp")
+    b.add_argument("--precision", choices=["highest", "high"], default=None,
+                   help="float32 products: highest (float32; the default) or high (TF32 on devices with matrix units "
+                        "for it, said per row; Device.tf32_mode)")
     b.add_argument("--dtype", default="float32",
                    help="float32, float64, float16, bfloat16, or several comma-separated (a precision study)")
     b.add_argument("--repeat", type=int, default=20, help="timed repeats per row (default 20)")
@@ -404,6 +407,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     st.add_argument("--output", help="write PREFIX.csv, PREFIX.json and PREFIX-*.png (default: "
                     "bench-results/study-NAME-DATE-TIME)")
     st.add_argument("--no-output", action="store_true", help="print the report only, write no files")
+    st.add_argument("--precision", choices=["highest", "high"], default=None,
+                    help="float32 products: highest (float32; the default) or high (TF32 on devices with matrix units "
+                         "for it, said per row; Device.tf32_mode)")
     st.add_argument("--processes", type=int, default=None,
                     help="maxpool and gemm-libraries: processes the repeats are spread over, one after another, so "
                          "that an interval covers what a rerun would see (default 3 while each gets 3 repeats; 1: "
@@ -429,6 +435,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     t.set_defaults(func=_cmd_tune)
     raw = list(sys.argv[1:] if argv is None else argv)
     args = p.parse_args(raw)
+    if getattr(args, "precision", None):  # this process, and the ones it starts (workers, MPI ranks)
+        from ._loader import _core
+        _core.set_matmul_precision(args.precision)
+        os.environ["HETNN_MATMUL_PRECISION"] = args.precision
     if argv is None and args.command in ("bench", "study"):
         _reexec_with_short_spins(raw)
     args.bench_argv = raw[raw.index("bench") + 1:] if "bench" in raw else []

@@ -1,13 +1,15 @@
 #include "core/precision.h"
 
 #include <atomic>
+#include <cstdlib>
 
 #include "core/errors.h"
 
 namespace hetnn {
 
 namespace {
-std::atomic<std::uint8_t> g_default{static_cast<std::uint8_t>(Precision::highest)};
+constexpr std::uint8_t kUnset = 0xff;  // the environment not read yet
+std::atomic<std::uint8_t> g_default{kUnset};
 thread_local std::optional<Precision> t_override;
 }  // namespace
 
@@ -27,7 +29,18 @@ Precision precision_from_name(const std::string& name, const std::string& what) 
 }
 
 void set_default_precision(Precision p) { g_default.store(static_cast<std::uint8_t>(p)); }
-Precision default_precision() { return static_cast<Precision>(g_default.load()); }
+
+Precision default_precision() {
+  std::uint8_t v = g_default.load();
+  if (v == kUnset) {  // HETNN_MATMUL_PRECISION sets the default of processes a program starts (MPI ranks, workers)
+    const char* env = std::getenv("HETNN_MATMUL_PRECISION");
+    const Precision p = env && *env ? precision_from_name(env, "HETNN_MATMUL_PRECISION") : Precision::highest;
+    std::uint8_t expected = kUnset;
+    g_default.compare_exchange_strong(expected, static_cast<std::uint8_t>(p));
+    v = g_default.load();
+  }
+  return static_cast<Precision>(v);
+}
 void set_thread_precision(std::optional<Precision> p) { t_override = p; }
 std::optional<Precision> thread_precision() { return t_override; }
 

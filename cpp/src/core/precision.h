@@ -19,6 +19,7 @@ std::vector<std::string> precision_names();
 Precision precision_from_name(const std::string& name, const std::string& what);
 
 void set_default_precision(Precision p);  // every thread without an override of its own
+// Until set: HETNN_MATMUL_PRECISION ("highest" or "high"; ValueError naming it for anything else), else "highest".
 Precision default_precision();
 void set_thread_precision(std::optional<Precision> p);  // nullopt: the default again
 std::optional<Precision> thread_precision();
