@@ -7,6 +7,7 @@
 #   bash scripts/gpu_session.sh mma-k8-check   (float16 as sm_75's m16n8k8 steps, on an sm_80+ GPU)
 #   bash scripts/gpu_session.sh mixed,mixed-alexnet   (mixed-precision LeNet / AlexNet epochs against float32)
 #   bash scripts/gpu_session.sh conv-half,conv-tf32   (ResNet-50 convolutions in float16 / TF32 against cuDNN's)
+#   bash scripts/gpu_session.sh precision   (the bench's precision study: float32, tf32, float16, bfloat16 rows)
 #   bash scripts/gpu_session.sh conv-bwd   (the data gradient as a forward convolution ("auto") against GEMM + col2im)
 #   bash scripts/gpu_session.sh transfer   (pageable and page-locked copies against CuPy's; issue 43)
 #   bash scripts/gpu_session.sh arrays     (element-wise ops, reductions and pi by Monte Carlo against CuPy; issue 42)
@@ -151,6 +152,8 @@ for s in ${STAGES//,/ }; do
       tests/test_tuning.py -k "family_member and float16" ;;  # sm_75's float16 form, checked on this GPU
     conv-half) run conv-half 180 python3 scripts/conv_vs_torch.py --dtype float16 --algorithms auto,im2col --layers 5 ;;
     conv-tf32) run conv-tf32 180 python3 scripts/conv_vs_torch.py --dtype tf32 --algorithms auto,im2col --layers 5 ;;
+    precision) run precision 200 python3 -m hetnn bench matmul --device gpu --shapes square --compare cupy,torch \
+      --dtype float32,tf32,float16,bfloat16 --repeat 10 --processes 1 ;;
     mixed) run mixed 240 python3 scripts/mixed_precision_lenet.py --device gpu --epochs 3 ;;
     mixed-alexnet) run mixed-alexnet 300 python3 scripts/mixed_precision_lenet.py --device gpu --epochs 2 \
       --model alexnet32 --dtypes float32,bfloat16 ;;

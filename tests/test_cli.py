@@ -91,7 +91,8 @@ def test_bench_bad_sweep_max_is_a_usage_error():
     (("--max-width", "0"), "--max-width must be >= 50, got 0"),
     (("--sweep-max", "0"), "--sweep-max must be a power of two >= 4, got 0"),
     (("--threads", "0"), "--threads: expected auto, default or thread counts >= 1"),
-    (("--dtype", "float13"), "--dtype takes float32, float64, float16, bfloat16 (comma-separated), got 'float13'"),
+    (("--dtype", "float13"), "--dtype takes float32, float64, float16, bfloat16, tf32 (float32 data at precision "
+                             "'high'; comma-separated), got 'float13'"),
     (("--shapes", "12x"), "--shapes: '12x' is not MxNxK"),
     (("--shapes", "nonsense"), "--shapes: unknown shape set 'nonsense'"),
 ])

@@ -277,3 +277,16 @@ def test_the_environment_and_the_command_line_set_the_default(tmp_path):
              "--no-output", "--repeat", "2", "--warmup", "1", "--processes", "1", "--compare", "none"])
     assert r.returncode == 0, r.stderr
     assert "precision: float32 products at 'high'" in r.stdout
+
+
+def test_the_bench_times_tf32_rows_beside_float32():
+    """--dtype float32,tf32: float32 data at precision "high" as rows of their own in the same run, with how they
+    computed; a device without TF32 computes them in float32 and says so."""
+    from hetnn.bench import run
+
+    res = run("matmul", shapes="64x64x64,32x96x48", dtype="float32,tf32", repeat=2, warmup=1, max_duration=0.1,
+              compare="numpy", device="cpu", processes=1)
+    tf = [r for r in res.select(library="hetnn", dtype="tf32") if not str(r["shape"]).startswith("aggregate")]
+    assert len(tf) == 2 and all(r["compute"] == "float32 (no TF32 here)" and r["max_rel_err"] < 1e-5 for r in tf)
+    assert not res.select(library="numpy", dtype="tf32")  # NumPy has no TF32: no row pretends it does
+    assert "tf32/f32" in res.text and "precision study" in res.text

@@ -51,10 +51,12 @@ class matmul_precision:  # noqa: N801 - a context manager, named as the setting 
 
 def compute_mode(device: "Device", dtype: str) -> str:
     """How a product of ``dtype`` computes on ``device`` under the precision in force, in a few words (the bench
-    rows' "compute" column)."""
-    if dtype == "float32":
-        tf32 = get_matmul_precision() == "high" and device.tf32_mode.startswith("tensor cores")
-        return "tf32 (tensor cores)" if tf32 else "native"
+    rows' "compute" column; "tf32": float32 data at precision "high")."""
+    if dtype in ("float32", "tf32"):  # tf32: float32 data at precision "high" (the bench's tf32 rows)
+        high = dtype == "tf32" or get_matmul_precision() == "high"
+        if high and device.tf32_mode.startswith("tensor cores"):
+            return "tf32 (tensor cores)"
+        return "float32 (no TF32 here)" if dtype == "tf32" else "native"
     return {"float16": device.float16_mode, "bfloat16": device.bfloat16_mode}.get(dtype, "native").split(";")[0]
 
 

@@ -92,7 +92,13 @@ def _checked(row: Dict[str, Any]) -> Dict[str, Any]:
 
 
 # A result further than this from float64 NumPy (max |C - C64| / max |C64|) is wrong: the row enters no ratio.
-AGREEMENT_TOLERANCE = {"float64": 1e-10, "float32": 1e-4, "float16": 2e-2, "bfloat16": 1e-1}
+# tf32: float32 data at precision "high", the inputs rounded to 10 mantissa bits where a device has TF32 units.
+AGREEMENT_TOLERANCE = {"float64": 1e-10, "float32": 1e-4, "float16": 2e-2, "bfloat16": 1e-1, "tf32": 5e-3}
+
+
+def data_dtype(dtype: str) -> str:
+    """The arrays' dtype of a row dtype (tf32 rows multiply float32 arrays)."""
+    return "float32" if dtype == "tf32" else dtype
 
 
 def _row(base: Dict[str, Any], flops: float, times: Sequence[float], peak: Optional[float], **extra: Any):
@@ -140,14 +146,16 @@ def _shape_cases(a: np.ndarray, b: np.ndarray, ref: np.ndarray, base: Dict[str, 
     flops = 2.0 * m * n * k
     cases: List[Case] = []
     finish: List[Callable[[Any], Dict[str, Any]]] = []  # per case: its row from its BenchmarkResult
+    data = data_dtype(dtype)
+    precision = "high" if dtype == "tf32" else None  # None: the precision in force
     for dev in devices:
-        if dtype not in dev.dtypes:
+        if data not in dev.dtypes:
             rows.append({**base, "device": dev.id, "library": "hetnn", "note": f"no {dtype}"})
             continue
         A, B = asarray(a, device=dev), asarray(b, device=dev)
-        C = empty((m, n), dtype=dtype, device=dev)
-        cases.append(Case(f"hetnn {dev.id}", lambda A=A, B=B, C=C: matmul(A, B, out=C), devices=[dev],  # type: ignore[misc]  # default-argument lambda (late binding)
-                          flops=flops))
+        C = empty((m, n), dtype=data, device=dev)
+        cases.append(Case(f"hetnn {dev.id}", lambda A=A, B=B, C=C: matmul(A, B, out=C, precision=precision),  # type: ignore[misc]  # default-argument lambda (late binding)
+                          devices=[dev], flops=flops))
         how = compute_mode(dev, dtype)
         finish.append(lambda r, dev=dev, C=C, how=how: _result_row(  # type: ignore[misc]  # default-argument lambda (late binding)
             {**base, "device": dev.id, "library": "hetnn", "compute": how}, flops, r, peaks[dev.id],
@@ -172,19 +180,26 @@ def _shape_cases(a: np.ndarray, b: np.ndarray, ref: np.ndarray, base: Dict[str, 
     for pt in peer_targets:
         if dtype not in pt.dtypes:
             continue
-        pa, pb = pt.put(a, dtype), pt.put(b, dtype)
-        res: List[Any] = [pt.empty((m, n), dtype) if pt.empty is not None else None]
+        pa, pb = pt.put(a, data), pt.put(b, data)
+        res: List[Any] = [pt.empty((m, n), data) if pt.empty is not None else None]
 
         def call(pa: Any = pa, pb: Any = pb, res: List[Any] = res, pt: Any = pt) -> None:
-            if res[0] is not None and pt.matmul_out is not None:
-                pt.matmul_out(pa, pb, res[0])
-            else:
-                res[0] = pt.matmul(pa, pb)
+            if dtype == "tf32":
+                pt.tf32(True)
+            try:
+                if res[0] is not None and pt.matmul_out is not None:
+                    pt.matmul_out(pa, pb, res[0])
+                else:
+                    res[0] = pt.matmul(pa, pb)
+            finally:
+                if dtype == "tf32":
+                    pt.tf32(False)
         cases.append(Case(f"{pt.library} {pt.device}", call, sync=pt.sync, flops=flops))
         peak = cpu_peak if pt.device.startswith("cpu") else None
-        finish.append(lambda r, pt=pt, res=res, peak=peak: _result_row(  # type: ignore[misc]  # default-argument lambda (late binding)
+        notes = ["tf32 on"] if dtype == "tf32" else pt.notes
+        finish.append(lambda r, pt=pt, res=res, peak=peak, notes=notes: _result_row(  # type: ignore[misc]  # default-argument lambda (late binding)
             {**base, "device": pt.device, "library": pt.library}, flops, r, peak, pt.get(res[0]), ref,
-            note="; ".join(pt.notes), threads=pt.threads()))
+            note="; ".join(notes), threads=pt.threads()))
     return cases, finish
 
 
@@ -247,14 +262,15 @@ def run_matmul(shapes: Sequence[Shape], devices: Sequence[Device], *, dtype: str
         d.kind == "cpu" for d in devices) else None
     threads = get_num_threads()
     rows: List[Dict[str, Any]] = []
-    per_element = np.dtype(dtype).itemsize * (len(devices) + 2 + len(compare)) + 8  # every side's A, B, C; C64
+    # every side's A, B, C; C64
+    per_element = np.dtype(data_dtype(dtype)).itemsize * (len(devices) + 2 + len(compare)) + 8
     groups = by_bytes(shapes, lambda sh: (sh[1] * sh[3] + sh[3] * sh[2] + sh[1] * sh[2]) * per_element)
     expect(progress, len(groups) * n_repeat)
     for group in groups:  # one interleaved run each (hetnn.bench.grouping says why)
         cases, finish, after = [], [], []
         for label, m, n, k in group:
-            a = rng.uniform(-1, 1, (m, k)).astype(dtype)
-            b = rng.uniform(-1, 1, (k, n)).astype(dtype)
+            a = rng.uniform(-1, 1, (m, k)).astype(data_dtype(dtype))
+            b = rng.uniform(-1, 1, (k, n)).astype(data_dtype(dtype))
             ref = a.astype(np.float64) @ b.astype(np.float64)
             base = {"shape": label, "M": m, "N": n, "K": k, "dtype": dtype}
             cs, fs = _shape_cases(a, b, ref, base, devices, compare, peer_targets, peaks, cpu_peak, threads, dtype,
@@ -357,7 +373,7 @@ def precision_table(rows: List[Dict[str, Any]], dtypes: Sequence[str]) -> List[D
             continue
         row = table.setdefault((r["shape"], r["device"]), {"shape": r["shape"], "device": r["device"]})
         row[r["dtype"]] = r["gflops"]
-        if r["dtype"] in ("float16", "bfloat16"):
+        if r["dtype"] in ("float16", "bfloat16", "tf32"):
             row[f"{r['dtype']} compute"] = r.get("compute", "")
     for row in table.values():
         for dt in dtypes:

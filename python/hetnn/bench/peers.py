@@ -38,6 +38,9 @@ class PeerTarget:
     matmul_out: Optional[Callable[[Any, Any, Any], None]] = None   # a @ b into out (same work as hetnn's out=)
     threads: Callable[[], Optional[int]] = lambda: None           # threads the peer uses on this device
     dtypes: Tuple[str, ...] = ("float32", "float64", "float16", "bfloat16")
+    # Turns TF32 on (True) or back off for the peer's float32 products, where it has it (the bench's tf32 rows:
+    # float32 data, TF32 on for the timed calls only)
+    tf32: Optional[Callable[[bool], None]] = None
     version: str = ""
     notes: List[str] = field(default_factory=list)
 
@@ -79,9 +82,15 @@ def _torch_targets() -> List[PeerTarget]:
         def matmul_out(a: Any, b: Any, out: Any) -> None:
             torch.matmul(a, b, out=out)
 
+        def tf32(on: bool) -> None:
+            torch.backends.cuda.matmul.allow_tf32 = on
+
+        cuda = dev != "cpu"
         return PeerTarget("torch", dev, put, get, sync, torch.matmul, pool, empty, matmul_out,
                           threads=torch.get_num_threads if dev == "cpu" else lambda: None,
-                          version=torch.__version__, notes=[] if dev == "cpu" else ["tf32 off"])
+                          dtypes=("float32", "float64", "float16", "bfloat16") + (("tf32",) if cuda else ()),
+                          tf32=tf32 if cuda else None, version=torch.__version__,
+                          notes=["tf32 off"] if cuda else [])
 
     return [make(dev, sync) for dev, sync in torch_devices(torch)]
 

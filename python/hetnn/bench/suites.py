@@ -86,9 +86,9 @@ class Options:
         """--dtype: the matmul suite's dtypes."""
         text = self.dtype if isinstance(self.dtype, str) else ""
         dtypes = [d.strip() for d in text.split(",") if d.strip()]
-        if not dtypes or any(d not in ("float32", "float64", "float16", "bfloat16") for d in dtypes):
-            raise ValueError(f"--dtype takes float32, float64, float16, bfloat16 (comma-separated), got "
-                             f"{self.dtype!r}")
+        if not dtypes or any(d not in ("float32", "float64", "float16", "bfloat16", "tf32") for d in dtypes):
+            raise ValueError(f"--dtype takes float32, float64, float16, bfloat16, tf32 (float32 data at precision "
+                             f"'high'; comma-separated), got {self.dtype!r}")
         return dtypes
 
     def check(self) -> None:
@@ -403,7 +403,7 @@ def suite_matmul(opts: Options, say: Say, progress: _Progress) -> List[Dict[str,
     for line in dict.fromkeys(notes):
         say(f"note: {line}")
     columns = MATMUL_COLUMNS if len(dtypes) == 1 else MATMUL_COLUMNS[:4] + [("dtype", "dtype", "")] + MATMUL_COLUMNS[4:]
-    if any(dt in ("float16", "bfloat16") for dt in dtypes):  # native 16-bit arithmetic, or float32 on converted data
+    if any(dt in ("float16", "bfloat16", "tf32") for dt in dtypes):  # 16-bit or TF32 units, or float32
         columns = columns[:-1] + [("compute", "compute", "")] + columns[-1:]
     say(format_table(rows, columns, opts.details))
     for dt in dtypes:
@@ -413,7 +413,7 @@ def suite_matmul(opts: Options, say: Say, progress: _Progress) -> List[Dict[str,
         say("\nprecision study (hetnn GFLOP/s per dtype; ratios to float32):")
         cols = [("shape", "shape", ""), ("device", "device", "")]
         cols += [(dt, dt, ".1f") for dt in dtypes]
-        cols += [(f"{dt} compute", f"{dt} compute", "") for dt in dtypes if dt in ("float16", "bfloat16")]
+        cols += [(f"{dt} compute", f"{dt} compute", "") for dt in dtypes if dt in ("float16", "bfloat16", "tf32")]
         cols += [(f"{dt}/float32", f"{dt}/f32", ".2f") for dt in dtypes if dt != "float32" and "float32" in dtypes]
         say(format_table(precision_table(rows, dtypes), cols))
     say(f"({_timing_line(timing, opts._share)}; aggregate: GFLOP/s = total FLOP / total time, mean GFLOP/s = the "
