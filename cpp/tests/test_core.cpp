@@ -547,15 +547,23 @@ TEST(GemmParams, VtiledParsesPrintsAndValidates) {
     EXPECT_THROW(opencl::GemmParams::parse(bad).validate(d, 4), ValueError) << bad;
 }
 
-// The matrix-unit member: its own defaults, printed back as parsed, its bounds, 16-bit types only, and the
-// database gives it only to a device whose probe passed.
-TEST(GemmParams, MmaParsesValidatesAndIsGatedByTheProbe) {
+namespace {
+// An NVIDIA sm_90 as its OpenCL driver reports it (48 KiB of local memory).
+DeviceInfo nvidia_sm90() {
   DeviceInfo d;
   d.vendor = "NVIDIA Corporation";
   d.type = "gpu";
   d.arch = "sm_90";
   d.max_work_group_size = 1024;
   d.local_mem = 49152;
+  return d;
+}
+}  // namespace
+
+// The matrix-unit member: its own defaults, printed back as parsed, its bounds, 16-bit types only, and the
+// database gives it only to a device whose probe passed.
+TEST(GemmParams, MmaParsesValidatesAndIsGatedByTheProbe) {
+  const DeviceInfo d = nvidia_sm90();
   const auto p = opencl::GemmParams::parse("family=mma");
   EXPECT_EQ(p.str(), "family=mma ts_m=128 ts_n=128 ts_k=32 wm=2 wn=4");
   EXPECT_EQ(opencl::GemmParams::parse(p.str()).str(), p.str());
@@ -591,12 +599,7 @@ TEST(GemmParams, Tf32IsItsOwnTypeForTheMmaMemberOnly) {
   EXPECT_FALSE(GemmType(DType::f16, true).tf32);  // tf32 is float32's only
   EXPECT_EQ(GemmType::from_name("bfloat16").name(), "bfloat16");
   EXPECT_THROW(GemmType::from_name("tf16"), TypeError);
-  DeviceInfo d;
-  d.vendor = "NVIDIA Corporation";
-  d.type = "gpu";
-  d.arch = "sm_90";
-  d.max_work_group_size = 1024;
-  d.local_mem = 49152;
+  const DeviceInfo d = nvidia_sm90();
   const auto p = opencl::GemmParams::parse("family=mma ts_m=64 ts_n=64 ts_k=8 wm=2 wn=2");
   EXPECT_NO_THROW(p.check_dtype(t));
   EXPECT_NO_THROW(p.validate(d, t));

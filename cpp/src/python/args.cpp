@@ -142,11 +142,16 @@ std::optional<DType> arg_dtype(const py::handle& v, const char* what) {
   }
 }
 
+Precision arg_precision_name(py::handle v, const char* op, bool none_allowed) {
+  if (!py::isinstance<py::str>(v))
+    throw TypeError(std::string(op) + ": precision must be " + (none_allowed ? "None, " : "") +
+                    "'highest' or 'high', got " + describe(v));
+  return precision_from_name(v.cast<std::string>(), std::string(op) + ": precision");
+}
+
 std::optional<Precision> arg_precision(py::handle v, const char* op) {
   if (v.is_none()) return std::nullopt;
-  if (!py::isinstance<py::str>(v))
-    throw TypeError(std::string(op) + ": precision must be None, 'highest' or 'high', got " + describe(v));
-  return precision_from_name(v.cast<std::string>(), std::string(op) + ": precision");
+  return arg_precision_name(v, op, true);
 }
 
 Conv2dArgs arg_conv2d(const char* op, py::object stride, py::object padding, py::object dilation, py::object groups,

@@ -3,7 +3,6 @@
 #include <optional>
 #include <string>
 
-#include "core/errors.h"
 #include "core/precision.h"
 #include "python/bindings.h"
 
@@ -11,23 +10,17 @@ namespace py = pybind11;
 
 namespace hetnn::python {
 
-namespace {
-Precision precision_arg(py::handle v, const char* op) {
-  if (!py::isinstance<py::str>(v))
-    throw TypeError(std::string(op) + ": precision must be 'highest' or 'high', got " +
-                    std::string(py::str(py::type::of(v).attr("__name__"))) + " (" + std::string(py::repr(v)) + ")");
-  return precision_from_name(v.cast<std::string>(), std::string(op) + ": precision");
-}
-}  // namespace
-
 void bind_precision(py::module_& m) {
   m.def("matmul_precisions", &precision_names, "The precisions float32 products take, strictest first.");
   m.def(
       "check_matmul_precision",
-      [](py::object p, const std::string& op) { return std::string(precision_name(precision_arg(p, op.c_str()))); },
+      [](py::object p, const std::string& op) {
+        return std::string(precision_name(arg_precision_name(p, op.c_str())));
+      },
       py::arg("precision"), py::arg("op"), "precision as a name, or the TypeError / ValueError naming op.");
   m.def(
-      "set_matmul_precision", [](py::object p) { set_default_precision(precision_arg(p, "set_matmul_precision")); },
+      "set_matmul_precision",
+      [](py::object p) { set_default_precision(arg_precision_name(p, "set_matmul_precision")); },
       py::arg("precision"));
   m.def("matmul_precision_in_force", [] { return std::string(precision_name(precision_in_force(std::nullopt))); },
         "The precision a float32 product called now on this thread computes in (no precision= of its own).");
@@ -40,7 +33,7 @@ void bind_precision(py::module_& m) {
       "set_thread_matmul_precision",
       [](py::object p) {
         set_thread_precision(p.is_none() ? std::nullopt
-                                         : std::optional<Precision>(precision_arg(p, "matmul_precision")));
+                                         : std::optional<Precision>(arg_precision_name(p, "matmul_precision")));
       },
       py::arg("precision").none(true));
 }

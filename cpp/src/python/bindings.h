@@ -41,6 +41,8 @@ Activation arg_activation(py::handle v, const char* op);
 std::optional<DType> arg_dtype(const py::handle& v, const char* what = nullptr);
 // None (the precision in force) or a precision's name ("highest", "high"), else TypeError / ValueError.
 std::optional<Precision> arg_precision(py::handle v, const char* op);
+// A precision's name, else TypeError / ValueError ("None, " among the choices the message lists when none_allowed).
+Precision arg_precision_name(py::handle v, const char* op, bool none_allowed = false);
 // conv2d's stride, padding (int, pair, "same", "valid"), dilation, groups and activation.
 Conv2dArgs arg_conv2d(const char* op, py::object stride, py::object padding, py::object dilation, py::object groups,
                       py::object activation);

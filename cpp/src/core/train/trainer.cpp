@@ -49,7 +49,7 @@ void Trainer::refresh_copies() {
 }
 
 bool Trainer::unscale_grads() {
-  const bool scaled = compute_ == DType::f16;
+  const bool scaled = loss_scaling();
   Array finite;  // float16: the sum of every gradient, finite exactly when each of them is (one read per step)
   for (Master& m : masters_) {
     astype_into(m.copy_grad, m.grad);
@@ -336,7 +336,7 @@ void Trainer::run_epoch(const Array& X, const Array& Y, const Array* labels, con
     const Array h = forward_all(xb, true);
     if (h.ndim() != 2) throw ValueError("Trainer.run_epoch: the last layer's output must be 2-D (rows, outputs)");
     Array& g = scratch(2, h, h.shape());
-    batch_loss(loss_, h, yb, acc_loss, &g, masters_.empty() ? 1.0 : (compute_ == DType::f16 ? scale_ : 1.0));
+    batch_loss(loss_, h, yb, acc_loss, &g, loss_scaling() ? scale_ : 1.0);
     add_metrics(h, yb, labels, &idx, start, m);
     Array grad = g;
     for (std::size_t i = layers_.size(); i-- > 0;) grad = backward(*layers_[i], grad, i > 0);

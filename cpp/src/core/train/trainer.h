@@ -131,6 +131,7 @@ class Trainer {
   // the copies made from the parameters; the step's gradients unscaled into the parameters' (false: one was not
   // finite, and the update is to be skipped).
   std::pair<Array, Array> computed(const Array& param, const Array& grad);
+  bool loss_scaling() const { return compute_ == DType::f16 && !masters_.empty(); }
   void refresh_copies();
   bool unscale_grads();
   struct Master {
