@@ -3,10 +3,12 @@ interleaved in one run; float32, ResNet-50 layers (NCHW both). Each algorithm's 
 first. --dtype float16 / bfloat16: both in that type (cuDNN on the tensor cores; hetnn on the matrix-unit member where
 Device.float16_mode says tensor cores); --dtype tf32: float32 data, hetnn at precision "high", cuDNN with TF32 on.
 
-    python scripts/conv_vs_torch.py [--algorithms auto,winograd,im2col] [--backward] [--dtype float32]
+    python scripts/conv_vs_torch.py [--algorithms auto,winograd,im2col] [--backward [--grads both|data|weight]]
+        [--dtype float32]
 
 auto: the device's own choice (implicit GEMM where the GEMM parameters in force are vtiled); winograd: F(2x2, 3x3)
-for the 3x3 stride-1 layers; im2col: the column buffer and a GEMM."""
+for the 3x3 stride-1 layers; im2col: the column buffer and a GEMM. --grads data / weight times one gradient alone
+(torch: aten.convolution_backward with that output mask, cuDNN's pass for it)."""
 import argparse
 import sys
 
@@ -24,6 +26,8 @@ ap.add_argument("--device", default="gpu")
 ap.add_argument("--layers", type=int, default=6, help="the first LAYERS of the list")
 ap.add_argument("--backward", action="store_true",
                 help="time the gradients of x and w (hetnn.conv2d_backward; torch: autograd of the forward) instead")
+ap.add_argument("--grads", default="both", choices=["both", "data", "weight"],
+                help="with --backward: which gradients to time")
 ap.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16", "tf32"])
 args = ap.parse_args()
 tf32 = args.dtype == "tf32"
@@ -54,21 +58,27 @@ for n, c, h, o, k, s, p in [(32, 64, 56, 64, 3, 1, 1), (32, 256, 56, 64, 1, 1, 0
         G = hetnn.asarray(TG.float().cpu().numpy(), device=dev).astype(dt)
         TX, TWg = T.clone().requires_grad_(True), TW.clone().requires_grad_(True)
 
-        def torch_bwd():
-            return torch.autograd.grad(torch.nn.functional.conv2d(TX, TWg, None, s, p), (TX, TWg), TG)
+        want_x, want_w = args.grads in ("both", "data"), args.grads in ("both", "weight")
+        passes = want_x + want_w
 
-        rgx, rgw = (v.float().cpu().numpy() for v in torch_bwd())
+        def torch_bwd():
+            if args.grads == "both":
+                return torch.autograd.grad(torch.nn.functional.conv2d(TX, TWg, None, s, p), (TX, TWg), TG)
+            return torch.ops.aten.convolution_backward(TG, T, TW, None, [s, s], [p, p], [1, 1], False, [0, 0], 1,
+                                                       [want_x, want_w, False])[:2]
+
+        refs = [None if v is None else v.float().cpu().numpy() for v in torch_bwd()]
         for algo in args.algorithms.split(","):
             def run_bwd(algo=algo):
                 _core._set_conv_algorithm(dev._dev, "" if algo == "auto" else algo)
-                return hetnn.conv2d_backward(G, X, W, s, p, bias_grad=False, precision=precision)
+                return hetnn.conv2d_backward(G, X, W, s, p, input_grad=want_x, weight_grad=want_w, bias_grad=False,
+                                             precision=precision)
 
-            gx, gw = run_bwd()[:2]
-            err = max(float(np.abs(gx.astype("float32").numpy() - rgx).max() / np.abs(rgx).max()),
-                      float(np.abs(gw.astype("float32").numpy() - rgw).max() / np.abs(rgw).max()))
-            print(f"  {algo} backward: max rel err against cuDNN {err:.1e}")
-            cases.append(Case(algo, run_bwd, devices=[dev], flops=2 * flops))
-        cases.append(Case("torch", torch_bwd, sync=torch.cuda.synchronize, flops=2 * flops))
+            err = max(float(np.abs(got.astype("float32").numpy() - ref).max() / np.abs(ref).max())
+                      for got, ref in zip(run_bwd()[:2], refs) if ref is not None)
+            print(f"  {algo} backward ({args.grads}): max rel err against cuDNN {err:.1e}")
+            cases.append(Case(algo, run_bwd, devices=[dev], flops=passes * flops))
+        cases.append(Case("torch", torch_bwd, sync=torch.cuda.synchronize, flops=passes * flops))
     for algo in args.algorithms.split(",") if not args.backward else ():
         if algo == "winograd" and (k != 3 or s != 1):
             continue

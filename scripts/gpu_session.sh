@@ -8,7 +8,9 @@
 #   bash scripts/gpu_session.sh mixed,mixed-alexnet   (mixed-precision LeNet / AlexNet epochs against float32)
 #   bash scripts/gpu_session.sh conv-half,conv-tf32   (ResNet-50 convolutions in float16 / TF32 against cuDNN's)
 #   bash scripts/gpu_session.sh precision   (the bench's precision study: float32, tf32, float16, bfloat16 rows)
-#   bash scripts/gpu_session.sh conv-bwd   (the data gradient as a forward convolution ("auto") against GEMM + col2im)
+#   bash scripts/gpu_session.sh conv-bwd   (the data gradient as a forward convolution and the weight gradient as
+#                                           one implicit GEMM ("auto") against GEMM + col2im / im2col + per-image GEMMs)
+#   bash scripts/gpu_session.sh conv-wgrad (the weight gradient alone, "auto" and im2col, against cuDNN's)
 #   bash scripts/gpu_session.sh transfer   (pageable and page-locked copies against CuPy's; issue 43)
 #   bash scripts/gpu_session.sh arrays     (element-wise ops, reductions and pi by Monte Carlo against CuPy; issue 42)
 # The machine is bare: .gpu/ (carried, git-ignored) holds the OpenCL loader and header .debs (apt-get download
@@ -144,6 +146,8 @@ for s in ${STAGES//,/ }; do
     transfer) run transfer 120 python3 scripts/transfer_vs_cupy.py ;;
     arrays) run arrays 150 python3 scripts/arrays_vs_cupy.py ;;
     conv-bwd) run conv-bwd 150 python3 scripts/conv_vs_torch.py --backward --algorithms auto,im2col --layers 5 ;;
+    conv-wgrad) run conv-wgrad 150 python3 scripts/conv_vs_torch.py --backward --grads weight \
+      --algorithms auto,im2col --layers 5 ;;
     conv-check) run conv-check 150 python3 -m pytest -x -q -n 8 -p no:cacheprovider tests/test_conv_implicit.py \
       tests/test_conv_winograd.py tests/test_conv2d.py -k "opencl or implicit or winograd" ;;
     mma-check) run mma-check 120 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_tuning.py \

@@ -6,7 +6,7 @@ import pytest
 
 import hetnn
 from hetnn import _core
-from op_table import _conv_inputs, _conv_ref
+from op_table import _conv_bwd_inputs, _conv_bwd_ref, _conv_inputs, _conv_ref
 
 # small tiles (many edge tiles, split-K) and 8-wide vectors; the gather itself is the same code in every member
 VTILED = ["family=vtiled ts_m=16 ts_n=32 ts_k=8 wpt_m=2 wpt_n=4 vwm=2 vwn=4",
@@ -99,3 +99,60 @@ def test_implicit_gemm_on_the_matrix_unit_member(opencl_device, rng, dtype, case
     finally:
         _core.set_gemm_params(opencl_device._dev, dtype, "" if source.startswith(("database", "default")) else old,
                               source)
+
+
+# The weight gradient as one implicit GEMM over the batch (K = images x positions): the same cases, plus a 1x1
+# pointwise layer, an OH*OW that is a multiple of 4 (4-wide loads of gy) and one long enough along K for split-K
+# on one tile (images crossing the slices' boundaries).
+WG_CASES = CASES + [((3, 5, 6, 6), 6, (1, 1), (1, 1), (0, 0), (1, 1), True, None),
+                    ((3, 2, 16, 16), 4, (3, 3), (1, 1), (1, 1), (1, 1), True, None),
+                    ((5, 3, 9, 11), 2, (2, 3), (1, 1), (0, 1), (1, 1), False, None)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("params", VTILED)
+@pytest.mark.parametrize("case", WG_CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-o{c[1]}-k{c[2][0]}{c[2][1]}")
+def test_implicit_gemm_weight_gradient_matches_float64(opencl_device, rng, dtype, params, case):
+    shape, o, (kh, kw), s, padding, d, with_bias, _ = case
+    old, source = _core.gemm_params(opencl_device._dev, dtype)
+    _core.set_gemm_params(opencl_device._dev, dtype, params, "test")
+    try:
+        x = rng.standard_normal(shape).astype(dtype)
+        w = (rng.standard_normal((o, shape[1], kh, kw)) / np.sqrt(shape[1] * kh * kw)).astype(dtype)
+        (y,) = _conv_ref((x, w, None, s, padding, d, 1, None))
+        gy = rng.standard_normal(y.shape).astype(dtype)
+        with hetnn.profile(opencl_device) as prof:
+            _, gw, gb = hetnn.conv2d_backward(gy, x, w, s, padding, d, 1, input_grad=False, bias_grad=with_bias,
+                                              device=opencl_device)
+        names = [r["name"] for r in prof.records]
+        assert "conv2d_im2col" not in names and "sum_rows" not in names, names  # no columns, no per-image partials
+        assert shape[0] == 0 or "matmul" in names, names  # batch 0: the front writes the zeros
+        k = shape[0] * y.shape[2] * y.shape[3]
+        if k >= 768 and o <= 16 and shape[1] * kh * kw <= 32:
+            assert "matmul:split_reduce" in names, names  # one tile, a long K: split
+        _, rgw, rgb = _conv_bwd_ref((gy, x, w, s, padding, d, 1))
+        tol = (1e-5 if dtype == "float32" else 1e-13) * np.sqrt(max(k, 1))
+        assert gw.shape == rgw.shape and gw.dtype == np.dtype(dtype)
+        assert np.max(np.abs(gw.astype(np.float64) - rgw), initial=0.0) < tol * max(1.0, np.max(np.abs(rgw), initial=0))
+        if with_bias:
+            assert np.max(np.abs(gb.astype(np.float64) - rgb), initial=0.0) < tol * max(1.0, np.max(np.abs(rgb)))
+        else:
+            assert gb is None
+    finally:
+        _core.set_gemm_params(opencl_device._dev, dtype, "" if source.startswith(("database", "default")) else old,
+                              source)
+
+
+def test_implicit_weight_gradient_on_drawn_convolutions(vtiled_device):
+    """The op table's backward generator (groups, which keep the gathering kernels, padding modes, dilation, empty
+    batches) with vtiled parameters in force, 30 draws, all three gradients against float64."""
+    _core.set_gemm_params(vtiled_device._dev, "float32", VTILED[1], "test")
+    rng = np.random.default_rng()
+    for _ in range(30):
+        inp = _conv_bwd_inputs(rng, np.float32)
+        gy, x, w, s, padding, d, groups = inp
+        got = hetnn.conv2d_backward(gy, x, w, s, padding, d, groups, device=vtiled_device)
+        for g, r in zip(got, _conv_bwd_ref(inp)):
+            if r.size:
+                assert np.max(np.abs(g.astype(np.float64) - r)) < 1e-4 * max(1.0, np.max(np.abs(r))), (
+                    x.shape, w.shape, s, padding, d, groups)

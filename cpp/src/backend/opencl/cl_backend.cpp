@@ -733,9 +733,10 @@ std::int64_t gemm_k_splits(const GemmParams& p, const MatmulDesc& d, int compute
 }  // namespace
 
 void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias,
-                             const Conv2dDesc* conv) {
+                             const Conv2dDesc* conv, bool weight_grad) {
   const bool vt = p.family == GemmParams::Family::vtiled;
-  if (conv && (!vt || d.trans_b)) throw ValueError("implicit-GEMM convolution needs the vtiled GEMM kernel");
+  if (conv && (!vt || d.trans_a || d.trans_b != weight_grad || (weight_grad && d.batch != 1)))
+    throw Error("implicit-GEMM convolution needs the vtiled GEMM kernel and its own layout (a defect of hetnn)");
   const char* file = vt ? "gemm_vtiled.cl" : "gemm.cl";
   const char* name = vt ? "gemm_vtiled" : "gemm_tiled";
   std::string opts = common_options(d.dtype) + " " + p.defines() + " -DTRANS_A=" + std::to_string(d.trans_a) +
@@ -745,19 +746,23 @@ void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a,
     // wholly inside or outside the matrix, and every row starts aligned) and each work item moves whole vectors.
     const bool native = d.dtype == DType::f32 || d.dtype == DType::f64;
     const std::int64_t wg = static_cast<std::int64_t>(p.ts_m / p.wpt_m) * (p.ts_n / p.wpt_n);
-    const bool va = native && (d.trans_a ? d.M : d.K) % 4 == 0 && (p.ts_m * p.ts_k) % (4 * wg) == 0 &&
+    // the weight gradient's A rows are an image's positions: vectors stay inside one when OH*OW is a multiple of 4
+    const std::int64_t a_run = weight_grad ? conv->OH * conv->OW : d.trans_a ? d.M : d.K;
+    const bool va = native && a_run % 4 == 0 && (p.ts_m * p.ts_k) % (4 * wg) == 0 &&
                     (d.trans_a ? p.ts_m : p.ts_k) % 4 == 0;
     const bool vb = !conv && native && (d.trans_b ? d.K : d.N) % 4 == 0 && (p.ts_n * p.ts_k) % (4 * wg) == 0 &&
                     (d.trans_b ? p.ts_k : p.ts_n) % 4 == 0;
     const bool vc = native && p.vwn > 1 && d.N % p.vwn == 0;
     opts += std::string(" -DVA=") + (va ? "4" : "1") + " -DVB=" + (vb ? "4" : "1") + " -DVC=" + (vc ? "1" : "0");
-    if (conv) opts += " -DCONV_B=1 -DKH=" + std::to_string(conv->kh) + " -DKW=" + std::to_string(conv->kw);
+    if (conv)
+      opts += std::string(weight_grad ? " -DCONV_WG=1" : " -DCONV_B=1") + " -DKH=" + std::to_string(conv->kh) +
+              " -DKW=" + std::to_string(conv->kw);
   }
   cl_kernel k = kernel(file, name, opts);
   const cl_int has_bias = d.has_bias ? (conv ? 2 : 1) : 0, act = static_cast<cl_int>(d.act);  // conv: per row
   const cl_int M = static_cast<cl_int>(d.M), N = static_cast<cl_int>(d.N), K = static_cast<cl_int>(d.K);
   const cl_long sa = d.batch_a == 1 ? 0 : d.M * d.K;
-  const cl_long sb = d.batch_b == 1 ? 0 : conv ? conv->C * conv->H * conv->W : d.K * d.N;  // conv: an input image
+  const cl_long sb = d.batch_b == 1 ? 0 : conv ? conv->C * conv->H * conv->W : d.K * d.N;  // forward: an image
   std::int64_t splits = gemm_k_splits(p, d, info_.compute_units);
   // slices start at multiples of ts_k: vector loads along K stay aligned and inside the matrix
   std::int64_t chunk = std::max<std::int64_t>(d.K, 1);
@@ -772,7 +777,8 @@ void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a,
   set(a)(sa)(b)(sb)(out)(bias)(has_bias)(act)(static_cast<cl_int>(chunk))(static_cast<cl_int>(splits));
   if (conv) {
     set(static_cast<cl_int>(conv->C))(static_cast<cl_int>(conv->H))(static_cast<cl_int>(conv->W));
-    set(static_cast<cl_int>(conv->OW))(cl_int{conv->sh})(cl_int{conv->sw})(cl_int{conv->ph})(cl_int{conv->pw});
+    set(static_cast<cl_int>(conv->OH))(static_cast<cl_int>(conv->OW));
+    set(cl_int{conv->sh})(cl_int{conv->sw})(cl_int{conv->ph})(cl_int{conv->pw});
     set(cl_int{conv->dh})(cl_int{conv->dw});
   }
   const std::size_t local[3] = {static_cast<std::size_t>(p.ts_n / p.wpt_n), static_cast<std::size_t>(p.ts_m / p.wpt_m), 1};

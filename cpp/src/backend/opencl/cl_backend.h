@@ -173,9 +173,11 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   bool mma_k8() const;  // float16 as m16n8k8 steps (sm_75, or HETNN_MMA_K8=1)
   std::string probe_matrix_units(GemmType t);  // "" when usable (the cached verdict, else the probe's), else why not
   std::string run_matrix_unit_probe(GemmType t);  // "" when the probe GEMM computed its known result
-  // conv: B is the im2col matrix of the convolution's input images, gathered by the kernel (vtiled only)
+  // conv: B is the im2col matrix of the convolution's input images, gathered by the kernel (vtiled only); with
+  // weight_grad, d is the weight gradient's GEMM over the whole batch (M = O, N = C*kh*kw, K = N*OH*OW, trans_b,
+  // batch 1): a is gy, b the input x, whose columns the kernel gathers.
   void matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias,
-                    const Conv2dDesc* conv = nullptr);
+                    const Conv2dDesc* conv = nullptr, bool weight_grad = false);
   // Whether d's products compute in TF32: allowed, ungrouped, and the tf32 GEMM in force is the matrix-unit member.
   bool conv_tf32(const Conv2dDesc& d);
   // The forward of an ungrouped convolution as one implicit GEMM when the GEMM parameters in force for it are
@@ -185,6 +187,11 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // 3x3 stride-1 ungrouped forward as Winograd F(2x2, 3x3) (kernels/winograd.cl); false (nothing done) where it
   // does not apply or its work buffers pass conv2d_work_limit().
   bool conv2d_winograd(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y);
+  // An ungrouped convolution's weight gradient as one implicit GEMM over the batch (K = images x positions, split
+  // along K) when the float32/float64 GEMM parameters in force are vtiled, the bias gradient beside it; false
+  // (nothing done) otherwise.
+  bool conv2d_backward_weights_implicit(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,
+                                        Buffer* gb);
   // A stride-1 ungrouped convolution's data gradient as a forward convolution of gy with the flipped kernel, on a GPU
   // or with an explicit forward algorithm; false (nothing done) otherwise.
   bool conv2d_backward_data_as_forward(const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx);

@@ -5,6 +5,7 @@
 // none: x[n] is already (C, H*W)); batches whose work buffers would pass conv2d_work_limit() run in chunks of
 // images; grouped ones, and those of which one image alone passes it, a direct kernel.
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "backend/opencl/cl_args.h"
@@ -240,8 +241,9 @@ void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, co
 
 // The backward passes of ungrouped convolutions run on the GEMM kernels like the forward (the gathering kernels
 // below them took 25x the CPU device's time on a Keras-style CNN): data = col2im(W^T @ gy[n]), weights = the sum
-// over n of gy[n] @ cols[n]^T (in chunks of images where the work buffers would pass the limit). Grouped
-// convolutions, and those of which one image's buffers pass the limit, use the gathering kernels.
+// over n of gy[n] @ cols[n]^T (in chunks of images where the work buffers would pass the limit; where the
+// float32/float64 GEMM in force is vtiled, one implicit GEMM over the batch instead). Grouped convolutions, and
+// those of which one image's buffers pass the limit, use the gathering kernels.
 
 // A stride-1 convolution's data gradient is itself a stride-1 convolution: of gy with the kernel flipped and its
 // channels swapped, W'[c][o][i][j] = W[o][c][kh-1-i][kw-1-j], padded by k-1-p on each side. On a GPU (or with an
@@ -368,8 +370,38 @@ void ClBackend::bias_grad(const Conv2dDesc& d, const Buffer& gy, Buffer& gb, con
   }
 }
 
+bool ClBackend::conv2d_backward_weights_implicit(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,
+                                                 Buffer* gb) {
+  // 16-bit data stays on the per-image GEMMs: its partial sums cannot be split along K (they are stored in the
+  // data type), and one GEMM over the whole batch unsplit would run on a handful of work-groups.
+  if (d.groups != 1 || (d.dtype != DType::f32 && d.dtype != DType::f64) || conv_tf32(d)) return false;
+  const std::int64_t ck = d.C * d.kh * d.kw, k = d.N * d.OH * d.OW;
+  if (k > std::numeric_limits<cl_int>::max()) return false;  // the kernel indexes K in int
+  const GemmParams p = gemm_params(GemmType(d.dtype), d.O * ck * k).fitted(d.O, ck);
+  if (p.family != GemmParams::Family::vtiled) return false;
+  MatmulDesc g;  // gw (O, CK) = gy (O, N*OHW) @ cols (N*OHW, CK), cols read as its transpose
+  g.M = d.O, g.N = ck, g.K = k, g.trans_b = true, g.dtype = d.dtype;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (conv_algorithm_ == "im2col") return false;
+    try {
+      matmul_tiled(p, g, mem(gy), mem(x), mem(gw), mem(gw), &d, true);
+    } catch (const OutOfMemory&) {
+      throw;
+    } catch (const Error& e) {  // before any kernel ran (build, launch): the per-image GEMMs
+      std::string why = e.what();
+      warn("implicit-GEMM weight gradient on " + info_.id + " failed (" + why.substr(0, why.find('\n')) +
+           "); using im2col and per-image GEMMs");
+      return false;
+    }
+  }
+  if (gb) bias_grad(d, gy, *gb, conv_options(common_options(d.dtype), d));
+  return true;
+}
+
 void ClBackend::conv2d_backward_weights(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,
                                         Buffer* gb) {
+  if (conv2d_backward_weights_implicit(d, gy, x, gw, gb)) return;
   const std::string opts = conv_options(common_options(d.dtype), d);
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
   const std::size_t elt = dtype_size(d.dtype);

@@ -10,6 +10,10 @@
 //  - has_bias: 1 adds bias[n] to each column (a dense layer), 2 bias[m] to each row (a convolution's channels).
 //  - CONV_B: B is the im2col matrix of a convolution's input image, gathered by the loader from x (C, H, W) itself
 //    (implicit GEMM: no column buffer); KH, KW are compile-time, the rest of the geometry kernel arguments.
+//  - CONV_WG: the weight gradient of a convolution over the whole batch as one GEMM, gw (O, C*KH*KW) =
+//    sum over images n of gy[n] (O, OH*OW) @ cols[n]^T: K runs over (n, position), A is gy (N, O, OH*OW) read as
+//    (O, N*OH*OW), B^T the columns gathered from x (N, C, H, W) (TRANS_B's layout: consecutive work items read
+//    consecutive positions). No column buffer, no per-image partial products; split-K spreads the long K.
 //  - Global loads are VA / VB wide along the operand's contiguous dimension; the host sets 4 where that dimension is
 //    a multiple of 4 (so every vector is aligned: buffers start aligned) and the storage is the arithmetic type,
 //    else 1. C is stored VWN wide where VC is set (N a multiple of VWN).
@@ -50,6 +54,12 @@
 #if CONV_B && (VB != 1 || TRANS_B)
 #error "CONV_B gathers B element by element, untransposed (VB = 1, TRANS_B = 0)"
 #endif
+#ifndef CONV_WG
+#define CONV_WG 0
+#endif
+#if CONV_WG && (VB != 1 || !TRANS_B || TRANS_A || CONV_B)
+#error "CONV_WG gathers B element by element in TRANS_B's layout, A untransposed (VB = 1, TRANS_B = 1, TRANS_A = 0)"
+#endif
 #define LM (TS_M / WPT_M)  // work items along M
 #define LN (TS_N / WPT_N)  // work items along N
 #define LSIZE (LM * LN)
@@ -87,15 +97,29 @@
 #define A_LOADS (TS_M * TS_K / (VA * LSIZE))  // vectors of A each work item moves per slice
 #define B_LOADS (TS_N * TS_K / (VB * LSIZE))
 
+#if CONV_WG
+#define A_PARAMS , const int ohw
+#define A_ARGS , ohw
+#else
+#define A_PARAMS
+#define A_ARGS
+#endif
+
 // Global -> registers: slice k0 of A as A_LOADS vectors of VA. A vector lies wholly inside or outside the matrix,
 // since the host sets VA > 1 only when the contiguous dimension is a multiple of VA and slices start at multiples of
 // TS_K; outside elements read as 0.
 inline void load_a(__global const STORAGE* restrict A, const int M, const int K, const int m0, const int k0,
-                   const int ke, const int lid, REALA* ra) {
+                   const int ke, const int lid, REALA* ra A_PARAMS) {
 #pragma unroll
   for (int l = 0; l < A_LOADS; ++l) {
     const int i = lid + l * LSIZE;
-#if TRANS_A  // A stored (K, M): vectors along M
+#if CONV_WG  // A[m][k] = gy[n][m][p] for k = n * OHW + p (VA > 1 only when OHW is a multiple of VA)
+    const int kv = i % (TS_K / VA), mm = i / (TS_K / VA);
+    const int gm = m0 + mm, gk = k0 + kv * VA;
+    const bool in = gm < M && gk < ke;
+    const int n = gk / ohw;
+    const long at = ((long)n * M + gm) * ohw + (gk - n * ohw);
+#elif TRANS_A  // A stored (K, M): vectors along M
     const int mv = i % (TS_M / VA), kk = i / (TS_M / VA);
     const int gm = m0 + mv * VA, gk = k0 + kk;
     const bool in = gm < M && gk < ke;
@@ -123,6 +147,15 @@ typedef struct {
 } ConvGeom;
 #define CONV_PARAMS , const ConvGeom g, const int* ihb, const int* iwb
 #define CONV_ARGS , g, ihb, iwb
+#elif CONV_WG
+// Column j = (c * KH + ki) * KW + kj of B (a weight) reads x[n, c, oh * SH + ki * DH - PH, ow * SW + kj * DW - PW]
+// at K index n * OHW + oh * OW + ow: each work item's columns are fixed for the whole K loop, so (c, the row and
+// column offsets) are computed once (c = -1 for columns past N).
+typedef struct {
+  int C, H, W, OW, OHW, sh, sw;
+} ConvGeom;
+#define CONV_PARAMS , const ConvGeom g, const int* jc, const int* jh, const int* jw
+#define CONV_ARGS , g, jc, jh, jw
 #else
 #define CONV_PARAMS
 #define CONV_ARGS
@@ -139,6 +172,12 @@ inline void load_b(__global const STORAGE* restrict B, const int N, const int K,
     const int ih = ihb[l] + ki * g.dh, iw = iwb[l] + kj * g.dw;
     const bool in = gk < ke && ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
     const long at = ((long)c * g.H + ih) * g.W + iw;
+#elif CONV_WG  // B[k][j] (stored as B^T: TRANS_B's layout)
+    const int gk = k0 + i % TS_K;
+    const int n = gk / g.OHW, q = gk - n * g.OHW, oh = q / g.OW, ow = q - oh * g.OW;
+    const int ih = oh * g.sh + jh[l], iw = ow * g.sw + jw[l];
+    const bool in = gk < ke && jc[l] >= 0 && ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+    const long at = (((long)n * g.C + jc[l]) * g.H + ih) * g.W + iw;
 #elif TRANS_B  // B stored (N, K): vectors along K
     const int kv = i % (TS_K / VB), nn = i / (TS_K / VB);
     const int gn = n0 + nn, gk = k0 + kv * VB;
@@ -201,9 +240,9 @@ void gemm_vtiled(const int M, const int N, const int K, const REAL alpha, const 
                  __global const STORAGE* restrict B, const long b_batch_stride,
                  __global STORAGE* restrict C, __global const STORAGE* restrict bias, const int has_bias,
                  const int act, const int k_chunk, const int splits
-#if CONV_B
-                 , const int conv_c, const int conv_h, const int conv_w, const int conv_ow, const int sh,
-                 const int sw, const int ph, const int pw, const int dh, const int dw
+#if CONV_B || CONV_WG
+                 , const int conv_c, const int conv_h, const int conv_w, const int conv_oh, const int conv_ow,
+                 const int sh, const int sw, const int ph, const int pw, const int dh, const int dw
 #endif
 ) {
   TILED_GEMM_PROLOGUE
@@ -225,11 +264,23 @@ void gemm_vtiled(const int M, const int N, const int K, const REAL alpha, const 
     ihb[l] = gn < N ? oh * sh - ph : INT_MIN / 2;
     iwb[l] = (gn - oh * conv_ow) * sw - pw;
   }
+#elif CONV_WG
+  const ConvGeom g = {conv_c, conv_h, conv_w, conv_ow, conv_oh * conv_ow, sh, sw};
+  const int ohw = g.OHW;
+  int jc[B_LOADS], jh[B_LOADS], jw[B_LOADS];
+#pragma unroll
+  for (int l = 0; l < B_LOADS; ++l) {
+    const int gn = n0 + (lid + l * LSIZE) / TS_K;
+    const int c = gn / (KH * KW), r = gn - c * (KH * KW), ki = r / KW, kj = r - ki * KW;
+    jc[l] = gn < N ? c : -1;
+    jh[l] = ki * dh - ph;
+    jw[l] = kj * dw - pw;
+  }
 #endif
   REALA ra[A_LOADS];
   REALB rb[B_LOADS];
   if (kb < ke) {
-    load_a(A, M, K, m0, kb, ke, lid, ra);
+    load_a(A, M, K, m0, kb, ke, lid, ra A_ARGS);
     load_b(B, N, K, n0, kb, ke, lid, rb CONV_ARGS);
     store_a((__local REAL*)As[0], lid, ra);
     store_b((__local REAL*)Bs[0], lid, rb);
@@ -240,7 +291,7 @@ void gemm_vtiled(const int M, const int N, const int K, const REAL alpha, const 
   for (int k0 = kb; k0 < ke; k0 += TS_K) {
     const int next = k0 + TS_K;
     if (next < ke) {  // in flight while this slice is multiplied
-      load_a(A, M, K, m0, next, ke, lid, ra);
+      load_a(A, M, K, m0, next, ke, lid, ra A_ARGS);
       load_b(B, N, K, n0, next, ke, lid, rb CONV_ARGS);
     }
 #pragma unroll
