@@ -7,8 +7,8 @@ Device.float16_mode says tensor cores); --dtype tf32: float32 data, hetnn at pre
         [--dtype float32]
 
 auto: the device's own choice (implicit GEMM where the GEMM parameters in force are vtiled); winograd: F(2x2, 3x3)
-for the 3x3 stride-1 layers; im2col: the column buffer and a GEMM. --grads data / weight times one gradient alone
-(torch: aten.convolution_backward with that output mask, cuDNN's pass for it)."""
+for the 3x3 stride-1 layers, winograd4: F(4x4, 3x3); im2col: the column buffer and a GEMM. --grads data / weight
+times one gradient alone (torch: aten.convolution_backward with that output mask, cuDNN's pass for it)."""
 import argparse
 import sys
 
@@ -80,7 +80,7 @@ for n, c, h, o, k, s, p in [(32, 64, 56, 64, 3, 1, 1), (32, 256, 56, 64, 1, 1, 0
             cases.append(Case(algo, run_bwd, devices=[dev], flops=passes * flops))
         cases.append(Case("torch", torch_bwd, sync=torch.cuda.synchronize, flops=passes * flops))
     for algo in args.algorithms.split(",") if not args.backward else ():
-        if algo == "winograd" and (k != 3 or s != 1):
+        if algo.startswith("winograd") and (k != 3 or s != 1):
             continue
 
         def run(algo=algo):

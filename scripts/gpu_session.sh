@@ -8,6 +8,8 @@
 #   bash scripts/gpu_session.sh mixed,mixed-alexnet   (mixed-precision LeNet / AlexNet epochs against float32)
 #   bash scripts/gpu_session.sh conv-half,conv-tf32   (ResNet-50 convolutions in float16 / TF32 against cuDNN's)
 #   bash scripts/gpu_session.sh precision   (the bench's precision study: float32, tf32, float16, bfloat16 rows)
+#   bash scripts/gpu_session.sh conv   (float32 ResNet-50 convolutions: the device's choice, Winograd F(4x4, 3x3) and the
+#                                       implicit GEMM, each against cuDNN)
 #   bash scripts/gpu_session.sh conv-bwd   (the data gradient as a forward convolution and the weight gradient as
 #                                           one implicit GEMM ("auto") against GEMM + col2im / im2col + per-image GEMMs)
 #   bash scripts/gpu_session.sh conv-wgrad (the weight gradient alone, "auto" and im2col, against cuDNN's)
@@ -142,7 +144,7 @@ for s in ${STAGES//,/ }; do
     tune-half) tensor_cores && run tune-half 200 python3 -m hetnn tune gemm --device gpu --dtype float16 --budget 150 \
       -v --sizes 1024,2048,4096,3136x64x576,784x128x1152 ;;
     bench) run bench 120 python3 -m hetnn bench matmul --shapes resnet50 --device gpu --compare cupy,torch ;;
-    conv) run conv 180 python3 scripts/conv_vs_torch.py --algorithms auto,winograd,im2col ;;
+    conv) run conv 180 python3 scripts/conv_vs_torch.py --algorithms auto,winograd4,implicit ;;
     transfer) run transfer 120 python3 scripts/transfer_vs_cupy.py ;;
     arrays) run arrays 150 python3 scripts/arrays_vs_cupy.py ;;
     conv-bwd) run conv-bwd 150 python3 scripts/conv_vs_torch.py --backward --algorithms auto,im2col --layers 5 ;;

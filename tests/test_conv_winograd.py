@@ -55,6 +55,74 @@ def test_winograd_forward_within_its_error_bound(winograd_device, rng, dtype, ca
         assert (err <= bound).all(), float(np.max(err / bound))
 
 
+# F(4x4, 3x3)'s transforms (kernels/winograd.cl): entries up to 8 and 1/24, so its error is bounded by the
+# magnitudes the transforms carry, not by the direct sum's: |y - y64| <= (C + 32) u Y, with
+# Y = |A^T| (sum_c (|G| |g| |G^T|) . (|B^T| |d| |B|)) |A| + |bias| per 4x4 output tile (d the tile's 6x6 input).
+G4 = np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6], [1 / 24, 1 / 12, 1 / 6],
+               [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]])
+BT4 = np.array([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0],
+                [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]], dtype=np.float64)
+AT4 = np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]],
+               dtype=np.float64)
+
+
+def winograd4_magnitude(x, w, bias, padding):
+    """Y above, in float64: what F(4x4, 3x3)'s roundings are relative to, per output element."""
+    from op_table import _conv_pads
+
+    n, c, h, wd = x.shape
+    top, bottom, left, right = _conv_pads(padding, 3, 3)
+    oh, ow = h + top + bottom - 2, wd + left + right - 2
+    th, tw = -(-oh // 4), -(-ow // 4)
+    xp = np.zeros((n, c, 4 * th + 2, 4 * tw + 2))
+    xp[:, :, top:top + h, left:left + wd] = np.abs(x.astype(np.float64))
+    tiles = np.lib.stride_tricks.sliding_window_view(xp, (6, 6), axis=(2, 3))[:, :, ::4, ::4]  # n c th tw 6 6
+    v = np.einsum("ij,nctsjk,lk->nctsil", np.abs(BT4), tiles, np.abs(BT4))
+    u = np.einsum("ij,ocjk,lk->ocil", np.abs(G4), np.abs(w.astype(np.float64)), np.abs(G4))
+    m = np.einsum("ocil,nctsil->notsil", u, v)
+    y = np.einsum("ij,notsjk,lk->notsil", np.abs(AT4), m, np.abs(AT4))
+    y = y.transpose(0, 1, 2, 4, 3, 5).reshape(n, w.shape[0], 4 * th, 4 * tw)[:, :, :oh, :ow]
+    return y if bias is None else y + np.abs(bias.astype(np.float64))[None, :, None, None]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-o{c[1]}")
+def test_winograd4_forward_within_its_error_bound(opencl_device, rng, dtype, case):
+    shape, o, padding, with_bias, act = case
+    x = rng.standard_normal(shape).astype(dtype)
+    w = (rng.standard_normal((o, shape[1], 3, 3)) / np.sqrt(9 * shape[1])).astype(dtype)
+    bias = rng.standard_normal(o).astype(dtype) if with_bias else None
+    _core._set_conv_algorithm(opencl_device._dev, "winograd4")
+    try:
+        with hetnn.profile(opencl_device) as prof:
+            y = hetnn.conv2d(x, w, bias, 1, padding, 1, 1, act, device=opencl_device)
+    finally:
+        _core._set_conv_algorithm(opencl_device._dev, "")
+    names = [r["name"] for r in prof.records]
+    assert shape[0] == 0 or "conv2d:winograd_input" in names, names
+    (ref,) = _conv_ref((x, w, bias, (1, 1), padding, (1, 1), 1, None))
+    want = ref if act is None else {"relu": lambda v: np.maximum(v, 0), "tanh": np.tanh,
+                                    "sigmoid": lambda v: 1 / (1 + np.exp(-v))}[act](ref)
+    assert y.shape == ref.shape
+    if ref.size:
+        mag = winograd4_magnitude(x, w, bias, padding)
+        bound = (shape[1] + 32) * UNIT[dtype] * mag + STORE[dtype] * np.abs(want) + 1e-300
+        err = np.abs(np.asarray(y, np.float64) - want)
+        assert (err <= bound).all(), float(np.max(err / bound))
+
+
+def test_winograd4_magnitude_bounds_the_direct_one(rng):
+    """The bound's magnitude is at least the direct sum's |w| * |x| (each product is one of its terms) and, for
+    these transforms, within a bounded factor of it: the bound is not vacuous."""
+    x = rng.standard_normal((2, 3, 10, 9))
+    w = rng.standard_normal((4, 3, 3, 3))
+    mag = winograd4_magnitude(x, w, None, (1, 1))
+    (direct,) = _conv_ref((np.abs(x), np.abs(w), None, (1, 1), (1, 1), (1, 1), 1, None))
+    assert mag.shape == direct.shape
+    ratio = mag / direct
+    assert ratio.min() >= 1 - 1e-12 and ratio.max() < 1e4, (ratio.min(), ratio.max())
+
+
 def test_winograd_leaves_other_convolutions_to_the_other_paths(winograd_device, rng):
     # stride 2, a 5x5 kernel, dilation, groups: not F(2x2, 3x3); they run as before, and right
     for s, k, d, groups in [((2, 2), 3, (1, 1), 1), ((1, 1), 5, (1, 1), 1), ((1, 1), 3, (2, 2), 1),
@@ -73,7 +141,7 @@ def test_conv_algorithm_names_are_checked(opencl_device):
         _core._set_conv_algorithm(opencl_device._dev, "fft")
 
 
-@pytest.mark.parametrize("algorithm", ["winograd", "implicit"])
+@pytest.mark.parametrize("algorithm", ["winograd", "winograd4", "implicit"])
 @pytest.mark.parametrize("kernel,padding", [(3, (1, 1)), (3, (0, 2)), (3, "same"), (5, (2, 1)), (2, "same")])
 def test_stride_one_data_gradient_runs_as_a_forward_convolution(opencl_device, rng, algorithm, kernel, padding):
     # gx = gy convolved with the flipped, channel-swapped kernel: on a GPU, or with an explicit forward algorithm
@@ -89,7 +157,7 @@ def test_stride_one_data_gradient_runs_as_a_forward_convolution(opencl_device, r
             gx, gw, _ = hetnn.conv2d_backward(gy, x, w, 1, padding, 1, 1, device=opencl_device)
         names = [r["name"] for r in prof.records]
         assert "copy_strided" in " ".join(names) and "conv2d_col2im" not in names, names
-        if algorithm == "winograd" and kernel == 3:
+        if algorithm.startswith("winograd") and kernel == 3:
             assert "conv2d:winograd_input" in names, names
         rgx, rgw, _ = _conv_bwd_ref((gy, x, w, (1, 1), padding, (1, 1), 1))
         assert np.max(np.abs(np.asarray(gx, np.float64) - rgx)) < 1e-4 * max(1.0, np.max(np.abs(rgx)))

@@ -57,8 +57,8 @@ struct KernelTools {
   virtual std::pair<double, double> measure_peak(std::size_t triad_bytes, int repeats) = 0;
   // Where a kernel family has CPU- and GPU-shaped variants: "" the device's own, "cpu" or "gpu" (tests).
   virtual void set_kernel_variant(const std::string& variant) = 0;
-  // The forward convolution's algorithm where it applies: "" the device's choice, "winograd" (3x3 stride 1),
-  // "implicit" (vtiled GEMM parameters) or "im2col" (tests and measurements).
+  // The forward convolution's algorithm where it applies: "" the device's choice, "winograd" (F(2x2, 3x3): 3x3
+  // stride 1), "winograd4" (F(4x4, 3x3)), "implicit" (vtiled GEMM parameters) or "im2col" (tests, measurements).
   virtual void set_conv_algorithm(const std::string& algorithm) = 0;
 };
 

@@ -135,7 +135,7 @@ void bind_opencl(py::module_& m) {
       },
       py::arg("device"), py::arg("variant"));
   m.def(
-      "_set_conv_algorithm",  // tests and measurements: "winograd", "implicit", "im2col", or "" (the device's)
+      "_set_conv_algorithm",  // tests and measurements: "winograd", "winograd4", "implicit", "im2col", or "" (the device's)
       [](Device& d, const std::string& a) {
         need<KernelTools>(d, "_set_conv_algorithm").set_conv_algorithm(a);
       },

@@ -184,9 +184,10 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // vtiled or mma (the matrix-unit member: 16-bit data, or tf32 where allowed), bias and activation in its epilogue;
   // false (nothing done) otherwise.
   bool conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y);
-  // 3x3 stride-1 ungrouped forward as Winograd F(2x2, 3x3) (kernels/winograd.cl); false (nothing done) where it
-  // does not apply or its work buffers pass conv2d_work_limit().
-  bool conv2d_winograd(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y);
+  // 3x3 stride-1 ungrouped forward as Winograd F(tile x tile, 3x3), tile 2 or 4 (kernels/winograd.cl); false
+  // (nothing done) where it does not apply or its work buffers pass conv2d_work_limit().
+  bool conv2d_winograd(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y,
+                       int tile);
   // An ungrouped convolution's weight gradient as one implicit GEMM over the batch (K = images x positions, split
   // along K) when the float32/float64 GEMM parameters in force are vtiled, the bias gradient beside it; false
   // (nothing done) otherwise.

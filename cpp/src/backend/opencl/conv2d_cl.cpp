@@ -134,23 +134,25 @@ bool ClBackend::conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buff
 }
 
 void ClBackend::set_conv_algorithm(const std::string& a) {
-  if (a != "" && a != "winograd" && a != "implicit" && a != "im2col")
-    throw ValueError("conv algorithm must be 'winograd', 'implicit', 'im2col' or '' (the device's), got '" + a + "'");
+  if (a != "" && a != "winograd" && a != "winograd4" && a != "implicit" && a != "im2col")
+    throw ValueError("conv algorithm must be 'winograd', 'winograd4', 'implicit', 'im2col' or '' (the device's), got '" +
+                     a + "'");
   std::lock_guard<std::mutex> lock(mu_);
   conv_algorithm_ = a;
 }
 
 bool ClBackend::conv2d_winograd(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias,
-                                Buffer& y) {
+                                Buffer& y, int tile) {
   if (d.groups != 1 || d.kh != 3 || d.kw != 3 || d.sh != 1 || d.sw != 1 || d.dh != 1 || d.dw != 1) return false;
-  const std::int64_t th = (d.OH + 1) / 2, tw = (d.OW + 1) / 2, P = d.N * th * tw;
+  const std::int64_t th = (d.OH + tile - 1) / tile, tw = (d.OW + tile - 1) / tile, P = d.N * th * tw;
+  const std::int64_t e = static_cast<std::int64_t>(tile + 2) * (tile + 2);  // transformed elements per tile
   const DType real = d.dtype == DType::f64 ? DType::f64 : DType::f32;  // the transforms' and GEMM's type
   const std::size_t rb = dtype_size(real);
-  const std::size_t u_bytes = static_cast<std::size_t>(16 * d.O * d.C) * rb;
-  const std::size_t v_bytes = static_cast<std::size_t>(16 * d.C * P) * rb, m_bytes = static_cast<std::size_t>(16 * d.O * P) * rb;
+  const std::size_t u_bytes = static_cast<std::size_t>(e * d.O * d.C) * rb;
+  const std::size_t v_bytes = static_cast<std::size_t>(e * d.C * P) * rb, m_bytes = static_cast<std::size_t>(e * d.O * P) * rb;
   if (std::max({u_bytes, v_bytes, m_bytes}) > conv2d_work_limit()) return false;
   const std::shared_ptr<Buffer> u = alloc(u_bytes), v = alloc(v_bytes), m = alloc(m_bytes);
-  const std::string opts = common_options(d.dtype);
+  const std::string opts = common_options(d.dtype) + " -DWINO_M=" + std::to_string(tile);
   {
     std::lock_guard<std::mutex> lock(mu_);
     cl_kernel k = kernel("winograd.cl", "winograd_filter", opts);
@@ -168,7 +170,7 @@ bool ClBackend::conv2d_winograd(const Conv2dDesc& d, const Buffer& x, const Buff
     enqueue("conv2d:winograd_input", ki, 3, ig, il);
   }
   MatmulDesc g;
-  g.batch = 16, g.batch_a = 16, g.batch_b = 16, g.M = d.O, g.N = P, g.K = d.C, g.dtype = real;
+  g.batch = e, g.batch_a = e, g.batch_b = e, g.M = d.O, g.N = P, g.K = d.C, g.dtype = real;
   matmul(g, *u, *v, *m, nullptr);
   std::lock_guard<std::mutex> lock(mu_);
   cl_kernel ko = kernel("winograd.cl", "winograd_output", opts);
@@ -204,7 +206,8 @@ void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, co
   // The device's choice on a GPU: Winograd F(2x2, 3x3) for float32 batches (H200, ResNet-50's 3x3 layers at batch
   // 32: 0.67-1.37x cuDNN against 0.33-0.66x for the implicit GEMM; at batch 1 0.41x against 0.62x, docs/gpu.md).
   const bool gpu_winograd = algorithm.empty() && info_.type == "gpu" && d.dtype == DType::f32 && d.N >= 2;
-  if ((algorithm == "winograd" || gpu_winograd) && d.N > 0 && conv2d_winograd(d, x, w, bias, y)) return;
+  if ((algorithm == "winograd" || gpu_winograd) && d.N > 0 && conv2d_winograd(d, x, w, bias, y, 2)) return;
+  if (algorithm == "winograd4" && d.N > 0 && conv2d_winograd(d, x, w, bias, y, 4)) return;
   // Implicit GEMM (the vtiled kernel gathers the columns): no work buffer, so no chunks either.
   if (algorithm != "im2col" && conv2d_implicit(d, x, w, bias, y)) return;
   const std::size_t elt = dtype_size(d.dtype);
@@ -258,7 +261,8 @@ bool ClBackend::conv2d_backward_data_as_forward(const Conv2dDesc& d, const Buffe
     std::lock_guard<std::mutex> lock(mu_);
     algorithm = conv_algorithm_;
   }
-  if (!(algorithm == "winograd" || algorithm == "implicit" || (algorithm.empty() && info_.type == "gpu")) ||
+  if (!(algorithm == "winograd" || algorithm == "winograd4" || algorithm == "implicit" ||
+        (algorithm.empty() && info_.type == "gpu")) ||
       conv_tf32(d))
     return false;  // TF32 in force: the GEMM below, on the matrix units
   const std::int64_t taps = static_cast<std::int64_t>(d.kh) * d.kw;
