@@ -206,6 +206,7 @@ def _doctor() -> int:
 
 
 DEFAULT_TUNE_SIZES = "1024,512x512x2048,3136x64x576"
+CONV_ALGORITHMS = ["auto", "benchmark", "winograd", "winograd4", "implicit", "im2col"]
 MAX_TUNE_DIM = 32768  # a 32768^2 float64 reference is 8 GiB: larger problems do not fit a tuning run
 
 
@@ -366,6 +367,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     b.add_argument("--precision", choices=["highest", "high"], default=None,
                    help="float32 products: highest (float32; the default) or high (TF32 on devices with matrix units "
                         "for it, said per row; Device.tf32_mode)")
+    b.add_argument("--conv-algorithm", choices=CONV_ALGORITHMS, default=None,
+                   help="OpenCL convolutions: auto (the device's rule; the default), benchmark (per layer shape, the "
+                        "fastest algorithm timed at its first call), or one for every layer "
+                        "(Device.set_conv_algorithm)")
     b.add_argument("--dtype", default="float32",
                    help="float32, float64, float16, bfloat16, or several comma-separated (a precision study)")
     b.add_argument("--repeat", type=int, default=20, help="timed repeats per row (default 20)")
@@ -410,6 +415,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     st.add_argument("--precision", choices=["highest", "high"], default=None,
                     help="float32 products: highest (float32; the default) or high (TF32 on devices with matrix units "
                          "for it, said per row; Device.tf32_mode)")
+    st.add_argument("--conv-algorithm", choices=CONV_ALGORITHMS, default=None,
+                    help="OpenCL convolutions: auto (the device's rule; the default), benchmark, or one for every "
+                         "layer (Device.set_conv_algorithm); not the published set-up unless auto")
     st.add_argument("--processes", type=int, default=None,
                     help="maxpool and gemm-libraries: processes the repeats are spread over, one after another, so "
                          "that an interval covers what a rerun would see (default 3 while each gets 3 repeats; 1: "
@@ -439,6 +447,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         from ._loader import _core
         _core.set_matmul_precision(args.precision)
         os.environ["HETNN_MATMUL_PRECISION"] = args.precision
+    if getattr(args, "conv_algorithm", None):  # every OpenCL device of this process and of those it starts
+        os.environ["HETNN_CONV_ALGORITHM"] = args.conv_algorithm
+        from . import devices
+
+        for d in devices():
+            if d.kind == "opencl":
+                d.set_conv_algorithm(args.conv_algorithm)
     if argv is None and args.command in ("bench", "study"):
         _reexec_with_short_spins(raw)
     args.bench_argv = raw[raw.index("bench") + 1:] if "bench" in raw else []

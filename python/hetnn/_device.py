@@ -207,11 +207,34 @@ class Device:
         """Everything known about the device, as a dict (the 16-bit and tf32 modes as :attr:`float16_mode` and
         :attr:`tf32_mode` give them)."""
         return {**self._info, "float16_mode": self.float16_mode, "bfloat16_mode": self.bfloat16_mode,
-                "tf32_mode": self.tf32_mode}
+                "tf32_mode": self.tf32_mode, "conv_algorithm": self.conv_algorithm}
 
     def synchronize(self) -> None:
         """Waits until all work issued to this device, on every stream, has finished."""
         self._dev.synchronize()
+
+    @property
+    def conv_algorithm(self) -> str:
+        """How this device's convolutions pick their algorithm (:meth:`set_conv_algorithm`): ``"auto"`` (the
+        device's own rule), ``"benchmark"``, or the one forced."""
+        return _core.conv_algorithm(self._dev)
+
+    def set_conv_algorithm(self, algorithm: str) -> None:
+        """OpenCL devices: ``"auto"`` (the device's rule: on a GPU Winograd F(2x2, 3x3) for float32 3x3 stride-1
+        layers of 2+ images, else the implicit GEMM where the GEMM parameters are a GPU family, else im2col and a
+        GEMM); ``"benchmark"``: per layer shape, the first call times every algorithm that applies (three calls
+        each, interleaved) and that shape keeps the fastest for the process (:meth:`conv_choices` lists them), as
+        PyTorch's ``cudnn.benchmark``; or one of ``"winograd"``, ``"winograd4"`` (F(4x4, 3x3): fewer products, a
+        larger rounding error), ``"implicit"``, ``"im2col"`` for every layer it applies to. The data gradient of
+        stride-1 layers follows (as a forward convolution unless ``"im2col"``). The CPU device takes only
+        ``"auto"`` (oneDNN picks). ``HETNN_CONV_ALGORITHM`` sets every OpenCL device's at its creation (the
+        bench's and study's ``--conv-algorithm``)."""
+        _core.set_conv_algorithm(self._dev, algorithm)
+
+    def conv_choices(self) -> List[Dict[str, Any]]:
+        """What ``"benchmark"`` chose so far: per layer shape, ``{"shape", "algorithm", "ms"}`` with each
+        candidate's median milliseconds."""
+        return list(_core.conv_choices(self._dev))
 
     def transfer_paths(self) -> Dict[str, str]:
         """How copies of 4 MiB or more between this device and ordinary (pageable) NumPy memory go, per direction
@@ -246,6 +269,13 @@ class Device:
 
     def __reduce__(self):  # pickles as its id, resolved again on load
         return (device, (self.id,))
+
+
+def conv_algorithm_line(devs: List[Device]) -> Optional[str]:
+    """The line a run's report opens with where an OpenCL device's convolutions do not follow its own rule
+    (:meth:`Device.set_conv_algorithm`, ``--conv-algorithm``); None where all are "auto"."""
+    odd = [f"{d.id} {d.conv_algorithm}" for d in devs if d.kind == "opencl" and d.conv_algorithm != "auto"]
+    return f"conv algorithm: {', '.join(odd)} (Device.set_conv_algorithm), not the device's own rule" if odd else None
 
 
 _devices: Optional[List[Device]] = None

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 #include <utility>
 
 #include "backend/backend.h"
@@ -57,9 +58,18 @@ struct KernelTools {
   virtual std::pair<double, double> measure_peak(std::size_t triad_bytes, int repeats) = 0;
   // Where a kernel family has CPU- and GPU-shaped variants: "" the device's own, "cpu" or "gpu" (tests).
   virtual void set_kernel_variant(const std::string& variant) = 0;
-  // The forward convolution's algorithm where it applies: "" the device's choice, "winograd" (F(2x2, 3x3): 3x3
-  // stride 1), "winograd4" (F(4x4, 3x3)), "implicit" (vtiled GEMM parameters) or "im2col" (tests, measurements).
+  // The forward convolution's algorithm where it applies: "" the device's choice, "benchmark" (per layer shape, the
+  // fastest of the algorithms that apply, timed at its first call), "winograd" (F(2x2, 3x3): 3x3 stride 1),
+  // "winograd4" (F(4x4, 3x3)), "implicit" (vtiled or mma GEMM parameters) or "im2col". ValueError otherwise.
   virtual void set_conv_algorithm(const std::string& algorithm) = 0;
+  virtual std::string conv_algorithm() = 0;
+  // What "benchmark" chose so far: per layer shape, the algorithm and each candidate's median milliseconds.
+  struct ConvChoice {
+    std::string shape;  // "N C H W -> O kh kw s sh sw p top bottom left right d dh dw dtype [bias] [tf32]"
+    std::string algorithm;
+    std::vector<std::pair<std::string, double>> ms;
+  };
+  virtual std::vector<ConvChoice> conv_choices() = 0;
 };
 
 // Activations in the layouts a device's float32 convolutions prefer, kept from layer to layer inside a network

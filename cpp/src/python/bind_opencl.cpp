@@ -134,12 +134,37 @@ void bind_opencl(py::module_& m) {
         need<KernelTools>(d, "_set_kernel_variant").set_kernel_variant(v);
       },
       py::arg("device"), py::arg("variant"));
+  // Device.set_conv_algorithm / conv_algorithm / conv_choices ("auto" is the device's choice, stored as "").
+  const auto set_conv_algorithm = [](Device& d, const std::string& a) {
+    KernelTools* k = find_extension<KernelTools>(d.backend());
+    if (k) return k->set_conv_algorithm(a == "auto" ? "" : a);
+    if (a != "auto" && a != "")
+      throw ValueError("set_conv_algorithm: " + d.id() + "'s convolutions are oneDNN's, which picks its own " +
+                       "algorithm; only 'auto' applies there (the algorithms apply to OpenCL devices), got '" + a + "'");
+  };
+  m.def("set_conv_algorithm", set_conv_algorithm, py::arg("device"), py::arg("algorithm"));
+  m.def("_set_conv_algorithm", set_conv_algorithm, py::arg("device"), py::arg("algorithm"));  // tests: "" too
   m.def(
-      "_set_conv_algorithm",  // tests and measurements: "winograd", "winograd4", "implicit", "im2col", or "" (the device's)
-      [](Device& d, const std::string& a) {
-        need<KernelTools>(d, "_set_conv_algorithm").set_conv_algorithm(a);
+      "conv_algorithm",
+      [](Device& d) -> std::string {
+        KernelTools* k = find_extension<KernelTools>(d.backend());
+        const std::string a = k ? k->conv_algorithm() : "";
+        return a.empty() ? "auto" : a;
       },
-      py::arg("device"), py::arg("algorithm"));
+      py::arg("device"));
+  m.def(
+      "conv_choices",
+      [](Device& d) {
+        py::list out;
+        if (KernelTools* k = find_extension<KernelTools>(d.backend()))
+          for (const KernelTools::ConvChoice& c : k->conv_choices()) {
+            py::dict ms;
+            for (const auto& [name, t] : c.ms) ms[py::str(name)] = t;
+            out.append(py::dict(py::arg("shape") = c.shape, py::arg("algorithm") = c.algorithm, py::arg("ms") = ms));
+          }
+        return out;
+      },
+      py::arg("device"));
   m.def(
       "_inject_gemm_faults",  // test hook: the next n GEMMs running a tuned override fail as a bad launch would
       [](Device& d, int n) {

@@ -18,6 +18,7 @@ import numpy as np
 from .. import _cpus, _workers
 from .._device import Device
 from .._check import is_int, is_real
+from .._device import conv_algorithm_line
 from .._precision import get_matmul_precision, precision_line
 
 SUITES = ("peak", "matmul", "maxpool", "mlp", "conv", "transfer", "arrays", "scaling")
@@ -726,6 +727,9 @@ def run_suites(suite: Optional[str], opts: Options, say: Say, worker: bool = Fal
             say(f"doctor: {line}")
         if precision_line():
             say(str(precision_line()))
+        conv_line = conv_algorithm_line(opts.devices())
+        if conv_line:
+            say(conv_line)
     precision = get_matmul_precision()
     rows: List[Dict[str, Any]] = []
     stopped: Optional[BaseException] = None  # an interrupt while the workers ran: their rows are made, then raised

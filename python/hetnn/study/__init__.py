@@ -13,6 +13,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _workers
+from .._device import conv_algorithm_line
 from .._precision import get_matmul_precision, precision_line
 from ._base import COMMON, COMMON_DOC, Context, Study, published_text, read_config, setup_text
 
@@ -128,6 +129,9 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
     precision = get_matmul_precision()
     if precision_line():
         collect(f"{precision_line()}: not the published set-up, which computed float32 in float32")
+    conv_line = conv_algorithm_line(devs)
+    if conv_line:
+        collect(f"{conv_line}: not the published set-up")
     plan = cpu_plan(opts, _FIXED_THREADS)
     for line in doctor_warnings(plan=plan):
         collect(f"doctor: {line}")

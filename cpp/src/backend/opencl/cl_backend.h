@@ -97,6 +97,8 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   std::pair<double, double> measure_peak(std::size_t triad_bytes, int repeats) override;  // peak_cl.cpp
   void set_kernel_variant(const std::string& v) override;  // max_pool_cl.cpp
   void set_conv_algorithm(const std::string& a) override;  // conv2d_cl.cpp
+  std::string conv_algorithm() override;
+  std::vector<ConvChoice> conv_choices() override;
   // GEMM parameters in force for a type (an override: set here, or tuned and stored in the cache; else the
   // database), and the override itself. tf32 without an override of its own, on a device whose TF32 matrix units
   // are unusable, is float32's: those products compute in float32.
@@ -224,7 +226,19 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   std::map<GemmType, std::string> matrix_units_;  // the probe's verdict per type ("" usable, else why not)
   int gemm_faults_ = 0;  // inject_gemm_faults
   std::string kernel_variant_;  // set_kernel_variant
-  std::string conv_algorithm_;  // set_conv_algorithm
+  // set_conv_algorithm; at first the process's HETNN_CONV_ALGORITHM ("" when unset; an invalid value is kept in
+  // conv_algorithm_error_, raised by conv_algorithm() until set_conv_algorithm replaces it)
+  std::string conv_algorithm_error_;
+  std::string conv_algorithm_ = initial_conv_algorithm(conv_algorithm_error_);
+  static std::string initial_conv_algorithm(std::string& error);
+  std::mutex conv_choice_mu_;   // one measurement at a time; guards conv_choices_
+  std::map<std::string, ConvChoice> conv_choices_;  // "benchmark"'s choices by conv_shape_key
+  // The forward with `algorithm` ("" the device's choice; as set_conv_algorithm, "benchmark" aside).
+  void conv2d_as(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y,
+                 std::string algorithm);
+  // "benchmark": the algorithm chosen for d's shape, timing each that applies (into y) the first time.
+  std::string measured_conv_algorithm(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias,
+                                      Buffer& y);
   bool gpu_kernels() const;
   std::vector<std::pair<Mem, std::size_t>> scratch_;
   std::shared_ptr<ClAllocator> pool_;  // freed buffers kept for reuse (cl_allocator.h)

@@ -5,6 +5,8 @@
 // none: x[n] is already (C, H*W)); batches whose work buffers would pass conv2d_work_limit() run in chunks of
 // images; grouped ones, and those of which one image alone passes it, a direct kernel.
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -133,12 +135,27 @@ bool ClBackend::conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buff
   return true;
 }
 
+namespace {
+bool known_conv_algorithm(const std::string& a) {
+  return a == "" || a == "benchmark" || a == "winograd" || a == "winograd4" || a == "implicit" || a == "im2col";
+}
+constexpr const char* kConvAlgorithms = "'auto', 'benchmark', 'winograd', 'winograd4', 'implicit' or 'im2col'";
+}  // namespace
+
+std::string ClBackend::initial_conv_algorithm(std::string& error) {
+  const char* env = std::getenv("HETNN_CONV_ALGORITHM");
+  const std::string a = env == nullptr || std::string(env) == "auto" ? "" : env;
+  if (known_conv_algorithm(a)) return a;
+  error = std::string("HETNN_CONV_ALGORITHM must be ") + kConvAlgorithms + ", got '" + a + "'";
+  return "";
+}
+
 void ClBackend::set_conv_algorithm(const std::string& a) {
-  if (a != "" && a != "winograd" && a != "winograd4" && a != "implicit" && a != "im2col")
-    throw ValueError("conv algorithm must be 'winograd', 'winograd4', 'implicit', 'im2col' or '' (the device's), got '" +
-                     a + "'");
+  if (!known_conv_algorithm(a))
+    throw ValueError(std::string("conv algorithm must be ") + kConvAlgorithms + " ('' for 'auto'), got '" + a + "'");
   std::lock_guard<std::mutex> lock(mu_);
   conv_algorithm_ = a;
+  conv_algorithm_error_.clear();
 }
 
 bool ClBackend::conv2d_winograd(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias,
@@ -191,15 +208,106 @@ bool ClBackend::conv_tf32(const Conv2dDesc& d) {
              GemmParams::Family::mma;
 }
 
+std::string ClBackend::conv_algorithm() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!conv_algorithm_error_.empty()) throw ValueError(conv_algorithm_error_);
+  return conv_algorithm_;
+}
+
+std::vector<KernelTools::ConvChoice> ClBackend::conv_choices() {
+  std::lock_guard<std::mutex> lock(conv_choice_mu_);
+  std::vector<ConvChoice> out;
+  for (const auto& [key, choice] : conv_choices_) out.push_back(choice);
+  return out;
+}
+
+namespace {
+
+std::string conv_shape_key(const Conv2dDesc& d) {
+  std::string k = std::to_string(d.N) + " " + std::to_string(d.C) + " " + std::to_string(d.H) + " " +
+                  std::to_string(d.W) + " -> " + std::to_string(d.O) + " k " + std::to_string(d.kh) + " " +
+                  std::to_string(d.kw) + " s " + std::to_string(d.sh) + " " + std::to_string(d.sw) + " p " +
+                  std::to_string(d.ph) + " " + std::to_string(d.pr) + " " + std::to_string(d.pw) + " " +
+                  std::to_string(d.pw_r) + " d " + std::to_string(d.dh) + " " + std::to_string(d.dw) + " " +
+                  dtype_name(d.dtype);
+  if (d.has_bias) k += " bias";
+  if (d.allow_tf32) k += " tf32";
+  return k;
+}
+
+}  // namespace
+
+std::string ClBackend::measured_conv_algorithm(const Conv2dDesc& d, const Buffer& x, const Buffer& w,
+                                               const Buffer* bias, Buffer& y) {
+  if (d.groups != 1 || d.N == 0) return "";  // grouped: the direct kernel alone
+  const std::string key = conv_shape_key(d);
+  std::lock_guard<std::mutex> lock(conv_choice_mu_);
+  if (const auto it = conv_choices_.find(key); it != conv_choices_.end()) return it->second.algorithm;
+  std::vector<std::string> candidates{"im2col"};
+  if (d.kh == 3 && d.kw == 3 && d.sh == 1 && d.sw == 1 && d.dh == 1 && d.dw == 1)
+    candidates.insert(candidates.end(), {"winograd", "winograd4"});
+  const GemmParams p = gemm_params(GemmType(d.dtype, d.allow_tf32), d.O * d.OH * d.OW * d.C * d.kh * d.kw);
+  if (!conv_is_pointwise(d) &&
+      (p.family == GemmParams::Family::vtiled || p.family == GemmParams::Family::mma))
+    candidates.push_back("implicit");
+  ConvChoice choice;
+  choice.shape = key;
+  if (candidates.size() == 1) {
+    choice.algorithm = candidates[0];
+    conv_choices_[key] = choice;
+    return choice.algorithm;
+  }
+  // Each candidate once (kernel builds, first allocations), then rounds in rotating order, each call timed from
+  // an idle queue to its end; the median of 3.
+  using clock = std::chrono::steady_clock;
+  synchronize();
+  std::vector<std::string> usable;
+  for (const std::string& a : candidates) {
+    try {
+      conv2d_as(d, x, w, bias, y, a);
+      synchronize();
+      usable.push_back(a);
+    } catch (const OutOfMemory&) {
+      synchronize();
+    } catch (const Error& e) {
+      synchronize();
+      warn("conv algorithm '" + a + "' failed on " + info_.id + " for " + key + " (" +
+           std::string(e.what()).substr(0, std::string(e.what()).find('\n')) + "); not a candidate");
+    }
+  }
+  if (usable.empty()) return "";
+  constexpr int kRounds = 3;
+  std::vector<std::vector<double>> ms(usable.size());
+  for (int r = 0; r < kRounds; ++r)
+    for (std::size_t i = 0; i < usable.size(); ++i) {
+      const std::size_t c = (i + static_cast<std::size_t>(r)) % usable.size();
+      const auto t0 = clock::now();
+      conv2d_as(d, x, w, bias, y, usable[c]);
+      synchronize();
+      ms[c].push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+    }
+  std::size_t best = 0;
+  for (std::size_t c = 0; c < usable.size(); ++c) {
+    std::sort(ms[c].begin(), ms[c].end());
+    choice.ms.emplace_back(usable[c], ms[c][kRounds / 2]);
+    if (ms[c][kRounds / 2] < ms[best][kRounds / 2]) best = c;
+  }
+  choice.algorithm = usable[best];
+  conv_choices_[key] = choice;
+  return choice.algorithm;
+}
+
 void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y) {
+  std::string algorithm = conv_algorithm();
+  if (algorithm == "benchmark") algorithm = measured_conv_algorithm(d, x, w, bias, y);
+  conv2d_as(d, x, w, bias, y, algorithm);
+}
+
+void ClBackend::conv2d_as(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y,
+                          std::string algorithm) {
   const std::string opts = conv_options(common_options(d.dtype), d);
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
   const bool pointwise = conv_is_pointwise(d);
-  std::string algorithm;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    algorithm = conv_algorithm_;
-  }
   // TF32 in force (precision "high" on a device whose tf32 GEMM is the matrix-unit member): the implicit GEMM on
   // it, or (algorithm "im2col") the column buffer and the GEMM; Winograd computes float32 exactly.
   if (conv_tf32(d) && algorithm.empty()) algorithm = "implicit";
@@ -217,7 +325,9 @@ void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, co
     const std::size_t x_img = static_cast<std::size_t>(d.C * d.H * d.W) * elt;
     const std::size_t y_img = static_cast<std::size_t>(d.O * ohw) * elt;
     map_image_chunks(*this, d, per_chunk, x, x_img, y, y_img,
-                     [&](const Conv2dDesc& c, const Buffer& xc, Buffer& yc) { conv2d(c, xc, w, bias, yc); });
+                     [&](const Conv2dDesc& c, const Buffer& xc, Buffer& yc) {
+                       conv2d_as(c, xc, w, bias, yc, algorithm);
+                     });
     return;
   }
   if (d.groups == 1 && per_chunk >= d.N) {
@@ -256,12 +366,8 @@ bool ClBackend::conv2d_backward_data_as_forward(const Conv2dDesc& d, const Buffe
   if (d.groups != 1 || d.sh != 1 || d.sw != 1 || d.dh != 1 || d.dw != 1 || conv_is_pointwise(d) || d.N == 0)
     return false;
   if (std::max(d.ph, d.pr) > d.kh - 1 || std::max(d.pw, d.pw_r) > d.kw - 1) return false;
-  std::string algorithm;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    algorithm = conv_algorithm_;
-  }
-  if (!(algorithm == "winograd" || algorithm == "winograd4" || algorithm == "implicit" ||
+  const std::string algorithm = conv_algorithm();
+  if (!(algorithm == "benchmark" || algorithm == "winograd" || algorithm == "winograd4" || algorithm == "implicit" ||
         (algorithm.empty() && info_.type == "gpu")) ||
       conv_tf32(d))
     return false;  // TF32 in force: the GEMM below, on the matrix units
@@ -383,11 +489,11 @@ bool ClBackend::conv2d_backward_weights_implicit(const Conv2dDesc& d, const Buff
   if (k > std::numeric_limits<cl_int>::max()) return false;  // the kernel indexes K in int
   const GemmParams p = gemm_params(GemmType(d.dtype), d.O * ck * k).fitted(d.O, ck);
   if (p.family != GemmParams::Family::vtiled) return false;
+  if (conv_algorithm() == "im2col") return false;
   MatmulDesc g;  // gw (O, CK) = gy (O, N*OHW) @ cols (N*OHW, CK), cols read as its transpose
   g.M = d.O, g.N = ck, g.K = k, g.trans_b = true, g.dtype = d.dtype;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (conv_algorithm_ == "im2col") return false;
     try {
       matmul_tiled(p, g, mem(gy), mem(x), mem(gw), mem(gw), &d, true);
     } catch (const OutOfMemory&) {

@@ -1,0 +1,145 @@
+"""Device.set_conv_algorithm("benchmark"): per layer shape, the first call times every algorithm that applies and
+the shape keeps the fastest. Run on the first OpenCL device against the op table's float64 references."""
+import numpy as np
+import pytest
+
+import hetnn
+from op_table import _conv_bwd_ref, _conv_ref
+from test_conv_winograd import UNIT, winograd4_magnitude
+
+
+@pytest.fixture
+def bench_device(opencl_device):
+    dev = hetnn.device(opencl_device.id)
+    dev.set_conv_algorithm("benchmark")
+    yield dev
+    dev.set_conv_algorithm("auto")
+
+
+def test_benchmark_times_each_algorithm_once_per_shape_and_keeps_the_fastest(bench_device, rng):
+    shape = (2, 4 + int(rng.integers(0, 1000)), 9, 7)  # a shape no other test measured in this process
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = (rng.standard_normal((5, shape[1], 3, 3)) / np.sqrt(9 * shape[1])).astype(np.float32)
+    b = rng.standard_normal(5).astype(np.float32)
+    with hetnn.profile(bench_device) as first:
+        y = hetnn.conv2d(x, w, b, 1, 1, 1, 1, "relu", device=bench_device)
+    names = [r["name"] for r in first.records]
+    assert "conv2d_im2col" in names and "conv2d:winograd_input" in names, names  # every candidate ran
+    choices = [c for c in bench_device.conv_choices() if c["shape"].startswith(f"2 {shape[1]} 9 7 -> 5 k 3 3")]
+    assert len(choices) == 1, bench_device.conv_choices()
+    c = choices[0]
+    assert {"im2col", "winograd", "winograd4"} <= set(c["ms"]) and all(t > 0 for t in c["ms"].values())
+    assert c["algorithm"] == min(c["ms"], key=c["ms"].get)
+    (ref,) = _conv_ref((x, w, b, (1, 1), (1, 1), (1, 1), 1, "relu"))
+    bound = (shape[1] + 32) * UNIT["float32"] * winograd4_magnitude(x, w, b, (1, 1))  # the loosest candidate's
+    assert (np.abs(np.asarray(y, np.float64) - ref) <= bound).all()
+    # the next call of that shape runs the chosen algorithm alone
+    with hetnn.profile(bench_device) as again:
+        y2 = hetnn.conv2d(x, w, b, 1, 1, 1, 1, "relu", device=bench_device)
+    names = [r["name"] for r in again.records]
+    ran = {"im2col": "conv2d_im2col" in names, "winograd": "conv2d:winograd_input" in names,
+           "implicit": "conv2d_im2col" not in names and "conv2d:winograd_input" not in names}
+    if c["algorithm"] in ("im2col", "implicit"):
+        assert ran[c["algorithm"]] and not ran["winograd"], (c, names)
+    else:
+        assert names.count("conv2d:winograd_input") == 1 and not ran["im2col"], (c, names)
+    assert (np.abs(np.asarray(y2, np.float64) - ref) <= bound).all()
+    assert len([c for c in bench_device.conv_choices() if c["shape"] == choices[0]["shape"]]) == 1
+
+
+def test_benchmark_leaves_grouped_and_single_candidate_layers_alone(bench_device, rng):
+    x = rng.standard_normal((2, 6, 8, 8)).astype(np.float32)
+    before = len(bench_device.conv_choices())
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)  # groups=2: the direct kernel, nothing to choose
+    y = hetnn.conv2d(x, w, None, 1, 1, 1, 2, device=bench_device)
+    (ref,) = _conv_ref((x, w, None, (1, 1), (1, 1), (1, 1), 2, None))
+    assert np.max(np.abs(np.asarray(y, np.float64) - ref)) < 1e-4
+    assert len(bench_device.conv_choices()) == before
+    w5 = rng.standard_normal((4, 6, 5, 5)).astype(np.float32)  # 5x5: im2col (and implicit on GPU families)
+    y = hetnn.conv2d(x, w5, None, 1, 2, device=bench_device)
+    (ref,) = _conv_ref((x, w5, None, (1, 1), (2, 2), (1, 1), 1, None))
+    assert np.max(np.abs(np.asarray(y, np.float64) - ref)) < 1e-4
+
+
+def test_benchmark_data_gradient_runs_as_a_measured_forward(bench_device, rng):
+    x = rng.standard_normal((3, 5, 10, 9)).astype(np.float32)
+    w = rng.standard_normal((7, 5, 3, 3)).astype(np.float32)
+    (yr,) = _conv_ref((x, w, None, (1, 1), (1, 1), (1, 1), 1, None))
+    gy = rng.standard_normal(yr.shape).astype(np.float32)
+    gx, gw, gb = hetnn.conv2d_backward(gy, x, w, 1, 1, device=bench_device)
+    rgx, rgw, rgb = _conv_bwd_ref((gy, x, w, (1, 1), (1, 1), (1, 1), 1))
+    for got, ref in ((gx, rgx), (gw, rgw), (gb, rgb)):
+        assert np.max(np.abs(np.asarray(got, np.float64) - ref)) < 1e-4 * max(1.0, np.max(np.abs(ref)))
+    # the data gradient's forward (7 -> 5 channels over gy's 10x9 planes) was measured as a layer of its own
+    assert any(c["shape"].startswith("3 7 10 9 -> 5 k 3 3") for c in bench_device.conv_choices())
+
+
+def test_conv_algorithm_setting(opencl_device):
+    dev = hetnn.device(opencl_device.id)
+    assert dev.conv_algorithm == "auto"
+    try:
+        for name in ("benchmark", "winograd", "winograd4", "implicit", "im2col", "auto"):
+            dev.set_conv_algorithm(name)
+            assert dev.conv_algorithm == name
+    finally:
+        dev.set_conv_algorithm("auto")
+    with pytest.raises(ValueError, match="conv algorithm must be .*got 'fastest'"):
+        dev.set_conv_algorithm("fastest")
+    assert dev.conv_algorithm == "auto"
+
+
+def test_cpu_device_takes_only_auto():
+    cpu = hetnn.device("cpu")
+    assert cpu.conv_algorithm == "auto"
+    cpu.set_conv_algorithm("auto")
+    with pytest.raises(ValueError, match="oneDNN.*only 'auto'.*got 'winograd'"):
+        cpu.set_conv_algorithm("winograd")
+    assert cpu.conv_choices() == []
+
+
+def _in_subprocess(code, **env):
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **env})
+
+
+def test_process_default_from_the_environment(opencl_device):
+    code = ("import hetnn; d = hetnn.device(%r); print(d.conv_algorithm); "
+            "from hetnn._device import conv_algorithm_line; print(conv_algorithm_line(hetnn.devices()))"
+            % opencl_device.id)
+    r = _in_subprocess(code, HETNN_CONV_ALGORITHM="benchmark")
+    assert r.returncode == 0, r.stderr
+    first, line = r.stdout.splitlines()
+    assert first == "benchmark" and f"{opencl_device.id} benchmark" in line and "not the device's own" in line
+    r = _in_subprocess(code, HETNN_CONV_ALGORITHM="auto")
+    assert r.returncode == 0 and r.stdout.splitlines() == ["auto", "None"], r.stderr
+
+
+def test_a_bad_environment_value_is_named_at_first_use(opencl_device):
+    code = ("import numpy as np, hetnn; d = hetnn.device(%r)\n"
+            "try:\n    hetnn.conv2d(np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 3, 3), np.float32), device=d)\n"
+            "except ValueError as e:\n    print('ValueError', e)\n"
+            "d.set_conv_algorithm('auto'); print(d.conv_algorithm)" % opencl_device.id)
+    r = _in_subprocess(code, HETNN_CONV_ALGORITHM="fastest")
+    assert r.returncode == 0, r.stderr
+    err, after = r.stdout.splitlines()
+    assert err.startswith("ValueError HETNN_CONV_ALGORITHM must be") and "got 'fastest'" in err
+    assert after == "auto"  # setting it replaces the bad value
+
+
+def test_bench_conv_algorithm_option_sets_and_says_it(opencl_device):
+    import subprocess
+    import sys
+
+    args = ["-m", "hetnn", "bench", "matmul", "--shapes", "32x32x32", "--device", opencl_device.id,
+            "--conv-algorithm", "benchmark", "--no-output", "--repeat", "2", "--warmup", "1", "--processes", "1",
+            "--compare", "none"]
+    r = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert f"conv algorithm: {opencl_device.id} benchmark" in r.stdout, r.stdout
+    r = subprocess.run([sys.executable, "-m", "hetnn", "bench", "conv", "--conv-algorithm", "fastest"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "--conv-algorithm" in r.stderr and "'fastest'" in r.stderr
