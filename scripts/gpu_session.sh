@@ -10,6 +10,8 @@
 #   bash scripts/gpu_session.sh precision   (the bench's precision study: float32, tf32, float16, bfloat16 rows)
 #   bash scripts/gpu_session.sh conv   (float32 ResNet-50 convolutions: the device's choice, Winograd F(4x4, 3x3) and the
 #                                       implicit GEMM, each against cuDNN)
+#   bash scripts/gpu_session.sh conv-bench (per layer: "benchmark" and each algorithm forced against "auto"; which
+#                                           "auto" should pick per layer on this GPU)
 #   bash scripts/gpu_session.sh conv-bwd   (the data gradient as a forward convolution and the weight gradient as
 #                                           one implicit GEMM ("auto") against GEMM + col2im / im2col + per-image GEMMs)
 #   bash scripts/gpu_session.sh conv-wgrad (the weight gradient alone, "auto" and im2col, against cuDNN's)
@@ -147,6 +149,8 @@ for s in ${STAGES//,/ }; do
     conv) run conv 180 python3 scripts/conv_vs_torch.py --algorithms auto,winograd4,implicit ;;
     transfer) run transfer 120 python3 scripts/transfer_vs_cupy.py ;;
     arrays) run arrays 150 python3 scripts/arrays_vs_cupy.py ;;
+    conv-bench) run conv-bench 200 python3 scripts/conv_algorithms.py --device gpu --batch 32 --rounds 15 \
+      --algorithms winograd,winograd4,implicit ;;
     conv-bwd) run conv-bwd 150 python3 scripts/conv_vs_torch.py --backward --algorithms auto,im2col --layers 5 ;;
     conv-wgrad) run conv-wgrad 150 python3 scripts/conv_vs_torch.py --backward --grads weight \
       --algorithms auto,im2col --layers 5 ;;
