@@ -143,3 +143,31 @@ def test_bench_conv_algorithm_option_sets_and_says_it(opencl_device):
     r = subprocess.run([sys.executable, "-m", "hetnn", "bench", "conv", "--conv-algorithm", "fastest"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "--conv-algorithm" in r.stderr and "'fastest'" in r.stderr
+
+
+def test_benchmark_chooses_the_weight_gradient_path_where_two_apply(bench_device, rng):
+    """With vtiled GEMM parameters (a GPU's family) the weight gradient can be one implicit GEMM or im2col and
+    per-image GEMMs: "benchmark" times both once per shape and keeps the faster."""
+    from hetnn import _core
+    from test_conv_implicit import VTILED
+
+    old, source = _core.gemm_params(bench_device._dev, "float32")
+    _core.set_gemm_params(bench_device._dev, "float32", VTILED[0], "test")
+    try:
+        c = 3 + int(rng.integers(0, 1000))  # a shape of its own
+        x = rng.standard_normal((2, c, 6, 5)).astype(np.float32)
+        w = rng.standard_normal((4, c, 3, 3)).astype(np.float32)
+        (yr,) = _conv_ref((x, w, None, (1, 1), (0, 0), (1, 1), 1, None))
+        gy = rng.standard_normal(yr.shape).astype(np.float32)
+        for _ in range(2):  # measured, then the choice
+            _, gw, gb = hetnn.conv2d_backward(gy, x, w, 1, 0, input_grad=False, device=bench_device)
+            _, rgw, rgb = _conv_bwd_ref((gy, x, w, (1, 1), (0, 0), (1, 1), 1))
+            assert np.max(np.abs(np.asarray(gw, np.float64) - rgw)) < 1e-4 * max(1.0, np.max(np.abs(rgw)))
+            assert np.max(np.abs(np.asarray(gb, np.float64) - rgb)) < 1e-4 * max(1.0, np.max(np.abs(rgb)))
+        mine = [ch for ch in bench_device.conv_choices()
+                if ch["shape"].startswith(f"weight gradient: 2 {c} 6 5 -> 4 k 3 3")]
+        assert len(mine) == 1 and set(mine[0]["ms"]) == {"implicit", "im2col"}, bench_device.conv_choices()
+        assert mine[0]["algorithm"] == min(mine[0]["ms"], key=mine[0]["ms"].get)
+    finally:
+        _core.set_gemm_params(bench_device._dev, "float32", "" if source.startswith(("database", "default")) else old,
+                              source)

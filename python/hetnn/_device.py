@@ -223,7 +223,8 @@ class Device:
         """OpenCL devices: ``"auto"`` (the device's rule: on a GPU Winograd F(2x2, 3x3) for float32 3x3 stride-1
         layers of 2+ images, else the implicit GEMM where the GEMM parameters are a GPU family, else im2col and a
         GEMM); ``"benchmark"``: per layer shape, the first call times every algorithm that applies (three calls
-        each, interleaved) and that shape keeps the fastest for the process (:meth:`conv_choices` lists them), as
+        each, interleaved; for the weight gradient, where both apply, the implicit GEMM against im2col) and that shape
+        keeps the fastest for the process (:meth:`conv_choices` lists them), as
         PyTorch's ``cudnn.benchmark``; or one of ``"winograd"``, ``"winograd4"`` (F(4x4, 3x3): fewer products, a
         larger rounding error), ``"implicit"``, ``"im2col"`` for every layer it applies to. The data gradient of
         stride-1 layers follows (as a forward convolution unless ``"im2col"``). The CPU device takes only

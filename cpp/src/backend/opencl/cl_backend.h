@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <map>
 #include <unordered_map>
 #include <mutex>
@@ -239,6 +240,14 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // "benchmark": the algorithm chosen for d's shape, timing each that applies (into y) the first time.
   std::string measured_conv_algorithm(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias,
                                       Buffer& y);
+  // The candidate stored under key, else each run once, then 3 interleaved timed rounds; the fastest is stored.
+  // run(candidate) must leave the same result whichever runs last. "" when none ran.
+  std::string measured_choice(const std::string& key, const std::vector<std::string>& candidates,
+                              const std::function<void(const std::string&)>& run);
+  // The weight gradient with "im2col" (per-image GEMMs) or anything else (the implicit GEMM where it applies).
+  void conv2d_backward_weights_as(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw, Buffer* gb,
+                                  const std::string& algorithm);
+  bool weight_grad_implicit_applies(const Conv2dDesc& d);
   bool gpu_kernels() const;
   std::vector<std::pair<Mem, std::size_t>> scratch_;
   std::shared_ptr<ClAllocator> pool_;  // freed buffers kept for reuse (cl_allocator.h)

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -237,19 +238,10 @@ std::string conv_shape_key(const Conv2dDesc& d) {
 
 }  // namespace
 
-std::string ClBackend::measured_conv_algorithm(const Conv2dDesc& d, const Buffer& x, const Buffer& w,
-                                               const Buffer* bias, Buffer& y) {
-  if (d.groups != 1 || d.N == 0) return "";  // grouped: the direct kernel alone
-  const std::string key = conv_shape_key(d);
+std::string ClBackend::measured_choice(const std::string& key, const std::vector<std::string>& candidates,
+                                       const std::function<void(const std::string&)>& run) {
   std::lock_guard<std::mutex> lock(conv_choice_mu_);
   if (const auto it = conv_choices_.find(key); it != conv_choices_.end()) return it->second.algorithm;
-  std::vector<std::string> candidates{"im2col"};
-  if (d.kh == 3 && d.kw == 3 && d.sh == 1 && d.sw == 1 && d.dh == 1 && d.dw == 1)
-    candidates.insert(candidates.end(), {"winograd", "winograd4"});
-  const GemmParams p = gemm_params(GemmType(d.dtype, d.allow_tf32), d.O * d.OH * d.OW * d.C * d.kh * d.kw);
-  if (!conv_is_pointwise(d) &&
-      (p.family == GemmParams::Family::vtiled || p.family == GemmParams::Family::mma))
-    candidates.push_back("implicit");
   ConvChoice choice;
   choice.shape = key;
   if (candidates.size() == 1) {
@@ -264,7 +256,7 @@ std::string ClBackend::measured_conv_algorithm(const Conv2dDesc& d, const Buffer
   std::vector<std::string> usable;
   for (const std::string& a : candidates) {
     try {
-      conv2d_as(d, x, w, bias, y, a);
+      run(a);
       synchronize();
       usable.push_back(a);
     } catch (const OutOfMemory&) {
@@ -282,7 +274,7 @@ std::string ClBackend::measured_conv_algorithm(const Conv2dDesc& d, const Buffer
     for (std::size_t i = 0; i < usable.size(); ++i) {
       const std::size_t c = (i + static_cast<std::size_t>(r)) % usable.size();
       const auto t0 = clock::now();
-      conv2d_as(d, x, w, bias, y, usable[c]);
+      run(usable[c]);
       synchronize();
       ms[c].push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
     }
@@ -295,6 +287,19 @@ std::string ClBackend::measured_conv_algorithm(const Conv2dDesc& d, const Buffer
   choice.algorithm = usable[best];
   conv_choices_[key] = choice;
   return choice.algorithm;
+}
+
+std::string ClBackend::measured_conv_algorithm(const Conv2dDesc& d, const Buffer& x, const Buffer& w,
+                                               const Buffer* bias, Buffer& y) {
+  if (d.groups != 1 || d.N == 0) return "";  // grouped: the direct kernel alone
+  std::vector<std::string> candidates{"im2col"};
+  if (d.kh == 3 && d.kw == 3 && d.sh == 1 && d.sw == 1 && d.dh == 1 && d.dw == 1)
+    candidates.insert(candidates.end(), {"winograd", "winograd4"});
+  const GemmParams p = gemm_params(GemmType(d.dtype, d.allow_tf32), d.O * d.OH * d.OW * d.C * d.kh * d.kw);
+  if (!conv_is_pointwise(d) && (p.family == GemmParams::Family::vtiled || p.family == GemmParams::Family::mma))
+    candidates.push_back("implicit");
+  return measured_choice(conv_shape_key(d), candidates,
+                         [&](const std::string& a) { conv2d_as(d, x, w, bias, y, a); });
 }
 
 void ClBackend::conv2d(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y) {
@@ -480,16 +485,20 @@ void ClBackend::bias_grad(const Conv2dDesc& d, const Buffer& gy, Buffer& gb, con
   }
 }
 
-bool ClBackend::conv2d_backward_weights_implicit(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,
-                                                 Buffer* gb) {
+bool ClBackend::weight_grad_implicit_applies(const Conv2dDesc& d) {
   // 16-bit data stays on the per-image GEMMs: its partial sums cannot be split along K (they are stored in the
   // data type), and one GEMM over the whole batch unsplit would run on a handful of work-groups.
   if (d.groups != 1 || (d.dtype != DType::f32 && d.dtype != DType::f64) || conv_tf32(d)) return false;
-  const std::int64_t ck = d.C * d.kh * d.kw, k = d.N * d.OH * d.OW;
+  const std::int64_t k = d.N * d.OH * d.OW;
   if (k > std::numeric_limits<cl_int>::max()) return false;  // the kernel indexes K in int
+  return gemm_params(GemmType(d.dtype), d.O * d.C * d.kh * d.kw * k).family == GemmParams::Family::vtiled;
+}
+
+bool ClBackend::conv2d_backward_weights_implicit(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,
+                                                 Buffer* gb) {
+  if (!weight_grad_implicit_applies(d)) return false;
+  const std::int64_t ck = d.C * d.kh * d.kw, k = d.N * d.OH * d.OW;
   const GemmParams p = gemm_params(GemmType(d.dtype), d.O * ck * k).fitted(d.O, ck);
-  if (p.family != GemmParams::Family::vtiled) return false;
-  if (conv_algorithm() == "im2col") return false;
   MatmulDesc g;  // gw (O, CK) = gy (O, N*OHW) @ cols (N*OHW, CK), cols read as its transpose
   g.M = d.O, g.N = ck, g.K = k, g.trans_b = true, g.dtype = d.dtype;
   {
@@ -511,7 +520,18 @@ bool ClBackend::conv2d_backward_weights_implicit(const Conv2dDesc& d, const Buff
 
 void ClBackend::conv2d_backward_weights(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,
                                         Buffer* gb) {
-  if (conv2d_backward_weights_implicit(d, gy, x, gw, gb)) return;
+  std::string algorithm = conv_algorithm();
+  if (algorithm == "benchmark")  // the implicit GEMM against im2col and per-image GEMMs, where both apply
+    algorithm = !weight_grad_implicit_applies(d) || d.N == 0
+                    ? ""
+                    : measured_choice("weight gradient: " + conv_shape_key(d), {"implicit", "im2col"},
+                                      [&](const std::string& a) { conv2d_backward_weights_as(d, gy, x, gw, gb, a); });
+  conv2d_backward_weights_as(d, gy, x, gw, gb, algorithm);
+}
+
+void ClBackend::conv2d_backward_weights_as(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,
+                                           Buffer* gb, const std::string& algorithm) {
+  if (algorithm != "im2col" && conv2d_backward_weights_implicit(d, gy, x, gw, gb)) return;
   const std::string opts = conv_options(common_options(d.dtype), d);
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
   const std::size_t elt = dtype_size(d.dtype);
@@ -522,14 +542,14 @@ void ClBackend::conv2d_backward_weights(const Conv2dDesc& d, const Buffer& gy, c
     const std::size_t y_img = static_cast<std::size_t>(d.O * ohw) * elt;
     std::shared_ptr<Buffer> gwc, gbc;
     for_image_chunks(d, per_chunk, [&](const Conv2dDesc& c, std::int64_t n0) {
-      if (n0 == 0) return conv2d_backward_weights(c, gy, x, gw, gb);  // the first images: the arrays themselves
+      if (n0 == 0) return conv2d_backward_weights_as(c, gy, x, gw, gb, algorithm);  // the first: the arrays
       const std::shared_ptr<Buffer> gyc = image_chunk(*this, gy, n0, c.N, y_img);
       const std::shared_ptr<Buffer> xc = image_chunk(*this, x, n0, c.N, x_img);
       if (!gwc) {
         gwc = alloc(static_cast<std::size_t>(d.O * ck) * elt);
         if (gb) gbc = alloc(static_cast<std::size_t>(d.O) * elt);
       }
-      conv2d_backward_weights(c, *gyc, *xc, *gwc, gbc.get());
+      conv2d_backward_weights_as(c, *gyc, *xc, *gwc, gbc.get(), algorithm);
       sum_rows(d.dtype, 1, d.O * ck, *gwc, gw, 1.0);
       if (gb) sum_rows(d.dtype, 1, d.O, *gbc, *gb, 1.0);
     });
