@@ -65,7 +65,9 @@ struct KernelTools {
   virtual std::string conv_algorithm() = 0;
   // What "benchmark" chose so far: per layer shape, the algorithm and each candidate's median milliseconds.
   struct ConvChoice {
-    std::string shape;  // "N C H W -> O kh kw s sh sw p top bottom left right d dh dw dtype [bias] [tf32]"
+    // "x (N, C, H, W), w (O, C/groups, kh, kw), stride (sh, sw), padding (top, bottom, left, right), dilation
+    // (dh, dw), dtype[, bias][, tf32]", prefixed "weight gradient: " for that pass's choice
+    std::string shape;
     std::string algorithm;
     std::vector<std::pair<std::string, double>> ms;
   };
