@@ -241,7 +241,8 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   std::string measured_conv_algorithm(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias,
                                       Buffer& y);
   // The candidate stored under key, else each run once, then 3 interleaved timed rounds; the fastest is stored.
-  // run(candidate) must leave the same result whichever runs last. "" when none ran.
+  // The caller runs the returned candidate after (its result, not the last timed one's, is the call's). "" when
+  // none ran.
   std::string measured_choice(const std::string& key, const std::vector<std::string>& candidates,
                               const std::function<void(const std::string&)>& run);
   // The weight gradient with "im2col" (per-image GEMMs) or anything else (the implicit GEMM where it applies).

@@ -289,10 +289,7 @@ std::string ClBackend::measured_choice(const std::string& key, const std::vector
   }
   choice.algorithm = usable[best];
   conv_choices_[key] = choice;
-  // The result left is the chosen algorithm's, as every later call's (the candidates round differently).
-  const std::size_t last = (usable.size() - 1 + kRounds - 1) % usable.size();
-  if (last != best) run(choice.algorithm);
-  return choice.algorithm;
+  return choice.algorithm;  // the caller then runs it: the result is the chosen algorithm's, as every later call's
 }
 
 std::string ClBackend::measured_conv_algorithm(const Conv2dDesc& d, const Buffer& x, const Buffer& w,
