@@ -13,7 +13,7 @@ import os
 import sys
 
 ap = argparse.ArgumentParser()
-ap.add_argument("--shapes", default="1024,2048,4096", help="N or MxNxK list, or resnet50")
+ap.add_argument("--shapes", default="1024,2048,4096", help="N or MxNxK list; resnet50 in it: its 20 shapes")
 ap.add_argument("--params", default="db=")
 ap.add_argument("--rounds", type=int, default=20)
 ap.add_argument("--device", default="gpu")
@@ -35,13 +35,13 @@ torch.backends.cuda.matmul.allow_tf32 = tf32
 dev = hetnn.device(args.device)
 print("device:", dev.id, dev.name, dev.arch, dev.driver_version, "| torch", torch.__version__, "cupy", cp.__version__)
 sets = [tuple(s.split("=", 1)) for s in args.params.split(";") if s]
-if args.shapes == "resnet50":
-    shapes = [(f"{m}x{n}x{k}", m, n, k) for _, m, n, k in resnet50_shapes(1)]
-else:
-    shapes = []
-    for s in args.shapes.split(","):
-        m, n, k = (int(s),) * 3 if "x" not in s else map(int, s.split("x"))
-        shapes.append((f"{m}x{n}x{k}", m, n, k))
+shapes = []
+for s in args.shapes.split(","):  # "resnet50" among them: its 20 shapes at batch 1
+    if s == "resnet50":
+        shapes += [(f"{m}x{n}x{k}", m, n, k) for _, m, n, k in resnet50_shapes(1)]
+        continue
+    m, n, k = (int(s),) * 3 if "x" not in s else map(int, s.split("x"))
+    shapes.append((f"{m}x{n}x{k}", m, n, k))
 rng = np.random.default_rng(0)
 logs = {label: [] for label, _ in sets}
 logs.update(cupy=[], torch=[])

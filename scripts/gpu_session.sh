@@ -8,6 +8,8 @@
 #   bash scripts/gpu_session.sh mixed,mixed-alexnet   (mixed-precision LeNet / AlexNet epochs against float32)
 #   bash scripts/gpu_session.sh conv-half,conv-tf32   (ResNet-50 convolutions in float16 / TF32 against cuDNN's)
 #   bash scripts/gpu_session.sh precision   (the bench's precision study: float32, tf32, float16, bfloat16 rows)
+#   bash scripts/gpu_session.sh streamk   (stream-K members (sk=1, 2) beside the database's on ResNet-50's GEMMs and
+#                                          2048^3 / 4096^3, against cuBLAS)
 #   bash scripts/gpu_session.sh conv   (float32 ResNet-50 convolutions: the device's choice, Winograd F(4x4, 3x3) and the
 #                                       implicit GEMM, each against cuDNN)
 #   bash scripts/gpu_session.sh conv-bench (per layer: "benchmark" and each algorithm forced against "auto"; which
@@ -140,6 +142,8 @@ for s in ${STAGES//,/ }; do
     square) run square 180 python3 scripts/gemm_vs_vendor.py --shapes 1024,2048,4096 --rounds 15 --params "$LARGE" ;;
     square-short) run square 100 python3 scripts/gemm_vs_vendor.py --shapes 1024,2048,4096 --rounds 15 \
       --params "${LARGE%%;v128x64*};v128vw2=${LARGE##*;v128vw2=}" ;;
+    streamk) run streamk 240 python3 scripts/gemm_vs_vendor.py --shapes resnet50,2048,4096 --rounds 8 --params \
+      "db=;v128sk1=$V ts_m=128 ts_n=128 ts_k=16 wpt_m=8 wpt_n=8 vwm=4 vwn=4 sk=1;v32x64sk2=$V ts_m=32 ts_n=64 ts_k=16 wpt_m=8 wpt_n=2 vwm=4 vwn=2 sk=2" ;;
     resnet50) run resnet50 180 python3 scripts/gemm_vs_vendor.py --shapes resnet50 --rounds 10 --params "$SMALL" ;;
     tune) run tune 250 python3 -m hetnn tune gemm --device gpu --budget 200 -v \
       --sizes 1024,2048,4096,3136x64x576,784x128x1152,196x256x2304,49x512x4608,12544x64x147 ;;

@@ -114,7 +114,10 @@ def candidates(device: Device, dtype: str, first: Optional[str] = None) -> List[
     rng.shuffle(tiled)
     rng.shuffle(vtiled)
     first_vtiled = [c for c in map(_vtiled, _VTILED_FIRST) if c in vtiled]
-    vtiled = first_vtiled + [c for c in vtiled if c not in first_vtiled]
+    # each of the first four also with stream-K over 1 and 2 work-groups a compute unit (products whose tiles leave
+    # a wave part idle; the sizes tuned over decide whether it pays)
+    streamk = [f"{c} sk={sk}" for c in first_vtiled[:4] for sk in (1, 2)]
+    vtiled = first_vtiled[:4] + streamk + first_vtiled[4:] + [c for c in vtiled if c not in first_vtiled]
     # The family shaped for the device first: packed for CPU devices, vtiled then tiled for GPUs; 16-bit data on
     # matrix units (the probe passed: Device.float16_mode) the mma members before all (elsewhere their instruction
     # is emulated, slowly, and they are not tried).

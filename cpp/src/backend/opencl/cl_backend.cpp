@@ -758,9 +758,34 @@ void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a,
       opts += std::string(weight_grad ? " -DCONV_WG=1" : " -DCONV_B=1") + " -DKH=" + std::to_string(conv->kh) +
               " -DKW=" + std::to_string(conv->kw);
   }
-  cl_kernel k = kernel(file, name, opts);
   const cl_int has_bias = d.has_bias ? (conv ? 2 : 1) : 0, act = static_cast<cl_int>(d.act);  // conv: per row
   const cl_int M = static_cast<cl_int>(d.M), N = static_cast<cl_int>(d.N), K = static_cast<cl_int>(d.K);
+  const std::size_t local[3] = {static_cast<std::size_t>(p.ts_n / p.wpt_n), static_cast<std::size_t>(p.ts_m / p.wpt_m), 1};
+  if (vt && !conv && p.sk > 0 && d.batch == 1 && d.K > 0) {
+    // Stream-K where the tiles do not fill whole waves of sk x compute-units work-groups
+    const std::int64_t tiles = ((d.M + p.ts_m - 1) / p.ts_m) * ((d.N + p.ts_n - 1) / p.ts_n);
+    const std::int64_t groups = std::int64_t{p.sk} * std::max(1, info_.compute_units);
+    const std::int64_t slices = tiles * ((d.K + p.ts_k - 1) / p.ts_k);
+    if (tiles % groups != 0 && slices >= groups) {
+      cl_mem parts = scratch(2, static_cast<std::size_t>(groups * 2 * p.ts_m * p.ts_n) *
+                                    (d.dtype == DType::f64 ? 8 : 4));  // REAL: float for 16-bit storage
+      cl_kernel k = kernel(file, "gemm_vtiled_sk", opts);
+      ArgSetter set{k, "gemm_vtiled_sk"};
+      set(M)(N)(K).real(d.alpha, d.dtype).real(d.beta, d.dtype);
+      set(a)(b)(c)(bias)(has_bias)(act)(static_cast<cl_int>(groups))(parts);
+      const std::size_t global[3] = {static_cast<std::size_t>(groups) * local[0], local[1], 1};
+      enqueue("matmul", k, 3, global, local);
+      cl_kernel f = kernel(file, "gemm_sk_fixup", opts);
+      ArgSetter fix{f, "gemm_sk_fixup"};
+      fix(M)(N)(K).real(d.alpha, d.dtype).real(d.beta, d.dtype);
+      fix(c)(bias)(has_bias)(act)(static_cast<cl_int>(groups))(parts);
+      const std::size_t fl[2] = {16, 16};
+      const std::size_t fg[2] = {round_up(static_cast<std::size_t>(d.N), 16), round_up(static_cast<std::size_t>(d.M), 16)};
+      enqueue("matmul:sk_fixup", f, 2, fg, fl);
+      return;
+    }
+  }
+  cl_kernel k = kernel(file, name, opts);
   const cl_long sa = d.batch_a == 1 ? 0 : d.M * d.K;
   const cl_long sb = d.batch_b == 1 ? 0 : conv ? conv->C * conv->H * conv->W : d.K * d.N;  // forward: an image
   std::int64_t splits = gemm_k_splits(p, d, info_.compute_units);
@@ -781,7 +806,6 @@ void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a,
     set(cl_int{conv->sh})(cl_int{conv->sw})(cl_int{conv->ph})(cl_int{conv->pw});
     set(cl_int{conv->dh})(cl_int{conv->dw});
   }
-  const std::size_t local[3] = {static_cast<std::size_t>(p.ts_n / p.wpt_n), static_cast<std::size_t>(p.ts_m / p.wpt_m), 1};
   const std::size_t global[3] = {static_cast<std::size_t>((d.N + p.ts_n - 1) / p.ts_n) * local[0],
                                  static_cast<std::size_t>((d.M + p.ts_m - 1) / p.ts_m) * local[1],
                                  static_cast<std::size_t>(d.batch * splits)};

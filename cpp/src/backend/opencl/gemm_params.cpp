@@ -128,6 +128,7 @@ std::string GemmParams::str() const {
     os << "family=" << (family == Family::vtiled ? "vtiled" : "tiled") << " ts_m=" << ts_m << " ts_n=" << ts_n
        << " ts_k=" << ts_k << " wpt_m=" << wpt_m << " wpt_n=" << wpt_n;
   if (family == Family::vtiled) os << " vwm=" << vwm << " vwn=" << vwn;
+  if (sk) os << " sk=" << sk;
   return os.str();
 }
 
@@ -159,7 +160,7 @@ GemmParams GemmParams::parse(const std::string& text) {
     int* slot = key == "rm" ? &p.rm : key == "vw" ? &p.vw : key == "nv" ? &p.nv : key == "lx" ? &p.lx : key == "ly" ? &p.ly : key == "ku" ? &p.ku : key == "pack_a" ? &p.pack_a : key == "pack_b" ? &p.pack_b
               : key == "ts_m" ? &p.ts_m : key == "ts_n" ? &p.ts_n : key == "ts_k" ? &p.ts_k
               : key == "wpt_m" ? &p.wpt_m : key == "wpt_n" ? &p.wpt_n : key == "vwm" ? &p.vwm : key == "vwn" ? &p.vwn
-              : key == "wm" ? &p.wm : key == "wn" ? &p.wn : key == "lm" ? &p.lm : nullptr;
+              : key == "wm" ? &p.wm : key == "wn" ? &p.wn : key == "lm" ? &p.lm : key == "sk" ? &p.sk : nullptr;
     if (!slot) throw ValueError("gemm parameters: unknown key '" + key + "'");
     *slot = v;
     given.push_back(key);
@@ -193,6 +194,7 @@ void GemmParams::validate(const DeviceInfo& dev, std::size_t real_bytes, std::si
       fail("a work-group's accumulators need " + std::to_string(per_item * items) + " bytes on one CPU thread's " +
            "stack; at most " + std::to_string(kMaxGroupPrivateBytes) + " are allowed on a CPU device");
   };
+  if (sk && family != Family::vtiled) fail("sk (stream-K) is a vtiled parameter");
   if (family == Family::packed) {
     if (rm < 1 || rm > 32) fail("rm must be in 1..32");
     if (vw != 1 && vw != 2 && vw != 4 && vw != 8 && vw != 16) fail("vw must be 1, 2, 4, 8 or 16");
@@ -243,6 +245,7 @@ void GemmParams::validate(const DeviceInfo& dev, std::size_t real_bytes, std::si
     if (ts_m % wpt_m || ts_n % wpt_n) fail("ts_m/ts_n must be multiples of wpt_m/wpt_n");
     const std::uint64_t wg = static_cast<std::uint64_t>(ts_m / wpt_m) * (ts_n / wpt_n);
     if (family == Family::vtiled) {
+      if (sk < 0 || sk > 16) fail("sk must be in 0..16");
       for (int v : {vwm, vwn})
         if (v != 1 && v != 2 && v != 4 && v != 8) fail("vwm and vwn must be 1, 2, 4 or 8");
       if (wpt_m % vwm || wpt_n % vwn) fail("wpt_m/wpt_n must be multiples of vwm/vwn");

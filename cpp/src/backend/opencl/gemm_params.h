@@ -22,6 +22,9 @@ struct GemmParams {
   // vtiled (gemm_vtiled.cl): the tiled parameters, plus the widths of the register tile's vectors along M and N
   // (local-memory reads and C stores); double-buffered slices, vector global loads where the layout allows
   int vwm = 4, vwn = 4;
+  // vtiled: 0, or stream-K over sk x compute-units work-groups for single products whose tile count is not a
+  // multiple of that (the slices of all tiles dealt out evenly; parts of tiles added by a fixup pass)
+  int sk = 0;
   // mma (gemm_mma.cl, float16/bfloat16, and float32 as tf32): the TS_M x TS_N x TS_K tiles, computed by WM x WN
   // warps of 32 work items
   int wm = 2, wn = 4;

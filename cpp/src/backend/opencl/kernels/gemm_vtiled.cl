@@ -234,49 +234,16 @@ inline void store_b(__local REAL* bs, const int lid, const REALB* rb) {
   }
 }
 
-__kernel __attribute__((reqd_work_group_size(LN, LM, 1)))
-void gemm_vtiled(const int M, const int N, const int K, const REAL alpha, const REAL beta,
-                 __global const STORAGE* restrict A, const long a_batch_stride,
-                 __global const STORAGE* restrict B, const long b_batch_stride,
-                 __global STORAGE* restrict C, __global const STORAGE* restrict bias, const int has_bias,
-                 const int act, const int k_chunk, const int splits
-#if CONV_B || CONV_WG
-                 , const int conv_c, const int conv_h, const int conv_w, const int conv_oh, const int conv_ow,
-                 const int sh, const int sw, const int ph, const int pw, const int dh, const int dw
-#endif
-) {
-  TILED_GEMM_PROLOGUE
-
-  __local REALM As[2][TS_K][TS_M / VWM];
-  __local REALN Bs[2][TS_K][TS_N / VWN];
-  REAL acc[WPT_M][WPT_N];
+// Slices [kb, ke) of the tile at (m0, n0) multiplied into acc (zeroed first); the slices double-buffered in As/Bs.
+// Ends after a barrier, so the buffers may be refilled at once.
+inline void mac_tile(__global const STORAGE* restrict A, __global const STORAGE* restrict B, const int M,
+                     const int N, const int K, const int m0, const int n0, const int kb, const int ke, const int lid,
+                     const int tm, const int tn, __local REALM (*As)[TS_K][TS_M / VWM],
+                     __local REALN (*Bs)[TS_K][TS_N / VWN], REAL (*acc)[WPT_N] A_PARAMS CONV_PARAMS) {
 #pragma unroll
   for (int i = 0; i < WPT_M; ++i)
 #pragma unroll
     for (int j = 0; j < WPT_N; ++j) acc[i][j] = (REAL)0;
-
-#if CONV_B
-  const ConvGeom g = {conv_c, conv_h, conv_w, sh, sw, ph, pw, dh, dw};
-  int ihb[B_LOADS], iwb[B_LOADS];
-#pragma unroll
-  for (int l = 0; l < B_LOADS; ++l) {
-    const int gn = n0 + (lid + l * LSIZE) % TS_N, oh = gn / conv_ow;
-    ihb[l] = gn < N ? oh * sh - ph : INT_MIN / 2;
-    iwb[l] = (gn - oh * conv_ow) * sw - pw;
-  }
-#elif CONV_WG
-  const ConvGeom g = {conv_c, conv_h, conv_w, conv_ow, conv_oh * conv_ow, sh, sw};
-  const int ohw = g.OHW;
-  int jc[B_LOADS], jh[B_LOADS], jw[B_LOADS];
-#pragma unroll
-  for (int l = 0; l < B_LOADS; ++l) {
-    const int gn = n0 + (lid + l * LSIZE) / TS_K;
-    const int c = gn / (KH * KW), r = gn - c * (KH * KW), ki = r / KW, kj = r - ki * KW;
-    jc[l] = gn < N ? c : -1;
-    jh[l] = ki * dh - ph;
-    jw[l] = kj * dw - pw;
-  }
-#endif
   REALA ra[A_LOADS];
   REALB rb[B_LOADS];
   if (kb < ke) {
@@ -319,8 +286,13 @@ void gemm_vtiled(const int M, const int N, const int K, const REAL alpha, const 
     barrier(CLK_LOCAL_MEM_FENCE);
     buf ^= 1;
   }
+}
 
-  // Epilogue. Work item (tm, tn) holds rows (tm + i * LM) * VWM + e and columns (tn + j * LN) * VWN + f.
+// Epilogue. Work item (tm, tn) holds rows (tm + i * LM) * VWM + e and columns (tn + j * LN) * VWN + f. raw: the
+// sums alone (split-K's partial products), else act(alpha * acc + beta * C + bias).
+inline void store_tile(__global STORAGE* restrict C, __global const STORAGE* restrict bias, const int M,
+                       const int N, const REAL alpha, const REAL beta, const int has_bias, const int act,
+                       const int raw, const int m0, const int n0, const int tm, const int tn, REAL (*acc)[WPT_N]) {
 #pragma unroll
   for (int i = 0; i < VM; ++i) {
 #pragma unroll
@@ -339,7 +311,7 @@ void gemm_vtiled(const int M, const int N, const int K, const REAL alpha, const 
         for (int f = 0; f < VWN; ++f) s[f] = acc[i * VWM + e][j * VWN + f];
         v = HETNN_CAT(vload, VWN)(0, s);
         __global REALN* cv = (__global REALN*)(C + row + nb);  // aligned: N and nb are multiples of VWN
-        if (splits > 1) {
+        if (raw) {
           *cv = v;
           continue;
         }
@@ -354,7 +326,7 @@ void gemm_vtiled(const int M, const int N, const int K, const REAL alpha, const 
           const int n = nb + f;
           if (n >= N) continue;
           const REAL r = acc[i * VWM + e][j * VWN + f];
-          if (splits > 1) {
+          if (raw) {
             STORE1(r, C, row + n);
             continue;
           }
@@ -367,3 +339,118 @@ void gemm_vtiled(const int M, const int N, const int K, const REAL alpha, const 
     }
   }
 }
+
+__kernel __attribute__((reqd_work_group_size(LN, LM, 1)))
+void gemm_vtiled(const int M, const int N, const int K, const REAL alpha, const REAL beta,
+                 __global const STORAGE* restrict A, const long a_batch_stride,
+                 __global const STORAGE* restrict B, const long b_batch_stride,
+                 __global STORAGE* restrict C, __global const STORAGE* restrict bias, const int has_bias,
+                 const int act, const int k_chunk, const int splits
+#if CONV_B || CONV_WG
+                 , const int conv_c, const int conv_h, const int conv_w, const int conv_oh, const int conv_ow,
+                 const int sh, const int sw, const int ph, const int pw, const int dh, const int dw
+#endif
+) {
+  TILED_GEMM_PROLOGUE
+
+  __local REALM As[2][TS_K][TS_M / VWM];
+  __local REALN Bs[2][TS_K][TS_N / VWN];
+  REAL acc[WPT_M][WPT_N];
+
+#if CONV_B
+  const ConvGeom g = {conv_c, conv_h, conv_w, sh, sw, ph, pw, dh, dw};
+  int ihb[B_LOADS], iwb[B_LOADS];
+#pragma unroll
+  for (int l = 0; l < B_LOADS; ++l) {
+    const int gn = n0 + (lid + l * LSIZE) % TS_N, oh = gn / conv_ow;
+    ihb[l] = gn < N ? oh * sh - ph : INT_MIN / 2;
+    iwb[l] = (gn - oh * conv_ow) * sw - pw;
+  }
+#elif CONV_WG
+  const ConvGeom g = {conv_c, conv_h, conv_w, conv_ow, conv_oh * conv_ow, sh, sw};
+  const int ohw = g.OHW;
+  int jc[B_LOADS], jh[B_LOADS], jw[B_LOADS];
+#pragma unroll
+  for (int l = 0; l < B_LOADS; ++l) {
+    const int gn = n0 + (lid + l * LSIZE) / TS_K;
+    const int c = gn / (KH * KW), r = gn - c * (KH * KW), ki = r / KW, kj = r - ki * KW;
+    jc[l] = gn < N ? c : -1;
+    jh[l] = ki * dh - ph;
+    jw[l] = kj * dw - pw;
+  }
+#endif
+  mac_tile(A, B, M, N, K, m0, n0, kb, ke, lid, tm, tn, As, Bs, acc A_ARGS CONV_ARGS);
+  store_tile(C, bias, M, N, alpha, beta, has_bias, act, splits > 1, m0, n0, tm, tn, acc);
+}
+
+#if !CONV_B && !CONV_WG
+// Stream-K (Osama et al., 2023): the tiles' TS_K-deep slices, tiles x ceil(K / TS_K) in all, dealt out evenly
+// to `groups` work-groups in one wave, each taking a contiguous run that may begin and end inside a tile. A
+// tile a work-group covers wholly is stored with its epilogue; a part of a tile goes raw to the work-group's
+// partial slot (0 for the first tile it touches, 1 for its last), and gemm_sk_fixup adds the parts. No tile count
+// leaves the device's last wave part idle (split-K only divides tiles that are too few).
+__kernel __attribute__((reqd_work_group_size(LN, LM, 1)))
+void gemm_vtiled_sk(const int M, const int N, const int K, const REAL alpha, const REAL beta,
+                    __global const STORAGE* restrict A, __global const STORAGE* restrict B,
+                    __global STORAGE* restrict C, __global const STORAGE* restrict bias, const int has_bias,
+                    const int act, const int groups, __global REAL* restrict partials) {
+  const int tn = get_local_id(0), tm = get_local_id(1), lid = tm * LN + tn;
+  const long g = get_group_id(0);
+  const int tiles_n = (N + TS_N - 1) / TS_N, ipt = (K + TS_K - 1) / TS_K;
+  const long total = (long)((M + TS_M - 1) / TS_M) * tiles_n * ipt, end = (g + 1) * total / groups;
+  __local REALM As[2][TS_K][TS_M / VWM];
+  __local REALN Bs[2][TS_K][TS_N / VWN];
+  REAL acc[WPT_M][WPT_N];
+  int slot = 0;
+  for (long it = g * total / groups; it < end;) {
+    const int t = (int)(it / ipt), k0 = (int)(it - (long)t * ipt);
+    const int k1 = (int)min((long)ipt, end - (long)t * ipt);
+    const int m0 = t / tiles_n * TS_M, n0 = t % tiles_n * TS_N;
+    mac_tile(A, B, M, N, K, m0, n0, k0 * TS_K, min(K, k1 * TS_K), lid, tm, tn, As, Bs, acc);
+    if (k0 == 0 && k1 == ipt) {
+      store_tile(C, bias, M, N, alpha, beta, has_bias, act, 0, m0, n0, tm, tn, acc);
+    } else {  // raw, at (row, column) of the tile
+      __global REAL* p = partials + (g * 2 + slot) * (TS_M * TS_N);
+#pragma unroll
+      for (int i = 0; i < VM; ++i)
+#pragma unroll
+        for (int e = 0; e < VWM; ++e)
+#pragma unroll
+          for (int j = 0; j < VN; ++j)
+#pragma unroll
+            for (int f = 0; f < VWN; ++f)
+              p[((tm + i * LM) * VWM + e) * TS_N + (tn + j * LN) * VWN + f] = acc[i * VWM + e][j * VWN + f];
+    }
+    slot = 1;
+    it = (long)t * ipt + k1;
+  }
+}
+
+// Element (m, n) of a tile stream-K's work-groups shared: their parts added, then the epilogue (a tile one
+// work-group covered is already stored and left alone). Work-group g's run is [g * total / groups,
+// (g + 1) * total / groups).
+__kernel void gemm_sk_fixup(const int M, const int N, const int K, const REAL alpha, const REAL beta,
+                            __global STORAGE* restrict C, __global const STORAGE* restrict bias, const int has_bias,
+                            const int act, const int groups, __global const REAL* restrict partials) {
+  const int n = get_global_id(0), m = get_global_id(1);
+  if (m >= M || n >= N) return;
+  const int tiles_n = (N + TS_N - 1) / TS_N, ipt = (K + TS_K - 1) / TS_K;
+  const long total = (long)((M + TS_M - 1) / TS_M) * tiles_n * ipt;
+  const long lo = (long)(m / TS_M * tiles_n + n / TS_N) * ipt, hi = lo + ipt;  // the tile's slices
+  long g = lo * groups / total;  // the work-group whose run holds slice lo
+  while (g > 0 && g * total / groups > lo) --g;
+  while ((g + 1) * total / groups <= lo) ++g;
+  if (g * total / groups <= lo && (g + 1) * total / groups >= hi) return;
+  const int at = (m % TS_M) * TS_N + n % TS_N;
+  REAL r = (REAL)0;
+  for (; g < groups; ++g) {
+    const long s = g * total / groups, e = (g + 1) * total / groups;
+    if (s >= hi) break;
+    if (e > s) r += partials[(g * 2 + (s >= lo ? 0 : 1)) * (TS_M * TS_N) + at];
+  }
+  const long i = (long)m * N + n;
+  REAL v = beta == (REAL)0 ? alpha * r : alpha * r + beta * LOAD1(C, i);
+  if (has_bias) v += LOAD1(bias, has_bias == 2 ? m : n);
+  STORE1(ACTIVATE(v, act), C, i);
+}
+#endif
