@@ -138,7 +138,7 @@ run() {  # name, seconds, command...
 for s in ${STAGES//,/ }; do
   case $s in
     check) run check 120 python3 -m pytest -x -q -n 8 -p no:cacheprovider tests/test_tuning.py \
-      -k "family_member or split_k or database or bad_param" ;;
+      tests/test_gemm_streamk.py -k "family_member or split_k or database or bad_param or stream_k" ;;
     square) run square 180 python3 scripts/gemm_vs_vendor.py --shapes 1024,2048,4096 --rounds 15 --params "$LARGE" ;;
     square-short) run square 100 python3 scripts/gemm_vs_vendor.py --shapes 1024,2048,4096 --rounds 15 \
       --params "${LARGE%%;v128x64*};v128vw2=${LARGE##*;v128vw2=}" ;;
@@ -159,7 +159,8 @@ for s in ${STAGES//,/ }; do
     conv-wgrad) run conv-wgrad 150 python3 scripts/conv_vs_torch.py --backward --grads weight \
       --algorithms auto,im2col --layers 5 ;;
     conv-check) run conv-check 150 python3 -m pytest -x -q -n 8 -p no:cacheprovider tests/test_conv_implicit.py \
-      tests/test_conv_winograd.py tests/test_conv2d.py -k "opencl or implicit or winograd" ;;
+      tests/test_conv_winograd.py tests/test_conv2d.py tests/test_conv_benchmark.py \
+      -k "opencl or implicit or winograd or benchmark or algorithm" ;;
     mma-check) run mma-check 120 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_tuning.py \
       tests/test_precision.py -k "mma or matrix_unit or precision_mode or tf32 or precision_in_force" ;;
     mma-k8-check) run mma-k8-check 90 env HETNN_MMA_K8=1 python3 -m pytest -q -n 8 -p no:cacheprovider \
