@@ -3,6 +3,11 @@
 forced, interleaved in one run (hetnn.interleave), float32, ResNet-50-like layers (NCHW), with the choices made.
 
     python scripts/conv_algorithms.py [--device opencl] [--batch 8] [--rounds 9] [--algorithms im2col,winograd4]
+    python scripts/conv_algorithms.py --train keras-cnn [--samples 512] [--batch 64] [--rounds 5]
+
+--train: training epochs of a model of the cnn bench (hetnn.bench.cnn: keras-cnn, alexnet32, lenet) on random data
+instead, one epoch with "auto" and one with "benchmark" per round (a warm-up epoch each first, where "benchmark"
+makes its choices), interleaved; forward and both gradients follow the setting.
 """
 import argparse
 
@@ -17,10 +22,39 @@ ap.add_argument("--device", default="opencl")
 ap.add_argument("--batch", type=int, default=8)
 ap.add_argument("--rounds", type=int, default=9)
 ap.add_argument("--algorithms", default="", help="comma-separated algorithms also timed forced for every layer")
+ap.add_argument("--train", default=None, help="a cnn bench model: time training epochs instead")
+ap.add_argument("--samples", type=int, default=512, help="--train: samples an epoch")
 args = ap.parse_args()
 dev = hetnn.device(args.device)
 print("device:", dev.id, dev.name)
 rng = np.random.default_rng(0)
+if args.train:
+    from hetnn import optim
+    from hetnn.bench import cnn
+
+    spec, sample = cnn.MODELS[args.train]
+    x = rng.standard_normal((args.samples, *sample)).astype(np.float32)
+    outputs = spec[-1][2]
+    y = (rng.standard_normal((args.samples, 1)).astype(np.float32) if outputs == 1
+         else rng.integers(0, outputs, args.samples).astype(np.int64))
+    loss = "mse" if outputs == 1 else "cross_entropy"
+    models = {a: cnn.build(spec, dev, 0) for a in ("auto", "benchmark")}
+    opts = {a: optim.Adam(m.parameters(), lr=1e-3) for a, m in models.items()}
+
+    def epoch(a):
+        dev.set_conv_algorithm(a)
+        models[a].fit(x, y, loss=loss, optimizer=opts[a], epochs=1, batch_size=args.batch, seed=0)
+        dev.synchronize()
+
+    cases = [Case(a, lambda a=a: epoch(a), devices=[dev]) for a in ("auto", "benchmark")]
+    res = {r.name: r for r in interleave(cases, n_warmup=1, n_repeat=args.rounds)}
+    dev.set_conv_algorithm("auto")
+    print(f"{args.train}, {args.samples} samples, batch {args.batch}:",
+          ", ".join(f"{a} {np.median(r.wall_times):.2f} s/epoch" for a, r in res.items()))
+    print("   ", ratio("benchmark / auto", res["benchmark"], res["auto"]))
+    for ch in dev.conv_choices():
+        print(f"  {ch['shape']}: {ch['algorithm']}", {a: round(t, 2) for a, t in ch["ms"].items()})
+    raise SystemExit(0)
 n = args.batch
 layers = [(64, 56, 64, 3), (128, 28, 128, 3), (256, 14, 256, 3), (512, 7, 512, 3), (256, 56, 64, 1), (3, 32, 32, 5)]
 names = ["auto", "benchmark"] + [a for a in args.algorithms.split(",") if a]

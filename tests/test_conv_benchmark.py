@@ -64,7 +64,7 @@ def test_benchmark_leaves_grouped_and_single_candidate_layers_alone(bench_device
     assert np.max(np.abs(np.asarray(y, np.float64) - ref)) < 1e-4
 
 
-def test_benchmark_data_gradient_runs_as_a_measured_forward(bench_device, rng):
+def test_benchmark_data_gradient_chooses_between_a_measured_forward_and_col2im(bench_device, rng):
     x = rng.standard_normal((3, 5, 10, 9)).astype(np.float32)
     w = rng.standard_normal((7, 5, 3, 3)).astype(np.float32)
     (yr,) = _conv_ref((x, w, None, (1, 1), (1, 1), (1, 1), 1, None))
@@ -73,8 +73,12 @@ def test_benchmark_data_gradient_runs_as_a_measured_forward(bench_device, rng):
     rgx, rgw, rgb = _conv_bwd_ref((gy, x, w, (1, 1), (1, 1), (1, 1), 1))
     for got, ref in ((gx, rgx), (gw, rgw), (gb, rgb)):
         assert np.max(np.abs(np.asarray(got, np.float64) - ref)) < 1e-4 * max(1.0, np.max(np.abs(ref)))
-    # the data gradient's forward (7 -> 5 channels over gy's 10x9 planes) was measured as a layer of its own
-    assert any(c["shape"].startswith("x (3, 7, 10, 9), w (5, 7, 3, 3)") for c in bench_device.conv_choices())
+    choices = bench_device.conv_choices()
+    mine = [c for c in choices if c["shape"].startswith("data gradient: x (3, 5, 10, 9), w (7, 5, 3, 3)")]
+    assert len(mine) == 1 and set(mine[0]["ms"]) == {"forward", "im2col"}, choices
+    assert mine[0]["algorithm"] == min(mine[0]["ms"], key=mine[0]["ms"].get)
+    # its "forward" candidate (7 -> 5 channels over gy's 10x9 planes) was measured as a layer of its own
+    assert any(c["shape"].startswith("x (3, 7, 10, 9), w (5, 7, 3, 3)") for c in choices)
 
 
 def test_conv_algorithm_setting(opencl_device):

@@ -223,11 +223,12 @@ class Device:
         """OpenCL devices: ``"auto"`` (the device's rule: on a GPU Winograd F(2x2, 3x3) for float32 3x3 stride-1
         layers of 2+ images, else the implicit GEMM where the GEMM parameters are a GPU family, else im2col and a
         GEMM); ``"benchmark"``: per layer shape, the first call times every algorithm that applies (three calls
-        each, interleaved; for the weight gradient, where both apply, the implicit GEMM against im2col) and that shape
-        keeps the fastest for the process (:meth:`conv_choices` lists them), as
-        PyTorch's ``cudnn.benchmark``; or one of ``"winograd"``, ``"winograd4"`` (F(4x4, 3x3): fewer products, a
-        larger rounding error), ``"implicit"``, ``"im2col"`` for every layer it applies to. The data gradient of
-        stride-1 layers follows (as a forward convolution unless ``"im2col"``). The CPU device takes only
+        each, interleaved; the data gradient of stride-1 layers as a forward convolution, itself measured, against
+        GEMM + col2im; the weight gradient, where both apply, as the implicit GEMM against im2col) and that shape
+        keeps the fastest for the process (:meth:`conv_choices` lists them), as PyTorch's ``cudnn.benchmark``; or
+        one of ``"winograd"``, ``"winograd4"`` (F(4x4, 3x3): fewer products, a larger rounding error),
+        ``"implicit"``, ``"im2col"`` for every layer it applies to (the data gradient of stride-1 layers as a forward
+        convolution with it, unless ``"im2col"``). The CPU device takes only
         ``"auto"`` (oneDNN picks). ``HETNN_CONV_ALGORITHM`` sets every OpenCL device's at its creation (the
         bench's and study's ``--conv-algorithm``)."""
         _core.set_conv_algorithm(self._dev, algorithm)

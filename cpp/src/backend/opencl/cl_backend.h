@@ -196,9 +196,14 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // (nothing done) otherwise.
   bool conv2d_backward_weights_implicit(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,
                                         Buffer* gb);
-  // A stride-1 ungrouped convolution's data gradient as a forward convolution of gy with the flipped kernel, on a GPU
-  // or with an explicit forward algorithm; false (nothing done) otherwise.
-  bool conv2d_backward_data_as_forward(const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx);
+  // A stride-1 ungrouped convolution's data gradient as a forward convolution of gy with the flipped kernel, with
+  // algorithm "forward", an explicit forward algorithm, or "" on a GPU; false (nothing done) otherwise.
+  bool conv2d_backward_data_as_forward(const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx,
+                                       const std::string& algorithm);
+  bool data_grad_as_forward_applies(const Conv2dDesc& d);
+  // The data gradient with `algorithm` (as conv2d_backward_data_as_forward; anything else: GEMM + col2im).
+  void conv2d_backward_data_as(const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx,
+                               const std::string& algorithm);
   std::string common_options(DType t) const;
   std::string pool_options(const Pool2dDesc& d) const;
   std::size_t conv2d_work_limit() const;
@@ -232,7 +237,9 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   std::string conv_algorithm_error_;
   std::string conv_algorithm_ = initial_conv_algorithm(conv_algorithm_error_);
   static std::string initial_conv_algorithm(std::string& error);
-  std::mutex conv_choice_mu_;   // one measurement at a time; guards conv_choices_
+  // one measurement at a time; guards conv_choices_ (recursive: the data gradient's "forward" candidate measures
+  // its forward convolution as a layer of its own inside its own measurement)
+  std::recursive_mutex conv_choice_mu_;
   std::map<std::string, ConvChoice> conv_choices_;  // "benchmark"'s choices by conv_shape_key
   // The forward with `algorithm` ("" the device's choice; as set_conv_algorithm, "benchmark" aside).
   void conv2d_as(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y,

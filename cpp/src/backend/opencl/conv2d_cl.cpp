@@ -217,7 +217,7 @@ std::string ClBackend::conv_algorithm() {
 }
 
 std::vector<KernelTools::ConvChoice> ClBackend::conv_choices() {
-  std::lock_guard<std::mutex> lock(conv_choice_mu_);
+  std::lock_guard<std::recursive_mutex> lock(conv_choice_mu_);
   std::vector<ConvChoice> out;
   for (const auto& [key, choice] : conv_choices_) out.push_back(choice);
   return out;
@@ -243,7 +243,7 @@ std::string conv_shape_key(const Conv2dDesc& d) {
 
 std::string ClBackend::measured_choice(const std::string& key, const std::vector<std::string>& candidates,
                                        const std::function<void(const std::string&)>& run) {
-  std::lock_guard<std::mutex> lock(conv_choice_mu_);
+  std::lock_guard<std::recursive_mutex> lock(conv_choice_mu_);
   if (const auto it = conv_choices_.find(key); it != conv_choices_.end()) return it->second.algorithm;
   ConvChoice choice;
   choice.shape = key;
@@ -370,15 +370,19 @@ void ClBackend::conv2d_as(const Conv2dDesc& d, const Buffer& x, const Buffer& w,
 // channels swapped, W'[c][o][i][j] = W[o][c][kh-1-i][kw-1-j], padded by k-1-p on each side. On a GPU (or with an
 // explicit forward algorithm) it runs on the forward's kernels (Winograd, implicit GEMM) instead of a GEMM into a
 // column buffer and col2im.
-bool ClBackend::conv2d_backward_data_as_forward(const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx) {
+bool ClBackend::data_grad_as_forward_applies(const Conv2dDesc& d) {
   if (d.groups != 1 || d.sh != 1 || d.sw != 1 || d.dh != 1 || d.dw != 1 || conv_is_pointwise(d) || d.N == 0)
     return false;
   if (std::max(d.ph, d.pr) > d.kh - 1 || std::max(d.pw, d.pw_r) > d.kw - 1) return false;
-  const std::string algorithm = conv_algorithm();
-  if (!(algorithm == "benchmark" || algorithm == "winograd" || algorithm == "winograd4" || algorithm == "implicit" ||
+  return !conv_tf32(d);  // TF32 in force: the GEMM, on the matrix units
+}
+
+bool ClBackend::conv2d_backward_data_as_forward(const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx,
+                                                const std::string& algorithm) {
+  if (!(algorithm == "forward" || algorithm == "winograd" || algorithm == "winograd4" || algorithm == "implicit" ||
         (algorithm.empty() && info_.type == "gpu")) ||
-      conv_tf32(d))
-    return false;  // TF32 in force: the GEMM below, on the matrix units
+      !data_grad_as_forward_applies(d))
+    return false;
   const std::int64_t taps = static_cast<std::int64_t>(d.kh) * d.kw;
   CopyDesc c;
   c.elem = dtype_size(d.dtype);
@@ -398,7 +402,18 @@ bool ClBackend::conv2d_backward_data_as_forward(const Conv2dDesc& d, const Buffe
 }
 
 void ClBackend::conv2d_backward_data(const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx) {
-  if (conv2d_backward_data_as_forward(d, gy, w, gx)) return;
+  std::string algorithm = conv_algorithm();
+  if (algorithm == "benchmark")  // as a forward convolution (itself measured as a layer) against GEMM + col2im
+    algorithm = !data_grad_as_forward_applies(d)
+                    ? ""
+                    : measured_choice("data gradient: " + conv_shape_key(d), {"forward", "im2col"},
+                                      [&](const std::string& a) { conv2d_backward_data_as(d, gy, w, gx, a); });
+  conv2d_backward_data_as(d, gy, w, gx, algorithm);
+}
+
+void ClBackend::conv2d_backward_data_as(const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx,
+                                        const std::string& algorithm) {
+  if (conv2d_backward_data_as_forward(d, gy, w, gx, algorithm)) return;
   const std::string opts = conv_options(common_options(d.dtype), d);
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
   const std::size_t elt = dtype_size(d.dtype);
@@ -408,7 +423,9 @@ void ClBackend::conv2d_backward_data(const Conv2dDesc& d, const Buffer& gy, cons
     const std::size_t x_img = static_cast<std::size_t>(d.C * d.H * d.W) * elt;
     const std::size_t y_img = static_cast<std::size_t>(d.O * ohw) * elt;
     map_image_chunks(*this, d, per_chunk, gy, y_img, gx, x_img,
-                     [&](const Conv2dDesc& c, const Buffer& g, Buffer& out) { conv2d_backward_data(c, g, w, out); });
+                     [&](const Conv2dDesc& c, const Buffer& g, Buffer& out) {
+                       conv2d_backward_data_as(c, g, w, out, algorithm);
+                     });
     return;
   }
   if (d.groups == 1 && per_chunk >= d.N) {
