@@ -14,6 +14,7 @@
 #                                       implicit GEMM, each against cuDNN)
 #   bash scripts/gpu_session.sh conv-bench (per layer: "benchmark" and each algorithm forced against "auto"; which
 #                                           "auto" should pick per layer on this GPU)
+#   bash scripts/gpu_session.sh conv-train (AlexNet-variant epochs, "benchmark" against "auto", interleaved)
 #   bash scripts/gpu_session.sh conv-bwd   (the data gradient as a forward convolution and the weight gradient as
 #                                           one implicit GEMM ("auto") against GEMM + col2im / im2col + per-image GEMMs)
 #   bash scripts/gpu_session.sh conv-wgrad (the weight gradient alone, "auto" and im2col, against cuDNN's)
@@ -155,6 +156,8 @@ for s in ${STAGES//,/ }; do
     arrays) run arrays 150 python3 scripts/arrays_vs_cupy.py ;;
     conv-bench) run conv-bench 200 python3 scripts/conv_algorithms.py --device gpu --batch 32 --rounds 15 \
       --algorithms winograd,winograd4,implicit ;;
+    conv-train) run conv-train 240 python3 scripts/conv_algorithms.py --device gpu --train alexnet32 --samples 8192 \
+      --batch 256 --rounds 5 ;;
     conv-bwd) run conv-bwd 150 python3 scripts/conv_vs_torch.py --backward --algorithms auto,im2col --layers 5 ;;
     conv-wgrad) run conv-wgrad 150 python3 scripts/conv_vs_torch.py --backward --grads weight \
       --algorithms auto,im2col --layers 5 ;;
