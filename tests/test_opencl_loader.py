@@ -86,3 +86,35 @@ def test_module_carries_its_own_cpp_runtime():
     runtime = [ln for ln in exported.splitlines() if "std::locale" in ln or "std::basic_ostream" in ln
                or "std::codecvt" in ln or "std::num_put" in ln]
     assert not runtime, runtime[:5]
+
+
+STATUS = "import hetnn; print([d.id for d in hetnn.devices()]); print(hetnn._core.opencl_status())"
+
+
+@pytest.mark.parametrize("listed", [True, False], ids=["beside-other-platforms", "no-platform"])
+def test_nvidia_driver_without_an_icd_file_is_named(tmp_path, listed):
+    """NVIDIA's OpenCL driver installed but named by no ICD file (the GPU machines of docs/gpu.md): the status says
+    where the library is and how to list it, beside other platforms and when there is none."""
+    libdir = tmp_path / "lib"
+    libdir.mkdir()
+    (libdir / "libnvidia-opencl.so.1").write_bytes(b"")  # found as a file, never loaded
+    env = dict(os.environ, LD_LIBRARY_PATH=f"{libdir}:{os.environ.get('LD_LIBRARY_PATH', '')}")
+    if not listed:
+        (tmp_path / "vendors").mkdir()
+        env["OCL_ICD_VENDORS"] = str(tmp_path / "vendors")  # ocl-icd: no ICD file at all
+    r = subprocess.run([sys.executable, "-c", STATUS], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    devices, status = r.stdout.splitlines()[-2:]
+    want = f"NVIDIA's OpenCL driver {libdir}/libnvidia-opencl.so.1 is installed but no ICD file names it"
+    assert want in status and "/etc/OpenCL/vendors/nvidia.icd" in status and "OCL_ICD_VENDORS" in status, status
+    if not listed:
+        assert devices == "['cpu']" and status.startswith("no OpenCL platform found: "), (devices, status)
+
+
+def test_no_nvidia_note_without_the_driver(tmp_path):
+    if any(os.path.exists(os.path.join(d, "libnvidia-opencl.so.1")) for d in
+           ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/nvidia/lib64"]):
+        pytest.skip("NVIDIA's driver is installed here")
+    r = subprocess.run([sys.executable, "-c", STATUS], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, LD_LIBRARY_PATH=str(tmp_path)))
+    assert r.returncode == 0 and "NVIDIA" not in r.stdout, r.stdout

@@ -159,6 +159,40 @@ bool on_path(const std::string& tool) {
   return false;
 }
 
+// NVIDIA's OpenCL driver library where it is installed (the CUDA driver's packages, Colab's /usr/local/nvidia),
+// "" elsewhere; looked for as a file, not loaded (loading a driver library has effects of its own).
+std::string nvidia_opencl_driver() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("LD_LIBRARY_PATH")) {
+    const std::string path = env;
+    for (std::size_t start = 0; start <= path.size();) {
+      std::size_t end = path.find(':', start);
+      if (end == std::string::npos) end = path.size();
+      if (end > start) dirs.push_back(path.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  for (const char* d : {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+                        "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib"})
+    dirs.emplace_back(d);
+  for (const std::string& d : dirs) {
+    const std::string file = d + "/libnvidia-opencl.so.1";
+    struct stat st {};
+    if (stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return file;
+  }
+  return "";
+}
+
+// Where the machine has NVIDIA's OpenCL driver but the loader lists no NVIDIA platform (no ICD file names the
+// library, as on GPU machines whose driver came without /etc/OpenCL/vendors/nvidia.icd): what to do; else "".
+std::string nvidia_unlisted_note() {
+  const std::string lib = nvidia_opencl_driver();
+  if (lib.empty()) return "";
+  return "NVIDIA's OpenCL driver " + lib + " is installed but no ICD file names it, so its GPUs are not listed: "
+         "write its name to /etc/OpenCL/vendors/nvidia.icd (echo libnvidia-opencl.so.1 > "
+         "/etc/OpenCL/vendors/nvidia.icd, as root), or to a .icd file in a directory named by OCL_ICD_VENDORS";
+}
+
 }  // namespace
 
 std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() {
@@ -179,8 +213,10 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() {
   cl_uint np = 0;
   cl_int st = clGetPlatformIDs(0, nullptr, &np);
   if (st != CL_SUCCESS || np == 0) {
+    const std::string nvidia = nvidia_unlisted_note();
     g_status = st == CL_SUCCESS || st == -1001
-                   ? "no OpenCL platform found (install an ICD, e.g. Debian's pocl-opencl-icd)"
+                   ? (nvidia.empty() ? "no OpenCL platform found (install an ICD, e.g. Debian's pocl-opencl-icd)"
+                                     : "no OpenCL platform found: " + nvidia)
                    : std::string("clGetPlatformIDs failed: ") + opencl::status_name(st);
     return out;
   }
@@ -190,7 +226,10 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() {
   std::vector<cl_platform_id> empty;  // platforms that list no device (said even when others do)
   std::string unlinkable;  // PoCL links each kernel with the system's ld (through clang's driver) and aborts the
                            // process building one when ld is not on PATH: its devices are not offered then
+  bool nvidia_listed = false;
   for (cl_uint p = 0; p < np; ++p) {
+    nvidia_listed |= platform_string(platforms[p], CL_PLATFORM_NAME).find("NVIDIA") != std::string::npos ||
+                     platform_string(platforms[p], CL_PLATFORM_VENDOR).find("NVIDIA") != std::string::npos;
     if (platform_string(platforms[p], CL_PLATFORM_NAME).find("Portable Computing Language") != std::string::npos &&
         !on_path("ld")) {
       unlinkable = "PoCL's devices are left out: PoCL links every kernel with 'ld' (binutils), which is not on "
@@ -265,6 +304,10 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_opencl() {
                   " cannot be written: set POCL_CACHE_DIR (or XDG_CACHE_HOME, HOME) to a writable directory";
   }
   if (!unlinkable.empty()) g_status = g_status.empty() ? unlinkable : g_status + "; " + unlinkable;
+  if (!nvidia_listed) {
+    const std::string nvidia = nvidia_unlisted_note();
+    if (!nvidia.empty()) g_status = g_status.empty() ? nvidia : g_status + "; " + nvidia;
+  }
   return out;
 }
 
