@@ -20,7 +20,9 @@
 #   bash scripts/gpu_session.sh conv-wgrad (the weight gradient alone, "auto" and im2col, against cuDNN's)
 #   bash scripts/gpu_session.sh transfer   (pageable and page-locked copies against CuPy's; issue 43)
 #   bash scripts/gpu_session.sh arrays     (element-wise ops, reductions and pi by Monte Carlo against CuPy; issue 42)
-# The machine is bare: .gpu/ (carried, git-ignored) holds the OpenCL loader and header .debs (apt-get download
+#   bash scripts/gpu_session.sh icd   (the device table without /etc/OpenCL/vendors/nvidia.icd: the note naming
+#                                      NVIDIA's driver library and the fix; issue 40)
+# The machine is bare: .gpu/ (carried, git-ignored; `bash scripts/gpu_prepare.sh` fetches it) holds the OpenCL loader and header .debs (apt-get download
 # ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers opencl-clhpp-headers) and the oneDNN wheels (pip download
 # onednn-cpu-gomp==2023.2.0 onednn-devel-cpu-gomp==2023.2.0). Logs and the tuning cache go to $OUT.
 set -uo pipefail
@@ -158,6 +160,9 @@ for s in ${STAGES//,/ }; do
       --algorithms winograd,winograd4,implicit ;;
     conv-train) run conv-train 240 python3 scripts/conv_algorithms.py --device gpu --train alexnet32 --samples 8192 \
       --batch 256 --rounds 5 ;;
+    icd) run icd 60 bash -c 'mv /etc/OpenCL/vendors/nvidia.icd /tmp/nvidia.icd.off
+      env -u OCL_ICD_VENDORS -u HETNN_OPENCL_LIBRARY -u LD_PRELOAD python3 -m hetnn devices; s=$?
+      mv /tmp/nvidia.icd.off /etc/OpenCL/vendors/nvidia.icd; exit $s' ;;
     conv-bwd) run conv-bwd 150 python3 scripts/conv_vs_torch.py --backward --algorithms auto,im2col --layers 5 ;;
     conv-wgrad) run conv-wgrad 150 python3 scripts/conv_vs_torch.py --backward --grads weight \
       --algorithms auto,im2col --layers 5 ;;
