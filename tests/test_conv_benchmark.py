@@ -178,3 +178,33 @@ def test_benchmark_chooses_the_weight_gradient_path_where_two_apply(bench_device
     finally:
         _core.set_gemm_params(bench_device._dev, "float32", "" if source.startswith(("database", "default")) else old,
                               source)
+
+
+def test_new_gemm_parameters_forget_the_choices(bench_device, rng):
+    """The choices were timed on the GEMM parameters in force; setting others (as `hetnn tune gemm` or a test does)
+    makes every layer shape be measured again."""
+    from hetnn import _core
+    from test_conv_implicit import VTILED
+
+    c = 3 + int(rng.integers(0, 1000))
+    x = rng.standard_normal((2, c, 7, 7)).astype(np.float32)
+    w = rng.standard_normal((3, c, 3, 3)).astype(np.float32)
+    hetnn.conv2d(x, w, None, 1, 1, device=bench_device)
+    assert any(ch["shape"].startswith(f"x (2, {c}, 7, 7)") for ch in bench_device.conv_choices())
+    old, source = _core.gemm_params(bench_device._dev, "float32")
+    try:
+        _core.set_gemm_params(bench_device._dev, "float32", VTILED[1], "test")
+        assert bench_device.conv_choices() == []
+        with hetnn.profile(bench_device) as prof:
+            y = hetnn.conv2d(x, w, None, 1, 1, device=bench_device)
+        names = [r["name"] for r in prof.records]
+        assert "conv2d_im2col" in names and "conv2d:winograd_input" in names, names  # measured again
+        mine = [ch for ch in bench_device.conv_choices() if ch["shape"].startswith(f"x (2, {c}, 7, 7)")]
+        assert len(mine) == 1 and "implicit" in mine[0]["ms"]  # now with the vtiled family's implicit GEMM
+        (ref,) = _conv_ref((x, w, None, (1, 1), (1, 1), (1, 1), 1, None))
+        bound = (c + 32) * UNIT["float32"] * winograd4_magnitude(x, w, None, (1, 1))
+        assert (np.abs(np.asarray(y, np.float64) - ref) <= bound).all()
+    finally:
+        _core.set_gemm_params(bench_device._dev, "float32", "" if source.startswith(("database", "default")) else old,
+                              source)
+    assert bench_device.conv_choices() == []  # and back: forgotten again

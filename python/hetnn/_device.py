@@ -225,7 +225,8 @@ class Device:
         GEMM); ``"benchmark"``: per layer shape, the first call times every algorithm that applies (three calls
         each, interleaved; the data gradient of stride-1 layers as a forward convolution, itself measured, against
         GEMM + col2im; the weight gradient, where both apply, as the implicit GEMM against im2col) and that shape
-        keeps the fastest for the process (:meth:`conv_choices` lists them), as PyTorch's ``cudnn.benchmark``; or
+        keeps the fastest for the process, or until the GEMM parameters change (:meth:`conv_choices` lists them),
+        as PyTorch's ``cudnn.benchmark``; or
         one of ``"winograd"``, ``"winograd4"`` (F(4x4, 3x3): fewer products, a larger rounding error),
         ``"implicit"``, ``"im2col"`` for every layer it applies to (the data gradient of stride-1 layers as a forward
         convolution with it, unless ``"im2col"``). The CPU device takes only

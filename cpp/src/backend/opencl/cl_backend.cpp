@@ -542,10 +542,20 @@ GemmParams ClBackend::gemm_params_locked(GemmType t, std::int64_t macs) {
 }
 
 void ClBackend::clear_gemm_params(GemmType t) {
-  std::lock_guard<std::mutex> lock(mu_);
-  load_tuned_once();
-  gemm_overrides_.erase(t);
-  apply_stored_tuning(t);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    load_tuned_once();
+    gemm_overrides_.erase(t);
+    apply_stored_tuning(t);
+  }
+  forget_conv_choices();
+}
+
+// "benchmark"'s choices were timed on the GEMM parameters then in force: other parameters may change the winner.
+// (After mu_ is released: a measurement holds conv_choice_mu_ and then takes mu_.)
+void ClBackend::forget_conv_choices() {
+  std::lock_guard<std::recursive_mutex> lock(conv_choice_mu_);
+  conv_choices_.clear();
 }
 
 void* ClBackend::extension(const std::string& name) {
@@ -570,12 +580,15 @@ void ClBackend::set(GemmType t, const std::string& params, const std::string& so
 void ClBackend::set_gemm_params(GemmType t, const GemmParams& p) {
   p.check_dtype(t);
   p.validate(info_, t);
-  std::lock_guard<std::mutex> lock(mu_);
-  load_tuned_once();
-  GemmParams q = p;
-  q.source = p.source.empty() ? "tuned" : p.source;
-  q.max_macs = -1;
-  gemm_overrides_[t] = {q};  // one entry for every size, replacing any size classes
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    load_tuned_once();
+    GemmParams q = p;
+    q.source = p.source.empty() ? "tuned" : p.source;
+    q.max_macs = -1;
+    gemm_overrides_[t] = {q};  // one entry for every size, replacing any size classes
+  }
+  forget_conv_choices();
 }
 
 cl_mem ClBackend::scratch(int slot, std::size_t bytes) {

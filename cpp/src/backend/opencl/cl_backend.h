@@ -256,6 +256,7 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void conv2d_backward_weights_as(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw, Buffer* gb,
                                   const std::string& algorithm);
   bool weight_grad_implicit_applies(const Conv2dDesc& d);
+  void forget_conv_choices();  // when the GEMM parameters change
   bool gpu_kernels() const;
   std::vector<std::pair<Mem, std::size_t>> scratch_;
   std::shared_ptr<ClAllocator> pool_;  // freed buffers kept for reuse (cl_allocator.h)
