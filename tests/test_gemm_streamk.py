@@ -10,7 +10,8 @@ from hetnn import _core
 BASE = "family=vtiled ts_m=16 ts_n=32 ts_k=8 wpt_m=2 wpt_n=4 vwm=2 vwn=4"
 SHAPES = [(1, 1, 1, False, False), (37, 19, 23, True, False), (64, 65, 9, False, True), (13, 7, 40, True, True),
           (29, 64, 33, False, False), (50, 96, 200, True, False), (100, 3, 1000, False, False),
-          (17, 129, 8, False, True), (257, 33, 64, False, False), (3, 5, 0, False, False)]
+          (17, 129, 8, False, True), (257, 33, 64, False, False), (3, 5, 0, False, False),
+          (1000, 70, 2000, False, False)]  # 189 tiles of 250 slices: stream-K on any device, a GPU's 132 CUs too
 TOL = {"float32": 1e-5, "float64": 1e-12, "float16": 3e-3, "bfloat16": 2e-2}
 
 
@@ -52,7 +53,7 @@ def test_stream_k_matches_float64(opencl_device, rng, dtype, sk):
     finally:
         _core.set_gemm_params(opencl_device._dev, dtype, "" if source.startswith(("database", "default")) else old,
                               source)
-    assert seen >= 3  # stream-K ran, with tiles shared among work-groups (9 slices of 3 tiles over 2, ...)
+    assert seen >= 1  # stream-K ran, with tiles shared among work-groups (the last shape on any device)
 
 
 def test_stream_k_overwrites_a_poisoned_output_at_beta_zero(opencl_device, rng):
