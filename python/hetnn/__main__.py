@@ -207,6 +207,18 @@ def _doctor() -> int:
 
 DEFAULT_TUNE_SIZES = "1024,512x512x2048,3136x64x576"
 CONV_ALGORITHMS = ["auto", "benchmark", "winograd", "winograd4", "implicit", "im2col"]
+
+
+def _compute_options(p: argparse.ArgumentParser, study: bool) -> None:
+    """How bench and study runs compute: --precision and --conv-algorithm (set for this process and the ones it
+    starts, in main)."""
+    p.add_argument("--precision", choices=["highest", "high"], default=None,
+                   help="float32 products: highest (float32; the default) or high (TF32 on devices with matrix units "
+                        "for it, said per row; Device.tf32_mode)")
+    p.add_argument("--conv-algorithm", choices=CONV_ALGORITHMS, default=None,
+                   help="OpenCL convolutions: auto (the device's rule; the default), benchmark (per layer shape, the "
+                        "fastest algorithm timed at its first call), or one for every layer "
+                        "(Device.set_conv_algorithm)" + ("; not the published set-up unless auto" if study else ""))
 MAX_TUNE_DIM = 32768  # a 32768^2 float64 reference is 8 GiB: larger problems do not fit a tuning run
 
 
@@ -364,13 +376,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "loop), clblast, torch, cupy, jax, jax-nojit, numba (matmul), keras (conv) (each on every "
                         "device it sees; skipped with a note when not installed), or none. Default: numpy for "
                         "matmul; numpy,onednn,torch,cupy for maxpool; numpy,torch for mlp")
-    b.add_argument("--precision", choices=["highest", "high"], default=None,
-                   help="float32 products: highest (float32; the default) or high (TF32 on devices with matrix units "
-                        "for it, said per row; Device.tf32_mode)")
-    b.add_argument("--conv-algorithm", choices=CONV_ALGORITHMS, default=None,
-                   help="OpenCL convolutions: auto (the device's rule; the default), benchmark (per layer shape, the "
-                        "fastest algorithm timed at its first call), or one for every layer "
-                        "(Device.set_conv_algorithm)")
+    _compute_options(b, study=False)
     b.add_argument("--dtype", default="float32",
                    help="float32, float64, float16, bfloat16, or several comma-separated (a precision study)")
     b.add_argument("--repeat", type=int, default=20, help="timed repeats per row (default 20)")
@@ -412,12 +418,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     st.add_argument("--output", help="write PREFIX.csv, PREFIX.json and PREFIX-*.png (default: "
                     "bench-results/study-NAME-DATE-TIME)")
     st.add_argument("--no-output", action="store_true", help="print the report only, write no files")
-    st.add_argument("--precision", choices=["highest", "high"], default=None,
-                    help="float32 products: highest (float32; the default) or high (TF32 on devices with matrix units "
-                         "for it, said per row; Device.tf32_mode)")
-    st.add_argument("--conv-algorithm", choices=CONV_ALGORITHMS, default=None,
-                    help="OpenCL convolutions: auto (the device's rule; the default), benchmark, or one for every "
-                         "layer (Device.set_conv_algorithm); not the published set-up unless auto")
+    _compute_options(st, study=True)
     st.add_argument("--processes", type=int, default=None,
                     help="maxpool and gemm-libraries: processes the repeats are spread over, one after another, so "
                          "that an interval covers what a rerun would see (default 3 while each gets 3 repeats; 1: "

@@ -247,15 +247,17 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // "benchmark": the algorithm chosen for d's shape, timing each that applies (into y) the first time.
   std::string measured_conv_algorithm(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias,
                                       Buffer& y);
-  // The candidate stored under key, else each run once, then 3 interleaved timed rounds; the fastest is stored.
+  // The candidate stored under key, else each of candidates() (asked on a miss only) run once, then 3 interleaved
+  // timed rounds; the fastest is stored.
   // The caller runs the returned candidate after (its result, not the last timed one's, is the call's). "" when
   // none ran.
-  std::string measured_choice(const std::string& key, const std::vector<std::string>& candidates,
+  std::string measured_choice(const std::string& key, const std::function<std::vector<std::string>()>& candidates,
                               const std::function<void(const std::string&)>& run);
   // The weight gradient with "im2col" (per-image GEMMs) or anything else (the implicit GEMM where it applies).
   void conv2d_backward_weights_as(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw, Buffer* gb,
                                   const std::string& algorithm);
-  bool weight_grad_implicit_applies(const Conv2dDesc& d);
+  // The fitted vtiled parameters of the weight gradient's implicit GEMM where it applies, else nullopt.
+  std::optional<GemmParams> weight_grad_params(const Conv2dDesc& d);
   void forget_conv_choices();  // when the GEMM parameters change
   bool gpu_kernels() const;
   std::vector<std::pair<Mem, std::size_t>> scratch_;

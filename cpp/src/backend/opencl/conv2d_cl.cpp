@@ -241,10 +241,12 @@ std::string conv_shape_key(const Conv2dDesc& d) {
 
 }  // namespace
 
-std::string ClBackend::measured_choice(const std::string& key, const std::vector<std::string>& candidates,
+std::string ClBackend::measured_choice(const std::string& key,
+                                       const std::function<std::vector<std::string>()>& list_candidates,
                                        const std::function<void(const std::string&)>& run) {
   std::lock_guard<std::recursive_mutex> lock(conv_choice_mu_);
   if (const auto it = conv_choices_.find(key); it != conv_choices_.end()) return it->second.algorithm;
+  const std::vector<std::string> candidates = list_candidates();
   ConvChoice choice;
   choice.shape = key;
   if (candidates.size() == 1) {
@@ -295,12 +297,15 @@ std::string ClBackend::measured_choice(const std::string& key, const std::vector
 std::string ClBackend::measured_conv_algorithm(const Conv2dDesc& d, const Buffer& x, const Buffer& w,
                                                const Buffer* bias, Buffer& y) {
   if (d.groups != 1 || d.N == 0) return "";  // grouped: the direct kernel alone
-  std::vector<std::string> candidates{"im2col"};
-  if (d.kh == 3 && d.kw == 3 && d.sh == 1 && d.sw == 1 && d.dh == 1 && d.dw == 1)
-    candidates.insert(candidates.end(), {"winograd", "winograd4"});
-  const GemmParams p = gemm_params(GemmType(d.dtype, d.allow_tf32), d.O * d.OH * d.OW * d.C * d.kh * d.kw);
-  if (!conv_is_pointwise(d) && (p.family == GemmParams::Family::vtiled || p.family == GemmParams::Family::mma))
-    candidates.push_back("implicit");
+  const auto candidates = [&] {  // on the shape's first call only
+    std::vector<std::string> c{"im2col"};
+    if (d.kh == 3 && d.kw == 3 && d.sh == 1 && d.sw == 1 && d.dh == 1 && d.dw == 1)
+      c.insert(c.end(), {"winograd", "winograd4"});
+    const GemmParams p = gemm_params(GemmType(d.dtype, d.allow_tf32), d.O * d.OH * d.OW * d.C * d.kh * d.kw);
+    if (!conv_is_pointwise(d) && (p.family == GemmParams::Family::vtiled || p.family == GemmParams::Family::mma))
+      c.push_back("implicit");
+    return c;
+  };
   return measured_choice(conv_shape_key(d), candidates,
                          [&](const std::string& a) { conv2d_as(d, x, w, bias, y, a); });
 }
@@ -406,7 +411,8 @@ void ClBackend::conv2d_backward_data(const Conv2dDesc& d, const Buffer& gy, cons
   if (algorithm == "benchmark")  // as a forward convolution (itself measured as a layer) against GEMM + col2im
     algorithm = !data_grad_as_forward_applies(d)
                     ? ""
-                    : measured_choice("data gradient: " + conv_shape_key(d), {"forward", "im2col"},
+                    : measured_choice("data gradient: " + conv_shape_key(d),
+                                      [] { return std::vector<std::string>{"forward", "im2col"}; },
                                       [&](const std::string& a) { conv2d_backward_data_as(d, gy, w, gx, a); });
   conv2d_backward_data_as(d, gy, w, gx, algorithm);
 }
@@ -505,20 +511,23 @@ void ClBackend::bias_grad(const Conv2dDesc& d, const Buffer& gy, Buffer& gb, con
   }
 }
 
-bool ClBackend::weight_grad_implicit_applies(const Conv2dDesc& d) {
+std::optional<GemmParams> ClBackend::weight_grad_params(const Conv2dDesc& d) {
   // 16-bit data stays on the per-image GEMMs: its partial sums cannot be split along K (they are stored in the
   // data type), and one GEMM over the whole batch unsplit would run on a handful of work-groups.
-  if (d.groups != 1 || (d.dtype != DType::f32 && d.dtype != DType::f64) || conv_tf32(d)) return false;
-  const std::int64_t k = d.N * d.OH * d.OW;
-  if (k > std::numeric_limits<cl_int>::max()) return false;  // the kernel indexes K in int
-  return gemm_params(GemmType(d.dtype), d.O * d.C * d.kh * d.kw * k).family == GemmParams::Family::vtiled;
+  if (d.groups != 1 || (d.dtype != DType::f32 && d.dtype != DType::f64) || conv_tf32(d)) return std::nullopt;
+  const std::int64_t ck = d.C * d.kh * d.kw, k = d.N * d.OH * d.OW;
+  if (k > std::numeric_limits<cl_int>::max()) return std::nullopt;  // the kernel indexes K in int
+  const GemmParams p = gemm_params(GemmType(d.dtype), d.O * ck * k);
+  if (p.family != GemmParams::Family::vtiled) return std::nullopt;
+  return p.fitted(d.O, ck);
 }
 
 bool ClBackend::conv2d_backward_weights_implicit(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,
                                                  Buffer* gb) {
-  if (!weight_grad_implicit_applies(d)) return false;
+  const std::optional<GemmParams> params = weight_grad_params(d);
+  if (!params) return false;
+  const GemmParams& p = *params;
   const std::int64_t ck = d.C * d.kh * d.kw, k = d.N * d.OH * d.OW;
-  const GemmParams p = gemm_params(GemmType(d.dtype), d.O * ck * k).fitted(d.O, ck);
   MatmulDesc g;  // gw (O, CK) = gy (O, N*OHW) @ cols (N*OHW, CK), cols read as its transpose
   g.M = d.O, g.N = ck, g.K = k, g.trans_b = true, g.dtype = d.dtype;
   {
@@ -542,9 +551,10 @@ void ClBackend::conv2d_backward_weights(const Conv2dDesc& d, const Buffer& gy, c
                                         Buffer* gb) {
   std::string algorithm = conv_algorithm();
   if (algorithm == "benchmark")  // the implicit GEMM against im2col and per-image GEMMs, where both apply
-    algorithm = !weight_grad_implicit_applies(d) || d.N == 0
+    algorithm = !weight_grad_params(d) || d.N == 0
                     ? ""
-                    : measured_choice("weight gradient: " + conv_shape_key(d), {"implicit", "im2col"},
+                    : measured_choice("weight gradient: " + conv_shape_key(d),
+                                      [] { return std::vector<std::string>{"implicit", "im2col"}; },
                                       [&](const std::string& a) { conv2d_backward_weights_as(d, gy, x, gw, gb, a); });
   conv2d_backward_weights_as(d, gy, x, gw, gb, algorithm);
 }
