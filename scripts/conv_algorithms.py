@@ -53,7 +53,7 @@ if args.train:
           ", ".join(f"{a} {np.median(r.wall_times):.2f} s/epoch" for a, r in res.items()))
     print("   ", ratio("benchmark / auto", res["benchmark"], res["auto"]))
     for ch in dev.conv_choices():
-        print(f"  {ch['shape']}: {ch['algorithm']}", {a: round(t, 2) for a, t in ch["ms"].items()})
+        print(f"  {ch['shape']}: {ch['algorithm']}", {a: round(t, 2) for a, t in ch["ms"].items()}, ch["flags"])
     raise SystemExit(0)
 n = args.batch
 layers = [(64, 56, 64, 3), (128, 28, 128, 3), (256, 14, 256, 3), (512, 7, 512, 3), (256, 56, 64, 1), (3, 32, 32, 5)]
@@ -74,6 +74,7 @@ for c, h, o, k in layers:
                                                 for a, r in res.items()))
     for a in names[1:]:
         print("   ", ratio(f"{a} / auto", res[a], res["auto"]))
-print("benchmark's choices (median ms of its 3 timed calls):")
+print("benchmark's choices (the fastest of each candidate's calls, ms):")
 for ch in dev.conv_choices():
-    print(f"  {ch['shape']}: {ch['algorithm']}", {a: round(t, 2) for a, t in ch["ms"].items()})
+    print(f"  {ch['shape']}: {ch['algorithm']}", {a: round(t, 2) for a, t in ch["ms"].items()},
+          f"{ch['calls']} calls", ch["flags"])

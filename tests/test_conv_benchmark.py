@@ -208,3 +208,59 @@ def test_new_gemm_parameters_forget_the_choices(bench_device, rng):
         _core.set_gemm_params(bench_device._dev, "float32", "" if source.startswith(("database", "default")) else old,
                               source)
     assert bench_device.conv_choices() == []  # and back: forgotten again
+
+
+def test_choices_are_the_fastest_call_of_each_and_say_how_many(bench_device, rng):
+    c = 3 + int(rng.integers(0, 1000))
+    x = rng.standard_normal((2, c, 6, 6)).astype(np.float32)
+    w = rng.standard_normal((3, c, 3, 3)).astype(np.float32)
+    hetnn.conv2d(x, w, None, 1, 1, device=bench_device)
+    (ch,) = [ch for ch in bench_device.conv_choices() if ch["shape"].startswith(f"x (2, {c}, 6, 6)")]
+    assert ch["calls"] >= 3 and isinstance(ch["flags"], str)
+    assert ch["algorithm"] == min(ch["ms"], key=ch["ms"].get) and all(t > 0 for t in ch["ms"].values())
+
+
+def test_a_choice_made_beside_busy_processes_is_flagged(bench_device, rng):
+    """Other processes on every CPU this one may use: the choice takes twice the rounds and says it was made on
+    a busy machine (its figures are not the layer's), and a report carries it as a note."""
+    import os
+    import subprocess
+    import sys
+
+    from hetnn._device import conv_choice_notes
+
+    c = 3 + int(rng.integers(0, 1000))
+    x = rng.standard_normal((2, c, 8, 8)).astype(np.float32)
+    w = rng.standard_normal((3, c, 3, 3)).astype(np.float32)
+    loop = "import time\nend = time.time() + 60\nwhile time.time() < end: pass"  # killed when done
+    busy = [subprocess.Popen([sys.executable, "-c", loop]) for _ in os.sched_getaffinity(0)]
+    try:
+        y = hetnn.conv2d(x, w, None, 1, 1, device=bench_device)
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    (ch,) = [ch for ch in bench_device.conv_choices() if ch["shape"].startswith(f"x (2, {c}, 8, 8)")]
+    assert ch["flags"].startswith("chosen"), ch
+    assert ch["calls"] >= 6 and ch["algorithm"] == min(ch["ms"], key=ch["ms"].get)
+    (ref,) = _conv_ref((x, w, None, (1, 1), (1, 1), (1, 1), 1, None))
+    bound = (c + 32) * UNIT["float32"] * winograd4_magnitude(x, w, None, (1, 1))
+    assert (np.abs(np.asarray(y, np.float64) - ref) <= bound).all()
+    notes = [n for n in conv_choice_notes(hetnn.devices()) if n.startswith(f"{bench_device.id}: ")]
+    assert len(notes) == 1 and "may not be the fastest" in notes[0] and ch["flags"] in notes[0], notes
+
+
+def test_bench_and_study_reports_carry_the_flagged_choices(monkeypatch, opencl_device):
+    from hetnn import _device
+    from hetnn.bench import suites
+
+    monkeypatch.setattr(suites, "conv_choice_notes", lambda devs: ["opencl:x: 1 of 2 choices were chosen busy"])
+    rep = hetnn.bench.run("matmul", device=opencl_device.id, shapes="16x16x16", repeat=1, warmup=0, compare="none",
+                          processes=1)
+    assert "note: opencl:x: 1 of 2 choices were chosen busy" in rep.text, rep.text
+    monkeypatch.setattr(_device.Device, "conv_choices",
+                        lambda self: [{"shape": "s", "algorithm": "im2col", "ms": {}, "calls": 6, "flags": "busy!"},
+                                      {"shape": "t", "algorithm": "im2col", "ms": {}, "calls": 3, "flags": ""}])
+    notes = _device.conv_choice_notes([hetnn.device(opencl_device.id), hetnn.device("cpu")])
+    assert notes == [f"{opencl_device.id}: 1 of 2 convolution algorithm choices of \"benchmark\" were busy!: they "
+                     "may not be the fastest (Device.conv_choices())"]

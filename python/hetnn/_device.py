@@ -220,23 +220,25 @@ class Device:
         return _core.conv_algorithm(self._dev)
 
     def set_conv_algorithm(self, algorithm: str) -> None:
-        """OpenCL devices: ``"auto"`` (the device's rule: on a GPU Winograd F(2x2, 3x3) for float32 3x3 stride-1
-        layers of 2+ images, else the implicit GEMM where the GEMM parameters are a GPU family, else im2col and a
-        GEMM); ``"benchmark"``: per layer shape, the first call times every algorithm that applies (three calls
-        each, interleaved; the data gradient of stride-1 layers as a forward convolution, itself measured, against
-        GEMM + col2im; the weight gradient, where both apply, as the implicit GEMM against im2col) and that shape
-        keeps the fastest for the process, or until the GEMM parameters change (:meth:`conv_choices` lists them),
-        as PyTorch's ``cudnn.benchmark``; or
-        one of ``"winograd"``, ``"winograd4"`` (F(4x4, 3x3): fewer products, a larger rounding error),
-        ``"implicit"``, ``"im2col"`` for every layer it applies to (the data gradient of stride-1 layers as a forward
-        convolution with it, unless ``"im2col"``). The CPU device takes only
-        ``"auto"`` (oneDNN picks). ``HETNN_CONV_ALGORITHM`` sets every OpenCL device's at its creation (the
-        bench's and study's ``--conv-algorithm``)."""
+        """OpenCL devices: ``"auto"`` (the device's rule: on a GPU Winograd F(2x2, 3x3) for float32 3x3 stride-1 layers
+        of 2+ images, else the implicit GEMM where the GEMM parameters are a GPU family, else im2col and a GEMM);
+        ``"benchmark"``: per layer shape, the first call times every algorithm that applies (interleaved rounds, at
+        least three and 0.1 s of them, the fastest call of each deciding; twice as many where other processes took the
+        CPUs, and the choice flagged; the data gradient of stride-1 layers as a forward convolution, itself measured,
+        against GEMM + col2im; the weight gradient, where both apply, as the implicit GEMM against im2col) and that
+        shape keeps the fastest for the process, or until the GEMM parameters change (:meth:`conv_choices` lists them),
+        as PyTorch's ``cudnn.benchmark``; or one of ``"winograd"``, ``"winograd4"`` (F(4x4, 3x3): fewer products, a
+        larger rounding error), ``"implicit"``, ``"im2col"`` for every layer it applies to (the data gradient of
+        stride-1 layers as a forward convolution with it, unless ``"im2col"``). The CPU device takes only ``"auto"``
+        (oneDNN picks). ``HETNN_CONV_ALGORITHM`` sets every OpenCL device's at its creation (the bench's and study's
+        ``--conv-algorithm``)."""
         _core.set_conv_algorithm(self._dev, algorithm)
 
     def conv_choices(self) -> List[Dict[str, Any]]:
-        """What ``"benchmark"`` chose so far: per layer shape, ``{"shape", "algorithm", "ms"}`` with each
-        candidate's median milliseconds."""
+        """What ``"benchmark"`` chose so far: per layer shape, ``{"shape", "algorithm", "ms", "calls", "flags"}``:
+        each candidate's fastest call in milliseconds, the number of calls each had, and ``flags`` (empty, or why
+        the choice may not be the fastest: other processes or the hypervisor took the CPUs while it was measured;
+        :func:`hetnn.bench.run` and ``study`` reports say so in a note)."""
         return list(_core.conv_choices(self._dev))
 
     def transfer_paths(self) -> Dict[str, str]:
@@ -279,6 +281,19 @@ def conv_algorithm_line(devs: List[Device]) -> Optional[str]:
     (:meth:`Device.set_conv_algorithm`, ``--conv-algorithm``); None where all are "auto"."""
     odd = [f"{d.id} {d.conv_algorithm}" for d in devs if d.kind == "opencl" and d.conv_algorithm != "auto"]
     return f"conv algorithm: {', '.join(odd)} (Device.set_conv_algorithm), not the device's own rule" if odd else None
+
+
+def conv_choice_notes(devs: List[Device]) -> List[str]:
+    """A report's notes on the convolution algorithms ``"benchmark"`` chose in this process while other processes
+    or the hypervisor took the CPUs (each such choice carries ``flags``): they may not be the fastest."""
+    notes = []
+    for d in devs:
+        choices = d.conv_choices() if d.kind == "opencl" else []
+        busy = [c for c in choices if c.get("flags")]
+        if busy:
+            notes.append(f"{d.id}: {len(busy)} of {len(choices)} convolution algorithm choices of \"benchmark\" "
+                         f"were {busy[0]['flags']}: they may not be the fastest (Device.conv_choices())")
+    return notes
 
 
 _devices: Optional[List[Device]] = None

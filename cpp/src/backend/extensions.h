@@ -63,13 +63,16 @@ struct KernelTools {
   // "winograd4" (F(4x4, 3x3)), "implicit" (vtiled or mma GEMM parameters) or "im2col". ValueError otherwise.
   virtual void set_conv_algorithm(const std::string& algorithm) = 0;
   virtual std::string conv_algorithm() = 0;
-  // What "benchmark" chose so far: per layer shape, the algorithm and each candidate's median milliseconds.
+  // What "benchmark" chose so far: per layer shape, the algorithm, each candidate's fastest call in milliseconds,
+  // the calls each had, and flags ("" or why the choice may not be the fastest: made on a busy machine).
   struct ConvChoice {
     // "x (N, C, H, W), w (O, C/groups, kh, kw), stride (sh, sw), padding (top, bottom, left, right), dilation
     // (dh, dw), dtype[, bias][, tf32]", prefixed "weight gradient: " for that pass's choice
     std::string shape;
     std::string algorithm;
     std::vector<std::pair<std::string, double>> ms;
+    int calls = 0;
+    std::string flags;
   };
   virtual std::vector<ConvChoice> conv_choices() = 0;
 };

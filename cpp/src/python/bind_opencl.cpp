@@ -160,7 +160,8 @@ void bind_opencl(py::module_& m) {
           for (const KernelTools::ConvChoice& c : k->conv_choices()) {
             py::dict ms;
             for (const auto& [name, t] : c.ms) ms[py::str(name)] = t;
-            out.append(py::dict(py::arg("shape") = c.shape, py::arg("algorithm") = c.algorithm, py::arg("ms") = ms));
+            out.append(py::dict(py::arg("shape") = c.shape, py::arg("algorithm") = c.algorithm, py::arg("ms") = ms,
+                                py::arg("calls") = c.calls, py::arg("flags") = c.flags));
           }
         return out;
       },

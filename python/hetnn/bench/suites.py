@@ -18,7 +18,7 @@ import numpy as np
 from .. import _cpus, _workers
 from .._device import Device
 from .._check import is_int, is_real
-from .._device import conv_algorithm_line
+from .._device import conv_algorithm_line, conv_choice_notes
 from .._precision import get_matmul_precision, precision_line
 
 SUITES = ("peak", "matmul", "maxpool", "mlp", "conv", "transfer", "arrays", "scaling")
@@ -767,6 +767,9 @@ def run_suites(suite: Optional[str], opts: Options, say: Say, worker: bool = Fal
         if merger is not None and merger.unmatched:
             say(f"note: {merger.unmatched} timed run(s) differed between the processes and hold this process's "
                 f"repeats alone")
+        if not worker:
+            for line in conv_choice_notes(opts.devices()):
+                say(f"note: {line}")
     except BaseException as exc:  # Ctrl-C or a failure in a later suite: the suites already run survive
         exc.partial_rows = rows  # type: ignore[attr-defined]
         raise

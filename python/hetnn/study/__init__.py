@@ -13,7 +13,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _workers
-from .._device import conv_algorithm_line
+from .._device import conv_algorithm_line, conv_choice_notes
 from .._precision import get_matmul_precision, precision_line
 from ._base import COMMON, COMMON_DOC, Context, Study, published_text, read_config, setup_text
 
@@ -176,6 +176,7 @@ def run(name: str, *, quick: bool = False, config: Any = None, verbose: bool = F
                                  f"hold this process's repeats alone")
             _workers._merger = None
     bar.close()
+    ctx.notes.extend(conv_choice_notes(devs))
     for line in dict.fromkeys(ctx.notes):
         collect(f"note: {line}")
     collect("")

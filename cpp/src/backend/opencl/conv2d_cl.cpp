@@ -6,6 +6,7 @@
 // images; grouped ones, and those of which one image alone passes it, a direct kernel.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <initializer_list>
@@ -15,6 +16,7 @@
 #include "backend/opencl/cl_args.h"
 #include "backend/opencl/cl_backend.h"
 #include "core/errors.h"
+#include "core/os_load.h"
 #include "core/warn.h"
 
 namespace hetnn::opencl {
@@ -255,7 +257,10 @@ std::string ClBackend::measured_choice(const std::string& key,
     return choice.algorithm;
   }
   // Each candidate once (kernel builds, first allocations), then rounds in rotating order, each call timed from
-  // an idle queue to its end; the median of 3.
+  // an idle queue to its end. The fastest call of each candidate decides: load on the machine only adds time. The
+  // rounds go on until every candidate has 3 calls and they span long enough for /proc/stat to tell whether other
+  // processes or the hypervisor took the CPUs (0.1 s; at most 64 rounds, then the span is waited out); where they
+  // did, as many rounds again, and the choice says so (flags), as a bench row measured beside a busy core does.
   using clock = std::chrono::steady_clock;
   synchronize();
   std::vector<std::string> usable;
@@ -273,21 +278,47 @@ std::string ClBackend::measured_choice(const std::string& key,
     }
   }
   if (usable.empty()) return "";
-  constexpr int kRounds = 3;
-  std::vector<std::vector<double>> ms(usable.size());
-  for (int r = 0; r < kRounds; ++r)
+  if (usable.size() == 1) {
+    choice.algorithm = usable[0];
+    conv_choices_[key] = choice;
+    return choice.algorithm;
+  }
+  constexpr int kMinRounds = 3, kMaxRounds = 64;
+  std::vector<double> fastest(usable.size(), std::numeric_limits<double>::infinity());
+  int rounds = 0;
+  const auto round = [&] {
     for (std::size_t i = 0; i < usable.size(); ++i) {
-      const std::size_t c = (i + static_cast<std::size_t>(r)) % usable.size();
+      const std::size_t c = (i + static_cast<std::size_t>(rounds)) % usable.size();
       const auto t0 = clock::now();
       run(usable[c]);
       synchronize();
-      ms[c].push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+      fastest[c] = std::min(fastest[c], std::chrono::duration<double, std::milli>(clock::now() - t0).count());
     }
+    ++rounds;
+  };
+  const LoadSample start = load_sample();
+  while (rounds < kMinRounds || (rounds < kMaxRounds && load_since(start).wall < kQuietSpanS)) round();
+  while (start.available && load_since(start).wall < kQuietSpanS) {
+    // short calls: the span waited out (the thread kept busy, as the Python timing core does), so that a
+    // neighbour's use shows in the ticks
+  }
+  LoadSpan span = load_since(start);
+  if (start.available && !span.quiet()) {
+    for (const int target = 2 * rounds; rounds < target;) round();
+    span = load_since(start);
+    char text[160];
+    if (span.judged())
+      std::snprintf(text, sizeof text, "chosen on a busy machine (other processes %.0f %% of the CPUs, steal %.0f %%)",
+                    span.others_pct, span.steal_pct);
+    else
+      std::snprintf(text, sizeof text, "chosen while other processes used the CPUs (%.2f s of calls)", span.wall);
+    choice.flags = text;
+  }
+  choice.calls = rounds;
   std::size_t best = 0;
   for (std::size_t c = 0; c < usable.size(); ++c) {
-    std::sort(ms[c].begin(), ms[c].end());
-    choice.ms.emplace_back(usable[c], ms[c][kRounds / 2]);
-    if (ms[c][kRounds / 2] < ms[best][kRounds / 2]) best = c;
+    choice.ms.emplace_back(usable[c], fastest[c]);
+    if (fastest[c] < fastest[best]) best = c;
   }
   choice.algorithm = usable[best];
   conv_choices_[key] = choice;
