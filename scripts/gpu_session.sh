@@ -4,6 +4,7 @@
 #   bash scripts/gpu_session.sh check,square,resnet50,tune
 #   bash scripts/gpu_session.sh mma-check,half,bf16,tune-half,conv   (float16/bfloat16 on the matrix units; issue 39)
 #   bash scripts/gpu_session.sh mma-check,tf32,tune-tf32   (float32 at precision "high" against cuBLAS with TF32 on)
+#   bash scripts/gpu_session.sh mma-check,half-st   (float16 with the pipelined form, st = 2-4 slices filled by cp.async)
 #   bash scripts/gpu_session.sh mma-k8-check   (float16 as sm_75's m16n8k8 steps, on an sm_80+ GPU)
 #   bash scripts/gpu_session.sh mixed,mixed-alexnet   (mixed-precision LeNet / AlexNet epochs against float32)
 #   bash scripts/gpu_session.sh conv-half,conv-tf32   (ResNet-50 convolutions in float16 / TF32 against cuDNN's)
@@ -109,6 +110,11 @@ HALF="cvt=family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4;db=;w4=$M ts_m=12
 HALF+=";t256x128=$M ts_m=256 ts_n=128 ts_k=16 wm=4 wn=2;t128x256=$M ts_m=128 ts_n=256 ts_k=16 wm=2 wn=4"
 HALF+=";t64=$M ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2;t64lm=$M ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2 lm=1"
 HALF+=";w4lm=$M ts_m=128 ts_n=128 ts_k=32 wm=2 wn=2 lm=1"
+# the pipelined form (st: a ring of st slices filled by cp.async) beside the same tiles without it
+PIPE="db=;t64lm=$M ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2 lm=1;t64lmst3=$M ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2 lm=1 st=3"
+PIPE+=";t64lmst4=$M ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2 lm=1 st=4;t64st3=$M ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2 st=3"
+PIPE+=";w4lm=$M ts_m=128 ts_n=128 ts_k=32 wm=2 wn=2 lm=1;w4lmst2=$M ts_m=128 ts_n=128 ts_k=32 wm=2 wn=2 lm=1 st=2"
+PIPE+=";w4k16st3=$M ts_m=128 ts_n=128 ts_k=16 wm=2 wn=2 lm=1 st=3"
 # tf32 (float32 at precision "high"): the same tiles with slices half as deep (4-byte values)
 TF32="db=;t64=$M ts_m=64 ts_n=64 ts_k=16 wm=2 wn=2;t64lm=$M ts_m=64 ts_n=64 ts_k=16 wm=2 wn=2 lm=1"
 TF32+=";t128=$M ts_m=128 ts_n=128 ts_k=16 wm=2 wn=2;t128x64=$M ts_m=128 ts_n=64 ts_k=16 wm=2 wn=2"
@@ -169,8 +175,9 @@ for s in ${STAGES//,/ }; do
     conv-check) run conv-check 150 python3 -m pytest -x -q -n 8 -p no:cacheprovider tests/test_conv_implicit.py \
       tests/test_conv_winograd.py tests/test_conv2d.py tests/test_conv_benchmark.py \
       -k "opencl or implicit or winograd or benchmark or algorithm" ;;
-    mma-check) run mma-check 120 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_tuning.py \
-      tests/test_precision.py -k "mma or matrix_unit or precision_mode or tf32 or precision_in_force" ;;
+    mma-check) run mma-check 150 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_tuning.py \
+      tests/test_precision.py tests/test_gemm_mma_pipeline.py \
+      -k "mma or matrix_unit or precision_mode or tf32 or precision_in_force or pipelined or stage" ;;
     mma-k8-check) run mma-k8-check 90 env HETNN_MMA_K8=1 python3 -m pytest -q -n 8 -p no:cacheprovider \
       tests/test_tuning.py -k "family_member and float16" ;;  # sm_75's float16 form, checked on this GPU
     conv-half) run conv-half 180 python3 scripts/conv_vs_torch.py --dtype float16 --algorithms auto,im2col --layers 5 ;;
@@ -186,6 +193,8 @@ for s in ${STAGES//,/ }; do
       -v --sizes 1024,2048,4096,3136x64x576,784x128x1152 ;;
     half) tensor_cores && run half 130 python3 scripts/gemm_vs_vendor.py --dtype float16 --shapes 1024,2048,4096 \
       --rounds 10 --params "$HALF" ;;
+    half-st) tensor_cores && run half-st 130 python3 scripts/gemm_vs_vendor.py --dtype float16 --shapes 1024,2048,4096 \
+      --rounds 10 --params "$PIPE" ;;
     half-short) tensor_cores && run half 60 python3 scripts/gemm_vs_vendor.py --dtype float16 --shapes 1024,4096 \
       --rounds 10 --params "${HALF%%;w4=*}" ;;
     bf16) tensor_cores && run bf16 70 python3 scripts/gemm_vs_vendor.py --dtype bfloat16 --shapes 2048,4096 \

@@ -578,8 +578,18 @@ TEST(GemmParams, MmaParsesValidatesAndIsGatedByTheProbe) {
   EXPECT_NO_THROW(p.check_dtype(DType::f16));
   EXPECT_NO_THROW(p.check_dtype(DType::bf16));
   EXPECT_THROW(p.check_dtype(DType::f32), ValueError);
+  // st: a ring of st slices; 128 x 128 x 32 tiles take 40 KiB twice (ST 0 or 2), 60 KiB three times
+  const auto r = opencl::GemmParams::parse("family=mma st=2");
+  EXPECT_EQ(r.str(), "family=mma ts_m=128 ts_n=128 ts_k=32 wm=2 wn=4 st=2");
+  EXPECT_EQ(opencl::GemmParams::parse(r.str()).str(), r.str());
+  EXPECT_NE(r.defines().find("-DST=2"), std::string::npos);
+  EXPECT_NE(p.defines().find("-DST=0"), std::string::npos);
+  EXPECT_NO_THROW(r.validate(d, 4));
+  EXPECT_NO_THROW(opencl::GemmParams::parse("family=mma ts_m=64 ts_n=64 st=4").validate(d, 4));
   for (const char* bad : {"family=mma ts_k=8", "family=mma wm=3", "family=mma ts_m=32 wm=4", "family=mma wn=32",
-                          "family=mma lm=2",
+                          "family=mma lm=2", "family=mma st=1", "family=mma st=5", "family=mma st=-2",
+                          "family=mma st=3",  // 3 x 40 KiB of local memory
+                          "family=vtiled st=2", "family=packed st=3",
                           "family=mma ts_m=256 ts_n=256 ts_k=64 wm=4 wn=8"})  // 2 x 72 KiB of local memory
     EXPECT_THROW(opencl::GemmParams::parse(bad).validate(d, 4), ValueError) << bad;
   EXPECT_EQ(opencl::gemm_database_lookup(d, DType::f16, -1, true).family, opencl::GemmParams::Family::mma);

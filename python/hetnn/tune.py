@@ -71,7 +71,10 @@ def _mma_candidates(tf32: bool = False) -> List[str]:
     rng = random.Random(0)
     rng.shuffle(out)
     first = [c for c in map(_mma, _TF32_FIRST if tf32 else _MMA_FIRST) if c in out]
-    return first + [c for c in out if c not in first]
+    # each of the first four also with a ring of 2 and 3 slices filled by asynchronous copies (st; a tile the
+    # device's local memory cannot hold three times is refused when set, and skipped)
+    pipelined = [f"{c} st={st}" for c in first[:4] for st in (2, 3)]
+    return first[:4] + pipelined + first[4:] + [c for c in out if c not in first]
 
 
 def _vtiled(spec: str) -> str:

@@ -109,7 +109,7 @@ std::string GemmParams::defines() const {
     os << "-DRM=" << rm << " -DVW=" << vw << " -DNV=" << nv << " -DKU=" << ku;
   else if (family == Family::mma)
     os << "-DTS_M=" << ts_m << " -DTS_N=" << ts_n << " -DTS_K=" << ts_k << " -DWM=" << wm << " -DWN=" << wn
-       << " -DLM=" << lm;
+       << " -DLM=" << lm << " -DST=" << st;
   else
     os << "-DTS_M=" << ts_m << " -DTS_N=" << ts_n << " -DTS_K=" << ts_k << " -DWPT_M=" << wpt_m << " -DWPT_N=" << wpt_n;
   if (family == Family::vtiled) os << " -DVWM=" << vwm << " -DVWN=" << vwn;
@@ -123,7 +123,7 @@ std::string GemmParams::str() const {
        << " pack_a=" << pack_a << " pack_b=" << pack_b;
   else if (family == Family::mma)
     os << "family=mma ts_m=" << ts_m << " ts_n=" << ts_n << " ts_k=" << ts_k << " wm=" << wm << " wn=" << wn
-       << (lm ? " lm=1" : "");
+       << (lm ? " lm=1" : "") << (st ? " st=" + std::to_string(st) : "");
   else
     os << "family=" << (family == Family::vtiled ? "vtiled" : "tiled") << " ts_m=" << ts_m << " ts_n=" << ts_n
        << " ts_k=" << ts_k << " wpt_m=" << wpt_m << " wpt_n=" << wpt_n;
@@ -160,7 +160,8 @@ GemmParams GemmParams::parse(const std::string& text) {
     int* slot = key == "rm" ? &p.rm : key == "vw" ? &p.vw : key == "nv" ? &p.nv : key == "lx" ? &p.lx : key == "ly" ? &p.ly : key == "ku" ? &p.ku : key == "pack_a" ? &p.pack_a : key == "pack_b" ? &p.pack_b
               : key == "ts_m" ? &p.ts_m : key == "ts_n" ? &p.ts_n : key == "ts_k" ? &p.ts_k
               : key == "wpt_m" ? &p.wpt_m : key == "wpt_n" ? &p.wpt_n : key == "vwm" ? &p.vwm : key == "vwn" ? &p.vwn
-              : key == "wm" ? &p.wm : key == "wn" ? &p.wn : key == "lm" ? &p.lm : key == "sk" ? &p.sk : nullptr;
+              : key == "wm" ? &p.wm : key == "wn" ? &p.wn : key == "lm" ? &p.lm : key == "sk" ? &p.sk
+              : key == "st" ? &p.st : nullptr;
     if (!slot) throw ValueError("gemm parameters: unknown key '" + key + "'");
     *slot = v;
     given.push_back(key);
@@ -195,6 +196,7 @@ void GemmParams::validate(const DeviceInfo& dev, std::size_t real_bytes, std::si
            "stack; at most " + std::to_string(kMaxGroupPrivateBytes) + " are allowed on a CPU device");
   };
   if (sk && family != Family::vtiled) fail("sk (stream-K) is a vtiled parameter");
+  if (st && family != Family::mma) fail("st (pipeline stages) is an mma parameter");
   if (family == Family::packed) {
     if (rm < 1 || rm > 32) fail("rm must be in 1..32");
     if (vw != 1 && vw != 2 && vw != 4 && vw != 8 && vw != 16) fail("vw must be 1, 2, 4, 8 or 16");
@@ -217,6 +219,7 @@ void GemmParams::validate(const DeviceInfo& dev, std::size_t real_bytes, std::si
     const int depth = mma_bytes == 4 ? 8 : 16, per_vec = 16 / static_cast<int>(mma_bytes);  // values a 16-byte vector
     if (ts_k < depth) fail("ts_k must be at least " + std::to_string(depth) + " (the instruction's depth)");
     if (lm != 0 && lm != 1) fail("lm must be 0 or 1");
+    if (st != 0 && (st < 2 || st > 4)) fail("st must be 0 or 2..4");
     if (ts_m % (16 * wm) || ts_n % (8 * wn))
       fail("each warp needs whole 16 x 8 tiles: ts_m a multiple of 16 * wm, ts_n of 8 * wn");
     const std::uint64_t wg = 32u * static_cast<std::uint64_t>(wm) * wn;
@@ -226,12 +229,12 @@ void GemmParams::validate(const DeviceInfo& dev, std::size_t real_bytes, std::si
       fail("ts_m * ts_k / " + std::to_string(per_vec) + " and ts_n * ts_k / " + std::to_string(per_vec) +
            " must be multiples of the work-group size (" + std::to_string(wg) + ")");
     if (wg > dev.max_work_group_size) fail("work-group of " + std::to_string(wg) + " exceeds the device's maximum");
-    // two slices in either layout (gemm_mma.cl: rows padded by 8 values, 4 along K for tf32)
+    // two slices (st of them in a ring) in either layout (gemm_mma.cl: rows padded by 8 values, 4 along K for tf32)
     const std::uint64_t pad_k = mma_bytes == 4 ? 4 : 8;
     const auto slice = [&](std::uint64_t mn) {
       return std::max(mn * (ts_k + pad_k), static_cast<std::uint64_t>(ts_k) * (mn + 8));
     };
-    const std::uint64_t local = 2u * (slice(ts_m) + slice(ts_n)) * mma_bytes;
+    const std::uint64_t local = static_cast<std::uint64_t>(st ? st : 2) * (slice(ts_m) + slice(ts_n)) * mma_bytes;
     if (dev.local_mem && local > dev.local_mem)
       fail("its tiles need " + std::to_string(local) + " bytes of local memory, the device has " +
            std::to_string(dev.local_mem));

@@ -29,6 +29,9 @@ struct GemmParams {
   // warps of 32 work items
   int wm = 2, wn = 4;
   int lm = 0;  // mma: 1 loads the fragments with ldmatrix (NVIDIA's instruction; ignored by the emulation)
+  // mma: 0 stages each slice through registers into two local buffers; 2-4 keeps a ring of st local buffers
+  // filled st - 1 slices ahead by asynchronous copies (cp.async on sm_80 and newer; plain copies elsewhere)
+  int st = 0;
   std::string source;  // where the entry came from: "database:<match>", "tuned", "default"
   std::int64_t max_macs = -1;  // applies to problems of at most this many multiply-adds (M*N*K); -1: any size
 

@@ -10,8 +10,12 @@
 //    every store to local memory is one 16-byte vector; rows are padded (PAD_K, PAD_MN values) so that a warp's
 //    fragment reads fall on distinct banks. A 16-bit fragment register is one 32-bit read where its two values are
 //    adjacent (k-contiguous rows), else two 16-bit reads (a transposing scatter of 16-bit stores instead ran into
-//    8-way bank conflicts); a tf32 register is one value. The next slice's global loads are in flight while the
-//    current one is multiplied (one barrier a slice).
+//    8-way bank conflicts); a tf32 register is one value. ST = 0: the next slice's global loads are in flight in
+//    registers while the current one is multiplied, then stored to the other buffer (one barrier a slice). ST = 2-4:
+//    a ring of ST buffers filled ST - 1 slices ahead by asynchronous copies straight into local memory (cp.async,
+//    sm_80 and newer: no registers held, deeper prefetch), one barrier a slice; tf32 values are then staged raw and
+//    rounded as fragments are read. Where a copy cannot be asynchronous (the emulation, sm_75, an operand not moved
+//    as aligned 16-byte vectors, the convolution's gather) it is a plain copy in the same place of the ring.
 //  - Global loads move 16 bytes (EV values) along the operand's contiguous dimension where the host set VA / VB
 //    (that dimension a multiple of EV), else the same EV element by element with bounds.
 //  - CONV_B: B is the im2col matrix of a convolution's input image (C, H, W), gathered element by element by the
@@ -60,6 +64,14 @@
 #ifndef MMA_TF32
 #define MMA_TF32 0
 #endif
+#ifndef ST  // pipeline stages: 0, or 2..4 local buffers filled by asynchronous copies
+#define ST 0
+#endif
+#if ST != 0 && (ST < 2 || ST > 4)
+#error "ST is 0 or 2..4"
+#endif
+#define ASYNC (MMA_PTX && !MMA_K8 && ST)  // cp.async: sm_80 and newer (MMA_K8 marks sm_75)
+#define NBUF (ST ? ST : 2)
 // The inputs' type: the storage type's, or with a float32 result (C and bias float32: the float32 build) IN_HALF /
 // IN_BF16
 #if defined(STORE_BF16) && !defined(IN_BF16)
@@ -165,20 +177,98 @@ inline uint4 to_tf32_4(const uint4 v) { return (uint4)(to_tf32(v.x), to_tf32(v.y
 #else
 #define STAGE(v) (v)
 #endif
+#if MMA_TF32 && ST  // staged raw (an asynchronous copy cannot round): rounded as the fragments are read
+#define FRAG(v) to_tf32(v)
+#else
+#define FRAG(v) (v)
+#endif
 
-// Global -> registers: slice k0 of A, TS_M x TS_K (vector i of the slice is at row/column i / per-line).
+#if ASYNC
+// 16 bytes global -> local without registers; `bytes` (16 or 0) of them read, the rest zero-filled. A committed
+// group completes in order: waiting until at most ST - 2 are pending leaves the oldest slice landed.
+#define CP_ASYNC16(dst, src, bytes)                                                              \
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"((uint)(size_t)(dst)), "l"(src), \
+               "r"(bytes)                                                                        \
+               : "memory")
+#define CP_COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
+#if ST == 2
+#define CP_WAIT() asm volatile("cp.async.wait_group 0;" ::: "memory")
+#elif ST == 3
+#define CP_WAIT() asm volatile("cp.async.wait_group 1;" ::: "memory")
+#else
+#define CP_WAIT() asm volatile("cp.async.wait_group 2;" ::: "memory")
+#endif
+#else
+#define CP_COMMIT()
+#define CP_WAIT()
+#endif
+
+// Vector i of a slice (k0): the index of its first value in the operand, how many of its EV values exist (*n; <= 0:
+// none), and where it lies in the local slice (each in the operand's own layout: 16-byte aligned, since the row
+// lengths and the vectors' offsets along a row are multiples of EV values).
+inline long a_src(const int i, const int M, const int K, const int m0, const int k0, int* n) {
+#if TRANS_A  // A stored (K, M): vectors along M
+  const int mv = i % (TS_M / EV), kk = i / (TS_M / EV), gm = m0 + mv * EV, gk = k0 + kk;
+  *n = gk < K ? M - gm : 0;
+  return (long)gk * M + gm;
+#else  // A stored (M, K): vectors along K
+  const int kv = i % (TS_K / EV), mm = i / (TS_K / EV), gm = m0 + mm, gk = k0 + kv * EV;
+  *n = gm < M ? K - gk : 0;
+  return (long)gm * K + gk;
+#endif
+}
+inline int a_dst(const int i) {
+#if TRANS_A
+  return (i / (TS_M / EV)) * LDA + (i % (TS_M / EV)) * EV;
+#else
+  return (i / (TS_K / EV)) * LDA + (i % (TS_K / EV)) * EV;
+#endif
+}
+inline long b_src(const int i, const int N, const int K, const int n0, const int k0, int* n) {
+#if TRANS_B  // B stored (N, K): vectors along K
+  const int kv = i % (TS_K / EV), nn = i / (TS_K / EV), gn = n0 + nn, gk = k0 + kv * EV;
+  *n = gn < N ? K - gk : 0;
+  return (long)gn * K + gk;
+#else  // B stored (K, N): vectors along N
+  const int nv = i % (TS_N / EV), kk = i / (TS_N / EV), gn = n0 + nv * EV, gk = k0 + kk;
+  *n = gk < K ? N - gn : 0;
+  return (long)gk * N + gn;
+#endif
+}
+inline int b_dst(const int i) {
+#if TRANS_B
+  return (i / (TS_K / EV)) * LDB + (i % (TS_K / EV)) * EV;
+#else
+  return (i / (TS_N / EV)) * LDB + (i % (TS_N / EV)) * EV;
+#endif
+}
+
+#if CONV_B
+// Vector l of this work item's B slice (vector i = lid + l * LSIZE): B[k][p] = x[c, ihb + ki * DH, iwb + kj * DW]
+// for k = (c * KH + ki) * KW + kj, EV columns a vector.
+inline uint4 conv_vec(__global const elem* restrict B, const int K, const int k0, const int i, const int l,
+                      const ConvGeom g, const int* ihb, const int* iwb) {
+  const int gk = k0 + i / (TS_N / EV);
+  const int c = gk / (KH * KW), r = gk - c * (KH * KW), ki = r / KW, kj = r - ki * KW;
+  elem v[EV];
+#pragma unroll
+  for (int e = 0; e < EV; ++e) {
+    const int ih = ihb[l * EV + e] + ki * g.dh, iw = iwb[l * EV + e] + kj * g.dw;
+    const bool in = gk < K && ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+    v[e] = in ? B[((long)c * g.H + ih) * g.W + iw] : (elem)0;
+  }
+  return pack_vec(v);
+}
+#endif
+
+// ST = 0. Global -> registers: slice k0 of A (TS_M x TS_K) and of B.
 inline void load_a(__global const elem* restrict A, const int M, const int K, const int m0, const int k0,
                    const int lid, uint4* ra) {
 #pragma unroll
   for (int l = 0; l < A_VECS; ++l) {
-    const int i = lid + l * LSIZE;
-#if TRANS_A  // A stored (K, M): vectors along M
-    const int mv = i % (TS_M / EV), kk = i / (TS_M / EV), gm = m0 + mv * EV, gk = k0 + kk;
-    ra[l] = loadv(A, (long)gk * M + gm, gk < K ? M - gm : 0, VA);
-#else  // A stored (M, K): vectors along K
-    const int kv = i % (TS_K / EV), mm = i / (TS_K / EV), gm = m0 + mm, gk = k0 + kv * EV;
-    ra[l] = loadv(A, (long)gm * K + gk, gm < M ? K - gk : 0, VA);
-#endif
+    int n;
+    const long at = a_src(lid + l * LSIZE, M, K, m0, k0, &n);
+    ra[l] = loadv(A, at, n, VA);
   }
 }
 
@@ -186,54 +276,63 @@ inline void load_b(__global const elem* restrict B, const int N, const int K, co
                    const int lid, uint4* rb CONV_PARAMS) {
 #pragma unroll
   for (int l = 0; l < B_VECS; ++l) {
-    const int i = lid + l * LSIZE;
-#if CONV_B  // B[k][p] = x[c, ihb + ki * DH, iwb + kj * DW] for k = (c * KH + ki) * KW + kj, EV columns a vector
-    const int gk = k0 + i / (TS_N / EV);
-    const int c = gk / (KH * KW), r = gk - c * (KH * KW), ki = r / KW, kj = r - ki * KW;
-    elem v[EV];
-#pragma unroll
-    for (int e = 0; e < EV; ++e) {
-      const int ih = ihb[l * EV + e] + ki * g.dh, iw = iwb[l * EV + e] + kj * g.dw;
-      const bool in = gk < K && ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
-      v[e] = in ? B[((long)c * g.H + ih) * g.W + iw] : (elem)0;
-    }
-    rb[l] = pack_vec(v);
-#elif TRANS_B  // B stored (N, K): vectors along K
-    const int kv = i % (TS_K / EV), nn = i / (TS_K / EV), gn = n0 + nn, gk = k0 + kv * EV;
-    rb[l] = loadv(B, (long)gn * K + gk, gn < N ? K - gk : 0, VB);
-#else  // B stored (K, N): vectors along N
-    const int nv = i % (TS_N / EV), kk = i / (TS_N / EV), gn = n0 + nv * EV, gk = k0 + kk;
-    rb[l] = loadv(B, (long)gk * N + gn, gk < K ? N - gn : 0, VB);
+#if CONV_B
+    rb[l] = conv_vec(B, K, k0, lid + l * LSIZE, l, g, ihb, iwb);
+#else
+    int n;
+    const long at = b_src(lid + l * LSIZE, N, K, n0, k0, &n);
+    rb[l] = loadv(B, at, n, VB);
 #endif
   }
 }
 
-// Registers -> local: each vector where it lies in the operand's own layout (16-byte aligned: the row lengths and
-// the vectors' offsets along a row are multiples of EV values), tf32-rounded on the way.
+// Registers -> local, tf32-rounded on the way.
 inline void store_a(__local elem* as, const int lid, const uint4* ra) {
 #pragma unroll
-  for (int l = 0; l < A_VECS; ++l) {
-    const int i = lid + l * LSIZE;
-#if TRANS_A
-    const int mv = i % (TS_M / EV), kk = i / (TS_M / EV);
-    *(__local uint4*)(as + kk * LDA + mv * EV) = STAGE(ra[l]);
-#else
-    const int kv = i % (TS_K / EV), mm = i / (TS_K / EV);
-    *(__local uint4*)(as + mm * LDA + kv * EV) = STAGE(ra[l]);
-#endif
-  }
+  for (int l = 0; l < A_VECS; ++l) *(__local uint4*)(as + a_dst(lid + l * LSIZE)) = STAGE(ra[l]);
 }
 
 inline void store_b(__local elem* bs, const int lid, const uint4* rb) {
 #pragma unroll
+  for (int l = 0; l < B_VECS; ++l) *(__local uint4*)(bs + b_dst(lid + l * LSIZE)) = STAGE(rb[l]);
+}
+
+// ST > 0. Global -> local for slice k0, raw: asynchronously where the operand moves as aligned 16-byte vectors (a
+// vector past the edge reads nothing and lands as zeros), else through a register.
+inline void copy_a(__global const elem* restrict A, const int M, const int K, const int m0, const int k0,
+                   const int lid, __local elem* as) {
+#pragma unroll
+  for (int l = 0; l < A_VECS; ++l) {
+    const int i = lid + l * LSIZE;
+    int n;
+    const long at = a_src(i, M, K, m0, k0, &n);
+#if ASYNC
+    if (VA) {
+      CP_ASYNC16(as + a_dst(i), n > 0 ? A + at : A, n > 0 ? 16 : 0);
+      continue;
+    }
+#endif
+    *(__local uint4*)(as + a_dst(i)) = loadv(A, at, n, VA);
+  }
+}
+
+inline void copy_b(__global const elem* restrict B, const int N, const int K, const int n0, const int k0,
+                   const int lid, __local elem* bs CONV_PARAMS) {
+#pragma unroll
   for (int l = 0; l < B_VECS; ++l) {
     const int i = lid + l * LSIZE;
-#if TRANS_B
-    const int kv = i % (TS_K / EV), nn = i / (TS_K / EV);
-    *(__local uint4*)(bs + nn * LDB + kv * EV) = STAGE(rb[l]);
+#if CONV_B
+    *(__local uint4*)(bs + b_dst(i)) = conv_vec(B, K, k0, i, l, g, ihb, iwb);
 #else
-    const int nv = i % (TS_N / EV), kk = i / (TS_N / EV);
-    *(__local uint4*)(bs + kk * LDB + nv * EV) = STAGE(rb[l]);
+    int n;
+    const long at = b_src(i, N, K, n0, k0, &n);
+#if ASYNC
+    if (VB) {
+      CP_ASYNC16(bs + b_dst(i), n > 0 ? B + at : B, n > 0 ? 16 : 0);
+      continue;
+    }
+#endif
+    *(__local uint4*)(bs + b_dst(i)) = loadv(B, at, n, VB);
 #endif
   }
 }
@@ -248,17 +347,17 @@ inline void store_b(__local elem* bs, const int lid, const uint4* rb) {
 inline uint a_frag(const __local elem* as, const int ln, const int i, const int r, const int ks, const int wm) {
   const int m = wm * WTM + i * 16 + (ln >> 2) + 8 * (r & 1), k = ks + (ln & 3) + 4 * (r >> 1);
 #if TRANS_A
-  return as[k * LDA + m];
+  return FRAG(as[k * LDA + m]);
 #else
-  return as[m * LDA + k];
+  return FRAG(as[m * LDA + k]);
 #endif
 }
 inline uint b_frag(const __local elem* bs, const int ln, const int j, const int r, const int ks, const int wn) {
   const int n = wn * WTN + j * 8 + (ln >> 2), k = ks + (ln & 3) + 4 * r;
 #if TRANS_B
-  return bs[n * LDB + k];
+  return FRAG(bs[n * LDB + k]);
 #else
-  return bs[k * LDB + n];
+  return FRAG(bs[k * LDB + n]);
 #endif
 }
 #else
@@ -339,12 +438,16 @@ inline void a_frags_ldsm(const __local elem* as, const int lane, const int i, co
 #else
   const int mat = lane >> 3, row = lane & 7, m = wm * WTM + i * 16 + 8 * (mat & 1), k = ks + 4 * (mat >> 1);
   LDSM_X4(r, as + (m + row) * LDA + k);
+#pragma unroll
+  for (int q = 0; q < 4; ++q) r[q] = FRAG(r[q]);
 #endif
 }
 inline void b_frags_ldsm(const __local elem* bs, const int lane, const int j, const int ks, const int wn, uint* r) {
 #if TRANS_B  // B[n][k]: matrices (n 0-7, k 0-3) and (n 0-7, k 4-7)
   const int mat = (lane >> 3) & 1, row = lane & 7, n = wn * WTN + j * 8, k = ks + 4 * mat;
   LDSM_X2(r, bs + (n + row) * LDB + k);
+  r[0] = FRAG(r[0]);
+  r[1] = FRAG(r[1]);
 #else
   r[0] = b_frag(bs, lane, j, 0, ks, wn);
   r[1] = b_frag(bs, lane, j, 1, ks, wn);
@@ -408,6 +511,34 @@ inline void mma_emulated(float* c, const __local elem* as, const __local elem* b
 }
 #endif
 
+// One TS_K-deep slice (as, bs: local) multiplied into the accumulators acc of the kernel below (its lane, wm, wn):
+// per KI-deep step the warp's fragments, then MT x NT instructions.
+#if MMA_PTX
+#if LM
+#define LOAD_FRAGS(as, bs, ks)                                                             \
+  _Pragma("unroll") for (int i = 0; i < MT; ++i) a_frags_ldsm(as, lane, i, ks, wm, af[i]); \
+  _Pragma("unroll") for (int j = 0; j < NT; ++j) b_frags_ldsm(bs, lane, j, ks, wn, bf[j])
+#else
+#define LOAD_FRAGS(as, bs, ks)                                                                         \
+  _Pragma("unroll") for (int i = 0; i < MT; ++i)                                                       \
+    _Pragma("unroll") for (int r = 0; r < 4; ++r) af[i][r] = a_frag(as, lane, i, r, ks, wm);         \
+  _Pragma("unroll") for (int j = 0; j < NT; ++j)                                                       \
+    _Pragma("unroll") for (int r = 0; r < 2; ++r) bf[j][r] = b_frag(bs, lane, j, r, ks, wn)
+#endif
+#define MAC_SLICE(as, bs)                                                             \
+  _Pragma("unroll") for (int ks = 0; ks < TS_K; ks += KI) {                           \
+    uint af[MT][4], bf[NT][2];                                                        \
+    LOAD_FRAGS(as, bs, ks);                                                           \
+    _Pragma("unroll") for (int i = 0; i < MT; ++i)                                    \
+      _Pragma("unroll") for (int j = 0; j < NT; ++j) MMA(acc[i][j], af[i], bf[j]);   \
+  }
+#else
+#define MAC_SLICE(as, bs)                                        \
+  for (int ks = 0; ks < TS_K; ks += KI)                          \
+    for (int i = 0; i < MT; ++i)                                 \
+      for (int j = 0; j < NT; ++j) mma_emulated(acc[i][j], as, bs, i, j, ks, wm, wn, lane)
+#endif
+
 __kernel __attribute__((reqd_work_group_size(LSIZE, 1, 1)))
 void gemm_mma(const int M, const int N, const int K, const float alpha, const float beta,
               __global const elem* restrict A, const long a_batch_stride,
@@ -427,7 +558,7 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
   B += batch * b_batch_stride;
   C += batch * (long)M * N;
 
-  __local uint4 as_[2][A_LOCAL / EV], bs_[2][B_LOCAL / EV];  // uint4: 16-byte aligned rows
+  __local uint4 as_[NBUF][A_LOCAL / EV], bs_[NBUF][B_LOCAL / EV];  // uint4: 16-byte aligned rows
   float acc[MT][NT][4];
 #pragma unroll
   for (int i = 0; i < MT; ++i)
@@ -448,6 +579,32 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
       iwb[l * EV + e] = (gn - oh * conv_ow) * sw - pw;
     }
 #endif
+#if ST
+  // A ring of ST slices: slice kt in buffer kt % ST, copied ST - 1 slices ahead. At slice kt each work item waits
+  // for its own copies of it, the barrier for everyone's (and for every warp to be done with slice kt - 1, whose
+  // buffer the copy issued next fills). A group is committed every step, empty or not, so that the count of
+  // pending groups always means the same slices.
+  const int nk = (K + TS_K - 1) / TS_K;
+#pragma unroll
+  for (int s = 0; s < ST - 1; ++s) {
+    if (s < nk) {
+      copy_a(A, M, K, m0, s * TS_K, lid, (__local elem*)as_[s]);
+      copy_b(B, N, K, n0, s * TS_K, lid, (__local elem*)bs_[s] CONV_ARGS);
+    }
+    CP_COMMIT();
+  }
+  for (int kt = 0; kt < nk; ++kt) {
+    CP_WAIT();
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int ahead = kt + ST - 1;
+    if (ahead < nk) {
+      copy_a(A, M, K, m0, ahead * TS_K, lid, (__local elem*)as_[ahead % ST]);
+      copy_b(B, N, K, n0, ahead * TS_K, lid, (__local elem*)bs_[ahead % ST] CONV_ARGS);
+    }
+    CP_COMMIT();
+    MAC_SLICE((const __local elem*)as_[kt % ST], (const __local elem*)bs_[kt % ST]);
+  }
+#else
   uint4 ra[A_VECS], rb[B_VECS];
   if (K > 0) {
     load_a(A, M, K, m0, 0, lid, ra);
@@ -464,36 +621,7 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
       load_a(A, M, K, m0, next, lid, ra);
       load_b(B, N, K, n0, next, lid, rb CONV_ARGS);
     }
-    const __local elem* as = (const __local elem*)as_[buf];
-    const __local elem* bs = (const __local elem*)bs_[buf];
-#pragma unroll
-    for (int ks = 0; ks < TS_K; ks += KI) {
-#if MMA_PTX
-      uint af[MT][4], bf[NT][2];
-#if LM
-#pragma unroll
-      for (int i = 0; i < MT; ++i) a_frags_ldsm(as, lane, i, ks, wm, af[i]);
-#pragma unroll
-      for (int j = 0; j < NT; ++j) b_frags_ldsm(bs, lane, j, ks, wn, bf[j]);
-#else
-#pragma unroll
-      for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) af[i][r] = a_frag(as, lane, i, r, ks, wm);
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) bf[j][r] = b_frag(bs, lane, j, r, ks, wn);
-#endif
-#pragma unroll
-      for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < NT; ++j) MMA(acc[i][j], af[i], bf[j]);
-#else
-      for (int i = 0; i < MT; ++i)
-        for (int j = 0; j < NT; ++j) mma_emulated(acc[i][j], as, bs, i, j, ks, wm, wn, lane);
-#endif
-    }
+    MAC_SLICE((const __local elem*)as_[buf], (const __local elem*)bs_[buf]);
     if (next < K) {
       store_a((__local elem*)as_[buf ^ 1], lid, ra);
       store_b((__local elem*)bs_[buf ^ 1], lid, rb);
@@ -501,6 +629,7 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
     barrier(CLK_LOCAL_MEM_FENCE);
     buf ^= 1;
   }
+#endif
 
   // Epilogue: acc[i][j][r] is C[m0 + wm * WTM + i * 16 + g + 8 * (r >> 1)][n0 + wn * WTN + j * 8 + 2t + (r & 1)].
 PTX_UNROLL
