@@ -42,7 +42,7 @@ std::string cl_load(DType t, const std::string& p, const std::string& o) {
 
 // bfloat16 from float: round to nearest even, NaN kept (quiet).
 constexpr const char* kBf16Helper =
-    "inline ushort hetnn_f2bf(float f) {\n  const uint b = as_uint(f);\n"
+    "static inline ushort hetnn_f2bf(float f) {\n  const uint b = as_uint(f);\n"
     "  if ((b & 0x7fffffffu) > 0x7f800000u) return (ushort)((b >> 16) | 0x40u);\n"
     "  return (ushort)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);\n}\n";
 
@@ -109,7 +109,7 @@ std::string generate(const UserRedDesc& d) {
   if (std::find(d.types.begin(), d.types.end(), DType::bf16) != d.types.end()) s << kBf16Helper;
   for (const auto& [name, t] : d.typedefs) s << "typedef " << cl_type(t) << ' ' << name << ";\n";
   s << "typedef " << cl_type(d.reduce_type) << " hetnn_rt;\n" << d.preamble << "\n";
-  s << "inline hetnn_rt hetnn_reduce(hetnn_rt a, hetnn_rt b) { return (hetnn_rt)(" << d.reduce_expr << "); }\n";
+  s << "static inline hetnn_rt hetnn_reduce(hetnn_rt a, hetnn_rt b) { return (hetnn_rt)(" << d.reduce_expr << "); }\n";
   s << "__kernel void " << d.name << "_part(const long n_red, const long parts, const int knd, const long8 ksh8, "
        "const int rnd, const long8 rsh8";
   const int nin = d.n_in;

@@ -39,7 +39,7 @@ __kernel void avg_pool2d_fwd(const int H, const int W, const int OH, const int O
 }
 
 // The divisor of the window starting at (hs, ws) in padded coordinates: the forward's rule.
-inline REAL avg_divisor(const int hs, const int ws, const int H, const int W, const int PH, const int PW,
+static inline REAL avg_divisor(const int hs, const int ws, const int H, const int W, const int PH, const int PW,
                         const int count_include_pad, const int divisor) {
   if (divisor != 0) return (REAL)divisor;
   const int he = min(hs + KH, H + PH), we = min(ws + KW, W + PW);

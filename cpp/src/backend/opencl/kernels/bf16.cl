@@ -2,7 +2,7 @@
 // float, so loading is a shift; storing rounds to nearest even and keeps NaN a NaN).
 #ifndef HETNN_BF16_CL
 #define HETNN_BF16_CL
-inline ushort bf16_from_float(float v) {
+static inline ushort bf16_from_float(float v) {
   uint b = as_uint(v);
   if ((b & 0x7fffffffu) > 0x7f800000u) b |= 0x00400000u;
   else b += 0x7fffu + ((b >> 16) & 1u);

@@ -6,6 +6,11 @@
 #ifndef REAL
 #define REAL float
 #endif
+// Helper functions are `static inline` (OpenCL C 1.2): a plain C99 `inline` function that the compiler does not
+// inline is a call to an external definition nobody provides (clang for NVPTX left gemm_vtiled's mac_tile so:
+// "Unresolved extern function"). The GEMM loops' pieces are HOT: inlined whatever the compiler's cost model says,
+// since their register tiles would otherwise go through memory.
+#define HOT static inline __attribute__((always_inline))
 // Operand layout: A stored (M, K), or (K, M) with TRANS_A; B stored (K, N), or (N, K) with TRANS_B.
 #ifndef TRANS_A
 #define TRANS_A 0

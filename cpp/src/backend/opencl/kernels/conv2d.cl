@@ -98,7 +98,8 @@ __kernel void conv2d_bias_act(const int O, const int P, const int act, __global 
 
 // The output position whose window reaches input position `in` through tap `t` (one axis), or -1 when none does:
 // in = out * stride - pad + t * dil. Shared by the two data-gradient kernels (gathering and col2im).
-inline int tap_output(const int in, const int pad, const int t, const int dil, const int stride, const int out_size) {
+static inline int tap_output(const int in, const int pad, const int t, const int dil, const int stride,
+                             const int out_size) {
   const int q = in + pad - t * dil;
   if (q < 0 || q % stride) return -1;
   const int out = q / stride;

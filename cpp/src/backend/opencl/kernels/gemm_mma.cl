@@ -130,10 +130,10 @@ typedef ushort elem;
 #define A_VECS (TS_M * TS_K / EV / LSIZE)  // 16-byte vectors each work item moves per slice
 #define B_VECS (TS_N * TS_K / EV / LSIZE)
 
-inline uint pack2(ushort lo, ushort hi) { return (uint)lo | ((uint)hi << 16); }
+HOT uint pack2(ushort lo, ushort hi) { return (uint)lo | ((uint)hi << 16); }
 
 // EV values as one 16-byte vector.
-inline uint4 pack_vec(const elem* v) {
+HOT uint4 pack_vec(const elem* v) {
 #if MMA_TF32
   return (uint4)(v[0], v[1], v[2], v[3]);
 #else
@@ -142,7 +142,7 @@ inline uint4 pack_vec(const elem* v) {
 }
 
 // EV consecutive values at `at` (along the contiguous dimension), of which the first `n` exist (n <= 0: none).
-inline uint4 loadv(__global const elem* restrict p, const long at, const int n, const int vec) {
+HOT uint4 loadv(__global const elem* restrict p, const long at, const int n, const int vec) {
   if (vec) return n > 0 ? *(__global const uint4*)(p + at) : (uint4)(0);  // at: a multiple of EV, so aligned
   elem v[EV];
 #pragma unroll
@@ -168,11 +168,11 @@ typedef struct {
 // A float's bits rounded to tf32 (10 mantissa bits; to nearest, ties away from zero: cvt.rna.tf32.f32). Adding half
 // of the dropped range to the magnitude carries into the exponent where it must (to infinity past the largest
 // tf32); infinities stay, NaNs become one quiet NaN whose dropped bits are zero.
-inline uint to_tf32(const uint b) {
+HOT uint to_tf32(const uint b) {
   if ((b & 0x7f800000u) == 0x7f800000u) return (b & 0x007fffffu) ? 0x7fffe000u : b;
   return (b + 0x1000u) & 0xffffe000u;
 }
-inline uint4 to_tf32_4(const uint4 v) { return (uint4)(to_tf32(v.x), to_tf32(v.y), to_tf32(v.z), to_tf32(v.w)); }
+HOT uint4 to_tf32_4(const uint4 v) { return (uint4)(to_tf32(v.x), to_tf32(v.y), to_tf32(v.z), to_tf32(v.w)); }
 #define STAGE(v) to_tf32_4(v)
 #else
 #define STAGE(v) (v)
@@ -206,7 +206,7 @@ inline uint4 to_tf32_4(const uint4 v) { return (uint4)(to_tf32(v.x), to_tf32(v.y
 // Vector i of a slice (k0): the index of its first value in the operand, how many of its EV values exist (*n; <= 0:
 // none), and where it lies in the local slice (each in the operand's own layout: 16-byte aligned, since the row
 // lengths and the vectors' offsets along a row are multiples of EV values).
-inline long a_src(const int i, const int M, const int K, const int m0, const int k0, int* n) {
+HOT long a_src(const int i, const int M, const int K, const int m0, const int k0, int* n) {
 #if TRANS_A  // A stored (K, M): vectors along M
   const int mv = i % (TS_M / EV), kk = i / (TS_M / EV), gm = m0 + mv * EV, gk = k0 + kk;
   *n = gk < K ? M - gm : 0;
@@ -217,14 +217,14 @@ inline long a_src(const int i, const int M, const int K, const int m0, const int
   return (long)gm * K + gk;
 #endif
 }
-inline int a_dst(const int i) {
+HOT int a_dst(const int i) {
 #if TRANS_A
   return (i / (TS_M / EV)) * LDA + (i % (TS_M / EV)) * EV;
 #else
   return (i / (TS_K / EV)) * LDA + (i % (TS_K / EV)) * EV;
 #endif
 }
-inline long b_src(const int i, const int N, const int K, const int n0, const int k0, int* n) {
+HOT long b_src(const int i, const int N, const int K, const int n0, const int k0, int* n) {
 #if TRANS_B  // B stored (N, K): vectors along K
   const int kv = i % (TS_K / EV), nn = i / (TS_K / EV), gn = n0 + nn, gk = k0 + kv * EV;
   *n = gn < N ? K - gk : 0;
@@ -235,7 +235,7 @@ inline long b_src(const int i, const int N, const int K, const int n0, const int
   return (long)gk * N + gn;
 #endif
 }
-inline int b_dst(const int i) {
+HOT int b_dst(const int i) {
 #if TRANS_B
   return (i / (TS_K / EV)) * LDB + (i % (TS_K / EV)) * EV;
 #else
@@ -246,7 +246,7 @@ inline int b_dst(const int i) {
 #if CONV_B
 // Vector l of this work item's B slice (vector i = lid + l * LSIZE): B[k][p] = x[c, ihb + ki * DH, iwb + kj * DW]
 // for k = (c * KH + ki) * KW + kj, EV columns a vector.
-inline uint4 conv_vec(__global const elem* restrict B, const int K, const int k0, const int i, const int l,
+HOT uint4 conv_vec(__global const elem* restrict B, const int K, const int k0, const int i, const int l,
                       const ConvGeom g, const int* ihb, const int* iwb) {
   const int gk = k0 + i / (TS_N / EV);
   const int c = gk / (KH * KW), r = gk - c * (KH * KW), ki = r / KW, kj = r - ki * KW;
@@ -262,7 +262,7 @@ inline uint4 conv_vec(__global const elem* restrict B, const int K, const int k0
 #endif
 
 // ST = 0. Global -> registers: slice k0 of A (TS_M x TS_K) and of B.
-inline void load_a(__global const elem* restrict A, const int M, const int K, const int m0, const int k0,
+HOT void load_a(__global const elem* restrict A, const int M, const int K, const int m0, const int k0,
                    const int lid, uint4* ra) {
 #pragma unroll
   for (int l = 0; l < A_VECS; ++l) {
@@ -272,7 +272,7 @@ inline void load_a(__global const elem* restrict A, const int M, const int K, co
   }
 }
 
-inline void load_b(__global const elem* restrict B, const int N, const int K, const int n0, const int k0,
+HOT void load_b(__global const elem* restrict B, const int N, const int K, const int n0, const int k0,
                    const int lid, uint4* rb CONV_PARAMS) {
 #pragma unroll
   for (int l = 0; l < B_VECS; ++l) {
@@ -287,19 +287,19 @@ inline void load_b(__global const elem* restrict B, const int N, const int K, co
 }
 
 // Registers -> local, tf32-rounded on the way.
-inline void store_a(__local elem* as, const int lid, const uint4* ra) {
+HOT void store_a(__local elem* as, const int lid, const uint4* ra) {
 #pragma unroll
   for (int l = 0; l < A_VECS; ++l) *(__local uint4*)(as + a_dst(lid + l * LSIZE)) = STAGE(ra[l]);
 }
 
-inline void store_b(__local elem* bs, const int lid, const uint4* rb) {
+HOT void store_b(__local elem* bs, const int lid, const uint4* rb) {
 #pragma unroll
   for (int l = 0; l < B_VECS; ++l) *(__local uint4*)(bs + b_dst(lid + l * LSIZE)) = STAGE(rb[l]);
 }
 
 // ST > 0. Global -> local for slice k0, raw: asynchronously where the operand moves as aligned 16-byte vectors (a
 // vector past the edge reads nothing and lands as zeros), else through a register.
-inline void copy_a(__global const elem* restrict A, const int M, const int K, const int m0, const int k0,
+HOT void copy_a(__global const elem* restrict A, const int M, const int K, const int m0, const int k0,
                    const int lid, __local elem* as) {
 #pragma unroll
   for (int l = 0; l < A_VECS; ++l) {
@@ -316,7 +316,7 @@ inline void copy_a(__global const elem* restrict A, const int M, const int K, co
   }
 }
 
-inline void copy_b(__global const elem* restrict B, const int N, const int K, const int n0, const int k0,
+HOT void copy_b(__global const elem* restrict B, const int N, const int K, const int n0, const int k0,
                    const int lid, __local elem* bs CONV_PARAMS) {
 #pragma unroll
   for (int l = 0; l < B_VECS; ++l) {
@@ -344,7 +344,7 @@ inline void copy_b(__global const elem* restrict B, const int N, const int K, co
 // accumulator q is C[group + 8 * (q >> 1)][2t + (q & 1)]. These read the register that lane `ln` holds for tile i
 // (j) at depth ks from the local slice.
 #if MMA_TF32
-inline uint a_frag(const __local elem* as, const int ln, const int i, const int r, const int ks, const int wm) {
+HOT uint a_frag(const __local elem* as, const int ln, const int i, const int r, const int ks, const int wm) {
   const int m = wm * WTM + i * 16 + (ln >> 2) + 8 * (r & 1), k = ks + (ln & 3) + 4 * (r >> 1);
 #if TRANS_A
   return FRAG(as[k * LDA + m]);
@@ -352,7 +352,7 @@ inline uint a_frag(const __local elem* as, const int ln, const int i, const int 
   return FRAG(as[m * LDA + k]);
 #endif
 }
-inline uint b_frag(const __local elem* bs, const int ln, const int j, const int r, const int ks, const int wn) {
+HOT uint b_frag(const __local elem* bs, const int ln, const int j, const int r, const int ks, const int wn) {
   const int n = wn * WTN + j * 8 + (ln >> 2), k = ks + (ln & 3) + 4 * r;
 #if TRANS_B
   return FRAG(bs[n * LDB + k]);
@@ -361,7 +361,7 @@ inline uint b_frag(const __local elem* bs, const int ln, const int j, const int 
 #endif
 }
 #else
-inline uint a_frag(const __local ushort* as, const int ln, const int i, const int r, const int ks, const int wm) {
+HOT uint a_frag(const __local ushort* as, const int ln, const int i, const int r, const int ks, const int wm) {
   const int m = wm * WTM + i * 16 + (ln >> 2) + 8 * (r & 1), k = ks + 2 * (ln & 3) + 8 * (r >> 1);
 #if TRANS_A
   return pack2(as[k * LDA + m], as[(k + 1) * LDA + m]);
@@ -369,7 +369,7 @@ inline uint a_frag(const __local ushort* as, const int ln, const int i, const in
   return ((const __local uint*)as)[(m * LDA + k) >> 1];  // k even: an aligned pair
 #endif
 }
-inline uint b_frag(const __local ushort* bs, const int ln, const int j, const int r, const int ks, const int wn) {
+HOT uint b_frag(const __local ushort* bs, const int ln, const int j, const int r, const int ks, const int wn) {
   const int n = wn * WTN + j * 8 + (ln >> 2), k = ks + 2 * (ln & 3) + 8 * r;
 #if TRANS_B
   return ((const __local uint*)bs)[(n * LDB + k) >> 1];
@@ -431,7 +431,7 @@ inline uint b_frag(const __local ushort* bs, const int ln, const int j, const in
 // tf32: an 8 x 8 matrix of 16-bit values is 8 rows of four 32-bit ones, lane 4g + t receiving row g's value t: A's
 // register r is the matrix (m 0-7 or 8-15, k 0-3 or 4-7), read as it lies where rows run along k. The .trans form
 // moves 16-bit halves, so m- or n-contiguous slices are read value by value.
-inline void a_frags_ldsm(const __local elem* as, const int lane, const int i, const int ks, const int wm, uint* r) {
+HOT void a_frags_ldsm(const __local elem* as, const int lane, const int i, const int ks, const int wm, uint* r) {
 #if TRANS_A
 #pragma unroll
   for (int q = 0; q < 4; ++q) r[q] = a_frag(as, lane, i, q, ks, wm);
@@ -442,7 +442,7 @@ inline void a_frags_ldsm(const __local elem* as, const int lane, const int i, co
   for (int q = 0; q < 4; ++q) r[q] = FRAG(r[q]);
 #endif
 }
-inline void b_frags_ldsm(const __local elem* bs, const int lane, const int j, const int ks, const int wn, uint* r) {
+HOT void b_frags_ldsm(const __local elem* bs, const int lane, const int j, const int ks, const int wn, uint* r) {
 #if TRANS_B  // B[n][k]: matrices (n 0-7, k 0-3) and (n 0-7, k 4-7)
   const int mat = (lane >> 3) & 1, row = lane & 7, n = wn * WTN + j * 8, k = ks + 4 * mat;
   LDSM_X2(r, bs + (n + row) * LDB + k);
@@ -454,7 +454,7 @@ inline void b_frags_ldsm(const __local elem* bs, const int lane, const int j, co
 #endif
 }
 #else
-inline void a_frags_ldsm(const __local ushort* as, const int lane, const int i, const int ks, const int wm,
+HOT void a_frags_ldsm(const __local ushort* as, const int lane, const int i, const int ks, const int wm,
                          uint* r) {
   const int mat = lane >> 3, row = lane & 7, m = wm * WTM + i * 16 + 8 * (mat & 1), k = ks + 8 * (mat >> 1);
 #if TRANS_A  // A[k][m]: rows along k, transposed on the way
@@ -464,7 +464,7 @@ inline void a_frags_ldsm(const __local ushort* as, const int lane, const int i, 
 #endif
 }
 // B's two registers for tile j: matrices (k 0-7, n 0-7), (k 8-15, n 0-7); lanes 16-31 name rows too (unused).
-inline void b_frags_ldsm(const __local ushort* bs, const int lane, const int j, const int ks, const int wn,
+HOT void b_frags_ldsm(const __local ushort* bs, const int lane, const int j, const int ks, const int wn,
                          uint* r) {
   const int mat = (lane >> 3) & 1, row = lane & 7, n = wn * WTN + j * 8, k = ks + 8 * mat;
 #if TRANS_B  // B[n][k]
@@ -476,7 +476,7 @@ inline void b_frags_ldsm(const __local ushort* bs, const int lane, const int j, 
 #endif
 #endif
 #else
-inline float raw_to_float(const uint bits) {
+static inline float raw_to_float(const uint bits) {
 #if MMA_TF32
   return as_float(bits);
 #elif defined(IN_BF16)
@@ -488,7 +488,7 @@ inline float raw_to_float(const uint bits) {
 }
 // The instruction emulated on the fragments' layout: lane `lane`'s accumulators of tile (i, j) gain the products of
 // the values the owning lanes' registers would hold, read as those lanes would read them (a_frag, b_frag).
-inline void mma_emulated(float* c, const __local elem* as, const __local elem* bs, const int i, const int j,
+static inline void mma_emulated(float* c, const __local elem* as, const __local elem* bs, const int i, const int j,
                          const int ks, const int wm, const int wn, const int lane) {
   const int g = lane >> 2, t = lane & 3;
   for (int q = 0; q < 4; ++q) {
@@ -580,29 +580,24 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
     }
 #endif
 #if ST
-  // A ring of ST slices: slice kt in buffer kt % ST, copied ST - 1 slices ahead. At slice kt each work item waits
-  // for its own copies of it, the barrier for everyone's (and for every warp to be done with slice kt - 1, whose
-  // buffer the copy issued next fills). A group is committed every step, empty or not, so that the count of
-  // pending groups always means the same slices.
+  // A ring of ST slices: slice kt in buffer kt % ST, copied ST - 1 slices ahead (the first ST - 1 steps only copy).
+  // At slice kt each work item waits for its own copies of it, the barrier for everyone's (and for every warp to be
+  // done with slice kt - 1, whose buffer the copy issued next fills). A group is committed every step, empty or not,
+  // so that the count of pending groups always means the same slices. One call site each for the copies and the
+  // products (one inlined copy of each in the code).
   const int nk = (K + TS_K - 1) / TS_K;
-#pragma unroll
-  for (int s = 0; s < ST - 1; ++s) {
-    if (s < nk) {
-      copy_a(A, M, K, m0, s * TS_K, lid, (__local elem*)as_[s]);
-      copy_b(B, N, K, n0, s * TS_K, lid, (__local elem*)bs_[s] CONV_ARGS);
+  for (int kt = 1 - ST; kt < nk; ++kt) {
+    if (kt >= 0) {
+      CP_WAIT();
+      barrier(CLK_LOCAL_MEM_FENCE);
     }
-    CP_COMMIT();
-  }
-  for (int kt = 0; kt < nk; ++kt) {
-    CP_WAIT();
-    barrier(CLK_LOCAL_MEM_FENCE);
     const int ahead = kt + ST - 1;
     if (ahead < nk) {
       copy_a(A, M, K, m0, ahead * TS_K, lid, (__local elem*)as_[ahead % ST]);
       copy_b(B, N, K, n0, ahead * TS_K, lid, (__local elem*)bs_[ahead % ST] CONV_ARGS);
     }
     CP_COMMIT();
-    MAC_SLICE((const __local elem*)as_[kt % ST], (const __local elem*)bs_[kt % ST]);
+    if (kt >= 0) MAC_SLICE((const __local elem*)as_[kt % ST], (const __local elem*)bs_[kt % ST]);
   }
 #else
   uint4 ra[A_VECS], rb[B_VECS];

@@ -108,7 +108,7 @@
 // Global -> registers: slice k0 of A as A_LOADS vectors of VA. A vector lies wholly inside or outside the matrix,
 // since the host sets VA > 1 only when the contiguous dimension is a multiple of VA and slices start at multiples of
 // TS_K; outside elements read as 0.
-inline void load_a(__global const STORAGE* restrict A, const int M, const int K, const int m0, const int k0,
+HOT void load_a(__global const STORAGE* restrict A, const int M, const int K, const int m0, const int k0,
                    const int ke, const int lid, REALA* ra A_PARAMS) {
 #pragma unroll
   for (int l = 0; l < A_LOADS; ++l) {
@@ -161,7 +161,7 @@ typedef struct {
 #define CONV_ARGS
 #endif
 
-inline void load_b(__global const STORAGE* restrict B, const int N, const int K, const int n0, const int k0,
+HOT void load_b(__global const STORAGE* restrict B, const int N, const int K, const int n0, const int k0,
                    const int ke, const int lid, REALB* rb CONV_PARAMS) {
 #pragma unroll
   for (int l = 0; l < B_LOADS; ++l) {
@@ -198,7 +198,7 @@ inline void load_b(__global const STORAGE* restrict B, const int N, const int K,
 }
 
 // Registers -> local: As[k][m] and Bs[k][n] (k-major, so the multiply loop reads rows of both).
-inline void store_a(__local REAL* as, const int lid, const REALA* ra) {
+HOT void store_a(__local REAL* as, const int lid, const REALA* ra) {
 #pragma unroll
   for (int l = 0; l < A_LOADS; ++l) {
     const int i = lid + l * LSIZE;
@@ -216,7 +216,7 @@ inline void store_a(__local REAL* as, const int lid, const REALA* ra) {
   }
 }
 
-inline void store_b(__local REAL* bs, const int lid, const REALB* rb) {
+HOT void store_b(__local REAL* bs, const int lid, const REALB* rb) {
 #pragma unroll
   for (int l = 0; l < B_LOADS; ++l) {
     const int i = lid + l * LSIZE;
@@ -236,7 +236,7 @@ inline void store_b(__local REAL* bs, const int lid, const REALB* rb) {
 
 // Slices [kb, ke) of the tile at (m0, n0) multiplied into acc (zeroed first); the slices double-buffered in As/Bs.
 // Ends after a barrier, so the buffers may be refilled at once.
-inline void mac_tile(__global const STORAGE* restrict A, __global const STORAGE* restrict B, const int M,
+HOT void mac_tile(__global const STORAGE* restrict A, __global const STORAGE* restrict B, const int M,
                      const int N, const int K, const int m0, const int n0, const int kb, const int ke, const int lid,
                      const int tm, const int tn, __local REALM (*As)[TS_K][TS_M / VWM],
                      __local REALN (*Bs)[TS_K][TS_N / VWN], REAL (*acc)[WPT_N] A_PARAMS CONV_PARAMS) {
@@ -290,7 +290,7 @@ inline void mac_tile(__global const STORAGE* restrict A, __global const STORAGE*
 
 // Epilogue. Work item (tm, tn) holds rows (tm + i * LM) * VWM + e and columns (tn + j * LN) * VWN + f. raw: the
 // sums alone (split-K's partial products), else act(alpha * acc + beta * C + bias).
-inline void store_tile(__global STORAGE* restrict C, __global const STORAGE* restrict bias, const int M,
+HOT void store_tile(__global STORAGE* restrict C, __global const STORAGE* restrict bias, const int M,
                        const int N, const REAL alpha, const REAL beta, const int has_bias, const int act,
                        const int raw, const int m0, const int n0, const int tm, const int tn, REAL (*acc)[WPT_N]) {
 #pragma unroll

@@ -64,14 +64,14 @@
 #endif
 
 // First in-bounds position of a dilated window starting at `s` (PyTorch's initial index).
-inline int first_inside(int s, int d) { return s >= 0 ? s : s + (-s + d - 1) / d * d; }
+static inline int first_inside(int s, int d) { return s >= 0 ? s : s + (-s + d - 1) / d * d; }
 
 // The window arguments every kernel starts with.
 #define POOL_ARGS const int H, const int W, const int OH, const int OW, const int SH, const int SW, const int PH, \
     const int PW, const int DH, const int DW
 
 // Row of a flat index without a division per element: float estimate, then exact integer fix-up.
-inline int row_of(long v, int W, float inv_w) {
+static inline int row_of(long v, int W, float inv_w) {
   long r = (long)((float)v * inv_w);
   while (r * W > v) --r;
   while ((r + 1) * W <= v) ++r;
@@ -81,7 +81,7 @@ inline int row_of(long v, int W, float inv_w) {
 // Whether index v of output (oh, ow) lies on its window's grid inside the plane, or the window holds no input
 // position at all (then its index carries no gradient and is not checked).
 // Whether index v lies on window (oh, ow)'s grid inside the plane: the only indices that carry a gradient.
-inline int index_in_window(long v, int oh, int ow, POOL_ARGS, float inv_w) {
+static inline int index_in_window(long v, int oh, int ow, POOL_ARGS, float inv_w) {
   const int hs = oh * SH - PH, ws = ow * SW - PW;
   if (v < 0 || v >= (long)H * W) return 0;
   const int r = row_of(v, W, inv_w), c = (int)(v - (long)r * W);
@@ -93,7 +93,7 @@ inline int index_in_window(long v, int oh, int ow, POOL_ARGS, float inv_w) {
 #ifdef ZERO_PAD
 // Zero padding (-DZERO_PAD): a tap of window (oh, ow) on rows [-PH, 0) or [H, H + PH), or on the matching columns,
 // reads 0 at index -1 (core/pool2d.cpp's pool_window_padded).
-inline int window_padded(int oh, int ow, POOL_ARGS) {
+static inline int window_padded(int oh, int ow, POOL_ARGS) {
   const int hs = oh * SH - PH, ws = ow * SW - PW;
   int row_in = 0, row_pad = 0, col_in = 0, col_pad = 0;
   for (int i = 0; i < KH; ++i) {
@@ -113,7 +113,7 @@ inline int window_padded(int oh, int ow, POOL_ARGS) {
 // A valid index: on its window's grid, or any value for a window with no input position at all (its forward wrote
 // the window's first grid point, which may alias another element: such an index must never receive a gradient),
 // or -1 where the zero padding won.
-inline int index_ok(long v, int oh, int ow, POOL_ARGS, float inv_w) {
+static inline int index_ok(long v, int oh, int ow, POOL_ARGS, float inv_w) {
   if (index_in_window(v, oh, ow, H, W, OH, OW, SH, SW, PH, PW, DH, DW, inv_w)) return 1;
 #ifdef ZERO_PAD
   if (v == -1 && window_padded(oh, ow, H, W, OH, OW, SH, SW, PH, PW, DH, DW)) return 1;
@@ -286,8 +286,8 @@ TAPS_UNROLL
   }
 
 // Output columns [tap_lo, tap_hi) read an input column inside the row for a tap at offset off (iw = ow * SW + off).
-inline int tap_lo(const int off, const int SW) { return off >= 0 ? 0 : (-off + SW - 1) / SW; }
-inline int tap_hi(const int off, const int W, const int OW, const int SW) {
+static inline int tap_lo(const int off, const int SW) { return off >= 0 ? 0 : (-off + SW - 1) / SW; }
+static inline int tap_hi(const int off, const int W, const int OW, const int SW) {
   return W - 1 - off >= 0 ? min(OW, (W - 1 - off) / SW + 1) : 0;
 }
 // SCAN over every tap (i, j) of output row oh's window whose input row is inside.
@@ -303,7 +303,7 @@ inline int tap_hi(const int off, const int W, const int OW, const int SW) {
   }
 
 // Values only: output row yr (window rows from hs) one tap at a time.
-inline void fwd_row_taps(POOL_ARGS, __global const STORAGE* restrict xp, __global STORAGE* restrict yr,
+static inline void fwd_row_taps(POOL_ARGS, __global const STORAGE* restrict xp, __global STORAGE* restrict yr,
                          const int hs) {
   for (int ow = 0; ow < OW; ++ow) yr[ow] = NEG_INF_STORAGE;
   FOR_EACH_TAP(ROW_SCAN)
@@ -418,7 +418,7 @@ TAPS_UNROLL
 // Whether every index of output row oh (indices ir) lies on its window's grid inside the plane. Undilated windows:
 // v is tap (i, j) iff v - (hs*W + ws) - i*W lies in [0, KW) for some window row i inside the input (such windows
 // are never empty); branch-free, so the loop vectorises. Dilated ones: index_ok per index.
-inline int row_indices_ok(POOL_ARGS, __global const long* restrict ir, const int oh, const float inv_w) {
+static inline int row_indices_ok(POOL_ARGS, __global const long* restrict ir, const int oh, const float inv_w) {
   int fail = 0;
   if (DH == 1 && DW == 1) {
     const int hs = oh * SH - PH;

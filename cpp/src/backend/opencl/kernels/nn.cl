@@ -12,8 +12,8 @@
 #endif
 
 // act: 1 relu, 2 sigmoid, 3 tanh (Activation in core/ops.h).
-inline REAL act_value(REAL v, int act) { return ACTIVATE(v, act); }  // common.cl: the one formula
-inline REAL act_grad(REAL dy, REAL y, int act) {  // from the activation's output
+static inline REAL act_value(REAL v, int act) { return ACTIVATE(v, act); }  // common.cl: the one formula
+static inline REAL act_grad(REAL dy, REAL y, int act) {  // from the activation's output
   // relu as PyTorch's threshold_backward: y <= 0 ? 0 : dy (no 0 * inf = NaN; a NaN output passes dy on)
   return act == 1 ? (y <= 0 ? (REAL)0 : dy) : dy * (act == 2 ? y * ((REAL)1 - y) : (REAL)1 - y * y);
 }
@@ -30,7 +30,7 @@ __kernel void act_bwd(const long n, const int act, __global const STORAGE* dy, _
 }
 
 // Row maximum (NaN wins, so a NaN row gives NaN everywhere) and log sum exp(x - max).
-inline REAL row_max(__global const STORAGE* x, const int cols) {
+static inline REAL row_max(__global const STORAGE* x, const int cols) {
   REAL m = LOAD1(x, 0);
   for (int c = 1; c < cols; ++c) {
     const REAL v = LOAD1(x, c);
@@ -38,7 +38,7 @@ inline REAL row_max(__global const STORAGE* x, const int cols) {
   }
   return m;
 }
-inline REAL row_lse(__global const STORAGE* x, const int cols, const REAL m) {
+static inline REAL row_lse(__global const STORAGE* x, const int cols, const REAL m) {
   REAL s = 0;
   for (int c = 0; c < cols; ++c) s += exp(LOAD1(x, c) - m);
   return log(s);
@@ -167,7 +167,7 @@ __kernel void adam(const long n, const REAL b1, const REAL b2, const REAL eps, c
 }
 
 // Inverted dropout (DropoutDesc): the draw is core/ops.h's dropout_draw, 24 bits of SplitMix64 over (seed, i).
-inline uint dropout_draw(const ulong seed, const ulong i) { return (uint)(splitmix64(seed, i) >> 40); }
+static inline uint dropout_draw(const ulong seed, const ulong i) { return (uint)(splitmix64(seed, i) >> 40); }
 
 __kernel void dropout(const long n, const ulong seed, const uint threshold, const REAL scale,
                       __global const STORAGE* x, __global STORAGE* y) {

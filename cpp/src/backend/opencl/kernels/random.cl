@@ -7,7 +7,9 @@
 
 // u in [0, 1) with `bits` bits (core/ops.h unit_from_bits)
 #if IS_FLOAT
-inline CT unit(const ulong draw, const int bits) { return (CT)(draw >> (64 - bits)) * ((CT)1 / (CT)(1UL << bits)); }
+static inline CT unit(const ulong draw, const int bits) {
+  return (CT)(draw >> (64 - bits)) * ((CT)1 / (CT)(1UL << bits));
+}
 #endif
 
 // dist: 0 uniform (a: low, b: high), 1 normal (a: loc, b: scale), 2 integers (low, span)

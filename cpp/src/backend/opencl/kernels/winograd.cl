@@ -21,7 +21,7 @@
 #define WT (WINO_M + 2)  // the input tile's side
 
 // The 1-D transforms, on WT (or 3, or WINO_M) values spaced `s` apart.
-inline void filter_1d(const REAL* g, const int gs, REAL* u, const int us) {  // u = G g
+static inline void filter_1d(const REAL* g, const int gs, REAL* u, const int us) {  // u = G g
 #if WINO_M == 2
   u[0] = g[0];
   u[us] = (g[0] + g[gs] + g[2 * gs]) * (REAL)0.5;
@@ -38,7 +38,7 @@ inline void filter_1d(const REAL* g, const int gs, REAL* u, const int us) {  // 
 #endif
 }
 
-inline void input_1d(const REAL* d, const int ds, REAL* t, const int ts) {  // t = B^T d
+static inline void input_1d(const REAL* d, const int ds, REAL* t, const int ts) {  // t = B^T d
 #if WINO_M == 2
   t[0] = d[0] - d[2 * ds];
   t[ts] = d[ds] + d[2 * ds];
@@ -55,7 +55,7 @@ inline void input_1d(const REAL* d, const int ds, REAL* t, const int ts) {  // t
 #endif
 }
 
-inline void output_1d(const REAL* m, const int ms, REAL* y, const int ys) {  // y = A^T m
+static inline void output_1d(const REAL* m, const int ms, REAL* y, const int ys) {  // y = A^T m
 #if WINO_M == 2
   y[0] = m[0] + m[ms] + m[2 * ms];
   y[ys] = m[ms] - m[2 * ms] - m[3 * ms];
