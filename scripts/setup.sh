@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent set-up on a Debian machine (run as root, or with sudo available):
 #   1. the system packages hetnn builds and runs with (compiler, CMake, OpenCL ICD loader + headers, PoCL, GoogleTest,
-#      CLBlast as a bench peer, clang and its sanitizer/libFuzzer runtime for scripts/sanitize.sh) and Debian's
+#      CLBlast as a bench peer, clang and its sanitizer/libFuzzer runtime for scripts/sanitize.sh, libclc for the NVIDIA
+#      build check scripts/ptx_check.py) and Debian's
 #      Fashion-MNIST files (hetnn.datasets.fashion_mnist);
 #   2. a virtual environment at .venv in the repository root;
 #   3. hetnn itself with its test and bench extras (pip builds the C++ core with CMake; build/ is kept between runs,
@@ -19,7 +20,7 @@ done
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PY=${PYTHON:-python3}
-PKGS=(g++ make cmake pkg-config ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libgtest-dev libclblast-dev dataset-fashion-mnist clang libclang-rt-14-dev)
+PKGS=(g++ make cmake pkg-config ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libgtest-dev libclblast-dev dataset-fashion-mnist clang libclang-rt-14-dev libclc-15)
 if ! "$PY" -c "import venv, ensurepip" >/dev/null 2>&1; then PKGS+=(python3-venv); fi
 
 missing=()

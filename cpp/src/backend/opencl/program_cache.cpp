@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <vector>
@@ -62,6 +63,20 @@ std::uint64_t entry_mac(const SipKey& secret, std::uint64_t key, const unsigned 
   return siphash24(secret, msg.data(), msg.size());
 }
 
+// HETNN_RECORD_PROGRAMS=DIR: every program a process builds or loads is written there once, its source as KEY.cl and
+// its options (then the file's name) as KEY.opts, so that scripts/ptx_check.py --programs DIR can build each of them
+// for NVIDIA GPUs without one. A development aid: failures to write are ignored.
+void record_program(std::uint64_t key, const std::string& file, const std::string& source, const std::string& options) {
+  const char* dir = std::getenv("HETNN_RECORD_PROGRAMS");
+  if (dir == nullptr || *dir == '\0') return;
+  const std::string base = std::string(dir) + "/" + hex64(key);
+  if (std::FILE* f = std::fopen((base + ".opts").c_str(), "r")) {
+    std::fclose(f);
+    return;
+  }
+  if (write_file_atomic(base + ".cl", source)) write_file_atomic(base + ".opts", options + "\n" + file + "\n");
+}
+
 }  // namespace
 
 ProgramCache::ProgramCache(cl_context context, cl_device_id device, const DeviceInfo& info)
@@ -89,6 +104,7 @@ cl_program ProgramCache::fetch(const std::string& file, const std::string& optio
 
   const std::string source = text ? *text : kernel_source(file);
   const std::uint64_t key = disk_key(source, options);
+  record_program(key, file, source, options);
   const auto dir = cache_dir("kernels");
   const std::string path = dir ? *dir + "/" + hex64(key) + ".clbin" : "";
 
