@@ -50,3 +50,26 @@ def test_the_check_fails_on_rejected_ptx_and_on_functions_left_as_calls(tmp_path
            "__kernel void k(__global float* p) { helper(p, get_local_id(0)); helper(p, 7); }")
     left = _one(tmp_path, src, "left")
     assert not left.ok and left.message == "functions not inlined: helper", left.message
+
+
+def test_a_run_records_the_programs_it_builds(tmp_path, opencl_device):
+    """HETNN_RECORD_PROGRAMS=DIR: each program a process builds or loads, once (its source and options), for
+    scripts/ptx_check.py --programs; the recorded source and options build for the device as they are."""
+    import subprocess
+
+    from hetnn import _core
+
+    code = ("import numpy as np, hetnn, sys; d = hetnn.device(sys.argv[1]); "
+            "a = np.ones((33, 17), np.float32); print(hetnn.matmul(a, a.T, device=d)[0, 0])")
+    env = dict(os.environ, HETNN_RECORD_PROGRAMS=str(tmp_path), HETNN_CACHE_DIR=str(tmp_path / "cache"))
+    for _ in range(2):  # the second process finds them recorded (and loads the binaries from its disk cache)
+        r = subprocess.run([sys.executable, "-c", code, opencl_device.id], env=env, capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == 0 and r.stdout.strip() == "17.0", r.stderr
+    recorded = list(ptx_check.recorded(str(tmp_path)))
+    assert recorded and len({v.name for v in recorded}) == len(recorded)
+    assert any(v.name.startswith(("gemm", "pack")) for v in recorded), [v.name for v in recorded]
+    for v in recorded:
+        assert v.options.startswith("-cl-std=") and "__kernel" in v.source
+        assert not any(line.startswith('#include "') for line in v.source.splitlines())  # expanded
+        _core._build_opencl(opencl_device._dev, v.source, v.options)  # the device takes them as recorded
