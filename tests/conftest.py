@@ -125,8 +125,11 @@ def pytest_runtest_setup(item):
         pytest.skip(why)
 
 
-# Fresh inputs on every run; HETNN_TEST_SEED=<n> replays a run (the seed is printed in pytest's header).
-RUN_SEED = int(os.environ.get("HETNN_TEST_SEED", random.SystemRandom().randrange(2**31)))
+# Fresh inputs on every run; HETNN_TEST_SEED=<n> replays a run (the seed is printed in pytest's header). Set here in
+# the environment, so that pytest-xdist's workers, started after this module is imported, draw from the same seed
+# (each drew its own before: a CI failure's inputs could not be replayed from the seed printed).
+RUN_SEED = int(os.environ.get("HETNN_TEST_SEED") or random.SystemRandom().randrange(2**31))
+os.environ["HETNN_TEST_SEED"] = str(RUN_SEED)
 
 
 def pytest_report_header(config):

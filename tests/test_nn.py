@@ -553,7 +553,11 @@ def test_float16_overflow_skips_the_update_and_halves_the_scale(device, rng):
     model.loss_scale = 2.0 ** 10
     hist = model.fit(x, y, loss="cross_entropy", optimizer=optim.SGD(model.parameters(), lr=0.5), epochs=2,
                      batch_size=8)
-    assert hist.params["skipped_steps"] == 0 and hist.history["loss"][1] < hist.history["loss"][0]
+    # every step taken now, each parameter moved (whether an SGD step of 0.5 on random labels lowers the loss is
+    # the draw's: it rose in about 4 of 10,000 draws, once in CI)
+    assert hist.params["skipped_steps"] == 0 and model.loss_scale >= 2.0 ** 10
+    for b, p in zip(before, model.parameters()):
+        assert np.any(p.numpy() != b)
     for bad, exc in ((0.5, ValueError), (float("nan"), ValueError), ("x", TypeError), (None, TypeError)):
         model.loss_scale = bad
         with pytest.raises(exc, match="loss_scale"):
