@@ -24,8 +24,8 @@ import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Iterator, List, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Tuple
 
 KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cpp", "src", "backend", "opencl", "kernels")
 
@@ -52,10 +52,11 @@ class Result:
     variant: Variant
     arch: str
     ok: bool
-    registers: int = 0
+    registers: int = 0       # the most any kernel of the program uses
     spill_bytes: int = 0
     smem: int = 0
     message: str = ""
+    kernels: Dict[str, int] = field(default_factory=dict)  # registers per kernel
 
 
 @dataclass
@@ -155,10 +156,12 @@ def build(v: Variant, arch: str, tools: Tools, work: str) -> Result:
                        capture_output=True, text=True)
     if r.returncode:
         return Result(v, arch, False, message="ptxas: " + " ".join(r.stderr.split())[:300])
-    regs = [int(x) for x in re.findall(r"Used (\d+) registers", r.stderr)]
+    kernels = {k: int(n) for k, n in re.findall(r"Compiling entry function '(\w+)'.*?Used (\d+) registers", r.stderr,
+                                                 re.S)}
     spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", r.stderr)]
     smem = [int(x) for x in re.findall(r"(\d+) bytes smem", r.stderr)]
-    res = Result(v, arch, True, max(regs, default=0), max(spills, default=0), max(smem, default=0))
+    res = Result(v, arch, True, max(kernels.values(), default=0), max(spills, default=0), max(smem, default=0),
+                 kernels=kernels)
     calls = sorted({m for m in _FUNC.findall(ptx) if not m.startswith(("_Z", "__"))})
     if v.inlined and calls:  # the GEMM loops' pieces must be inlined: their register tiles would go through memory
         res.ok, res.message = False, "functions not inlined: " + ", ".join(calls)
@@ -223,8 +226,9 @@ def main() -> int:
     width = max((len(r.variant.name) for r in results), default=0)
     for r in results:
         state = "ok" if r.ok else "FAILED"
+        regs = ", ".join(f"{k} {n}" for k, n in sorted(r.kernels.items()))
         detail = (r.message if not r.ok
-                  else f"{r.registers} registers, {r.spill_bytes} bytes spilled, {r.smem} bytes smem")
+                  else f"registers {regs}; {r.spill_bytes} bytes spilled, {r.smem} bytes smem")
         print(f"{r.variant.name:<{width}}  {r.arch}  {state:<6}  {detail}")
     failed = [r for r in results if not r.ok]
     print(f"{len(results) - len(failed)} of {len(results)} built and assembled")
