@@ -57,6 +57,8 @@ class Result:
     smem: int = 0
     message: str = ""
     kernels: Dict[str, int] = field(default_factory=dict)  # registers per kernel
+    # how often the matrix-unit and copy instructions appear in the PTX (a path compiled out reads 0)
+    instructions: Dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -130,6 +132,8 @@ def recorded(folder: str) -> Iterator[Variant]:
         yield Variant(f"{label.strip()} {os.path.basename(opts)[:-5]}", source, options.strip(), inlined=False)
 
 
+INSTRUCTIONS = ("mma.sync.aligned.m16n8k16", "mma.sync.aligned.m16n8k8", "ldmatrix.sync", "cp.async.cg",
+                "cp.async.wait_group")
 _FUNC = re.compile(r"^\.(?:visible\s+|extern\s+)?\.func\s+(?:\([^)]*\)\s*)?(\w+)", re.M)
 
 
@@ -161,7 +165,7 @@ def build(v: Variant, arch: str, tools: Tools, work: str) -> Result:
     spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", r.stderr)]
     smem = [int(x) for x in re.findall(r"(\d+) bytes smem", r.stderr)]
     res = Result(v, arch, True, max(kernels.values(), default=0), max(spills, default=0), max(smem, default=0),
-                 kernels=kernels)
+                 kernels=kernels, instructions={i: ptx.count(i) for i in INSTRUCTIONS})
     calls = sorted({m for m in _FUNC.findall(ptx) if not m.startswith(("_Z", "__"))})
     if v.inlined and calls:  # the GEMM loops' pieces must be inlined: their register tiles would go through memory
         res.ok, res.message = False, "functions not inlined: " + ", ".join(calls)

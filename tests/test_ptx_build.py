@@ -73,3 +73,26 @@ def test_a_run_records_the_programs_it_builds(tmp_path, opencl_device):
         assert v.options.startswith("-cl-std=") and "__kernel" in v.source
         assert not any(line.startswith('#include "') for line in v.source.splitlines())  # expanded
         _core._build_opencl(opencl_device._dev, v.source, v.options)  # the device takes them as recorded
+
+
+@needs
+def test_each_variant_compiles_the_instructions_its_parameters_name(tmp_path):
+    """A path compiled out by a wrong macro would assemble and pass the emulated tests: the PTX must hold the
+    asynchronous copies where st > 0 (and only there), ldmatrix where lm = 1, sm_75's m16n8k8 steps in that form."""
+    by_name = {v.name: v for v in ptx_check.variants("small")}
+
+    def ptx(name):
+        r = ptx_check.build(by_name[name], "sm_90", TOOLS, str(tmp_path))
+        assert r.ok, r.message
+        return r.instructions
+
+    db = ptx("mma half st=0 lm=0 trans=00 vec=1")
+    assert db["mma.sync.aligned.m16n8k16"] > 0 and db["cp.async.cg"] == db["ldmatrix.sync"] == 0
+    piped = ptx("mma half st=3 lm=1 trans=00 vec=1")
+    assert piped["cp.async.cg"] > 0 and piped["cp.async.wait_group"] > 0 and piped["ldmatrix.sync"] > 0
+    tf32 = ptx("mma tf32 st=3 lm=1 trans=00 vec=1")
+    assert tf32["mma.sync.aligned.m16n8k8"] > 0 and tf32["cp.async.cg"] > 0
+    gather = ptx("mma half conv st=3")  # A's copies asynchronous, the gathered B's through registers
+    assert gather["cp.async.cg"] > 0
+    k8 = ptx("mma half sm_75 form (k8) st=3")  # sm_75 has no cp.async: plain copies in the ring
+    assert k8["mma.sync.aligned.m16n8k8"] > 0 and k8["mma.sync.aligned.m16n8k16"] == 0 and k8["cp.async.cg"] == 0
