@@ -298,9 +298,11 @@ std::string ClBackend::measured_choice(const std::string& key,
   };
   const LoadSample start = load_sample();
   while (rounds < kMinRounds || (rounds < kMaxRounds && load_since(start).wall < kQuietSpanS)) round();
-  while (start.available && load_since(start).wall < kQuietSpanS) {
-    // short calls: the span waited out (the thread kept busy, as the Python timing core does), so that a
-    // neighbour's use shows in the ticks
+  // Short calls: the span waited out on the clock (the thread kept busy, as the Python timing core does, reading
+  // /proc/stat once at the end), so that a neighbour's use shows in the ticks.
+  const auto until = clock::time_point(std::chrono::duration_cast<clock::duration>(
+      std::chrono::duration<double>(start.wall + kQuietSpanS)));
+  while (start.available && clock::now() < until) {
   }
   LoadSpan span = load_since(start);
   if (start.available && !span.quiet()) {
