@@ -127,9 +127,8 @@ d = hetnn.device("gpu")
 print("float16:", d.float16_mode, "| bfloat16:", d.bfloat16_mode, "| tf32:", d.tf32_mode, flush=True)
 if d.float16_mode.startswith("tensor cores"):
     sys.exit(0)
-def expand(f):
-    return "".join(expand(l.split('"')[1]) if l.startswith('#include "') else l
-                   for l in open("cpp/src/backend/opencl/kernels/" + f))
+sys.path.insert(0, "scripts")
+from ptx_check import expand  # the kernel file with its includes, as hetnn builds it
 try:
     _core._build_opencl(d._dev, expand("gemm_mma.cl"), "-cl-std=CL1.2 -DREAL=float -DSTORE_HALF=1 -DMMA_PTX=1")
     print("gemm_mma.cl with MMA_PTX=1 builds")
