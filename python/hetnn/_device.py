@@ -290,9 +290,10 @@ def conv_choice_notes(devs: List[Device]) -> List[str]:
     for d in devs:
         choices = d.conv_choices() if d.kind == "opencl" else []
         busy = [c for c in choices if c.get("flags")]
-        if busy:
+        if busy:  # each flag names its own span of calls; the note keeps only the reasons, once each
+            why = "; ".join(sorted({c["flags"].split(" (")[0] for c in busy}))
             notes.append(f"{d.id}: {len(busy)} of {len(choices)} convolution algorithm choices of \"benchmark\" "
-                         f"were {busy[0]['flags']}: they may not be the fastest (Device.conv_choices())")
+                         f"were {why}: they may not be the fastest (Device.conv_choices())")
     return notes
 
 
