@@ -21,6 +21,9 @@
 #   bash scripts/gpu_session.sh conv-wgrad (the weight gradient alone, "auto" and im2col, against cuDNN's)
 #   bash scripts/gpu_session.sh transfer   (pageable and page-locked copies against CuPy's; issue 43)
 #   bash scripts/gpu_session.sh arrays     (element-wise ops, reductions and pi by Monte Carlo against CuPy; issue 42)
+#   bash scripts/gpu_session.sh wgmma-probe   (whether an OpenCL kernel reaches Hopper's wgmma: as built, with
+#                                              -cl-nv-arch sm_90a, or as PTX patched to sm_90a; a tile checked and
+#                                              the instruction's rate; scripts/wgmma_probe.c; issue 39)
 #   bash scripts/gpu_session.sh icd   (the device table without /etc/OpenCL/vendors/nvidia.icd: the note naming
 #                                      NVIDIA's driver library and the fix; issue 40)
 # The machine is bare: .gpu/ (carried, git-ignored; `bash scripts/gpu_prepare.sh` fetches it) holds the OpenCL loader and header .debs (apt-get download
@@ -198,6 +201,7 @@ for s in ${STAGES//,/ }; do
       --rounds 10 --params "${HALF%%;w4=*}" ;;
     bf16) tensor_cores && run bf16 70 python3 scripts/gemm_vs_vendor.py --dtype bfloat16 --shapes 2048,4096 \
       --rounds 10 --params "${HALF%%;t256x128*}" ;;
+    wgmma-probe) gcc -O2 scripts/wgmma_probe.c -lOpenCL -o /tmp/wgmma_probe && run wgmma-probe 60 /tmp/wgmma_probe ;;
     *) echo "unknown stage $s" ;;
   esac
 done

@@ -96,3 +96,39 @@ def test_each_variant_compiles_the_instructions_its_parameters_name(tmp_path):
     assert gather["cp.async.cg"] > 0
     k8 = ptx("mma half sm_75 form (k8) st=3")  # sm_75 has no cp.async: plain copies in the ring
     assert k8["mma.sync.aligned.m16n8k8"] > 0 and k8["mma.sync.aligned.m16n8k16"] == 0 and k8["cp.async.cg"] == 0
+
+
+@needs
+def test_the_wgmma_probe_s_patched_ptx_assembles_for_sm_90a(tmp_path):
+    """scripts/wgmma_probe.c (gpu_session.sh's wgmma-probe stage, on a lent H100/H200): wgmma assembles only in an
+    sm_90a module, and NVIDIA's OpenCL compiler writes sm_90. The probe's third way builds its kernels with the
+    instructions hidden in PTX comments, then opens them and sets the target: that PTX must assemble for sm_90a with
+    every operand substituted, while the instructions left in the source are refused for sm_90."""
+    import re
+    import shutil
+    import subprocess
+
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    probe = os.path.join(os.path.dirname(__file__), "..", "scripts", "wgmma_probe.c")
+    exe = str(tmp_path / "wgmma_probe")
+    subprocess.run([cc, "-O2", probe, "-lOpenCL", "-o", exe], check=True, capture_output=True)
+
+    def emit(n, hide):
+        return subprocess.run([exe, "--emit", str(n), str(hide)], check=True, capture_output=True, text=True).stdout
+
+    live = _one(tmp_path, emit(8, 0), "live")
+    assert not live.ok and "not supported on .target 'sm_90'" in live.message, live.message
+    for n in (8, 256):
+        hidden = _one(tmp_path, emit(n, 1), f"hidden{n}")
+        assert hidden.ok, hidden.message  # comments: an ordinary sm_90 module
+        ptx = tmp_path / f"hidden{n}_sm_90.ptx"
+        fixed = subprocess.run([exe, "--patch", str(ptx)], check=True, capture_output=True, text=True).stdout
+        assert re.search(r"^\.target sm_90a$", fixed, re.M) and "//WG:" not in fixed
+        steps = [ln for ln in fixed.splitlines() if f"wgmma.mma_async.sync.aligned.m64n{n}k16" in ln]
+        assert len(steps) == 5 and not any(re.search(r"%\d", ln) for ln in steps), steps[:1]  # 1 + 4 in the loop
+        (tmp_path / f"fixed{n}.ptx").write_text(fixed)
+        r = subprocess.run([TOOLS.ptxas, "-arch=sm_90a", "-c", "-o", str(tmp_path / f"fixed{n}.cubin"),
+                            str(tmp_path / f"fixed{n}.ptx")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
