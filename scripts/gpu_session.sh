@@ -19,6 +19,8 @@
 #   bash scripts/gpu_session.sh conv-bwd   (the data gradient as a forward convolution and the weight gradient as
 #                                           one implicit GEMM ("auto") against GEMM + col2im / im2col + per-image GEMMs)
 #   bash scripts/gpu_session.sh conv-wgrad (the weight gradient alone, "auto" and im2col, against cuDNN's)
+#   bash scripts/gpu_session.sh conv-wgrad-half (the same in float16: one matrix-unit GEMM over the batch, split
+#                                                along K in float32, against per-image GEMMs and cuDNN's)
 #   bash scripts/gpu_session.sh transfer   (pageable and page-locked copies against CuPy's; issue 43)
 #   bash scripts/gpu_session.sh arrays     (element-wise ops, reductions and pi by Monte Carlo against CuPy; issue 42)
 #   bash scripts/gpu_session.sh wgmma-probe   (whether an OpenCL kernel reaches Hopper's wgmma: as built, with
@@ -174,6 +176,8 @@ for s in ${STAGES//,/ }; do
     conv-bwd) run conv-bwd 150 python3 scripts/conv_vs_torch.py --backward --algorithms auto,im2col --layers 5 ;;
     conv-wgrad) run conv-wgrad 150 python3 scripts/conv_vs_torch.py --backward --grads weight \
       --algorithms auto,im2col --layers 5 ;;
+    conv-wgrad-half) tensor_cores && run conv-wgrad-half 150 python3 scripts/conv_vs_torch.py --backward \
+      --grads weight --dtype float16 --algorithms auto,im2col --layers 5 ;;
     conv-check) run conv-check 150 python3 -m pytest -x -q -n 8 -p no:cacheprovider tests/test_conv_implicit.py \
       tests/test_conv_winograd.py tests/test_conv2d.py tests/test_conv_benchmark.py \
       -k "opencl or implicit or winograd or benchmark or algorithm" ;;

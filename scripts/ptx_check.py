@@ -35,7 +35,8 @@ DATABASE = {"vtiled_large": "-DTS_M=128 -DTS_N=128 -DTS_K=16 -DWPT_M=8 -DWPT_N=8
             "mma": "-DTS_M=64 -DTS_N=64 -DTS_K=32 -DWM=2 -DWN=2",
             "mma_tf32": "-DTS_M=64 -DTS_N=64 -DTS_K=16 -DWM=2 -DWN=2"}
 TYPES = {"half": "-DREAL=float -DSTORE_HALF=1", "bf16": "-DREAL=float -DSTORE_BF16=1",
-         "tf32": "-DREAL=float -DMMA_TF32=1", "float": "-DREAL=float"}
+         "tf32": "-DREAL=float -DMMA_TF32=1", "float": "-DREAL=float",
+         "half_f32": "-DREAL=float -DIN_HALF=1"}  # float16 inputs, a float32 result (the split slices)
 
 
 @dataclass
@@ -105,6 +106,13 @@ def variants(level: str = "default") -> Iterator[Variant]:
             tile = DATABASE["mma_tf32" if t == "tf32" else "mma"]
             yield _gemm(f"mma {t} conv st={st}", "gemm_mma.cl",
                         f"{TYPES[t]} -DMMA_PTX=1 {tile} -DST={st} -DLM=1 -DVA=1 -DVB=0 -DCONV_B=1 -DKH=3 -DKW=3")
+    # the weight gradient's gathers (A over images, B^T from x), split slices as float32 sums of 16-bit data
+    for t, st, va in itertools.product(("half", "half_f32", "tf32"), (0, 3), (0, 1)):
+        if every or (not small and (st, va) in ((0, 1), (3, 0))) or (small and (t, st, va) == ("half", 3, 1)):
+            tile = DATABASE["mma_tf32" if t == "tf32" else "mma"]
+            yield _gemm(f"mma {t} weight gradient st={st} va={va}", "gemm_mma.cl",
+                        f"{TYPES[t]} -DMMA_PTX=1 {tile} -DST={st} -DLM=1 -DTRANS_B=1 -DVA={va} -DVB=0 -DCONV_WG=1 "
+                        "-DKH=3 -DKW=3")
     yield _gemm("mma half sm_75 form (k8) st=3", "gemm_mma.cl",
                 f"{TYPES['half']} -DMMA_PTX=1 -DMMA_K8=1 {DATABASE['mma']} -DST=3 -DLM=1 -DVA=1 -DVB=1")
     # the vtiled family: the database's members in every layout, the 16-bit types, the convolution loaders

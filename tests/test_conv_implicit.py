@@ -143,6 +143,64 @@ def test_implicit_gemm_weight_gradient_matches_float64(opencl_device, rng, dtype
                               source)
 
 
+# The matrix-unit member's weight gradient (16-bit data, tf32): the same gathers over the whole batch, K split in
+# slices summed in float32 and rounded once (emulated off NVIDIA). A 64 x 32 tile: CK and O both have edge tiles;
+# ts_k 16 makes the split cases' slices start inside images; 6x6 outputs (OH*OW a multiple of 4, not of 8) and the
+# odd ones read gy value by value, 16x16 ones as 16-byte vectors.
+MMA_WG = "family=mma ts_m=32 ts_n=64 ts_k=16 wm=2 wn=1"
+
+
+# Every case in float16 and tf32 (the 16- and 32-bit staging); bfloat16 (another conversion of the same 16-bit path)
+# and the pipelined form (st = 3: copies into a ring of slices) on a padded case, the 16-byte-vector one and a split
+# one, to keep the builds few.
+SOME = [WG_CASES[0], WG_CASES[8], WG_CASES[9]]
+MMA_WG_RUNS = ([("float16", 0, c) for c in WG_CASES] + [("tf32", 0, c) for c in WG_CASES] +
+               [(t, st, c) for t, st in (("bfloat16", 0), ("float16", 3), ("tf32", 3)) for c in SOME])
+
+
+@pytest.mark.parametrize("dtype,st,case", MMA_WG_RUNS,
+                         ids=lambda v: v if isinstance(v, str) else str(v) if isinstance(v, int) else
+                         "x".join(map(str, v[0])) + f"-o{v[1]}-k{v[2][0]}{v[2][1]}")
+def test_matrix_unit_weight_gradient_matches_float64(opencl_device, rng, dtype, st, case):
+    from test_precision import tf32
+
+    shape, o, (kh, kw), s, padding, d, with_bias, _ = case
+    data = "float32" if dtype == "tf32" else dtype
+    params = (MMA_WG.replace("ts_k=16", "ts_k=8") if dtype == "tf32" else MMA_WG) + (f" st={st}" if st else "")
+    old, source = _core.gemm_params(opencl_device._dev, dtype)
+    _core.set_gemm_params(opencl_device._dev, dtype, params, "test")
+    try:
+        x = rng.standard_normal(shape).astype(data)
+        w = (rng.standard_normal((o, shape[1], kh, kw)) / np.sqrt(shape[1] * kh * kw)).astype(data)
+        (y,) = _conv_ref((x, w, None, s, padding, d, 1, None))
+        gy = rng.standard_normal(y.shape).astype(data)
+        with hetnn.profile(opencl_device) as prof:
+            _, gw, gb = hetnn.conv2d_backward(gy, x, w, s, padding, d, 1, input_grad=False, bias_grad=with_bias,
+                                              device=opencl_device, precision="high")
+        names = [r["name"] for r in prof.records]
+        assert "conv2d_im2col" not in names and "sum_rows" not in names, names  # no columns, no per-image partials
+        assert shape[0] == 0 or "matmul" in names, names
+        k = shape[0] * y.shape[2] * y.shape[3]
+        if k >= 768 and o <= 32 and shape[1] * kh * kw <= 64:
+            assert "matmul:split_reduce" in names, names  # one tile, a long K: split
+        rgy, rx = (tf32(gy), tf32(x)) if dtype == "tf32" else (gy, x)  # the inputs as the units see them
+        _, rgw, rgb = _conv_bwd_ref((rgy, rx, w, s, padding, d, 1))
+        assert gw.shape == rgw.shape and gw.dtype == np.dtype(data)
+        # float32 sums of exact products, one rounding to the data type
+        unit = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8, "tf32": 0.0}[dtype]
+        bound = unit * np.abs(rgw) + 1e-6 * np.sqrt(max(k, 1)) * max(1.0, np.max(np.abs(rgw), initial=0))
+        assert (np.abs(gw.astype(np.float64) - rgw) <= bound).all()
+        if with_bias:
+            tol = 2e-3 if dtype == "float16" else 1.6e-2 if dtype == "bfloat16" else 1e-5 * np.sqrt(max(k, 1))
+            _, _, bgb = _conv_bwd_ref((gy, x, w, s, padding, d, 1))
+            assert np.max(np.abs(gb.astype(np.float64) - bgb), initial=0.0) < tol * max(1.0, np.max(np.abs(bgb)))
+        else:
+            assert gb is None
+    finally:
+        _core.set_gemm_params(opencl_device._dev, dtype, "" if source.startswith(("database", "default")) else old,
+                              source)
+
+
 def test_implicit_weight_gradient_on_drawn_convolutions(vtiled_device):
     """The op table's backward generator (groups, which keep the gathering kernels, padding modes, dilation, empty
     batches) with vtiled parameters in force, 30 draws, all three gradients against float64."""

@@ -29,7 +29,8 @@ def test_the_gemm_kernels_assemble_for_nvidia():
     failed = [f"{r.variant.name} {r.arch}: {r.message}" for r in results if not r.ok]
     assert not failed, "\n".join(failed)
     names = " | ".join(r.variant.name for r in results)
-    for path in ("st=3 lm=1", "tf32", "k8", "conv", "weight gradient", "vtiled_small", "trans=11"):
+    for path in ("st=3 lm=1", "tf32", "k8", "conv", "weight gradient", "mma half weight gradient", "vtiled_small",
+                 "trans=11"):
         assert path in names, path
 
 

@@ -724,23 +724,29 @@ void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a
   }
 }
 
+// Split-K slices: when the output's tiles leave more than a tenth of two work-groups per compute unit idle and K is
+// long, enough slices to give each unit two work-groups, each slice at least 256 deep, partials within 64 MiB. Tiles
+// that nearly fill the units are not split (H200, 2048^3 in 128x128 tiles: 256 tiles for 264 places; two slices
+// each made two waves and a reduction pass).
+std::int64_t gemm_k_splits(std::int64_t tiles, std::int64_t K, int ts_k, int compute_units, std::int64_t slice_elems,
+                           std::size_t part_bytes) {
+  if (compute_units <= 0 || 10 * tiles >= 9 * 2 * std::int64_t{compute_units}) return 1;
+  const std::int64_t min_chunk = std::max<std::int64_t>(256, 4 * std::int64_t{ts_k});
+  std::int64_t s = std::min<std::int64_t>((2 * compute_units + tiles - 1) / tiles, K / min_chunk);
+  const std::int64_t max_partials = (std::int64_t{64} << 20) / static_cast<std::int64_t>(part_bytes);
+  s = std::min<std::int64_t>(s, max_partials / std::max<std::int64_t>(1, slice_elems));
+  if (s <= 1) return 1;
+  const std::int64_t chunk = (K + s - 1) / s;
+  return (K + chunk - 1) / chunk;  // no empty slice
+}
+
 namespace {
 
-// Split-K slices for the tiled kernels (gemm.cl, gemm_vtiled.cl): when the output's tiles leave more than a tenth of
-// two work-groups per compute unit idle and K is long, enough slices to give each unit two work-groups, each slice
-// at least 256 deep, partials within 64 MiB. Tiles that nearly fill the units are not split (H200, 2048^3 in 128x128
-// tiles: 256 tiles for 264 places; two slices each made two waves and a reduction pass).
-std::int64_t gemm_k_splits(const GemmParams& p, const MatmulDesc& d, int compute_units) {
+// For the tiled kernels (gemm.cl, gemm_vtiled.cl), whose partials are stored in the data type.
+std::int64_t tiled_k_splits(const GemmParams& p, const MatmulDesc& d, int compute_units) {
   if (d.dtype != DType::f32 && d.dtype != DType::f64) return 1;  // partials are stored in the data type
   const std::int64_t tiles = ((d.M + p.ts_m - 1) / p.ts_m) * ((d.N + p.ts_n - 1) / p.ts_n) * d.batch;
-  if (compute_units <= 0 || 10 * tiles >= 9 * 2 * std::int64_t{compute_units}) return 1;
-  const std::int64_t min_chunk = std::max<std::int64_t>(256, 4 * p.ts_k);
-  std::int64_t s = std::min<std::int64_t>((2 * compute_units + tiles - 1) / tiles, d.K / min_chunk);
-  const std::int64_t max_partials = (std::int64_t{64} << 20) / static_cast<std::int64_t>(dtype_size(d.dtype));
-  s = std::min<std::int64_t>(s, max_partials / std::max<std::int64_t>(1, d.batch * d.M * d.N));
-  if (s <= 1) return 1;
-  const std::int64_t chunk = (d.K + s - 1) / s;
-  return (d.K + chunk - 1) / chunk;  // no empty slice
+  return gemm_k_splits(tiles, d.K, p.ts_k, compute_units, d.batch * d.M * d.N, dtype_size(d.dtype));
 }
 
 }  // namespace
@@ -801,7 +807,7 @@ void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a,
   cl_kernel k = kernel(file, name, opts);
   const cl_long sa = d.batch_a == 1 ? 0 : d.M * d.K;
   const cl_long sb = d.batch_b == 1 ? 0 : conv ? conv->C * conv->H * conv->W : d.K * d.N;  // forward: an image
-  std::int64_t splits = gemm_k_splits(p, d, info_.compute_units);
+  std::int64_t splits = tiled_k_splits(p, d, info_.compute_units);
   // slices start at multiples of ts_k: vector loads along K stay aligned and inside the matrix
   std::int64_t chunk = std::max<std::int64_t>(d.K, 1);
   if (splits > 1) {

@@ -38,6 +38,11 @@ struct RawHandles {
 // limit: "pocl_create_migration_commands: Assertion `p->mem_ptr != NULL' failed").
 bool address_space_for(std::size_t bytes);
 
+// How many slices of K a GEMM of `tiles` output tiles is split into (1: none) on a device of `compute_units`, with
+// `slice_elems` partial sums of `part_bytes` each per slice.
+std::int64_t gemm_k_splits(std::int64_t tiles, std::int64_t K, int ts_k, int compute_units, std::int64_t slice_elems,
+                           std::size_t part_bytes);
+
 class ClBackend final : public Backend, private GemmTuning, private KernelTools, private RawHandles {
  public:
   ClBackend(cl_platform_id platform, cl_device_id device, DeviceInfo info);
@@ -170,9 +175,11 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void matmul_widened(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias);
   // gemm_mma.cl on float16 / bfloat16 data, or float32 data as tf32 (d.allow_tf32); ptx: the instruction itself
   // (after the probe), else its emulation
-  // conv: B is the im2col matrix of the convolution's input images, gathered by the kernel (implicit GEMM)
+  // conv: B is the im2col matrix of the convolution's input images, gathered by the kernel (implicit GEMM); with
+  // weight_grad, d is the weight gradient's GEMM over the whole batch as for matmul_tiled, split along K with
+  // float32 partial sums added and rounded once.
   void matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias, bool ptx,
-                  const Conv2dDesc* conv = nullptr);
+                  const Conv2dDesc* conv = nullptr, bool weight_grad = false);
   bool mma_k8() const;  // float16 as m16n8k8 steps (sm_75, or HETNN_MMA_K8=1)
   std::string probe_matrix_units(GemmType t);  // "" when usable (the cached verdict, else the probe's), else why not
   std::string run_matrix_unit_probe(GemmType t);  // "" when the probe GEMM computed its known result
@@ -192,8 +199,8 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   bool conv2d_winograd(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y,
                        int tile);
   // An ungrouped convolution's weight gradient as one implicit GEMM over the batch (K = images x positions, split
-  // along K) when the float32/float64 GEMM parameters in force are vtiled, the bias gradient beside it; false
-  // (nothing done) otherwise.
+  // along K) when the GEMM parameters in force for its type are vtiled (float32/float64) or the matrix-unit member
+  // (16-bit data, or tf32 in force), the bias gradient beside it; false (nothing done) otherwise.
   bool conv2d_backward_weights_implicit(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,
                                         Buffer* gb);
   // A stride-1 ungrouped convolution's data gradient as a forward convolution of gy with the flipped kernel, with

@@ -400,8 +400,8 @@ void ClBackend::conv2d_as(const Conv2dDesc& d, const Buffer& x, const Buffer& w,
 
 // The backward passes of ungrouped convolutions run on the GEMM kernels like the forward (the gathering kernels
 // below them took 25x the CPU device's time on a Keras-style CNN): data = col2im(W^T @ gy[n]), weights = the sum
-// over n of gy[n] @ cols[n]^T (in chunks of images where the work buffers would pass the limit; where the
-// float32/float64 GEMM in force is vtiled, one implicit GEMM over the batch instead). Grouped convolutions, and
+// over n of gy[n] @ cols[n]^T (in chunks of images where the work buffers would pass the limit; where the GEMM in
+// force is vtiled (float32/float64) or the matrix-unit member (16-bit, tf32), one implicit GEMM over the batch). Grouped convolutions, and
 // those of which one image's buffers pass the limit, use the gathering kernels.
 
 // A stride-1 convolution's data gradient is itself a stride-1 convolution: of gy with the kernel flipped and its
@@ -545,13 +545,15 @@ void ClBackend::bias_grad(const Conv2dDesc& d, const Buffer& gy, Buffer& gb, con
 }
 
 std::optional<GemmParams> ClBackend::weight_grad_params(const Conv2dDesc& d) {
-  // 16-bit data stays on the per-image GEMMs: its partial sums cannot be split along K (they are stored in the
-  // data type), and one GEMM over the whole batch unsplit would run on a handful of work-groups.
-  if (d.groups != 1 || (d.dtype != DType::f32 && d.dtype != DType::f64) || conv_tf32(d)) return std::nullopt;
+  // The vtiled kernel for float32/float64 (split-K partial sums in the data type), the matrix-unit member for 16-bit
+  // data and tf32 (float32 partial sums). 16-bit data on other families stays on the per-image GEMMs: their partial
+  // sums would be stored in 16 bits, and one GEMM over the whole batch unsplit would run on a handful of work-groups.
+  if (d.groups != 1) return std::nullopt;
   const std::int64_t ck = d.C * d.kh * d.kw, k = d.N * d.OH * d.OW;
-  if (k > std::numeric_limits<cl_int>::max()) return std::nullopt;  // the kernel indexes K in int
-  const GemmParams p = gemm_params(GemmType(d.dtype), d.O * ck * k);
-  if (p.family != GemmParams::Family::vtiled) return std::nullopt;
+  if (k > std::numeric_limits<cl_int>::max()) return std::nullopt;  // the kernels index K in int
+  const GemmParams p = gemm_params(GemmType(d.dtype, d.allow_tf32), d.O * ck * k);
+  if (p.family == GemmParams::Family::mma) return p;
+  if ((d.dtype != DType::f32 && d.dtype != DType::f64) || p.family != GemmParams::Family::vtiled) return std::nullopt;
   return p.fitted(d.O, ck);
 }
 
@@ -560,13 +562,19 @@ bool ClBackend::conv2d_backward_weights_implicit(const Conv2dDesc& d, const Buff
   const std::optional<GemmParams> params = weight_grad_params(d);
   if (!params) return false;
   const GemmParams& p = *params;
+  const bool mma = p.family == GemmParams::Family::mma;
+  const GemmType type(d.dtype, d.allow_tf32);
   const std::int64_t ck = d.C * d.kh * d.kw, k = d.N * d.OH * d.OW;
   MatmulDesc g;  // gw (O, CK) = gy (O, N*OHW) @ cols (N*OHW, CK), cols read as its transpose
   g.M = d.O, g.N = ck, g.K = k, g.trans_b = true, g.dtype = d.dtype;
+  g.allow_tf32 = mma && type.tf32;
   {
     std::lock_guard<std::mutex> lock(mu_);
     try {
-      matmul_tiled(p, g, mem(gy), mem(x), mem(gw), mem(gw), &d, true);
+      if (mma)
+        matmul_mma(p, g, mem(gy), mem(x), mem(gw), mem(gw), matrix_units(type), &d, true);
+      else
+        matmul_tiled(p, g, mem(gy), mem(x), mem(gw), mem(gw), &d, true);
     } catch (const OutOfMemory&) {
       throw;
     } catch (const Error& e) {  // before any kernel ran (build, launch): the per-image GEMMs

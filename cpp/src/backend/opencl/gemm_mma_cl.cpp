@@ -25,41 +25,73 @@
 namespace hetnn::opencl {
 
 void ClBackend::matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias,
-                           bool ptx, const Conv2dDesc* conv) {
+                           bool ptx, const Conv2dDesc* conv, bool weight_grad) {
+  if (weight_grad && (!conv || d.trans_a || !d.trans_b || d.batch != 1))
+    throw Error("the matrix-unit weight gradient needs its own GEMM layout (a defect of hetnn)");
   // 16-byte global loads along an operand's contiguous dimension when it is a multiple of a vector's values (8, or 4
   // for float32): every row then starts 16-byte aligned, and a vector lies wholly inside or outside the matrix.
   const bool tf32 = d.allow_tf32 && d.dtype == DType::f32;
   const std::int64_t per_vec = tf32 ? 4 : 8;
-  const bool va = (d.trans_a ? d.M : d.K) % per_vec == 0;
+  // the weight gradient's A rows are an image's positions: a vector stays inside one when OH*OW is a multiple
+  const bool va = (weight_grad ? conv->OH * conv->OW : d.trans_a ? d.M : d.K) % per_vec == 0;
   const bool vb = !conv && (d.trans_b ? d.K : d.N) % per_vec == 0;  // conv: B gathered element by element
-  // out_f32: C and bias float32 (the float32 build), the 16-bit inputs named apart for the emulation's conversion
+  // The weight gradient's long K in slices, each summed in float32 into a slice of a work buffer, the slices added
+  // by gemm_split_reduce and rounded once to the data type.
+  std::int64_t splits = 1, chunk = std::max<std::int64_t>(d.K, 1);
+  if (weight_grad) {
+    const std::int64_t tiles = ((d.M + p.ts_m - 1) / p.ts_m) * ((d.N + p.ts_n - 1) / p.ts_n);
+    splits = gemm_k_splits(tiles, d.K, p.ts_k, info_.compute_units, d.M * d.N, 4);
+    if (splits > 1) {  // slices start at multiples of ts_k: vector loads along K stay aligned
+      chunk = ((d.K + splits - 1) / splits + p.ts_k - 1) / p.ts_k * p.ts_k;
+      splits = (d.K + chunk - 1) / chunk;
+    }
+  }
+  const bool parts = splits > 1;
+  // out_f32 (and the slices): C and bias float32 (the float32 build), the 16-bit inputs named apart for the
+  // emulation's conversion
   const std::string in16 = d.dtype == DType::bf16 ? " -DIN_BF16=1" : " -DIN_HALF=1";
   const std::string k8 = d.dtype == DType::f16 && mma_k8() ? " -DMMA_K8=1" : "";
-  const std::string opts = (d.out_f32 ? common_options(DType::f32) + in16 : common_options(d.dtype)) +
+  const bool f32_out = d.out_f32 || (parts && !tf32);
+  const std::string opts = (f32_out ? common_options(DType::f32) + in16 : common_options(d.dtype)) +
                            (tf32 ? " -DMMA_TF32=1 " : " ") + p.defines() + k8 +
                            " -DTRANS_A=" + std::to_string(d.trans_a) +
                            " -DTRANS_B=" + std::to_string(d.trans_b) + " -DVA=" + (va ? "1" : "0") +
                            " -DVB=" + (vb ? "1" : "0") + " -DMMA_PTX=" + (ptx ? "1" : "0") +
-                           (conv ? " -DCONV_B=1 -DKH=" + std::to_string(conv->kh) + " -DKW=" + std::to_string(conv->kw)
+                           (conv ? std::string(weight_grad ? " -DCONV_WG=1" : " -DCONV_B=1") + " -DKH=" +
+                                       std::to_string(conv->kh) + " -DKW=" + std::to_string(conv->kw)
                                  : "");
   cl_kernel k = kernel("gemm_mma.cl", "gemm_mma", opts);
   const cl_int M = static_cast<cl_int>(d.M), N = static_cast<cl_int>(d.N), K = static_cast<cl_int>(d.K);
   const cl_long sa = d.batch_a == 1 ? 0 : d.M * d.K;
   const cl_long sb = d.batch_b == 1 ? 0 : conv ? conv->C * conv->H * conv->W : d.K * d.N;  // conv: an input image
   const cl_int has_bias = d.has_bias ? (conv ? 2 : 1) : 0;  // conv: a bias per output channel, a row of C
+  cl_mem out = parts ? scratch(2, static_cast<std::size_t>(splits * d.M * d.N) * 4) : c;
   ArgSetter set{k, "gemm_mma"};
-  set(M)(N)(K).real(d.alpha, d.dtype).real(d.beta, d.dtype);
-  set(a)(sa)(b)(sb)(c)(bias)(has_bias)(static_cast<cl_int>(d.act))(K)(cl_int{1});
+  set(M)(N)(K);
+  if (parts)
+    set.real(1.0, DType::f32).real(0.0, DType::f32);  // raw sums: the reduction applies alpha, beta, bias, act
+  else
+    set.real(d.alpha, d.dtype).real(d.beta, d.dtype);
+  set(a)(sa)(b)(sb)(out)(bias)(parts ? cl_int{0} : has_bias)(parts ? cl_int{0} : static_cast<cl_int>(d.act));
+  set(static_cast<cl_int>(chunk))(static_cast<cl_int>(splits));
   if (conv) {
     set(static_cast<cl_int>(conv->C))(static_cast<cl_int>(conv->H))(static_cast<cl_int>(conv->W));
     set(static_cast<cl_int>(conv->OW))(cl_int{conv->sh})(cl_int{conv->sw})(cl_int{conv->ph})(cl_int{conv->pw});
     set(cl_int{conv->dh})(cl_int{conv->dw});
+    if (weight_grad) set(static_cast<cl_int>(conv->OH * conv->OW));
   }
   const std::size_t local[3] = {static_cast<std::size_t>(32 * p.wm * p.wn), 1, 1};
   const std::size_t global[3] = {static_cast<std::size_t>((d.N + p.ts_n - 1) / p.ts_n) * local[0],
                                  static_cast<std::size_t>((d.M + p.ts_m - 1) / p.ts_m),
-                                 static_cast<std::size_t>(d.batch)};
+                                 static_cast<std::size_t>(weight_grad ? splits : d.batch)};
   enqueue("matmul", k, 3, global, local);
+  if (!parts) return;
+  cl_kernel r = kernel("gemm.cl", "gemm_split_reduce", common_options(d.dtype) + " -DPARTS_REAL=1");
+  ArgSetter{r, "gemm_split_reduce"}(M)(N)(static_cast<cl_int>(splits)).real(d.alpha, d.dtype)
+      .real(d.beta, d.dtype)(out)(c)(bias)(has_bias)(static_cast<cl_int>(d.act));
+  const std::size_t rl[2] = {64, 1};
+  const std::size_t rg[2] = {round_up(static_cast<std::size_t>(d.M * d.N), 64), 1};
+  enqueue("matmul:split_reduce", r, 2, rg, rl);
 }
 
 namespace {

@@ -96,16 +96,24 @@ void gemm_tiled(const int M, const int N, const int K, const REAL alpha, const R
 
 // C[b] = act(alpha * (sum of the split-K partial products of batch b) + beta * C[b] + bias) (has_bias 1: bias[n],
 // 2: bias[m], as gemm_vtiled): one work-item per
-// element of C, the partials at part + (b * splits + slice) * M * N.
+// element of C, the partials at part + (b * splits + slice) * M * N, in the data type or, with PARTS_REAL, in the
+// arithmetic type (the matrix-unit weight gradient's float32 sums of 16-bit data).
+#ifdef PARTS_REAL
+#define PART REAL
+#define LOAD_PART(p, i) (p)[i]
+#else
+#define PART STORAGE
+#define LOAD_PART(p, i) LOAD1(p, i)
+#endif
 __kernel void gemm_split_reduce(const int M, const int N, const int splits, const REAL alpha, const REAL beta,
-                                __global const STORAGE* restrict part, __global STORAGE* restrict C,
+                                __global const PART* restrict part, __global STORAGE* restrict C,
                                 __global const STORAGE* restrict bias, const int has_bias, const int act) {
   const long mn = (long)M * N, idx = get_global_id(0), b = get_global_id(1);
   if (idx >= mn) return;
   part += b * splits * mn + idx;
   C += b * mn;
   REAL s = (REAL)0;
-  for (int i = 0; i < splits; ++i) s += LOAD1(part, i * mn);
+  for (int i = 0; i < splits; ++i) s += LOAD_PART(part, i * mn);
   REAL v = beta == (REAL)0 ? alpha * s : alpha * s + beta * LOAD1(C, idx);
   if (has_bias) v += LOAD1(bias, has_bias == 2 ? idx / N : idx % N);  // 2: a bias per row
   STORE1(ACTIVATE(v, act), C, idx);

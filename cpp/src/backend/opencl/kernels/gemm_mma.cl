@@ -2,7 +2,7 @@
 // units: products of 16 x 8 x 16 (m16n8k16) tiles with float32 accumulation, as cuBLAS computes them; with MMA_TF32,
 // float32 data as TF32 (m16n8k8 tiles; each input rounded to 10 mantissa bits, to nearest with ties away from zero,
 // as cvt.rna.tf32.f32 does; products and sums in float32). The member "mma" of the GEMM family; same arguments as
-// gemm_vtiled (split-K is never used: splits = 1).
+// gemm_vtiled (split-K only with CONV_WG).
 //  - A work-group of WM x WN warps (32 work items each, one dimension) computes a TS_M x TS_N tile of C; each warp a
 //    (TS_M / WM) x (TS_N / WN) piece of it as MT x NT tiles of 16 x 8, whose accumulators live in its registers.
 //  - TS_K-deep slices of A and B are staged in two local buffers as raw values (16-bit, or tf32-rounded 32-bit), in
@@ -20,6 +20,10 @@
 //    (that dimension a multiple of EV), else the same EV element by element with bounds.
 //  - CONV_B: B is the im2col matrix of a convolution's input image (C, H, W), gathered element by element by the
 //    loader (implicit GEMM: no column buffer), as gemm_vtiled's CONV_B; KH, KW compile-time, the rest arguments.
+//  - CONV_WG: a convolution's weight gradient over the whole batch as one GEMM, as gemm_vtiled's CONV_WG: gw (O,
+//    C*KH*KW) = gy (N, O, OH*OW) read as (O, N*OH*OW) times the columns gathered from x (N, C, H, W), read as B^T
+//    (TRANS_B's layout). K is long, so work-group z takes K's slice [z * k_chunk, + k_chunk) and stores its float32
+//    sums in slice z of C (the host adds the slices and rounds once to the data type).
 //  - MMA_PTX=1 (set by the host only after a probe GEMM built and computed correctly on the device): NVIDIA's
 //    mma.sync through inline PTX (sm_80 and newer). Otherwise the instruction is emulated on the same fragment
 //    addressing and the PTX ISA's fragment layout, so that every other part of this kernel runs and is tested on
@@ -57,6 +61,12 @@
 #endif
 #if CONV_B && (VB || TRANS_B)
 #error "CONV_B gathers B element by element, untransposed (VB = 0, TRANS_B = 0)"
+#endif
+#ifndef CONV_WG
+#define CONV_WG 0
+#endif
+#if CONV_WG && (VB || !TRANS_B || TRANS_A || CONV_B)
+#error "CONV_WG gathers B element by element in TRANS_B's layout, A untransposed (VB = 0, TRANS_B = 1, TRANS_A = 0)"
 #endif
 #ifndef LM  // 1: fragments loaded with ldmatrix (.trans for the layouts that need it); with MMA_PTX only
 #define LM 0
@@ -159,9 +169,27 @@ typedef struct {
 } ConvGeom;
 #define CONV_PARAMS , const ConvGeom g, const int* ihb, const int* iwb
 #define CONV_ARGS , geo, ihb, iwb
+#elif CONV_WG
+// Column j = (c * KH + ki) * KW + kj of the weight gradient reads x[n, c, oh * SH + ki * DH - PH, ow * SW + kj * DW
+// - PW] at K index n * OHW + oh * OW + ow: a work item's columns are fixed for the whole K loop, so (c, the row and
+// column offsets) are computed once (c = -1 past N).
+typedef struct {
+  int C, H, W, OW, OHW, sh, sw;
+} ConvGeom;
+#define CONV_PARAMS , const ConvGeom g, const int* jc, const int* jh, const int* jw
+#define CONV_ARGS , geo, jc, jh, jw
 #else
 #define CONV_PARAMS
 #define CONV_ARGS
+#endif
+#if CONV_WG  // A's rows run over images: the positions per image
+#define A_PARAMS , const int ohw
+#define A_FWD , ohw
+#define A_ARGS , geo.OHW
+#else
+#define A_PARAMS
+#define A_FWD
+#define A_ARGS
 #endif
 
 #if MMA_TF32
@@ -206,8 +234,12 @@ HOT uint4 to_tf32_4(const uint4 v) { return (uint4)(to_tf32(v.x), to_tf32(v.y), 
 // Vector i of a slice (k0): the index of its first value in the operand, how many of its EV values exist (*n; <= 0:
 // none), and where it lies in the local slice (each in the operand's own layout: 16-byte aligned, since the row
 // lengths and the vectors' offsets along a row are multiples of EV values).
-HOT long a_src(const int i, const int M, const int K, const int m0, const int k0, int* n) {
-#if TRANS_A  // A stored (K, M): vectors along M
+HOT long a_src(const int i, const int M, const int K, const int m0, const int k0, int* n A_PARAMS) {
+#if CONV_WG  // A[m][k] = gy[img][m][p] for k = img * OHW + p: a vector stays in one image where VA is set
+  const int kv = i % (TS_K / EV), mm = i / (TS_K / EV), gm = m0 + mm, gk = k0 + kv * EV, img = gk / ohw;
+  *n = gm < M ? K - gk : 0;
+  return ((long)img * M + gm) * ohw + (gk - img * ohw);
+#elif TRANS_A  // A stored (K, M): vectors along M
   const int mv = i % (TS_M / EV), kk = i / (TS_M / EV), gm = m0 + mv * EV, gk = k0 + kk;
   *n = gk < K ? M - gm : 0;
   return (long)gk * M + gm;
@@ -261,13 +293,52 @@ HOT uint4 conv_vec(__global const elem* restrict B, const int K, const int k0, c
 }
 #endif
 
+#if CONV_WG
+// Vector i of A's slice value by value (OHW not a multiple of EV: the vector may span two images).
+HOT uint4 wg_a_vec(__global const elem* restrict A, const int M, const int K, const int m0, const int k0,
+                   const int i, const int ohw) {
+  const int gm = m0 + i / (TS_K / EV), gk = k0 + (i % (TS_K / EV)) * EV;
+  elem v[EV];
+#pragma unroll
+  for (int e = 0; e < EV; ++e) {
+    const int k = gk + e, img = k / ohw;
+    v[e] = gm < M && k < K ? A[((long)img * M + gm) * ohw + (k - img * ohw)] : (elem)0;
+  }
+  return pack_vec(v);
+}
+
+// Vector l of this work item's B slice (vector i = lid + l * LSIZE): B[j][k] (TRANS_B's layout) = x[img, c,
+// oh * SH + jh, ow * SW + jw] for k = img * OHW + oh * OW + ow, EV consecutive values of K a vector.
+HOT uint4 wg_vec(__global const elem* restrict B, const int K, const int k0, const int i, const int l,
+                 const ConvGeom g, const int* jc, const int* jh, const int* jw) {
+  const int gk = k0 + (i % (TS_K / EV)) * EV;
+  int img = gk / g.OHW, q = gk - img * g.OHW, oh = q / g.OW, ow = q - oh * g.OW;
+  elem v[EV];
+#pragma unroll
+  for (int e = 0; e < EV; ++e) {
+    const int ih = oh * g.sh + jh[l], iw = ow * g.sw + jw[l];
+    const bool in = gk + e < K && jc[l] >= 0 && ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+    v[e] = in ? B[(((long)img * g.C + jc[l]) * g.H + ih) * g.W + iw] : (elem)0;
+    if (++ow == g.OW) ow = 0, ++oh;  // the next position, without dividing again
+    if (++q == g.OHW) q = 0, oh = 0, ++img;
+  }
+  return pack_vec(v);
+}
+#endif
+
 // ST = 0. Global -> registers: slice k0 of A (TS_M x TS_K) and of B.
 HOT void load_a(__global const elem* restrict A, const int M, const int K, const int m0, const int k0,
-                   const int lid, uint4* ra) {
+                   const int lid, uint4* ra A_PARAMS) {
 #pragma unroll
   for (int l = 0; l < A_VECS; ++l) {
+#if CONV_WG
+    if (!VA) {
+      ra[l] = wg_a_vec(A, M, K, m0, k0, lid + l * LSIZE, ohw);
+      continue;
+    }
+#endif
     int n;
-    const long at = a_src(lid + l * LSIZE, M, K, m0, k0, &n);
+    const long at = a_src(lid + l * LSIZE, M, K, m0, k0, &n A_FWD);
     ra[l] = loadv(A, at, n, VA);
   }
 }
@@ -278,6 +349,8 @@ HOT void load_b(__global const elem* restrict B, const int N, const int K, const
   for (int l = 0; l < B_VECS; ++l) {
 #if CONV_B
     rb[l] = conv_vec(B, K, k0, lid + l * LSIZE, l, g, ihb, iwb);
+#elif CONV_WG
+    rb[l] = wg_vec(B, K, k0, lid + l * LSIZE, l, g, jc, jh, jw);
 #else
     int n;
     const long at = b_src(lid + l * LSIZE, N, K, n0, k0, &n);
@@ -300,12 +373,18 @@ HOT void store_b(__local elem* bs, const int lid, const uint4* rb) {
 // ST > 0. Global -> local for slice k0, raw: asynchronously where the operand moves as aligned 16-byte vectors (a
 // vector past the edge reads nothing and lands as zeros), else through a register.
 HOT void copy_a(__global const elem* restrict A, const int M, const int K, const int m0, const int k0,
-                   const int lid, __local elem* as) {
+                   const int lid, __local elem* as A_PARAMS) {
 #pragma unroll
   for (int l = 0; l < A_VECS; ++l) {
     const int i = lid + l * LSIZE;
+#if CONV_WG
+    if (!VA) {
+      *(__local uint4*)(as + a_dst(i)) = wg_a_vec(A, M, K, m0, k0, i, ohw);
+      continue;
+    }
+#endif
     int n;
-    const long at = a_src(i, M, K, m0, k0, &n);
+    const long at = a_src(i, M, K, m0, k0, &n A_FWD);
 #if ASYNC
     if (VA) {
       CP_ASYNC16(as + a_dst(i), n > 0 ? A + at : A, n > 0 ? 16 : 0);
@@ -323,6 +402,8 @@ HOT void copy_b(__global const elem* restrict B, const int N, const int K, const
     const int i = lid + l * LSIZE;
 #if CONV_B
     *(__local uint4*)(bs + b_dst(i)) = conv_vec(B, K, k0, i, l, g, ihb, iwb);
+#elif CONV_WG
+    *(__local uint4*)(bs + b_dst(i)) = wg_vec(B, K, k0, i, l, g, jc, jh, jw);
 #else
     int n;
     const long at = b_src(i, N, K, n0, k0, &n);
@@ -545,9 +626,12 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
               __global const elem* restrict B, const long b_batch_stride,
               __global STORAGE* restrict C, __global const STORAGE* restrict bias, const int has_bias,
               const int act, const int k_chunk, const int splits
-#if CONV_B
+#if CONV_B || CONV_WG
               , const int conv_c, const int conv_h, const int conv_w, const int conv_ow, const int sh, const int sw,
               const int ph, const int pw, const int dh, const int dw
+#endif
+#if CONV_WG
+              , const int conv_ohw
 #endif
 ) {
   const int lid = get_local_id(0), lane = lid & 31, warp = lid >> 5;
@@ -557,6 +641,11 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
   A += batch * a_batch_stride;
   B += batch * b_batch_stride;
   C += batch * (long)M * N;
+#if CONV_WG  // z: a slice of K (the host passes no batch strides)
+  const int kb = (int)batch * k_chunk, ke = min(K, kb + k_chunk);
+#else
+  const int kb = 0, ke = K;
+#endif
 
   __local uint4 as_[NBUF][A_LOCAL / EV], bs_[NBUF][B_LOCAL / EV];  // uint4: 16-byte aligned rows
   float acc[MT][NT][4];
@@ -578,6 +667,17 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
       ihb[l * EV + e] = gn < N ? oh * sh - ph : INT_MIN / 2;
       iwb[l * EV + e] = (gn - oh * conv_ow) * sw - pw;
     }
+#elif CONV_WG
+  const ConvGeom geo = {conv_c, conv_h, conv_w, conv_ow, conv_ohw, sh, sw};
+  int jc[B_VECS], jh[B_VECS], jw[B_VECS];
+#pragma unroll
+  for (int l = 0; l < B_VECS; ++l) {
+    const int gn = n0 + (lid + l * LSIZE) / (TS_K / EV);
+    const int c = gn / (KH * KW), r = gn - c * (KH * KW), ki = r / KW, kj = r - ki * KW;
+    jc[l] = gn < N ? c : -1;
+    jh[l] = ki * dh - ph;
+    jw[l] = kj * dw - pw;
+  }
 #endif
 #if ST
   // A ring of ST slices: slice kt in buffer kt % ST, copied ST - 1 slices ahead (the first ST - 1 steps only copy).
@@ -585,7 +685,7 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
   // done with slice kt - 1, whose buffer the copy issued next fills). A group is committed every step, empty or not,
   // so that the count of pending groups always means the same slices. One call site each for the copies and the
   // products (one inlined copy of each in the code).
-  const int nk = (K + TS_K - 1) / TS_K;
+  const int nk = (ke - kb + TS_K - 1) / TS_K;
   for (int kt = 1 - ST; kt < nk; ++kt) {
     if (kt >= 0) {
       CP_WAIT();
@@ -593,31 +693,31 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
     }
     const int ahead = kt + ST - 1;
     if (ahead < nk) {
-      copy_a(A, M, K, m0, ahead * TS_K, lid, (__local elem*)as_[ahead % ST]);
-      copy_b(B, N, K, n0, ahead * TS_K, lid, (__local elem*)bs_[ahead % ST] CONV_ARGS);
+      copy_a(A, M, ke, m0, kb + ahead * TS_K, lid, (__local elem*)as_[ahead % ST] A_ARGS);
+      copy_b(B, N, ke, n0, kb + ahead * TS_K, lid, (__local elem*)bs_[ahead % ST] CONV_ARGS);
     }
     CP_COMMIT();
     if (kt >= 0) MAC_SLICE((const __local elem*)as_[kt % ST], (const __local elem*)bs_[kt % ST]);
   }
 #else
   uint4 ra[A_VECS], rb[B_VECS];
-  if (K > 0) {
-    load_a(A, M, K, m0, 0, lid, ra);
-    load_b(B, N, K, n0, 0, lid, rb CONV_ARGS);
+  if (ke > kb) {
+    load_a(A, M, ke, m0, kb, lid, ra A_ARGS);
+    load_b(B, N, ke, n0, kb, lid, rb CONV_ARGS);
     store_a((__local elem*)as_[0], lid, ra);
     store_b((__local elem*)bs_[0], lid, rb);
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 
   int buf = 0;
-  for (int k0 = 0; k0 < K; k0 += TS_K) {
+  for (int k0 = kb; k0 < ke; k0 += TS_K) {
     const int next = k0 + TS_K;
-    if (next < K) {  // in flight while this slice is multiplied
-      load_a(A, M, K, m0, next, lid, ra);
-      load_b(B, N, K, n0, next, lid, rb CONV_ARGS);
+    if (next < ke) {  // in flight while this slice is multiplied
+      load_a(A, M, ke, m0, next, lid, ra A_ARGS);
+      load_b(B, N, ke, n0, next, lid, rb CONV_ARGS);
     }
     MAC_SLICE((const __local elem*)as_[buf], (const __local elem*)bs_[buf]);
-    if (next < K) {
+    if (next < ke) {
       store_a((__local elem*)as_[buf ^ 1], lid, ra);
       store_b((__local elem*)bs_[buf ^ 1], lid, rb);
     }
