@@ -18,6 +18,8 @@
 #   bash scripts/gpu_session.sh conv-train (AlexNet-variant epochs, "benchmark" against "auto", interleaved)
 #   bash scripts/gpu_session.sh conv-bwd   (the data gradient as a forward convolution and the weight gradient as
 #                                           one implicit GEMM ("auto") against GEMM + col2im / im2col + per-image GEMMs)
+#   bash scripts/gpu_session.sh conv-strided (ResNet-50's stride-2 data gradients: forward convolutions per class
+#                                             of input positions against GEMM + col2im; decides GPU's "auto")
 #   bash scripts/gpu_session.sh conv-wgrad (the weight gradient alone, "auto" and im2col, against cuDNN's)
 #   bash scripts/gpu_session.sh conv-wgrad-half (the same in float16: one matrix-unit GEMM over the batch, split
 #                                                along K in float32, against per-image GEMMs and cuDNN's)
@@ -174,6 +176,8 @@ for s in ${STAGES//,/ }; do
       env -u OCL_ICD_VENDORS -u HETNN_OPENCL_LIBRARY -u LD_PRELOAD python3 -m hetnn devices; s=$?
       mv /tmp/nvidia.icd.off /etc/OpenCL/vendors/nvidia.icd; exit $s' ;;
     conv-bwd) run conv-bwd 150 python3 scripts/conv_vs_torch.py --backward --algorithms auto,im2col --layers 5 ;;
+    conv-strided) run conv-strided 150 python3 scripts/conv_algorithms.py --strided --device gpu --batch 32 \
+      --rounds 9 ;;
     conv-wgrad) run conv-wgrad 150 python3 scripts/conv_vs_torch.py --backward --grads weight \
       --algorithms auto,im2col --layers 5 ;;
     conv-wgrad-half) tensor_cores && run conv-wgrad-half 150 python3 scripts/conv_vs_torch.py --backward \

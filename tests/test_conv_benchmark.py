@@ -81,6 +81,26 @@ def test_benchmark_data_gradient_chooses_between_a_measured_forward_and_col2im(b
     assert any(c["shape"].startswith("x (3, 7, 10, 9), w (5, 7, 3, 3)") for c in choices)
 
 
+def test_benchmark_measures_a_strided_data_gradient_s_classes_against_col2im(bench_device, rng):
+    """Stride 2: the forward candidate is four stride-1 convolutions of gy (2x2, 2x1, 1x2 and 1x1 taps), each
+    measured as a layer of its own; whichever wins, the gradient is right."""
+    c = 3 + int(rng.integers(0, 1000))  # channels no other test measured in this process
+    x = rng.standard_normal((2, c, 9, 8)).astype(np.float32)
+    w = rng.standard_normal((4, c, 3, 3)).astype(np.float32)
+    (yr,) = _conv_ref((x, w, None, (2, 2), (1, 1), (1, 1), 1, None))
+    gy = rng.standard_normal(yr.shape).astype(np.float32)
+    gx, _, _ = hetnn.conv2d_backward(gy, x, w, 2, 1, weight_grad=False, bias_grad=False, device=bench_device)
+    rgx, _, _ = _conv_bwd_ref((gy, x, w, (2, 2), (1, 1), (1, 1), 1))
+    assert np.max(np.abs(np.asarray(gx, np.float64) - rgx)) < 1e-4 * max(1.0, np.max(np.abs(rgx)))
+    choices = bench_device.conv_choices()
+    mine = [ch for ch in choices if ch["shape"].startswith(f"data gradient: x (2, {c}, 9, 8)")]
+    assert len(mine) == 1 and set(mine[0]["ms"]) == {"forward", "im2col"}, choices
+    # the classes' own layers (gy has 4 channels and 5x4 planes; each class's convolution gives c channels)
+    taps = sorted(ch["shape"].split("), ")[1] for ch in choices if ch["shape"].startswith("x (2, 4, 5, 4)")
+                  and f"w ({c}, 4," in ch["shape"])
+    assert taps == [f"w ({c}, 4, 1, 1", f"w ({c}, 4, 1, 2", f"w ({c}, 4, 2, 1", f"w ({c}, 4, 2, 2"], taps
+
+
 def test_conv_algorithm_setting(opencl_device):
     dev = hetnn.device(opencl_device.id)
     assert dev.conv_algorithm == "auto"

@@ -164,3 +164,60 @@ def test_stride_one_data_gradient_runs_as_a_forward_convolution(opencl_device, r
         assert np.max(np.abs(np.asarray(gw, np.float64) - rgw)) < 1e-4 * max(1.0, np.max(np.abs(rgw)))
     finally:
         _core._set_conv_algorithm(opencl_device._dev, "")
+
+
+# (kernel, stride, padding, input H x W): 3x3 stride 2 (ResNet's), rows of one class with no tap (1x1 stride 2, a
+# 2x2 kernel at stride 3: those inputs get zeros), 7x7 stride 2 padding 3, a 4x4 kernel at stride 2, unequal strides,
+# "valid" with rows and columns the forward never read (a class padded past its taps; 5x5: a 3x3 class, Winograd's),
+# prime sizes
+STRIDED = [(3, (2, 2), (1, 1), (9, 8)), (1, (2, 2), (0, 0), (7, 6)), (2, (3, 3), (0, 0), (11, 10)),
+           (7, (2, 2), (3, 3), (13, 12)), (4, (2, 2), (1, 1), (10, 9)), (3, (2, 1), (1, 1), (9, 7)),
+           (3, (2, 2), "valid", (10, 11)), (5, (2, 2), "valid", (10, 12)), (5, (3, 2), (2, 1), (13, 11))]
+
+
+@pytest.mark.parametrize("algorithm", ["implicit", "winograd"])
+@pytest.mark.parametrize("kernel,stride,padding,size", STRIDED, ids=lambda v: str(v).replace(" ", ""))
+def test_strided_data_gradient_runs_as_forward_convolutions(opencl_device, rng, algorithm, kernel, stride, padding,
+                                                            size):
+    """One stride-1 forward convolution of gy per class of input positions (their taps flipped), scattered into gx;
+    positions no tap reaches are zero (poisoned before: the output is reused from the pool)."""
+    from op_table import _conv_bwd_ref
+
+    _core._set_conv_algorithm(opencl_device._dev, algorithm)
+    try:
+        x = rng.standard_normal((2, 5, *size)).astype(np.float32)
+        w = rng.standard_normal((4, 5, kernel, kernel)).astype(np.float32)
+        (gy_ref,) = _conv_ref((x, w, None, stride, padding, (1, 1), 1, None))
+        gy = rng.standard_normal(gy_ref.shape).astype(np.float32)
+        hetnn.asarray(np.full(x.shape, np.nan, np.float32), device=opencl_device)  # a NaN buffer back in the pool
+        with hetnn.profile(opencl_device) as prof:
+            gx, _, _ = hetnn.conv2d_backward(gy, x, w, stride, padding, 1, 1, weight_grad=False, bias_grad=False,
+                                             device=opencl_device)
+        names = [r["name"] for r in prof.records]
+        assert "copy_strided" in " ".join(names) and "conv2d_col2im" not in names, names
+        (rgx, _, _) = _conv_bwd_ref((gy, x, w, stride, padding, (1, 1), 1))
+        assert np.max(np.abs(np.asarray(gx, np.float64) - rgx)) < 1e-4 * max(1.0, np.max(np.abs(rgx)))
+    finally:
+        _core._set_conv_algorithm(opencl_device._dev, "")
+
+
+@pytest.mark.parametrize("kernel,padding", [(3, 2), (2, 1)])
+def test_a_padding_as_large_as_a_class_s_taps_keeps_gemm_and_col2im(opencl_device, rng, kernel, padding):
+    """3x3 stride 2 padded by 2, 2x2 padded by 1: a class whose first rows of gy its taps never reach (a negative
+    padding); GEMM + col2im, still right."""
+    from op_table import _conv_bwd_ref
+
+    _core._set_conv_algorithm(opencl_device._dev, "implicit")
+    try:
+        x = rng.standard_normal((2, 3, 9, 9)).astype(np.float32)
+        w = rng.standard_normal((4, 3, kernel, kernel)).astype(np.float32)
+        (gy_ref,) = _conv_ref((x, w, None, (2, 2), (padding, padding), (1, 1), 1, None))
+        gy = rng.standard_normal(gy_ref.shape).astype(np.float32)
+        with hetnn.profile(opencl_device) as prof:
+            gx, _, _ = hetnn.conv2d_backward(gy, x, w, 2, padding, 1, 1, weight_grad=False, bias_grad=False,
+                                             device=opencl_device)
+        assert "conv2d_col2im" in [r["name"] for r in prof.records]
+        (rgx, _, _) = _conv_bwd_ref((gy, x, w, (2, 2), (padding, padding), (1, 1), 1))
+        assert np.max(np.abs(np.asarray(gx, np.float64) - rgx)) < 1e-4 * max(1.0, np.max(np.abs(rgx)))
+    finally:
+        _core._set_conv_algorithm(opencl_device._dev, "")

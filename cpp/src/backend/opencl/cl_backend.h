@@ -203,8 +203,9 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // (16-bit data, or tf32 in force), the bias gradient beside it; false (nothing done) otherwise.
   bool conv2d_backward_weights_implicit(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,
                                         Buffer* gb);
-  // A stride-1 ungrouped convolution's data gradient as a forward convolution of gy with the flipped kernel, with
-  // algorithm "forward", an explicit forward algorithm, or "" on a GPU; false (nothing done) otherwise.
+  // An ungrouped undilated convolution's data gradient as forward convolutions of gy with the flipped kernel (one
+  // per class of input positions at stride > 1), with algorithm "forward", an explicit forward algorithm, or "" on
+  // a GPU at stride 1; false (nothing done) otherwise.
   bool conv2d_backward_data_as_forward(const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx,
                                        const std::string& algorithm);
   bool data_grad_as_forward_applies(const Conv2dDesc& d);

@@ -11,7 +11,9 @@
 #include <functional>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "backend/opencl/cl_args.h"
 #include "backend/opencl/cl_backend.h"
@@ -405,37 +407,106 @@ void ClBackend::conv2d_as(const Conv2dDesc& d, const Buffer& x, const Buffer& w,
 // those of which one image's buffers pass the limit, use the gathering kernels.
 
 // A stride-1 convolution's data gradient is itself a stride-1 convolution: of gy with the kernel flipped and its
-// channels swapped, W'[c][o][i][j] = W[o][c][kh-1-i][kw-1-j], padded by k-1-p on each side. On a GPU (or with an
-// explicit forward algorithm) it runs on the forward's kernels (Winograd, implicit GEMM) instead of a GEMM into a
-// column buffer and col2im.
+// channels swapped, W'[c][o][i][j] = W[o][c][kh-1-i][kw-1-j], padded by k-1-p on each side. With stride s, the
+// input rows fall into s classes by (h + ph) mod s: the rows of class r (every s-th from its first) are reached by
+// the taps i = r, r + s, ... only, so each class's rows are a stride-1 convolution of gy with those taps flipped,
+// and the s_h x s_w classes together give gx (the sub-pixel decomposition of a transposed convolution; rows no tap
+// reaches are zero). With an explicit forward algorithm, "benchmark"'s choice, or on a GPU at stride 1, these run on
+// the forward's kernels (Winograd, implicit GEMM) instead of a GEMM into a column buffer and col2im.
+namespace {
+
+// One class of input rows (or columns) of a strided data gradient: the taps that reach it, its first row and row
+// count in the input, and the padding of its stride-1 convolution over gy's `out` rows.
+struct GradClass {
+  int taps = 0, first = 0, count = 0, pad_lo = 0, pad_hi = 0;
+};
+
+GradClass grad_class(int r, int k, int s, int p, std::int64_t in, std::int64_t out) {
+  GradClass c;
+  c.taps = r < k ? (k - r + s - 1) / s : 0;
+  c.first = ((r - p) % s + s) % s;
+  c.count = c.first < in ? static_cast<int>((in - c.first + s - 1) / s) : 0;
+  if (c.taps == 0 || c.count == 0) return c;
+  const int q0 = (c.first + p - r) / s;  // gy's row that tap r reaches from the class's first row
+  c.pad_lo = c.taps - 1 - q0;
+  c.pad_hi = static_cast<int>(c.count + c.taps - 1 - out) - c.pad_lo;
+  return c;
+}
+
+// The classes along one axis, or nothing where one would need a negative padding (a class whose first rows of gy
+// no tap of it reaches: a padding as large as the kernel; GEMM + col2im). A padding past the taps is zeros read
+// (input rows a "valid" convolution never read); every forward kernel bounds its reads.
+std::optional<std::vector<GradClass>> grad_classes(int k, int s, int p, std::int64_t in, std::int64_t out) {
+  std::vector<GradClass> all;
+  for (int r = 0; r < s; ++r) {
+    const GradClass c = grad_class(r, k, s, p, in, out);
+    if (c.taps && c.count && (c.pad_lo < 0 || c.pad_hi < 0)) return std::nullopt;
+    all.push_back(c);
+  }
+  return all;
+}
+
+}  // namespace
+
 bool ClBackend::data_grad_as_forward_applies(const Conv2dDesc& d) {
-  if (d.groups != 1 || d.sh != 1 || d.sw != 1 || d.dh != 1 || d.dw != 1 || conv_is_pointwise(d) || d.N == 0)
-    return false;
-  if (std::max(d.ph, d.pr) > d.kh - 1 || std::max(d.pw, d.pw_r) > d.kw - 1) return false;
+  if (d.groups != 1 || d.dh != 1 || d.dw != 1 || conv_is_pointwise(d) || d.N == 0) return false;
+  if (!grad_classes(d.kh, d.sh, d.ph, d.H, d.OH) || !grad_classes(d.kw, d.sw, d.pw, d.W, d.OW)) return false;
   return !conv_tf32(d);  // TF32 in force: the GEMM, on the matrix units
 }
 
 bool ClBackend::conv2d_backward_data_as_forward(const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx,
                                                 const std::string& algorithm) {
+  // "auto" on a GPU: stride 1 only. Strided layers keep GEMM + col2im until a GPU measures the classes' smaller
+  // GEMMs against it (scripts/conv_algorithms.py --strided; on PoCL they are slower); "benchmark" measures both.
+  const bool gpu_default = algorithm.empty() && info_.type == "gpu" && d.sh == 1 && d.sw == 1;
   if (!(algorithm == "forward" || algorithm == "winograd" || algorithm == "winograd4" || algorithm == "implicit" ||
-        (algorithm.empty() && info_.type == "gpu")) ||
+        gpu_default) ||
       !data_grad_as_forward_applies(d))
     return false;
-  const std::int64_t taps = static_cast<std::int64_t>(d.kh) * d.kw;
-  CopyDesc c;
-  c.elem = dtype_size(d.dtype);
-  c.shape = {d.C, d.O, d.kh, d.kw};
-  c.so = {d.O * taps, taps, d.kw, 1};
-  c.ss = {taps, d.C * taps, -d.kw, -1};
-  c.os = taps - 1;
-  c.n = d.C * d.O * taps;
-  const std::shared_ptr<Buffer> flipped = alloc(static_cast<std::size_t>(c.n) * c.elem);
-  copy_strided(c, w, *flipped);
-  Conv2dDesc e = d;
-  e.C = d.O, e.H = d.OH, e.W = d.OW, e.O = d.C, e.OH = d.H, e.OW = d.W;
-  e.ph = d.kh - 1 - d.ph, e.pr = d.kh - 1 - d.pr, e.pw = d.kw - 1 - d.pw, e.pw_r = d.kw - 1 - d.pw_r;
-  e.has_bias = false, e.act = Activation::none;
-  conv2d(e, gy, *flipped, nullptr, gx);
+  const std::vector<GradClass> rows = *grad_classes(d.kh, d.sh, d.ph, d.H, d.OH);
+  const std::vector<GradClass> cols = *grad_classes(d.kw, d.sw, d.pw, d.W, d.OW);
+  const std::size_t elt = dtype_size(d.dtype);
+  const bool strided = d.sh != 1 || d.sw != 1;
+  bool gaps = false;  // input positions no tap reaches
+  for (const GradClass& r : rows)
+    for (const GradClass& c : cols) gaps |= r.count && c.count && (!r.taps || !c.taps);
+  if (gaps) fill(gx, 0, static_cast<std::size_t>(d.N * d.C * d.H * d.W) * elt, 0);
+  for (int rh = 0; rh < d.sh; ++rh)
+    for (int rw = 0; rw < d.sw; ++rw) {
+      const GradClass& r = rows[rh];
+      const GradClass& c = cols[rw];
+      if (!r.taps || !c.taps || !r.count || !c.count) continue;
+      const std::int64_t taps = static_cast<std::int64_t>(r.taps) * c.taps;
+      CopyDesc k;  // W'[c][o][a][b] = W[o][c][rh + sh (taps_h - 1 - a)][rw + sw (taps_w - 1 - b)]
+      k.elem = elt;
+      k.shape = {d.C, d.O, r.taps, c.taps};
+      k.so = {d.O * taps, taps, c.taps, 1};
+      k.ss = {d.kh * d.kw, d.C * d.kh * d.kw, -d.sh * d.kw, -d.sw};
+      k.os = (rh + d.sh * (r.taps - 1)) * d.kw + rw + d.sw * (c.taps - 1);
+      k.n = d.C * d.O * taps;
+      const std::shared_ptr<Buffer> flipped = alloc(static_cast<std::size_t>(k.n) * elt);
+      copy_strided(k, w, *flipped);
+      Conv2dDesc e = d;
+      e.C = d.O, e.H = d.OH, e.W = d.OW, e.O = d.C, e.OH = r.count, e.OW = c.count, e.kh = r.taps, e.kw = c.taps;
+      e.sh = e.sw = 1;
+      e.ph = r.pad_lo, e.pr = r.pad_hi, e.pw = c.pad_lo, e.pw_r = c.pad_hi;
+      e.has_bias = false, e.act = Activation::none;
+      if (!strided) {  // one class: gx itself
+        conv2d(e, gy, *flipped, nullptr, gx);
+        return true;
+      }
+      const std::int64_t part = d.N * d.C * r.count * c.count;
+      const std::shared_ptr<Buffer> sub = alloc(static_cast<std::size_t>(part) * elt);
+      conv2d(e, gy, *flipped, nullptr, *sub);
+      CopyDesc put;  // into gx's rows first + sh t, columns first + sw u
+      put.elem = elt;
+      put.shape = {d.N, d.C, r.count, c.count};
+      put.ss = {d.C * r.count * c.count, r.count * c.count, c.count, 1};
+      put.so = {d.C * d.H * d.W, d.H * d.W, d.sh * d.W, d.sw};
+      put.oo = r.first * d.W + c.first;
+      put.n = part;
+      copy_strided(put, *sub, gx);
+    }
   return true;
 }
 
