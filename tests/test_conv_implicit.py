@@ -1,6 +1,8 @@
 """The OpenCL forward convolution as an implicit GEMM: where the GEMM parameters in force are vtiled (GPUs), the
 vtiled kernel gathers the im2col columns from the input as it loads them. Run here on the first OpenCL device with
 vtiled parameters set, against the op table's float64 reference."""
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -22,6 +24,35 @@ CASES = [((2, 3, 9, 7), 5, (3, 3), (1, 1), (1, 1), (1, 1), True, "relu"),
          ((1, 64, 4, 4), 8, (3, 3), (1, 1), (1, 1), (1, 1), True, None),
          ((2, 5, 6, 6), 4, (5, 5), (3, 3), (2, 2), (1, 1), True, None),
          ((0, 3, 5, 5), 4, (3, 3), (1, 1), (1, 1), (1, 1), True, None)]
+
+
+@contextlib.contextmanager
+def params_in_force(dev, gemm_type, params):
+    """The device's GEMM parameters for `gemm_type` set to `params` inside the block, then as they were."""
+    old, source = _core.gemm_params(dev._dev, gemm_type)
+    _core.set_gemm_params(dev._dev, gemm_type, params, "test")
+    try:
+        yield
+    finally:
+        _core.set_gemm_params(dev._dev, gemm_type, "" if source.startswith(("database", "default")) else old, source)
+
+
+def weight_grad(dev, rng, case, data, precision="highest"):
+    """Random x, w and gy of the case in `data`, and the weight (and, where the case has a bias, bias) gradient
+    on the device: (x, w, gy, gw, gb, the profiled kernels' names, K = images x output positions)."""
+    shape, o, (kh, kw), s, padding, d, with_bias, _ = case
+    x = rng.standard_normal(shape).astype(data)
+    w = (rng.standard_normal((o, shape[1], kh, kw)) / np.sqrt(shape[1] * kh * kw)).astype(data)
+    (y,) = _conv_ref((x, w, None, s, padding, d, 1, None))
+    gy = rng.standard_normal(y.shape).astype(data)
+    with hetnn.profile(dev) as prof:
+        _, gw, gb = hetnn.conv2d_backward(gy, x, w, s, padding, d, 1, input_grad=False, bias_grad=with_bias,
+                                          device=dev, precision=precision)
+    names = [r["name"] for r in prof.records]
+    assert "conv2d_im2col" not in names and "sum_rows" not in names, names  # no columns, no per-image partials
+    assert shape[0] == 0 or "matmul" in names, names  # batch 0: the front writes the zeros
+    assert gb is None if not with_bias else gb.shape == (o,)
+    return x, w, gy, gw, gb, names, shape[0] * y.shape[2] * y.shape[3]
 
 
 @pytest.fixture
@@ -78,27 +109,21 @@ def test_implicit_gemm_on_the_matrix_unit_member(opencl_device, rng, dtype, case
 
     shape, o, (kh, kw), s, padding, d, with_bias, act = case
     data = "float32" if dtype == "tf32" else dtype
-    old, source = _core.gemm_params(opencl_device._dev, dtype)
-    _core.set_gemm_params(opencl_device._dev, dtype, MMA.replace("ts_k=16", "ts_k=8") if dtype == "tf32" else MMA,
-                          "test")
-    try:
+    with params_in_force(opencl_device, dtype, MMA.replace("ts_k=16", "ts_k=8") if dtype == "tf32" else MMA):
         x = rng.standard_normal(shape).astype(data)
         w = (rng.standard_normal((o, shape[1], kh, kw)) / np.sqrt(shape[1] * kh * kw)).astype(data)
         bias = rng.standard_normal(o).astype(data) if with_bias else None
         with hetnn.profile(opencl_device) as prof:
             y = hetnn.conv2d(x, w, bias, s, padding, d, 1, act, device=opencl_device, precision="high")
-        names = [r["name"] for r in prof.records]
-        assert "conv2d_im2col" not in names and (shape[0] == 0 or "matmul" in names), names
-        assert "conv2d_bias_act" not in names, names
-        rx, rw = (tf32(x), tf32(w)) if dtype == "tf32" else (x, w)  # the inputs as the units see them
-        (ref,) = _conv_ref((rx, rw, bias, s, padding, d, 1, act))
-        assert y.shape == ref.shape and y.dtype == np.dtype(data)
-        tol = {"float16": 2e-3, "bfloat16": 1.6e-2, "tf32": 1e-5}[dtype]  # one rounding of the result, or float32 sums
-        if ref.size:
-            assert np.max(np.abs(y.astype(np.float64) - ref)) < tol * max(1.0, np.max(np.abs(ref)))
-    finally:
-        _core.set_gemm_params(opencl_device._dev, dtype, "" if source.startswith(("database", "default")) else old,
-                              source)
+    names = [r["name"] for r in prof.records]
+    assert "conv2d_im2col" not in names and (shape[0] == 0 or "matmul" in names), names
+    assert "conv2d_bias_act" not in names, names
+    rx, rw = (tf32(x), tf32(w)) if dtype == "tf32" else (x, w)  # the inputs as the units see them
+    (ref,) = _conv_ref((rx, rw, bias, s, padding, d, 1, act))
+    assert y.shape == ref.shape and y.dtype == np.dtype(data)
+    tol = {"float16": 2e-3, "bfloat16": 1.6e-2, "tf32": 1e-5}[dtype]  # one rounding of the result, or float32 sums
+    if ref.size:
+        assert np.max(np.abs(y.astype(np.float64) - ref)) < tol * max(1.0, np.max(np.abs(ref)))
 
 
 # The weight gradient as one implicit GEMM over the batch (K = images x positions): the same cases, plus a 1x1
@@ -114,33 +139,16 @@ WG_CASES = CASES + [((3, 5, 6, 6), 6, (1, 1), (1, 1), (0, 0), (1, 1), True, None
 @pytest.mark.parametrize("case", WG_CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-o{c[1]}-k{c[2][0]}{c[2][1]}")
 def test_implicit_gemm_weight_gradient_matches_float64(opencl_device, rng, dtype, params, case):
     shape, o, (kh, kw), s, padding, d, with_bias, _ = case
-    old, source = _core.gemm_params(opencl_device._dev, dtype)
-    _core.set_gemm_params(opencl_device._dev, dtype, params, "test")
-    try:
-        x = rng.standard_normal(shape).astype(dtype)
-        w = (rng.standard_normal((o, shape[1], kh, kw)) / np.sqrt(shape[1] * kh * kw)).astype(dtype)
-        (y,) = _conv_ref((x, w, None, s, padding, d, 1, None))
-        gy = rng.standard_normal(y.shape).astype(dtype)
-        with hetnn.profile(opencl_device) as prof:
-            _, gw, gb = hetnn.conv2d_backward(gy, x, w, s, padding, d, 1, input_grad=False, bias_grad=with_bias,
-                                              device=opencl_device)
-        names = [r["name"] for r in prof.records]
-        assert "conv2d_im2col" not in names and "sum_rows" not in names, names  # no columns, no per-image partials
-        assert shape[0] == 0 or "matmul" in names, names  # batch 0: the front writes the zeros
-        k = shape[0] * y.shape[2] * y.shape[3]
-        if k >= 768 and o <= 16 and shape[1] * kh * kw <= 32:
-            assert "matmul:split_reduce" in names, names  # one tile, a long K: split
-        _, rgw, rgb = _conv_bwd_ref((gy, x, w, s, padding, d, 1))
-        tol = (1e-5 if dtype == "float32" else 1e-13) * np.sqrt(max(k, 1))
-        assert gw.shape == rgw.shape and gw.dtype == np.dtype(dtype)
-        assert np.max(np.abs(gw.astype(np.float64) - rgw), initial=0.0) < tol * max(1.0, np.max(np.abs(rgw), initial=0))
-        if with_bias:
-            assert np.max(np.abs(gb.astype(np.float64) - rgb), initial=0.0) < tol * max(1.0, np.max(np.abs(rgb)))
-        else:
-            assert gb is None
-    finally:
-        _core.set_gemm_params(opencl_device._dev, dtype, "" if source.startswith(("database", "default")) else old,
-                              source)
+    with params_in_force(opencl_device, dtype, params):
+        x, w, gy, gw, gb, names, k = weight_grad(opencl_device, rng, case, dtype)
+    if k >= 768 and o <= 16 and shape[1] * kh * kw <= 32:
+        assert "matmul:split_reduce" in names, names  # one tile, a long K: split
+    _, rgw, rgb = _conv_bwd_ref((gy, x, w, s, padding, d, 1))
+    tol = (1e-5 if dtype == "float32" else 1e-13) * np.sqrt(max(k, 1))
+    assert gw.shape == rgw.shape and gw.dtype == np.dtype(dtype)
+    assert np.max(np.abs(gw.astype(np.float64) - rgw), initial=0.0) < tol * max(1.0, np.max(np.abs(rgw), initial=0))
+    if with_bias:
+        assert np.max(np.abs(gb.astype(np.float64) - rgb), initial=0.0) < tol * max(1.0, np.max(np.abs(rgb)))
 
 
 # The matrix-unit member's weight gradient (16-bit data, tf32): the same gathers over the whole batch, K split in
@@ -167,38 +175,21 @@ def test_matrix_unit_weight_gradient_matches_float64(opencl_device, rng, dtype, 
     shape, o, (kh, kw), s, padding, d, with_bias, _ = case
     data = "float32" if dtype == "tf32" else dtype
     params = (MMA_WG.replace("ts_k=16", "ts_k=8") if dtype == "tf32" else MMA_WG) + (f" st={st}" if st else "")
-    old, source = _core.gemm_params(opencl_device._dev, dtype)
-    _core.set_gemm_params(opencl_device._dev, dtype, params, "test")
-    try:
-        x = rng.standard_normal(shape).astype(data)
-        w = (rng.standard_normal((o, shape[1], kh, kw)) / np.sqrt(shape[1] * kh * kw)).astype(data)
-        (y,) = _conv_ref((x, w, None, s, padding, d, 1, None))
-        gy = rng.standard_normal(y.shape).astype(data)
-        with hetnn.profile(opencl_device) as prof:
-            _, gw, gb = hetnn.conv2d_backward(gy, x, w, s, padding, d, 1, input_grad=False, bias_grad=with_bias,
-                                              device=opencl_device, precision="high")
-        names = [r["name"] for r in prof.records]
-        assert "conv2d_im2col" not in names and "sum_rows" not in names, names  # no columns, no per-image partials
-        assert shape[0] == 0 or "matmul" in names, names
-        k = shape[0] * y.shape[2] * y.shape[3]
-        if k >= 768 and o <= 32 and shape[1] * kh * kw <= 64:
-            assert "matmul:split_reduce" in names, names  # one tile, a long K: split
-        rgy, rx = (tf32(gy), tf32(x)) if dtype == "tf32" else (gy, x)  # the inputs as the units see them
-        _, rgw, rgb = _conv_bwd_ref((rgy, rx, w, s, padding, d, 1))
-        assert gw.shape == rgw.shape and gw.dtype == np.dtype(data)
-        # float32 sums of exact products, one rounding to the data type
-        unit = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8, "tf32": 0.0}[dtype]
-        bound = unit * np.abs(rgw) + 1e-6 * np.sqrt(max(k, 1)) * max(1.0, np.max(np.abs(rgw), initial=0))
-        assert (np.abs(gw.astype(np.float64) - rgw) <= bound).all()
-        if with_bias:
-            tol = 2e-3 if dtype == "float16" else 1.6e-2 if dtype == "bfloat16" else 1e-5 * np.sqrt(max(k, 1))
-            _, _, bgb = _conv_bwd_ref((gy, x, w, s, padding, d, 1))
-            assert np.max(np.abs(gb.astype(np.float64) - bgb), initial=0.0) < tol * max(1.0, np.max(np.abs(bgb)))
-        else:
-            assert gb is None
-    finally:
-        _core.set_gemm_params(opencl_device._dev, dtype, "" if source.startswith(("database", "default")) else old,
-                              source)
+    with params_in_force(opencl_device, dtype, params):
+        x, w, gy, gw, gb, names, k = weight_grad(opencl_device, rng, case, data, precision="high")
+    if k >= 768 and o <= 32 and shape[1] * kh * kw <= 64:
+        assert "matmul:split_reduce" in names, names  # one tile, a long K: split
+    rgy, rx = (tf32(gy), tf32(x)) if dtype == "tf32" else (gy, x)  # the inputs as the units see them
+    _, rgw, _ = _conv_bwd_ref((rgy, rx, w, s, padding, d, 1))
+    assert gw.shape == rgw.shape and gw.dtype == np.dtype(data)
+    # float32 sums of exact products, one rounding to the data type
+    unit = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8, "tf32": 0.0}[dtype]
+    bound = unit * np.abs(rgw) + 1e-6 * np.sqrt(max(k, 1)) * max(1.0, np.max(np.abs(rgw), initial=0))
+    assert (np.abs(gw.astype(np.float64) - rgw) <= bound).all()
+    if with_bias:
+        tol = 2e-3 if dtype == "float16" else 1.6e-2 if dtype == "bfloat16" else 1e-5 * np.sqrt(max(k, 1))
+        _, _, rgb = _conv_bwd_ref((gy, x, w, s, padding, d, 1))
+        assert np.max(np.abs(gb.astype(np.float64) - rgb), initial=0.0) < tol * max(1.0, np.max(np.abs(rgb)))
 
 
 def test_implicit_weight_gradient_on_drawn_convolutions(vtiled_device):
