@@ -8,8 +8,10 @@
 //                   operands into it as into any asm text), then the program's binary (PTX on NVIDIA) with the
 //                   comments opened and the target set to sm_90a, built again from that binary
 // With the first way that builds: one warpgroup computes a 64 x N x 16 product of small integers (exact in float32)
-// for N = 8 and 64 against the host's, through shared-memory descriptors without swizzling (8 x 8 core matrices of
-// 16-bit values, 128 bytes each); then the rate of a loop of m64nNk16 instructions on every compute unit.
+// against the host's, through shared-memory descriptors without swizzling (8 x 8 core matrices of 16-bit values,
+// 128 bytes each): N = 8 with both operands K-major, then N = 64 with each of A and B K-major or MN-major (the
+// transposed forms a GEMM of row-major B needs), each with LBO and SBO as the PTX ISA names them or swapped; then
+// the rate of a loop of m64nNk16 instructions on every compute unit.
 //   gcc -O2 scripts/wgmma_probe.c -lOpenCL -o /tmp/wgmma_probe && /tmp/wgmma_probe
 //   /tmp/wgmma_probe --emit N HIDE   (prints the kernels' source: N in 8, 16, ..., 256; HIDE 0 or 1)
 //   /tmp/wgmma_probe --patch FILE    (prints FILE's PTX as the third way patches it)
@@ -41,13 +43,13 @@ static void add(Str* b, const char* fmt, ...) {
 }
 
 // The wgmma instruction for one m64nNk16 step: d (N / 2 float32 accumulators per work item) += A (desc a) * B
-// (desc b), both K-major; scale_d 0 ignores d's old value.
-static void wgmma(Str* b, int n, const char* wg, const char* scale_d) {
+// (desc b), each K-major or, transposed (ta, tb), MN-major; scale_d 0 ignores d's old value.
+static void wgmma(Str* b, int n, const char* wg, const char* scale_d, int ta, int tb) {
   const int r = n / 2;
   add(b, "  asm volatile(\"%s{ .reg .pred p;\\n\"\n  \"%ssetp.ne.b32 p, %%%d, 0;\\n\"\n", wg, wg, r + 2);
   add(b, "  \"%swgmma.mma_async.sync.aligned.m64n%dk16.f32.f16.f16 {", wg, n);
   for (int i = 0; i < r; ++i) add(b, "%s%%%d", i ? ", " : "", i);
-  add(b, "}, %%%d, %%%d, p, 1, 1, 0, 0;\\n\"\n  \"%s}\\n\"\n  : ", r, r + 1, wg);
+  add(b, "}, %%%d, %%%d, p, 1, 1, %d, %d;\\n\"\n  \"%s}\\n\"\n  : ", r, r + 1, ta, tb, wg);
   for (int i = 0; i < r; ++i) add(b, "%s\"+f\"(d[%d])", i ? ", " : "", i);
   add(b, "\n  : \"l\"(da), \"l\"(db), \"r\"(%s) : \"memory\");\n", scale_d);
 }
@@ -68,6 +70,8 @@ static char* source(int n, int hide) {
   // element (r, k) of an R x 16 K-major operand in core matrices of 8 x 8: matrix (r / 8, k / 8) at
   // (r / 8 * 2 + k / 8) * 64 values; so 128 bytes between K-neighbours (LBO), 256 between row-block ones (SBO)
   add(&b, "static inline int core(int r, int k) { return ((r >> 3) * 2 + (k >> 3)) * 64 + (r & 7) * 8 + (k & 7); }\n");
+  // MN-major (the transposed forms): the same core matrices, each 8 rows of K holding 8 values along M or N
+  add(&b, "static inline int core_mn(int r, int k) { return ((r >> 3) * 2 + (k >> 3)) * 64 + (k & 7) * 8 + (r & 7); }\n");
   // (the PTX ISA's descriptor: bits 0-13 the address, 16-29 LBO, 32-45 SBO, each in 16-byte units; swizzle bits 62-63
   // zero; the tile test also tries LBO and SBO the other way round, in case the no-swizzle layout reads them so)
   add(&b, "static inline ulong desc(__local const ushort* p, uint lbo, uint sbo) {\n"
@@ -78,26 +82,30 @@ static char* source(int n, int hide) {
   add(&b, "#define WAIT(n) asm volatile(\"%swgmma.wait_group.sync.aligned \" #n \";\" ::: \"memory\")\n", wg);
   // A (64 x 16, row-major) and B (16 x N, row-major) staged K-major; D (64 x N): the accumulator layout of
   // m16n8 tiles per warp (warp w rows 16w..16w+15): d[4j + q] = D[16w + g + 8(q >> 1)][8j + 2t + (q & 1)]
-  add(&b, "__kernel __attribute__((reqd_work_group_size(128, 1, 1)))\n"
-          "void wg_tile(__global const ushort* A, __global const ushort* B, __global float* D, uint lbo, uint sbo) {\n"
-          "  __local ushort as[64 * 16] __attribute__((aligned(256)));\n"
-          "  __local ushort bs[N * 16] __attribute__((aligned(256)));\n"
-          "  const int lid = get_local_id(0);\n"
-          "  for (int i = lid; i < 64 * 16; i += 128) as[core(i / 16, i %% 16)] = A[i];\n"
-          "  for (int i = lid; i < 16 * N; i += 128) bs[core(i %% N, i / N)] = B[i];\n"
-          "  asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
-          "  barrier(CLK_LOCAL_MEM_FENCE);\n"
-          "  const ulong da = desc(as, lbo, sbo), db = desc(bs, lbo, sbo);\n"
-          "  float d[R];\n"
-          "#pragma unroll\n  for (int i = 0; i < R; ++i) d[i] = 0.0f;\n"
-          "  FENCE();\n");
-  wgmma(&b, n, wg, "0");
-  add(&b, "  COMMIT();\n");
-  wait_all(&b, n, wg);
-  add(&b, "  const int w = lid >> 5, g = (lid & 31) >> 2, t = lid & 3;\n"
-          "#pragma unroll\n  for (int j = 0; j < N / 8; ++j)\n"
-          "#pragma unroll\n    for (int q = 0; q < 4; ++q)\n"
-          "      D[(16 * w + g + 8 * (q >> 1)) * N + 8 * j + 2 * t + (q & 1)] = d[4 * j + q];\n}\n");
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {  // wg_tile_TATB: A, B staged K-major (0) or MN-major (1)
+      add(&b, "__kernel __attribute__((reqd_work_group_size(128, 1, 1)))\n"
+              "void wg_tile_%d%d(__global const ushort* A, __global const ushort* B, __global float* D, uint lbo,\n"
+              "                uint sbo) {\n"
+              "  __local ushort as[64 * 16] __attribute__((aligned(256)));\n"
+              "  __local ushort bs[N * 16] __attribute__((aligned(256)));\n"
+              "  const int lid = get_local_id(0);\n"
+              "  for (int i = lid; i < 64 * 16; i += 128) as[%s(i / 16, i %% 16)] = A[i];\n"
+              "  for (int i = lid; i < 16 * N; i += 128) bs[%s(i %% N, i / N)] = B[i];\n"
+              "  asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
+              "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+              "  const ulong da = desc(as, lbo, sbo), db = desc(bs, lbo, sbo);\n"
+              "  float d[R];\n"
+              "#pragma unroll\n  for (int i = 0; i < R; ++i) d[i] = 0.0f;\n"
+              "  FENCE();\n", ta, tb, ta ? "core_mn" : "core", tb ? "core_mn" : "core");
+      wgmma(&b, n, wg, "0", ta, tb);
+      add(&b, "  COMMIT();\n");
+      wait_all(&b, n, wg);
+      add(&b, "  const int w = lid >> 5, g = (lid & 31) >> 2, t = lid & 3;\n"
+              "#pragma unroll\n  for (int j = 0; j < N / 8; ++j)\n"
+              "#pragma unroll\n    for (int q = 0; q < 4; ++q)\n"
+              "      D[(16 * w + g + 8 * (q >> 1)) * N + 8 * j + 2 * t + (q & 1)] = d[4 * j + q];\n}\n");
+    }
   // the rate: `iters` turns of four instructions on the same operands (one group committed a turn, the previous
   // turn's left in flight), every work-group one warpgroup
   add(&b, "__kernel __attribute__((reqd_work_group_size(128, 1, 1)))\n"
@@ -114,7 +122,7 @@ static char* source(int n, int hide) {
           "#pragma unroll\n  for (int i = 0; i < R; ++i) d[i] = 0.0f;\n"
           "  for (int it = 0; it < iters; ++it) {\n"
           "    FENCE();\n");
-  for (int i = 0; i < 4; ++i) wgmma(&b, n, wg, "1");
+  for (int i = 0; i < 4; ++i) wgmma(&b, n, wg, "1", 0, 0);
   add(&b, "    COMMIT();\n    WAIT(1);\n  }\n");
   wait_all(&b, n, wg);
   add(&b, "  float s = 0.0f;\n#pragma unroll\n  for (int i = 0; i < R; ++i) s += d[i];\n"
@@ -244,7 +252,7 @@ static unsigned short half_of(int v) {  // small integers |v| <= 8 as float16 bi
   return (unsigned short)(sign | ((e + 15) << 10) | (((a << 10) >> e) & 0x3FF));
 }
 
-static int tile_test(cl_program p, int n, cl_uint lbo, cl_uint sbo) {
+static int tile_test(cl_program p, int n, const char* kname, cl_uint lbo, cl_uint sbo) {
   cl_int e;
   unsigned short a[64 * 16], b[16 * 256];
   int ai[64 * 16], bi[16 * 256];
@@ -253,7 +261,7 @@ static int tile_test(cl_program p, int n, cl_uint lbo, cl_uint sbo) {
   cl_mem ma = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof a, a, &e);
   cl_mem mb = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof b, b, &e);
   cl_mem md = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, 64 * 256 * sizeof(float), NULL, &e);
-  cl_kernel k = clCreateKernel(p, "wg_tile", &e);
+  cl_kernel k = clCreateKernel(p, kname, &e);
   clSetKernelArg(k, 0, sizeof ma, &ma);
   clSetKernelArg(k, 1, sizeof mb, &mb);
   clSetKernelArg(k, 2, sizeof md, &md);
@@ -274,7 +282,8 @@ static int tile_test(cl_program p, int n, cl_uint lbo, cl_uint sbo) {
         ++bad;
       }
     }
-  printf("  64 x %d x 16 tile (LBO %u, SBO %u): enqueue %d, read %d, %d of %d wrong", n, lbo, sbo, e, r, bad, 64 * n);
+  printf("  64 x %d x 16 tile, %s (LBO %u, SBO %u): enqueue %d, read %d, %d of %d wrong", n, kname, lbo, sbo, e, r,
+         bad, 64 * n);
   if (first >= 0) printf(" (first at row %d column %d: %g)", first / n, first % n, d[first]);
   printf("\n");
   clReleaseKernel(k);
@@ -356,7 +365,7 @@ int main(int argc, char** argv) {
       printf("%s:\n", names[route]);
       cl_program p = build_route(route, 8, 1);
       if (!p) continue;
-      const int ok = tile_test(p, 8, 128, 256) || tile_test(p, 8, 256, 128);
+      const int ok = tile_test(p, 8, "wg_tile_00", 128, 256) || tile_test(p, 8, "wg_tile_00", 256, 128);
       clReleaseProgram(p);
       if (ok && works < 0) works = route;
     }
@@ -371,7 +380,11 @@ int main(int argc, char** argv) {
         printf("  N = %d: no longer builds\n", n);
         continue;
       }
-      if (n == 64 && !tile_test(p, n, 128, 256)) tile_test(p, n, 256, 128);
+      // every layout at N = 64 (8 core matrices along N): which of LBO and SBO is which, per layout
+      for (int t = 0; n == 64 && t < 4; ++t) {
+        const char* names4[4] = {"wg_tile_00", "wg_tile_01", "wg_tile_10", "wg_tile_11"};
+        if (!tile_test(p, n, names4[t], 128, 256)) tile_test(p, n, names4[t], 256, 128);
+      }
       rate(p, n, units);
       clReleaseProgram(p);
     }

@@ -128,7 +128,8 @@ def test_the_wgmma_probe_s_patched_ptx_assembles_for_sm_90a(tmp_path):
         fixed = subprocess.run([exe, "--patch", str(ptx)], check=True, capture_output=True, text=True).stdout
         assert re.search(r"^\.target sm_90a$", fixed, re.M) and "//WG:" not in fixed
         steps = [ln for ln in fixed.splitlines() if f"wgmma.mma_async.sync.aligned.m64n{n}k16" in ln]
-        assert len(steps) == 5 and not any(re.search(r"%\d", ln) for ln in steps), steps[:1]  # 1 + 4 in the loop
+        # a tile per layout (K- or MN-major A and B) and four in the rate's loop
+        assert len(steps) == 8 and not any(re.search(r"%\d", ln) for ln in steps), steps[:1]
         (tmp_path / f"fixed{n}.ptx").write_text(fixed)
         r = subprocess.run([TOOLS.ptxas, "-arch=sm_90a", "-c", "-o", str(tmp_path / f"fixed{n}.cubin"),
                             str(tmp_path / f"fixed{n}.ptx")], capture_output=True, text=True)
