@@ -32,7 +32,7 @@ void ClBackend::matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, c
   // for float32): every row then starts 16-byte aligned, and a vector lies wholly inside or outside the matrix.
   const bool tf32 = d.allow_tf32 && d.dtype == DType::f32;
   const std::int64_t per_vec = tf32 ? 4 : 8;
-  // the weight gradient's A rows are an image's positions: a vector stays inside one when OH*OW is a multiple
+  // the weight gradient's A rows run over images: a vector stays inside one when OH*OW is a multiple of its values
   const bool va = (weight_grad ? conv->OH * conv->OW : d.trans_a ? d.M : d.K) % per_vec == 0;
   const bool vb = !conv && (d.trans_b ? d.K : d.N) % per_vec == 0;  // conv: B gathered element by element
   // The weight gradient's long K in slices, each summed in float32 into a slice of a work buffer, the slices added
