@@ -128,6 +128,10 @@ def variants(level: str = "default") -> Iterator[Variant]:
                 f"{TYPES['float']} {DATABASE['vtiled_large']} -DVA=4 -DVB=1 -DCONV_B=1 -DKH=3 -DKW=3")
     yield _gemm("vtiled_large weight gradient", "gemm_vtiled.cl",
                 f"{TYPES['float']} {DATABASE['vtiled_large']} -DTRANS_B=1 -DVA=4 -DVB=1 -DCONV_WG=1 -DKH=3 -DKW=3")
+    if not small:  # 16-bit data's, summed in float32 slices
+        yield _gemm("vtiled_large half weight gradient", "gemm_vtiled.cl",
+                    f"{TYPES['half']} {DATABASE['vtiled_large']} -DTRANS_B=1 -DVA=1 -DVB=1 -DCONV_WG=1 -DKH=3 -DKW=3 "
+                    "-DPARTS_REAL=1")
 
 
 def recorded(folder: str) -> Iterator[Variant]:

@@ -151,6 +151,24 @@ def test_implicit_gemm_weight_gradient_matches_float64(opencl_device, rng, dtype
         assert np.max(np.abs(gb.astype(np.float64) - rgb), initial=0.0) < tol * max(1.0, np.max(np.abs(rgb)))
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("params", VTILED)
+@pytest.mark.parametrize("case", [WG_CASES[0], WG_CASES[1], WG_CASES[6], WG_CASES[8], WG_CASES[9]],
+                         ids=lambda c: "x".join(map(str, c[0])) + f"-o{c[1]}-k{c[2][0]}{c[2][1]}")
+def test_vtiled_weight_gradient_of_16_bit_data_sums_in_float32(opencl_device, rng, dtype, params, case):
+    """GPUs without matrix units: 16-bit data's weight gradient is one vtiled GEMM over the batch too, its slices
+    (one, or split-K's) summed in float32 and rounded once, where it was per-image partial gradients in 16 bits."""
+    shape, o, (kh, kw), s, padding, d, with_bias, _ = case
+    with params_in_force(opencl_device, dtype, params):
+        x, w, gy, gw, _, names, k = weight_grad(opencl_device, rng, case, dtype)
+    assert shape[0] == 0 or "matmul:split_reduce" in names, names  # the rounding pass, split or not
+    _, rgw, _ = _conv_bwd_ref((gy, x, w, s, padding, d, 1))
+    assert gw.shape == rgw.shape and gw.dtype == np.dtype(dtype)
+    unit = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}[dtype]
+    bound = unit * np.abs(rgw) + 1e-6 * np.sqrt(max(k, 1)) * max(1.0, np.max(np.abs(rgw), initial=0))
+    assert (np.abs(gw.astype(np.float64) - rgw) <= bound).all()
+
+
 # The matrix-unit member's weight gradient (16-bit data, tf32): the same gathers over the whole batch, K split in
 # slices summed in float32 and rounded once (emulated off NVIDIA). A 64 x 32 tile: CK and O both have edge tiles;
 # ts_k 16 makes the split cases' slices start inside images; 6x6 outputs (OH*OW a multiple of 4, not of 8) and the

@@ -804,18 +804,27 @@ void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a,
       return;
     }
   }
-  cl_kernel k = kernel(file, name, opts);
+  // 16-bit data's weight gradient: its slices (one, or split-K's) summed in float32, rounded once by the reduction
+  const bool parts_real = weight_grad && d.dtype != DType::f32 && d.dtype != DType::f64;
+  const std::string parts_opt = parts_real ? " -DPARTS_REAL=1" : "";
+  std::int64_t splits = tiled_k_splits(p, d, info_.compute_units);
+  if (parts_real) {
+    const std::int64_t tiles = ((d.M + p.ts_m - 1) / p.ts_m) * ((d.N + p.ts_n - 1) / p.ts_n);
+    splits = gemm_k_splits(tiles, d.K, p.ts_k, info_.compute_units, d.M * d.N, 4);
+  }
+  cl_kernel k = kernel(file, name, opts + parts_opt);
   const cl_long sa = d.batch_a == 1 ? 0 : d.M * d.K;
   const cl_long sb = d.batch_b == 1 ? 0 : conv ? conv->C * conv->H * conv->W : d.K * d.N;  // forward: an image
-  std::int64_t splits = tiled_k_splits(p, d, info_.compute_units);
   // slices start at multiples of ts_k: vector loads along K stay aligned and inside the matrix
   std::int64_t chunk = std::max<std::int64_t>(d.K, 1);
   if (splits > 1) {
     chunk = ((d.K + splits - 1) / splits + p.ts_k - 1) / p.ts_k * p.ts_k;
     splits = (d.K + chunk - 1) / chunk;  // no empty slice
   }
-  cl_mem out = splits > 1 ? scratch(2, static_cast<std::size_t>(splits * d.batch * d.M * d.N) * dtype_size(d.dtype))
-                          : c;
+  cl_mem out = splits > 1 || parts_real
+                   ? scratch(2, static_cast<std::size_t>(splits * d.batch * d.M * d.N) *
+                                    (parts_real ? 4 : dtype_size(d.dtype)))
+                   : c;
   ArgSetter set{k, name};
   set(M)(N)(K).real(d.alpha, d.dtype).real(d.beta, d.dtype);
   set(a)(sa)(b)(sb)(out)(bias)(has_bias)(act)(static_cast<cl_int>(chunk))(static_cast<cl_int>(splits));
@@ -829,8 +838,8 @@ void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a,
                                  static_cast<std::size_t>((d.M + p.ts_m - 1) / p.ts_m) * local[1],
                                  static_cast<std::size_t>(d.batch * splits)};
   enqueue("matmul", k, 3, global, local);
-  if (splits == 1) return;
-  cl_kernel r = kernel("gemm.cl", "gemm_split_reduce", common_options(d.dtype));
+  if (splits == 1 && !parts_real) return;
+  cl_kernel r = kernel("gemm.cl", "gemm_split_reduce", common_options(d.dtype) + parts_opt);
   ArgSetter{r, "gemm_split_reduce"}(M)(N)(static_cast<cl_int>(splits)).real(d.alpha, d.dtype)
       .real(d.beta, d.dtype)(out)(c)(bias)(has_bias)(act);
   const std::size_t rl[2] = {64, 1};

@@ -616,15 +616,14 @@ void ClBackend::bias_grad(const Conv2dDesc& d, const Buffer& gy, Buffer& gb, con
 }
 
 std::optional<GemmParams> ClBackend::weight_grad_params(const Conv2dDesc& d) {
-  // The vtiled kernel for float32/float64 (split-K partial sums in the data type), the matrix-unit member for 16-bit
-  // data and tf32 (float32 partial sums). 16-bit data on other families stays on the per-image GEMMs: their partial
-  // sums would be stored in 16 bits, and one GEMM over the whole batch unsplit would run on a handful of work-groups.
+  // The vtiled kernel (split-K partial sums in the data type, or in float32 for 16-bit data) or the matrix-unit
+  // member (16-bit data and tf32: float32 partial sums). Other families (the CPU-like ones) keep the per-image GEMMs.
   if (d.groups != 1) return std::nullopt;
   const std::int64_t ck = d.C * d.kh * d.kw, k = d.N * d.OH * d.OW;
   if (k > std::numeric_limits<cl_int>::max()) return std::nullopt;  // the kernels index K in int
   const GemmParams p = gemm_params(GemmType(d.dtype, d.allow_tf32), d.O * ck * k);
   if (p.family == GemmParams::Family::mma) return p;
-  if ((d.dtype != DType::f32 && d.dtype != DType::f64) || p.family != GemmParams::Family::vtiled) return std::nullopt;
+  if (p.family != GemmParams::Family::vtiled) return std::nullopt;
   return p.fitted(d.O, ck);
 }
 

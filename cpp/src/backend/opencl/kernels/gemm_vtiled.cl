@@ -14,6 +14,7 @@
 //    sum over images n of gy[n] (O, OH*OW) @ cols[n]^T: K runs over (n, position), A is gy (N, O, OH*OW) read as
 //    (O, N*OH*OW), B^T the columns gathered from x (N, C, H, W) (TRANS_B's layout: consecutive work items read
 //    consecutive positions). No column buffer, no per-image partial products; split-K spreads the long K.
+//    16-bit data: the slices are summed in float32 (PARTS_REAL; every store raw) and rounded once by the reduction.
 //  - Global loads are VA / VB wide along the operand's contiguous dimension; the host sets 4 where that dimension is
 //    a multiple of 4 (so every vector is aligned: buffers start aligned) and the storage is the arithmetic type,
 //    else 1. C is stored VWN wide where VC is set (N a multiple of VWN).
@@ -59,6 +60,17 @@
 #endif
 #if CONV_WG && (VB != 1 || !TRANS_B || TRANS_A || CONV_B)
 #error "CONV_WG gathers B element by element in TRANS_B's layout, A untransposed (VB = 1, TRANS_B = 1, TRANS_A = 0)"
+#endif
+#ifndef PARTS_REAL  // 1: C is the split's slices of sums in the arithmetic type (16-bit data's weight gradient)
+#define PARTS_REAL 0
+#endif
+#if PARTS_REAL && !CONV_WG
+#error "PARTS_REAL: the weight gradient's float32 slices of 16-bit data (CONV_WG) only"
+#endif
+#if PARTS_REAL
+#define CTYPE REAL
+#else
+#define CTYPE STORAGE
 #endif
 #define LM (TS_M / WPT_M)  // work items along M
 #define LN (TS_N / WPT_N)  // work items along N
@@ -290,7 +302,7 @@ HOT void mac_tile(__global const STORAGE* restrict A, __global const STORAGE* re
 
 // Epilogue. Work item (tm, tn) holds rows (tm + i * LM) * VWM + e and columns (tn + j * LN) * VWN + f. raw: the
 // sums alone (split-K's partial products), else act(alpha * acc + beta * C + bias).
-HOT void store_tile(__global STORAGE* restrict C, __global const STORAGE* restrict bias, const int M,
+HOT void store_tile(__global CTYPE* restrict C, __global const STORAGE* restrict bias, const int M,
                        const int N, const REAL alpha, const REAL beta, const int has_bias, const int act,
                        const int raw, const int m0, const int n0, const int tm, const int tn, REAL (*acc)[WPT_N]) {
 #pragma unroll
@@ -326,6 +338,9 @@ HOT void store_tile(__global STORAGE* restrict C, __global const STORAGE* restri
           const int n = nb + f;
           if (n >= N) continue;
           const REAL r = acc[i * VWM + e][j * VWN + f];
+#if PARTS_REAL
+          C[row + n] = r;
+#else
           if (raw) {
             STORE1(r, C, row + n);
             continue;
@@ -333,6 +348,7 @@ HOT void store_tile(__global STORAGE* restrict C, __global const STORAGE* restri
           REAL v = beta == (REAL)0 ? alpha * r : alpha * r + beta * LOAD1(C, row + n);
           if (has_bias) v += LOAD1(bias, has_bias == 2 ? m : n);
           STORE1(ACTIVATE(v, act), C, row + n);
+#endif
         }
 #endif
       }
@@ -344,7 +360,7 @@ __kernel __attribute__((reqd_work_group_size(LN, LM, 1)))
 void gemm_vtiled(const int M, const int N, const int K, const REAL alpha, const REAL beta,
                  __global const STORAGE* restrict A, const long a_batch_stride,
                  __global const STORAGE* restrict B, const long b_batch_stride,
-                 __global STORAGE* restrict C, __global const STORAGE* restrict bias, const int has_bias,
+                 __global CTYPE* restrict C, __global const STORAGE* restrict bias, const int has_bias,
                  const int act, const int k_chunk, const int splits
 #if CONV_B || CONV_WG
                  , const int conv_c, const int conv_h, const int conv_w, const int conv_oh, const int conv_ow,
