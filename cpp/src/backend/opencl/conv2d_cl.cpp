@@ -403,8 +403,8 @@ void ClBackend::conv2d_as(const Conv2dDesc& d, const Buffer& x, const Buffer& w,
 // The backward passes of ungrouped convolutions run on the GEMM kernels like the forward (the gathering kernels
 // below them took 25x the CPU device's time on a Keras-style CNN): data = col2im(W^T @ gy[n]), weights = the sum
 // over n of gy[n] @ cols[n]^T (in chunks of images where the work buffers would pass the limit; where the GEMM in
-// force is vtiled (float32/float64) or the matrix-unit member (16-bit, tf32), one implicit GEMM over the batch). Grouped convolutions, and
-// those of which one image's buffers pass the limit, use the gathering kernels.
+// force is vtiled or the matrix-unit member, one implicit GEMM over the batch). Grouped convolutions, and those of
+// which one image's buffers pass the limit, use the gathering kernels.
 
 // A stride-1 convolution's data gradient is itself a stride-1 convolution: of gy with the kernel flipped and its
 // channels swapped, W'[c][o][i][j] = W[o][c][kh-1-i][kw-1-j], padded by k-1-p on each side. With stride s, the
