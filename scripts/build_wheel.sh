@@ -23,7 +23,9 @@ rm -rf "$raw" wheelhouse
 mkdir -p "$raw" wheelhouse
 
 # the ICD loader to ship: Debian's ocl-icd
-icd=$(ldconfig -p | awk '/libOpenCL\.so\.1 .*x86-64/ {print $NF; exit}')
+# (awk reads to the end: leaving early would end ldconfig by SIGPIPE mid-write, which pipefail and set -e turn into a
+# silent exit of this script, as happened once in CI)
+icd=$(ldconfig -p | awk '/libOpenCL\.so\.1 .*x86-64/ && !found {print $NF; found = 1}')
 if [ -z "$icd" ]; then
   echo "build_wheel: no libOpenCL.so.1 here to ship (Debian: apt-get install ocl-icd-libopencl1)" >&2
   exit 2

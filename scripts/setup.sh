@@ -25,7 +25,7 @@ if ! "$PY" -c "import venv, ensurepip" >/dev/null 2>&1; then PKGS+=(python3-venv
 
 missing=()
 for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" == *"ok installed" ]] || missing+=("$p")
 done
 if ((${#missing[@]})); then
   SUDO=""

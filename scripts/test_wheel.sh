@@ -7,7 +7,9 @@
 # Prints the wheel's size, the install and import times.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-whl=$(ls "$root"/wheelhouse/hetnn-*manylinux*.whl 2>/dev/null | head -1)
+whls=("$root"/wheelhouse/hetnn-*manylinux*.whl)  # no pipe into head: an early reader's SIGPIPE ends set -e scripts
+whl=${whls[0]}
+[ -e "$whl" ] || whl=
 if [ -z "$whl" ]; then
   echo "test_wheel: no wheel in wheelhouse/: run 'bash scripts/build_wheel.sh' first" >&2
   exit 2
