@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 #include "backend/cpu/blas_pool.h"
@@ -740,6 +741,24 @@ std::int64_t gemm_k_splits(std::int64_t tiles, std::int64_t K, int ts_k, int com
   return (K + chunk - 1) / chunk;  // no empty slice
 }
 
+std::pair<std::int64_t, std::int64_t> gemm_k_chunk(std::int64_t K, std::int64_t splits, int ts_k) {
+  if (splits <= 1) return {std::max<std::int64_t>(K, 1), 1};
+  const std::int64_t chunk = ((K + splits - 1) / splits + ts_k - 1) / ts_k * ts_k;
+  return {chunk, (K + chunk - 1) / chunk};
+}
+
+void ClBackend::split_reduce(const MatmulDesc& d, std::int64_t splits, cl_mem parts, cl_mem c, cl_mem bias,
+                             cl_int has_bias, bool parts_real) {
+  const std::string opts = common_options(d.dtype) + (parts_real ? " -DPARTS_REAL=1" : "");
+  cl_kernel r = kernel("gemm.cl", "gemm_split_reduce", opts);
+  ArgSetter{r, "gemm_split_reduce"}(static_cast<cl_int>(d.M))(static_cast<cl_int>(d.N))(static_cast<cl_int>(splits))
+      .real(d.alpha, d.dtype)
+      .real(d.beta, d.dtype)(parts)(c)(bias)(has_bias)(static_cast<cl_int>(d.act));
+  const std::size_t rl[2] = {64, 1};
+  const std::size_t rg[2] = {round_up(static_cast<std::size_t>(d.M * d.N), 64), static_cast<std::size_t>(d.batch)};
+  enqueue("matmul:split_reduce", r, 2, rg, rl);
+}
+
 namespace {
 
 // For the tiled kernels (gemm.cl, gemm_vtiled.cl), whose partials are stored in the data type.
@@ -806,21 +825,16 @@ void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a,
   }
   // 16-bit data's weight gradient: its slices (one, or split-K's) summed in float32, rounded once by the reduction
   const bool parts_real = weight_grad && d.dtype != DType::f32 && d.dtype != DType::f64;
-  const std::string parts_opt = parts_real ? " -DPARTS_REAL=1" : "";
   std::int64_t splits = tiled_k_splits(p, d, info_.compute_units);
   if (parts_real) {
     const std::int64_t tiles = ((d.M + p.ts_m - 1) / p.ts_m) * ((d.N + p.ts_n - 1) / p.ts_n);
     splits = gemm_k_splits(tiles, d.K, p.ts_k, info_.compute_units, d.M * d.N, 4);
   }
-  cl_kernel k = kernel(file, name, opts + parts_opt);
+  cl_kernel k = kernel(file, name, opts + (parts_real ? " -DPARTS_REAL=1" : ""));
   const cl_long sa = d.batch_a == 1 ? 0 : d.M * d.K;
   const cl_long sb = d.batch_b == 1 ? 0 : conv ? conv->C * conv->H * conv->W : d.K * d.N;  // forward: an image
-  // slices start at multiples of ts_k: vector loads along K stay aligned and inside the matrix
-  std::int64_t chunk = std::max<std::int64_t>(d.K, 1);
-  if (splits > 1) {
-    chunk = ((d.K + splits - 1) / splits + p.ts_k - 1) / p.ts_k * p.ts_k;
-    splits = (d.K + chunk - 1) / chunk;  // no empty slice
-  }
+  std::int64_t chunk;
+  std::tie(chunk, splits) = gemm_k_chunk(d.K, splits, p.ts_k);
   cl_mem out = splits > 1 || parts_real
                    ? scratch(2, static_cast<std::size_t>(splits * d.batch * d.M * d.N) *
                                     (parts_real ? 4 : dtype_size(d.dtype)))
@@ -838,13 +852,7 @@ void ClBackend::matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a,
                                  static_cast<std::size_t>((d.M + p.ts_m - 1) / p.ts_m) * local[1],
                                  static_cast<std::size_t>(d.batch * splits)};
   enqueue("matmul", k, 3, global, local);
-  if (splits == 1 && !parts_real) return;
-  cl_kernel r = kernel("gemm.cl", "gemm_split_reduce", common_options(d.dtype) + parts_opt);
-  ArgSetter{r, "gemm_split_reduce"}(M)(N)(static_cast<cl_int>(splits)).real(d.alpha, d.dtype)
-      .real(d.beta, d.dtype)(out)(c)(bias)(has_bias)(act);
-  const std::size_t rl[2] = {64, 1};
-  const std::size_t rg[2] = {round_up(static_cast<std::size_t>(d.M * d.N), 64), static_cast<std::size_t>(d.batch)};
-  enqueue("matmul:split_reduce", r, 2, rg, rl);
+  if (splits > 1 || parts_real) split_reduce(d, splits, out, c, bias, has_bias, parts_real);
 }
 
 std::string ClBackend::common_options(DType t) const {

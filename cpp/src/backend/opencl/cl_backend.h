@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <unordered_map>
+#include <utility>
 #include <mutex>
 #include <shared_mutex>
 #include <optional>
@@ -42,6 +43,10 @@ bool address_space_for(std::size_t bytes);
 // `slice_elems` partial sums of `part_bytes` each per slice.
 std::int64_t gemm_k_splits(std::int64_t tiles, std::int64_t K, int ts_k, int compute_units, std::int64_t slice_elems,
                            std::size_t part_bytes);
+
+// Split-K's slice length for `splits` slices of K (a multiple of ts_k, so that vector loads along K stay aligned)
+// and the slice count that leaves none empty: {chunk, splits}; {max(K, 1), 1} unsplit.
+std::pair<std::int64_t, std::int64_t> gemm_k_chunk(std::int64_t K, std::int64_t splits, int ts_k);
 
 class ClBackend final : public Backend, private GemmTuning, private KernelTools, private RawHandles {
  public:
@@ -188,6 +193,10 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // batch 1): a is gy, b the input x, whose columns the kernel gathers.
   void matmul_tiled(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias,
                     const Conv2dDesc* conv = nullptr, bool weight_grad = false);
+  // c = act(alpha * the sum of split-K's `splits` slices in `parts` + beta * c + bias) (gemm_split_reduce), the
+  // slices in the data type or, parts_real, in the arithmetic type
+  void split_reduce(const MatmulDesc& d, std::int64_t splits, cl_mem parts, cl_mem c, cl_mem bias, cl_int has_bias,
+                    bool parts_real);
   // Whether d's products compute in TF32: allowed, ungrouped, and the tf32 GEMM in force is the matrix-unit member.
   bool conv_tf32(const Conv2dDesc& d);
   // The forward of an ungrouped convolution as one implicit GEMM when the GEMM parameters in force for it are

@@ -37,15 +37,9 @@ void ClBackend::matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, c
   const bool vb = !conv && (d.trans_b ? d.K : d.N) % per_vec == 0;  // conv: B gathered element by element
   // The weight gradient's long K in slices, each summed in float32 into a slice of a work buffer, the slices added
   // by gemm_split_reduce and rounded once to the data type.
-  std::int64_t splits = 1, chunk = std::max<std::int64_t>(d.K, 1);
-  if (weight_grad) {
-    const std::int64_t tiles = ((d.M + p.ts_m - 1) / p.ts_m) * ((d.N + p.ts_n - 1) / p.ts_n);
-    splits = gemm_k_splits(tiles, d.K, p.ts_k, info_.compute_units, d.M * d.N, 4);
-    if (splits > 1) {  // slices start at multiples of ts_k: vector loads along K stay aligned
-      chunk = ((d.K + splits - 1) / splits + p.ts_k - 1) / p.ts_k * p.ts_k;
-      splits = (d.K + chunk - 1) / chunk;
-    }
-  }
+  const std::int64_t tiles = ((d.M + p.ts_m - 1) / p.ts_m) * ((d.N + p.ts_n - 1) / p.ts_n);
+  const auto [chunk, splits] = gemm_k_chunk(
+      d.K, weight_grad ? gemm_k_splits(tiles, d.K, p.ts_k, info_.compute_units, d.M * d.N, 4) : 1, p.ts_k);
   const bool parts = splits > 1;
   // out_f32 (and the slices): C and bias float32 (the float32 build), the 16-bit inputs named apart for the
   // emulation's conversion
@@ -85,13 +79,7 @@ void ClBackend::matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, c
                                  static_cast<std::size_t>((d.M + p.ts_m - 1) / p.ts_m),
                                  static_cast<std::size_t>(weight_grad ? splits : d.batch)};
   enqueue("matmul", k, 3, global, local);
-  if (!parts) return;
-  cl_kernel r = kernel("gemm.cl", "gemm_split_reduce", common_options(d.dtype) + " -DPARTS_REAL=1");
-  ArgSetter{r, "gemm_split_reduce"}(M)(N)(static_cast<cl_int>(splits)).real(d.alpha, d.dtype)
-      .real(d.beta, d.dtype)(out)(c)(bias)(has_bias)(static_cast<cl_int>(d.act));
-  const std::size_t rl[2] = {64, 1};
-  const std::size_t rg[2] = {round_up(static_cast<std::size_t>(d.M * d.N), 64), 1};
-  enqueue("matmul:split_reduce", r, 2, rg, rl);
+  if (parts) split_reduce(d, splits, out, c, bias, has_bias, true);
 }
 
 namespace {
