@@ -1,5 +1,6 @@
 // Python arguments -> the core's argument types, with the op and the argument named in every message (bindings.h).
 // Range checks (positive, at most half the kernel, ...) stay in the core: these only convert.
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -18,29 +19,35 @@ std::string describe(py::handle v) {
 
 bool is_bool(py::handle v) {
   if (PyBool_Check(v.ptr())) return true;
-  const std::string t = Py_TYPE(v.ptr())->tp_name;
-  return t == "numpy.bool" || t == "numpy.bool_";
+  const char* t = Py_TYPE(v.ptr())->tp_name;  // (no std::string: this runs for every argument of every call)
+  return std::strcmp(t, "numpy.bool") == 0 || std::strcmp(t, "numpy.bool_") == 0;
 }
 
-// operator.index(v) (ints and NumPy integers; not bools, not floats) as a long long: TypeError "<what> <expected>,
-// got ..." otherwise, ValueError "<what> <value> <too_big>" beyond `limit` in magnitude (or beyond 64 bits).
-long long index_value(py::handle v, const std::string& what, const char* expected, long long limit,
+// operator.index(v) (ints and NumPy integers; not bools, not floats) as a long long: TypeError "<op>: <name>
+// <expected>, got ..." otherwise, ValueError "<op>: <name> <value> <too_big>" beyond `limit` in magnitude (or beyond
+// 64 bits). The messages are built only when thrown.
+long long index_value(py::handle v, const char* op, const char* name, const char* expected, long long limit,
                       const char* too_big) {
+  int overflow = 0;
+  if (PyLong_CheckExact(v.ptr())) {  // the common case, without the protocol
+    const long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+    if (!overflow && x >= -limit && x < limit) return x;
+  }
   PyObject* i = is_bool(v) ? nullptr : PyNumber_Index(v.ptr());
   if (!i) {
     PyErr_Clear();
-    throw TypeError(what + " " + expected + ", got " + describe(v));
+    throw TypeError(std::string(op) + ": " + name + " " + expected + ", got " + describe(v));
   }
   const py::object io = py::reinterpret_steal<py::object>(i);
-  int overflow = 0;
   const long long x = PyLong_AsLongLongAndOverflow(io.ptr(), &overflow);
-  if (overflow || x < -limit || x >= limit) throw ValueError(what + " " + std::string(py::str(io)) + " " + too_big);
+  if (overflow || x < -limit || x >= limit)
+    throw ValueError(std::string(op) + ": " + name + " " + std::string(py::str(io)) + " " + too_big);
   return x;
 }
 
 int one_int(py::handle v, const char* name, const char* op) {
-  return static_cast<int>(index_value(v, std::string(op) + ": " + name, "must be an int or a pair of ints",
-                                      1LL << 31, "is out of range (|value| < 2**31)"));
+  return static_cast<int>(index_value(v, op, name, "must be an int or a pair of ints", 1LL << 31,
+                                      "is out of range (|value| < 2**31)"));
 }
 
 // The numbers ABCs, looked up once (borrowed for the process's life: a static py::object would be released after
@@ -91,16 +98,16 @@ bool arg_bool(py::handle v, const char* name, const char* op) {
 }
 
 double arg_real(py::handle v, const char* name, const char* op) {
-  const std::string what = std::string(op) + ": " + name;
   if (PyFloat_CheckExact(v.ptr())) return PyFloat_AS_DOUBLE(v.ptr());  // the common cases, without the ABC check
   if (PyLong_CheckExact(v.ptr())) {
     const double x = PyLong_AsDouble(v.ptr());
     if (x == -1.0 && PyErr_Occurred()) {
       PyErr_Clear();
-      throw ValueError(what + " " + std::string(py::repr(v)) + " is too large for a float");
+      throw ValueError(std::string(op) + ": " + name + " " + std::string(py::repr(v)) + " is too large for a float");
     }
     return x;
   }
+  const std::string what = std::string(op) + ": " + name;
   const py::module_ numbers = py::module_::import("numbers");
   if (is_bool(v) || !py::isinstance(v, numbers.attr("Real")))
     throw TypeError(what + " must be a real number, got " + describe(v));
@@ -191,13 +198,13 @@ std::array<int, 2> arg_pair(py::handle v, const char* name, const char* op) {
 }
 
 Shape arg_shape(py::handle v, const char* name, const char* op) {
-  const std::string what = std::string(op) + ": " + name;
   const bool ndarray = py::isinstance<py::array>(v) && py::reinterpret_borrow<py::array>(v).ndim() == 1;
   if (!PyTuple_Check(v.ptr()) && !PyList_Check(v.ptr()) && !ndarray)
-    throw TypeError(what + " must be a sequence of ints, got " + std::string(py::str(py::type::of(v).attr("__name__"))));
+    throw TypeError(std::string(op) + ": " + name + " must be a sequence of ints, got " +
+                    std::string(py::str(py::type::of(v).attr("__name__"))));
   Shape s;
   for (const py::handle item : py::reinterpret_borrow<py::iterable>(v))
-    s.push_back(index_value(item, what, "must hold ints", std::numeric_limits<long long>::max(),
+    s.push_back(index_value(item, op, name, "must hold ints", std::numeric_limits<long long>::max(),
                             "does not fit in 64 bits"));
   return s;
 }
@@ -217,13 +224,14 @@ Pool2dArgs arg_pool2d(const char* op, py::handle kernel_size, py::handle stride,
 }
 
 bool arg_zero_padding(py::handle padding_mode, const char* op) {
-  const std::string how = "padding_mode must be '-inf' (the padding never wins, as PyTorch's; an integer image's "
-                          "lowest value) or 'zeros' (it holds zeros, index -1 where one wins)";
+  const char* how = "padding_mode must be '-inf' (the padding never wins, as PyTorch's; an integer image's lowest "
+                    "value) or 'zeros' (it holds zeros, index -1 where one wins)";
   if (!py::isinstance<py::str>(padding_mode))
     throw TypeError(std::string(op) + ": " + how + ", got " + std::string(py::repr(padding_mode)));
-  const std::string m = padding_mode.cast<std::string>();
-  if (m == "-inf") return false;
-  if (m == "zeros") return true;
+  const char* m = PyUnicode_AsUTF8(padding_mode.ptr());
+  if (!m) throw py::error_already_set();
+  if (std::strcmp(m, "-inf") == 0) return false;
+  if (std::strcmp(m, "zeros") == 0) return true;
   throw ValueError(std::string(op) + ": " + how + ", got " + std::string(py::repr(padding_mode)));
 }
 

@@ -13,6 +13,26 @@ namespace hetnn {
 struct EwScalar;  // core/elementwise.h
 }
 
+namespace pybind11::detail {
+// Optional Array arguments (`const Array* out` with a None default): pybind11's generic loader accepts None only on
+// its second, converting pass, after a first pass that fails and formats an AttributeError for every None it meets
+// (asking the type for a foreign module's caster). An op called with out=None paid for that and for converting all
+// its arguments twice (2-3 us of a small max_pool2d's 3.8). None is a null pointer on the first pass here; given
+// where a reference is expected, the call still fails as before (pybind11's reference_cast_error -> TypeError).
+// Every translation unit that binds an Array includes this header, so the specialisation is the only one.
+template <>
+class type_caster<hetnn::Array> : public type_caster_base<hetnn::Array> {
+ public:
+  bool load(handle src, bool convert) {
+    if (src.is_none()) {
+      value = nullptr;
+      return true;
+    }
+    return type_caster_base<hetnn::Array>::load(src, convert);
+  }
+};
+}  // namespace pybind11::detail
+
 namespace hetnn::python {
 
 namespace py = pybind11;

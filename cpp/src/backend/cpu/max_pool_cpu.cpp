@@ -118,6 +118,7 @@ struct TapCols {
   std::vector<char> full;  // chunk c: every tap reads 16 inside columns (no masks needed)
   std::int64_t chunks = 0, real_chunks = 0;  // padded to a multiple of 4 / ceil(OW / 16)
   explicit TapCols(const Pool2dDesc& d) {
+    for (auto* v : {&off, &lo, &hi}) v->reserve(static_cast<std::size_t>(d.kw));
     for (int j = 0; j < d.kw; ++j) {
       const std::int64_t o = static_cast<std::int64_t>(j) * d.dw - d.pw;
       off.push_back(o);
@@ -126,6 +127,9 @@ struct TapCols {
     }
     real_chunks = (d.OW + 15) / 16;
     chunks = (real_chunks + 3) / 4 * 4;
+    for (auto* v : {&m, &m0, &m1}) v->reserve(static_cast<std::size_t>(chunks * d.kw));
+    out.reserve(static_cast<std::size_t>(chunks));
+    full.reserve(static_cast<std::size_t>(chunks));
     const auto lanes = [](std::int64_t c0, std::int64_t l, std::int64_t h) -> std::uint16_t {
       const std::int64_t a = std::clamp<std::int64_t>(l - c0, 0, 16), b = std::clamp<std::int64_t>(h - c0, 0, 16);
       if (b <= a) return 0;
