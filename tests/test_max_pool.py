@@ -130,6 +130,28 @@ def test_signed_zeros_keep_the_first_in_window_order(device, rng, dtype):
             np.testing.assert_array_equal(np.signbit(y[ok]), np.signbit(y_ref[ok]), err_msg=f"k={k} s={s} p={p}")
 
 
+@pytest.mark.parametrize("special", [False, True], ids=["ordinary", "nan-and-zeros"])
+def test_short_rows(device, rng, special):
+    """Rows of up to 32 inputs, around the 16- and 32-column edges, every stride-1/2 window with padding and
+    dilation (the CPU keeps such rows in registers, permuting them per tap; rows holding NaN or -0 take the taps)."""
+    vals = np.array([-0.0, 0.0, -1.0, -2.0, np.nan, 3.0, -np.inf], dtype=np.float64)
+    probs = [0.3, 0.3, 0.1, 0.1, 0.05, 0.1, 0.05] if special else None
+    for w in (1, 2, 7, 15, 16, 17, 31, 32, 33):
+        x = (rng.choice(vals, size=(2, 3, 9, w), p=probs) if special else rng.standard_normal((2, 3, 9, w)))
+        x = x.astype(np.float32)
+        for k, s, p, d in [(1, 1, 0, 1), (2, 2, 0, 1), (3, 2, 1, 1), (3, 1, 1, 1), (5, 2, 2, 1), (3, 2, 1, 2),
+                           (4, 1, 0, 1), (2, 1, 1, 2)]:
+            if not _valid(x.shape, (k, k), (s, s), (p, p), (d, d), False):
+                continue
+            y_ref, _ = ref.max_pool2d(x, (k, k), (s, s), (p, p), (d, d), False)
+            y = np.asarray(hetnn.max_pool2d(x, k, s, p, d, device=device), dtype=np.float64)
+            what = f"w={w} k={k} s={s} p={p} d={d}"
+            np.testing.assert_array_equal(np.isnan(y), np.isnan(y_ref), err_msg=what)
+            ok = ~np.isnan(y_ref)
+            np.testing.assert_array_equal(y[ok], y_ref[ok], err_msg=what)
+            np.testing.assert_array_equal(np.signbit(y[ok]), np.signbit(y_ref[ok]), err_msg=what)
+
+
 def test_ties_take_the_first_maximum(device):
     x = np.ones((1, 1, 6, 6), dtype=np.float32)
     y, idx = hetnn.max_pool2d(x, 3, stride=1, padding=1, return_indices=True, device=device)

@@ -117,7 +117,18 @@ struct TapCols {
   std::vector<std::uint16_t> m, m0, m1, out;
   std::vector<char> full;  // chunk c: every tap reads 16 inside columns (no masks needed)
   std::int64_t chunks = 0, real_chunks = 0;  // padded to a multiple of 4 / ceil(OW / 16)
+  // Rows of at most 32 inputs and 16 outputs (stride 1 or 2): the window rows' maximum stays in two registers and
+  // each tap is a two-register permute of it; idx[16 j + lane] is the input column output `lane` reads for tap j
+  // (clamped where the lane is masked off).
+  bool in_registers = false;
+  std::vector<std::int32_t> idx;
+  // Tap q = i * kw + j of a window as a flat offset from its corner, i * dh * W + j * dw, for windows of at most 64
+  // taps (empty beyond: computed per element there).
+  std::vector<std::int64_t> flat;
   explicit TapCols(const Pool2dDesc& d) {
+    if (d.kh * d.kw <= 64)
+      for (int q = 0; q < d.kh * d.kw; ++q)
+        flat.push_back(static_cast<std::int64_t>(q / d.kw) * d.dh * d.W + static_cast<std::int64_t>(q % d.kw) * d.dw);
     for (auto* v : {&off, &lo, &hi}) v->reserve(static_cast<std::size_t>(d.kw));
     for (int j = 0; j < d.kw; ++j) {
       const std::int64_t o = static_cast<std::int64_t>(j) * d.dw - d.pw;
@@ -155,8 +166,72 @@ struct TapCols {
       }
       full.push_back(all);
     }
+    in_registers = real_chunks == 1 && d.W <= 32 && (d.sw == 1 || d.sw == 2);
+    if (in_registers)
+      for (int j = 0; j < d.kw; ++j)
+        for (std::int64_t lane = 0; lane < 16; ++lane)
+          idx.push_back(static_cast<std::int32_t>(std::clamp<std::int64_t>(d.sw * lane + off[j], 0, 31)));
   }
 };
+
+// A row of at most 32 inputs and 16 outputs (TapCols::in_registers): each window row in two registers, each tap a
+// permute of them (fwd_row_f32_avx512 loads every tap from memory: with vbuf, masked loads that waited for the
+// buffer's store). Values only: the window rows' maximum first, then the taps over it; false (nothing written)
+// where a row holds NaN or -0 (fwd_row_f32_avx512's taps keep NaN and the first zero's sign) or where no input row
+// is inside. With `tap`: the taps row by row in window order, PyTorch's select (greater, or NaN), as
+// fwd_row_f32_avx512's. A function of its own: inlined there, it cost the long rows' loops 7 %.
+__attribute__((target("avx512f,avx512bw,avx512dq"))) bool short_row_f32_avx512(const Pool2dDesc& d,
+                                                                              const TapCols& tc,
+                                                                              const float* plane, float* y,
+                                                                              std::int32_t* tap, std::int64_t oh) {
+  const std::int64_t W = d.W, hi_w = std::max<std::int64_t>(W - 16, 0), hs = oh * d.sh - d.ph;
+  const __mmask16 wl = W >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << W) - 1),
+                  wh = hi_w >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << hi_w) - 1);
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 best = neg_inf;
+  if (tap) {
+    __m512i t = _mm512_set1_epi32(-1);
+    for (int i = 0; i < d.kh; ++i) {
+      const std::int64_t ih = hs + static_cast<std::int64_t>(i) * d.dh;
+      if (ih < 0 || ih >= d.H) continue;
+      const float* r = plane + ih * W;
+      const __m512 lo = _mm512_maskz_loadu_ps(wl, r), hi = _mm512_maskz_loadu_ps(wh, r + 16);
+      for (int j = 0; j < d.kw; ++j) {
+        const __m512 v = _mm512_permutex2var_ps(lo, _mm512_loadu_si512(tc.idx.data() + 16 * j), hi);
+        // in mask registers throughout: through general registers (and-ing the lanes' mask from memory) the
+        // chain from one tap's `best` to the next took about 13 cycles
+        const __mmask16 lanes = tc.m[j];
+        const __mmask16 take = _kor_mask16(_mm512_mask_cmp_ps_mask(lanes, v, best, _CMP_GT_OQ),
+                                           _mm512_mask_cmp_ps_mask(lanes, v, v, _CMP_UNORD_Q));
+        best = _mm512_mask_mov_ps(best, take, v);
+        t = _mm512_mask_mov_epi32(t, take, _mm512_set1_epi32(i * d.kw + j));
+      }
+    }
+    _mm512_mask_storeu_ps(y, tc.out[0], best);
+    _mm512_mask_storeu_epi32(tap, tc.out[0], t);
+    return true;
+  }
+  __m512 lo = neg_inf, hi = neg_inf;
+  __mmask16 special = 0;
+  bool any = false;
+  for (int i = 0; i < d.kh; ++i) {
+    const std::int64_t ih = hs + static_cast<std::int64_t>(i) * d.dh;
+    if (ih < 0 || ih >= d.H) continue;
+    const float* r = plane + ih * W;
+    const __m512 a = _mm512_maskz_loadu_ps(wl, r), b = _mm512_maskz_loadu_ps(wh, r + 16);
+    special |= _mm512_fpclass_ps_mask(a, 0x85) | _mm512_fpclass_ps_mask(b, 0x85);  // NaN, -0
+    lo = _mm512_max_ps(a, lo);
+    hi = _mm512_max_ps(b, hi);
+    any = true;
+  }
+  if (special || !any) return false;
+  for (int j = 0; j < d.kw; ++j) {
+    const __m512i at = _mm512_loadu_si512(tc.idx.data() + 16 * j);
+    best = _mm512_mask_max_ps(best, tc.m[j], _mm512_permutex2var_ps(lo, at, hi), best);
+  }
+  _mm512_mask_storeu_ps(y, tc.out[0], best);
+  return true;
+}
 
 // One float32 output row (stride 1 or 2) with AVX-512: 16 outputs per vector, four vectors (64 outputs) in flight
 // so that four independent compare-select chains hide each other's latency; the running maximum and its tap stay in
@@ -201,7 +276,8 @@ __attribute__((target("avx512f,avx512bw,avx512dq"))) void fwd_row_f32_avx512(con
 #define HETNN_TAP_STEP(B, T, C, P, TV)                                                                          \
   {                                                                                                             \
     HETNN_LOAD_TAP(C, P, v_, m_)                                                                                \
-    const __mmask16 t_ = (_mm512_cmp_ps_mask(v_, B, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v_, v_, _CMP_UNORD_Q)) & m_; \
+    const __mmask16 t_ = _kor_mask16(_mm512_mask_cmp_ps_mask(m_, v_, B, _CMP_GT_OQ),                            \
+                                     _mm512_mask_cmp_ps_mask(m_, v_, v_, _CMP_UNORD_Q));                         \
     B = _mm512_mask_mov_ps(B, t_, v_);                                                                          \
     T = _mm512_mask_mov_epi32(T, t_, TV);                                                                       \
   }
@@ -311,6 +387,10 @@ const bool kHaveAvx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supp
 constexpr bool kHaveAvx512 = false;
 inline void fwd_row_f32_avx512(const Pool2dDesc&, const TapCols&, const float*, float*, std::int32_t*, std::int64_t, std::int64_t, float*,
                                std::int64_t = 0) {}
+inline bool short_row_f32_avx512(const Pool2dDesc&, const TapCols&, const float*, float*, std::int32_t*,
+                                 std::int64_t) {
+  return false;
+}
 #endif
 
 // One tap over output columns [lo, hi): r points at the tap's input for column 0 (column ow reads r[ow * sw]).
@@ -358,7 +438,8 @@ inline __attribute__((always_inline)) void fwd_row(const Pool2dDesc& d, const ty
   bool done = false;
   if constexpr (std::is_same_v<E, F32>) {
     if (kHaveAvx512 && (sw == 1 || sw == 2) && d.kh <= 64) {
-      fwd_row_f32_avx512(d, *tc, plane, y, IDX ? tap : nullptr, oh, 0, vbuf);
+      if (!tc->in_registers || !short_row_f32_avx512(d, *tc, plane, y, IDX ? tap : nullptr, oh))
+        fwd_row_f32_avx512(d, *tc, plane, y, IDX ? tap : nullptr, oh, 0, vbuf);
       done = true;
     }
   } else if constexpr (std::is_same_v<typename E::S, std::uint16_t>) {
@@ -408,11 +489,8 @@ inline __attribute__((always_inline)) void fwd_row(const Pool2dDesc& d, const ty
   if (IDX) {
     // tap -> flat index: row hstart + i*dh, column ow*sw - pw + j*dw. A window that took nothing (all -inf, or
     // no input position) keeps PyTorch's initial index: its first in-bounds tap.
-    std::int64_t offs[64];
-    const bool small = d.kh * d.kw <= 64;
-    if (small)
-      for (int q = 0; q < d.kh * d.kw; ++q)
-        offs[q] = static_cast<std::int64_t>(q / d.kw) * d.dh * W + static_cast<std::int64_t>(q % d.kw) * d.dw;
+    const std::int64_t* offs = tc->flat.data();
+    const bool small = !tc->flat.empty();
     const std::int64_t base = hstart * W - d.pw;
     const std::int64_t h0 = first_inside(hstart, d.dh);
     for (std::int64_t ow = 0; ow < OW; ++ow) {
