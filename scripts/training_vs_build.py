@@ -5,30 +5,16 @@ predict and an evaluate over 4096 rows; on devices with memory of their own, blo
 NumPy memory of 4 KiB, 1 MiB and 64 MiB) on every device it finds. Per workload: the ratio of the two builds' medians
 (earlier / this: above 1 means this build is faster), paired by round, with its 95 % interval over the rounds
 (hetnn.bench.stats.ratio_interval).
-
-Usage: .venv/bin/python scripts/training_vs_build.py --baseline DIR [--runs 6]
-DIR holds the earlier build's `hetnn` package (e.g. `cp -a .venv/lib/python3.11/site-packages/hetnn DIR/` before
-rebuilding); this build: the package this interpreter imports.
 """
-import argparse
-import json
 import os
-import subprocess
 import sys
-import tempfile
 
-# run from a neutral folder, argv[1]: a folder to import hetnn from ("" for the installed one)
+from build_ab import main
+
+# after build_ab.HEAD: np, hetnn, rng and out are defined
 PROBE = r"""
-import json, sys, time
-if sys.argv[1]:
-    sys.path.insert(0, sys.argv[1])
-import numpy as np
-import hetnn
 from hetnn import nn, optim
 from hetnn.bench.cnn import KERAS_CNN, LENET, build
-
-rng = np.random.default_rng(0)
-out = {"hetnn": hetnn.__file__}
 
 
 def median_time(fn, repeat):
@@ -83,44 +69,5 @@ print(json.dumps(out))
 """
 
 
-def probe(baseline: str) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        p = subprocess.run([sys.executable, "-c", PROBE, baseline], capture_output=True, text=True, cwd=tmp,
-                           env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
-    if p.returncode != 0:
-        raise SystemExit(f"exit {p.returncode}\n{p.stderr[-3000:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
-
-
-def main() -> int:
-    from hetnn.bench.stats import ratio_interval
-
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--baseline", required=True, help="a folder holding the earlier build's hetnn package")
-    ap.add_argument("--runs", type=int, default=6)
-    a = ap.parse_args()
-    if not os.path.isfile(os.path.join(a.baseline, "hetnn", "__init__.py")):
-        raise SystemExit(f"--baseline {a.baseline!r}: no hetnn package in that folder")
-    sides = {"earlier": os.path.abspath(a.baseline), "this": ""}
-    results = {name: [] for name in sides}
-    for r in range(a.runs):
-        order = list(sides) if r % 2 == 0 else list(reversed(sides))
-        for name in order:
-            results[name].append(probe(sides[name]))
-        print(f"round {r + 1}/{a.runs} done", file=sys.stderr, flush=True)
-    for name in sides:
-        print(f"{name}: {results[name][0]['hetnn']}")
-    keys = [k for k in results["this"][0] if k != "hetnn"]
-    print(f"{'workload':52s} {'earlier s':>10s} {'this s':>10s}  earlier / this (95% CI over {a.runs} rounds)")
-    for k in keys:
-        old = [res[k] for res in results["earlier"]]
-        new = [res[k] for res in results["this"]]
-        iv = ratio_interval([(new, old)])  # the speed of this build over the earlier one
-        old_med, new_med = sorted(old)[len(old) // 2], sorted(new)[len(new) // 2]
-        ratio = "no interval" if iv is None else iv.text("")[2:]
-        print(f"{k:52s} {old_med:10.5f} {new_med:10.5f}  {ratio}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(PROBE, __doc__, os.path.basename(__file__)))

@@ -1,0 +1,61 @@
+"""Per-call cost of small ops and the CPU device's max pooling, this build against an earlier one, interleaved
+(scripts/build_ab.py: rounds of one timing process per build, earlier / this per workload with its 95 % interval).
+Small ops: hetnn.matmul of two 8x8 Arrays and of two 8x8 NumPy arrays, max_pool2d of a 4x4 image, conv2d of a
+4x4 image with a 3x3 filter, an add of two 1 KiB Arrays. Max pooling: the bench's AlexNet and ResNet-50 layers at
+batch 1, LeNet's two pools at batch 64, the large k3s2 layer; values only and with indices (the training forward).
+Each workload: the median over 7 repeats of a timed loop's time per call, on the CPU device.
+"""
+import os
+import sys
+
+from build_ab import main
+
+PROBE = r"""
+
+
+def per_call(fn, budget=0.05):
+    fn()
+    n = 1
+    while True:  # calls per timed loop: about `budget` seconds
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        if time.perf_counter() - t0 > budget / 4 or n >= 1 << 20:
+            break
+        n *= 4
+    ts = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        ts.append((time.perf_counter() - t0) / n)
+    return float(np.median(ts))
+
+
+dev = hetnn.device("cpu")
+a = rng.standard_normal((8, 8), dtype=np.float32)
+A = hetnn.asarray(a, device=dev)
+img = hetnn.asarray(rng.standard_normal((1, 1, 4, 4), dtype=np.float32), device=dev)
+w = hetnn.asarray(rng.standard_normal((1, 1, 3, 3), dtype=np.float32), device=dev)
+v = hetnn.asarray(rng.standard_normal(256, dtype=np.float32), device=dev)
+work = {
+    "matmul 8x8 Arrays": lambda: hetnn.matmul(A, A),
+    "matmul 8x8 NumPy in, NumPy out": lambda: hetnn.matmul(a, a),
+    "max_pool2d 1x1x4x4 k2": lambda: hetnn.max_pool2d(img, 2),
+    "conv2d 1x1x4x4, 3x3 filter": lambda: hetnn.conv2d(img, w),
+    "add 1 KiB Arrays": lambda: v + v,
+}
+for shape, k, s, p in [((1, 256, 13, 13), 3, 2, 0), ((1, 256, 27, 27), 3, 2, 0), ((1, 96, 55, 55), 3, 2, 0),
+                       ((1, 64, 112, 112), 3, 2, 1), ((64, 6, 28, 28), 2, 2, 0), ((64, 16, 10, 10), 2, 2, 0),
+                       ((32, 64, 112, 112), 3, 2, 0)]:
+    X = hetnn.asarray(rng.standard_normal(shape, dtype=np.float32), device=dev)
+    name = f"max_pool2d {'x'.join(map(str, shape))} k{k}s{s}p{p}"
+    work[name] = lambda X=X, k=k, s=s, p=p: hetnn.max_pool2d(X, k, s, p)
+    work[name + " +indices"] = lambda X=X, k=k, s=s, p=p: hetnn.max_pool2d(X, k, s, p, return_indices=True)
+for name, fn in work.items():
+    out[name] = per_call(fn)
+print(json.dumps(out))
+"""
+
+if __name__ == "__main__":
+    sys.exit(main(PROBE, __doc__, os.path.basename(__file__)))
