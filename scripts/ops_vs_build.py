@@ -3,7 +3,8 @@
 Small ops: hetnn.matmul of two 8x8 Arrays and of two 8x8 NumPy arrays, max_pool2d of a 4x4 image, conv2d of a
 4x4 image with a 3x3 filter, an add of two 1 KiB Arrays. Max pooling: the bench's AlexNet and ResNet-50 layers at
 batch 1, LeNet's two pools at batch 64, the large k3s2 layer; values only and with indices (the training forward).
-Each workload: the median over 7 repeats of a timed loop's time per call, on the CPU device.
+On each OpenCL device: an add, a multiply by a number and an exp over 64 MiB float32 arrays, into out=. Each
+workload: the median over 7 repeats of a timed loop's time per call (the CPU device unless named).
 """
 import os
 import sys
@@ -52,6 +53,14 @@ for shape, k, s, p in [((1, 256, 13, 13), 3, 2, 0), ((1, 256, 27, 27), 3, 2, 0),
     name = f"max_pool2d {'x'.join(map(str, shape))} k{k}s{s}p{p}"
     work[name] = lambda X=X, k=k, s=s, p=p: hetnn.max_pool2d(X, k, s, p)
     work[name + " +indices"] = lambda X=X, k=k, s=s, p=p: hetnn.max_pool2d(X, k, s, p, return_indices=True)
+for cl in [d for d in hetnn.devices() if d.kind == "opencl"]:  # element-wise ops over 64 MiB, results into out=
+    big = [hetnn.asarray(rng.standard_normal(1 << 24, dtype=np.float32), device=cl) for _ in range(3)]
+
+    def ew(fn, cl=cl):
+        return lambda: (fn(), hetnn.synchronize([cl]))
+    work[f"add 64 MiB [{cl.id}]"] = ew(lambda b=big: hetnn.add(b[0], b[1], out=b[2]))
+    work[f"multiply by 2 64 MiB [{cl.id}]"] = ew(lambda b=big: hetnn.multiply(b[0], 2.0, out=b[2]))
+    work[f"exp 64 MiB [{cl.id}]"] = ew(lambda b=big: hetnn.exp(b[0], out=b[2]))
 for name, fn in work.items():
     out[name] = per_call(fn)
 print(json.dumps(out))

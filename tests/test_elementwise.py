@@ -139,6 +139,35 @@ def test_every_op_on_every_dtype_matches_numpy(device, rng, op):
             _assert_matches(got.numpy(), ref, out_t, f"{op} {dtype} {sa} {sb}")
 
 
+LARGE = (1 << 20) + 3  # elementwise_cl.cpp's kFixedOpMin and a ragged end: CPU-type OpenCL devices build the op in
+
+
+@pytest.mark.parametrize("op,dtype,mode", [("add", "float32", "arrays"), ("subtract", "float32", "scalar first"),
+                                           ("multiply", "float64", "scalar second"), ("divide", "float32", "arrays"),
+                                           ("maximum", "float16", "arrays"), ("exp", "float32", "unary"),
+                                           ("floor_divide", "int32", "arrays"), ("less", "int8", "scalar second"),
+                                           ("bitwise_xor", "uint8", "arrays"), ("negative", "bfloat16", "unary")])
+def test_large_contiguous_calls(device, rng, op, dtype, mode):
+    """Contiguous operands of a million elements and more: on CPU-type OpenCL devices a program with the op and
+    its operands' arrangement fixed at build time (each arrangement: two arrays, a number either side, one array)."""
+    if dtype not in device.dtypes:
+        pytest.skip(f"{device.id} has no {dtype}")
+    in_t, out_t = _ref_types(op, dtype, device)
+    x = _upload(device, _host(rng, op, dtype, (LARGE,)), dtype)
+    if mode == "unary":
+        got, ins = getattr(hetnn, op)(x), [x.numpy()]
+    elif mode == "arrays":
+        y = _upload(device, _host(rng, op, dtype, (LARGE,)), dtype)
+        got, ins = getattr(hetnn, op)(x, y), [x.numpy(), y.numpy()]
+    else:
+        s = 2 if dtype in INTS else 1.5
+        got = getattr(hetnn, op)(s, x) if mode == "scalar first" else getattr(hetnn, op)(x, s)
+        ins = [np.asarray(s, dtype=x.numpy().dtype), x.numpy()] if mode == "scalar first" else \
+            [x.numpy(), np.asarray(s, dtype=x.numpy().dtype)]
+    assert got.dtype.name == out_t
+    _assert_matches(got.numpy(), _reference(op, ins, in_t, out_t), out_t, f"{op} {dtype} {mode}")
+
+
 @pytest.mark.parametrize("op", [o for o, (a, k) in OPS.items() if a == 2])
 def test_python_numbers_are_weak_scalars_either_side(device, rng, op):
     for dtype in ("float32", "int32", "uint8"):
