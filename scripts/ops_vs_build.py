@@ -3,7 +3,8 @@
 Small ops: hetnn.matmul of two 8x8 Arrays and of two 8x8 NumPy arrays, max_pool2d of a 4x4 image, conv2d of a
 4x4 image with a 3x3 filter, an add of two 1 KiB Arrays. Max pooling: the bench's AlexNet and ResNet-50 layers at
 batch 1, LeNet's two pools at batch 64, the large k3s2 layer; values only and with indices (the training forward).
-On each OpenCL device: an add, a multiply by a number and an exp over 64 MiB float32 arrays, into out=. Each
+On each OpenCL device: an add, a multiply by a number and an exp over 64 MiB float32 arrays, into out=; a sum and a
+max of such an array, and its sum over the leading axis as 4096 x 4096. Each
 workload: the median over 7 repeats of a timed loop's time per call (the CPU device unless named).
 """
 import os
@@ -61,6 +62,10 @@ for cl in [d for d in hetnn.devices() if d.kind == "opencl"]:  # element-wise op
     work[f"add 64 MiB [{cl.id}]"] = ew(lambda b=big: hetnn.add(b[0], b[1], out=b[2]))
     work[f"multiply by 2 64 MiB [{cl.id}]"] = ew(lambda b=big: hetnn.multiply(b[0], 2.0, out=b[2]))
     work[f"exp 64 MiB [{cl.id}]"] = ew(lambda b=big: hetnn.exp(b[0], out=b[2]))
+    m = big[0].reshape((4096, 4096))
+    work[f"sum 64 MiB [{cl.id}]"] = ew(lambda: hetnn.sum(big[0]))
+    work[f"max 64 MiB [{cl.id}]"] = ew(lambda: hetnn.max(big[0]))
+    work[f"sum over axis 0, 4096x4096 [{cl.id}]"] = ew(lambda m=m: hetnn.sum(m, axis=0))
 for name, fn in work.items():
     out[name] = per_call(fn)
 print(json.dumps(out))

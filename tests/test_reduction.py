@@ -131,6 +131,25 @@ def test_every_reduction_on_every_dtype_matches_numpy(device, rng, op, keepdims)
             _check(got, _reference(op, held, axis, keepdims, dtype), op, dtype, held, axis, what)
 
 
+@pytest.mark.parametrize("op", ["sum", "prod", "max", "argmin", "all", "any", "mean"])
+def test_reductions_over_a_million_elements(device, rng, op):
+    """Whole arrays and a leading axis of 2^20 elements and more (CPU-type OpenCL devices build the op in, stream
+    the whole array with eight partials per item and the leading axis by neighbouring outputs), ragged sizes."""
+    for dtype in ("float32", "int32", "bool", "float16"):
+        if not _takes(device, dtype) or (dtype == "bool" and op not in ("all", "any", "sum")):
+            continue
+        for shape, axis in (((1 << 20) + 5,), None), ((1030, 1021), 0):
+            x = _host(rng, dtype, shape, op)
+            if op == "prod":  # a product of a million factors is 0 or inf: ones but for a few
+                x = np.ones(shape, dtype=x.dtype)
+                x.flat[rng.integers(0, x.size, 10)] = 2 if dtype != "bool" else True  # 2^10: within float16
+            a = _upload(device, x, dtype)
+            held = a.numpy()
+            got = hetnn.argmin(a, axis=axis) if op == "argmin" else getattr(hetnn, op)(a, axis=axis)
+            what = f"{op} {dtype} {shape} axis={axis}"
+            _check(got, _reference(op, held, axis, False, dtype), op, dtype, held, axis, what)
+
+
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
 def test_argmax_argmin_give_the_first_index_on_every_dtype(device, rng, op):
     for dtype in FLOATS + INTS + ("bool",):
@@ -269,6 +288,19 @@ def test_nan_wins_max_min_and_the_first_nan_wins_argmax(device):
         for axis in (None, 0, 1):
             np.testing.assert_array_equal(getattr(hetnn, op)(a, axis=axis).numpy(), getattr(np, op)(x, axis=axis))
     np.testing.assert_array_equal(hetnn.argmax(hetnn.asarray(np.full(5, -np.inf), device=device)).numpy(), 0)
+
+
+def test_first_maximum_and_first_nan_over_long_streams(device, rng):
+    """Long contiguous reductions, which CPU-type OpenCL devices split into parts and each part into eight partials
+    (element r into partial r mod 8): ties and NaNs in different partials must still give NumPy's first index."""
+    for n in (1000, 4099, (1 << 20) + 3):
+        for nans in (0, 1, 3):
+            x = rng.integers(-4, 5, n).astype(np.float32)  # many ties of the maximum and the minimum
+            x[rng.integers(0, n, nans)] = np.nan
+            a = hetnn.asarray(x, device=device)
+            for op in ("max", "min", "argmax", "argmin"):
+                np.testing.assert_array_equal(getattr(hetnn, op)(a).numpy(), getattr(np, op)(x),
+                                              err_msg=f"{op} n={n} nans={nans}")
 
 
 def test_integer_sums_wrap_as_numpy(device):

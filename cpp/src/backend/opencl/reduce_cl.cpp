@@ -16,6 +16,8 @@ namespace {
 
 constexpr std::size_t kLocal = 256;  // reduce.cl's LOCAL: at or below every device's work-group limit seen
 constexpr std::size_t kItems = 64;
+constexpr std::int64_t kFixedOpMin = std::int64_t{1} << 20;
+constexpr std::int64_t kCols = 16;  // reduce.cl's COLS
 
 std::string options(DType in, DType out, std::size_t local) {
   static const std::string ops = [] {
@@ -48,7 +50,11 @@ void ClBackend::reduce(const ReduceDesc& d, const Buffer& x, Buffer& out) {
   std::lock_guard<std::mutex> lock(mu_);
   const std::size_t local = std::min<std::size_t>(kLocal, std::max<std::uint64_t>(info_.max_work_group_size, 1));
   const std::size_t lp2 = local >= kLocal ? kLocal : std::size_t{1} << (63 - __builtin_clzll(local));
-  const std::string opts = options(d.in, d.out, lp2);
+  std::string opts = options(d.in, d.out, lp2);
+  // large reductions on CPU-type devices: the op fixed at build time (reduce.cl, RED_FIXED_OP; one build per op and
+  // type pair, cached on disk)
+  if (!gpu_kernels() && d.n_out * d.n_red >= kFixedOpMin)
+    opts += " -DRED_FIXED_OP=" + std::to_string(static_cast<int>(d.op));
   const bool scaled = (d.op == RedOp::sum || d.op == RedOp::sumsq) && d.scale != 1.0;
   const bool f64_scale = d.out == DType::f64;
   auto scale_arg = [&](ArgSetter& s) {
@@ -67,6 +73,18 @@ void ClBackend::reduce(const ReduceDesc& d, const Buffer& x, Buffer& out) {
   };
   const std::int64_t units = std::max(1, info_.compute_units);
   const bool contiguous = d.rs.back() == 1 && d.n_red >= 32;
+  if (!gpu_kernels() && !contiguous && d.kshape.size() == 1 && d.ks[0] == 1 && d.rshape.size() == 1 &&
+      d.n_out >= units * kCols * 4) {  // a CPU device, outputs next to each other: an item per kCols of them
+    cl_kernel k = kernel("reduce.cl", "reduce_columns", opts);
+    ArgSetter s{k, "reduce_columns"};
+    s(static_cast<cl_int>(d.op))(cl_long{d.n_out})(cl_long{d.n_red})(cl_long{d.rs[0]})(cl_long{d.off})(
+        static_cast<cl_int>(scaled));
+    scale_arg(s);
+    s(mem(x))(mem(out));
+    const std::size_t g[1] = {static_cast<std::size_t>((d.n_out + kCols - 1) / kCols)}, l[1] = {1};
+    enqueue(red_name(d.op), k, 1, g, l);
+    return;
+  }
   if (!contiguous && d.n_out >= units * static_cast<std::int64_t>(kItems)) {
     cl_kernel k = kernel("reduce.cl", "reduce_items", opts);
     ArgSetter s{k, "reduce_items"};

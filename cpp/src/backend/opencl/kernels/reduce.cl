@@ -11,6 +11,8 @@
 //                  where neighbouring items read neighbouring elements).
 //   reduce_chunks  on CPU devices in place of reduce_groups: an item per (output, part) streaming its contiguous
 //                  part (a work-group's tree and barriers cost a CPU more than they save).
+//   reduce_columns on CPU devices in place of reduce_items where the outputs are neighbours in x: an item per
+//                  COLS outputs, walking the reduced axis.
 //   scan_lines     one item per line of the running sum.
 #include "ew_types.cl"
 
@@ -40,6 +42,14 @@
 #else
 #define ADD(a, b) ((long)((ulong)(a) + (ulong)(b)))
 #define MUL(a, b) ((long)((ulong)(a) * (ulong)(b)))
+#endif
+
+// RED_FIXED_OP (CPU-type devices, reductions over 2^20 elements or more; reduce_cl.cpp): the op fixed at build
+// time, so that fold's choice folds away inside the loops (PoCL evaluated it element by element).
+#ifdef RED_FIXED_OP
+#define OP_OF(arg) RED_FIXED_OP
+#else
+#define OP_OF(arg) (arg)
 #endif
 
 #define IS_ARG(op) ((op) == RED_argmax || (op) == RED_argmin)
@@ -109,9 +119,10 @@ void put(const int op, const ACC a, const long ai, const int scaled, const SCALE
 }
 
 __kernel __attribute__((reqd_work_group_size(LOCAL, 1, 1))) void reduce_groups(
-    const int op, const long n_red, const long parts, const int knd, const long8 kshape, const long8 ks,
+    const int op_arg, const long n_red, const long parts, const int knd, const long8 kshape, const long8 ks,
     const int rnd, const long8 rshape, const long8 rs, const long x0, const int scaled, const SCALE_T scale,
     __global const SIN* x, __global SOUT* y, __global ACC* pv, __global long* pi) {
+  const int op = OP_OF(op_arg);
   __local ACC lv[LOCAL];
   __local long li[LOCAL];
   const long g = get_group_id(0), o = g / parts, c = g % parts;
@@ -148,10 +159,11 @@ __kernel __attribute__((reqd_work_group_size(LOCAL, 1, 1))) void reduce_groups(
 
 // One item per (output, part), its part's reduced elements in order (CPU devices: each item streams a contiguous
 // range, as a thread would); partials to reduce_parts when parts > 1.
-__kernel void reduce_chunks(const int op, const long n_out, const long n_red, const long parts, const int knd,
+__kernel void reduce_chunks(const int op_arg, const long n_out, const long n_red, const long parts, const int knd,
                             const long8 kshape, const long8 ks, const int rnd, const long8 rshape, const long8 rs,
                             const long x0, const int scaled, const SCALE_T scale, __global const SIN* x,
                             __global SOUT* y, __global ACC* pv, __global long* pi) {
+  const int op = OP_OF(op_arg);
   const long g = get_global_id(0);
   if (g >= n_out * parts) return;
   const long o = g / parts, c = g % parts;
@@ -160,7 +172,18 @@ __kernel void reduce_chunks(const int op, const long n_out, const long n_red, co
   ACC a = ident(op);
   long ai = -1;
   if (rnd == 1 && rs.s0 == 1) {
-    for (long r = r0; r < r1; ++r) fold(op, &a, &ai, (ACC)LOADIN(x, base + r), r);
+    // eight running partials, merged at the end (one chain of additions waited ~4 cycles an element); merge keeps
+    // the first maximum and the first NaN by their indices, so the order of the partials does not matter
+    ACC p[8];
+    long pi8[8];
+    for (int k = 0; k < 8; ++k) p[k] = a, pi8[k] = -1;
+    long r = r0;
+    for (; r + 8 <= r1; r += 8)
+      for (int k = 0; k < 8; ++k) fold(op, &p[k], &pi8[k], (ACC)LOADIN(x, base + r + k), r + k);
+    for (; r < r1; ++r) fold(op, &p[0], &pi8[0], (ACC)LOADIN(x, base + r), r);
+    for (int k = 1; k < 8; ++k) merge(op, &p[0], &pi8[0], p[k], pi8[k]);
+    a = p[0];
+    ai = pi8[0];
   } else {
     for (long r = r0; r < r1; ++r) fold(op, &a, &ai, (ACC)LOADIN(x, base + offset_of(r, rnd, rshape, rs)), r);
   }
@@ -172,8 +195,10 @@ __kernel void reduce_chunks(const int op, const long n_out, const long n_red, co
   }
 }
 
-__kernel void reduce_parts(const int op, const long n_out, const long parts, const int scaled, const SCALE_T scale,
+__kernel void reduce_parts(const int op_arg, const long n_out, const long parts, const int scaled,
+                           const SCALE_T scale,
                            __global const ACC* pv, __global const long* pi, __global SOUT* y) {
+  const int op = OP_OF(op_arg);
   const long o = get_global_id(0);
   if (o >= n_out) return;
   ACC a = pv[o * parts];
@@ -182,9 +207,10 @@ __kernel void reduce_parts(const int op, const long n_out, const long parts, con
   put(op, a, ai, scaled, scale, y, o);
 }
 
-__kernel void reduce_items(const int op, const long n_out, const long n_red, const int knd, const long8 kshape,
+__kernel void reduce_items(const int op_arg, const long n_out, const long n_red, const int knd, const long8 kshape,
                            const long8 ks, const int rnd, const long8 rshape, const long8 rs, const long x0,
                            const int scaled, const SCALE_T scale, __global const SIN* x, __global SOUT* y) {
+  const int op = OP_OF(op_arg);
   const long o = get_global_id(0);
   if (o >= n_out) return;
   const long base = x0 + offset_of(o, knd, kshape, ks);  // x0: a view's first element
@@ -192,6 +218,36 @@ __kernel void reduce_items(const int op, const long n_out, const long n_red, con
   long ai = -1;
   for (long r = 0; r < n_red; ++r) fold(op, &a, &ai, (ACC)LOADIN(x, base + offset_of(r, rnd, rshape, rs)), r);
   put(op, a, ai, scaled, scale, y, o);
+}
+
+// CPU devices, a reduction over one strided axis whose outputs lie next to each other in x (a leading-axis sum of a
+// matrix): an item per COLS neighbouring outputs, walking the reduced axis with their partials in private memory,
+// so that each step reads COLS neighbouring elements (reduce_items walked one column per item: a cache line per
+// element). Each output's elements in order, as reduce_items.
+#ifndef COLS
+#define COLS 16
+#endif
+__kernel void reduce_columns(const int op_arg, const long n_out, const long n_red, const long rstride, const long x0,
+                             const int scaled, const SCALE_T scale, __global const SIN* x, __global SOUT* y) {
+  const int op = OP_OF(op_arg);
+  const long o0 = get_global_id(0) * COLS;
+  if (o0 >= n_out) return;
+  const int m = (int)min((long)COLS, n_out - o0);
+  ACC a[COLS];
+  long ai[COLS];
+  for (int k = 0; k < COLS; ++k) {
+    a[k] = ident(op);
+    ai[k] = -1;
+  }
+  for (long r = 0; r < n_red; ++r) {
+    const long b = x0 + r * rstride + o0;
+    if (m == COLS) {
+      for (int k = 0; k < COLS; ++k) fold(op, &a[k], &ai[k], (ACC)LOADIN(x, b + k), r);
+    } else {
+      for (int k = 0; k < m; ++k) fold(op, &a[k], &ai[k], (ACC)LOADIN(x, b + k), r);
+    }
+  }
+  for (int k = 0; k < m; ++k) put(op, a[k], ai[k], scaled, scale, y, o0 + k);
 }
 
 // Line (o, i) of x (outer, len, inner) into y (outer, len + initial, inner): running sums, or products (prod).
