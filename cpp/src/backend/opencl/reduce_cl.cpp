@@ -17,7 +17,7 @@ namespace {
 constexpr std::size_t kLocal = 256;  // reduce.cl's LOCAL: at or below every device's work-group limit seen
 constexpr std::size_t kItems = 64;
 constexpr std::int64_t kFixedOpMin = std::int64_t{1} << 20;
-constexpr std::int64_t kCols = 16;  // reduce.cl's COLS
+constexpr std::int64_t kCols = 64;  // reduce.cl's COLS
 
 std::string options(DType in, DType out, std::size_t local) {
   static const std::string ops = [] {
@@ -74,7 +74,7 @@ void ClBackend::reduce(const ReduceDesc& d, const Buffer& x, Buffer& out) {
   const std::int64_t units = std::max(1, info_.compute_units);
   const bool contiguous = d.rs.back() == 1 && d.n_red >= 32;
   if (!gpu_kernels() && !contiguous && d.kshape.size() == 1 && d.ks[0] == 1 && d.rshape.size() == 1 &&
-      d.n_out >= units * kCols * 4) {  // a CPU device, outputs next to each other: an item per kCols of them
+      d.n_out >= units * kCols) {  // a CPU device, outputs next to each other: an item per kCols of them
     cl_kernel k = kernel("reduce.cl", "reduce_columns", opts);
     ArgSetter s{k, "reduce_columns"};
     s(static_cast<cl_int>(d.op))(cl_long{d.n_out})(cl_long{d.n_red})(cl_long{d.rs[0]})(cl_long{d.off})(

@@ -221,11 +221,11 @@ __kernel void reduce_items(const int op_arg, const long n_out, const long n_red,
 }
 
 // CPU devices, a reduction over one strided axis whose outputs lie next to each other in x (a leading-axis sum of a
-// matrix): an item per COLS neighbouring outputs, walking the reduced axis with their partials in private memory,
-// so that each step reads COLS neighbouring elements (reduce_items walked one column per item: a cache line per
-// element). Each output's elements in order, as reduce_items.
+// matrix): an item per COLS neighbouring outputs, walking the reduced axis with their partials, so that each step
+// reads COLS neighbouring elements (reduce_items walked one column per item: a cache line per element; 64 columns
+// ran 1.13x 16 on PoCL). Each output's elements in order, as reduce_items.
 #ifndef COLS
-#define COLS 16
+#define COLS 64
 #endif
 __kernel void reduce_columns(const int op_arg, const long n_out, const long n_red, const long rstride, const long x0,
                              const int scaled, const SCALE_T scale, __global const SIN* x, __global SOUT* y) {
