@@ -20,9 +20,6 @@ from ._device import device as _resolve_device
 from ._loader import _core
 
 
-_ARRAY_OR_NONE = (Array, type(None))
-
-
 def _names(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
@@ -57,30 +54,19 @@ def placed(fn: Callable[..., Any], *inputs: str, optional: Sequence[str] = (), o
         # The common call: every input a positional hetnn Array, the optional and output arrays hetnn Arrays or
         # None; straight to the core (the general path below spent about 4 us a call in Python, more than a small
         # op's own work).
-        if len(args) >= n and not (positional_optional and len(args) > n):
-            if device is None:
-                core_in = [a._a for a in args[:n] if type(a) is Array]
-                if len(core_in) == n:
-                    if not kwargs:
-                        res = fn(*core_in, *no_optionals, *args[n:])
-                        return Array(res) if type(res) is _core.Array else _wrap(res, Array)
-                    outs_given = _fast_arrays(kwargs, array_kwargs, outs)
-                    if outs_given is not None:
-                        leading = [kwargs.pop(k, None) for k in optional] if positional_optional else ()
-                        res = fn(*core_in, *leading, *args[n:], **kwargs)
-                        if not outs_given and type(res) is _core.Array:
-                            return Array(res)
-                        return _wrap(res, functools.partial(_as_given, outs_given))
-            # NumPy arrays in, on the CPU device: wrapped in place, results viewed without a copy
-            if all(type(a) is np.ndarray for a in args[:n]) and \
-                    (not kwargs or all(kwargs.get(k) is None for k in array_kwargs)):
-                dev = _resolve_device(device)
-                if dev.kind == "cpu":
-                    core_in = [_numpy_view(dev._dev, _host_array(a, None, what)) for a, what in zip(args, whats)]
-                    if positional_optional:
-                        for k in optional:
-                            kwargs.pop(k, None)
-                    return _wrap(fn(*core_in, *no_optionals, *args[n:], **kwargs), _cpu_result)
+        if device is None and len(args) >= n and not (positional_optional and len(args) > n):
+            core_in = [a._a for a in args[:n] if type(a) is Array]
+            if len(core_in) == n:
+                if not kwargs:
+                    res = fn(*core_in, *no_optionals, *args[n:])
+                    return Array(res) if type(res) is _core.Array else _wrap(res, Array)
+                outs_given = _fast_arrays(kwargs, array_kwargs, outs)
+                if outs_given is not None:
+                    leading = [kwargs.pop(k, None) for k in optional] if positional_optional else ()
+                    res = fn(*core_in, *leading, *args[n:], **kwargs)
+                    if not outs_given and type(res) is _core.Array:
+                        return Array(res)
+                    return _wrap(res, functools.partial(_as_given, outs_given))
         arrays = list(args[:n])
         for name in inputs[len(arrays):]:
             if name not in kwargs:
@@ -119,13 +105,7 @@ def placed(fn: Callable[..., Any], *inputs: str, optional: Sequence[str] = (), o
             core_extra = {k: v._a for k, v in extra.items()}
             res = fn(*(a._a for a in arrays), *lead(core_extra), *rest, **core_extra,
                      **{k: v._a for k, v in given.items()}, **kwargs)
-            def to_array(r: Any) -> Array:  # the caller's out comes back as itself
-                for v in given.values():
-                    if r.same_memory(v._a):
-                        return v
-                return Array(r)
-
-            return _wrap(res, to_array)
+            return _wrap(res, functools.partial(_as_given, list(given.values())))  # the caller's out as itself
 
         for k, v in {**extra, **given}.items():
             if isinstance(v, Array):
@@ -154,7 +134,8 @@ def placed(fn: Callable[..., Any], *inputs: str, optional: Sequence[str] = (), o
                     if not cpu:
                         a.read_into(host_outs[k])
                     return host_outs[k]
-            return _cpu_result(a) if cpu else a.to_numpy()
+            view = a.host_numpy() if cpu else None
+            return a.to_numpy() if view is None else view
 
         return _wrap(res, to_host)
 
@@ -177,14 +158,8 @@ def _fast_arrays(kwargs: Dict[str, Any], array_kwargs: Sequence[str], outs: Sequ
     return given
 
 
-def _cpu_result(a: Any) -> Any:
-    """A result of the CPU device as NumPy: a view of its memory where it can be one, else a copy."""
-    view = a.host_numpy()
-    return a.to_numpy() if view is None else view
-
-
 def _as_given(given: List[Array], r: Any) -> Array:
-    """r as the caller's output Array it was written into, else a new Array."""
+    """r as the caller's output Array it was written into, else a new Array (the Array path's results)."""
     for v in given:
         if r.same_memory(v._a):
             return v

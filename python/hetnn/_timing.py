@@ -382,10 +382,10 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
             if settled:
                 quiesce()
                 if last < PRECALL_BELOW_S:
-                    _precall(c, caps[j])
+                    _precall(c, cap)
             wall, dev_s, count, recs = _timed_call(c, cap, probe)
             if settled and math.isnan(last) and wall < PRECALL_BELOW_S:
-                _precall(c, caps[j])
+                _precall(c, cap)
                 wall, dev_s, count, recs = _timed_call(c, cap, probe)
             peak = cap.peak_bytes()
             if peak is not None:

@@ -12,10 +12,6 @@ namespace hetnn::opencl {
 namespace {
 
 constexpr std::size_t kLocal = 64;
-// Contiguous calls of at least this many elements on CPU-type devices get a program with the op fixed at build time
-// (elementwise.cl, EW_FIXED_OP): one build per op and type pair (~0.3 s on PoCL, cached on disk), repaid within a few
-// hundred calls of this size (PoCL, float32 add of 4 MiB: measured below).
-constexpr std::int64_t kFixedOpMin = std::int64_t{1} << 20;
 
 const std::string& op_numbers() {
   static const std::string s = [] {
@@ -37,7 +33,7 @@ void ClBackend::elementwise(const ElementwiseDesc& d, const Buffer& a, const Buf
   const cl_int mode = ew_arity(d.op) == 1 ? 3 : d.scalar;
   std::string opts = std::string("-cl-std=CL1.2 -w -DTIN_") + type_code(d.in) + " -DTOUT_" + type_code(d.out) +
                      op_numbers();
-  if (d.contiguous && d.n >= kFixedOpMin && !gpu_kernels())
+  if (d.contiguous && op_built_in(d.n))  // the op and the operands' arrangement fixed at build time
     opts += " -DEW_FIXED_OP=" + std::to_string(static_cast<int>(d.op)) + " -DEW_FIXED_MODE=" + std::to_string(mode);
   cl_kernel k = kernel("elementwise.cl", "ew", opts);
   cl_long8 shape{}, sa{}, sb{};

@@ -16,7 +16,6 @@ namespace {
 
 constexpr std::size_t kLocal = 256;  // reduce.cl's LOCAL: at or below every device's work-group limit seen
 constexpr std::size_t kItems = 64;
-constexpr std::int64_t kFixedOpMin = std::int64_t{1} << 20;
 constexpr std::int64_t kCols = 64;  // reduce.cl's COLS
 
 std::string options(DType in, DType out, std::size_t local) {
@@ -51,10 +50,7 @@ void ClBackend::reduce(const ReduceDesc& d, const Buffer& x, Buffer& out) {
   const std::size_t local = std::min<std::size_t>(kLocal, std::max<std::uint64_t>(info_.max_work_group_size, 1));
   const std::size_t lp2 = local >= kLocal ? kLocal : std::size_t{1} << (63 - __builtin_clzll(local));
   std::string opts = options(d.in, d.out, lp2);
-  // large reductions on CPU-type devices: the op fixed at build time (reduce.cl, RED_FIXED_OP; one build per op and
-  // type pair, cached on disk)
-  if (!gpu_kernels() && d.n_out * d.n_red >= kFixedOpMin)
-    opts += " -DRED_FIXED_OP=" + std::to_string(static_cast<int>(d.op));
+  if (op_built_in(d.n_out * d.n_red)) opts += " -DRED_FIXED_OP=" + std::to_string(static_cast<int>(d.op));
   const bool scaled = (d.op == RedOp::sum || d.op == RedOp::sumsq) && d.scale != 1.0;
   const bool f64_scale = d.out == DType::f64;
   auto scale_arg = [&](ArgSetter& s) {

@@ -194,7 +194,7 @@ void offsets(long i, const int nd, const long8 shape8, const long8 sa8, const lo
   }
 }
 
-// EW_FIXED_OP / EW_FIXED_MODE (CPU-type devices, large contiguous calls; elementwise_cl.cpp): the op and the mode
+// EW_FIXED_OP / EW_FIXED_MODE (ClBackend::op_built_in: CPU-type devices, large contiguous calls): the op and the mode
 // fixed at build time, so that the op's switch folds away and the compiler vectorizes the work items' loop (PoCL
 // ran the run-time switch element by element: an add of 64 MiB at 0.12x the memory bandwidth).
 #ifdef EW_FIXED_OP

@@ -44,8 +44,8 @@
 #define MUL(a, b) ((long)((ulong)(a) * (ulong)(b)))
 #endif
 
-// RED_FIXED_OP (CPU-type devices, reductions over 2^20 elements or more; reduce_cl.cpp): the op fixed at build
-// time, so that fold's choice folds away inside the loops (PoCL evaluated it element by element).
+// RED_FIXED_OP (ClBackend::op_built_in: CPU-type devices, reductions over 2^20 elements or more): the op fixed at
+// build time, so that fold's choice folds away inside the loops (PoCL evaluated it element by element).
 #ifdef RED_FIXED_OP
 #define OP_OF(arg) RED_FIXED_OP
 #else
@@ -241,7 +241,7 @@ __kernel void reduce_columns(const int op_arg, const long n_out, const long n_re
   }
   for (long r = 0; r < n_red; ++r) {
     const long b = x0 + r * rstride + o0;
-    if (m == COLS) {
+    if (m == COLS) {  // a fixed count: the compiler unrolls and vectorises it
       for (int k = 0; k < COLS; ++k) fold(op, &a[k], &ai[k], (ACC)LOADIN(x, b + k), r);
     } else {
       for (int k = 0; k < m; ++k) fold(op, &a[k], &ai[k], (ACC)LOADIN(x, b + k), r);
