@@ -60,6 +60,8 @@ def test_memory_freed_on_a_stream_and_taken_on_another_queue_waits(opencl_device
     x = rng.uniform(1, 2, n).astype(np.float32)
     a = hetnn.asarray(x, device=opencl_device)
     s = hetnn.Stream(opencl_device)
+    older = [hetnn.zeros((n,), dtype="float32", device=opencl_device) for _ in range(2)]
+    del older  # buffers of the same size freed earlier: the pool hands out the last one freed first
     for _ in range(3):
         with s:
             t = _SPIN(a, REPS // 16)   # still writing when its array goes

@@ -9,6 +9,7 @@
 #pragma once
 #include <algorithm>
 #include <cstddef>
+#include <iterator>
 #include <map>
 #include <mutex>
 
@@ -24,11 +25,13 @@ class ClAllocator {
   static std::size_t capacity_for(std::size_t n) {
     return n < kMinPooled ? n : (n + (2u << 20) - 1) / (2u << 20) * (2u << 20);
   }
-  // A cached buffer of exactly `capacity` bytes, or a null Mem.
+  // A cached buffer of exactly `capacity` bytes, the one freed last (its pages and cache lines the likeliest to be
+  // warm; multimap::find may return any of equal keys, in practice the oldest), or a null Mem.
   Mem take(std::size_t capacity) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = free_.find(capacity);
-    if (it == free_.end()) return Mem();
+    const auto [first, end] = free_.equal_range(capacity);
+    if (first == end) return Mem();
+    const auto it = std::prev(end);  // equal keys keep their order of insertion
     Mem m = std::move(it->second);
     free_.erase(it);
     cached_ -= capacity;
