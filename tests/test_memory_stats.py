@@ -77,3 +77,17 @@ def test_a_stopwatch_leaves_the_users_peak_alone(device):
     with hetnn.Stopwatch(device):
         hetnn.zeros((10,), "float32", device=device)
     assert hetnn.memory_stats(device)["peak_bytes_in_use"] == peak
+
+
+def test_the_cpu_pool_hands_out_the_block_freed_last():
+    """Of cached blocks of one size class the one freed last comes back first (the likeliest still in the caches;
+    the pool handed out the oldest before)."""
+    dev = hetnn.device("cpu")
+    n = 1 << 20  # 4 MiB: pooled
+    arrays = [hetnn.zeros((n,), dtype="float32", device=dev) for _ in range(3)]
+    where = [np.from_dlpack(a).ctypes.data for a in arrays]
+    while arrays:  # freed in the order made
+        arrays.pop(0)
+    fresh = hetnn.full((n,), 7.0, dtype="float32", device=dev)
+    assert np.from_dlpack(fresh).ctypes.data == where[-1]
+    np.testing.assert_array_equal(fresh.numpy(), np.full(n, 7.0, np.float32))

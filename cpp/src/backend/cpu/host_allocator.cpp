@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 
 namespace hetnn {
 
@@ -41,8 +42,11 @@ void* HostAllocator::acquire(std::size_t n, std::size_t* capacity) {
   const std::size_t cap = (n + kHuge - 1) / kHuge * kHuge;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = free_.find(cap);  // exact size class: a sweep of growing sizes does not pin memory it cannot reuse
-    if (it != free_.end()) {
+    // exact size class (a sweep of growing sizes does not pin memory it cannot reuse); of equal ones the block freed
+    // last, whose lines are the likeliest still in the caches (equal keys keep their order of insertion)
+    const auto [first, end] = free_.equal_range(cap);
+    if (first != end) {
+      const auto it = std::prev(end);
       void* p = it->second;
       free_.erase(it);
       cached_ -= cap;
