@@ -1,6 +1,7 @@
-"""The OpenCL forward convolution as an implicit GEMM: where the GEMM parameters in force are vtiled (GPUs), the
-vtiled kernel gathers the im2col columns from the input as it loads them. Run here on the first OpenCL device with
-vtiled parameters set, against the op table's float64 reference."""
+"""The OpenCL convolutions without a column buffer: where the GEMM parameters in force are vtiled (GPUs) or the
+matrix-unit member, the kernel gathers the im2col columns from the input as it loads them; where they are packed
+(CPU-type devices), the GEMM's panels are packed from the images. Run here on the first OpenCL device with those
+parameters set, against the op table's float64 reference."""
 import contextlib
 
 import numpy as np
@@ -227,3 +228,132 @@ def test_implicit_weight_gradient_on_drawn_convolutions(vtiled_device):
             if r.size:
                 assert np.max(np.abs(g.astype(np.float64) - r)) < 1e-4 * max(1.0, np.max(np.abs(r))), (
                     x.shape, w.shape, s, padding, d, groups)
+
+
+# CPU-type devices (the packed family): the GEMM's B panels are packed from the images by pack_b_conv, for the
+# forward (columns) and the weight gradient (their transpose, per image, summed), with no column buffer. The
+# database's small-problem entry (A read in place) and a narrow one (RN = 8: many panels, ragged last panels on both
+# operands, and a K that is not a multiple of anything), on the implicit cases, 1x1 strided layers and CK beyond one
+# panel.
+PACKED = ["family=packed rm=8 vw=16 nv=2 lx=1 ly=1 pack_a=0 pack_b=0", "family=packed rm=3 vw=4 nv=2 lx=2 ly=2"]
+PACKED_CASES = WG_CASES + [((2, 3, 7, 9), 4, (1, 1), (2, 3), (0, 0), (1, 1), True, "relu"),
+                           ((2, 5, 9, 9), 3, (3, 3), (2, 2), (2, 1), (2, 1), False, None)]
+
+
+def packed_kernels(dev, fn):
+    """fn()'s result and the names of the kernels it ran on dev."""
+    with hetnn.profile(dev) as prof:
+        out = fn()
+    return out, [r["name"] for r in prof.records]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("params", PACKED)
+@pytest.mark.parametrize("case", PACKED_CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-o{c[1]}-k{c[2][0]}{c[2][1]}")
+def test_packed_forward_gathers_the_columns(opencl_device, rng, dtype, params, case):
+    shape, o, (kh, kw), s, padding, d, with_bias, act = case
+    x = rng.standard_normal(shape).astype(dtype)
+    w = (rng.standard_normal((o, shape[1], kh, kw)) / np.sqrt(shape[1] * kh * kw)).astype(dtype)
+    bias = rng.standard_normal(o).astype(dtype) if with_bias else None
+    with params_in_force(opencl_device, dtype, params):
+        y, names = packed_kernels(opencl_device, lambda: hetnn.conv2d(x, w, bias, s, padding, d, 1, act,
+                                                                      device=opencl_device))
+    pointwise = (kh, kw, s) == (1, 1, (1, 1)) and padding in ((0, 0), "valid")
+    if shape[0] and not pointwise:
+        assert "matmul:pack_b_conv" in names and "conv2d_im2col" not in names, names
+        assert "conv2d_bias_act" not in names, names  # bias (per output channel) and activation in the epilogue
+    (ref,) = _conv_ref((x, w, bias, s, padding, d, 1, act))
+    assert y.shape == ref.shape and y.dtype == np.dtype(dtype)
+    scale = max(1.0, np.max(np.abs(ref), initial=0))
+    tol = {"float32": 1e-5, "float64": 1e-13, "float16": 2.0 ** -10}[dtype] * np.sqrt(shape[1] * kh * kw)
+    assert np.max(np.abs(y.astype(np.float64) - ref), initial=0.0) < tol * scale
+
+
+@contextlib.contextmanager
+def conv_algorithm(dev, algorithm):
+    """dev's convolution algorithm set to `algorithm` inside the block, then as it was."""
+    old = dev.conv_algorithm
+    dev.set_conv_algorithm(algorithm)
+    try:
+        yield
+    finally:
+        dev.set_conv_algorithm(old)
+
+
+# "implicit" forces the packed form (one GEMM over images x positions, gy and the columns packed from the arrays,
+# slices of K summed) on every case; "im2col" the per-image products of a column buffer, summed.
+@pytest.mark.parametrize("algorithm", ["implicit", "im2col"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("params", PACKED)
+@pytest.mark.parametrize("case", PACKED_CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-o{c[1]}-k{c[2][0]}{c[2][1]}")
+def test_packed_weight_gradient(opencl_device, rng, algorithm, dtype, params, case):
+    shape, o, (kh, kw), s, padding, d, with_bias, _ = case
+    x = rng.standard_normal(shape).astype(dtype)
+    w = (rng.standard_normal((o, shape[1], kh, kw)) / np.sqrt(shape[1] * kh * kw)).astype(dtype)
+    (y,) = _conv_ref((x, w, None, s, padding, d, 1, None))
+    gy = rng.standard_normal(y.shape).astype(dtype)
+    with params_in_force(opencl_device, dtype, params), conv_algorithm(opencl_device, algorithm):
+        (_, gw, gb), names = packed_kernels(opencl_device, lambda: hetnn.conv2d_backward(
+            gy, x, w, s, padding, d, 1, input_grad=False, bias_grad=with_bias, device=opencl_device))
+    pointwise = (kh, kw, s) == (1, 1, (1, 1)) and padding in ((0, 0), "valid")
+    if shape[0] and not pointwise:
+        packed = {"matmul:pack_a_images", "matmul:pack_b_conv_t"} <= set(names) and "conv2d_im2col" not in names
+        assert packed == (algorithm == "implicit"), names
+    _, rgw, rgb = _conv_bwd_ref((gy, x, w, s, padding, d, 1))
+    assert gw.shape == rgw.shape and gw.dtype == np.dtype(dtype)
+    k = shape[0] * y.shape[2] * y.shape[3]
+    if dtype == "float16":  # products (per image, or per slice of K) rounded to float16, their sum rounded again
+        parts = [_conv_bwd_ref((gy[i:i + 1], x[i:i + 1], w, s, padding, d, 1))[1] for i in range(shape[0])]
+        whole = sum(np.abs(p) for p in parts) if parts else np.zeros_like(rgw)
+        bound = 2.0 ** -11 * (whole + np.abs(rgw)) * 1.01 + 1e-5 * np.sqrt(max(k, 1))
+        assert (np.abs(gw.astype(np.float64) - rgw) <= bound).all()
+    else:
+        tol = (1e-5 if dtype == "float32" else 1e-13) * np.sqrt(max(k, 1))
+        assert np.max(np.abs(gw.astype(np.float64) - rgw), initial=0.0) < tol * max(1.0, np.max(np.abs(rgw), initial=0))
+    if with_bias:
+        tol = 2.0 ** -10 if dtype == "float16" else 1e-5 * np.sqrt(max(k, 1))
+        assert np.max(np.abs(gb.astype(np.float64) - rgb), initial=0.0) < tol * max(1.0, np.max(np.abs(rgb)))
+
+
+def test_packed_weight_gradient_form_by_rule(opencl_device, rng):
+    """"auto" packs gy and the columns where that moves less than a column buffer and per-image products: a layer of
+    few output channels over many taps (LeNet's first: 6 over 25) takes the packed form, one of many over few (the
+    Keras-style CNN's first: 32 over 9) the column buffer."""
+    if _core.gemm_params(opencl_device._dev, "float32")[0].split()[0] != "family=packed":
+        pytest.skip("the first OpenCL device's GEMM is not the packed family")
+    for (c, h, o, k), packed in [((1, 28, 6, 5), True), ((1, 50, 32, 3), False)]:
+        x = rng.standard_normal((4, c, h, h)).astype(np.float32)
+        w = rng.standard_normal((o, c, k, k)).astype(np.float32)
+        gy = rng.standard_normal((4, o, h - k + 1, h - k + 1)).astype(np.float32)
+        with conv_algorithm(opencl_device, "auto"):
+            (_, gw, _), names = packed_kernels(opencl_device, lambda: hetnn.conv2d_backward(
+                gy, x, w, input_grad=False, device=opencl_device))
+        assert ("matmul:pack_b_conv_t" in names) == packed and ("conv2d_im2col" in names) != packed, names
+        _, rgw, _ = _conv_bwd_ref((gy, x, w, (1, 1), (0, 0), (1, 1), 1))
+        assert np.max(np.abs(gw.astype(np.float64) - rgw)) < 1e-4 * max(1.0, np.max(np.abs(rgw)))
+
+
+def test_packed_convolutions_on_drawn_shapes(opencl_device):
+    """The op table's generators (groups, which keep the direct kernels, padding modes, dilation, empty batches) on
+    the database's packed parameters: 30 forwards and 30 backwards (all three gradients) against float64, then more
+    input layouts than the tap tables kept (64), each still right."""
+    if _core.gemm_params(opencl_device._dev, "float32")[0].split()[0] != "family=packed":
+        pytest.skip("the first OpenCL device's GEMM is not the packed family")
+    rng = np.random.default_rng()
+    for _ in range(30):
+        inp = _conv_inputs(rng, np.float32)
+        (ref,) = _conv_ref(inp)
+        y = hetnn.conv2d(*inp, device=opencl_device)
+        assert np.max(np.abs(y.astype(np.float64) - ref), initial=0.0) < 1e-4, [a.shape for a in inp[:2]]
+        inp = _conv_bwd_inputs(rng, np.float32)
+        for g, r in zip(hetnn.conv2d_backward(*inp, device=opencl_device), _conv_bwd_ref(inp)):
+            assert np.max(np.abs(g.astype(np.float64) - r), initial=0.0) < 1e-4 * max(1.0, np.max(np.abs(r),
+                                                                                                 initial=0))
+    w = rng.standard_normal((2, 1, 2, 2)).astype(np.float32)
+    for h in range(2, 72):  # a tap table per input height (the packed form forced); the cache is emptied on the way
+        x = rng.standard_normal((1, 1, h, 3)).astype(np.float32)
+        gy = rng.standard_normal((1, 2, h - 1, 2)).astype(np.float32)
+        with conv_algorithm(opencl_device, "implicit"):
+            _, gw, _ = hetnn.conv2d_backward(gy, x, w, input_grad=False, bias_grad=False, device=opencl_device)
+        _, rgw, _ = _conv_bwd_ref((gy, x, w, (1, 1), (0, 0), (1, 1), 1))
+        assert np.max(np.abs(gw.astype(np.float64) - rgw)) < 1e-4 * max(1.0, np.max(np.abs(rgw))), h

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 #include <tuple>
 #include <utility>
@@ -656,11 +657,40 @@ void ClBackend::set_queue_limit(std::size_t commands) {
 }
 
 
-void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias) {
+std::string conv_pack_options(const Conv2dDesc& c) {
+  return " -DKH=" + std::to_string(c.kh) + " -DKW=" + std::to_string(c.kw) + " -DCONV_SW=" + std::to_string(c.sw);
+}
+
+// The tap table pack_b_conv_t reads (pack.cl): for taps r < n, (c*H*W + i*DH*W + j*DW, i*DH, j*DW),
+// and past C*kh*kw an i*DH no output row reaches inside the image. Made once per layout and kept (the last 64).
+cl_mem ClBackend::conv_taps(const Conv2dDesc& c, std::int64_t n) {
+  const std::string key = std::to_string(c.C) + "," + std::to_string(c.H) + "," + std::to_string(c.W) + "," +
+                          std::to_string(c.kh) + "," + std::to_string(c.kw) + "," + std::to_string(c.dh) + "," +
+                          std::to_string(c.dw) + "," + std::to_string(n);
+  if (auto it = conv_taps_.find(key); it != conv_taps_.end()) return it->second.get();
+  std::vector<cl_int> t(static_cast<std::size_t>(3 * n));
+  const std::int64_t ck = c.C * c.kh * c.kw;
+  for (std::int64_t r = 0; r < n; ++r) {
+    const std::int64_t ch = r / (c.kh * c.kw), i = r / c.kw % c.kh, j = r % c.kw;
+    t[3 * r] = r < ck ? static_cast<cl_int>((ch * c.H + i * c.dh) * c.W + j * c.dw) : 0;
+    t[3 * r + 1] = r < ck ? static_cast<cl_int>(i * c.dh) : std::numeric_limits<cl_int>::min() / 2;
+    t[3 * r + 2] = r < ck ? static_cast<cl_int>(j * c.dw) : 0;
+  }
+  if (conv_taps_.size() >= 64) conv_taps_.clear();
+  cl_int st = CL_SUCCESS;
+  Mem m(clCreateBuffer(context_.get(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, t.size() * sizeof(cl_int), t.data(),
+                       &st));
+  if (st != CL_SUCCESS) throw_cl_error(st, "clCreateBuffer(convolution tap table)");
+  return conv_taps_.emplace(key, std::move(m)).first->second.get();
+}
+
+void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias,
+                              const Conv2dDesc* conv) {
   const std::string base = common_options(d.dtype) + " " + p.defines();
   const std::string pack_opts = base + " -DTRANS_A=" + std::to_string(d.trans_a) + " -DTRANS_B=" +
                                 std::to_string(d.trans_b);
-  const cl_int has_bias = d.has_bias, act = static_cast<cl_int>(d.act);
+  const std::string pack_b_opts = conv ? pack_opts + conv_pack_options(*conv) : pack_opts;
+  const cl_int has_bias = d.has_bias ? (conv ? 2 : 1) : 0, act = static_cast<cl_int>(d.act);  // conv: per row
   const std::size_t elt = d.dtype == DType::f64 ? 8 : 4;  // panels hold the compute type (float for 16-bit data)
   const std::int64_t rn = static_cast<std::int64_t>(p.vw) * p.nv;
   const std::int64_t panels_m = (d.M + p.rm - 1) / p.rm, panels_n = (d.N + rn - 1) / rn;
@@ -669,9 +699,10 @@ void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a
   // Only what is packed gets a pack kernel and a work buffer.
   const bool native = d.dtype == DType::f32 || d.dtype == DType::f64;
   const bool direct_a = native && p.pack_a == 0;
-  const bool direct_b = native && p.pack_b == 0 && !d.trans_b && d.N % rn == 0;
+  const bool direct_b = !conv && native && p.pack_b == 0 && !d.trans_b && d.N % rn == 0;
+  const char* pack_b_name = conv ? "pack_b_conv" : "pack_b";
   cl_kernel ka = direct_a ? nullptr : kernel("pack.cl", "pack_a", pack_opts);
-  cl_kernel kb = direct_b ? nullptr : kernel("pack.cl", "pack_b", pack_opts);
+  cl_kernel kb = direct_b ? nullptr : kernel("pack.cl", pack_b_name, pack_b_opts);
   // The batch runs in chunks of entries, one enqueue per kernel each; a chunk's packed panels (of the operands that
   // differ per entry) stay within kChunkBytes of scratch.
   const std::size_t pa = direct_a ? 0 : static_cast<std::size_t>(panels_m * d.K * p.rm) * elt;  // one entry's
@@ -685,7 +716,8 @@ void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a
   cl_mem bp = direct_b ? nullptr : scratch(1, pb * static_cast<std::size_t>(per_b ? chunk : 1));
   cl_kernel kg = kernel("gemm_packed.cl", "gemm_packed",
                         base + " -DDIRECT_A=" + std::to_string(direct_a) + " -DDIRECT_B=" + std::to_string(direct_b));
-  const cl_long a_es = per_a ? d.M * d.K : 0, b_es = per_b ? d.K * d.N : 0;  // operand strides between entries
+  const cl_long a_es = per_a ? d.M * d.K : 0;  // operand strides between entries (for conv, B's are images)
+  const cl_long b_es = !per_b ? 0 : conv ? conv->C * conv->H * conv->W : d.K * d.N;
   const cl_long pa_es = per_a ? static_cast<cl_long>(pa / elt) : 0;  // packed panel strides between entries
   const cl_long pb_es = per_b ? static_cast<cl_long>(pb / elt) : 0;
   for (std::int64_t i = 0; i < d.batch; i += chunk) {
@@ -698,10 +730,15 @@ void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a
       enqueue("matmul:pack_a", ka, 3, g, nullptr);
     }
     if (!direct_b && K > 0 && (i == 0 || per_b)) {
-      ArgSetter{kb, "pack_b"}(K)(N)(b)(b_off)(bp)(b_es)(pb_es);
+      ArgSetter pack{kb, pack_b_name};
+      pack(K)(N)(b)(b_off)(bp)(b_es)(pb_es);
+      if (conv) {
+        pack(static_cast<cl_int>(conv->H))(static_cast<cl_int>(conv->W))(static_cast<cl_int>(conv->OW));
+        pack(cl_int{conv->sh})(cl_int{conv->ph})(cl_int{conv->pw})(cl_int{conv->dh})(cl_int{conv->dw});
+      }
       const std::size_t g[3] = {static_cast<std::size_t>(K), static_cast<std::size_t>(panels_n),
                                 static_cast<std::size_t>(per_b ? nz : 1)};
-      enqueue("matmul:pack_b", kb, 3, g, nullptr);
+      enqueue(conv ? "matmul:pack_b_conv" : "matmul:pack_b", kb, 3, g, nullptr);
     }
     const cl_long rm = p.rm;
     cl_long a_ps = K * rm, a_is = 1, a_ks = rm, ao = 0;  // packed panels

@@ -47,6 +47,8 @@ std::int64_t gemm_k_splits(std::int64_t tiles, std::int64_t K, int ts_k, int com
 // Split-K's slice length for `splits` slices of K (a multiple of ts_k, so that vector loads along K stay aligned)
 // and the slice count that leaves none empty: {chunk, splits}; {max(K, 1), 1} unsplit.
 std::pair<std::int64_t, std::int64_t> gemm_k_chunk(std::int64_t K, std::int64_t splits, int ts_k);
+// The build options of pack.cl's convolution kernels for c: its kernel size and horizontal stride compiled in.
+std::string conv_pack_options(const Conv2dDesc& c);
 
 class ClBackend final : public Backend, private GemmTuning, private KernelTools, private RawHandles {
  public:
@@ -173,7 +175,11 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // consecutive columns per row (32 x 4 work-groups), CPU devices (PoCL) 16 columns, one AVX-512 float vector.
   void enqueue_planes(const char* name, cl_kernel k, std::int64_t cols, std::int64_t rows, std::int64_t planes);
   void throttle();
-  void matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias);
+  // conv: B is the im2col matrix of the convolution's input images b, packed from them by pack_b_conv with no
+  // column buffer (not transposed); d.batch entries are the images.
+  void matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias,
+                     const Conv2dDesc* conv = nullptr);
+  cl_mem conv_taps(const Conv2dDesc& c, std::int64_t n);  // pack_b_conv_t's tap table (pack.cl), under mu_
   // matmul under mu_; false (nothing done) for a float32 result of 16-bit operands on a family other than mma,
   // which matmul_widened computes
   bool matmul_locked(const MatmulDesc& d, const Buffer& a, const Buffer& b, Buffer& c, const Buffer* bias);
@@ -200,8 +206,9 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // Whether d's products compute in TF32: allowed, ungrouped, and the tf32 GEMM in force is the matrix-unit member.
   bool conv_tf32(const Conv2dDesc& d);
   // The forward of an ungrouped convolution as one implicit GEMM when the GEMM parameters in force for it are
-  // vtiled or mma (the matrix-unit member: 16-bit data, or tf32 where allowed), bias and activation in its epilogue;
-  // false (nothing done) otherwise.
+  // vtiled or mma (the matrix-unit member: 16-bit data, or tf32 where allowed), or packed (CPU-type devices: the
+  // B panels packed from the images, no column buffer), bias and activation in its epilogue; false (nothing done)
+  // otherwise.
   bool conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y);
   // 3x3 stride-1 ungrouped forward as Winograd F(tile x tile, 3x3), tile 2 or 4 (kernels/winograd.cl); false
   // (nothing done) where it does not apply or its work buffers pass conv2d_work_limit().
@@ -212,6 +219,13 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // (16-bit data, or tf32 in force), the bias gradient beside it; false (nothing done) otherwise.
   bool conv2d_backward_weights_implicit(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,
                                         Buffer* gb);
+  // The same on the packed family (CPU-type devices): one packed GEMM over K = images x positions, its panels
+  // packed from gy and x (pack_a_images, pack_b_conv_t), cut into slices of K where the output's tiles are too few
+  // for the device's threads or the panels too large, the slices' products summed.
+  // by_rule ("auto"): only where it moves less than the per-image products of the columns.
+  bool conv2d_backward_weights_packed(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw, Buffer* gb,
+                                      bool by_rule);
+  bool packed_weight_grad_applies(const Conv2dDesc& d);  // the packed family in force for d's weight gradient
   // An ungrouped undilated convolution's data gradient as forward convolutions of gy with the flipped kernel (one
   // per class of input positions at stride > 1), with algorithm "forward", an explicit forward algorithm, or "" on
   // a GPU at stride 1; false (nothing done) otherwise.
@@ -257,6 +271,7 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // one measurement at a time; guards conv_choices_ (recursive: the data gradient's "forward" candidate measures
   // its forward convolution as a layer of its own inside its own measurement)
   std::recursive_mutex conv_choice_mu_;
+  std::map<std::string, Mem> conv_taps_;  // pack_b_conv_t's tap tables by layout (conv_taps)
   std::map<std::string, ConvChoice> conv_choices_;  // "benchmark"'s choices by conv_shape_key
   // The forward with `algorithm` ("" the device's choice; as set_conv_algorithm, "benchmark" aside).
   void conv2d_as(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y,

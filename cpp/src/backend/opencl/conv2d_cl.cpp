@@ -1,7 +1,8 @@
 // 2-D convolution on OpenCL devices (kernels/conv2d.cl, one program per kernel size and dtype, cached): ungrouped
 // convolutions as one batched GEMM on hetnn's tuned GEMM kernels, y[n] = W (O, C*kh*kw) @ cols[n]. Where the GEMM
 // parameters in force are vtiled (GPUs), the forward is an implicit GEMM: the kernel gathers cols[n] from x[n] as it
-// loads B, with no column buffer. Elsewhere im2col writes the columns first (1x1 stride-1 unpadded convolutions need
+// loads B, with no column buffer; where they are packed (CPU-type devices), the GEMM's B panels are packed from x[n]
+// (forward and weight gradient). Elsewhere im2col writes the columns first (1x1 stride-1 unpadded convolutions need
 // none: x[n] is already (C, H*W)); batches whose work buffers would pass conv2d_work_limit() run in chunks of
 // images; grouped ones, and those of which one image alone passes it, a direct kernel.
 #include <algorithm>
@@ -117,8 +118,9 @@ bool ClBackend::conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buff
   if (d.groups != 1 || conv_is_pointwise(d)) return false;
   const GemmType type(d.dtype, d.allow_tf32);  // tf32 without matrix units for it: float32's parameters
   const GemmParams p = gemm_params(type, d.O * ohw * ck).fitted(d.O, ohw);
-  const bool mma = p.family == GemmParams::Family::mma;
-  if (p.family != GemmParams::Family::vtiled && !mma) return false;
+  const bool mma = p.family == GemmParams::Family::mma, packed = p.family == GemmParams::Family::packed;
+  if (p.family != GemmParams::Family::vtiled && !mma && !packed) return false;
+  if (packed && d.C * d.H * d.W > std::numeric_limits<cl_int>::max()) return false;  // pack_b_conv's int offsets
   MatmulDesc g;
   g.batch = d.N, g.batch_a = 1, g.batch_b = d.N, g.M = d.O, g.N = ohw, g.K = ck, g.dtype = d.dtype;
   g.allow_tf32 = mma && type.tf32;
@@ -128,6 +130,8 @@ bool ClBackend::conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buff
   try {
     if (mma)
       matmul_mma(p, g, mem(w), mem(x), mem(y), bias ? mem(*bias) : mem(y), matrix_units(type), &d);
+    else if (packed)
+      matmul_packed(p, g, mem(w), mem(x), mem(y), bias ? mem(*bias) : mem(y), &d);
     else
       matmul_tiled(p, g, mem(w), mem(x), mem(y), bias ? mem(*bias) : mem(y), &d);
   } catch (const OutOfMemory&) {
@@ -337,8 +341,7 @@ std::string ClBackend::measured_conv_algorithm(const Conv2dDesc& d, const Buffer
     if (d.kh == 3 && d.kw == 3 && d.sh == 1 && d.sw == 1 && d.dh == 1 && d.dw == 1)
       c.insert(c.end(), {"winograd", "winograd4"});
     const GemmParams p = gemm_params(GemmType(d.dtype, d.allow_tf32), d.O * d.OH * d.OW * d.C * d.kh * d.kw);
-    if (!conv_is_pointwise(d) && (p.family == GemmParams::Family::vtiled || p.family == GemmParams::Family::mma))
-      c.push_back("implicit");
+    if (!conv_is_pointwise(d) && p.family != GemmParams::Family::tiled) c.push_back("implicit");
     return c;
   };
   return measured_choice(conv_shape_key(d), candidates,
@@ -581,8 +584,13 @@ void ClBackend::conv2d_backward_data_as(const Conv2dDesc& d, const Buffer& gy, c
 
 void ClBackend::bias_grad(const Conv2dDesc& d, const Buffer& gy, Buffer& gb, const std::string& opts) {
   // Images split into G groups so that O x G work-groups give each compute unit about four; G partial rows summed.
+  // CPU-type devices: a group per image, its rows summed by a work item each (conv2d_bias_grad_rows: the work-group
+  // reduction in local memory ran at 6.5 GB/s on PoCL, 2.8 of 6.6 ms of a Keras-style CNN layer's weight gradient).
+  const bool rows = !gpu_kernels() && d.N > 0;
   const std::int64_t want = 4 * std::max(1, info_.compute_units);
-  const std::int64_t groups = std::clamp<std::int64_t>((want + d.O - 1) / d.O, 1, std::max<std::int64_t>(d.N, 1));
+  const std::int64_t groups =
+      rows ? std::max<std::int64_t>(d.N, 1)
+           : std::clamp<std::int64_t>((want + d.O - 1) / d.O, 1, std::max<std::int64_t>(d.N, 1));
   const std::int64_t per_group = (d.N + groups - 1) / groups;
   const std::int64_t g = (d.N + per_group - 1) / std::max<std::int64_t>(per_group, 1);
   // partials in the kernel's arithmetic type (REAL: double for float64, float otherwise), summed once and rounded
@@ -591,14 +599,23 @@ void ClBackend::bias_grad(const Conv2dDesc& d, const Buffer& gy, Buffer& gb, con
   std::shared_ptr<Buffer> part = g > 1 ? alloc(static_cast<std::size_t>(g * d.O) * dtype_size(real)) : nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    cl_kernel k = kernel("conv2d.cl", "conv2d_bias_grad", opts);
-    ArgSetter a{k, "conv2d_bias_grad"};
-    a(static_cast<cl_int>(d.N))(static_cast<cl_int>(d.O))(static_cast<cl_int>(d.OH * d.OW));
-    a(static_cast<cl_int>(per_group))(static_cast<cl_int>(part != nullptr))(mem(gy))(mem(part ? *part : gb));
-    const std::size_t local[2] = {64, 1};
-    const std::size_t global[2] = {64 * static_cast<std::size_t>(std::max<std::int64_t>(g, 1)),
-                                   static_cast<std::size_t>(d.O)};
-    enqueue("conv2d_bias_grad", k, 2, global, local);
+    if (rows) {
+      cl_kernel k = kernel("conv2d.cl", "conv2d_bias_grad_rows", opts);
+      ArgSetter a{k, "conv2d_bias_grad_rows"};
+      a(static_cast<cl_int>(d.O))(static_cast<cl_long>(d.OH * d.OW))(static_cast<cl_int>(part != nullptr));
+      a(mem(gy))(mem(part ? *part : gb));
+      const std::size_t global[2] = {static_cast<std::size_t>(d.O), static_cast<std::size_t>(g)};
+      enqueue("conv2d_bias_grad", k, 2, global, nullptr);
+    } else {
+      cl_kernel k = kernel("conv2d.cl", "conv2d_bias_grad", opts);
+      ArgSetter a{k, "conv2d_bias_grad"};
+      a(static_cast<cl_int>(d.N))(static_cast<cl_int>(d.O))(static_cast<cl_int>(d.OH * d.OW));
+      a(static_cast<cl_int>(per_group))(static_cast<cl_int>(part != nullptr))(mem(gy))(mem(part ? *part : gb));
+      const std::size_t local[2] = {64, 1};
+      const std::size_t global[2] = {64 * static_cast<std::size_t>(std::max<std::int64_t>(g, 1)),
+                                     static_cast<std::size_t>(d.O)};
+      enqueue("conv2d_bias_grad", k, 2, global, local);
+    }
   }
   if (part) {
     ReduceDesc r;  // gb (O) = the sum over the g rows of part (g, O)
@@ -658,11 +675,99 @@ bool ClBackend::conv2d_backward_weights_implicit(const Conv2dDesc& d, const Buff
   return true;
 }
 
+// CPU-type devices (the packed GEMM): gw (O, CK) = gy (O, K) @ cols^T (K, CK) over K = images x positions, both
+// operands packed from the arrays (no column buffer). Slices of K run as the GEMM's batch entries, as many as give
+// the device's threads four tiles each where the output has fewer (LeNet's first layer: one 8 x 32 tile), keep a
+// slice's B panels in cache and a launch's panels within 64 MiB, their products summed; per-image products and their sum took up to half a
+// layer's weight gradient on PoCL (AlexNet-32's second layer at batch 64: 10.5 of 23 ms). False where the packed
+// family is not in force, the slices' products would pass the work limit, or (by_rule: the algorithm "auto") the
+// per-image form moves less.
+bool ClBackend::packed_weight_grad_applies(const Conv2dDesc& d) {
+  if (d.groups != 1 || conv_is_pointwise(d) || d.N == 0) return false;
+  const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
+  if (d.C * d.H * d.W > std::numeric_limits<cl_int>::max() || ohw > std::numeric_limits<cl_int>::max()) return false;
+  return gemm_params(GemmType(d.dtype, d.allow_tf32), d.O * ck * d.N * ohw).family == GemmParams::Family::packed;
+}
+
+bool ClBackend::conv2d_backward_weights_packed(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,
+                                               Buffer* gb, bool by_rule) {
+  if (!packed_weight_grad_applies(d)) return false;
+  const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW, kt = d.N * ohw;
+  const GemmParams p = gemm_params(GemmType(d.dtype, d.allow_tf32), d.O * ck * kt);
+  const std::int64_t rm = p.rm, rn = static_cast<std::int64_t>(p.vw) * p.nv;
+  const std::int64_t panels_m = (d.O + rm - 1) / rm, panels_n = (ck + rn - 1) / rn;
+  // What this form moves beyond the per-image products of the columns (im2col, then pack_b of their transpose, the
+  // GEMM reading gy in place): gy packed (panels_m * rm values a row of K) against the column buffer written and read
+  // (ck a row) and the per-image products (O x CK each). Few output channels over many taps favour this form (LeNet,
+  // AlexNet-32's second layer), many over few taps the other (the Keras-style CNN's first: 32 over 9).
+  if (by_rule && panels_m * rm * kt > ck * kt + d.N * d.O * ck) return false;
+  const std::size_t real = d.dtype == DType::f64 ? 8 : 4;  // panels hold the compute type
+  const std::size_t row_bytes = static_cast<std::size_t>(panels_m * rm + panels_n * rn) * real;  // a row of K
+  constexpr std::size_t kLaunchBytes = std::size_t{64} << 20;
+  const std::int64_t want = 4 * std::max(1, info_.compute_units), tiles = panels_m * panels_n;
+  std::int64_t slices = tiles >= want ? 1 : std::min((want + tiles - 1) / tiles, std::max<std::int64_t>(1, kt / 256));
+  slices = std::max<std::int64_t>(slices, static_cast<std::int64_t>((kt * row_bytes + kLaunchBytes - 1) / kLaunchBytes));
+  // A slice's B panel (KC x RN) within 512 KiB, so that it stays in a core's cache while the tiles of the output
+  // channels read it in turn (the Keras-style CNN's second layer at batch 32, K = 73,728 in two slices: the GEMM
+  // took 21 ms against 15 ms for per-image products)
+  const std::int64_t deepest = std::max<std::int64_t>(256, (std::int64_t{512} << 10) / (rn * static_cast<std::int64_t>(real)));
+  slices = std::max<std::int64_t>(slices, (kt + deepest - 1) / deepest);
+  std::int64_t kc = (kt + slices - 1) / slices;
+  if (kt + kc > std::numeric_limits<cl_int>::max()) return false;  // the kernels index K in int
+  slices = (kt + kc - 1) / kc;
+  const std::size_t elt = dtype_size(d.dtype), out_bytes = static_cast<std::size_t>(d.O * ck) * elt;
+  if (slices > 1 && static_cast<std::size_t>(slices) * out_bytes > conv2d_work_limit()) return false;
+  const std::int64_t per_launch =
+      std::clamp<std::int64_t>(static_cast<std::int64_t>(kLaunchBytes / (static_cast<std::size_t>(kc) * row_bytes)),
+                               1, slices);
+  std::shared_ptr<Buffer> part = slices > 1 ? alloc(static_cast<std::size_t>(slices) * out_bytes) : nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string base = common_options(d.dtype) + " " + p.defines();
+    cl_kernel ka = kernel("pack.cl", "pack_a_images", base);
+    cl_kernel kb = kernel("pack.cl", "pack_b_conv_t", base + conv_pack_options(d));
+    cl_kernel kg = kernel("gemm_packed.cl", "gemm_packed", base + " -DDIRECT_A=0 -DDIRECT_B=0");
+    const std::size_t pa = static_cast<std::size_t>(panels_m * kc * rm), pb = static_cast<std::size_t>(panels_n * kc * rn);
+    cl_mem ap = scratch(0, pa * real * static_cast<std::size_t>(per_launch));
+    cl_mem bp = scratch(1, pb * real * static_cast<std::size_t>(per_launch));
+    cl_mem taps = conv_taps(d, panels_n * rn);
+    cl_mem c = mem(part ? *part : gw);
+    const cl_int M = static_cast<cl_int>(d.O), N = static_cast<cl_int>(ck), KC = static_cast<cl_int>(kc);
+    const cl_int Q = static_cast<cl_int>(ohw);
+    for (std::int64_t s0 = 0; s0 < slices; s0 += per_launch) {
+      const std::size_t nz = static_cast<std::size_t>(std::min(per_launch, slices - s0));
+      const cl_int first = static_cast<cl_int>(s0);
+      ArgSetter{ka, "pack_a_images"}(M)(Q)(static_cast<cl_int>(kt))(KC)(first)(mem(gy))(ap)(static_cast<cl_long>(pa));
+      const std::size_t ga[3] = {static_cast<std::size_t>(kc), static_cast<std::size_t>(panels_m), nz};
+      enqueue("matmul:pack_a_images", ka, 3, ga, nullptr);
+      ArgSetter b{kb, "pack_b_conv_t"};
+      b(Q)(static_cast<cl_int>(kt))(KC)(first)(mem(x))(static_cast<cl_long>(d.C * d.H * d.W))(bp)(static_cast<cl_long>(pb));
+      b(static_cast<cl_int>(d.H))(static_cast<cl_int>(d.W))(static_cast<cl_int>(d.OW));
+      b(cl_int{d.sh})(cl_int{d.sw})(cl_int{d.ph})(cl_int{d.pw})(taps);
+      const std::size_t gb3[3] = {static_cast<std::size_t>(kc), static_cast<std::size_t>(panels_n), nz};
+      enqueue("matmul:pack_b_conv_t", kb, 3, gb3, nullptr);
+      ArgSetter g{kg, "gemm_packed"};
+      g(M)(N)(KC).real(1.0, d.dtype).real(0.0, d.dtype);
+      g(ap)(cl_long{0})(static_cast<cl_long>(kc * rm))(cl_long{1})(static_cast<cl_long>(rm));
+      g(bp)(cl_long{0})(static_cast<cl_long>(kc * rn))(static_cast<cl_long>(rn))(c)(static_cast<cl_long>(s0 * d.O * ck));
+      g(c)(cl_int{0})(cl_int{0})(static_cast<cl_long>(pa))(static_cast<cl_long>(pb))(static_cast<cl_long>(d.O * ck));
+      const std::size_t lx = static_cast<std::size_t>(p.lx), ly = static_cast<std::size_t>(p.ly);
+      const std::size_t gg[3] = {round_up(static_cast<std::size_t>(panels_m), lx),
+                                 round_up(static_cast<std::size_t>(panels_n), lx ? ly : 1), nz};
+      const std::size_t l[3] = {lx, ly, 1};
+      enqueue("matmul", kg, 3, gg, lx ? l : nullptr);
+    }
+  }
+  if (part) sum_rows(d.dtype, slices, d.O * ck, *part, gw, 0.0);
+  if (gb) bias_grad(d, gy, *gb, conv_options(common_options(d.dtype), d));
+  return true;
+}
+
 void ClBackend::conv2d_backward_weights(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,
                                         Buffer* gb) {
   std::string algorithm = conv_algorithm();
   if (algorithm == "benchmark")  // the implicit GEMM against im2col and per-image GEMMs, where both apply
-    algorithm = !weight_grad_params(d) || d.N == 0
+    algorithm = (!weight_grad_params(d) && !packed_weight_grad_applies(d)) || d.N == 0
                     ? ""
                     : measured_choice("weight gradient: " + conv_shape_key(d),
                                       [] { return std::vector<std::string>{"implicit", "im2col"}; },
@@ -673,6 +778,7 @@ void ClBackend::conv2d_backward_weights(const Conv2dDesc& d, const Buffer& gy, c
 void ClBackend::conv2d_backward_weights_as(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,
                                            Buffer* gb, const std::string& algorithm) {
   if (algorithm != "im2col" && conv2d_backward_weights_implicit(d, gy, x, gw, gb)) return;
+  if (algorithm != "im2col" && conv2d_backward_weights_packed(d, gy, x, gw, gb, algorithm.empty())) return;
   const std::string opts = conv_options(common_options(d.dtype), d);
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
   const std::size_t elt = dtype_size(d.dtype);

@@ -247,3 +247,21 @@ void conv2d_bias_grad(const int N, const int O, const int P, const int per_group
   if (partials) ((__global REAL*)part)[(long)g * O + o] = acc[0];
   else STORE1(acc[0], part, (long)g * O + o);
 }
+
+// The same for CPU-type devices, a work item per (o, n) (global (O, N)): part[n * O + o] (REAL partials, or gb
+// itself where N = 1) = the sum of gy[n, o, :], read in order by eight accumulators, which the compiler turns into
+// one vector (the work-group reduction above ran at 6.5 GB/s on PoCL).
+__kernel void conv2d_bias_grad_rows(const int O, const long P, const int partials, __global const STORAGE* gy,
+                                    __global STORAGE* part) {
+  const int o = get_global_id(0);
+  const long n = get_global_id(1), base = (n * O + o) * P;
+  REAL s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  long p = 0;
+  for (; p + 8 <= P; p += 8)
+#pragma unroll
+    for (int u = 0; u < 8; ++u) s[u] += LOAD1(gy, base + p + u);
+  for (int u = 0; p < P; ++p, ++u) s[u] += LOAD1(gy, base + p);
+  const REAL t = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+  if (partials) ((__global REAL*)part)[n * O + o] = t;
+  else STORE1(t, part, n * O + o);
+}

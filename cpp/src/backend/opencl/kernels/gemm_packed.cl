@@ -18,6 +18,7 @@
 //   A stored (K, M): a_ps = RM, a_is = 1, a_ks = M.
 // B addressing: row k of the panel at Bp[b_off + b_ps*pn + b_ks*k], RN contiguous values:
 //   packed: b_ps = K*RN, b_ks = RN;  B (K, N) with N % RN == 0: b_ps = RN, b_ks = N.
+// has_bias 1: bias[n] added to column n (a dense layer's); 2: bias[m] to row m (a convolution's output channel).
 __kernel void gemm_packed(const int M, const int N, const int K, const REAL alpha, const REAL beta,
                           __global const REAL* restrict Ap, const long a_off, const long a_ps, const long a_is,
                           const long a_ks, __global const REAL* restrict Bp, const long b_off, const long b_ps,
@@ -77,7 +78,8 @@ __kernel void gemm_packed(const int M, const int N, const int K, const REAL alph
 #ifdef NATIVE_STORAGE
       if (n0 + VW <= N) {
         if (beta != (REAL)0) v += beta * VLOAD(0, crow + n0);
-        if (has_bias) v += VLOAD(0, bias + n0);
+        if (has_bias == 1) v += VLOAD(0, bias + n0);
+        else if (has_bias == 2) v += (realV)(bias[m]);
         VSTORE(ACTIVATE(v, act), 0, crow + n0);
       } else  // right edge: element by element
 #endif
@@ -88,7 +90,8 @@ __kernel void gemm_packed(const int M, const int N, const int K, const REAL alph
         for (int e = 0; e < count; ++e) {
           REAL x = t[e];
           if (beta != (REAL)0) x += beta * LOAD1(crow, n0 + e);
-          if (has_bias) x += LOAD1(bias, n0 + e);
+          if (has_bias == 1) x += LOAD1(bias, n0 + e);
+          else if (has_bias == 2) x += LOAD1(bias, m);
           STORE1(ACTIVATE(x, act), crow, n0 + e);
         }
       }
