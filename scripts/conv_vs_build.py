@@ -3,8 +3,9 @@ one timing process per build, earlier / this per workload with its 95 % interval
 OpenCL device: the forward (bias and ReLU), the weight and bias gradient, and the data gradient, each by
 hetnn.conv2d / hetnn.conv2d_backward on Arrays already on the device, the device synchronised after each timed
 loop. Layers: LeNet's two at batch 64, the Keras-style CNN's two at batch 32, AlexNet-32's first three at batch 64,
-ResNet-50's 7x7 stem and three of its 3x3 layers (stride 1 and 2) at batch 1. Each workload: the median over 5
-repeats of a timed loop's time per call.
+ResNet-50's 7x7 stem and three of its 3x3 layers (stride 1 and 2) at batch 1. Then training epochs on each OpenCL
+device: LeNet on 4096 random 28x28 images at batch 64, the Keras-style CNN on 512 random 50x50 maps at batch 32
+(Adam; one warm-up epoch). Each workload: the median over 5 repeats of a timed loop's time per call (per epoch).
 """
 import os
 import sys
@@ -55,6 +56,17 @@ for dev in [d for d in hetnn.devices() if d.kind == "opencl"]:
         out[tag + " wgrad"] = per_call(lambda: hetnn.conv2d_backward(gy, x, w, s, p, input_grad=False), dev)
         out[tag + " dgrad"] = per_call(
             lambda: hetnn.conv2d_backward(gy, x, w, s, p, weight_grad=False, bias_grad=False), dev)
+    from hetnn import optim
+    from hetnn.bench.cnn import KERAS_CNN, LENET, build
+
+    for name, spec, shape, count, batch, loss in [("lenet", LENET, (1, 28, 28), 4096, 64, "cross_entropy"),
+                                                   ("keras-cnn", KERAS_CNN, (1, 50, 50), 512, 32, "mse")]:
+        model = build(spec, dev, 0)
+        opt = optim.Adam(model.parameters(), lr=1e-3)
+        xs = rng.random((count,) + shape, dtype=np.float32)
+        ys = rng.integers(0, 10, count) if loss == "cross_entropy" else rng.random((count, 1), dtype=np.float32)
+        out[f"{dev.name[:14]} {name} epoch, {count} samples, batch {batch}"] = per_call(
+            lambda: model.fit(xs, ys, loss=loss, optimizer=opt, epochs=1, batch_size=batch, verbose=0), dev, 0.5)
 print(json.dumps(out))
 """
 

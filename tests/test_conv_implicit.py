@@ -240,35 +240,6 @@ PACKED_CASES = WG_CASES + [((2, 3, 7, 9), 4, (1, 1), (2, 3), (0, 0), (1, 1), Tru
                            ((2, 5, 9, 9), 3, (3, 3), (2, 2), (2, 1), (2, 1), False, None)]
 
 
-def packed_kernels(dev, fn):
-    """fn()'s result and the names of the kernels it ran on dev."""
-    with hetnn.profile(dev) as prof:
-        out = fn()
-    return out, [r["name"] for r in prof.records]
-
-
-@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
-@pytest.mark.parametrize("params", PACKED)
-@pytest.mark.parametrize("case", PACKED_CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-o{c[1]}-k{c[2][0]}{c[2][1]}")
-def test_packed_forward_gathers_the_columns(opencl_device, rng, dtype, params, case):
-    shape, o, (kh, kw), s, padding, d, with_bias, act = case
-    x = rng.standard_normal(shape).astype(dtype)
-    w = (rng.standard_normal((o, shape[1], kh, kw)) / np.sqrt(shape[1] * kh * kw)).astype(dtype)
-    bias = rng.standard_normal(o).astype(dtype) if with_bias else None
-    with params_in_force(opencl_device, dtype, params):
-        y, names = packed_kernels(opencl_device, lambda: hetnn.conv2d(x, w, bias, s, padding, d, 1, act,
-                                                                      device=opencl_device))
-    pointwise = (kh, kw, s) == (1, 1, (1, 1)) and padding in ((0, 0), "valid")
-    if shape[0] and not pointwise:
-        assert "matmul:pack_b_conv" in names and "conv2d_im2col" not in names, names
-        assert "conv2d_bias_act" not in names, names  # bias (per output channel) and activation in the epilogue
-    (ref,) = _conv_ref((x, w, bias, s, padding, d, 1, act))
-    assert y.shape == ref.shape and y.dtype == np.dtype(dtype)
-    scale = max(1.0, np.max(np.abs(ref), initial=0))
-    tol = {"float32": 1e-5, "float64": 1e-13, "float16": 2.0 ** -10}[dtype] * np.sqrt(shape[1] * kh * kw)
-    assert np.max(np.abs(y.astype(np.float64) - ref), initial=0.0) < tol * scale
-
-
 @contextlib.contextmanager
 def conv_algorithm(dev, algorithm):
     """dev's convolution algorithm set to `algorithm` inside the block, then as it was."""
@@ -278,6 +249,41 @@ def conv_algorithm(dev, algorithm):
         yield
     finally:
         dev.set_conv_algorithm(old)
+
+
+def packed_kernels(dev, fn):
+    """fn()'s result and the names of the kernels it ran on dev."""
+    with hetnn.profile(dev) as prof:
+        out = fn()
+    return out, [r["name"] for r in prof.records]
+
+
+# "implicit" packs B from the images on every case; "auto" takes im2col's columns instead where the GEMM reads B in
+# place (the first parameter set, OH*OW a multiple of 32: the 16x16 case), bias and activation in the epilogue both.
+@pytest.mark.parametrize("algorithm", ["implicit", "auto"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("params", PACKED)
+@pytest.mark.parametrize("case", PACKED_CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-o{c[1]}-k{c[2][0]}{c[2][1]}")
+def test_packed_forward(opencl_device, rng, algorithm, dtype, params, case):
+    shape, o, (kh, kw), s, padding, d, with_bias, act = case
+    x = rng.standard_normal(shape).astype(dtype)
+    w = (rng.standard_normal((o, shape[1], kh, kw)) / np.sqrt(shape[1] * kh * kw)).astype(dtype)
+    bias = rng.standard_normal(o).astype(dtype) if with_bias else None
+    with params_in_force(opencl_device, dtype, params), conv_algorithm(opencl_device, algorithm):
+        y, names = packed_kernels(opencl_device, lambda: hetnn.conv2d(x, w, bias, s, padding, d, 1, act,
+                                                                      device=opencl_device))
+    pointwise = (kh, kw, s) == (1, 1, (1, 1)) and padding in ((0, 0), "valid")
+    if shape[0] and not pointwise:
+        (ref_y,) = _conv_ref((x, w, None, s, padding, d, 1, None))
+        in_place = params == PACKED[0] and dtype != "float16" and (ref_y.shape[2] * ref_y.shape[3]) % 32 == 0
+        columns = algorithm == "auto" and in_place
+        assert ("matmul:pack_b_conv" in names) != columns and ("conv2d_im2col" in names) == columns, names
+        assert "conv2d_bias_act" not in names, names  # bias (per output channel) and activation in the epilogue
+    (ref,) = _conv_ref((x, w, bias, s, padding, d, 1, act))
+    assert y.shape == ref.shape and y.dtype == np.dtype(dtype)
+    scale = max(1.0, np.max(np.abs(ref), initial=0))
+    tol = {"float32": 1e-5, "float64": 1e-13, "float16": 2.0 ** -10}[dtype] * np.sqrt(shape[1] * kh * kw)
+    assert np.max(np.abs(y.astype(np.float64) - ref), initial=0.0) < tol * scale
 
 
 # "implicit" forces the packed form (one GEMM over images x positions, gy and the columns packed from the arrays,

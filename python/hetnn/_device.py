@@ -222,8 +222,8 @@ class Device:
     def set_conv_algorithm(self, algorithm: str) -> None:
         """OpenCL devices: ``"auto"`` (the device's rule: on a GPU Winograd F(2x2, 3x3) for float32 3x3 stride-1 layers
         of 2+ images, else the implicit GEMM where the GEMM parameters are a GPU family; on CPU-type devices the
-        GEMM's panels packed from the images, for the weight gradient where that moves less than a column buffer;
-        else im2col and a GEMM);
+        GEMM's panels packed from the images where its B is not read in place, and for the weight gradient of
+        stride-1 layers where that moves less than a column buffer; else im2col and a GEMM);
         ``"benchmark"``: per layer shape, the first call times every algorithm that applies (interleaved rounds, at
         least three and 0.1 s of them, the fastest call of each deciding; twice as many where other processes took the
         CPUs, and the choice flagged; the data gradient of stride-1 layers as a forward convolution, itself measured,

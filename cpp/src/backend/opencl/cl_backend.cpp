@@ -685,12 +685,12 @@ cl_mem ClBackend::conv_taps(const Conv2dDesc& c, std::int64_t n) {
 }
 
 void ClBackend::matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias,
-                              const Conv2dDesc* conv) {
+                              const Conv2dDesc* conv, bool row_bias) {
   const std::string base = common_options(d.dtype) + " " + p.defines();
   const std::string pack_opts = base + " -DTRANS_A=" + std::to_string(d.trans_a) + " -DTRANS_B=" +
                                 std::to_string(d.trans_b);
   const std::string pack_b_opts = conv ? pack_opts + conv_pack_options(*conv) : pack_opts;
-  const cl_int has_bias = d.has_bias ? (conv ? 2 : 1) : 0, act = static_cast<cl_int>(d.act);  // conv: per row
+  const cl_int has_bias = d.has_bias ? (conv || row_bias ? 2 : 1) : 0, act = static_cast<cl_int>(d.act);
   const std::size_t elt = d.dtype == DType::f64 ? 8 : 4;  // panels hold the compute type (float for 16-bit data)
   const std::int64_t rn = static_cast<std::int64_t>(p.vw) * p.nv;
   const std::int64_t panels_m = (d.M + p.rm - 1) / p.rm, panels_n = (d.N + rn - 1) / rn;

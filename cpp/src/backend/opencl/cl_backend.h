@@ -177,8 +177,9 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void throttle();
   // conv: B is the im2col matrix of the convolution's input images b, packed from them by pack_b_conv with no
   // column buffer (not transposed); d.batch entries are the images.
+  // row_bias: d's bias is per row of C (a convolution's output channels), as it is with conv.
   void matmul_packed(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias,
-                     const Conv2dDesc* conv = nullptr);
+                     const Conv2dDesc* conv = nullptr, bool row_bias = false);
   cl_mem conv_taps(const Conv2dDesc& c, std::int64_t n);  // pack_b_conv_t's tap table (pack.cl), under mu_
   // matmul under mu_; false (nothing done) for a float32 result of 16-bit operands on a family other than mma,
   // which matmul_widened computes
@@ -209,7 +210,9 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // vtiled or mma (the matrix-unit member: 16-bit data, or tf32 where allowed), or packed (CPU-type devices: the
   // B panels packed from the images, no column buffer), bias and activation in its epilogue; false (nothing done)
   // otherwise.
-  bool conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y);
+  // by_rule: the algorithm "auto" (not forced by "implicit").
+  bool conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y,
+                       bool by_rule);
   // 3x3 stride-1 ungrouped forward as Winograd F(tile x tile, 3x3), tile 2 or 4 (kernels/winograd.cl); false
   // (nothing done) where it does not apply or its work buffers pass conv2d_work_limit().
   bool conv2d_winograd(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias, Buffer& y,

@@ -113,7 +113,7 @@ std::shared_ptr<Buffer> ClBackend::im2col(const Conv2dDesc& d, const Buffer& x, 
 }
 
 bool ClBackend::conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buffer& w, const Buffer* bias,
-                                Buffer& y) {
+                                Buffer& y, bool by_rule) {
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
   if (d.groups != 1 || conv_is_pointwise(d)) return false;
   const GemmType type(d.dtype, d.allow_tf32);  // tf32 without matrix units for it: float32's parameters
@@ -121,6 +121,15 @@ bool ClBackend::conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buff
   const bool mma = p.family == GemmParams::Family::mma, packed = p.family == GemmParams::Family::packed;
   if (p.family != GemmParams::Family::vtiled && !mma && !packed) return false;
   if (packed && d.C * d.H * d.W > std::numeric_limits<cl_int>::max()) return false;  // pack_b_conv's int offsets
+  // By the device's rule, where the packed GEMM reads B in place (its parameters say so, and OH*OW is a multiple of
+  // its panel width), the columns from im2col_rows rather than packed from the images: the same bytes move, and
+  // im2col's long rows copy faster than the packing's panels of 32 (ResNet-50's 7x7 stride-2 stem at batch 1: 486
+  // against 1313 us on PoCL).
+  std::shared_ptr<Buffer> cols;
+  if (packed && by_rule && p.pack_b == 0 && (d.dtype == DType::f32 || d.dtype == DType::f64) &&
+      ohw % (static_cast<std::int64_t>(p.vw) * p.nv) == 0 &&
+      conv2d_images_per_chunk(d, static_cast<std::size_t>(ck * ohw) * dtype_size(d.dtype)) >= d.N)
+    cols = im2col(d, x, conv_options(common_options(d.dtype), d));
   MatmulDesc g;
   g.batch = d.N, g.batch_a = 1, g.batch_b = d.N, g.M = d.O, g.N = ohw, g.K = ck, g.dtype = d.dtype;
   g.allow_tf32 = mma && type.tf32;
@@ -130,6 +139,8 @@ bool ClBackend::conv2d_implicit(const Conv2dDesc& d, const Buffer& x, const Buff
   try {
     if (mma)
       matmul_mma(p, g, mem(w), mem(x), mem(y), bias ? mem(*bias) : mem(y), matrix_units(type), &d);
+    else if (packed && cols)
+      matmul_packed(p, g, mem(w), mem(*cols), mem(y), bias ? mem(*bias) : mem(y), nullptr, true);
     else if (packed)
       matmul_packed(p, g, mem(w), mem(x), mem(y), bias ? mem(*bias) : mem(y), &d);
     else
@@ -368,7 +379,7 @@ void ClBackend::conv2d_as(const Conv2dDesc& d, const Buffer& x, const Buffer& w,
   if ((algorithm == "winograd" || gpu_winograd) && d.N > 0 && conv2d_winograd(d, x, w, bias, y, 2)) return;
   if (algorithm == "winograd4" && d.N > 0 && conv2d_winograd(d, x, w, bias, y, 4)) return;
   // Implicit GEMM (the vtiled kernel gathers the columns): no work buffer, so no chunks either.
-  if (algorithm != "im2col" && conv2d_implicit(d, x, w, bias, y)) return;
+  if (algorithm != "im2col" && conv2d_implicit(d, x, w, bias, y, algorithm.empty())) return;
   const std::size_t elt = dtype_size(d.dtype);
   const std::int64_t per_chunk =
       conv2d_images_per_chunk(d, pointwise ? 0 : static_cast<std::size_t>(ck * ohw) * elt);
@@ -699,8 +710,10 @@ bool ClBackend::conv2d_backward_weights_packed(const Conv2dDesc& d, const Buffer
   // What this form moves beyond the per-image products of the columns (im2col, then pack_b of their transpose, the
   // GEMM reading gy in place): gy packed (panels_m * rm values a row of K) against the column buffer written and read
   // (ck a row) and the per-image products (O x CK each). Few output channels over many taps favour this form (LeNet,
-  // AlexNet-32's second layer), many over few taps the other (the Keras-style CNN's first: 32 over 9).
-  if (by_rule && panels_m * rm * kt > ck * kt + d.N * d.O * ck) return false;
+  // AlexNet-32's second layer), many over few taps the other (the Keras-style CNN's first: 32 over 9). Strided
+  // layers keep the column buffer: their gathers of every other input column packed slower than im2col's rows
+  // (ResNet-50's 7x7 stride-2 stem at batch 1: 0.79x as fast this way).
+  if (by_rule && (d.sh != 1 || d.sw != 1 || panels_m * rm * kt > ck * kt + d.N * d.O * ck)) return false;
   const std::size_t real = d.dtype == DType::f64 ? 8 : 4;  // panels hold the compute type
   const std::size_t row_bytes = static_cast<std::size_t>(panels_m * rm + panels_n * rn) * real;  // a row of K
   constexpr std::size_t kLaunchBytes = std::size_t{64} << 20;
