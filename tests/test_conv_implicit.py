@@ -251,6 +251,13 @@ def conv_algorithm(dev, algorithm):
         dev.set_conv_algorithm(old)
 
 
+def case_arrays(rng, case, dtype):
+    """Fresh random x and weights of a case (the weights scaled to keep outputs near 1)."""
+    shape, o, (kh, kw) = case[:3]
+    x = rng.standard_normal(shape).astype(dtype)
+    return x, (rng.standard_normal((o, shape[1], kh, kw)) / np.sqrt(shape[1] * kh * kw)).astype(dtype)
+
+
 def packed_kernels(dev, fn):
     """fn()'s result and the names of the kernels it ran on dev."""
     with hetnn.profile(dev) as prof:
@@ -260,14 +267,24 @@ def packed_kernels(dev, fn):
 
 # "implicit" packs B from the images on every case; "auto" takes im2col's columns instead where the GEMM reads B in
 # place (the first parameter set, OH*OW a multiple of 32: the 16x16 case), bias and activation in the epilogue both.
-@pytest.mark.parametrize("algorithm", ["implicit", "auto"])
-@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
-@pytest.mark.parametrize("params", PACKED)
-@pytest.mark.parametrize("case", PACKED_CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-o{c[1]}-k{c[2][0]}{c[2][1]}")
+def packed_grid(*algorithms):
+    """Parametrises a test over the algorithms, float32/64/16, both parameter sets and every packed case."""
+    def wrap(fn):
+        for name, values in [("case", PACKED_CASES), ("params", PACKED), ("dtype", ["float32", "float64", "float16"]),
+                             ("algorithm", list(algorithms))]:
+            fn = pytest.mark.parametrize(name, values, ids=case_id if name == "case" else None)(fn)
+        return fn
+    return wrap
+
+
+def case_id(c):
+    return "x".join(map(str, c[0])) + f"-o{c[1]}-k{c[2][0]}{c[2][1]}"
+
+
+@packed_grid("implicit", "auto")
 def test_packed_forward(opencl_device, rng, algorithm, dtype, params, case):
     shape, o, (kh, kw), s, padding, d, with_bias, act = case
-    x = rng.standard_normal(shape).astype(dtype)
-    w = (rng.standard_normal((o, shape[1], kh, kw)) / np.sqrt(shape[1] * kh * kw)).astype(dtype)
+    x, w = case_arrays(rng, case, dtype)
     bias = rng.standard_normal(o).astype(dtype) if with_bias else None
     with params_in_force(opencl_device, dtype, params), conv_algorithm(opencl_device, algorithm):
         y, names = packed_kernels(opencl_device, lambda: hetnn.conv2d(x, w, bias, s, padding, d, 1, act,
@@ -288,14 +305,10 @@ def test_packed_forward(opencl_device, rng, algorithm, dtype, params, case):
 
 # "implicit" forces the packed form (one GEMM over images x positions, gy and the columns packed from the arrays,
 # slices of K summed) on every case; "im2col" the per-image products of a column buffer, summed.
-@pytest.mark.parametrize("algorithm", ["implicit", "im2col"])
-@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
-@pytest.mark.parametrize("params", PACKED)
-@pytest.mark.parametrize("case", PACKED_CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-o{c[1]}-k{c[2][0]}{c[2][1]}")
+@packed_grid("implicit", "im2col")
 def test_packed_weight_gradient(opencl_device, rng, algorithm, dtype, params, case):
     shape, o, (kh, kw), s, padding, d, with_bias, _ = case
-    x = rng.standard_normal(shape).astype(dtype)
-    w = (rng.standard_normal((o, shape[1], kh, kw)) / np.sqrt(shape[1] * kh * kw)).astype(dtype)
+    x, w = case_arrays(rng, case, dtype)
     (y,) = _conv_ref((x, w, None, s, padding, d, 1, None))
     gy = rng.standard_normal(y.shape).astype(dtype)
     with params_in_force(opencl_device, dtype, params), conv_algorithm(opencl_device, algorithm):
