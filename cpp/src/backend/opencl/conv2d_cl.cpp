@@ -686,13 +686,7 @@ bool ClBackend::conv2d_backward_weights_implicit(const Conv2dDesc& d, const Buff
   return true;
 }
 
-// CPU-type devices (the packed GEMM): gw (O, CK) = gy (O, K) @ cols^T (K, CK) over K = images x positions, both
-// operands packed from the arrays (no column buffer). Slices of K run as the GEMM's batch entries, as many as give
-// the device's threads four tiles each where the output has fewer (LeNet's first layer: one 8 x 32 tile), keep a
-// slice's B panels in cache and a launch's panels within 64 MiB, their products summed; per-image products and their sum took up to half a
-// layer's weight gradient on PoCL (AlexNet-32's second layer at batch 64: 10.5 of 23 ms). False where the packed
-// family is not in force, the slices' products would pass the work limit, or (by_rule: the algorithm "auto") the
-// per-image form moves less.
+// Whether the packed family is in force for d's weight gradient and its offsets fit the packing kernels' ints.
 bool ClBackend::packed_weight_grad_applies(const Conv2dDesc& d) {
   if (d.groups != 1 || conv_is_pointwise(d) || d.N == 0) return false;
   const std::int64_t ck = d.C * d.kh * d.kw, ohw = d.OH * d.OW;
@@ -700,6 +694,13 @@ bool ClBackend::packed_weight_grad_applies(const Conv2dDesc& d) {
   return gemm_params(GemmType(d.dtype, d.allow_tf32), d.O * ck * d.N * ohw).family == GemmParams::Family::packed;
 }
 
+// CPU-type devices (the packed GEMM): gw (O, CK) = gy (O, K) @ cols^T (K, CK) over K = images x positions, both
+// operands packed from the arrays (no column buffer). Slices of K run as the GEMM's batch entries: as many as give
+// the device's threads four tiles each where the output has fewer (LeNet's first layer: one 8 x 32 tile), keep a
+// slice's B panel in cache and a launch's panels within 64 MiB; their products are summed. Per-image products and
+// their sum took up to half a layer's weight gradient on PoCL (AlexNet-32's second layer at batch 64: 10.5 of 23 ms).
+// False where the packed family is not in force, the slices' products would pass the work limit, or (by_rule: the
+// algorithm "auto") the per-image form is expected to move less.
 bool ClBackend::conv2d_backward_weights_packed(const Conv2dDesc& d, const Buffer& gy, const Buffer& x, Buffer& gw,
                                                Buffer* gb, bool by_rule) {
   if (!packed_weight_grad_applies(d)) return false;
@@ -719,11 +720,14 @@ bool ClBackend::conv2d_backward_weights_packed(const Conv2dDesc& d, const Buffer
   constexpr std::size_t kLaunchBytes = std::size_t{64} << 20;
   const std::int64_t want = 4 * std::max(1, info_.compute_units), tiles = panels_m * panels_n;
   std::int64_t slices = tiles >= want ? 1 : std::min((want + tiles - 1) / tiles, std::max<std::int64_t>(1, kt / 256));
-  slices = std::max<std::int64_t>(slices, static_cast<std::int64_t>((kt * row_bytes + kLaunchBytes - 1) / kLaunchBytes));
+  const std::int64_t bytes = kt * static_cast<std::int64_t>(row_bytes);
+  slices = std::max<std::int64_t>(slices, (bytes + static_cast<std::int64_t>(kLaunchBytes) - 1) /
+                                              static_cast<std::int64_t>(kLaunchBytes));
   // A slice's B panel (KC x RN) within 512 KiB, so that it stays in a core's cache while the tiles of the output
   // channels read it in turn (the Keras-style CNN's second layer at batch 32, K = 73,728 in two slices: the GEMM
   // took 21 ms against 15 ms for per-image products)
-  const std::int64_t deepest = std::max<std::int64_t>(256, (std::int64_t{512} << 10) / (rn * static_cast<std::int64_t>(real)));
+  const std::int64_t deepest =
+      std::max<std::int64_t>(256, (std::int64_t{512} << 10) / (rn * static_cast<std::int64_t>(real)));
   slices = std::max<std::int64_t>(slices, (kt + deepest - 1) / deepest);
   std::int64_t kc = (kt + slices - 1) / slices;
   if (kt + kc > std::numeric_limits<cl_int>::max()) return false;  // the kernels index K in int
@@ -740,7 +744,8 @@ bool ClBackend::conv2d_backward_weights_packed(const Conv2dDesc& d, const Buffer
     cl_kernel ka = kernel("pack.cl", "pack_a_images", base);
     cl_kernel kb = kernel("pack.cl", "pack_b_conv_t", base + conv_pack_options(d));
     cl_kernel kg = kernel("gemm_packed.cl", "gemm_packed", base + " -DDIRECT_A=0 -DDIRECT_B=0");
-    const std::size_t pa = static_cast<std::size_t>(panels_m * kc * rm), pb = static_cast<std::size_t>(panels_n * kc * rn);
+    const std::size_t pa = static_cast<std::size_t>(panels_m * kc * rm);
+    const std::size_t pb = static_cast<std::size_t>(panels_n * kc * rn);
     cl_mem ap = scratch(0, pa * real * static_cast<std::size_t>(per_launch));
     cl_mem bp = scratch(1, pb * real * static_cast<std::size_t>(per_launch));
     cl_mem taps = conv_taps(d, panels_n * rn);
@@ -750,11 +755,13 @@ bool ClBackend::conv2d_backward_weights_packed(const Conv2dDesc& d, const Buffer
     for (std::int64_t s0 = 0; s0 < slices; s0 += per_launch) {
       const std::size_t nz = static_cast<std::size_t>(std::min(per_launch, slices - s0));
       const cl_int first = static_cast<cl_int>(s0);
-      ArgSetter{ka, "pack_a_images"}(M)(Q)(static_cast<cl_int>(kt))(KC)(first)(mem(gy))(ap)(static_cast<cl_long>(pa));
+      ArgSetter a{ka, "pack_a_images"};
+      a(M)(Q)(static_cast<cl_int>(kt))(KC)(first)(mem(gy))(ap)(static_cast<cl_long>(pa));
       const std::size_t ga[3] = {static_cast<std::size_t>(kc), static_cast<std::size_t>(panels_m), nz};
       enqueue("matmul:pack_a_images", ka, 3, ga, nullptr);
       ArgSetter b{kb, "pack_b_conv_t"};
-      b(Q)(static_cast<cl_int>(kt))(KC)(first)(mem(x))(static_cast<cl_long>(d.C * d.H * d.W))(bp)(static_cast<cl_long>(pb));
+      b(Q)(static_cast<cl_int>(kt))(KC)(first)(mem(x))(static_cast<cl_long>(d.C * d.H * d.W));
+      b(bp)(static_cast<cl_long>(pb));
       b(static_cast<cl_int>(d.H))(static_cast<cl_int>(d.W))(static_cast<cl_int>(d.OW));
       b(cl_int{d.sh})(cl_int{d.sw})(cl_int{d.ph})(cl_int{d.pw})(taps);
       const std::size_t gb3[3] = {static_cast<std::size_t>(kc), static_cast<std::size_t>(panels_n), nz};
@@ -762,7 +769,8 @@ bool ClBackend::conv2d_backward_weights_packed(const Conv2dDesc& d, const Buffer
       ArgSetter g{kg, "gemm_packed"};
       g(M)(N)(KC).real(1.0, d.dtype).real(0.0, d.dtype);
       g(ap)(cl_long{0})(static_cast<cl_long>(kc * rm))(cl_long{1})(static_cast<cl_long>(rm));
-      g(bp)(cl_long{0})(static_cast<cl_long>(kc * rn))(static_cast<cl_long>(rn))(c)(static_cast<cl_long>(s0 * d.O * ck));
+      g(bp)(cl_long{0})(static_cast<cl_long>(kc * rn))(static_cast<cl_long>(rn));
+      g(c)(static_cast<cl_long>(s0 * d.O * ck));
       g(c)(cl_int{0})(cl_int{0})(static_cast<cl_long>(pa))(static_cast<cl_long>(pb))(static_cast<cl_long>(d.O * ck));
       const std::size_t lx = static_cast<std::size_t>(p.lx), ly = static_cast<std::size_t>(p.ly);
       const std::size_t gg[3] = {round_up(static_cast<std::size_t>(panels_m), lx),
