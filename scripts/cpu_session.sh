@@ -6,13 +6,14 @@
 #   bash scripts/cpu_session.sh facts,gemm,verbose   some of them
 # Stages: facts (processor, caches, oneDNN's ISA and 16-bit modes), doctor, sharing (NumPy beside hetnn:
 # scripts/blas_sharing.py), gemm (ResNet-50 shapes and 2048^3 against NumPy and a raw oneDNN loop, the FMA ceiling),
-# verbose (the implementation oneDNN picks per ResNet-50 shape, ONEDNN_VERBOSE), layouts (the weights in plain
+# verbose (the implementation oneDNN picks per ResNet-50 shape, ONEDNN_VERBOSE), paths (oneDNN's matmul primitive
+# against its dnnl_sgemm per shape, with the FMA loop in the same rounds: scripts/onednn_gemm_paths.cpp), layouts (the weights in plain
 # order against oneDNN's preferred layout: scripts/onednn_weight_layouts.cpp), half (float32/float16/bfloat16),
 # conv, pool, mlp (against PyTorch CPU where installed), scaling (2 MPI ranks against 1). Logs go to $OUT.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PY:-.venv/bin/python}
-STAGES=${1:-facts,doctor,sharing,gemm,verbose,layouts,half,conv,pool,mlp,scaling}
+STAGES=${1:-facts,doctor,sharing,gemm,verbose,paths,layouts,half,conv,pool,mlp,scaling}
 OUT=${OUT:-/tmp/cpu-session-$(hostname)-$(date +%Y%m%d-%H%M)}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -35,6 +36,7 @@ print("hetnn", hetnn.__version__, "| Python", platform.python_version(), "| NumP
 for k in ("name", "driver_version", "isa", "threads", "local_mem", "cache_size"):
     print(f"{k}: {cpu.info().get(k)}")
 print("float16:", cpu.float16_mode, "| bfloat16:", cpu.bfloat16_mode)
+print("float32 GEMM paths:", _core._cpu_gemm_rule())
 print("OpenBLAS on hetnn's threads:", [(l["path"], l["shared"], l["why"]) for l in _core.blas_libraries()])
 EOF
 }
@@ -72,11 +74,14 @@ for s in ${STAGES//,/ }; do
             --compare "numpy,onednn$torch" --output "$OUT/gemm-square"
           stage peak "$PY" -m hetnn bench peak --device cpu --output "$OUT/peak" ;;
     verbose) stage verbose verbose ;;
+    paths) g++ -O2 -fopenmp -std=c++17 -I.venv/include scripts/onednn_gemm_paths.cpp -L.venv/lib -ldnnl \
+             -Wl,-rpath,"$PWD/.venv/lib" -o "$OUT/onednn_gemm_paths" &&
+             stage paths env OMP_NUM_THREADS="$(nproc)" "$OUT/onednn_gemm_paths" ;;
     layouts) g++ -O2 -std=c++17 -I.venv/include scripts/onednn_weight_layouts.cpp -L.venv/lib -ldnnl \
                -Wl,-rpath,"$PWD/.venv/lib" -o "$OUT/onednn_weight_layouts" &&
                stage layouts env OMP_NUM_THREADS="$(nproc)" "$OUT/onednn_weight_layouts" ;;
     half) stage half "$PY" -m hetnn bench matmul --device cpu --shapes square --dtype float32,float16,bfloat16 \
-            --output "$OUT/half" ;;
+            --compare none --output "$OUT/half" ;;  # NumPy's float16 has no BLAS: 50 s a 2048^3 call
     conv) stage conv "$PY" -m hetnn bench conv --device cpu --compare "onednn$torch" --output "$OUT/conv" ;;
     pool) stage pool "$PY" -m hetnn bench maxpool --quick --device cpu --output "$OUT/pool" ;;
     mlp) stage mlp "$PY" -m hetnn bench mlp --quick --device cpu --output "$OUT/mlp" ;;

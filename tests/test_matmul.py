@@ -548,3 +548,50 @@ def test_out_dtype_problems(device):
     with pytest.raises(TypeError, match="out_dtype='float32' gives a float32 result"):
         hetnn.matmul(h, h, out=np.zeros((4, 4), np.float32), device=device)
     np.testing.assert_array_equal(hetnn.matmul(f, f, out_dtype="float32", device=device), f @ f)  # the operands' own
+
+
+@pytest.fixture(params=["matmul", "sgemm"])
+def cpu_gemm_path(request):
+    """The CPU device's float32 products forced through one of oneDNN's two GEMMs (the processor's table picks per
+    shape class; forcing runs both on any processor)."""
+    hetnn._core._force_cpu_gemm_path(request.param)
+    yield request.param
+    hetnn._core._force_cpu_gemm_path("auto")
+
+
+@pytest.mark.parametrize("m, n, k", [(1, 1, 1), (7, 13, 5), (49, 600, 530), (130, 70, 257)])
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_cpu_float32_paths_with_transposes_alpha_beta_and_epilogue(rng, cpu_gemm_path, m, n, k, ta, tb):
+    """Both float32 GEMM paths of the CPU device against float64 NumPy: transposed operands, alpha, beta (0: the
+    output, poisoned with NaN, is not read), bias and an activation applied after the product."""
+    cpu = hetnn.device("cpu")
+    # entries of the product about 1 in size, so that an activation's slope does not scale its rounding
+    a = (rng.standard_normal((k, m) if ta else (m, k)) / np.sqrt(k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    prod = (a64.T if ta else a64) @ (b64.T if tb else b64)
+    for alpha, beta, act in [(1.0, 0.0, None), (-0.5, 0.0, "relu"), (2.0, 0.75, "tanh")]:
+        c0 = rng.standard_normal((m, n)).astype(np.float32)
+        out = hetnn.asarray(c0 if beta else np.full((m, n), np.nan, np.float32), device=cpu)
+        kw = {"activation": act, "bias": hetnn.asarray(bias, device=cpu)} if act else {}
+        hetnn.matmul(hetnn.asarray(a, device=cpu), hetnn.asarray(b, device=cpu), transpose_a=ta, transpose_b=tb,
+                     alpha=alpha, beta=beta, out=out, **kw)
+        ref = alpha * prod + beta * c0.astype(np.float64)
+        if act:
+            ref = {"relu": lambda z: np.maximum(z, 0), "tanh": np.tanh}[act](ref + bias)
+        assert rel_err(out.numpy(), ref) < 4 * TOL["float32"], (cpu_gemm_path, alpha, beta, act)
+
+
+def test_cpu_sgemm_path_propagates_nan_through_relu(cpu_gemm_path):
+    cpu = hetnn.device("cpu")
+    a = np.ones((3, 4), np.float32)
+    a[1, 2] = np.nan
+    got = hetnn.matmul(a, np.ones((4, 5), np.float32), activation="relu", device=cpu)
+    assert np.isnan(got[1]).all() and not np.isnan(got[[0, 2]]).any()
+
+
+def test_cpu_gemm_path_hook_rejects_unknown_names():
+    with pytest.raises(ValueError, match="'auto', 'matmul' or 'sgemm'.*'blas'"):
+        hetnn._core._force_cpu_gemm_path("blas")
+    assert "matmul primitive" in hetnn._core._cpu_gemm_rule()

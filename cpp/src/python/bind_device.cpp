@@ -7,6 +7,7 @@
 
 #include "backend/cpu/blas_pool.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_gemm_paths.h"
 #include "backend/cpu/cpu_threads.h"
 #include "backend/cpu/host_allocator.h"
 #include "core/cache_dir.h"
@@ -150,6 +151,9 @@ void bind_device(py::module_& m) {
   m.def("opencl_status", &opencl_status);
   // Tests: run the CPU device's float16/bfloat16 ops through the converted path on any processor.
   m.def("_force_cpu_half_conversion", &force_cpu_half_conversion, py::arg("on"));
+  // Tests: "matmul" / "sgemm" takes that oneDNN GEMM for every float32 product either can take; "auto" the table.
+  m.def("_force_cpu_gemm_path", &force_cpu_gemm_path, py::arg("path"));
+  m.def("_cpu_gemm_rule", &cpu_gemm_rule);
   m.def("_force_blocked_pool_level", &force_blocked_pool_level, py::arg("level"));
   m.def("describe_devices", &describe_devices);
 #ifdef HETNN_HAVE_OPENCL

@@ -1,4 +1,5 @@
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_gemm_paths.h"
 #include "backend/cpu/cpu_loops.h"
 #include "backend/cpu/cpu_threads.h"
 #include "backend/cpu/half_convert.h"
@@ -277,6 +278,19 @@ void CpuBackend::matmul_converted(const MatmulDesc& d, const void* a, const void
 }
 
 void CpuBackend::run_matmul(const MatmulDesc& d, const void* a, const void* b, void* c, const void* bias) {
+  if (d.dtype == DType::f32 && d.batch == 1 && d.batch_a == 1 && d.batch_b == 1 &&
+      cpu_gemm_path(d.M, d.N, d.K) == CpuGemm::sgemm) {
+    // Row-major; beta == 0 does not read C (outputs may hold anything). Bias and activation: one pass after.
+    const dnnl_status_t st = dnnl_sgemm(d.trans_a ? 'T' : 'N', d.trans_b ? 'T' : 'N', d.M, d.N, d.K,
+                                        static_cast<float>(d.alpha), static_cast<const float*>(a),
+                                        d.trans_a ? d.M : d.K, static_cast<const float*>(b), d.trans_b ? d.K : d.N,
+                                        static_cast<float>(d.beta), static_cast<float*>(c), d.N);
+    if (st != dnnl_success)
+      throw Error("matmul: dnnl_sgemm failed with status " + std::to_string(static_cast<int>(st)) + " for " +
+                  std::to_string(d.M) + "x" + std::to_string(d.N) + "x" + std::to_string(d.K));
+    host_epilogue(d, static_cast<float*>(c), static_cast<const float*>(bias));
+    return;
+  }
   const std::shared_ptr<const MatmulEntry> entry = matmul_entry(d);  // alive through execute, even if evicted
   const MatmulEntry& e = *entry;
   // The argument memories of each cached primitive, per thread, re-pointed at this call's buffers: creating

@@ -101,6 +101,9 @@ void force_cpu_half_conversion(bool on);
 // at a time); -1: what the processor has.
 void force_blocked_pool_level(int level);
 
+// The first "key : value" line of /proc/cpuinfo starting with key: its value ("" where none).
+std::string cpuinfo_field(const std::string& key);
+
 // Own float64 GEMM (oneDNN's CPU matmul has no f64): C = alpha*op(A)@op(B) + beta*C for one batch entry.
 void gemm_f64(std::int64_t M, std::int64_t N, std::int64_t K, double alpha, const double* A, std::int64_t a_rs,
               std::int64_t a_cs, const double* B, std::int64_t b_rs, std::int64_t b_cs, double beta, double* C,

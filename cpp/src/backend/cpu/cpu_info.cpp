@@ -19,8 +19,6 @@
 
 namespace hetnn {
 
-namespace {
-
 std::string cpuinfo_field(const std::string& key) {
   std::ifstream f("/proc/cpuinfo");
   std::string line;
@@ -36,6 +34,8 @@ std::string cpuinfo_field(const std::string& key) {
   }
   return "";
 }
+
+namespace {
 
 std::string read_line(const std::string& path) {
   std::ifstream f(path);
