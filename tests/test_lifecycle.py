@@ -49,6 +49,33 @@ def test_exit_with_a_daemon_thread_inside_hetnn(device, program):
     assert "main exits" in r.stdout and "terminate called" not in r.stderr
 
 
+FORK_WHILE_BUSY = """
+import os, sys, threading, time, numpy as np, hetnn
+a = hetnn.asarray(np.random.rand(600, 600).astype(np.float32), device="cpu")
+def work():
+    while True:
+        hetnn.matmul(a, a)
+threading.Thread(target=work, daemon=True).start()
+time.sleep(0.2)
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        sys.exit(0)  # through the interpreter's exit: hetnn's atexit drain runs in the child
+    t0 = time.monotonic()
+    os.waitpid(pid, 0)
+    print(f"child exit {time.monotonic() - t0:.2f} s", flush=True)
+"""
+
+
+def test_a_child_forked_while_another_thread_is_inside_hetnn_exits_at_once():
+    """The child of a fork has only the forking thread, but it inherited the count of hetnn calls the parent's other
+    threads had open, and its exit waited for them: the full 30 s drain timeout per child."""
+    r = subprocess.run([sys.executable, "-c", FORK_WHILE_BUSY], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    waits = [float(line.split()[2]) for line in r.stdout.splitlines() if line.startswith("child exit")]
+    assert len(waits) == 3 and max(waits) < 10, r.stdout
+
+
 FORK = """
 import os, sys, numpy as np, hetnn
 a = np.random.default_rng().random((300, 300)).astype(np.float32)

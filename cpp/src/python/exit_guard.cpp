@@ -6,6 +6,7 @@
 // its worker threads, and LLVM's static destructors running under a compile segfaulted the process (seen with a
 // daemon thread pooling in a loop). So at exit (Python's atexit, before the C++ static destructors) hetnn stops other
 // threads from starting calls, waits for the calls in flight and finishes every started device's queue.
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,6 +24,10 @@ std::atomic<int> in_flight{0};        // NoGil sections open now
 std::atomic<bool> exiting{false};     // drain_for_exit has started
 
 bool on_main_thread() { return PyThread_get_thread_ident() == main_thread_ident; }
+
+// A forked child has only the thread that forked, which held the GIL (os.fork): no section of the parent's other
+// threads is open there, and counting them made the child's exit wait out drain_for_exit's timeout.
+const int g_fork_reset = pthread_atfork(nullptr, nullptr, [] { in_flight.store(0); });
 
 [[noreturn]] void park() {
   for (;;) pause();  // the process is exiting: this thread waits for it to end
@@ -56,7 +61,6 @@ NoGil::NoGil() {
 }
 
 NoGil::~NoGil() noexcept(false) {
-  in_flight.fetch_sub(1);
 #if PY_VERSION_HEX >= 0x030D0000
   const bool finalizing = Py_IsFinalizing();
 #else
@@ -64,8 +68,16 @@ NoGil::~NoGil() noexcept(false) {
 #endif
   // Only other threads park: the main thread runs the finalisation itself (a __del__ or an atexit handler calling
   // hetnn), and parking it hung the process at exit.
-  if (finalizing && !on_main_thread()) park();
+  if (finalizing && !on_main_thread()) {
+    in_flight.fetch_sub(1);
+    park();
+  }
+  // The section stays counted until the GIL is back: drain_for_exit waits for the count with the GIL released, so
+  // finalisation cannot start while this thread is on its way to the GIL. Counted out before, a daemon thread that
+  // asked for the GIL as finalisation began was ended by CPython (pthread_exit) inside this destructor, and the
+  // forced unwind aborted the process (17 exits in 200 beside two busy loops).
   PyEval_RestoreThread(state_);
+  in_flight.fetch_sub(1);
 }
 
 void install_exit_guard(py::module_& m) {
