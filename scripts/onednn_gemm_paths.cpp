@@ -7,7 +7,7 @@
 // Build and run (scripts/cpu_session.sh, stage paths, does both):
 //   g++ -O2 -fopenmp -std=c++17 -I.venv/include scripts/onednn_gemm_paths.cpp -L.venv/lib -ldnnl
 //       -Wl,-rpath,$PWD/.venv/lib
-#include <oneapi/dnnl/dnnl.hpp>
+#include "onednn_bench_common.h"
 #include <omp.h>
 
 #include <algorithm>
@@ -16,17 +16,6 @@
 #include <vector>
 
 namespace {
-using dnnl::memory;
-using tag = memory::format_tag;
-using dt = memory::data_type;
-
-double seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 typedef float v16f __attribute__((vector_size(64)));
 // 12 chains of 512-bit FMAs (hetnn bench peak's loop), per thread; returns FLOP.

@@ -4,26 +4,12 @@
 // rounds, and the reorder's own time (what a cache of reordered weights must amortise: calls to break even).
 // Build and run (scripts/cpu_session.sh, stage layouts, does both):
 //   g++ -O2 -std=c++17 -I.venv/include scripts/onednn_weight_layouts.cpp -L.venv/lib -ldnnl -Wl,-rpath,$PWD/.venv/lib
-#include <oneapi/dnnl/dnnl.hpp>
+#include "onednn_bench_common.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <vector>
-
-namespace {
-using dnnl::memory;
-using tag = memory::format_tag;
-using dt = memory::data_type;
-
-double seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-}  // namespace
 
 int main() {
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
