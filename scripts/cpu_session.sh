@@ -7,8 +7,9 @@
 # Stages: facts (processor, caches, oneDNN's ISA and 16-bit modes), doctor, sharing (NumPy beside hetnn:
 # scripts/blas_sharing.py), gemm (ResNet-50 shapes and 2048^3 against NumPy and a raw oneDNN loop, the FMA ceiling),
 # verbose (the implementation oneDNN picks per ResNet-50 shape, ONEDNN_VERBOSE), paths (oneDNN's matmul primitive
-# against its dnnl_sgemm per shape, with the FMA loop in the same rounds: scripts/onednn_gemm_paths.cpp), layouts (the weights in plain
-# order against oneDNN's preferred layout: scripts/onednn_weight_layouts.cpp), half (float32/float16/bfloat16),
+# against its dnnl_sgemm per shape, with the FMA loop in the same rounds: scripts/onednn_gemm_paths.cpp), layouts
+# (the weights in plain order against oneDNN's preferred layout: scripts/onednn_weight_layouts.cpp), half (float32/
+# float16/bfloat16),
 # conv, pool, mlp (against PyTorch CPU where installed), scaling (2 MPI ranks against 1). Logs go to $OUT.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -63,6 +64,10 @@ for m, n, k in RESNET50_BS1 + [(2048, 2048, 2048)]:
           f"{2 * m * n * k / ms / 1e6:.0f} GFLOP/s")
 EOF
 }
+onednn_program() {  # stage name, program: scripts/PROGRAM.cpp built against the venv's oneDNN and run on every CPU
+  g++ -O2 -fopenmp -std=c++17 -I.venv/include "scripts/$2.cpp" -L.venv/lib -ldnnl -Wl,-rpath,"$PWD/.venv/lib" \
+    -o "$OUT/$2" && stage "$1" env OMP_NUM_THREADS="$(nproc)" "$OUT/$2"
+}
 for s in ${STAGES//,/ }; do
   case $s in
     facts) stage facts facts ;;
@@ -74,12 +79,8 @@ for s in ${STAGES//,/ }; do
             --compare "numpy,onednn$torch" --output "$OUT/gemm-square"
           stage peak "$PY" -m hetnn bench peak --device cpu --output "$OUT/peak" ;;
     verbose) stage verbose verbose ;;
-    paths) g++ -O2 -fopenmp -std=c++17 -I.venv/include scripts/onednn_gemm_paths.cpp -L.venv/lib -ldnnl \
-             -Wl,-rpath,"$PWD/.venv/lib" -o "$OUT/onednn_gemm_paths" &&
-             stage paths env OMP_NUM_THREADS="$(nproc)" "$OUT/onednn_gemm_paths" ;;
-    layouts) g++ -O2 -std=c++17 -I.venv/include scripts/onednn_weight_layouts.cpp -L.venv/lib -ldnnl \
-               -Wl,-rpath,"$PWD/.venv/lib" -o "$OUT/onednn_weight_layouts" &&
-               stage layouts env OMP_NUM_THREADS="$(nproc)" "$OUT/onednn_weight_layouts" ;;
+    paths) onednn_program paths onednn_gemm_paths ;;
+    layouts) onednn_program layouts onednn_weight_layouts ;;
     half) stage half "$PY" -m hetnn bench matmul --device cpu --shapes square --dtype float32,float16,bfloat16 \
             --compare none --output "$OUT/half" ;;  # NumPy's float16 has no BLAS: 50 s a 2048^3 call
     conv) stage conv "$PY" -m hetnn bench conv --device cpu --compare "onednn$torch" --output "$OUT/conv" ;;

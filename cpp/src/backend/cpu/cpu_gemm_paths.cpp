@@ -1,7 +1,6 @@
 #include "backend/cpu/cpu_gemm_paths.h"
 
 #include <atomic>
-#include <cstring>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -25,7 +24,7 @@ constexpr std::int64_t kAny = INT64_MAX;
 struct Family {
   const char* name;
   bool (*matches)(const std::string& vendor, dnnl_cpu_isa_t isa);
-  Box sgemm[4];  // the classes dnnl_sgemm takes; unused entries empty (lo > hi)
+  Box sgemm[4];  // the classes dnnl_sgemm takes: the first `boxes` entries
   int boxes;
 };
 

@@ -14,7 +14,7 @@ enum class CpuGemm { matmul, sgemm };
 // The path for a float32 product of M x N x K (no batch) on this processor.
 CpuGemm cpu_gemm_path(std::int64_t M, std::int64_t N, std::int64_t K);
 
-// The rule in force, in words (the CPU device's info "gemm_paths").
+// The rule in force, in words (hetnn._core._cpu_gemm_rule(); cpu_session.sh prints it).
 std::string cpu_gemm_rule();
 
 // Test hook: "auto" (the table), or "matmul" / "sgemm" for every float32 product either can take, so that tests run
