@@ -101,18 +101,22 @@ def test_fit_distributed_before_init_and_in_a_world_of_one():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_shared_memory_reduction_pass_against_numpy(rng, dtype):
+@pytest.mark.parametrize("sources", [1, 2, 3, 5])
+def test_shared_memory_reduction_pass_against_numpy(rng, dtype, sources):
     """The one pass of the node-local reduction: targets[lo:hi] = sum_k w_k * sources_k[lo:hi], the rest untouched
-    (sources among the targets, as the segments are)."""
+    (sources among the targets, as the segments are, and one target that is not); every target gets the same bits.
+    The slice spans several of the pass's blocks and ends inside one."""
     from hetnn._loader import _core
-    src = [rng.standard_normal(3000).astype(dtype) for _ in range(3)]
+    src = [rng.standard_normal(3000).astype(dtype) for _ in range(sources)]
+    extra = np.full(3000, np.nan, dtype)
     before = [s.copy() for s in src]
-    w = [0.5, 0.25, 0.125]
-    _core._reduce_slices(src, w, 600, 2900, src)
+    w = list(rng.uniform(0.1, 1.0, sources))
+    _core._reduce_slices(src, w, 600, 2900, src + [extra])
     want = sum(wk * b[600:2900].astype(np.float64) for wk, b in zip(w, before))
-    for s, b in zip(src, before):
-        np.testing.assert_allclose(s[600:2900], want, rtol=1e-6 if dtype == "float32" else 1e-14, atol=1e-7)
-        assert np.array_equal(s[:600], b[:600]) and np.array_equal(s[2900:], b[2900:])
+    for s, b in zip(src + [extra], before + [np.full(3000, np.nan, dtype)]):
+        np.testing.assert_allclose(s[600:2900], want, rtol=1e-6 if dtype == "float32" else 1e-14, atol=1e-6)
+        assert np.array_equal(s[600:2900], extra[600:2900])
+        assert np.array_equal(s[:600], b[:600], equal_nan=True) and np.array_equal(s[2900:], b[2900:], equal_nan=True)
 
 
 def test_shared_memory_reduction_pass_refuses_bad_arguments():

@@ -1,33 +1,16 @@
-// The host-memory pass of hetnn.distributed's node-local gradient reduction (python/hetnn/_shared_reduce.py): one
-// slice of every rank's segment of an MPI shared-memory window, summed with weights and written into the segments
-// named, in one pass (each element is computed by one rank only, so every replica receives the same bits).
-#include <algorithm>
+// The binding of hetnn.distributed's node-local gradient reduction pass (python/hetnn/_shared_reduce.py): one slice
+// of every rank's segment of an MPI shared-memory window, summed with weights and written into the segments named,
+// in one pass (each element is computed by one rank only, so every replica receives the same bits). The loops:
+// backend/cpu/slice_reduce_cpu.cpp.
 #include <string>
 #include <vector>
 
+#include "backend/cpu/slice_reduce_cpu.h"
 #include "core/errors.h"
 #include "python/bindings.h"
 
 namespace hetnn::python {
 namespace {
-
-template <typename T>
-void weighted_sum(const std::vector<const T*>& src, const std::vector<T>& w, const std::vector<T*>& dst,
-                  std::int64_t lo, std::int64_t hi) {
-  constexpr std::int64_t kChunk = 512;  // stays in L1 while it is written to every target
-  T acc[kChunk];
-  for (std::int64_t c = lo; c < hi; c += kChunk) {
-    const std::int64_t m = std::min(kChunk, hi - c);
-    const T* s0 = src[0] + c;
-    for (std::int64_t i = 0; i < m; ++i) acc[i] = w[0] * s0[i];
-    for (std::size_t q = 1; q < src.size(); ++q) {
-      const T* s = src[q] + c;
-      const T wq = w[q];
-      for (std::int64_t i = 0; i < m; ++i) acc[i] += wq * s[i];
-    }
-    for (T* d : dst) std::copy(acc, acc + m, d + c);
-  }
-}
 
 template <typename T>
 void run(const std::vector<py::array>& sources, const std::vector<double>& weights, std::int64_t lo, std::int64_t hi,
@@ -38,7 +21,7 @@ void run(const std::vector<py::array>& sources, const std::vector<double>& weigh
   for (const py::array& a : targets) dst.push_back(static_cast<T*>(const_cast<void*>(a.data())));
   std::vector<T> w(weights.begin(), weights.end());
   NoGil nogil;
-  weighted_sum(src, w, dst, lo, hi);
+  weighted_slice_sum(src, w, dst, lo, hi);
 }
 
 void reduce_slices(const std::vector<py::array>& sources, const std::vector<double>& weights, std::int64_t lo,
