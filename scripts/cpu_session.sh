@@ -86,7 +86,11 @@ for s in ${STAGES//,/ }; do
     conv) stage conv "$PY" -m hetnn bench conv --device cpu --compare "onednn$torch" --output "$OUT/conv" ;;
     pool) stage pool "$PY" -m hetnn bench maxpool --quick --device cpu --output "$OUT/pool" ;;
     mlp) stage mlp "$PY" -m hetnn bench mlp --quick --device cpu --output "$OUT/mlp" ;;
-    scaling) stage scaling "$PY" -m hetnn bench scaling --output "$OUT/scaling" ;;
+    scaling) stage scaling "$PY" -m hetnn bench scaling --output "$OUT/scaling"
+             for ranks in 2 1; do  # the reduction's parts inside training, and the step without it (the ceiling)
+               stage "reduction-$ranks" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+                 .venv/bin/mpirun -np "$ranks" --bind-to core "$PY" scripts/reduction_in_training.py
+             done ;;
     *) echo "unknown stage '$s'"; exit 2 ;;
   esac
 done
