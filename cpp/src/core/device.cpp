@@ -13,12 +13,16 @@
 namespace hetnn {
 
 Backend& Device::backend() {
-  if (info_.kind == "opencl" && forked_child())
+  if (!host_ && forked_child())
     throw Error("device " + info_.id + ": OpenCL cannot be used in a process forked from one that loaded hetnn (the "
                 "driver's threads do not survive fork()); start worker processes with multiprocessing's 'spawn' "
                 "method: multiprocessing.get_context('spawn') or set_start_method('spawn')");
+  if (Backend* b = ready_.load(std::memory_order_acquire)) return *b;
   std::lock_guard<std::mutex> lock(mu_);
-  if (!backend_) backend_ = factory_();
+  if (!backend_) {
+    backend_ = factory_();
+    ready_.store(backend_.get(), std::memory_order_release);
+  }
   return *backend_;
 }
 

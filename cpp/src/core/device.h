@@ -1,5 +1,6 @@
 // Devices: the oneDNN CPU device and one device per OpenCL platform/device, enumerated once per process.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -57,8 +58,11 @@ using BackendFactory = std::function<std::unique_ptr<Backend>()>;
 
 class Device {
  public:
-  Device(DeviceInfo info, BackendFactory factory) : info_(std::move(info)), factory_(std::move(factory)) {}
+  Device(DeviceInfo info, BackendFactory factory)
+      : info_(std::move(info)), factory_(std::move(factory)), host_(info_.kind == "cpu") {}
   const DeviceInfo& info() const { return info_; }
+  // The CPU device: its ops are synchronous host work on the calling thread (they never wait for a queue).
+  bool host() const { return host_; }
   const std::string& id() const { return info_.id; }
   // The backend is created on first use (OpenCL context, queue); throws OpenCLError if that fails.
   Backend& backend();
@@ -70,8 +74,10 @@ class Device {
  private:
   DeviceInfo info_;
   BackendFactory factory_;
+  bool host_;
   mutable std::mutex mu_;
   std::unique_ptr<Backend> backend_;
+  std::atomic<Backend*> ready_{nullptr};  // backend_ once made: every op asks for it (no lock, no string compare)
 };
 
 using DevicePtr = std::shared_ptr<Device>;

@@ -115,12 +115,14 @@ void flat_walk(ElementwiseDesc& d, std::int64_t n) {
   d.contiguous = true;
 }
 
-void check_out(const std::string& name, const DevicePtr& dev, const Shape& shape, DType t, const Array* out) {
-  if (!out->valid()) throw ValueError(name + ": out is not a valid array");
+// name: "hetnn.<op>" (qualified: prefixed here, on an error only: a string built per call was 3 % of a small call)
+void check_out(const char* name, bool qualify, const DevicePtr& dev, const Shape& shape, DType t, const Array* out) {
+  const auto who = [&] { return (qualify ? std::string("hetnn.") : std::string()) + name; };
+  if (!out->valid()) throw ValueError(who() + ": out is not a valid array");
   if (out->device() != dev)
-    throw ValueError(name + ": out is on " + out->device()->id() + ", the operands on " + dev->id());
+    throw ValueError(who() + ": out is on " + out->device()->id() + ", the operands on " + dev->id());
   if (out->shape() != shape || out->dtype() != t)
-    throw ValueError(name + ": out must have shape " + shape_str(shape) + " and dtype " + dtype_name(t) +
+    throw ValueError(who() + ": out must have shape " + shape_str(shape) + " and dtype " + dtype_name(t) +
                      ", got " + shape_str(out->shape()) + " " + dtype_name(out->dtype()));
 }
 
@@ -299,7 +301,7 @@ Array elementwise(EwOp op, const Array& a, const Array* b, Array* out) {
   if (!same) broadcast_shape = broadcast(who(op), a.shape(), b->shape());
   const Shape& shape = same ? a.shape() : broadcast_shape;
   Array made;
-  if (out) check_out(who(op), a.device(), shape, ty.out, out);
+  if (out) check_out(info.name, true, a.device(), shape, ty.out, out);
   if (!out || !direct_out(*out, {&a, b})) made = Array::empty(a.device(), shape, ty.out);
   Array& y = made.valid() ? made : *out;
   // an operand of another dtype is converted first (a new array: it cannot overlap out)
@@ -324,7 +326,7 @@ Array elementwise(EwOp op, const Array& a, const Array* b, Array* out) {
   run(d, ca ? *ca : a, b ? (cb ? &*cb : b) : nullptr, y);
   if (!out) return made;
   if (made.valid()) out->copy_from(made);
-  return *out;
+  return Array();  // the result is in *out (a copy of it would cost more than a small array's op)
 }
 
 Array where(const Array& cond, const Array& a, const Array& b, Array* out) {
@@ -339,7 +341,7 @@ Array where(const Array& cond, const Array& a, const Array& b, Array* out) {
   const DType t = result_type(a.dtype(), b.dtype());
   a.device()->require(t, "where");
   const Shape shape = broadcast(w, broadcast(w, cond.shape(), a.shape()), b.shape());
-  if (out) check_out(w, a.device(), shape, t, out);
+  if (out) check_out(w, false, a.device(), shape, t, out);
   const bool direct = out && direct_out(*out, {&cond, &a, &b});
   Array y = direct ? *out : Array::empty(a.device(), shape, t);
   const Array C = cond.dtype() == DType::b8 ? cond : astype(cond, DType::b8);
@@ -428,7 +430,7 @@ Array elementwise(EwOp op, const Array& a, const EwScalar& s, bool scalar_first,
   const Types ty = op_types(op, t, a.device());
   a.device()->require(ty.in, info.name);
   Array made;
-  if (out) check_out(who(op), a.device(), a.shape(), ty.out, out);
+  if (out) check_out(info.name, true, a.device(), a.shape(), ty.out, out);
   if (!out || !direct_out(*out, {&a})) made = Array::empty(a.device(), a.shape(), ty.out);
   Array& y = made.valid() ? made : *out;
   std::optional<Array> ca;
@@ -456,7 +458,7 @@ Array elementwise(EwOp op, const Array& a, const EwScalar& s, bool scalar_first,
   run(d, A, nullptr, y);
   if (!out) return made;
   if (made.valid()) out->copy_from(made);
-  return *out;
+  return Array();  // the result is in *out (a copy of it would cost more than a small array's op)
 }
 
 }  // namespace hetnn

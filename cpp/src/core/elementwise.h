@@ -48,7 +48,7 @@ struct EwScalar {
 };
 
 // op(a) or op(a, b): b null for unary ops. `out` (optional): the result's shape and dtype, same device; it may be
-// an input. Returns out when given, else a new Array.
+// an input. Returns a new Array, or, with out given, an empty one (the result is in *out).
 Array elementwise(EwOp op, const Array& a, const Array* b, Array* out);
 Array elementwise(EwOp op, const Array& a, const EwScalar& s, bool scalar_first, Array* out);
 // cond ? a : b element-wise, broadcast together; the result's dtype is result_type(a, b); a condition that is not

@@ -44,15 +44,16 @@ void bind_elementwise(py::module_& m) {
         Array* y = out.is_none() ? nullptr : &out.cast<Array&>();
         Array r;
         if (x2.is_none()) {
-          NoGil nogil;
+          NoGil nogil(!small_host_work(x1, x1.size()));
           r = hetnn::elementwise(op, x1, nullptr, y);
         } else if (py::isinstance<Array>(x2)) {
           const Array& b = x2.cast<const Array&>();
-          NoGil nogil;
+          // broadcasting makes at most size(x1) * size(x2) elements
+          NoGil nogil(!small_host_work(x1, b.shape() == x1.shape() ? x1.size() : x1.size() * b.size()));
           r = scalar_first ? hetnn::elementwise(op, b, &x1, y) : hetnn::elementwise(op, x1, &b, y);
         } else {
           const EwScalar s = arg_scalar(x2, name.c_str());
-          NoGil nogil;
+          NoGil nogil(!small_host_work(x1, x1.size()));
           r = hetnn::elementwise(op, x1, s, scalar_first, y);
         }
         if (y) return py::none();

@@ -37,7 +37,7 @@ void bind_reduction(py::module_& m) {
         const Axes axes = arg_axes(axis, name.c_str());
         const bool kd = arg_bool(keepdims, "keepdims", name.c_str());
         const std::optional<DType> t = arg_dtype(dtype);
-        NoGil nogil;
+        NoGil nogil(!small_host_work(x, x.size()));
         return hetnn::reduce(op, x, axes, kd, t);
       },
       py::arg("op"), py::arg("x"), py::arg("axis") = py::none(), py::arg("keepdims") = false,
@@ -48,7 +48,7 @@ void bind_reduction(py::module_& m) {
       [](const Array& x, py::object axis, py::object keepdims) {
         const Axes axes = arg_axes(axis, "mean");
         const bool kd = arg_bool(keepdims, "keepdims", "mean");
-        NoGil nogil;
+        NoGil nogil(!small_host_work(x, x.size()));
         return hetnn::mean(x, axes, kd);
       },
       py::arg("x"), py::arg("axis") = py::none(), py::arg("keepdims") = false, "The mean of x over ``axis``.");
@@ -60,7 +60,7 @@ void bind_reduction(py::module_& m) {
           const Axes axes = arg_axes(axis, name);
           const double c = arg_real(correction, "correction", name);
           const bool kd = arg_bool(keepdims, "keepdims", name);
-          NoGil nogil;
+          NoGil nogil(!small_host_work(x, x.size()));
           return hetnn::var(x, axes, c, kd, take_sqrt);
         },
         py::arg("x"), py::arg("axis") = py::none(), py::arg("correction") = 0.0, py::arg("keepdims") = false,
@@ -80,7 +80,7 @@ void bind_reduction(py::module_& m) {
           }
           const std::optional<DType> t = arg_dtype(dtype);
           const bool ii = arg_bool(include_initial, "include_initial", name);
-          NoGil nogil;
+          NoGil nogil(!small_host_work(x, x.size()));
           return prod ? hetnn::cumulative_prod(x, a, t, ii) : hetnn::cumulative_sum(x, a, t, ii);
         },
         py::arg("x"), py::arg("axis") = py::none(), py::arg("dtype") = py::none(),

@@ -51,7 +51,8 @@ void drain_for_exit(double timeout_s) {
 }
 }  // namespace
 
-NoGil::NoGil() {
+NoGil::NoGil(bool release) {
+  if (!release) return;
   if (exiting.load() && !on_main_thread()) {
     PyEval_SaveThread();  // the exiting main thread needs the GIL; this thread never comes back
     park();
@@ -61,6 +62,7 @@ NoGil::NoGil() {
 }
 
 NoGil::~NoGil() noexcept(false) {
+  if (!state_) return;  // the GIL was kept
 #if PY_VERSION_HEX >= 0x030D0000
   const bool finalizing = Py_IsFinalizing();
 #else

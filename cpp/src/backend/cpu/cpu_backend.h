@@ -47,12 +47,16 @@ class CpuBackend final : public Backend, public ConvLayouts {
                        Buffer& y) override;
 
  private:
-  // Runs `fn` (synchronous host work) and records it as one command when a capture is open.
+  // Runs `fn` (synchronous host work) and records it as one command when a capture is open. team: whether fn may
+  // run an OpenMP region (false for work done on the calling thread alone).
   template <class Fn>
-  void timed(const char* name, std::uint64_t bytes, Fn&& fn) {
+  void timed(const char* name, std::uint64_t bytes, Fn&& fn, bool team = true) {
     struct Warm {  // the op's OpenMP team spins a while after it: a NumPy product next may run on it
-      ~Warm() { blas_pool::openmp_used(); }
-    } warm;
+      bool team;
+      ~Warm() {
+        if (team) blas_pool::openmp_used();
+      }
+    } warm{team};
     if (!recorder_.active()) {
       fn();
       return;

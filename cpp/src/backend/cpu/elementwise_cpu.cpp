@@ -474,7 +474,10 @@ void CpuBackend::where(const ElementwiseDesc& d, const Buffer& cond, const Buffe
 }
 
 void CpuBackend::elementwise(const ElementwiseDesc& d, const Buffer& a, const Buffer* b, Buffer& out) {
-  cpu_threads::apply();
+  // below kParallelMin the op runs on the calling thread: no team to set up or to mark warm (two clock reads and
+  // OpenMP's settings, a tenth of a small array's call)
+  const bool team = d.n >= kParallelMin;
+  if (team) cpu_threads::apply();
   const std::uint64_t bytes =
       static_cast<std::uint64_t>(d.n) * ((b ? 2 : 1) * dtype_size(d.in) + dtype_size(d.out));
   timed(ew_name(d.op), bytes, [&] {
@@ -493,7 +496,7 @@ void CpuBackend::elementwise(const ElementwiseDesc& d, const Buffer& a, const Bu
       case DType::b8: return run_all<std::uint8_t>(d, pa, pb, po);
       case DType::i8: return run_all<std::int8_t>(d, pa, pb, po);
     }
-  });
+  }, team);
 }
 
 }  // namespace hetnn

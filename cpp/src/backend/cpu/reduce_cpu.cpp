@@ -451,7 +451,7 @@ void CpuBackend::reduce(const ReduceDesc& d, const Buffer& x, Buffer& out) {
     const void* px = static_cast<const unsigned char*>(x.host_ptr()) + d.off * dtype_size(d.in);
     if (is_floating(d.in)) reduce_as<double>(d, px, out.host_ptr());
     else reduce_as<std::int64_t>(d, px, out.host_ptr());
-  });
+  }, d.n_out * d.n_red >= kParallelMin);  // below, no OpenMP region (the split still follows the team's size)
 }
 
 void CpuBackend::cumulative_sum(const ScanDesc& d, const Buffer& x, Buffer& out) {

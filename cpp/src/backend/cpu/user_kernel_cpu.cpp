@@ -29,6 +29,9 @@ namespace hetnn {
 
 namespace {
 
+// elements of work below which a kernel runs on the calling thread (as the built-in element-wise ops)
+constexpr std::int64_t kTeamMin = 1 << 15;
+
 using Fn = void (*)(std::int64_t, std::int64_t, std::int64_t, int, int, const std::int64_t*, const std::int64_t*,
                     void* const*, const double*, const std::int64_t*);
 
@@ -400,7 +403,10 @@ void CpuBackend::user_elementwise(const UserEwDesc& d, const std::vector<Buffer*
                     : std::string();
   const std::string& key = d.key.empty() ? computed : d.key;
   const Fn fn = cached<Fn>(d, key, "hetnn_user_kernel");
-  cpu_threads::apply();
+  // small work runs on the calling thread without a parallel region: even `parallel if (false)` builds a team of
+  // one (an allocation and a release per call, a third of a 1 KiB call)
+  const bool team = d.n >= kTeamMin;
+  if (team) cpu_threads::apply();
   std::vector<std::int64_t> st(8 * args.size(), 0);
   std::vector<void*> ptrs(args.size(), nullptr);
   for (std::size_t k = 0; k < args.size(); ++k) {
@@ -408,16 +414,19 @@ void CpuBackend::user_elementwise(const UserEwDesc& d, const std::vector<Buffer*
     for (std::size_t i = 0; i < d.strides[k].size(); ++i) st[8 * k + i] = d.strides[k][i];
   }
   const int nd = static_cast<int>(d.shape.size());
+  const auto range = [&](std::int64_t b, std::int64_t e) {
+    if (b < e)
+      fn(b, e, d.n, d.contiguous ? 1 : 0, nd, d.shape.data(), st.data(), ptrs.data(), d.fvalue.data(),
+         d.ivalue.data());
+  };
   timed("user_elementwise", 0, [&] {
-#pragma omp parallel if (d.n >= (1 << 15))
+    if (!team) return range(0, d.n);
+#pragma omp parallel
     {
       const std::int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-      const std::int64_t b = d.n * t / nt, e = d.n * (t + 1) / nt;
-      if (b < e)
-        fn(b, e, d.n, d.contiguous ? 1 : 0, nd, d.shape.data(), st.data(), ptrs.data(), d.fvalue.data(),
-           d.ivalue.data());
+      range(d.n * t / nt, d.n * (t + 1) / nt);
     }
-  });
+  }, team);
 }
 
 void CpuBackend::user_reduction(const UserRedDesc& d, const std::vector<Buffer*>& args) {
@@ -443,20 +452,26 @@ void CpuBackend::user_reduction(const UserRedDesc& d, const std::vector<Buffer*>
   }
   std::vector<std::uint64_t> partials(static_cast<std::size_t>(d.n_out * parts));
   const std::int64_t items = d.n_out * parts;
+  const auto partial = [&](std::int64_t b, std::int64_t e) {
+    if (b < e)
+      part(b, e, parts, d.n_red, static_cast<int>(d.kshape.size()), d.kshape.data(), static_cast<int>(d.rshape.size()),
+           d.rshape.data(), ks.data(), rs.data(), ptrs.data(), d.fvalue.data(), d.ivalue.data(), partials.data());
+  };
+  const bool team = d.n_out * d.n_red >= kTeamMin;  // else on the calling thread, as user_elementwise
   timed("user_reduction", 0, [&] {
-#pragma omp parallel if (d.n_out * d.n_red >= (1 << 15))
+    if (!team) {
+      partial(0, items);
+      return finish(0, d.n_out, parts, partials.data(), ptrs.data());
+    }
+#pragma omp parallel
     {
       const std::int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-      const std::int64_t b = items * t / nt, e = items * (t + 1) / nt;
-      if (b < e)
-        part(b, e, parts, d.n_red, static_cast<int>(d.kshape.size()), d.kshape.data(),
-             static_cast<int>(d.rshape.size()), d.rshape.data(), ks.data(), rs.data(), ptrs.data(), d.fvalue.data(),
-             d.ivalue.data(), partials.data());
+      partial(items * t / nt, items * (t + 1) / nt);
 #pragma omp barrier
       const std::int64_t ob = d.n_out * t / nt, oe = d.n_out * (t + 1) / nt;
       if (ob < oe) finish(ob, oe, parts, partials.data(), ptrs.data());
     }
-  });
+  }, team);
 }
 
 }  // namespace hetnn
