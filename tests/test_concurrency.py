@@ -91,44 +91,11 @@ def test_training_in_threads_matches_sequential(device):
                 np.testing.assert_array_equal(got, want)  # same device, same seed: bit-identical
 
 
-def test_gil_is_released_during_compute():
-    """A long CPU matmul in one thread lets another Python thread run meanwhile."""
+def ticks_during(run, calls):
+    """How often another Python thread (waking every millisecond) ran during `calls` calls of run(); run() once
+    before, untimed. With the GIL held throughout a call it can run only between calls."""
     import time
 
-    a = np.random.default_rng(0).uniform(-1, 1, (1536, 1536)).astype(np.float32)
-    A = hetnn.asarray(a, device="cpu")
-    C = hetnn.empty(a.shape, "float32", device="cpu")
-    hetnn.matmul(A, A, out=C)
-    ticks = []
-    done = threading.Event()
-
-    def ticker():
-        while not done.is_set():
-            ticks.append(time.perf_counter())
-            time.sleep(0.001)
-    t = threading.Thread(target=ticker)
-    t.start()
-    t0 = time.perf_counter()
-    for _ in range(5):
-        hetnn.matmul(A, A, out=C)
-    t1 = time.perf_counter()
-    done.set()
-    t.join()
-    during = [x for x in ticks if t0 <= x <= t1]
-    # with the GIL held the ticker could not run at all during the products
-    assert len(during) >= 5, (len(during), t1 - t0)
-
-
-@pytest.mark.parametrize("op", ["exp", "sum"])
-def test_gil_is_released_during_large_array_ops(op):
-    """Element-wise ops and reductions keep the GIL only for small work on the CPU device (a few thousand elements,
-    where releasing it would cost a fifth of the call): on 128M elements (20-50 ms a call) another Python thread
-    runs meanwhile."""
-    import time
-
-    A = hetnn.full((1 << 27,), 0.5, "float32", device="cpu")
-    C = hetnn.empty(A.shape, "float32", device="cpu")
-    run = (lambda: hetnn.exp(A, out=C)) if op == "exp" else (lambda: hetnn.sum(A))
     run()
     ticks = []
     done = threading.Event()
@@ -140,14 +107,34 @@ def test_gil_is_released_during_large_array_ops(op):
     t = threading.Thread(target=ticker)
     t.start()
     t0 = time.perf_counter()
-    for _ in range(3):
+    for _ in range(calls):
         run()
     t1 = time.perf_counter()
     done.set()
     t.join()
-    during = [x for x in ticks if t0 <= x <= t1]
-    # with the GIL held the ticker could run only between the calls (at most once each)
-    assert len(during) >= 12, (len(during), t1 - t0)
+    return len([x for x in ticks if t0 <= x <= t1]), t1 - t0
+
+
+def test_gil_is_released_during_compute():
+    """A long CPU matmul in one thread lets another Python thread run meanwhile."""
+    a = np.random.default_rng(0).uniform(-1, 1, (1536, 1536)).astype(np.float32)
+    A = hetnn.asarray(a, device="cpu")
+    C = hetnn.empty(a.shape, "float32", device="cpu")
+    ticks, seconds = ticks_during(lambda: hetnn.matmul(A, A, out=C), 5)
+    # with the GIL held the ticker could not run at all during the products
+    assert ticks >= 5, (ticks, seconds)
+
+
+@pytest.mark.parametrize("op", ["exp", "sum"])
+def test_gil_is_released_during_large_array_ops(op):
+    """Element-wise ops and reductions keep the GIL only for small work on the CPU device (a few thousand elements,
+    where releasing it would cost a fifth of the call): on 128M elements (20-50 ms a call) another Python thread
+    runs meanwhile."""
+    A = hetnn.full((1 << 27,), 0.5, "float32", device="cpu")
+    C = hetnn.empty(A.shape, "float32", device="cpu")
+    ticks, seconds = ticks_during((lambda: hetnn.exp(A, out=C)) if op == "exp" else (lambda: hetnn.sum(A)), 3)
+    # with the GIL held the ticker could run only between the calls (at most once each): 3 ticks
+    assert ticks >= 12, (ticks, seconds)
 
 
 @pytest.mark.parametrize("device", [d for d in hetnn.devices() if d.kind == "opencl"][:1] or

@@ -109,7 +109,7 @@ class NoGil {
 // about 0.1 us, a fifth of an element-wise call on 1 KiB, and such a call holds the GIL no longer than NumPy's.
 constexpr std::int64_t kSmallHostWork = 4096;
 inline bool small_host_work(const Array& a, std::int64_t elements) {
-  return a.device()->host() && elements <= kSmallHostWork;
+  return a.device() && a.device()->host() && elements <= kSmallHostWork;  // an invalid array: the front's error
 }
 
 }  // namespace hetnn::python
