@@ -116,6 +116,40 @@ def test_a_same_run_ceiling_read_low_under_load_flags_nothing_alone(monkeypatch)
     assert "gbps" in str(mine.get("flagged")), mine
 
 
+def test_a_same_run_ceiling_slowed_in_some_rounds_is_judged_by_its_best_round(monkeypatch):
+    """Beside intermittent load (a CI run's other test worker) the same-run kernel's median and every triad measured
+    before and after read low while the op had quieter rounds: the quick bench flagged PoCL's add at 1.72x "the
+    ceiling" as a synchronisation error. The kernel's best round is a triad measured too: above that, and only then,
+    a row is flagged."""
+    import time
+
+    from hetnn.bench import arrays, peak
+
+    real = arrays._stream_case
+
+    def mostly_slow(kind, n, rng, calls):  # two calls in three slowed, as by a neighbour that comes and goes
+        case, err = real(kind, n, rng, calls)
+        fn, count = case.fn, [0]
+
+        def run():
+            count[0] += 1
+            if count[0] % 3:
+                time.sleep(0.05)
+            return fn()
+        return arrays.Case(case.name, run, nbytes=case.nbytes), err
+
+    monkeypatch.setattr(arrays, "_stream_case", mostly_slow)
+    monkeypatch.setattr(arrays, "stream_gbps", lambda: 1e-3)  # every triad known reads low
+    monkeypatch.setattr(arrays, "mem_peak_gbps", lambda d: None)
+    monkeypatch.setattr(peak, "remeasure_stream", lambda tries=3: 1e-3)
+    rows = arrays.run_arrays([hetnn.device("cpu")], ops=("add",), sizes=(arrays.LARGE_BYTES,), n_warmup=1, n_repeat=3,
+                             max_duration=0.2)
+    (mine,) = [r for r in rows if r["library"] == "hetnn"]
+    (ceiling,) = [r for r in rows if r["library"] == "stream triad"]
+    assert len(ceiling["times_s"]) >= 2 and min(ceiling["times_s"]) < 0.05 <= max(ceiling["times_s"]), ceiling
+    assert not mine.get("flagged"), mine.get("ceiling_error")
+
+
 def test_run_arrays_leaves_out_a_user_kernel_without_a_c_compiler(tmp_path):
     # a fresh process and cache: no compiled saxpy kernel to fall back on
     code = ("import warnings, hetnn\nfrom hetnn.bench.arrays import run_arrays\n"
