@@ -121,6 +121,7 @@ def test_a_same_run_ceiling_slowed_in_some_rounds_is_judged_by_its_best_round(mo
     before and after read low while the op had quieter rounds: the quick bench flagged PoCL's add at 1.72x "the
     ceiling" as a synchronisation error. The kernel's best round is a triad measured too: above that, and only then,
     a row is flagged."""
+    import functools
     import time
 
     from hetnn.bench import arrays, peak
@@ -139,14 +140,17 @@ def test_a_same_run_ceiling_slowed_in_some_rounds_is_judged_by_its_best_round(mo
         return arrays.Case(case.name, run, nbytes=case.nbytes), err
 
     monkeypatch.setattr(arrays, "_stream_case", mostly_slow)
+    # every timed call kept: beside other load the re-runs of preempted repeats kept only the sleeping (slow) ones
+    monkeypatch.setattr(arrays, "interleave", functools.partial(arrays.interleave, rerun=False))
     monkeypatch.setattr(arrays, "stream_gbps", lambda: 1e-3)  # every triad known reads low
     monkeypatch.setattr(arrays, "mem_peak_gbps", lambda d: None)
     monkeypatch.setattr(peak, "remeasure_stream", lambda tries=3: 1e-3)
-    rows = arrays.run_arrays([hetnn.device("cpu")], ops=("add",), sizes=(arrays.LARGE_BYTES,), n_warmup=1, n_repeat=3,
-                             max_duration=0.2)
+    # a budget for 5 slowed turns: any three calls in a row hold a quick one, and most are slow (the median)
+    rows = arrays.run_arrays([hetnn.device("cpu")], ops=("add",), sizes=(arrays.LARGE_BYTES,), n_warmup=1, n_repeat=5,
+                             max_duration=1.0)
     (mine,) = [r for r in rows if r["library"] == "hetnn"]
     (ceiling,) = [r for r in rows if r["library"] == "stream triad"]
-    assert len(ceiling["times_s"]) >= 2 and min(ceiling["times_s"]) < 0.05 <= max(ceiling["times_s"]), ceiling
+    assert len(ceiling["times_s"]) >= 3 and min(ceiling["times_s"]) < 0.05 <= max(ceiling["times_s"]), ceiling
     assert not mine.get("flagged"), mine.get("ceiling_error")
 
 
