@@ -26,6 +26,10 @@ DAEMON = {
            "        m.fit(x, y, loss=nn.CrossEntropyLoss(), optimizer=optim.SGD(m.parameters(), lr=0.1), epochs=50)\n",
     "unsynchronised": "a = hetnn.asarray(rng.random((256, 256), dtype=np.float32), device=DEV)\n"
                       "def work():\n    while True:\n        hetnn.matmul(a, a)\n",
+    # small ops keep the GIL on the CPU device (bindings.h small_host_work), large ones release it
+    "elementwise": "s = hetnn.asarray(rng.random(256, dtype=np.float32), device=DEV)\n"
+                   "l = hetnn.asarray(rng.random(1 << 20, dtype=np.float32), device=DEV)\n"
+                   "def work():\n    while True:\n        hetnn.add(s, s); hetnn.sum(s); hetnn.exp(l); hetnn.sum(l)\n",
 }
 
 SIGINT_LOOP = SETUP + """
