@@ -8,9 +8,9 @@
 # scripts/blas_sharing.py), gemm (ResNet-50 shapes and 2048^3 against NumPy and a raw oneDNN loop, the FMA ceiling),
 # verbose (the implementation oneDNN picks per ResNet-50 shape, ONEDNN_VERBOSE), paths (oneDNN's matmul primitive
 # against its dnnl_sgemm per shape, with the FMA loop in the same rounds: scripts/onednn_gemm_paths.cpp), layouts
-# (the weights in plain order against oneDNN's preferred layout: scripts/onednn_weight_layouts.cpp), half (float32/
-# float16/bfloat16),
-# conv, pool, mlp (against PyTorch CPU where installed), scaling (2 MPI ranks against 1). Logs go to $OUT.
+# (the weights in plain order against oneDNN's preferred layout: scripts/onednn_weight_layouts.cpp), half
+# (float32/float16/bfloat16), conv, pool, mlp (against PyTorch CPU where installed), scaling (2 MPI ranks against 1,
+# and the reduction's parts: scripts/reduction_in_training.py). Logs go to $OUT.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PY:-.venv/bin/python}

@@ -22,6 +22,10 @@
 
 namespace hetnn {
 
+// Elements below which an element-wise op (built-in or a user kernel) runs on the calling thread, without a
+// parallel region.
+constexpr std::int64_t kElementwiseParallelMin = 1 << 15;
+
 // The activations on the CPU device, written once (the matmul epilogue where oneDNN has no post-op for a dtype, and
 // the training ops). ReLU keeps NaN (NaN < 0 is false), as PyTorch does.
 template <class T>

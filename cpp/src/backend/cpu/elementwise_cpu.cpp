@@ -33,7 +33,7 @@ namespace hetnn {
 namespace {
 
 constexpr std::int64_t kChunk = 512;
-constexpr std::int64_t kParallelMin = 1 << 15;
+constexpr std::int64_t kParallelMin = kElementwiseParallelMin;
 constexpr std::int64_t kPiece = 1 << 16;  // elements a thread takes at a time (a multiple of kChunk)
 
 bool is16(DType t) { return t == DType::f16 || t == DType::bf16; }

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_loops.h"
 #include "backend/cpu/cpu_threads.h"
 #include "core/cache_dir.h"
 #include "core/errors.h"
@@ -28,9 +29,6 @@ extern char** environ;
 namespace hetnn {
 
 namespace {
-
-// elements of work below which a kernel runs on the calling thread (as the built-in element-wise ops)
-constexpr std::int64_t kTeamMin = 1 << 15;
 
 using Fn = void (*)(std::int64_t, std::int64_t, std::int64_t, int, int, const std::int64_t*, const std::int64_t*,
                     void* const*, const double*, const std::int64_t*);
@@ -405,7 +403,7 @@ void CpuBackend::user_elementwise(const UserEwDesc& d, const std::vector<Buffer*
   const Fn fn = cached<Fn>(d, key, "hetnn_user_kernel");
   // small work runs on the calling thread without a parallel region: even `parallel if (false)` builds a team of
   // one (an allocation and a release per call, a third of a 1 KiB call)
-  const bool team = d.n >= kTeamMin;
+  const bool team = d.n >= kElementwiseParallelMin;
   if (team) cpu_threads::apply();
   std::vector<std::int64_t> st(8 * args.size(), 0);
   std::vector<void*> ptrs(args.size(), nullptr);
@@ -457,7 +455,7 @@ void CpuBackend::user_reduction(const UserRedDesc& d, const std::vector<Buffer*>
       part(b, e, parts, d.n_red, static_cast<int>(d.kshape.size()), d.kshape.data(), static_cast<int>(d.rshape.size()),
            d.rshape.data(), ks.data(), rs.data(), ptrs.data(), d.fvalue.data(), d.ivalue.data(), partials.data());
   };
-  const bool team = d.n_out * d.n_red >= kTeamMin;  // else on the calling thread, as user_elementwise
+  const bool team = d.n_out * d.n_red >= kElementwiseParallelMin;  // else on the calling thread
   timed("user_reduction", 0, [&] {
     if (!team) {
       partial(0, items);
