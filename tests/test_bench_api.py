@@ -222,9 +222,49 @@ def test_run_matmul_every_device_agrees_with_float64():
         # preempted rows leave it out rather than letting it mislead)
         assert len(aggs) == (1 if common and len(common) >= AGGREGATE_COVERAGE * len(shapes) else 0)
         for r in mine:
-            assert r["gflops"] > 0 and r["max_rel_err"] < 1e-5 and not r.get("flagged")
-            assert 0 < r["pct_peak"] <= 110
+            assert r["gflops"] > 0 and r["max_rel_err"] < 1e-5
+            # above the ceiling only where that ceiling, measured again, still read low beside other load: the row
+            # says so (CEIL@load); never a timing taken for an error
+            assert not r.get("flagged") or r.get("ceiling_under_load"), r.get("ceiling_error")
+            assert 0 < r["pct_peak"] and (r["pct_peak"] <= 110 or r.get("ceiling_under_load"))
     assert res.select(library="numpy", device="host")
+
+
+def _fma_ceiling_read_as(monkeypatch, gflops):
+    """The host's FP32 ceiling as this process read it: ``gflops`` and nothing else known."""
+    from hetnn._loader import _core
+    from hetnn.bench import peak
+
+    peak.cpu_fma_peak_gflops()
+    for n in {_core.get_num_threads(), *range(1, (os.cpu_count() or 1) + 1)}:  # a suite may set its own count
+        monkeypatch.setitem(peak._cache, f"cpu:{n}", gflops)
+        monkeypatch.setitem(peak._cache, f"cpu:{n}:under_load", False)
+        monkeypatch.setitem(peak._cache, f"seen:{n}", {"the native FMA loop": (gflops, False)})
+        monkeypatch.setitem(peak._cache, f"ever:{n}", {gflops})
+        monkeypatch.setitem(peak._cache, f"cpu:{n}:remeasured", 0)
+    monkeypatch.setattr(peak, "_host_cpu_peaks", lambda field="fp32_gflops": [])
+
+
+def test_an_fma_ceiling_read_low_is_measured_again_before_a_figure_is_flagged(monkeypatch):
+    """The FP32 ceiling is measured once a process: a CI run's test worker read it at 91 GFLOP/s beside its other
+    worker, and matmuls at 110-162 GFLOP/s moments later were flagged as timing errors and left out of the plot.
+    A figure above it has the FMA loop measured again; only a figure above that is flagged."""
+    from hetnn.bench import peak
+
+    _fma_ceiling_read_as(monkeypatch, 1.0)
+    res = run("matmul", device="cpu", shapes=[(192, 160, 128)], repeat=2, warmup=1, max_duration=0.2,
+              compare="numpy", progress=False)
+    rows = [r for r in res.rows if not str(r["shape"]).startswith("aggregate")]
+    assert {r["library"] for r in rows} == {"hetnn", "numpy"}
+    for r in rows:
+        assert r["peak_gflops"] > 1.0 and r["pct_peak"] == pytest.approx(100 * r["gflops"] / r["peak_gflops"])
+        assert not r.get("flagged") or r.get("ceiling_under_load"), r.get("ceiling_error")
+    _fma_ceiling_read_as(monkeypatch, 1.0)
+    monkeypatch.setattr(peak, "_measure_fma", lambda trials=6, seconds=0.05: None)  # measured again: as low
+    res = run("matmul", device="cpu", shapes=[(192, 160, 128)], repeat=2, warmup=1, max_duration=0.2,
+              compare="none", progress=False)
+    (mine,) = [r for r in res.rows if not str(r["shape"]).startswith("aggregate")]
+    assert mine["flagged"] == "gflops" and "check synchronisation" in mine["ceiling_error"]
 
 
 def test_run_rejects_bad_options():

@@ -150,7 +150,7 @@ def _row(base: Dict[str, Any], e: Dict[str, Any], r: Any, flops: Optional[float]
         row["gflops"] = flops / t / 1e9
         row["pct_peak"] = 100 * share(row["gflops"], e["peak"])
         if dtype in ("float32", "float64"):
-            check_ceiling(row, "gflops", e["peak"], "FP32 FMA ceiling")
+            check_ceiling(row, "gflops", e["peak"], "FP32 FMA ceiling", "pct_peak")
     # hetnn's own row has nothing to differ from: its agreement is the error against float64
     row["max_rel_diff"] = max_rel_error(result, mine) if e["library"] != "hetnn" else math.nan
     row["max_rel_err"] = max_rel_error(result, ref)

@@ -87,7 +87,7 @@ def _checked(row: Dict[str, Any]) -> Dict[str, Any]:
     # The measured ceiling is FP32 FMA throughput: it bounds float32 and float64 products (float64 runs at half the
     # rate or less); 16-bit products may use wider units (AMX, tensor cores) that it does not bound.
     if row.get("dtype") in ("float32", "float64"):
-        check_ceiling(row, "gflops", row.get("peak_gflops"), "FP32 FMA ceiling")
+        check_ceiling(row, "gflops", row.get("peak_gflops"), "FP32 FMA ceiling", "pct_peak")
     return row
 
 

@@ -65,7 +65,7 @@ def _with_peak(row: Dict[str, Any], flops: float, seconds: float, peak: Optional
     """Adds GFLOP/s and the share of the measured FP32 ceiling ``peak``; flags a figure above it."""
     g = flops / seconds / 1e9 if seconds > 0 else float("nan")
     row.update(gflops=g, pct_peak=100 * share(g, peak), peak_gflops=peak)
-    check_ceiling(row, "gflops", peak, "FP32 FMA ceiling")
+    check_ceiling(row, "gflops", peak, "FP32 FMA ceiling", "pct_peak")
     return row
 
 

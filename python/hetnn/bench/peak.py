@@ -25,21 +25,45 @@ def cpu_fma_peak_gflops(trials: int = 6, seconds: float = 0.05) -> float:
     count: the best of ``trials`` short runs (each the best of 3). A ceiling is a maximum: a busy neighbour on a
     shared machine only lowers a run (seen here: single runs from 209 to 348 GFLOP/s a second apart), so many
     short tries find it. Whether other processes used this process's CPUs meanwhile is kept
-    (:func:`ceiling_under_load`)."""
+    (:func:`ceiling_under_load`); a figure above it has it measured again (:func:`remeasure_fma`)."""
     key = f"cpu:{_core.get_num_threads()}"  # per thread count (--threads, hetnn.set_num_threads)
     if key not in _cache:
-        best, isa = 0.0, "?"
-        probe = Probe(machine=True)  # a neighbour on another vCPU may share this one's core (SMT) or power
-        start = probe.read()
-        for _ in range(max(1, trials)):
-            g, isa = _core._cpu_fma_peak(0, seconds)
-            best = max(best, float(g))
-        load = span_noise(Probe.delta(start, probe.read()))
-        probe.close()
+        _measure_fma(trials, seconds)
+    return float(_cache[key])
+
+
+def _measure_fma(trials: int = 6, seconds: float = 0.05) -> None:
+    """One measurement of the native FMA loop; the cache keeps the best seen in this process and whether that one
+    was measured under load."""
+    key = f"cpu:{_core.get_num_threads()}"
+    best, isa = 0.0, "?"
+    probe = Probe(machine=True)  # a neighbour on another vCPU may share this one's core (SMT) or power
+    start = probe.read()
+    for _ in range(max(1, trials)):
+        g, isa = _core._cpu_fma_peak(0, seconds)
+        best = max(best, float(g))
+    load = span_noise(Probe.delta(start, probe.read()))
+    probe.close()
+    if best > _cache.get(key, 0.0):
         _cache[key], _cache["cpu_isa"] = best, isa
         _cache[key + ":under_load"] = bool(load["others_pct"] > LOAD_PCT or load["steal_pct"] > LOAD_PCT)
         _seen(_core.get_num_threads(), "the native FMA loop", best, _cache[key + ":under_load"])
-    return float(_cache[key])
+
+
+# How often one process measures the FMA ceiling again for figures above it: a timer that is really wrong would
+# otherwise cost a second a row.
+FMA_REMEASURES = 4
+
+
+def remeasure_fma(tries: int = 6) -> float:
+    """The native FMA loop measured again (the best kept) and the host's FP32 ceiling in force returned: called
+    when a figure exceeds it. The ceiling is measured once per process, and a busy moment then (a CI run's other
+    test worker, another VM on the same core) read 91 GFLOP/s where a matmul moments later ran at 162."""
+    key = f"cpu:{_core.get_num_threads()}:remeasured"
+    if _cache.get(key, 0) < FMA_REMEASURES:
+        _cache[key] = _cache.get(key, 0) + 1
+        _measure_fma(tries)
+    return host_peak_gflops()
 
 
 def _seen(threads: int, what: str, gflops: float, under_load: bool) -> None:
@@ -47,6 +71,7 @@ def _seen(threads: int, what: str, gflops: float, under_load: bool) -> None:
     device's FMA kernel): the ceiling at that thread count is the best of them all."""
     if gflops and gflops > 0:
         _cache.setdefault(f"seen:{threads}", {})[what] = (float(gflops), bool(under_load))
+        _cache.setdefault(f"ever:{threads}", set()).add(float(gflops))  # rows keep the ceiling of their run's start
 
 
 def host_peak_gflops() -> float:
@@ -270,6 +295,13 @@ def _under_load(ceiling: float) -> bool:
     return any(v == ceiling and loaded for v, loaded in seen.values())
 
 
+def _is_host_fma(ceiling: float) -> bool:
+    """Whether ``ceiling`` is one of the host processor's FP32 ceilings at the thread count in force (the native
+    loop's, a CPU-type OpenCL device's FMA kernel's, a stored one)."""
+    n = _core.get_num_threads()
+    return ceiling in _cache.get(f"ever:{n}", set()) or ceiling in _host_cpu_peaks("fp32_gflops")
+
+
 def check_ceiling(row: Dict[str, Any], key: str, ceiling: Optional[float], what: str,
                   pct: Optional[str] = None, host_memory: Optional[bool] = None) -> bool:
     """Flags ``row[key]`` when it exceeds ``ceiling`` by more than CEILING_TOLERANCE (the host's memory ceiling:
@@ -281,13 +313,25 @@ def check_ceiling(row: Dict[str, Any], key: str, ceiling: Optional[float], what:
     the row is not flagged and its ``pct`` field (a share of the ceiling) is recomputed. ``host_memory`` True: the
     ceiling bounds the host's memory whatever its value (bench arrays' STREAM-style kernel of the op's access
     pattern, timed in the same rounds: on a Zen 4 hetnn's sum read 1.10x that run's read kernel on a quiet machine, a
-    reference, not a bound); None: judged by the value (the STREAM triad, a triad stored for the host's processor)."""
+    reference, not a bound); None: judged by the value (the STREAM triad, a triad stored for the host's processor).
+    A figure above the host's FP32 ceiling is judged against the best rate known for the processor now, and above
+    that has the FMA loop measured again (:func:`remeasure_fma`), ``pct`` and ``peak_<key>`` following."""
     v = row.get(key)
     if v is None or ceiling is None or not ceiling or isinstance(v, str) or math.isnan(v) or \
             v <= CEILING_TOLERANCE * ceiling:
         return False
     host = host_memory if host_memory is not None else \
         ceiling in (_cache.get("stream_triad"), *_host_cpu_peaks("mem_gbps"))
+    if not host and _is_host_fma(ceiling):  # the host's FMA ceiling: the best known now, else measured again
+        ceiling = max(ceiling, host_peak_gflops())
+        if v > CEILING_TOLERANCE * ceiling:
+            ceiling = max(ceiling, remeasure_fma())
+        if pct and pct in row:
+            row[pct] = 100 * v / ceiling
+            if f"peak_{key}" in row:  # the ceiling the share is of
+                row[f"peak_{key}"] = ceiling
+        if v <= CEILING_TOLERANCE * ceiling:
+            return False
     if host:  # the host's memory: the triad measured again, and its uncounted traffic allowed for
         ceiling = max(ceiling, remeasure_stream())
         if pct and pct in row:
