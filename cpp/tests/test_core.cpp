@@ -13,6 +13,7 @@
 #include "backend/cpu/blas_pool.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/half_convert.h"
+#include "backend/cpu/stream_store.h"
 #include "core/half.h"
 #include "core/json.h"
 #include "core/siphash.h"
@@ -295,6 +296,35 @@ TEST(Pool, IndexChecks) {
   e.sh = e.sw = 1;
   ASSERT_EQ(e.OH, 1);
   EXPECT_TRUE(pool_window_empty(e, 0, 0));
+}
+
+// stream_copy writes whole lines with streaming stores and the partial lines at either end with regular ones: every
+// destination alignment within a line and lengths around the line size, bytes outside the range untouched.
+TEST(StreamStore, CopiesEveryAlignmentAndLengthExactly) {
+  std::vector<unsigned char> src(600), dst(800);
+  std::mt19937 gen(7);
+  for (auto& c : src) c = static_cast<unsigned char>(gen());
+  alignas(64) static unsigned char base[1024];
+  for (std::size_t offset = 0; offset < 64; ++offset)
+    for (std::size_t len : {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{63}, std::size_t{64},
+                            std::size_t{65}, std::size_t{127}, std::size_t{128}, std::size_t{200}, std::size_t{577}}) {
+      std::memset(base, 0xA5, sizeof base);
+      stream_copy(base + offset, src.data(), len);
+      stream_fence();
+      ASSERT_EQ(std::memcmp(base + offset, src.data(), len), 0) << "offset " << offset << " length " << len;
+      for (std::size_t i = 0; i < sizeof base; ++i)
+        if (i < offset || i >= offset + len) ASSERT_EQ(base[i], 0xA5) << "byte " << i << " written";
+    }
+}
+
+TEST(StreamStore, ThresholdHookAndRule) {
+  set_stream_store_threshold(0);
+  EXPECT_TRUE(stream_output(1));
+  set_stream_store_threshold(std::int64_t{1} << 62);
+  EXPECT_FALSE(stream_output(std::size_t{1} << 40));
+  EXPECT_THROW(set_stream_store_threshold(-2), ValueError);
+  set_stream_store_threshold(-1);
+  EXPECT_FALSE(stream_store_rule().empty());
 }
 
 // The array conversions of the CPU device's 16-bit paths against core/half.h's scalar bit arithmetic: every float16

@@ -15,6 +15,7 @@
 
 #include "backend/cpu/cpu_loops.h"
 #include "backend/cpu/cpu_threads.h"
+#include "backend/cpu/stream_store.h"
 #include "core/errors.h"
 #ifdef HETNN_HAVE_CLBLAST
 #include <clblast_c.h>
@@ -91,10 +92,42 @@ RawMatmul::RawMatmul(const float* a, const float* b, float* c, int M, int N, int
 }
 
 namespace {
+// [lo, hi) of a = b + s * c (copy: a = b), stored as the CPU device's element-wise ops store an output of that size
+// (stream_store.h): a ceiling measured as the rows it bounds are.
 template <class T>
-void triad_loop(T* a, const T* b, const T* c, T s, std::int64_t n) {
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+inline __attribute__((always_inline)) void span_body(T* a, const T* b, const T* c, T s, std::int64_t lo,
+                                                     std::int64_t hi, bool copy, bool streamed) {
+  if (!streamed) {
+    if (copy) for (std::int64_t i = lo; i < hi; ++i) a[i] = b[i];
+    else for (std::int64_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
+    return;
+  }
+  alignas(64) T buf[512];
+  for (std::int64_t i = lo; i < hi; i += 512) {
+    const std::int64_t m = std::min<std::int64_t>(512, hi - i);
+    if (copy) for (std::int64_t j = 0; j < m; ++j) buf[j] = b[i + j];
+    else for (std::int64_t j = 0; j < m; ++j) buf[j] = b[i + j] + s * c[i + j];
+    stream_copy(a + i, buf, static_cast<std::size_t>(m) * sizeof(T));
+  }
+  stream_fence();
+}
+HETNN_CLONES void span_f32(float* a, const float* b, const float* c, float s, std::int64_t lo, std::int64_t hi,
+                           bool copy, bool streamed) {
+  span_body(a, b, c, s, lo, hi, copy, streamed);
+}
+HETNN_CLONES void span_f64(double* a, const double* b, const double* c, double s, std::int64_t lo, std::int64_t hi,
+                           bool copy, bool streamed) {
+  span_body(a, b, c, s, lo, hi, copy, streamed);
+}
+
+// a = b + s * c (copy: a = b) over n doubles, the threads' even shares (the host's ceiling: a quiet machine's)
+void host_span(double* a, const double* b, const double* c, double s, std::int64_t n, bool copy) {
+  const bool streamed = stream_output(static_cast<std::size_t>(n) * sizeof(double));
+#pragma omp parallel
+  {
+    const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    span_f64(a, b, c, s, n * t / nt, n * (t + 1) / nt, copy, streamed);
+  }
 }
 
 // The timed-case kernels hand out pieces dynamically: a ceiling must not wait for a thread the VM preempted (an even
@@ -122,13 +155,12 @@ double stream_kernel(const std::string& kind, float* a, const float* b, const fl
   const std::int64_t pieces = (n + kStreamPiece - 1) / kStreamPiece;
   std::vector<double> part(static_cast<std::size_t>(kind == "read" ? pieces : 0));
   const int k = kind == "triad" ? 0 : kind == "copy" ? 1 : 2;
+  const bool streamed = stream_output(static_cast<std::size_t>(n) * sizeof(float));
 #pragma omp parallel for schedule(dynamic, 1)
   for (std::int64_t p = 0; p < pieces; ++p) {
     const std::int64_t lo = p * kStreamPiece, hi = std::min(n, lo + kStreamPiece);
-    if (k == 0) {
-      for (std::int64_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
-    } else if (k == 1) {
-      for (std::int64_t i = lo; i < hi; ++i) a[i] = b[i];
+    if (k < 2) {
+      span_f32(a, b, c, s, lo, hi, k == 1, streamed);
     } else {
       part[static_cast<std::size_t>(p)] = read_sum(b + lo, hi - lo);
     }
@@ -165,11 +197,10 @@ std::pair<double, double> stream_copy_triad(std::size_t bytes_per_array, int rep
   const double scalar = 3.0;
   for (int r = 0; r < std::max(1, repeats); ++r) {
     double t0 = now();
-#pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) pc[i] = pa[i];
+    host_span(pc, pa, nullptr, 0.0, n, true);
     copy = std::max(copy, 16.0 * n / (now() - t0) / 1e9);
     t0 = now();
-    triad_loop(pa, pb, pc, scalar, n);
+    host_span(pa, pb, pc, scalar, n, false);
     triad = std::max(triad, 24.0 * n / (now() - t0) / 1e9);
   }
   volatile double keep = pa[n / 2] + pc[n / 3];  // the stores are observable

@@ -10,6 +10,7 @@
 #include "backend/cpu/cpu_gemm_paths.h"
 #include "backend/cpu/cpu_threads.h"
 #include "backend/cpu/host_allocator.h"
+#include "backend/cpu/stream_store.h"
 #include "core/cache_dir.h"
 #include "core/device.h"
 #include "core/errors.h"
@@ -154,6 +155,11 @@ void bind_device(py::module_& m) {
   // Tests: "matmul" / "sgemm" takes that oneDNN GEMM for every float32 product either can take; "auto" the table.
   m.def("_force_cpu_gemm_path", &force_cpu_gemm_path, py::arg("path"));
   m.def("_cpu_gemm_rule", &cpu_gemm_rule);
+  // Streaming stores for large outputs (stream_store.h): the rule in words, whether an output of so many bytes
+  // streams, and for tests -1 (the table), 0 (every output) or a threshold in bytes.
+  m.def("_stream_store_rule", &stream_store_rule);
+  m.def("_stream_output", &stream_output, py::arg("bytes"));
+  m.def("_set_stream_store_threshold", &set_stream_store_threshold, py::arg("bytes"));
   m.def("_force_blocked_pool_level", &force_blocked_pool_level, py::arg("level"));
   m.def("describe_devices", &describe_devices);
 #ifdef HETNN_HAVE_OPENCL

@@ -18,6 +18,7 @@
 #include "backend/cpu/cpu_threads.h"
 #include "backend/cpu/cpu_convert.h"
 #include "backend/cpu/half_convert.h"
+#include "backend/cpu/stream_store.h"
 #include "backend/cpu/vec_math.h"
 #include "core/errors.h"
 
@@ -323,10 +324,11 @@ void compute(EwOp op, bool bool_in, std::int64_t m, const C* x, const C* z, R* r
 }
 
 
-// The op over output elements [begin, end), inputs read as C.
+// The op over output elements [begin, end), inputs read as C. `streamed`: results of the output's type are
+// computed into a chunk in the first-level cache and written with streaming stores (stream_store.h).
 template <class C>
 void run_range(const ElementwiseDesc& d, const void* a, const void* b, void* out, std::int64_t begin,
-               std::int64_t end) {
+               std::int64_t end, bool streamed = false) {
   alignas(64) C xa[kChunk], xb[kChunk];
   alignas(64) C rc[kChunk];
   alignas(64) std::uint8_t rb[kChunk];
@@ -353,6 +355,9 @@ void run_range(const ElementwiseDesc& d, const void* a, const void* b, void* out
     }
     if (d.op == EwOp::cast) {
       store(d.out, out, i, m, x);
+    } else if (direct && streamed) {
+      compute<C, C>(d.op, in == DType::b8, m, x, z, rc);
+      stream_copy(static_cast<C*>(out) + i, rc, static_cast<std::size_t>(m) * sizeof(C));
     } else if (direct) {  // into the output itself: no second pass through a chunk buffer
       compute<C, C>(d.op, in == DType::b8, m, x, z, static_cast<C*>(out) + i);
     } else if (bool_out) {
@@ -425,8 +430,16 @@ void run_all(const ElementwiseDesc& d, const void* a, const void* b, void* out) 
         2);
     return;
   }
-  parallel_pieces(d.n, kPiece, [&](std::int64_t begin, std::int64_t end) { run_range<C>(d, a, b, out, begin, end); },
-                  kParallelMin);
+  // a contiguous output of the compute type beyond the caches: streamed (the chunks of a piece, then its fence)
+  const bool streamed = d.contiguous && d.op != EwOp::cast && d.out == d.in && native<C>(d.out) &&
+                        stream_output(static_cast<std::size_t>(d.n) * sizeof(C));
+  parallel_pieces(
+      d.n, kPiece,
+      [&](std::int64_t begin, std::int64_t end) {
+        run_range<C>(d, a, b, out, begin, end, streamed);
+        if (streamed) stream_fence();
+      },
+      kParallelMin);
 }
 
 template <class C>
