@@ -74,3 +74,25 @@ def test_the_threshold_hook_refuses_what_it_does_not_take():
         _core._set_stream_store_threshold(-2)
     assert _with(0, lambda: _core._stream_output(1)) and not _with(NEVER, lambda: _core._stream_output(1 << 40))
     assert _core._stream_store_rule()
+
+
+def test_a_user_kernel_streams_every_output_and_keeps_outputs_it_reads(cpu, rng):
+    """Two outputs of different sizes (float32, int64), one using the index i, a number and a float16 input:
+    the same bits as regular stores, over poisoned outputs; an output the code reads (y = y * 2 + x) is read
+    as it was."""
+    k = hetnn.ElementwiseKernel("float32 x, float16 h, float32 s", "float32 z, int64 w",
+                                "z = x * s + (float)h; w = i * 3 - (int64_t)(x * 100)", "two_outs")
+    x = hetnn.asarray(rng.standard_normal(N).astype(np.float32), device=cpu)
+    h = hetnn.asarray(rng.standard_normal(N).astype(np.float16), device=cpu)
+    z0, j0 = _with(NEVER, lambda: k(x, h, 1.5))
+    z = hetnn.asarray(_poisoned(z0.numpy()), device=cpu)
+    j = hetnn.asarray(_poisoned(j0.numpy()), device=cpu)
+    _with(0, lambda: k(x, h, 1.5, z, j))
+    np.testing.assert_array_equal(z.numpy().view(np.uint32), z0.numpy().view(np.uint32))
+    np.testing.assert_array_equal(j.numpy(), j0.numpy())
+    np.testing.assert_array_equal(j.numpy(), np.arange(N) * 3 - (x.numpy() * np.float32(100)).astype(np.int64))
+    twice = hetnn.ElementwiseKernel("float32 x", "float32 y", "y = y * 2 + x", "twice_plus")
+    y0 = rng.standard_normal(N).astype(np.float32)
+    y = hetnn.asarray(y0, device=cpu)
+    _with(0, lambda: twice(x, y))
+    np.testing.assert_array_equal(y.numpy(), y0 * np.float32(2) + x.numpy())

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +22,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_loops.h"
 #include "backend/cpu/cpu_threads.h"
+#include "backend/cpu/stream_store.h"
 #include "core/cache_dir.h"
 #include "core/errors.h"
 
@@ -412,10 +414,38 @@ void CpuBackend::user_elementwise(const UserEwDesc& d, const std::vector<Buffer*
     for (std::size_t i = 0; i < d.strides[k].size(); ++i) st[8 * k + i] = d.strides[k][i];
   }
   const int nd = static_cast<int>(d.shape.size());
+  // Contiguous outputs beyond the caches that the code does not read: written with streaming stores as the
+  // built-in ops' (stream_store.h), each chunk computed into buffers in the first-level cache (the generated code
+  // indexes its outputs by i, so their pointers are moved to make element i of the chunk its buffer's first).
+  bool streamed = d.contiguous && d.n_in < static_cast<int>(args.size());
+  for (std::size_t k = static_cast<std::size_t>(d.n_in); streamed && k < args.size(); ++k)
+    streamed = args[k] && !d.reads_output[k - static_cast<std::size_t>(d.n_in)] &&
+               stream_output(static_cast<std::size_t>(d.n) * dtype_size(d.types[k]));
+  const auto call = [&](std::int64_t b, std::int64_t e, void* const* p) {
+    fn(b, e, d.n, d.contiguous ? 1 : 0, nd, d.shape.data(), st.data(), p, d.fvalue.data(), d.ivalue.data());
+  };
   const auto range = [&](std::int64_t b, std::int64_t e) {
-    if (b < e)
-      fn(b, e, d.n, d.contiguous ? 1 : 0, nd, d.shape.data(), st.data(), ptrs.data(), d.fvalue.data(),
-         d.ivalue.data());
+    if (b >= e) return;
+    if (!streamed) return call(b, e, ptrs.data());
+    constexpr std::int64_t kChunk = 1024;
+    const std::size_t outs = args.size() - static_cast<std::size_t>(d.n_in);
+    std::vector<std::uint64_t> chunks(outs * kChunk);  // 8 bytes an element: any type
+    std::vector<void*> p(ptrs);
+    for (std::int64_t i = b; i < e; i += kChunk) {
+      const std::int64_t m = std::min(kChunk, e - i);
+      for (std::size_t o = 0; o < outs; ++o) {
+        const std::size_t size = dtype_size(d.types[static_cast<std::size_t>(d.n_in) + o]);
+        p[static_cast<std::size_t>(d.n_in) + o] = reinterpret_cast<void*>(
+            reinterpret_cast<std::uintptr_t>(chunks.data() + o * kChunk) - static_cast<std::uintptr_t>(i) * size);
+      }
+      call(i, i + m, p.data());
+      for (std::size_t o = 0; o < outs; ++o) {
+        const std::size_t size = dtype_size(d.types[static_cast<std::size_t>(d.n_in) + o]);
+        stream_copy(static_cast<unsigned char*>(ptrs[static_cast<std::size_t>(d.n_in) + o]) + i * size,
+                    chunks.data() + o * kChunk, static_cast<std::size_t>(m) * size);
+      }
+    }
+    stream_fence();
   };
   timed("user_elementwise", 0, [&] {
     if (!team) return range(0, d.n);
