@@ -10,11 +10,12 @@
 # against its dnnl_sgemm per shape, with the FMA loop in the same rounds: scripts/onednn_gemm_paths.cpp), layouts
 # (the weights in plain order against oneDNN's preferred layout: scripts/onednn_weight_layouts.cpp), half
 # (float32/float16/bfloat16), conv, pool, mlp (against PyTorch CPU where installed), scaling (2 MPI ranks against 1,
-# and the reduction's parts: scripts/reduction_in_training.py). Logs go to $OUT.
+# and the reduction's parts: scripts/reduction_in_training.py), stores (streaming against regular stores per output
+# size, for stream_store.cpp's table: scripts/stream_store_sizes.py; then bench arrays). Logs go to $OUT.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PY:-.venv/bin/python}
-STAGES=${1:-facts,doctor,sharing,gemm,verbose,paths,layouts,half,conv,pool,mlp,scaling}
+STAGES=${1:-facts,doctor,sharing,gemm,verbose,paths,layouts,half,conv,pool,mlp,scaling,stores}
 OUT=${OUT:-/tmp/cpu-session-$(hostname)-$(date +%Y%m%d-%H%M)}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -38,6 +39,7 @@ for k in ("name", "driver_version", "isa", "threads", "local_mem", "cache_size")
     print(f"{k}: {cpu.info().get(k)}")
 print("float16:", cpu.float16_mode, "| bfloat16:", cpu.bfloat16_mode)
 print("float32 GEMM paths:", _core._cpu_gemm_rule())
+print("element-wise outputs:", _core._stream_store_rule())
 print("OpenBLAS on hetnn's threads:", [(l["path"], l["shared"], l["why"]) for l in _core.blas_libraries()])
 EOF
 }
@@ -91,6 +93,8 @@ for s in ${STAGES//,/ }; do
                stage "reduction-$ranks" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
                  .venv/bin/mpirun -np "$ranks" --bind-to core "$PY" scripts/reduction_in_training.py
              done ;;
+    stores) stage stores "$PY" scripts/stream_store_sizes.py
+            stage arrays "$PY" -m hetnn bench arrays --device cpu --repeat 20 --output "$OUT/arrays" ;;
     *) echo "unknown stage '$s'"; exit 2 ;;
   esac
 done
