@@ -401,6 +401,21 @@ def test_sign_of_either_zero_is_plus_zero_and_nan_stays(device, dtype):
     assert not np.signbit(got[:2]).any() and got[0] == 0 and np.isnan(got[2]) and list(got[3:]) == [-1.0, 1.0]
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("n", [5, 70001])  # a small call and one split over the threads (and PoCL's fixed-op path)
+def test_negative_flips_the_sign_of_zeros_and_nans(device, dtype, n):
+    """negative(+0.0) is -0.0 in NumPy and the Array API (IEEE negation): hetnn computed 0 - x, +0.0 for either
+    zero, so `-a` differed from NumPy's in the sign of every zero."""
+    if dtype not in device.dtypes:
+        pytest.skip(f"{device.id} has no {dtype}")
+    host = np.resize(np.array([0.0, -0.0, np.nan, -np.nan, -2.5, np.inf]), n)
+    x = hetnn.asarray(host, device=device).astype(dtype)
+    for got in (hetnn.negative(x), -x):
+        g = got.astype("float64").numpy()
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(np.negative(host)))
+        np.testing.assert_array_equal(g, np.negative(host))
+
+
 def _ulps(got, want):
     """Distance in float32 units in the last place (the bit patterns' order; both finite or equal specials)."""
     def order(a):

@@ -193,6 +193,26 @@ HETNN_CLONES void exp_f32_loop(std::int64_t m, const float* x, float* r) {
   }
 }
 
+// The commonest floating ops at the processor's vector width (the library is built for baseline x86-64: SSE2): a
+// chunk in the first-level cache runs in a quarter of the instructions with AVX-512, which shows once the memory
+// side is fast (a streamed add at 64 MiB: 2.9 against 3.3 ms in a C prototype) and wherever the operands are in
+// the caches. One operation an element, so the results are the same bits at every width. False: not one of them.
+#define HETNN_ARITH(T, NAME)                                                                               \
+  HETNN_CLONES bool NAME(EwOp op, std::int64_t m, const T* x, const T* z, T* r) {                          \
+    switch (op) {                                                                                          \
+      case EwOp::add: for (std::int64_t j = 0; j < m; ++j) r[j] = x[j] + z[j]; return true;               \
+      case EwOp::subtract: for (std::int64_t j = 0; j < m; ++j) r[j] = x[j] - z[j]; return true;          \
+      case EwOp::multiply: for (std::int64_t j = 0; j < m; ++j) r[j] = x[j] * z[j]; return true;          \
+      case EwOp::divide: for (std::int64_t j = 0; j < m; ++j) r[j] = x[j] / z[j]; return true;            \
+      case EwOp::square: for (std::int64_t j = 0; j < m; ++j) r[j] = x[j] * x[j]; return true;            \
+      case EwOp::negative: for (std::int64_t j = 0; j < m; ++j) r[j] = -x[j]; return true;                \
+      default: return false;                                                                               \
+    }                                                                                                      \
+  }
+HETNN_ARITH(float, arith_f32)
+HETNN_ARITH(double, arith_f64)
+#undef HETNN_ARITH
+
 template <class R, class C, class F>
 void map2(std::int64_t m, const C* x, const C* z, R* r, F f) {
   for (std::int64_t j = 0; j < m; ++j) r[j] = static_cast<R>(f(x[j], z[j]));
@@ -211,6 +231,11 @@ template <class C, class R>
 void compute(EwOp op, bool bool_in, std::int64_t m, const C* x, const C* z, R* r) {
   constexpr bool F = std::is_floating_point_v<C>;
   constexpr bool I = std::is_integral_v<C>;
+  if constexpr (std::is_same_v<C, float> && std::is_same_v<R, float>) {
+    if (arith_f32(op, m, x, z, r)) return;
+  } else if constexpr (std::is_same_v<C, double> && std::is_same_v<R, double>) {
+    if (arith_f64(op, m, x, z, r)) return;
+  }
   switch (op) {
     case EwOp::add: return map2(m, x, z, r, wrap_add<C>);
     case EwOp::subtract: return map2(m, x, z, r, wrap_sub<C>);
@@ -231,7 +256,9 @@ void compute(EwOp op, bool bool_in, std::int64_t m, const C* x, const C* z, R* r
     case EwOp::logical_or: return map2(m, x, z, r, [](C a, C b) { return a != C(0) || b != C(0); });
     case EwOp::logical_xor: return map2(m, x, z, r, [](C a, C b) { return (a != C(0)) != (b != C(0)); });
     case EwOp::logical_not: return map1(m, x, r, [](C a) { return a == C(0); });
-    case EwOp::negative: return map1(m, x, r, [](C a) { return wrap_sub(C(0), a); });
+    case EwOp::negative:  // floating: the sign flipped (-0 for +0, as NumPy's), not 0 - a
+      if constexpr (F) return map1(m, x, r, [](C a) { return -a; });
+      else return map1(m, x, r, [](C a) { return wrap_sub(C(0), a); });
     case EwOp::positive: return map1(m, x, r, [](C a) { return a; });
     case EwOp::square: return map1(m, x, r, [](C a) { return wrap_mul(a, a); });
     case EwOp::abs:

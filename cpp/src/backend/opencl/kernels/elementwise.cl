@@ -110,7 +110,11 @@ CT apply(const int op, const CT x, const CT z) {
     case EW_logical_or: return (CT)(x != 0 || z != 0);
     case EW_logical_xor: return (CT)((x != 0) != (z != 0));
     case EW_logical_not: return (CT)(x == 0);
+#if IS_FLOAT
+    case EW_negative: return -x;  // the sign flipped: -0 for +0, as NumPy's (0 - x gives +0)
+#else
     case EW_negative: return wrap_sub((CT)0, x);
+#endif
     case EW_positive: return x;
     case EW_square: return wrap_mul(x, x);
     case EW_sign: return x > 0 ? (CT)1 : NEGATIVE_OR_LESS(x) ? (CT)-1 : x == 0 ? (CT)0 : x;  // +0 for -0, NaN kept
