@@ -150,6 +150,24 @@ def test_reductions_over_a_million_elements(device, rng, op):
             _check(got, _reference(op, held, axis, False, dtype), op, dtype, held, axis, what)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_whole_array_sum_is_the_same_bits_on_any_number_of_threads(rng, dtype):
+    """A whole-array reduction on the CPU device is taken in fixed pieces the threads share as each finishes one,
+    merged in the pieces' order: the same bits with one thread or two (the halves of an even split grouped the
+    additions by the thread count), and within float64 rounding of NumPy's."""
+    cpu = hetnn.device("cpu")
+    x = rng.standard_normal((1 << 21) + 77).astype(dtype) * 1e3 + 1e-3
+    a = hetnn.asarray(x, device=cpu)
+    got = {}
+    for n in (1, 2, 3):
+        with hetnn.num_threads(n):
+            got[n] = hetnn.sum(a).numpy()
+    assert got[1].tobytes() == got[2].tobytes() == got[3].tobytes(), got
+    # within 16 units of the last place of the partial sums' magnitudes (reduce_cpu.cpp's sum_contiguous)
+    want = x.astype(np.float64).sum()
+    assert abs(float(got[1]) - want) <= 16 * np.finfo(dtype).eps * np.abs(x).astype(np.float64).sum()
+
+
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
 def test_argmax_argmin_give_the_first_index_on_every_dtype(device, rng, op):
     for dtype in FLOATS + INTS + ("bool",):

@@ -24,6 +24,8 @@ namespace hetnn {
 namespace {
 
 constexpr std::int64_t kChunk = 512;
+constexpr std::int64_t kRedPiece = 1 << 16;  // a piece of one output's elements the threads take in turn
+constexpr std::int64_t kFewOutputs = 8;       // fewer outputs than this: each output's elements split in pieces
 constexpr std::int64_t kWide = 4096;  // a leading-axis sum's block: rows of up to this many outputs at once
 constexpr std::int64_t kParallelMin = 1 << 15;
 
@@ -200,7 +202,7 @@ struct Inner {
 // double. Summing float32 in T vectorises on baseline x86-64; widening every element to double did not (6.9 GB/s a
 // thread against 17 for float64 data).
 template <class T>
-double sum_contiguous(const T* p, std::int64_t n) {
+inline __attribute__((always_inline)) double sum_contiguous(const T* p, std::int64_t n) {
   constexpr std::int64_t kBlock = 256;
   double total = 0;
   std::int64_t j = 0;
@@ -215,6 +217,9 @@ double sum_contiguous(const T* p, std::int64_t n) {
   for (; j < n; ++j) total += static_cast<double>(p[j]);
   return total;
 }
+// at the processor's vector width (the same additions in the same order at every width: the same bits)
+HETNN_CLONES double sum_f32(const float* p, std::int64_t n) { return sum_contiguous(p, n); }
+HETNN_CLONES double sum_f64(const double* p, std::int64_t n) { return sum_contiguous(p, n); }
 
 // The reduced elements [r0, r1) of the output whose first element sits at `base`.
 template <class A>
@@ -225,8 +230,8 @@ Part<A> along(const ReduceDesc& d, const Inner& in, const void* x, std::int64_t 
     // the common case (a sum along contiguous float32 / float64 elements): no gather into a buffer first
     if (d.op == RedOp::sum && in.st == 1 && in.outer.size() == 1 && in.outer[0] == 1 &&
         (d.in == DType::f32 || d.in == DType::f64)) {
-      p.v = d.in == DType::f32 ? sum_contiguous(static_cast<const float*>(x) + base + r0, r1 - r0)
-                               : sum_contiguous(static_cast<const double*>(x) + base + r0, r1 - r0);
+      p.v = d.in == DType::f32 ? sum_f32(static_cast<const float*>(x) + base + r0, r1 - r0)
+                               : sum_f64(static_cast<const double*>(x) + base + r0, r1 - r0);
       return p;
     }
   }
@@ -265,8 +270,9 @@ void reduce_along(const ReduceDesc& d, const void* x, void* out) {
   const Inner in(d);
   const Shape& ks = d.kshape;
   auto base = [&](std::int64_t o) { return Walker(ks, d.ks, o).off; };
-  const int nt = omp_get_max_threads();
-  if (d.n_out >= nt || d.n_red < kParallelMin) {
+  // many outputs: each on one thread; few: each split into pieces. The choice depends on the sizes alone, so a
+  // result is the same bits on any number of threads.
+  if (d.n_out >= kFewOutputs || d.n_red < kParallelMin) {
     parallel_ranges(
         d.n_out,
         [&](std::int64_t b, std::int64_t e) {
@@ -276,20 +282,18 @@ void reduce_along(const ReduceDesc& d, const void* x, void* out) {
         d.n_out * d.n_red >= kParallelMin ? 2 : std::numeric_limits<std::int64_t>::max());
     return;
   }
-  // few outputs, many elements each: every output's elements split over the threads
-  std::vector<Part<A>> parts(static_cast<std::size_t>(nt));
+  // few outputs, many elements each: every output's elements in pieces the threads take as each finishes one (a
+  // thread its VM preempts holds back a piece, not half of the array), merged in the pieces' order: the same bits
+  // whatever the schedule and the number of threads
+  const std::int64_t pieces = (d.n_red + kRedPiece - 1) / kRedPiece;
+  std::vector<Part<A>> parts(static_cast<std::size_t>(pieces));
   for (std::int64_t o = 0; o < d.n_out; ++o) {
     const std::int64_t b0 = base(o);
-    int used = 1;
-#pragma omp parallel
-    {
-      const std::int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
-#pragma omp single
-      used = static_cast<int>(n);
-      parts[static_cast<std::size_t>(t)] = along<A>(d, in, x, b0, d.n_red * t / n, d.n_red * (t + 1) / n);
-    }
+    parallel_pieces(d.n_red, kRedPiece, [&](std::int64_t r0, std::int64_t r1) {
+      parts[static_cast<std::size_t>(r0 / kRedPiece)] = along<A>(d, in, x, b0, r0, r1);
+    });
     Part<A> p = parts[0];
-    for (int t = 1; t < used; ++t) merge(d.op, p, parts[static_cast<std::size_t>(t)]);
+    for (std::int64_t k = 1; k < pieces; ++k) merge(d.op, p, parts[static_cast<std::size_t>(k)]);
     put(d, p, out, o);
   }
 }
