@@ -72,6 +72,20 @@ def test_empty_with_bad_dtype_raises_type_error(dtype):
         hetnn.empty((2, 2), dtype=dtype)
 
 
+def test_a_dtype_in_any_form_gives_the_same_array_every_time(device):
+    """Creation functions remember the dtype specifications they have seen (NumPy's dtype.name costs more than a
+    small array): every form, asked twice, gives the same dtype, and a refused one is refused every time."""
+    for _ in range(2):
+        for spec in ("float32", "f4", np.float32, np.dtype("float32")):
+            for make in (hetnn.empty, hetnn.zeros):
+                assert make((3,), dtype=spec, device=device).dtype == np.float32
+        assert hetnn.ones((2,), dtype=int, device=device).dtype == np.int64
+        assert hetnn.zeros_like(hetnn.zeros((2,), dtype="int8", device=device)).dtype == np.int8
+        for bad in ("int16", np.complex64, [("a", "f4")]):
+            with pytest.raises(TypeError):
+                hetnn.empty((2,), dtype=bad, device=device)
+
+
 @pytest.mark.parametrize("shape,exc", [((-1, 2), ValueError), ((2.5, 3), TypeError), ("abc", TypeError),
                                        ((True, 2), TypeError), (None, TypeError), ([[2]], TypeError)])
 def test_bad_shapes(device, shape, exc):

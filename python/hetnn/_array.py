@@ -23,17 +23,41 @@ SUPPORTED_DTYPES = ("float32", "float64", "float16", "int32", "int64", "uint8", 
 ShapeLike = Union[int, Sequence[int]]
 
 
-def _dtype(dtype: Any, what: str = "dtype") -> np.dtype:
+# dtype specifications seen (a name, a NumPy type or dtype) -> (the dtype, its name): NumPy's dtype.name is computed
+# in Python on every read (2-3 us), more than the core takes to make a small array
+_SEEN_DTYPES: Dict[Any, Tuple[np.dtype, str]] = {}
+
+
+def _dtype_and_name(dtype: Any, what: str) -> Tuple[np.dtype, str]:
+    try:
+        return _SEEN_DTYPES[dtype]
+    except (KeyError, TypeError):  # TypeError: unhashable (refused below, or a dtype-like object)
+        pass
     try:
         dt = np.dtype(dtype)
     except TypeError:
         raise TypeError(f"{what}: {dtype!r} is not a dtype") from None
-    if dt.name not in SUPPORTED_DTYPES:
-        raise TypeError(f"{what}: {dt.name} is not supported; hetnn arrays hold {', '.join(SUPPORTED_DTYPES)}")
-    return dt
+    name = dt.name
+    if name not in SUPPORTED_DTYPES:
+        raise TypeError(f"{what}: {name} is not supported; hetnn arrays hold {', '.join(SUPPORTED_DTYPES)}")
+    # names, types and dtypes only (an object with a .dtype attribute may change it); the few a program uses
+    if isinstance(dtype, (str, type, np.dtype)) and len(_SEEN_DTYPES) < 256:
+        _SEEN_DTYPES[dtype] = (dt, name)
+    return dt, name
+
+
+def _dtype(dtype: Any, what: str = "dtype") -> np.dtype:
+    return _dtype_and_name(dtype, what)[0]
+
+
+def _name_of(dtype: Any, what: str = "dtype") -> str:
+    """The name of a supported dtype given in any form NumPy takes."""
+    return _dtype_and_name(dtype, what)[1]
 
 
 def _shape(shape: ShapeLike, what: str = "shape") -> Tuple[int, ...]:
+    if type(shape) is tuple and all(type(d) is int and d >= 0 for d in shape):  # the common case, first
+        return shape
     if isinstance(shape, (bool, np.bool_)):
         raise TypeError(f"{what} must be an int or a sequence of ints, got {shape!r}")
     try:
@@ -154,7 +178,7 @@ def _no_out(op: str, out: Any) -> None:
 
 
 def _dtype_name(op: str, dtype: Any) -> Optional[str]:
-    return None if dtype is None else _dtype(dtype, f"{op}: dtype").name
+    return None if dtype is None else _name_of(dtype, f"{op}: dtype")
 
 
 def _reduction(op: str) -> Any:
@@ -685,7 +709,7 @@ def empty(shape: ShapeLike, dtype: Any = None, device: DeviceLike = None) -> Arr
     """An uninitialised Array of ``shape`` and ``dtype`` on ``device``; ``dtype`` None: the device's default real
     type (float64 where it has it, else float32), as ``full``'s, ``asarray(1.0)``'s and NumPy's."""
     s = _shape(shape)
-    name = None if dtype is None else _dtype(dtype).name
+    name = None if dtype is None else _name_of(dtype)
     dev = _resolve_device(device)
     return Array(_core.Array.empty(dev._dev, s, name))
 
@@ -709,7 +733,7 @@ def zeros(shape: ShapeLike, dtype: Any = None, device: DeviceLike = None) -> Arr
     """An Array of zeros of ``shape`` and ``dtype`` on ``device``; ``dtype`` None: the device's default real type,
     as :func:`empty`'s."""
     s = _shape(shape)
-    name = None if dtype is None else _dtype(dtype).name
+    name = None if dtype is None else _name_of(dtype)
     dev = _resolve_device(device)
     return Array(_core.Array.zeros(dev._dev, s, name))
 
@@ -718,7 +742,7 @@ def full(shape: ShapeLike, fill_value: Any, dtype: Any = None, device: DeviceLik
     """An Array of ``shape`` filled with ``fill_value`` (a Python number), made on ``device``; ``dtype`` None: bool,
     int64 or the device's default real type (float64 where it has it) after the number's kind."""
     s = _shape(shape)
-    name = None if dtype is None else _dtype(dtype).name
+    name = None if dtype is None else _name_of(dtype)
     return Array(_core.full(_resolve_device(device)._dev, s, fill_value, name))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional
 
-from ._array import Array, _dtype, _first, _operand, zeros_like
+from ._array import Array, _dtype, _first, _name_of, _operand, zeros_like
 from ._loader import _core
 
 
@@ -114,7 +114,7 @@ def result_type(*dtypes: Any) -> Any:
     import numpy as np
     if not dtypes:
         raise ValueError("result_type: at least one dtype or array is needed")
-    names = [(d.dtype if isinstance(d, Array) else _dtype(d, "result_type")).name for d in dtypes]
+    names = [d.dtype.name if isinstance(d, Array) else _name_of(d, "result_type") for d in dtypes]
     out = names[0]
     for n in names[1:]:
         out = _core.result_type(out, n)

@@ -11,7 +11,7 @@ import operator
 import secrets
 from typing import Any, List, Optional, Sequence, Union
 
-from ._array import Array, _dtype
+from ._array import Array, _name_of
 from ._device import DeviceLike, device as _resolve_device
 from ._loader import _core
 
@@ -39,7 +39,7 @@ class Generator:
     def _real(self, dev: Any, dtype: object) -> str:
         if dtype is None:
             return "float64" if "float64" in dev.dtypes else "float32"
-        return _dtype(dtype, "hetnn.random: dtype").name
+        return _name_of(dtype, "hetnn.random: dtype")
 
     def random(self, size: SizeLike = None, dtype: object = None, *, device: DeviceLike = None) -> Array:
         """Uniform floats in [0, 1) of shape ``size`` (None: a 0-d array) on ``device``; dtype default: float64
@@ -76,7 +76,7 @@ class Generator:
                 raise TypeError(f"hetnn.random: {name} must be an int, got {type(v).__name__}")
         last = operator.index(high) - (0 if endpoint else 1)
         dev = _resolve_device(device)
-        return Array(self._g.integers(dev._dev, _size(size), _dtype(dtype, "hetnn.random: dtype").name,
+        return Array(self._g.integers(dev._dev, _size(size), _name_of(dtype, "hetnn.random: dtype"),
                                       operator.index(low), last))
 
     def __repr__(self) -> str:
