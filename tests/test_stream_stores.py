@@ -50,6 +50,17 @@ def test_every_op_streams_the_bits_regular_stores_write(cpu, rng, op):
         np.testing.assert_array_equal(out.numpy().view(np.uint8), want.view(np.uint8), err_msg=f"{op} {dtype}")
 
 
+@pytest.mark.parametrize("src", ["float32", "float64", "int32", "bool", "float16"])
+def test_casts_stream_the_bits_regular_stores_write(cpu, rng, src):
+    x = _upload(cpu, _host(rng, "add", src, (N,)), src)
+    for dst in FLOATS + INTS + ("bool",):
+        if dst not in cpu.dtypes:
+            continue
+        want = _with(NEVER, lambda: x.astype(dst)).numpy()
+        got = _with(0, lambda: x.astype(dst)).numpy()
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=f"{src} -> {dst}")
+
+
 def test_a_streamed_add_matches_numpy_and_overwrites_a_poisoned_output(cpu, rng):
     a, b = rng.random(N, dtype=np.float32), rng.random(N, dtype=np.float32)
     out = hetnn.asarray(np.full(N, np.nan, dtype=np.float32), device=cpu)
