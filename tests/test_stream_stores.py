@@ -61,6 +61,18 @@ def test_casts_stream_the_bits_regular_stores_write(cpu, rng, src):
         np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=f"{src} -> {dst}")
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "bool", "bfloat16"])
+def test_where_streams_the_bits_regular_stores_write(cpu, rng, dtype):
+    if dtype not in cpu.dtypes:
+        pytest.skip(f"cpu has no {dtype}")
+    cond = hetnn.asarray(rng.integers(0, 2, N).astype(bool), device=cpu)
+    x, y = (_upload(cpu, _host(rng, "add", dtype, (N,)), dtype) for _ in range(2))
+    want = _with(NEVER, lambda: hetnn.where(cond, x, y)).numpy()
+    got = _with(0, lambda: hetnn.where(cond, x, y)).numpy()
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    np.testing.assert_array_equal(got, np.where(cond.numpy(), x.numpy(), y.numpy()))
+
+
 def test_a_streamed_add_matches_numpy_and_overwrites_a_poisoned_output(cpu, rng):
     a, b = rng.random(N, dtype=np.float32), rng.random(N, dtype=np.float32)
     out = hetnn.asarray(np.full(N, np.nan, dtype=np.float32), device=cpu)
