@@ -1,0 +1,70 @@
+"""Every element-wise op of the core's table on the CPU device against NumPy's on the same arrays, slowest first:
+the median of a few calls each (hetnn's result a new array, as NumPy's), float32 and int32 inputs of 4 Mi
+elements (in (0.1, 0.9) for floats: every function's domain). A survey to find the ops far from NumPy's speed, not a
+benchmark with intervals (`bench arrays` is). Run: .venv/bin/python scripts/ew_vs_numpy.py [--elements N] [--all]"""
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from typing import Callable, List, Tuple
+
+import numpy as np
+
+import hetnn
+from hetnn import _core
+
+NUMPY_NAME = {"pow": "power", "bitwise_invert": "invert", "atan": "arctan", "asin": "arcsin", "acos": "arccos",
+              "atanh": "arctanh", "asinh": "arcsinh", "acosh": "arccosh", "atan2": "arctan2",
+              "bitwise_left_shift": "left_shift", "bitwise_right_shift": "right_shift"}
+
+
+def _median_s(fn: Callable[[], object], calls: int = 5) -> float:
+    fn()
+    times = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[calls // 2]
+
+
+def survey(dtype: str, n: int) -> List[Tuple[float, str, float, float]]:
+    rng = np.random.default_rng(0)
+    if dtype.startswith("float"):
+        xn, yn = rng.uniform(0.1, 0.9, n).astype(dtype), rng.uniform(0.1, 0.9, n).astype(dtype)
+    else:
+        xn, yn = rng.integers(1, 100, n).astype(dtype), rng.integers(1, 7, n).astype(dtype)
+    cpu = hetnn.device("cpu")
+    x, y = hetnn.asarray(xn, device=cpu), hetnn.asarray(yn, device=cpu)
+    rows = []
+    for op, arity, kind in sorted(_core.elementwise_ops()):
+        npf = getattr(np, NUMPY_NAME.get(op, op), None)
+        if kind == "cast" or npf is None or (dtype.startswith("float") and
+                                             (kind == "bitwise" or op.startswith("bitwise"))):
+            continue
+        f = getattr(hetnn, op)
+        try:
+            mine = _median_s(lambda: f(x) if arity == 1 else f(x, y))
+            theirs = _median_s(lambda: npf(xn) if arity == 1 else npf(xn, yn))
+        except (TypeError, ValueError):  # an op this dtype does not take
+            continue
+        rows.append((theirs / mine, op, mine * 1e3, theirs * 1e3))
+    return sorted(rows)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--elements", type=int, default=4 << 20)
+    p.add_argument("--all", action="store_true", help="every op, not the ten slowest")
+    args = p.parse_args()
+    warnings.simplefilter("ignore")  # NumPy's domain warnings for the integer inputs of real functions
+    for dtype in ("float32", "int32"):
+        rows = survey(dtype, args.elements)
+        print(f"{dtype}, {args.elements} elements: op, hetnn cpu ms, NumPy ms, hetnn's speed / NumPy's")
+        for speed, op, mine, theirs in rows if args.all else rows[:10]:
+            print(f"  {op:20s} {mine:9.2f} {theirs:9.2f} {speed:7.2f}x")
+
+
+if __name__ == "__main__":
+    main()
