@@ -235,27 +235,14 @@ HETNN_SELECT(std::uint8_t, select_u8)
 HETNN_SELECT(std::int8_t, select_i8)
 #undef HETNN_SELECT
 
-inline void select(std::int64_t m, const std::uint8_t* k, const float* x, const float* z, float* r) {
-  select_f32(m, k, x, z, r);
-}
-inline void select(std::int64_t m, const std::uint8_t* k, const double* x, const double* z, double* r) {
-  select_f64(m, k, x, z, r);
-}
-inline void select(std::int64_t m, const std::uint8_t* k, const std::int32_t* x, const std::int32_t* z,
-                   std::int32_t* r) {
-  select_i32(m, k, x, z, r);
-}
-inline void select(std::int64_t m, const std::uint8_t* k, const std::int64_t* x, const std::int64_t* z,
-                   std::int64_t* r) {
-  select_i64(m, k, x, z, r);
-}
-inline void select(std::int64_t m, const std::uint8_t* k, const std::uint8_t* x, const std::uint8_t* z,
-                   std::uint8_t* r) {
-  select_u8(m, k, x, z, r);
-}
-inline void select(std::int64_t m, const std::uint8_t* k, const std::int8_t* x, const std::int8_t* z,
-                   std::int8_t* r) {
-  select_i8(m, k, x, z, r);
+template <class T>
+void select(std::int64_t m, const std::uint8_t* k, const T* x, const T* z, T* r) {
+  if constexpr (std::is_same_v<T, float>) select_f32(m, k, x, z, r);
+  else if constexpr (std::is_same_v<T, double>) select_f64(m, k, x, z, r);
+  else if constexpr (std::is_same_v<T, std::int32_t>) select_i32(m, k, x, z, r);
+  else if constexpr (std::is_same_v<T, std::int64_t>) select_i64(m, k, x, z, r);
+  else if constexpr (std::is_same_v<T, std::uint8_t>) select_u8(m, k, x, z, r);
+  else select_i8(m, k, x, z, r);
 }
 
 template <class R, class C, class F>
