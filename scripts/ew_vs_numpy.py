@@ -1,7 +1,9 @@
 """Every element-wise op of the core's table on the CPU device against NumPy's on the same arrays, slowest first:
 the median of a few calls each (hetnn's result a new array, as NumPy's), float32 and int32 inputs of 4 Mi
-elements (in (0.1, 0.9) for floats: every function's domain). A survey to find the ops far from NumPy's speed, not a
-benchmark with intervals (`bench arrays` is). Run: .venv/bin/python scripts/ew_vs_numpy.py [--elements N] [--all]"""
+elements (in (0.1, 0.9) for floats: every function's domain). A survey to find the ops far from NumPy's speed;
+`--ops tanh,log,...` times those ops instead in interleaved rounds (hetnn.interleave), each with the 95 % interval of
+hetnn's speed over NumPy's and the rounds' noise flags.
+Run: .venv/bin/python scripts/ew_vs_numpy.py [--elements N] [--all] [--ops OP,OP,...]"""
 from __future__ import annotations
 
 import argparse
@@ -12,7 +14,8 @@ from typing import Callable, List, Tuple
 import numpy as np
 
 import hetnn
-from hetnn import _core
+from hetnn import Case, _core, interleave
+from hetnn.bench.stats import paired, ratio_interval
 
 NUMPY_NAME = {"pow": "power", "bitwise_invert": "invert", "atan": "arctan", "asin": "arcsin", "acos": "arccos",
               "atanh": "arctanh", "asinh": "arcsinh", "acosh": "arccosh", "atan2": "arctan2",
@@ -29,12 +32,17 @@ def _median_s(fn: Callable[[], object], calls: int = 5) -> float:
     return sorted(times)[calls // 2]
 
 
-def survey(dtype: str, n: int) -> List[Tuple[float, str, float, float]]:
+def _inputs(dtype: str, n: int) -> Tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(0)
     if dtype.startswith("float"):
         xn, yn = rng.uniform(0.1, 0.9, n).astype(dtype), rng.uniform(0.1, 0.9, n).astype(dtype)
     else:
         xn, yn = rng.integers(1, 100, n).astype(dtype), rng.integers(1, 7, n).astype(dtype)
+    return xn, yn
+
+
+def survey(dtype: str, n: int) -> List[Tuple[float, str, float, float]]:
+    xn, yn = _inputs(dtype, n)
     cpu = hetnn.device("cpu")
     x, y = hetnn.asarray(xn, device=cpu), hetnn.asarray(yn, device=cpu)
     rows = []
@@ -53,12 +61,39 @@ def survey(dtype: str, n: int) -> List[Tuple[float, str, float, float]]:
     return sorted(rows)
 
 
+def interleaved(dtype: str, n: int, ops: List[str]) -> None:
+    """Each op's hetnn call and NumPy's in interleaved rounds: hetnn's speed over NumPy's with its interval."""
+    xn, yn = _inputs(dtype, n)
+    cpu = hetnn.device("cpu")
+    arity = {op: a for op, a, _ in _core.elementwise_ops()}
+    print(f"{dtype}, {n} elements, interleaved: op, hetnn cpu ms, NumPy ms, hetnn's speed / NumPy's (95 % CI), flags")
+    for op in ops:
+        if op not in arity:
+            raise SystemExit(f"ew_vs_numpy: --ops: unknown op {op!r}")
+        f, npf = getattr(hetnn, op), getattr(np, NUMPY_NAME.get(op, op))
+        xo = xn + 1 if op == "acosh" else xn  # (1.1, 1.9): in its domain too
+        x, y = hetnn.asarray(xo, device=cpu), hetnn.asarray(yn, device=cpu)
+        two = arity[op] == 2
+        mine, ref = interleave([Case(f"hetnn {op}", (lambda: f(x, y)) if two else (lambda: f(x)), devices=[cpu]),
+                                Case(f"numpy {op}", (lambda: npf(xo, yn)) if two else (lambda: npf(xo)))],
+                               n_warmup=2, n_repeat=15, max_duration=4)
+        ci = ratio_interval([paired(list(mine.wall_times), list(ref.wall_times), list(mine.rounds), list(ref.rounds))])
+        speed = "no interval" if ci is None else f"{ci.value:.2f}x ({ci.low:.2f}-{ci.high:.2f})"
+        flags = ", ".join(str(v) for v in (mine.flags.get("noise"), ref.flags.get("noise")) if v) or "none"
+        print(f"  {op:12s} {np.median(mine.wall_times) * 1e3:8.2f} {np.median(ref.wall_times) * 1e3:8.2f}  {speed}; "
+              f"flags: {flags}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--elements", type=int, default=4 << 20)
     p.add_argument("--all", action="store_true", help="every op, not the ten slowest")
+    p.add_argument("--ops", help="comma-separated ops (float32) timed in interleaved rounds with intervals")
     args = p.parse_args()
     warnings.simplefilter("ignore")  # NumPy's domain warnings for the integer inputs of real functions
+    if args.ops:
+        interleaved("float32", args.elements, [o.strip() for o in args.ops.split(",") if o.strip()])
+        return
     for dtype in ("float32", "int32"):
         rows = survey(dtype, args.elements)
         print(f"{dtype}, {args.elements} elements: op, hetnn cpu ms, NumPy ms, hetnn's speed / NumPy's")

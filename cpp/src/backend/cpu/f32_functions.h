@@ -1,0 +1,254 @@
+// float32 functions eight lanes at a time, evaluated in double: the CPU device's tanh, log, sin, pow, ... (libm's
+// calls do not vectorise, and NumPy 2 has vectorised float32 versions). Written with GCC's generic vector types
+// so that each HETNN_CLONES caller compiles them at its width (two AVX2 registers or one AVX-512 for a double
+// vector); the auto-vectoriser gave up on these loops ("control flow in loop") as soon as a float select met the
+// double arithmetic. A float32 input is exact in double and every double form below is good to about 1e-12
+// relative, so the one rounding to float32 gives the correctly rounded result except where the exact value lies
+// within that of a midpoint: within 1 ulp everywhere (checked over every fifth float32 of each function's domain;
+// off by one in fewer than 1 in 10^6). Each function takes only the inputs its caller's domain test admits
+// (elementwise_cpu.cpp's functions_f32 sends other blocks to libm): no NaN, and a domain where the forms below
+// need no special cases; lanes beyond a call's end may hold anything.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+namespace hetnn::f32fn {
+
+typedef float F8 __attribute__((vector_size(32)));
+typedef double D8 __attribute__((vector_size(64)));
+typedef std::int64_t L8 __attribute__((vector_size(64)));
+
+#define HETNN_VI inline __attribute__((always_inline))
+
+constexpr double kShift = 6755399441055744.0;  // 1.5 * 2^52: x + kShift rounds x to an integer in the low bits
+constexpr double kLn2 = 0.693147180559945309417232121458176568;
+constexpr double kLn2Hi = 6.93147180369123816490e-01;  // ln 2 in two parts, n * kLn2Hi exact for |n| < 2^20
+constexpr double kLn2Lo = 1.90821492927058770002e-10;
+constexpr double kPi = 3.14159265358979323846264338327950288;
+constexpr double kPio2Hi = 1.57079632673412561417e+00;  // pi/2 in two parts: n * kPio2Hi exact for |n| < 2^20
+constexpr double kPio2Lo = 6.07710050650619224932e-11;
+constexpr float kFltMax = 3.40282347e+38f;
+
+HETNN_VI F8 load(const float* p) {
+  F8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+HETNN_VI void store(float* p, F8 v) { std::memcpy(p, &v, sizeof v); }
+HETNN_VI D8 widen(F8 v) { return __builtin_convertvector(v, D8); }
+HETNN_VI F8 narrow(D8 v) { return __builtin_convertvector(v, F8); }
+HETNN_VI D8 sqrt(D8 v) {  // GCC turns the lane loop into one vector square root (-fno-math-errno)
+  double t[8];
+  std::memcpy(t, &v, sizeof v);
+  for (double& e : t) e = std::sqrt(e);
+  std::memcpy(&v, t, sizeof v);
+  return v;
+}
+HETNN_VI D8 abs(D8 v) { return (D8)((L8)v & 0x7FFFFFFFFFFFFFFF); }
+HETNN_VI D8 with_sign_of(D8 v, D8 s) {  // |v| with the sign of s
+  return (D8)(((L8)v & 0x7FFFFFFFFFFFFFFF) | ((L8)s & std::numeric_limits<std::int64_t>::min()));
+}
+
+// e^r - 1 for |r| <= ln2/2 as r + r^2 p(r), p of degree 7 fitted to it (least squares on Chebyshev nodes, in 40
+// digits): within 2e-13 of the result (Taylor's needs degree 9)
+HETNN_VI D8 expm1_poly(D8 r) {
+  D8 p = r * 2.7625103456125615e-06 + 2.486787206587467e-05;
+  p = p * r + 0.0001984120875394296;
+  p = p * r + 0.0013888839107173761;
+  p = p * r + 0.008333333353718988;
+  p = p * r + 0.04166666678628104;
+  p = p * r + 0.166666666666483;
+  p = p * r + 0.49999999999955097;
+  return r + r * r * p;
+}
+// e^x = s (1 + q) with s = 2^n, for |x| <= 700: x = n ln2 + r, |r| <= ln2/2
+HETNN_VI void exp_split(D8 x, D8& s, D8& q) {
+  const D8 t = x * 1.44269504088896340736 + kShift;
+  const D8 n = t - kShift;
+  q = expm1_poly((x - n * kLn2Hi) - n * kLn2Lo);
+  s = (D8)(((L8)t + 1023) << 52);  // t's low bits hold n
+}
+HETNN_VI D8 exp_d(D8 x) {
+  D8 s, q;
+  exp_split(x, s, q);
+  return s + s * q;
+}
+HETNN_VI D8 expm1_d(D8 x) {  // no cancellation near 0: there n = 0, s = 1 and the result is q
+  D8 s, q;
+  exp_split(x, s, q);
+  return (s - 1.0) + s * q;
+}
+
+// ln y = e ln2 + l for a positive, finite, normal y: y = 2^e m with m in [sqrt(1/2), sqrt(2)), l = ln m =
+// 2 atanh(s), s = (m - 1) / (m + 1), |s| <= 0.172, as 2s + 2s z P(z), z = s^2, P of degree 4 fitted as expm1's:
+// within 2e-13 of l
+HETNN_VI void log_parts(D8 y, D8& e, D8& l) {
+  const L8 b = (L8)y;
+  D8 m = (D8)((b & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000);                      // [1, 2)
+  e = (D8)((b >> 52) | 0x4330000000000000) - (4503599627370496.0 + 1023.0);  // the exponent, exactly
+  const L8 big = m > 1.41421356237309504880;
+  m = big ? m * 0.5 : m;
+  e = big ? e + 1.0 : e;
+  const D8 s = (m - 1.0) / (m + 1.0), z = s * s;
+  D8 p = z * 0.09681722684229842 + 0.11095677130222789;
+  p = p * z + 0.14285877695866536;
+  p = p * z + 0.19999999396153842;
+  p = p * z + 0.3333333333368985;
+  l = 2.0 * s + 2.0 * s * z * p;
+}
+HETNN_VI D8 log_d(D8 y) {
+  D8 e, l;
+  log_parts(y, e, l);
+  return e * kLn2 + l;
+}
+// ln(1 + x) for x > -1: u = 1 + x rounded, plus what the rounding dropped where |x| < 1 (there ln u is u - 1 to
+// first order; beyond, the drop is below u's ulp, and u - 1 itself may round: at x = 2^53 it "dropped" 1)
+HETNN_VI D8 log1p_d(D8 x) {
+  const D8 u = 1.0 + x;
+  return log_d(u) + (abs(x) < 1.0 ? x - (u - 1.0) : 0.0);
+}
+
+// atan(n / d) for n >= 0, d >= 0, not both 0 (n = inf or d = 0 included), one division: n / d beyond tan(3pi/8)
+// as pi/2 + atan(-d/n), beyond tan(pi/8) as pi/4 + atan((n-d)/(n+d)); then |u| <= tan(pi/8) = 0.414 and atan u =
+// u + u z A(z), z = u^2, A of degree 7 fitted as expm1's: within 2e-13 (the series needs 13 terms)
+HETNN_VI D8 atan_ratio(D8 n, D8 d) {
+  const L8 big = n > 2.41421356237309504880 * d, mid = n > 0.41421356237309504880 * d;
+  const D8 num = big ? -d : mid ? n - d : n;
+  const D8 den = big ? n : mid ? n + d : d;
+  const D8 base = big ? kPi / 2 : mid ? kPi / 4 : 0.0;
+  const D8 u = num / den, z = u * u;
+  D8 p = z * 0.032998707681635556 - 0.06029830813552158;
+  p = p * z + 0.07605397159406324;
+  p = p * z - 0.0908417200414473;
+  p = p * z + 0.11110823945883;
+  p = p * z - 0.1428570823198382;
+  p = p * z + 0.19999999951168643;
+  p = p * z - 0.3333333333326852;
+  return base + (u + u * z * p);
+}
+
+// sin r and cos r for |r| <= pi/4 (a little beyond, from the reduction): r + r z S(z) and 1 - z/2 + z^2 C(z),
+// z = r^2 <= 0.62, S and C of degree 4 fitted as expm1's: within 2e-14
+HETNN_VI void sincos_poly(D8 r, D8& s, D8& c) {
+  const D8 z = r * r;
+  D8 ps = z * -2.4804401976205356e-08 + 2.7555977599142064e-06;
+  ps = ps * z - 0.00019841266872943096;
+  ps = ps * z + 0.008333333331034002;
+  ps = ps * z - 0.16666666666663815;
+  s = r + r * z * ps;
+  D8 pc = z * 2.069971617606893e-09 - 2.755636014231265e-07;
+  pc = pc * z + 2.480158517941614e-05;
+  pc = pc * z - 0.0013888888887244907;
+  pc = pc * z + 0.04166666666666463;
+  c = 1.0 - 0.5 * z + z * z * pc;
+}
+// x = n pi/2 + r: n's quadrant (its two low bits) and r; exact enough for |x| <= kTrigMax (beyond: libm)
+constexpr float kTrigMax = 131072.0f;
+HETNN_VI D8 reduce_pio2(D8 x, L8& quadrant) {
+  const D8 t = x * 0.63661977236758134308 + kShift;
+  const D8 n = t - kShift;
+  quadrant = (L8)t & 3;
+  return (x - n * kPio2Hi) - n * kPio2Lo;
+}
+
+// ---- the float32 functions: 8 lanes in, 8 out ----
+
+HETNN_VI F8 keep_zero(F8 a, F8 y) { return a == 0.0f ? a : y; }  // f(+-0) = +-0: the zero's sign kept
+HETNN_VI F8 clamp(F8 a, float lo, float hi) {
+  const F8 c = a < lo ? lo : a;
+  return c > hi ? hi : c;
+}
+
+HETNN_VI F8 tanh8(F8 a) {  // expm1(2x) / (expm1(2x) + 2); beyond |x| = 20 it is +-1 in float32
+  const D8 d = widen(clamp(a, -20.0f, 20.0f));
+  const D8 e = expm1_d(d + d);
+  return keep_zero(a, narrow(e / (e + 2.0)));
+}
+HETNN_VI F8 sinh8(F8 a) {  // (E + E / (E + 1)) / 2, E = expm1|x|: no cancellation near 0; beyond 100 inf
+  const D8 t = widen(clamp(a, -100.0f, 100.0f));
+  const D8 e = expm1_d(abs(t));
+  return keep_zero(a, narrow(with_sign_of(0.5 * (e + e / (e + 1.0)), t)));
+}
+HETNN_VI F8 cosh8(F8 a) {
+  const D8 x = exp_d(abs(widen(clamp(a, -100.0f, 100.0f))));
+  return narrow(0.5 * (x + 1.0 / x));
+}
+HETNN_VI F8 expm1_8(F8 a) { return keep_zero(a, narrow(expm1_d(widen(clamp(a, -110.0f, 100.0f))))); }
+HETNN_VI F8 log8(F8 a) { return narrow(log_d(widen(a))); }
+HETNN_VI F8 log2_8(F8 a) {
+  D8 e, l;
+  log_parts(widen(a), e, l);
+  return narrow(e + l * 1.44269504088896340736);
+}
+HETNN_VI F8 log10_8(F8 a) {
+  D8 e, l;
+  log_parts(widen(a), e, l);
+  return narrow(e * 0.30102999566398119521 + l * 0.43429448190325182765);
+}
+HETNN_VI F8 log1p8(F8 a) { return keep_zero(a, narrow(log1p_d(widen(a)))); }
+HETNN_VI F8 atanh8(F8 a) {
+  const D8 d = widen(a);
+  return keep_zero(a, narrow(0.5 * log1p_d(2.0 * d / (1.0 - d))));
+}
+HETNN_VI F8 asinh8(F8 a) {  // log1p(t + t^2 / (1 + sqrt(1 + t^2))), t = |x|: no cancellation near 0
+  const D8 d = widen(a), t = abs(d), t2 = t * t;
+  return keep_zero(a, narrow(with_sign_of(log1p_d(t + t2 / (1.0 + sqrt(1.0 + t2))), d)));
+}
+HETNN_VI F8 acosh8(F8 a) {  // log1p(t + sqrt(t (x + 1))), t = x - 1 (exact)
+  const D8 d = widen(a), t = d - 1.0;
+  return narrow(log1p_d(t + sqrt(t * (d + 1.0))));
+}
+HETNN_VI F8 pow8(F8 a, F8 b) {  // x > 0: e^(y ln x), y ln x held within +-700 (overflow and 0 all the same)
+  D8 w = widen(b) * log_d(widen(a));
+  w = w > 700.0 ? 700.0 : w;
+  w = w < -700.0 ? -700.0 : w;
+  return narrow(exp_d(w));
+}
+HETNN_VI F8 sin8(F8 a) {
+  L8 q;
+  D8 s, c;
+  sincos_poly(reduce_pio2(widen(a), q), s, c);
+  const D8 v = (q & 1) != 0 ? c : s;
+  return keep_zero(a, narrow((q & 2) != 0 ? -v : v));
+}
+HETNN_VI F8 cos8(F8 a) {
+  L8 q;
+  D8 s, c;
+  sincos_poly(reduce_pio2(widen(a), q), s, c);
+  const D8 v = (q & 1) != 0 ? s : c;
+  return narrow(((q + 1) & 2) != 0 ? -v : v);
+}
+HETNN_VI F8 tan8(F8 a) {
+  L8 q;
+  D8 s, c;
+  sincos_poly(reduce_pio2(widen(a), q), s, c);
+  return keep_zero(a, narrow((q & 1) != 0 ? -c / s : s / c));
+}
+HETNN_VI F8 atan8(F8 a) {
+  const D8 d = widen(a);
+  return keep_zero(a, narrow(with_sign_of(atan_ratio(abs(d), D8{} + 1.0), d)));
+}
+HETNN_VI F8 atan2_8(F8 a, F8 b) {  // atan2(y = a, x = b), both finite and non-zero
+  const D8 y = widen(a), x = widen(b);
+  const D8 v = atan_ratio(abs(y), abs(x));
+  return narrow(with_sign_of(x < 0.0 ? kPi - v : v, y));
+}
+HETNN_VI F8 asin8(F8 a) {  // atan(x / sqrt((1 - x)(1 + x))), 1 - |x| exact: |x| = 1 gives atan(1 / 0) = pi/2
+  const D8 d = widen(a), t = abs(d);
+  return keep_zero(a, narrow(with_sign_of(atan_ratio(t, sqrt((1.0 - t) * (1.0 + t))), d)));
+}
+HETNN_VI F8 acos8(F8 a) {  // atan2(sqrt((1 - x)(1 + x)), x): no cancellation near 1
+  const D8 d = widen(a);
+  const D8 v = atan_ratio(sqrt((1.0 - d) * (1.0 + d)), abs(d));
+  return narrow(d < 0.0 ? kPi - v : v);
+}
+HETNN_VI F8 hypot8(F8 a, F8 b) {
+  const D8 x = widen(a), y = widen(b);
+  return narrow(sqrt(x * x + y * y));
+}
+
+#undef HETNN_VI
+
+}  // namespace hetnn::f32fn
