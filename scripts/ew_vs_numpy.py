@@ -2,8 +2,8 @@
 the median of a few calls each (hetnn's result a new array, as NumPy's), float32 and int32 inputs of 4 Mi
 elements (in (0.1, 0.9) for floats: every function's domain). A survey to find the ops far from NumPy's speed;
 `--ops tanh,log,...` times those ops instead in interleaved rounds (hetnn.interleave), each with the 95 % interval of
-hetnn's speed over NumPy's and the rounds' noise flags.
-Run: .venv/bin/python scripts/ew_vs_numpy.py [--elements N] [--all] [--ops OP,OP,...]"""
+hetnn's speed over NumPy's and the rounds' noise flags; `--calls K`, K calls in a row a turn (a loop's steady state).
+Run: .venv/bin/python scripts/ew_vs_numpy.py [--elements N] [--all] [--ops OP,OP,...] [--calls K]"""
 from __future__ import annotations
 
 import argparse
@@ -61,12 +61,16 @@ def survey(dtype: str, n: int) -> List[Tuple[float, str, float, float]]:
     return sorted(rows)
 
 
-def interleaved(dtype: str, n: int, ops: List[str]) -> None:
-    """Each op's hetnn call and NumPy's in interleaved rounds: hetnn's speed over NumPy's with its interval."""
+def interleaved(dtype: str, n: int, ops: List[str], calls: int = 1) -> None:
+    """Each op's hetnn call and NumPy's in interleaved rounds: hetnn's speed over NumPy's with its interval. With
+    ``calls`` > 1 each timed turn is that many calls in a row (times per call): the steady state of a loop, where
+    data left in the last-level cache by the previous call is hot again (a single call after the other side's turn
+    and interleave's settling found part of it gone: NumPy's tanh 2.9 ms against 1.5 in a loop of 8)."""
     xn, yn = _inputs(dtype, n)
     cpu = hetnn.device("cpu")
     arity = {op: a for op, a, _ in _core.elementwise_ops()}
-    print(f"{dtype}, {n} elements, interleaved: op, hetnn cpu ms, NumPy ms, hetnn's speed / NumPy's (95 % CI), flags")
+    print(f"{dtype}, {n} elements, interleaved, {calls} call(s) a turn: op, hetnn cpu ms, NumPy ms (a call), "
+          "hetnn's speed / NumPy's (95 % CI), flags")
     for op in ops:
         if op not in arity:
             raise SystemExit(f"ew_vs_numpy: --ops: unknown op {op!r}")
@@ -74,13 +78,21 @@ def interleaved(dtype: str, n: int, ops: List[str]) -> None:
         xo = xn + 1 if op == "acosh" else xn  # (1.1, 1.9): in its domain too
         x, y = hetnn.asarray(xo, device=cpu), hetnn.asarray(yn, device=cpu)
         two = arity[op] == 2
-        mine, ref = interleave([Case(f"hetnn {op}", (lambda: f(x, y)) if two else (lambda: f(x)), devices=[cpu]),
-                                Case(f"numpy {op}", (lambda: npf(xo, yn)) if two else (lambda: npf(xo)))],
-                               n_warmup=2, n_repeat=15, max_duration=4)
+        def mine_fn() -> None:
+            for _ in range(calls):
+                f(x, y) if two else f(x)
+
+        def ref_fn() -> None:
+            for _ in range(calls):
+                npf(xo, yn) if two else npf(xo)
+
+        mine, ref = interleave([Case(f"hetnn {op}", mine_fn, devices=[cpu]), Case(f"numpy {op}", ref_fn)],
+                               n_warmup=2, n_repeat=15, max_duration=4 * calls)
         ci = ratio_interval([paired(list(mine.wall_times), list(ref.wall_times), list(mine.rounds), list(ref.rounds))])
         speed = "no interval" if ci is None else f"{ci.value:.2f}x ({ci.low:.2f}-{ci.high:.2f})"
         flags = ", ".join(str(v) for v in (mine.flags.get("noise"), ref.flags.get("noise")) if v) or "none"
-        print(f"  {op:12s} {np.median(mine.wall_times) * 1e3:8.2f} {np.median(ref.wall_times) * 1e3:8.2f}  {speed}; "
+        print(f"  {op:12s} {np.median(mine.wall_times) / calls * 1e3:8.2f} "
+              f"{np.median(ref.wall_times) / calls * 1e3:8.2f}  {speed}; "
               f"flags: {flags}")
 
 
@@ -89,10 +101,13 @@ def main() -> None:
     p.add_argument("--elements", type=int, default=4 << 20)
     p.add_argument("--all", action="store_true", help="every op, not the ten slowest")
     p.add_argument("--ops", help="comma-separated ops (float32) timed in interleaved rounds with intervals")
+    p.add_argument("--calls", type=int, default=1, help="with --ops: calls in a row per timed turn (default 1)")
     args = p.parse_args()
     warnings.simplefilter("ignore")  # NumPy's domain warnings for the integer inputs of real functions
     if args.ops:
-        interleaved("float32", args.elements, [o.strip() for o in args.ops.split(",") if o.strip()])
+        if args.calls < 1:
+            raise SystemExit(f"ew_vs_numpy: --calls takes an integer >= 1, got {args.calls}")
+        interleaved("float32", args.elements, [o.strip() for o in args.ops.split(",") if o.strip()], args.calls)
         return
     for dtype in ("float32", "int32"):
         rows = survey(dtype, args.elements)

@@ -17,7 +17,9 @@ from ._oscounters import (Counters, Probe, machine_was_quiet, preempted, quiesce
                           summarize)
 
 PRECALL_BELOW_S = 0.02  # interleaved cases faster than this get untimed calls right before each timed one ...
-PRECALL_S = 0.002       # ... for this long
+PRECALL_S = 0.002       # ... for this long at least, ...
+PRECALL_NEAR = 1.15     # ... and until one runs within this factor of the case's best call ...
+PRECALL_MAX_S = 0.012   # ... for this long at most
 
 DevicesLike = Union[DeviceLike, Sequence[DeviceLike]]
 
@@ -220,17 +222,27 @@ def _warm_up(c: Case, n_warmup: int, max_duration: Optional[float] = None) -> Di
 SETTLE_S = 0.012        # a settled turn's wait for the other pools (quiesce's window): a turn's cost beyond its call
 
 
-def _precall(c: Case, cap: _Capture) -> None:
-    """Untimed calls of ``c`` right before its timed one (at least one, at most 10 within PRECALL_S), recorded as
-    the timed one is and the records dropped: a timed call whose recording path had not run since the last turn
+def _precall(c: Case, cap: _Capture, best: float = math.nan) -> None:
+    """Untimed calls of ``c`` right before its timed one, recorded as the timed one is and the records dropped: at
+    least one, for PRECALL_S at least, then until one runs within PRECALL_NEAR of ``best`` (the case's best call
+    so far), at most 10 calls and PRECALL_MAX_S. A timed call whose recording path had not run since the last turn
     (the ops' operand strings, the records) cost about 10 us more than in a loop (a 12 us max pooling timed at 25),
-    which peers, timed without a recorder, did not pay."""
+    which peers, timed without a recorder, did not pay; and a memory-bound call after the settling found its data
+    gone from the last-level cache for two or three calls (NumPy's float32 tanh of 4 Mi elements: 2.7-3.1 ms,
+    then 1.5 as in a loop; 2 ms of calls left it timed at 2.8 and hetnn's compute-bound tanh 1.0x its speed
+    instead of the loop's 0.6x)."""
     t_pre, k = time.perf_counter(), 0
     cap.open()
     try:
-        while k < 1 or (k < 10 and time.perf_counter() - t_pre < PRECALL_S):
+        while k < 10:
+            t0 = time.perf_counter()
             c.fn()
+            c.wait()
+            now = time.perf_counter()
             k += 1
+            if now - t_pre >= PRECALL_MAX_S or (now - t_pre >= PRECALL_S and
+                                                 not (now - t0 > PRECALL_NEAR * best)):
+                break
     finally:
         cap.close()
 
@@ -379,13 +391,14 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
             # would cost a whole epoch more). Short: its last turn, else its best warm-up call; with neither, the
             # first turn is timed and, if short, timed again after the untimed calls.
             last = walls[j][-1] if walls[j] else first[j]["best_call_s"] if n_warmup >= 2 else math.nan
+            best = min([first[j].get("best_call_s", math.nan), *walls[j]], key=lambda v: v if v == v else math.inf)
             if settled:
                 quiesce()
                 if last < PRECALL_BELOW_S:
-                    _precall(c, cap)
+                    _precall(c, cap, best)
             wall, dev_s, count, recs = _timed_call(c, cap, probe)
             if settled and math.isnan(last) and wall < PRECALL_BELOW_S:
-                _precall(c, cap)
+                _precall(c, cap, best)
                 wall, dev_s, count, recs = _timed_call(c, cap, probe)
             peak = cap.peak_bytes()
             if peak is not None:
