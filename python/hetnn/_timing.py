@@ -349,7 +349,8 @@ def interleave(cases: Sequence[Case], *, n_warmup: int = 3, n_repeat: int = 20,
         for j, f in enumerate(first):
             best = f.get("best_call_s", math.nan)
             if math.isfinite(best):
-                turn = best + (SETTLE_S if settle and n > 1 else 0.0) + (PRECALL_S if best < PRECALL_BELOW_S else 0.0)
+                pre = min(PRECALL_MAX_S, max(PRECALL_S, 2 * best)) if best < PRECALL_BELOW_S else 0.0  # 1-3 calls
+                turn = best + (SETTLE_S if settle and n > 1 else 0.0) + pre
                 planned[j] = max(1, min(n_repeat, int(max_duration / max(turn, 1e-9))))
 
     def affordable(j: int) -> bool:
