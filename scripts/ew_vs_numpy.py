@@ -3,7 +3,7 @@ the median of a few calls each (hetnn's result a new array, as NumPy's), float32
 elements (in (0.1, 0.9) for floats: every function's domain). A survey to find the ops far from NumPy's speed;
 `--ops tanh,log,...` times those ops instead in interleaved rounds (hetnn.interleave), each with the 95 % interval of
 hetnn's speed over NumPy's and the rounds' noise flags; `--calls K`, K calls in a row a turn (a loop's steady state).
-Run: .venv/bin/python scripts/ew_vs_numpy.py [--elements N] [--all] [--ops OP,OP,...] [--calls K]"""
+Run: .venv/bin/python scripts/ew_vs_numpy.py [--elements N] [--all] [--ops OP,OP,... [--calls K] [--dtype float64]]"""
 from __future__ import annotations
 
 import argparse
@@ -100,14 +100,15 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--elements", type=int, default=4 << 20)
     p.add_argument("--all", action="store_true", help="every op, not the ten slowest")
-    p.add_argument("--ops", help="comma-separated ops (float32) timed in interleaved rounds with intervals")
+    p.add_argument("--ops", help="comma-separated ops timed in interleaved rounds with intervals")
     p.add_argument("--calls", type=int, default=1, help="with --ops: calls in a row per timed turn (default 1)")
+    p.add_argument("--dtype", default="float32", choices=("float32", "float64"), help="with --ops: the inputs' dtype")
     args = p.parse_args()
     warnings.simplefilter("ignore")  # NumPy's domain warnings for the integer inputs of real functions
     if args.ops:
         if args.calls < 1:
             raise SystemExit(f"ew_vs_numpy: --calls takes an integer >= 1, got {args.calls}")
-        interleaved("float32", args.elements, [o.strip() for o in args.ops.split(",") if o.strip()], args.calls)
+        interleaved(args.dtype, args.elements, [o.strip() for o in args.ops.split(",") if o.strip()], args.calls)
         return
     for dtype in ("float32", "int32"):
         rows = survey(dtype, args.elements)

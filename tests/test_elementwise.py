@@ -460,7 +460,7 @@ def test_float32_exp_is_within_an_ulp_over_its_whole_range(device):
     assert np.isnan(hetnn.exp(hetnn.asarray(nan, device=device)).numpy()).all()
 
 
-# float32 functions: the CPU device's own vectorised forms (f32_functions.h) and, for blocks holding anything
+# float32 functions: the CPU device's own vectorised forms (vec_functions.h) and, for blocks holding anything
 # outside their domain, libm's calls; OpenCL devices: the OpenCL C built-ins, within the spec's bounds (OpenCL 1.2,
 # 7.4: single precision, in ulp)
 F32_FUNCTIONS = {"tanh": 5, "sinh": 4, "cosh": 4, "expm1": 3, "log": 3, "log2": 3, "log10": 3, "log1p": 2,
@@ -516,3 +516,48 @@ def test_float32_functions_are_within_their_ulp_bound_over_the_whole_range(devic
         worst = _ulps(got[~special], want[~special])
         assert worst.max(initial=0) <= bound, \
             f"{op} off by {worst.max()} ulp at {[v[~special][worst.argmax()] for v in a]}"
+
+
+@pytest.mark.parametrize("op", ["exp", "log"])
+def test_float64_exp_and_log_are_within_an_ulp(device, op):
+    """float64 exp and log: the CPU device's own vectorised forms (vec_functions.h, libm's calls beyond their
+    range) within 1 ulp of long double's value rounded; OpenCL devices within the OpenCL C bound (3 ulp); the
+    specials (zeros, infinities, NaN, subnormals, the forms' range edges) NumPy's exactly."""
+    if "float64" not in device.dtypes:
+        pytest.skip(f"{device.id} has no float64")
+    if np.finfo(np.longdouble).nmant < 60:
+        pytest.skip("no extended long double for the reference")
+    rng = np.random.default_rng()
+    if op == "exp":
+        x = np.concatenate([rng.uniform(-745, 710, 200_000), rng.uniform(-1, 1, 100_000),
+                            rng.uniform(-1e-6, 1e-6, 10_000)])
+    else:
+        x = np.concatenate([np.exp2(rng.uniform(-1074, 1024, 200_000)), rng.uniform(0.5, 2, 100_000)])
+    x = rng.permutation(x)
+    with np.errstate(all="ignore"):
+        want = getattr(np, op)(x.astype(np.longdouble)).astype(np.float64)
+    got = getattr(hetnn, op)(hetnn.asarray(x, device=device),
+                             out=hetnn.full(x.shape, np.nan, "float64", device=device)).numpy()
+    cpu = device.kind == "cpu"
+    # the CPU device: infinities and zeros exactly, subnormal results within the ulp; OpenCL: subnormals not compared
+    finite = np.isfinite(want) & (want != 0) & (cpu | (np.abs(want) >= np.finfo(np.float64).tiny))
+    special = np.isinf(want) | (want == 0) if cpu else np.isinf(want)
+    np.testing.assert_array_equal(got[special], want[special])
+
+    def ulps(a, b):
+        def order(v):
+            i = v.view(np.int64)
+            return np.where(i < 0, -(i & 0x7FFFFFFFFFFFFFFF), i)
+        return np.abs(order(a) - order(b))
+    worst = ulps(got[finite], want[finite])
+    assert worst.max() <= (1 if cpu else 3), f"{op} off by {worst.max()} ulp at {x[finite][worst.argmax()]!r}"
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 5e-324, 2.2250738585072014e-308, 1e308,
+                         -707.0, -707.0000001, 709.0, 709.0000001, 709.78, 710.0, -745.1, -746.0])
+    with np.errstate(all="ignore"):
+        swant = getattr(np, op)(specials)
+    sgot = getattr(hetnn, op)(hetnn.asarray(specials, device=device)).numpy()
+    np.testing.assert_array_equal(np.isnan(sgot), np.isnan(swant))
+    exact = np.isinf(swant) | (swant == 0) if cpu else np.isinf(swant)
+    np.testing.assert_array_equal(sgot[exact], swant[exact])
+    close = np.isfinite(swant) & (swant != 0) & (cpu | (np.abs(swant) >= np.finfo(np.float64).tiny))
+    assert ulps(sgot[close], swant[close]).max(initial=0) <= (1 if cpu else 3)

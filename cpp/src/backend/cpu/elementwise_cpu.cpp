@@ -16,7 +16,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_loops.h"
 #include "backend/cpu/cpu_threads.h"
-#include "backend/cpu/f32_functions.h"
+#include "backend/cpu/vec_functions.h"
 #include "backend/cpu/cpu_convert.h"
 #include "backend/cpu/half_convert.h"
 #include "backend/cpu/stream_store.h"
@@ -194,79 +194,93 @@ HETNN_CLONES void exp_f32_loop(std::int64_t m, const float* x, float* r) {
   }
 }
 
-// float32 functions (f32_functions.h) in blocks of 64: a block whose every element is in the form's domain (OK of
+// float32 functions (vec_functions.h) in blocks of 64: a block whose every element is in the form's domain (OK of
 // `a`, and `b` for two operands) runs the form 8 lanes at a time, any other (NaN, infinities, the domain's edges,
 // arguments beyond the reduction's range) libm's double call per element, rounded once as the forms are (glibc's
 // float calls are off by up to 2 ulp: an element's result would then depend on its block's neighbours).
 // False: not one of them.
-#define HETNN_F32_BLOCKS(OK, FORM, LIBM)                                                                      \
-  for (std::int64_t j0 = 0; j0 < m; j0 += 64) {                                                             \
-    const std::int64_t e = std::min(m, j0 + 64);                                                            \
-    int ok = 1;                                                                                             \
-    for (std::int64_t j = j0; j < e; ++j) {                                                                 \
-      const float a = x[j], b = z ? z[j] : 0.0f;                                                            \
-      (void)b;                                                                                              \
-      ok &= (OK);                                                                                           \
-    }                                                                                                       \
-    if (!ok) {                                                                                              \
-      for (std::int64_t j = j0; j < e; ++j) {                                                               \
-        const float a = x[j], b = z ? z[j] : 0.0f;                                                          \
-        (void)b;                                                                                            \
-        r[j] = (LIBM);                                                                                      \
-      }                                                                                                     \
-      continue;                                                                                             \
-    }                                                                                                       \
-    std::int64_t j = j0;                                                                                    \
-    for (; j + 8 <= e; j += 8) {                                                                            \
-      const f32fn::F8 va = f32fn::load(x + j), vb = z ? f32fn::load(z + j) : va;                            \
-      (void)vb;                                                                                             \
-      f32fn::store(r + j, FORM);                                                                            \
-    }                                                                                                       \
-    if (j < e) { /* the ragged end through a padded vector */                                               \
-      alignas(32) float ta[8] = {}, tb[8] = {};                                                             \
-      std::memcpy(ta, x + j, static_cast<std::size_t>(e - j) * sizeof(float));                             \
-      if (z) std::memcpy(tb, z + j, static_cast<std::size_t>(e - j) * sizeof(float));                       \
-      const f32fn::F8 va = f32fn::load(ta), vb = f32fn::load(tb);                                           \
-      (void)vb;                                                                                             \
-      f32fn::store(ta, FORM);                                                                               \
-      std::memcpy(r + j, ta, static_cast<std::size_t>(e - j) * sizeof(float));                              \
-    }                                                                                                       \
-  }                                                                                                         \
+#define HETNN_FN_BLOCKS(T, OK, FORM, LIBM)                                                                    \
+  for (std::int64_t j0 = 0; j0 < m; j0 += 64) {                                                               \
+    const std::int64_t e = std::min(m, j0 + 64);                                                              \
+    int ok = 1;                                                                                               \
+    for (std::int64_t j = j0; j < e; ++j) {                                                                   \
+      const T a = x[j], b = z ? z[j] : T(0);                                                                  \
+      (void)b;                                                                                                \
+      ok &= (OK);                                                                                             \
+    }                                                                                                         \
+    if (!ok) {                                                                                                \
+      for (std::int64_t j = j0; j < e; ++j) {                                                                 \
+        const T a = x[j], b = z ? z[j] : T(0);                                                                \
+        (void)b;                                                                                              \
+        r[j] = (LIBM);                                                                                        \
+      }                                                                                                       \
+      continue;                                                                                               \
+    }                                                                                                         \
+    std::int64_t j = j0;                                                                                      \
+    for (; j + 8 <= e; j += 8) {                                                                              \
+      const auto va = vecfn::load(x + j), vb = z ? vecfn::load(z + j) : va;                                   \
+      (void)vb;                                                                                               \
+      vecfn::store(r + j, FORM);                                                                              \
+    }                                                                                                         \
+    if (j < e) { /* the ragged end through a padded vector */                                                 \
+      alignas(64) T ta[8] = {}, tb[8] = {};                                                                   \
+      std::memcpy(ta, x + j, static_cast<std::size_t>(e - j) * sizeof(T));                                    \
+      if (z) std::memcpy(tb, z + j, static_cast<std::size_t>(e - j) * sizeof(T));                             \
+      const auto va = vecfn::load(ta), vb = vecfn::load(tb);                                                  \
+      (void)vb;                                                                                               \
+      vecfn::store(ta, FORM);                                                                                 \
+      std::memcpy(r + j, ta, static_cast<std::size_t>(e - j) * sizeof(T));                                    \
+    }                                                                                                         \
+  }                                                                                                           \
   return true
 
 HETNN_CLONES bool functions_f32(EwOp op, std::int64_t m, const float* x, const float* z, float* r) {
-  using namespace f32fn;
+  using namespace vecfn;
   constexpr float M = kFltMax;
   const auto D = [](double v) { return static_cast<float>(v); };
   switch (op) {
-    case EwOp::tanh: HETNN_F32_BLOCKS(a == a, tanh8(va), D(std::tanh(double(a))));
-    case EwOp::sinh: HETNN_F32_BLOCKS(a == a, sinh8(va), D(std::sinh(double(a))));
-    case EwOp::cosh: HETNN_F32_BLOCKS(a == a, cosh8(va), D(std::cosh(double(a))));
-    case EwOp::expm1: HETNN_F32_BLOCKS(a == a, expm1_8(va), D(std::expm1(double(a))));
-    case EwOp::log: HETNN_F32_BLOCKS((a > 0.0f) & (a <= M), log8(va), D(std::log(double(a))));
-    case EwOp::log2: HETNN_F32_BLOCKS((a > 0.0f) & (a <= M), log2_8(va), D(std::log2(double(a))));
-    case EwOp::log10: HETNN_F32_BLOCKS((a > 0.0f) & (a <= M), log10_8(va), D(std::log10(double(a))));
-    case EwOp::log1p: HETNN_F32_BLOCKS((a > -1.0f) & (a <= M), log1p8(va), D(std::log1p(double(a))));
-    case EwOp::atanh: HETNN_F32_BLOCKS((a > -1.0f) & (a < 1.0f), atanh8(va), D(std::atanh(double(a))));
-    case EwOp::asinh: HETNN_F32_BLOCKS((a >= -M) & (a <= M), asinh8(va), D(std::asinh(double(a))));
-    case EwOp::acosh: HETNN_F32_BLOCKS((a >= 1.0f) & (a <= M), acosh8(va), D(std::acosh(double(a))));
-    case EwOp::sin: HETNN_F32_BLOCKS(std::fabs(a) <= kTrigMax, sin8(va), D(std::sin(double(a))));
-    case EwOp::cos: HETNN_F32_BLOCKS(std::fabs(a) <= kTrigMax, cos8(va), D(std::cos(double(a))));
-    case EwOp::tan: HETNN_F32_BLOCKS(std::fabs(a) <= kTrigMax, tan8(va), D(std::tan(double(a))));
-    case EwOp::atan: HETNN_F32_BLOCKS(a == a, atan8(va), D(std::atan(double(a))));
-    case EwOp::asin: HETNN_F32_BLOCKS(std::fabs(a) <= 1.0f, asin8(va), D(std::asin(double(a))));
-    case EwOp::acos: HETNN_F32_BLOCKS(std::fabs(a) <= 1.0f, acos8(va), D(std::acos(double(a))));
+    case EwOp::tanh: HETNN_FN_BLOCKS(float, a == a, tanh8(va), D(std::tanh(double(a))));
+    case EwOp::sinh: HETNN_FN_BLOCKS(float, a == a, sinh8(va), D(std::sinh(double(a))));
+    case EwOp::cosh: HETNN_FN_BLOCKS(float, a == a, cosh8(va), D(std::cosh(double(a))));
+    case EwOp::expm1: HETNN_FN_BLOCKS(float, a == a, expm1_8(va), D(std::expm1(double(a))));
+    case EwOp::log: HETNN_FN_BLOCKS(float, (a > 0.0f) & (a <= M), log8(va), D(std::log(double(a))));
+    case EwOp::log2: HETNN_FN_BLOCKS(float, (a > 0.0f) & (a <= M), log2_8(va), D(std::log2(double(a))));
+    case EwOp::log10: HETNN_FN_BLOCKS(float, (a > 0.0f) & (a <= M), log10_8(va), D(std::log10(double(a))));
+    case EwOp::log1p: HETNN_FN_BLOCKS(float, (a > -1.0f) & (a <= M), log1p8(va), D(std::log1p(double(a))));
+    case EwOp::atanh: HETNN_FN_BLOCKS(float, (a > -1.0f) & (a < 1.0f), atanh8(va), D(std::atanh(double(a))));
+    case EwOp::asinh: HETNN_FN_BLOCKS(float, (a >= -M) & (a <= M), asinh8(va), D(std::asinh(double(a))));
+    case EwOp::acosh: HETNN_FN_BLOCKS(float, (a >= 1.0f) & (a <= M), acosh8(va), D(std::acosh(double(a))));
+    case EwOp::sin: HETNN_FN_BLOCKS(float, std::fabs(a) <= kTrigMax, sin8(va), D(std::sin(double(a))));
+    case EwOp::cos: HETNN_FN_BLOCKS(float, std::fabs(a) <= kTrigMax, cos8(va), D(std::cos(double(a))));
+    case EwOp::tan: HETNN_FN_BLOCKS(float, std::fabs(a) <= kTrigMax, tan8(va), D(std::tan(double(a))));
+    case EwOp::atan: HETNN_FN_BLOCKS(float, a == a, atan8(va), D(std::atan(double(a))));
+    case EwOp::asin: HETNN_FN_BLOCKS(float, std::fabs(a) <= 1.0f, asin8(va), D(std::asin(double(a))));
+    case EwOp::acos: HETNN_FN_BLOCKS(float, std::fabs(a) <= 1.0f, acos8(va), D(std::acos(double(a))));
     case EwOp::pow:
-      HETNN_F32_BLOCKS((a > 0.0f) & (a <= M) & (std::fabs(b) <= M), pow8(va, vb), D(std::pow(double(a), double(b))));
+      HETNN_FN_BLOCKS(float, (a > 0.0f) & (a <= M) & (std::fabs(b) <= M), pow8(va, vb),
+                      D(std::pow(double(a), double(b))));
     case EwOp::atan2:
-      HETNN_F32_BLOCKS((std::fabs(a) <= M) & (std::fabs(b) <= M) & (a != 0.0f) & (b != 0.0f), atan2_8(va, vb),
-                       D(std::atan2(double(a), double(b))));
+      HETNN_FN_BLOCKS(float, (std::fabs(a) <= M) & (std::fabs(b) <= M) & (a != 0.0f) & (b != 0.0f), atan2_8(va, vb),
+                      D(std::atan2(double(a), double(b))));
     case EwOp::hypot:
-      HETNN_F32_BLOCKS((std::fabs(a) <= M) & (std::fabs(b) <= M), hypot8(va, vb), D(std::hypot(double(a), double(b))));
+      HETNN_FN_BLOCKS(float, (std::fabs(a) <= M) & (std::fabs(b) <= M), hypot8(va, vb),
+                      D(std::hypot(double(a), double(b))));
     default: return false;
   }
 }
-#undef HETNN_F32_BLOCKS
+
+// float64 exp and log the same way (vec_functions.h's float64 forms, within 1 ulp); blocks beyond them, libm's.
+HETNN_CLONES bool functions_f64(EwOp op, std::int64_t m, const double* x, const double* z, double* r) {
+  using namespace vecfn;
+  switch (op) {
+    case EwOp::exp: HETNN_FN_BLOCKS(double, (a >= kExp64Lo) & (a <= kExp64Hi), exp64(va), std::exp(a));
+    case EwOp::log:
+      HETNN_FN_BLOCKS(double, (a >= std::numeric_limits<double>::min()) & (a <= std::numeric_limits<double>::max()),
+                      log64(va), std::log(a));
+    default: return false;
+  }
+}
+#undef HETNN_FN_BLOCKS
 
 // The commonest floating ops at the processor's vector width (the library is built for baseline x86-64: SSE2): a
 // chunk in the first-level cache runs in a quarter of the instructions with AVX-512, which shows once the memory
@@ -341,7 +355,7 @@ void compute(EwOp op, bool bool_in, std::int64_t m, const C* x, const C* z, R* r
   if constexpr (std::is_same_v<C, float> && std::is_same_v<R, float>) {
     if (arith_f32(op, m, x, z, r) || functions_f32(op, m, x, z, r)) return;
   } else if constexpr (std::is_same_v<C, double> && std::is_same_v<R, double>) {
-    if (arith_f64(op, m, x, z, r)) return;
+    if (arith_f64(op, m, x, z, r) || functions_f64(op, m, x, z, r)) return;
   }
   switch (op) {
     case EwOp::add: return map2(m, x, z, r, wrap_add<C>);

@@ -1,20 +1,20 @@
-// float32 functions eight lanes at a time, evaluated in double: the CPU device's tanh, log, sin, pow, ... (libm's
-// calls do not vectorise, and NumPy 2 has vectorised float32 versions). Written with GCC's generic vector types
-// so that each HETNN_CLONES caller compiles them at its width (two AVX2 registers or one AVX-512 for a double
-// vector); the auto-vectoriser gave up on these loops ("control flow in loop") as soon as a float select met the
-// double arithmetic. A float32 input is exact in double and every double form below is good to about 1e-12
-// relative, so the one rounding to float32 gives the correctly rounded result except where the exact value lies
-// within that of a midpoint: within 1 ulp everywhere (checked over every fifth float32 of each function's domain;
-// off by one in fewer than 1 in 10^6). Each function takes only the inputs its caller's domain test admits
-// (elementwise_cpu.cpp's functions_f32 sends other blocks to libm): no NaN, and a domain where the forms below
-// need no special cases; lanes beyond a call's end may hold anything.
+// Element-wise functions eight lanes at a time: the CPU device's float32 tanh, log, sin, pow, ... evaluated in
+// double, and float64 exp and log (libm's calls do not vectorise; NumPy 2 has vectorised versions). Written with
+// GCC's generic vector types so that each HETNN_CLONES caller compiles them at its width (two AVX2 registers or one
+// AVX-512 for a double vector); the auto-vectoriser gave up on these loops ("control flow in loop") as soon as a
+// float select met the double arithmetic. float32: the input is exact in double and every double form is good to
+// about 1e-12 relative, so the one rounding to float32 gives the correctly rounded result except where the exact
+// value lies within that of a midpoint: within 1 ulp everywhere (checked over every fifth float32 of each
+// function's domain; off by one in fewer than 1 in 10^6). float64: within 1 ulp (sampled against long double).
+// Each function takes only the inputs its caller's domain test admits (elementwise_cpu.cpp sends other blocks to
+// libm): no NaN, and a domain where the forms need no special cases; lanes beyond a call's end may hold anything.
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 
-namespace hetnn::f32fn {
+namespace hetnn::vecfn {
 
 typedef float F8 __attribute__((vector_size(32)));
 typedef double D8 __attribute__((vector_size(64)));
@@ -37,6 +37,12 @@ HETNN_VI F8 load(const float* p) {
   return v;
 }
 HETNN_VI void store(float* p, F8 v) { std::memcpy(p, &v, sizeof v); }
+HETNN_VI D8 load(const double* p) {
+  D8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+HETNN_VI void store(double* p, D8 v) { std::memcpy(p, &v, sizeof v); }
 HETNN_VI D8 widen(F8 v) { return __builtin_convertvector(v, D8); }
 HETNN_VI F8 narrow(D8 v) { return __builtin_convertvector(v, F8); }
 HETNN_VI D8 sqrt(D8 v) {  // GCC turns the lane loop into one vector square root (-fno-math-errno)
@@ -249,6 +255,51 @@ HETNN_VI F8 hypot8(F8 a, F8 b) {
   return narrow(sqrt(x * x + y * y));
 }
 
+// ---- float64 functions: 8 lanes, within 1 ulp (the last roundings ordered as fdlibm's, no table) ----
+
+// e^x for x in [kExp64Lo, kExp64Hi] (normal results): x = n ln2 + hi - lo, e^r = 1 + (hi - (lo - r^2 Q(r))),
+// Q of degree 10 fitted as expm1's (within 4e-19), 2^n added to the exponent
+constexpr double kExp64Lo = -707.0, kExp64Hi = 709.0;
+HETNN_VI D8 exp64(D8 x) {
+  const D8 t = x * 1.44269504088896340736 + kShift;
+  const D8 n = t - kShift;
+  const D8 hi = x - n * kLn2Hi, lo = n * kLn2Lo, r = hi - lo;
+  D8 q = r * 2.091813816945801e-09 + 2.5105217695684516e-08;
+  q = q * r + 2.7557263277791584e-07;
+  q = q * r + 2.755725539833871e-06;
+  q = q * r + 2.4801587336443602e-05;
+  q = q * r + 0.00019841269874822307;
+  q = q * r + 0.0013888888888879073;
+  q = q * r + 0.008333333333326134;
+  q = q * r + 0.04166666666666668;
+  q = q * r + 0.1666666666666667;
+  q = q * r + 0.5;
+  const D8 y = 1.0 + (hi - (lo - r * r * q));
+  return (D8)((L8)y + (((L8)t - (L8)(D8{} + kShift)) << 52));
+}
+
+// ln x for a positive, finite, normal x: x = 2^e (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), s = f / (2 + f),
+// ln(1 + f) = f - f^2/2 + s (f^2/2 + R), R = z L(z), z = s^2, L of degree 7 fitted (within 6e-19), summed as
+// fdlibm's log: e ln2hi - ((f^2/2 - (s (f^2/2 + R) + e ln2lo)) - f)
+HETNN_VI D8 log64(D8 x) {
+  const L8 b = (L8)x;
+  D8 m = (D8)((b & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000);
+  D8 e = (D8)((b >> 52) | 0x4330000000000000) - (4503599627370496.0 + 1023.0);
+  const L8 big = m > 1.41421356237309504880;
+  m = big ? m * 0.5 : m;
+  e = big ? e + 1.0 : e;
+  const D8 f = m - 1.0, s = f / (2.0 + f), z = s * s;
+  D8 l = z * 0.13087358019991335 + 0.13268698800146927;
+  l = l * z + 0.1538624266836552;
+  l = l * z + 0.18181795581488394;
+  l = l * z + 0.22222222392309024;
+  l = l * z + 0.2857142857080074;
+  l = l * z + 0.40000000000000885;
+  l = l * z + 0.6666666666666666;
+  const D8 r = z * l, hfsq = 0.5 * f * f;
+  return e * kLn2Hi - ((hfsq - (s * (hfsq + r) + e * kLn2Lo)) - f);
+}
+
 #undef HETNN_VI
 
-}  // namespace hetnn::f32fn
+}  // namespace hetnn::vecfn
