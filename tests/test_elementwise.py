@@ -561,3 +561,36 @@ def test_float64_exp_and_log_are_within_an_ulp(device, op):
     np.testing.assert_array_equal(sgot[exact], swant[exact])
     close = np.isfinite(swant) & (swant != 0) & (cpu | (np.abs(swant) >= np.finfo(np.float64).tiny))
     assert ulps(sgot[close], swant[close]).max(initial=0) <= (1 if cpu else 3)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "int8"])
+def test_a_scalar_exponent_of_2_or_minus_1_gives_pows_results(device, dtype):
+    """x ** 2 runs as square and a float x ** -1 as reciprocal (as NumPy's operator; pow's logarithm and exponential
+    took 4.5 ms for 4 Mi float32 against 0.54 and 0.97): the results are pow's, the same bits as NumPy's on the
+    CPU device (integers wrapping), over a strided view and into out=, specials included."""
+    if dtype not in device.dtypes:
+        pytest.skip(f"{device.id} has no {dtype}")
+    rng = np.random.default_rng()
+    floating = dtype.startswith("float")
+    if floating:
+        with np.errstate(over="ignore"):  # float16: the large ones become infinities
+            x = np.concatenate([rng.standard_normal(5000) * 10.0 ** rng.integers(-30, 30, 5000),
+                                [0.0, -0.0, np.inf, -np.inf, np.nan, 1e30, -1e-30]]).astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, 5000, endpoint=True).astype(dtype)
+    a = hetnn.asarray(x, device=device)
+    exact = device.kind == "cpu"
+    for e in ((2, -1) if floating else (2,)):
+        with np.errstate(all="ignore"):
+            want = np.power(x, np.array(e, dtype)) if floating else (x * x).astype(dtype)
+        for got in ((a ** e).numpy(), hetnn.pow(a[::2], e).numpy(),
+                    hetnn.pow(a, e, out=hetnn.full(x.shape, 7, dtype, device=device)).numpy()):
+            w = want[::2] if got.shape != want.shape else want
+            nan = np.isnan(w) if floating else np.zeros(w.shape, bool)
+            np.testing.assert_array_equal(np.isnan(got) if floating else nan, nan)  # NaN's payload not compared
+            got, w = got[~nan], w[~nan]
+            if exact or e == 2:
+                np.testing.assert_array_equal(got.view(f"u{x.itemsize}"), w.view(f"u{x.itemsize}"), err_msg=str(e))
+            else:  # OpenCL's division: within its bound
+                np.testing.assert_allclose(got, w, rtol=3 * np.finfo(dtype).eps, err_msg=str(e))

@@ -449,6 +449,14 @@ Array elementwise(EwOp op, const Array& a, const EwScalar& s, bool scalar_first,
     fit_int(who(op), s.i, ty.in);
     d.iscalar = s.i;
   }
+  // x ** 2 as square (any type: the same wrapping for integers) and a float x ** -1 as reciprocal, as NumPy's
+  // operator does: the same results (each a correctly rounded x*x or 1/x), without pow's logarithm and exponential
+  if (op == EwOp::pow && !scalar_first && ty.in == ty.out &&
+      (is_floating(ty.in) ? (d.fscalar == 2.0 || d.fscalar == -1.0) : d.iscalar == 2)) {
+    const double e = is_floating(ty.in) ? d.fscalar : static_cast<double>(d.iscalar);
+    d.op = e == 2.0 ? EwOp::square : EwOp::reciprocal;
+    d.scalar = 0;
+  }
   const Array& A = ca ? *ca : a;
   if (A.is_dense()) {
     flat_walk(d, shape_size(a.shape()));
