@@ -194,11 +194,11 @@ HETNN_CLONES void exp_f32_loop(std::int64_t m, const float* x, float* r) {
   }
 }
 
-// float32 functions (vec_functions.h) in blocks of 64: a block whose every element is in the form's domain (OK of
-// `a`, and `b` for two operands) runs the form 8 lanes at a time, any other (NaN, infinities, the domain's edges,
-// arguments beyond the reduction's range) libm's double call per element, rounded once as the forms are (glibc's
-// float calls are off by up to 2 ulp: an element's result would then depend on its block's neighbours).
-// False: not one of them.
+// The functions of vec_functions.h over blocks of 64 elements of type T: a block whose every element is in the
+// form's domain (OK of `a`, and `b` for two operands) runs the form 8 lanes at a time, any other (NaN, infinities,
+// the domain's edges, arguments beyond the reduction's range) LIBM per element: for float32 libm's double call
+// rounded once as the forms are (glibc's float calls are off by up to 2 ulp: an element's result would then depend
+// on its block's neighbours). The functions below return false for an op they do not take.
 #define HETNN_FN_BLOCKS(T, OK, FORM, LIBM)                                                                    \
   for (std::int64_t j0 = 0; j0 < m; j0 += 64) {                                                               \
     const std::int64_t e = std::min(m, j0 + 64);                                                              \
