@@ -3,7 +3,8 @@ the median of a few calls each (hetnn's result a new array, as NumPy's), float32
 elements (in (0.1, 0.9) for floats: every function's domain). A survey to find the ops far from NumPy's speed;
 `--ops tanh,log,...` times those ops instead in interleaved rounds (hetnn.interleave), each with the 95 % interval of
 hetnn's speed over NumPy's and the rounds' noise flags; `--calls K`, K calls in a row a turn (a loop's steady state).
-Run: .venv/bin/python scripts/ew_vs_numpy.py [--elements N] [--all] [--ops OP,OP,... [--calls K] [--dtype float64]]"""
+Run: .venv/bin/python scripts/ew_vs_numpy.py [--elements N] [--all]
+     .venv/bin/python scripts/ew_vs_numpy.py --ops OP,OP,... [--calls K] [--dtype float64|int32]"""
 from __future__ import annotations
 
 import argparse
@@ -102,7 +103,8 @@ def main() -> None:
     p.add_argument("--all", action="store_true", help="every op, not the ten slowest")
     p.add_argument("--ops", help="comma-separated ops timed in interleaved rounds with intervals")
     p.add_argument("--calls", type=int, default=1, help="with --ops: calls in a row per timed turn (default 1)")
-    p.add_argument("--dtype", default="float32", choices=("float32", "float64"), help="with --ops: the inputs' dtype")
+    p.add_argument("--dtype", default="float32", choices=("float32", "float64", "int32"),
+                   help="with --ops: the inputs' dtype")
     args = p.parse_args()
     warnings.simplefilter("ignore")  # NumPy's domain warnings for the integer inputs of real functions
     if args.ops:

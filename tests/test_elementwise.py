@@ -594,3 +594,29 @@ def test_a_scalar_exponent_of_2_or_minus_1_gives_pows_results(device, dtype):
                 np.testing.assert_array_equal(got.view(f"u{x.itemsize}"), w.view(f"u{x.itemsize}"), err_msg=str(e))
             else:  # OpenCL's division: within its bound
                 np.testing.assert_allclose(got, w, rtol=3 * np.finfo(dtype).eps, err_msg=str(e))
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_integer_floor_divide_and_remainder_over_the_whole_range(device, dtype):
+    """Integer // and % against NumPy over the type's whole range and small divisors (the CPU device takes 8- and
+    32-bit ones through double at the vector width), with hetnn's rules: a zero divisor gives 0, MIN // -1 wraps
+    to MIN and MIN % -1 is 0; a length with a ragged end, poisoned outputs."""
+    if dtype not in device.dtypes:
+        pytest.skip(f"{device.id} has no {dtype}")
+    rng = np.random.default_rng()
+    info = np.iinfo(dtype)
+    n = 20_011
+    x = rng.integers(info.min, info.max, n, endpoint=True).astype(dtype)
+    y = np.where(rng.random(n) < 0.5, rng.integers(max(info.min, -5), 6, n),
+                 rng.integers(info.min, info.max, n, endpoint=True)).astype(dtype)
+    x[:4], y[:4] = [info.min, info.max, info.min, 0], [1, -1 if info.min else 1, 0, 0]
+    if info.min:
+        x[4], y[4] = info.min, -1
+    safe = np.where(y == 0, 1, y).astype(dtype)
+    with np.errstate(all="ignore"):
+        want = {"floor_divide": np.where(y == 0, 0, np.floor_divide(x, safe)).astype(dtype),
+                "remainder": np.where(y == 0, 0, np.remainder(x, safe)).astype(dtype)}
+    a, b = hetnn.asarray(x, device=device), hetnn.asarray(y, device=device)
+    for op, w in want.items():
+        got = getattr(hetnn, op)(a, b, out=hetnn.full(x.shape, 7, dtype, device=device)).numpy()
+        np.testing.assert_array_equal(got, w, err_msg=op)

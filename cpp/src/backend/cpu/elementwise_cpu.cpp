@@ -307,6 +307,32 @@ HETNN_ARITH(float, arith_f32)
 HETNN_ARITH(double, arith_f64)
 #undef HETNN_ARITH
 
+// Integer floor division and remainder of 8- and 32-bit types through double, at the vector width (x86 has no
+// vector integer division; int32 floor_divide was 0.54x NumPy's speed): both operands are exact in double and
+// the rounded quotient lies less than 1/|z| from the exact one, so its floor is the exact floor quotient. The
+// rules of floor_div/rem above: z = 0 gives 0, z = -1 the wrapped negation (floor_divide) and 0 (remainder); the
+// remainder x - q z is taken modulo 2^32, where the exact one fits. False: another op.
+#define HETNN_IDIV(T, NAME)                                                                                    \
+  HETNN_CLONES bool NAME(EwOp op, std::int64_t m, const T* x, const T* z, T* r) {                              \
+    if (op != EwOp::floor_divide && op != EwOp::remainder) return false;                                      \
+    const bool quotient = op == EwOp::floor_divide;                                                           \
+    for (std::int64_t j = 0; j < m; ++j) {                                                                    \
+      const std::int32_t a = x[j], b = z[j];                                                                  \
+      const bool plain = (b != 0) & (b != -1);                                                                \
+      const double q = std::floor(static_cast<double>(a) / static_cast<double>(plain ? b : 1));               \
+      const std::uint32_t qi = static_cast<std::uint32_t>(static_cast<std::int32_t>(plain ? q : 0.0));         \
+      const std::uint32_t neg = 0u - static_cast<std::uint32_t>(a);                                           \
+      const std::uint32_t rem = static_cast<std::uint32_t>(a) - qi * static_cast<std::uint32_t>(b);           \
+      r[j] = static_cast<T>(static_cast<std::int32_t>(quotient ? (plain ? qi : b == -1 ? neg : 0u)            \
+                                                               : (plain ? rem : 0u)));                        \
+    }                                                                                                         \
+    return true;                                                                                              \
+  }
+HETNN_IDIV(std::int32_t, idiv_i32)
+HETNN_IDIV(std::int8_t, idiv_i8)
+HETNN_IDIV(std::uint8_t, idiv_u8)
+#undef HETNN_IDIV
+
 // where's selection at the processor's vector width: both operands loaded first, so the choice is a select the
 // compiler vectorises (a conditional load became a branch: with a random condition 2.7 ns an element, mispredicted)
 #define HETNN_SELECT(T, NAME)                                                                                    \
@@ -356,6 +382,12 @@ void compute(EwOp op, bool bool_in, std::int64_t m, const C* x, const C* z, R* r
     if (arith_f32(op, m, x, z, r) || functions_f32(op, m, x, z, r)) return;
   } else if constexpr (std::is_same_v<C, double> && std::is_same_v<R, double>) {
     if (arith_f64(op, m, x, z, r) || functions_f64(op, m, x, z, r)) return;
+  } else if constexpr (std::is_same_v<C, std::int32_t> && std::is_same_v<R, std::int32_t>) {
+    if (idiv_i32(op, m, x, z, r)) return;
+  } else if constexpr (std::is_same_v<C, std::int8_t> && std::is_same_v<R, std::int8_t>) {
+    if (idiv_i8(op, m, x, z, r)) return;
+  } else if constexpr (std::is_same_v<C, std::uint8_t> && std::is_same_v<R, std::uint8_t>) {
+    if (idiv_u8(op, m, x, z, r)) return;
   }
   switch (op) {
     case EwOp::add: return map2(m, x, z, r, wrap_add<C>);
