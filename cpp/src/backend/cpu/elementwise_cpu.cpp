@@ -269,11 +269,15 @@ HETNN_CLONES bool functions_f32(EwOp op, std::int64_t m, const float* x, const f
   }
 }
 
-// float64 exp and log the same way (vec_functions.h's float64 forms, within 1 ulp); blocks beyond them, libm's.
+// float64 exp, expm1, log and log1p the same way (vec_functions.h's float64 forms, within 1 ulp); blocks beyond
+// them, libm's.
 HETNN_CLONES bool functions_f64(EwOp op, std::int64_t m, const double* x, const double* z, double* r) {
   using namespace vecfn;
   switch (op) {
     case EwOp::exp: HETNN_FN_BLOCKS(double, (a >= kExp64Lo) & (a <= kExp64Hi), exp64(va), std::exp(a));
+    case EwOp::expm1: HETNN_FN_BLOCKS(double, (a >= kExp64Lo) & (a <= kExp64Hi), expm1_64(va), std::expm1(a));
+    case EwOp::log1p:
+      HETNN_FN_BLOCKS(double, (a > -1.0) & (a <= std::numeric_limits<double>::max()), log1p64(va), std::log1p(a));
     case EwOp::log:
       HETNN_FN_BLOCKS(double, (a >= std::numeric_limits<double>::min()) & (a <= std::numeric_limits<double>::max()),
                       log64(va), std::log(a));

@@ -281,7 +281,7 @@ HETNN_VI D8 exp64(D8 x) {
 // ln x for a positive, finite, normal x: x = 2^e (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), s = f / (2 + f),
 // ln(1 + f) = f - f^2/2 + s (f^2/2 + R), R = z L(z), z = s^2, L of degree 7 fitted (within 6e-19), summed as
 // fdlibm's log: e ln2hi - ((f^2/2 - (s (f^2/2 + R) + e ln2lo)) - f)
-HETNN_VI D8 log64(D8 x) {
+HETNN_VI D8 log64(D8 x, D8 c = D8{}) {  // c: a correction added to x's logarithm (log1p64's), below its ulp
   const L8 b = (L8)x;
   D8 m = (D8)((b & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000);
   D8 e = (D8)((b >> 52) | 0x4330000000000000) - (4503599627370496.0 + 1023.0);
@@ -297,7 +297,53 @@ HETNN_VI D8 log64(D8 x) {
   l = l * z + 0.40000000000000885;
   l = l * z + 0.6666666666666666;
   const D8 r = z * l, hfsq = 0.5 * f * f;
-  return e * kLn2Hi - ((hfsq - (s * (hfsq + r) + e * kLn2Lo)) - f);
+  return e * kLn2Hi - ((hfsq - (s * (hfsq + r) + (e * kLn2Lo + c))) - f);
+}
+
+// ln(1 + x) for x > -1, finite: u = 1 + x rounded, and what the rounding dropped, (x - (u - 1)) / u, added where
+// fdlibm's log1p adds it; u - 1 is exact below 2^52 (above, it may round itself, and the drop is far below the
+// result's ulp; at x near 1.27 it was 0.9 of it)
+HETNN_VI D8 log1p64(D8 x) {
+  const D8 u = 1.0 + x;
+  const D8 y = log64(u, x < 4503599627370496.0 ? (x - (u - 1.0)) / u : 0.0);
+  return x == 0.0 ? x : y;  // -0 kept
+}
+
+// e^x - 1 for x in [kExp64Lo, kExp64Hi]: for |x| <= 1, x + x^2 P(x), P of degree 13 fitted (within 2e-17; the
+// reduction's 2^n (1 + q) - 1 was 2 ulp off there, at n = 1 and r near -ln2/2); beyond, x = n ln2 + hi - lo as
+// exp64's and (2^n - 1) + 2^n q, q = hi - (lo - r^2 Q(r)), 2^n - 1 exact (n > 53: -1 is below the ulp anyway)
+HETNN_VI D8 expm1_64(D8 x) {
+  D8 p = x * 7.753295105383928e-13 + 1.16392040024203e-11;
+  p = p * x + 1.605744835014058e-10;
+  p = p * x + 2.087443527953241e-09;
+  p = p * x + 2.5052120586633744e-08;
+  p = p * x + 2.7557335072267237e-07;
+  p = p * x + 2.7557319174038892e-06;
+  p = p * x + 2.4801587246079535e-05;
+  p = p * x + 0.00019841269841374776;
+  p = p * x + 0.0013888888888981446;
+  p = p * x + 0.008333333333333236;
+  p = p * x + 0.04166666666666609;
+  p = p * x + 0.16666666666666666;
+  p = p * x + 0.5;
+  const D8 small = x + x * x * p;
+  const D8 t = x * 1.44269504088896340736 + kShift;
+  const D8 n = t - kShift;
+  const D8 hi = x - n * kLn2Hi, lo = n * kLn2Lo, r = hi - lo;
+  D8 q = r * 2.091813816945801e-09 + 2.5105217695684516e-08;
+  q = q * r + 2.7557263277791584e-07;
+  q = q * r + 2.755725539833871e-06;
+  q = q * r + 2.4801587336443602e-05;
+  q = q * r + 0.00019841269874822307;
+  q = q * r + 0.0013888888888879073;
+  q = q * r + 0.008333333333326134;
+  q = q * r + 0.04166666666666668;
+  q = q * r + 0.1666666666666667;
+  q = q * r + 0.5;
+  const D8 em = hi - (lo - r * r * q);
+  const D8 s = (D8)(((L8)t - (L8)(D8{} + kShift) + 1023) << 52);  // 2^n
+  const D8 y = abs(x) <= 1.0 ? small : (s - 1.0) + s * em;
+  return x == 0.0 ? x : y;  // -0 kept
 }
 
 #undef HETNN_VI
