@@ -241,14 +241,35 @@ HETNN_VI F8 atan2_8(F8 a, F8 b) {  // atan2(y = a, x = b), both finite and non-z
   const D8 v = atan_ratio(abs(y), abs(x));
   return narrow(with_sign_of(x < 0.0 ? kPi - v : v, y));
 }
-HETNN_VI F8 asin8(F8 a) {  // atan(x / sqrt((1 - x)(1 + x))), 1 - |x| exact: |x| = 1 gives atan(1 / 0) = pi/2
-  const D8 d = widen(a), t = abs(d);
-  return keep_zero(a, narrow(with_sign_of(atan_ratio(t, sqrt((1.0 - t) * (1.0 + t))), d)));
+// asin s for |s| <= 1/2 as s + s z P(z), z = s^2, P of degree 9 fitted as expm1's (within 2e-14); beyond, |x| > 1/2
+// reflected to s = sqrt((1 - |x|) / 2) <= 1/2 (1 - |x| exact): no division (atan's form took one and a root)
+HETNN_VI L8 asin_half(D8 t, D8& r) {  // t = |x| <= 1: r = asin of the reduced s; returns whether t was reflected
+  const L8 big = t > 0.5;
+  const D8 z = big ? 0.5 - 0.5 * t : t * t;
+  const D8 s = big ? sqrt(z) : t;
+  D8 p = z * 0.02801752120423027 - 0.0030636532508882723;
+  p = p * z + 0.015733489741212338;
+  p = p * z + 0.013173365233711152;
+  p = p * z + 0.017443628149945288;
+  p = p * z + 0.022365882515612154;
+  p = p * z + 0.03038219162935859;
+  p = p * z + 0.04464285222417601;
+  p = p * z + 0.07500000003782922;
+  p = p * z + 0.16666666666661878;
+  r = s + s * z * p;
+  return big;
 }
-HETNN_VI F8 acos8(F8 a) {  // atan2(sqrt((1 - x)(1 + x)), x): no cancellation near 1
+HETNN_VI F8 asin8(F8 a) {  // beyond 1/2: pi/2 - 2 asin(s)
   const D8 d = widen(a);
-  const D8 v = atan_ratio(sqrt((1.0 - d) * (1.0 + d)), abs(d));
-  return narrow(d < 0.0 ? kPi - v : v);
+  D8 r;
+  const L8 big = asin_half(abs(d), r);
+  return keep_zero(a, narrow(with_sign_of(big ? kPi / 2 - 2.0 * r : r, d)));
+}
+HETNN_VI F8 acos8(F8 a) {  // |x| <= 1/2: pi/2 - asin x; beyond: 2 asin(s), or pi - 2 asin(s) for x < 0
+  const D8 d = widen(a);
+  D8 r;
+  const L8 big = asin_half(abs(d), r);
+  return narrow(big ? (d < 0.0 ? kPi - 2.0 * r : 2.0 * r) : kPi / 2 - with_sign_of(r, d));
 }
 HETNN_VI F8 hypot8(F8 a, F8 b) {
   const D8 x = widen(a), y = widen(b);
