@@ -281,7 +281,9 @@ HETNN_VI F8 hypot8(F8 a, F8 b) {
 // e^x for x in [kExp64Lo, kExp64Hi] (normal results): x = n ln2 + hi - lo, e^r = 1 + (hi - (lo - r^2 Q(r))),
 // Q of degree 10 fitted as expm1's (within 4e-19), 2^n added to the exponent
 constexpr double kExp64Lo = -707.0, kExp64Hi = 709.0;
-HETNN_VI D8 exp64(D8 x) {
+// e^x = 2^n (1 + em) for |x| <= 709: x = n ln2 + hi - lo, em = e^r - 1 = hi - (lo - r^2 Q(r)); returns em, n's
+// integer in the low bits of n_bits (t's bits less kShift's)
+HETNN_VI D8 exp64_split(D8 x, L8& n_bits) {
   const D8 t = x * 1.44269504088896340736 + kShift;
   const D8 n = t - kShift;
   const D8 hi = x - n * kLn2Hi, lo = n * kLn2Lo, r = hi - lo;
@@ -295,8 +297,13 @@ HETNN_VI D8 exp64(D8 x) {
   q = q * r + 0.04166666666666668;
   q = q * r + 0.1666666666666667;
   q = q * r + 0.5;
-  const D8 y = 1.0 + (hi - (lo - r * r * q));
-  return (D8)((L8)y + (((L8)t - (L8)(D8{} + kShift)) << 52));
+  n_bits = (L8)t - (L8)(D8{} + kShift);
+  return hi - (lo - r * r * q);
+}
+HETNN_VI D8 exp64(D8 x) {
+  L8 n;
+  const D8 y = 1.0 + exp64_split(x, n);
+  return (D8)((L8)y + (n << 52));
 }
 
 // ln x for a positive, finite, normal x: x = 2^e (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), s = f / (2 + f),
@@ -348,21 +355,9 @@ HETNN_VI D8 expm1_64(D8 x) {
   p = p * x + 0.16666666666666666;
   p = p * x + 0.5;
   const D8 small = x + x * x * p;
-  const D8 t = x * 1.44269504088896340736 + kShift;
-  const D8 n = t - kShift;
-  const D8 hi = x - n * kLn2Hi, lo = n * kLn2Lo, r = hi - lo;
-  D8 q = r * 2.091813816945801e-09 + 2.5105217695684516e-08;
-  q = q * r + 2.7557263277791584e-07;
-  q = q * r + 2.755725539833871e-06;
-  q = q * r + 2.4801587336443602e-05;
-  q = q * r + 0.00019841269874822307;
-  q = q * r + 0.0013888888888879073;
-  q = q * r + 0.008333333333326134;
-  q = q * r + 0.04166666666666668;
-  q = q * r + 0.1666666666666667;
-  q = q * r + 0.5;
-  const D8 em = hi - (lo - r * r * q);
-  const D8 s = (D8)(((L8)t - (L8)(D8{} + kShift) + 1023) << 52);  // 2^n
+  L8 n;
+  const D8 em = exp64_split(x, n);
+  const D8 s = (D8)((n + 1023) << 52);  // 2^n
   const D8 y = abs(x) <= 1.0 ? small : (s - 1.0) + s * em;
   return x == 0.0 ? x : y;  // -0 kept
 }
