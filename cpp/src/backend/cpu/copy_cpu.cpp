@@ -1,6 +1,6 @@
 // copy_strided on the CPU device (core/ops.h, CopyDesc): the last dimension is the inner loop (a memcpy where both
 // sides are contiguous along it), the outer dimensions are walked by their strides; rows are shared out over the
-// threads for large copies.
+// threads for large copies, and a row long enough is itself shared (host_copy; a dense copy is one such row).
 #include <omp.h>
 
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_convert.h"
 #include "backend/cpu/cpu_threads.h"
+#include "backend/cpu/host_copy.h"
 
 namespace hetnn {
 
@@ -25,6 +26,12 @@ void copy_as(const CopyDesc& d, const void* src, void* out) {
   const std::int64_t rows = d.n / inner;
   const Shape outer(d.shape.begin(), d.shape.end() - 1);
   const std::vector<std::int64_t> ss(d.ss.begin(), d.ss.end() - 1), so(d.so.begin(), d.so.end() - 1);
+  const auto row_bytes = static_cast<std::size_t>(inner) * sizeof(T);
+  if (ssi == 1 && soi == 1 && host_copy_parallel(row_bytes)) {  // long contiguous rows: each one by all threads
+    Walker ws(outer, ss, 0), wo(outer, so, 0);
+    for (std::int64_t r = 0; r < rows; ++r, ws.next(), wo.next()) host_copy(o + wo.off, s + ws.off, row_bytes);
+    return;
+  }
   const bool parallel = d.n * static_cast<std::int64_t>(sizeof(T)) >= kParallelBytes && rows > 1;
 #pragma omp parallel if (parallel)
   {

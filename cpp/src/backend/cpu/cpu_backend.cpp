@@ -3,10 +3,12 @@
 #include "backend/cpu/cpu_loops.h"
 #include "backend/cpu/cpu_threads.h"
 #include "backend/cpu/half_convert.h"
+#include "backend/cpu/host_copy.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -97,16 +99,23 @@ std::shared_ptr<Buffer> CpuBackend::wrap_host(void* p, std::size_t nbytes, std::
 }
 
 void CpuBackend::write(Buffer& dst, std::size_t off, const void* src, std::size_t n) {
-  timed("h2d", n, [&] { std::memcpy(ptr(dst) + off, src, n); });
+  timed("h2d", n, [&] { host_copy(ptr(dst) + off, src, n); }, host_copy_parallel(n));
 }
 void CpuBackend::read(const Buffer& src, std::size_t off, void* dst, std::size_t n) {
-  timed("d2h", n, [&] { std::memcpy(dst, ptr(src) + off, n); });
+  timed("d2h", n, [&] { host_copy(dst, ptr(src) + off, n); }, host_copy_parallel(n));
 }
 void CpuBackend::copy(const Buffer& src, std::size_t so, Buffer& dst, std::size_t d_off, std::size_t n) {
-  timed("d2d", n, [&] { std::memmove(ptr(dst) + d_off, ptr(src) + so, n); });
+  char* d = ptr(dst) + d_off;
+  const char* s = ptr(src) + so;
+  const auto di = reinterpret_cast<std::uintptr_t>(d), si = reinterpret_cast<std::uintptr_t>(s);
+  if (di < si + n && si < di + n) {  // overlapping ranges of one buffer
+    timed("d2d", n, [&] { std::memmove(d, s, n); }, false);
+    return;
+  }
+  timed("d2d", n, [&] { host_copy(d, s, n); }, host_copy_parallel(n));
 }
 void CpuBackend::fill(Buffer& dst, std::size_t off, std::size_t n, unsigned char value) {
-  timed("fill", n, [&] { std::memset(ptr(dst) + off, value, n); });
+  timed("fill", n, [&] { host_fill(ptr(dst) + off, value, n); }, host_copy_parallel(n));
 }
 void CpuBackend::synchronize() {}  // every CPU command completes before it returns
 

@@ -85,6 +85,25 @@ void lines_128(char* d, const char* s, std::size_t lines) {  // SSE2: any x86-64
     _mm_stream_si128(reinterpret_cast<__m128i*>(d + 16 * i),
                      _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 16 * i)));
 }
+__attribute__((target("avx512f"))) void fill_512(char* d, unsigned char v, std::size_t lines) {
+  const __m512i x = _mm512_set1_epi8(static_cast<char>(v));
+  for (std::size_t i = 0; i < lines; ++i) _mm512_stream_si512(reinterpret_cast<__m512i*>(d + 64 * i), x);
+}
+__attribute__((target("avx"))) void fill_256(char* d, unsigned char v, std::size_t lines) {
+  const __m256i x = _mm256_set1_epi8(static_cast<char>(v));
+  for (std::size_t i = 0; i < 2 * lines; ++i) _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 32 * i), x);
+}
+void fill_128(char* d, unsigned char v, std::size_t lines) {
+  const __m128i x = _mm_set1_epi8(static_cast<char>(v));
+  for (std::size_t i = 0; i < 4 * lines; ++i) _mm_stream_si128(reinterpret_cast<__m128i*>(d + 16 * i), x);
+}
+using Fill = void (*)(char*, unsigned char, std::size_t);
+const Fill kFill = [] {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return static_cast<Fill>(fill_512);
+  if (__builtin_cpu_supports("avx")) return static_cast<Fill>(fill_256);
+  return static_cast<Fill>(fill_128);
+}();
 using Lines = void (*)(char*, const char*, std::size_t);
 const Lines kLines = [] {
   __builtin_cpu_init();
@@ -112,6 +131,20 @@ void stream_copy(void* dst, const void* src, std::size_t bytes) {
   std::memcpy(d + done, s + done, bytes - done);
 #else
   std::memcpy(d, s, bytes);  // elsewhere regular stores (no processor is in the table)
+#endif
+}
+
+void stream_fill(void* dst, unsigned char value, std::size_t bytes) {
+  char* d = static_cast<char*>(dst);
+#if defined(__x86_64__) && defined(__GNUC__)
+  const std::size_t head = std::min(bytes, (64 - reinterpret_cast<std::uintptr_t>(d) % 64) % 64);
+  std::memset(d, value, head);
+  const std::size_t lines = (bytes - head) / 64;
+  kFill(d + head, value, lines);
+  const std::size_t done = head + 64 * lines;
+  std::memset(d + done, value, bytes - done);
+#else
+  std::memset(d, value, bytes);
 #endif
 }
 

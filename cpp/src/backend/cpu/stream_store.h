@@ -17,10 +17,13 @@ namespace hetnn {
 // Whether an output of `bytes` bytes is written with streaming stores on this processor.
 bool stream_output(std::size_t bytes);
 
-// Copies `bytes` from `src` (a chunk in the first-level cache) to `dst`: the whole 64-byte lines of dst with
-// streaming stores, the partial lines at either end with regular ones. Call stream_fence() before the output is
-// read by another thread (at the end of a parallel piece).
+// Copies `bytes` from `src` (a chunk in the first-level cache, or any memory not overlapping dst) to `dst`: the
+// whole 64-byte lines of dst with streaming stores, the partial lines at either end with regular ones. Call
+// stream_fence() before the output is read by another thread (at the end of a parallel piece).
 void stream_copy(void* dst, const void* src, std::size_t bytes);
+
+// Sets `bytes` bytes at dst to `value` the same way.
+void stream_fill(void* dst, unsigned char value, std::size_t bytes);
 
 // Orders this thread's streaming stores before everything it does after (sfence).
 void stream_fence();
