@@ -35,8 +35,11 @@ def test_run_transfer_rows_text_and_files(tmp_path):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
 
 
-def test_run_arrays_checks_every_result_and_compares_with_numpy(tmp_path):
+def test_run_arrays_checks_every_result_and_compares_with_numpy(tmp_path, monkeypatch):
+    from hetnn.bench import arrays
     from hetnn.bench.arrays import OPS, run_arrays, summary
+
+    monkeypatch.setattr(arrays, "large_bytes", lambda: arrays.LARGE_BYTES)  # the suite's path, not its size
 
     devs = hetnn.devices()
     rows = run_arrays(devs, sizes=(1 << 10, 1 << 20), n_warmup=1, n_repeat=3, max_duration=0.2)
@@ -53,6 +56,42 @@ def test_run_arrays_checks_every_result_and_compares_with_numpy(tmp_path):
     if pytest.importorskip("matplotlib"):
         res.save(str(tmp_path / "a"))
         assert (tmp_path / "a-arrays.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_large_arrays_are_beyond_the_last_level_cache():
+    """A VM reporting a 260 MiB cache read a 64 MiB sum at 57 GB/s and a 256 MiB one at 32 (the memory's rate):
+    each operand is at least 3/4 of the cache, in powers of two from 64 MiB."""
+    from hetnn.bench.arrays import LARGE_BYTES, large_bytes
+
+    mib = 1 << 20
+    assert LARGE_BYTES == 64 * mib
+    for cache, want in ((0, 64), (32 * mib, 64), (85 * mib, 64), (86 * mib, 128), (260 * mib, 256),
+                        (480 * mib, 512)):
+        assert large_bytes(cache) == want * mib, (cache, want)
+    assert large_bytes() >= 3 * hetnn.device("cpu").cache_size // 4
+
+
+@pytest.mark.parametrize("op", ["add", "exp", "saxpy kernel", "add transposed", "sum", "sum axis 0"])
+def test_every_result_is_checked_to_its_last_element(rng, op):
+    """The float64 references are computed a block of rows at a time: one element wrong in the last block of an
+    array of several blocks is caught as in the first."""
+    from hetnn.bench import arrays
+
+    n = 3 * arrays.CHUNK + 4099 if op != "add transposed" else 2048 * 2048
+    shape = arrays._shape(op, n)
+    a, b = arrays._uniform(rng, shape), arrays._uniform(rng, arrays._other_shape(op, shape))
+    f64 = {"add": lambda: a.astype(np.float64) + b, "exp": lambda: np.exp(a.astype(np.float64)),
+           "saxpy kernel": lambda: 2 * a.astype(np.float64) + b, "add transposed": lambda: a.T.astype(np.float64) + b,
+           "sum": lambda: a.astype(np.float64).sum(),
+           "sum axis 0": lambda: a.astype(np.float64).sum(axis=0 if a.ndim > 1 else None)}[op]()
+    good = np.asarray(f64).astype(np.float32)
+    assert arrays._rel_err(op, good, a, b) < 1e-6
+    bad = good.copy()
+    # off by 1e-3 of what the error is measured against (a sum: the sum of the magnitudes)
+    size = np.abs(a.astype(np.float64)).sum(axis=0 if a.ndim > 1 and op == "sum axis 0" else None) \
+        if op.startswith("sum") else np.abs(f64)
+    bad.reshape(-1)[-1] += 1e-3 * float(np.max(size))
+    assert arrays._rel_err(op, bad, a, b) > 1e-5
 
 
 def test_run_arrays_sets_host_rows_against_a_stream_kernel_of_the_same_rounds():

@@ -1,12 +1,13 @@
 """Arrays benchmark: element-wise ops and reductions on hetnn Arrays (every device) against NumPy, interleaved.
 
-Two sizes answer two questions. A large array (64 MiB per operand by default, beyond every last-level cache) asks
-whether the op streams at the device's memory bandwidth: GB/s counts each operand's bytes once (read or written) over
-the device's time, and "% mem peak" sets it against the device's memory ceiling: for host-resident devices and
-NumPy a STREAM-style kernel of the op's access pattern (triad: two arrays read, one written; copy: one and one;
-read: one read) over arrays of the same size, timed as one more case of the same interleaved rounds (a ceiling
-measured minutes apart moves by a fifth on a shared VM, and each pattern has its own: on a 2-vCPU VM a read-only
-stream reaches less than the triad's reads and writes together); else the device's stored ceiling (`bench peak`).
+Two sizes answer two questions. A large array (beyond the host's last-level cache: 64 MiB per operand, more where
+that cache is large, :func:`large_bytes`; the transposed add keeps 64 MiB) asks whether the op streams at the
+device's memory bandwidth: GB/s counts each operand's bytes once (read or written) over the device's time, and
+"% mem peak" sets it against the device's memory ceiling: for host-resident devices and NumPy a STREAM-style kernel
+of the op's access pattern (triad: two arrays read, one written; copy: one and one; read: one read) over arrays of
+the same size, timed as one more case of the same interleaved rounds (a ceiling measured minutes apart moves by a
+fifth on a shared VM, and each pattern has its own: on a 2-vCPU VM a read-only stream reaches less than the
+triad's reads and writes together); else the device's stored ceiling (`bench peak`).
 A small one (1 KiB) asks what a call costs: CALLS_SMALL calls in a row timed
 as one repeat (synchronised at its end), per call, against NumPy's: the per-call overhead. hetnn's operands live on
 the device and element-wise results go into a preallocated output (``out=``), as NumPy's do; reductions return a new
@@ -20,7 +21,7 @@ import numpy as np
 
 from .._device import Device
 from .._timing import Case, interleave
-from .peak import check_ceiling, mem_peak_gbps, on_host, stream_gbps
+from .peak import check_ceiling, host_cache_size, mem_peak_gbps, on_host, stream_gbps
 from .progress import expect
 from .stats import ratio, ratio_interval, row_pair
 
@@ -41,7 +42,23 @@ ELEMENTWISE = ("add", "exp", "saxpy kernel", "add transposed")
 STREAM = "stream"  # the library name of the ceilings' rows ("stream triad", ...)
 STREAM_MOVED = {"triad": 3, "copy": 2, "read": 1}  # bytes per element, as STREAM counts them
 SMALL_BYTES = 1 << 10
-LARGE_BYTES = 64 << 20
+LARGE_BYTES = 64 << 20  # the large arrays' size where the last-level cache is at most 3/4 of it
+
+
+def large_bytes(cache_bytes: Optional[int] = None) -> int:
+    """Bytes per operand of the large arrays: LARGE_BYTES, or where the host's last-level cache (``cache_bytes``;
+    by default the CPU device's figure) is larger than 3/4 of that, the power of two at or above 3/4 of the cache.
+    A VM may see a large share of a server's cache: on one reporting 260 MiB, a 64 MiB sum read 57 GB/s, 128 MiB
+    46 and 256 MiB 32 (the memory's rate; interleaved with the other libraries' rounds), and an add took 3.2 ms in
+    a loop but 5.4-5.9 ms for its first calls after another library's turn, so the 64 MiB rows measured the cache
+    as much as the memory."""
+    if cache_bytes is None:
+        cache_bytes = host_cache_size()
+    need = 3 * max(0, int(cache_bytes)) // 4
+    size = LARGE_BYTES
+    while size < need:
+        size *= 2
+    return size
 CALLS_SMALL = 200
 
 
@@ -110,28 +127,63 @@ def _hetnn_fn(op: str, A: Any, B: Any, C: Any) -> Callable[[], Any]:
     return lambda: hsum(A, axis=0)
 
 
-def _reference(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    return {"add": lambda: a64 + b64, "add transposed": lambda: a64.T + b64, "exp": lambda: np.exp(a64),
-            "sum": lambda: np.asarray(a64.sum()),
-            "sum axis 0": lambda: a64.sum(axis=0), "saxpy kernel": lambda: 2 * a64 + b64}[op]()
+CHUNK = 1 << 20  # elements a reference is computed over at a time: float64 copies of 256 MiB arrays cost seconds
 
 
-def _result(op: str, fn: Callable[[], Any], out: Any) -> np.ndarray:
+def _uniform(rng: np.random.Generator, shape: Tuple[int, ...]) -> np.ndarray:
+    """float32 values in [-1, 1), drawn as float32 (a float64 draw and a cast take 4x as long at 256 MiB)."""
+    x = rng.random(shape, dtype=np.float32)
+    x *= 2
+    x -= 1
+    return x
+
+
+def _blocks(shape: Tuple[int, ...]) -> List[slice]:
+    """Slices of the leading axis, about CHUNK elements each."""
+    per = max(1, CHUNK // max(1, int(np.prod(shape[1:]))))
+    return [slice(i, min(i + per, shape[0])) for i in range(0, shape[0], per)] if shape[0] else []
+
+
+def _elementwise_err(got: np.ndarray, ref: Callable[[slice], np.ndarray]) -> float:
+    """max |got - ref| over the largest |ref|, ``ref(rows)`` the float64 reference of a block of got's rows."""
+    diff = scale = 0.0
+    for rows in _blocks(got.shape):
+        r = ref(rows)
+        diff = max(diff, float(np.max(np.abs(got[rows].astype(np.float64) - r))))
+        scale = max(scale, float(np.max(np.abs(r))))
+    return diff / scale if scale else 0.0
+
+
+def _sum_err(got: Any, a: np.ndarray, axis: Optional[int]) -> float:
+    """A sum against float64 over the largest sum of magnitudes (the cancellation in a sum is not the kernel's
+    error), both summed a block of rows at a time."""
+    ref = mags = 0.0
+    for rows in _blocks(a.shape):
+        blk = a[rows].astype(np.float64)
+        ref = ref + blk.sum(axis=axis)
+        mags = mags + np.abs(blk).sum(axis=axis)
+    got = np.asarray(got, dtype=np.float64)
+    scale = float(np.max(mags)) if np.size(mags) else 0.0
+    return float(np.max(np.abs(got - ref))) / scale if scale else 0.0
+
+
+def _rel_err(op: str, got: Any, a: np.ndarray, b: np.ndarray) -> float:
+    """The result of ``op`` on (a, b) against float64."""
+    if op.startswith("sum"):
+        return _sum_err(got, a, None if op == "sum" or a.ndim == 1 else 0)
+    got = np.asarray(got)
+    f64 = np.float64
+    refs: Dict[str, Callable[[slice], np.ndarray]] = {
+        "add": lambda r: a[r].astype(f64) + b[r], "exp": lambda r: np.exp(a[r].astype(f64)),
+        "saxpy kernel": lambda r: 2 * a[r].astype(f64) + b[r],
+        "add transposed": lambda r: a[:, r].T.astype(f64) + b[r]}
+    return _elementwise_err(got, refs[op])
+
+
+def _result(op: str, fn: Callable[[], Any], out: Any) -> Any:
     r = fn()
     got = out if op in ELEMENTWISE else r
-    return np.asarray(got.numpy() if hasattr(got, "numpy") else got, dtype=np.float64)
-
-
-def _rel_err(op: str, got: np.ndarray, ref: np.ndarray, a: np.ndarray) -> float:
-    """max|got - ref| over the largest reference value, or for a sum over the largest sum of magnitudes (the
-    cancellation in a sum is not the kernel's error)."""
-    if op.startswith("sum"):
-        mags = np.abs(a.astype(np.float64)).sum(axis=None if op == "sum" or a.ndim == 1 else 0)
-        scale = float(np.max(mags))
-    else:
-        scale = float(np.max(np.abs(ref))) if ref.size else 0.0
-    return float(np.max(np.abs(got - ref))) / scale if scale else 0.0
+    return got.numpy() if hasattr(got, "numpy") else got
 
 
 def _stream_case(kind: str, n: int, rng: np.random.Generator, calls: int) -> Tuple[Case, float]:
@@ -144,15 +196,14 @@ def _stream_case(kind: str, n: int, rng: np.random.Generator, calls: int) -> Tup
     # in the CPU device's memory (NumPy views of it), as hetnn's operands: its large blocks ask for huge pages,
     # which a 64 MiB stream gains from (fewer TLB misses), so the ceiling has what the ops have
     cpu = hetnn.device("cpu")
-    held = [hetnn.asarray(rng.uniform(-1, 1, n).astype(np.float32), device=cpu) for _ in range(3)]
+    held = [hetnn.asarray(_uniform(rng, (n,)), device=cpu) for _ in range(3)]
     ta, tb, tc = (np.asarray(h) for h in held)
     got = _core._stream_kernel(kind, ta, tb, tc, 3.0)
-    b64 = tb.astype(np.float64)
     if kind == "read":
-        err = abs(got - float(b64.sum())) / float(np.abs(b64).sum())
+        err = _sum_err(got, tb, None)
     else:
-        ref = b64 + 3.0 * tc.astype(np.float64) if kind == "triad" else b64
-        err = float(np.max(np.abs(ta - ref)) / np.max(np.abs(ref)))
+        err = _elementwise_err(ta, lambda r: tb[r] + 3.0 * tc[r].astype(np.float64) if kind == "triad"
+                               else tb[r].astype(np.float64))
     def run() -> float:
         assert held  # the arrays' memory lives as long as the case
         return _core._stream_kernel(kind, ta, tb, tc, 3.0)
@@ -160,11 +211,12 @@ def _stream_case(kind: str, n: int, rng: np.random.Generator, calls: int) -> Tup
 
 
 def run_arrays(devices: Sequence[Device], *, ops: Sequence[str] = tuple(OPS),
-               sizes: Sequence[int] = (SMALL_BYTES, LARGE_BYTES), n_warmup: int = 3, n_repeat: int = 20,
+               sizes: Optional[Sequence[int]] = None, n_warmup: int = 3, n_repeat: int = 20,
                max_duration: Optional[float] = 1.0, seed: int = 0,
                progress: Optional[Callable[[str], None]] = None) -> List[Dict[str, Any]]:
     """One row per (op, size, device or NumPy): median time per call, GB/s and % of the memory ceiling (arrays
-    beyond the caches), the error against float64. Every (op, size) is one interleaved run of all its rows; for
+    beyond the caches), the error against float64. ``sizes``: bytes per operand, by default SMALL_BYTES and
+    :func:`large_bytes`. Every (op, size) is one interleaved run of all its rows; for
     arrays beyond the caches one more row, the host's STREAM-style kernel of the op's access pattern (library
     "stream triad", "stream copy" or "stream read"), is the ceiling of the host-resident rows of that run."""
     import hetnn
@@ -172,6 +224,8 @@ def run_arrays(devices: Sequence[Device], *, ops: Sequence[str] = tuple(OPS),
     unknown = [o for o in ops if o not in OPS]
     if unknown:
         raise ValueError(f"run_arrays: unknown op(s) {unknown}; available: {', '.join(OPS)}")
+    if sizes is None:
+        sizes = (SMALL_BYTES, large_bytes())
     rng = np.random.default_rng(seed)
     ceilings = {d.id: mem_peak_gbps(d) for d in devices}
     host_ids = {d.id for d in devices if on_host(d)}
@@ -180,16 +234,17 @@ def run_arrays(devices: Sequence[Device], *, ops: Sequence[str] = tuple(OPS),
     host_best = max([stream_gbps(), *(ceilings[i] or 0.0 for i in host_ids)])
     rows: List[Dict[str, Any]] = []
     expect(progress, len(ops) * len(sizes))
-    for nbytes in sizes:
-        n = max(1, nbytes // 4)
+    for size_asked in sizes:
         for op in ops:
+            # the transposed add reads one operand a row apart whatever the size (a tenth of the triad's rate,
+            # NumPy's 0.6 s a call at 256 MiB): it keeps LARGE_BYTES, where its rounds fit a row's time budget
+            nbytes = min(size_asked, LARGE_BYTES) if op == "add transposed" else size_asked
+            n = max(1, nbytes // 4)
             if progress:
                 progress(f"{op} {_human(nbytes)}")
             shape = _shape(op, n)
-            a = rng.uniform(-1, 1, shape).astype(np.float32)
-            b = rng.uniform(-1, 1, _other_shape(op, shape)).astype(np.float32)
+            a, b = _uniform(rng, shape), _uniform(rng, _other_shape(op, shape))
             out = np.empty_like(b)
-            ref = _reference(op, a, b)
             moved, kind = OPS[op][1] * a.nbytes, OPS[op][2]
             ref_name, ref_moved = f"{STREAM} {kind}", STREAM_MOVED[kind] * a.nbytes
             # a small array's call is timed as a loop of `calls` (its time per call): one call alone is shorter
@@ -201,7 +256,7 @@ def run_arrays(devices: Sequence[Device], *, ops: Sequence[str] = tuple(OPS),
                 C = hetnn.empty(b.shape, "float32", device=d)
                 fn = _hetnn_fn(op, A, B, C)
                 try:
-                    err = _rel_err(op, _result(op, fn, C), ref, a)
+                    err = _rel_err(op, _result(op, fn, C), a, b)
                 except hetnn.CompileError as exc:  # a user kernel where no C compiler is found: left out, saying so
                     warnings.warn(f"bench arrays: {op} on {d.id} left out: {str(exc).splitlines()[0]}", stacklevel=2)
                     continue
@@ -209,7 +264,7 @@ def run_arrays(devices: Sequence[Device], *, ops: Sequence[str] = tuple(OPS),
                 sides.append(("hetnn", d.id, err, ceilings.get(d.id)))
             fn = _numpy_fn(op, a, b, out)
             cases.append(Case("numpy", _repeat(fn, calls), nbytes=moved * calls))
-            sides.append(("numpy", "host", _rel_err(op, _result(op, fn, out), ref, a), None))
+            sides.append(("numpy", "host", _rel_err(op, _result(op, fn, out), a, b), None))
             beyond = nbytes >= LARGE_BYTES // 4
             if beyond:
                 case, err = _stream_case(kind, a.size, rng, calls)
@@ -295,4 +350,4 @@ def summary(rows: List[Dict[str, Any]]) -> List[str]:
     return out
 
 
-__all__ = ["ARRAYS_COLUMNS", "OPS", "run_arrays", "summary"]
+__all__ = ["ARRAYS_COLUMNS", "OPS", "large_bytes", "run_arrays", "summary"]

@@ -395,23 +395,28 @@ def plot_arrays(rows: Rows, env: Dict[str, Any]) -> Optional[Any]:
     if not rows:
         return None
     fig, ax = _figure(1, 2, (12, 4.8))
-    sizes = list(dict.fromkeys(r["size"] for r in rows))
     ops = list(dict.fromkeys(r["op"] for r in rows))
+    # per op its largest and its smallest arrays (the transposed add's large arrays are smaller than the others')
+    by_op = {op: sorted((r for r in rows if r["op"] == op), key=lambda r: r.get("bytes", 0)) for op in ops}
+    large = {op: by_op[op][-1]["size"] for op in ops}
+    small = {op: by_op[op][0]["size"] for op in ops}
     series = list(dict.fromkeys(f"{r['library']} {r['device']}" for r in rows))
     width = 0.8 / max(1, len(series))
-    for panel, size, key, ylabel in ((ax[0][0], sizes[-1], "gbps", "GB/s"), (ax[0][1], sizes[0], "us", "us per call")):
+    for panel, size, key, ylabel in ((ax[0][0], large, "gbps", "GB/s"), (ax[0][1], small, "us", "us per call")):
         for i, name in enumerate(series):
-            sel = {r["op"]: r for r in rows if r["size"] == size and f"{r['library']} {r['device']}" == name}
+            sel = {r["op"]: r for r in rows if r["size"] == size[r["op"]] and f"{r['library']} {r['device']}" == name}
             xs = [j + (i - (len(series) - 1) / 2) * width for j, op in enumerate(ops) if _ok(sel.get(op, {}), key)]
             ys = [sel[op][key] for op in ops if _ok(sel.get(op, {}), key)]
             panel.bar(xs, ys, width, label=name)
             bad = [(x, sel[op][key]) for x, op in zip(xs, [o for o in ops if _ok(sel.get(o, {}), key)])
                    if _bad(sel[op])]
             _mark(panel, [b[0] for b in bad], [b[1] for b in bad])
+        sizes = list(dict.fromkeys(size.values()))
         panel.set_xticks(range(len(ops)))
-        panel.set_xticklabels(ops)
+        panel.set_xticklabels([op if len(sizes) == 1 else f"{op}\n{size[op]}" for op in ops])
         panel.set_ylabel(ylabel)
-        panel.set_title(f"{size} per operand: {'bandwidth (higher is better)' if key == 'gbps' else 'time per call'}")
+        panel.set_title(f"{' / '.join(sizes)} per operand: "
+                        f"{'bandwidth (higher is better)' if key == 'gbps' else 'time per call'}")
         panel.grid(alpha=0.3, axis="y")
     _legend(fig, [ax[0][0], ax[0][1]])
     _footer(fig, env, "python -m hetnn bench arrays; median of interleaved repeats")
