@@ -107,6 +107,9 @@ void force_blocked_pool_level(int level);
 
 // The first "key : value" line of /proc/cpuinfo starting with key: its value ("" where none).
 std::string cpuinfo_field(const std::string& key);
+// The host's per-core (L2) and last-level cache in bytes (sysfs, else glibc's figures; 0: unknown), read once.
+std::uint64_t core_cache_bytes();
+std::uint64_t last_level_cache_bytes();
 
 // Own float64 GEMM (oneDNN's CPU matmul has no f64): C = alpha*op(A)@op(B) + beta*C for one batch entry.
 void gemm_f64(std::int64_t M, std::int64_t N, std::int64_t K, double alpha, const double* A, std::int64_t a_rs,

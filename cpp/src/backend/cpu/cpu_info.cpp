@@ -135,6 +135,25 @@ bool native_matmul(DType t) {
 
 void force_cpu_half_conversion(bool on) { g_force_conversion.store(on); }
 
+std::uint64_t core_cache_bytes() {
+  static const std::uint64_t bytes = [] {
+    const std::uint64_t b = sysfs_cache_bytes(2, true);  // closest CPU analogue of local memory: per-core L2
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return b ? b : l2 > 0 ? static_cast<std::uint64_t>(l2) : 0;
+  }();
+  return bytes;
+}
+
+std::uint64_t last_level_cache_bytes() {
+  static const std::uint64_t bytes = [] {
+    const std::uint64_t b = sysfs_cache_bytes(3, false);
+    if (b) return b;
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);  // no sysfs (containers that hide it): glibc's figure
+    return l3 > 0 ? static_cast<std::uint64_t>(l3) : core_cache_bytes();
+  }();
+  return bytes;
+}
+
 std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_cpu() {
   DeviceInfo i;
   i.id = "cpu";
@@ -155,14 +174,8 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_cpu() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   i.global_mem = pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
   i.max_alloc = i.global_mem;
-  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  i.local_mem = sysfs_cache_bytes(2, true);  // closest CPU analogue: per-core L2
-  if (!i.local_mem && l2 > 0) i.local_mem = static_cast<std::uint64_t>(l2);
-  i.cache_size = sysfs_cache_bytes(3, false);
-  if (!i.cache_size) {  // no sysfs (containers that hide it): glibc's figure
-    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    i.cache_size = l3 > 0 ? static_cast<std::uint64_t>(l3) : i.local_mem;
-  }
+  i.local_mem = core_cache_bytes();
+  i.cache_size = last_level_cache_bytes();
   i.isa = isa_name(dnnl_get_effective_cpu_isa());
   i.fp64 = true;  // own f64 kernels
   // fp16/bf16: oneDNN has native kernels here. Either way the device takes both: without them it stores 16 bits

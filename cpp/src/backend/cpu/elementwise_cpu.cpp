@@ -21,6 +21,7 @@
 #include "backend/cpu/half_convert.h"
 #include "backend/cpu/stream_store.h"
 #include "backend/cpu/vec_math.h"
+#include "core/elementwise.h"
 #include "core/errors.h"
 
 #if defined(__GLIBC__) && defined(__x86_64__)
@@ -39,6 +40,30 @@ constexpr std::int64_t kParallelMin = kElementwiseParallelMin;
 constexpr std::int64_t kPiece = 1 << 16;  // elements a thread takes at a time (a multiple of kChunk)
 
 bool is16(DType t) { return t == DType::f16 || t == DType::bf16; }
+
+// Inputs are prefetched kAhead bytes before they are read. The hardware's prefetchers alone left an exp of 256 MiB
+// reading memory and computing in turn (an Emerald Rapids VM: 22 ms = the copy's 13 + the arithmetic's 9; with
+// prefetcht0 4 KiB ahead, spread over the loop, 13.5; prefetchnta did nothing there). The costly functions' loops
+// prefetch as they go (prefetch_block); the other ops a chunk at a time (prefetch_lines), and only when their
+// arrays are beyond the last-level cache: there an add of 256 MiB ran 1.09x and a negation 1.27x faster, at 16 MiB
+// (in the cache) an add 0.89x.
+constexpr std::size_t kAhead = 4096;
+
+// Prefetches bytes [from, to) of p into the second-level cache, a line at a time (never faults): cheap ops, at the
+// start of each chunk.
+inline void prefetch_lines(const void* p, std::size_t from, std::size_t to) {
+  const char* c = static_cast<const char*>(p);
+  for (std::size_t o = from; o < to; o += 64) __builtin_prefetch(c + o, 0, 2);
+}
+
+// The loops of costly functions prefetch as they go, into the first-level cache, kAhead bytes past the 64 elements
+// they take next (the chunk's 32 lines at once arrived too late: an exp of 256 MiB in 18 ms, spread 13.5). Past
+// an array's end the lines are unused; a prefetch never faults.
+template <class T>
+inline void prefetch_block(const T* p) {
+  const char* c = reinterpret_cast<const char*>(p) + kAhead;
+  for (std::size_t o = 0; o < 64 * sizeof(T); o += 64) __builtin_prefetch(c + o, 0, 3);
+}
 
 // The chunk [i, i + m) of one operand as C values: a pointer into the buffer when it can be read as it is, else
 // `tmp` filled.
@@ -184,10 +209,17 @@ HETNN_CLONES void exp_f32_loop(std::int64_t m, const float* x, float* r) {
   constexpr std::int64_t kBlock = 64;
   for (std::int64_t j0 = 0; j0 < m; j0 += kBlock) {
     const std::int64_t e = std::min(m, j0 + kBlock);
+    prefetch_block(x + j0);
+    // the range checked in the same pass (a pass of its own cost a tenth more), the results held until it is
+    // known (r may be x itself)
+    alignas(64) float t[kBlock];
     int normal = 1;
-    for (std::int64_t j = j0; j < e; ++j) normal &= (x[j] >= kExpNormalLo) & (x[j] <= kExpNormalHi);
+    for (std::int64_t j = j0; j < e; ++j) {
+      normal &= (x[j] >= kExpNormalLo) & (x[j] <= kExpNormalHi);
+      t[j - j0] = exp_f32_normal(x[j]);
+    }
     if (normal) {
-      for (std::int64_t j = j0; j < e; ++j) r[j] = exp_f32_normal(x[j]);
+      for (std::int64_t j = j0; j < e; ++j) r[j] = t[j - j0];
     } else {
       for (std::int64_t j = j0; j < e; ++j) r[j] = exp_f32(x[j]);
     }
@@ -202,6 +234,8 @@ HETNN_CLONES void exp_f32_loop(std::int64_t m, const float* x, float* r) {
 #define HETNN_FN_BLOCKS(T, OK, FORM, LIBM)                                                                    \
   for (std::int64_t j0 = 0; j0 < m; j0 += 64) {                                                               \
     const std::int64_t e = std::min(m, j0 + 64);                                                              \
+    prefetch_block(x + j0);                                                                                   \
+    if (z) prefetch_block(z + j0);                                                                            \
     int ok = 1;                                                                                               \
     for (std::int64_t j = j0; j < e; ++j) {                                                                   \
       const T a = x[j], b = z ? z[j] : T(0);                                                                  \
@@ -524,8 +558,19 @@ void run_range(const ElementwiseDesc& d, const void* a, const void* b, void* out
   const bool bool_out = d.out == DType::b8 && d.op != EwOp::cast;
   const bool direct = !bool_out && d.op != EwOp::cast && d.out == d.in && native<C>(d.out);
   const DType in = d.in;
+  const std::size_t isize = dtype_size(in);
+  const bool prefetch = d.contiguous && ew_info(d.op).kind != EwKind::real &&
+                        static_cast<std::uint64_t>(d.n) * ((binary && !d.scalar ? 2 : 1) * isize + dtype_size(d.out)) >=
+                            last_level_cache_bytes();
+  const void* pre_b = binary && !d.scalar ? b : nullptr;  // (a number operand: the array is a)
   for (std::int64_t i = begin; i < end; i += kChunk) {
     const std::int64_t m = std::min(kChunk, end - i);
+    if (prefetch) {  // the chunk kAhead bytes on, within this range
+      const std::size_t from = static_cast<std::size_t>(i) * isize + kAhead;
+      const std::size_t to = std::min(from + static_cast<std::size_t>(m) * isize, static_cast<std::size_t>(end) * isize);
+      prefetch_lines(a, from, to);
+      if (pre_b) prefetch_lines(pre_b, from, to);
+    }
     const C* x = d.scalar == 2 ? nullptr : operand<C>(d, in, a, d.sa, i, m, xa);
     const C* z = nullptr;
     if (binary) {

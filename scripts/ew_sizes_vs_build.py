@@ -1,0 +1,54 @@
+"""Element-wise ops and a sum on the CPU device at sizes from 64 KiB to 256 MiB, this build against an earlier one,
+interleaved (scripts/build_ab.py): float32 add, negative and exp into out=, the sum of an array (EW_OPS: other
+hetnn functions, comma-separated; EW_SIZES_KIB: other sizes per operand). Each workload: the median over 7
+repeats of a timed loop's time per call.
+"""
+import sys
+
+from build_ab import main
+
+PROBE = r"""
+
+
+def per_call(fn, budget=0.05):
+    fn()
+    n = 1
+    while True:  # calls per timed loop: about `budget` seconds
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        if time.perf_counter() - t0 > budget / 4 or n >= 1 << 20:
+            break
+        n *= 4
+    ts = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        ts.append((time.perf_counter() - t0) / n)
+    return float(np.median(ts))
+
+
+dev = hetnn.device("cpu")
+sizes = [int(s) for s in os.environ.get("EW_SIZES_KIB", "64,1024,16384,262144").split(",")]
+for kib in sizes:
+    n = kib * 256
+    x = hetnn.asarray(rng.uniform(-1, 1, n).astype(np.float32), device=dev)
+    y = hetnn.asarray(rng.uniform(-1, 1, n).astype(np.float32), device=dev)
+    z = hetnn.empty((n,), dtype="float32", device=dev)
+    size = f"{kib // 1024} MiB" if kib >= 1024 else f"{kib} KiB"
+    for name in os.environ.get("EW_OPS", "add,negative,exp,sum").split(","):
+        f = getattr(hetnn, name)
+        if name in ("sum", "max", "min", "mean"):
+            fn = lambda f=f: f(x)  # noqa: E731
+        elif name in ("add", "subtract", "multiply", "divide", "maximum", "pow", "atan2", "hypot"):
+            fn = lambda f=f: f(x, y, out=z)  # noqa: E731
+        else:
+            fn = lambda f=f: f(x, out=z)  # noqa: E731
+        out[f"{name} {size}"] = per_call(fn)
+    del x, y, z
+print(json.dumps(out))
+"""
+
+if __name__ == "__main__":
+    sys.exit(main("import os\n" + PROBE, __doc__, "ew_sizes_vs_build.py"))
