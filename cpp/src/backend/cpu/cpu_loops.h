@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "core/ops.h"
@@ -25,6 +26,29 @@ namespace hetnn {
 // Elements below which an element-wise op (built-in or a user kernel) runs on the calling thread, without a
 // parallel region.
 constexpr std::int64_t kElementwiseParallelMin = 1 << 15;
+
+// Inputs are prefetched kPrefetchAhead bytes before they are read. The hardware's prefetchers alone left an exp of
+// 256 MiB reading memory and computing in turn (an Emerald Rapids VM: 22 ms = the copy's 13 + the arithmetic's 9;
+// with prefetcht0 4 KiB ahead, spread over the loop, 13.5; prefetchnta did nothing there). Costly loops prefetch as
+// they go (prefetch_block); the others a chunk at a time (prefetch_lines), and only when their arrays are beyond
+// the last-level cache: there an add of 256 MiB ran 1.09x and a negation 1.27x faster, at 16 MiB (in the cache)
+// an add 0.89x.
+constexpr std::size_t kPrefetchAhead = 4096;
+
+// Prefetches bytes [from, to) of p into the second-level cache, a line at a time (a prefetch never faults).
+inline void prefetch_lines(const void* p, std::size_t from, std::size_t to) {
+  const char* c = static_cast<const char*>(p);
+  for (std::size_t o = from; o < to; o += 64) __builtin_prefetch(c + o, 0, 2);
+}
+
+// Prefetches into the first-level cache the kPrefetchAhead bytes past the 64 elements at p that a costly loop
+// takes next (the chunk's lines at once arrived too late for an exp: 18 ms at 256 MiB, spread 13.5). Past an
+// array's end the lines are unused.
+template <class T>
+inline void prefetch_block(const T* p) {
+  const char* c = reinterpret_cast<const char*>(p) + kPrefetchAhead;
+  for (std::size_t o = 0; o < 64 * sizeof(T); o += 64) __builtin_prefetch(c + o, 0, 3);
+}
 
 // The activations on the CPU device, written once (the matmul epilogue where oneDNN has no post-op for a dtype, and
 // the training ops). ReLU keeps NaN (NaN < 0 is false), as PyTorch does.

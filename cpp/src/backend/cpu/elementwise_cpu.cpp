@@ -41,30 +41,6 @@ constexpr std::int64_t kPiece = 1 << 16;  // elements a thread takes at a time (
 
 bool is16(DType t) { return t == DType::f16 || t == DType::bf16; }
 
-// Inputs are prefetched kAhead bytes before they are read. The hardware's prefetchers alone left an exp of 256 MiB
-// reading memory and computing in turn (an Emerald Rapids VM: 22 ms = the copy's 13 + the arithmetic's 9; with
-// prefetcht0 4 KiB ahead, spread over the loop, 13.5; prefetchnta did nothing there). The costly functions' loops
-// prefetch as they go (prefetch_block); the other ops a chunk at a time (prefetch_lines), and only when their
-// arrays are beyond the last-level cache: there an add of 256 MiB ran 1.09x and a negation 1.27x faster, at 16 MiB
-// (in the cache) an add 0.89x.
-constexpr std::size_t kAhead = 4096;
-
-// Prefetches bytes [from, to) of p into the second-level cache, a line at a time (never faults): cheap ops, at the
-// start of each chunk.
-inline void prefetch_lines(const void* p, std::size_t from, std::size_t to) {
-  const char* c = static_cast<const char*>(p);
-  for (std::size_t o = from; o < to; o += 64) __builtin_prefetch(c + o, 0, 2);
-}
-
-// The loops of costly functions prefetch as they go, into the first-level cache, kAhead bytes past the 64 elements
-// they take next (the chunk's 32 lines at once arrived too late: an exp of 256 MiB in 18 ms, spread 13.5). Past
-// an array's end the lines are unused; a prefetch never faults.
-template <class T>
-inline void prefetch_block(const T* p) {
-  const char* c = reinterpret_cast<const char*>(p) + kAhead;
-  for (std::size_t o = 0; o < 64 * sizeof(T); o += 64) __builtin_prefetch(c + o, 0, 3);
-}
-
 // The chunk [i, i + m) of one operand as C values: a pointer into the buffer when it can be read as it is, else
 // `tmp` filled.
 // Whether elements of type t are stored as C (so a chunk is read, or written, in place).
@@ -565,8 +541,8 @@ void run_range(const ElementwiseDesc& d, const void* a, const void* b, void* out
   const void* pre_b = binary && !d.scalar ? b : nullptr;  // (a number operand: the array is a)
   for (std::int64_t i = begin; i < end; i += kChunk) {
     const std::int64_t m = std::min(kChunk, end - i);
-    if (prefetch) {  // the chunk kAhead bytes on, within this range
-      const std::size_t from = static_cast<std::size_t>(i) * isize + kAhead;
+    if (prefetch) {  // the chunk kPrefetchAhead bytes on, within this range
+      const std::size_t from = static_cast<std::size_t>(i) * isize + kPrefetchAhead;
       const std::size_t to = std::min(from + static_cast<std::size_t>(m) * isize, static_cast<std::size_t>(end) * isize);
       prefetch_lines(a, from, to);
       if (pre_b) prefetch_lines(pre_b, from, to);
