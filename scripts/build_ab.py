@@ -14,6 +14,7 @@ import tempfile
 
 
 # Every probe starts so: hetnn imported from argv[1] ("" for the installed one), a seeded generator, the result dict
+# and per_call, the timed loop
 HEAD = r"""
 import json, sys, time
 if sys.argv[1]:
@@ -23,6 +24,33 @@ import hetnn
 
 rng = np.random.default_rng(0)
 out = {"hetnn": hetnn.__file__}
+
+
+def per_call(fn, dev=None, budget=0.05, repeats=7, max_calls=1 << 20, grow=4):
+    # seconds per call of fn: the median over `repeats` timed loops of about `budget` / 4 seconds or more each
+    # (the calls a loop found by growing it `grow`-fold); dev (a hetnn device or None) synchronised after each loop
+    def wait():
+        if dev is not None:
+            hetnn.synchronize(dev)
+    fn()
+    wait()
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        wait()
+        if time.perf_counter() - t0 > budget / 4 or n >= max_calls:
+            break
+        n *= grow
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        wait()
+        ts.append((time.perf_counter() - t0) / n)
+    return float(np.median(ts))
 """
 
 USAGE = """Usage: .venv/bin/python scripts/{script} --baseline DIR [--runs N]

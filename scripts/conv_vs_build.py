@@ -15,26 +15,8 @@ from build_ab import main
 PROBE = r"""
 
 
-def per_call(fn, dev, budget=0.1):
-    fn()
-    hetnn.synchronize(dev)
-    n = 1
-    while True:  # calls per timed loop: about `budget` seconds
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        hetnn.synchronize(dev)
-        if time.perf_counter() - t0 > budget / 4 or n >= 1 << 12:
-            break
-        n *= 2
-    ts = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        hetnn.synchronize(dev)
-        ts.append((time.perf_counter() - t0) / n)
-    return float(np.median(ts))
+def timed(fn, dev, budget=0.1):
+    return per_call(fn, dev, budget=budget, repeats=5, max_calls=1 << 12, grow=2)
 
 
 LAYERS = [("lenet conv1", 64, 1, 28, 6, 5, 1, 2), ("lenet conv2", 64, 6, 14, 16, 5, 1, 0),
@@ -52,9 +34,9 @@ for dev in [d for d in hetnn.devices() if d.kind == "opencl"]:
         y = hetnn.conv2d(x, w, b, s, p, activation="relu")
         gy = hetnn.asarray(rng.standard_normal(y.shape, dtype=np.float32), device=dev)
         tag = f"{dev.name[:14]} {name} b{n}"
-        out[tag + " fwd"] = per_call(lambda: hetnn.conv2d(x, w, b, s, p, activation="relu", out=y), dev)
-        out[tag + " wgrad"] = per_call(lambda: hetnn.conv2d_backward(gy, x, w, s, p, input_grad=False), dev)
-        out[tag + " dgrad"] = per_call(
+        out[tag + " fwd"] = timed(lambda: hetnn.conv2d(x, w, b, s, p, activation="relu", out=y), dev)
+        out[tag + " wgrad"] = timed(lambda: hetnn.conv2d_backward(gy, x, w, s, p, input_grad=False), dev)
+        out[tag + " dgrad"] = timed(
             lambda: hetnn.conv2d_backward(gy, x, w, s, p, weight_grad=False, bias_grad=False), dev)
     from hetnn import optim
     from hetnn.bench.cnn import KERAS_CNN, LENET, build
@@ -65,7 +47,7 @@ for dev in [d for d in hetnn.devices() if d.kind == "opencl"]:
         opt = optim.Adam(model.parameters(), lr=1e-3)
         xs = rng.random((count,) + shape, dtype=np.float32)
         ys = rng.integers(0, 10, count) if loss == "cross_entropy" else rng.random((count, 1), dtype=np.float32)
-        out[f"{dev.name[:14]} {name} epoch, {count} samples, batch {batch}"] = per_call(
+        out[f"{dev.name[:14]} {name} epoch, {count} samples, batch {batch}"] = timed(
             lambda: model.fit(xs, ys, loss=loss, optimizer=opt, epochs=1, batch_size=batch, verbose=0), dev, 0.5)
 print(json.dumps(out))
 """

@@ -11,25 +11,6 @@ from build_ab import main
 PROBE = r"""
 
 
-def per_call(fn, budget=0.05):
-    fn()
-    n = 1
-    while True:  # calls per timed loop: about `budget` seconds
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        if time.perf_counter() - t0 > budget / 4 or n >= 1 << 20:
-            break
-        n *= 4
-    ts = []
-    for _ in range(7):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        ts.append((time.perf_counter() - t0) / n)
-    return float(np.median(ts))
-
-
 dev = hetnn.device("cpu")
 for kib in (64, 1024, 4096, 16384, 65536):
     n = kib * 256

@@ -10,25 +10,6 @@ from build_ab import main
 PROBE = r"""
 
 
-def per_call(fn, budget=0.05):
-    fn()
-    n = 1
-    while True:  # calls per timed loop: about `budget` seconds
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        if time.perf_counter() - t0 > budget / 4 or n >= 1 << 20:
-            break
-        n *= 4
-    ts = []
-    for _ in range(7):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        ts.append((time.perf_counter() - t0) / n)
-    return float(np.median(ts))
-
-
 dev = hetnn.device("cpu")
 sizes = [int(s) for s in os.environ.get("EW_SIZES_KIB", "64,1024,16384,262144").split(",")]
 for kib in sizes:
