@@ -90,8 +90,9 @@ def test_element_wise_ops_read_views(device, rng, op):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int8"])
 def test_large_transposed_operands_match_numpy(device, rng, dtype):
-    """Transposed operands large enough for the CPU device's tiled walk (partial tiles at both edges, both operands
-    transposed, a negative stride, a scalar form)."""
+    """Transposed operands large enough for the CPU device's tiled walk (partial tiles and partial 8 x 8 blocks at both
+    edges, both operands transposed, a negative stride, the number first and second, an offset view, a bool
+    result)."""
     if dtype not in device.dtypes:
         pytest.skip(f"{device.id} has no {dtype}")
     x = (rng.standard_normal((301, 203)) * 20).astype(dtype)
@@ -105,6 +106,12 @@ def test_large_transposed_operands_match_numpy(device, rng, dtype):
     both = hetnn.add(a.mT, hetnn.asarray(np.ascontiguousarray(y.T), device=device).mT)
     np.testing.assert_array_equal(both.numpy(), x.T + y)
     np.testing.assert_array_equal((a.mT * 3).numpy(), x.T * np.array(3, dtype))
+    np.testing.assert_array_equal(hetnn.subtract(np.array(3, dtype)[()], a.mT).numpy(), np.array(3, dtype) - x.T)
+    # a view with an offset (each column's run starts anywhere in a line), into a poisoned output
+    got = hetnn.asarray(np.full((201, 300), 7, dtype=dtype), device=device)
+    hetnn.add(a[1:, 2:].mT, b[2:, 1:], out=got)
+    np.testing.assert_array_equal(got.numpy(), x[1:, 2:].T + y[2:, 1:])
+    np.testing.assert_array_equal(hetnn.less(a.mT, b).numpy(), x.T < y)  # a bool result: the row-by-row walk
     if dtype != "int8":
         np.testing.assert_allclose(hetnn.exp(a.mT / 20).numpy(), np.exp(x64.T / 20), rtol=2e-6)
 
