@@ -35,7 +35,10 @@ void ClBackend::elementwise(const ElementwiseDesc& d, const Buffer& a, const Buf
                      op_numbers();
   if (d.contiguous && op_built_in(d.n))  // the op and the operands' arrangement fixed at build time
     opts += " -DEW_FIXED_OP=" + std::to_string(static_cast<int>(d.op)) + " -DEW_FIXED_MODE=" + std::to_string(mode);
-  if (!gpu_kernels()) opts += " -DEW_OWN_EXP";  // CPU-type devices: float exp as the CPU device computes it
+  if (!gpu_kernels()) {  // CPU-type devices: float exp (and with double, its family) as the CPU device computes them
+    opts += " -DEW_OWN_EXP";
+    if (info_.fp64) opts += " -DEW_OWN_MATH";
+  }
   cl_kernel k = kernel("elementwise.cl", "ew", opts);
   cl_long8 shape{}, sa{}, sb{};
   for (std::size_t i = 0; i < d.shape.size(); ++i) {

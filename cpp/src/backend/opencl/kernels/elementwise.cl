@@ -111,6 +111,32 @@ float own_exp(float x) {
 #else
 #define EXP exp
 #endif
+#if defined(EW_OWN_MATH) && !defined(TIN_F64)
+#include "cpu_math.cl"
+#define EXPM1 own_expm1
+#define LOG own_log
+#define LOG1P own_log1p
+#define LOG2 own_log2
+#define LOG10 own_log10
+#define SINH own_sinh
+#define COSH own_cosh
+#define TANH own_tanh
+#define ASINH own_asinh
+#define ACOSH own_acosh
+#define ATANH own_atanh
+#else
+#define EXPM1 expm1
+#define LOG log
+#define LOG1P log1p
+#define LOG2 log2
+#define LOG10 log10
+#define SINH sinh
+#define COSH cosh
+#define TANH tanh
+#define ASINH asinh
+#define ACOSH acosh
+#define ATANH atanh
+#endif
 CT log_add_exp(CT a, CT b) {
   if (isnan(a) || isnan(b)) return a + b;
   if (a == b) return a + (CT)0.693147180559945309417232121458176568;
@@ -164,11 +190,11 @@ CT apply(const int op, const CT x, const CT z) {
     case EW_copysign: return copysign(x, z);
     case EW_logaddexp: return log_add_exp(x, z);
     case EW_exp: return EXP(x);
-    case EW_expm1: return expm1(x);
-    case EW_log: return log(x);
-    case EW_log1p: return log1p(x);
-    case EW_log2: return log2(x);
-    case EW_log10: return log10(x);
+    case EW_expm1: return EXPM1(x);
+    case EW_log: return LOG(x);
+    case EW_log1p: return LOG1P(x);
+    case EW_log2: return LOG2(x);
+    case EW_log10: return LOG10(x);
     case EW_sqrt: return sqrt(x);
     case EW_sin: return sin(x);
     case EW_cos: return cos(x);
@@ -176,12 +202,12 @@ CT apply(const int op, const CT x, const CT z) {
     case EW_asin: return asin(x);
     case EW_acos: return acos(x);
     case EW_atan: return atan(x);
-    case EW_sinh: return sinh(x);
-    case EW_cosh: return cosh(x);
-    case EW_tanh: return tanh(x);
-    case EW_asinh: return asinh(x);
-    case EW_acosh: return acosh(x);
-    case EW_atanh: return atanh(x);
+    case EW_sinh: return SINH(x);
+    case EW_cosh: return COSH(x);
+    case EW_tanh: return TANH(x);
+    case EW_asinh: return ASINH(x);
+    case EW_acosh: return ACOSH(x);
+    case EW_atanh: return ATANH(x);
     case EW_reciprocal: return (CT)1 / x;
 #else
     case EW_abs: return NEGATIVE(x) ? wrap_sub((CT)0, x) : x;
