@@ -43,6 +43,17 @@ HETNN_VI D8 load(const double* p) {
   return v;
 }
 HETNN_VI void store(double* p, D8 v) { std::memcpy(p, &v, sizeof v); }
+// Horner's rule, the highest-degree coefficient first: horner(x, c_n, ..., c_1, c_0) = (c_n x + ... + c_1) x + c_0,
+// each step p * x + c (contracted to a fused multiply-add where the target has one)
+HETNN_VI D8 horner_steps(D8 p, D8) { return p; }
+template <class... C>
+HETNN_VI D8 horner_steps(D8 p, D8 x, double c, C... rest) {
+  return horner_steps(p * x + c, x, rest...);
+}
+template <class... C>
+HETNN_VI D8 horner(D8 x, double hi, C... rest) {
+  return horner_steps(D8{} + hi, x, rest...);
+}
 HETNN_VI D8 widen(F8 v) { return __builtin_convertvector(v, D8); }
 HETNN_VI F8 narrow(D8 v) { return __builtin_convertvector(v, F8); }
 HETNN_VI D8 sqrt(D8 v) {  // GCC turns the lane loop into one vector square root (-fno-math-errno)
@@ -60,13 +71,8 @@ HETNN_VI D8 with_sign_of(D8 v, D8 s) {  // |v| with the sign of s
 // e^r - 1 for |r| <= ln2/2 as r + r^2 p(r), p of degree 7 fitted to it (least squares on Chebyshev nodes, in 40
 // digits): within 2e-13 of the result (Taylor's needs degree 9)
 HETNN_VI D8 expm1_poly(D8 r) {
-  D8 p = r * 2.7625103456125615e-06 + 2.486787206587467e-05;
-  p = p * r + 0.0001984120875394296;
-  p = p * r + 0.0013888839107173761;
-  p = p * r + 0.008333333353718988;
-  p = p * r + 0.04166666678628104;
-  p = p * r + 0.166666666666483;
-  p = p * r + 0.49999999999955097;
+  const D8 p = horner(r, 2.7625103456125615e-06, 2.486787206587467e-05, 0.0001984120875394296, 0.0013888839107173761,
+                      0.008333333353718988, 0.04166666678628104, 0.166666666666483, 0.49999999999955097);
   return r + r * r * p;
 }
 // e^x = s (1 + q) with s = 2^n, for |x| <= 700: x = n ln2 + r, |r| <= ln2/2
@@ -98,10 +104,8 @@ HETNN_VI void log_parts(D8 y, D8& e, D8& l) {
   m = big ? m * 0.5 : m;
   e = big ? e + 1.0 : e;
   const D8 s = (m - 1.0) / (m + 1.0), z = s * s;
-  D8 p = z * 0.09681722684229842 + 0.11095677130222789;
-  p = p * z + 0.14285877695866536;
-  p = p * z + 0.19999999396153842;
-  p = p * z + 0.3333333333368985;
+  const D8 p = horner(z, 0.09681722684229842, 0.11095677130222789, 0.14285877695866536, 0.19999999396153842,
+                      0.3333333333368985);
   l = 2.0 * s + 2.0 * s * z * p;
 }
 HETNN_VI D8 log_d(D8 y) {
@@ -125,13 +129,8 @@ HETNN_VI D8 atan_ratio(D8 n, D8 d) {
   const D8 den = big ? n : mid ? n + d : d;
   const D8 base = big ? kPi / 2 : mid ? kPi / 4 : 0.0;
   const D8 u = num / den, z = u * u;
-  D8 p = z * 0.032998707681635556 - 0.06029830813552158;
-  p = p * z + 0.07605397159406324;
-  p = p * z - 0.0908417200414473;
-  p = p * z + 0.11110823945883;
-  p = p * z - 0.1428570823198382;
-  p = p * z + 0.19999999951168643;
-  p = p * z - 0.3333333333326852;
+  const D8 p = horner(z, 0.032998707681635556, -0.06029830813552158, 0.07605397159406324, -0.0908417200414473,
+                      0.11110823945883, -0.1428570823198382, 0.19999999951168643, -0.3333333333326852);
   return base + (u + u * z * p);
 }
 
@@ -139,15 +138,11 @@ HETNN_VI D8 atan_ratio(D8 n, D8 d) {
 // z = r^2 <= 0.62, S and C of degree 4 fitted as expm1's: within 2e-14
 HETNN_VI void sincos_poly(D8 r, D8& s, D8& c) {
   const D8 z = r * r;
-  D8 ps = z * -2.4804401976205356e-08 + 2.7555977599142064e-06;
-  ps = ps * z - 0.00019841266872943096;
-  ps = ps * z + 0.008333333331034002;
-  ps = ps * z - 0.16666666666663815;
+  const D8 ps = horner(z, -2.4804401976205356e-08, 2.7555977599142064e-06, -0.00019841266872943096,
+                       0.008333333331034002, -0.16666666666663815);
   s = r + r * z * ps;
-  D8 pc = z * 2.069971617606893e-09 - 2.755636014231265e-07;
-  pc = pc * z + 2.480158517941614e-05;
-  pc = pc * z - 0.0013888888887244907;
-  pc = pc * z + 0.04166666666666463;
+  const D8 pc = horner(z, 2.069971617606893e-09, -2.755636014231265e-07, 2.480158517941614e-05, -0.0013888888887244907,
+                       0.04166666666666463);
   c = 1.0 - 0.5 * z + z * z * pc;
 }
 // x = n pi/2 + r: n's quadrant (its two low bits) and r; exact enough for |x| <= kTrigMax (beyond: libm)
@@ -247,15 +242,9 @@ HETNN_VI L8 asin_half(D8 t, D8& r) {  // t = |x| <= 1: r = asin of the reduced s
   const L8 big = t > 0.5;
   const D8 z = big ? 0.5 - 0.5 * t : t * t;
   const D8 s = big ? sqrt(z) : t;
-  D8 p = z * 0.02801752120423027 - 0.0030636532508882723;
-  p = p * z + 0.015733489741212338;
-  p = p * z + 0.013173365233711152;
-  p = p * z + 0.017443628149945288;
-  p = p * z + 0.022365882515612154;
-  p = p * z + 0.03038219162935859;
-  p = p * z + 0.04464285222417601;
-  p = p * z + 0.07500000003782922;
-  p = p * z + 0.16666666666661878;
+  const D8 p = horner(z, 0.02801752120423027, -0.0030636532508882723, 0.015733489741212338, 0.013173365233711152,
+                      0.017443628149945288, 0.022365882515612154, 0.03038219162935859, 0.04464285222417601,
+                      0.07500000003782922, 0.16666666666661878);
   r = s + s * z * p;
   return big;
 }
@@ -287,16 +276,9 @@ HETNN_VI D8 exp64_split(D8 x, L8& n_bits) {
   const D8 t = x * 1.44269504088896340736 + kShift;
   const D8 n = t - kShift;
   const D8 hi = x - n * kLn2Hi, lo = n * kLn2Lo, r = hi - lo;
-  D8 q = r * 2.091813816945801e-09 + 2.5105217695684516e-08;
-  q = q * r + 2.7557263277791584e-07;
-  q = q * r + 2.755725539833871e-06;
-  q = q * r + 2.4801587336443602e-05;
-  q = q * r + 0.00019841269874822307;
-  q = q * r + 0.0013888888888879073;
-  q = q * r + 0.008333333333326134;
-  q = q * r + 0.04166666666666668;
-  q = q * r + 0.1666666666666667;
-  q = q * r + 0.5;
+  const D8 q = horner(r, 2.091813816945801e-09, 2.5105217695684516e-08, 2.7557263277791584e-07, 2.755725539833871e-06,
+                      2.4801587336443602e-05, 0.00019841269874822307, 0.0013888888888879073, 0.008333333333326134,
+                      0.04166666666666668, 0.1666666666666667, 0.5);
   n_bits = (L8)t - (L8)(D8{} + kShift);
   return hi - (lo - r * r * q);
 }
@@ -317,13 +299,8 @@ HETNN_VI D8 log64(D8 x, D8 c = D8{}) {  // c: a correction added to x's logarith
   m = big ? m * 0.5 : m;
   e = big ? e + 1.0 : e;
   const D8 f = m - 1.0, s = f / (2.0 + f), z = s * s;
-  D8 l = z * 0.13087358019991335 + 0.13268698800146927;
-  l = l * z + 0.1538624266836552;
-  l = l * z + 0.18181795581488394;
-  l = l * z + 0.22222222392309024;
-  l = l * z + 0.2857142857080074;
-  l = l * z + 0.40000000000000885;
-  l = l * z + 0.6666666666666666;
+  const D8 l = horner(z, 0.13087358019991335, 0.13268698800146927, 0.1538624266836552, 0.18181795581488394,
+                      0.22222222392309024, 0.2857142857080074, 0.40000000000000885, 0.6666666666666666);
   const D8 r = z * l, hfsq = 0.5 * f * f;
   return e * kLn2Hi - ((hfsq - (s * (hfsq + r) + (e * kLn2Lo + c))) - f);
 }
@@ -341,19 +318,10 @@ HETNN_VI D8 log1p64(D8 x) {
 // reduction's 2^n (1 + q) - 1 was 2 ulp off there, at n = 1 and r near -ln2/2); beyond, x = n ln2 + hi - lo as
 // exp64's and (2^n - 1) + 2^n q, q = hi - (lo - r^2 Q(r)), 2^n - 1 exact (n > 53: -1 is below the ulp anyway)
 HETNN_VI D8 expm1_64(D8 x) {
-  D8 p = x * 7.753295105383928e-13 + 1.16392040024203e-11;
-  p = p * x + 1.605744835014058e-10;
-  p = p * x + 2.087443527953241e-09;
-  p = p * x + 2.5052120586633744e-08;
-  p = p * x + 2.7557335072267237e-07;
-  p = p * x + 2.7557319174038892e-06;
-  p = p * x + 2.4801587246079535e-05;
-  p = p * x + 0.00019841269841374776;
-  p = p * x + 0.0013888888888981446;
-  p = p * x + 0.008333333333333236;
-  p = p * x + 0.04166666666666609;
-  p = p * x + 0.16666666666666666;
-  p = p * x + 0.5;
+  const D8 p = horner(x, 7.753295105383928e-13, 1.16392040024203e-11, 1.605744835014058e-10, 2.087443527953241e-09,
+                      2.5052120586633744e-08, 2.7557335072267237e-07, 2.7557319174038892e-06, 2.4801587246079535e-05,
+                      0.00019841269841374776, 0.0013888888888981446, 0.008333333333333236, 0.04166666666666609,
+                      0.16666666666666666, 0.5);
   const D8 small = x + x * x * p;
   L8 n;
   const D8 em = exp64_split(x, n);
