@@ -82,60 +82,16 @@ CT rem(CT x, CT z) {
   return mod;
 }
 #define power(x, z) pow((x), (z))
-#if defined(EW_OWN_EXP) && !defined(TIN_F64)
-// e^x of a float on CPU-type devices (-DEW_OWN_EXP): PoCL's exp ran an element at a time, 53 ms for 64 MiB where
-// this form took 6.6. The CPU device's exp_f32 (cpp/src/backend/cpu/vec_math.h), without a branch, floor, division
-// or conversion (each kept PoCL from vectorising it: 154 ms): x = n ln2 + r, n rounded by adding 1.5 * 2^23, e^r
-// by Cephes expf's polynomial, 2^n applied as two normal factors (subnormal results and overflow come out as they
-// are); within 1 ulp, the test's bound on every device. NaN stays NaN.
-float own_exp(float x) {
-  const int nan = isnan(x);
-  float c = nan ? 0.0f : x;
-  c = fmin(fmax(c, -104.0f), 89.0f);  // beyond: 0 and inf all the same
-  const float t = c * 1.44269504088896341f + 12582912.0f;  // n rounded to nearest, in t's low bits
-  const float n = t - 12582912.0f;
-  float r = c - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const int k = as_int(t) - 0x4B400000, k1 = k >> 1, k2 = k - k1;  // each in [-75, 64]
-  const float y = p * as_float((k1 + 127) << 23) * as_float((k2 + 127) << 23);
-  return nan ? x : y;
-}
+#if defined(EW_OWN_EXP) && !defined(TIN_F64)  // CPU-type devices: the CPU device's forms (cpu_math.cl)
+#include "cpu_math.cl"
 #define EXP own_exp
 #else
 #define EXP exp
 #endif
-#if defined(EW_OWN_MATH) && !defined(TIN_F64)
-#include "cpu_math.cl"
-#define EXPM1 own_expm1
-#define LOG own_log
-#define LOG1P own_log1p
-#define LOG2 own_log2
-#define LOG10 own_log10
-#define SINH own_sinh
-#define COSH own_cosh
-#define TANH own_tanh
-#define ASINH own_asinh
-#define ACOSH own_acosh
-#define ATANH own_atanh
+#if defined(EW_OWN_MATH) && !defined(TIN_F64)  // and with double, the exp and log family
+#define MATH(f) own_##f
 #else
-#define EXPM1 expm1
-#define LOG log
-#define LOG1P log1p
-#define LOG2 log2
-#define LOG10 log10
-#define SINH sinh
-#define COSH cosh
-#define TANH tanh
-#define ASINH asinh
-#define ACOSH acosh
-#define ATANH atanh
+#define MATH(f) f
 #endif
 CT log_add_exp(CT a, CT b) {
   if (isnan(a) || isnan(b)) return a + b;
@@ -190,11 +146,11 @@ CT apply(const int op, const CT x, const CT z) {
     case EW_copysign: return copysign(x, z);
     case EW_logaddexp: return log_add_exp(x, z);
     case EW_exp: return EXP(x);
-    case EW_expm1: return EXPM1(x);
-    case EW_log: return LOG(x);
-    case EW_log1p: return LOG1P(x);
-    case EW_log2: return LOG2(x);
-    case EW_log10: return LOG10(x);
+    case EW_expm1: return MATH(expm1)(x);
+    case EW_log: return MATH(log)(x);
+    case EW_log1p: return MATH(log1p)(x);
+    case EW_log2: return MATH(log2)(x);
+    case EW_log10: return MATH(log10)(x);
     case EW_sqrt: return sqrt(x);
     case EW_sin: return sin(x);
     case EW_cos: return cos(x);
@@ -202,12 +158,12 @@ CT apply(const int op, const CT x, const CT z) {
     case EW_asin: return asin(x);
     case EW_acos: return acos(x);
     case EW_atan: return atan(x);
-    case EW_sinh: return SINH(x);
-    case EW_cosh: return COSH(x);
-    case EW_tanh: return TANH(x);
-    case EW_asinh: return ASINH(x);
-    case EW_acosh: return ACOSH(x);
-    case EW_atanh: return ATANH(x);
+    case EW_sinh: return MATH(sinh)(x);
+    case EW_cosh: return MATH(cosh)(x);
+    case EW_tanh: return MATH(tanh)(x);
+    case EW_asinh: return MATH(asinh)(x);
+    case EW_acosh: return MATH(acosh)(x);
+    case EW_atanh: return MATH(atanh)(x);
     case EW_reciprocal: return (CT)1 / x;
 #else
     case EW_abs: return NEGATIVE(x) ? wrap_sub((CT)0, x) : x;
