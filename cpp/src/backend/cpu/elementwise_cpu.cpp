@@ -539,9 +539,11 @@ void run_range(const ElementwiseDesc& d, const void* a, const void* b, void* out
   const bool direct = !bool_out && d.op != EwOp::cast && d.out == d.in && native<C>(d.out);
   const DType in = d.in;
   const std::size_t isize = dtype_size(in);
-  const bool prefetch = d.contiguous && ew_info(d.op).kind != EwKind::real &&
+  // (the size first: a small call's only cost here is this comparison)
+  const bool prefetch = d.contiguous &&
                         static_cast<std::uint64_t>(d.n) * ((binary && !d.scalar ? 2 : 1) * isize + dtype_size(d.out)) >=
-                            last_level_cache_bytes();
+                            last_level_cache_bytes() &&
+                        ew_info(d.op).kind != EwKind::real;
   const void* pre_b = binary && !d.scalar ? b : nullptr;  // (a number operand: the array is a)
   for (std::int64_t i = begin; i < end; i += kChunk) {
     const std::int64_t m = std::min(kChunk, end - i);
