@@ -1,7 +1,8 @@
 """Element-wise ops and a sum on the CPU device at sizes from 64 KiB to 256 MiB, this build against an earlier one,
 interleaved (scripts/build_ab.py): float32 add, negative and exp into out=, the sum of an array (EW_OPS: other
-hetnn functions, comma-separated; EW_SIZES_KIB: other sizes per operand). Each workload: the median over 7
-repeats of a timed loop's time per call.
+hetnn functions, comma-separated; EW_SIZES_KIB: other sizes per operand; EW_DEVICE: another device, e.g.
+opencl:0:0; EW_RANGE: the inputs' interval, default -1,1). Each workload: the median over 7 repeats of a timed
+loop's time per call.
 """
 import sys
 
@@ -10,12 +11,13 @@ from build_ab import main
 PROBE = r"""
 
 
-dev = hetnn.device("cpu")
+dev = hetnn.device(os.environ.get("EW_DEVICE", "cpu"))
+lo, hi = (float(v) for v in os.environ.get("EW_RANGE", "-1,1").split(","))
 sizes = [int(s) for s in os.environ.get("EW_SIZES_KIB", "64,1024,16384,262144").split(",")]
 for kib in sizes:
     n = kib * 256
-    x = hetnn.asarray(rng.uniform(-1, 1, n).astype(np.float32), device=dev)
-    y = hetnn.asarray(rng.uniform(-1, 1, n).astype(np.float32), device=dev)
+    x = hetnn.asarray(rng.uniform(lo, hi, n).astype(np.float32), device=dev)
+    y = hetnn.asarray(rng.uniform(lo, hi, n).astype(np.float32), device=dev)
     z = hetnn.empty((n,), dtype="float32", device=dev)
     size = f"{kib // 1024} MiB" if kib >= 1024 else f"{kib} KiB"
     for name in os.environ.get("EW_OPS", "add,negative,exp,sum").split(","):
@@ -26,7 +28,7 @@ for kib in sizes:
             fn = lambda f=f: f(x, y, out=z)  # noqa: E731
         else:
             fn = lambda f=f: f(x, out=z)  # noqa: E731
-        out[f"{name} {size}"] = per_call(fn)
+        out[f"{name} {size}"] = per_call(fn, dev)
     del x, y, z
 print(json.dumps(out))
 """

@@ -520,7 +520,7 @@ def test_float32_functions_are_within_their_ulp_bound_over_the_whole_range(devic
     rng = np.random.default_rng()
     binary = OPS[op][0] == 2
     fn = getattr(np, NP_NAME.get(op, op))
-    x = _f32_sweep(rng, 300_000)
+    x = _f32_sweep(rng, LARGE + LARGE // 64)  # NaNs dropped, still beyond LARGE: CPU-type OpenCL's fixed-op build
     if op in ("atanh", "asin", "acos"):  # most of the sweep is outside the domain: the inside sampled as densely
         x = rng.permutation(np.concatenate([x, rng.uniform(-1, 1, 100_000).astype(np.float32)]))
     args = [x]

@@ -62,6 +62,21 @@ def test_numbers_broadcasting_given_outputs_and_two_outputs(device, rng):
     np.testing.assert_allclose(out_hi.numpy(), np.maximum(x, y) + 1, rtol=1e-6)
 
 
+def test_one_kernel_serves_contiguous_and_strided_calls_in_any_order(device, rng):
+    """CPU-type OpenCL devices build a contiguous call's kernel without the strided offsets: a kernel called on
+    contiguous arrays, then on a transposed view and a broadcast operand, then contiguous again, right each time
+    (each arrangement its own cached kernel, never the other's)."""
+    k = hetnn.ElementwiseKernel("float32 x, float32 y", "float32 z", "z = x * 2 - y", "twice_minus")
+    x = rng.standard_normal((64, 48)).astype(np.float32)
+    y = rng.standard_normal((48, 64)).astype(np.float32)
+    row = rng.standard_normal((1, 48)).astype(np.float32)
+    a, b, r = (hetnn.asarray(v, device=device) for v in (x, y, row))
+    bt = hetnn.asarray(y.T.copy(), device=device)
+    for got, want in ((k(a, bt), 2.0 * x - y.T), (k(a, b.mT), 2.0 * x - y.T), (k(a, r), 2.0 * x - row),
+                      (k(a.mT, b), 2.0 * x.T - y), (k(a, bt), 2.0 * x - y.T)):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-6)
+
+
 def test_the_index_the_preamble_and_outputs_read_before_written(device):
     k = hetnn.ElementwiseKernel("int64 step", "int64 y", "y = twice(y) + i * step", "indexed",
                                 preamble="static inline long twice(long v) { return 2 * v; }")

@@ -101,7 +101,15 @@ CT log_add_exp(CT a, CT b) {
 }
 #endif
 
-CT apply(const int op, const CT x, const CT z) {
+// Inlined always on CPU-type devices (EW_OWN_EXP): with the op fixed at build time (EW_FIXED_OP) the switch then
+// folds to one case; PoCL's inliner left a large apply (the forms of cpu_math.cl) a call, and a loop with a call is
+// not vectorized. GPU compilers get the plain function, as before.
+#ifdef EW_OWN_EXP
+#define EW_INLINE static inline __attribute__((always_inline))
+#else
+#define EW_INLINE
+#endif
+EW_INLINE CT apply(const int op, const CT x, const CT z) {
   switch (op) {
     case EW_add: return wrap_add(x, z);
     case EW_subtract: return wrap_sub(x, z);
@@ -229,7 +237,10 @@ __kernel void ew(const long n, const int op, const int mode, const int contig, c
   const long i = get_global_id(0);
   if (i >= n) return;
   long oa = i, ob = i, oc = i;
+#ifndef EW_FIXED_OP  // fixed ops are built for contiguous calls only: no offsets' loop in the work-item, which kept
+  // PoCL from vectorizing the work-items' loop wherever the op was too large for it to unswitch (tanh 12 ms -> 2.4)
   if (!contig) offsets(i, nd, shape8, sa8, sb8, sb8, &oa, &ob, &oc);
+#endif
   oa += a0;
   ob += b0;
   const CT v = LOADIN(a, oa);
