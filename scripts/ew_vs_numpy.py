@@ -2,9 +2,10 @@
 the median of a few calls each (hetnn's result a new array, as NumPy's), float32 and int32 inputs of 4 Mi
 elements (in (0.1, 0.9) for floats: every function's domain). A survey to find the ops far from NumPy's speed;
 `--ops tanh,log,...` times those ops instead in interleaved rounds (hetnn.interleave), each with the 95 % interval of
-hetnn's speed over NumPy's and the rounds' noise flags; `--calls K`, K calls in a row a turn (a loop's steady state).
+hetnn's speed over NumPy's and the rounds' noise flags; `--calls K`, K calls in a row a turn (a loop's steady state);
+`--device D` another hetnn device for them (e.g. opencl:0:0).
 Run: .venv/bin/python scripts/ew_vs_numpy.py [--elements N] [--all]
-     .venv/bin/python scripts/ew_vs_numpy.py --ops OP,OP,... [--calls K] [--dtype float64|int32]"""
+     .venv/bin/python scripts/ew_vs_numpy.py --ops OP,OP,... [--calls K] [--dtype float64|int32] [--device D]"""
 from __future__ import annotations
 
 import argparse
@@ -62,22 +63,22 @@ def survey(dtype: str, n: int) -> List[Tuple[float, str, float, float]]:
     return sorted(rows)
 
 
-def interleaved(dtype: str, n: int, ops: List[str], calls: int = 1) -> None:
+def interleaved(dtype: str, n: int, ops: List[str], calls: int = 1, device: str = "cpu") -> None:
     """Each op's hetnn call and NumPy's in interleaved rounds: hetnn's speed over NumPy's with its interval. With
     ``calls`` > 1 each timed turn is that many calls in a row (times per call): the steady state of a loop, where
     data left in the last-level cache by the previous call is hot again (a single call after the other side's turn
     and interleave's settling found part of it gone: NumPy's tanh 2.9 ms against 1.5 in a loop of 8)."""
     xn, yn = _inputs(dtype, n)
-    cpu = hetnn.device("cpu")
+    dev = hetnn.device(device)
     arity = {op: a for op, a, _ in _core.elementwise_ops()}
-    print(f"{dtype}, {n} elements, interleaved, {calls} call(s) a turn: op, hetnn cpu ms, NumPy ms (a call), "
+    print(f"{dtype}, {n} elements, interleaved, {calls} call(s) a turn: op, hetnn {dev.id} ms, NumPy ms (a call), "
           "hetnn's speed / NumPy's (95 % CI), flags")
     for op in ops:
         if op not in arity:
             raise SystemExit(f"ew_vs_numpy: --ops: unknown op {op!r}")
         f, npf = getattr(hetnn, op), getattr(np, NUMPY_NAME.get(op, op))
         xo = xn + 1 if op == "acosh" else xn  # (1.1, 1.9): in its domain too
-        x, y = hetnn.asarray(xo, device=cpu), hetnn.asarray(yn, device=cpu)
+        x, y = hetnn.asarray(xo, device=dev), hetnn.asarray(yn, device=dev)
         two = arity[op] == 2
         def mine_fn() -> None:
             for _ in range(calls):
@@ -87,7 +88,7 @@ def interleaved(dtype: str, n: int, ops: List[str], calls: int = 1) -> None:
             for _ in range(calls):
                 npf(xo, yn) if two else npf(xo)
 
-        mine, ref = interleave([Case(f"hetnn {op}", mine_fn, devices=[cpu]), Case(f"numpy {op}", ref_fn)],
+        mine, ref = interleave([Case(f"hetnn {op}", mine_fn, devices=[dev]), Case(f"numpy {op}", ref_fn)],
                                n_warmup=2, n_repeat=15, max_duration=4 * calls)
         ci = ratio_interval([paired(list(mine.wall_times), list(ref.wall_times), list(mine.rounds), list(ref.rounds))])
         speed = "no interval" if ci is None else f"{ci.value:.2f}x ({ci.low:.2f}-{ci.high:.2f})"
@@ -105,12 +106,14 @@ def main() -> None:
     p.add_argument("--calls", type=int, default=1, help="with --ops: calls in a row per timed turn (default 1)")
     p.add_argument("--dtype", default="float32", choices=("float32", "float64", "int32"),
                    help="with --ops: the inputs' dtype")
+    p.add_argument("--device", default="cpu", help="with --ops: the hetnn device (default cpu)")
     args = p.parse_args()
     warnings.simplefilter("ignore")  # NumPy's domain warnings for the integer inputs of real functions
     if args.ops:
         if args.calls < 1:
             raise SystemExit(f"ew_vs_numpy: --calls takes an integer >= 1, got {args.calls}")
-        interleaved(args.dtype, args.elements, [o.strip() for o in args.ops.split(",") if o.strip()], args.calls)
+        interleaved(args.dtype, args.elements, [o.strip() for o in args.ops.split(",") if o.strip()], args.calls,
+                    args.device)
         return
     for dtype in ("float32", "int32"):
         rows = survey(dtype, args.elements)

@@ -20,8 +20,7 @@ void ClBackend::copy_strided(const CopyDesc& d, const Buffer& src, Buffer& out) 
   ArgSetter s{k, name.c_str()};
   s(cl_long{d.n})(static_cast<cl_int>(d.shape.size()))(shape)(ss)(so)(cl_long{d.os})(cl_long{d.oo})(mem(src))(
       mem(out));
-  constexpr std::size_t kLocal = 64;  // at or below every device's work-group limit seen
-  const std::size_t g[1] = {round_up(static_cast<std::size_t>(d.n), kLocal)}, l[1] = {kLocal};
+  const std::size_t l[1] = {flat_local(d.n)}, g[1] = {round_up(static_cast<std::size_t>(d.n), l[0])};
   enqueue("copy_strided", k, 1, g, l);
 }
 

@@ -11,8 +11,6 @@ namespace hetnn::opencl {
 
 namespace {
 
-constexpr std::size_t kLocal = 64;
-
 const std::string& op_numbers() {
   static const std::string s = [] {
     std::string o;
@@ -61,7 +59,7 @@ void ClBackend::elementwise(const ElementwiseDesc& d, const Buffer& a, const Buf
     case DType::i8: s(static_cast<cl_char>(d.iscalar)); break;
   }
   s(mem(a))(b ? mem(*b) : mem(a))(mem(out));
-  const std::size_t g[1] = {round_up(static_cast<std::size_t>(d.n), kLocal)}, l[1] = {kLocal};
+  const std::size_t l[1] = {flat_local(d.n)}, g[1] = {round_up(static_cast<std::size_t>(d.n), l[0])};
   enqueue(ew_name(d.op), k, 1, g, l);
 }
 
@@ -80,7 +78,7 @@ void ClBackend::where(const ElementwiseDesc& d, const Buffer& cond, const Buffer
   ArgSetter s{k, "ew_where"};
   s(cl_long{d.n})(static_cast<cl_int>(d.contiguous))(static_cast<cl_int>(d.shape.size()))(shape)(sa)(sb)(sc)(
       cl_long{d.oa})(cl_long{d.ob})(cl_long{d.oc})(mem(cond))(mem(a))(mem(b))(mem(out));
-  const std::size_t g[1] = {round_up(static_cast<std::size_t>(d.n), kLocal)}, l[1] = {kLocal};
+  const std::size_t l[1] = {flat_local(d.n)}, g[1] = {round_up(static_cast<std::size_t>(d.n), l[0])};
   enqueue("where", k, 1, g, l);
 }
 

@@ -21,8 +21,7 @@ void ClBackend::random(const RandomDesc& d, Buffer& out) {
   else if (f64) s(d.a)(d.b);
   else s(static_cast<float>(d.a))(static_cast<float>(d.b));
   s(cl_long{d.low})(cl_ulong{d.span})(mem(out));
-  constexpr std::size_t kLocal = 64;
-  const std::size_t g[1] = {round_up(static_cast<std::size_t>(d.n), kLocal)}, l[1] = {kLocal};
+  const std::size_t l[1] = {flat_local(d.n)}, g[1] = {round_up(static_cast<std::size_t>(d.n), l[0])};
   enqueue("random", k, 1, g, l);
 }
 

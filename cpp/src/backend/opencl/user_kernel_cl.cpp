@@ -226,8 +226,7 @@ void ClBackend::user_elementwise(const UserEwDesc& d, const std::vector<Buffer*>
     for (std::size_t i = 0; i < d.strides[a].size(); ++i) st.s[i] = d.strides[a][i];
     s(st)(mem(*args[a]));
   }
-  constexpr std::size_t kLocal = 64;
-  const std::size_t g[1] = {round_up(static_cast<std::size_t>(d.n), kLocal)}, l[1] = {kLocal};
+  const std::size_t l[1] = {flat_local(d.n)}, g[1] = {round_up(static_cast<std::size_t>(d.n), l[0])};
   enqueue("user_elementwise", k, 1, g, l);
 }
 

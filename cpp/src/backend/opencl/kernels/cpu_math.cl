@@ -156,4 +156,136 @@ CM_INLINE float own_acosh(float a) {  // log1p(t + sqrt(t (x + 1))), t = x - 1; 
   const float r = (float)cm_log1p(t + sqrt(t * (d + 1.0)));
   return ok ? r : a == INFINITY ? INFINITY : isnan(a) ? a : NAN;
 }
+
+// ---- the trigonometric functions (vec_functions.h's forms); the reduction exact over the whole float range ----
+#include "cpu_trig_table.cl"
+#define CM_PI 3.14159265358979323846264338327950288
+
+// |x| = (n + s) pi/2 for a float x: returns s pi/2 (|s| <= 1/2, a little beyond), n's two low bits in quadrant. The
+// CPU device reduces by pi/2 in two parts up to 2^17 and calls libm beyond; a work-item cannot call out of a
+// vectorized loop, so here Payne and Hanek's way for every float: |x| = M 2^E (M an integer below 2^24) times 2/pi
+// modulo 4 is M times the 112 bits of 2/pi that matter at E (cpu_trig_table.cl), in four products exact in double;
+// the integer part dropped exactly, the rest summed with the one rounding that matters kept (a two-sum). The four
+// loads (gathers) take about half the time (sin of 4 Mi on PoCL: 9.5 ms; without them 5); a branch around them for
+// small arguments kept PoCL from vectorizing the loop.
+CM_INLINE double cm_reduce_pio2(float x, int* quadrant) {
+  const uint b = as_uint(x) & 0x7FFFFFFFu;
+  const uint e8 = min(b >> 23, 254u);  // infinities and NaN: the largest floats' row (their results are selected)
+  const double m = (double)(e8 == 0u ? b : (b & 0x7FFFFFu) | 0x800000u);  // x = m 2^(e8 - 150), subnormals e8 1's
+  __constant const double* g = cm_trig_g[(int)max(e8, 1u) - 150 - CM_TRIG_E_MIN];
+  const double p0 = m * g[0], p1 = m * g[1], p2 = m * g[2], p3 = m * g[3];  // each exact (24 bits times 28)
+  const double w = p0 * 0.25, wr = (w + CM_SHIFT) - CM_SHIFT;  // p0 < 2^26: its multiples of 4 dropped exactly
+  const double p0m = p0 - 4.0 * (wr > w ? wr - 1.0 : wr);
+  const double t = (p0m + p1) + CM_SHIFT, n = t - CM_SHIFT;  // the nearest integer (off by one at a half: harmless)
+  const double d = p0m - n;  // exact
+  const double s1 = d + p1, v = s1 - d, e1 = (d - (s1 - v)) + (p1 - v);  // s1 + e1 = d + p1 exactly
+  *quadrant = (int)(as_long(t) & 3);
+  return (s1 + (e1 + p2 + p3)) * 1.57079632679489661923;
+}
+// sin r and cos r for |r| <= pi/4, a little beyond (vec_functions.h's sincos_poly)
+CM_INLINE void cm_sincos_poly(double r, double* s, double* c) {
+  const double z = r * r;
+  double ps = z * -2.4804401976205356e-08 + 2.7555977599142064e-06;
+  ps = ps * z + -0.00019841266872943096;
+  ps = ps * z + 0.008333333331034002;
+  ps = ps * z + -0.16666666666663815;
+  *s = r + r * z * ps;
+  double pc = z * 2.069971617606893e-09 + -2.755636014231265e-07;
+  pc = pc * z + 2.480158517941614e-05;
+  pc = pc * z + -0.0013888888887244907;
+  pc = pc * z + 0.04166666666666463;
+  *c = 1.0 - 0.5 * z + z * z * pc;
+}
+CM_INLINE float own_sin(float a) {  // NaN and the infinities give NaN; zeros keep their sign
+  int q;
+  double s, c;
+  cm_sincos_poly(cm_reduce_pio2(a, &q), &s, &c);
+  const double v = (q & 1) ? c : s;
+  const float r = (float)(((q & 2) != 0) != signbit(a) ? -v : v);  // sin(-x) = -sin(x)
+  return isfinite(a) ? r : NAN;
+}
+CM_INLINE float own_cos(float a) {
+  int q;
+  double s, c;
+  cm_sincos_poly(cm_reduce_pio2(a, &q), &s, &c);
+  const double v = (q & 1) ? s : c;
+  const float r = (float)(((q + 1) & 2) ? -v : v);
+  return isfinite(a) ? r : NAN;
+}
+CM_INLINE float own_tan(float a) {
+  int q;
+  double s, c;
+  cm_sincos_poly(cm_reduce_pio2(a, &q), &s, &c);
+  const double v = (q & 1) ? -c / s : s / c;
+  const float r = (float)(signbit(a) ? -v : v);
+  return isfinite(a) ? r : NAN;
+}
+// atan(n / d) for n >= 0, d >= 0, not both 0 (n = inf or d = 0 included; vec_functions.h's atan_ratio)
+CM_INLINE double cm_atan_ratio(double n, double d) {
+  const int big = n > 2.41421356237309504880 * d, mid = n > 0.41421356237309504880 * d;
+  const double num = big ? -d : mid ? n - d : n;
+  const double den = big ? n : mid ? n + d : d;
+  const double base = big ? CM_PI / 2 : mid ? CM_PI / 4 : 0.0;
+  const double u = num / den, z = u * u;
+  double p = z * 0.032998707681635556 + -0.06029830813552158;
+  p = p * z + 0.07605397159406324;
+  p = p * z + -0.0908417200414473;
+  p = p * z + 0.11110823945883;
+  p = p * z + -0.1428570823198382;
+  p = p * z + 0.19999999951168643;
+  p = p * z + -0.3333333333326852;
+  return base + (u + u * z * p);
+}
+CM_INLINE float own_atan(float a) {  // +-inf give +-pi/2 from the form itself
+  const double d = isnan(a) ? 0.0 : (double)a;
+  const float r = (float)copysign(cm_atan_ratio(fabs(d), 1.0), d);
+  return isnan(a) ? a : r;
+}
+CM_INLINE float own_atan2(float y, float x) {  // C's cases: both zero or both infinite by selects, NaN kept
+  const int nan = isnan(y) | isnan(x);
+  const double dy = nan ? 1.0 : (double)y, dx = nan ? 1.0 : (double)x;
+  const double ay = fabs(dy), ax = fabs(dx);
+  const int zeros = (ay == 0.0) & (ax == 0.0), infs = isinf(ay) & isinf(ax);
+  const double v = cm_atan_ratio(zeros ? 0.0 : infs ? 1.0 : ay, zeros | infs ? 1.0 : ax);  // both: atan(1 or 0)
+  const float r = (float)copysign(signbit(dx) ? CM_PI - v : v, dy);
+  return nan ? y + x : r;
+}
+// asin t for 0 <= t <= 1 (vec_functions.h's asin_half): r = asin of the reduced s; returns whether t was reflected
+CM_INLINE int cm_asin_half(double t, double* r) {
+  const int big = t > 0.5;
+  const double z = big ? 0.5 - 0.5 * t : t * t;
+  const double s = big ? sqrt(z) : t;
+  double p = z * 0.02801752120423027 + -0.0030636532508882723;
+  p = p * z + 0.015733489741212338;
+  p = p * z + 0.013173365233711152;
+  p = p * z + 0.017443628149945288;
+  p = p * z + 0.022365882515612154;
+  p = p * z + 0.03038219162935859;
+  p = p * z + 0.04464285222417601;
+  p = p * z + 0.07500000003782922;
+  p = p * z + 0.16666666666661878;
+  *r = s + s * z * p;
+  return big;
+}
+CM_INLINE float own_asin(float a) {  // beyond 1/2: pi/2 - 2 asin(s); beyond 1 NaN
+  const int ok = fabs(a) <= 1.0f;
+  const double d = ok ? (double)a : 0.0;
+  double r;
+  const int big = cm_asin_half(fabs(d), &r);
+  const float y = (float)copysign(big ? CM_PI / 2 - 2.0 * r : r, d);
+  return ok ? y : isnan(a) ? a : NAN;
+}
+CM_INLINE float own_acos(float a) {  // |x| <= 1/2: pi/2 - asin x; beyond: 2 asin(s), or pi - 2 asin(s) for x < 0
+  const int ok = fabs(a) <= 1.0f;
+  const double d = ok ? (double)a : 0.0;
+  double r;
+  const int big = cm_asin_half(fabs(d), &r);
+  const float y = (float)(big ? (d < 0.0 ? CM_PI - 2.0 * r : 2.0 * r) : CM_PI / 2 - copysign(r, d));
+  return ok ? y : isnan(a) ? a : NAN;
+}
+CM_INLINE float own_hypot(float x, float y) {  // an infinity wins over NaN (C's rule)
+  const double dx = (double)x, dy = (double)y;
+  const float r = (float)sqrt(dx * dx + dy * dy);
+  return isinf(x) | isinf(y) ? INFINITY : r;
+}
 #endif  // EW_OWN_MATH

@@ -88,7 +88,7 @@ CT rem(CT x, CT z) {
 #else
 #define EXP exp
 #endif
-#if defined(EW_OWN_MATH) && !defined(TIN_F64)  // and with double, the exp and log family
+#if defined(EW_OWN_MATH) && !defined(TIN_F64)  // and with double, the exp, log and trigonometric families
 #define MATH(f) own_##f
 #else
 #define MATH(f) f
@@ -149,8 +149,8 @@ EW_INLINE CT apply(const int op, const CT x, const CT z) {
     case EW_isfinite: return (CT)(isfinite(x) != 0);
     case EW_signbit: return (CT)(signbit(x) != 0);
     case EW_divide: return x / z;
-    case EW_atan2: return atan2(x, z);
-    case EW_hypot: return hypot(x, z);
+    case EW_atan2: return MATH(atan2)(x, z);
+    case EW_hypot: return MATH(hypot)(x, z);
     case EW_copysign: return copysign(x, z);
     case EW_logaddexp: return log_add_exp(x, z);
     case EW_exp: return EXP(x);
@@ -160,12 +160,12 @@ EW_INLINE CT apply(const int op, const CT x, const CT z) {
     case EW_log2: return MATH(log2)(x);
     case EW_log10: return MATH(log10)(x);
     case EW_sqrt: return sqrt(x);
-    case EW_sin: return sin(x);
-    case EW_cos: return cos(x);
-    case EW_tan: return tan(x);
-    case EW_asin: return asin(x);
-    case EW_acos: return acos(x);
-    case EW_atan: return atan(x);
+    case EW_sin: return MATH(sin)(x);
+    case EW_cos: return MATH(cos)(x);
+    case EW_tan: return MATH(tan)(x);
+    case EW_asin: return MATH(asin)(x);
+    case EW_acos: return MATH(acos)(x);
+    case EW_atan: return MATH(atan)(x);
     case EW_sinh: return MATH(sinh)(x);
     case EW_cosh: return MATH(cosh)(x);
     case EW_tanh: return MATH(tanh)(x);
