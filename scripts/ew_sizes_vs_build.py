@@ -24,7 +24,8 @@ for kib in sizes:
         f = getattr(hetnn, name)
         if name in ("sum", "max", "min", "mean"):
             fn = lambda f=f: f(x)  # noqa: E731
-        elif name in ("add", "subtract", "multiply", "divide", "maximum", "pow", "atan2", "hypot"):
+        elif name in ("add", "subtract", "multiply", "divide", "maximum", "minimum", "pow", "atan2", "hypot",
+                      "logaddexp", "copysign", "floor_divide", "remainder"):
             fn = lambda f=f: f(x, y, out=z)  # noqa: E731
         else:
             fn = lambda f=f: f(x, out=z)  # noqa: E731

@@ -495,7 +495,7 @@ F32_FUNCTIONS = {"tanh": 5, "sinh": 4, "cosh": 4, "expm1": 3, "log": 3, "log2": 
                  "atanh": 5, "asinh": 4, "acosh": 4, "sin": 4, "cos": 4, "tan": 5, "atan": 5, "asin": 4, "acos": 4,
                  "pow": 16, "atan2": 6, "hypot": 4}
 CL_CPU_FORMS = {"tanh", "sinh", "cosh", "expm1", "log", "log2", "log10", "log1p", "atanh", "asinh", "acosh",
-                "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "hypot"}
+                "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "hypot", "pow"}
 F32_SPECIALS = np.float32([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 3.4028235e38, -3.4028235e38,
                            1.1754944e-38, -1.1754944e-38, 1e-45, -1e-45, 2.0, -2.0, 88.7, -88.7, 1e-8, 131072.0,
                            131073.0, -1e6, 1e30, 0.99999994, -0.99999994, 1.0000001, 2.0 ** 53])

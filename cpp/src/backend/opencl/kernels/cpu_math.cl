@@ -241,14 +241,16 @@ CM_INLINE float own_atan(float a) {  // +-inf give +-pi/2 from the form itself
   const float r = (float)copysign(cm_atan_ratio(fabs(d), 1.0), d);
   return isnan(a) ? a : r;
 }
+// The two-operand forms do nothing alike to both operands (a fabs of each, isinf(x) | isinf(y)): PoCL's pipeline
+// made such a pair a two-lane vector operation before the loop vectorizer ran, which then gave up ("instruction
+// return type cannot be vectorized"; atan2 of 4 Mi 23 ms).
 CM_INLINE float own_atan2(float y, float x) {  // C's cases: both zero or both infinite by selects, NaN kept
-  const int nan = isnan(y) | isnan(x);
-  const double dy = nan ? 1.0 : (double)y, dx = nan ? 1.0 : (double)x;
-  const double ay = fabs(dy), ax = fabs(dx);
-  const int zeros = (ay == 0.0) & (ax == 0.0), infs = isinf(ay) & isinf(ax);
+  const double dy = (double)y, dx = (double)x;
+  const double ay = sqrt(dy * dy), ax = fabs(dx);  // the root exact (dy has 24 bits); not a second fabs (above)
+  const int nan = isnan(ay + ax), zeros = fmax(ay, ax) == 0.0, infs = fmin(ay, ax) == INFINITY;
   const double v = cm_atan_ratio(zeros ? 0.0 : infs ? 1.0 : ay, zeros | infs ? 1.0 : ax);  // both: atan(1 or 0)
   const float r = (float)copysign(signbit(dx) ? CM_PI - v : v, dy);
-  return nan ? y + x : r;
+  return nan ? (float)(ay + ax) : r;
 }
 // asin t for 0 <= t <= 1 (vec_functions.h's asin_half): r = asin of the reduced s; returns whether t was reflected
 CM_INLINE int cm_asin_half(double t, double* r) {
@@ -284,8 +286,34 @@ CM_INLINE float own_acos(float a) {  // |x| <= 1/2: pi/2 - asin x; beyond: 2 asi
   return ok ? y : isnan(a) ? a : NAN;
 }
 CM_INLINE float own_hypot(float x, float y) {  // an infinity wins over NaN (C's rule)
+  const double dx = (double)x, dy = (double)y, xx = dx * dx, yy = dy * dy;
+  const float r = (float)sqrt(xx + yy);
+  return fmax(xx, yy) == INFINITY ? INFINITY : r;
+}
+// x^y: |x|^y = e^(y ln|x|) in double (y ln|x| held within +-700: overflow and 0 all the same), the sign from an
+// odd integer y; C's special cases as selects, in order of precedence (last applied wins). Tests of x in double,
+// of y in float (above).
+CM_INLINE float own_pow(float x, float y) {
   const double dx = (double)x, dy = (double)y;
-  const float r = (float)sqrt(dx * dx + dy * dy);
-  return isinf(x) | isinf(y) ? INFINITY : r;
+  const double ax = sqrt(dx * dx);  // |x|, exact
+  const int integer = rint(y) == y;  // the infinities too
+  const float h = y * 0.5f;
+  const int odd = integer & (rint(h) != h), neg = (dx < 0.0) & odd;  // from 2^24 every float is even
+  const double m = cm_exp(fmin(fmax(dy * cm_log(ax > 0.0 && ax < INFINITY ? ax : 1.0), -700.0), 700.0));
+  float r = (dx < 0.0) & !integer ? NAN : (float)(neg ? -m : m);
+  const float zero = y < 0.0f ? (odd ? copysign(INFINITY, x) : INFINITY) : (odd ? x : 0.0f);
+  r = dx == 0.0 ? zero : r;
+  const float inf_x = y < 0.0f ? (neg ? -0.0f : 0.0f) : (neg ? -INFINITY : INFINITY);
+  r = ax == INFINITY ? inf_x : r;
+  const float inf_y = ax == 1.0 ? 1.0f : (ax < 1.0) == (y < 0.0f) ? INFINITY : 0.0f;
+  r = isinf(y) ? inf_y : r;
+  r = isnan(dx) | isnan(y) ? NAN : r;
+  return (y == 0.0f) | (dx == 1.0) ? 1.0f : r;  // x^0 and 1^y are 1, NaN or not
+}
+// ln(e^a + e^b) = hi + ln(1 + e^(lo - hi)); both infinite of one sign: that infinity (lo - hi NaN, held at -700)
+CM_INLINE float own_logaddexp(float a, float b) {
+  const double da = (double)a, db = (double)b, hi = fmax(da, db), lo = fmin(da, db);
+  const float r = (float)(hi + cm_log1p(cm_exp(fmax(lo - hi, -700.0))));
+  return isnan(a) | isnan(db) ? NAN : r;
 }
 #endif  // EW_OWN_MATH

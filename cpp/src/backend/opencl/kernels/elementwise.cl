@@ -81,24 +81,25 @@ CT rem(CT x, CT z) {
   }
   return mod;
 }
-#define power(x, z) pow((x), (z))
 #if defined(EW_OWN_EXP) && !defined(TIN_F64)  // CPU-type devices: the CPU device's forms (cpu_math.cl)
 #include "cpu_math.cl"
 #define EXP own_exp
 #else
 #define EXP exp
 #endif
-#if defined(EW_OWN_MATH) && !defined(TIN_F64)  // and with double, the exp, log and trigonometric families
+#if defined(EW_OWN_MATH) && !defined(TIN_F64)  // and with double, the exp, log and trigonometric families, pow
 #define MATH(f) own_##f
+#define log_add_exp own_logaddexp
 #else
 #define MATH(f) f
-#endif
 CT log_add_exp(CT a, CT b) {
   if (isnan(a) || isnan(b)) return a + b;
   if (a == b) return a + (CT)0.693147180559945309417232121458176568;
   const CT hi = fmax(a, b), lo = fmin(a, b);
   return hi + log1p(exp(lo - hi));
 }
+#endif
+#define power(x, z) MATH(pow)((x), (z))
 #endif
 
 // Inlined always on CPU-type devices (EW_OWN_EXP): with the op fixed at build time (EW_FIXED_OP) the switch then
