@@ -1,8 +1,8 @@
 """Element-wise ops and a sum on the CPU device at sizes from 64 KiB to 256 MiB, this build against an earlier one,
 interleaved (scripts/build_ab.py): float32 add, negative and exp into out=, the sum of an array (EW_OPS: other
 hetnn functions, comma-separated; EW_SIZES_KIB: other sizes per operand; EW_DEVICE: another device, e.g.
-opencl:0:0; EW_RANGE: the inputs' interval, default -1,1). Each workload: the median over 7 repeats of a timed
-loop's time per call.
+opencl:0:0; EW_RANGE: the inputs' interval, default -1,1; EW_DTYPE: float64). Each workload: the median over
+7 repeats of a timed loop's time per call.
 """
 import sys
 
@@ -13,12 +13,13 @@ PROBE = r"""
 
 dev = hetnn.device(os.environ.get("EW_DEVICE", "cpu"))
 lo, hi = (float(v) for v in os.environ.get("EW_RANGE", "-1,1").split(","))
+dtype = np.dtype(os.environ.get("EW_DTYPE", "float32"))
 sizes = [int(s) for s in os.environ.get("EW_SIZES_KIB", "64,1024,16384,262144").split(",")]
 for kib in sizes:
-    n = kib * 256
-    x = hetnn.asarray(rng.uniform(lo, hi, n).astype(np.float32), device=dev)
-    y = hetnn.asarray(rng.uniform(lo, hi, n).astype(np.float32), device=dev)
-    z = hetnn.empty((n,), dtype="float32", device=dev)
+    n = kib * 1024 // dtype.itemsize
+    x = hetnn.asarray(rng.uniform(lo, hi, n).astype(dtype), device=dev)
+    y = hetnn.asarray(rng.uniform(lo, hi, n).astype(dtype), device=dev)
+    z = hetnn.empty((n,), dtype=dtype.name, device=dev)
     size = f"{kib // 1024} MiB" if kib >= 1024 else f"{kib} KiB"
     for name in os.environ.get("EW_OPS", "add,negative,exp,sum").split(","):
         f = getattr(hetnn, name)

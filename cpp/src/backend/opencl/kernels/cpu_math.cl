@@ -317,3 +317,86 @@ CM_INLINE float own_logaddexp(float a, float b) {
   return isnan(a) | isnan(db) ? NAN : r;
 }
 #endif  // EW_OWN_MATH
+
+#if defined(EW_OWN_MATH) && defined(TIN_F64)
+// ---- float64 exp, expm1, log, log1p: vec_functions.h's exp64, expm1_64, log64, log1p64 (within 1 ulp) ----
+// The CPU device calls libm for subnormal results and arguments; here those go through the forms too: 2^n applied as
+// two normal factors (one rounding into the subnormals), subnormal arguments scaled by 2^54 first.
+
+// e^x = 2^n (1 + em), x = n ln2 + hi - lo, em = hi - (lo - r^2 Q(r)); n's integer in t's low bits
+CM_INLINE double cm64_exp_split(double x, double* t) {
+  *t = x * 1.44269504088896340736 + CM_SHIFT;
+  const double n = *t - CM_SHIFT;
+  const double hi = x - n * CM_LN2_HI, lo = n * CM_LN2_LO, r = hi - lo;
+  double q = r * 2.091813816945801e-09 + 2.5105217695684516e-08;
+  q = q * r + 2.7557263277791584e-07;
+  q = q * r + 2.755725539833871e-06;
+  q = q * r + 2.4801587336443602e-05;
+  q = q * r + 0.00019841269874822307;
+  q = q * r + 0.0013888888888879073;
+  q = q * r + 0.008333333333326134;
+  q = q * r + 0.04166666666666668;
+  q = q * r + 0.1666666666666667;
+  q = q * r + 0.5;
+  return hi - (lo - r * r * q);
+}
+CM_INLINE double own64_exp(double x) {  // beyond [-746, 710] 0 and inf all the same; NaN kept
+  double t;
+  const double y = 1.0 + cm64_exp_split(fmin(fmax(x, -746.0), 710.0), &t);
+  const long k = as_long(t) - as_long(CM_SHIFT), k1 = k >> 1, k2 = k - k1;  // each in [-538, 512]
+  const double v = y * as_double((k1 + 1023) << 52) * as_double((k2 + 1023) << 52);
+  return isnan(x) ? x : v;
+}
+CM_INLINE double own64_expm1(double x) {  // |x| <= 1: x + x^2 P(x); beyond the reduction; above 709 e^x itself
+  double p = x * 7.753295105383928e-13 + 1.16392040024203e-11;
+  p = p * x + 1.605744835014058e-10;
+  p = p * x + 2.087443527953241e-09;
+  p = p * x + 2.5052120586633744e-08;
+  p = p * x + 2.7557335072267237e-07;
+  p = p * x + 2.7557319174038892e-06;
+  p = p * x + 2.4801587246079535e-05;
+  p = p * x + 0.00019841269841374776;
+  p = p * x + 0.0013888888888981446;
+  p = p * x + 0.008333333333333236;
+  p = p * x + 0.04166666666666609;
+  p = p * x + 0.16666666666666666;
+  p = p * x + 0.5;
+  const double small = x + x * x * p;
+  double t;
+  const double em = cm64_exp_split(fmin(fmax(x, -707.0), 709.0), &t);
+  const double s = as_double((as_long(t) - as_long(CM_SHIFT) + 1023) << 52);  // 2^n
+  const double y = fabs(x) <= 1.0 ? small : x > 709.0 ? own64_exp(x) : (s - 1.0) + s * em;
+  return x == 0.0 || isnan(x) ? x : y;  // -0 and NaN kept
+}
+// ln x for a positive finite x: x = 2^e (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), s = f / (2 + f), summed as fdlibm's
+// log; c: a correction added to x's logarithm (log1p's), below its ulp
+CM_INLINE double cm64_log(double x, double c) {
+  const int sub = x < 0x1p-1022;
+  const long b = as_long(sub ? x * 0x1p54 : x);
+  double m = as_double((b & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
+  double e = as_double((b >> 52) | 0x4330000000000000L) - (4503599627370496.0 + 1023.0) - (sub ? 54.0 : 0.0);
+  const int big = m > 1.41421356237309504880;
+  m = big ? m * 0.5 : m;
+  e = big ? e + 1.0 : e;
+  const double f = m - 1.0, s = f / (2.0 + f), z = s * s;
+  double l = z * 0.13087358019991335 + 0.13268698800146927;
+  l = l * z + 0.1538624266836552;
+  l = l * z + 0.18181795581488394;
+  l = l * z + 0.22222222392309024;
+  l = l * z + 0.2857142857080074;
+  l = l * z + 0.40000000000000885;
+  l = l * z + 0.6666666666666666;
+  const double r = z * l, hfsq = 0.5 * f * f;
+  return e * CM_LN2_HI - ((hfsq - (s * (hfsq + r) + (e * CM_LN2_LO + c))) - f);
+}
+CM_INLINE double own64_log(double x) {  // 0 gives -inf, +inf inf, below 0 NaN, NaN kept
+  const double y = cm64_log(x > 0.0 && x < INFINITY ? x : 1.0, 0.0);
+  return x > 0.0 && x < INFINITY ? y : x == 0.0 ? -INFINITY : x == INFINITY || isnan(x) ? x : NAN;
+}
+CM_INLINE double own64_log1p(double x) {  // u = 1 + x and what its rounding dropped, (x - (u - 1)) / u
+  const int ok = x > -1.0 && x < INFINITY;
+  const double v = ok ? x : 0.0, u = 1.0 + v;
+  const double y = cm64_log(u, v < 4503599627370496.0 ? (v - (u - 1.0)) / u : 0.0);
+  return ok && x != 0.0 ? y : x == -1.0 ? -INFINITY : x == 0.0 || x == INFINITY || isnan(x) ? x : NAN;
+}
+#endif  // EW_OWN_MATH && TIN_F64

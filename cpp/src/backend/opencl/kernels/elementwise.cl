@@ -81,9 +81,13 @@ CT rem(CT x, CT z) {
   }
   return mod;
 }
-#if defined(EW_OWN_EXP) && !defined(TIN_F64)  // CPU-type devices: the CPU device's forms (cpu_math.cl)
+#ifdef EW_OWN_EXP  // CPU-type devices: the CPU device's forms (cpu_math.cl)
 #include "cpu_math.cl"
+#endif
+#if defined(EW_OWN_EXP) && !defined(TIN_F64)
 #define EXP own_exp
+#elif defined(EW_OWN_EXP) && defined(EW_OWN_MATH)  // float64 where the device has it
+#define EXP own64_exp
 #else
 #define EXP exp
 #endif
@@ -111,6 +115,11 @@ CT log_add_exp(CT a, CT b) {
 #define EW_INLINE
 #endif
 EW_INLINE CT apply(const int op, const CT x, const CT z) {
+#if defined(EW_OWN_MATH) && defined(TIN_F64)  // float64 on CPU-type devices: these as the CPU device's forms too
+  if (op == EW_expm1) return own64_expm1(x);
+  if (op == EW_log) return own64_log(x);
+  if (op == EW_log1p) return own64_log1p(x);
+#endif
   switch (op) {
     case EW_add: return wrap_add(x, z);
     case EW_subtract: return wrap_sub(x, z);
