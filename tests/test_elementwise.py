@@ -510,6 +510,31 @@ def _f32_sweep(rng, n):
     return rng.permutation(x[~np.isnan(x)])
 
 
+@pytest.mark.parametrize("op,dtype", [("tanh", "float32"), ("log", "float32"), ("sin", "float32"),
+                                      ("cosh", "float64"), ("log", "float64"), ("expm1", "float64")])
+def test_functions_in_place_with_specials_in_every_block(device, rng, op, dtype):
+    """out= the input itself, with a NaN, an infinity or an argument beyond the forms' range in most blocks of 64
+    (the CPU device: libm for those elements, its form for the rest of the block): the same values as into a fresh
+    array, and those NumPy's (a block's libm results taken after the form had overwritten the input would be of
+    the form's results)."""
+    if dtype not in device.dtypes:
+        pytest.skip(f"{device.id} has no {dtype}")
+    x = rng.uniform(0.1, 3.0, 64 * 40 + 5).astype(dtype)
+    specials = np.array([np.nan, np.inf, -np.inf, 1e30 if dtype == "float32" else 1e300, -5.0, 0.0], dtype)
+    at = rng.choice(x.size, 30, replace=False)
+    x[at] = rng.choice(specials, at.size)
+    with np.errstate(all="ignore"):
+        want = getattr(np, op)(x.astype(np.float64)).astype(dtype)
+    fresh = getattr(hetnn, op)(hetnn.asarray(x, device=device)).numpy()
+    a = hetnn.asarray(x, device=device)
+    got = getattr(hetnn, op)(a, out=a).numpy()
+    np.testing.assert_array_equal(got, fresh)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+    np.testing.assert_allclose(got[finite], want[finite], rtol=4 * np.finfo(dtype).eps, atol=0)
+
+
 @pytest.mark.parametrize("op", sorted(F32_FUNCTIONS))
 def test_float32_functions_are_within_their_ulp_bound_over_the_whole_range(device, op):
     """Every float32 function over values from every binade (two operands: y over every binade and moderate): the
@@ -550,19 +575,19 @@ def test_float32_functions_are_within_their_ulp_bound_over_the_whole_range(devic
             f"{op} off by {worst.max()} ulp at {[v[~special][worst.argmax()] for v in a]}"
 
 
-@pytest.mark.parametrize("op", ["exp", "expm1", "log", "log1p"])
+@pytest.mark.parametrize("op", ["exp", "expm1", "log", "log1p", "log2", "cosh"])
 def test_float64_exp_and_log_are_within_an_ulp(device, op):
-    """float64 exp, expm1, log and log1p: the CPU device's own vectorised forms (vec_functions.h, libm's calls
-    beyond their range) within 1 ulp of long double's value rounded, and so CPU-type OpenCL devices (the same forms
-    in cpu_math.cl, subnormals through them); other OpenCL devices within the OpenCL C bound (log1p 2 ulp, the
-    others 3); the specials (zeros, infinities, NaN, subnormals, the forms' range edges) NumPy's exactly. Beyond 2^20
-    elements: CPU-type OpenCL's fixed-op build."""
+    """float64 exp, expm1, log, log1p, log2 and cosh: the CPU device's own vectorised forms (vec_functions.h,
+    libm's calls beyond their range) within 1 ulp of long double's value rounded, and so CPU-type OpenCL devices
+    (exp, expm1, log, log1p: the same forms in cpu_math.cl, subnormals through them; log2, cosh: PoCL's own); other
+    OpenCL devices within the OpenCL C bound (log1p 2 ulp, the others 3); the specials (zeros, infinities, NaN,
+    subnormals, the forms' range edges) NumPy's exactly. Beyond 2^20 elements: CPU-type OpenCL's fixed-op build."""
     if "float64" not in device.dtypes:
         pytest.skip(f"{device.id} has no float64")
     if np.finfo(np.longdouble).nmant < 60:
         pytest.skip("no extended long double for the reference")
     rng = np.random.default_rng()
-    if op.startswith("exp"):
+    if op.startswith("exp") or op == "cosh":
         x = np.concatenate([rng.uniform(-745, 710, 200_000), rng.uniform(-1, 1, 100_000), rng.uniform(-4, 4, 50_000),
                             rng.uniform(-1e-6, 1e-6, 10_000)])
     else:

@@ -206,11 +206,13 @@ HETNN_CLONES void exp_f32_loop(std::int64_t m, const float* x, float* r) {
   }
 }
 
-// The functions of vec_functions.h over blocks of 64 elements of type T: a block whose every element is in the
-// form's domain (OK of `a`, and `b` for two operands) runs the form 8 lanes at a time, any other (NaN, infinities,
-// the domain's edges, arguments beyond the reduction's range) LIBM per element: for float32 libm's double call
-// rounded once as the forms are (glibc's float calls are off by up to 2 ulp: an element's result would then depend
-// on its block's neighbours). The functions below return false for an op they do not take.
+// The functions of vec_functions.h over blocks of 64 elements of type T: the form 8 lanes at a time for the
+// elements in its domain (OK of `a`, and `b` for two operands), LIBM for the others (NaN, infinities, the domain's
+// edges, arguments beyond the reduction's range), per element: for float32 libm's double call rounded once as the
+// forms are. An element's result never depends on its block's neighbours (when a block went to libm whole, a float64
+// cosh beside an overflowing one came out 2 ulp off, glibc's, instead of the form's 1). The libm results of a
+// mixed block are taken before the form writes the block (r may be x). The functions below return false for an op
+// they do not take.
 #define HETNN_FN_BLOCKS(T, OK, FORM, LIBM)                                                                    \
   for (std::int64_t j0 = 0; j0 < m; j0 += 64) {                                                               \
     const std::int64_t e = std::min(m, j0 + 64);                                                              \
@@ -222,13 +224,21 @@ HETNN_CLONES void exp_f32_loop(std::int64_t m, const float* x, float* r) {
       (void)b;                                                                                                \
       ok &= (OK);                                                                                             \
     }                                                                                                         \
-    if (!ok) {                                                                                                \
+    T fix[64];                                                                                                \
+    std::uint64_t bad = 0;                                                                                    \
+    if (!ok) { /* a mixed block: libm's results for the elements outside the domain, kept aside */            \
       for (std::int64_t j = j0; j < e; ++j) {                                                                 \
         const T a = x[j], b = z ? z[j] : T(0);                                                                \
         (void)b;                                                                                              \
-        r[j] = (LIBM);                                                                                        \
+        if (!(OK)) {                                                                                          \
+          bad |= std::uint64_t{1} << (j - j0);                                                                \
+          fix[j - j0] = (LIBM);                                                                               \
+        }                                                                                                     \
       }                                                                                                       \
-      continue;                                                                                               \
+      if (bad == (e - j0 == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << (e - j0)) - 1)) {                   \
+        for (std::int64_t j = j0; j < e; ++j) r[j] = fix[j - j0];                                             \
+        continue;                                                                                             \
+      }                                                                                                       \
     }                                                                                                         \
     std::int64_t j = j0;                                                                                      \
     for (; j + 8 <= e; j += 8) {                                                                              \
@@ -244,6 +254,10 @@ HETNN_CLONES void exp_f32_loop(std::int64_t m, const float* x, float* r) {
       (void)vb;                                                                                               \
       vecfn::store(ta, FORM);                                                                                 \
       std::memcpy(r + j, ta, static_cast<std::size_t>(e - j) * sizeof(T));                                    \
+    }                                                                                                         \
+    for (; bad; bad &= bad - 1) {                                                                             \
+      const int k = __builtin_ctzll(bad);                                                                     \
+      r[j0 + k] = fix[k];                                                                                     \
     }                                                                                                         \
   }                                                                                                           \
   return true
@@ -283,8 +297,9 @@ HETNN_CLONES bool functions_f32(EwOp op, std::int64_t m, const float* x, const f
   }
 }
 
-// float64 exp, expm1, log and log1p the same way (vec_functions.h's float64 forms, within 1 ulp); blocks beyond
-// them, libm's.
+// float64 exp, expm1, log, log1p, log2 and cosh the same way (vec_functions.h's float64 forms, within 1 ulp);
+// blocks beyond them, libm's. (tanh, sinh, atanh, asinh, acosh and log10 as fdlibm's formulas over these forms were
+// 2-3 ulp off, libm's 1: left to libm.)
 HETNN_CLONES bool functions_f64(EwOp op, std::int64_t m, const double* x, const double* z, double* r) {
   using namespace vecfn;
   switch (op) {
@@ -295,6 +310,10 @@ HETNN_CLONES bool functions_f64(EwOp op, std::int64_t m, const double* x, const 
     case EwOp::log:
       HETNN_FN_BLOCKS(double, (a >= std::numeric_limits<double>::min()) & (a <= std::numeric_limits<double>::max()),
                       log64(va), std::log(a));
+    case EwOp::log2:
+      HETNN_FN_BLOCKS(double, (a >= std::numeric_limits<double>::min()) & (a <= std::numeric_limits<double>::max()),
+                      log2_64(va), std::log2(a));
+    case EwOp::cosh: HETNN_FN_BLOCKS(double, std::fabs(a) <= kCosh64Max, cosh64(va), std::cosh(a));
     default: return false;
   }
 }

@@ -289,9 +289,12 @@ HETNN_VI D8 exp64(D8 x) {
 }
 
 // ln x for a positive, finite, normal x: x = 2^e (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), s = f / (2 + f),
-// ln(1 + f) = f - f^2/2 + s (f^2/2 + R), R = z L(z), z = s^2, L of degree 7 fitted (within 6e-19), summed as
-// fdlibm's log: e ln2hi - ((f^2/2 - (s (f^2/2 + R) + e ln2lo)) - f)
-HETNN_VI D8 log64(D8 x, D8 c = D8{}) {  // c: a correction added to x's logarithm (log1p64's), below its ulp
+// ln(1 + f) = f - f^2/2 + s (f^2/2 + R), R = z L(z), z = s^2, L of degree 7 fitted (within 6e-19): e, f, f^2/2 and
+// s (f^2/2 + R)
+struct Log64Parts {
+  D8 e, f, hfsq, sr;
+};
+HETNN_VI Log64Parts log64_parts(D8 x) {
   const L8 b = (L8)x;
   D8 m = (D8)((b & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000);
   D8 e = (D8)((b >> 52) | 0x4330000000000000) - (4503599627370496.0 + 1023.0);
@@ -301,8 +304,27 @@ HETNN_VI D8 log64(D8 x, D8 c = D8{}) {  // c: a correction added to x's logarith
   const D8 f = m - 1.0, s = f / (2.0 + f), z = s * s;
   const D8 l = horner(z, 0.13087358019991335, 0.13268698800146927, 0.1538624266836552, 0.18181795581488394,
                       0.22222222392309024, 0.2857142857080074, 0.40000000000000885, 0.6666666666666666);
-  const D8 r = z * l, hfsq = 0.5 * f * f;
-  return e * kLn2Hi - ((hfsq - (s * (hfsq + r) + (e * kLn2Lo + c))) - f);
+  const D8 hfsq = 0.5 * f * f;
+  return {e, f, hfsq, s * (hfsq + z * l)};
+}
+// summed as fdlibm's log: e ln2hi - ((f^2/2 - (s (f^2/2 + R) + e ln2lo)) - f)
+HETNN_VI D8 log64(D8 x, D8 c = D8{}) {  // c: a correction added to x's logarithm (log1p64's), below its ulp
+  const Log64Parts p = log64_parts(x);
+  return p.e * kLn2Hi - ((p.hfsq - (p.sr + (p.e * kLn2Lo + c))) - p.f);
+}
+// log2 of a positive, finite, normal x: the parts above, ln(1 + f) as hi + lo with hi the leading 21 bits of
+// f - f^2/2, times 1/ln2 in two parts, e added last (FreeBSD's e_log2.c): within 1 ulp
+HETNN_VI void log64_hi_lo(const Log64Parts& p, D8& hi, D8& lo) {
+  hi = (D8)((L8)(p.f - p.hfsq) & ~std::int64_t{0xFFFFFFFF});
+  lo = (p.f - hi) - p.hfsq + p.sr;
+}
+HETNN_VI D8 log2_64(D8 x) {
+  const Log64Parts p = log64_parts(x);
+  D8 hi, lo;
+  log64_hi_lo(p, hi, lo);
+  const D8 vhi = hi * 1.44269504072144627571e+00, w = p.e + vhi;  // 1/ln2's leading 33 bits, and the rest:
+  const D8 vlo = (lo + hi) * 1.67517131648865118353e-10 + lo * 1.44269504072144627571e+00 + ((p.e - w) + vhi);
+  return vlo + w;
 }
 
 // ln(1 + x) for x > -1, finite: u = 1 + x rounded, and what the rounding dropped, (x - (u - 1)) / u, added where
@@ -328,6 +350,20 @@ HETNN_VI D8 expm1_64(D8 x) {
   const D8 s = (D8)((n + 1023) << 52);  // 2^n
   const D8 y = abs(x) <= 1.0 ? small : (s - 1.0) + s * em;
   return x == 0.0 ? x : y;  // -0 kept
+}
+
+// cosh x for |x| up to its overflow (kCosh64Max), fdlibm's formulas with one transcendental a lane: |x| < ln2/2:
+// 1 + t^2 / (2 (1 + t)), t = expm1|x|; to 22, (e + 1/e) / 2 with e = 1 + t; beyond, e^|x| / 2 = 2^(n-1) (1 + em) from
+// exp64_split, 2^(n-1) applied as two normal factors (n reaches 1025): within 1 ulp (libm's: 2 near the overflow)
+constexpr double kCosh64Max = 710.4758600739439;
+HETNN_VI D8 cosh64(D8 x) {
+  const D8 a = abs(x);
+  L8 n;
+  const D8 big = 1.0 + exp64_split(a, n);
+  const L8 k1 = (n - 1) >> 1, k2 = (n - 1) - k1;
+  const D8 scaled = big * (D8)((k1 + 1023) << 52) * (D8)((k2 + 1023) << 52);
+  const D8 t = expm1_64(a > 22.0 ? 0.0 : a), w = 1.0 + t;
+  return a < 0.34657359027997264 ? 1.0 + t * t / (w + w) : a > 22.0 ? scaled : 0.5 * w + 0.5 / w;
 }
 
 #undef HETNN_VI
