@@ -116,6 +116,32 @@ def test_large_transposed_operands_match_numpy(device, rng, dtype):
         np.testing.assert_allclose(hetnn.exp(a.mT / 20).numpy(), np.exp(x64.T / 20), rtol=2e-6)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32"])
+def test_strided_calls_of_one_and_two_dimensions_beyond_a_million_elements(device, rng, dtype):
+    """Strided operands of one or two dimensions (after merging) with 2^20 elements and more: on CPU-type OpenCL
+    devices a two-dimensional range with the op built in (elementwise.cl's ew2); two arrays, a number either side,
+    one array, a step and a transpose, an offset view into a poisoned output, against NumPy."""
+    if dtype not in device.dtypes:
+        pytest.skip(f"{device.id} has no {dtype}")
+    x = (rng.standard_normal((1031, 1029)) * 4).astype(dtype)
+    y = (rng.standard_normal((1029, 1031)) * 4).astype(dtype)
+    a, b = hetnn.asarray(x, device=device), hetnn.asarray(y, device=device)
+    np.testing.assert_array_equal(hetnn.add(a, b.mT).numpy(), x + y.T)
+    np.testing.assert_array_equal(hetnn.subtract(3, a.mT).numpy(), np.array(3, dtype) - x.T)
+    np.testing.assert_array_equal(hetnn.multiply(b.mT, 2).numpy(), y.T * np.array(2, dtype))
+    np.testing.assert_array_equal(hetnn.negative(a.mT).numpy(), -x.T)
+    flat = (rng.standard_normal((1 << 21) + 10) * 4).astype(dtype)  # one dimension with a step: 2^20 + 5 elements
+    fb = hetnn.asarray(flat, device=device)
+    np.testing.assert_array_equal(hetnn.add(fb[::2], fb[1::2]).numpy(), flat[::2] + flat[1::2])
+    np.testing.assert_array_equal(hetnn.abs(fb[::-1]).numpy(), np.abs(flat[::-1]))
+    out = hetnn.asarray(np.full((1027, 1030), 5, dtype=dtype), device=device)
+    hetnn.add(a[1:, 2:].mT, b[2:, 1:], out=out)
+    np.testing.assert_array_equal(out.numpy(), x[1:, 2:].T + y[2:, 1:])
+    if dtype != "int32":
+        np.testing.assert_allclose(hetnn.exp(a.mT / 4).numpy().astype(np.float64),
+                                   np.exp(x.T.astype(np.float64) / 4), rtol=2 * np.finfo(dtype).eps)
+
+
 @pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)])
 def test_reductions_read_views(device, rng, axis):
     x, a = _pair(rng, device, (30, 20), "float32")

@@ -296,6 +296,9 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   std::optional<GemmParams> weight_grad_params(const Conv2dDesc& d);
   void forget_conv_choices();  // when the GEMM parameters change
   bool gpu_kernels() const;
+  // elementwise on CPU-type devices for a strided call of one or two dimensions: kernel ew2 over rows x cols
+  void elementwise_2d(const ElementwiseDesc& d, const std::string& opts, cl_int mode, const Buffer& a,
+                      const Buffer* b, Buffer& out);
   // Whether a call over `elements` gets a program with its op built in (elementwise.cl EW_FIXED_OP, reduce.cl
   // RED_FIXED_OP): CPU-type devices, from 2^20 elements. PoCL ran the shared programs' run-time choice of the op
   // element by element (an add of 64 MiB at 0.12x the memory ceiling, 4.9x faster with the op built in); each op and

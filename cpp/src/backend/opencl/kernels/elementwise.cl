@@ -259,6 +259,19 @@ __kernel void ew(const long n, const int op, const int mode, const int contig, c
   STOREOUT(apply(OP, x, z), y, i);
 }
 
+// ew over a two-dimensional range (CPU-type devices: strided calls of one or two dimensions after merging): item
+// (col, row) of rows x cols, the offsets row * s?0 + col * s?1 without ew's divisions; the output dense.
+__kernel void ew2(const long rows, const long cols, const int op, const int mode, const long sa0, const long sa1,
+                  const long sb0, const long sb1, const long a0, const long b0, const CT scal, __global const SIN* a,
+                  __global const SIN* b, __global SOUT* y) {
+  const long col = get_global_id(0), row = get_global_id(1);
+  if (col >= cols || row >= rows) return;
+  const CT v = LOADIN(a, a0 + row * sa0 + col * sa1);
+  const CT x = MODE == 2 ? scal : v;
+  const CT z = MODE == 0 ? LOADIN(b, b0 + row * sb0 + col * sb1) : MODE == 2 ? v : scal;
+  STOREOUT(apply(OP, x, z), y, row * cols + col);
+}
+
 // y[i] = c[i] ? a[i] : b[i] (where; TIN = TOUT), the offsets from the dimensions as in ew, c read at sc. The
 // elements are moved as raw bits (half is not loadable without cl_khr_fp16).
 #if defined(TIN_F16)
