@@ -119,8 +119,8 @@ def test_large_transposed_operands_match_numpy(device, rng, dtype):
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32"])
 def test_strided_calls_of_one_and_two_dimensions_beyond_a_million_elements(device, rng, dtype):
     """Strided operands of one or two dimensions (after merging) with 2^20 elements and more: on CPU-type OpenCL
-    devices a two-dimensional range with the op built in (elementwise.cl's ew2); two arrays, a number either side,
-    one array, a step and a transpose, an offset view into a poisoned output, against NumPy."""
+    devices a two-dimensional range with the op built in (elementwise.cl's ew2, ew_where2); two arrays, a number
+    either side, one array, a step and a transpose, an offset view into a poisoned output, where, against NumPy."""
     if dtype not in device.dtypes:
         pytest.skip(f"{device.id} has no {dtype}")
     x = (rng.standard_normal((1031, 1029)) * 4).astype(dtype)
@@ -137,6 +137,8 @@ def test_strided_calls_of_one_and_two_dimensions_beyond_a_million_elements(devic
     out = hetnn.asarray(np.full((1027, 1030), 5, dtype=dtype), device=device)
     hetnn.add(a[1:, 2:].mT, b[2:, 1:], out=out)
     np.testing.assert_array_equal(out.numpy(), x[1:, 2:].T + y[2:, 1:])
+    np.testing.assert_array_equal(hetnn.where(a.mT > b, a.mT, b).numpy(), np.where(x.T > y, x.T, y))
+    np.testing.assert_array_equal(hetnn.where(fb[::2] > 0, fb[::2], 0).numpy(), np.where(flat[::2] > 0, flat[::2], 0))
     if dtype != "int32":
         np.testing.assert_allclose(hetnn.exp(a.mT / 4).numpy().astype(np.float64),
                                    np.exp(x.T.astype(np.float64) / 4), rtol=2 * np.finfo(dtype).eps)

@@ -297,6 +297,7 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void forget_conv_choices();  // when the GEMM parameters change
   bool gpu_kernels() const;
   // elementwise on CPU-type devices for a strided call of one or two dimensions: kernel ew2 over rows x cols
+  bool two_dimensional(const ElementwiseDesc& d) const;
   void elementwise_2d(const ElementwiseDesc& d, const std::string& opts, cl_int mode, const Buffer& a,
                       const Buffer* b, Buffer& out);
   // Whether a call over `elements` gets a program with its op built in (elementwise.cl EW_FIXED_OP, reduce.cl

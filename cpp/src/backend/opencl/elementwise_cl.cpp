@@ -39,7 +39,33 @@ void set_scalar(ArgSetter& s, const ElementwiseDesc& d) {
   }
 }
 
+// rows x cols of a one- or two-dimensional call (after merging), and its range: groups of 32 x 32 items where there
+// are 32 rows (a transposed operand's lines then serve the group's rows while cached: a transposed add of 64 MiB
+// 23.5 ms with 64 x 16, 28 with 128 x 8, 18.8 with 32 x 32), else a row of items
+struct Range2d {
+  std::int64_t rows, cols;
+  std::size_t global[2], local[2];
+};
+Range2d range_2d(const ElementwiseDesc& d, std::size_t flat) {
+  Range2d r{};
+  const bool two = d.shape.size() == 2;
+  r.rows = two ? d.shape[0] : 1;
+  r.cols = two ? d.shape[1] : d.shape[0];
+  r.local[1] = r.rows >= 32 ? 32 : 1;
+  r.local[0] = r.local[1] > 1 ? 32 : std::min(flat, round_up(static_cast<std::size_t>(r.cols), 16));
+  r.global[0] = round_up(static_cast<std::size_t>(r.cols), r.local[0]);
+  r.global[1] = round_up(static_cast<std::size_t>(r.rows), r.local[1]);
+  return r;
+}
+
 }  // namespace
+
+// CPU-type devices: a strided call of one dimension, or of two with rows of 16 or more (after merging), over a
+// two-dimensional range (ew2, ew_where2: no divisions for the offsets; with ew's, PoCL ran a transposed add of 64 MiB
+// at 0.02x the memory ceiling)
+bool ClBackend::two_dimensional(const ElementwiseDesc& d) const {
+  return !gpu_kernels() && !d.contiguous && d.shape.size() <= 2 && (d.shape.size() == 1 || d.shape[1] >= 16);
+}
 
 void ClBackend::elementwise(const ElementwiseDesc& d, const Buffer& a, const Buffer* b, Buffer& out) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -47,11 +73,7 @@ void ClBackend::elementwise(const ElementwiseDesc& d, const Buffer& a, const Buf
   const cl_int mode = ew_arity(d.op) == 1 ? 3 : d.scalar;
   std::string opts = std::string("-cl-std=CL1.2 -w -DTIN_") + type_code(d.in) + " -DTOUT_" + type_code(d.out) +
                      op_numbers();
-  // CPU-type devices: a strided call of one dimension, or of two with rows of 16 or more (after merging), over a
-  // two-dimensional range (ew2: no divisions for the offsets; with ew's, PoCL ran a transposed add of 64 MiB at 0.02x
-  // the memory ceiling)
-  const bool two_d =
-      !gpu_kernels() && !d.contiguous && d.shape.size() <= 2 && (d.shape.size() == 1 || d.shape[1] >= 16);
+  const bool two_d = two_dimensional(d);
   if ((d.contiguous || two_d) && op_built_in(d.n))  // the op and the operands' arrangement fixed at build time
     opts += " -DEW_FIXED_OP=" + std::to_string(static_cast<int>(d.op)) + " -DEW_FIXED_MODE=" + std::to_string(mode);
   if (!gpu_kernels()) {  // CPU-type devices: float exp (and with double, its family) as the CPU device computes them
@@ -82,26 +104,32 @@ void ClBackend::elementwise_2d(const ElementwiseDesc& d, const std::string& opts
                                const Buffer* b, Buffer& out) {
   cl_kernel k = kernel("elementwise.cl", "ew2", opts);
   const bool two = d.shape.size() == 2;
-  const std::int64_t rows = two ? d.shape[0] : 1, cols = two ? d.shape[1] : d.shape[0];
+  const Range2d r = range_2d(d, flat_local(d.n));
   ArgSetter s{k, "ew2"};
-  s(cl_long{rows})(cl_long{cols})(static_cast<cl_int>(d.op))(mode)(cl_long{two ? d.sa[0] : 0})(
+  s(cl_long{r.rows})(cl_long{r.cols})(static_cast<cl_int>(d.op))(mode)(cl_long{two ? d.sa[0] : 0})(
       cl_long{two ? d.sa[1] : d.sa[0]})(cl_long{two ? d.sb[0] : 0})(cl_long{two ? d.sb[1] : d.sb[0]})(cl_long{d.oa})(
       cl_long{d.ob});
   set_scalar(s, d);
   s(mem(a))(b ? mem(*b) : mem(a))(mem(out));
-  // groups of 32 x 32 items where there are 32 rows (a transposed operand's lines then serve the group's 32 rows
-  // while cached: a transposed add of 64 MiB 23.5 ms with 64 x 16, 28 with 128 x 8, 18.8 with 32 x 32); else a row
-  const std::size_t l1 = rows >= 32 ? 32 : 1;
-  const std::size_t l0 = l1 > 1 ? 32 : std::min(flat_local(d.n), round_up(static_cast<std::size_t>(cols), 16));
-  const std::size_t g[2] = {round_up(static_cast<std::size_t>(cols), l0), round_up(static_cast<std::size_t>(rows), l1)},
-                    l[2] = {l0, l1};
-  enqueue(ew_name(d.op), k, 2, g, l);
+  enqueue(ew_name(d.op), k, 2, r.global, r.local);
 }
 
 void ClBackend::where(const ElementwiseDesc& d, const Buffer& cond, const Buffer& a, const Buffer& b, Buffer& out) {
   std::lock_guard<std::mutex> lock(mu_);
   const std::string opts = std::string("-cl-std=CL1.2 -w -DTIN_") + type_code(d.in) + " -DTOUT_" + type_code(d.out) +
                            op_numbers();
+  if (two_dimensional(d)) {
+    cl_kernel k = kernel("elementwise.cl", "ew_where2", opts);
+    const Range2d r = range_2d(d, flat_local(d.n));
+    const bool two = d.shape.size() == 2;
+    ArgSetter s{k, "ew_where2"};
+    s(cl_long{r.rows})(cl_long{r.cols})(cl_long{two ? d.sa[0] : 0})(cl_long{two ? d.sa[1] : d.sa[0]})(
+        cl_long{two ? d.sb[0] : 0})(cl_long{two ? d.sb[1] : d.sb[0]})(cl_long{two ? d.sc[0] : 0})(
+        cl_long{two ? d.sc[1] : d.sc[0]})(cl_long{d.oa})(cl_long{d.ob})(cl_long{d.oc})(mem(cond))(mem(a))(mem(b))(
+        mem(out));
+    enqueue("where", k, 2, r.global, r.local);
+    return;
+  }
   cl_kernel k = kernel("elementwise.cl", "ew_where", opts);
   cl_long8 shape{}, sa{}, sb{}, sc{};
   for (std::size_t i = 0; i < d.shape.size(); ++i) {

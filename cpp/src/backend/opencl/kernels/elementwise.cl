@@ -291,3 +291,14 @@ __kernel void ew_where(const long n, const int contig, const int nd, const long8
   oc += c0;
   ((__global RAW*)y)[i] = c[oc] ? ((__global const RAW*)a)[oa] : ((__global const RAW*)b)[ob];
 }
+
+// ew_where over a two-dimensional range, as ew2 for ew
+__kernel void ew_where2(const long rows, const long cols, const long sa0, const long sa1, const long sb0,
+                        const long sb1, const long sc0, const long sc1, const long a0, const long b0, const long c0,
+                        __global const uchar* c, __global const SIN* a, __global const SIN* b, __global SOUT* y) {
+  const long col = get_global_id(0), row = get_global_id(1);
+  if (col >= cols || row >= rows) return;
+  ((__global RAW*)y)[row * cols + col] = c[c0 + row * sc0 + col * sc1]
+                                             ? ((__global const RAW*)a)[a0 + row * sa0 + col * sa1]
+                                             : ((__global const RAW*)b)[b0 + row * sb0 + col * sb1];
+}
