@@ -393,6 +393,43 @@ CM_INLINE double own64_log(double x) {  // 0 gives -inf, +inf inf, below 0 NaN, 
   const double y = cm64_log(x > 0.0 && x < INFINITY ? x : 1.0, 0.0);
   return x > 0.0 && x < INFINITY ? y : x == 0.0 ? -INFINITY : x == INFINITY || isnan(x) ? x : NAN;
 }
+// log2 (vec_functions.h's log2_64: log's parts, ln(1 + f) as hi + lo with hi the leading 21 bits of f - f^2/2, times
+// 1/ln2 in two parts, e added last)
+CM_INLINE double own64_log2(double x) {
+  const int ok = x > 0.0 && x < INFINITY;
+  const int sub = x < 0x1p-1022;
+  const long b = as_long(ok ? (sub ? x * 0x1p54 : x) : 1.0);
+  double m = as_double((b & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
+  double e = as_double((b >> 52) | 0x4330000000000000L) - (4503599627370496.0 + 1023.0) - (ok && sub ? 54.0 : 0.0);
+  const int big = m > 1.41421356237309504880;
+  m = big ? m * 0.5 : m;
+  e = big ? e + 1.0 : e;
+  const double f = m - 1.0, s = f / (2.0 + f), z = s * s;
+  double l = z * 0.13087358019991335 + 0.13268698800146927;
+  l = l * z + 0.1538624266836552;
+  l = l * z + 0.18181795581488394;
+  l = l * z + 0.22222222392309024;
+  l = l * z + 0.2857142857080074;
+  l = l * z + 0.40000000000000885;
+  l = l * z + 0.6666666666666666;
+  const double hfsq = 0.5 * f * f, sr = s * (hfsq + z * l);
+  const double hi = as_double(as_long(f - hfsq) & ~0xFFFFFFFFL), lo = (f - hi) - hfsq + sr;
+  const double vhi = hi * 1.44269504072144627571e+00, w = e + vhi;
+  const double vlo = (lo + hi) * 1.67517131648865118353e-10 + lo * 1.44269504072144627571e+00 + ((e - w) + vhi);
+  return ok ? vlo + w : x == 0.0 ? -INFINITY : x == INFINITY || isnan(x) ? x : NAN;
+}
+// cosh (vec_functions.h's cosh64): |x| < ln2/2: 1 + t^2 / (2 (1 + t)), t = expm1|x|; to 22 (e + 1/e) / 2, e = 1 + t;
+// beyond e^|x| / 2 as 2^(n-1) (1 + em), 2^(n-1) as two factors; beyond 711 inf, NaN kept
+CM_INLINE double own64_cosh(double x) {
+  const double a = fmin(fabs(x), 711.0);
+  double t2;
+  const double big = 1.0 + cm64_exp_split(a, &t2);
+  const long k = as_long(t2) - as_long(CM_SHIFT) - 1, k1 = k >> 1, k2 = k - k1;
+  const double scaled = big * as_double((k1 + 1023) << 52) * as_double((k2 + 1023) << 52);
+  const double t = own64_expm1(a > 22.0 ? 0.0 : a), w = 1.0 + t;
+  const double y = a < 0.34657359027997264 ? 1.0 + t * t / (w + w) : a > 22.0 ? scaled : 0.5 * w + 0.5 / w;
+  return isnan(x) ? x : y;
+}
 CM_INLINE double own64_log1p(double x) {  // u = 1 + x and what its rounding dropped, (x - (u - 1)) / u
   const int ok = x > -1.0 && x < INFINITY;
   const double v = ok ? x : 0.0, u = 1.0 + v;

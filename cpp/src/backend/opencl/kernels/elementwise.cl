@@ -119,6 +119,8 @@ EW_INLINE CT apply(const int op, const CT x, const CT z) {
   if (op == EW_expm1) return own64_expm1(x);
   if (op == EW_log) return own64_log(x);
   if (op == EW_log1p) return own64_log1p(x);
+  if (op == EW_log2) return own64_log2(x);
+  if (op == EW_cosh) return own64_cosh(x);
 #endif
   switch (op) {
     case EW_add: return wrap_add(x, z);
