@@ -77,6 +77,24 @@ def test_one_kernel_serves_contiguous_and_strided_calls_in_any_order(device, rng
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("xshape,yshape", [((1000,), (1,)), ((100, 37), (37,)), ((70, 40), (70, 1)),
+                                            ((5, 16), (1, 16)), ((33, 3), (33, 1)), ((3, 5, 40), (5, 1))])
+def test_broadcasts_of_one_and_two_dimensions_and_the_index(device, rng, xshape, yshape):
+    """Broadcast operands (CPU-type OpenCL devices: a two-dimensional range where the merged shape has one or two
+    dimensions and rows of 16 or more): every element and the flat index i right, ragged group edges, a given
+    output poisoned first."""
+    k = hetnn.ElementwiseKernel("float32 row, float32 col", "float32 z, int64 idx", "z = row * col - 1.5f; idx = i",
+                                "bc_index")  # parameters named as a two-dimensional walk might name its own
+    x = rng.standard_normal(xshape).astype(np.float32)
+    y = rng.standard_normal(yshape).astype(np.float32)
+    shape = np.broadcast_shapes(xshape, yshape)
+    z = hetnn.full(shape, np.nan, "float32", device=device)
+    idx = hetnn.full(shape, -7, "int64", device=device)
+    k(hetnn.asarray(x, device=device), hetnn.asarray(y, device=device), z, idx)
+    np.testing.assert_allclose(z.numpy(), x.astype(np.float64) * y - 1.5, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(idx.numpy(), np.arange(int(np.prod(shape))).reshape(shape))
+
+
 def test_the_index_the_preamble_and_outputs_read_before_written(device):
     k = hetnn.ElementwiseKernel("int64 step", "int64 y", "y = twice(y) + i * step", "indexed",
                                 preamble="static inline long twice(long v) { return 2 * v; }")

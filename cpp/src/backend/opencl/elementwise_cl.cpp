@@ -3,6 +3,7 @@
 // HETNN_EW_OPS.
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "backend/opencl/cl_args.h"
 #include "backend/opencl/cl_backend.h"
@@ -39,23 +40,9 @@ void set_scalar(ArgSetter& s, const ElementwiseDesc& d) {
   }
 }
 
-// rows x cols of a one- or two-dimensional call (after merging), and its range: groups of 32 x 32 items where there
-// are 32 rows (a transposed operand's lines then serve the group's rows while cached: a transposed add of 64 MiB
-// 23.5 ms with 64 x 16, 28 with 128 x 8, 18.8 with 32 x 32), else a row of items
-struct Range2d {
-  std::int64_t rows, cols;
-  std::size_t global[2], local[2];
-};
-Range2d range_2d(const ElementwiseDesc& d, std::size_t flat) {
-  Range2d r{};
-  const bool two = d.shape.size() == 2;
-  r.rows = two ? d.shape[0] : 1;
-  r.cols = two ? d.shape[1] : d.shape[0];
-  r.local[1] = r.rows >= 32 ? 32 : 1;
-  r.local[0] = r.local[1] > 1 ? 32 : std::min(flat, round_up(static_cast<std::size_t>(r.cols), 16));
-  r.global[0] = round_up(static_cast<std::size_t>(r.cols), r.local[0]);
-  r.global[1] = round_up(static_cast<std::size_t>(r.rows), r.local[1]);
-  return r;
+// rows x cols of a one- or two-dimensional call (after merging)
+std::pair<std::int64_t, std::int64_t> rows_cols(const ElementwiseDesc& d) {
+  return d.shape.size() == 2 ? std::make_pair(d.shape[0], d.shape[1]) : std::make_pair(std::int64_t{1}, d.shape[0]);
 }
 
 }  // namespace
@@ -104,9 +91,10 @@ void ClBackend::elementwise_2d(const ElementwiseDesc& d, const std::string& opts
                                const Buffer* b, Buffer& out) {
   cl_kernel k = kernel("elementwise.cl", "ew2", opts);
   const bool two = d.shape.size() == 2;
-  const Range2d r = range_2d(d, flat_local(d.n));
+  const auto [rows, cols] = rows_cols(d);
+  const Range2d r = range_2d(rows, cols, flat_local(d.n));
   ArgSetter s{k, "ew2"};
-  s(cl_long{r.rows})(cl_long{r.cols})(static_cast<cl_int>(d.op))(mode)(cl_long{two ? d.sa[0] : 0})(
+  s(cl_long{rows})(cl_long{cols})(static_cast<cl_int>(d.op))(mode)(cl_long{two ? d.sa[0] : 0})(
       cl_long{two ? d.sa[1] : d.sa[0]})(cl_long{two ? d.sb[0] : 0})(cl_long{two ? d.sb[1] : d.sb[0]})(cl_long{d.oa})(
       cl_long{d.ob});
   set_scalar(s, d);
@@ -120,10 +108,11 @@ void ClBackend::where(const ElementwiseDesc& d, const Buffer& cond, const Buffer
                            op_numbers();
   if (two_dimensional(d)) {
     cl_kernel k = kernel("elementwise.cl", "ew_where2", opts);
-    const Range2d r = range_2d(d, flat_local(d.n));
+    const auto [rows, cols] = rows_cols(d);
+    const Range2d r = range_2d(rows, cols, flat_local(d.n));
     const bool two = d.shape.size() == 2;
     ArgSetter s{k, "ew_where2"};
-    s(cl_long{r.rows})(cl_long{r.cols})(cl_long{two ? d.sa[0] : 0})(cl_long{two ? d.sa[1] : d.sa[0]})(
+    s(cl_long{rows})(cl_long{cols})(cl_long{two ? d.sa[0] : 0})(cl_long{two ? d.sa[1] : d.sa[0]})(
         cl_long{two ? d.sb[0] : 0})(cl_long{two ? d.sb[1] : d.sb[0]})(cl_long{two ? d.sc[0] : 0})(
         cl_long{two ? d.sc[1] : d.sc[0]})(cl_long{d.oa})(cl_long{d.ob})(cl_long{d.oc})(mem(cond))(mem(a))(mem(b))(
         mem(out));

@@ -46,10 +46,13 @@ constexpr const char* kBf16Helper =
     "  if ((b & 0x7fffffffu) > 0x7f800000u) return (ushort)((b >> 16) | 0x40u);\n"
     "  return (ushort)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);\n}\n";
 
-// strided: the offsets of a non-contiguous call computed in the kernel (a loop over the dimensions when contig is 0);
-// without it the kernel serves contiguous calls only (CPU-type devices: PoCL does not vectorize the work-items'
-// loop around that inner loop where the operation is too large for it to unswitch: a tanh 11.5 ms -> 2.3).
-std::string generate(const UserEwDesc& d, bool strided) {
+// How a generated kernel finds its elements: strided, the offsets of a non-contiguous call computed in the kernel
+// (a loop over the dimensions when contig is 0); contiguous, element i at i (CPU-type devices: PoCL does not
+// vectorize the work-items' loop around that inner loop where the operation is too large for it to unswitch: a tanh
+// 11.5 ms -> 2.3); two_d, items (col, row) over shape8's first two extents with the operands' first two strides
+// (CPU-type devices' broadcasts: no divisions).
+enum class Walk { strided, contiguous, two_d };
+std::string generate(const UserEwDesc& d, Walk walk) {
   std::ostringstream s;
   bool f64 = false;
   for (DType t : d.types) f64 |= t == DType::f64;
@@ -67,10 +70,20 @@ std::string generate(const UserEwDesc& d, bool strided) {
         << "* p_" << d.names[k];
     }
   }
-  s << ") {\n  const long i = get_global_id(0);\n  if (i >= n) return;\n";
-  for (std::size_t k = 0; k < d.names.size(); ++k)
-    if (!d.scalar[k]) s << "  long o_" << d.names[k] << " = i;\n";
-  if (strided) {
+  if (walk == Walk::two_d) {
+    s << ") {\n  const long hetnn_col = get_global_id(0), hetnn_row = get_global_id(1);\n"
+         "  if (hetnn_col >= shape8.s1 || hetnn_row >= shape8.s0) return;\n"
+         "  const long i = hetnn_row * shape8.s1 + hetnn_col;\n";
+    for (std::size_t k = 0; k < d.names.size(); ++k)
+      if (!d.scalar[k])
+        s << "  long o_" << d.names[k] << " = hetnn_row * st_" << d.names[k] << ".s0 + hetnn_col * st_"
+          << d.names[k] << ".s1;\n";
+  } else {
+    s << ") {\n  const long i = get_global_id(0);\n  if (i >= n) return;\n";
+    for (std::size_t k = 0; k < d.names.size(); ++k)
+      if (!d.scalar[k]) s << "  long o_" << d.names[k] << " = i;\n";
+  }
+  if (walk == Walk::strided) {
     s << "  if (!contig) {\n    long sh[8];\n    vstore8(shape8, 0, sh);\n";
     for (std::size_t k = 0; k < d.names.size(); ++k)
       if (!d.scalar[k])
@@ -200,12 +213,19 @@ void ClBackend::user_elementwise(const UserEwDesc& d, const std::vector<Buffer*>
                                      d.reads_output)
                     : std::string();
   const std::string& sig = d.key.empty() ? computed : d.key;
-  // CPU-type devices: contiguous calls get a kernel of their own, without the strided offsets (generate)
-  const bool contig_only = d.contiguous && !gpu_kernels();
-  cl_kernel& k = user_kernels_[contig_only ? sig + "\x1d" "contiguous" : sig];  // found: no source generated
-  if (!k) k = user_kernel(generate(d, !contig_only), d.name, d.name, "the ElementwiseKernel");
+  // CPU-type devices: contiguous calls, and broadcasts of one or two dimensions with rows of 16 or more, get kernels
+  // of their own (generate)
+  const bool cpu = !gpu_kernels(), two = d.shape.size() == 2;
+  const Walk walk = cpu && d.contiguous ? Walk::contiguous
+                    : cpu && d.shape.size() <= 2 && (!two || d.shape[1] >= 16) ? Walk::two_d
+                                                                                  : Walk::strided;
+  const char* suffix = walk == Walk::contiguous ? "\x1d" "contiguous" : walk == Walk::two_d ? "\x1d" "2d" : "";
+  cl_kernel& k = user_kernels_[sig + suffix];  // found: no source generated
+  if (!k) k = user_kernel(generate(d, walk), d.name, d.name, "the ElementwiseKernel");
+  // two_d: shape8 and every operand's strides as rows x cols (one dimension: one row)
   cl_long8 shape{};
   for (std::size_t i = 0; i < d.shape.size(); ++i) shape.s[i] = d.shape[i];
+  if (walk == Walk::two_d && !two) shape.s[0] = 1, shape.s[1] = d.shape[0];
   ArgSetter s{k, d.name.c_str()};
   s(cl_long{d.n})(static_cast<cl_int>(d.contiguous))(static_cast<cl_int>(d.shape.size()))(shape);
   for (std::size_t a = 0; a < d.names.size(); ++a) {
@@ -224,7 +244,13 @@ void ClBackend::user_elementwise(const UserEwDesc& d, const std::vector<Buffer*>
     }
     cl_long8 st{};
     for (std::size_t i = 0; i < d.strides[a].size(); ++i) st.s[i] = d.strides[a][i];
+    if (walk == Walk::two_d && !two) st.s[0] = 0, st.s[1] = d.strides[a][0];
     s(st)(mem(*args[a]));
+  }
+  if (walk == Walk::two_d) {
+    const Range2d r = range_2d(shape.s[0], shape.s[1], flat_local(d.n));
+    enqueue("user_elementwise", k, 2, r.global, r.local);
+    return;
   }
   const std::size_t l[1] = {flat_local(d.n)}, g[1] = {round_up(static_cast<std::size_t>(d.n), l[0])};
   enqueue("user_elementwise", k, 1, g, l);
