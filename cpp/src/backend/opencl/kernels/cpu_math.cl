@@ -340,11 +340,15 @@ CM_INLINE double cm64_exp_split(double x, double* t) {
   q = q * r + 0.5;
   return hi - (lo - r * r * q);
 }
+// y 2^k for k in [-1076, 1025] as two normal factors (one rounding, into the subnormals or to inf)
+CM_INLINE double cm64_scale(double y, long k) {
+  const long k1 = k >> 1, k2 = k - k1;
+  return y * as_double((k1 + 1023) << 52) * as_double((k2 + 1023) << 52);
+}
 CM_INLINE double own64_exp(double x) {  // beyond [-746, 710] 0 and inf all the same; NaN kept
   double t;
   const double y = 1.0 + cm64_exp_split(fmin(fmax(x, -746.0), 710.0), &t);
-  const long k = as_long(t) - as_long(CM_SHIFT), k1 = k >> 1, k2 = k - k1;  // each in [-538, 512]
-  const double v = y * as_double((k1 + 1023) << 52) * as_double((k2 + 1023) << 52);
+  const double v = cm64_scale(y, as_long(t) - as_long(CM_SHIFT));
   return isnan(x) ? x : v;
 }
 CM_INLINE double own64_expm1(double x) {  // |x| <= 1: x + x^2 P(x); beyond the reduction; above 709 e^x itself
@@ -368,17 +372,18 @@ CM_INLINE double own64_expm1(double x) {  // |x| <= 1: x + x^2 P(x); beyond the 
   const double y = fabs(x) <= 1.0 ? small : x > 709.0 ? own64_exp(x) : (s - 1.0) + s * em;
   return x == 0.0 || isnan(x) ? x : y;  // -0 and NaN kept
 }
-// ln x for a positive finite x: x = 2^e (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), s = f / (2 + f), summed as fdlibm's
-// log; c: a correction added to x's logarithm (log1p's), below its ulp
-CM_INLINE double cm64_log(double x, double c) {
+// ln x for a positive finite x (subnormals scaled by 2^54 first): x = 2^e (1 + f), 1 + f in [sqrt(1/2), sqrt(2)),
+// s = f / (2 + f), z = s^2: e, f, f^2/2 and s (f^2/2 + R), R = z L(z) (vec_functions.h's log64_parts)
+CM_INLINE void cm64_log_parts(double x, double* e, double* f, double* hfsq, double* sr) {
   const int sub = x < 0x1p-1022;
   const long b = as_long(sub ? x * 0x1p54 : x);
   double m = as_double((b & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
-  double e = as_double((b >> 52) | 0x4330000000000000L) - (4503599627370496.0 + 1023.0) - (sub ? 54.0 : 0.0);
+  double ex = as_double((b >> 52) | 0x4330000000000000L) - (4503599627370496.0 + 1023.0) - (sub ? 54.0 : 0.0);
   const int big = m > 1.41421356237309504880;
   m = big ? m * 0.5 : m;
-  e = big ? e + 1.0 : e;
-  const double f = m - 1.0, s = f / (2.0 + f), z = s * s;
+  *e = big ? ex + 1.0 : ex;
+  *f = m - 1.0;
+  const double s = *f / (2.0 + *f), z = s * s;
   double l = z * 0.13087358019991335 + 0.13268698800146927;
   l = l * z + 0.1538624266836552;
   l = l * z + 0.18181795581488394;
@@ -386,8 +391,14 @@ CM_INLINE double cm64_log(double x, double c) {
   l = l * z + 0.2857142857080074;
   l = l * z + 0.40000000000000885;
   l = l * z + 0.6666666666666666;
-  const double r = z * l, hfsq = 0.5 * f * f;
-  return e * CM_LN2_HI - ((hfsq - (s * (hfsq + r) + (e * CM_LN2_LO + c))) - f);
+  *hfsq = 0.5 * *f * *f;
+  *sr = s * (*hfsq + z * l);
+}
+// summed as fdlibm's log; c: a correction added to x's logarithm (log1p's), below its ulp
+CM_INLINE double cm64_log(double x, double c) {
+  double e, f, hfsq, sr;
+  cm64_log_parts(x, &e, &f, &hfsq, &sr);
+  return e * CM_LN2_HI - ((hfsq - (sr + (e * CM_LN2_LO + c))) - f);
 }
 CM_INLINE double own64_log(double x) {  // 0 gives -inf, +inf inf, below 0 NaN, NaN kept
   const double y = cm64_log(x > 0.0 && x < INFINITY ? x : 1.0, 0.0);
@@ -397,22 +408,8 @@ CM_INLINE double own64_log(double x) {  // 0 gives -inf, +inf inf, below 0 NaN, 
 // 1/ln2 in two parts, e added last)
 CM_INLINE double own64_log2(double x) {
   const int ok = x > 0.0 && x < INFINITY;
-  const int sub = x < 0x1p-1022;
-  const long b = as_long(ok ? (sub ? x * 0x1p54 : x) : 1.0);
-  double m = as_double((b & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
-  double e = as_double((b >> 52) | 0x4330000000000000L) - (4503599627370496.0 + 1023.0) - (ok && sub ? 54.0 : 0.0);
-  const int big = m > 1.41421356237309504880;
-  m = big ? m * 0.5 : m;
-  e = big ? e + 1.0 : e;
-  const double f = m - 1.0, s = f / (2.0 + f), z = s * s;
-  double l = z * 0.13087358019991335 + 0.13268698800146927;
-  l = l * z + 0.1538624266836552;
-  l = l * z + 0.18181795581488394;
-  l = l * z + 0.22222222392309024;
-  l = l * z + 0.2857142857080074;
-  l = l * z + 0.40000000000000885;
-  l = l * z + 0.6666666666666666;
-  const double hfsq = 0.5 * f * f, sr = s * (hfsq + z * l);
+  double e, f, hfsq, sr;
+  cm64_log_parts(ok ? x : 1.0, &e, &f, &hfsq, &sr);
   const double hi = as_double(as_long(f - hfsq) & ~0xFFFFFFFFL), lo = (f - hi) - hfsq + sr;
   const double vhi = hi * 1.44269504072144627571e+00, w = e + vhi;
   const double vlo = (lo + hi) * 1.67517131648865118353e-10 + lo * 1.44269504072144627571e+00 + ((e - w) + vhi);
@@ -423,9 +420,7 @@ CM_INLINE double own64_log2(double x) {
 CM_INLINE double own64_cosh(double x) {
   const double a = fmin(fabs(x), 711.0);
   double t2;
-  const double big = 1.0 + cm64_exp_split(a, &t2);
-  const long k = as_long(t2) - as_long(CM_SHIFT) - 1, k1 = k >> 1, k2 = k - k1;
-  const double scaled = big * as_double((k1 + 1023) << 52) * as_double((k2 + 1023) << 52);
+  const double scaled = cm64_scale(1.0 + cm64_exp_split(a, &t2), as_long(t2) - as_long(CM_SHIFT) - 1);
   const double t = own64_expm1(a > 22.0 ? 0.0 : a), w = 1.0 + t;
   const double y = a < 0.34657359027997264 ? 1.0 + t * t / (w + w) : a > 22.0 ? scaled : 0.5 * w + 0.5 / w;
   return isnan(x) ? x : y;
