@@ -14,6 +14,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/half_convert.h"
 #include "backend/cpu/stream_store.h"
+#include "backend/opencl/cl_args.h"
 #include "core/half.h"
 #include "core/json.h"
 #include "core/siphash.h"
@@ -300,6 +301,29 @@ TEST(Pool, IndexChecks) {
 
 // stream_copy writes whole lines with streaming stores and the partial lines at either end with regular ones: every
 // destination alignment within a line and lengths around the line size, bytes outside the range untouched.
+TEST(Range2d, SquareGroupsWithinTheLimitElseARow) {
+  using hetnn::opencl::range_2d;
+  auto r = range_2d(4096, 4096, 1024, 4096);  // PoCL's limit: 32 x 32
+  EXPECT_EQ(r.local[0], 32u);
+  EXPECT_EQ(r.local[1], 32u);
+  EXPECT_EQ(r.global[0], 4096u);
+  EXPECT_EQ(r.global[1], 4096u);
+  r = range_2d(100, 37, 64, 256);  // a limit of 256: 16 x 16, the range rounded up to whole groups
+  EXPECT_EQ(r.local[0], 16u);
+  EXPECT_EQ(r.local[1], 16u);
+  EXPECT_EQ(r.global[0], 48u);
+  EXPECT_EQ(r.global[1], 112u);
+  r = range_2d(5, 1000, 64, 4096);  // fewer rows than a group: one row of up to `flat` items
+  EXPECT_EQ(r.local[0], 64u);
+  EXPECT_EQ(r.local[1], 1u);
+  EXPECT_EQ(r.global[0], 1024u);
+  EXPECT_EQ(r.global[1], 5u);
+  r = range_2d(1000, 20, 1024, 32);  // a limit below 8 x 8: rows
+  EXPECT_EQ(r.local[1], 1u);
+  EXPECT_LE(r.local[0], 32u);
+  EXPECT_EQ(r.global[0] % r.local[0], 0u);
+}
+
 TEST(StreamStore, CopiesEveryAlignmentAndLengthExactly) {
   std::vector<unsigned char> src(600), dst(800);
   std::mt19937 gen(7);

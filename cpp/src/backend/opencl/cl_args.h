@@ -63,16 +63,18 @@ struct ArgSetter {
 inline std::size_t round_up(std::size_t v, std::size_t m) { return m ? (v + m - 1) / m * m : v; }
 
 // The range of a two-dimensional flat kernel over rows x cols items (CPU-type devices' strided element-wise calls):
-// groups of 32 x 32 where there are 32 rows (a transposed operand's lines then serve the group's rows while cached:
-// a transposed add of 64 MiB on PoCL 23.5 ms with 64 x 16, 28 with 128 x 8, 18.8 with 32 x 32), else one row of
-// up to `flat` items.
+// square groups of 32 x 32 (within the device's work-group limit: 16 x 16, 8 x 8) where there are that many rows (a
+// transposed operand's lines then serve the group's rows while cached: a transposed add of 64 MiB on PoCL 23.5 ms
+// with 64 x 16, 28 with 128 x 8, 18.8 with 32 x 32), else one row of up to `flat` items.
 struct Range2d {
   std::size_t global[2], local[2];
 };
-inline Range2d range_2d(std::int64_t rows, std::int64_t cols, std::size_t flat) {
+inline Range2d range_2d(std::int64_t rows, std::int64_t cols, std::size_t flat, std::size_t limit) {
   Range2d r{};
-  r.local[1] = rows >= 32 ? 32 : 1;
-  r.local[0] = r.local[1] > 1 ? 32 : std::min(flat, round_up(static_cast<std::size_t>(cols), 16));
+  std::size_t tile = 32;
+  while (tile > 1 && tile * tile > limit) tile /= 2;
+  r.local[1] = tile >= 8 && rows >= static_cast<std::int64_t>(tile) ? tile : 1;
+  r.local[0] = r.local[1] > 1 ? tile : std::min(flat, round_up(static_cast<std::size_t>(cols), 16));
   r.global[0] = round_up(static_cast<std::size_t>(cols), r.local[0]);
   r.global[1] = round_up(static_cast<std::size_t>(rows), r.local[1]);
   return r;

@@ -308,6 +308,9 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // The work-group size of a flat kernel (a work-item per element) over n items: 64, but 1024 (within the device's
   // limit) on CPU-type devices from 2^20 items (PoCL runs a group as one call around its items' loop: against 64,
   // ew_sizes_vs_build measured 1.06-1.16x at 4 and 64 MiB; at 1 MiB mixed, a negative 0.92x).
+  std::size_t max_group() const {  // the device's work-group limit (64 where it reports none)
+    return info_.max_work_group_size ? static_cast<std::size_t>(info_.max_work_group_size) : 64;
+  }
   std::size_t flat_local(std::int64_t n) const {
     constexpr std::size_t kSmall = 64, kCpu = 1024;
     if (gpu_kernels() || n < (std::int64_t{1} << 20)) return kSmall;

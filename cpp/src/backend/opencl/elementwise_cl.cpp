@@ -92,7 +92,7 @@ void ClBackend::elementwise_2d(const ElementwiseDesc& d, const std::string& opts
   cl_kernel k = kernel("elementwise.cl", "ew2", opts);
   const bool two = d.shape.size() == 2;
   const auto [rows, cols] = rows_cols(d);
-  const Range2d r = range_2d(rows, cols, flat_local(d.n));
+  const Range2d r = range_2d(rows, cols, flat_local(d.n), max_group());
   ArgSetter s{k, "ew2"};
   s(cl_long{rows})(cl_long{cols})(static_cast<cl_int>(d.op))(mode)(cl_long{two ? d.sa[0] : 0})(
       cl_long{two ? d.sa[1] : d.sa[0]})(cl_long{two ? d.sb[0] : 0})(cl_long{two ? d.sb[1] : d.sb[0]})(cl_long{d.oa})(
@@ -109,7 +109,7 @@ void ClBackend::where(const ElementwiseDesc& d, const Buffer& cond, const Buffer
   if (two_dimensional(d)) {
     cl_kernel k = kernel("elementwise.cl", "ew_where2", opts);
     const auto [rows, cols] = rows_cols(d);
-    const Range2d r = range_2d(rows, cols, flat_local(d.n));
+    const Range2d r = range_2d(rows, cols, flat_local(d.n), max_group());
     const bool two = d.shape.size() == 2;
     ArgSetter s{k, "ew_where2"};
     s(cl_long{rows})(cl_long{cols})(cl_long{two ? d.sa[0] : 0})(cl_long{two ? d.sa[1] : d.sa[0]})(

@@ -248,7 +248,7 @@ void ClBackend::user_elementwise(const UserEwDesc& d, const std::vector<Buffer*>
     s(st)(mem(*args[a]));
   }
   if (walk == Walk::two_d) {
-    const Range2d r = range_2d(shape.s[0], shape.s[1], flat_local(d.n));
+    const Range2d r = range_2d(shape.s[0], shape.s[1], flat_local(d.n), max_group());
     enqueue("user_elementwise", k, 2, r.global, r.local);
     return;
   }
