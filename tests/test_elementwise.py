@@ -181,6 +181,24 @@ def test_large_contiguous_calls(device, rng, op, dtype, mode):
     _assert_matches(got.numpy(), _reference(op, ins, in_t, out_t), out_t, f"{op} {dtype} {mode}")
 
 
+@pytest.mark.parametrize("start,stop", [(0, None), (5, None), (3, -7), (1, 1 + 16 * (LARGE // 16))])
+def test_float32_exp_of_offset_views_beyond_a_million_elements(device, rng, start, stop):
+    """float32 exp of contiguous views starting anywhere, with any tail (CPU-type OpenCL: sixteen elements an item
+    and the last item the rest, ew_exp16), into poisoned outputs and in place, within 1 ulp of the rounded float64."""
+    x = rng.uniform(-80, 80, LARGE + 20).astype(np.float32)
+    a = hetnn.asarray(x, device=device)
+    v, xv = a[start:stop], x[start:stop]
+    want = np.exp(xv.astype(np.float64)).astype(np.float32)
+    out = hetnn.full(xv.shape, np.nan, "float32", device=device)
+    got = hetnn.exp(v, out=out).numpy()
+    assert _ulps(got, want).max() <= 1
+    hetnn.exp(v, out=v)  # in place
+    assert _ulps(a.numpy()[start:stop], want).max() <= 1
+    np.testing.assert_array_equal(a.numpy()[:start], x[:start])  # the elements around the view untouched
+    if stop is not None:
+        np.testing.assert_array_equal(a.numpy()[stop:], x[stop:])
+
+
 @pytest.mark.parametrize("op", [o for o, (a, k) in OPS.items() if a == 2])
 def test_python_numbers_are_weak_scalars_either_side(device, rng, op):
     for dtype in ("float32", "int32", "uint8"):

@@ -71,6 +71,15 @@ void ClBackend::elementwise(const ElementwiseDesc& d, const Buffer& a, const Buf
     elementwise_2d(d, opts, mode, a, b, out);
     return;
   }
+  if (!gpu_kernels() && d.op == EwOp::exp && d.in == DType::f32 && d.out == DType::f32 && d.contiguous &&
+      op_built_in(d.n)) {  // CPU-type devices: float32 exp sixteen to an item (ew_exp16; 1.8x at 4 Mi on PoCL)
+    cl_kernel k = kernel("elementwise.cl", "ew_exp16", opts);
+    ArgSetter s{k, "ew_exp16"};
+    s(cl_long{d.n})(cl_long{d.oa})(mem(a))(mem(out));
+    const std::size_t items = static_cast<std::size_t>(d.n / 16 + 1), l[1] = {64}, g[1] = {round_up(items, l[0])};
+    enqueue(ew_name(d.op), k, 1, g, l);
+    return;
+  }
   cl_kernel k = kernel("elementwise.cl", "ew", opts);
   cl_long8 shape{}, sa{}, sb{};
   for (std::size_t i = 0; i < d.shape.size(); ++i) {

@@ -34,6 +34,27 @@ CM_INLINE float own_exp(float x) {
   return nan ? x : y;
 }
 
+// own_exp sixteen floats at a time (ew_exp16): PoCL vectorizes the work-items' loop of own_exp eight floats wide; in
+// float16 it computes in 512-bit registers (4 Mi: 1.5 ms against 2.7)
+CM_INLINE float16 own_exp16(float16 x) {
+  const int16 nan = isnan(x);
+  float16 c = select(x, (float16)0.0f, nan);
+  c = fmin(fmax(c, -104.0f), 89.0f);
+  const float16 t = c * 1.44269504088896341f + 12582912.0f;
+  const float16 n = t - 12582912.0f;
+  float16 r = c - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float16 p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const int16 k = as_int16(t) - 0x4B400000, k1 = k >> 1, k2 = k - k1;
+  return select(p * as_float16((k1 + 127) << 23) * as_float16((k2 + 127) << 23), x, nan);
+}
+
 #ifdef EW_OWN_MATH
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 

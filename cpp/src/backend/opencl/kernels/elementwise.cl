@@ -261,6 +261,19 @@ __kernel void ew(const long n, const int op, const int mode, const int contig, c
   STOREOUT(apply(OP, x, z), y, i);
 }
 
+#if defined(EW_OWN_EXP) && defined(TIN_F32) && defined(TOUT_F32)
+// float32 exp of a contiguous call on CPU-type devices: item i < n / 16 sixteen elements (own_exp16), item n / 16 the
+// last n % 16 one by one
+__kernel void ew_exp16(const long n, const long a0, __global const float* a, __global float* y) {
+  const long i = get_global_id(0), n16 = n / 16;
+  if (i < n16) {
+    vstore16(own_exp16(vload16(i, a + a0)), i, y);
+  } else if (i == n16) {
+    for (long j = 16 * n16; j < n; ++j) y[j] = own_exp(a[a0 + j]);
+  }
+}
+#endif
+
 // ew over a two-dimensional range (CPU-type devices: strided calls of one or two dimensions after merging): item
 // (col, row) of rows x cols, the offsets row * s?0 + col * s?1 without ew's divisions; the output dense.
 __kernel void ew2(const long rows, const long cols, const int op, const int mode, const long sa0, const long sa1,
