@@ -138,6 +138,9 @@ def test_strided_calls_of_one_and_two_dimensions_beyond_a_million_elements(devic
     hetnn.add(a[1:, 2:].mT, b[2:, 1:], out=out)
     np.testing.assert_array_equal(out.numpy(), x[1:, 2:].T + y[2:, 1:])
     np.testing.assert_array_equal(hetnn.where(a.mT > b, a.mT, b).numpy(), np.where(x.T > y, x.T, y))
+    t = (rng.standard_normal((64, 130, 131)) * 4).astype(dtype)  # three dimensions: the general walk, 1024 a group
+    tv = hetnn.permute_dims(hetnn.asarray(t, device=device), (2, 0, 1))
+    np.testing.assert_array_equal(hetnn.add(tv, 1).numpy(), np.transpose(t, (2, 0, 1)) + np.array(1, dtype))
     np.testing.assert_array_equal(hetnn.where(fb[::2] > 0, fb[::2], 0).numpy(), np.where(flat[::2] > 0, flat[::2], 0))
     if dtype != "int32":
         np.testing.assert_allclose(hetnn.exp(a.mT / 4).numpy().astype(np.float64),
