@@ -1,5 +1,6 @@
-// cpu_math.cl: the CPU device's float function forms for CPU-type OpenCL devices (included by elementwise.cl under
-// -DEW_OWN_EXP, which such devices get; the exp and log family under -DEW_OWN_MATH too, where they have double).
+// cpu_math.cl: the CPU device's function forms for CPU-type OpenCL devices (included by elementwise.cl under
+// -DEW_OWN_EXP, which such devices get: float exp; with double, -DEW_OWN_MATH, every float function, pow and
+// logaddexp, and float64 exp, expm1, log, log1p, log2 and cosh).
 // PoCL runs its own OpenCL C built-ins an element at a time (64 MiB float32: exp 53 ms; 4 Mi: tanh 22 ms, log 35,
 // expm1 64, against NumPy's 1.4-1.8); these are the forms of cpp/src/backend/cpu/vec_math.h and vec_functions.h
 // (the same reductions and polynomials; the family evaluated in double and rounded once, within 1 ulp), written per
@@ -13,47 +14,28 @@
 // e^x of a float (PoCL's: 53 ms for 64 MiB, this form 6.6): the CPU device's exp_f32 (vec_math.h) without a branch,
 // floor, division or conversion (each kept PoCL from vectorising it: 154 ms): x = n ln2 + r, n rounded by adding
 // 1.5 * 2^23, e^r by Cephes expf's polynomial, 2^n applied as two normal factors (subnormal results and overflow
-// come out as they are); within 1 ulp. NaN stays NaN.
-CM_INLINE float own_exp(float x) {
-  const int nan = isnan(x);
-  float c = nan ? 0.0f : x;
-  c = fmin(fmax(c, -104.0f), 89.0f);  // beyond: 0 and inf all the same
-  const float t = c * 1.44269504088896341f + 12582912.0f;  // n rounded to nearest, in t's low bits
-  const float n = t - 12582912.0f;
-  float r = c - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const int k = as_int(t) - 0x4B400000, k1 = k >> 1, k2 = k - k1;  // each in [-75, 64]
-  const float y = p * as_float((k1 + 127) << 23) * as_float((k2 + 127) << 23);
-  return nan ? x : y;
-}
-
-// own_exp sixteen floats at a time (ew_exp16): PoCL vectorizes the work-items' loop of own_exp eight floats wide; in
-// float16 it computes in 512-bit registers (4 Mi: 1.5 ms against 2.7)
-CM_INLINE float16 own_exp16(float16 x) {
-  const int16 nan = isnan(x);
-  float16 c = select(x, (float16)0.0f, nan);
-  c = fmin(fmax(c, -104.0f), 89.0f);
-  const float16 t = c * 1.44269504088896341f + 12582912.0f;
-  const float16 n = t - 12582912.0f;
-  float16 r = c - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float16 p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const int16 k = as_int16(t) - 0x4B400000, k1 = k >> 1, k2 = k - k1;
-  return select(p * as_float16((k1 + 127) << 23) * as_float16((k2 + 127) << 23), x, nan);
-}
+// come out as they are); within 1 ulp. NaN stays NaN. One form for a float (own_exp) and for sixteen (own_exp16,
+// ew_exp16: PoCL vectorizes the work-items' loop of own_exp eight floats wide, float16 computes in 512-bit registers:
+// 4 Mi 1.5 ms against 2.7). F the float type, I the int type of its size, AF / AI its as_ conversions.
+#define CM_EXP_FORM(NAME, F, I, AF, AI)                                                                               \
+  CM_INLINE F NAME(F x) {                                                                                            \
+    const I nan = isnan(x);                                                                                          \
+    const F c = fmin(fmax(select(x, (F)0.0f, nan), -104.0f), 89.0f); /* beyond: 0 and inf all the same */           \
+    const F t = c * 1.44269504088896341f + 12582912.0f;              /* n rounded to nearest, in t's low bits */    \
+    const F n = t - 12582912.0f;                                                                                     \
+    const F r = (c - n * 0.693359375f) - n * -2.12194440e-4f;                                                        \
+    F p = 1.9875691500e-4f;                                                                                          \
+    p = p * r + 1.3981999507e-3f;                                                                                    \
+    p = p * r + 8.3334519073e-3f;                                                                                    \
+    p = p * r + 4.1665795894e-2f;                                                                                    \
+    p = p * r + 1.6666665459e-1f;                                                                                    \
+    p = p * r + 5.0000001201e-1f;                                                                                    \
+    p = p * r * r + r + 1.0f;                                                                                        \
+    const I k = AI(t) - 0x4B400000, k1 = k >> 1, k2 = k - k1; /* each in [-75, 64] */                               \
+    return select(p * AF((k1 + 127) << 23) * AF((k2 + 127) << 23), x, nan);                                          \
+  }
+CM_EXP_FORM(own_exp, float, int, as_float, as_int)
+CM_EXP_FORM(own_exp16, float16, int16, as_float16, as_int16)
 
 #ifdef EW_OWN_MATH
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
