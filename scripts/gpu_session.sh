@@ -25,6 +25,7 @@
 #                                                along K in float32, against per-image GEMMs and cuDNN's)
 #   bash scripts/gpu_session.sh transfer   (pageable and page-locked copies against CuPy's; issue 43)
 #   bash scripts/gpu_session.sh arrays     (element-wise ops, reductions and pi by Monte Carlo against CuPy; issue 42)
+#   bash scripts/gpu_session.sh ew-check   (the element-wise, strided-view and user-kernel tests on the GPU)
 #   bash scripts/gpu_session.sh wgmma-probe   (whether an OpenCL kernel reaches Hopper's wgmma: as built, with
 #                                              -cl-nv-arch sm_90a, or as PTX patched to sm_90a; a tile checked and
 #                                              the instruction's rate; scripts/wgmma_probe.c; issue 39)
@@ -185,6 +186,8 @@ for s in ${STAGES//,/ }; do
     conv-check) run conv-check 150 python3 -m pytest -x -q -n 8 -p no:cacheprovider tests/test_conv_implicit.py \
       tests/test_conv_winograd.py tests/test_conv2d.py tests/test_conv_benchmark.py \
       -k "opencl or implicit or winograd or benchmark or algorithm" ;;
+    ew-check) run ew-check 90 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_views.py \
+      tests/test_user_kernels.py tests/test_elementwise.py -k opencl ;;  # element-wise, strided and user kernels
     mma-check) run mma-check 150 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_tuning.py \
       tests/test_precision.py tests/test_gemm_mma_pipeline.py \
       -k "mma or matrix_unit or precision_mode or tf32 or precision_in_force or pipelined or stage" ;;
