@@ -26,6 +26,8 @@
 #   bash scripts/gpu_session.sh transfer   (pageable and page-locked copies against CuPy's; issue 43)
 #   bash scripts/gpu_session.sh arrays     (element-wise ops, reductions and pi by Monte Carlo against CuPy; issue 42)
 #   bash scripts/gpu_session.sh ew-check   (the element-wise, strided-view and user-kernel tests on the GPU)
+#   bash scripts/gpu_session.sh wg-check,wg,wg-bf16   (the warpgroup members, wg=1: their tests with wgmma itself,
+#                                             then float16 / bfloat16 against cuBLAS and the mma.sync members)
 #   bash scripts/gpu_session.sh wgmma-probe   (whether an OpenCL kernel reaches Hopper's wgmma: as built, with
 #                                              -cl-nv-arch sm_90a, or as PTX patched to sm_90a; a tile checked and
 #                                              the instruction's rate; scripts/wgmma_probe.c; issue 39)
@@ -123,6 +125,13 @@ PIPE="db=;t64lm=$M ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2 lm=1;t64lmst3=$M ts_m=64 ts
 PIPE+=";t64lmst4=$M ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2 lm=1 st=4;t64st3=$M ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2 st=3"
 PIPE+=";w4lm=$M ts_m=128 ts_n=128 ts_k=32 wm=2 wn=2 lm=1;w4lmst2=$M ts_m=128 ts_n=128 ts_k=32 wm=2 wn=2 lm=1 st=2"
 PIPE+=";w4k16st3=$M ts_m=128 ts_n=128 ts_k=16 wm=2 wn=2 lm=1 st=3"
+# the warpgroup members (wg=1: wgmma from local memory, every one within NVIDIA OpenCL's 48 KiB of local memory) beside
+# the database's mma member and the best pipelined mma.sync member of 2026-11-30
+W="family=mma wn=1 wg=1"
+WGP="db=;mmast2=$M ts_m=128 ts_n=128 ts_k=32 wm=2 wn=2 lm=1 st=2;wA=$W ts_m=128 ts_n=128 ts_k=32 wm=1 st=3"
+WGP+=";wB=$W ts_m=128 ts_n=128 ts_k=32 wm=2 st=3;wC=$W ts_m=128 ts_n=128 ts_k=16 wm=1 st=6"
+WGP+=";wD=$W ts_m=128 ts_n=256 ts_k=16 wm=2 st=4;wE=$W ts_m=256 ts_n=128 ts_k=16 wm=2 st=4"
+WGP+=";wF=$W ts_m=64 ts_n=256 ts_k=16 wm=1 st=4;wG=$W ts_m=128 ts_n=64 ts_k=32 wm=1 st=4"
 # tf32 (float32 at precision "high"): the same tiles with slices half as deep (4-byte values)
 TF32="db=;t64=$M ts_m=64 ts_n=64 ts_k=16 wm=2 wn=2;t64lm=$M ts_m=64 ts_n=64 ts_k=16 wm=2 wn=2 lm=1"
 TF32+=";t128=$M ts_m=128 ts_n=128 ts_k=16 wm=2 wn=2;t128x64=$M ts_m=128 ts_n=64 ts_k=16 wm=2 wn=2"
@@ -212,6 +221,12 @@ for s in ${STAGES//,/ }; do
       --rounds 10 --params "${HALF%%;w4=*}" ;;
     bf16) tensor_cores && run bf16 70 python3 scripts/gemm_vs_vendor.py --dtype bfloat16 --shapes 2048,4096 \
       --rounds 10 --params "${HALF%%;t256x128*}" ;;
+    wg-check) run wg-check 150 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_tuning.py \
+      -k "family_member or bad_param or precision_mode or matrix_unit" ;;  # the wg=1 members with wgmma itself
+    wg) tensor_cores && run wg 200 python3 scripts/gemm_vs_vendor.py --dtype float16 --shapes 2048,4096,8192 \
+      --rounds 8 --params "$WGP" ;;
+    wg-bf16) tensor_cores && run wg-bf16 120 python3 scripts/gemm_vs_vendor.py --dtype bfloat16 --shapes 4096,8192 \
+      --rounds 8 --params "$WGP" ;;
     wgmma-probe) gcc -O2 scripts/wgmma_probe.c -lOpenCL -o /tmp/wgmma_probe && run wgmma-probe 60 /tmp/wgmma_probe ;;
     *) echo "unknown stage $s" ;;
   esac

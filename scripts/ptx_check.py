@@ -46,6 +46,7 @@ class Variant:
     options: str            # build options, as hetnn passes them
     database: bool = False  # a database member: spills fail the check
     inlined: bool = True    # every function must be inlined into the kernels (the GEMM loops)
+    open_hidden: bool = True  # "//WG:" comments opened for sm_90a, as hetnn does (False: built as NVIDIA's compiler does)
 
 
 @dataclass
@@ -113,6 +114,17 @@ def variants(level: str = "default") -> Iterator[Variant]:
             yield _gemm(f"mma {t} weight gradient st={st} va={va}", "gemm_mma.cl",
                         f"{TYPES[t]} -DMMA_PTX=1 {tile} -DST={st} -DLM=1 -DTRANS_B=1 -DVA={va} -DVB=0 -DCONV_WG=1 "
                         "-DKH=3 -DKW=3")
+    # the warpgroup member (wgmma, sm_90a): each tile width, one and two warpgroups, every layout, both 16-bit types
+    for t, tile, ta, tb, v in itertools.product(
+            ("half", "bf16"), ("-DTS_M=128 -DTS_N=128 -DTS_K=32 -DWM=1 -DST=3",
+                               "-DTS_M=128 -DTS_N=256 -DTS_K=16 -DWM=2 -DST=4",
+                               "-DTS_M=64 -DTS_N=64 -DTS_K=64 -DWM=1 -DST=3"), (0, 1), (0, 1), (0, 1)):
+        first = "TS_N=128" in tile and t == "half"
+        if every or (first and (not small or (ta, tb, v) == (0, 0, 1))) or (not small and (ta, tb, v) == (0, 0, 1)):
+            size = "x".join(re.findall(r"TS_[MNK]=(\d+)", tile)) + " wm=" + re.findall(r"WM=(\d)", tile)[0]
+            yield _gemm(f"mma wg {t} {size} trans={ta}{tb} vec={v}",
+                        "gemm_mma.cl", f"{TYPES[t]} -DMMA_PTX=1 {tile} -DWN=1 -DWG=1 -DLM=0 -DTRANS_A={ta} "
+                        f"-DTRANS_B={tb} -DVA={v} -DVB={v}")
     yield _gemm("mma half sm_75 form (k8) st=3", "gemm_mma.cl",
                 f"{TYPES['half']} -DMMA_PTX=1 -DMMA_K8=1 {DATABASE['mma']} -DST=3 -DLM=1 -DVA=1 -DVB=1")
     # the vtiled family: the database's members in every layout, the 16-bit types, the convolution loaders
@@ -145,7 +157,7 @@ def recorded(folder: str) -> Iterator[Variant]:
 
 
 INSTRUCTIONS = ("mma.sync.aligned.m16n8k16", "mma.sync.aligned.m16n8k8", "ldmatrix.sync", "cp.async.cg",
-                "cp.async.wait_group")
+                "cp.async.wait_group", "wgmma.mma_async")
 _FUNC = re.compile(r"^\.(?:visible\s+|extern\s+)?\.func\s+(?:\([^)]*\)\s*)?(\w+)", re.M)
 
 
@@ -163,7 +175,12 @@ def build(v: Variant, arch: str, tools: Tools, work: str) -> Result:
         return Result(v, arch, False, message="clang: " + "; ".join(errors[:3]))
     with open(stem + ".ptx") as f:
         ptx = f.read()
-    # clang writes an old target; the instructions need sm_80 or newer and PTX ISA 7.0 or newer
+    # clang writes an old target; the instructions need sm_80 or newer and PTX ISA 7.0 or newer. Instructions hidden
+    # as "//WG:" comments (wgmma) are opened for sm_90a, as hetnn's program cache does on the GPU
+    if v.open_hidden and "//WG:" in ptx:
+        if arch != "sm_90":
+            return Result(v, arch, True, message="wgmma: sm_90 only (not built)")
+        ptx, arch = ptx.replace("//WG:", ""), "sm_90a"
     ptx = re.sub(r"^\.version .*$", ".version 8.0", ptx, count=1, flags=re.M)
     ptx = re.sub(r"^\.target .*$", f".target {arch}", ptx, count=1, flags=re.M)
     with open(stem + ".ptx", "w") as f:

@@ -57,6 +57,10 @@ _TOL = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.6e-2}
 # anywhere; on an NVIDIA GPU that passed the probe they run the instruction itself (scripts/gpu_session.sh check).
 _MMA = ["family=mma ts_m=32 ts_n=32 ts_k=32 wm=2 wn=2", "family=mma ts_m=64 ts_n=32 ts_k=16 wm=2 wn=1",
         "family=mma ts_m=64 ts_n=32 ts_k=32 wm=2 wn=2 lm=1"]
+# the warpgroup members (wgmma, sm_90a; emulated on its descriptors elsewhere): one warpgroup with a ring of three
+# 16-deep slices, and two warpgroups with four 32-deep ones (two instructions a slice)
+_WG = ["family=mma ts_m=64 ts_n=64 ts_k=16 wm=1 wn=1 st=3 wg=1",
+       "family=mma ts_m=128 ts_n=64 ts_k=32 wm=2 wn=1 st=4 wg=1"]
 
 
 # 16-bit storage: float16 on every packed member (its epilogue converts VW elements at a time: each vector width),
@@ -70,7 +74,8 @@ _SIXTEEN = [(p, "float16") for p in _FAMILY[:4]] + [(_FAMILY[1], "bfloat16"), (_
                          + [(p, "float32") for p in _VTILED]
                          + [(_VTILED[2], "float16"), (_VTILED[2], "bfloat16")]
                          + [(_MMA[0], "float16"), (_MMA[0], "bfloat16"), (_MMA[1], "float16")]
-                         + [(_MMA[2], "float16"), (_MMA[2], "bfloat16")])
+                         + [(_MMA[2], "float16"), (_MMA[2], "bfloat16")]
+                         + [(_WG[0], "float16"), (_WG[1], "bfloat16")])
 def test_every_family_member_is_correct(opencl_device, rng, params, dtype):
     mode = opencl_device.float16_mode if dtype == "float16" else opencl_device.bfloat16_mode
     if "lm=1" in params and not mode.startswith("tensor cores"):
@@ -105,7 +110,10 @@ def test_every_family_member_is_correct(opencl_device, rng, params, dtype):
                                  "family=vtiled vwm=3", "family=vtiled wpt_n=2 vwn=4", "family=tiled vwm=x",
                                  "family=vtiled ts_m=16 ts_n=16 ts_k=1 wpt_m=1 wpt_n=1 vwm=1 vwn=1",
                                  "family=mma ts_k=8", "family=mma wm=3", "family=mma ts_m=32 wm=4", "family=mma lm=2",
-                                 "family=mma wm=16", "family=mma ts_m=512"])
+                                 "family=mma wm=16", "family=mma ts_m=512",
+                                 "family=mma wg=2", "family=mma wg=1 st=3 wn=2", "family=mma wg=1 st=2 wm=1 wn=1",
+                                 "family=mma wg=1 st=3 wm=1 wn=1 ts_n=32", "family=mma wg=1 st=3 wm=1 wn=1 lm=1",
+                                 "family=tiled wg=1"])
 def test_bad_parameters_are_value_errors(opencl_device, bad):
     with pytest.raises(ValueError):
         _core.set_gemm_params(opencl_device._dev, "float16" if "mma" in bad else "float32", bad, "test")

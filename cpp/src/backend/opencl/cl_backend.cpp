@@ -540,7 +540,10 @@ GemmParams ClBackend::gemm_params_locked(GemmType t, std::int64_t macs) {
   // the probe runs only where a matrix-unit entry could apply (NVIDIA; 16-bit data or tf32)
   const bool units = t.matrix_units_possible() && matrix_units(t);
   if (t.tf32 && !units) return gemm_params_locked(DType::f32, macs);
-  return gemm_database_lookup(info_, t, macs, units);
+  // a warpgroup entry asks its own probe only where one would apply (sm_90)
+  GemmParams p_db = gemm_database_lookup(info_, t, macs, units, true);
+  if (p_db.wg && !warpgroup_units(t)) p_db = gemm_database_lookup(info_, t, macs, units, false);
+  return p_db;
 }
 
 void ClBackend::clear_gemm_params(GemmType t) {

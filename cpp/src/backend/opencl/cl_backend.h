@@ -124,6 +124,9 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // Under mu_: whether float16 / bfloat16 / tf32 products run on the device's matrix units, decided once per type
   // by a probe GEMM with known integer data (built with the instruction and compared exactly); `why` says why not.
   bool matrix_units(GemmType t, std::string* why = nullptr);
+  // Whether the warpgroup instruction (wgmma, the mma members with wg=1) computes correctly on this device for t:
+  // the matrix units' probe passed, the device is sm_90, and a wg=1 probe GEMM computed its known result.
+  bool warpgroup_units(GemmType t, std::string* why = nullptr);
   // The type a product of d computes as: tf32 where d allows it, else its dtype.
   static GemmType gemm_type(const MatmulDesc& d) { return GemmType(d.dtype, d.allow_tf32); }
   // The queue this thread's commands go to (its current stream's, else the device's) and its number (0: the device's).
@@ -194,8 +197,9 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, cl_mem b, cl_mem c, cl_mem bias, bool ptx,
                   const Conv2dDesc* conv = nullptr, bool weight_grad = false);
   bool mma_k8() const;  // float16 as m16n8k8 steps (sm_75, or HETNN_MMA_K8=1)
-  std::string probe_matrix_units(GemmType t);  // "" when usable (the cached verdict, else the probe's), else why not
-  std::string run_matrix_unit_probe(GemmType t);  // "" when the probe GEMM computed its known result
+  // "" when usable (the cached verdict, else the probe's), else why not; wg: the warpgroup instruction's probe
+  std::string probe_matrix_units(GemmType t, bool wg = false);
+  std::string run_matrix_unit_probe(GemmType t, bool wg);  // "" when the probe GEMM computed its known result
   // conv: B is the im2col matrix of the convolution's input images, gathered by the kernel (vtiled only); with
   // weight_grad, d is the weight gradient's GEMM over the whole batch (M = O, N = C*kh*kw, K = N*OH*OW, trans_b,
   // batch 1): a is gy, b the input x, whose columns the kernel gathers.
@@ -265,6 +269,7 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   void apply_stored_tuning(std::optional<GemmType> only);  // under mu_: the stored entries (one type, or all)
   const GemmParams* override_for(GemmType t, std::int64_t macs) const;  // under mu_; nullptr: the database decides
   std::map<GemmType, std::string> matrix_units_;  // the probe's verdict per type ("" usable, else why not)
+  std::map<GemmType, std::string> warpgroup_units_;  // the same for the warpgroup instruction
   int gemm_faults_ = 0;  // inject_gemm_faults
   std::string kernel_variant_;  // set_kernel_variant
   // set_conv_algorithm; at first the process's HETNN_CONV_ALGORITHM ("" when unset; an invalid value is kept in

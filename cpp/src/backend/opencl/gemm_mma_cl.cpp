@@ -28,6 +28,7 @@ void ClBackend::matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, c
                            bool ptx, const Conv2dDesc* conv, bool weight_grad) {
   if (weight_grad && (!conv || d.trans_a || !d.trans_b || d.batch != 1))
     throw Error("the matrix-unit weight gradient needs its own GEMM layout (a defect of hetnn)");
+  if (p.wg && conv) throw Error("the warpgroup member has no convolution loaders (a defect of hetnn)");
   // 16-byte global loads along an operand's contiguous dimension when it is a multiple of a vector's values (8, or 4
   // for float32): every row then starts 16-byte aligned, and a vector lies wholly inside or outside the matrix.
   const bool tf32 = d.allow_tf32 && d.dtype == DType::f32;
@@ -50,7 +51,12 @@ void ClBackend::matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, c
                            (tf32 ? " -DMMA_TF32=1 " : " ") + p.defines() + k8 +
                            " -DTRANS_A=" + std::to_string(d.trans_a) +
                            " -DTRANS_B=" + std::to_string(d.trans_b) + " -DVA=" + (va ? "1" : "0") +
-                           " -DVB=" + (vb ? "1" : "0") + " -DMMA_PTX=" + (ptx ? "1" : "0") +
+                           " -DVB=" + (vb ? "1" : "0") +
+                           " -DMMA_PTX=" + (ptx && (!p.wg || warpgroup_units(d.allow_tf32 && d.dtype == DType::f32
+                                                                                    ? GemmType(DType::f32, true)
+                                                                                    : GemmType(d.dtype)))
+                                                ? "1"
+                                                : "0") +
                            (conv ? std::string(weight_grad ? " -DCONV_WG=1" : " -DCONV_B=1") + " -DKH=" +
                                        std::to_string(conv->kh) + " -DKW=" + std::to_string(conv->kw)
                                  : "");
@@ -74,7 +80,7 @@ void ClBackend::matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, c
     set(cl_int{conv->dh})(cl_int{conv->dw});
     if (weight_grad) set(static_cast<cl_int>(conv->OH * conv->OW));
   }
-  const std::size_t local[3] = {static_cast<std::size_t>(32 * p.wm * p.wn), 1, 1};
+  const std::size_t local[3] = {static_cast<std::size_t>(p.mma_items()), 1, 1};
   const std::size_t global[3] = {static_cast<std::size_t>((d.N + p.ts_n - 1) / p.ts_n) * local[0],
                                  static_cast<std::size_t>((d.M + p.ts_m - 1) / p.ts_m),
                                  static_cast<std::size_t>(weight_grad ? splits : d.batch)};
@@ -97,10 +103,14 @@ bool ClBackend::mma_k8() const {
   return (sm >= 75 && sm < 80) || (env && std::string(env) == "1");
 }
 
-std::string ClBackend::probe_matrix_units(GemmType t) {
+std::string ClBackend::probe_matrix_units(GemmType t, bool wg) {
   const char* env = std::getenv("HETNN_MATRIX_UNITS");
   const std::string setting = env ? env : "";
   if (setting == "0") return "turned off (HETNN_MATRIX_UNITS=0)";
+  // wgmma is sm_90a's alone (not sm_100 and later, whose matrix instructions differ)
+  if (wg && setting != "probe" && sm_version(info_.arch) != 90)
+    return "the warpgroup instruction (wgmma) is compute capability 9.0's alone, the device reports '" + info_.arch +
+           "'";
   if (setting != "probe") {  // "probe": on any device (tests: the build fails off NVIDIA, and says so)
     if (info_.vendor.find("NVIDIA") == std::string::npos)
       return "hetnn drives matrix units on NVIDIA GPUs only (mma.sync)";
@@ -115,7 +125,8 @@ std::string ClBackend::probe_matrix_units(GemmType t) {
   const auto dir = cache_dir("matrix_units");
   const std::string path =
       dir ? *dir + "/" + hex64(fnv1a(kernel_source("gemm_mma.cl"), fnv1a(device_identity(info_) + '\n' +
-                                                                           t.name() + (mma_k8() ? " k8" : "")))) +
+                                                                           t.name() + (mma_k8() ? " k8" : "") +
+                                                                           (wg ? " wgmma" : "")))) +
                  ".txt"
           : "";
   char host[256] = {0};
@@ -138,12 +149,12 @@ std::string ClBackend::probe_matrix_units(GemmType t) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // another process is probing
   }
   if (dir) write_file_atomic(path, mine);
-  std::string why = run_matrix_unit_probe(t);
+  std::string why = run_matrix_unit_probe(t, wg);
   if (dir) write_file_atomic(path, why.empty() ? "ok\n" : "no\n" + why);
   return why;
 }
 
-std::string ClBackend::run_matrix_unit_probe(GemmType t) {
+std::string ClBackend::run_matrix_unit_probe(GemmType t, bool wg) {
   // 64 x 64 x 64 with integers in [-3, 3]: every product and sum is exact in float32 (and in tf32's inputs), and
   // every result (|c| <= 576) is exact in float16 and float32; bfloat16 keeps 8 significant bits, so the data are
   // scaled to keep |c| <= 256 exact there.
@@ -186,8 +197,11 @@ std::string ClBackend::run_matrix_unit_probe(GemmType t) {
   d.dtype = t.dtype;
   d.allow_tf32 = t.tf32;
   try {
-    matmul_mma(GemmParams::parse("family=mma ts_m=32 ts_n=32 ts_k=32 wm=2 wn=2"), d, ma.get(), mb.get(), mc.get(),
-               mc.get(), true);
+    // wg: two slices through a ring of three, one m64n64k16 step of each operand layout's transpose immediates
+    // as the database's members use them (A K-major, B M/N-major)
+    matmul_mma(GemmParams::parse(wg ? "family=mma ts_m=64 ts_n=64 ts_k=32 wm=1 wn=1 st=3 wg=1"
+                                    : "family=mma ts_m=32 ts_n=32 ts_k=32 wm=2 wn=2"),
+               d, ma.get(), mb.get(), mc.get(), mc.get(), true);
     read_mem(mc.get(), 0, bytes, hc.data());
   } catch (const OutOfMemory&) {
     throw;
@@ -207,6 +221,30 @@ std::string ClBackend::run_matrix_unit_probe(GemmType t) {
                std::to_string(v) + ", expected " + std::to_string(ref);
     }
   return "";
+}
+
+bool ClBackend::warpgroup_units(GemmType t, std::string* why) {
+  if (!matrix_units(t, why)) return false;
+  if (t.tf32) {
+    if (why) *why = "the warpgroup members compute float16 and bfloat16 only";
+    return false;
+  }
+  auto it = warpgroup_units_.find(t);
+  if (it == warpgroup_units_.end()) {
+    // the probe's own GEMM runs the wg member, whose build asks this question: answered "yes" while it runs, so
+    // that it builds the instruction itself (its result decides)
+    warpgroup_units_.emplace(t, "");
+    std::string verdict;
+    try {
+      verdict = probe_matrix_units(t, true);
+    } catch (...) {
+      warpgroup_units_.erase(t);
+      throw;
+    }
+    it = warpgroup_units_.insert_or_assign(t, verdict).first;
+  }
+  if (why) *why = it->second;
+  return it->second.empty();
 }
 
 bool ClBackend::matrix_units(GemmType t, std::string* why) {
@@ -229,9 +267,13 @@ std::string ClBackend::precision_mode(GemmType t) {
   }
   if (t.dtype != DType::f16 && t.dtype != DType::bf16) return "native";
   const char* converted = t.dtype == DType::bf16 ? "converted (bit shifts)" : "converted (vload_half)";
-  if (matrix_units(t, &why))
-    return t.dtype == DType::f16 && mma_k8() ? "tensor cores (mma.sync m16n8k8, float32 accumulation)"
-                                             : "tensor cores (mma.sync m16n8k16, float32 accumulation)";
+  if (matrix_units(t, &why)) {
+    if (t.dtype == DType::f16 && mma_k8()) return "tensor cores (mma.sync m16n8k8, float32 accumulation)";
+    // the members with wg=1 (the database's where measured faster) take the warpgroup instruction
+    const bool wg = sm_version(info_.arch) == 90 && warpgroup_units(t);
+    return wg ? "tensor cores (mma.sync m16n8k16 and wgmma m64nNk16, float32 accumulation)"
+              : "tensor cores (mma.sync m16n8k16, float32 accumulation)";
+  }
   return std::string(converted) + "; tensor cores unused: " + why;
 }
 

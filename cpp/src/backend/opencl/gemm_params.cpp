@@ -109,7 +109,7 @@ std::string GemmParams::defines() const {
     os << "-DRM=" << rm << " -DVW=" << vw << " -DNV=" << nv << " -DKU=" << ku;
   else if (family == Family::mma)
     os << "-DTS_M=" << ts_m << " -DTS_N=" << ts_n << " -DTS_K=" << ts_k << " -DWM=" << wm << " -DWN=" << wn
-       << " -DLM=" << lm << " -DST=" << st;
+       << " -DLM=" << lm << " -DST=" << st << " -DWG=" << wg;
   else
     os << "-DTS_M=" << ts_m << " -DTS_N=" << ts_n << " -DTS_K=" << ts_k << " -DWPT_M=" << wpt_m << " -DWPT_N=" << wpt_n;
   if (family == Family::vtiled) os << " -DVWM=" << vwm << " -DVWN=" << vwn;
@@ -123,7 +123,7 @@ std::string GemmParams::str() const {
        << " pack_a=" << pack_a << " pack_b=" << pack_b;
   else if (family == Family::mma)
     os << "family=mma ts_m=" << ts_m << " ts_n=" << ts_n << " ts_k=" << ts_k << " wm=" << wm << " wn=" << wn
-       << (lm ? " lm=1" : "") << (st ? " st=" + std::to_string(st) : "");
+       << (lm ? " lm=1" : "") << (st ? " st=" + std::to_string(st) : "") << (wg ? " wg=1" : "");
   else
     os << "family=" << (family == Family::vtiled ? "vtiled" : "tiled") << " ts_m=" << ts_m << " ts_n=" << ts_n
        << " ts_k=" << ts_k << " wpt_m=" << wpt_m << " wpt_n=" << wpt_n;
@@ -161,7 +161,7 @@ GemmParams GemmParams::parse(const std::string& text) {
               : key == "ts_m" ? &p.ts_m : key == "ts_n" ? &p.ts_n : key == "ts_k" ? &p.ts_k
               : key == "wpt_m" ? &p.wpt_m : key == "wpt_n" ? &p.wpt_n : key == "vwm" ? &p.vwm : key == "vwn" ? &p.vwn
               : key == "wm" ? &p.wm : key == "wn" ? &p.wn : key == "lm" ? &p.lm : key == "sk" ? &p.sk
-              : key == "st" ? &p.st : nullptr;
+              : key == "st" ? &p.st : key == "wg" ? &p.wg : nullptr;
     if (!slot) throw ValueError("gemm parameters: unknown key '" + key + "'");
     *slot = v;
     given.push_back(key);
@@ -197,6 +197,7 @@ void GemmParams::validate(const DeviceInfo& dev, std::size_t real_bytes, std::si
   };
   if (sk && family != Family::vtiled) fail("sk (stream-K) is a vtiled parameter");
   if (st && family != Family::mma) fail("st (pipeline stages) is an mma parameter");
+  if (wg && family != Family::mma) fail("wg (the warpgroup instruction) is an mma parameter");
   if (family == Family::packed) {
     if (rm < 1 || rm > 32) fail("rm must be in 1..32");
     if (vw != 1 && vw != 2 && vw != 4 && vw != 8 && vw != 16) fail("vw must be 1, 2, 4, 8 or 16");
@@ -219,6 +220,29 @@ void GemmParams::validate(const DeviceInfo& dev, std::size_t real_bytes, std::si
     const int depth = mma_bytes == 4 ? 8 : 16, per_vec = 16 / static_cast<int>(mma_bytes);  // values a 16-byte vector
     if (ts_k < depth) fail("ts_k must be at least " + std::to_string(depth) + " (the instruction's depth)");
     if (lm != 0 && lm != 1) fail("lm must be 0 or 1");
+    if (wg != 0 && wg != 1) fail("wg must be 0 or 1");
+    if (wg) {
+      // gemm_mma.cl's WG: m64 steps per warpgroup, one instruction as wide as the tile (a generated form per ts_n),
+      // a ring deep enough to copy ahead of the slice in flight
+      if (mma_bytes != 2) fail("wg=1 computes float16 and bfloat16 (the warpgroup instruction has no tf32 form here)");
+      if (wn != 1 || wm > 2) fail("wg=1 takes wm = 1 or 2 warpgroups and wn = 1");
+      if (ts_n != 64 && ts_n != 128 && ts_n != 256) fail("wg=1 needs ts_n of 64, 128 or 256");
+      if (ts_m % (64 * wm)) fail("wg=1 needs ts_m a multiple of 64 * wm");
+      if (st < 3 || st > 8) fail("wg=1 needs st (its ring of slices) in 3..8");
+      if (lm) fail("wg=1 reads its operands from local memory itself (lm must be 0)");
+      if (ts_m / wm / 64 * ts_n / 2 > 128) fail("wg=1: at most 128 accumulators a work item (ts_m / wm / 64 * ts_n / 2)");
+      const std::uint64_t items = static_cast<std::uint64_t>(mma_items());
+      if ((static_cast<std::uint64_t>(ts_m) * ts_k / 8) % items || (static_cast<std::uint64_t>(ts_n) * ts_k / 8) % items)
+        fail("ts_m * ts_k / 8 and ts_n * ts_k / 8 must be multiples of the work-group size (" +
+             std::to_string(items) + ")");
+      if (items > dev.max_work_group_size)
+        fail("work-group of " + std::to_string(items) + " exceeds the device's maximum");
+      const std::uint64_t local = static_cast<std::uint64_t>(st) * (ts_m + ts_n) * ts_k * 2;
+      if (dev.local_mem && local > dev.local_mem)
+        fail("its tiles need " + std::to_string(local) + " bytes of local memory, the device has " +
+             std::to_string(dev.local_mem));
+      return;
+    }
     if (st != 0 && (st < 2 || st > 4)) fail("st must be 0 or 2..4");
     if (ts_m % (16 * wm) || ts_n % (8 * wn))
       fail("each warp needs whole 16 x 8 tiles: ts_m a multiple of 16 * wm, ts_n of 8 * wn");
@@ -275,12 +299,13 @@ void GemmParams::check_dtype(GemmType t) const {
                      "families compute float32 exactly and take float32's parameters");
 }
 
-GemmParams gemm_database_lookup(const DeviceInfo& dev, GemmType type, std::int64_t macs, bool matrix_units) {
+GemmParams gemm_database_lookup(const DeviceInfo& dev, GemmType type, std::int64_t macs, bool matrix_units,
+                                bool warpgroup) {
   for (const auto& e : kDatabase) {
     if (!(e.type == type) || !matches(e.match, dev)) continue;
     if (e.max_macs >= 0 && (macs < 0 || macs > e.max_macs)) continue;
     GemmParams p = GemmParams::parse(e.params);
-    if (p.family == GemmParams::Family::mma && !matrix_units) continue;
+    if (p.family == GemmParams::Family::mma && (!matrix_units || (p.wg && !warpgroup))) continue;
     p.source = std::string("database:") + e.match + " (" + e.note + ")";
     p.max_macs = e.max_macs;
     if (p.family == GemmParams::Family::tiled || p.family == GemmParams::Family::vtiled) {  // to the device's limit

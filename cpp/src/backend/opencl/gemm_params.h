@@ -32,6 +32,9 @@ struct GemmParams {
   // mma: 0 stages each slice through registers into two local buffers; 2-4 keeps a ring of st local buffers
   // filled st - 1 slices ahead by asynchronous copies (cp.async on sm_80 and newer; plain copies elsewhere)
   int st = 0;
+  // mma: 1 computes with Hopper's warpgroup instruction (wgmma, sm_90a): wm warpgroups of 128 work items along M
+  // (wn = 1), ts_n 64, 128 or 256, a ring of st = 3..8 slices in core-matrix layout (gemm_mma.cl, WG)
+  int wg = 0;
   std::string source;  // where the entry came from: "database:<match>", "tuned", "default"
   std::int64_t max_macs = -1;  // applies to problems of at most this many multiply-adds (M*N*K); -1: any size
 
@@ -39,6 +42,7 @@ struct GemmParams {
   // half of it (H200, 64 x 100352 x 576: a 128 x 128 tile with 8 x 8 per work item ran 0.44x cuBLAS's speed, the
   // same as 64 x 128 0.77x). The work per item and the vector widths stay; packed parameters are returned as given.
   GemmParams fitted(std::int64_t M, std::int64_t N) const;
+  int mma_items() const { return wg ? 128 * wm : 32 * wm * wn; }  // an mma member's work-group size
   std::string defines() const;  // "-DRM=8 -DVW=16 ..."
   std::string str() const;      // "family=packed rm=8 vw=16 nv=2 lx=0"
   static GemmParams parse(const std::string& text);  // inverse of str(); throws ValueError
@@ -55,7 +59,8 @@ struct GemmParams {
 
 // `macs` = M*N*K of the problem (entries may be limited to small problems); -1 for "any" (the large entry).
 // matrix_units: whether the device's matrix-unit path passed its probe (else mma entries are skipped).
+// warpgroup: whether entries with wg=1 may apply (the device's warpgroup probe passed).
 GemmParams gemm_database_lookup(const DeviceInfo& dev, GemmType type, std::int64_t macs = -1,
-                                bool matrix_units = false);
+                                bool matrix_units = false, bool warpgroup = false);
 
 }  // namespace hetnn::opencl

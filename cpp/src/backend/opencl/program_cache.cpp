@@ -115,6 +115,7 @@ cl_program ProgramCache::fetch(const std::string& file, const std::string& optio
     ++stats_.disk_hits;
   } else {
     prog = build_program(context_, device_, source.c_str(), file, options, device_name_);
+    if (source.find("//WG:") != std::string::npos) prog = open_hidden(std::move(prog), file, options);
     ++stats_.built;
     if (secret) save_binary(prog.get(), path, key, *secret);
   }
@@ -185,6 +186,51 @@ void ProgramCache::save_binary(cl_program prog, const std::string& path, std::ui
   std::string out(reinterpret_cast<const char*>(&h), sizeof h);
   out += bin;
   if (!write_file_atomic(path, out)) warn("could not write OpenCL binary cache entry " + path);
+}
+
+Program ProgramCache::open_hidden(Program prog, const std::string& file, const std::string& options) {
+  std::size_t size = 0;
+  if (clGetProgramInfo(prog.get(), CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS || size == 0)
+    return prog;
+  std::string ptx(size, '\0');
+  unsigned char* ptrs[1] = {reinterpret_cast<unsigned char*>(ptx.data())};
+  if (clGetProgramInfo(prog.get(), CL_PROGRAM_BINARIES, sizeof ptrs, ptrs, nullptr) != CL_SUCCESS) return prog;
+  // not PTX (another vendor's binary, which may embed the source), or the instructions compiled out
+  if (ptx.find(".target sm_") == std::string::npos || ptx.find("//WG:") == std::string::npos) return prog;
+  const std::size_t target = ptx.find(".target sm_90");
+  const char after = target == std::string::npos || target + 13 >= ptx.size() ? 'x' : ptx[target + 13];
+  if (after != '\n' && after != '\r' && after != ' ' && after != ',') {
+    const std::size_t at = ptx.find(".target");
+    throw CompileError(file, options, device_name_,
+                       "the warpgroup instruction (wgmma) needs a program for sm_90; the driver wrote '" +
+                           (at == std::string::npos ? std::string("no .target") : ptx.substr(at, ptx.find('\n', at) - at)) +
+                           "'");
+  }
+  std::string out;
+  out.reserve(ptx.size() + 1);
+  for (std::size_t i = 0; i < ptx.size();) {
+    if (i == target + 13) out += 'a';  // sm_90 -> sm_90a, the architecture-specific features' target
+    if (ptx.compare(i, 5, "//WG:") == 0) {
+      i += 5;
+      continue;
+    }
+    out += ptx[i++];
+  }
+  if (out.empty() || out.back() != '\0') out += '\0';  // NVIDIA's binaries are NUL-terminated PTX text
+  const std::size_t len = out.size();
+  const auto* bin = reinterpret_cast<const unsigned char*>(out.data());
+  cl_int bin_status = CL_SUCCESS, st = CL_SUCCESS;
+  Program opened(clCreateProgramWithBinary(context_, 1, &device_, &len, &bin, &bin_status, &st));
+  if (st != CL_SUCCESS || bin_status != CL_SUCCESS)
+    throw_cl_error(st != CL_SUCCESS ? st : bin_status, "clCreateProgramWithBinary(" + file + ", PTX for sm_90a)");
+  if (clBuildProgram(opened.get(), 1, &device_, options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
+    std::size_t log_size = 0;
+    clGetProgramBuildInfo(opened.get(), device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &log_size);
+    std::vector<char> log(log_size + 1, '\0');
+    clGetProgramBuildInfo(opened.get(), device_, CL_PROGRAM_BUILD_LOG, log_size, log.data(), nullptr);
+    throw CompileError(file, options + " (PTX for sm_90a)", device_name_, log.data());
+  }
+  return opened;
 }
 
 Program build_program(cl_context context, cl_device_id device, const char* source, const std::string& name,

@@ -37,6 +37,11 @@ class ProgramCache {
   std::uint64_t disk_key(const std::string& source, const std::string& options) const;
   Program load_binary(const std::string& path, std::uint64_t key, const SipKey& secret, const std::string& options);
   void save_binary(cl_program prog, const std::string& path, std::uint64_t key, const SipKey& secret);
+  // A program whose inline PTX hides instructions as "//WG:" comments (gemm_wgmma_ops.cl: wgmma, which ptxas takes
+  // only for sm_90a while NVIDIA's OpenCL compiler writes sm_90): rebuilt from its PTX with the comments opened and
+  // the target made sm_90a. Unchanged where the binary holds no such comments; CompileError where the target is not
+  // sm_90 (the instructions would otherwise stay comments and the kernel compute nothing).
+  Program open_hidden(Program prog, const std::string& file, const std::string& options);
 
   cl_context context_;
   cl_device_id device_;

@@ -24,6 +24,14 @@
 //    C*KH*KW) = gy (N, O, OH*OW) read as (O, N*OH*OW) times the columns gathered from x (N, C, H, W), read as B^T
 //    (TRANS_B's layout). K is long, so work-group z takes K's slice [z * k_chunk, + k_chunk) and stores its float32
 //    sums in slice z of C (the host adds the slices and rounds once to the data type).
+//  - WG=1: Hopper's warpgroup instruction (wgmma.mma_async m64nNk16, sm_90a) instead of mma.sync: WM warpgroups of
+//    128 work items stacked along M (WN = 1), each computing (TS_M / WM) x TS_N as m64 x TS_N steps read by the
+//    instruction straight from local memory through descriptors. Slices are staged in 8 x 8 core matrices of 16-byte
+//    rows without swizzling (an operand contiguous along K in global memory K-major, else M/N-major; the layouts an
+//    H200 computed correctly in scripts/wgmma_probe.c), in a ring of ST >= 3 buffers filled ST - 2 slices ahead;
+//    each slice's instructions run asynchronously while the next copies are issued, one group left in flight.
+//    float16/bfloat16 GEMMs only (no convolution loaders, no tf32). Without MMA_PTX the instruction is emulated on
+//    the same descriptors.
 //  - MMA_PTX=1 (set by the host only after a probe GEMM built and computed correctly on the device): NVIDIA's
 //    mma.sync through inline PTX (sm_80 and newer). Otherwise the instruction is emulated on the same fragment
 //    addressing and the PTX ISA's fragment layout, so that every other part of this kernel runs and is tested on
@@ -74,10 +82,16 @@
 #ifndef MMA_TF32
 #define MMA_TF32 0
 #endif
-#ifndef ST  // pipeline stages: 0, or 2..4 local buffers filled by asynchronous copies
+#ifndef WG  // 1: the warpgroup instruction (wgmma, sm_90a)
+#define WG 0
+#endif
+#ifndef ST  // pipeline stages: 0, or 2..4 local buffers filled by asynchronous copies (WG: 3..8)
 #define ST 0
 #endif
-#if ST != 0 && (ST < 2 || ST > 4)
+#if WG && (ST < 3 || ST > 8 || WN != 1 || CONV_B || CONV_WG || MMA_TF32 || LM || MMA_K8)
+#error "WG: 3..8 stages, WN = 1, float16/bfloat16 GEMMs without convolution loaders, tf32, ldmatrix or k8"
+#endif
+#if !WG && ST != 0 && (ST < 2 || ST > 4)
 #error "ST is 0 or 2..4"
 #endif
 #define ASYNC (MMA_PTX && !MMA_K8 && ST)  // cp.async: sm_80 and newer (MMA_K8 marks sm_75)
@@ -116,21 +130,31 @@ typedef ushort elem;
 #else
 #define PTX_UNROLL _Pragma("unroll 1")
 #endif
+#if WG
+#define LSIZE (128 * WM)
+#define WTM (TS_M / WM)  // a warpgroup's rows
+#define MI (WTM / 64)    // m64 steps per warpgroup
+#else
 #define LSIZE (32 * WM * WN)
 #define WTM (TS_M / WM)  // a warp's piece of the tile
 #define WTN (TS_N / WN)
 #define MT (WTM / 16)    // 16 x 8 tiles per warp along M and N
 #define NT (WTN / 8)
+#endif
 // Values per local row, and per slice: A as A[m][k] (LDA = TS_K + PAD_K) or, TRANS_A, A[k][m] (TS_M + PAD_MN); B
 // as B[n][k] (TRANS_B) or B[k][n]
-#if TRANS_A
+#if WG  // core matrices, no padding
+#define A_LOCAL (TS_M * TS_K)
+#elif TRANS_A
 #define LDA (TS_M + PAD_MN)
 #define A_LOCAL (TS_K * LDA)
 #else
 #define LDA (TS_K + PAD_K)
 #define A_LOCAL (TS_M * LDA)
 #endif
-#if TRANS_B
+#if WG
+#define B_LOCAL (TS_N * TS_K)
+#elif TRANS_B
 #define LDB (TS_K + PAD_K)
 #define B_LOCAL (TS_N * LDB)
 #else
@@ -219,7 +243,21 @@ HOT uint4 to_tf32_4(const uint4 v) { return (uint4)(to_tf32(v.x), to_tf32(v.y), 
                "r"(bytes)                                                                        \
                : "memory")
 #define CP_COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
-#if ST == 2
+#if WG  // slice kt is needed while slices up to kt + ST - 3 were committed: ST - 3 may stay pending
+#if ST == 3
+#define CP_WAIT() asm volatile("cp.async.wait_group 0;" ::: "memory")
+#elif ST == 4
+#define CP_WAIT() asm volatile("cp.async.wait_group 1;" ::: "memory")
+#elif ST == 5
+#define CP_WAIT() asm volatile("cp.async.wait_group 2;" ::: "memory")
+#elif ST == 6
+#define CP_WAIT() asm volatile("cp.async.wait_group 3;" ::: "memory")
+#elif ST == 7
+#define CP_WAIT() asm volatile("cp.async.wait_group 4;" ::: "memory")
+#else
+#define CP_WAIT() asm volatile("cp.async.wait_group 5;" ::: "memory")
+#endif
+#elif ST == 2
 #define CP_WAIT() asm volatile("cp.async.wait_group 0;" ::: "memory")
 #elif ST == 3
 #define CP_WAIT() asm volatile("cp.async.wait_group 1;" ::: "memory")
@@ -231,6 +269,59 @@ HOT uint4 to_tf32_4(const uint4 v) { return (uint4)(to_tf32(v.x), to_tf32(v.y), 
 #define CP_WAIT()
 #endif
 
+#if WG
+// Core-matrix staging. An R x TS_K operand slice (R = TS_M or TS_N) as TS_K / 16 blocks of R x 16 values; in a block,
+// the 8 x 8 core matrix (r / 8, k / 8) at value (r / 8 * 2 + k / 8) * 64 (so 128 bytes between K-neighbours, the
+// descriptors' LBO, and 256 between row neighbours, their SBO), holding K-major 8 rows of 8 values along K, or
+// M/N-major 8 rows (along K) of 8 values along r. Vector i of a slice: eight consecutive vectors go to eight rows of
+// one core matrix (distinct banks), the next eight to the next vector along the row.
+HOT int km_off(const int r, const int kv, const int rows) {  // K-major: row r, values kv * 8..+7
+  return (kv >> 1) * (rows * 16) + ((r >> 3) * 2 + (kv & 1)) * 64 + (r & 7) * 8;
+}
+HOT int mn_off(const int k, const int rv, const int rows) {  // M/N-major: depth k, rows rv * 8..+7
+  return (k >> 4) * (rows * 16) + (rv * 2 + ((k >> 3) & 1)) * 64 + (k & 7) * 8;
+}
+#define KM_R(i) (((i) & 7) + 8 * ((i) / (8 * (TS_K / 8))))  // K-major vector i: its row, its vector along K
+#define KM_V(i) (((i) >> 3) % (TS_K / 8))
+#define MN_K(i, rows) (((i) & 7) + 8 * ((i) / (8 * ((rows) / 8))))  // M/N-major: its depth, its vector along r
+#define MN_V(i, rows) (((i) >> 3) % ((rows) / 8))
+HOT long a_src(const int i, const int M, const int K, const int m0, const int k0, int* n) {
+#if TRANS_A  // A stored (K, M): vectors along M
+  const int gk = k0 + MN_K(i, TS_M), gm = m0 + MN_V(i, TS_M) * EV;
+  *n = gk < K ? M - gm : 0;
+  return (long)gk * M + gm;
+#else
+  const int gm = m0 + KM_R(i), gk = k0 + KM_V(i) * EV;
+  *n = gm < M ? K - gk : 0;
+  return (long)gm * K + gk;
+#endif
+}
+HOT int a_dst(const int i) {
+#if TRANS_A
+  return mn_off(MN_K(i, TS_M), MN_V(i, TS_M), TS_M);
+#else
+  return km_off(KM_R(i), KM_V(i), TS_M);
+#endif
+}
+HOT long b_src(const int i, const int N, const int K, const int n0, const int k0, int* n) {
+#if TRANS_B  // B stored (N, K): vectors along K
+  const int gn = n0 + KM_R(i), gk = k0 + KM_V(i) * EV;
+  *n = gn < N ? K - gk : 0;
+  return (long)gn * K + gk;
+#else  // B stored (K, N): vectors along N
+  const int gk = k0 + MN_K(i, TS_N), gn = n0 + MN_V(i, TS_N) * EV;
+  *n = gk < K ? N - gn : 0;
+  return (long)gk * N + gn;
+#endif
+}
+HOT int b_dst(const int i) {
+#if TRANS_B
+  return km_off(KM_R(i), KM_V(i), TS_N);
+#else
+  return mn_off(MN_K(i, TS_N), MN_V(i, TS_N), TS_N);
+#endif
+}
+#else
 // Vector i of a slice (k0): the index of its first value in the operand, how many of its EV values exist (*n; <= 0:
 // none), and where it lies in the local slice (each in the operand's own layout: 16-byte aligned, since the row
 // lengths and the vectors' offsets along a row are multiples of EV values).
@@ -274,6 +365,7 @@ HOT int b_dst(const int i) {
   return (i / (TS_N / EV)) * LDB + (i % (TS_N / EV)) * EV;
 #endif
 }
+#endif  // WG
 
 #if CONV_B
 // Vector l of this work item's B slice (vector i = lid + l * LSIZE): B[k][p] = x[c, ihb + ki * DH, iwb + kj * DW]
@@ -418,6 +510,7 @@ HOT void copy_b(__global const elem* restrict B, const int N, const int K, const
   }
 }
 
+#if !WG
 // Fragments (PTX ISA; lane = 4 * group + t). mma.m16n8k16 with 16-bit inputs: register r of A's fragment holds
 // A[group + 8 * (r & 1)][2t + 8 * (r >> 1) + {0, 1}] of a 16 x 16 piece, register r of B's holds
 // B[2t + 8r + {0, 1}][group] of a 16 x 8 piece. mma.m16n8k8 with tf32 inputs: A's register r holds
@@ -619,6 +712,88 @@ static inline void mma_emulated(float* c, const __local elem* as, const __local 
     for (int i = 0; i < MT; ++i)                                 \
       for (int j = 0; j < NT; ++j) mma_emulated(acc[i][j], as, bs, i, j, ks, wm, wn, lane)
 #endif
+#else  // WG
+// A shared-memory matrix descriptor (PTX ISA, no swizzling): bits 0-13 the start address, 16-29 the leading byte
+// offset (LBO: between core matrices along K, 128 bytes here), 32-45 the stride byte offset (SBO: between core
+// matrices along M or N, 256 bytes), each in 16-byte units. `at` is the slice's local (shared-window) address; the
+// emulation passes offsets from the ring's start instead.
+HOT ulong wg_desc(const uint at) {
+  return (ulong)((at & 0x3FFFFu) >> 4) | ((ulong)(128 >> 4) << 16) | ((ulong)(256 >> 4) << 32);
+}
+#if defined(IN_BF16)
+#define WG_IN "bf16"
+#else
+#define WG_IN "f16"
+#endif
+#if TRANS_A  // the instruction's transpose immediates: 1 where the operand is staged M/N-major
+#define WG_TA "1"
+#else
+#define WG_TA "0"
+#endif
+#if TRANS_B
+#define WG_TB "0"
+#else
+#define WG_TB "1"
+#endif
+#if MMA_PTX
+#include "gemm_wgmma_ops.cl"
+#define WG_ADDR(p, base) ((uint)(size_t)(p))
+#define WG_FENCE() asm volatile("//WG:wgmma.fence.sync.aligned;" ::: "memory")
+#define WG_COMMIT() asm volatile("//WG:wgmma.commit_group.sync.aligned;" ::: "memory")
+#define WG_WAIT1() asm volatile("//WG:wgmma.wait_group.sync.aligned 1;" ::: "memory")
+// the generic proxy's writes to local memory (copies, asynchronous or not) made visible to the instruction's reads
+#define PROXY_FENCE() asm volatile("fence.proxy.async.shared::cta;" ::: "memory")
+#if TS_N == 64
+#define WGMMA(d, da, db, ab, bb) WGMMA_N64(d, da, db)
+#define WG_WAIT0(d) WG_WAIT0_N64(d)
+#elif TS_N == 128
+#define WGMMA(d, da, db, ab, bb) WGMMA_N128(d, da, db)
+#define WG_WAIT0(d) WG_WAIT0_N128(d)
+#elif TS_N == 256
+#define WGMMA(d, da, db, ab, bb) WGMMA_N256(d, da, db)
+#define WG_WAIT0(d) WG_WAIT0_N256(d)
+#else
+#error "WG: TS_N is 64, 128 or 256"
+#endif
+#else
+#define WG_ADDR(p, base) ((uint)(((const __local uchar*)(p)) - ((const __local uchar*)(base))))
+#define WG_FENCE()
+#define WG_COMMIT()
+#define WG_WAIT1()
+#define WG_WAIT0(d)
+#define PROXY_FENCE()
+#define WGMMA(d, da, db, ab, bb) wg_emulated(d, da, db, ab, bb, lid)
+static inline float raw_to_float(const uint bits) {
+#if defined(IN_BF16)
+  return as_float(bits << 16);
+#else
+  const ushort h = (ushort)bits;
+  return vload_half(0, (const half*)&h);
+#endif
+}
+// Value (r, k) of a descriptor's matrix (r along M or N), in bytes from the ring's start: the PTX ISA's no-swizzle
+// layout as the descriptor states it (so a wrong LBO, SBO or address fails here as on the GPU).
+static inline uint wg_at(const ulong desc, const int r, const int k, const int mn_major) {
+  const uint start = (uint)(desc & 0x3FFFu) << 4, lbo = (uint)((desc >> 16) & 0x3FFFu) << 4;
+  const uint sbo = (uint)((desc >> 32) & 0x3FFFu) << 4;
+  return start + (r >> 3) * sbo + (k >> 3) * lbo + (mn_major ? (k & 7) * 16 + (r & 7) * 2 : (r & 7) * 16 + (k & 7) * 2);
+}
+// The instruction emulated for work item lid of its warpgroup: accumulator 4j + q of warp w, lane 4g + t is D[16w + g
+// + 8(q / 2)][8j + 2t + q % 2] (the layout the H200 computed in scripts/wgmma_probe.c).
+static inline void wg_emulated(float* d, const ulong da, const ulong db, const __local ushort* ab,
+                               const __local ushort* bb, const int lid) {
+  const int w = (lid >> 5) & 3, g = (lid & 31) >> 2, t = lid & 3;
+  for (int j = 0; j < TS_N / 8; ++j)
+    for (int q = 0; q < 4; ++q) {
+      const int row = 16 * w + g + 8 * (q >> 1), col = 8 * j + 2 * t + (q & 1);
+      float s = 0.0f;
+      for (int k = 0; k < 16; ++k)
+        s += raw_to_float(ab[wg_at(da, row, k, TRANS_A) >> 1]) * raw_to_float(bb[wg_at(db, col, k, !TRANS_B) >> 1]);
+      d[4 * j + q] += s;
+    }
+}
+#endif
+#endif  // WG
 
 __kernel __attribute__((reqd_work_group_size(LSIZE, 1, 1)))
 void gemm_mma(const int M, const int N, const int K, const float alpha, const float beta,
@@ -635,7 +810,12 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
 #endif
 ) {
   const int lid = get_local_id(0), lane = lid & 31, warp = lid >> 5;
-  const int wm = warp / WN, wn = warp % WN, g = lane >> 2, t = lane & 3;
+  const int g = lane >> 2, t = lane & 3;
+#if WG
+  const int wgi = lid >> 7, w4 = warp & 3;  // the warpgroup, the warp in it
+#else
+  const int wm = warp / WN, wn = warp % WN;
+#endif
   const int n0 = get_group_id(0) * TS_N, m0 = get_group_id(1) * TS_M;
   const long batch = get_group_id(2);
   A += batch * a_batch_stride;
@@ -647,7 +827,16 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
   const int kb = 0, ke = K;
 #endif
 
-  __local uint4 as_[NBUF][A_LOCAL / EV], bs_[NBUF][B_LOCAL / EV];  // uint4: 16-byte aligned rows
+  // uint4: 16-byte aligned rows (WG: 128-byte core matrices)
+  __local uint4 as_[NBUF][A_LOCAL / EV] __attribute__((aligned(128)));
+  __local uint4 bs_[NBUF][B_LOCAL / EV] __attribute__((aligned(128)));
+#if WG
+  float acc[MI][TS_N / 2];
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int r = 0; r < TS_N / 2; ++r) acc[i][r] = 0.0f;
+#else
   float acc[MT][NT][4];
 #pragma unroll
   for (int i = 0; i < MT; ++i)
@@ -655,6 +844,7 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
     for (int j = 0; j < NT; ++j)
 #pragma unroll
       for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
+#endif
 
 #if CONV_B
   const ConvGeom geo = {conv_c, conv_h, conv_w, sh, sw, ph, pw, dh, dw};  // g: the lane's group
@@ -679,7 +869,44 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
     jw[l] = kj * dw - pw;
   }
 #endif
-#if ST
+#if WG
+  // A ring of ST slices: slice kt in buffer kt % ST, copied ST - 2 slices ahead. At slice kt each work item waits for
+  // its copies of it and fences them for the instruction's (asynchronous) reads; the barrier then stands for
+  // everyone's, and for every warpgroup's wait after slice kt - 1 was issued, which left at most that slice's
+  // instructions running: the buffer of slice kt - 2, which the copy issued next fills, is free.
+  const int nk = (ke - kb + TS_K - 1) / TS_K;
+  const __local ushort* ab = (const __local ushort*)as_;
+  const __local ushort* bb = (const __local ushort*)bs_;
+  for (int kt = 2 - ST; kt < nk; ++kt) {
+    if (kt >= 0) {
+      CP_WAIT();
+      PROXY_FENCE();
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const int ahead = kt + ST - 2;
+    if (ahead < nk) {
+      copy_a(A, M, ke, m0, kb + ahead * TS_K, lid, (__local elem*)as_[ahead % ST]);
+      copy_b(B, N, ke, n0, kb + ahead * TS_K, lid, (__local elem*)bs_[ahead % ST] CONV_ARGS);
+    }
+    CP_COMMIT();
+    if (kt >= 0) {
+      const __local ushort* as = (const __local ushort*)as_[kt % ST];
+      const __local ushort* bs = (const __local ushort*)bs_[kt % ST];
+      WG_FENCE();
+#pragma unroll
+      for (int s = 0; s < TS_K / 16; ++s) {
+        const ulong db = wg_desc(WG_ADDR(bs + s * (TS_N * 16), bb));
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+          WGMMA(acc[i], wg_desc(WG_ADDR(as + s * (TS_M * 16) + (wgi * WTM + i * 64) * 16, ab)), db, ab, bb);
+      }
+      WG_COMMIT();
+      WG_WAIT1();
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < MI; ++i) WG_WAIT0(acc[i]);
+#elif ST
   // A ring of ST slices: slice kt in buffer kt % ST, copied ST - 1 slices ahead (the first ST - 1 steps only copy).
   // At slice kt each work item waits for its own copies of it, the barrier for everyone's (and for every warp to be
   // done with slice kt - 1, whose buffer the copy issued next fills). A group is committed every step, empty or not,
@@ -726,21 +953,35 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
   }
 #endif
 
-  // Epilogue: acc[i][j][r] is C[m0 + wm * WTM + i * 16 + g + 8 * (r >> 1)][n0 + wn * WTN + j * 8 + 2t + (r & 1)].
+  // Epilogue: acc[i][j][r] is C[m0 + wm * WTM + i * 16 + g + 8 * (r >> 1)][n0 + wn * WTN + j * 8 + 2t + (r & 1)];
+  // WG: acc[i][4j + r] is C[m0 + wgi * WTM + i * 64 + 16 * w4 + g + 8 * (r >> 1)][n0 + j * 8 + 2t + (r & 1)].
+#if WG
+#define EPI_MT MI
+#define EPI_NT (TS_N / 8)
+#define EPI_ROW(i) (wgi * WTM + (i) * 64 + 16 * w4)
+#define EPI_COL(j) ((j) * 8)
+#define EPI_ACC(i, j, r) acc[i][4 * (j) + (r)]
+#else
+#define EPI_MT MT
+#define EPI_NT NT
+#define EPI_ROW(i) (wm * WTM + (i) * 16)
+#define EPI_COL(j) (wn * WTN + (j) * 8)
+#define EPI_ACC(i, j, r) acc[i][j][r]
+#endif
 PTX_UNROLL
-  for (int i = 0; i < MT; ++i) {
+  for (int i = 0; i < EPI_MT; ++i) {
 PTX_UNROLL
     for (int h = 0; h < 2; ++h) {
-      const int m = m0 + wm * WTM + i * 16 + g + 8 * h;
+      const int m = m0 + EPI_ROW(i) + g + 8 * h;
       if (m >= M) continue;
 PTX_UNROLL
-      for (int j = 0; j < NT; ++j) {
+      for (int j = 0; j < EPI_NT; ++j) {
 PTX_UNROLL
         for (int e = 0; e < 2; ++e) {
-          const int n = n0 + wn * WTN + j * 8 + 2 * t + e;
+          const int n = n0 + EPI_COL(j) + 2 * t + e;
           if (n >= N) continue;
           const long at = (long)m * N + n;
-          const float r = acc[i][j][2 * h + e];
+          const float r = EPI_ACC(i, j, 2 * h + e);
           // beta == 0 overwrites: C may hold garbage or NaN that must not leak into the result.
           float v = beta == 0.0f ? alpha * r : alpha * r + beta * LOAD1(C, at);
           if (has_bias) v += LOAD1(bias, has_bias == 2 ? m : n);
