@@ -21,7 +21,7 @@ def op(n: int) -> str:
     regs = ", ".join(f"%{i}" for i in range(r))
     outs = ", ".join(f'"+f"((d)[{i}])' for i in range(r))
     lines = [f"#define WGMMA_N{n}(d, da, db)",
-             f'  asm volatile("//WG:{{ .reg .pred p;\\n"',
+             '  asm volatile("//WG:{ .reg .pred p;\\n"',
              f'               "//WG:setp.ne.b32 p, %{r + 2}, 0;\\n"',
              f'               "//WG:wgmma.mma_async.sync.aligned.m64n{n}k16.f32." WG_IN "." WG_IN " {{{regs}}}, '
              f'%{r}, %{r + 1}, p, 1, 1, " WG_TA ", " WG_TB ";\\n"',

@@ -46,7 +46,8 @@ class Variant:
     options: str            # build options, as hetnn passes them
     database: bool = False  # a database member: spills fail the check
     inlined: bool = True    # every function must be inlined into the kernels (the GEMM loops)
-    open_hidden: bool = True  # "//WG:" comments opened for sm_90a, as hetnn does (False: built as NVIDIA's compiler does)
+    # "//WG:" comments opened for sm_90a, as hetnn does (False: the PTX as NVIDIA's compiler writes it)
+    open_hidden: bool = True
 
 
 @dataclass
