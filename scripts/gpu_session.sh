@@ -223,9 +223,9 @@ for s in ${STAGES//,/ }; do
       --rounds 10 --params "${HALF%%;t256x128*}" ;;
     wg-check) run wg-check 150 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_tuning.py \
       -k "family_member or bad_param or precision_mode or matrix_unit" ;;  # the wg=1 members with wgmma itself
-    wg) tensor_cores && run wg 200 python3 scripts/gemm_vs_vendor.py --dtype float16 --shapes 2048,4096,8192 \
+    wg) tensor_cores && run wg 200 python3 scripts/gemm_vs_vendor.py --dtype float16 --shapes 4096,8192 \
       --rounds 8 --params "$WGP" ;;
-    wg-bf16) tensor_cores && run wg-bf16 120 python3 scripts/gemm_vs_vendor.py --dtype bfloat16 --shapes 4096,8192 \
+    wg-bf16) tensor_cores && run wg-bf16 90 python3 scripts/gemm_vs_vendor.py --dtype bfloat16 --shapes 8192 \
       --rounds 8 --params "$WGP" ;;
     wgmma-probe) gcc -O2 scripts/wgmma_probe.c -lOpenCL -o /tmp/wgmma_probe && run wgmma-probe 60 /tmp/wgmma_probe ;;
     *) echo "unknown stage $s" ;;
