@@ -651,6 +651,37 @@ TEST(GemmParams, MmaParsesValidatesAndIsGatedByTheProbe) {
   EXPECT_NE(opencl::gemm_database_lookup(d, DType::bf16, -1, false).family, opencl::GemmParams::Family::mma);
 }
 
+// The warpgroup member (wg=1): printed back as parsed, a work-group of 128 items per warpgroup, its own bounds
+// (wn = 1, ts_n 64/128/256, a ring of 3..8 slices within local memory, 16-bit data), and sm_90's size classes.
+TEST(GemmParams, WarpgroupMemberParsesAndValidates) {
+  const DeviceInfo d = nvidia_sm90();
+  const auto w = opencl::GemmParams::parse("family=mma ts_m=128 ts_n=128 ts_k=32 wm=1 wn=1 st=3 wg=1");
+  EXPECT_EQ(w.str(), "family=mma ts_m=128 ts_n=128 ts_k=32 wm=1 wn=1 st=3 wg=1");
+  EXPECT_EQ(opencl::GemmParams::parse(w.str()).str(), w.str());
+  EXPECT_NE(w.defines().find("-DWG=1"), std::string::npos);
+  EXPECT_EQ(w.mma_items(), 128);
+  EXPECT_EQ(opencl::GemmParams::parse("family=mma ts_m=128 ts_n=64 ts_k=32 wm=2 wn=1 st=4 wg=1").mma_items(), 256);
+  EXPECT_EQ(opencl::GemmParams::parse("family=mma wm=2 wn=2").mma_items(), 128);
+  EXPECT_NO_THROW(w.validate(d, 4, 2));
+  EXPECT_THROW(w.validate(d, 4, 4), ValueError);  // tf32
+  for (const char* bad : {"family=mma ts_m=128 ts_n=128 ts_k=32 wm=1 wn=2 st=3 wg=1",
+                          "family=mma ts_m=128 ts_n=32 ts_k=32 wm=1 wn=1 st=3 wg=1",
+                          "family=mma ts_m=128 ts_n=128 ts_k=32 wm=1 wn=1 st=2 wg=1",
+                          "family=mma ts_m=128 ts_n=128 ts_k=32 wm=1 wn=1 st=9 wg=1",
+                          "family=mma ts_m=64 ts_n=128 ts_k=32 wm=2 wn=1 st=3 wg=1",   // 32 rows a warpgroup
+                          "family=mma ts_m=256 ts_n=256 ts_k=16 wm=2 wn=1 st=3 wg=1",  // 256 accumulators an item
+                          "family=mma ts_m=128 ts_n=128 ts_k=32 wm=1 wn=1 st=4 wg=1",  // 64 KiB of local memory
+                          "family=mma ts_m=128 ts_n=128 ts_k=32 wm=1 wn=1 st=3 wg=1 lm=1",
+                          "family=mma ts_m=128 ts_n=128 ts_k=32 wm=1 wn=1 st=3 wg=2", "family=vtiled wg=1"})
+    EXPECT_THROW(opencl::GemmParams::parse(bad).validate(d, 4, 2), ValueError) << bad;
+  // sm_90's 16-bit entries: the 64 x 64 member with four slices up to 2^31 multiply-adds, 128 x 128 above
+  EXPECT_EQ(opencl::gemm_database_lookup(d, DType::f16, std::int64_t{1} << 30, true).str(),
+            "family=mma ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2 lm=1 st=4");
+  EXPECT_EQ(opencl::gemm_database_lookup(d, DType::f16, std::int64_t{1} << 33, true).str(),
+            "family=mma ts_m=128 ts_n=128 ts_k=32 wm=2 wn=2 lm=1 st=2");
+  EXPECT_EQ(opencl::gemm_database_lookup(d, DType::bf16, -1, true, true).wg, 0);
+}
+
 // tf32 (float32 at precision "high"): a type of its own for the tables, named as Python names it; only the mma
 // member computes it, at depth 8 and with 4-byte staged values; the database gives it only where the probe passed.
 TEST(GemmParams, Tf32IsItsOwnTypeForTheMmaMemberOnly) {

@@ -56,9 +56,21 @@ def _mma(spec: str) -> str:
     return f"family=mma ts_m={ts_m} ts_n={ts_n} ts_k={ts_k} wm={wm} wn={wn}" + (" lm=1" if lm == ["1"] else "")
 
 
-def _mma_candidates(tf32: bool = False) -> List[str]:
+# The pipelined members an H200 measured fastest (2026-11-30; the sm_90 database entries), and the warpgroup members
+# (wgmma, tried where Device.float16_mode names it) in the order of that run: 256 x 128 and 128 x 256 tiles of two
+# warpgroups, then 128 x 128 of one with a ring of six 16-deep slices.
+_MMA_MEASURED = ["family=mma ts_m=128 ts_n=128 ts_k=32 wm=2 wn=2 lm=1 st=2",
+                 "family=mma ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2 lm=1 st=4"]
+_WG_FIRST = ["family=mma ts_m=256 ts_n=128 ts_k=16 wm=2 wn=1 st=4 wg=1",
+             "family=mma ts_m=128 ts_n=256 ts_k=16 wm=2 wn=1 st=4 wg=1",
+             "family=mma ts_m=128 ts_n=128 ts_k=16 wm=1 wn=1 st=6 wg=1",
+             "family=mma ts_m=128 ts_n=128 ts_k=32 wm=2 wn=1 st=3 wg=1"]
+
+
+def _mma_candidates(tf32: bool = False, wgmma: bool = False) -> List[str]:
     """Warp tiles of whole 16 x 8 pieces, work-groups of 2-16 warps that move whole 16-byte vectors (8 values, 4
-    for tf32) of each slice (the device's own limits are checked when a candidate is set)."""
+    for tf32) of each slice (the device's own limits are checked when a candidate is set); with ``wgmma`` the
+    warpgroup members too."""
     out = []
     per_vec, depths = (4, (8, 16, 32)) if tf32 else (8, (16, 32, 64))
     for ts_m, ts_n, ts_k, wm, wn in itertools.product((32, 64, 128, 256), (32, 64, 128, 256), depths,
@@ -74,7 +86,10 @@ def _mma_candidates(tf32: bool = False) -> List[str]:
     # each of the first four also with a ring of 2 and 3 slices filled by asynchronous copies (st; a tile the
     # device's local memory cannot hold three times is refused when set, and skipped)
     pipelined = [f"{c} st={st}" for c in first[:4] for st in (2, 3)]
-    return first[:4] + pipelined + first[4:] + [c for c in out if c not in first]
+    measured = [] if tf32 else _MMA_MEASURED
+    ordered = measured + first[:4] + pipelined + (_WG_FIRST if wgmma and not tf32 else []) + first[4:]
+    ordered = list(dict.fromkeys(ordered))
+    return ordered + [c for c in out if c not in ordered]
 
 
 def _vtiled(spec: str) -> str:
@@ -127,7 +142,7 @@ def candidates(device: Device, dtype: str, first: Optional[str] = None) -> List[
     out = packed + vtiled + tiled if device.type == "cpu" else vtiled + tiled + packed
     mode = {"float16": device.float16_mode, "bfloat16": device.bfloat16_mode}.get(dtype, "")
     if mode.startswith("tensor cores"):
-        out = _mma_candidates() + out
+        out = _mma_candidates(wgmma="wgmma" in mode) + out
     return [current] + [c for c in out if c != current]
 
 

@@ -470,8 +470,9 @@ bool ClBackend::data_grad_as_forward_applies(const Conv2dDesc& d) {
 
 bool ClBackend::conv2d_backward_data_as_forward(const Conv2dDesc& d, const Buffer& gy, const Buffer& w, Buffer& gx,
                                                 const std::string& algorithm) {
-  // "auto" on a GPU: stride 1 only. Strided layers keep GEMM + col2im until a GPU measures the classes' smaller
-  // GEMMs against it (scripts/conv_algorithms.py --strided; on PoCL they are slower); "benchmark" measures both.
+  // "auto" on a GPU: stride 1 only. Strided layers keep GEMM + col2im: the classes' smaller GEMMs ran at 0.38-0.56x
+  // its speed on ResNet-50's four stride-2 layers (H200, batch 32, scripts/conv_algorithms.py --strided, docs/gpu.md;
+  // on PoCL they are slower too); "benchmark" measures both.
   const bool gpu_default = algorithm.empty() && info_.type == "gpu" && d.sh == 1 && d.sw == 1;
   if (!(algorithm == "forward" || algorithm == "winograd" || algorithm == "winograd4" || algorithm == "implicit" ||
         gpu_default) ||

@@ -51,8 +51,28 @@ const Entry kDatabase[] = {
     {"vendor:advanced micro devices", DType::f32, "family=tiled ts_m=64 ts_n=64 ts_k=16 wpt_m=4 wpt_n=4", "untuned"},
     {"vendor:intel", DType::f32, "family=tiled ts_m=32 ts_n=32 ts_k=16 wpt_m=4 wpt_n=4", "untuned"},
     // float16/bfloat16 on NVIDIA's matrix units (mma.sync, sm_80 and newer), where the device's probe passed
-    // (ClBackend::matrix_units); elsewhere these entries are skipped and the converted path below runs. The member
-    // with the best geometric mean of five, one interleaved run at 1024^3-4096^3 on an H200 (docs/gpu.md).
+    // (ClBackend::matrix_units); elsewhere these entries are skipped and the converted path below runs. sm_90: the
+    // pipelined members with ldmatrix, against the vendor entry below in the same interleaved runs on an H200
+    // (2026-11-30, docs/gpu.md): up to 1024^3 the 64 x 64 tile with four slices in flight (41.1 against 35.1
+    // TFLOP/s at 1024^3), above it the 128 x 128 tile with two (140 against 93 at 2048^3, 172 against 126 at
+    // 4096^3, 218 against 134 at 8192^3; bfloat16 209 against 133 at 8192^3). The warpgroup members (wg=1) ran
+    // slower than the second (at most 178 TFLOP/s at 8192^3) and are left to the tuner.
+    {"arch:sm_90|name:h100|name:h200", DType::f16, "family=mma ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2 lm=1 st=4",
+     "measured at 1024^3, H200", std::int64_t{1} << 31},
+    {"arch:sm_90|name:h100|name:h200", DType::f16, "family=mma ts_m=128 ts_n=128 ts_k=32 wm=2 wn=2 lm=1 st=2",
+     "measured at 2048^3-8192^3, H200"},
+    {"arch:sm_90|name:h100|name:h200", DType::bf16, "family=mma ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2 lm=1 st=4",
+     "as float16", std::int64_t{1} << 31},
+    {"arch:sm_90|name:h100|name:h200", DType::bf16, "family=mma ts_m=128 ts_n=128 ts_k=32 wm=2 wn=2 lm=1 st=2",
+     "measured at 8192^3, H200"},
+    // tf32 on sm_90: the 64 x 64 tile with ldmatrix up to 1024^3, 128 x 128 above (68.3 against 54.1 TFLOP/s at
+    // 2048^3, 83.2 against 68.3 at 4096^3; same run, H200, 2026-11-30)
+    {"arch:sm_90|name:h100|name:h200", GemmType(DType::f32, true), "family=mma ts_m=64 ts_n=64 ts_k=16 wm=2 wn=2 lm=1",
+     "measured at 1024^3, H200", std::int64_t{1} << 31},
+    {"arch:sm_90|name:h100|name:h200", GemmType(DType::f32, true), "family=mma ts_m=128 ts_n=128 ts_k=16 wm=2 wn=2",
+     "measured at 2048^3-4096^3, H200"},
+    // Other NVIDIA GPUs: the member with the best geometric mean of five, one interleaved run at 1024^3-4096^3 on an
+    // H200 (2026-11-27, docs/gpu.md).
     {"vendor:nvidia", DType::f16, "family=mma ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2", "measured on sm_90 only"},
     {"vendor:nvidia", DType::bf16, "family=mma ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2", "as float16"},
     // float32 at precision "high" on the same units (mma.sync m16n8k8 tf32): float16's tile, each slice half as
