@@ -76,6 +76,8 @@ class CpuBackend final : public Backend, public ConvLayouts {
     dnnl::matmul prim;
     dnnl::memory::desc a, b, c, bias, scratch;
     std::uint64_t id = 0, last_use = 0;
+    // oneDNN fell back to its reference implementation (ref:any): no optimised kernel for this combination
+    bool reference = false;
   };
   struct KeyHash {
     std::size_t operator()(const std::array<std::int64_t, 14>& k) const noexcept;
@@ -97,7 +99,9 @@ class CpuBackend final : public Backend, public ConvLayouts {
 };
 
 // Whether oneDNN multiplies t (float16, bfloat16) natively on this processor: float16 needs avx512_core_fp16,
-// bfloat16 avx512_core_bf16. Elsewhere the CPU device stores 16-bit data and computes in float32 (half_convert.h).
+// bfloat16 avx512_core_bf16, and the kernel must not be one measured slower than converting (bfloat16 on Intel
+// AVX512-FP16 cores without AMX: cpu_info.cpp). Elsewhere the CPU device stores 16-bit data and computes in float32
+// (half_convert.h).
 // force_cpu_half_conversion(true) takes the converted path everywhere, so tests run it on processors of either kind.
 bool native_matmul(DType t);
 void force_cpu_half_conversion(bool on);

@@ -126,11 +126,26 @@ std::string native_mode(const std::string& impl) {
 
 std::atomic<bool> g_force_conversion{false};
 
+// Where oneDNN has a native kernel that measured slower than the converted path (operands widened to float32,
+// float32's GEMM, one rounding): bfloat16 on Intel cores with AVX512-FP16 whose AMX is absent or hidden, where oneDNN
+// 3.2 picks brg:avx512_core_bf16. Emerald Rapids VM (family 6 model 207, AMX not exposed, 2 threads, 2026-11-30,
+// interleaved; docs/precision.md): native 0.51-0.56x float32's speed at 512^3-2048^3 and on five
+// ResNet-50 shapes (0.67x at 64 x 512 x 128), converted 0.64-0.95x; float16 native (brg:avx512_core_fp16) 0.87-1.04x
+// stays. Zen 4's brg:avx512_core_bf16 runs at twice float32 and keeps it.
+bool slower_than_converted(DType t, const std::string& impl) {
+  static const bool intel_fp16 = cpuinfo_field("vendor_id") == "GenuineIntel" &&
+                                 (static_cast<unsigned>(dnnl_get_effective_cpu_isa()) &
+                                  static_cast<unsigned>(dnnl_cpu_isa_avx512_core_fp16)) ==
+                                     static_cast<unsigned>(dnnl_cpu_isa_avx512_core_fp16);
+  return t == DType::bf16 && intel_fp16 && impl == "brg:avx512_core_bf16";
+}
+
 }  // namespace
 
 bool native_matmul(DType t) {
   if (t != DType::f16 && t != DType::bf16) return true;
-  return !g_force_conversion.load(std::memory_order_relaxed) && !matmul_impl(t).empty();
+  const std::string& impl = matmul_impl(t);
+  return !g_force_conversion.load(std::memory_order_relaxed) && !impl.empty() && !slower_than_converted(t, impl);
 }
 
 void force_cpu_half_conversion(bool on) { g_force_conversion.store(on); }
@@ -185,7 +200,10 @@ std::vector<std::pair<DeviceInfo, BackendFactory>> enumerate_cpu() {
   i.fp16 = !f16_impl.empty();
   i.bf16 = !bf16_impl.empty();
   i.f16_mode = i.fp16 ? native_mode(f16_impl) : std::string("converted (") + f16_conversion_isa() + ")";
-  i.bf16_mode = i.bf16 ? native_mode(bf16_impl) : "converted (bit shifts)";
+  i.bf16_mode = !i.bf16 ? "converted (bit shifts)"
+               : slower_than_converted(DType::bf16, bf16_impl)
+                   ? "converted (bit shifts); oneDNN's " + bf16_impl + " measured slower here"
+                   : native_mode(bf16_impl);
   // x86 has no TF32 arithmetic (AMX computes bfloat16 and int8; oneDNN's tf32 fpmath mode changed nothing on a Zen 4)
   i.tf32_mode = "float32 (exact); the CPU device has no TF32 arithmetic";
   return {{i, [] { return std::unique_ptr<Backend>(new CpuBackend()); }}};
