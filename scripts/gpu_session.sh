@@ -132,6 +132,7 @@ WGP="db=;mmast2=$M ts_m=128 ts_n=128 ts_k=32 wm=2 wn=2 lm=1 st=2;wA=$W ts_m=128 
 WGP+=";wB=$W ts_m=128 ts_n=128 ts_k=32 wm=2 st=3;wC=$W ts_m=128 ts_n=128 ts_k=16 wm=1 st=6"
 WGP+=";wD=$W ts_m=128 ts_n=256 ts_k=16 wm=2 st=4;wE=$W ts_m=256 ts_n=128 ts_k=16 wm=2 st=4"
 WGP+=";wF=$W ts_m=64 ts_n=256 ts_k=16 wm=1 st=4;wG=$W ts_m=128 ts_n=64 ts_k=32 wm=1 st=4"
+WGP+=";wH=$W ts_m=64 ts_n=128 ts_k=32 wm=1 st=4;wI=$W ts_m=64 ts_n=128 ts_k=16 wm=1 st=8"
 # tf32 (float32 at precision "high"): the same tiles with slices half as deep (4-byte values)
 TF32="db=;t64=$M ts_m=64 ts_n=64 ts_k=16 wm=2 wn=2;t64lm=$M ts_m=64 ts_n=64 ts_k=16 wm=2 wn=2 lm=1"
 TF32+=";t128=$M ts_m=128 ts_n=128 ts_k=16 wm=2 wn=2;t128x64=$M ts_m=128 ts_n=64 ts_k=16 wm=2 wn=2"

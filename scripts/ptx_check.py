@@ -207,7 +207,10 @@ def build(v: Variant, arch: str, tools: Tools, work: str) -> Result:
     res = Result(v, arch, True, max(kernels.values(), default=0), max(spills, default=0), max(smem, default=0),
                  kernels=kernels, instructions={i: ptx.count(i) for i in INSTRUCTIONS})
     calls = sorted({m for m in _FUNC.findall(ptx) if not m.startswith(("_Z", "__"))})
-    if v.inlined and calls:  # the GEMM loops' pieces must be inlined: their register tiles would go through memory
+    serial = re.findall(r"\(C75\d\d\) Potential Performance Loss: wgmma[^\n]*", r.stderr)
+    if serial:  # ptxas waits after every wgmma (a call in the kernel, an accumulator written by another instruction)
+        res.ok, res.message = False, serial[0][:300]
+    elif v.inlined and calls:  # the GEMM loops' pieces must be inlined: their register tiles would go through memory
         res.ok, res.message = False, "functions not inlined: " + ", ".join(calls)
     elif v.database and res.spill_bytes:
         res.ok, res.message = False, f"a database member spills {res.spill_bytes} bytes"

@@ -58,13 +58,15 @@ def _mma(spec: str) -> str:
 
 # The pipelined members an H200 measured fastest (2026-11-30; the sm_90 database entries), and the warpgroup members
 # (wgmma, tried where Device.float16_mode names it) in the order of that run: 256 x 128 and 128 x 256 tiles of two
-# warpgroups, then 128 x 128 of one with a ring of six 16-deep slices.
+# warpgroups, then 128 x 128 of one with a ring of six 16-deep slices; last 64 x 128 (few registers: four
+# work-groups, four rings, to a compute unit).
 _MMA_MEASURED = ["family=mma ts_m=128 ts_n=128 ts_k=32 wm=2 wn=2 lm=1 st=2",
                  "family=mma ts_m=64 ts_n=64 ts_k=32 wm=2 wn=2 lm=1 st=4"]
 _WG_FIRST = ["family=mma ts_m=256 ts_n=128 ts_k=16 wm=2 wn=1 st=4 wg=1",
              "family=mma ts_m=128 ts_n=256 ts_k=16 wm=2 wn=1 st=4 wg=1",
              "family=mma ts_m=128 ts_n=128 ts_k=16 wm=1 wn=1 st=6 wg=1",
-             "family=mma ts_m=128 ts_n=128 ts_k=32 wm=2 wn=1 st=3 wg=1"]
+             "family=mma ts_m=128 ts_n=128 ts_k=32 wm=2 wn=1 st=3 wg=1",
+             "family=mma ts_m=64 ts_n=128 ts_k=32 wm=1 wn=1 st=4 wg=1"]
 
 
 def _mma_candidates(tf32: bool = False, wgmma: bool = False) -> List[str]:

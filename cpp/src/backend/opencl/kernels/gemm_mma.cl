@@ -737,6 +737,32 @@ HOT ulong wg_desc(const uint at) {
 #endif
 #if MMA_PTX
 #include "gemm_wgmma_ops.cl"
+// The epilogue's activation without IEEE division: ptxas makes div.rn.f32 and rcp.rn.f32 subroutine calls, and a
+// call anywhere in the kernel serialises every wgmma (its note C7509). Sigmoid and tanh from the approximate
+// reciprocal and exponential (a few ulp of float32; tanh below |x| = 1/16 by its odd series, where 1 - e^-2|x|
+// would cancel); ReLU keeps NaN as ACTIVATE does.
+static inline float wg_ex2(const float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+static inline float wg_rcp(const float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+static inline float wg_activate(const float x, const int act) {
+  if (act == 1) return x < 0 ? 0 : x;
+  if (act == 2) return wg_rcp(1.0f + wg_ex2(-x * M_LOG2E_F));
+  if (act == 3) {
+    const float a = fabs(x), x2 = x * x;
+    if (a < 0.0625f) return x * (1.0f + x2 * (-1.0f / 3.0f + x2 * (2.0f / 15.0f)));
+    const float e = wg_ex2(-2.0f * M_LOG2E_F * a);
+    return copysign((1.0f - e) * wg_rcp(1.0f + e), x);
+  }
+  return x;
+}
+#define EPI_ACTIVATE(v, act) wg_activate(v, act)
 #define WG_ADDR(p, base) ((uint)(size_t)(p))
 #define WG_FENCE() asm volatile("//WG:wgmma.fence.sync.aligned;" ::: "memory")
 #define WG_COMMIT() asm volatile("//WG:wgmma.commit_group.sync.aligned;" ::: "memory")
@@ -744,13 +770,13 @@ HOT ulong wg_desc(const uint at) {
 // the generic proxy's writes to local memory (copies, asynchronous or not) made visible to the instruction's reads
 #define PROXY_FENCE() asm volatile("fence.proxy.async.shared::cta;" ::: "memory")
 #if TS_N == 64
-#define WGMMA(d, da, db, ab, bb) WGMMA_N64(d, da, db)
+#define WGMMA(d, da, db, sc, ab, bb) WGMMA_N64(d, da, db, sc)
 #define WG_WAIT0(d) WG_WAIT0_N64(d)
 #elif TS_N == 128
-#define WGMMA(d, da, db, ab, bb) WGMMA_N128(d, da, db)
+#define WGMMA(d, da, db, sc, ab, bb) WGMMA_N128(d, da, db, sc)
 #define WG_WAIT0(d) WG_WAIT0_N128(d)
 #elif TS_N == 256
-#define WGMMA(d, da, db, ab, bb) WGMMA_N256(d, da, db)
+#define WGMMA(d, da, db, sc, ab, bb) WGMMA_N256(d, da, db, sc)
 #define WG_WAIT0(d) WG_WAIT0_N256(d)
 #else
 #error "WG: TS_N is 64, 128 or 256"
@@ -762,7 +788,7 @@ HOT ulong wg_desc(const uint at) {
 #define WG_WAIT1()
 #define WG_WAIT0(d)
 #define PROXY_FENCE()
-#define WGMMA(d, da, db, ab, bb) wg_emulated(d, da, db, ab, bb, lid)
+#define WGMMA(d, da, db, sc, ab, bb) wg_emulated(d, da, db, sc, ab, bb, lid)
 static inline float raw_to_float(const uint bits) {
 #if defined(IN_BF16)
   return as_float(bits << 16);
@@ -780,7 +806,7 @@ static inline uint wg_at(const ulong desc, const int r, const int k, const int m
 }
 // The instruction emulated for work item lid of its warpgroup: accumulator 4j + q of warp w, lane 4g + t is D[16w + g
 // + 8(q / 2)][8j + 2t + q % 2] (the layout the H200 computed in scripts/wgmma_probe.c).
-static inline void wg_emulated(float* d, const ulong da, const ulong db, const __local ushort* ab,
+static inline void wg_emulated(float* d, const ulong da, const ulong db, const int sc, const __local ushort* ab,
                                const __local ushort* bb, const int lid) {
   const int w = (lid >> 5) & 3, g = (lid & 31) >> 2, t = lid & 3;
   for (int j = 0; j < TS_N / 8; ++j)
@@ -789,7 +815,7 @@ static inline void wg_emulated(float* d, const ulong da, const ulong db, const _
       float s = 0.0f;
       for (int k = 0; k < 16; ++k)
         s += raw_to_float(ab[wg_at(da, row, k, TRANS_A) >> 1]) * raw_to_float(bb[wg_at(db, col, k, !TRANS_B) >> 1]);
-      d[4 * j + q] += s;
+      d[4 * j + q] = sc ? d[4 * j + q] + s : s;
     }
 }
 #endif
@@ -831,11 +857,15 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
   __local uint4 as_[NBUF][A_LOCAL / EV] __attribute__((aligned(128)));
   __local uint4 bs_[NBUF][B_LOCAL / EV] __attribute__((aligned(128)));
 #if WG
+  // Not set here: the first step's instructions ignore the accumulators' values (sc = 0), and any other instruction
+  // writing them (a zeroing move) makes ptxas serialise every wgmma. The epilogue reads 0 where K is empty.
   float acc[MI][TS_N / 2];
+#if !MMA_PTX
 #pragma unroll
   for (int i = 0; i < MI; ++i)
 #pragma unroll
     for (int r = 0; r < TS_N / 2; ++r) acc[i][r] = 0.0f;
+#endif
 #else
   float acc[MT][NT][4];
 #pragma unroll
@@ -877,32 +907,38 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
   const int nk = (ke - kb + TS_K - 1) / TS_K;
   const __local ushort* ab = (const __local ushort*)as_;
   const __local ushort* bb = (const __local ushort*)bs_;
-  for (int kt = 2 - ST; kt < nk; ++kt) {
-    if (kt >= 0) {
-      CP_WAIT();
-      PROXY_FENCE();
-      barrier(CLK_LOCAL_MEM_FENCE);
+  // (The first ST - 2 copies in a loop of their own: instructions under a condition inside the main loop made the
+  // compiler copy the accumulators where the branches meet, and ptxas then serialises every instruction.)
+  for (int kt = 0; kt < ST - 2; ++kt) {
+    if (kt < nk) {
+      copy_a(A, M, ke, m0, kb + kt * TS_K, lid, (__local elem*)as_[kt]);
+      copy_b(B, N, ke, n0, kb + kt * TS_K, lid, (__local elem*)bs_[kt] CONV_ARGS);
     }
+    CP_COMMIT();
+  }
+  for (int kt = 0; kt < nk; ++kt) {
+    CP_WAIT();
+    PROXY_FENCE();
+    barrier(CLK_LOCAL_MEM_FENCE);
     const int ahead = kt + ST - 2;
     if (ahead < nk) {
       copy_a(A, M, ke, m0, kb + ahead * TS_K, lid, (__local elem*)as_[ahead % ST]);
       copy_b(B, N, ke, n0, kb + ahead * TS_K, lid, (__local elem*)bs_[ahead % ST] CONV_ARGS);
     }
     CP_COMMIT();
-    if (kt >= 0) {
-      const __local ushort* as = (const __local ushort*)as_[kt % ST];
-      const __local ushort* bs = (const __local ushort*)bs_[kt % ST];
-      WG_FENCE();
+    const __local ushort* as = (const __local ushort*)as_[kt % ST];
+    const __local ushort* bs = (const __local ushort*)bs_[kt % ST];
+    WG_FENCE();
 #pragma unroll
-      for (int s = 0; s < TS_K / 16; ++s) {
-        const ulong db = wg_desc(WG_ADDR(bs + s * (TS_N * 16), bb));
+    for (int s = 0; s < TS_K / 16; ++s) {
+      const ulong db = wg_desc(WG_ADDR(bs + s * (TS_N * 16), bb));
 #pragma unroll
-        for (int i = 0; i < MI; ++i)
-          WGMMA(acc[i], wg_desc(WG_ADDR(as + s * (TS_M * 16) + (wgi * WTM + i * 64) * 16, ab)), db, ab, bb);
-      }
-      WG_COMMIT();
-      WG_WAIT1();
+      for (int i = 0; i < MI; ++i)
+        WGMMA(acc[i], wg_desc(WG_ADDR(as + s * (TS_M * 16) + (wgi * WTM + i * 64) * 16, ab)), db, (kt | s) != 0,
+              ab, bb);
     }
+    WG_COMMIT();
+    WG_WAIT1();
   }
 #pragma unroll
   for (int i = 0; i < MI; ++i) WG_WAIT0(acc[i]);
@@ -955,12 +991,15 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
 
   // Epilogue: acc[i][j][r] is C[m0 + wm * WTM + i * 16 + g + 8 * (r >> 1)][n0 + wn * WTN + j * 8 + 2t + (r & 1)];
   // WG: acc[i][4j + r] is C[m0 + wgi * WTM + i * 64 + 16 * w4 + g + 8 * (r >> 1)][n0 + j * 8 + 2t + (r & 1)].
+#ifndef EPI_ACTIVATE
+#define EPI_ACTIVATE(v, act) ACTIVATE(v, act)
+#endif
 #if WG
 #define EPI_MT MI
 #define EPI_NT (TS_N / 8)
 #define EPI_ROW(i) (wgi * WTM + (i) * 64 + 16 * w4)
 #define EPI_COL(j) ((j) * 8)
-#define EPI_ACC(i, j, r) acc[i][4 * (j) + (r)]
+#define EPI_ACC(i, j, r) (nk > 0 ? acc[i][4 * (j) + (r)] : 0.0f)
 #else
 #define EPI_MT MT
 #define EPI_NT NT
@@ -985,7 +1024,7 @@ PTX_UNROLL
           // beta == 0 overwrites: C may hold garbage or NaN that must not leak into the result.
           float v = beta == 0.0f ? alpha * r : alpha * r + beta * LOAD1(C, at);
           if (has_bias) v += LOAD1(bias, has_bias == 2 ? m : n);
-          STORE1(ACTIVATE(v, act), C, at);
+          STORE1(EPI_ACTIVATE(v, act), C, at);
         }
       }
     }
