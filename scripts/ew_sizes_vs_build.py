@@ -1,8 +1,8 @@
 """Element-wise ops and a sum on the CPU device at sizes from 64 KiB to 256 MiB, this build against an earlier one,
 interleaved (scripts/build_ab.py): float32 add, negative and exp into out=, the sum of an array (EW_OPS: other
-hetnn functions, comma-separated, NAME_axis0 over the leading axis of rows of 1024; EW_SIZES_KIB: other sizes per operand; EW_DEVICE: another device, e.g.
-opencl:0:0; EW_RANGE: the inputs' interval, default -1,1; EW_DTYPE: float64). Each workload: the median over
-7 repeats of a timed loop's time per call.
+hetnn functions, comma-separated, NAME_axis0 over the leading axis of rows of 1024; EW_SIZES_KIB: other sizes per
+operand; EW_DEVICE: another device, e.g. opencl:0:0; EW_RANGE: the inputs' interval, default -1,1; EW_DTYPE:
+float64). Each workload: the median over 7 repeats of a timed loop's time per call.
 """
 import sys
 

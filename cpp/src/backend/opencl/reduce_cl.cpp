@@ -69,6 +69,26 @@ void ClBackend::reduce(const ReduceDesc& d, const Buffer& x, Buffer& out) {
   };
   const std::int64_t units = std::max(1, info_.compute_units);
   const bool contiguous = d.rs.back() == 1 && d.n_red >= 32;
+  // A CPU device, a sum over the leading axis of whole rows (x[r][o] one row after another) short enough for a
+  // partial row per item to stay in cache: blocks of rows streamed front to back.
+  const std::int64_t row_parts = std::min<std::int64_t>(units * 4, d.n_red / 8);
+  if (!gpu_kernels() && d.op == RedOp::sum && d.kshape.size() == 1 && d.ks[0] == 1 && d.rshape.size() == 1 &&
+      d.rs[0] == d.n_out && d.n_out >= units * kCols && d.n_out <= 8192 && row_parts >= 2) {
+    cl_mem pv = scratch(6, static_cast<std::size_t>(row_parts * d.n_out) * acc_size(d.in, d.out));
+    cl_kernel k = kernel("reduce.cl", "reduce_rows", opts);
+    ArgSetter s{k, "reduce_rows"};
+    s(cl_long{d.n_out})(cl_long{d.n_red})(cl_long{row_parts})(cl_long{d.off})(mem(x))(pv);
+    const std::size_t g[1] = {static_cast<std::size_t>(row_parts)}, l[1] = {1};
+    enqueue(red_name(d.op), k, 1, g, l);
+    cl_kernel f = kernel("reduce.cl", "reduce_rows_finish", opts);
+    ArgSetter t{f, "reduce_rows_finish"};
+    t(cl_long{d.n_out})(cl_long{row_parts})(static_cast<cl_int>(scaled));
+    scale_arg(t);
+    t(pv)(mem(out));
+    const std::size_t g2[1] = {round_up(static_cast<std::size_t>(d.n_out), kItems)}, l2[1] = {kItems};
+    enqueue(red_name(d.op), f, 1, g2, l2);
+    return;
+  }
   if (!gpu_kernels() && !contiguous && d.kshape.size() == 1 && d.ks[0] == 1 && d.rshape.size() == 1 &&
       d.n_out >= units * kCols) {  // a CPU device, outputs next to each other: an item per kCols of them
     cl_kernel k = kernel("reduce.cl", "reduce_columns", opts);
