@@ -26,7 +26,7 @@ for kib in sizes:
         if name.endswith("_axis0"):  # over the leading axis of the array as rows of 1024
             xm = hetnn.reshape(x, (n // 1024, 1024))
             fn = lambda f=f, xm=xm: f(xm, axis=0)  # noqa: E731
-        elif name in ("sum", "max", "min", "mean"):
+        elif name in ("sum", "max", "min", "mean", "prod", "argmax", "argmin", "all", "any"):
             fn = lambda f=f: f(x)  # noqa: E731
         elif name in ("add", "subtract", "multiply", "divide", "maximum", "minimum", "pow", "atan2", "hypot",
                       "logaddexp", "copysign", "floor_divide", "remainder"):

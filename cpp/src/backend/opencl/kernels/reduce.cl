@@ -205,6 +205,30 @@ __kernel void reduce_chunks(const int op_arg, const long n_out, const long n_red
 #undef KEEP
     a = p[0];
     ai = r0;  // any index: the part is not empty (merge and put read the value only)
+  } else if (IS_ARG(op) && rnd == 1 && rs.s0 == 1 && r1 > r0) {
+    // argmax (argmin): eight lanes, each keeping its first best (a strict win replaces it; the first NaN wins),
+    // merged by value then index (merge), without fold's per-element choice of op
+    const int mx = op == RED_argmax;
+    ACC p[8];
+    long q[8];
+    for (int k = 0; k < 8; ++k) p[k] = (ACC)LOADIN(x, base + r0), q[k] = r0;
+    long r = r0;
+#define WINS(v, b) (!ISNAN(b) && (ISNAN(v) || (mx ? (v) > (b) : (v) < (b))))
+    for (; r + 8 <= r1; r += 8)
+      for (int k = 0; k < 8; ++k) {
+        const ACC v = (ACC)LOADIN(x, base + r + k);
+        const int w = WINS(v, p[k]);
+        p[k] = w ? v : p[k];
+        q[k] = w ? r + k : q[k];
+      }
+    for (; r < r1; ++r) {
+      const ACC v = (ACC)LOADIN(x, base + r);
+      if (WINS(v, p[0])) p[0] = v, q[0] = r;
+    }
+#undef WINS
+    for (int k = 1; k < 8; ++k) merge(op, &p[0], &q[0], p[k], q[k]);
+    a = p[0];
+    ai = q[0];
   } else if (rnd == 1 && rs.s0 == 1) {
     // eight running partials, merged at the end (one chain of additions waited ~4 cycles an element); merge keeps
     // the first maximum and the first NaN by their indices, so the order of the partials does not matter
