@@ -15,6 +15,7 @@
 #include "backend/cpu/half_convert.h"
 #include "backend/cpu/stream_store.h"
 #include "backend/opencl/cl_args.h"
+#include "backend/opencl/program_cache.h"
 #include "core/half.h"
 #include "core/json.h"
 #include "core/siphash.h"
@@ -680,6 +681,29 @@ TEST(GemmParams, WarpgroupMemberParsesAndValidates) {
   EXPECT_EQ(opencl::gemm_database_lookup(d, DType::f16, std::int64_t{1} << 33, true).str(),
             "family=mma ts_m=128 ts_n=128 ts_k=32 wm=2 wn=2 lm=1 st=2");
   EXPECT_EQ(opencl::gemm_database_lookup(d, DType::bf16, -1, true, true).wg, 0);
+}
+
+// The program cache's opening of hidden wgmma instructions: comments opened and the target made sm_90a in PTX for
+// sm_90; any other target refused (the instructions would stay comments); anything without them left as it is.
+TEST(ProgramCache, HiddenPtxIsOpenedForSm90Only) {
+  const std::string ptx =
+      "//\n.version 9.0\n.target sm_90\n.address_size 64\n\t// begin inline asm\n//WG:wgmma.fence.sync.aligned;\n"
+      "//WG:wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%f1}, %rd1, %rd2, p, 1, 1, 0, 1;\n";
+  const std::string open = opencl::open_hidden_ptx(ptx);
+  EXPECT_NE(open.find(".target sm_90a\n"), std::string::npos);
+  EXPECT_EQ(open.find("//WG:"), std::string::npos);
+  EXPECT_NE(open.find("\nwgmma.fence.sync.aligned;\n"), std::string::npos);
+  EXPECT_NE(open.find("\nwgmma.mma_async.sync.aligned.m64n64k16"), std::string::npos);
+  std::string sm80 = ptx;
+  sm80.replace(sm80.find("sm_90"), 5, "sm_80");
+  EXPECT_THROW(opencl::open_hidden_ptx(sm80), ValueError);
+  std::string sm100 = ptx;
+  sm100.replace(sm100.find("sm_90"), 5, "sm_100");
+  EXPECT_THROW(opencl::open_hidden_ptx(sm100), ValueError);
+  const std::string plain = "//\n.version 9.0\n.target sm_90\nmma.sync.aligned.m16n8k16;\n";
+  EXPECT_EQ(opencl::open_hidden_ptx(plain), plain);
+  const std::string pocl = std::string("\x7f" "ELF binary with the source inside: //WG:wgmma", 44);
+  EXPECT_EQ(opencl::open_hidden_ptx(pocl), pocl);
 }
 
 // tf32 (float32 at precision "high"): a type of its own for the tables, named as Python names it; only the mma

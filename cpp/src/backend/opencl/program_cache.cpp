@@ -188,23 +188,14 @@ void ProgramCache::save_binary(cl_program prog, const std::string& path, std::ui
   if (!write_file_atomic(path, out)) warn("could not write OpenCL binary cache entry " + path);
 }
 
-Program ProgramCache::open_hidden(Program prog, const std::string& file, const std::string& options) {
-  std::size_t size = 0;
-  if (clGetProgramInfo(prog.get(), CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS || size == 0)
-    return prog;
-  std::string ptx(size, '\0');
-  unsigned char* ptrs[1] = {reinterpret_cast<unsigned char*>(ptx.data())};
-  if (clGetProgramInfo(prog.get(), CL_PROGRAM_BINARIES, sizeof ptrs, ptrs, nullptr) != CL_SUCCESS) return prog;
-  // not PTX (another vendor's binary, which may embed the source), or the instructions compiled out
-  if (ptx.find(".target sm_") == std::string::npos || ptx.find("//WG:") == std::string::npos) return prog;
+std::string open_hidden_ptx(const std::string& ptx) {
+  if (ptx.find(".target sm_") == std::string::npos || ptx.find("//WG:") == std::string::npos) return ptx;
   const std::size_t target = ptx.find(".target sm_90");
   const char after = target == std::string::npos || target + 13 >= ptx.size() ? 'x' : ptx[target + 13];
   if (after != '\n' && after != '\r' && after != ' ' && after != ',') {
     const std::size_t at = ptx.find(".target");
-    throw CompileError(file, options, device_name_,
-                       "the warpgroup instruction (wgmma) needs a program for sm_90; the driver wrote '" +
-                           (at == std::string::npos ? std::string("no .target") : ptx.substr(at, ptx.find('\n', at) - at)) +
-                           "'");
+    throw ValueError("the warpgroup instruction (wgmma) needs a program for sm_90; the driver wrote '" +
+                     ptx.substr(at, ptx.find('\n', at) - at) + "'");
   }
   std::string out;
   out.reserve(ptx.size() + 1);
@@ -216,6 +207,23 @@ Program ProgramCache::open_hidden(Program prog, const std::string& file, const s
     }
     out += ptx[i++];
   }
+  return out;
+}
+
+Program ProgramCache::open_hidden(Program prog, const std::string& file, const std::string& options) {
+  std::size_t size = 0;
+  if (clGetProgramInfo(prog.get(), CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS || size == 0)
+    return prog;
+  std::string ptx(size, '\0');
+  unsigned char* ptrs[1] = {reinterpret_cast<unsigned char*>(ptx.data())};
+  if (clGetProgramInfo(prog.get(), CL_PROGRAM_BINARIES, sizeof ptrs, ptrs, nullptr) != CL_SUCCESS) return prog;
+  std::string out;
+  try {
+    out = open_hidden_ptx(ptx);
+  } catch (const ValueError& e) {
+    throw CompileError(file, options, device_name_, e.what());
+  }
+  if (out == ptx) return prog;  // not PTX (another vendor's binary, which may embed the source), or compiled out
   if (out.empty() || out.back() != '\0') out += '\0';  // NVIDIA's binaries are NUL-terminated PTX text
   const std::size_t len = out.size();
   const auto* bin = reinterpret_cast<const unsigned char*>(out.data());

@@ -56,6 +56,11 @@ class ProgramCache {
 Program build_program(cl_context context, cl_device_id device, const char* source, const std::string& name,
                       const std::string& options, const std::string& device_name);
 
+// PTX whose instructions were hidden as "//WG:" comments with them opened and the target made sm_90a (ProgramCache::
+// open_hidden); the text unchanged where it is not PTX or holds no such comments; ValueError where the target is not
+// sm_90 (the instructions would stay comments and compute nothing).
+std::string open_hidden_ptx(const std::string& ptx);
+
 // The embedded text of kernels/<file> with its #include "x.cl" lines expanded; throws hetnn::Error if missing.
 std::string kernel_source(const std::string& file, int depth = 0);
 
