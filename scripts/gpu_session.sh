@@ -105,7 +105,7 @@ case "${picked%%|*}" in preload) export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/lib
 if [ "${picked##*|}" != none ]; then export OCL_ICD_VENDORS="${picked##*|}"; else unset OCL_ICD_VENDORS; fi
 echo "[$SECONDS s] HETNN_OPENCL_LIBRARY=${HETNN_OPENCL_LIBRARY:-} OCL_ICD_VENDORS=${OCL_ICD_VENDORS:-}"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader
-python3 -c "import hetnn; [print(d.id, d.name, d.arch, d.driver_version, d.compute_units) for d in hetnn.devices()]"
+python3 -c "import hetnn; [print(d.id, d.name, d.arch, d.driver_version, d.compute_units, "local_mem", d.local_mem) for d in hetnn.devices()]"
 
 V=family=vtiled
 LARGE="db=;v128k16=$V ts_m=128 ts_n=128 ts_k=16 wpt_m=8 wpt_n=8 vwm=4 vwn=4;v128k8=$V ts_m=128 ts_n=128 ts_k=8 wpt_m=8 wpt_n=8 vwm=4 vwn=4"
