@@ -184,6 +184,23 @@ __kernel void reduce_chunks(const int op_arg, const long n_out, const long n_red
     for (; r < r1; ++r) p[0] = ADD(p[0], (ACC)LOADIN(x, base + r));
     for (int k = 1; k < 8; ++k) p[0] = ADD(p[0], p[k]);
     a = p[0];
+  } else if ((op == RED_any || op == RED_all) && rnd == 1 && rs.s0 == 1) {
+    // any and all (NaN counts as true, as != 0 says) as eight running ORs or ANDs, likewise
+    const int all = op == RED_all;
+    int p[8];
+    for (int k = 0; k < 8; ++k) p[k] = all;
+    long r = r0;
+    for (; r + 8 <= r1; r += 8)
+      for (int k = 0; k < 8; ++k) {
+        const int t = (ACC)LOADIN(x, base + r + k) != 0;
+        p[k] = all ? (p[k] & t) : (p[k] | t);
+      }
+    for (; r < r1; ++r) {
+      const int t = (ACC)LOADIN(x, base + r) != 0;
+      p[0] = all ? (p[0] & t) : (p[0] | t);
+    }
+    for (int k = 1; k < 8; ++k) p[0] = all ? (p[0] & p[k]) : (p[0] | p[k]);
+    a = (ACC)p[0];
   } else if ((op == RED_max || op == RED_min) && rnd == 1 && rs.s0 == 1 && r1 > r0) {
     // maxima (minima) likewise, without indices (fold kept one per element and ran scalar even with the op built
     // in: 1.9 ms for 16 MiB against the sum's 0.34): the first of equals stays, a NaN wins and then stays
