@@ -1,6 +1,9 @@
 """The capability check of conftest.py: every device test that takes a dtype the device may lack goes through it,
 and it skips exactly the cases a device cannot run."""
+import os
 import platform
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -54,13 +57,17 @@ def test_cpu_device_takes_16_bit_floats_on_every_x86_processor():
         assert mode.startswith(("native (", "converted (")), mode
 
 
+def _onednn_execs(code):
+    """The lines `ONEDNN_VERBOSE=1` prints for the primitives a fresh process running ``code`` executes."""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "ONEDNN_VERBOSE": "1"})
+    assert r.returncode == 0, r.stderr[-2000:]
+    return [ln for ln in r.stdout.splitlines() if ln.startswith("onednn_verbose") and ",exec," in ln]
+
+
 def test_cpu_converted_16_bit_modes_run_float32_products():
     """A converted mode (no native kernel, or one measured slower than converting: bfloat16 on Intel AVX512-FP16
     cores without AMX) must be what runs: oneDNN sees float32 products only, never a 16-bit one."""
-    import os
-    import subprocess
-    import sys
-
     cpu = hetnn.device("cpu")
     converted = [dt for dt, mode in (("float16", cpu.float16_mode), ("bfloat16", cpu.bfloat16_mode))
                  if mode.startswith("converted (")]
@@ -70,10 +77,7 @@ def test_cpu_converted_16_bit_modes_run_float32_products():
         code = ("import numpy as np, hetnn; "
                 f"a = hetnn.asarray(np.ones((512, 512), np.float32), device='cpu').astype('{dtype}'); "
                 "c = hetnn.matmul(a, a); hetnn.synchronize(); assert float(c.astype('float32').numpy()[0, 0]) == 512")
-        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                           env={**os.environ, "ONEDNN_VERBOSE": "1"})
-        assert r.returncode == 0, r.stderr[-2000:]
-        execs = [ln for ln in r.stdout.splitlines() if ln.startswith("onednn_verbose") and ",exec," in ln]
+        execs = _onednn_execs(code)
         assert execs and not any("bf16" in ln or "f16:" in ln for ln in execs), (dtype, execs[:3])
 
 
@@ -82,10 +86,6 @@ def test_cpu_16_bit_products_never_run_onednns_reference_loop(dtype):
     """Where oneDNN has a 16-bit kernel for the type but not for a combination, it falls back to 'ref:any': float16
     with transposed weights and a bias (a Dense layer's forward) took 10.6 ms for 64 x 120 x 84 on an Emerald Rapids
     Xeon and a LeNet float16 epoch 61 s against float32's 1.8. Such products take the converted path instead."""
-    import os
-    import subprocess
-    import sys
-
     code = ("import numpy as np, hetnn; rng = np.random.default_rng(0); "
             f"x = rng.uniform(-1, 1, (64, 120)).astype('{dtype}'); "
             f"w = rng.uniform(-1, 1, (84, 120)).astype('{dtype}'); "
@@ -93,10 +93,7 @@ def test_cpu_16_bit_products_never_run_onednns_reference_loop(dtype):
             "c = hetnn.matmul(x, w, transpose_b=True, bias=b, device='cpu').astype('float64'); "
             "ref = x.astype(np.float64) @ w.astype(np.float64).T + b.astype(np.float64); "
             "assert np.max(np.abs(c - ref)) < 0.05 * np.max(np.abs(ref)), np.max(np.abs(c - ref))")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                       env={**os.environ, "ONEDNN_VERBOSE": "1"})
-    assert r.returncode == 0, r.stderr[-2000:]
-    refs = [ln for ln in r.stdout.splitlines() if ",exec," in ln and ",ref:" in ln]
+    refs = [ln for ln in _onednn_execs(code) if ",ref:" in ln]
     assert not refs, refs[:2]
 
 
@@ -104,10 +101,6 @@ def test_cpu_native_16_bit_modes_name_what_onednn_runs():
     """A native 16-bit mode names the implementation oneDNN runs for a product in that type (as ONEDNN_VERBOSE
     reports it), not the processor's best ISA: on an Intel Xeon with AMX for bfloat16 and int8 only, float16 was
     labelled "native (oneDNN avx512_core_amx)" and ran at 0.88x float32 on the AVX-512 units."""
-    import os
-    import subprocess
-    import sys
-
     cpu = hetnn.device("cpu")
     natives = [(dt, mode) for dt, mode in (("float16", cpu.float16_mode), ("bfloat16", cpu.bfloat16_mode))
                if mode.startswith("native (")]
@@ -117,13 +110,7 @@ def test_cpu_native_16_bit_modes_name_what_onednn_runs():
         code = ("import numpy as np, hetnn; "
                 f"a = hetnn.asarray(np.ones((512, 512), np.float32), device='cpu').astype('{dtype}'); "
                 "hetnn.matmul(a, a); hetnn.synchronize()")
-        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                           env={**os.environ, "ONEDNN_VERBOSE": "1"})
-        assert r.returncode == 0, r.stderr[-2000:]
-        impls = set()
-        for line in r.stdout.splitlines():
-            parts = line.split(",")
-            if parts[0] == "onednn_verbose" and "exec" in parts and "matmul" in parts:
-                impls.add(parts[parts.index("matmul") + 1])
-        assert len(impls) == 1, (dtype, impls, r.stdout[-2000:])
+        execs = _onednn_execs(code)
+        impls = {parts[parts.index("matmul") + 1] for parts in (ln.split(",") for ln in execs) if "matmul" in parts}
+        assert len(impls) == 1, (dtype, impls, execs[-5:])
         assert f"oneDNN {impls.pop()}" in mode, (dtype, mode)

@@ -52,11 +52,7 @@ void ClBackend::matmul_mma(const GemmParams& p, const MatmulDesc& d, cl_mem a, c
                            " -DTRANS_A=" + std::to_string(d.trans_a) +
                            " -DTRANS_B=" + std::to_string(d.trans_b) + " -DVA=" + (va ? "1" : "0") +
                            " -DVB=" + (vb ? "1" : "0") +
-                           " -DMMA_PTX=" + (ptx && (!p.wg || warpgroup_units(d.allow_tf32 && d.dtype == DType::f32
-                                                                                    ? GemmType(DType::f32, true)
-                                                                                    : GemmType(d.dtype)))
-                                                ? "1"
-                                                : "0") +
+                           " -DMMA_PTX=" + (ptx && (!p.wg || warpgroup_units(gemm_type(d))) ? "1" : "0") +
                            (conv ? std::string(weight_grad ? " -DCONV_WG=1" : " -DCONV_B=1") + " -DKH=" +
                                        std::to_string(conv->kh) + " -DKW=" + std::to_string(conv->kw)
                                  : "");
@@ -269,9 +265,8 @@ std::string ClBackend::precision_mode(GemmType t) {
   const char* converted = t.dtype == DType::bf16 ? "converted (bit shifts)" : "converted (vload_half)";
   if (matrix_units(t, &why)) {
     if (t.dtype == DType::f16 && mma_k8()) return "tensor cores (mma.sync m16n8k8, float32 accumulation)";
-    // the members with wg=1 (the database's where measured faster) take the warpgroup instruction
-    const bool wg = sm_version(info_.arch) == 90 && warpgroup_units(t);
-    return wg ? "tensor cores (mma.sync m16n8k16 and wgmma m64nNk16, float32 accumulation)"
+    // the members with wg=1 take the warpgroup instruction (its probe answers at once off sm_90)
+    return warpgroup_units(t) ? "tensor cores (mma.sync m16n8k16 and wgmma m64nNk16, float32 accumulation)"
               : "tensor cores (mma.sync m16n8k16, float32 accumulation)";
   }
   return std::string(converted) + "; tensor cores unused: " + why;

@@ -63,6 +63,25 @@ std::uint64_t entry_mac(const SipKey& secret, std::uint64_t key, const unsigned 
   return siphash24(secret, msg.data(), msg.size());
 }
 
+// A built program's binary for its one device ("" where the driver gives none).
+std::string program_binary(cl_program prog) {
+  std::size_t size = 0;
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS || size == 0)
+    return "";
+  std::string bin(size, '\0');
+  unsigned char* ptrs[1] = {reinterpret_cast<unsigned char*>(bin.data())};
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof ptrs, ptrs, nullptr) != CL_SUCCESS) return "";
+  return bin;
+}
+
+std::string build_log(cl_program prog, cl_device_id device) {
+  std::size_t log_size = 0;
+  clGetProgramBuildInfo(prog, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &log_size);
+  std::vector<char> log(log_size + 1, '\0');
+  clGetProgramBuildInfo(prog, device, CL_PROGRAM_BUILD_LOG, log_size, log.data(), nullptr);
+  return log.data();
+}
+
 // HETNN_RECORD_PROGRAMS=DIR: every program a process builds or loads is written there once, its source as KEY.cl and
 // its options (then the file's name) as KEY.opts, so that scripts/ptx_check.py --programs DIR can build each of them
 // for NVIDIA GPUs without one. A development aid: failures to write are ignored.
@@ -172,11 +191,9 @@ Program ProgramCache::load_binary(const std::string& path, std::uint64_t key, co
 }
 
 void ProgramCache::save_binary(cl_program prog, const std::string& path, std::uint64_t key, const SipKey& secret) {
-  std::size_t size = 0;
-  if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS || size == 0) return;
-  std::string bin(size, '\0');
-  unsigned char* ptrs[1] = {reinterpret_cast<unsigned char*>(bin.data())};
-  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof ptrs, ptrs, nullptr) != CL_SUCCESS) return;
+  const std::string bin = program_binary(prog);
+  if (bin.empty()) return;
+  const std::size_t size = bin.size();
   BinaryHeader h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
   h.format = kFormat;
@@ -211,12 +228,7 @@ std::string open_hidden_ptx(const std::string& ptx) {
 }
 
 Program ProgramCache::open_hidden(Program prog, const std::string& file, const std::string& options) {
-  std::size_t size = 0;
-  if (clGetProgramInfo(prog.get(), CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS || size == 0)
-    return prog;
-  std::string ptx(size, '\0');
-  unsigned char* ptrs[1] = {reinterpret_cast<unsigned char*>(ptx.data())};
-  if (clGetProgramInfo(prog.get(), CL_PROGRAM_BINARIES, sizeof ptrs, ptrs, nullptr) != CL_SUCCESS) return prog;
+  const std::string ptx = program_binary(prog.get());
   std::string out;
   try {
     out = open_hidden_ptx(ptx);
@@ -231,13 +243,8 @@ Program ProgramCache::open_hidden(Program prog, const std::string& file, const s
   Program opened(clCreateProgramWithBinary(context_, 1, &device_, &len, &bin, &bin_status, &st));
   if (st != CL_SUCCESS || bin_status != CL_SUCCESS)
     throw_cl_error(st != CL_SUCCESS ? st : bin_status, "clCreateProgramWithBinary(" + file + ", PTX for sm_90a)");
-  if (clBuildProgram(opened.get(), 1, &device_, options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
-    std::size_t log_size = 0;
-    clGetProgramBuildInfo(opened.get(), device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &log_size);
-    std::vector<char> log(log_size + 1, '\0');
-    clGetProgramBuildInfo(opened.get(), device_, CL_PROGRAM_BUILD_LOG, log_size, log.data(), nullptr);
-    throw CompileError(file, options + " (PTX for sm_90a)", device_name_, log.data());
-  }
+  if (clBuildProgram(opened.get(), 1, &device_, options.c_str(), nullptr, nullptr) != CL_SUCCESS)
+    throw CompileError(file, options + " (PTX for sm_90a)", device_name_, build_log(opened.get(), device_));
   return opened;
 }
 
@@ -249,12 +256,8 @@ Program build_program(cl_context context, cl_device_id device, const char* sourc
   HETNN_CL_CHECK(status);
   const cl_int build = clBuildProgram(prog.get(), 1, &device, options.c_str(), nullptr, nullptr);
   if (build != CL_SUCCESS) {
-    std::size_t log_size = 0;
-    clGetProgramBuildInfo(prog.get(), device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &log_size);
-    std::vector<char> log(log_size + 1, '\0');
-    clGetProgramBuildInfo(prog.get(), device, CL_PROGRAM_BUILD_LOG, log_size, log.data(), nullptr);
     if (build == CL_BUILD_PROGRAM_FAILURE || build == CL_INVALID_BUILD_OPTIONS || build == CL_COMPILE_PROGRAM_FAILURE)
-      throw CompileError(name, options, device_name, log.data());
+      throw CompileError(name, options, device_name, build_log(prog.get(), device));
     throw_cl_error(build, "clBuildProgram(" + name + ")");
   }
   return prog;

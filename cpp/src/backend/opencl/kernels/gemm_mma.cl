@@ -235,6 +235,20 @@ HOT uint4 to_tf32_4(const uint4 v) { return (uint4)(to_tf32(v.x), to_tf32(v.y), 
 #define FRAG(v) (v)
 #endif
 
+#if !MMA_PTX
+// A staged value as float, for the emulations (tf32: the raw 32 bits; 16-bit values in the low half)
+static inline float raw_to_float(const uint bits) {
+#if MMA_TF32
+  return as_float(bits);
+#elif defined(IN_BF16)
+  return as_float(bits << 16);
+#else
+  const ushort h = (ushort)bits;
+  return vload_half(0, (const half*)&h);
+#endif
+}
+#endif
+
 #if ASYNC
 // 16 bytes global -> local without registers; `bytes` (16 or 0) of them read, the rest zero-filled. A committed
 // group completes in order: waiting until at most ST - 2 are pending leaves the oldest slice landed.
@@ -650,16 +664,6 @@ HOT void b_frags_ldsm(const __local ushort* bs, const int lane, const int j, con
 #endif
 #endif
 #else
-static inline float raw_to_float(const uint bits) {
-#if MMA_TF32
-  return as_float(bits);
-#elif defined(IN_BF16)
-  return as_float(bits << 16);
-#else
-  const ushort h = (ushort)bits;
-  return vload_half(0, (const half*)&h);
-#endif
-}
 // The instruction emulated on the fragments' layout: lane `lane`'s accumulators of tile (i, j) gain the products of
 // the values the owning lanes' registers would hold, read as those lanes would read them (a_frag, b_frag).
 static inline void mma_emulated(float* c, const __local elem* as, const __local elem* bs, const int i, const int j,
@@ -789,14 +793,6 @@ static inline float wg_activate(const float x, const int act) {
 #define WG_WAIT0(d)
 #define PROXY_FENCE()
 #define WGMMA(d, da, db, sc, ab, bb) wg_emulated(d, da, db, sc, ab, bb, lid)
-static inline float raw_to_float(const uint bits) {
-#if defined(IN_BF16)
-  return as_float(bits << 16);
-#else
-  const ushort h = (ushort)bits;
-  return vload_half(0, (const half*)&h);
-#endif
-}
 // Value (r, k) of a descriptor's matrix (r along M or N), in bytes from the ring's start: the PTX ISA's no-swizzle
 // layout as the descriptor states it (so a wrong LBO, SBO or address fails here as on the GPU).
 static inline uint wg_at(const ulong desc, const int r, const int k, const int mn_major) {
