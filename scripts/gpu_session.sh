@@ -25,6 +25,8 @@
 #                                                along K in float32, against per-image GEMMs and cuDNN's)
 #   bash scripts/gpu_session.sh transfer   (pageable and page-locked copies against CuPy's; issue 43)
 #   bash scripts/gpu_session.sh arrays     (element-wise ops, reductions and pi by Monte Carlo against CuPy; issue 42)
+#   bash scripts/gpu_session.sh wait       (small synchronised ops with hetnn's waits blocking or polling first, against
+#                                           CuPy's and torch's; whether GPUs should poll by default; issues 38/42)
 #   bash scripts/gpu_session.sh ew-check   (the element-wise, strided-view and user-kernel tests on the GPU)
 #   bash scripts/gpu_session.sh wg-check,wg,wg-bf16   (the warpgroup members, wg=1: their tests with wgmma itself,
 #                                             then float16 / bfloat16 against cuBLAS and the mma.sync members)
@@ -179,6 +181,7 @@ for s in ${STAGES//,/ }; do
     conv) run conv 180 python3 scripts/conv_vs_torch.py --algorithms auto,winograd4,implicit ;;
     transfer) run transfer 120 python3 scripts/transfer_vs_cupy.py ;;
     arrays) run arrays 150 python3 scripts/arrays_vs_cupy.py ;;
+    wait) run wait 120 python3 scripts/wait_latency.py --device gpu --rounds 30 ;;
     conv-bench) run conv-bench 200 python3 scripts/conv_algorithms.py --device gpu --batch 32 --rounds 15 \
       --algorithms winograd,winograd4,implicit ;;
     conv-train) run conv-train 240 python3 scripts/conv_algorithms.py --device gpu --train alexnet32 --samples 8192 \

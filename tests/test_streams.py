@@ -277,3 +277,32 @@ del y, s, x
     for _ in range(3):
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+
+
+@pytest.mark.parametrize("spin", [5e-5, 30.0])  # polls shorter than the kernel, then blocks; polls throughout
+def test_polled_waits_return_after_the_work(opencl_device, rng, spin):
+    """Device._set_wait_spin: synchronize() and blocking copies poll for completion first (scripts/wait_latency.py).
+    A wait that returned early would leave the pinned copy, the event or the download unfinished."""
+    x = _x(rng)
+    a = hetnn.asarray(x, device=opencl_device)
+    out = hetnn.pinned_empty((N,), "float32", device=opencl_device)
+    opencl_device._dev._set_wait_spin(spin)
+    try:
+        for _ in range(2):  # the device's own queue, then with a stream as well
+            out[...] = np.nan
+            y = _SPIN(a, REPS)
+            end = hetnn.Event(opencl_device).record()
+            y.copy_to_host(out=out)
+            hetnn.synchronize(opencl_device)
+            assert end.query()
+            np.testing.assert_array_equal(out, x)
+            np.testing.assert_array_equal((_SPIN(a, REPS // 4) * 2.0).numpy(), 2 * x.astype(np.float64))
+            s = hetnn.Stream(opencl_device)
+            out[...] = np.nan
+            with s:
+                z = _SPIN(a, REPS) + 1.0
+            z.copy_to_host(out=out, stream=s)
+            hetnn.synchronize(opencl_device)
+            np.testing.assert_array_equal(out, x + np.float32(1.0))  # rounded to float32 as the device does
+    finally:
+        opencl_device._dev._set_wait_spin(0.0)

@@ -131,6 +131,9 @@ class Backend {
   virtual void set_memory_limit(std::size_t bytes) { (void)bytes; }
   // How many commands may be queued before an enqueue waits (0: no bound; tests and overhead measurements).
   virtual void set_queue_limit(std::size_t commands) { (void)commands; }
+  // How long a host wait for this device's work (synchronize, a blocking copy) polls for its completion before it
+  // blocks in the driver, in seconds (0, the default: blocks at once; latency measurements and tests).
+  virtual void set_wait_spin(double seconds) { (void)seconds; }
   // An extra this backend offers under `name` (backend/extensions.h: find_extension<T>), else nullptr.
   virtual void* extension(const std::string& name) {
     (void)name;

@@ -86,6 +86,8 @@ void bind_device(py::module_& m) {
            py::arg("bytes"))
       .def("_set_queue_limit", [](Device& d, std::size_t commands) { d.backend().set_queue_limit(commands); },
            py::arg("commands"))
+      .def("_set_wait_spin", [](Device& d, double seconds) { d.backend().set_wait_spin(seconds); },
+           py::arg("seconds"))
       .def("memory_stats",
            [](Device& d) {
              const MemoryStats s = d.started() ? d.backend().memory_stats() : MemoryStats{};

@@ -21,6 +21,7 @@
 #include <x86intrin.h>
 #endif
 
+#include "core/cpu_relax.h"
 #include "core/fork.h"
 
 namespace hetnn::blas_pool {
@@ -67,17 +68,6 @@ int env_spin_exponent() {
     }
   }
   return e;
-}
-
-// A spinning thread's pause between two looks. Not sched_yield: under the EEVDF scheduler (Linux 6.6+) every
-// yield moves the thread's deadline a whole slice later, so a worker that yielded through its spin waited out a busy
-// neighbour's slices (2-14 ms) before its job ran, where OpenBLAS's own workers, which spin on nops, ran at once.
-inline void relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
 }
 
 uint64_t spin_ticks(int e) {
@@ -147,7 +137,7 @@ void worker(Slot* s, int job) {
     const uint64_t limit = spin_ticks(g_spin_exponent.load(std::memory_order_relaxed));
     while ((g = s->gen.load(std::memory_order_acquire)) == seen && g_quiet.load(std::memory_order_relaxed) == q &&
            ticks() - t0 < limit)
-      relax();
+      cpu_relax();
     g_spinning.fetch_sub(1);
     if (g == seen) {
       std::unique_lock<std::mutex> lk(shared().sleep);
@@ -301,7 +291,7 @@ void run(int /*sync: always 1*/, DoJob dojob, int n, size_t elsize, void* jobdat
     sh.wake.notify_all();
   }
   dojob(0, data, dd);
-  while (g_remaining.load(std::memory_order_acquire) > 0) relax();
+  while (g_remaining.load(std::memory_order_acquire) > 0) cpu_relax();
   g_quiet_seen.store(g_quiet.load());
 }
 

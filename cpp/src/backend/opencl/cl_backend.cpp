@@ -14,6 +14,7 @@
 #include "backend/opencl/cl_args.h"
 #include "backend/opencl/cl_check.h"
 #include "backend/opencl/gemm_tuning.h"
+#include "core/cpu_relax.h"
 #include "core/errors.h"
 #include "core/warn.h"
 
@@ -96,16 +97,19 @@ template <class F>
 cl_event ClBackend::submit(const cl_mem* mems, std::size_t n, bool host_waits, bool want_event, F&& enq) {
   if (on_host_cpus_) blas_pool::quiet();  // the driver's threads run on the CPUs BLAS workers may be spinning on
   const Target t = target();
+  if (t.queue == queue_.get()) queue_pending_.store(true, std::memory_order_relaxed);
+  const bool keep = want_event || recorder_.active();
+  const bool poll = host_waits && wait_spin_.load(std::memory_order_relaxed) > 0;
   cl_event ev = nullptr;
   {
     std::shared_lock<std::shared_mutex> shared(use_mu_);
     if (!streams_) {  // one queue: in order, nothing to track
-      enq(t.queue, 0u, static_cast<const cl_event*>(nullptr), (want_event || recorder_.active()) ? &ev : nullptr,
-          host_waits ? CL_TRUE : CL_FALSE);
-      return ev;
+      enq(t.queue, 0u, static_cast<const cl_event*>(nullptr), (keep || poll) ? &ev : nullptr,
+          host_waits && !poll ? CL_TRUE : CL_FALSE);
+      if (!poll) return ev;
     }
   }
-  {
+  if (!ev) {  // streams: each buffer's last use orders it across queues
     std::unique_lock<std::shared_mutex> lock(use_mu_);
     std::vector<cl_event> waits;
     for (std::size_t i = 0; i < n; ++i) {
@@ -131,13 +135,13 @@ cl_event ClBackend::submit(const cl_mem* mems, std::size_t n, bool host_waits, b
     }
   }
   if (host_waits) {
-    const cl_int st = clWaitForEvents(1, &ev);
-    if (st != CL_SUCCESS) {
+    const cl_int st = await(t.queue, ev);
+    if (st != CL_COMPLETE) {
       clReleaseEvent(ev);
       throw_cl_error(st, "clWaitForEvents(a transfer)");
     }
   }
-  if (!want_event && !recorder_.active()) {
+  if (!keep) {
     clReleaseEvent(ev);
     ev = nullptr;
   }
@@ -462,13 +466,55 @@ void ClBackend::build_source(const std::string& source, const std::string& optio
   build_program(context_.get(), device_, source.c_str(), "<source>", options, info_.name);
 }
 
+cl_int ClBackend::await(cl_command_queue q, cl_event ev) const {
+  const double spin = wait_spin_.load(std::memory_order_relaxed);
+  if (spin > 0) {
+    clFlush(q);  // a command never submitted would never complete
+    const double until = host_seconds() + spin;
+    for (unsigned i = 1;; ++i) {
+      cl_int st = CL_QUEUED;
+      if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr) != CL_SUCCESS) break;
+      if (st <= CL_COMPLETE) return st;
+      if (i % 32 == 0 && host_seconds() > until) break;
+      cpu_relax();
+    }
+  }
+  const cl_int w = clWaitForEvents(1, &ev);
+  cl_int st = CL_QUEUED;
+  if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr) == CL_SUCCESS && st < 0) return st;
+  return w == CL_SUCCESS ? CL_COMPLETE : w;
+}
+
 void ClBackend::synchronize() {
   std::vector<std::shared_ptr<void>> streams;
   {
     std::shared_lock<std::shared_mutex> lock(use_mu_);
     streams = stream_list_;
   }
-  for (const auto& s : streams) HETNN_CL_CHECK(clFinish(static_cast<ClStream*>(s.get())->queue.get()));
+  const bool poll = wait_spin_.load(std::memory_order_relaxed) > 0;
+  for (const auto& s : streams) {
+    auto* stream = static_cast<ClStream*>(s.get());
+    Event last;
+    if (poll) {
+      std::shared_lock<std::shared_mutex> lock(use_mu_);
+      last = stream->last;
+    }
+    if (last) {
+      const cl_int st = await(stream->queue.get(), last.get());
+      if (st != CL_COMPLETE) throw_cl_error(st, "clWaitForEvents(synchronize)");
+    }
+    HETNN_CL_CHECK(clFinish(stream->queue.get()));
+  }
+  if (poll && queue_pending_.exchange(false)) {  // polls a marker behind the queue's work, then finds it idle
+    cl_event m = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      HETNN_CL_CHECK(clEnqueueMarkerWithWaitList(queue_.get(), 0, nullptr, &m));
+    }
+    const Event marker(m);
+    const cl_int st = await(queue_.get(), m);
+    if (st != CL_COMPLETE) throw_cl_error(st, "clWaitForEvents(synchronize)");
+  }
   HETNN_CL_CHECK(clFinish(queue_.get()));
   streams.clear();
   {
