@@ -211,6 +211,34 @@ def _tdot_ref(inp):
     return (np.tensordot(a.astype(np.float64), b.astype(np.float64), axes=n),)
 
 
+def _mms_inputs(rng, dtype):
+    """matmul's stacked forms (the Array API's): a vector or a stack of matrices each side (1-4 dimensions), the
+    stacks broadcast against each other (extents 0-3, some 1), K from 0; integers wrap as NumPy's."""
+    m, k, n = (int(v) for v in rng.integers(0, 6, 3))
+    nd_a, nd_b = (int(v) for v in rng.integers(1, 5, 2))
+    stack = tuple(int(v) for v in rng.integers(0, 4, max(nd_a, nd_b, 2) - 2))
+
+    def stack_of(nd):
+        return tuple(1 if rng.random() < 0.3 else e for e in stack[len(stack) - (nd - 2):]) if nd > 2 else ()
+
+    sa = (k,) if nd_a == 1 else stack_of(nd_a) + (m, k)
+    sb = (k,) if nd_b == 1 else stack_of(nd_b) + (k, n)
+    make = (lambda s: rng.integers(-9, 10, s).astype(dtype)) if dtype in INTS else \
+        (lambda s: rng.standard_normal(s).astype(dtype))
+    return make(sa), make(sb)
+
+
+def _mms_run(dev, inp):
+    a, b = (hetnn.asarray(x, device=dev) for x in inp)
+    return hetnn.matmul(a, b).numpy(), (a @ b).numpy()
+
+
+def _mms_ref(inp):
+    a, b = inp
+    want = np.matmul(a, b) if a.dtype.kind in "iu" else np.matmul(a.astype(np.float64), b.astype(np.float64))
+    return want, want
+
+
 def _mask_inputs(rng, dtype):
     shape = tuple(int(v) for v in rng.integers(0, 5, int(rng.integers(1, 4))))
     x = int_image(rng, shape, dtype) if dtype in INTS else rng.standard_normal(shape).astype(dtype)
@@ -779,12 +807,19 @@ def _pool_bwd(*args, **kw):
 
 
 MATMUL_BAD = [
-    ("int32", _mm(np.ones((2, 2), np.int32), np.ones((2, 2), np.int32)), TypeError, "int32"),
+    ("int32-activation", _mm(np.ones((2, 2), np.int32), np.ones((2, 2), np.int32), activation="relu"), TypeError,
+     "activation needs 2-D or 3-D operands of one floating dtype.*int32"),
     ("inner-mismatch", _mm(np.ones((2, 3), np.float32), np.ones((4, 2), np.float32)), ValueError, "K|inner|shape"),
     ("beta-without-out", _mm(F32, F32, beta=1.0), ValueError, "beta"),
-    ("1d", _mm(np.ones(4, np.float32), F32), ValueError, "a"),
-    ("4d", _mm(np.ones((1, 1, 4, 4), np.float32), F32), ValueError, "a"),
-    ("dtype-mismatch", _mm(F32, F32.astype(np.float64)), TypeError, "dtype"),
+    ("1d-bias", _mm(np.ones(4, np.float32), F32, bias=np.ones(4, np.float32)), ValueError,
+     r"bias needs 2-D or 3-D operands.*\(4,\)"),
+    ("4d-transposed", _mm(np.ones((1, 1, 4, 4), np.float32), F32, transpose_a=True), ValueError, "transpose_a needs"),
+    ("dtype-mismatch-alpha", _mm(F32, F32.astype(np.float64), alpha=2.0), TypeError, "float32 and float64"),
+    ("0d", _mm(np.float32(2.0), F32), ValueError, "a is 0-d"),
+    ("bool", _mm(np.ones((2, 2), bool), np.ones((2, 2), bool)), TypeError, "numeric"),
+    ("vector-misaligned", _mm(F32, np.ones(3, np.float32)), ValueError, "not aligned"),
+    ("stacks-unbroadcastable", _mm(np.ones((2, 4, 4, 4), np.float32), np.ones((3, 4, 4), np.float32)), ValueError,
+     "cannot be broadcast"),
     ("string", _mm("ab", F32), TypeError, "a"),
     ("none", _mm(None, F32), TypeError, "a"),
     ("bias-shape", _mm(F32, F32, bias=np.ones(3, np.float32)), ValueError, "bias"),
@@ -986,6 +1021,10 @@ OPS: Dict[str, Op] = {op.name: op for op in [
          "differ in extent"),
         ("axes", lambda d: hetnn.tensordot(_ew_arr(d, (2, 3)), _ew_arr(d, (3, 2)), axes=-1), ValueError,
          "must be in")]),
+    Op("matmul_stacked", _mms_run, _mms_ref, _mms_inputs, dtypes=F + INTS,
+       tol={"float32": 2e-5, "float64": 1e-12, **dict.fromkeys(INTS, 0.0)}, backend=["matmul"], bad=[
+        ("out", lambda d: hetnn.matmul(_ew_arr(d, (3,)), _ew_arr(d, (3,)), out=hetnn.empty((), device=d)),
+         ValueError, "out needs")]),
     Op("mask_index", _mask_run, _mask_ref, _mask_inputs, dtypes=F + INTS, tol=dict.fromkeys(F + INTS, 0.0),
        bad=[("mask-shape", lambda d: _ew_arr(d, (2, 3))[_ew_arr(d, (3,)) > 0], IndexError, "along axis 0"),
             ("mask-beside", lambda d: _ew_arr(d, (2, 3))[_ew_arr(d, (2,)) > 0, 0], IndexError, "whole index")]),

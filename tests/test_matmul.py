@@ -161,10 +161,22 @@ def test_huge_mismatch_is_rejected_before_any_allocation(device):
         hetnn.matmul(np.zeros((200000, 1), np.float32), np.zeros((2, 200000), np.float32), device=device)
 
 
-@pytest.mark.parametrize("a_shape,b_shape", [((3,), (3, 2)), ((2, 3), (3,)), ((1, 2, 3, 4), (4, 2)),
-                                             ((2, 3, 4), (3, 4, 5))])
-def test_bad_ndim_or_batch(device, a_shape, b_shape):
-    with pytest.raises(ValueError, match="matmul"):
+@pytest.mark.parametrize("a_shape,b_shape", [((3,), (3, 2)), ((2, 3), (3,)), ((3,), (3,)), ((1, 2, 3, 4), (4, 2)),
+                                             ((2, 1, 3, 4), (5, 4, 2)), ((4, 3), (2, 3, 2)), ((0, 3, 4), (4, 2))])
+def test_vectors_and_stacks_as_numpy(device, rng, a_shape, b_shape):
+    """The Array API's matmul (NumPy's): a vector each side, stacks of matrices broadcast against each other."""
+    a, b = rng.standard_normal(a_shape).astype(np.float32), rng.standard_normal(b_shape).astype(np.float32)
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    A, B = hetnn.asarray(a, device=device), hetnn.asarray(b, device=device)
+    for got in (hetnn.matmul(A, B), A @ B):
+        assert got.shape == want.shape and got.dtype == np.float32
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("a_shape,b_shape,match", [((2, 3, 4), (3, 4, 5), "batch"), ((2, 3), (2,), "not aligned"),
+                                                   ((), (3,), "a is 0-d"), ((2, 1, 4, 4), (3, 2, 4, 4), "broadcast")])
+def test_bad_shapes(device, a_shape, b_shape, match):
+    with pytest.raises(ValueError, match=match):
         hetnn.matmul(hetnn.zeros(a_shape, "float32", device=device), hetnn.zeros(b_shape, "float32", device=device))
 
 
@@ -179,17 +191,39 @@ def test_operands_on_different_devices_raise_value_error(opencl_device):
         hetnn.matmul(A, A, device=opencl_device)
 
 
-def test_mixed_or_unsupported_dtypes_raise_type_error(device):
-    with pytest.raises(TypeError, match="float32.*float64|float64.*float32"):
-        hetnn.matmul(np.zeros((2, 2), np.float32), np.zeros((2, 2), np.float64), device=device)
-    with pytest.raises(TypeError, match="int64"):
-        hetnn.matmul(np.zeros((2, 2), np.int64), np.zeros((2, 2), np.int64), device=device)
-    with pytest.raises(TypeError, match="float16"):
-        hetnn.matmul(np.zeros((2, 2), np.float16), np.zeros((2, 2), np.float32), device=device)
-    with pytest.raises(TypeError, match="int32"):
-        hetnn.matmul(hetnn.zeros((2, 2), "int32", device=device), hetnn.zeros((2, 2), "int32", device=device))
-    with pytest.raises(TypeError, match="float16"):  # every device takes float16: no capability branch
-        hetnn.matmul(hetnn.zeros((2, 2), "float32", device=device), hetnn.zeros((2, 2), "float16", device=device))
+def test_mixed_dtypes_promote_and_integers_are_exact(device, rng):
+    """As NumPy: float32 with float64 gives float64, float16 with float32 float32; integers multiply exactly in
+    their type, wrapping (int8 here: sums beyond 127)."""
+    pairs = [("float32", "float64"), ("float16", "float32"), ("int64", "int64"), ("int8", "int8"), ("int32", "int8")]
+    for ta, tb in pairs:
+        if "float64" in (ta, tb) and "float64" not in device.dtypes:
+            continue
+        if ta.startswith("int"):
+            a, b = rng.integers(-99, 100, (3, 5)).astype(ta), rng.integers(-99, 100, (5, 4)).astype(tb)
+        else:
+            a, b = rng.standard_normal((3, 5)).astype(ta), rng.standard_normal((5, 4)).astype(tb)
+        want = np.matmul(a, b)
+        got = hetnn.matmul(hetnn.asarray(a, device=device), hetnn.asarray(b, device=device))
+        assert got.dtype == want.dtype, (ta, tb)
+        if ta.startswith("int"):
+            np.testing.assert_array_equal(got.numpy(), want)
+        else:
+            np.testing.assert_allclose(got.numpy(), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-3)
+
+
+def test_options_need_the_kernels_forms(device):
+    """bias, activation, alpha, beta, out, the transposes and out_dtype are the kernels': 2-D or 3-D operands of one
+    floating dtype. Elsewhere a TypeError (the dtypes) or a ValueError (the shapes) names them."""
+    f32, f16 = hetnn.zeros((2, 2), "float32", device=device), hetnn.zeros((2, 2), "float16", device=device)
+    ints = hetnn.zeros((2, 2), "int32", device=device)
+    with pytest.raises(TypeError, match="alpha needs 2-D or 3-D operands of one floating dtype.*float32 and float16"):
+        hetnn.matmul(f32, f16, alpha=2.0)
+    with pytest.raises(TypeError, match="activation, transpose_a need.*int32"):
+        hetnn.matmul(ints, ints, activation="relu", transpose_a=True)
+    with pytest.raises(ValueError, match=r"bias needs.*\(2,\) and \(2, 2\)"):
+        hetnn.matmul(hetnn.zeros((2,), "float32", device=device), f32, bias=hetnn.zeros((2,), "float32", device=device))
+    with pytest.raises(TypeError, match="numeric"):
+        hetnn.matmul(f32 > 0, f32 > 0)
 
 
 def test_out_problems(device):
@@ -443,19 +477,20 @@ def test_cpu_16_bit_paths_batched_and_fused(rng, dtype, converted):
     assert rel_err(out.numpy(), ref) < TOL[dtype]
 
 
-@pytest.mark.parametrize("case", ["int32", "beta-without-out", "dtype-mismatch", "out-dtype", "bias-dtype"])
+@pytest.mark.parametrize("case", ["int32-activation", "beta-without-out", "dtype-mismatch-alpha", "out-dtype",
+                                  "bias-dtype"])
 def test_numpy_and_array_operands_get_the_same_error(device, case):
     """The checks live once, in the core: NumPy operands and hetnn Arrays got differently worded errors for the
     same mistake (Python kept its own copies)."""
     f = np.ones((4, 4), np.float32)
     calls = {
-        "int32": lambda w: hetnn.matmul(w(f.astype(np.int32)), w(f)),
+        "int32-activation": lambda w: hetnn.matmul(w(f.astype(np.int32)), w(f), activation="relu"),
         "beta-without-out": lambda w: hetnn.matmul(w(f), w(f), beta=1.0),
-        "dtype-mismatch": lambda w: hetnn.matmul(w(f), w(f.astype(np.float64))),
+        "dtype-mismatch-alpha": lambda w: hetnn.matmul(w(f), w(f.astype(np.float64)), alpha=2.0),
         "out-dtype": lambda w: hetnn.matmul(w(f), w(f), out=w(np.zeros((4, 4), np.float64))),
         "bias-dtype": lambda w: hetnn.matmul(w(f), w(f), bias=w(np.zeros(4, np.float64))),
     }
-    if "float64" not in device.dtypes and case in ("dtype-mismatch", "out-dtype", "bias-dtype"):
+    if "float64" not in device.dtypes and case in ("dtype-mismatch-alpha", "out-dtype", "bias-dtype"):
         pytest.skip(f"{device.id} has no float64 arrays")
     messages = []
     for wrap in (lambda x: x, lambda x: hetnn.asarray(x, device=device)):

@@ -133,8 +133,10 @@ void run_matmul(const DevicePtr& dev, std::mt19937& g) {
   expect_throw<ValueError>([&] { matmul(ta ? Array::zeros(dev, {M, K}, DType::f32) : a, wrong, nullptr, none); },
                            "matmul inner-size mismatch");
   Array ints = Array::zeros(dev, {K, N}, DType::i32);
-  expect_throw<TypeError>([&] { matmul(Array::zeros(dev, {M, K}, DType::f32), ints, nullptr, none); },
-                          "matmul int32 operand");
+  MatmulArgs relu;
+  relu.act = Activation::relu;
+  expect_throw<TypeError>([&] { matmul(Array::zeros(dev, {M, K}, DType::f32), ints, nullptr, relu); },
+                          "matmul int32 operand with an activation");
 }
 
 void run_pool(const DevicePtr& dev, std::mt19937& g) {
@@ -776,6 +778,51 @@ void run_tensordot(const DevicePtr& dev, std::mt19937& g) {
   expect_throw<ValueError>([&] { tensordot(c23, c23, {1}, {0}); }, "tensordot mismatched extents");
 }
 
+// matmul's stacked forms (matmul_stacked) of small integer-valued operands against a host loop: a stack (s, 1, m, k)
+// times (t, k, n) broadcast to (s, t, m, n) in int32 and float32, and a vector times a matrix.
+void run_matmul_stacked(const DevicePtr& dev, std::mt19937& g) {
+  std::uniform_int_distribution<int> len(0, 4), lv(-4, 4);
+  const std::int64_t s = len(g), t = len(g), m = len(g), k = len(g), n = len(g);
+  std::vector<std::int32_t> A(static_cast<std::size_t>(s * m * k)), B(static_cast<std::size_t>(t * k * n));
+  for (auto& v : A) v = lv(g);
+  for (auto& v : B) v = lv(g);
+  std::vector<std::int32_t> want(static_cast<std::size_t>(s * t * m * n), 0);
+  for (std::int64_t p = 0; p < s; ++p)
+    for (std::int64_t q = 0; q < t; ++q)
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j)
+          for (std::int64_t r = 0; r < k; ++r)
+            want[static_cast<std::size_t>(((p * t + q) * m + i) * n + j)] +=
+                A[static_cast<std::size_t>((p * m + i) * k + r)] * B[static_cast<std::size_t>((q * k + r) * n + j)];
+  const Array ai = Array::from_host(dev, A.data(), {s, 1, m, k}, DType::i32);
+  const Array bi = Array::from_host(dev, B.data(), {t, k, n}, DType::i32);
+  const Array yi = matmul(ai, bi, nullptr, MatmulArgs{});
+  std::vector<std::int32_t> got(want.size());
+  if (!got.empty()) yi.to_host(got.data());
+  check(yi.shape() == Shape{s, t, m, n} && got == want, dev->id() + " matmul stacks int32");
+  const Array yf = matmul(astype(ai, DType::f32), astype(bi, DType::f32), nullptr, MatmulArgs{});
+  const std::vector<float> gf = host(yf);
+  bool ok = yf.shape() == Shape{s, t, m, n};
+  for (std::size_t i = 0; ok && i < want.size(); ++i) ok = gf[i] == static_cast<float>(want[i]);
+  check(ok, dev->id() + " matmul stacks float32");
+  if (s > 0 && m > 0) {  // the first row of a's first matrix as a vector, times b's first matrix
+    const Array v = getitem(astype(ai, DType::f32), Index{IndexItem{}, IndexItem{}, IndexItem{}});
+    const Array bm = getitem(astype(bi, DType::f32), Index{IndexItem{}});
+    if (t > 0) {
+      const std::vector<float> gv = host(matmul(v, bm, nullptr, MatmulArgs{}));
+      bool okv = gv.size() == static_cast<std::size_t>(n);
+      for (std::size_t j = 0; okv && j < gv.size(); ++j) okv = gv[j] == static_cast<float>(want[j]);
+      check(okv, dev->id() + " matmul vector @ matrix");
+    }
+  }
+  const Array c23 = Array::zeros(dev, {2, 3}, DType::i32);
+  expect_throw<ValueError>([&] { matmul(c23, c23, nullptr, MatmulArgs{}); }, "matmul stacks misaligned");
+  MatmulArgs relu;
+  relu.act = Activation::relu;
+  expect_throw<TypeError>([&] { matmul(c23, Array::zeros(dev, {3, 2}, DType::i32), nullptr, relu); },
+                          "matmul integer with an activation");
+}
+
 // x[mask] and x[mask] = 2 * x[mask] on a (r, c) float32 array with a random row mask, against host selection.
 void run_mask_index(const DevicePtr& dev, std::mt19937& g) {
   std::uniform_int_distribution<int> rows(1, 8), cols(0, 5), lv(-9, 9);
@@ -838,6 +885,7 @@ const OpCase kOps[] = {
     {"argsort", nullptr},       // in run_sort, on the same input
     {"searchsorted", nullptr},  // in run_sort, in the sorted input
     {"tensordot", run_tensordot},
+    {"matmul_stacked", run_matmul_stacked},
     {"mask_index", run_mask_index},
 };
 

@@ -7,6 +7,11 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
+try:
+    from numpy.exceptions import AxisError
+except ImportError:  # NumPy before 1.25
+    from numpy import AxisError  # type: ignore[attr-defined,no-redef]
+
 from ._array import Array, _dtype_name, _first
 from ._device import DeviceLike, device as _resolve_device
 from ._loader import _core
@@ -123,7 +128,7 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
     a, b = _first("vecdot", x1), _first("vecdot", x2)
     for x in (a, b):
         if not -x.ndim <= axis < x.ndim:
-            raise ValueError(f"vecdot: axis {axis} is out of bounds for an array of shape {x.shape}")
+            raise AxisError(f"vecdot: axis {axis} is out of bounds for an array of shape {x.shape}")
     if a.shape[axis] != b.shape[axis]:
         raise ValueError(f"vecdot: x1 and x2 must have one extent along axis {axis}, got shapes {a.shape} and "
                          f"{b.shape}")

@@ -1,5 +1,6 @@
 // Typed errors thrown by the core and the backends. The Python bindings map each to a Python exception:
-// ValueError -> ValueError, TypeError -> TypeError, IndexError -> IndexError, OutOfMemory -> MemoryError, OpenCLError -> hetnn.OpenCLError,
+// ValueError -> ValueError, AxisError -> numpy's AxisError, TypeError -> TypeError, IndexError -> IndexError,
+// OutOfMemory -> MemoryError, OpenCLError -> hetnn.OpenCLError,
 // CompileError -> hetnn.CompileError. Nothing in hetnn aborts the process on a bad input or a driver error.
 #pragma once
 #include <stdexcept>
@@ -22,6 +23,12 @@ struct TypeError : Error {
 // An index outside an axis, or an index the array cannot take (Python's IndexError, as NumPy's).
 struct IndexError : Error {
   using Error::Error;
+};
+
+// An axis outside an array's dimensions: NumPy's AxisError in Python, both a ValueError and an IndexError (as the
+// Array API asks).
+struct AxisError : ValueError {
+  using ValueError::ValueError;
 };
 
 struct OutOfMemory : Error {

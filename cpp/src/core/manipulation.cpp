@@ -42,7 +42,7 @@ Strides broadcast_strides(const char* name, const Array& src, const Shape& to) {
 
 int norm_axis(const char* name, int axis, int ndim, const char* arg = "axis") {
   if (axis < -ndim || axis >= ndim)
-    throw ValueError(who(name) + ": " + arg + " " + std::to_string(axis) + " is out of bounds for an array of " +
+    throw AxisError(who(name) + ": " + arg + " " + std::to_string(axis) + " is out of bounds for an array of " +
                      std::to_string(ndim) + " dimension" + (ndim == 1 ? "" : "s"));
   return axis < 0 ? axis + ndim : axis;
 }
@@ -441,7 +441,12 @@ Array stack(const std::vector<Array>& xs, int axis) {
 
 Array expand_dims(const Array& x, int axis) {
   check_valid("expand_dims", x);
-  const int k = norm_axis("expand_dims", axis, x.ndim() + 1);
+  const int n = x.ndim();
+  if (axis < -n - 1 || axis > n)
+    throw AxisError(who("expand_dims") + ": axis " + std::to_string(axis) + " is out of bounds for an array of " +
+                    std::to_string(n) + " dimension" + (n == 1 ? "" : "s") + " (a new axis goes at -" +
+                    std::to_string(n + 1) + " to " + std::to_string(n) + ")");
+  const int k = axis < 0 ? axis + n + 1 : axis;
   Shape shape = x.shape();
   shape.insert(shape.begin() + k, 1);
   return x.reshape(shape);

@@ -36,7 +36,7 @@ MaskShape check_mask(const std::string& who, const Array& x, const Array& mask) 
   MaskShape m;
   for (int i = 0; i < mask.ndim(); ++i) {
     const std::int64_t mi = mask.shape()[static_cast<std::size_t>(i)], xi = x.shape()[static_cast<std::size_t>(i)];
-    if (mi != xi)
+    if (mi != xi && mi != 0)  // an axis of length 0 selects nothing, whatever x's length there (as NumPy)
       throw IndexError(who + ": the mask's shape " + shape_str(mask.shape()) + " does not match the array's " +
                        shape_str(x.shape()) + " along axis " + std::to_string(i) + " (" + std::to_string(mi) +
                        " against " + std::to_string(xi) + ")");

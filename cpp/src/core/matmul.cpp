@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/errors.h"
+#include "core/linalg.h"
 
 namespace hetnn {
 
@@ -149,9 +150,44 @@ Array operand(const Array& x, bool& trans) {
   return x.dense();
 }
 
+// The forms the kernels take: 2-D or 3-D operands of one floating dtype. Anything else is the Array API's matmul
+// (matmul_stacked), which takes none of the options.
+bool kernel_form(const Array& a, const Array& b) {
+  const DType t = a.dtype();
+  return a.ndim() >= 2 && a.ndim() <= 3 && b.ndim() >= 2 && b.ndim() <= 3 && b.dtype() == t &&
+         (t == DType::f32 || t == DType::f64 || t == DType::f16 || t == DType::bf16);
+}
+
+std::string options_given(const Array* out, const MatmulArgs& args) {
+  std::string s;
+  const auto add = [&](const char* name) { s += (s.empty() ? "" : ", ") + std::string(name); };
+  if (out) add("out");
+  if (args.bias) add("bias");
+  if (args.act != Activation::none) add("activation");
+  if (args.alpha != 1.0) add("alpha");
+  if (args.beta != 0.0) add("beta");
+  if (args.trans_a) add("transpose_a");
+  if (args.trans_b) add("transpose_b");
+  if (args.out_dtype) add("out_dtype");
+  return s;
+}
+
 }  // namespace
 
 Array matmul(const Array& a_in, const Array& b_in, const Array* out, const MatmulArgs& args_in) {
+  if (a_in.valid() && b_in.valid() && a_in.device() == b_in.device() && !kernel_form(a_in, b_in)) {
+    const std::string opts = options_given(out, args_in);
+    if (!opts.empty()) {
+      const std::string msg = "matmul: " + opts + " need" + (opts.find(',') == std::string::npos ? "s" : "") +
+                              " 2-D or 3-D operands of one floating dtype (float32, float64, float16 or bfloat16), "
+                              "got shapes " + shape_str(a_in.shape()) + " and " + shape_str(b_in.shape()) +
+                              ", dtypes " + dtype_name(a_in.dtype()) + " and " + dtype_name(b_in.dtype());
+      const bool shapes_fit = a_in.ndim() >= 2 && a_in.ndim() <= 3 && b_in.ndim() >= 2 && b_in.ndim() <= 3;
+      if (shapes_fit) throw TypeError(msg);  // the dtypes are what the kernels do not take
+      throw ValueError(msg);
+    }
+    return matmul_stacked(a_in, b_in, args_in.precision);
+  }
   MatmulArgs args = args_in;
   const Array a = operand(a_in, args.trans_a), b = operand(b_in, args.trans_b);
   const Array bias_d = args.bias ? args.bias->dense() : Array();

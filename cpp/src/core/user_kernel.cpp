@@ -507,7 +507,7 @@ std::vector<Array> ReductionKernel::call(const std::vector<ElementwiseKernel::In
   std::vector<bool> red(static_cast<std::size_t>(ndim), axes.all);
   for (int a : axes.list) {
     if (a < -ndim || a >= ndim)
-      throw ValueError(who + ": axis " + std::to_string(a) + " is out of bounds for the inputs' shape " +
+      throw AxisError(who + ": axis " + std::to_string(a) + " is out of bounds for the inputs' shape " +
                        shape_str(shape));
     const std::size_t k = static_cast<std::size_t>(a < 0 ? a + ndim : a);
     if (red[k]) throw ValueError(who + ": axis " + std::to_string(a) + " is given twice");

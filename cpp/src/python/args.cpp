@@ -1,7 +1,9 @@
 // Python arguments -> the core's argument types, with the op and the argument named in every message (bindings.h).
 // Range checks (positive, at most half the kernel, ...) stay in the core: these only convert.
+#include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "core/errors.h"
@@ -62,9 +64,13 @@ std::string type_name(py::handle v) { return py::str(py::type::of(v).attr("__nam
 
 }  // namespace
 
-std::int64_t arg_int(py::handle v, const char* op, const char* name, const char* expected) {
+namespace {
+
+// v's value when it is an int that fits in int64; else nullopt, with `overflow` its sign when it is an int that does
+// not fit (0 when it is no int at all).
+std::optional<std::int64_t> int_value(py::handle v, int& overflow) {
   PyObject* o = v.ptr();
-  int overflow = 0;
+  overflow = 0;
   if (PyLong_CheckExact(o)) {  // the common case, without the protocol lookups
     const long long k = PyLong_AsLongLongAndOverflow(o, &overflow);
     if (!overflow) return k;
@@ -79,16 +85,31 @@ std::int64_t arg_int(py::handle v, const char* op, const char* name, const char*
       PyErr_Clear();
     }
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::int64_t arg_int(py::handle v, const char* op, const char* name, const char* expected) {
+  int overflow = 0;
+  if (const std::optional<std::int64_t> k = int_value(v, overflow)) return *k;
   if (overflow)
     throw ValueError(std::string("hetnn.") + op + ": " + name + " " + std::string(py::str(v)) +
                      " does not fit in int64");
   throw TypeError(std::string("hetnn.") + op + ": " + name + " must be " + expected + ", got " + type_name(v));
 }
 
+std::int64_t arg_int_clamped(py::handle v, const char* op, const char* name, std::int64_t limit) {
+  int overflow = 0;
+  if (const std::optional<std::int64_t> k = int_value(v, overflow)) return std::clamp(*k, -limit, limit);
+  if (overflow) return overflow > 0 ? limit : -limit;
+  throw TypeError(std::string("hetnn.") + op + ": " + name + " must be an int, got " + type_name(v));
+}
+
 int arg_axis(py::handle v, const char* op, const char* name, const char* expected) {
   const std::int64_t k = arg_int(v, op, name, expected);
   if (k < -(1 << 20) || k > (1 << 20))
-    throw ValueError(std::string("hetnn.") + op + ": " + name + " " + std::to_string(k) + " is out of bounds");
+    throw AxisError(std::string("hetnn.") + op + ": " + name + " " + std::to_string(k) + " is out of bounds");
   return static_cast<int>(k);
 }
 

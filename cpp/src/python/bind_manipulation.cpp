@@ -317,7 +317,7 @@ void bind_manipulation(py::module_& m) {
         const std::int64_t r = arg_int(n_rows, "eye", "n_rows");
         const std::optional<std::int64_t> c =
             n_cols.is_none() ? std::nullopt : std::optional<std::int64_t>(arg_int(n_cols, "eye", "n_cols"));
-        const std::int64_t diag = arg_int(k, "eye", "k");
+        const std::int64_t diag = arg_int_clamped(k, "eye", "k", std::int64_t{1} << 62);  // beyond: no diagonal
         const std::optional<DType> t = arg_dtype(dtype);
         NoGil nogil;
         return eye(dev, r, c, diag, t);

@@ -50,7 +50,7 @@ Axes axes_of(const py::handle& v, const std::string& who) {
       throw TypeError("hetnn." + who + ": axis must be None, an int or a tuple of ints, got " +
                       std::string(py::str(py::type::of(h).attr("__name__"))));
     const long long k = h.cast<long long>();
-    if (k < -(1LL << 20) || k > (1LL << 20)) throw ValueError("hetnn." + who + ": axis " + std::to_string(k) + " is out of bounds");
+    if (k < -(1LL << 20) || k > (1LL << 20)) throw AxisError("hetnn." + who + ": axis " + std::to_string(k) + " is out of bounds");
     return static_cast<int>(k);
   };
   if (py::isinstance<py::tuple>(v) || py::isinstance<py::list>(v)) {

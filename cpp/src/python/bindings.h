@@ -69,7 +69,9 @@ Conv2dArgs arg_conv2d(const char* op, py::object stride, py::object padding, py:
 // An int (a Python int, a NumPy integer, a 0-d integer NumPy array; not a bool, an array or a hetnn Array), else
 // TypeError "hetnn.<op>: <name> must be <expected>, got <type>", or ValueError when it does not fit in int64.
 std::int64_t arg_int(py::handle v, const char* op, const char* name, const char* expected = "an int");
-// arg_int within +-2**20 (ValueError "... is out of bounds" beyond: the core checks the array's own bounds).
+// arg_int, an int beyond +-limit taken as +-limit (however large: where any such value means the same).
+std::int64_t arg_int_clamped(py::handle v, const char* op, const char* name, std::int64_t limit);
+// arg_int within +-2**20 (AxisError "... is out of bounds" beyond: the core checks the array's own bounds).
 int arg_axis(py::handle v, const char* op, const char* name = "axis", const char* expected = "an int");
 // A Python bool, int or float (or a NumPy scalar of those kinds) as a weak scalar of the op `op`, else TypeError.
 EwScalar arg_scalar(const py::handle& v, const char* op);

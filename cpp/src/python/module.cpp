@@ -66,6 +66,14 @@ PYBIND11_MODULE(_core, m) {
   static py::handle compile_error = PyErr_NewExceptionWithDoc(
       "hetnn.CompileError", "An OpenCL program failed to build. Attributes: log, options, kernel, device.",
       base.ptr(), nullptr);
+  // NumPy's AxisError (numpy.exceptions since 1.25, numpy before): a ValueError and an IndexError
+  static py::handle axis_error = [] {
+    py::module_ np = py::module_::import("numpy");
+    py::object t = py::hasattr(np, "exceptions") && py::hasattr(np.attr("exceptions"), "AxisError")
+                       ? np.attr("exceptions").attr("AxisError")
+                       : np.attr("AxisError");
+    return t.release();
+  }();
   m.attr("HetnnError") = base;
   m.attr("OpenCLError") = cl_error;
   m.attr("CompileError") = compile_error;
@@ -80,6 +88,8 @@ PYBIND11_MODULE(_core, m) {
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
+    } catch (const AxisError& e) {
+      PyErr_SetString(axis_error.ptr(), e.what());
     } catch (const ValueError& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const TypeError& e) {
