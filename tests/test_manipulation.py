@@ -198,8 +198,40 @@ def test_expand_dims_and_squeeze_are_views(device, rng):
     assert hetnn.reshape(a, (4, 3)).shape == (4, 3) and hetnn.reshape(a, (-1,), copy=True).shape == (12,)
     with pytest.raises(ValueError, match="extent 4"):
         hetnn.squeeze(a, 2)
-    with pytest.raises(ValueError, match="out of bounds"):
-        hetnn.expand_dims(a, axis=5)
+    assert hetnn.expand_dims(a, axis=3).shape == (3, 1, 4, 1) and hetnn.expand_dims(a, axis=-4).shape == (1, 3, 1, 4)
+    for axis in (4, -5):
+        with pytest.raises(np.exceptions.AxisError, match="new axis goes at -4 to 3"):
+            hetnn.expand_dims(a, axis=axis)
+
+
+def test_axes_out_of_range_are_axis_errors(device, rng):
+    """NumPy's AxisError, a ValueError and an IndexError (the Array API's tests ask the latter) from every check."""
+    _, a = _pair(rng, device, "float32", (3, 4))
+    calls = [lambda: hetnn.sum(a, axis=2), lambda: hetnn.max(a, axis=(0, -3)), lambda: hetnn.flip(a, axis=2),
+             lambda: hetnn.sort(a, axis=-3), lambda: hetnn.squeeze(a, 5), lambda: hetnn.expand_dims(a, axis=9),
+             lambda: hetnn.tensordot(a, a, axes=([2], [0])), lambda: hetnn.vecdot(a, a, axis=3),
+             lambda: hetnn.cumulative_sum(a, axis=4)]
+    for call in calls:
+        with pytest.raises(np.exceptions.AxisError, match="out of bounds") as info:
+            call()
+        assert isinstance(info.value, ValueError) and isinstance(info.value, IndexError)
+
+
+def test_a_zero_length_mask_axis_selects_nothing(device, rng):
+    """As NumPy: x[mask] with a mask axis of length 0 where x's is longer selects nothing (an IndexError before)."""
+    x, a = _pair(rng, device, "float32", (2, 3, 4))
+    for shape in ((0,), (2, 0), (0, 0)):
+        m = np.zeros(shape, bool)
+        got = a[hetnn.asarray(m, device=device)]
+        assert got.shape == x[m].shape
+        b = a.copy()
+        b[hetnn.asarray(m, device=device)] = 7.0
+        _same(b, x)
+
+
+def test_eye_takes_any_diagonal(device):
+    for k in (2**63, -2**80, 3, -3):
+        _same(hetnn.eye(3, k=k, dtype="float32", device=device), np.zeros((3, 3), np.float32))
 
 
 @pytest.mark.parametrize("dtype", ("float32", "int64", "uint8", "float16"))
