@@ -290,3 +290,26 @@ def test_asarray_copy_keyword_follows_the_array_api(device):
     else:
         with pytest.raises(ValueError, match="copy=False"):
             hetnn.asarray(np.ones(3, np.float32), device=device, copy=False)
+
+
+def test_asarray_of_a_list_of_arrays_stays_on_their_device(device, rng):
+    """A nested list of an OpenCL device's Arrays was refused (its host conversion is an implicit copy); it is now
+    stacked on the device, numbers beside the Arrays uploaded, dtypes promoted as stack's."""
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    a = hetnn.asarray(x, device=device)
+    prev = hetnn.set_implicit_host_copies(False)  # the default: an OpenCL Array is never read by NumPy
+    try:
+        t = hetnn.asarray([[a[i, j] for i in range(2)] for j in range(3)])
+        assert t.device == device and t.shape == (3, 2) and t.dtype == np.float32
+        np.testing.assert_array_equal(t.numpy(), x.T)
+        rows = hetnn.asarray([a[0], a[1], [7, 8, 9]], dtype="float32")
+        np.testing.assert_array_equal(rows.numpy(), np.vstack([x, [7, 8, 9]]))
+    finally:
+        hetnn.set_implicit_host_copies(prev)
+    with pytest.raises(ValueError, match="ragged.*\\(2,\\) and \\(3,\\)"):
+        hetnn.asarray([a[0], a[1, :2]])
+    others = [d for d in hetnn.devices() if d != device]
+    if others:
+        with pytest.raises(TypeError, match="move them to one device"):
+            hetnn.asarray([a[0], hetnn.asarray(x[0], device=others[0])])
+        assert hetnn.asarray([a[0], a[1]], device=others[0]).device == others[0]

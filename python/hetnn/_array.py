@@ -675,9 +675,54 @@ def _asarray(obj: Any, dt: Optional[np.dtype], device: DeviceLike, copy: Optiona
         if not hasattr(obj, "__dlpack__"):
             raise ValueError(f"asarray(copy=False): a {type(obj).__name__} cannot be shared without a copy")
         return from_dlpack(obj, device=device, copy=False)
+    if isinstance(obj, (list, tuple)) and _holds_arrays(obj):
+        return _from_nested(obj, dt, device)
     dev = _resolve_device(device)
     arr = _host_array(obj, dt, "asarray")
     return Array(_core.Array.from_numpy(dev._dev, arr, nonblocking))
+
+
+def _holds_arrays(obj: Any) -> bool:
+    return any(isinstance(x, Array) or (isinstance(x, (list, tuple)) and _holds_arrays(x)) for x in obj)
+
+
+def _from_nested(obj: Any, dt: Optional[np.dtype], device: DeviceLike) -> Array:
+    """A (nested) sequence holding hetnn Arrays (numbers beside them), stacked on the Arrays' device: no copy to the
+    host and back (which another device's Arrays would need), dtypes promoted as ``stack`` does; then moved to
+    ``device`` when one is named."""
+    from ._manipulation import stack
+
+    found: Dict[str, Device] = {}
+
+    def visit(x: Any) -> None:
+        if isinstance(x, Array):
+            found.setdefault(x.device.id, x.device)
+        elif isinstance(x, (list, tuple)):
+            for e in x:
+                visit(e)
+
+    visit(obj)
+    if len(found) > 1:
+        raise TypeError(f"asarray: the sequence holds Arrays on {' and '.join(sorted(found))}; move them to one "
+                        f"device first (.to(device))")
+    on = next(iter(found.values()))
+
+    def build(x: Any) -> Array:
+        if isinstance(x, Array):
+            return x
+        if isinstance(x, (list, tuple)) and _holds_arrays(x):
+            parts = [build(e) for e in x]
+            shapes = sorted({p.shape for p in parts})
+            if len(shapes) > 1:
+                raise ValueError(f"asarray: the nested sequence is ragged: parts of shapes {shapes[0]} and "
+                                 f"{shapes[1]} side by side")
+            return stack(parts)
+        return _asarray(x, None, on, None, False)  # numbers (or sequences of them) beside the Arrays: uploaded
+
+    y = build(obj)
+    if dt is not None and dt != y.dtype:
+        y = y.astype(dt)
+    return y if device is None else y.to(_resolve_device(device))
 
 
 def from_dlpack(x: Any, /, *, device: DeviceLike = None, copy: Optional[bool] = None) -> Array:
