@@ -62,8 +62,11 @@ def test_tensordot_promotes_and_refuses(device, rng):
 
 def test_outer_diagonal_and_trace(device, rng):
     x, y = _data(rng, "float32", (4,)), _data(rng, "float32", (3,))
+    x[0], y[1] = -0.0, -1.0  # signed zeros as NumPy's: the products alone (a sum from 0 gave +0.0)
     got = linalg.outer(hetnn.asarray(x, device=device), hetnn.asarray(y, device=device))
-    assert rel_err(got.numpy(), np.outer(x.astype(np.float64), y)) < 1e-6
+    np.testing.assert_array_equal(got.numpy().view(np.uint32), np.outer(x, y).view(np.uint32))
+    np.testing.assert_array_equal(hetnn.tensordot(hetnn.asarray(x, device=device), hetnn.asarray(y, device=device),
+                                                  axes=0).numpy().view(np.uint32), np.outer(x, y).view(np.uint32))
     m = _data(rng, "int32", (2, 4, 5))
     a = hetnn.asarray(m, device=device)
     for k in (0, 1, 3, 4, 5, -1, -3, -4, -6):

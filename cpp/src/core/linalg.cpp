@@ -78,6 +78,10 @@ Array tensordot(const Array& a, const Array& b, const std::vector<int>& axes_a, 
   pb.insert(pb.end(), fb.begin(), fb.end());
   const Array A = permute_dims(a.dtype() == t ? a : astype(a, t), pa).reshape({m, k});
   const Array B = permute_dims(b.dtype() == t ? b : astype(b, t), pb).reshape({k, n});
+  if (sa.empty()) {  // an outer product: the products alone, as NumPy's (a sum from 0 would turn -0.0 into 0.0)
+    const Array Bt = B.reshape({1, n});
+    return elementwise(EwOp::multiply, A.reshape({m, 1}), &Bt, nullptr).reshape(shape);
+  }
   if (is_floating(t)) return matmul(A, B, nullptr, MatmulArgs{}).reshape(shape);
   // integers: rows of A times B broadcast (rows, k, n), summed over k, a block of rows at a time
   const Array B3 = B.reshape({1, k, n});
