@@ -206,14 +206,14 @@ HETNN_CLONES void exp_f32_loop(std::int64_t m, const float* x, float* r) {
   }
 }
 
-// The functions of vec_functions.h over blocks of 64 elements of type T: the form 8 lanes at a time for the
+// The functions of vec_functions.h over blocks of 64 elements of type T: the form W lanes at a time (LOAD) for the
 // elements in its domain (OK of `a`, and `b` for two operands), LIBM for the others (NaN, infinities, the domain's
 // edges, arguments beyond the reduction's range), per element: for float32 libm's double call rounded once as the
 // forms are. An element's result never depends on its block's neighbours (when a block went to libm whole, a float64
 // cosh beside an overflowing one came out 2 ulp off, glibc's, instead of the form's 1). The libm results of a
 // mixed block are taken before the form writes the block (r may be x). The functions below return false for an op
 // they do not take.
-#define HETNN_FN_BLOCKS(T, OK, FORM, LIBM)                                                                    \
+#define HETNN_FN_BLOCKS_W(T, W, LOAD, OK, FORM, LIBM)                                                         \
   for (std::int64_t j0 = 0; j0 < m; j0 += 64) {                                                               \
     const std::int64_t e = std::min(m, j0 + 64);                                                              \
     prefetch_block(x + j0);                                                                                   \
@@ -241,16 +241,16 @@ HETNN_CLONES void exp_f32_loop(std::int64_t m, const float* x, float* r) {
       }                                                                                                       \
     }                                                                                                         \
     std::int64_t j = j0;                                                                                      \
-    for (; j + 8 <= e; j += 8) {                                                                              \
-      const auto va = vecfn::load(x + j), vb = z ? vecfn::load(z + j) : va;                                   \
+    for (; j + (W) <= e; j += (W)) {                                                                          \
+      const auto va = vecfn::LOAD(x + j), vb = z ? vecfn::LOAD(z + j) : va;                                   \
       (void)vb;                                                                                               \
       vecfn::store(r + j, FORM);                                                                              \
     }                                                                                                         \
     if (j < e) { /* the ragged end through a padded vector */                                                 \
-      alignas(64) T ta[8] = {}, tb[8] = {};                                                                   \
+      alignas(64) T ta[W] = {}, tb[W] = {};                                                                   \
       std::memcpy(ta, x + j, static_cast<std::size_t>(e - j) * sizeof(T));                                    \
       if (z) std::memcpy(tb, z + j, static_cast<std::size_t>(e - j) * sizeof(T));                             \
-      const auto va = vecfn::load(ta), vb = vecfn::load(tb);                                                  \
+      const auto va = vecfn::LOAD(ta), vb = vecfn::LOAD(tb);                                                  \
       (void)vb;                                                                                               \
       vecfn::store(ta, FORM);                                                                                 \
       std::memcpy(r + j, ta, static_cast<std::size_t>(e - j) * sizeof(T));                                    \
@@ -261,13 +261,14 @@ HETNN_CLONES void exp_f32_loop(std::int64_t m, const float* x, float* r) {
     }                                                                                                         \
   }                                                                                                           \
   return true
+#define HETNN_FN_BLOCKS(T, OK, FORM, LIBM) HETNN_FN_BLOCKS_W(T, 8, load, OK, FORM, LIBM)
 
 HETNN_CLONES bool functions_f32(EwOp op, std::int64_t m, const float* x, const float* z, float* r) {
   using namespace vecfn;
   constexpr float M = kFltMax;
   const auto D = [](double v) { return static_cast<float>(v); };
   switch (op) {
-    case EwOp::tanh: HETNN_FN_BLOCKS(float, a == a, tanh8(va), D(std::tanh(double(a))));
+    case EwOp::tanh: HETNN_FN_BLOCKS_W(float, 16, load16, a == a, tanh16(va), D(std::tanh(double(a))));
     case EwOp::sinh: HETNN_FN_BLOCKS(float, a == a, sinh8(va), D(std::sinh(double(a))));
     case EwOp::cosh: HETNN_FN_BLOCKS(float, a == a, cosh8(va), D(std::cosh(double(a))));
     case EwOp::expm1: HETNN_FN_BLOCKS(float, a == a, expm1_8(va), D(std::expm1(double(a))));
