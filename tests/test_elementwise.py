@@ -562,7 +562,7 @@ def test_float32_functions_are_within_their_ulp_bound_over_the_whole_range(devic
     functions within the OpenCL C bound; NaN, infinities and zeros (their signs too) exactly NumPy's, mixed into the
     sweep and in a call of their own with the domains' edges; the edges with finite results in a call of their own
     (log1p and acosh of 2^53 were 262144 and 524288 ulp off: a rounding "correction" of 1). tanh computes in float
-    lanes: the test below checks it over the whole range."""
+    lanes, and so does atan: the test below checks them over the whole range."""
     rng = np.random.default_rng()
     binary = OPS[op][0] == 2
     fn = getattr(np, NP_NAME.get(op, op))
@@ -600,11 +600,11 @@ _LEVEL_FLAGS = {"x86-64-v4": {"avx512f", "avx512bw", "avx512cd", "avx512dq", "av
 
 
 @pytest.mark.parametrize("level", sorted(_LEVEL_FLAGS))
-def test_float_lane_tanh_is_within_an_ulp_at_every_clone_level(level, tmp_path):
-    """The CPU device's float32 tanh computes in float lanes (vec_functions.h tanh16), where rounding errors are not
-    hidden by a double evaluation: scripts/check_tanh_f32.cpp built for each x86-64 level the loops are cloned for
-    (with and without fused multiply-adds), every 61st block of 16 float32 of [0, 10) against tanh in double
-    rounded, the negatives mirrored, infinities and zeros: none more than 1 ulp away."""
+def test_float_lane_functions_are_within_an_ulp_at_every_clone_level(level, tmp_path):
+    """The CPU device's float32 tanh and atan compute in float lanes (vec_functions.h tanh16, atan16), where rounding
+    errors are not hidden by a double evaluation: scripts/check_float_lanes.cpp built for each x86-64 level the loops
+    are cloned for (with and without fused multiply-adds), every 61st block of 16 float32 of each range against the
+    function in double rounded, the negatives mirrored, infinities and zeros: none more than 1 ulp away."""
     import platform
     import shutil
     import subprocess
@@ -621,11 +621,12 @@ def test_float_lane_tanh_is_within_an_ulp_at_every_clone_level(level, tmp_path):
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     exe = str(tmp_path / "check")
     subprocess.run(["g++", "-O2", "-std=c++17", "-fopenmp", "-Wno-psabi", f"-march={level}",
-                    "-I" + os.path.join(root, "cpp", "src"), os.path.join(root, "scripts", "check_tanh_f32.cpp"),
+                    "-I" + os.path.join(root, "cpp", "src"), os.path.join(root, "scripts", "check_float_lanes.cpp"),
                     "-o", exe], check=True, capture_output=True, timeout=300)
-    r = subprocess.run([exe, "61"], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert " 0 by more than 1 ulp; 0 negatives not the mirror; 0 specials off" in r.stdout, r.stdout
+    for fn in ("tanh", "atan"):
+        r = subprocess.run([exe, fn, "61"], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert " 0 by more than 1 ulp; 0 negatives not the mirror; 0 specials off" in r.stdout, r.stdout
 
 
 @pytest.mark.parametrize("op", ["exp", "expm1", "log", "log1p", "log2", "cosh"])

@@ -282,7 +282,7 @@ HETNN_CLONES bool functions_f32(EwOp op, std::int64_t m, const float* x, const f
     case EwOp::sin: HETNN_FN_BLOCKS(float, std::fabs(a) <= kTrigMax, sin8(va), D(std::sin(double(a))));
     case EwOp::cos: HETNN_FN_BLOCKS(float, std::fabs(a) <= kTrigMax, cos8(va), D(std::cos(double(a))));
     case EwOp::tan: HETNN_FN_BLOCKS(float, std::fabs(a) <= kTrigMax, tan8(va), D(std::tan(double(a))));
-    case EwOp::atan: HETNN_FN_BLOCKS(float, a == a, atan8(va), D(std::atan(double(a))));
+    case EwOp::atan: HETNN_FN_BLOCKS_W(float, 16, load16, a == a, atan16(va), D(std::atan(double(a))));
     case EwOp::asin: HETNN_FN_BLOCKS(float, std::fabs(a) <= 1.0f, asin8(va), D(std::asin(double(a))));
     case EwOp::acos: HETNN_FN_BLOCKS(float, std::fabs(a) <= 1.0f, acos8(va), D(std::acos(double(a))));
     case EwOp::pow:

@@ -5,8 +5,8 @@
 // float select met the double arithmetic. float32: the input is exact in double and every double form is good to
 // about 1e-12 relative, so the one rounding to float32 gives the correctly rounded result except where the exact
 // value lies within that of a midpoint: within 1 ulp everywhere (checked over every fifth float32 of each
-// function's domain; off by one in fewer than 1 in 10^6). float32 tanh computes in float lanes, 16 at a time (twice
-// the lanes; checked over every float32). float64: within 1 ulp (sampled against long double).
+// function's domain; off by one in fewer than 1 in 10^6). float32 tanh and atan compute in float lanes, 16 at a time
+// (twice the lanes; checked over every float32: scripts/check_float_lanes.cpp). float64: within 1 ulp (sampled against long double).
 // Each function takes only the inputs its caller's domain test admits (elementwise_cpu.cpp sends other blocks to
 // libm): no NaN, and a domain where the forms need no special cases; lanes beyond a call's end may hold anything.
 #pragma once
@@ -290,7 +290,7 @@ HETNN_VI F16 horner(F16 x, float hi, C... rest) {
 // relative error on Chebyshev nodes, 27 bits); beyond, 1 - 2 / (e^2t + 1), e^2t = 2^n (1 + r + r^2 Q(r)) with
 // 2t = n ln2 + r, |r| <= ln2/2, Q Taylor's to r^7 / 7!; from 9.1 on it is 1 in float32. Every float32 of [0, 10)
 // against tanh in double rounded to float32, with fused multiply-adds and without: none more than 1 ulp away, 0.2 %
-// 1 ulp away (the double form: 1 in 10^6), at 16 lanes where that form had 8 (scripts/check_tanh_f32.cpp).
+// 1 ulp away (the double form: 1 in 10^6), at 16 lanes where that form had 8 (scripts/check_float_lanes.cpp).
 HETNN_VI F16 tanh16(F16 a) {
   const F16 t = (F16)((I16)a & 0x7FFFFFFF), z = t * t;
   const F16 p = horner(z, 0.0001417955432233068f, -0.0009199668306646327f, 0.0032018741006292445f,
@@ -306,6 +306,24 @@ HETNN_VI F16 tanh16(F16 a) {
   const F16 e = (F16)((I16)m + (__builtin_convertvector(n, I16) << 23));
   const F16 big = 1.0f - 2.0f / (e + 1.0f);
   const F16 v = t <= 1.0f ? small : (t < 9.1f ? big : 1.0f);
+  return (F16)((I16)v | ((I16)a & std::numeric_limits<std::int32_t>::min()));
+}
+
+// atan: t = |x| as t <= 0.5625: t; below 2: pi/4 + atan((t - 1) / (t + 1)); beyond: pi/2 + atan(-1 / t) (one
+// division for all three), each offset in two parts; then |u| <= 0.5625 and atan u = u + u z P(z), z = u^2, P of
+// degree 7 fitted as tanh's (32 bits). The first bound keeps results below 0.5 (where the ulp halves) out of the
+// reduced form, whose rounded u would cost them up to 1.7 ulp. Every float32 of [0, inf] checked as tanh's: none more
+// than 1 ulp from atan in double rounded, 0.21 % 1 ulp away.
+HETNN_VI F16 atan16(F16 a) {
+  const F16 t = (F16)((I16)a & 0x7FFFFFFF);
+  const I16 mid = t > 0.5625f, far = t >= 2.0f;
+  const F16 num = far ? -1.0f : (mid ? t - 1.0f : t), den = far ? t : (mid ? t + 1.0f : 1.0f);
+  const F16 hi = far ? 1.57079637050628662109375f : (mid ? 0.785398185253143310546875f : 0.0f);
+  const F16 lo = far ? -4.3711388e-08f : (mid ? -2.1855694e-08f : 0.0f);
+  const F16 u = num / den, z = u * u;
+  const F16 p = horner(z, 0.021141677275581368f, -0.05110360683524609f, 0.07318043084740966f, -0.0903860041938118f,
+                       0.11107039989138463f, -0.14285556241256633f, 0.1999999763565903f, -0.33333333327470316f);
+  const F16 v = hi + (lo + ((u * z) * p + u));
   return (F16)((I16)v | ((I16)a & std::numeric_limits<std::int32_t>::min()));
 }
 

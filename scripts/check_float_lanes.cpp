@@ -1,0 +1,78 @@
+// The CPU device's float-lane float32 functions (vec_functions.h tanh16, atan16) over every float32 of their range
+// (tanh: [0, 10), 1 beyond; atan: [0, inf]) against the function in double rounded to float32; the negatives' signs
+// and a few specials. Prints how many results differ and how many by more than 1 ulp (exit status 1 if any); an
+// argument N checks every N-th block of 16 (tests/test_elementwise.py: every 61st). Build it for each x86-64 level
+// hetnn's loops are cloned for:
+//   g++ -O2 -std=c++17 -fopenmp -Wno-psabi -march=x86-64-v4 -Icpp/src scripts/check_float_lanes.cpp -o /tmp/c4
+//   g++ -O2 -std=c++17 -fopenmp -Wno-psabi -march=x86-64    -Icpp/src scripts/check_float_lanes.cpp -o /tmp/c1
+//   /tmp/c4 tanh && /tmp/c4 atan && /tmp/c1 tanh && /tmp/c1 atan
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "backend/cpu/vec_functions.h"
+
+using hetnn::vecfn::F16;
+
+static std::uint32_t bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+template <class Form, class Ref>
+static int check(const char* name, Form form, Ref ref, float hi, std::int64_t stride) {
+  const std::int64_t blocks = (std::int64_t{bits(hi)} + 16) / 16;  // hi itself included
+  long differ = 0, beyond = 0, checked = 0, sign = 0;
+#pragma omp parallel for reduction(+ : differ, beyond, checked, sign) schedule(dynamic, 64)
+  for (std::int64_t block = 0; block < blocks; block += stride) {
+    float in[16], out[16], neg[16];
+    for (int k = 0; k < 16; ++k) {
+      const std::uint32_t u = static_cast<std::uint32_t>(std::min<std::int64_t>(block * 16 + k, bits(hi)));
+      std::memcpy(&in[k], &u, 4);
+    }
+    const F16 v = hetnn::vecfn::load16(in);
+    hetnn::vecfn::store(out, form(v));
+    hetnn::vecfn::store(neg, form(-v));
+    for (int k = 0; k < 16; ++k) {
+      const float want = static_cast<float>(ref(static_cast<double>(in[k])));
+      const std::int64_t d = std::int64_t{bits(out[k])} - std::int64_t{bits(want)};
+      differ += d != 0;
+      beyond += d > 1 || d < -1;
+      sign += bits(neg[k]) != (bits(out[k]) ^ 0x80000000u);
+      ++checked;
+    }
+  }
+  float sp[16] = {INFINITY, -INFINITY, 1e30f, -1e30f, 9.0999f, 9.1f, 1.0f, -1.0f, 1.0000001f, 0.99999994f,
+                  1e-40f, -1e-40f, 0.0f, -0.0f, 0.5625f, 2.0f};
+  float so[16];
+  hetnn::vecfn::store(so, form(hetnn::vecfn::load16(sp)));
+  int special = 0;
+  for (int k = 0; k < 16; ++k) {
+    const float want = static_cast<float>(ref(static_cast<double>(sp[k])));
+    const std::int64_t d = std::int64_t{bits(so[k])} - std::int64_t{bits(want)};
+    special += d > 1 || d < -1;
+  }
+  std::printf("%s16: %ld float32 of [0, %g]: %ld differ from %s in double rounded (%.2g), %ld by more than 1 ulp; "
+              "%ld negatives not the mirror; %d specials off\n",
+              name, checked, static_cast<double>(hi), differ, name, static_cast<double>(differ) / checked, beyond,
+              sign, special);
+  return beyond || sign || special ? 1 : 0;
+}
+
+int main(int argc, char** argv) {
+  const std::string fn = argc > 1 ? argv[1] : "";
+  const std::int64_t stride = argc > 2 ? std::max(1L, std::atol(argv[2])) : 1;
+  using hetnn::vecfn::atan16;
+  using hetnn::vecfn::tanh16;
+  if (fn == "tanh") return check("tanh", [](F16 v) { return tanh16(v); }, [](double x) { return std::tanh(x); },
+                                 10.0f, stride);
+  if (fn == "atan") return check("atan", [](F16 v) { return atan16(v); }, [](double x) { return std::atan(x); },
+                                 INFINITY, stride);
+  std::fprintf(stderr, "usage: %s tanh|atan [N: every N-th block of 16]\n", argv[0]);
+  return 2;
+}
