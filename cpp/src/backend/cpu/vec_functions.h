@@ -53,15 +53,18 @@ HETNN_VI D8 load(const double* p) {
 }
 HETNN_VI void store(double* p, D8 v) { std::memcpy(p, &v, sizeof v); }
 // Horner's rule, the highest-degree coefficient first: horner(x, c_n, ..., c_1, c_0) = (c_n x + ... + c_1) x + c_0,
-// each step p * x + c (contracted to a fused multiply-add where the target has one)
-HETNN_VI D8 horner_steps(D8 p, D8) { return p; }
-template <class... C>
-HETNN_VI D8 horner_steps(D8 p, D8 x, double c, C... rest) {
+// each step p * x + c (contracted to a fused multiply-add where the target has one); double or float lanes
+template <class V>
+HETNN_VI V horner_steps(V p, V) {
+  return p;
+}
+template <class V, class S, class... C>
+HETNN_VI V horner_steps(V p, V x, S c, C... rest) {
   return horner_steps(p * x + c, x, rest...);
 }
-template <class... C>
-HETNN_VI D8 horner(D8 x, double hi, C... rest) {
-  return horner_steps(D8{} + hi, x, rest...);
+template <class V, class S, class... C>
+HETNN_VI V horner(V x, S hi, C... rest) {
+  return horner_steps(V{} + hi, x, rest...);
 }
 HETNN_VI D8 widen(F8 v) { return __builtin_convertvector(v, D8); }
 HETNN_VI F8 narrow(D8 v) { return __builtin_convertvector(v, F8); }
@@ -275,16 +278,6 @@ HETNN_VI F8 hypot8(F8 a, F8 b) {
 }
 
 // ---- float32 functions in float lanes: 16 at a time ----
-
-HETNN_VI F16 horner_steps(F16 p, F16) { return p; }
-template <class... C>
-HETNN_VI F16 horner_steps(F16 p, F16 x, float c, C... rest) {
-  return horner_steps(p * x + c, x, rest...);
-}
-template <class... C>
-HETNN_VI F16 horner(F16 x, float hi, C... rest) {
-  return horner_steps(F16{} + hi, x, rest...);
-}
 
 // tanh: t = |x| <= 1 as t + t z P(z), z = t^2, P of degree 7 fitted to (tanh t - t) / t^3 (least squares of the
 // relative error on Chebyshev nodes, 27 bits); beyond, 1 - 2 / (e^2t + 1), e^2t = 2^n (1 + r + r^2 Q(r)) with
