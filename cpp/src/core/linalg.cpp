@@ -24,7 +24,7 @@ std::vector<int> normalized(const std::vector<int>& axes, int ndim, const char* 
   for (int a : axes) {
     if (a < -ndim || a >= ndim)
       throw AxisError(kWho + ": axis " + std::to_string(a) + " is out of bounds for " + which + " of " +
-                       std::to_string(ndim) + " dimension" + (ndim == 1 ? "" : "s"));
+                      std::to_string(ndim) + " dimension" + (ndim == 1 ? "" : "s"));
     const int k = a < 0 ? a + ndim : a;
     if (seen[static_cast<std::size_t>(k)])
       throw ValueError(kWho + ": axis " + std::to_string(a) + " of " + which + " is given twice");
@@ -39,6 +39,49 @@ std::vector<int> others(const std::vector<int>& summed, int ndim) {
   for (int k = 0; k < ndim; ++k)
     if (std::find(summed.begin(), summed.end(), k) == summed.end()) out.push_back(k);
   return out;
+}
+
+IndexItem slice(std::int64_t start, std::int64_t stop) {
+  IndexItem s;
+  s.kind = IndexItem::Kind::slice;
+  s.start = start;
+  s.stop = stop;
+  return s;
+}
+
+std::int64_t product(const Shape& s) {
+  std::int64_t n = 1;
+  for (std::int64_t e : s) n *= e;
+  return n;
+}
+
+// Exact integer products of stacks A (ba, M, K) and B (bb, K, N), ba and bb each 1 or n: (n, M, N) in A's dtype,
+// wrapping as NumPy's (tensordot's integers too). The broadcast products (batches, rows, K, N) are made a block at
+// a time, within kBlockElements where one row allows it.
+Array integer_stacks(const Array& A, const Array& B, std::int64_t n) {
+  const std::int64_t M = A.shape()[1], K = A.shape()[2], N = B.shape()[2];
+  const std::int64_t per_row = std::max<std::int64_t>(1, K * N);
+  const std::int64_t rows = std::clamp<std::int64_t>(kBlockElements / per_row, 1, M);
+  const std::int64_t batches = std::clamp<std::int64_t>(kBlockElements / (rows * per_row), 1, n);
+  Axes over;
+  over.all = false;
+  over.list = {2};
+  std::vector<Array> stacks;
+  for (std::int64_t b0 = 0; b0 < n; b0 += batches) {
+    const std::int64_t b1 = std::min(n, b0 + batches);
+    const Array a_b = A.shape()[0] == 1 ? A : getitem(A, Index{slice(b0, b1)});
+    const Array b_b = B.shape()[0] == 1 ? B : getitem(B, Index{slice(b0, b1)});
+    const Array b4 = b_b.reshape({b_b.shape()[0], 1, K, N});
+    std::vector<Array> parts;
+    for (std::int64_t r0 = 0; r0 < M; r0 += rows) {
+      const Array blk = getitem(a_b, Index{slice(0, a_b.shape()[0]), slice(r0, std::min(M, r0 + rows))});
+      const Array prod =
+          elementwise(EwOp::multiply, blk.reshape({blk.shape()[0], blk.shape()[1], K, 1}), &b4, nullptr);
+      parts.push_back(reduce(RedOp::sum, prod, over, false, A.dtype()));
+    }
+    stacks.push_back(parts.size() == 1 ? parts[0] : concat(parts, 1));
+  }
+  return stacks.size() == 1 ? stacks[0] : concat(stacks, 0);
 }
 
 }  // namespace
@@ -83,72 +126,9 @@ Array tensordot(const Array& a, const Array& b, const std::vector<int>& axes_a, 
     return elementwise(EwOp::multiply, A.reshape({m, 1}), &Bt, nullptr).reshape(shape);
   }
   if (is_floating(t)) return matmul(A, B, nullptr, MatmulArgs{}).reshape(shape);
-  // integers: rows of A times B broadcast (rows, k, n), summed over k, a block of rows at a time
-  const Array B3 = B.reshape({1, k, n});
-  const std::int64_t rows = std::max<std::int64_t>(1, kBlockElements / std::max<std::int64_t>(1, k * n));
-  std::vector<Array> parts;
-  for (std::int64_t r0 = 0; r0 < m; r0 += rows) {
-    IndexItem sel;
-    sel.kind = IndexItem::Kind::slice;
-    sel.start = r0;
-    sel.stop = std::min(m, r0 + rows);
-    const Array block = getitem(A, Index{sel});
-    const Array prod = elementwise(EwOp::multiply, block.reshape({block.shape()[0], k, 1}), &B3, nullptr);
-    Axes over;
-    over.all = false;
-    over.list = {1};
-    parts.push_back(reduce(RedOp::sum, prod, over, false, t));
-  }
-  const Array y = parts.size() == 1 ? parts[0] : concat(parts, 0);
-  return y.reshape(shape);
+  return integer_stacks(A.reshape({1, m, k}), B.reshape({1, k, n}), 1).reshape(shape);
 }
 
-namespace {
-
-IndexItem slice(std::int64_t start, std::int64_t stop) {
-  IndexItem s;
-  s.kind = IndexItem::Kind::slice;
-  s.start = start;
-  s.stop = stop;
-  return s;
-}
-
-std::int64_t product(const Shape& s) {
-  std::int64_t n = 1;
-  for (std::int64_t e : s) n *= e;
-  return n;
-}
-
-// Exact integer products of stacks A (ba, M, K) and B (bb, K, N), ba and bb each 1 or n: (n, M, N) in A's dtype,
-// wrapping as NumPy's. The broadcast products (batches, rows, K, N) are made a block at a time, within
-// kBlockElements where one row allows it.
-Array integer_stacks(const Array& A, const Array& B, std::int64_t n) {
-  const std::int64_t M = A.shape()[1], K = A.shape()[2], N = B.shape()[2];
-  const std::int64_t per_row = std::max<std::int64_t>(1, K * N);
-  const std::int64_t rows = std::clamp<std::int64_t>(kBlockElements / per_row, 1, M);
-  const std::int64_t batches = std::clamp<std::int64_t>(kBlockElements / (rows * per_row), 1, n);
-  Axes over;
-  over.all = false;
-  over.list = {2};
-  std::vector<Array> stacks;
-  for (std::int64_t b0 = 0; b0 < n; b0 += batches) {
-    const std::int64_t b1 = std::min(n, b0 + batches);
-    const Array a_b = A.shape()[0] == 1 ? A : getitem(A, Index{slice(b0, b1)});
-    const Array b_b = B.shape()[0] == 1 ? B : getitem(B, Index{slice(b0, b1)});
-    const Array b4 = b_b.reshape({b_b.shape()[0], 1, K, N});
-    std::vector<Array> parts;
-    for (std::int64_t r0 = 0; r0 < M; r0 += rows) {
-      const Array blk = getitem(a_b, Index{slice(0, a_b.shape()[0]), slice(r0, std::min(M, r0 + rows))});
-      const Array prod =
-          elementwise(EwOp::multiply, blk.reshape({blk.shape()[0], blk.shape()[1], K, 1}), &b4, nullptr);
-      parts.push_back(reduce(RedOp::sum, prod, over, false, A.dtype()));
-    }
-    stacks.push_back(parts.size() == 1 ? parts[0] : concat(parts, 1));
-  }
-  return stacks.size() == 1 ? stacks[0] : concat(stacks, 0);
-}
-
-}  // namespace
 
 Array matmul_stacked(const Array& a, const Array& b, std::optional<Precision> precision) {
   if (!a.valid()) throw ValueError("matmul: a is not a valid array");

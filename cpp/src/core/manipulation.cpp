@@ -43,7 +43,7 @@ Strides broadcast_strides(const char* name, const Array& src, const Shape& to) {
 int norm_axis(const char* name, int axis, int ndim, const char* arg = "axis") {
   if (axis < -ndim || axis >= ndim)
     throw AxisError(who(name) + ": " + arg + " " + std::to_string(axis) + " is out of bounds for an array of " +
-                     std::to_string(ndim) + " dimension" + (ndim == 1 ? "" : "s"));
+                    std::to_string(ndim) + " dimension" + (ndim == 1 ? "" : "s"));
   return axis < 0 ? axis + ndim : axis;
 }
 

@@ -22,7 +22,7 @@ std::vector<bool> axis_flags(const char* name, const Axes& axes, int ndim) {
   for (int a : axes.list) {
     if (a < -ndim || a >= ndim)
       throw AxisError(where(name) + ": axis " + std::to_string(a) + " is out of bounds for an array of " +
-                       std::to_string(ndim) + " dimension" + (ndim == 1 ? "" : "s"));
+                      std::to_string(ndim) + " dimension" + (ndim == 1 ? "" : "s"));
     const int k = a < 0 ? a + ndim : a;
     if (red[static_cast<std::size_t>(k)])
       throw ValueError(where(name) + ": axis " + std::to_string(a) + " is given twice");
@@ -194,7 +194,7 @@ Array scan(const char* name, bool prod, const Array& x, std::optional<int> axis,
     const int lo = nd ? -nd : -1, hi = nd ? nd : 1;
     if (*axis < lo || *axis >= hi)
       throw AxisError(std::string("hetnn.") + name + ": axis " + std::to_string(*axis) + " is out of bounds for an array of " +
-                       std::to_string(nd) + " dimension" + (nd == 1 ? "" : "s"));
+                      std::to_string(nd) + " dimension" + (nd == 1 ? "" : "s"));
     a = *axis < 0 ? *axis + (nd ? nd : 1) : *axis;
   }
   ScanDesc d;

@@ -21,8 +21,8 @@ Array sort_impl(const Array& x_in, int axis, bool want_values, const char* op, b
     throw ValueError(std::string("hetnn.") + op + ": x is 0-d; sorting needs an axis (reshape it to (1,) first)");
   if (axis < -nd || axis >= nd)
     throw AxisError(std::string("hetnn.") + op + ": axis " + std::to_string(axis) +
-                     " is out of bounds for an array of " + std::to_string(nd) + " dimension" +
-                     (nd == 1 ? "" : "s"));
+                    " is out of bounds for an array of " + std::to_string(nd) + " dimension" +
+                    (nd == 1 ? "" : "s"));
   const int a = axis < 0 ? axis + nd : axis;
   SortDesc d;
   d.dtype = x.dtype();

@@ -508,7 +508,7 @@ std::vector<Array> ReductionKernel::call(const std::vector<ElementwiseKernel::In
   for (int a : axes.list) {
     if (a < -ndim || a >= ndim)
       throw AxisError(who + ": axis " + std::to_string(a) + " is out of bounds for the inputs' shape " +
-                       shape_str(shape));
+                      shape_str(shape));
     const std::size_t k = static_cast<std::size_t>(a < 0 ? a + ndim : a);
     if (red[k]) throw ValueError(who + ": axis " + std::to_string(a) + " is given twice");
     red[k] = true;
