@@ -688,10 +688,8 @@ def _holds_arrays(obj: Any) -> bool:
 
 def _from_nested(obj: Any, dt: Optional[np.dtype], device: DeviceLike) -> Array:
     """A (nested) sequence holding hetnn Arrays (numbers beside them), stacked on the Arrays' device: no copy to the
-    host and back (which another device's Arrays would need), dtypes promoted as ``stack`` does; then moved to
+    host and back (which another device's Arrays would need), dtypes promoted as ``hetnn.stack`` does; then moved to
     ``device`` when one is named."""
-    from ._manipulation import stack
-
     found: Dict[str, Device] = {}
 
     def visit(x: Any) -> None:
@@ -716,7 +714,7 @@ def _from_nested(obj: Any, dt: Optional[np.dtype], device: DeviceLike) -> Array:
             if len(shapes) > 1:
                 raise ValueError(f"asarray: the nested sequence is ragged: parts of shapes {shapes[0]} and "
                                  f"{shapes[1]} side by side")
-            return stack(parts)
+            return Array(_core.stack([p._a for p in parts], 0))
         return _asarray(x, None, on, None, False)  # numbers (or sequences of them) beside the Arrays: uploaded
 
     y = build(obj)
