@@ -738,3 +738,37 @@ def test_integer_floor_divide_and_remainder_over_the_whole_range(device, dtype):
     for op, w in want.items():
         got = getattr(hetnn, op)(a, b, out=hetnn.full(x.shape, 7, dtype, device=device)).numpy()
         np.testing.assert_array_equal(got, w, err_msg=op)
+
+
+def test_a_repeated_mid_size_op_gets_its_op_built_in_on_cpu_type_devices(opencl_device):
+    """CPU-type OpenCL devices build an element-wise op into its program from 2^20 elements, and from 2^14 once the
+    same op, types and arrangement have been called three times (PoCL ran the shared program's run-time choice of
+    the op 2-5x slower at 64 KiB-1 MiB). In a fresh process: the shared program at the first call, the op's own at
+    the fourth, none after; every result NumPy's."""
+    if opencl_device.type != "cpu":
+        pytest.skip("GPUs run the shared program at every size")
+    import subprocess
+    import sys
+    code = f"""
+import numpy as np, hetnn
+d = hetnn.device({opencl_device.id!r})
+x = np.random.default_rng(0).standard_normal(1 << 14).astype(np.float32)
+a, out = hetnn.asarray(x, device=d), hetnn.empty((1 << 14,), "float32", device=d)
+hetnn.synchronize(d)
+def programs():
+    s = d._dev.first_use_stats()
+    return s["built"] + s["disk_hits"]
+seen = [programs()]
+for _ in range(6):
+    out[...] = np.nan
+    hetnn.log1p(hetnn.abs(a), out=out)
+    np.testing.assert_allclose(out.numpy(), np.log1p(np.abs(x.astype(np.float64))), rtol=2e-7, atol=0)
+    seen.append(programs())
+print([s - seen[0] for s in seen])
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    # abs's shared program and log1p's at the first call; log1p's own at the fourth (abs reaches it too)
+    import ast
+    counts = ast.literal_eval(r.stdout.strip().splitlines()[-1])
+    assert counts[1] >= 1 and counts[3] == counts[1] and counts[4] > counts[3] and counts[6] == counts[5], counts

@@ -47,6 +47,13 @@ std::pair<std::int64_t, std::int64_t> rows_cols(const ElementwiseDesc& d) {
 
 }  // namespace
 
+bool ClBackend::op_built_in_hot(std::int64_t elements, const std::string& key) {
+  if (op_built_in(elements)) return true;
+  if (gpu_kernels() || elements < (std::int64_t{1} << 14)) return false;
+  if (hot_ops_.size() > 4096) hot_ops_.clear();  // bounded: a program's worth of distinct calls
+  return ++hot_ops_[key] > 3;
+}
+
 // CPU-type devices: a strided call of one dimension, or of two with rows of 16 or more (after merging), over a
 // two-dimensional range (ew2, ew_where2: no divisions for the offsets; with ew's, PoCL ran a transposed add of 64 MiB
 // at 0.02x the memory ceiling)
@@ -61,8 +68,10 @@ void ClBackend::elementwise(const ElementwiseDesc& d, const Buffer& a, const Buf
   std::string opts = std::string("-cl-std=CL1.2 -w -DTIN_") + type_code(d.in) + " -DTOUT_" + type_code(d.out) +
                      op_numbers();
   const bool two_d = two_dimensional(d);
-  if ((d.contiguous || two_d) && op_built_in(d.n))  // the op and the operands' arrangement fixed at build time
-    opts += " -DEW_FIXED_OP=" + std::to_string(static_cast<int>(d.op)) + " -DEW_FIXED_MODE=" + std::to_string(mode);
+  const std::string fixed = " -DEW_FIXED_OP=" + std::to_string(static_cast<int>(d.op)) + " -DEW_FIXED_MODE=" +
+                            std::to_string(mode);
+  if ((d.contiguous || two_d) && op_built_in_hot(d.n, opts + fixed + (two_d ? " 2d" : "")))
+    opts += fixed;  // the op and the operands' arrangement fixed at build time
   if (!gpu_kernels()) {  // CPU-type devices: float exp (and with double, its family) as the CPU device computes them
     opts += " -DEW_OWN_EXP";
     if (info_.fp64) opts += " -DEW_OWN_MATH";
