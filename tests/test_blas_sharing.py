@@ -247,4 +247,6 @@ def test_a_spinning_worker_stays_in_user_space():
         _core.blas_spin_exponent(exponent)
     user, system = map(sum, zip(*used))
     assert user + system >= 5, f"the workers were not scheduled enough to tell ({used} clock ticks)"
-    assert system <= 0.1 * (user + system), f"(user, system) clock ticks per worker: {used}"
+    # a spin of system calls is mostly system time; one in user space still gets some (interrupts and the
+    # hypervisor's accounting: a CI run beside other load read 3 of 26 ticks), so the bound is a third, not a tenth
+    assert system <= (user + system) / 3, f"(user, system) clock ticks per worker: {used}"
