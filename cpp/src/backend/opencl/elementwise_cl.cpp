@@ -47,10 +47,12 @@ std::pair<std::int64_t, std::int64_t> rows_cols(const ElementwiseDesc& d) {
 
 }  // namespace
 
-bool ClBackend::op_built_in_hot(std::int64_t elements, const std::string& key) {
+bool ClBackend::op_built_in_hot(std::int64_t elements, const std::string& opts, EwOp op, cl_int mode, bool two_d) {
   if (op_built_in(elements)) return true;
-  if (gpu_kernels() || elements < (std::int64_t{1} << 14)) return false;
+  if (gpu_kernels() || elements < (std::int64_t{1} << 14)) return false;  // no key made for small calls
   if (hot_ops_.size() > 4096) hot_ops_.clear();  // bounded: a program's worth of distinct calls
+  const std::string key = opts + ' ' + std::to_string(static_cast<int>(op)) + ' ' + std::to_string(mode) +
+                          (two_d ? " 2d" : "");
   return ++hot_ops_[key] > 3;
 }
 
@@ -68,10 +70,8 @@ void ClBackend::elementwise(const ElementwiseDesc& d, const Buffer& a, const Buf
   std::string opts = std::string("-cl-std=CL1.2 -w -DTIN_") + type_code(d.in) + " -DTOUT_" + type_code(d.out) +
                      op_numbers();
   const bool two_d = two_dimensional(d);
-  const std::string fixed = " -DEW_FIXED_OP=" + std::to_string(static_cast<int>(d.op)) + " -DEW_FIXED_MODE=" +
-                            std::to_string(mode);
-  if ((d.contiguous || two_d) && op_built_in_hot(d.n, opts + fixed + (two_d ? " 2d" : "")))
-    opts += fixed;  // the op and the operands' arrangement fixed at build time
+  if ((d.contiguous || two_d) && op_built_in_hot(d.n, opts, d.op, mode, two_d))  // the op and arrangement fixed
+    opts += " -DEW_FIXED_OP=" + std::to_string(static_cast<int>(d.op)) + " -DEW_FIXED_MODE=" + std::to_string(mode);
   if (!gpu_kernels()) {  // CPU-type devices: float exp (and with double, its family) as the CPU device computes them
     opts += " -DEW_OWN_EXP";
     if (info_.fp64) opts += " -DEW_OWN_MATH";
