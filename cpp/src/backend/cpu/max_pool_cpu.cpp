@@ -162,7 +162,9 @@ struct TapCols {
         m.push_back(mm);
         m0.push_back(spread(mm & 0xFFu));
         m1.push_back(spread(mm >> 8));
-        all = all && mm == 0xFFFF;
+        // stride 2 loads 32 floats for 16 outputs: the odd one after the last tap's column must be in the row too
+        // (else the row's last chunk read one float past the input, beyond a buffer that ends on a page: SIGSEGV)
+        all = all && mm == 0xFFFF && (d.sw == 1 || off[j] + 2 * (16 * c + 15) + 1 < d.W);
       }
       full.push_back(all);
     }
