@@ -279,27 +279,62 @@ HETNN_VI F8 hypot8(F8 a, F8 b) {
 
 // ---- float32 functions in float lanes: 16 at a time ----
 
+// e^y for 0 <= y <= 89.5 as 2^n (1 + q): y = n ln2 + r, |r| <= ln2/2 (ln2 in two parts, n times the first exact,
+// y - n ln2hi exact by Sterbenz's lemma for n >= 1), q = r + r^2 Q(r), Q Taylor's to r^7 / 7! (within 4e-9); n as a
+// float holding an integer
+HETNN_VI F16 exp_parts16(F16 y, F16& n) {
+  n = (y * 1.44269504f + 12582912.0f) - 12582912.0f;  // rounded to an integer (1.5 * 2^23 added)
+  F16 r = y - n * 0.693145751953125f;
+  r = r - n * 1.428606765330187045e-06f;
+  const F16 q = horner(r, 1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f);
+  return (r * r) * q + r;
+}
+HETNN_VI F16 pow2_16(F16 n) { return (F16)((__builtin_convertvector(n, I16) + 127) << 23); }  // -126 <= n <= 127
+HETNN_VI F16 abs16(F16 a) { return (F16)((I16)a & 0x7FFFFFFF); }
+HETNN_VI F16 signed_as(F16 v, F16 s) {  // v >= 0 with the sign of s
+  return (F16)((I16)v | ((I16)s & std::numeric_limits<std::int32_t>::min()));
+}
+
 // tanh: t = |x| <= 1 as t + t z P(z), z = t^2, P of degree 7 fitted to (tanh t - t) / t^3 (least squares of the
-// relative error on Chebyshev nodes, 27 bits); beyond, 1 - 2 / (e^2t + 1), e^2t = 2^n (1 + r + r^2 Q(r)) with
-// 2t = n ln2 + r, |r| <= ln2/2, Q Taylor's to r^7 / 7!; from 9.1 on it is 1 in float32. Every float32 of [0, 10)
-// against tanh in double rounded to float32, with fused multiply-adds and without: none more than 1 ulp away, 0.2 %
-// 1 ulp away (the double form: 1 in 10^6), at 16 lanes where that form had 8 (scripts/check_float_lanes.cpp).
+// relative error on Chebyshev nodes, 27 bits); beyond, 1 - 2 / (e^2t + 1) (exp_parts16); from 9.1 on it is 1 in
+// float32. Every float32 of [0, 10) against tanh in double rounded to float32, with fused multiply-adds and without:
+// none more than 1 ulp away, 0.2 % 1 ulp away (the double form: 1 in 10^6), at 16 lanes where that form had 8
+// (scripts/check_float_lanes.cpp).
 HETNN_VI F16 tanh16(F16 a) {
-  const F16 t = (F16)((I16)a & 0x7FFFFFFF), z = t * t;
+  const F16 t = abs16(a), z = t * t;
   const F16 p = horner(z, 0.0001417955432233068f, -0.0009199668306646327f, 0.0032018741006292445f,
                        -0.008694428049323527f, 0.02182832614058741f, -0.053963205367323706f, 0.13333309299374468f,
                        -0.33333333142184957f);
   const F16 small = (t * z) * p + t;
-  const F16 c = t < 9.1f ? t : 9.1f, y = c + c;
-  const F16 n = (y * 1.44269504f + 12582912.0f) - 12582912.0f;  // rounded to an integer (1.5 * 2^23 added)
-  F16 r = y - n * 0.693145751953125f;                               // ln2's high part: n times it is exact
-  r = r - n * 1.428606765330187045e-06f;
-  const F16 q = horner(r, 1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f);
-  const F16 m = (r * r) * q + r + 1.0f;
+  const F16 c = t < 9.1f ? t : 9.1f;
+  F16 n;
+  const F16 m = exp_parts16(c + c, n) + 1.0f;
   const F16 e = (F16)((I16)m + (__builtin_convertvector(n, I16) << 23));
   const F16 big = 1.0f - 2.0f / (e + 1.0f);
-  const F16 v = t <= 1.0f ? small : (t < 9.1f ? big : 1.0f);
-  return (F16)((I16)v | ((I16)a & std::numeric_limits<std::int32_t>::min()));
+  return signed_as(t <= 1.0f ? small : (t < 9.1f ? big : 1.0f), a);
+}
+
+// cosh and sinh: t = |x| <= 1 by Taylor's series (cosh: 1 + z/2 + z^2 C(z), sinh: t + t z S(z), z = t^2; the next
+// term below 3e-9); beyond, with e^t = 2^n (1 + q) (exp_parts16) and h = 2^(n-2), g = 2^(-n-2) / (1 + q):
+// 2 (h + (h q +- g)), the large part h exact and added last, so the one rounding that matters is that sum's; from
+// 89.5 on both overflow (n = 129 keeps h finite; the doubling rounds nothing). g is negligible long before 2^(-n-2)
+// leaves the normal range, so n is capped there. Checked over every float32 as tanh's.
+HETNN_VI F16 cosh_sinh_big16(F16 t, float sign) {
+  F16 n;
+  const F16 q = exp_parts16(t < 89.5f ? t : 89.5f, n);
+  const F16 h = pow2_16(n - 2.0f);
+  const F16 g = pow2_16(-2.0f - (n < 100.0f ? n : 100.0f)) / (q + 1.0f);
+  return 2.0f * (h + (h * q + sign * g));
+}
+HETNN_VI F16 cosh16(F16 a) {
+  const F16 t = abs16(a), z = t * t;
+  const F16 c = z * horner(z, 1.0f / 3628800, 1.0f / 40320, 1.0f / 720, 1.0f / 24, 0.5f);
+  return t <= 1.0f ? 1.0f + c : cosh_sinh_big16(t, 1.0f);
+}
+HETNN_VI F16 sinh16(F16 a) {
+  const F16 t = abs16(a), z = t * t;
+  const F16 p = horner(z, 1.0f / 39916800, 1.0f / 362880, 1.0f / 5040, 1.0f / 120, 1.0f / 6);
+  return signed_as(t <= 1.0f ? (t * z) * p + t : cosh_sinh_big16(t, -1.0f), a);
 }
 
 // atan: t = |x| as t <= 0.5625: t; below 2: pi/4 + atan((t - 1) / (t + 1)); beyond: pi/2 + atan(-1 / t) (one
@@ -308,7 +343,7 @@ HETNN_VI F16 tanh16(F16 a) {
 // reduced form, whose rounded u would cost them up to 1.7 ulp. Every float32 of [0, inf] checked as tanh's: none more
 // than 1 ulp from atan in double rounded, 0.21 % 1 ulp away.
 HETNN_VI F16 atan16(F16 a) {
-  const F16 t = (F16)((I16)a & 0x7FFFFFFF);
+  const F16 t = abs16(a);
   const I16 mid = t > 0.5625f, far = t >= 2.0f;
   const F16 num = far ? -1.0f : (mid ? t - 1.0f : t), den = far ? t : (mid ? t + 1.0f : 1.0f);
   const F16 hi = far ? 1.57079637050628662109375f : (mid ? 0.785398185253143310546875f : 0.0f);
@@ -316,8 +351,7 @@ HETNN_VI F16 atan16(F16 a) {
   const F16 u = num / den, z = u * u;
   const F16 p = horner(z, 0.021141677275581368f, -0.05110360683524609f, 0.07318043084740966f, -0.0903860041938118f,
                        0.11107039989138463f, -0.14285556241256633f, 0.1999999763565903f, -0.33333333327470316f);
-  const F16 v = hi + (lo + ((u * z) * p + u));
-  return (F16)((I16)v | ((I16)a & std::numeric_limits<std::int32_t>::min()));
+  return signed_as(hi + (lo + ((u * z) * p + u)), a);
 }
 
 // ---- float64 functions: 8 lanes, within 1 ulp (the last roundings ordered as fdlibm's, no table) ----
