@@ -5,8 +5,9 @@
 // float select met the double arithmetic. float32: the input is exact in double and every double form is good to
 // about 1e-12 relative, so the one rounding to float32 gives the correctly rounded result except where the exact
 // value lies within that of a midpoint: within 1 ulp everywhere (checked over every fifth float32 of each
-// function's domain; off by one in fewer than 1 in 10^6). float32 tanh and atan compute in float lanes, 16 at a time
-// (twice the lanes; checked over every float32: scripts/check_float_lanes.cpp). float64: within 1 ulp (sampled against long double).
+// function's domain; off by one in fewer than 1 in 10^6). float32 tanh, atan, sinh and cosh compute in float
+// lanes, 16 at a time (twice the lanes; checked over every float32: scripts/check_float_lanes.cpp). float64: within
+// 1 ulp (sampled against long double).
 // Each function takes only the inputs its caller's domain test admits (elementwise_cpu.cpp sends other blocks to
 // libm): no NaN, and a domain where the forms need no special cases; lanes beyond a call's end may hold anything.
 #pragma once
@@ -174,20 +175,6 @@ HETNN_VI F8 clamp(F8 a, float lo, float hi) {
   return c > hi ? hi : c;
 }
 
-HETNN_VI F8 tanh8(F8 a) {  // expm1(2x) / (expm1(2x) + 2); beyond |x| = 20 it is +-1 in float32
-  const D8 d = widen(clamp(a, -20.0f, 20.0f));
-  const D8 e = expm1_d(d + d);
-  return keep_zero(a, narrow(e / (e + 2.0)));
-}
-HETNN_VI F8 sinh8(F8 a) {  // (E + E / (E + 1)) / 2, E = expm1|x|: no cancellation near 0; beyond 100 inf
-  const D8 t = widen(clamp(a, -100.0f, 100.0f));
-  const D8 e = expm1_d(abs(t));
-  return keep_zero(a, narrow(with_sign_of(0.5 * (e + e / (e + 1.0)), t)));
-}
-HETNN_VI F8 cosh8(F8 a) {
-  const D8 x = exp_d(abs(widen(clamp(a, -100.0f, 100.0f))));
-  return narrow(0.5 * (x + 1.0 / x));
-}
 HETNN_VI F8 expm1_8(F8 a) { return keep_zero(a, narrow(expm1_d(widen(clamp(a, -110.0f, 100.0f))))); }
 HETNN_VI F8 log8(F8 a) { return narrow(log_d(widen(a))); }
 HETNN_VI F8 log2_8(F8 a) {
@@ -238,10 +225,6 @@ HETNN_VI F8 tan8(F8 a) {
   D8 s, c;
   sincos_poly(reduce_pio2(widen(a), q), s, c);
   return keep_zero(a, narrow((q & 1) != 0 ? -c / s : s / c));
-}
-HETNN_VI F8 atan8(F8 a) {
-  const D8 d = widen(a);
-  return keep_zero(a, narrow(with_sign_of(atan_ratio(abs(d), D8{} + 1.0), d)));
 }
 HETNN_VI F8 atan2_8(F8 a, F8 b) {  // atan2(y = a, x = b), both finite and non-zero
   const D8 y = widen(a), x = widen(b);
