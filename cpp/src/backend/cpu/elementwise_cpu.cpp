@@ -271,7 +271,7 @@ HETNN_CLONES bool functions_f32(EwOp op, std::int64_t m, const float* x, const f
     case EwOp::tanh: HETNN_FN_BLOCKS_W(float, 16, load16, a == a, tanh16(va), D(std::tanh(double(a))));
     case EwOp::sinh: HETNN_FN_BLOCKS_W(float, 16, load16, a == a, sinh16(va), D(std::sinh(double(a))));
     case EwOp::cosh: HETNN_FN_BLOCKS_W(float, 16, load16, a == a, cosh16(va), D(std::cosh(double(a))));
-    case EwOp::expm1: HETNN_FN_BLOCKS(float, a == a, expm1_8(va), D(std::expm1(double(a))));
+    case EwOp::expm1: HETNN_FN_BLOCKS_W(float, 16, load16, a == a, expm1_16(va), D(std::expm1(double(a))));
     case EwOp::log: HETNN_FN_BLOCKS(float, (a > 0.0f) & (a <= M), log8(va), D(std::log(double(a))));
     case EwOp::log2: HETNN_FN_BLOCKS(float, (a > 0.0f) & (a <= M), log2_8(va), D(std::log2(double(a))));
     case EwOp::log10: HETNN_FN_BLOCKS(float, (a > 0.0f) & (a <= M), log10_8(va), D(std::log10(double(a))));

@@ -23,6 +23,10 @@ typedef double D8 __attribute__((vector_size(64)));
 typedef std::int64_t L8 __attribute__((vector_size(64)));
 typedef float F16 __attribute__((vector_size(64)));  // float lanes (one AVX-512 register, two AVX2 ones)
 typedef std::int32_t I16 __attribute__((vector_size(64)));
+// Exponent bits are built in unsigned lanes: lanes outside a form's domain (a block's NaN or overflowing elements,
+// whose results libm's replace) carry any n, and signed overflow there would be undefined behaviour.
+typedef std::uint64_t U8 __attribute__((vector_size(64)));
+typedef std::uint32_t U16 __attribute__((vector_size(64)));
 
 #define HETNN_VI inline __attribute__((always_inline))
 
@@ -93,17 +97,12 @@ HETNN_VI void exp_split(D8 x, D8& s, D8& q) {
   const D8 t = x * 1.44269504088896340736 + kShift;
   const D8 n = t - kShift;
   q = expm1_poly((x - n * kLn2Hi) - n * kLn2Lo);
-  s = (D8)(((L8)t + 1023) << 52);  // t's low bits hold n
+  s = (D8)(((U8)t + 1023) << 52);  // t's low bits hold n
 }
 HETNN_VI D8 exp_d(D8 x) {
   D8 s, q;
   exp_split(x, s, q);
   return s + s * q;
-}
-HETNN_VI D8 expm1_d(D8 x) {  // no cancellation near 0: there n = 0, s = 1 and the result is q
-  D8 s, q;
-  exp_split(x, s, q);
-  return (s - 1.0) + s * q;
 }
 
 // ln y = e ln2 + l for a positive, finite, normal y: y = 2^e m with m in [sqrt(1/2), sqrt(2)), l = ln m =
@@ -175,7 +174,6 @@ HETNN_VI F8 clamp(F8 a, float lo, float hi) {
   return c > hi ? hi : c;
 }
 
-HETNN_VI F8 expm1_8(F8 a) { return keep_zero(a, narrow(expm1_d(widen(clamp(a, -110.0f, 100.0f))))); }
 HETNN_VI F8 log8(F8 a) { return narrow(log_d(widen(a))); }
 HETNN_VI F8 log2_8(F8 a) {
   D8 e, l;
@@ -272,7 +270,9 @@ HETNN_VI F16 exp_parts16(F16 y, F16& n) {
   const F16 q = horner(r, 1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f);
   return (r * r) * q + r;
 }
-HETNN_VI F16 pow2_16(F16 n) { return (F16)((__builtin_convertvector(n, I16) + 127) << 23); }  // -126 <= n <= 127
+HETNN_VI F16 pow2_16(F16 n) {  // -126 <= n <= 127
+  return (F16)(((U16)__builtin_convertvector(n, I16) + 127) << 23);
+}
 HETNN_VI F16 abs16(F16 a) { return (F16)((I16)a & 0x7FFFFFFF); }
 HETNN_VI F16 signed_as(F16 v, F16 s) {  // v >= 0 with the sign of s
   return (F16)((I16)v | ((I16)s & std::numeric_limits<std::int32_t>::min()));
@@ -292,7 +292,7 @@ HETNN_VI F16 tanh16(F16 a) {
   const F16 c = t < 9.1f ? t : 9.1f;
   F16 n;
   const F16 m = exp_parts16(c + c, n) + 1.0f;
-  const F16 e = (F16)((I16)m + (__builtin_convertvector(n, I16) << 23));
+  const F16 e = (F16)((U16)m + ((U16)__builtin_convertvector(n, I16) << 23));
   const F16 big = 1.0f - 2.0f / (e + 1.0f);
   return signed_as(t <= 1.0f ? small : (t < 9.1f ? big : 1.0f), a);
 }
@@ -318,6 +318,24 @@ HETNN_VI F16 sinh16(F16 a) {
   const F16 t = abs16(a), z = t * t;
   const F16 p = horner(z, 1.0f / 39916800, 1.0f / 362880, 1.0f / 5040, 1.0f / 120, 1.0f / 6);
   return signed_as(t <= 1.0f ? (t * z) * p + t : cosh_sinh_big16(t, -1.0f), a);
+}
+
+// expm1: e^x = 2^n (1 + q) as exp_parts16's, but n rounded down for x > 0 (r in [0, ln2): q >= 0) and to nearest
+// below (r within +-ln2/2), so that n = 0, where the result is q itself, covers [-ln2/2, ln2) and 2 ((h - 1/2) + h q),
+// h = 2^(n-1), never subtracts nearly equal terms (with n = 1 from ln2/2 on, 1/2 + q lost an ulp to q's rounding);
+// Q Taylor's to r^10 / 10! for the longer range. x held within [-18, 88.8]: below -18 it is -1 in float32, beyond
+// 88.72 it overflows. Checked over every float32 as tanh's.
+HETNN_VI F16 expm1_16(F16 a) {
+  const F16 x = a < -18.0f ? -18.0f : (a > 88.8f ? 88.8f : a);
+  const F16 y = x * 1.44269504f;
+  const F16 n = ((x > 0.0f ? y - 0.5f : y) + 12582912.0f) - 12582912.0f;
+  F16 r = x - n * 0.693145751953125f;
+  r = r - n * 1.428606765330187045e-06f;
+  const F16 p = horner(r, 1.0f / 3628800, 1.0f / 362880, 1.0f / 40320, 1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24,
+                       1.0f / 6, 0.5f);
+  const F16 q = (r * r) * p + r, h = pow2_16(n - 1.0f);
+  const F16 v = n == 0.0f ? q : 2.0f * ((h - 0.5f) + h * q);  // (h q would halve a subnormal q, rounding it)
+  return a == 0.0f ? a : v;
 }
 
 // atan: t = |x| as t <= 0.5625: t; below 2: pi/4 + atan((t - 1) / (t + 1)); beyond: pi/2 + atan(-1 / t) (one
@@ -357,7 +375,7 @@ HETNN_VI D8 exp64_split(D8 x, L8& n_bits) {
 HETNN_VI D8 exp64(D8 x) {
   L8 n;
   const D8 y = 1.0 + exp64_split(x, n);
-  return (D8)((L8)y + (n << 52));
+  return (D8)((U8)y + ((U8)n << 52));
 }
 
 // ln x for a positive, finite, normal x: x = 2^e (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), s = f / (2 + f),
@@ -419,7 +437,7 @@ HETNN_VI D8 expm1_64(D8 x) {
   const D8 small = x + x * x * p;
   L8 n;
   const D8 em = exp64_split(x, n);
-  const D8 s = (D8)((n + 1023) << 52);  // 2^n
+  const D8 s = (D8)(((U8)n + 1023) << 52);  // 2^n
   const D8 y = abs(x) <= 1.0 ? small : (s - 1.0) + s * em;
   return x == 0.0 ? x : y;  // -0 kept
 }
@@ -433,7 +451,7 @@ HETNN_VI D8 cosh64(D8 x) {
   L8 n;
   const D8 big = 1.0 + exp64_split(a, n);
   const L8 k1 = (n - 1) >> 1, k2 = (n - 1) - k1;
-  const D8 scaled = big * (D8)((k1 + 1023) << 52) * (D8)((k2 + 1023) << 52);
+  const D8 scaled = big * (D8)(((U8)k1 + 1023) << 52) * (D8)(((U8)k2 + 1023) << 52);
   const D8 t = expm1_64(a > 22.0 ? 0.0 : a), w = 1.0 + t;
   return a < 0.34657359027997264 ? 1.0 + t * t / (w + w) : a > 22.0 ? scaled : 0.5 * w + 0.5 / w;
 }
