@@ -601,11 +601,11 @@ _LEVEL_FLAGS = {"x86-64-v4": {"avx512f", "avx512bw", "avx512cd", "avx512dq", "av
 
 @pytest.mark.parametrize("level", sorted(_LEVEL_FLAGS))
 def test_float_lane_functions_are_within_an_ulp_at_every_clone_level(level, tmp_path):
-    """The CPU device's float32 tanh, atan, cosh, sinh and expm1 compute in float lanes (vec_functions.h tanh16, ...), where
-    rounding errors are not hidden by a double evaluation: scripts/check_float_lanes.cpp built for each x86-64 level
-    the loops are cloned for (with and without fused multiply-adds), every 61st block of 16 float32 of each range
-    against the function in double rounded, the negatives as the function's symmetry says, infinities, zeros and
-    the overflow edge: none more than 1 ulp away."""
+    """The CPU device's float32 tanh, atan, cosh, sinh and expm1 compute in float lanes (vec_functions.h tanh16,
+    ...), where rounding errors are not hidden by a double evaluation: scripts/check_float_lanes.cpp built for each
+    x86-64 level the loops are cloned for (with and without fused multiply-adds), every 61st block of 16 float32 of
+    each range against the function in double rounded, the negatives as the function's symmetry says (expm1: both
+    signs against the reference), infinities, zeros and the overflow edge: none more than 1 ulp away."""
     import platform
     import shutil
     import subprocess
