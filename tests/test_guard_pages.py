@@ -1,9 +1,11 @@
-"""No op reads outside its inputs: every op-table row on the CPU device (which computes in NumPy's memory without a
-copy) with each input array placed against an inaccessible page, once ending where the page begins and once starting
-where one ends. A vector load one element past an input's end is invisible in ordinary memory and a segmentation
-fault here (max pooling's stride-2 loads once read the float after a row's last tap). Runs in a subprocess, so
-that such a fault fails this test instead of taking the worker down; `python tests/test_guard_pages.py` runs it
-alone."""
+"""No op reads or writes outside its arrays: every op-table row on the CPU device (which computes in NumPy's memory
+without a copy) with each input array placed against an inaccessible page, once ending where the page begins and
+once starting where one ends; the NN ops' NumPy `out=` arrays so placed; and every element-wise function and
+reduction of the Array API namespace on Arrays viewing such memory (`asarray(..., copy=False)`), inputs and `out`,
+at lengths around whole vectors, against the same call on ordinary memory. A vector load one element past an
+array's end is invisible in ordinary memory and a segmentation fault here (max pooling's stride-2 loads once read
+the float after a row's last tap). Runs in a subprocess, so that such a fault fails this test instead of taking
+the worker down; `python tests/test_guard_pages.py` runs it alone."""
 import ctypes
 import mmap
 import os
@@ -71,8 +73,76 @@ def sweep():
                 y, i = got if idx else (got, want_i)
                 if not (np.array_equal(np.asarray(y), want_y) and np.array_equal(np.asarray(i), want_i)):
                     bad.append(f"max_pool2d width {w} kernel {k} stride {s} indices {idx} at_end {at_end}")
+    # The NN ops' NumPy outputs, written in place.
+    for w in (63, 64, 65):
+        for at_end in (True, False):
+            x = rng.standard_normal((2, 3, 4, w)).astype(np.float32)
+            y = _guarded(np.zeros((2, 3, 2, (w - 2) // 2 + 1), np.float32), at_end, libc)
+            i = _guarded(np.zeros(y.shape, np.int64), not at_end, libc)
+            hetnn.max_pool2d(x, 2, stride=2, return_indices=True, out=y, indices_out=i, device=dev)
+            want_y, want_i = ref.max_pool2d(x, (2, 2), (2, 2), (0, 0), (1, 1), False)
+            a = _guarded(np.zeros(y.shape, np.float32), at_end, libc)
+            hetnn.avg_pool2d(x, 2, stride=2, out=a, device=dev)
+            b = rng.standard_normal((w, 17)).astype(np.float32)
+            m = _guarded(np.zeros((5, 17), np.float32), at_end, libc)
+            hetnn.matmul(x[0, 0, :, :], b, out=m[:4], device=dev)
+            runs += 3
+            if not (np.array_equal(y, want_y) and np.array_equal(i, want_i)
+                    and np.allclose(a, x.reshape(2, 3, 2, 2, -1)[..., : 2 * y.shape[3]].reshape(2, 3, 2, 2, -1, 2)
+                                    .mean(axis=(3, 5)), atol=1e-6)
+                    and np.allclose(m[:4], x[0, 0].astype(np.float64) @ b, atol=1e-4) and not m[4].any()):
+                bad.append(f"NN ops' out= arrays, width {w}, at_end {at_end}")
+    runs += _array_functions(hetnn, dev, libc, bad)
     print("\n".join(bad) or f"guard pages: {runs} calls, every result within its row's tolerance")
     return 1 if bad else 0
+
+
+def _same(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    return got.shape == want.shape and got.dtype == want.dtype and np.array_equal(got, want, equal_nan=got.dtype.kind
+                                                                                  in "fc")
+
+
+def _array_functions(hetnn, dev, libc, bad):
+    """Every element-wise function and reduction on Arrays viewing guarded NumPy memory, and into guarded `out`
+    Arrays, against the same call on ordinary memory (the same code: bit for bit). Returns the number of calls."""
+    from hetnn._elementwise import OPS as EW
+
+    rng = np.random.default_rng()
+    view = lambda x: hetnn.asarray(x, copy=False, device=dev)  # noqa: E731
+    runs = 0
+    for n in (1, 7, 15, 16, 17, 31, 33, 63, 64, 65, 100, 1000, 4097):
+        for dtype in ("float32", "float64", "int32"):
+            x = (rng.uniform(0.05, 0.95, n) if dtype != "int32" else rng.integers(1, 50, n)).astype(dtype)
+            z = (rng.uniform(0.05, 0.95, n) if dtype != "int32" else rng.integers(1, 5, n)).astype(dtype)
+            for at_end in (True, False):
+                gx, gz = view(_guarded(x, at_end, libc)), view(_guarded(z, not at_end, libc))
+                ox, oz = hetnn.asarray(x, device=dev), hetnn.asarray(z, device=dev)
+                for op, arity in sorted(EW.items()):
+                    f = getattr(hetnn, op)
+                    try:
+                        want = f(ox) if arity == 1 else f(ox, oz)
+                    except TypeError:  # an op this dtype does not take
+                        continue
+                    got = f(gx) if arity == 1 else f(gx, gz)
+                    out = view(_guarded(np.zeros(n, np.asarray(want.numpy()).dtype), at_end, libc))
+                    (f(gx, out=out) if arity == 1 else f(gx, gz, out=out))
+                    runs += 2
+                    if not (_same(got.numpy(), want.numpy()) and _same(out.numpy(), want.numpy())):
+                        bad.append(f"{op} {dtype} n {n} at_end {at_end}")
+                for red in ("sum", "prod", "max", "min", "mean", "argmax", "argmin", "any", "all", "cumulative_sum",
+                            "sort", "argsort"):
+                    f = getattr(hetnn, red)
+                    for shape, axis in (((n,), None), ((n, 1), 0), ((1, n), -1)):
+                        try:
+                            want = f(hetnn.reshape(ox, shape), axis=axis)
+                        except TypeError:
+                            continue
+                        got = f(hetnn.reshape(gx, shape), axis=axis)
+                        runs += 1
+                        if not _same(got.numpy(), want.numpy()):
+                            bad.append(f"{red} {dtype} shape {shape} axis {axis} at_end {at_end}")
+    return runs
 
 
 def test_no_op_reads_past_its_inputs():
