@@ -1,11 +1,11 @@
 """No op reads or writes outside its arrays: every op-table row on the CPU device (which computes in NumPy's memory
-without a copy) with each input array placed against an inaccessible page, once ending where the page begins and
-once starting where one ends; the NN ops' NumPy `out=` arrays so placed; and every element-wise function and
-reduction of the Array API namespace on Arrays viewing such memory (`asarray(..., copy=False)`), inputs and `out`,
-at lengths around whole vectors, against the same call on ordinary memory. A vector load one element past an
-array's end is invisible in ordinary memory and a segmentation fault here (max pooling's stride-2 loads once read
-the float after a row's last tap). Runs in a subprocess, so that such a fault fails this test instead of taking
-the worker down; `python tests/test_guard_pages.py` runs it alone."""
+without a copy) and on the first OpenCL device (its transfers) with each input array placed against an inaccessible
+page, once ending where the page begins and once starting where one ends; the NN ops' NumPy `out=` arrays so
+placed; and every element-wise function and reduction of the Array API namespace on Arrays viewing such memory
+(`asarray(..., copy=False)`), inputs and `out`, at lengths around whole vectors, against the same call on ordinary
+memory. A vector load one element past an array's end is invisible in ordinary memory and a segmentation fault here
+(max pooling's stride-2 loads once read the float after a row's last tap). Runs in a subprocess, so that such a
+fault fails this test instead of taking the worker down; `python tests/test_guard_pages.py` runs it alone."""
 import ctypes
 import mmap
 import os
@@ -39,16 +39,31 @@ def _guarded(x, at_end, libc):
 
 
 def sweep():
-    """Every row, dtype, seed and placement; prints one line per mismatch and exits 1 on any."""
+    """Every row, dtype, seed and placement on the CPU device and the first OpenCL device (whose uploads read the
+    NumPy inputs and whose downloads write the NumPy outputs), the Array API functions on the CPU device; prints one
+    line per mismatch and exits 1 on any."""
     sys.path.insert(0, HERE)
     import hetnn
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    devs = hetnn.devices()
+    cpu = next(d for d in devs if d.kind == "cpu")
+    bad, runs = [], 0
+    for dev in [cpu] + [d for d in devs if d.kind == "opencl"][:1]:
+        runs += _op_rows(hetnn, dev, libc, bad)
+    runs += _array_functions(hetnn, cpu, libc, bad)
+    print("\n".join(bad) or f"guard pages: {runs} calls, every result within its row's tolerance")
+    return 1 if bad else 0
+
+
+def _op_rows(hetnn, dev, libc, bad):
+    """The op table's rows with guarded inputs, pooling rows around whole vectors, and the NN ops' NumPy out=
+    arrays guarded. Returns the number of calls."""
     from conftest import rel_err, supported_dtypes
     from op_table import OPS
     import max_pool_reference as ref
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    dev = next(d for d in hetnn.devices() if d.kind == "cpu")
-    bad, runs = [], 0
+    runs = 0
     for name, op in sorted(OPS.items()):
         for dtype in supported_dtypes(dev, op.dtypes):
             for seed in range(SEEDS):
@@ -59,7 +74,7 @@ def sweep():
                     runs += 1
                     for g, w in zip(got, want):
                         if np.shape(g) != np.shape(w) or rel_err(g, w) > op.tol[dtype]:
-                            bad.append(f"{name} {dtype} seed {seed} at_end {at_end}")
+                            bad.append(f"{dev.id}: {name} {dtype} seed {seed} at_end {at_end}")
     # Row lengths around whole 16-float vectors for the pooling kernels' vector loads (the row generator's random
     # shapes rarely end a stride-2 chunk on a row's last column).
     rng = np.random.default_rng()
@@ -72,7 +87,7 @@ def sweep():
                 runs += 1
                 y, i = got if idx else (got, want_i)
                 if not (np.array_equal(np.asarray(y), want_y) and np.array_equal(np.asarray(i), want_i)):
-                    bad.append(f"max_pool2d width {w} kernel {k} stride {s} indices {idx} at_end {at_end}")
+                    bad.append(f"{dev.id}: max_pool2d width {w} kernel {k} stride {s} indices {idx} at_end {at_end}")
     # The NN ops' NumPy outputs, written in place.
     for w in (63, 64, 65):
         for at_end in (True, False):
@@ -91,10 +106,8 @@ def sweep():
                     and np.allclose(a, x.reshape(2, 3, 2, 2, -1)[..., : 2 * y.shape[3]].reshape(2, 3, 2, 2, -1, 2)
                                     .mean(axis=(3, 5)), atol=1e-6)
                     and np.allclose(m[:4], x[0, 0].astype(np.float64) @ b, atol=1e-4) and not m[4].any()):
-                bad.append(f"NN ops' out= arrays, width {w}, at_end {at_end}")
-    runs += _array_functions(hetnn, dev, libc, bad)
-    print("\n".join(bad) or f"guard pages: {runs} calls, every result within its row's tolerance")
-    return 1 if bad else 0
+                bad.append(f"{dev.id}: NN ops' out= arrays, width {w}, at_end {at_end}")
+    return runs
 
 
 def _same(got, want):
