@@ -7,10 +7,9 @@
 #   bash scripts/sanitize_python.sh                      # the whole suite
 #   bash scripts/sanitize_python.sh tests/test_max_pool.py tests/test_guard_pages.py
 # Needs scripts/setup.sh's venv. Builds in build/pyasan (unstripped, so reports name files and lines), runs pytest
-# with the sanitizer runtimes preloaded and each process's reports written under build/pyasan/reports, then lists
-# the reports; exit status 1 if any names a memory error or undefined behaviour. Tests that cannot hold under the
-# sanitizers are deselected (below, with why). A report's stack names the test only through the worker that crashed:
-# re-run that file alone to see it.
+# with the sanitizer runtimes preloaded (ASan's reports under build/pyasan/reports, the rest in
+# build/pyasan/pytest.log), then lists the reports; exit status 1 if any names a memory error or undefined
+# behaviour. Tests that cannot hold under the sanitizers are deselected (below, with why).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 B=build/pyasan
@@ -29,7 +28,7 @@ set +e
 LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
 ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1:log_path=$PWD/$B/reports/asan" \
 UBSAN_OPTIONS="print_stacktrace=1:log_path=$PWD/$B/reports/ubsan" \
-PYTHONPATH="$PWD/$PKG" "$PY" -m pytest -n "$(nproc)" -q -p no:cacheprovider "$@" \
+PYTHONPATH="$PWD/$PKG" "$PY" -m pytest -n "$(nproc)" -q -s -p no:cacheprovider "$@" \
   `# the module links its C++ runtime dynamically under the sanitizers` \
   --deselect tests/test_opencl_loader.py::test_module_carries_its_own_cpp_runtime \
   `# the host's FMA loop runs instrumented: PoCL's kernel then reads 2-3x its rate` \
@@ -37,11 +36,14 @@ PYTHONPATH="$PWD/$PKG" "$PY" -m pytest -n "$(nproc)" -q -p no:cacheprovider "$@"
   `# ASan reserves terabytes of shadow address space: an RLIMIT_AS case cannot start` \
   --deselect "tests/test_adversarial.py::test_case[resources/address-space-limit/cpu]" \
   `# g++ run by these tests inherits the preloaded runtimes` \
-  -k "not float_lane_functions and not vector_forms_do_nothing_undefined"
+  -k "not float_lane_functions and not vector_forms_do_nothing_undefined" > "$B/pytest.log" 2>&1
 rc=$?
+tail -5 "$B/pytest.log"
 set -e
-# ASan's own complaints when a test's limits or seccomp-like settings stop it unmapping are not hetnn's
-found=$(grep -lE "ERROR: AddressSanitizer: [a-z-]+ on|runtime error:" "$B"/reports/* 2>/dev/null || true)
+# ASan's own complaints when a test's limits stop it unmapping are not hetnn's. UBSan writes to stderr whatever
+# log_path says, hence -s (no capture, so a report survives the worker it stops) and the log searched as well.
+found=$(grep -lE "ERROR: AddressSanitizer: [a-z-]+ on|runtime error:" "$B"/reports/* "$B/pytest.log" 2>/dev/null ||
+        true)
 if [[ -n "$found" ]]; then
   for f in $found; do
     echo "== $f"
