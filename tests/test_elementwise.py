@@ -599,6 +599,22 @@ _LEVEL_FLAGS = {"x86-64-v4": {"avx512f", "avx512bw", "avx512cd", "avx512dq", "av
                 "x86-64-v3": {"avx2", "fma", "bmi2", "f16c"}, "x86-64": set()}
 
 
+def _build_float_lanes_check(tmp_path, *flags):
+    """scripts/check_float_lanes.cpp built with g++ and `flags`; (executable, None), or (None, g++'s result) when
+    the build failed. Skips without g++ on x86-64."""
+    import platform
+    import shutil
+    import subprocess
+    if platform.machine() not in ("x86_64", "AMD64") or not shutil.which("g++"):
+        pytest.skip("needs g++ on x86-64")
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    exe = str(tmp_path / "check")
+    b = subprocess.run(["g++", "-std=c++17", "-fopenmp", "-Wno-psabi", *flags, "-I" + os.path.join(root, "cpp", "src"),
+                        os.path.join(root, "scripts", "check_float_lanes.cpp"), "-o", exe],
+                       capture_output=True, text=True, timeout=300)
+    return (exe, None) if b.returncode == 0 else (None, b)
+
+
 @pytest.mark.parametrize("level", sorted(_LEVEL_FLAGS))
 def test_float_lane_functions_are_within_an_ulp_at_every_clone_level(level, tmp_path):
     """The CPU device's float32 tanh, atan, cosh, sinh and expm1 compute in float lanes (vec_functions.h tanh16,
@@ -606,11 +622,7 @@ def test_float_lane_functions_are_within_an_ulp_at_every_clone_level(level, tmp_
     x86-64 level the loops are cloned for (with and without fused multiply-adds), every 61st block of 16 float32 of
     each range against the function in double rounded, the negatives as the function's symmetry says (expm1: both
     signs against the reference), infinities, zeros and the overflow edge: none more than 1 ulp away."""
-    import platform
-    import shutil
     import subprocess
-    if platform.machine() not in ("x86_64", "AMD64") or not shutil.which("g++"):
-        pytest.skip("needs g++ on x86-64")
     flags = set()
     with open("/proc/cpuinfo") as f:
         for line in f:
@@ -619,11 +631,8 @@ def test_float_lane_functions_are_within_an_ulp_at_every_clone_level(level, tmp_
                 break
     if not _LEVEL_FLAGS[level] <= flags:
         pytest.skip(f"this processor does not run {level}")
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-    exe = str(tmp_path / "check")
-    subprocess.run(["g++", "-O2", "-std=c++17", "-fopenmp", "-Wno-psabi", f"-march={level}",
-                    "-I" + os.path.join(root, "cpp", "src"), os.path.join(root, "scripts", "check_float_lanes.cpp"),
-                    "-o", exe], check=True, capture_output=True, timeout=300)
+    exe, failed = _build_float_lanes_check(tmp_path, "-O2", f"-march={level}")
+    assert exe, failed.stderr
     for fn in ("tanh", "atan", "cosh", "sinh", "expm1"):
         r = subprocess.run([exe, fn, "61"], capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stdout + r.stderr
@@ -637,20 +646,11 @@ def test_vector_forms_do_nothing_undefined_outside_their_domains(tmp_path):
     power of two from such a lane's garbage exponent, a signed overflow GCC's UBSan reports (the Python suite under
     ASan+UBSan found it). scripts/check_float_lanes.cpp `edges` runs every form on such lanes, built with
     -fsanitize=undefined."""
-    import platform
-    import shutil
     import subprocess
-    if platform.machine() not in ("x86_64", "AMD64") or not shutil.which("g++"):
-        pytest.skip("needs g++ on x86-64")
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-    exe = str(tmp_path / "edges")
-    b = subprocess.run(["g++", "-O1", "-std=c++17", "-fopenmp", "-Wno-psabi", "-fsanitize=undefined",
-                        "-fno-sanitize-recover=all", "-I" + os.path.join(root, "cpp", "src"),
-                        os.path.join(root, "scripts", "check_float_lanes.cpp"), "-o", exe],
-                       capture_output=True, text=True, timeout=300)
-    if b.returncode != 0 and "ubsan" in b.stderr:
-        pytest.skip("g++ cannot link -fsanitize=undefined here: " + b.stderr[-200:])
-    assert b.returncode == 0, b.stderr
+    exe, failed = _build_float_lanes_check(tmp_path, "-O1", "-fsanitize=undefined", "-fno-sanitize-recover=all")
+    if not exe and "ubsan" in failed.stderr:
+        pytest.skip("g++ cannot link -fsanitize=undefined here: " + failed.stderr[-200:])
+    assert exe, failed.stderr
     r = subprocess.run([exe, "edges"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "runtime error" not in r.stderr, r.stdout + r.stderr
 
