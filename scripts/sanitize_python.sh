@@ -31,23 +31,32 @@ UBSAN_OPTIONS="print_stacktrace=1:log_path=$PWD/$B/reports/ubsan" \
 PYTHONPATH="$PWD/$PKG" "$PY" -m pytest -n "$(nproc)" -q -s -p no:cacheprovider "$@" \
   `# the module links its C++ runtime dynamically under the sanitizers` \
   --deselect tests/test_opencl_loader.py::test_module_carries_its_own_cpp_runtime \
-  `# the host's FMA loop runs instrumented: PoCL's kernel then reads 2-3x its rate` \
+  `# the host's FMA loop runs instrumented: PoCL's kernel then reads 2-3x its rate, and oneDNN's products rise above` \
+  `# that ceiling and are flagged` \
   --deselect tests/test_bench_peak.py::test_run_peak_stores_and_reads_back \
+  --deselect "tests/test_notebooks.py::test_notebook_runs[02_matmul_gflops]" \
   `# ASan reserves terabytes of shadow address space: an RLIMIT_AS case cannot start` \
   --deselect "tests/test_adversarial.py::test_case[resources/address-space-limit/cpu]" \
+  `# ASan's per-thread shadow stacks: the many-threads case's process limit is met sooner` \
+  --deselect "tests/test_adversarial.py::test_case[resources/many-threads/opencl:0:0]" \
   `# g++ run by these tests inherits the preloaded runtimes` \
   -k "not float_lane_functions and not vector_forms_do_nothing_undefined" > "$B/pytest.log" 2>&1
 rc=$?
 tail -5 "$B/pytest.log"
 set -e
-# ASan's own complaints when a test's limits stop it unmapping are not hetnn's. UBSan writes to stderr whatever
-# log_path says, hence -s (no capture, so a report survives the worker it stops) and the log searched as well.
-found=$(grep -lE "ERROR: AddressSanitizer: [a-z-]+ on|runtime error:" "$B"/reports/* "$B/pytest.log" 2>/dev/null ||
-        true)
+# Reports of hetnn's code only: ASan's own complaints when a test's limits stop it unmapping, and the harness's
+# deliberate crash (ctypes.string_at(0)), have no hetnn frame. UBSan writes to stderr whatever log_path says, hence
+# -s above (no capture, so a report survives the worker it stops) and the log searched for its reports.
+found=""
+for f in "$B"/reports/*; do
+  [[ -e "$f" ]] || continue
+  if grep -qE "ERROR: AddressSanitizer: [A-Za-z-]+ " "$f" && grep -qE "hetnn/_core|cpp/src/" "$f"; then found+=" $f"; fi
+done
+if grep -qE "cpp/src/[^ ]*: runtime error:" "$B/pytest.log"; then found+=" $B/pytest.log"; fi
 if [[ -n "$found" ]]; then
   for f in $found; do
     echo "== $f"
-    grep -m1 -E "ERROR: AddressSanitizer|runtime error:" "$f"
+    grep -m1 -E "ERROR: AddressSanitizer|cpp/src/[^ ]*: runtime error:" "$f"
     grep -m6 -E "cpp/src/" "$f" || true
   done
   echo "sanitize_python: $(echo "$found" | wc -w) report(s) of memory errors or undefined behaviour (above)"
