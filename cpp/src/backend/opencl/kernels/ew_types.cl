@@ -55,8 +55,8 @@
 #endif
 
 // Stores v (a CT) as the output type.
-#if IS_FLOAT
-#define TO_INT(T, v) convert_##T##_sat(v)
+#if IS_FLOAT  // OpenCL C makes convert_T_sat(NaN) 0; PoCL 3.0 (pip's pocl-binary-distribution) gave the type's minimum
+#define TO_INT(T, v) ((v) != (v) ? (T)0 : convert_##T##_sat(v))
 #else
 #define TO_INT(T, v) ((T)(v))
 #endif
