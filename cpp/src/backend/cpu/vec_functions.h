@@ -321,7 +321,7 @@ HETNN_VI F16 sinh16(F16 a) {
 }
 
 // expm1: e^x = 2^n (1 + q) as exp_parts16's, but n rounded down for x > 0 (r in [0, ln2): q >= 0) and to nearest
-// below (r within +-ln2/2), so that n = 0, where the result is q itself, covers [-ln2/2, ln2) and 2 ((h - 1/2) + h q),
+// for x <= 0 (|r| <= ln2/2), so that n = 0, where the result is q itself, covers [-ln2/2, ln2) and 2 ((h - 1/2) + h q),
 // h = 2^(n-1), never subtracts nearly equal terms (with n = 1 from ln2/2 on, 1/2 + q lost an ulp to q's rounding);
 // Q Taylor's to r^10 / 10! for the longer range. x held within [-18, 88.8]: below -18 it is -1 in float32, beyond
 // 88.72 it overflows. Checked over every float32 as tanh's.
