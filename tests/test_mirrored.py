@@ -45,11 +45,20 @@ def test_several_devices_equal_training_on_one(rng, split, opt, dtype, tol, stra
     (w, h), (want, ref) = runs
     if dtype == "float32" and opt == "adamw":
         # Adam's normalised steps amplify float32 rounding (the replicas' gradients are summed in another order
-        # than one device's): over 4,000 seeds of this set-up the largest rel_err was 2.2e-5, one seed above 1e-5.
-        # A wrong reduction is off by 1e-2 or more, and float64 keeps the 1e-12 bound.
-        tol = 1e-4
+        # than one device's): over 4,000 seeds of this set-up the largest rel_err was 1.3e-5-2.2e-5. On some data a
+        # weight whose gradient stays near 0 makes float32 itself wander: with HETNN_TEST_SEED=1496299125 one
+        # device's float32 weights were 1.9e-3 from its float64 ones and the two devices' 2.3e-3 from one's. So the
+        # bound is 1e-4 or four times that distance, whichever is larger; a wrong reduction is off by 1e-2 or more
+        # (float64 keeps the 1e-12 bound).
+        exact = _mlp("float64")
+        e = exact.fit(x, y, loss="cross_entropy", optimizer=OPTIMIZERS[opt](exact), epochs=3, batch_size=10, seed=4)
+        tol = max(1e-4, 4 * rel_err(want, _weights(exact)))
+        loss_tol = max(1e-5, 4 * float(np.max(np.abs(np.subtract(ref.history["loss"], e.history["loss"]))
+                                               / np.abs(e.history["loss"]))))
+    else:
+        loss_tol = 1e-5
     assert rel_err(w, want) < tol
-    np.testing.assert_allclose(h.history["loss"], ref.history["loss"], rtol=1e-5)
+    np.testing.assert_allclose(h.history["loss"], ref.history["loss"], rtol=loss_tol)
     assert h.history["accuracy"] == ref.history["accuracy"]
     rows = h.params["rows_per_device"]
     assert sum(rows) == 10 and min(rows) >= 1 and h.params["devices"] == ["cpu", OTHER]
