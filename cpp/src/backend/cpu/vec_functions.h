@@ -263,10 +263,10 @@ HETNN_VI F8 hypot8(F8 a, F8 b) {
 // e^y for 0 <= y <= 89.5 as 2^n (1 + q): y = n ln2 + r, |r| <= ln2/2 (ln2 in two parts, n times the first exact,
 // y - n ln2hi exact by Sterbenz's lemma for n >= 1), q = r + r^2 Q(r), Q Taylor's to r^7 / 7! (within 4e-9); n as a
 // float holding an integer
+HETNN_VI F16 minus_n_ln2(F16 y, F16 n) { return (y - n * 0.693145751953125f) - n * 1.428606765330187045e-06f; }
 HETNN_VI F16 exp_parts16(F16 y, F16& n) {
   n = (y * 1.44269504f + 12582912.0f) - 12582912.0f;  // rounded to an integer (1.5 * 2^23 added)
-  F16 r = y - n * 0.693145751953125f;
-  r = r - n * 1.428606765330187045e-06f;
+  const F16 r = minus_n_ln2(y, n);
   const F16 q = horner(r, 1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f);
   return (r * r) * q + r;
 }
@@ -329,8 +329,7 @@ HETNN_VI F16 expm1_16(F16 a) {
   const F16 x = a < -18.0f ? -18.0f : (a > 88.8f ? 88.8f : a);
   const F16 y = x * 1.44269504f;
   const F16 n = ((x > 0.0f ? y - 0.5f : y) + 12582912.0f) - 12582912.0f;
-  F16 r = x - n * 0.693145751953125f;
-  r = r - n * 1.428606765330187045e-06f;
+  const F16 r = minus_n_ln2(x, n);
   const F16 p = horner(r, 1.0f / 3628800, 1.0f / 362880, 1.0f / 40320, 1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24,
                        1.0f / 6, 0.5f);
   const F16 q = (r * r) * p + r, h = pow2_16(n - 1.0f);

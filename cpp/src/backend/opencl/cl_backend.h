@@ -312,8 +312,9 @@ class ClBackend final : public Backend, private GemmTuning, private KernelTools,
   // type pair then costs one build (~0.3 s on PoCL, cached on disk).
   bool op_built_in(std::int64_t elements) const { return !gpu_kernels() && elements >= (std::int64_t{1} << 20); }
   // The same for an element-wise program (under mu_): also from 2^14 elements once the same op, types (opts), mode
-  // and arrangement have been called three times. PoCL ran the shared program 2.1-5.1x slower than the op's own at 64 KiB-1 MiB
-  // (add, exp, tanh): a repeated mid-size op pays its one build (~0.3 s, disk-cached) back within a few calls.
+  // and arrangement have been called three times. PoCL ran the shared program 2.1-5.1x slower than the op's own at
+  // 64 KiB-1 MiB (add, exp, tanh): a repeated mid-size op pays its one build (~0.3 s, disk-cached) back within a
+  // few calls.
   bool op_built_in_hot(std::int64_t elements, const std::string& opts, EwOp op, cl_int mode, bool two_d);
   std::map<std::string, int> hot_ops_;  // calls per key from 2^14 elements (under mu_)
   // The work-group size of a flat kernel (a work-item per element) over n items: 64, but 1024 (within the device's
