@@ -271,17 +271,21 @@ def test_fit_progress_advances_within_each_epoch(monkeypatch, rng):
 
 
 def test_model_checkpoint_saves_the_best_epochs(device, rng, tmp_path):
-    x, y = _data(rng, n=80)
-    m = _model(device)
-    rec = _Record()
-    ck = nn.ModelCheckpoint(tmp_path / "best.npz", monitor="val_loss", save_best_only=True)
-    every = nn.ModelCheckpoint(str(tmp_path / "m-{epoch:02d}-{val_loss:.4f}.npz"))
-    # a learning rate large enough that the validation loss goes up again: some epochs are not saved
-    m.fit(x, y, loss="cross_entropy", optimizer=optim.SGD(m.parameters(), lr=3.0, momentum=0.9), epochs=8,
-          validation_split=0.25, callbacks=[rec, ck, every], seed=1)
-    losses = [v for v, _ in rec.states]
+    # a learning rate large enough that the validation loss goes up again, so that some epochs are not saved; a
+    # draw on which every epoch still improved (HETNN_TEST_SEED=620373285) is replaced by a fresh one
+    for _ in range(5):
+        x, y = _data(rng, n=80)
+        m = _model(device)
+        rec = _Record()
+        ck = nn.ModelCheckpoint(tmp_path / "best.npz", monitor="val_loss", save_best_only=True)
+        every = nn.ModelCheckpoint(str(tmp_path / "m-{epoch:02d}-{val_loss:.4f}.npz"))
+        m.fit(x, y, loss="cross_entropy", optimizer=optim.SGD(m.parameters(), lr=3.0, momentum=0.9), epochs=8,
+              validation_split=0.25, callbacks=[rec, ck, every], seed=1)
+        losses = [v for v, _ in rec.states]
+        improving = [e for e, v in enumerate(losses) if v < min(losses[:e], default=np.inf)]
+        if len(improving) < len(losses):
+            break
     best = int(np.argmin(losses))
-    improving = [e for e, v in enumerate(losses) if v < min(losses[:e], default=np.inf)]
     assert ck.best_epoch == best and ck.best == pytest.approx(losses[best])
     assert ck.saved == [str(tmp_path / "best.npz")] * len(improving) and len(improving) < len(losses)
     saved = nn.load(tmp_path / "best.npz", device=device)
